@@ -1,0 +1,53 @@
+/* frame.h - length-prefixed frames on the Unix control socket.
+ *
+ * A frame is a 4-byte little-endian payload length followed by that many
+ * bytes of a packed gpuprof.Msg protobuf (proto/gpuprof.proto).  The
+ * length is checked against GPD_FRAME_MAX before anything is allocated.
+ * A frame may carry file descriptors (SCM_RIGHTS) on its first byte:
+ * HelloReply carries the region memfd, a hand-back Hello carries it back.
+ */
+#ifndef GPUPROF_FRAME_H
+#define GPUPROF_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPD_FRAME_HDR 4u
+#define GPD_FRAME_MAX (4u << 20) /* 4 MiB payload */
+
+/** Incremental decoder over a byte stream.  Feed bytes as they arrive;
+ *  complete payloads are returned one at a time.  Memory: at most
+ *  GPD_FRAME_MAX + GPD_FRAME_HDR bytes buffered.  Not thread-safe. */
+typedef struct gpd_frame_dec_s {
+  uint8_t *buf;
+  size_t len;  /* bytes buffered */
+  size_t cap;
+  uint32_t max; /* max payload, <= GPD_FRAME_MAX */
+} gpd_frame_dec_t;
+
+void gpd_frame_dec_init(gpd_frame_dec_t *d, uint32_t max);
+void gpd_frame_dec_free(gpd_frame_dec_t *d);
+
+/** Append n bytes. Returns 0, -ENOMEM, or GPD_EFRAMETOOBIG as soon as a
+ *  buffered header declares a payload above max (nothing is allocated for
+ *  it; the connection must be dropped). */
+int gpd_frame_dec_feed(gpd_frame_dec_t *d, const void *data, size_t n);
+
+/** Take the next complete payload: returns 1 and sets *payload/*n (valid
+ *  until the next feed/next call), 0 if none is complete yet, or
+ *  GPD_EFRAMETOOBIG. */
+int gpd_frame_dec_next(gpd_frame_dec_t *d, const uint8_t **payload, size_t *n);
+
+/** Write the 4-byte header for an n-byte payload into hdr. */
+void gpd_frame_put_header(uint8_t hdr[GPD_FRAME_HDR], uint32_t n);
+
+/** Blocking helpers for clients (shim registration thread, CLI):
+ *  write one whole frame (header + payload) with an optional fd attached
+ *  (fd < 0: none); read one whole frame into a malloc'd buffer (*out,
+ *  caller frees) receiving at most one fd into *fd_out (-1 if none).
+ *  `timeout_ms` < 0 waits forever.  Return 0, -errno (-ETIMEDOUT,
+ *  -ECONNRESET on EOF), or GPD_EFRAMETOOBIG. */
+int gpd_frame_send(int sock, const void *payload, uint32_t n, int fd, int timeout_ms);
+int gpd_frame_recv(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_ms);
+
+#endif

@@ -1,0 +1,231 @@
+/* record.h - fixed-size ring records shared by shim and daemon.
+ *
+ * Every record starts with gpd_rec_hdr_t and occupies `nslots` consecutive
+ * 64-byte slots of one ring (GPD_SLOT_SIZE).  Fixed records use one or two
+ * slots; variable records (strings, module paths) carry their payload after
+ * the fixed part and span as many slots as needed, up to GPD_REC_MAX_SLOTS.
+ * A slot sequence may wrap around the end of the ring; the consumer copies
+ * the slots out before it looks at them (the region is untrusted input).
+ *
+ * Identifiers are process-local and never 0 (0 means "none"):
+ *   - node ids   : CCT nodes interned by the shim (gpd_intern_t)
+ *   - string ids : kernel names, reasons, ... (STRING records)
+ *   - module ids : load modules (MODULE records)
+ *   - correlation ids: one per GPU API invocation, unique in the process;
+ *     the top 8 bits hold the gpd_api_t so CUPTI's own ids never collide
+ *     with the shim's (GPD_CORR()).
+ * A record that refers to an id is pushed only after the record that
+ * announces the id (NODE / STRING / MODULE) was pushed, possibly on another
+ * thread's ring: the daemon must tolerate references that resolve later.
+ *
+ * All times are ns on the gpuprof clock (clock.h: CLOCK_MONOTONIC_RAW).
+ */
+#ifndef GPUPROF_RECORD_H
+#define GPUPROF_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPD_SLOT_SIZE 64u
+#define GPD_REC_VERSION 1u
+#define GPD_REC_MAX_SLOTS 255u
+#define GPD_REC_MAX_BYTES (GPD_REC_MAX_SLOTS * GPD_SLOT_SIZE)
+
+/** Record types.  Values are part of the shared-memory ABI. */
+typedef enum gpd_rec_type_e {
+  GPD_REC_NONE = 0,     /* never valid in a ring */
+  GPD_REC_NODE = 1,     /* CCT node announcement              (1 slot)  */
+  GPD_REC_STRING = 2,   /* interned string                     (n slots) */
+  GPD_REC_MODULE = 3,   /* load module                         (n slots) */
+  GPD_REC_INVOKE = 4,   /* GPU API invocation at a CPU context (1 slot)  */
+  GPD_REC_ACTIVITY = 5, /* completed GPU / GPU-API activity    (2 slots) */
+  GPD_REC_STATUS = 6,   /* vendor back-end state change        (1 slot)  */
+  GPD_REC_TYPE_MAX = 7
+} gpd_rec_type_t;
+
+/** GPU programming interfaces. */
+typedef enum gpd_api_e {
+  GPD_API_NONE = 0,
+  GPD_API_OPENCL = 1,
+  GPD_API_CUDA = 2,
+  GPD_API_LEVEL0 = 3,
+  GPD_API_MAX = 4
+} gpd_api_t;
+
+/** GPU operation kinds, the placeholder classes of seed 003 Table 8.1. */
+typedef enum gpd_op_e {
+  GPD_OP_NONE = 0,
+  GPD_OP_KERNEL = 1, /* <gpu kernel>  GKER   */
+  GPD_OP_COPY = 2,   /* <gpu copy>    GXCOPY */
+  GPD_OP_MEMSET = 3, /* <gpu memset>  GMSET  */
+  GPD_OP_ALLOC = 4,  /* <gpu alloc>   GMEM   */
+  GPD_OP_FREE = 5,   /* <gpu free>    GMEM   */
+  GPD_OP_SYNC = 6,   /* <gpu sync>    GSYNC  */
+  GPD_OP_MAX = 7
+} gpd_op_t;
+
+/** Copy kinds (ACTIVITY.subkind for GPD_OP_COPY), seed 003 Table 8.4. */
+typedef enum gpd_copy_e {
+  GPD_COPY_UNK = 0, GPD_COPY_H2D, GPD_COPY_D2H, GPD_COPY_H2A, GPD_COPY_A2H,
+  GPD_COPY_A2A, GPD_COPY_A2D, GPD_COPY_D2A, GPD_COPY_D2D, GPD_COPY_H2H,
+  GPD_COPY_P2P, GPD_COPY_MAX
+} gpd_copy_t;
+
+/** Memory kinds (subkind for ALLOC/FREE/MEMSET), seed 003 Tables 8.2/8.3. */
+typedef enum gpd_mem_e {
+  GPD_MEM_UNK = 0, GPD_MEM_PAG, GPD_MEM_PIN, GPD_MEM_DEV, GPD_MEM_ARY,
+  GPD_MEM_MAN, GPD_MEM_DST, GPD_MEM_MST, GPD_MEM_MAX
+} gpd_mem_t;
+
+/** Synchronization kinds (subkind for SYNC), seed 003 Table 8.5. */
+typedef enum gpd_sync_e {
+  GPD_SYNC_UNK = 0, GPD_SYNC_EVT, GPD_SYNC_STRE, GPD_SYNC_STR, GPD_SYNC_CTX,
+  GPD_SYNC_MAX
+} gpd_sync_t;
+
+/** String kinds (STRING.kind). */
+typedef enum gpd_str_e {
+  GPD_STR_OTHER = 0,
+  GPD_STR_KERNEL = 1, /* kernel name as the vendor gives it (mangled) */
+  GPD_STR_REASON = 2, /* human-readable reason text (STATUS records)  */
+} gpd_str_t;
+
+#define GPD_CORR(api, n) (((uint64_t)(api) << 56) | ((uint64_t)(n) & 0x00ffffffffffffffull))
+#define GPD_CORR_API(c) ((unsigned)((c) >> 56))
+
+/** Common header of every record (8 bytes). */
+typedef struct gpd_rec_hdr_s {
+  uint8_t type;    /* gpd_rec_type_t */
+  uint8_t version; /* GPD_REC_VERSION */
+  uint8_t nslots;  /* slots this record spans, >= 1 */
+  uint8_t flags;   /* type-specific, 0 unless said otherwise */
+  uint32_t len;    /* payload bytes of a variable record, else 0 */
+} gpd_rec_hdr_t;
+
+/** NODE: CCT node `id` = child of `parent` (0 = root) at call-site
+ *  `offset` bytes into load module `module` (0 = unknown module, then
+ *  `offset` is the absolute instruction pointer).  The shim sends the
+ *  return address minus one, so that offset lands inside the call. */
+typedef struct gpd_rec_node_s {
+  gpd_rec_hdr_t h;
+  uint32_t id;
+  uint32_t parent;
+  uint32_t module;
+  uint32_t reserved;
+  uint64_t offset;
+  uint8_t pad[32];
+} gpd_rec_node_t;
+
+/** STRING: `h.len` bytes of text (no NUL) follow the fixed part. */
+typedef struct gpd_rec_string_s {
+  gpd_rec_hdr_t h;
+  uint32_t id;
+  uint32_t kind; /* gpd_str_t */
+  char text[];   /* h.len bytes, may span the following slots */
+} gpd_rec_string_t;
+
+/** MODULE: load module `id` mapped at [base, base+size); build-id (may be
+ *  empty) and the path (h.len bytes, no NUL) follow. */
+typedef struct gpd_rec_module_s {
+  gpd_rec_hdr_t h;
+  uint32_t id;
+  uint8_t build_id_len; /* 0..20 */
+  uint8_t pad[3];
+  uint64_t base;
+  uint64_t size;
+  uint8_t build_id[20];
+  uint8_t pad2[4];
+  char path[]; /* h.len bytes */
+} gpd_rec_module_t;
+
+/** INVOKE: GPU API call `corr` of kind `op` made by thread `tid` in CCT
+ *  context `node`, at host time `ts` ns.  flags & GPD_INVOKE_MULTI: the call
+ *  may produce many activities (graph launch); keep it after a match. */
+#define GPD_INVOKE_MULTI 0x01u
+typedef struct gpd_rec_invoke_s {
+  gpd_rec_hdr_t h;
+  uint8_t api; /* gpd_api_t */
+  uint8_t op;  /* gpd_op_t */
+  uint16_t reserved;
+  uint32_t node;
+  uint64_t corr;
+  uint64_t ts;
+  uint32_t tid;
+  uint32_t reserved2;
+  uint8_t pad[24];
+} gpd_rec_invoke_t;
+
+/** ACTIVITY: the completed operation of invocation `corr`.
+ *  [start, end) ns on the gpuprof clock (device time for GPU work, host
+ *  time for host-measured work such as SYNC and ALLOC).  `bytes` for copy,
+ *  memset, alloc and free.  Kernel characteristics are 0 when unknown
+ *  (OpenCL gives none); `occ_permille` is the theoretical occupancy in
+ *  1/1000 (GKER:OCC_THR), computed by the shim from device properties. */
+typedef struct gpd_rec_activity_s {
+  gpd_rec_hdr_t h;
+  uint8_t api;     /* gpd_api_t */
+  uint8_t op;      /* gpd_op_t */
+  uint8_t subkind; /* gpd_copy_t / gpd_mem_t / gpd_sync_t */
+  uint8_t reserved;
+  uint32_t device;
+  uint64_t corr;
+  uint64_t start;
+  uint64_t end;
+  uint64_t bytes;
+  uint32_t stream; /* queue / stream id, process-local */
+  uint32_t name;   /* string id of the kernel name, 0 = none */
+  uint32_t context;
+  /* kernel characteristics, seed 003 Table 8.6 */
+  uint32_t blocks;          /* GKER:BLK     grid size in blocks     */
+  uint32_t block_threads;   /* GKER:BLK_THR threads per block       */
+  uint32_t regs_per_thread; /* GKER:THR_REG                         */
+  uint32_t static_smem;     /* GKER:STMEM   bytes per block         */
+  uint32_t dynamic_smem;    /* GKER:DYMEM   bytes per block         */
+  uint32_t local_mem;       /* GKER:LMEM    bytes per thread        */
+  uint32_t occ_permille;    /* GKER:OCC_THR 0..1000                 */
+  uint8_t pad[36];
+} gpd_rec_activity_t;
+
+/** STATUS: back end `api` is now enabled (state 1) or disabled (state 0)
+ *  with vendor error `code` and reason text string `reason` (0 = none). */
+typedef struct gpd_rec_status_s {
+  gpd_rec_hdr_t h;
+  uint8_t api;
+  uint8_t state;
+  uint16_t reserved;
+  int32_t code;
+  uint32_t reason;
+  uint8_t pad[44];
+} gpd_rec_status_t;
+
+_Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
+_Static_assert(sizeof(gpd_rec_node_t) == 64, "node");
+_Static_assert(sizeof(gpd_rec_string_t) == 16, "string");
+_Static_assert(sizeof(gpd_rec_module_t) == 56, "module");
+_Static_assert(sizeof(gpd_rec_invoke_t) == 64, "invoke");
+_Static_assert(sizeof(gpd_rec_activity_t) == 128, "activity");
+_Static_assert(sizeof(gpd_rec_status_t) == 64, "status");
+
+/** Slots needed by a variable record with a `fixed`-byte head and `len`
+ *  payload bytes. */
+static inline unsigned gpd_rec_slots_for(size_t fixed, size_t len) {
+  return (unsigned)((fixed + len + GPD_SLOT_SIZE - 1) / GPD_SLOT_SIZE);
+}
+
+/** Validate a record copied out of a ring into `buf` (`nbytes` =
+ *  nslots * GPD_SLOT_SIZE).  Checks type, version, nslots against the
+ *  type's fixed size, len against nslots, enum ranges, and that ids that
+ *  must be non-zero are.  Returns 0 or a negative GPD_E* code (error.h).
+ *  Pure function, any thread. */
+int gpd_rec_validate(const void *buf, size_t nbytes);
+
+/** Name of a record type, op, copy kind, ... for logs and reports. */
+const char *gpd_rec_type_name(unsigned type);
+const char *gpd_api_name(unsigned api);
+const char *gpd_op_name(unsigned op);          /* "kernel", "copy", ... */
+const char *gpd_op_placeholder(unsigned op);   /* "<gpu kernel>", ... */
+const char *gpd_copy_name(unsigned kind);      /* "H2D", ... */
+const char *gpd_mem_name(unsigned kind);       /* "DEV", ... */
+const char *gpd_sync_name(unsigned kind);      /* "STR", ... */
+
+#endif

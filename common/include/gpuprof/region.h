@@ -1,0 +1,164 @@
+/* region.h - the shared-memory region of one process and its SPSC rings.
+ *
+ * Layout of the memfd (all offsets from the start, little-endian, x86-64):
+ *
+ *   [0, 4096)              gpd_region_hdr_t (versioned header)
+ *   [4096, data_off)       nrings x gpd_ring_ctl_t (ring slot table, 256 B each)
+ *   [data_off, size)       nrings x ring_slots x GPD_SLOT_SIZE record slots
+ *
+ * The daemon creates the memfd (gpd_region_create), sizes it, seals it
+ * against shrink/grow (F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL) and passes
+ * the fd to the shim (SCM_RIGHTS).  The shim maps it (gpd_region_map),
+ * checks the header and keeps the fd, so that it can hand it back to a
+ * restarted daemon.
+ *
+ * Rings: a producer thread claims a free ring once (CAS FREE -> OWNED on
+ * ctl->state) and is then its only writer; the daemon's monitor thread is
+ * its only reader.  head and tail are monotonic slot counters (never
+ * wrapped; index = counter & (ring_slots-1)).  The producer writes slots,
+ * then publishes head with a release store; the consumer reads head with
+ * an acquire load, copies slots out, then publishes tail with a release
+ * store.  A full ring drops the record and counts it in ctl->drops; the
+ * producer never waits.  When a thread exits, the shim marks its ring
+ * RETIRED; the daemon drains it and sets it FREE again for reuse.
+ *
+ * The daemon treats everything in the region as untrusted: it reads the
+ * geometry only from its own copy (gpd_region_t fields), and re-checks
+ * head/tail on every drain (gpd_ring_consume).
+ */
+#ifndef GPUPROF_REGION_H
+#define GPUPROF_REGION_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuprof/record.h"
+
+#define GPD_REGION_MAGIC 0x314e474552445047ull /* "GPDREGN1" */
+#define GPD_REGION_VERSION 1u
+#define GPD_REGION_HDR_SIZE 4096u
+#define GPD_RING_CTL_SIZE 256u
+
+/** Ring states (gpd_ring_ctl_t.state). */
+enum {
+  GPD_RING_FREE = 0,    /* unowned; a producer may claim it             */
+  GPD_RING_OWNED = 1,   /* one producer thread writes it                 */
+  GPD_RING_RETIRED = 2, /* producer gone; daemon drains then sets FREE   */
+};
+
+/** Region header.  Written by the daemon at creation; the shim only
+ *  updates the atomic counters. */
+typedef struct gpd_region_hdr_s {
+  uint64_t magic;       /* GPD_REGION_MAGIC */
+  uint32_t version;     /* GPD_REGION_VERSION */
+  uint32_t hdr_size;    /* GPD_REGION_HDR_SIZE */
+  uint64_t size;        /* bytes of the whole region */
+  uint32_t nrings;      /* rings in the table */
+  uint32_t ring_slots;  /* slots per ring, power of two */
+  uint64_t ctl_off;     /* offset of the ring slot table */
+  uint64_t data_off;    /* offset of ring 0's slots */
+  uint64_t profile_id;  /* daemon's id of this process's profile */
+  int32_t pid;          /* registered pid */
+  uint32_t reserved;
+  _Atomic uint64_t no_ring_drops; /* records dropped: no free ring */
+  _Atomic uint64_t next_corr;     /* shim's correlation counter (survives daemon restart) */
+  _Atomic uint32_t next_node;     /* shim's last node id */
+  _Atomic uint32_t next_string;   /* shim's last string / module id */
+} gpd_region_hdr_t;
+
+/** One ring's control block, 4 cache lines so producer and consumer
+ *  fields never share a line. */
+typedef struct gpd_ring_ctl_s {
+  _Alignas(64) _Atomic uint64_t head; /* producer: next slot to write */
+  _Atomic uint64_t pushed;            /* producer: records pushed */
+  _Atomic uint64_t drops;             /* producer: records dropped (full) */
+  _Atomic uint32_t state;             /* GPD_RING_* */
+  uint32_t tid;                       /* producer thread id (gettid) */
+  _Alignas(64) _Atomic uint64_t tail; /* consumer: next slot to read */
+  _Atomic uint64_t consumed;          /* consumer: records consumed */
+  _Alignas(64) uint8_t reserved[128];
+} gpd_ring_ctl_t;
+
+_Static_assert(sizeof(gpd_ring_ctl_t) == GPD_RING_CTL_SIZE, "ring ctl");
+
+/** A mapped region (private, per side).  Geometry fields are validated
+ *  copies; never re-read them from hdr. */
+typedef struct gpd_region_s {
+  int fd;               /* memfd, owned */
+  void *base;           /* mapping */
+  size_t size;
+  uint32_t nrings;
+  uint32_t ring_slots;
+  gpd_region_hdr_t *hdr;
+  gpd_ring_ctl_t *ctl;  /* nrings entries */
+  uint8_t *data;        /* nrings * ring_slots * GPD_SLOT_SIZE */
+} gpd_region_t;
+
+/** Daemon: create a sealed memfd region with `nrings` rings of
+ *  `ring_slots` slots (power of two, 64..2^24) for process `pid`.
+ *  Returns 0 or -errno (-EINVAL for bad geometry). */
+int gpd_region_create(gpd_region_t *r, uint32_t nrings, uint32_t ring_slots,
+                      int32_t pid, uint64_t profile_id);
+
+/** Either side: map an existing region fd (takes ownership of fd on
+ *  success) and validate its header: magic, version, sizes consistent with
+ *  fstat().  Returns 0, -errno, or GPD_EBADREGION. */
+int gpd_region_map(gpd_region_t *r, int fd);
+
+/** Unmap and close. Safe on a zeroed struct. */
+void gpd_region_close(gpd_region_t *r);
+
+/** Slots of ring i. */
+static inline uint8_t *gpd_region_ring_data(const gpd_region_t *r, uint32_t i) {
+  return r->data + (size_t)i * r->ring_slots * GPD_SLOT_SIZE;
+}
+
+/* ---------------------------------------------------------------- rings */
+
+/** Producer handle (private to the producer thread). */
+typedef struct gpd_producer_s {
+  gpd_ring_ctl_t *ctl;
+  uint8_t *slots;
+  uint64_t mask;        /* ring_slots - 1 */
+  uint64_t head;        /* private copy of ctl->head */
+  uint64_t tail_cache;  /* last tail seen; refreshed only when looking full */
+} gpd_producer_t;
+
+/** Shim: claim a FREE ring for the calling thread (CAS) and fill `p`.
+ *  Returns the ring index or -EBUSY when none is free (the caller counts
+ *  its records in hdr->no_ring_drops).  Wait-free. */
+int gpd_producer_claim(gpd_region_t *r, gpd_producer_t *p, uint32_t tid);
+
+/** Shim: mark the ring RETIRED (thread exit).  p is unusable after. */
+void gpd_producer_retire(gpd_producer_t *p);
+
+/** Shim: reserve `nslots` contiguous-in-sequence slots; returns 0 and the
+ *  first slot's sequence number in *seq, or -ENOSPC (drop counted).
+ *  Use gpd_producer_slot() to address them (they may wrap), then
+ *  gpd_producer_commit().  Wait-free, no allocation, no syscall. */
+int gpd_producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq);
+static inline void *gpd_producer_slot(gpd_producer_t *p, uint64_t seq) {
+  return p->slots + (seq & p->mask) * GPD_SLOT_SIZE;
+}
+void gpd_producer_commit(gpd_producer_t *p, unsigned nslots);
+
+/** Shim: push one record of `len` bytes (copied, padded to slots).
+ *  Returns 0 or -ENOSPC (dropped and counted) / -E2BIG. */
+int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len);
+
+/** Daemon: copy out and validate up to `max` records of ring i, calling
+ *  `fn(arg, rec, nbytes)` for each valid record (rec is an aligned private
+ *  copy valid during the call).  Stops at the first invalid record:
+ *  returns the number of records consumed (>= 0), or a negative GPD_E*
+ *  code when the ring is corrupt (head beyond tail + ring_slots, bad
+ *  record): the caller must then stop trusting this region.  Publishes
+ *  tail after the batch.  Only the monitor thread calls it. */
+typedef void (*gpd_ring_fn)(void *arg, const void *rec, size_t nbytes);
+int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn,
+                     void *arg);
+
+/** Records pending in ring i (head - tail, clamped to 0..ring_slots). */
+uint64_t gpd_ring_pending(const gpd_region_t *r, uint32_t i);
+
+#endif

@@ -1,0 +1,48 @@
+/* config.h - gpuprofd settings: one declarative table (config.c) read from
+ * an INI file with inih.  Owned by the main thread; the monitor and writer
+ * threads read only the fields marked "live" through atomics/locks of
+ * their own owners after a SIGHUP reload.
+ */
+#ifndef GPD_DAEMON_CONFIG_H
+#define GPD_DAEMON_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPD_DEFAULT_SOCKET "/run/gpuprofd/gpuprofd.sock"
+#define GPD_DEFAULT_STATE_DIR "/var/lib/gpuprofd"
+#define GPD_DEFAULT_CONFIG "/etc/gpuprofd/gpuprofd.conf"
+
+/** All settings.  Units in the names: _ms, _s, _bytes. */
+typedef struct gpd_config_s {
+  char socket[108];          /* [daemon] socket            */
+  char state_dir[PATH_MAX];  /* [daemon] state_dir; env GPUPROF_STATE_DIR wins */
+  char db_name[256];         /* [store] db = gpuprofd.gpdb (relative to state_dir) */
+  uint32_t rings;            /* [shm] rings_per_process = 64 */
+  uint32_t ring_slots;       /* [shm] ring_slots = 16384 (power of two) */
+  char admin_group[64];      /* [access] admin_group = "" (none)  live */
+  uint32_t flush_ms;         /* [store] flush_interval_ms = 1000  live */
+  uint64_t retain_age_s;     /* [store] retention_max_age_s = 604800 live */
+  uint64_t retain_bytes;     /* [store] retention_max_bytes = 1 GiB live */
+  int log_level;             /* [daemon] log_level = warn  live */
+  uint32_t max_clients;      /* [daemon] max_clients = 4096 */
+  uint32_t poll_us;          /* [monitor] poll_interval_us = 200 live */
+} gpd_config_t;
+
+/** Fill compiled-in defaults. */
+void gpd_config_defaults(gpd_config_t *c);
+
+/** Read an INI file over *c.  A missing file at the default path is not an
+ *  error (returns 0); a missing file named explicitly is.  On a bad line
+ *  (unknown section/key, value out of [min,max], bad number) returns
+ *  GPD_ECONFIG and writes "file:line: 'text': reason" to err.  Then
+ *  applies GPUPROF_STATE_DIR. */
+int gpd_config_load(gpd_config_t *c, const char *path, int explicit_path,
+                    char *err, size_t errlen);
+
+/** SIGHUP: re-read `path` into a copy; on success copy only the live
+ *  fields into *live and return 0; on error keep *live unchanged. */
+int gpd_config_reload(gpd_config_t *live, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,63 @@
+/* shim.h - what the shim core offers its vendor back ends (opencl/, cupti/,
+ * level0/).  Implemented in shim/*.c.  Every function here is safe to call
+ * before the shim is connected or when it never will be (then it does
+ * nothing and returns 0 / an error code): a back end never checks.
+ *
+ * Thread rules: any application or vendor thread may call these; each
+ * thread lazily claims its own ring on first push (gpd_shim_push*), so no
+ * call takes a lock, allocates, or makes a syscall on the hot path
+ * (the first push on a thread claims a ring: one CAS).
+ */
+#ifndef GPUPROF_SHIM_H
+#define GPUPROF_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuprof/record.h"
+
+/** True once the shim holds a region (registered with a daemon). */
+int gpd_shim_active(void);
+
+/** Capture the calling context of the current thread: unwind with
+ *  libunwind (unw_backtrace), drop the innermost frames that lie in the
+ *  shim itself or in a registered vendor module (gpd_shim_vendor_module),
+ *  intern the remaining path root-first (memoized against this thread's
+ *  previous path, announcing new nodes with NODE records and new modules
+ *  with MODULE records), and return the leaf node id (0 = unavailable). */
+uint32_t gpd_shim_capture(void);
+
+/** Register a load module whose frames are "vendor" (libOpenCL, libcuda,
+ *  libcudart, libcupti, libze_loader...): matched by substring of the
+ *  module path, e.g. "libcuda.so".  Call at back-end init. */
+void gpd_shim_vendor_module(const char *path_substring);
+
+/** Next correlation id for `api` (GPD_CORR(api, n), n from a process-wide
+ *  counter that survives a daemon restart). */
+uint64_t gpd_shim_corr_next(unsigned api);
+
+/** Push an INVOKE for `corr` at context `node` (from gpd_shim_capture).
+ *  ts = gpd_clock_ns() at API entry.  0 or -ENOSPC (dropped, counted) or
+ *  -ENOTCONN (no daemon). */
+int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, unsigned op,
+                         uint64_t ts, unsigned flags);
+
+/** Push an ACTIVITY (a->h is filled in by the shim). */
+int gpd_shim_push_activity(gpd_rec_activity_t *a);
+
+/** Intern a string: returns its id (> 0), pushing a STRING record the
+ *  first time this text is seen in the process (kind: gpd_str_t).  Uses a
+ *  bounded process-wide table; returns 0 if full or not connected. */
+uint32_t gpd_shim_string(const char *text, unsigned kind);
+
+/** Report a back end's state (STATUS record + kept by the shim so that a
+ *  late connection re-sends it).  `why` may be NULL. */
+void gpd_shim_backend_status(unsigned api, int enabled, int code, const char *why);
+
+/** Hand a GPU binary (cubin) to the daemon once per content hash; the
+ *  bytes are copied to a bounded queue and sent by the shim's connection
+ *  thread in GpuBinary chunks.  Returns 0, -ENOMEM / -ENOSPC (queue full,
+ *  dropped and logged once), -ENOTCONN. */
+int gpd_shim_gpubin(const void *data, size_t len, const char *kind);
+
+#endif
