@@ -45,4 +45,14 @@ int gpd_config_load(gpd_config_t *c, const char *path, int explicit_path,
  *  fields into *live and return 0; on error keep *live unchanged. */
 int gpd_config_reload(gpd_config_t *live, const char *path, char *err, size_t errlen);
 
+/* Additive (service helper): introspection of the key table, used by
+ * tests to keep docs/SERVICE.md and systemd/gpuprofd.conf in step. */
+
+/** Number of keys in the table. */
+size_t gpd_config_nkeys(void);
+
+/** Markdown table row for key i: "| [section] | key | type | default |
+ *  range | live | doc |".  0 or -EINVAL (i out of range). */
+int gpd_config_key_describe(size_t i, char *out, size_t outlen);
+
 #endif

@@ -1,0 +1,188 @@
+/* cli.h - private interfaces of the gpuprof command-line client.
+ *
+ * One in-memory calling-context tree (gpd_tree_t) is built either from
+ * SQLite profiles (report.c) or from a live TreeReply (client.c); one
+ * text renderer (render.c) and one JSON writer (json.c) print it.
+ * Everything here runs on the CLI's single thread.
+ */
+#ifndef GPD_CLI_H
+#define GPD_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpuprof.pb-c.h"
+
+/* Exit codes (docs/CLI.md). */
+#define GPD_EXIT_OK 0
+#define GPD_EXIT_FAIL 1     /* an Error reply, an unreadable profile */
+#define GPD_EXIT_NODAEMON 2 /* no gpuprofd at the socket / cannot start one */
+#define GPD_EXIT_USAGE 64   /* EX_USAGE */
+
+/* Mirrors daemon/config.h GPD_DEFAULT_SOCKET (the CLI does not link the daemon). */
+#define GPD_CLI_DEFAULT_SOCKET "/run/gpuprofd/gpuprofd.sock"
+
+/* Node kinds: gpuprof.NodeKind (proto/gpuprof.proto). */
+enum { GPD_NODE_ROOT = 0, GPD_NODE_FRAME = 1, GPD_NODE_PLACEHOLDER = 2, GPD_NODE_KERNEL = 3, GPD_NODE_UNKNOWN = 4 };
+
+/** One sparse metric value: id is a gpd_metric_t, v in the metric's unit
+ *  (ns, bytes, count; MEAN metrics hold sums over launches). */
+typedef struct gpd_mval_s {
+  uint32_t id;
+  double v;
+} gpd_mval_t;
+
+/** Sparse metric vector, sorted by id. */
+typedef struct gpd_mvec_s {
+  gpd_mval_t *v;
+  uint32_t n, cap;
+} gpd_mvec_t;
+
+/** Add x to metric id (inserting it). 0 or -ENOMEM. */
+int gpd_mvec_add(gpd_mvec_t *m, uint32_t id, double x);
+/** Value of metric id (0 when absent). */
+double gpd_mvec_get(const gpd_mvec_t *m, uint32_t id);
+/** Value as shown: MEAN metrics divided by GKER:COUNT of the same vector. */
+double gpd_mvec_shown(const gpd_mvec_t *m, uint32_t id);
+void gpd_mvec_free(gpd_mvec_t *m);
+
+/** One source frame of a FRAME context (outermost first). */
+typedef struct gpd_tframe_s {
+  char *function, *file;
+  uint32_t line;
+  int inlined;
+} gpd_tframe_t;
+
+typedef struct gpd_tnode_s {
+  uint64_t id, parent_id; /* Merkle ids; parent_id 0 for the root */
+  int kind;               /* GPD_NODE_* */
+  char *label, *module, *raw_name;
+  uint64_t offset;
+  gpd_tframe_t *frames;
+  uint32_t nframes;
+  gpd_mvec_t excl, incl;
+  size_t parent; /* index; SIZE_MAX for the root / unlinked */
+  size_t *kids;
+  uint32_t nkids, kcap;
+} gpd_tnode_t;
+
+typedef struct gpd_tbackend_s {
+  char *api, *reason;
+  int enabled, code;
+} gpd_tbackend_t;
+
+typedef struct gpd_tproc_s {
+  uint64_t profile_id;
+  int pid, rank, local_rank, running;
+  uint32_t uid, gid, rings;
+  uint64_t records, drops, start_ns, end_ns;
+  char *exe, *job_id, *step_id, *hostname, *state, *error, *source;
+  gpd_tbackend_t *backends;
+  uint32_t nbackends;
+} gpd_tproc_t;
+
+typedef struct gpd_tgpubin_s {
+  char *hash, *kind, *path;
+  uint64_t size;
+} gpd_tgpubin_t;
+
+/** The tree plus what describes it (processes, back ends, GPU binaries). */
+typedef struct gpd_tree_s {
+  gpd_tnode_t *nodes;
+  size_t n, cap;
+  size_t root;        /* index of the root after gpd_tree_finish */
+  size_t *map;        /* open addressing: id -> index + 1 */
+  size_t map_cap;     /* power of two */
+  int have_incl;      /* 1: incl came from a reply; do not recompute */
+  gpd_tproc_t *procs;
+  size_t nprocs;
+  gpd_tgpubin_t *gpubins;
+  size_t ngpubins;
+} gpd_tree_t;
+
+void gpd_tree_init(gpd_tree_t *t);
+void gpd_tree_free(gpd_tree_t *t);
+/** Index of the node with this id, or -1. */
+long gpd_tree_find(const gpd_tree_t *t, uint64_t id);
+/** Add a node (or return the existing one with the same id, filling empty
+ *  strings).  Strings are copied; NULL = "".  Returns the index >= 0 or
+ *  -ENOMEM. */
+long gpd_tree_node_add(gpd_tree_t *t, uint64_t id, uint64_t parent_id, int kind, const char *label,
+                       const char *module, uint64_t offset, const char *raw_name);
+/** Append a source frame to node idx (outermost first). 0 or -ENOMEM. */
+int gpd_tree_frame_add(gpd_tree_t *t, size_t idx, const char *function, const char *file, uint32_t line,
+                       int inlined);
+/** Add new process / gpubin records (zeroed, strings NULL).  NULL on ENOMEM. */
+gpd_tproc_t *gpd_tree_proc_new(gpd_tree_t *t);
+gpd_tbackend_t *gpd_tree_backend_new(gpd_tproc_t *p);
+gpd_tgpubin_t *gpd_tree_gpubin_new(gpd_tree_t *t);
+/** Link children to parents (nodes whose parent is missing hang below the
+ *  root; a synthetic root is made when there is no single parentless
+ *  node), compute inclusive metrics by summing subtrees (unless
+ *  have_incl), and sort children by inclusive `sort_metric`, descending.
+ *  0 or -ENOMEM. */
+int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric);
+/** Copy a string, NULL -> "". Never returns NULL (aborts on ENOMEM: CLI only). */
+char *gpd_cli_strdup(const char *s);
+
+/* ---- render.c ---- */
+typedef struct gpd_render_opts_s {
+  unsigned metric; /* sort / first-column metric, default GPD_M_GPUOP */
+  unsigned depth;  /* 0: unlimited */
+  int flat;
+} gpd_render_opts_t;
+
+/** Tree (or flat profile) as text, then processes, back ends, gpubins. */
+void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
+void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
+void gpd_render_procs(FILE *f, const gpd_tree_t *t);
+void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r);
+void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total);
+/** "%.4g"-style value in the unit of metric id (seconds for ns). */
+void gpd_render_value(char *buf, size_t n, unsigned id, double v);
+/** Human byte count, e.g. "1.50 MiB". */
+void gpd_render_bytes(char *buf, size_t n, double bytes);
+/** Record summary (stderr of `gpuprof record`). */
+void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path);
+
+/* ---- json.c ---- */
+/** Write s as a JSON string literal (quotes included). */
+void gpd_json_str(FILE *f, const char *s);
+/** Tree + processes + back ends + gpubins as one JSON document. */
+void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
+
+/* ---- report.c ---- */
+/** Load one profile file into t (adds to what is there: contexts are
+ *  merged by id and metrics summed over profiles).  pid > 0 keeps only the
+ *  profiles of that pid.  On error returns GPD_EFAIL-ish negative code
+ *  and writes a message into err. */
+int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn);
+int gpd_report_main(int argc, char **argv);
+
+/* ---- client.c ---- */
+/** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
+const char *gpd_client_socket(const char *opt);
+/** Send req, receive one reply Msg (caller frees with
+ *  gpuprof__msg__free_unpacked).  On failure prints a message and
+ *  returns the exit code to use (> 0); 0 on success. */
+int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply);
+/** Fill t from a TreeReply. 0 or -ENOMEM. */
+int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
+int gpd_client_ps_main(int argc, char **argv);
+int gpd_client_top_main(int argc, char **argv);
+int gpd_client_tree_main(int argc, char **argv);
+
+/* ---- record.c ---- */
+int gpd_record_main(int argc, char **argv);
+
+/* ---- main.c ---- */
+extern const char *gpd_cli_prog; /* "gpuprof" */
+/** Print "gpuprof: <cmd> usage" and return GPD_EXIT_USAGE. */
+int gpd_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Parse a non-negative decimal int; -1 on error. */
+long gpd_cli_parse_uint(const char *s);
+/** Metric id from name (case-insensitive), or -1. */
+int gpd_cli_metric(const char *name);
+
+#endif

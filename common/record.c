@@ -1,0 +1,144 @@
+/* record.c - validation and names of ring records (record.h).
+ *
+ * gpd_rec_validate is the daemon's gate for untrusted shared memory: it
+ * only reads the caller's private copy of the record, never the ring.
+ */
+#include "gpuprof/record.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "gpuprof/error.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define NAME_OF(tab, i) ((i) < ARRAY_LEN(tab) && (tab)[i] ? (tab)[i] : "?")
+
+/** Check a variable-length record: exact slot count for fixed+len. */
+static int validate_var(const gpd_rec_hdr_t *h, size_t fixed, size_t nbytes) {
+  if (h->len > GPD_REC_MAX_BYTES - fixed)
+    return GPD_EBADRECORD;
+  if (h->nslots != gpd_rec_slots_for(fixed, h->len))
+    return GPD_EBADRECORD;
+  if ((size_t)h->nslots * GPD_SLOT_SIZE > nbytes)
+    return GPD_EBADRECORD;
+  return 0;
+}
+
+/** Subkind range allowed for an op (exclusive upper bound). */
+static unsigned op_subkind_max(unsigned op) {
+  switch (op) {
+  case GPD_OP_COPY:
+    return GPD_COPY_MAX;
+  case GPD_OP_MEMSET:
+  case GPD_OP_ALLOC:
+  case GPD_OP_FREE:
+    return GPD_MEM_MAX;
+  case GPD_OP_SYNC:
+    return GPD_SYNC_MAX;
+  default:
+    return 1; /* kernels: subkind must be 0 */
+  }
+}
+
+static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
+
+/* Rules (all must hold, else GPD_EBADRECORD; wrong version: GPD_EBADVERSION):
+ *   nbytes >= nslots*64;
+ *   NODE/INVOKE/STATUS: nslots 1, len 0;  ACTIVITY: nslots 2, len 0;
+ *   STRING/MODULE: nslots == gpd_rec_slots_for(fixed, len), len <= max;
+ *   api < GPD_API_MAX; op in 1..GPD_OP_MAX-1; subkind in the op's enum;
+ *   NODE id != 0 (parent 0 = root); STRING/MODULE id != 0;
+ *   MODULE build_id_len <= 20; INVOKE node != 0 and corr != 0;
+ *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
+ *   > 1000 are let through (gpd_metric_accumulate clamps them). */
+int gpd_rec_validate(const void *buf, size_t nbytes) {
+  const gpd_rec_hdr_t *h = buf;
+  if (!buf || nbytes < GPD_SLOT_SIZE)
+    return GPD_EBADRECORD;
+  if (h->version != GPD_REC_VERSION)
+    return GPD_EBADVERSION;
+  if (h->nslots < 1 || (size_t)h->nslots * GPD_SLOT_SIZE > nbytes)
+    return GPD_EBADRECORD;
+
+  switch (h->type) {
+  case GPD_REC_NODE: {
+    const gpd_rec_node_t *n = buf;
+    if (h->nslots != 1 || h->len != 0 || n->id == 0)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_STRING: {
+    const gpd_rec_string_t *s = buf;
+    int err = validate_var(h, sizeof(gpd_rec_string_t), nbytes);
+    if (err)
+      return err;
+    if (s->id == 0 || s->kind > GPD_STR_REASON)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_MODULE: {
+    const gpd_rec_module_t *m = buf;
+    int err = validate_var(h, sizeof(gpd_rec_module_t), nbytes);
+    if (err)
+      return err;
+    if (m->id == 0 || m->build_id_len > sizeof m->build_id)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_INVOKE: {
+    const gpd_rec_invoke_t *v = buf;
+    if (h->nslots != 1 || h->len != 0)
+      return GPD_EBADRECORD;
+    if (v->api >= GPD_API_MAX || !valid_op(v->op) || v->node == 0 || v->corr == 0)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_ACTIVITY: {
+    const gpd_rec_activity_t *a = buf;
+    if (h->nslots != sizeof(gpd_rec_activity_t) / GPD_SLOT_SIZE || h->len != 0)
+      return GPD_EBADRECORD;
+    if (a->api >= GPD_API_MAX || !valid_op(a->op) || a->corr == 0)
+      return GPD_EBADRECORD;
+    if (a->subkind >= op_subkind_max(a->op))
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_STATUS: {
+    const gpd_rec_status_t *s = buf;
+    if (h->nslots != 1 || h->len != 0)
+      return GPD_EBADRECORD;
+    if (s->api >= GPD_API_MAX || s->state > 1)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  default:
+    return GPD_EBADRECORD;
+  }
+}
+
+static const char *const type_names[] = {"none", "node", "string", "module", "invoke", "activity", "status"};
+static const char *const api_names[] = {"none", "opencl", "cuda", "level0"};
+static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
+static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",
+                                              "<gpu alloc>", "<gpu free>", "<gpu sync>"};
+static const char *const copy_names[] = {"UNK", "H2D", "D2H", "H2A", "A2H", "A2A",
+                                         "A2D", "D2A", "D2D", "H2H", "P2P"};
+static const char *const mem_names[] = {"UNK", "PAG", "PIN", "DEV", "ARY", "MAN", "DST", "MST"};
+static const char *const sync_names[] = {"UNK", "EVT", "STRE", "STR", "CTX"};
+
+_Static_assert(ARRAY_LEN(type_names) == GPD_REC_TYPE_MAX, "type names");
+_Static_assert(ARRAY_LEN(api_names) == GPD_API_MAX, "api names");
+_Static_assert(ARRAY_LEN(op_names) == GPD_OP_MAX, "op names");
+_Static_assert(ARRAY_LEN(op_placeholders) == GPD_OP_MAX, "placeholders");
+_Static_assert(ARRAY_LEN(copy_names) == GPD_COPY_MAX, "copy names");
+_Static_assert(ARRAY_LEN(mem_names) == GPD_MEM_MAX, "mem names");
+_Static_assert(ARRAY_LEN(sync_names) == GPD_SYNC_MAX, "sync names");
+
+/* Name functions: static strings, "?" for out-of-range values. */
+const char *gpd_rec_type_name(unsigned type) { return NAME_OF(type_names, type); }
+const char *gpd_api_name(unsigned api) { return NAME_OF(api_names, api); }
+const char *gpd_op_name(unsigned op) { return NAME_OF(op_names, op); }
+const char *gpd_op_placeholder(unsigned op) { return NAME_OF(op_placeholders, op); }
+const char *gpd_copy_name(unsigned kind) { return NAME_OF(copy_names, kind); }
+const char *gpd_mem_name(unsigned kind) { return NAME_OF(mem_names, kind); }
+const char *gpd_sync_name(unsigned kind) { return NAME_OF(sync_names, kind); }

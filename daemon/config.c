@@ -1,0 +1,411 @@
+/* config.c - gpuprofd settings: one declarative table, read with inih.
+ *
+ * Every setting is one row of `config_keys` below: section, key, type,
+ * [min, max], default, where it lives in gpd_config_t and whether a SIGHUP
+ * reload may change it ("live").  Parsing, defaults, reload and the
+ * documentation table in docs/SERVICE.md all follow this one table.
+ *
+ * Value syntax by type:
+ *   string    the text after '=', trimmed by inih; must fit the field.
+ *   uint      decimal or 0x-hex integer, no sign.
+ *   bytes     integer with an optional suffix K, M, G, T (binary: 1024^n;
+ *             "KiB"/"KB"/"k" spellings accepted, always binary).
+ *   duration  integer with an optional suffix us, ms, s, m, h, d; without a
+ *             suffix the number is in the field's own unit (the unit in the
+ *             key's name: _ms, _s, _us).
+ *   loglevel  error | warn | info | debug (or 0..3).
+ *
+ * Errors: the first bad line wins and is reported as
+ *   "FILE:LINE: 'key = value': reason"
+ * (or "FILE:LINE: 'text': reason" for a line inih could not split).  The
+ * daemon prints it and refuses to start; on reload it keeps the old config.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+
+typedef enum {
+  CT_STRING,
+  CT_UINT,
+  CT_BYTES,
+  CT_DURATION,
+  CT_LOGLEVEL,
+} conf_type_t;
+
+enum { CF_LIVE = 1u, CF_POW2 = 2u, CF_NONEMPTY = 4u, CF_ABSPATH = 8u };
+
+typedef struct {
+  const char *section;
+  const char *name;
+  conf_type_t type;
+  uint64_t min, max;   /* numbers: value range, in the field's unit */
+  uint64_t unit_ns;    /* CT_DURATION: ns per unit of the field */
+  const char *def;     /* default, parsed with the same rules as the file */
+  size_t off, size;    /* field in gpd_config_t */
+  unsigned flags;
+  const char *doc;     /* one line for docs/SERVICE.md and gpuprofd.conf */
+} conf_key_t;
+
+#define F(field) offsetof(gpd_config_t, field), sizeof(((gpd_config_t *)0)->field)
+#define NS_US 1000ull
+#define NS_MS 1000000ull
+#define NS_S 1000000000ull
+
+/* The table.  Keep docs/SERVICE.md and systemd/gpuprofd.conf in step. */
+static const conf_key_t config_keys[] = {
+    {"daemon", "socket", CT_STRING, 0, 0, 0, GPD_DEFAULT_SOCKET, F(socket),
+     CF_NONEMPTY, "control socket path when not socket-activated"},
+    {"daemon", "state_dir", CT_STRING, 0, 0, 0, GPD_DEFAULT_STATE_DIR, F(state_dir),
+     CF_NONEMPTY | CF_ABSPATH, "profile store directory; env GPUPROF_STATE_DIR wins"},
+    {"daemon", "log_level", CT_LOGLEVEL, GPD_LOG_ERROR, GPD_LOG_DEBUG, 0, "warn",
+     F(log_level), CF_LIVE, "error | warn | info | debug"},
+    {"daemon", "max_clients", CT_UINT, 1, 1u << 20, 0, "4096", F(max_clients), 0,
+     "most concurrent socket clients (shims + CLIs)"},
+    {"store", "db", CT_STRING, 0, 0, 0, "gpuprofd.gpdb", F(db_name), CF_NONEMPTY,
+     "SQLite file name, relative to state_dir"},
+    {"store", "flush_interval_ms", CT_DURATION, 10, 3600000, NS_MS, "1000", F(flush_ms),
+     CF_LIVE, "batch interval of the SQLite writer"},
+    {"store", "retention_max_age_s", CT_DURATION, 0, 10ull * 365 * 86400, NS_S, "604800",
+     F(retain_age_s), CF_LIVE, "drop stored profiles older than this; 0 = keep"},
+    {"store", "retention_max_bytes", CT_BYTES, 0, 1ull << 50, 0, "1G", F(retain_bytes),
+     CF_LIVE, "drop oldest profiles above this store size; 0 = no limit"},
+    {"shm", "rings_per_process", CT_UINT, 1, 4096, 0, "64", F(rings), 0,
+     "rings (producer threads) per registered process"},
+    {"shm", "ring_slots", CT_UINT, 64, 1u << 24, 0, "16384", F(ring_slots), CF_POW2,
+     "64-byte slots per ring, power of two"},
+    {"access", "admin_group", CT_STRING, 0, 0, 0, "", F(admin_group), CF_LIVE,
+     "members see every process; \"\" = root only"},
+    {"monitor", "poll_interval_us", CT_DURATION, 10, 1000000, NS_US, "200", F(poll_us),
+     CF_LIVE, "idle poll interval of the monitor thread"},
+};
+#define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+/* ------------------------------------------------------------- values */
+
+/* Parse an unsigned integer prefix; *end gets the first unparsed char. */
+static int parse_u64(const char *s, uint64_t *out, const char **end) {
+  char *e;
+  if (!isdigit((unsigned char)*s)) return -EINVAL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &e, 0);
+  if (errno == ERANGE) return -ERANGE;
+  if (e == s) return -EINVAL;
+  *out = v;
+  *end = e;
+  return 0;
+}
+
+static int mul_ovf(uint64_t a, uint64_t b, uint64_t *r) {
+  return __builtin_mul_overflow(a, b, r) ? -ERANGE : 0;
+}
+
+/* Suffix tables: "" is the field's own unit. */
+static int parse_bytes(const char *s, uint64_t *out) {
+  static const struct { const char *sfx; uint64_t mul; } t[] = {
+      {"", 1},           {"b", 1},
+      {"k", 1ull << 10}, {"kb", 1ull << 10}, {"kib", 1ull << 10},
+      {"m", 1ull << 20}, {"mb", 1ull << 20}, {"mib", 1ull << 20},
+      {"g", 1ull << 30}, {"gb", 1ull << 30}, {"gib", 1ull << 30},
+      {"t", 1ull << 40}, {"tb", 1ull << 40}, {"tib", 1ull << 40},
+  };
+  uint64_t v;
+  const char *e;
+  int err = parse_u64(s, &v, &e);
+  if (err) return err;
+  while (*e == ' ' || *e == '\t') e++;
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+    if (strcasecmp(e, t[i].sfx) == 0) return mul_ovf(v, t[i].mul, out);
+  return -EINVAL;
+}
+
+static int parse_duration(const char *s, uint64_t unit_ns, uint64_t *out) {
+  static const struct { const char *sfx; uint64_t ns; } t[] = {
+      {"us", NS_US}, {"ms", NS_MS}, {"s", NS_S},           {"sec", NS_S},
+      {"m", 60 * NS_S}, {"min", 60 * NS_S}, {"h", 3600 * NS_S}, {"d", 86400 * NS_S},
+  };
+  uint64_t v, ns;
+  const char *e;
+  int err = parse_u64(s, &v, &e);
+  if (err) return err;
+  while (*e == ' ' || *e == '\t') e++;
+  if (*e == '\0') {
+    *out = v;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    if (strcasecmp(e, t[i].sfx) != 0) continue;
+    if (mul_ovf(v, t[i].ns, &ns)) return -ERANGE;
+    if (ns % unit_ns) return -EDOM; /* finer than the field's unit */
+    *out = ns / unit_ns;
+    return 0;
+  }
+  return -EINVAL;
+}
+
+static void store_uint(const conf_key_t *k, gpd_config_t *c, uint64_t v) {
+  void *p = (char *)c + k->off;
+  if (k->size == sizeof(uint64_t)) {
+    uint64_t x = v;
+    memcpy(p, &x, sizeof x);
+  } else if (k->type == CT_LOGLEVEL) {
+    int x = (int)v;
+    memcpy(p, &x, sizeof x);
+  } else {
+    uint32_t x = (uint32_t)v;
+    memcpy(p, &x, sizeof x);
+  }
+}
+
+/* Parse `value` for key k into c.  On error writes the reason (no file or
+ * line) into why and returns GPD_ECONFIG. */
+static int key_set(const conf_key_t *k, gpd_config_t *c, const char *value, char *why,
+                   size_t whylen) {
+  uint64_t v = 0;
+  int err = 0;
+
+  switch (k->type) {
+  case CT_STRING: {
+    size_t n = strlen(value);
+    if (n >= k->size) {
+      snprintf(why, whylen, "too long (at most %zu bytes)", k->size - 1);
+      return GPD_ECONFIG;
+    }
+    if ((k->flags & CF_NONEMPTY) && n == 0) {
+      snprintf(why, whylen, "must not be empty");
+      return GPD_ECONFIG;
+    }
+    if ((k->flags & CF_ABSPATH) && value[0] != '/') {
+      snprintf(why, whylen, "must be an absolute path");
+      return GPD_ECONFIG;
+    }
+    memcpy((char *)c + k->off, value, n + 1);
+    return 0;
+  }
+  case CT_LOGLEVEL:
+    for (size_t i = 0; i < 4; i++)
+      if (strcasecmp(value, level_names[i]) == 0 ||
+          (value[0] == (char)('0' + i) && value[1] == '\0')) {
+        store_uint(k, c, i);
+        return 0;
+      }
+    snprintf(why, whylen, "expected error, warn, info or debug");
+    return GPD_ECONFIG;
+  case CT_UINT: {
+    const char *e;
+    err = parse_u64(value, &v, &e);
+    if (!err && *e != '\0') err = -EINVAL;
+    break;
+  }
+  case CT_BYTES:
+    err = parse_bytes(value, &v);
+    break;
+  case CT_DURATION:
+    err = parse_duration(value, k->unit_ns, &v);
+    break;
+  }
+
+  if (err == -EINVAL) {
+    snprintf(why, whylen, "%s",
+             k->type == CT_BYTES      ? "not a size (number with optional K, M, G, T)"
+             : k->type == CT_DURATION ? "not a duration (number with optional us, ms, s, m, h, d)"
+                                      : "not a number");
+    return GPD_ECONFIG;
+  }
+  if (err == -EDOM) {
+    snprintf(why, whylen, "finer than the key's unit");
+    return GPD_ECONFIG;
+  }
+  if (err == -ERANGE || v < k->min || v > k->max) {
+    snprintf(why, whylen, "out of range [%" PRIu64 ", %" PRIu64 "]", k->min, k->max);
+    return GPD_ECONFIG;
+  }
+  if ((k->flags & CF_POW2) && (v & (v - 1)) != 0) {
+    snprintf(why, whylen, "not a power of two");
+    return GPD_ECONFIG;
+  }
+  store_uint(k, c, v);
+  return 0;
+}
+
+static const conf_key_t *key_find(const char *section, const char *name, int *section_known) {
+  *section_known = 0;
+  for (size_t i = 0; i < NKEYS; i++) {
+    if (strcmp(config_keys[i].section, section) != 0) continue;
+    *section_known = 1;
+    if (strcmp(config_keys[i].name, name) == 0) return &config_keys[i];
+  }
+  return NULL;
+}
+
+/* --------------------------------------------------------------- public */
+
+void gpd_config_defaults(gpd_config_t *c) {
+  char why[128];
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < NKEYS; i++) {
+    int err = key_set(&config_keys[i], c, config_keys[i].def, why, sizeof why);
+    (void)err; /* the compiled-in defaults are valid; test-config checks it */
+  }
+}
+
+/* Parser state: inih calls our reader once per line and the handler right
+ * after it, so `lineno` is the line of the pair being handled. */
+typedef struct {
+  FILE *f;
+  gpd_config_t *c;
+  const char *path;
+  int lineno;
+  int failed;
+  char *err;
+  size_t errlen;
+} parse_ctx_t;
+
+static char *ctx_reader(char *str, int num, void *stream) {
+  parse_ctx_t *p = stream;
+  char *r = fgets(str, num, p->f);
+  if (r) p->lineno++;
+  return r;
+}
+
+static int ctx_handler(void *user, const char *section, const char *name, const char *value) {
+  parse_ctx_t *p = user;
+  char why[160];
+  int known;
+  if (p->failed) return 1; /* first error wins; keep inih going quietly */
+  const conf_key_t *k = key_find(section, name, &known);
+  if (!k) {
+    if (!known)
+      snprintf(why, sizeof why, "unknown section [%s]", section);
+    else
+      snprintf(why, sizeof why, "unknown key '%s' in [%s]", name, section);
+  } else if (key_set(k, p->c, value, why, sizeof why) == 0) {
+    return 1;
+  }
+  p->failed = p->lineno;
+  snprintf(p->err, p->errlen, "%s:%d: '%s = %s': %s", p->path, p->lineno, name, value, why);
+  return 0;
+}
+
+/* Text of line `n` of `path`, newline stripped, for syntax errors. */
+static void line_text(const char *path, int n, char *out, size_t outlen) {
+  FILE *f = fopen(path, "re");
+  char buf[1024];
+  out[0] = '\0';
+  if (!f) return;
+  for (int i = 1; fgets(buf, sizeof buf, f); i++) {
+    if (i < n) continue;
+    buf[strcspn(buf, "\r\n")] = '\0';
+    snprintf(out, outlen, "%s", buf);
+    break;
+  }
+  fclose(f);
+}
+
+static int config_apply_env(gpd_config_t *c, char *err, size_t errlen) {
+  const char *sd = getenv("GPUPROF_STATE_DIR");
+  if (!sd || !*sd) return 0;
+  size_t n = strlen(sd);
+  if (n >= sizeof c->state_dir) {
+    if (err && errlen) snprintf(err, errlen, "GPUPROF_STATE_DIR: too long");
+    return GPD_ECONFIG;
+  }
+  memcpy(c->state_dir, sd, n + 1);
+  return 0;
+}
+
+int gpd_config_load(gpd_config_t *c, const char *path, int explicit_path, char *err,
+                    size_t errlen) {
+  char dummy[8];
+  parse_ctx_t p = {0};
+  int rc;
+
+  if (!c) return -EINVAL;
+  if (!err || errlen == 0) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  err[0] = '\0';
+  if (!path) path = GPD_DEFAULT_CONFIG;
+
+  p.f = fopen(path, "re");
+  if (!p.f) {
+    int e = errno;
+    if (e == ENOENT && !explicit_path) return config_apply_env(c, err, errlen);
+    snprintf(err, errlen, "%s: %s", path, strerror(e));
+    return GPD_ECONFIG;
+  }
+  p.c = c;
+  p.path = path;
+  p.err = err;
+  p.errlen = errlen;
+  rc = ini_parse_stream(ctx_reader, &p, ctx_handler, &p);
+  fclose(p.f);
+
+  /* rc: 0, -1 (open), -2 (memory) or the line of the first error, which is
+   * either ours (p.failed) or a line inih could not parse. */
+  if (rc < 0) {
+    snprintf(err, errlen, "%s: %s", path, rc == -2 ? "out of memory" : "cannot read");
+    return GPD_ECONFIG;
+  }
+  if (rc > 0 && (!p.failed || rc < p.failed)) {
+    char text[256];
+    line_text(path, rc, text, sizeof text);
+    snprintf(err, errlen, "%s:%d: '%s': syntax error (expected [section] or key = value)",
+             path, rc, text);
+    return GPD_ECONFIG;
+  }
+  if (p.failed) return GPD_ECONFIG;
+  return config_apply_env(c, err, errlen);
+}
+
+int gpd_config_reload(gpd_config_t *live, const char *path, char *err, size_t errlen) {
+  gpd_config_t fresh;
+  int rc;
+
+  if (!live) return -EINVAL;
+  /* Start from defaults so that a key removed from the file returns to its
+   * default; a missing file at the default path means "all defaults". */
+  gpd_config_defaults(&fresh);
+  if (!path) path = GPD_DEFAULT_CONFIG;
+  rc = gpd_config_load(&fresh, path, strcmp(path, GPD_DEFAULT_CONFIG) != 0, err, errlen);
+  if (rc) return rc;
+  for (size_t i = 0; i < NKEYS; i++) {
+    const conf_key_t *k = &config_keys[i];
+    if (k->flags & CF_LIVE)
+      memcpy((char *)live + k->off, (const char *)&fresh + k->off, k->size);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------- introspection */
+
+size_t gpd_config_nkeys(void) { return NKEYS; }
+
+int gpd_config_key_describe(size_t i, char *out, size_t outlen) {
+  if (i >= NKEYS || !out) return -EINVAL;
+  const conf_key_t *k = &config_keys[i];
+  static const char *const tn[] = {"string", "uint", "bytes", "duration", "loglevel"};
+  int n = snprintf(out, outlen, "| [%s] | %s | %s | %s | ", k->section, k->name, tn[k->type],
+                   k->def[0] ? k->def : "\"\"");
+  if (k->type == CT_STRING || k->type == CT_LOGLEVEL)
+    n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "-");
+  else
+    n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "%" PRIu64 "..%" PRIu64, k->min,
+                  k->max);
+  snprintf(out + n, n < (int)outlen ? outlen - n : 0, " | %s | %s |",
+           (k->flags & CF_LIVE) ? "yes" : "no", k->doc);
+  return 0;
+}

@@ -1,0 +1,78 @@
+/* cupti-internal.h - what the files of the CUPTI back end share.
+ *
+ * cupti-translate.c and cupti-occupancy.c are pure (no CUPTI calls, no shim
+ * calls except through the string-intern hook passed in), so unit tests
+ * link them alone; cupti-api.c is the only file that talks to libcupti.
+ */
+#ifndef GPUPROF_CUPTI_INTERNAL_H
+#define GPUPROF_CUPTI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cupti.h>
+
+#include "gpuprof/record.h"
+
+/** Device properties that theoretical occupancy needs.  All 0 = unknown. */
+typedef struct gpd_cupti_devprops_s {
+  uint32_t warp_size;          /* threads per warp (32) */
+  uint32_t max_threads_per_sm; /* = max warps per SM * warp size */
+  uint32_t max_warps_per_sm;
+  uint32_t max_blocks_per_sm;
+  uint32_t regs_per_sm;        /* 32-bit registers per SM */
+  uint32_t max_regs_per_block;
+  uint32_t smem_per_sm;        /* bytes of shared memory per SM */
+  uint32_t max_smem_per_block; /* bytes, opt-in maximum */
+  uint32_t reserved_smem_per_block; /* bytes the system reserves per block */
+  uint32_t cc_major, cc_minor;
+} gpd_cupti_devprops_t;
+
+/** Theoretical occupancy of one launch, in 1/1000 (GKER:OCC_THR = active
+ *  threads per SM / max threads per SM).  `block_threads` threads per block,
+ *  `regs` registers per thread, `smem` bytes of shared memory per block
+ *  (static + dynamic), `smem_config` the shared memory the SM was
+ *  configured with for this launch in bytes (0 = the device maximum).
+ *  Returns 0 when the properties are unknown or the launch cannot run.
+ *  Pure function, any thread.  Formula and source: cupti-occupancy.c. */
+uint32_t gpd_cupti_occupancy_permille(const gpd_cupti_devprops_t *p, uint32_t block_threads,
+                                      uint32_t regs, uint32_t smem, uint32_t smem_config);
+
+/** Fill `p` from a CUPTI DEVICE activity record.  Pure. */
+void gpd_cupti_devprops_from_record(gpd_cupti_devprops_t *p, const CUpti_ActivityDevice5 *d);
+
+/** Translation context: how the pure translator reaches the outside. */
+typedef struct gpd_cupti_xlate_s {
+  /** Interns a kernel name (gpd_shim_string in the shim; a stub in tests). */
+  uint32_t (*intern)(const char *text, unsigned kind);
+  /** Maps a CUPTI correlation id to the one the INVOKE carried (nested
+   *  driver call inside a runtime call); NULL = identity. */
+  uint32_t (*corr_map)(uint32_t corr);
+  /** Device properties by CUPTI device id; NULL or unknown = no occupancy. */
+  const gpd_cupti_devprops_t *(*devprops)(uint32_t device);
+} gpd_cupti_xlate_t;
+
+/** Map CUPTI enums to gpuprof ones (seed 003 Tables 8.2-8.5).  Unknown
+ *  values map to the *_UNK member.  Pure. */
+unsigned gpd_cupti_copy_kind(unsigned cupti_copy_kind);
+unsigned gpd_cupti_mem_kind(unsigned cupti_memory_kind);
+unsigned gpd_cupti_sync_kind(unsigned cupti_sync_type);
+
+/** Translate one CUPTI activity record into `out` (header left for the
+ *  shim to fill).  Handles CONCURRENT_KERNEL / KERNEL (CUpti_ActivityKernel10),
+ *  MEMCPY (CUpti_ActivityMemcpy6), MEMCPY2 (CUpti_ActivityMemcpyPtoP4),
+ *  MEMSET (CUpti_ActivityMemset4), MEMORY2 (CUpti_ActivityMemory4) and
+ *  SYNCHRONIZATION (CUpti_ActivitySynchronization2).  Returns 1 when `out`
+ *  holds an activity to push, 0 for a record kind that yields none (DEVICE,
+ *  ...), -EINVAL on NULL.  Correlation ids become GPD_CORR(GPD_API_CUDA, id).
+ *  Pure apart from x->intern; any thread. */
+int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
+                        gpd_rec_activity_t *out);
+
+/** Classify a CUDA runtime/driver API function by name (as CUPTI names it,
+ *  e.g. "cudaMemcpyAsync_ptsz", "cuLaunchKernelEx"): returns the gpd_op_t
+ *  whose INVOKE the call must push, or GPD_OP_NONE.  *multi is set to 1 for
+ *  graph launches (one invocation, many activities).  Pure. */
+unsigned gpd_cupti_classify(const char *name, int *multi);
+
+#endif

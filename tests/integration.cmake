@@ -1,0 +1,17 @@
+# End-to-end tests: real shim + real daemon + real CLI + PoCL + SQLite.
+set(GPD_IT ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+if(OpenCL_FOUND)
+  foreach(prog ocl-steady ocl-mt)
+    add_executable(${prog} ${GPD_IT}/${prog}.c)
+    target_link_libraries(${prog} PRIVATE OpenCL::OpenCL Threads::Threads)
+    target_compile_options(${prog} PRIVATE -O1 -g -fno-omit-frame-pointer -fno-inline)
+    set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+  endforeach()
+endif()
+foreach(t ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc fork-launcher)
+  if(EXISTS ${GPD_IT}/${t}.sh)
+    add_test(NAME integration.${t} COMMAND bash ${GPD_IT}/${t}.sh ${CMAKE_BINARY_DIR})
+    set_tests_properties(integration.${t} PROPERTIES LABELS integration TIMEOUT 120
+      SKIP_RETURN_CODE 77 ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
+  endif()
+endforeach()

@@ -1,0 +1,80 @@
+/* ocl-steady: an OpenCL application that works steadily, for the
+ * integration tests that kill things around it.
+ *   ocl-steady ITERATIONS SLEEP_MS [hang]
+ * Each iteration launches kernel `tick` once from work_step() and waits
+ * with clFinish.  Prints "done N sum S" at the end (S is the same with or
+ * without the shim), then, with "hang", prints "ready" and sleeps until
+ * killed.  Exit 77 when no OpenCL platform exists. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *src =
+    "__kernel void tick(__global int *a) { a[get_global_id(0)] += 1; }\n";
+
+#define CHECK(x)                                                       \
+  do {                                                                 \
+    cl_int e_ = (x);                                                   \
+    if (e_ != CL_SUCCESS) {                                            \
+      fprintf(stderr, "%s failed: %d\n", #x, e_);                      \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+__attribute__((noinline)) static void work_step(cl_command_queue q, cl_kernel k) {
+  size_t n = 64;
+  CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+  CHECK(clFinish(q));
+}
+
+int main(int argc, char **argv) {
+  int iters = argc > 1 ? atoi(argv[1]) : 100;
+  int sleep_ms = argc > 2 ? atoi(argv[2]) : 0;
+  int hang = argc > 3 && strcmp(argv[3], "hang") == 0;
+  cl_platform_id plat;
+  cl_uint np = 0;
+  if (clGetPlatformIDs(1, &plat, &np) != CL_SUCCESS || np == 0) {
+    fprintf(stderr, "no OpenCL platform\n");
+    return 77;
+  }
+  cl_device_id dev;
+  CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+  cl_int err;
+  cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  CHECK(err);
+  cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+  CHECK(err);
+  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+  CHECK(err);
+  CHECK(clBuildProgram(prog, 1, &dev, "", NULL, NULL));
+  cl_kernel k = clCreateKernel(prog, "tick", &err);
+  CHECK(err);
+  int host[64] = {0};
+  cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host, &err);
+  CHECK(err);
+  CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+  for (int i = 0; i < iters; i++) {
+    work_step(q, k);
+    if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
+  }
+  CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL));
+  long sum = 0;
+  for (int i = 0; i < 64; i++) sum += host[i];
+  printf("done %d sum %ld\n", iters, sum);
+  fflush(stdout);
+  if (hang) {
+    usleep(300 * 1000); /* let the last completion callbacks push their records */
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) pause();
+  }
+  clReleaseMemObject(buf);
+  clReleaseKernel(k);
+  clReleaseProgram(prog);
+  clReleaseCommandQueue(q);
+  clReleaseContext(ctx);
+  return 0;
+}
