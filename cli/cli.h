@@ -178,8 +178,9 @@ int gpd_record_main(int argc, char **argv);
 
 /* ---- main.c ---- */
 extern const char *gpd_cli_prog; /* "gpuprof" */
-/** Print "gpuprof: <cmd> usage" and return GPD_EXIT_USAGE. */
-int gpd_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Print "gpuprof: <message>" and the usage text to stderr; returns
+ *  GPD_EXIT_USAGE. */
+int gpd_cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Parse a non-negative decimal int; -1 on error. */
 long gpd_cli_parse_uint(const char *s);
 /** Metric id from name (case-insensitive), or -1. */

@@ -298,6 +298,15 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric) {
     for (uint32_t k = 0; k < t->nodes[i].nkids; k++) stack[ns++] = t->nodes[i].kids[k];
   }
   free(stack);
+  if (t->have_incl && nroots != 1) {
+    /* the reply gave inclusive values; the synthetic root sums its kids */
+    gpd_tnode_t *r = &t->nodes[t->root];
+    for (uint32_t k = 0; k < r->nkids; k++) {
+      gpd_tnode_t *c = &t->nodes[r->kids[k]];
+      for (uint32_t j = 0; j < c->incl.n; j++)
+        if ((err = gpd_mvec_add(&r->incl, c->incl.v[j].id, c->incl.v[j].v)) < 0) goto done;
+    }
+  }
   if (!t->have_incl) {
     for (size_t i = 0; i < t->n; i++) {
       gpd_tnode_t *n = &t->nodes[i];

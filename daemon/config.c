@@ -69,7 +69,7 @@ static const conf_key_t config_keys[] = {
     {"daemon", "state_dir", CT_STRING, 0, 0, 0, GPD_DEFAULT_STATE_DIR, F(state_dir),
      CF_NONEMPTY | CF_ABSPATH, "profile store directory; env GPUPROF_STATE_DIR wins"},
     {"daemon", "log_level", CT_LOGLEVEL, GPD_LOG_ERROR, GPD_LOG_DEBUG, 0, "warn",
-     F(log_level), CF_LIVE, "error | warn | info | debug"},
+     F(log_level), CF_LIVE, "error, warn, info or debug"},
     {"daemon", "max_clients", CT_UINT, 1, 1u << 20, 0, "4096", F(max_clients), 0,
      "most concurrent socket clients (shims + CLIs)"},
     {"store", "db", CT_STRING, 0, 0, 0, "gpuprofd.gpdb", F(db_name), CF_NONEMPTY,
@@ -307,8 +307,10 @@ static void line_text(const char *path, int n, char *out, size_t outlen) {
   if (!f) return;
   for (int i = 1; fgets(buf, sizeof buf, f); i++) {
     if (i < n) continue;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    snprintf(out, outlen, "%s", buf);
+    size_t len = strcspn(buf, "\r\n");
+    if (len >= outlen) len = outlen - 1; /* long lines are cut, on purpose */
+    memcpy(out, buf, len);
+    out[len] = '\0';
     break;
   }
   fclose(f);

@@ -233,6 +233,8 @@ typedef struct gpd_proc_s {
   int bad;              /* stopped trusting its region */
   char error[256];
   gpd_profile_t prof;
+  uint32_t rings_in_use; /* monitor's last count of non-FREE rings */
+  uint64_t drops;       /* ring-full + no-ring drops (shim counters) */
   int meta_dirty;       /* profile row needs an upsert */
   int flushed;          /* EXITED and written by the writer */
   struct gpd_client_s *client; /* NULL after EOF */
@@ -256,6 +258,7 @@ typedef struct gpd_daemon_s {
   int stop;             /* threads: stop after a last pass */
   int had_client;       /* exit-when-idle: a process registered once */
   int flush_now;
+  int writer_stop;      /* writer: last flush, then exit */
   pthread_t monitor_tid, writer_tid;
   int monitor_started, writer_started;
   gpd_store_t *store;
@@ -373,7 +376,9 @@ const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **mod
 int gpd_server_start(gpd_daemon_t *d, int *activated);
 void gpd_server_stop(gpd_daemon_t *d);
 void gpd_client_close_all(gpd_daemon_t *d);
-/** The process entry bound to a connection (registered shim), or NULL. */
-void gpd_client_detach_proc(struct gpd_client_s *c);
+/** Peer credentials of a connection (SO_PEERCRED at accept). */
+const gpd_peer_t *gpd_client_peer(const struct gpd_client_s *c);
+/** Bind a registered process to its connection (EOF ends it). */
+void gpd_client_set_proc(struct gpd_client_s *c, gpd_proc_t *p);
 
 #endif

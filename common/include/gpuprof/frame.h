@@ -16,13 +16,16 @@
 #define GPD_FRAME_MAX (4u << 20) /* 4 MiB payload */
 
 /** Incremental decoder over a byte stream.  Feed bytes as they arrive;
- *  complete payloads are returned one at a time.  Memory: at most
- *  GPD_FRAME_MAX + GPD_FRAME_HDR bytes buffered.  Not thread-safe. */
+ *  complete payloads are returned one at a time.  Memory: at most one
+ *  incomplete frame (max + GPD_FRAME_HDR bytes) plus the complete frames of
+ *  the last feed; drain with gpd_frame_dec_next after each feed.  Not
+ *  thread-safe. */
 typedef struct gpd_frame_dec_s {
   uint8_t *buf;
   size_t len;  /* bytes buffered */
   size_t cap;
   uint32_t max; /* max payload, <= GPD_FRAME_MAX */
+  size_t off;   /* start of unread bytes; payloads already returned lie before it */
 } gpd_frame_dec_t;
 
 void gpd_frame_dec_init(gpd_frame_dec_t *d, uint32_t max);
@@ -33,7 +36,7 @@ void gpd_frame_dec_free(gpd_frame_dec_t *d);
  *  it; the connection must be dropped). */
 int gpd_frame_dec_feed(gpd_frame_dec_t *d, const void *data, size_t n);
 
-/** Take the next complete payload: returns 1 and sets *payload/*n (valid
+/** Take the next complete payload: returns 1 and sets *payload and *n (valid
  *  until the next feed/next call), 0 if none is complete yet, or
  *  GPD_EFRAMETOOBIG. */
 int gpd_frame_dec_next(gpd_frame_dec_t *d, const uint8_t **payload, size_t *n);

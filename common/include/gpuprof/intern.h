@@ -18,7 +18,7 @@
 typedef struct gpd_intern_entry_s {
   _Atomic uint64_t key_ip;     /* call-site address; 0 = empty */
   _Atomic uint32_t key_parent; /* parent node id */
-  _Atomic uint32_t id;         /* 0 until published */
+  _Atomic uint32_t id;         /* 0 until claimed; n | 0x80000000 until published; n */
 } gpd_intern_entry_t;
 
 typedef struct gpd_intern_s {

@@ -1,0 +1,70 @@
+/* min-tracer.c - the baseline for gpuprof's CUDA overhead: a minimal CUPTI
+ * tracer that subscribes to the same callbacks (runtime + driver ids that
+ * gpd_cupti_classify picks, plus the resource ones) and enables the same
+ * activity kinds as shim/cupti/cupti-api.c, with the same buffer size, and
+ * does nothing else (callbacks return at once; completed buffers are walked
+ * record by record and dropped).  Load it with CUDA_INJECTION64_PATH (the
+ * driver calls InitializeInjection at cuInit).  Links libcupti directly.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#include "cupti-internal.h"
+
+static CUpti_SubscriberHandle sub;
+static unsigned long nrec, ncb;
+
+static void CUPTIAPI cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id, const void *data) {
+  (void)ud; (void)d; (void)id; (void)data;
+  ncb++;
+}
+static void CUPTIAPI req(uint8_t **b, size_t *sz, size_t *mx) {
+  *b = aligned_alloc(8, 4u << 20);
+  *sz = *b ? 4u << 20 : 0;
+  *mx = 0;
+}
+static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *b, size_t sz, size_t valid) {
+  CUpti_Activity *r = NULL;
+  (void)c; (void)s; (void)sz;
+  while (valid && cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) nrec++;
+  free(b);
+}
+static uint64_t CUPTIAPI ts(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+static void fin(void) {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (getenv("MIN_TRACER_VERBOSE")) fprintf(stderr, "min-tracer: callbacks=%lu records=%lu\n", ncb, nrec);
+}
+static void enable_domain(CUpti_CallbackDomain d, unsigned n) {
+  for (unsigned id = 1; id < n; id++) {
+    const char *name = NULL;
+    if (cuptiGetCallbackName(d, id, &name) == CUPTI_SUCCESS && name &&
+        gpd_cupti_classify(name, NULL))
+      cuptiEnableCallback(1, sub, d, id);
+  }
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (cuptiSubscribe(&sub, cb, NULL) != CUPTI_SUCCESS) return 1;
+  enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  enable_domain(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+  cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  cuptiActivityRegisterTimestampCallback(ts);
+  cuptiActivityRegisterCallbacks(req, done);
+  CUpti_ActivityKind k[] = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                            CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+                            CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2,
+                            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  for (unsigned i = 0; i < sizeof k / sizeof *k; i++) cuptiActivityEnable(k[i]);
+  atexit(fin);
+  return 1;
+}

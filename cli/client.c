@@ -1,0 +1,319 @@
+/* client.c - live queries against gpuprofd over its Unix socket:
+ * `gpuprof ps`, `gpuprof top`, `gpuprof tree`.  One request frame, one
+ * reply frame (Msg with the reply body, or Error), proto/gpuprof.proto.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpuprof/error.h"
+#include "gpuprof/frame.h"
+#include "gpuprof/metric.h"
+
+/* Reply timeout: a node-wide tree of many processes can take a while. */
+#define GPD_CLIENT_TIMEOUT_MS 30000
+
+const char *gpd_client_socket(const char *opt) {
+  const char *e;
+  if (opt && opt[0]) return opt;
+  if ((e = getenv("GPUPROF_SOCKET")) && e[0]) return e;
+  return GPD_CLI_DEFAULT_SOCKET;
+}
+
+static int nodaemon(const char *sock, int err) {
+  if (err == -ENOENT || err == -ECONNREFUSED || err == -ENOTDIR)
+    fprintf(stderr, "gpuprof: no gpuprofd at %s (is the service running? set GPUPROF_SOCKET or --socket)\n", sock);
+  else
+    fprintf(stderr, "gpuprof: cannot connect to gpuprofd at %s: %s (set GPUPROF_SOCKET or --socket)\n", sock,
+            gpd_strerror(err));
+  return GPD_EXIT_NODAEMON;
+}
+
+int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
+  struct sockaddr_un sa;
+  uint8_t *buf = NULL, *in = NULL;
+  size_t n, inn = 0;
+  int fd = -1, rfd = -1, r, code = GPD_EXIT_FAIL;
+
+  *reply = NULL;
+  memset(&sa, 0, sizeof(sa));
+  sa.sun_family = AF_UNIX;
+  if (strlen(sock) >= sizeof(sa.sun_path)) {
+    fprintf(stderr, "gpuprof: socket path too long: %s\n", sock);
+    return GPD_EXIT_USAGE;
+  }
+  strcpy(sa.sun_path, sock);
+  if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+    fprintf(stderr, "gpuprof: socket: %s\n", strerror(errno));
+    return GPD_EXIT_FAIL;
+  }
+  if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    code = nodaemon(sock, -errno);
+    goto done;
+  }
+  n = gpuprof__msg__get_packed_size(req);
+  if (!(buf = malloc(n ? n : 1))) abort();
+  gpuprof__msg__pack(req, buf);
+  if ((r = gpd_frame_send(fd, buf, (uint32_t)n, -1, GPD_CLIENT_TIMEOUT_MS)) < 0) {
+    fprintf(stderr, "gpuprof: sending the request to gpuprofd at %s failed: %s\n", sock, gpd_strerror(r));
+    code = r == -EPIPE || r == -ECONNRESET ? GPD_EXIT_NODAEMON : GPD_EXIT_FAIL;
+    goto done;
+  }
+  if ((r = gpd_frame_recv(fd, &in, &inn, &rfd, GPD_CLIENT_TIMEOUT_MS)) < 0) {
+    if (r == -ECONNRESET)
+      fprintf(stderr, "gpuprof: gpuprofd at %s closed the connection without a reply\n", sock);
+    else if (r == -ETIMEDOUT)
+      fprintf(stderr, "gpuprof: no reply from gpuprofd at %s within %d s\n", sock, GPD_CLIENT_TIMEOUT_MS / 1000);
+    else
+      fprintf(stderr, "gpuprof: reading the reply from gpuprofd at %s failed: %s\n", sock, gpd_strerror(r));
+    goto done;
+  }
+  if (rfd >= 0) close(rfd); /* CLI replies carry no fds */
+  *reply = gpuprof__msg__unpack(NULL, inn, in);
+  if (!*reply) {
+    fprintf(stderr, "gpuprof: gpuprofd sent a reply that does not decode (%zu bytes)\n", inn);
+    goto done;
+  }
+  if ((*reply)->body_case == GPUPROF__MSG__BODY_ERROR) {
+    const Gpuprof__Error *e = (*reply)->error;
+    fprintf(stderr, "gpuprof: %s\n", e->message[0] ? e->message : gpd_strerror(e->code));
+    gpuprof__msg__free_unpacked(*reply, NULL);
+    *reply = NULL;
+    goto done;
+  }
+  code = 0;
+done:
+  free(buf);
+  free(in);
+  if (fd >= 0) close(fd);
+  return code;
+}
+
+int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
+  int have_incl = 0;
+  for (size_t i = 0; i < r->n_nodes; i++) {
+    const Gpuprof__Node *nd = r->nodes[i];
+    long k = gpd_tree_node_add(t, nd->id, nd->parent, (int)nd->kind, nd->label, nd->module, nd->offset, nd->raw_name);
+    if (k < 0) return (int)k;
+    if (t->nodes[k].nframes == 0)
+      for (size_t j = 0; j < nd->n_frames; j++) {
+        const Gpuprof__Frame *f = nd->frames[j];
+        if (gpd_tree_frame_add(t, (size_t)k, f->function, f->file, f->line, f->inlined) < 0) return -ENOMEM;
+      }
+    for (size_t j = 0; j < nd->n_excl; j++)
+      if (gpd_mvec_add(&t->nodes[k].excl, nd->excl[j]->id, nd->excl[j]->value) < 0) return -ENOMEM;
+    for (size_t j = 0; j < nd->n_incl; j++)
+      if (gpd_mvec_add(&t->nodes[k].incl, nd->incl[j]->id, nd->incl[j]->value) < 0) return -ENOMEM;
+    have_incl |= nd->n_incl > 0;
+  }
+  /* The daemon fills incl (it may cut the tree at max_depth, where only
+   * incl is right); compute it ourselves when it did not. */
+  t->have_incl = have_incl;
+  if (!have_incl)
+    for (size_t i = 0; i < t->n; i++) t->nodes[i].incl.n = 0;
+  for (size_t i = 0; i < r->n_procs; i++) {
+    const Gpuprof__Process *p = r->procs[i];
+    gpd_tproc_t *q = gpd_tree_proc_new(t);
+    if (!q) return -ENOMEM;
+    q->profile_id = p->profile_id;
+    q->pid = p->pid;
+    q->uid = p->uid;
+    q->gid = p->gid;
+    q->exe = gpd_cli_strdup(p->exe);
+    q->job_id = gpd_cli_strdup(p->job_id);
+    q->step_id = gpd_cli_strdup(p->step_id);
+    q->hostname = gpd_cli_strdup("");
+    q->rank = p->rank;
+    q->local_rank = p->local_rank;
+    q->running = p->running;
+    q->state = gpd_cli_strdup(p->running ? "running" : "exited");
+    q->rings = p->rings;
+    q->records = p->records;
+    q->drops = p->drops;
+    q->start_ns = p->start_ns;
+    q->end_ns = p->end_ns;
+    q->error = gpd_cli_strdup(p->error);
+    for (size_t j = 0; j < p->n_backends; j++) {
+      gpd_tbackend_t *b = gpd_tree_backend_new(q);
+      if (!b) return -ENOMEM;
+      b->api = gpd_cli_strdup(p->backends[j]->api);
+      b->enabled = p->backends[j]->enabled;
+      b->code = p->backends[j]->code;
+      b->reason = gpd_cli_strdup(p->backends[j]->reason);
+    }
+  }
+  return 0;
+}
+
+/* ---- option parsing shared by ps / top / tree ---- */
+
+typedef struct live_opts_s {
+  const char *socket, *job;
+  int pid, json;
+  unsigned limit, metric, depth;
+} live_opts_t;
+
+enum { OPT_SOCKET = 's', OPT_JOB = 'j', OPT_PID = 'p', OPT_N = 'n', OPT_METRIC = 'm', OPT_JSON = 'J', OPT_DEPTH = 'd' };
+
+/* allowed: the option letters this command takes. */
+static int live_parse(int argc, char **argv, const char *allowed, const char *usage, live_opts_t *o) {
+  static const struct option opts[] = {{"socket", required_argument, NULL, OPT_SOCKET},
+                                       {"job", required_argument, NULL, OPT_JOB},
+                                       {"pid", required_argument, NULL, OPT_PID},
+                                       {"metric", required_argument, NULL, OPT_METRIC},
+                                       {"json", no_argument, NULL, OPT_JSON},
+                                       {"depth", required_argument, NULL, OPT_DEPTH},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  int c;
+  long v;
+  memset(o, 0, sizeof(*o));
+  o->metric = GPD_M_GPUOP;
+  o->limit = 10;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+s:j:p:n:m:d:h", opts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(usage, stdout);
+      return -1;
+    }
+    if (c == '?' || c == ':' || !strchr(allowed, c))
+      return gpd_cli_usage(usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+    switch (c) {
+    case OPT_SOCKET: o->socket = optarg; break;
+    case OPT_JOB: o->job = optarg; break;
+    case OPT_PID:
+      if ((v = gpd_cli_parse_uint(optarg)) <= 0 || v > 0x7fffffff)
+        return gpd_cli_usage(usage, "bad --pid '%s'", optarg);
+      o->pid = (int)v;
+      break;
+    case OPT_N:
+      if ((v = gpd_cli_parse_uint(optarg)) <= 0 || v > 100000) return gpd_cli_usage(usage, "bad -n '%s'", optarg);
+      o->limit = (unsigned)v;
+      break;
+    case OPT_METRIC:
+      if ((v = gpd_cli_metric(optarg)) < 0) return gpd_cli_usage(usage, "unknown metric '%s'", optarg);
+      o->metric = (unsigned)v;
+      break;
+    case OPT_JSON: o->json = 1; break;
+    case OPT_DEPTH:
+      if ((v = gpd_cli_parse_uint(optarg)) < 0 || v > 100000) return gpd_cli_usage(usage, "bad --depth '%s'", optarg);
+      o->depth = (unsigned)v;
+      break;
+    }
+  }
+  if (optind < argc) return gpd_cli_usage(usage, "unexpected argument '%s'", argv[optind]);
+  o->socket = gpd_client_socket(o->socket);
+  return 0;
+}
+
+static int expect(const Gpuprof__Msg *m, Gpuprof__Msg__BodyCase want) {
+  if (m->body_case == want) return 0;
+  fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n", (int)m->body_case);
+  return GPD_EXIT_FAIL;
+}
+
+static const char ps_usage[] = "usage: gpuprof ps [--job J] [--socket PATH]\n"
+                               "  List the processes gpuprofd profiles (yours, or all for admins).\n";
+
+int gpd_client_ps_main(int argc, char **argv) {
+  live_opts_t o;
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
+  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
+  int r = live_parse(argc, argv, "sj", ps_usage, &o);
+  if (r) return r < 0 ? GPD_EXIT_OK : r;
+  if (o.job) ps.job_id = (char *)o.job;
+  req.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  req.ps_req = &ps;
+  if ((r = gpd_client_call(o.socket, &req, &rep))) return r;
+  if (!(r = expect(rep, GPUPROF__MSG__BODY_PS))) gpd_render_ps(stdout, rep->ps);
+  gpuprof__msg__free_unpacked(rep, NULL);
+  return r;
+}
+
+static const char tree_usage[] =
+    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--json] [--socket PATH]\n"
+    "  The live calling-context tree (node merge of the visible processes).\n";
+
+/* Ask for a tree; on success *t is finished.  Returns an exit code. */
+static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
+  Gpuprof__TreeRequest tr = GPUPROF__TREE_REQUEST__INIT;
+  int r;
+  tr.pid = o->pid;
+  if (o->job) tr.job_id = (char *)o->job;
+  tr.max_depth = o->depth;
+  req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+  req.tree_req = &tr;
+  if ((r = gpd_client_call(o->socket, &req, &rep))) return r;
+  if (!(r = expect(rep, GPUPROF__MSG__BODY_TREE))) {
+    int e = gpd_client_tree_from_reply(t, rep->tree);
+    if (!e) e = gpd_tree_finish(t, o->metric);
+    if (e < 0) {
+      fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
+      r = GPD_EXIT_FAIL;
+    }
+  }
+  gpuprof__msg__free_unpacked(rep, NULL);
+  return r;
+}
+
+int gpd_client_tree_main(int argc, char **argv) {
+  live_opts_t o;
+  gpd_tree_t t;
+  int r = live_parse(argc, argv, "sjpmJd", tree_usage, &o);
+  if (r) return r < 0 ? GPD_EXIT_OK : r;
+  gpd_tree_init(&t);
+  if (!(r = live_tree(&o, &t))) {
+    gpd_render_opts_t ro = {o.metric, o.depth, 0};
+    if (o.json) {
+      gpd_json_tree(stdout, &t, &ro);
+    } else {
+      gpd_render_tree(stdout, &t, &ro);
+      gpd_render_procs(stdout, &t);
+    }
+  }
+  gpd_tree_free(&t);
+  return r;
+}
+
+static const char top_usage[] = "usage: gpuprof top [--pid N] [--job J] [-n N] [--metric NAME] [--socket PATH]\n"
+                                "  The heaviest GPU kernels/operations with their heaviest CPU call path.\n";
+
+int gpd_client_top_main(int argc, char **argv) {
+  live_opts_t o;
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
+  Gpuprof__TopRequest tr = GPUPROF__TOP_REQUEST__INIT;
+  int r = live_parse(argc, argv, "sjpnm", top_usage, &o);
+  if (r) return r < 0 ? GPD_EXIT_OK : r;
+  tr.pid = o.pid;
+  if (o.job) tr.job_id = (char *)o.job;
+  tr.limit = o.limit;
+  tr.metric = o.metric;
+  req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+  req.top_req = &tr;
+  if ((r = gpd_client_call(o.socket, &req, &rep))) return r;
+  if (!(r = expect(rep, GPUPROF__MSG__BODY_TOP))) {
+    /* % needs the total: the root's inclusive value from a depth-1 tree;
+     * without it, the sum of the entries shown. */
+    double total = 0;
+    gpd_tree_t t;
+    live_opts_t to = o;
+    to.depth = 1;
+    gpd_tree_init(&t);
+    if (live_tree(&to, &t) == 0 && t.root != SIZE_MAX) total = gpd_mvec_get(&t.nodes[t.root].incl, o.metric);
+    gpd_tree_free(&t);
+    if (total <= 0)
+      for (size_t i = 0; i < rep->top->n_entries; i++)
+        for (size_t j = 0; j < rep->top->entries[i]->n_metrics; j++)
+          if (rep->top->entries[i]->metrics[j]->id == o.metric) total += rep->top->entries[i]->metrics[j]->value;
+    gpd_render_top(stdout, rep->top, o.metric, total);
+  }
+  gpuprof__msg__free_unpacked(rep, NULL);
+  return r;
+}

@@ -1,0 +1,81 @@
+/* main.c - `gpuprof`: dispatch to the subcommands (docs/CLI.md). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "gpuprof/metric.h"
+
+const char *gpd_cli_prog = "gpuprof";
+
+static const char main_usage[] =
+    "usage: gpuprof COMMAND [OPTIONS]\n"
+    "Commands:\n"
+    "  record [-o FILE] [--keep-socket] -- CMD...   profile CMD with a private gpuprofd\n"
+    "  report [--json] [--flat] [--metric M] [--depth N] FILE...   print a saved profile\n"
+    "  ps [--job J]                                 processes gpuprofd profiles now\n"
+    "  top [--pid N] [--job J] [-n N] [--metric M]  heaviest GPU kernels/operations now\n"
+    "  tree [--pid N] [--job J] [--depth N] [--json]  live calling-context tree\n"
+    "  metrics                                      list metric names\n"
+    "Live commands talk to $GPUPROF_SOCKET or --socket PATH (default " GPD_CLI_DEFAULT_SOCKET ").\n"
+    "Exit codes: 0 ok, 1 error reply / unreadable profile, 2 no gpuprofd, 64 usage;\n"
+    "record exits with CMD's status (128+N if a signal N killed it).\n";
+
+int gpd_cli_usage(const char *usage, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "gpuprof: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n%s", usage);
+  return GPD_EXIT_USAGE;
+}
+
+long gpd_cli_parse_uint(const char *s) {
+  char *end;
+  if (!s || !isdigit((unsigned char)s[0])) return -1;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (errno || *end || v > 0x7fffffffUL) return -1;
+  return (long)v;
+}
+
+int gpd_cli_metric(const char *name) {
+  for (unsigned i = 0; i < GPD_M__COUNT; i++)
+    if (!strcasecmp(gpd_metric_desc(i)->name, name)) return (int)i;
+  return -1;
+}
+
+static int metrics_main(void) {
+  static const char *units[] = {"ns (shown in s)", "bytes", "count", "mean per launch"};
+  for (unsigned i = 0; i < GPD_M__COUNT; i++) {
+    const gpd_metric_desc_t *d = gpd_metric_desc(i);
+    printf("%-14s %-16s %s\n", d->name, d->unit <= GPD_UNIT_MEAN ? units[d->unit] : "?", d->desc);
+  }
+  return GPD_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return gpd_cli_usage(main_usage, "no command given");
+  const char *c = argv[1];
+  argc--;
+  argv++;
+  if (!strcmp(c, "record")) return gpd_record_main(argc, argv);
+  if (!strcmp(c, "report")) return gpd_report_main(argc, argv);
+  if (!strcmp(c, "ps")) return gpd_client_ps_main(argc, argv);
+  if (!strcmp(c, "top")) return gpd_client_top_main(argc, argv);
+  if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);
+  if (!strcmp(c, "metrics")) return metrics_main();
+  if (!strcmp(c, "help") || !strcmp(c, "--help") || !strcmp(c, "-h")) {
+    fputs(main_usage, stdout);
+    return GPD_EXIT_OK;
+  }
+  if (!strcmp(c, "--version")) {
+    printf("gpuprof %s\n", GPD_VERSION);
+    return GPD_EXIT_OK;
+  }
+  return gpd_cli_usage(main_usage, "unknown command '%s'", c);
+}

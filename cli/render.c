@@ -1,0 +1,535 @@
+/* render.c - text output of the CLI: the top-down heterogeneous calling
+ * context tree (CPU path -> <gpu op> placeholder -> kernel), the flat
+ * profile, processes / back ends / GPU binaries, `ps`, `top`, and the
+ * `record` summary.  Times are stored in ns and shown in seconds with 4
+ * significant digits; percentages are of the root's inclusive value of the
+ * same metric.
+ */
+#include <math.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpuprof/metric.h"
+
+/* Extra inclusive values shown after a node's label when non-zero. */
+static const unsigned extra_ids[] = {GPD_M_GXCOPY_H2D,  GPD_M_GXCOPY_D2H,  GPD_M_GXCOPY_D2D,
+                                     GPD_M_GKER_COUNT,  GPD_M_GXCOPY_COUNT, GPD_M_GMEM_COUNT,
+                                     GPD_M_GMSET_COUNT, GPD_M_GSYNC_COUNT};
+static const unsigned count_ids[] = {GPD_M_GKER_COUNT, GPD_M_GXCOPY_COUNT, GPD_M_GMEM_COUNT, GPD_M_GMSET_COUNT,
+                                     GPD_M_GSYNC_COUNT};
+
+void gpd_render_bytes(char *buf, size_t n, double b) {
+  static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int i = 0;
+  if (fabs(b) < 1024) {
+    snprintf(buf, n, "%.0f B", b);
+    return;
+  }
+  while (fabs(b) >= 1024 && i < 5) {
+    b /= 1024;
+    i++;
+  }
+  snprintf(buf, n, "%.2f %s", b, u[i]);
+}
+
+void gpd_render_value(char *buf, size_t n, unsigned id, double v) {
+  const gpd_metric_desc_t *d = gpd_metric_desc(id);
+  if (v == 0) {
+    snprintf(buf, n, "0");
+    return;
+  }
+  if (d && d->unit == GPD_UNIT_NS)
+    snprintf(buf, n, "%.4g", v / 1e9);
+  else if (d && d->unit == GPD_UNIT_COUNT)
+    snprintf(buf, n, "%.0f", v);
+  else
+    snprintf(buf, n, "%.4g", v);
+}
+
+static const char *metric_name(unsigned id) {
+  const gpd_metric_desc_t *d = gpd_metric_desc(id);
+  return d ? d->name : "?";
+}
+
+static double count_of(const gpd_mvec_t *m) {
+  double c = 0;
+  for (size_t i = 0; i < sizeof(count_ids) / sizeof(count_ids[0]); i++) c += gpd_mvec_get(m, count_ids[i]);
+  return c;
+}
+
+static int mvec_zero(const gpd_mvec_t *m) {
+  for (uint32_t i = 0; i < m->n; i++)
+    if (m->v[i].v != 0) return 0;
+  return 1;
+}
+
+/* The columns: the chosen metric first when it is not GPUOP or GKER. */
+static size_t columns(const gpd_render_opts_t *o, unsigned cols[3]) {
+  size_t n = 0;
+  if (o->metric != GPD_M_GPUOP && o->metric != GPD_M_GKER) cols[n++] = o->metric;
+  cols[n++] = GPD_M_GPUOP;
+  cols[n++] = GPD_M_GKER;
+  return n;
+}
+
+static void pct(char *buf, size_t n, double v, double total) {
+  if (total > 0)
+    snprintf(buf, n, "%.1f%%", 100.0 * v / total);
+  else
+    snprintf(buf, n, "-");
+}
+
+static const char *base_name(const char *p) {
+  const char *s = strrchr(p, '/');
+  return s ? s + 1 : p;
+}
+
+/* Display name of a node (without metrics). */
+static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
+  const char *label = nd->label;
+  switch (nd->kind) {
+  case GPD_NODE_ROOT:
+    snprintf(buf, n, "%s", label[0] ? label : "<program root>");
+    return;
+  case GPD_NODE_FRAME:
+    if (nd->nframes) {
+      const gpd_tframe_t *f = &nd->frames[0];
+      const char *fn = f->function[0] ? f->function : label;
+      if (f->file[0])
+        snprintf(buf, n, "%s (%s:%u)", fn[0] ? fn : "??", f->file, f->line);
+      else
+        snprintf(buf, n, "%s", fn[0] ? fn : "??");
+      return;
+    }
+    if (label[0] && nd->module[0])
+      snprintf(buf, n, "%s [%s+0x%llx]", label, base_name(nd->module), (unsigned long long)nd->offset);
+    else if (label[0])
+      snprintf(buf, n, "%s", label);
+    else if (nd->module[0])
+      snprintf(buf, n, "%s+0x%llx", base_name(nd->module), (unsigned long long)nd->offset);
+    else
+      snprintf(buf, n, "0x%llx", (unsigned long long)nd->offset);
+    return;
+  case GPD_NODE_UNKNOWN:
+    snprintf(buf, n, "%s", label[0] ? label : "<unknown>");
+    return;
+  default:
+    snprintf(buf, n, "%s", label[0] ? label : (nd->raw_name[0] ? nd->raw_name : "<gpu op>"));
+  }
+}
+
+static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof(extra_ids) / sizeof(extra_ids[0]); i++) {
+    double v = gpd_mvec_get(m, extra_ids[i]);
+    char val[48];
+    if (v == 0) continue;
+    if (gpd_metric_desc(extra_ids[i])->unit == GPD_UNIT_BYTES)
+      gpd_render_bytes(val, sizeof(val), v);
+    else
+      snprintf(val, sizeof(val), "%.0f", v);
+    int w = snprintf(buf + len, n - len, "%s%s=%s", len ? ", " : "  {", metric_name(extra_ids[i]), val);
+    if (w < 0 || (size_t)w >= n - len) break;
+    len += (size_t)w;
+  }
+  if (len && len + 2 < n) strcat(buf, "}");
+}
+
+static void tree_header(FILE *f, const unsigned *cols, size_t nc) {
+  for (size_t c = 0; c < nc; c++) {
+    char a[64], b[64];
+    snprintf(a, sizeof(a), "%s:incl", metric_name(cols[c]));
+    snprintf(b, sizeof(b), "%s:excl", metric_name(cols[c]));
+    fprintf(f, "%12s %6s %12s ", a, "%", b);
+  }
+  fprintf(f, " calling context\n");
+}
+
+static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
+                      unsigned depth) {
+  const gpd_tnode_t *root = &t->nodes[t->root];
+  char name[1024], ex[512];
+  for (size_t c = 0; c < nc; c++) {
+    char iv[48], pv[16], ev[48];
+    double inc = gpd_mvec_shown(&nd->incl, cols[c]);
+    gpd_render_value(iv, sizeof(iv), cols[c], inc);
+    gpd_render_value(ev, sizeof(ev), cols[c], gpd_mvec_shown(&nd->excl, cols[c]));
+    pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
+    fprintf(f, "%12s %6s %12s ", iv, pv, ev);
+  }
+  node_name(name, sizeof(name), nd);
+  extras(ex, sizeof(ex), &nd->incl);
+  fprintf(f, " %*s%s%s\n", (int)(2 * depth), "", name, ex);
+  /* inlined frames: nested lines, no metric columns of their own */
+  for (uint32_t k = 1; k < nd->nframes; k++) {
+    const gpd_tframe_t *fr = &nd->frames[k];
+    fprintf(f, "%*s %*s[inlined] %s", (int)(nc * 33), "", (int)(2 * (depth + k)), "",
+            fr->function[0] ? fr->function : "??");
+    if (fr->file[0]) fprintf(f, " (%s:%u)", fr->file, fr->line);
+    fputc('\n', f);
+  }
+}
+
+static void tree_walk(FILE *f, const gpd_tree_t *t, size_t i, const unsigned *cols, size_t nc, unsigned depth,
+                      unsigned indent, const gpd_render_opts_t *o) {
+  const gpd_tnode_t *nd = &t->nodes[i];
+  if (i != t->root && mvec_zero(&nd->incl)) return; /* hide zero subtrees */
+  tree_line(f, t, nd, cols, nc, indent);
+  if (o->depth && depth >= o->depth) return;
+  unsigned sub = indent + 1 + (nd->nframes > 1 ? nd->nframes - 1 : 0);
+  for (uint32_t k = 0; k < nd->nkids; k++) tree_walk(f, t, nd->kids[k], cols, nc, depth + 1, sub, o);
+}
+
+void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
+  unsigned cols[3];
+  size_t nc = columns(o, cols);
+  if (t->root == SIZE_MAX) {
+    fprintf(f, "(empty profile)\n");
+    return;
+  }
+  fprintf(f, "Calling context tree (top-down; times in seconds; %% of the root's inclusive value; sorted by %s)\n",
+          metric_name(o->metric));
+  tree_header(f, cols, nc);
+  tree_walk(f, t, t->root, cols, nc, 0, 0, o);
+}
+
+/* ---- flat profile ---- */
+
+typedef struct flat_row_s {
+  int kind;
+  const char *label;
+  gpd_mvec_t excl, incl;
+} flat_row_t;
+
+static const gpd_tree_t *flat_tree;
+static unsigned flat_metric;
+
+static const char *flat_label(const gpd_tnode_t *nd) {
+  if (nd->kind == GPD_NODE_FRAME && !nd->label[0] && nd->nframes) return nd->frames[0].function;
+  return nd->label;
+}
+
+static int flat_key_cmp(const void *a, const void *b) {
+  const gpd_tnode_t *x = &flat_tree->nodes[*(const size_t *)a];
+  const gpd_tnode_t *y = &flat_tree->nodes[*(const size_t *)b];
+  if (x->kind != y->kind) return x->kind - y->kind;
+  return strcmp(flat_label(x), flat_label(y));
+}
+
+static int flat_row_cmp(const void *a, const void *b) {
+  const flat_row_t *x = a, *y = b;
+  double vx = gpd_mvec_get(&x->excl, flat_metric), vy = gpd_mvec_get(&y->excl, flat_metric);
+  if (vx != vy) return vx > vy ? -1 : 1;
+  vx = gpd_mvec_get(&x->incl, flat_metric);
+  vy = gpd_mvec_get(&y->incl, flat_metric);
+  if (vx != vy) return vx > vy ? -1 : 1;
+  if (x->kind != y->kind) return x->kind - y->kind;
+  return strcmp(x->label, y->label);
+}
+
+static const char *kind_name(int k) {
+  switch (k) {
+  case GPD_NODE_ROOT: return "root";
+  case GPD_NODE_FRAME: return "cpu";
+  case GPD_NODE_PLACEHOLDER: return "gpu-op";
+  case GPD_NODE_KERNEL: return "kernel";
+  case GPD_NODE_UNKNOWN: return "unknown";
+  }
+  return "?";
+}
+
+/* 1 if an ancestor of node i has the same kind and label (recursion:
+ * its inclusive value is already counted there). */
+static int flat_has_same_ancestor(const gpd_tree_t *t, size_t i) {
+  const gpd_tnode_t *nd = &t->nodes[i];
+  for (size_t p = nd->parent; p != SIZE_MAX; p = t->nodes[p].parent) {
+    const gpd_tnode_t *a = &t->nodes[p];
+    if (a->kind == nd->kind && !strcmp(flat_label(a), flat_label(nd))) return 1;
+    if (p == t->root) break;
+  }
+  return 0;
+}
+
+/** Build the flat rows (exclusive sums by kind+label; inclusive sums
+ *  counted once per recursion chain).  Returns the row count; *out is
+ *  malloc'd (caller frees rows' vectors and the array). */
+static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) {
+  size_t *idx = malloc((t->n + 1) * sizeof(*idx)), ni = 0, nr = 0;
+  flat_row_t *rows = calloc(t->n + 1, sizeof(*rows));
+  if (!idx || !rows) abort();
+  for (size_t i = 0; i < t->n; i++) {
+    const gpd_tnode_t *nd = &t->nodes[i];
+    if (i == t->root || nd->parent == SIZE_MAX || nd->kind == GPD_NODE_ROOT) continue;
+    if (mvec_zero(&nd->incl)) continue;
+    idx[ni++] = i;
+  }
+  flat_tree = t;
+  qsort(idx, ni, sizeof(*idx), flat_key_cmp);
+  for (size_t k = 0; k < ni; k++) {
+    const gpd_tnode_t *nd = &t->nodes[idx[k]];
+    if (!nr || rows[nr - 1].kind != nd->kind || strcmp(rows[nr - 1].label, flat_label(nd))) {
+      rows[nr].kind = nd->kind;
+      rows[nr].label = flat_label(nd);
+      nr++;
+    }
+    flat_row_t *r = &rows[nr - 1];
+    for (uint32_t j = 0; j < nd->excl.n; j++) gpd_mvec_add(&r->excl, nd->excl.v[j].id, nd->excl.v[j].v);
+    if (!flat_has_same_ancestor(t, idx[k]))
+      for (uint32_t j = 0; j < nd->incl.n; j++) gpd_mvec_add(&r->incl, nd->incl.v[j].id, nd->incl.v[j].v);
+  }
+  free(idx);
+  flat_metric = metric;
+  qsort(rows, nr, sizeof(*rows), flat_row_cmp);
+  *out = rows;
+  return nr;
+}
+
+void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
+  unsigned cols[3];
+  size_t nc = columns(o, cols);
+  flat_row_t *rows;
+  if (t->root == SIZE_MAX) {
+    fprintf(f, "(empty profile)\n");
+    return;
+  }
+  const gpd_tnode_t *root = &t->nodes[t->root];
+  size_t nr = flat_rows(t, o->metric, &rows);
+  fprintf(f, "Flat profile (by kind and label; times in seconds; %% of the root's inclusive value; sorted by %s "
+             "exclusive)\n",
+          metric_name(o->metric));
+  for (size_t c = 0; c < nc; c++) {
+    char a[64], b[64];
+    snprintf(a, sizeof(a), "%s:excl", metric_name(cols[c]));
+    snprintf(b, sizeof(b), "%s:incl", metric_name(cols[c]));
+    fprintf(f, "%12s %6s %12s ", a, "%", b);
+  }
+  fprintf(f, "%8s  %-7s %s\n", "COUNT", "KIND", "NAME");
+  for (size_t r = 0; r < nr; r++) {
+    for (size_t c = 0; c < nc; c++) {
+      char ev[48], pv[16], iv[48];
+      double ex = gpd_mvec_shown(&rows[r].excl, cols[c]);
+      gpd_render_value(ev, sizeof(ev), cols[c], ex);
+      gpd_render_value(iv, sizeof(iv), cols[c], gpd_mvec_shown(&rows[r].incl, cols[c]));
+      pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
+      fprintf(f, "%12s %6s %12s ", ev, pv, iv);
+    }
+    fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
+            rows[r].label[0] ? rows[r].label : "??");
+    gpd_mvec_free(&rows[r].excl);
+    gpd_mvec_free(&rows[r].incl);
+  }
+  free(rows);
+}
+
+/* ---- processes, back ends, GPU binaries ---- */
+
+static void backends_col(char *buf, size_t n, const gpd_tproc_t *p) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (uint32_t i = 0; i < p->nbackends && len + 1 < n; i++) {
+    int w = snprintf(buf + len, n - len, "%s%s%s", len ? "," : "", p->backends[i].enabled ? "" : "-",
+                     p->backends[i].api);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  if (!len) snprintf(buf, n, "-");
+}
+
+void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
+  fprintf(f, "\nProcesses (%zu):\n", t->nprocs);
+  if (t->nprocs)
+    fprintf(f, "  %8s %-10s %5s %-8s %10s %8s  %-16s %s\n", "PID", "JOB", "RANK", "STATE", "RECORDS", "DROPS",
+            "BACKENDS", "EXE");
+  for (size_t i = 0; i < t->nprocs; i++) {
+    const gpd_tproc_t *p = &t->procs[i];
+    char rank[16], be[256];
+    if (p->rank >= 0)
+      snprintf(rank, sizeof(rank), "%d", p->rank);
+    else
+      snprintf(rank, sizeof(rank), "-");
+    backends_col(be, sizeof(be), p);
+    fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, p->job_id && p->job_id[0] ? p->job_id : "-",
+            rank, p->state && p->state[0] ? p->state : (p->running ? "running" : "exited"),
+            (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe && p->exe[0] ? p->exe : "?");
+    if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", p->error);
+  }
+  size_t ndis = 0;
+  for (size_t i = 0; i < t->nprocs; i++)
+    for (uint32_t j = 0; j < t->procs[i].nbackends; j++) ndis += !t->procs[i].backends[j].enabled;
+  if (ndis) {
+    fprintf(f, "\nBack ends disabled (%zu):\n", ndis);
+    for (size_t i = 0; i < t->nprocs; i++)
+      for (uint32_t j = 0; j < t->procs[i].nbackends; j++) {
+        const gpd_tbackend_t *b = &t->procs[i].backends[j];
+        if (b->enabled) continue;
+        fprintf(f, "  %-8s pid %d: %s (code %d)\n", b->api, t->procs[i].pid,
+                b->reason && b->reason[0] ? b->reason : "no reason given", b->code);
+      }
+  }
+  if (t->ngpubins) {
+    fprintf(f, "\nGPU binaries (%zu):\n", t->ngpubins);
+    for (size_t i = 0; i < t->ngpubins; i++) {
+      const gpd_tgpubin_t *g = &t->gpubins[i];
+      char sz[48];
+      gpd_render_bytes(sz, sizeof(sz), (double)g->size);
+      fprintf(f, "  %-32s %-6s %12s  %s\n", g->hash, g->kind, sz, g->path);
+    }
+  }
+}
+
+/* ---- ps ---- */
+
+void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r) {
+  fprintf(f, "%8s %-10s %-10s %5s %-8s %5s %10s %8s %-16s %s\n", "PID", "USER", "JOB", "RANK", "STATE", "RINGS",
+          "RECORDS", "DROPS", "BACKENDS", "EXE");
+  for (size_t i = 0; i < r->n_procs; i++) {
+    const Gpuprof__Process *p = r->procs[i];
+    char user[32], rank[16], be[256];
+    size_t len = 0;
+    struct passwd *pw = getpwuid(p->uid);
+    if (pw)
+      snprintf(user, sizeof(user), "%s", pw->pw_name);
+    else
+      snprintf(user, sizeof(user), "%u", p->uid);
+    if (p->rank >= 0)
+      snprintf(rank, sizeof(rank), "%d", p->rank);
+    else
+      snprintf(rank, sizeof(rank), "-");
+    be[0] = 0;
+    for (size_t j = 0; j < p->n_backends && len + 1 < sizeof(be); j++) {
+      int w = snprintf(be + len, sizeof(be) - len, "%s%s%s", len ? "," : "", p->backends[j]->enabled ? "" : "-",
+                       p->backends[j]->api);
+      if (w < 0) break;
+      len += (size_t)w;
+    }
+    if (!len) snprintf(be, sizeof(be), "-");
+    fprintf(f, "%8d %-10s %-10s %5s %-8s %5u %10llu %8llu %-16s %s\n", p->pid, user,
+            p->job_id[0] ? p->job_id : "-", rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
+            p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
+    if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
+  }
+  if (!r->n_procs) fprintf(f, "(no processes visible)\n");
+}
+
+/* ---- top ---- */
+
+static double metrics_get(Gpuprof__Metric **m, size_t n, unsigned id) {
+  double v = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m[i]->id == id) v += m[i]->value;
+  return v;
+}
+
+void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total) {
+  char head[64];
+  snprintf(head, sizeof(head), "%s%s", metric_name(metric),
+           gpd_metric_desc(metric) && gpd_metric_desc(metric)->unit == GPD_UNIT_NS ? " (s)" : "");
+  fprintf(f, "%4s  %-48s %12s %6s %8s  %s\n", "#", "KERNEL/OP", head, "%", "COUNT", "HEAVIEST CPU PATH");
+  for (size_t i = 0; i < r->n_entries; i++) {
+    const Gpuprof__TopEntry *e = r->entries[i];
+    char val[48], pv[16], label[64], path[512];
+    double v = metrics_get(e->metrics, e->n_metrics, metric);
+    double cnt = 0;
+    for (size_t k = 0; k < sizeof(count_ids) / sizeof(count_ids[0]); k++)
+      cnt += metrics_get(e->metrics, e->n_metrics, count_ids[k]);
+    gpd_render_value(val, sizeof(val), metric, v);
+    pct(pv, sizeof(pv), v, total);
+    if (strlen(e->label) > 48)
+      snprintf(label, sizeof(label), "%.45s...", e->label);
+    else
+      snprintf(label, sizeof(label), "%s", e->label[0] ? e->label : "<gpu op>");
+    /* innermost 3 CPU frames of the heaviest path, outermost of them first */
+    size_t frames[3], nf = 0, total_frames = 0;
+    for (size_t k = e->n_path; k-- > 0;) {
+      if (e->path[k]->kind != GPUPROF__NODE_KIND__NODE_FRAME) continue;
+      total_frames++;
+      if (nf < 3) frames[nf++] = k;
+    }
+    size_t len = 0;
+    path[0] = 0;
+    if (total_frames > nf) len += (size_t)snprintf(path, sizeof(path), "... > ");
+    for (size_t k = nf; k-- > 0 && len + 1 < sizeof(path);) {
+      const Gpuprof__Node *nd = e->path[frames[k]];
+      const char *fn = nd->label[0] ? nd->label : (nd->n_frames ? nd->frames[0]->function : "??");
+      int w = snprintf(path + len, sizeof(path) - len, "%s%s", fn, k ? " > " : "");
+      if (w < 0) break;
+      len += (size_t)w;
+    }
+    if (!nf) snprintf(path, sizeof(path), "-");
+    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  %s\n", i + 1, label, val, pv, cnt, path);
+  }
+  if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
+}
+
+/* ---- record summary ---- */
+
+typedef struct kagg_s {
+  const char *label;
+  double gker, count;
+} kagg_t;
+
+static int kagg_cmp_label(const void *a, const void *b) {
+  return strcmp(((const kagg_t *)a)->label, ((const kagg_t *)b)->label);
+}
+static int kagg_cmp_val(const void *a, const void *b) {
+  const kagg_t *x = a, *y = b;
+  if (x->gker != y->gker) return x->gker > y->gker ? -1 : 1;
+  return strcmp(x->label, y->label);
+}
+
+void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
+  const gpd_tnode_t *root = t->root != SIZE_MAX ? &t->nodes[t->root] : NULL;
+  double gpuop = root ? gpd_mvec_get(&root->incl, GPD_M_GPUOP) : 0;
+  double ops = root ? count_of(&root->incl) : 0;
+  unsigned long long drops = 0;
+  for (size_t i = 0; i < t->nprocs; i++) drops += t->procs[i].drops;
+  fprintf(f, "gpuprof: profile written to %s\n", path);
+  fprintf(f, "gpuprof: %zu process%s, %.0f GPU ops, GPUOP %.4g s, %llu dropped records\n", t->nprocs,
+          t->nprocs == 1 ? "" : "es", ops, gpuop / 1e9, drops);
+  kagg_t *k = calloc(t->n + 1, sizeof(*k));
+  size_t nk = 0;
+  if (!k) abort();
+  for (size_t i = 0; i < t->n; i++) {
+    const gpd_tnode_t *nd = &t->nodes[i];
+    if (nd->kind != GPD_NODE_KERNEL || nd->parent == SIZE_MAX) continue;
+    k[nk].label = nd->label[0] ? nd->label : nd->raw_name;
+    k[nk].gker = gpd_mvec_get(&nd->incl, GPD_M_GKER);
+    k[nk].count = gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT);
+    nk++;
+  }
+  qsort(k, nk, sizeof(*k), kagg_cmp_label);
+  size_t nu = 0;
+  for (size_t i = 0; i < nk; i++) {
+    if (nu && !strcmp(k[nu - 1].label, k[i].label)) {
+      k[nu - 1].gker += k[i].gker;
+      k[nu - 1].count += k[i].count;
+    } else {
+      k[nu++] = k[i];
+    }
+  }
+  qsort(k, nu, sizeof(*k), kagg_cmp_val);
+  if (nu) {
+    double gker = root ? gpd_mvec_get(&root->incl, GPD_M_GKER) : 0;
+    fprintf(f, "gpuprof: top kernels by GKER:\n");
+    for (size_t i = 0; i < nu && i < 5; i++) {
+      char pv[16];
+      pct(pv, sizeof(pv), k[i].gker, gker);
+      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].gker / 1e9, pv, k[i].count, k[i].label);
+    }
+  }
+  free(k);
+  for (size_t i = 0; i < t->nprocs; i++)
+    for (uint32_t j = 0; j < t->procs[i].nbackends; j++) {
+      const gpd_tbackend_t *b = &t->procs[i].backends[j];
+      if (!b->enabled)
+        fprintf(f, "gpuprof: back end %s disabled in pid %d: %s (code %d)\n", b->api, t->procs[i].pid,
+                b->reason && b->reason[0] ? b->reason : "no reason given", b->code);
+    }
+  for (size_t i = 0; i < t->nprocs; i++)
+    if (t->procs[i].error && t->procs[i].error[0])
+      fprintf(f, "gpuprof: pid %d: %s\n", t->procs[i].pid, t->procs[i].error);
+}

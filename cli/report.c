@@ -1,0 +1,297 @@
+/* report.c - `gpuprof report`: read SQLite profiles (docs/FORMATS.md)
+ * read-only into the CLI tree and render it.
+ *
+ * The node view of several profiles is the sum over profiles of `metric`
+ * grouped by context id (FORMATS.md); several files merge the same way
+ * because context ids are Merkle hashes that agree across processes and
+ * nodes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "gpuprof/error.h"
+#include "gpuprof/metric.h"
+
+#define GPD_REPORT_FORMAT_VERSION 1
+
+static int fail(char *err, size_t errn, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *err, size_t errn, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errn, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static const char *col_text(sqlite3_stmt *st, int i) {
+  const unsigned char *s = sqlite3_column_text(st, i);
+  return s ? (const char *)s : "";
+}
+
+/* Run a query over every row; row() returns 0 or a negative error. */
+typedef int (*row_fn)(sqlite3_stmt *st, void *ctx);
+
+static int query(sqlite3 *db, const char *sql, int pid, row_fn row, void *ctx, int optional, char *err, size_t errn,
+                 const char *path) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  int r = 0;
+  if (rc != SQLITE_OK) {
+    if (optional) return 0;
+    return fail(err, errn, GPD_ESTORE, "%s: not a gpuprof profile (%s)", path, sqlite3_errmsg(db));
+  }
+  if (sqlite3_bind_parameter_count(st) >= 1) sqlite3_bind_int(st, 1, pid);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    if ((r = row(st, ctx)) < 0) break;
+  if (r == 0 && rc != SQLITE_DONE)
+    r = fail(err, errn, GPD_ESTORE, "%s: error reading the profile (%s)", path, sqlite3_errmsg(db));
+  else if (r < 0)
+    fail(err, errn, r, "%s: %s", path, gpd_strerror(r));
+  sqlite3_finalize(st);
+  return r;
+}
+
+typedef struct load_ctx_s {
+  gpd_tree_t *t;
+  sqlite3 *db;
+  const char *path;
+  sqlite3_stmt *backend_q;
+} load_ctx_t;
+
+static int row_backend(sqlite3_stmt *st, void *c) {
+  gpd_tproc_t *p = c;
+  gpd_tbackend_t *b = gpd_tree_backend_new(p);
+  if (!b) return -ENOMEM;
+  b->api = gpd_cli_strdup(col_text(st, 0));
+  b->enabled = sqlite3_column_int(st, 1) != 0;
+  b->code = sqlite3_column_int(st, 2);
+  b->reason = gpd_cli_strdup(col_text(st, 3));
+  return 0;
+}
+
+static int row_profile(sqlite3_stmt *st, void *c) {
+  load_ctx_t *lc = c;
+  gpd_tproc_t *p = gpd_tree_proc_new(lc->t);
+  if (!p) return -ENOMEM;
+  p->profile_id = (uint64_t)sqlite3_column_int64(st, 0);
+  p->pid = sqlite3_column_int(st, 1);
+  p->uid = (uint32_t)sqlite3_column_int64(st, 2);
+  p->gid = (uint32_t)sqlite3_column_int64(st, 3);
+  p->exe = gpd_cli_strdup(col_text(st, 4));
+  p->hostname = gpd_cli_strdup(col_text(st, 5));
+  p->job_id = gpd_cli_strdup(col_text(st, 6));
+  p->step_id = gpd_cli_strdup(col_text(st, 7));
+  p->rank = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 8);
+  p->local_rank = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 9);
+  p->start_ns = (uint64_t)sqlite3_column_int64(st, 10);
+  p->end_ns = (uint64_t)sqlite3_column_int64(st, 11);
+  p->state = gpd_cli_strdup(col_text(st, 12));
+  p->running = !strcmp(p->state, "running");
+  p->records = (uint64_t)sqlite3_column_int64(st, 13);
+  p->drops = (uint64_t)sqlite3_column_int64(st, 14);
+  p->error = gpd_cli_strdup(col_text(st, 15));
+  p->source = gpd_cli_strdup(lc->path);
+  /* back ends of this profile */
+  sqlite3_reset(lc->backend_q);
+  sqlite3_bind_int64(lc->backend_q, 1, (sqlite3_int64)p->profile_id);
+  int rc, r = 0;
+  while ((rc = sqlite3_step(lc->backend_q)) == SQLITE_ROW)
+    if ((r = row_backend(lc->backend_q, p)) < 0) return r;
+  return rc == SQLITE_DONE ? 0 : GPD_ESTORE;
+}
+
+static int row_context(sqlite3_stmt *st, void *c) {
+  load_ctx_t *lc = c;
+  long i = gpd_tree_node_add(lc->t, (uint64_t)sqlite3_column_int64(st, 0), (uint64_t)sqlite3_column_int64(st, 1),
+                             sqlite3_column_int(st, 2), col_text(st, 5), col_text(st, 3),
+                             (uint64_t)sqlite3_column_int64(st, 4), col_text(st, 6));
+  return i < 0 ? (int)i : 0;
+}
+
+static int row_frame(sqlite3_stmt *st, void *c) {
+  load_ctx_t *lc = c;
+  long i = gpd_tree_find(lc->t, (uint64_t)sqlite3_column_int64(st, 0));
+  if (i < 0) return 0; /* frame of an unknown context: ignore */
+  /* a second file may carry the same context's frames again */
+  if (lc->t->nodes[i].nframes > (uint32_t)sqlite3_column_int(st, 1)) return 0;
+  return gpd_tree_frame_add(lc->t, (size_t)i, col_text(st, 2), col_text(st, 3), (uint32_t)sqlite3_column_int(st, 4),
+                            sqlite3_column_int(st, 5));
+}
+
+static int row_metric(sqlite3_stmt *st, void *c) {
+  load_ctx_t *lc = c;
+  uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+  long i = gpd_tree_find(lc->t, id);
+  if (i < 0) { /* metric of a context that was never stored */
+    i = gpd_tree_node_add(lc->t, id, 0, GPD_NODE_UNKNOWN, "<unknown context>", "", 0, "");
+    if (i < 0) return (int)i;
+  }
+  return gpd_mvec_add(&lc->t->nodes[i].excl, (uint32_t)sqlite3_column_int(st, 1), sqlite3_column_double(st, 2));
+}
+
+static int row_gpubin(sqlite3_stmt *st, void *c) {
+  load_ctx_t *lc = c;
+  const char *hash = col_text(st, 0);
+  for (size_t i = 0; i < lc->t->ngpubins; i++)
+    if (!strcmp(lc->t->gpubins[i].hash, hash)) return 0;
+  gpd_tgpubin_t *g = gpd_tree_gpubin_new(lc->t);
+  if (!g) return -ENOMEM;
+  g->hash = gpd_cli_strdup(hash);
+  g->kind = gpd_cli_strdup(col_text(st, 1));
+  g->size = (uint64_t)sqlite3_column_int64(st, 2);
+  g->path = gpd_cli_strdup(col_text(st, 3));
+  return 0;
+}
+
+static int row_meta(sqlite3_stmt *st, void *c) {
+  char **out = c;
+  const char *k = col_text(st, 0);
+  if (!strcmp(k, "format")) {
+    free(out[0]);
+    out[0] = gpd_cli_strdup(col_text(st, 1));
+  } else if (!strcmp(k, "format_version")) {
+    free(out[1]);
+    out[1] = gpd_cli_strdup(col_text(st, 1));
+  }
+  return 0;
+}
+
+int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn) {
+  sqlite3 *db = NULL;
+  struct stat sb;
+  char *meta[2] = {NULL, NULL};
+  load_ctx_t lc = {t, NULL, path, NULL};
+  int r;
+
+  if (stat(path, &sb) < 0) return fail(err, errn, -errno, "cannot open %s: %s", path, strerror(errno));
+  if (S_ISDIR(sb.st_mode)) return fail(err, errn, -EISDIR, "%s is a directory, not a gpuprof profile", path);
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    r = fail(err, errn, GPD_ESTORE, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+    goto done;
+  }
+  lc.db = db;
+  sqlite3_busy_timeout(db, 5000); /* the daemon may be writing */
+  r = query(db, "SELECT key, value FROM meta", 0, row_meta, meta, 0, err, errn, path);
+  if (r < 0) goto done;
+  if (!meta[0] || strcmp(meta[0], "gpuprof")) {
+    r = fail(err, errn, GPD_ESTORE, "%s: not a gpuprof profile (meta.format is %s%s%s)", path, meta[0] ? "'" : "",
+             meta[0] ? meta[0] : "missing", meta[0] ? "'" : "");
+    goto done;
+  }
+  if (meta[1] && atoi(meta[1]) > GPD_REPORT_FORMAT_VERSION) {
+    r = fail(err, errn, GPD_EBADVERSION, "%s: profile format version %s is newer than this gpuprof reads (%d)", path,
+             meta[1], GPD_REPORT_FORMAT_VERSION);
+    goto done;
+  }
+  if (sqlite3_prepare_v2(db, "SELECT api, enabled, code, reason FROM backend WHERE profile_id = ?1 ORDER BY api",
+                         -1, &lc.backend_q, NULL) != SQLITE_OK) {
+    r = fail(err, errn, GPD_ESTORE, "%s: not a gpuprof profile (%s)", path, sqlite3_errmsg(db));
+    goto done;
+  }
+  r = query(db,
+            "SELECT id, pid, uid, gid, exe, hostname, job_id, step_id, rank, local_rank, start_ns, end_ns, state, "
+            "records, drops, error FROM profile WHERE (?1 = 0 OR pid = ?1) ORDER BY id",
+            pid, row_profile, &lc, 0, err, errn, path);
+  if (r < 0) goto done;
+  r = query(db, "SELECT id, parent, kind, module, offset, label, raw_name FROM context", 0, row_context, &lc, 0, err,
+            errn, path);
+  if (r < 0) goto done;
+  r = query(db, "SELECT context_id, depth, function, file, line, inlined FROM frame ORDER BY context_id, depth", 0,
+            row_frame, &lc, 0, err, errn, path);
+  if (r < 0) goto done;
+  r = query(db,
+            "SELECT context_id, metric_id, SUM(value) FROM metric "
+            "WHERE (?1 = 0 OR profile_id IN (SELECT id FROM profile WHERE pid = ?1)) "
+            "GROUP BY context_id, metric_id",
+            pid, row_metric, &lc, 0, err, errn, path);
+  if (r < 0) goto done;
+  r = query(db, "SELECT hash, kind, size, path FROM gpubin ORDER BY hash", 0, row_gpubin, &lc, 1, err, errn, path);
+done:
+  sqlite3_finalize(lc.backend_q);
+  sqlite3_close(db);
+  free(meta[0]);
+  free(meta[1]);
+  return r;
+}
+
+static const char report_usage[] =
+    "usage: gpuprof report [--json] [--flat] [--metric NAME] [--depth N] [--pid N] FILE...\n"
+    "  Print the calling-context tree of saved profiles (merged by context).\n"
+    "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
+    "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
+    "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
+    "  --depth N      show at most N levels below the root\n"
+    "  --pid N        only the profiles of process N\n";
+
+int gpd_report_main(int argc, char **argv) {
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
+                                       {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
+                                       {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
+  int json = 0, pid = 0, c;
+  long v;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 'f': o.flat = 1; break;
+    case 'm':
+      if ((v = gpd_cli_metric(optarg)) < 0) return gpd_cli_usage(report_usage, "unknown metric '%s'", optarg);
+      o.metric = (unsigned)v;
+      break;
+    case 'd':
+      if ((v = gpd_cli_parse_uint(optarg)) < 0) return gpd_cli_usage(report_usage, "bad --depth '%s'", optarg);
+      o.depth = (unsigned)v;
+      break;
+    case 'p':
+      if ((v = gpd_cli_parse_uint(optarg)) <= 0) return gpd_cli_usage(report_usage, "bad --pid '%s'", optarg);
+      pid = (int)v;
+      break;
+    case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
+    default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc) return gpd_cli_usage(report_usage, "no profile file given");
+  if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
+
+  gpd_tree_t t;
+  char err[1024];
+  int r = 0;
+  gpd_tree_init(&t);
+  for (int i = optind; i < argc; i++) {
+    if ((r = gpd_report_load(&t, argv[i], pid, err, sizeof(err))) < 0) {
+      fprintf(stderr, "gpuprof: %s\n", err);
+      gpd_tree_free(&t);
+      return GPD_EXIT_FAIL;
+    }
+  }
+  if ((r = gpd_tree_finish(&t, o.metric)) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
+    gpd_tree_free(&t);
+    return GPD_EXIT_FAIL;
+  }
+  if (json) {
+    gpd_json_tree(stdout, &t, &o);
+  } else {
+    if (argc - optind == 1)
+      printf("Profile %s: %zu process%s\n\n", argv[optind], t.nprocs, t.nprocs == 1 ? "" : "es");
+    else
+      printf("Profiles (%d files merged): %zu processes\n\n", argc - optind, t.nprocs);
+    if (o.flat)
+      gpd_render_flat(stdout, &t, &o);
+    else
+      gpd_render_tree(stdout, &t, &o);
+    gpd_render_procs(stdout, &t);
+  }
+  gpd_tree_free(&t);
+  if (fflush(stdout) != 0) return GPD_EXIT_FAIL;
+  return GPD_EXIT_OK;
+}

@@ -1,0 +1,149 @@
+/* monitor.c - the monitor thread: drains every registered region's rings
+ * and attributes the records (profile.c).
+ *
+ * One pass visits every RUNNING/ENDING process with the daemon lock held,
+ * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at
+ * most one pass.  A ring that fails validation marks its process bad (the
+ * error is kept, logged once, the region is no longer read); everything
+ * consumed before stays in the profile.  A RETIRED ring that is empty is
+ * set FREE again for reuse.  A process whose connection reached EOF is
+ * drained to empty, finished (unmatched activities -> <unknown context>)
+ * and handed to the writer.  Idle: sleep poll_us.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+
+#include "daemon.h"
+
+#define GPD_MONITOR_BATCH 4096u
+
+uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring) {
+  (void)d;
+  if (!p->has_region || p->bad)
+    return 0;
+  gpd_region_t *r = &p->region;
+  uint64_t total = 0, drops = 0;
+  uint32_t inuse = 0;
+  for (uint32_t i = 0; i < r->nrings; i++) {
+    gpd_ring_ctl_t *ctl = &r->ctl[i];
+    uint32_t st = atomic_load_explicit(&ctl->state, memory_order_acquire);
+    drops += atomic_load_explicit(&ctl->drops, memory_order_relaxed);
+    if (st == GPD_RING_FREE && gpd_ring_pending(r, i) == 0)
+      continue;
+    inuse++;
+    int n = gpd_ring_consume(r, i, max_per_ring, gpd_profile_ingest, &p->prof);
+    if (n < 0) {
+      p->bad = 1;
+      snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,
+               gpd_strerror(n));
+      GPD_ERR("pid %d (profile %llu): %s; no longer reading its region (kept %llu records)",
+              (int)p->pid, (unsigned long long)p->profile_id, p->error,
+              (unsigned long long)p->prof.records);
+      p->meta_dirty = 1;
+      break;
+    }
+    total += (uint64_t)n;
+    if (st == GPD_RING_RETIRED && gpd_ring_pending(r, i) == 0) {
+      uint32_t exp = GPD_RING_RETIRED;
+      atomic_compare_exchange_strong(&ctl->state, &exp, GPD_RING_FREE);
+    }
+  }
+  if (!p->bad) {
+    p->rings_in_use = inuse;
+    p->drops = drops + atomic_load_explicit(&r->hdr->no_ring_drops, memory_order_relaxed);
+  }
+  if (total) {
+    gpd_profile_retry(&p->prof);
+    p->meta_dirty = 1;
+  }
+  if (p->prof.full && p->error[0] == 0) {
+    snprintf(p->error, sizeof p->error, "profile size bounds exceeded (nodes/strings/pending)");
+    GPD_WARN("pid %d: %s", (int)p->pid, p->error);
+  }
+  return total;
+}
+
+static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
+  /* the process is gone: drain to empty (bounded: nothing refills it
+   * unless the process lives on without its connection) */
+  for (int k = 0; k < 1024; k++)
+    if (gpd_monitor_drain(d, p, GPD_MONITOR_BATCH) == 0)
+      break;
+  gpd_profile_finish(&p->prof);
+  p->state = GPD_PROC_EXITED;
+  p->end_ns = gpd_clock_ns();
+  p->meta_dirty = 1;
+  p->flushed = 0;
+  /* keep the counters, drop the mapping */
+  if (p->has_region) {
+    gpd_region_close(&p->region);
+    p->has_region = 0;
+  }
+  d->flush_now = 1;
+  pthread_cond_signal(&d->writer_cv);
+  GPD_INFO("pid %d ended: %llu records, %llu activities (%llu to <unknown context>)", (int)p->pid,
+           (unsigned long long)p->prof.records, (unsigned long long)p->prof.activities,
+           (unsigned long long)p->prof.unknown);
+}
+
+uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
+  uint64_t total = 0;
+  pthread_mutex_lock(&d->lock);
+  for (gpd_proc_t *p = d->procs; p; p = p->next) {
+    if (p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING)
+      continue;
+    total += gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
+    if (p->state == GPD_PROC_ENDING)
+      finish_proc(d, p);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return total;
+}
+
+static void *monitor_main(void *arg) {
+  gpd_daemon_t *d = arg;
+  for (;;) {
+    uint64_t n = gpd_monitor_pass(d);
+    if (__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
+      break;
+    if (n == 0) {
+      uint32_t us = __atomic_load_n(&d->cfg.poll_us, __ATOMIC_RELAXED);
+      usleep(us ? us : 200);
+    }
+  }
+  return NULL;
+}
+
+int gpd_monitor_start(gpd_daemon_t *d) {
+  int err = pthread_create(&d->monitor_tid, NULL, monitor_main, d);
+  if (err)
+    return -err;
+  d->monitor_started = 1;
+  return 0;
+}
+
+void gpd_monitor_stop(gpd_daemon_t *d) {
+  if (!d->monitor_started)
+    return;
+  __atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+  pthread_join(d->monitor_tid, NULL);
+  d->monitor_started = 0;
+  /* drain what is left so the last flush has it */
+  pthread_mutex_lock(&d->lock);
+  for (gpd_proc_t *p = d->procs; p; p = p->next) {
+    if (p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING)
+      continue;
+    for (int k = 0; k < 1024; k++)
+      if (gpd_monitor_drain(d, p, GPD_MONITOR_BATCH) == 0)
+        break;
+    if (p->state == GPD_PROC_ENDING)
+      finish_proc(d, p);
+  }
+  pthread_mutex_unlock(&d->lock);
+}

@@ -1,0 +1,526 @@
+/* profile.c - one process's calling context tree, rebuilt from its ring
+ * records, and the attribution of GPU activity to it.
+ *
+ * Attribution (seed 003, "GPU-accelerated applications"): an ACTIVITY is
+ * matched to the INVOKE with the same correlation id (either may arrive
+ * first, possibly on different rings).  Its metrics go below the INVOKE's
+ * CPU context: call site -> <gpu op> placeholder -> kernel (kernels only).
+ * Exclusive values sit on the kernel node for named kernels, else on the
+ * placeholder; GMEM/GSYNC (host-measured) are attributed the same way with
+ * gpd_metric_accumulate.  Context ids are Merkle hashes (hash.h): a FRAME
+ * child is H(parent, module key, offset), a synthetic child is
+ * H(parent, "<gpu kernel>" | "kernel:" + mangled name | "<unknown context>", 0).
+ *
+ * Nothing here trusts the shim beyond gpd_rec_validate(): unknown ids wait
+ * in bounded pending lists; at the final flush what is still unmatched goes
+ * to root -> <unknown context>.  Caller holds the daemon lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof/hash.h"
+#include "gpuprof/metric.h"
+#include "gpuprof/record.h"
+
+#include "daemon.h"
+
+/* ------------------------------------------------------ sparse metrics */
+
+int gpd_mval_add(gpd_mval_t **a, uint32_t *n, uint32_t *cap, uint32_t id, double v) {
+  for (uint32_t i = 0; i < *n; i++) {
+    if ((*a)[i].id == id) {
+      (*a)[i].v += v;
+      return 0;
+    }
+  }
+  if (*n == *cap) {
+    uint32_t ncap = *cap ? *cap * 2 : 4;
+    gpd_mval_t *na = realloc(*a, ncap * sizeof *na);
+    if (na == NULL)
+      return -ENOMEM;
+    *a = na;
+    *cap = ncap;
+  }
+  (*a)[*n].id = id;
+  (*a)[*n].v = v;
+  (*n)++;
+  return 0;
+}
+
+double gpd_mval_get(const gpd_mval_t *a, uint32_t n, uint32_t id) {
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i].id == id)
+      return a[i].v;
+  return 0;
+}
+
+/* --------------------------------------------------------------- helpers */
+
+#define GROW(arr, n, cap, init)                                            \
+  ({                                                                       \
+    int _e = 0;                                                            \
+    if ((n) == (cap)) {                                                    \
+      size_t _nc = (cap) ? (size_t)(cap) * 2 : (init);                     \
+      void *_na = realloc((arr), _nc * sizeof *(arr));                     \
+      if (_na == NULL)                                                     \
+        _e = -ENOMEM;                                                      \
+      else {                                                               \
+        (arr) = _na;                                                       \
+        (cap) = (uint32_t)_nc;                                             \
+      }                                                                    \
+    }                                                                      \
+    _e;                                                                    \
+  })
+
+static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t kind) {
+  if (p->nnodes >= GPD_PROFILE_MAX_NODES) {
+    p->full = 1;
+    return GPD_NONE;
+  }
+  if (GROW(p->nodes, p->nnodes, p->capnodes, 64) < 0)
+    return GPD_NONE;
+  uint32_t i = p->nnodes;
+  if (gpd_map_put(&p->by_ctx, id, i) < 0)
+    return GPD_NONE;
+  gpd_node_t *n = &p->nodes[i];
+  memset(n, 0, sizeof *n);
+  n->id = id;
+  n->parent = parent;
+  n->parent_id = parent == GPD_NONE ? 0 : p->nodes[parent].id;
+  n->kind = kind;
+  p->nnodes++;
+  return i;
+}
+
+int gpd_profile_init(gpd_profile_t *p, uint64_t profile_id) {
+  memset(p, 0, sizeof *p);
+  p->profile_id = profile_id;
+  if (add_node(p, GPD_CTX_ROOT, GPD_NONE, GPD_NODE_ROOT) != 0)
+    return -ENOMEM;
+  return 0;
+}
+
+void gpd_profile_free(gpd_profile_t *p) {
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    free(p->nodes[i].label);
+    free(p->nodes[i].raw_name);
+    free(p->nodes[i].m);
+  }
+  free(p->nodes);
+  for (uint32_t i = 0; i < p->nstrs; i++)
+    free(p->strs[i].text);
+  free(p->strs);
+  for (uint32_t i = 0; i < p->nmods; i++)
+    free(p->mods[i].path);
+  free(p->mods);
+  free(p->pnodes);
+  free(p->pacts);
+  free(p->locals);
+  gpd_map_free(&p->by_ctx);
+  gpd_map_free(&p->by_local);
+  gpd_map_free(&p->corr);
+  gpd_map_free(&p->str_by_id);
+  gpd_map_free(&p->mod_by_id);
+  memset(p, 0, sizeof *p);
+}
+
+uint32_t gpd_profile_find(const gpd_profile_t *p, uint64_t ctx) {
+  uint64_t v;
+  return gpd_map_get(&p->by_ctx, ctx, &v) ? (uint32_t)v : GPD_NONE;
+}
+
+uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) {
+  uint64_t v;
+  if (local == 0)
+    return 0; /* "none": the root */
+  return gpd_map_get(&p->by_local, local, &v) ? (uint32_t)v : GPD_NONE;
+}
+
+const char *gpd_profile_string(const gpd_profile_t *p, uint32_t id) {
+  uint64_t v;
+  return gpd_map_get(&p->str_by_id, id, &v) ? p->strs[v].text : NULL;
+}
+
+const gpd_pmodule_t *gpd_profile_module(const gpd_profile_t *p, uint32_t module) {
+  uint64_t v;
+  return gpd_map_get(&p->mod_by_id, module, &v) ? &p->mods[v] : NULL;
+}
+
+const void *gpd_profile_module_key(const gpd_profile_t *p, uint32_t module, size_t *len) {
+  const gpd_pmodule_t *m = gpd_profile_module(p, module);
+  *len = 0;
+  if (m == NULL)
+    return NULL;
+  if (m->build_id_len > 0) {
+    *len = m->build_id_len;
+    return m->build_id;
+  }
+  *len = strlen(m->path);
+  return m->path;
+}
+
+int gpd_profile_add_local(gpd_profile_t *p, uint32_t local, uint32_t idx) {
+  if (local == 0)
+    return -EINVAL;
+  if (gpd_map_get(&p->by_local, local, NULL))
+    return 0;
+  if (GROW(p->locals, p->nlocals, p->caplocals, 64) < 0)
+    return -ENOMEM;
+  if (gpd_map_put(&p->by_local, local, idx) < 0)
+    return -ENOMEM;
+  p->locals[p->nlocals].local = local;
+  p->locals[p->nlocals].ctx = p->nodes[idx].id;
+  p->nlocals++;
+  return 0;
+}
+
+int gpd_profile_add_string(gpd_profile_t *p, uint32_t id, uint32_t kind, const char *text, size_t len) {
+  if (id == 0)
+    return -EINVAL;
+  if (gpd_map_get(&p->str_by_id, id, NULL))
+    return 0; /* first announcement wins */
+  if (p->str_bytes + len > GPD_PROFILE_MAX_STRBYTES) {
+    p->full = 1;
+    return -ENOSPC;
+  }
+  if (GROW(p->strs, p->nstrs, p->capstrs, 16) < 0)
+    return -ENOMEM;
+  char *t = malloc(len + 1);
+  if (t == NULL)
+    return -ENOMEM;
+  memcpy(t, text, len);
+  t[len] = 0;
+  /* NULs inside would truncate labels silently; make them visible */
+  for (size_t i = 0; i < len; i++)
+    if (t[i] == 0)
+      t[i] = '?';
+  if (gpd_map_put(&p->str_by_id, id, p->nstrs) < 0) {
+    free(t);
+    return -ENOMEM;
+  }
+  p->strs[p->nstrs].id = id;
+  p->strs[p->nstrs].kind = kind;
+  p->strs[p->nstrs].text = t;
+  p->nstrs++;
+  p->str_bytes += len;
+  return 0;
+}
+
+int gpd_profile_add_module(gpd_profile_t *p, uint32_t id, const uint8_t *bid, unsigned bid_len,
+                           uint64_t base, uint64_t size, const char *path, size_t len) {
+  if (id == 0 || bid_len > 20)
+    return -EINVAL;
+  if (gpd_map_get(&p->mod_by_id, id, NULL))
+    return 0;
+  if (p->str_bytes + len > GPD_PROFILE_MAX_STRBYTES) {
+    p->full = 1;
+    return -ENOSPC;
+  }
+  if (GROW(p->mods, p->nmods, p->capmods, 16) < 0)
+    return -ENOMEM;
+  char *t = malloc(len + 1);
+  if (t == NULL)
+    return -ENOMEM;
+  memcpy(t, path, len);
+  t[len] = 0;
+  for (size_t i = 0; i < len; i++)
+    if (t[i] == 0)
+      t[i] = '?';
+  if (gpd_map_put(&p->mod_by_id, id, p->nmods) < 0) {
+    free(t);
+    return -ENOMEM;
+  }
+  gpd_pmodule_t *m = &p->mods[p->nmods++];
+  memset(m, 0, sizeof *m);
+  m->id = id;
+  m->build_id_len = (uint8_t)bid_len;
+  if (bid_len)
+    memcpy(m->build_id, bid, bid_len);
+  m->base = base;
+  m->size = size;
+  m->path = t;
+  p->str_bytes += len;
+  return 0;
+}
+
+uint32_t gpd_profile_child(gpd_profile_t *p, uint32_t parent, uint8_t kind, const char *key,
+                           const char *label, const char *raw) {
+  uint64_t id = gpd_ctx_id(p->nodes[parent].id, key, strlen(key), 0);
+  uint32_t i = gpd_profile_find(p, id);
+  if (i != GPD_NONE)
+    return i;
+  i = add_node(p, id, parent, kind);
+  if (i == GPD_NONE)
+    return i;
+  if (kind == GPD_NODE_KERNEL)
+    p->nodes[i].label = gpd_demangle(label);
+  else
+    p->nodes[i].label = strdup(label);
+  if (raw)
+    p->nodes[i].raw_name = strdup(raw);
+  return i;
+}
+
+uint32_t gpd_profile_restore_node(gpd_profile_t *p, uint64_t id, uint64_t parent_id, uint8_t kind,
+                                  uint32_t module, uint64_t offset, const char *label,
+                                  const char *raw) {
+  uint32_t i = gpd_profile_find(p, id);
+  if (i != GPD_NONE)
+    return i;
+  uint32_t par = gpd_profile_find(p, parent_id);
+  if (par == GPD_NONE)
+    return GPD_NONE;
+  i = add_node(p, id, par, kind);
+  if (i == GPD_NONE)
+    return i;
+  gpd_node_t *n = &p->nodes[i];
+  n->module = module;
+  n->offset = offset;
+  n->saved = 1;
+  if (label && kind != GPD_NODE_FRAME)
+    n->label = strdup(label);
+  if (raw)
+    n->raw_name = strdup(raw);
+  return i;
+}
+
+/* ------------------------------------------------------------ NODE */
+
+/* 1 placed (or duplicate), 0 not yet (parent or module unknown). */
+static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
+  if (gpd_map_get(&p->by_local, r->id, NULL))
+    return 1;
+  uint32_t par = gpd_profile_local(p, r->parent);
+  if (par == GPD_NONE)
+    return 0;
+  size_t klen = 0;
+  const void *key = NULL;
+  if (r->module != 0) {
+    key = gpd_profile_module_key(p, r->module, &klen);
+    if (key == NULL)
+      return 0;
+  }
+  uint64_t id = gpd_ctx_id(p->nodes[par].id, key, klen, r->offset);
+  uint32_t i = gpd_profile_find(p, id);
+  if (i == GPD_NONE) {
+    i = add_node(p, id, par, GPD_NODE_FRAME);
+    if (i == GPD_NONE)
+      return 1; /* bound hit: dropped (p->full) */
+    p->nodes[i].module = r->module;
+    p->nodes[i].offset = r->offset;
+  }
+  gpd_profile_add_local(p, r->id, i);
+  return 1;
+}
+
+/* -------------------------------------------------------- attribution */
+
+static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
+                         int force) {
+  unsigned op = a->op != GPD_OP_NONE ? a->op : inv_op;
+  if (op == GPD_OP_NONE || op >= GPD_OP_MAX)
+    op = GPD_OP_KERNEL;
+  const char *ph = gpd_op_placeholder(op);
+  uint32_t target = gpd_profile_child(p, at, GPD_NODE_PLACEHOLDER, ph, ph, NULL);
+  if (target == GPD_NONE)
+    target = at;
+  else
+    p->nodes[target].op = (uint8_t)op;
+  if (op == GPD_OP_KERNEL && a->name != 0 && target != at) {
+    const char *name = gpd_profile_string(p, a->name);
+    char buf[64];
+    if (name == NULL && force) {
+      snprintf(buf, sizeof buf, "<unknown kernel #%u>", a->name);
+      name = buf;
+    }
+    if (name != NULL) {
+      size_t nl = strlen(name);
+      char *key = malloc(nl + 8);
+      if (key) {
+        memcpy(key, "kernel:", 7);
+        memcpy(key + 7, name, nl + 1);
+        uint32_t k = gpd_profile_child(p, target, GPD_NODE_KERNEL, key, name, name);
+        if (k != GPD_NONE)
+          target = k;
+        free(key);
+      }
+    }
+  }
+  double v[GPD_M__COUNT];
+  memset(v, 0, sizeof v);
+  gpd_rec_activity_t eff = *a;
+  eff.op = (uint8_t)op; /* an activity without op takes its invocation's */
+  gpd_metric_accumulate(v, &eff);
+  gpd_node_t *n = &p->nodes[target];
+  for (unsigned m = 0; m < GPD_M__COUNT; m++)
+    if (v[m] != 0)
+      gpd_mval_add(&n->m, &n->nm, &n->capm, m, v[m]);
+  n->dirty = 1;
+  p->activities++;
+}
+
+static uint32_t unknown_node(gpd_profile_t *p) {
+  return gpd_profile_child(p, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, GPD_UNKNOWN_LABEL, NULL);
+}
+
+/* 1 attributed, 0 not yet.  force: attribute whatever is missing to
+ * <unknown context> / an unknown kernel name. */
+static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force) {
+  uint64_t v;
+  if (!gpd_map_get(&p->corr, a->corr, &v)) {
+    if (!force)
+      return 0;
+    uint32_t u = unknown_node(p);
+    attribute_at(p, u == GPD_NONE ? 0 : u, a, GPD_OP_NONE, 1);
+    p->unknown++;
+    return 1;
+  }
+  uint32_t local = (uint32_t)v;
+  uint8_t op = (uint8_t)(v >> 32);
+  int multi = (int)((v >> 40) & 1);
+  uint32_t at = gpd_profile_local(p, local);
+  if (at == GPD_NONE) {
+    if (!force)
+      return 0;
+    at = unknown_node(p);
+    if (at == GPD_NONE)
+      at = 0;
+    p->unknown++;
+  }
+  if (!force && a->op == GPD_OP_KERNEL && a->name != 0 && gpd_profile_string(p, a->name) == NULL)
+    return 0;
+  attribute_at(p, at, a, op, force);
+  if (!multi)
+    gpd_map_del(&p->corr, a->corr);
+  return 1;
+}
+
+static void pend_activity(gpd_profile_t *p, const gpd_rec_activity_t *a) {
+  if (p->npacts >= GPD_PROFILE_MAX_PENDING || GROW(p->pacts, p->npacts, p->cappacts, 64) < 0) {
+    activity_try(p, a, 1); /* bounded: never lost, goes to <unknown> */
+    return;
+  }
+  p->pacts[p->npacts++] = *a;
+}
+
+/* ------------------------------------------------------------ ingest */
+
+void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
+  gpd_profile_t *p = arg;
+  const gpd_rec_hdr_t *h = rec;
+  p->records++;
+  switch (h->type) {
+  case GPD_REC_NODE: {
+    const gpd_rec_node_t *r = rec;
+    if (!node_try(p, r)) {
+      if (p->npnodes >= GPD_PROFILE_MAX_PENDING ||
+          GROW(p->pnodes, p->npnodes, p->cappnodes, 64) < 0) {
+        p->dropped_nodes++;
+        p->full = 1;
+        break;
+      }
+      p->pnodes[p->npnodes++] = *r;
+    }
+    break;
+  }
+  case GPD_REC_STRING: {
+    const gpd_rec_string_t *r = rec;
+    if (sizeof *r + (size_t)h->len <= nbytes)
+      gpd_profile_add_string(p, r->id, r->kind, r->text, h->len);
+    break;
+  }
+  case GPD_REC_MODULE: {
+    const gpd_rec_module_t *r = rec;
+    if (sizeof *r + (size_t)h->len <= nbytes)
+      gpd_profile_add_module(p, r->id, r->build_id, r->build_id_len, r->base, r->size, r->path,
+                             h->len);
+    break;
+  }
+  case GPD_REC_INVOKE: {
+    const gpd_rec_invoke_t *r = rec;
+    if (r->corr != 0)
+      gpd_map_put(&p->corr, r->corr,
+                  GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
+    break;
+  }
+  case GPD_REC_ACTIVITY: {
+    const gpd_rec_activity_t *r = rec;
+    if (!activity_try(p, r, 0))
+      pend_activity(p, r);
+    break;
+  }
+  case GPD_REC_STATUS: {
+    const gpd_rec_status_t *r = rec;
+    if (r->api < GPD_API_MAX) {
+      gpd_backend_t *b = &p->backends[r->api];
+      b->seen = 1;
+      b->enabled = r->state != 0;
+      b->code = r->code;
+      b->reason = r->reason;
+    }
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+static void retry(gpd_profile_t *p, int force) {
+  /* nodes: chains may arrive child-first across rings; loop to a fixpoint */
+  int progress = 1;
+  while (progress && p->npnodes > 0) {
+    progress = 0;
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < p->npnodes; i++) {
+      if (node_try(p, &p->pnodes[i]))
+        progress = 1;
+      else
+        p->pnodes[w++] = p->pnodes[i];
+    }
+    p->npnodes = w;
+  }
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < p->npacts; i++) {
+    if (!activity_try(p, &p->pacts[i], force))
+      p->pacts[w++] = p->pacts[i];
+  }
+  p->npacts = w;
+}
+
+void gpd_profile_retry(gpd_profile_t *p) {
+  if (p->npnodes || p->npacts)
+    retry(p, 0);
+}
+
+void gpd_profile_finish(gpd_profile_t *p) {
+  retry(p, 0);
+  p->dropped_nodes += p->npnodes; /* parent/module never announced */
+  p->npnodes = 0;
+  retry(p, 1);
+}
+
+double gpd_profile_excl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
+  uint32_t i = gpd_profile_find(p, ctx);
+  if (i == GPD_NONE)
+    return 0;
+  return gpd_mval_get(p->nodes[i].m, p->nodes[i].nm, metric);
+}
+
+double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
+  uint32_t root = gpd_profile_find(p, ctx);
+  if (root == GPD_NONE)
+    return 0;
+  double sum = 0;
+  /* parents precede children: a node is inside the subtree iff walking up
+   * reaches root before index drops below root */
+  for (uint32_t i = root; i < p->nnodes; i++) {
+    uint32_t j = i;
+    while (j != GPD_NONE && j > root)
+      j = p->nodes[j].parent;
+    if (j == root)
+      sum += gpd_mval_get(p->nodes[i].m, p->nodes[i].nm, metric);
+  }
+  return sum;
+}

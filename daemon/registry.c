@@ -1,0 +1,250 @@
+/* registry.c - the processes registered with this daemon.
+ *
+ * A process registers with Hello on its own connection; identity (pid,
+ * uid, gid) comes from SO_PEERCRED, never from Hello.  EOF on that
+ * connection means the process ended: the monitor does a final drain and
+ * the writer a final flush.  Hand-back: after a daemon restart the shim
+ * sends Hello{handback} with its region memfd; the region is validated
+ * (gpd_region_map) and adopted, and the profile is reloaded from the store
+ * when the stored owner uid matches the peer's, so shim node ids known
+ * before the restart still resolve (table cct_local).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+#include "gpuprof.pb-c.h"
+
+#include "daemon.h"
+
+gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id) {
+  for (gpd_proc_t *p = d->procs; p; p = p->next)
+    if (p->profile_id == profile_id)
+      return p;
+  return NULL;
+}
+
+gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid) {
+  gpd_proc_t *best = NULL;
+  for (gpd_proc_t *p = d->procs; p; p = p->next) /* newest first */
+    if (p->pid == pid && (best == NULL || (best->state != GPD_PROC_RUNNING &&
+                                           p->state == GPD_PROC_RUNNING)))
+      best = p;
+  return best;
+}
+
+void gpd_registry_free_proc(gpd_proc_t *p) {
+  if (p == NULL)
+    return;
+  if (p->has_region)
+    gpd_region_close(&p->region);
+  gpd_profile_free(&p->prof);
+  free(p->exe);
+  free(p->job_id);
+  free(p->step_id);
+  free(p->hostname);
+  free(p->argv_json);
+  for (size_t i = 0; i < p->argc; i++)
+    free(p->argv[i]);
+  free(p->argv);
+  free(p);
+}
+
+void gpd_registry_trim(gpd_daemon_t *d, unsigned keep) {
+  unsigned seen = 0;
+  for (gpd_proc_t **pp = &d->procs; *pp;) {
+    gpd_proc_t *p = *pp;
+    if (p->state == GPD_PROC_EXITED && p->flushed && ++seen > keep) {
+      *pp = p->next;
+      d->nprocs--;
+      gpd_registry_free_proc(p);
+      continue;
+    }
+    pp = &p->next;
+  }
+}
+
+unsigned gpd_registry_live(gpd_daemon_t *d) {
+  unsigned n = 0;
+  for (gpd_proc_t *p = d->procs; p; p = p->next)
+    if (!(p->state == GPD_PROC_EXITED && p->flushed))
+      n++;
+  return n;
+}
+
+void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *records,
+                           uint64_t *drops) {
+  *rings = p->rings_in_use;
+  *records = p->prof.records;
+  *drops = p->drops;
+}
+
+/* JSON string escaping for the argv column. */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+    if (*c == '"' || *c == '\\')
+      fprintf(f, "\\%c", *c);
+    else if (*c < 0x20)
+      fprintf(f, "\\u%04x", *c);
+    else
+      fputc(*c, f);
+  }
+  fputc('"', f);
+}
+
+static char *sdup(const char *s, size_t max) {
+  if (s == NULL)
+    return strdup("");
+  return strndup(s, max);
+}
+
+static void fill_from_hello(gpd_proc_t *p, const Gpuprof__Hello *h) {
+  p->exe = sdup(h->exe, 4096);
+  p->job_id = sdup(h->job_id, 256);
+  p->step_id = sdup(h->step_id, 256);
+  p->hostname = sdup(h->hostname, 256);
+  p->rank = h->rank;
+  p->local_rank = h->local_rank;
+  p->ppid = h->ppid;
+  p->start_ns = h->start_time_ns ? h->start_time_ns : gpd_clock_ns();
+  size_t argc = h->n_argv > 1024 ? 1024 : h->n_argv;
+  p->argv = calloc(argc ? argc : 1, sizeof *p->argv);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f)
+    fputc('[', f);
+  for (size_t i = 0; p->argv && i < argc; i++) {
+    p->argv[i] = sdup(h->argv[i], 4096);
+    if (p->argv[i] == NULL)
+      break;
+    p->argc++;
+    if (f) {
+      if (i)
+        fputc(',', f);
+      json_str(f, p->argv[i]);
+    }
+  }
+  if (f) {
+    fputc(']', f);
+    fclose(f);
+    p->argv_json = buf;
+  }
+}
+
+int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__Hello *h, int fd,
+                       uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen) {
+  const gpd_peer_t *peer = gpd_client_peer(c);
+  gpd_proc_t *p = NULL;
+  int err = 0;
+  *reply_fd = -1;
+  if (h->proto_version != GPD_PROTO_VERSION) {
+    snprintf(errmsg, errlen, "protocol version %u not supported (want %u)", h->proto_version,
+             GPD_PROTO_VERSION);
+    err = GPD_EBADVERSION;
+    goto fail;
+  }
+  if (h->handback && fd < 0) {
+    snprintf(errmsg, errlen, "hand-back Hello without a region fd");
+    err = GPD_EPROTO;
+    goto fail;
+  }
+  p = calloc(1, sizeof *p);
+  if (p == NULL) {
+    err = -ENOMEM;
+    snprintf(errmsg, errlen, "out of memory");
+    goto fail;
+  }
+  p->pid = peer->pid;
+  p->uid = peer->uid;
+  p->gid = peer->gid;
+  fill_from_hello(p, h);
+
+  if (h->handback) {
+    err = gpd_region_map(&p->region, fd);
+    if (err < 0) {
+      snprintf(errmsg, errlen, "hand-back region rejected: %s", gpd_strerror(err));
+      goto fail;
+    }
+    fd = -1; /* owned by the region now */
+    p->has_region = 1;
+    uint64_t want = h->profile_id;
+    pthread_mutex_lock(&d->lock);
+    int busy = want != 0 && gpd_registry_find(d, want) != NULL;
+    pthread_mutex_unlock(&d->lock);
+    int loaded = 0;
+    if (want != 0 && !busy && d->store) {
+      gpd_profile_init(&p->prof, want);
+      p->profile_id = want;
+      loaded = gpd_store_load(d->store, p, peer->uid);
+      if (loaded <= 0) {
+        gpd_profile_free(&p->prof);
+        p->profile_id = 0;
+        if (loaded < 0)
+          GPD_WARN("hand-back of profile %llu by pid %d uid %u: not reloaded (%s)",
+                   (unsigned long long)want, (int)peer->pid, (unsigned)peer->uid,
+                   gpd_strerror(loaded));
+        loaded = 0;
+      }
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!loaded) {
+      p->profile_id = d->next_profile_id++;
+      gpd_profile_init(&p->prof, p->profile_id);
+    } else if (want >= d->next_profile_id) {
+      d->next_profile_id = want + 1;
+    }
+    GPD_INFO("pid %d handed back its region (profile %llu, %s)", (int)p->pid,
+             (unsigned long long)p->profile_id, loaded ? "reloaded" : "new profile");
+  } else {
+    if (fd >= 0) {
+      close(fd); /* unexpected fd on a plain Hello */
+      fd = -1;
+    }
+    pthread_mutex_lock(&d->lock);
+    p->profile_id = d->next_profile_id++;
+    pthread_mutex_unlock(&d->lock);
+    err = gpd_region_create(&p->region, d->cfg.rings, d->cfg.ring_slots, p->pid, p->profile_id);
+    if (err < 0) {
+      snprintf(errmsg, errlen, "cannot create region: %s", gpd_strerror(err));
+      goto fail;
+    }
+    p->has_region = 1;
+    gpd_profile_init(&p->prof, p->profile_id);
+    *reply_fd = p->region.fd;
+    pthread_mutex_lock(&d->lock);
+  }
+  /* d->lock held */
+  p->state = GPD_PROC_RUNNING;
+  p->meta_dirty = 1;
+  p->client = c;
+  p->next = d->procs;
+  d->procs = p;
+  d->nprocs++;
+  d->had_client = 1;
+  pthread_mutex_unlock(&d->lock);
+  gpd_client_set_proc(c, p);
+  *profile_id = p->profile_id;
+  GPD_INFO("registered pid %d uid %u exe %s as profile %llu", (int)p->pid, (unsigned)p->uid,
+           p->exe, (unsigned long long)p->profile_id);
+  return 0;
+fail:
+  if (fd >= 0)
+    close(fd);
+  gpd_registry_free_proc(p);
+  return err;
+}
+
+void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p) {
+  pthread_mutex_lock(&d->lock);
+  p->client = NULL;
+  if (p->state == GPD_PROC_RUNNING)
+    p->state = GPD_PROC_ENDING;
+  pthread_mutex_unlock(&d->lock);
+}

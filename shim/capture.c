@@ -1,0 +1,395 @@
+/* capture.c - calling-context capture: unwind, drop shim/vendor frames,
+ * intern the path root-first (memoized per thread), announce new nodes and
+ * their load modules.
+ *
+ * Steady state (same path as the previous call on this thread, or a path
+ * that differs only near the leaf): one unw_backtrace, a compare of the
+ * call-site arrays, no interning and no record for the common prefix.
+ *
+ * Announcement: every node, module and string has a state word that holds
+ * the epoch it was announced in (gpd_shim__ann_claim).  A NODE (or MODULE)
+ * push that fails (ring full) leaves the word stale, and the next capture
+ * that walks over the node announces it again; a hand-back bumps the epoch
+ * so that a restarted daemon gets the announcements it never saw.  The
+ * per-thread memo remembers how much of its path is known announced, so
+ * the check costs nothing in the steady state.
+ *
+ * Modules: a bounded, append-only table filled from dl_iterate_phdr; it is
+ * re-read (under a lock, slow path) when an instruction pointer falls
+ * outside all known modules and the loader's add/sub counters moved.
+ * MODULE.base is the load bias (dlpi_addr), so NODE.offset = ip - 1 - bias
+ * is the ELF virtual address of the call site, what DWARF readers want.
+ */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuprof/log.h"
+#include "internal.h"
+
+#define CAPTURE_MAX_MODULES 4096
+#define CAPTURE_MAX_SKIP 64
+#define CAPTURE_MAX_VENDORS 32
+#define CAPTURE_PATH_MAX 4096
+
+typedef struct module_s {
+  uintptr_t lo, hi;  /* [lo, hi) covers the PT_LOAD segments */
+  uintptr_t bias;    /* dlpi_addr */
+  uint32_t id;
+  _Atomic uint32_t ann;
+  uint8_t build_id[20];
+  uint8_t build_id_len;
+  uint8_t vendor;
+  char *path;
+} module_t;
+
+static module_t modules[CAPTURE_MAX_MODULES];
+static _Atomic uint32_t nmodules;
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long dl_seen_adds, dl_seen_subs;
+
+/* Innermost-frame skip ranges: the shim itself + vendor modules. */
+typedef struct range_s {
+  uintptr_t lo, hi;
+} range_t;
+static range_t skip[CAPTURE_MAX_SKIP];
+static _Atomic uint32_t nskip;
+
+static char vendors[CAPTURE_MAX_VENDORS][64];
+static uint32_t nvendors;
+static uintptr_t shim_anchor; /* an address inside libgpuprof.so */
+
+static int capture_log_once_full;
+
+/* ------------------------------------------------------------- modules */
+
+static void module_build_id(struct dl_phdr_info *info, module_t *m) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    const uint8_t *end = p + ph->p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+      size_t namesz = (nh->n_namesz + 3u) & ~3u, descsz = (nh->n_descsz + 3u) & ~3u;
+      const uint8_t *name = p + sizeof *nh, *desc = name + namesz;
+      if (desc + descsz > end)
+        break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+        size_t n = nh->n_descsz < sizeof m->build_id ? nh->n_descsz : sizeof m->build_id;
+        memcpy(m->build_id, desc, n);
+        m->build_id_len = (uint8_t)n;
+        return;
+      }
+      p = desc + descsz;
+    }
+  }
+}
+
+static int module_is_vendor(const char *path) {
+  for (uint32_t i = 0; i < nvendors; i++)
+    if (strstr(path, vendors[i]))
+      return 1;
+  return 0;
+}
+
+static void skip_add(uintptr_t lo, uintptr_t hi) {
+  uint32_t n = atomic_load(&nskip);
+  for (uint32_t i = 0; i < n; i++)
+    if (skip[i].lo == lo && skip[i].hi == hi)
+      return;
+  if (n >= CAPTURE_MAX_SKIP)
+    return;
+  skip[n].lo = lo;
+  skip[n].hi = hi;
+  atomic_store_explicit(&nskip, n + 1, memory_order_release);
+}
+
+static int module_scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  dl_seen_adds = info->dlpi_adds;
+  dl_seen_subs = info->dlpi_subs;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD)
+      continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+    if (a < lo)
+      lo = a;
+    if (b > hi)
+      hi = b;
+  }
+  if (lo >= hi)
+    return 0;
+  char exe[CAPTURE_PATH_MAX];
+  const char *path = info->dlpi_name;
+  if (!path || !*path) {
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    path = exe;
+  }
+  uint32_t n = atomic_load(&nmodules);
+  for (uint32_t i = 0; i < n; i++)
+    if (modules[i].lo == lo && modules[i].hi == hi && modules[i].bias == info->dlpi_addr &&
+        strcmp(modules[i].path, path) == 0)
+      return 0;
+  if (n >= CAPTURE_MAX_MODULES)
+    return 1;
+  module_t *m = &modules[n];
+  memset(m, 0, sizeof *m);
+  m->path = strdup(path);
+  if (!m->path)
+    return 1;
+  m->lo = lo;
+  m->hi = hi;
+  m->bias = info->dlpi_addr;
+  m->id = gpd_shim__id_next();
+  module_build_id(info, m);
+  m->vendor = (uint8_t)module_is_vendor(path);
+  if (m->vendor || (shim_anchor >= lo && shim_anchor < hi))
+    skip_add(lo, hi);
+  atomic_store_explicit(&nmodules, n + 1, memory_order_release);
+  return 0;
+}
+
+static void modules_refresh_locked(void) { dl_iterate_phdr(module_scan_cb, NULL); }
+
+static int dl_counters_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  unsigned long long *c = arg;
+  c[0] = info->dlpi_adds;
+  c[1] = info->dlpi_subs;
+  return 1;
+}
+
+static module_t *module_find(uintptr_t ip) {
+  uint32_t n = atomic_load_explicit(&nmodules, memory_order_acquire);
+  for (uint32_t i = n; i-- > 0;)
+    if (ip >= modules[i].lo && ip < modules[i].hi)
+      return &modules[i];
+  return NULL;
+}
+
+static module_t *module_lookup(uintptr_t ip) {
+  module_t *m = module_find(ip);
+  if (m)
+    return m;
+  unsigned long long c[2] = {0, 0};
+  dl_iterate_phdr(dl_counters_cb, c);
+  pthread_mutex_lock(&modules_lock);
+  if (c[0] != dl_seen_adds || c[1] != dl_seen_subs)
+    modules_refresh_locked();
+  pthread_mutex_unlock(&modules_lock);
+  return module_find(ip);
+}
+
+static int module_announce(module_t *m, uint32_t epoch) {
+  uint32_t old;
+  int c = gpd_shim__ann_claim(&m->ann, epoch, &old);
+  if (c != 0)
+    return c == 1;
+  size_t len = strlen(m->path);
+  if (len > CAPTURE_PATH_MAX)
+    len = CAPTURE_PATH_MAX;
+  _Alignas(8) uint8_t buf[sizeof(gpd_rec_module_t) + CAPTURE_PATH_MAX];
+  gpd_rec_module_t *r = (gpd_rec_module_t *)buf;
+  memset(r, 0, sizeof *r);
+  r->h.type = GPD_REC_MODULE;
+  r->h.version = GPD_REC_VERSION;
+  r->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *r, len);
+  r->h.len = (uint32_t)len;
+  r->id = m->id;
+  r->build_id_len = m->build_id_len;
+  r->base = m->bias;
+  r->size = m->hi - m->bias;
+  memcpy(r->build_id, m->build_id, m->build_id_len);
+  memcpy(r->path, m->path, len);
+  int ok = gpd_thread_push(r, sizeof *r + len) == 0;
+  gpd_shim__ann_done(&m->ann, epoch, old, ok);
+  return ok;
+}
+
+uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok) {
+  module_t *m = module_lookup(ip);
+  *ok = 1;
+  if (!m) {
+    *base = 0;
+    return 0;
+  }
+  *base = m->bias;
+  *ok = module_announce(m, atomic_load(&gpd_shim__g.epoch));
+  return m->id;
+}
+
+GPD_EXPORT void gpd_shim_vendor_module(const char *path_substring) {
+  if (!path_substring || !*path_substring)
+    return;
+  pthread_mutex_lock(&modules_lock);
+  int dup = 0;
+  for (uint32_t i = 0; i < nvendors; i++)
+    dup |= strcmp(vendors[i], path_substring) == 0;
+  if (!dup && nvendors < CAPTURE_MAX_VENDORS) {
+    snprintf(vendors[nvendors++], sizeof vendors[0], "%s", path_substring);
+    uint32_t n = atomic_load(&nmodules);
+    for (uint32_t i = 0; i < n; i++)
+      if (!modules[i].vendor && module_is_vendor(modules[i].path)) {
+        modules[i].vendor = 1;
+        skip_add(modules[i].lo, modules[i].hi);
+      }
+  }
+  pthread_mutex_unlock(&modules_lock);
+}
+
+void gpd_capture_init(void) {
+  shim_anchor = (uintptr_t)&gpd_capture_init;
+  pthread_mutex_lock(&modules_lock);
+  modules_refresh_locked();
+  pthread_mutex_unlock(&modules_lock);
+}
+
+void gpd_capture_atfork_child(void) {
+  pthread_mutex_init(&modules_lock, NULL);
+  /* New process: new ids (the counter restarted), nothing announced. */
+  uint32_t n = atomic_load(&nmodules);
+  for (uint32_t i = 0; i < n; i++) {
+    modules[i].id = gpd_shim__id_next();
+    atomic_store(&modules[i].ann, 0);
+  }
+}
+
+/* --------------------------------------------------------------- nodes */
+
+static inline int in_skip(uintptr_t ip) {
+  uint32_t n = atomic_load_explicit(&nskip, memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++)
+    if (ip >= skip[i].lo && ip < skip[i].hi)
+      return 1;
+  return 0;
+}
+
+/* Make sure node id (child of parent at ip) is announced in epoch.
+ * 1 = announced (by us or earlier), 0 = not (yet). */
+static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoch) {
+  if (id > GPD_SHIM_INTERN_CAP)
+    return 0;
+  _Atomic uint32_t *a = &gpd_shim__g.node_ann[id];
+  uint32_t old;
+  int c = gpd_shim__ann_claim(a, epoch, &old);
+  if (c != 0)
+    return c == 1;
+  gpd_rec_node_t r;
+  memset(&r, 0, sizeof r);
+  uint64_t base = 0;
+  int ok;
+  r.module = gpd_capture_module_of(ip, &base, &ok);
+  if (ok) {
+    r.h.type = GPD_REC_NODE;
+    r.h.version = GPD_REC_VERSION;
+    r.h.nslots = 1;
+    r.id = id;
+    r.parent = parent;
+    r.offset = ip - base;
+    ok = gpd_thread_push(&r, sizeof r) == 0;
+  }
+  gpd_shim__ann_done(a, epoch, old, ok);
+  return ok;
+}
+
+static void node_count(uint32_t id) {
+  _Atomic uint32_t *c = &gpd_shim__g.region.hdr->next_node;
+  uint32_t cur = atomic_load_explicit(c, memory_order_relaxed);
+  while (cur < id &&
+         !atomic_compare_exchange_weak_explicit(c, &cur, id, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+GPD_EXPORT uint32_t gpd_shim_capture(void) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  if (!gpd_shim_active() || !g->intern_ok)
+    return 0;
+  gpd_capture_memo_t *m = gpd_thread_memo();
+  if (!m)
+    return 0;
+  void *buf[GPD_CAPTURE_MAX_DEPTH + 32];
+  int n = unw_backtrace(buf, GPD_CAPTURE_MAX_DEPTH + 32);
+  int s = 0;
+  while (s < n && in_skip((uintptr_t)buf[s]))
+    s++;
+  int depth = n - s;
+  if (depth > GPD_CAPTURE_MAX_DEPTH)
+    depth = GPD_CAPTURE_MAX_DEPTH;
+  if (depth <= 0)
+    return 0;
+  uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
+  uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+  if (m->gen != gen) {
+    m->gen = gen;
+    m->n = 0;
+    m->verified = 0;
+  }
+  if (m->epoch != epoch) {
+    m->epoch = epoch;
+    m->verified = 0;
+  }
+  /* Root first: path[j] = buf[s + depth - 1 - j], call site = ret - 1. */
+  void **top = &buf[s + depth - 1];
+  uint32_t k = 0, lim = m->n < (uint32_t)depth ? m->n : (uint32_t)depth;
+  while (k < lim && m->ips[k] == (uintptr_t)top[-(long)k] - 1)
+    k++;
+  uint32_t v = m->verified < k ? m->verified : k;
+  for (uint32_t j = v; j < k; j++) {
+    if (!node_ensure(m->nodes[j], j ? m->nodes[j - 1] : 0, m->ips[j], epoch))
+      break;
+    v = j + 1;
+  }
+  uint32_t parent = k ? m->nodes[k - 1] : 0;
+  uint32_t j = k;
+  for (; j < (uint32_t)depth; j++) {
+    uintptr_t ip = (uintptr_t)top[-(long)j] - 1;
+    int is_new = 0;
+    uint32_t id = gpd_intern_get(&g->intern, parent, ip, &is_new);
+    if (!id) {
+      GPD_LOG_ONCE(capture_log_once_full, GPD_LOG_WARN,
+                   "calling-context table full; deeper contexts are cut");
+      break;
+    }
+    int ok = node_ensure(id, parent, ip, epoch);
+    if (is_new) {
+      gpd_intern_publish(&g->intern, parent, ip, id);
+      node_count(id);
+    }
+    if (ok && v == j)
+      v = j + 1;
+    m->ips[j] = ip;
+    m->nodes[j] = id;
+    parent = id;
+  }
+  m->n = j;
+  m->verified = v;
+  return parent;
+}
+
+/* Frame-pointer walk: the cheapest possible unwinder, for the bench only
+ * (needs -fno-omit-frame-pointer everywhere on the path). */
+GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max) {
+  void **fp = __builtin_frame_address(0);
+  int n = 0;
+  while (n < max && fp) {
+    buf[n++] = fp[1];
+    void **next = fp[0];
+    if (next <= fp || (uintptr_t)next - (uintptr_t)fp > (1u << 20))
+      break;
+    fp = next;
+  }
+  return n;
+}

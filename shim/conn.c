@@ -1,0 +1,465 @@
+/* conn.c - registration client and the shim's connection thread.
+ *
+ * The thread connects to $GPUPROF_SOCKET, sends Msg{hello}, receives
+ * HelloReply + the region memfd and attaches it (gpd_shim__attach).  Then
+ * it watches the socket: EOF means the daemon went away; the region stays
+ * mapped (application threads keep pushing; full rings drop and count) and
+ * the thread reconnects every GPD_SHIM_RETRY_HANDBACK_MS, handing the memfd
+ * back with Hello{handback=true, profile_id}.  With no daemon at all it
+ * retries every GPD_SHIM_RETRY_NODAEMON_MS (a failed connect(2) on a Unix
+ * path costs a few µs).  It also sends queued GPU binaries.
+ *
+ * The thread blocks all signals, never calls exit, and is never joined
+ * (the process may be exiting under it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuprof.pb-c.h"
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/frame.h"
+#include "gpuprof/hash.h"
+#include "gpuprof/log.h"
+#include "internal.h"
+
+#define CONN_PROTO_VERSION 1
+#define CONN_CONNECT_MS 100
+#define CONN_REPLY_MS 5000
+#define CONN_SEND_MS 5000
+#define CONN_CMDLINE_MAX 65536
+#define CONN_ARGV_MAX 1024
+#define CONN_GPUBIN_CHUNK (1u << 20)
+#define CONN_GPUBIN_QUEUE_MAX (256u << 20) /* bytes queued at most */
+#define CONN_GPUBIN_SEEN_MAX 4096
+
+typedef struct gpubin_s {
+  struct gpubin_s *next;
+  char hash[33];
+  char kind[32];
+  size_t len;
+  uint8_t *data;
+} gpubin_t;
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int first_done; /* first attempt finished (registered or failed) */
+  int stop;
+  int refused;
+  int sock;       /* owned by the thread; -1 = not connected */
+  int ever;       /* registered at least once */
+  uint64_t profile_id;
+  gpubin_t *q_head, **q_tail;
+  size_t q_bytes;
+  char (*seen)[33];
+  uint32_t nseen;
+} conn = {.lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1};
+
+static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin;
+
+static void conn_first_done(void) {
+  pthread_mutex_lock(&conn.lock);
+  conn.first_done = 1;
+  pthread_cond_broadcast(&conn.cond);
+  pthread_mutex_unlock(&conn.lock);
+}
+
+/* Sleep up to ms, woken early by gpd_conn_stop. Returns 1 if stopping. */
+static int conn_sleep(int ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&conn.lock);
+  while (!conn.stop && pthread_cond_timedwait(&conn.cond, &conn.lock, &ts) != ETIMEDOUT)
+    ;
+  int stop = conn.stop;
+  pthread_mutex_unlock(&conn.lock);
+  return stop;
+}
+
+static int conn_connect(const char *path) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof sa.sun_path)
+    return -ENAMETOOLONG;
+  strcpy(sa.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -errno;
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    int err = -errno;
+    if (err != -EINPROGRESS && err != -EAGAIN) {
+      close(fd);
+      return err;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (poll(&p, 1, CONN_CONNECT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+      close(fd);
+      return soerr ? -soerr : -ETIMEDOUT;
+    }
+  }
+  return fd;
+}
+
+/* argv from /proc/self/cmdline into a malloc'd buffer + vector. */
+static size_t conn_argv(char **buf_out, char ***argv_out) {
+  *buf_out = NULL;
+  *argv_out = NULL;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  char *buf = malloc(CONN_CMDLINE_MAX + 1);
+  size_t n = 0;
+  ssize_t r;
+  while (buf && n < CONN_CMDLINE_MAX && (r = read(fd, buf + n, CONN_CMDLINE_MAX - n)) > 0)
+    n += (size_t)r;
+  close(fd);
+  if (!buf)
+    return 0;
+  buf[n] = '\0';
+  char **argv = calloc(CONN_ARGV_MAX, sizeof *argv);
+  size_t argc = 0;
+  for (size_t i = 0; argv && i < n && argc < CONN_ARGV_MAX; i += strlen(buf + i) + 1)
+    argv[argc++] = buf + i;
+  *buf_out = buf;
+  *argv_out = argv;
+  return argv ? argc : 0;
+}
+
+static int conn_send_msg(int sock, Gpuprof__Msg *m, int fd) {
+  size_t n = gpuprof__msg__get_packed_size(m);
+  if (n > GPD_FRAME_MAX)
+    return GPD_EFRAMETOOBIG;
+  uint8_t *buf = malloc(n ? n : 1);
+  if (!buf)
+    return -ENOMEM;
+  gpuprof__msg__pack(m, buf);
+  int err = gpd_frame_send(sock, buf, (uint32_t)n, fd, CONN_SEND_MS);
+  free(buf);
+  return err;
+}
+
+/* Send Hello (hand-back: with the region fd), read HelloReply, attach.
+ * 0, -errno, GPD_EDENIED (refused: do not retry), GPD_EPROTO. */
+static int conn_register(int sock, int handback) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  gpd_job_t job;
+  gpd_job_read(&job);
+  char exe[4096], host[256];
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[el > 0 ? el : 0] = '\0';
+  if (gethostname(host, sizeof host) < 0)
+    host[0] = '\0';
+  host[sizeof host - 1] = '\0';
+  char *abuf, **argv;
+  size_t argc = conn_argv(&abuf, &argv);
+
+  Gpuprof__Hello h = GPUPROF__HELLO__INIT;
+  h.proto_version = CONN_PROTO_VERSION;
+  h.pid = (int32_t)getpid();
+  h.ppid = (int32_t)getppid();
+  h.exe = exe;
+  h.n_argv = argc;
+  h.argv = argv;
+  h.job_id = job.job_id;
+  h.step_id = job.step_id;
+  h.rank = job.rank;
+  h.local_rank = job.local_rank;
+  h.hostname = host;
+  h.start_time_ns = g->start_ns;
+  h.handback = handback;
+  h.profile_id = handback ? conn.profile_id : 0;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  m.body_case = GPUPROF__MSG__BODY_HELLO;
+  m.hello = &h;
+  int err = conn_send_msg(sock, &m, handback ? g->region.fd : -1);
+  free(argv);
+  free(abuf);
+  if (err)
+    return err;
+
+  uint8_t *reply = NULL;
+  size_t rn = 0;
+  int rfd = -1;
+  err = gpd_frame_recv(sock, &reply, &rn, &rfd, CONN_REPLY_MS);
+  if (err)
+    return err;
+  Gpuprof__Msg *rm = gpuprof__msg__unpack(NULL, rn, reply);
+  free(reply);
+  if (!rm || rm->body_case != GPUPROF__MSG__BODY_HELLO_REPLY || !rm->hello_reply) {
+    err = rm && rm->body_case == GPUPROF__MSG__BODY_ERROR ? GPD_EDENIED : GPD_EPROTO;
+    if (err == GPD_EDENIED)
+      GPD_LOG_ONCE(conn_log_refused, GPD_LOG_WARN, "daemon at %s refused registration: %s; not profiling",
+                   g->socket_path, rm->error && rm->error->message ? rm->error->message : "?");
+    goto out;
+  }
+  Gpuprof__HelloReply *hr = rm->hello_reply;
+  if (hr->error && *hr->error) {
+    GPD_LOG_ONCE(conn_log_refused, GPD_LOG_WARN, "daemon at %s refused registration: %s; not profiling",
+                 g->socket_path, hr->error);
+    err = GPD_EDENIED;
+    goto out;
+  }
+  if (handback) {
+    /* The new daemon saw none of our announcements: announce again on
+     * first use (nodes, modules, strings). */
+    uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
+    if (e == GPD_ANN_BUSY || e == 0)
+      atomic_store(&g->epoch, 1);
+    conn.profile_id = hr->profile_id ? hr->profile_id : conn.profile_id;
+    gpd_shim__status_resend();
+    GPD_INFO("handed the region back to the daemon (profile %llu)", (unsigned long long)conn.profile_id);
+  } else {
+    if (rfd < 0) {
+      err = GPD_EPROTO;
+      goto out;
+    }
+    gpd_region_t r;
+    err = gpd_region_map(&r, rfd);
+    if (err)
+      goto out;
+    rfd = -1;
+    err = gpd_shim__attach(&r);
+    if (err) {
+      gpd_region_close(&r);
+      goto out;
+    }
+    conn.profile_id = hr->profile_id;
+    GPD_DEBUG("registered with %s (profile %llu)", g->socket_path, (unsigned long long)hr->profile_id);
+  }
+out:
+  if (rfd >= 0)
+    close(rfd);
+  if (rm)
+    gpuprof__msg__free_unpacked(rm, NULL);
+  return err;
+}
+
+/* ------------------------------------------------------------- gpubins */
+
+int gpd_conn_gpubin(const void *data, size_t len, const char *kind) {
+  if (!data || !len)
+    return -EINVAL;
+  char hash[33];
+  gpd_hash128_hex(data, len, hash);
+  int err = 0;
+  pthread_mutex_lock(&conn.lock);
+  if (!conn.seen)
+    conn.seen = calloc(CONN_GPUBIN_SEEN_MAX, sizeof *conn.seen);
+  for (uint32_t i = 0; conn.seen && i < conn.nseen; i++)
+    if (strcmp(conn.seen[i], hash) == 0)
+      goto out; /* already sent or queued */
+  if (!conn.seen || conn.nseen >= CONN_GPUBIN_SEEN_MAX || conn.q_bytes + len > CONN_GPUBIN_QUEUE_MAX) {
+    err = -ENOSPC;
+    goto out;
+  }
+  gpubin_t *b = calloc(1, sizeof *b);
+  uint8_t *copy = b ? malloc(len) : NULL;
+  if (!copy) {
+    free(b);
+    err = -ENOMEM;
+    goto out;
+  }
+  memcpy(copy, data, len);
+  b->data = copy;
+  b->len = len;
+  memcpy(b->hash, hash, sizeof hash);
+  snprintf(b->kind, sizeof b->kind, "%s", kind ? kind : "");
+  if (!conn.q_tail)
+    conn.q_tail = &conn.q_head;
+  *conn.q_tail = b;
+  conn.q_tail = &b->next;
+  conn.q_bytes += len;
+  memcpy(conn.seen[conn.nseen++], hash, sizeof hash);
+out:
+  pthread_mutex_unlock(&conn.lock);
+  if (err)
+    GPD_LOG_ONCE(conn_log_gpubin, GPD_LOG_WARN, "GPU binary queue full; binaries dropped");
+  return err;
+}
+
+static void conn_gpubin_flush(int sock) {
+  for (;;) {
+    pthread_mutex_lock(&conn.lock);
+    gpubin_t *b = conn.q_head;
+    if (b) {
+      conn.q_head = b->next;
+      if (!conn.q_head)
+        conn.q_tail = &conn.q_head;
+      conn.q_bytes -= b->len;
+    }
+    pthread_mutex_unlock(&conn.lock);
+    if (!b)
+      return;
+    for (size_t off = 0; off < b->len; off += CONN_GPUBIN_CHUNK) {
+      Gpuprof__GpuBinary gb = GPUPROF__GPU_BINARY__INIT;
+      gb.hash = b->hash;
+      gb.kind = b->kind;
+      gb.total_size = b->len;
+      gb.offset = off;
+      gb.data.data = b->data + off;
+      gb.data.len = b->len - off < CONN_GPUBIN_CHUNK ? b->len - off : CONN_GPUBIN_CHUNK;
+      Gpuprof__Msg m = GPUPROF__MSG__INIT;
+      m.body_case = GPUPROF__MSG__BODY_GPUBIN;
+      m.gpubin = &gb;
+      if (conn_send_msg(sock, &m, -1) != 0) {
+        GPD_LOG_ONCE(conn_log_gpubin, GPD_LOG_WARN, "sending a GPU binary failed; dropped");
+        break;
+      }
+    }
+    free(b->data);
+    free(b);
+  }
+}
+
+/* -------------------------------------------------------------- thread */
+
+static void conn_disconnect(void) {
+  if (conn.sock >= 0)
+    close(conn.sock);
+  conn.sock = -1;
+}
+
+static void *conn_main(void *arg) {
+  (void)arg;
+  gpd_shim_state_t *g = &gpd_shim__g;
+  for (;;) {
+    pthread_mutex_lock(&conn.lock);
+    int stop = conn.stop;
+    pthread_mutex_unlock(&conn.lock);
+    if (stop)
+      break;
+    if (conn.sock < 0) {
+      int handback = gpd_shim_active() && conn.ever;
+      int fd = conn_connect(g->socket_path);
+      if (fd < 0) {
+        if (!conn.ever)
+          GPD_LOG_ONCE(conn_log_nodaemon, GPD_LOG_WARN, "no daemon at %s, not profiling", g->socket_path);
+        conn_first_done();
+        if (conn_sleep(conn.ever ? GPD_SHIM_RETRY_HANDBACK_MS : GPD_SHIM_RETRY_NODAEMON_MS))
+          break;
+        continue;
+      }
+      int err = conn_register(fd, handback);
+      if (err) {
+        close(fd);
+        conn_first_done();
+        if (err == GPD_EDENIED) {
+          conn.refused = 1;
+          break;
+        }
+        GPD_DEBUG("registration failed: %s", gpd_strerror(err));
+        if (conn_sleep(conn.ever ? GPD_SHIM_RETRY_HANDBACK_MS : GPD_SHIM_RETRY_NODAEMON_MS))
+          break;
+        continue;
+      }
+      conn.sock = fd;
+      conn.ever = 1;
+      conn_first_done();
+    }
+    struct pollfd p = {.fd = conn.sock, .events = POLLIN};
+    int rc = poll(&p, 1, 100);
+    if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      uint8_t *msg = NULL;
+      size_t n = 0;
+      int fd = -1;
+      int err = gpd_frame_recv(conn.sock, &msg, &n, &fd, 100);
+      free(msg);
+      if (fd >= 0)
+        close(fd);
+      if (err && err != -ETIMEDOUT) {
+        GPD_LOG_ONCE(conn_log_gone, GPD_LOG_WARN,
+                     "daemon connection lost (%s); keeping the region, reconnecting", gpd_strerror(err));
+        conn_disconnect();
+        continue;
+      }
+    }
+    if (conn.q_head)
+      conn_gpubin_flush(conn.sock);
+  }
+  return NULL;
+}
+
+int gpd_conn_start(int wait_ms) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&conn.cond, &ca);
+  pthread_condattr_destroy(&ca);
+  conn.first_done = 0;
+  conn.stop = 0;
+
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t th;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&at, 256 * 1024);
+  int err = -pthread_create(&th, &at, conn_main, NULL);
+  pthread_attr_destroy(&at);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err) {
+    GPD_WARN("cannot start the connection thread: %s; not profiling", gpd_strerror(err));
+    return err;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_nsec += (long)wait_ms * 1000000L;
+  ts.tv_sec += ts.tv_nsec / 1000000000L;
+  ts.tv_nsec %= 1000000000L;
+  pthread_mutex_lock(&conn.lock);
+  while (!conn.first_done && pthread_cond_timedwait(&conn.cond, &conn.lock, &ts) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&conn.lock);
+  return 0;
+}
+
+void gpd_conn_stop(void) {
+  pthread_mutex_lock(&conn.lock);
+  conn.stop = 1;
+  pthread_cond_broadcast(&conn.cond);
+  pthread_mutex_unlock(&conn.lock);
+}
+
+void gpd_conn_atfork_child(void) {
+  /* Only this thread exists: the parent's connection thread is gone, its
+   * socket is a copy we must close (else the daemon would not see the
+   * parent's EOF), its locks may be held. */
+  if (conn.sock >= 0)
+    close(conn.sock);
+  conn.sock = -1;
+  pthread_mutex_init(&conn.lock, NULL);
+  conn.ever = 0;
+  conn.refused = 0;
+  conn.profile_id = 0;
+  gpubin_t *b = conn.q_head;
+  while (b) {
+    gpubin_t *n = b->next;
+    free(b->data);
+    free(b);
+    b = n;
+  }
+  conn.q_head = NULL;
+  conn.q_tail = &conn.q_head;
+  conn.q_bytes = 0;
+  conn.nseen = 0;
+}

@@ -1,0 +1,415 @@
+/* cupti-api.c - the CUDA back end of the shim: libcupti, loaded lazily.
+ *
+ * No link-time dependency on CUDA: libcupti is dlopen'd and every function
+ * we call comes from a dlsym'd table; CUDA headers give types only.
+ *
+ * When it starts (gpd_cupti_start, at most once per process):
+ *   - from InitializeInjection() (cupti-wrappers.c), which the CUDA driver
+ *     calls inside cuInit when CUDA_INJECTION64_PATH names libgpuprof.so:
+ *     the official, robust way.  gpd_cupti_init() sets that variable to the
+ *     shim's own path when it is unset, so a plain LD_PRELOAD works too;
+ *   - from gpd_cupti_init() (shim constructor) when libcuda is already
+ *     loaded, or when the process is a CUDA program (libcudart loaded) and
+ *     the driver cannot be found: then cuptiSubscribe fails and the back end
+ *     reports itself disabled with the reason (no CUDA driver).
+ * Every failure disables the back end: one log line, one STATUS record
+ * (gpd_shim_backend_status), and the application runs unharmed.
+ *
+ * Callback API: runtime and driver domains, only the callback ids whose
+ * names gpd_cupti_classify() picks (launch, copy, memset, alloc/free, sync).
+ * At the outermost such API of a thread: gpd_shim_capture() and an INVOKE
+ * with GPD_CORR(GPD_API_CUDA, CUPTI correlation id).  A nested call (the
+ * driver call inside a runtime call) pushes nothing; if its correlation id
+ * differs, it is aliased to the outer one so that its activity finds the
+ * INVOKE.  Resource domain: context created (device properties for
+ * occupancy), context destroy (flush), module loaded (cubin -> gpubin).
+ *
+ * Activity API: CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET, MEMORY2,
+ * SYNCHRONIZATION, DEVICE; timestamps from gpd_clock_ns() through
+ * cuptiActivityRegisterTimestampCallback; buffers from a bounded pool
+ * (GPD_CUPTI_NBUF x GPD_CUPTI_BUFSZ); completed buffers are translated and
+ * pushed on the thread CUPTI completes them on (its own ring).
+ *
+ * Environment: GPUPROF_CUDA=0 disables the back end; GPUPROF_CUPTI_PATH
+ * names libcupti; GPUPROF_CUPTI_SELFTEST=1 prints counters to stderr at
+ * exit (GPU validation without the daemon).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include "cupti-internal.h"
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+#include "shim.h"
+#include "backends.h"
+
+#define GPD_CUPTI_BUFSZ (4u << 20) /* bytes per activity buffer */
+#define GPD_CUPTI_NBUF 32u         /* at most this many outstanding */
+#define GPD_CUPTI_MAXDEV 64u
+#define GPD_CUPTI_ALIAS_BITS 18u
+
+/* --- dlsym'd libcupti (and two libcuda functions) ------------------- */
+#define CUPTI_FUNCS(X)                                                                          \
+  X(cuptiSubscribe, CUptiResult, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))        \
+  X(cuptiUnsubscribe, CUptiResult, (CUpti_SubscriberHandle))                                    \
+  X(cuptiEnableCallback, CUptiResult,                                                           \
+    (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))                 \
+  X(cuptiEnableDomain, CUptiResult, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain))   \
+  X(cuptiGetCallbackName, CUptiResult, (CUpti_CallbackDomain, uint32_t, const char **))         \
+  X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))                            \
+  X(cuptiActivityEnable, CUptiResult, (CUpti_ActivityKind))                                     \
+  X(cuptiActivityRegisterCallbacks, CUptiResult,                                                \
+    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                      \
+  X(cuptiActivityRegisterTimestampCallback, CUptiResult, (CUpti_TimestampCallbackFunc))         \
+  X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))            \
+  X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))            \
+  X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                             \
+  X(cuptiGetDeviceId, CUptiResult, (CUcontext, uint32_t *))
+
+static struct {
+#define X(n, r, a) r(CUPTIAPI *n) a;
+  CUPTI_FUNCS(X)
+#undef X
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+} fn;
+
+/* --- state --------------------------------------------------------- */
+enum { ST_IDLE = 0, ST_STARTING, ST_RUNNING, ST_DISABLED };
+static atomic_int g_state;
+static void *g_lib;
+static CUpti_SubscriberHandle g_sub;
+static uint8_t g_rt_op[CUPTI_RUNTIME_TRACE_CBID_SIZE];  /* op | 0x80 = multi */
+static uint8_t g_drv_op[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static gpd_cupti_devprops_t g_props[GPD_CUPTI_MAXDEV];
+static atomic_int g_props_ok[GPD_CUPTI_MAXDEV];
+static _Atomic(uint64_t) *g_alias; /* (driver corr << 32) | outer corr */
+
+/* Buffer pool: at most GPD_CUPTI_NBUF buffers exist; freed ones are kept. */
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_pool_free[GPD_CUPTI_NBUF];
+static unsigned g_pool_nfree, g_pool_nalloc;
+
+/* Counters (selftest / logs). */
+static atomic_ulong c_invoke[GPD_OP_MAX], c_act[GPD_OP_MAX], c_copy_bytes[GPD_COPY_MAX];
+static atomic_ulong c_alias, c_alias_diff, c_modules, c_ctx, c_dropped, c_nobuf, c_pushfail;
+
+static __thread int tls_depth;
+static __thread uint32_t tls_outer;
+
+/* --- helpers ------------------------------------------------------- */
+static const char *cupti_errstr(CUptiResult r) {
+  const char *s = NULL;
+  if (fn.cuptiGetResultString && fn.cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error";
+}
+
+static void cupti_disable(int code, const char *fmt, const char *arg) {
+  char why[256];
+  snprintf(why, sizeof why, fmt, arg ? arg : "");
+  atomic_store(&g_state, ST_DISABLED);
+  gpd_shim_backend_status(GPD_API_CUDA, 0, code, why);
+  GPD_WARN("gpuprof: CUDA back end disabled: %s", why);
+  if (getenv("GPUPROF_CUPTI_SELFTEST"))
+    fprintf(stderr, "gpuprof-cupti: disabled: %s\n", why);
+}
+
+static void alias_put(uint32_t inner, uint32_t outer) {
+  atomic_fetch_add_explicit(&c_alias, 1, memory_order_relaxed);
+  if (!g_alias) return;
+  atomic_store_explicit(&g_alias[inner & ((1u << GPD_CUPTI_ALIAS_BITS) - 1)],
+                        ((uint64_t)inner << 32) | outer, memory_order_release);
+}
+
+static uint32_t alias_get(uint32_t c) {
+  if (!g_alias) return c;
+  uint64_t e = atomic_load_explicit(&g_alias[c & ((1u << GPD_CUPTI_ALIAS_BITS) - 1)],
+                                    memory_order_acquire);
+  return (uint32_t)(e >> 32) == c && e ? (uint32_t)e : c;
+}
+
+static const gpd_cupti_devprops_t *props_get(uint32_t dev) {
+  if (dev >= GPD_CUPTI_MAXDEV || !atomic_load_explicit(&g_props_ok[dev], memory_order_acquire))
+    return NULL;
+  return &g_props[dev];
+}
+
+static uint32_t intern_kernel(const char *s, unsigned kind) { return gpd_shim_string(s, kind); }
+
+static const gpd_cupti_xlate_t g_xlate = {intern_kernel, alias_get, props_get};
+
+/* Device properties through libcuda (already loaded: we run inside it). */
+static void props_query(uint32_t dev) {
+  if (dev >= GPD_CUPTI_MAXDEV || atomic_load(&g_props_ok[dev]) || !fn.cuDeviceGetAttribute) return;
+  gpd_cupti_devprops_t p = {0};
+  int v;
+#define A(field, attr) \
+  if (fn.cuDeviceGetAttribute(&v, attr, (CUdevice)dev) == CUDA_SUCCESS) p.field = (uint32_t)v
+  A(warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  A(max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  A(max_blocks_per_sm, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  A(regs_per_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  A(max_regs_per_block, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  A(smem_per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  A(max_smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  A(reserved_smem_per_block, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+  A(cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  A(cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+#undef A
+  if (!p.warp_size || !p.max_threads_per_sm) return;
+  p.max_warps_per_sm = p.max_threads_per_sm / p.warp_size;
+  g_props[dev] = p;
+  atomic_store_explicit(&g_props_ok[dev], 1, memory_order_release);
+}
+
+/* --- callbacks ----------------------------------------------------- */
+static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                            const void *data) {
+  (void)ud;
+  if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+    const CUpti_ResourceData *rd = data;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+      uint32_t dev = 0;
+      atomic_fetch_add(&c_ctx, 1);
+      if (fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
+    } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+      fn.cuptiActivityFlushAll(0);
+    } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+      const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
+      atomic_fetch_add(&c_modules, 1);
+      if (m && m->pCubin && m->cubinSize) gpd_shim_gpubin(m->pCubin, m->cubinSize, "cubin");
+    }
+    return;
+  }
+  unsigned op;
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+    op = g_rt_op[cbid];
+  else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+    op = g_drv_op[cbid];
+  else
+    return;
+  if (!op) return;
+  const CUpti_CallbackData *cd = data;
+  if (cd->callbackSite == CUPTI_API_EXIT) {
+    if (tls_depth > 0) tls_depth--;
+    return;
+  }
+  if (tls_depth++ > 0) { /* nested inside an API we already pushed */
+    if (cd->correlationId != tls_outer) {
+      atomic_fetch_add_explicit(&c_alias_diff, 1, memory_order_relaxed);
+      alias_put(cd->correlationId, tls_outer);
+    }
+    return;
+  }
+  uint64_t ts = gpd_clock_ns();
+  tls_outer = cd->correlationId;
+  uint32_t node = gpd_shim_capture();
+  unsigned o = op & 0x7f;
+  atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
+  gpd_shim_push_invoke(GPD_CORR(GPD_API_CUDA, cd->correlationId), node, GPD_API_CUDA, o, ts,
+                       (op & 0x80) ? GPD_INVOKE_MULTI : 0);
+}
+
+static void CUPTIAPI cb_buf_requested(uint8_t **buf, size_t *size, size_t *maxrec) {
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&g_pool_mu);
+  if (g_pool_nfree)
+    b = g_pool_free[--g_pool_nfree];
+  else if (g_pool_nalloc < GPD_CUPTI_NBUF && (b = aligned_alloc(8, GPD_CUPTI_BUFSZ)))
+    g_pool_nalloc++;
+  pthread_mutex_unlock(&g_pool_mu);
+  if (!b) atomic_fetch_add(&c_nobuf, 1); /* CUPTI drops records; counted */
+  *buf = b;
+  *size = b ? GPD_CUPTI_BUFSZ : 0;
+  *maxrec = 0;
+}
+
+static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                                      size_t valid) {
+  CUpti_Activity *rec = NULL;
+  (void)size;
+  while (valid && fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
+      const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)rec;
+      if (d->id < GPD_CUPTI_MAXDEV && !atomic_load(&g_props_ok[d->id])) {
+        gpd_cupti_devprops_from_record(&g_props[d->id], d);
+        atomic_store_explicit(&g_props_ok[d->id], 1, memory_order_release);
+      }
+      continue;
+    }
+    gpd_rec_activity_t a;
+    memset(&a, 0, sizeof a);
+    if (gpd_cupti_translate(&g_xlate, rec, &a) != 1) continue;
+    atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
+    if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
+      atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
+    if (gpd_shim_push_activity(&a) < 0) atomic_fetch_add(&c_pushfail, 1);
+  }
+  size_t dropped = 0;
+  if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+    atomic_fetch_add(&c_dropped, dropped);
+  if (!buf) return;
+  pthread_mutex_lock(&g_pool_mu);
+  if (g_pool_nfree < GPD_CUPTI_NBUF)
+    g_pool_free[g_pool_nfree++] = buf;
+  else
+    free(buf);
+  pthread_mutex_unlock(&g_pool_mu);
+}
+
+static uint64_t CUPTIAPI cb_timestamp(void) { return gpd_clock_ns(); }
+
+/* --- start / stop -------------------------------------------------- */
+static void *cupti_dlopen(void) {
+  static const char *const names[] = {
+      "libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13",
+      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13"};
+  const char *env = getenv("GPUPROF_CUPTI_PATH");
+  void *h = NULL;
+  if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL))) return h;
+  for (size_t i = 0; !h && i < sizeof names / sizeof *names; i++)
+    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  return h;
+}
+
+static void cupti_classify_domain(CUpti_CallbackDomain dom, uint8_t *tab, unsigned n) {
+  for (unsigned id = 1; id < n; id++) {
+    const char *name = NULL;
+    if (fn.cuptiGetCallbackName(dom, id, &name) != CUPTI_SUCCESS || !name) continue;
+    int multi = 0;
+    unsigned op = gpd_cupti_classify(name, &multi);
+    if (op == GPD_OP_NONE) continue;
+    if (fn.cuptiEnableCallback(1, g_sub, dom, id) != CUPTI_SUCCESS) continue;
+    tab[id] = (uint8_t)(op | (multi ? 0x80 : 0));
+  }
+}
+
+static void cupti_atexit(void) { gpd_cupti_fini(); }
+
+/** Start the CUDA back end once: load libcupti, subscribe, enable.
+ *  Returns 0 (running or already started), or a negative code after
+ *  disabling the back end.  Any thread; idempotent. */
+int gpd_cupti_start(void) {
+  int expect = ST_IDLE;
+  if (!atomic_compare_exchange_strong(&g_state, &expect, ST_STARTING))
+    return expect == ST_DISABLED ? GPD_ENOVENDOR : 0;
+  CUptiResult r;
+  g_lib = cupti_dlopen();
+  if (!g_lib) {
+    cupti_disable(GPD_ENOVENDOR, "libcupti.so.13 not found: %s", dlerror());
+    return GPD_ENOVENDOR;
+  }
+#define X(n, rt, a)                                                   \
+  if (!(*(void **)&fn.n = dlsym(g_lib, #n))) {                        \
+    cupti_disable(GPD_ENOVENDOR, "libcupti lacks %s", #n);            \
+    return GPD_ENOVENDOR;                                             \
+  }
+  CUPTI_FUNCS(X)
+#undef X
+  void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (cu) *(void **)&fn.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
+  if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS) {
+    char why[160];
+    snprintf(why, sizeof why, "cuptiSubscribe: %s (%d)%s", cupti_errstr(r), (int)r,
+             r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED
+                 ? " (no CUDA driver or GPU?)"
+             : r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another CUDA profiler?)"
+                                                                   : "");
+    cupti_disable((int)r, "%s", why);
+    return GPD_EVENDOR;
+  }
+  g_alias = calloc(1u << GPD_CUPTI_ALIAS_BITS, sizeof *g_alias);
+  gpd_shim_vendor_module("libcupti.so");
+  gpd_shim_vendor_module("libcuda.so");
+  gpd_shim_vendor_module("libcudart.so");
+  cupti_classify_domain(CUPTI_CB_DOMAIN_RUNTIME_API, g_rt_op, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  cupti_classify_domain(CUPTI_CB_DOMAIN_DRIVER_API, g_drv_op, CUPTI_DRIVER_TRACE_CBID_SIZE);
+  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE,
+                         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
+  if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) !=
+      CUPTI_SUCCESS) {
+    fn.cuptiUnsubscribe(g_sub);
+    cupti_disable((int)r, "cuptiActivityRegisterCallbacks: %s", cupti_errstr(r));
+    return GPD_EVENDOR;
+  }
+  static const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_DEVICE,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+      CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMCPY2,
+      CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_MEMORY2,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if ((r = fn.cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS)
+      GPD_WARN("gpuprof: cuptiActivityEnable(%d): %s", (int)kinds[i], cupti_errstr(r));
+  atomic_store(&g_state, ST_RUNNING);
+  gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
+  atexit(cupti_atexit);
+  GPD_INFO("gpuprof: CUDA back end on (CUPTI)");
+  return 0;
+}
+
+/* Is a module whose path contains `sub` mapped in this process? */
+struct find_ctx { const char *sub; int found; };
+static int find_cb(struct dl_phdr_info *i, size_t n, void *arg) {
+  struct find_ctx *f = arg;
+  (void)n;
+  if (i->dlpi_name && strstr(i->dlpi_name, f->sub)) f->found = 1;
+  return f->found;
+}
+static int module_loaded(const char *sub) {
+  struct find_ctx f = {sub, 0};
+  dl_iterate_phdr(find_cb, &f);
+  return f.found;
+}
+
+int gpd_cupti_init(void) {
+  const char *e = getenv("GPUPROF_CUDA");
+  if (e && *e == '0') return 0;
+  /* Make the driver call InitializeInjection() in this library at cuInit. */
+  if (!getenv("CUDA_INJECTION64_PATH")) {
+    Dl_info di;
+    if (dladdr((void *)gpd_cupti_init, &di) && di.dli_fname && di.dli_fname[0] == '/')
+      setenv("CUDA_INJECTION64_PATH", di.dli_fname, 0);
+  }
+  if (module_loaded("libcuda.so")) return gpd_cupti_start();
+  if (module_loaded("libcudart.so") || (e && *e == '1')) {
+    /* A CUDA program before its first CUDA call.  With a driver the
+     * injection starts us at cuInit; without one nothing ever would, so
+     * say why here. */
+    void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!cu) {
+      cupti_disable(GPD_ENOVENDOR, "libcuda.so.1 not loadable (no CUDA driver): %s", dlerror());
+      return GPD_ENOVENDOR;
+    }
+    dlclose(cu);
+  }
+  return 0;
+}
+
+void gpd_cupti_fini(void) {
+  if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  static atomic_int printed;
+  if (getenv("GPUPROF_CUPTI_SELFTEST") && !atomic_exchange(&printed, 1)) {
+    fprintf(stderr,
+            "gpuprof-cupti: state=%d invokes kernel=%lu copy=%lu memset=%lu alloc=%lu free=%lu "
+            "sync=%lu | activities kernel=%lu copy=%lu memset=%lu alloc=%lu free=%lu sync=%lu | "
+            "bytes H2D=%lu D2H=%lu D2D=%lu P2P=%lu | nested=%lu aliased=%lu ctx=%lu modules=%lu "
+            "dropped=%lu nobuf=%lu pushfail=%lu\n",
+            atomic_load(&g_state), c_invoke[1], c_invoke[2], c_invoke[3], c_invoke[4],
+            c_invoke[5], c_invoke[6], c_act[1], c_act[2], c_act[3], c_act[4], c_act[5], c_act[6],
+            c_copy_bytes[GPD_COPY_H2D], c_copy_bytes[GPD_COPY_D2H], c_copy_bytes[GPD_COPY_D2D],
+            c_copy_bytes[GPD_COPY_P2P], c_alias, c_alias_diff, c_ctx, c_modules, c_dropped,
+            c_nobuf, c_pushfail);
+  }
+}

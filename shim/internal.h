@@ -1,0 +1,147 @@
+/* internal.h - state and helpers shared by the shim core files (shim.c,
+ * conn.c, thread.c, capture.c, strings.c, job.c) and the vendor back ends.
+ * Not installed; names gpd_shim__* / gpd_<noun>_* with hidden visibility.
+ * Test hooks (gpd_shim__attach_region, ...) are exported for tests only.
+ */
+#ifndef GPUPROF_SHIM_INTERNAL_H
+#define GPUPROF_SHIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpuprof/intern.h"
+#include "gpuprof/region.h"
+#include "shim.h"
+
+#define GPD_EXPORT __attribute__((visibility("default")))
+
+/** Max call depth kept per capture (innermost frames win). */
+#define GPD_CAPTURE_MAX_DEPTH 256
+/** CCT intern table capacity (entries, power of two). */
+#define GPD_SHIM_INTERN_CAP (1u << 20)
+/** Connection timings (ms). */
+#define GPD_SHIM_CTOR_WAIT_MS 200
+#define GPD_SHIM_RETRY_NODAEMON_MS 1000
+#define GPD_SHIM_RETRY_HANDBACK_MS 500
+
+/** ACTIVITY h.flags bit set by the shim: start/end are host times taken
+ *  by the shim (vendor profiling query failed), not device times. */
+#define GPD_ACTIVITY_HOST_TIME 0x01u
+
+/** Announcement state word value meaning "being announced by a thread". */
+#define GPD_ANN_BUSY 0xffffffffu
+
+/** Process-wide shim state (one instance, gpd_shim__g). */
+typedef struct gpd_shim_state_s {
+  _Atomic int active;        /* region mapped (records can be pushed) */
+  _Atomic uint32_t gen;      /* bumps when a region is attached (or fork) */
+  _Atomic uint32_t epoch;    /* announcement epoch: bumps on hand-back/fork */
+  _Atomic int disabled;      /* GPUPROF_DISABLE=1 or fatal init failure */
+  gpd_region_t region;       /* valid while active */
+  _Atomic uint64_t local_corr;  /* correlation counter before a region */
+  _Atomic uint32_t next_id;     /* string + module ids (process-local) */
+  gpd_intern_t intern;          /* CCT table (valid when intern_ok) */
+  int intern_ok;
+  _Atomic uint32_t *node_ann;   /* per node id: epoch it was announced in */
+  uint64_t start_ns;            /* constructor time (gpuprof clock) */
+  char socket_path[108];
+} gpd_shim_state_t;
+
+extern gpd_shim_state_t gpd_shim__g;
+
+/* ----------------------------------------------------------------- shim.c */
+/** Attach a mapped region (takes r by value); makes the shim active.
+ *  Called by the connection thread or the test hook.  0 or -errno. */
+int gpd_shim__attach(gpd_region_t *r);
+/** Re-send the kept back-end STATUS records (after attach / hand-back). */
+void gpd_shim__status_resend(void);
+/** Claim the announcement of an object whose state word is *a:
+ *  1 = already announced in `epoch`, 0 = caller claimed it (must call
+ *  gpd_shim__ann_done), -1 = another thread is announcing it. */
+int gpd_shim__ann_claim(_Atomic uint32_t *a, uint32_t epoch, uint32_t *old);
+void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int ok);
+/** Id for a string or module (process-local counter, mirrored to the
+ *  region header's next_string). */
+uint32_t gpd_shim__id_next(void);
+
+/* Test hooks (exported): attach a region fd (ownership taken) without a
+ * daemon; count of records this process failed to push. */
+GPD_EXPORT int gpd_shim__attach_region(int fd);
+
+/* ----------------------------------------------------------------- conn.c */
+/** Start the connection thread; wait up to wait_ms for its first attempt
+ *  to finish (registered or failed).  0 or -errno. */
+int gpd_conn_start(int wait_ms);
+/** Stop at exit (no join: never block the host). */
+void gpd_conn_stop(void);
+/** In the fork child: forget the parent's connection (close its fd),
+ *  reset locks.  Then gpd_conn_start() registers the child anew. */
+void gpd_conn_atfork_child(void);
+/** Queue a GPU binary chunk set for the connection thread. */
+int gpd_conn_gpubin(const void *data, size_t len, const char *kind);
+
+/* --------------------------------------------------------------- thread.c */
+/** This thread's producer for the current region, claiming a ring on first
+ *  use; NULL when not active or no ring is free (counted). */
+gpd_producer_t *gpd_thread_producer(void);
+/** Push one record from this thread's ring: 0, -ENOTCONN, -ENOSPC. */
+int gpd_thread_push(const void *rec, size_t len);
+/** Cached gettid(). */
+uint32_t gpd_thread_tid(void);
+/** Per-thread capture memo (allocated on first capture; NULL on OOM). */
+struct gpd_capture_memo_s;
+struct gpd_capture_memo_s *gpd_thread_memo(void);
+/** Reentrancy guard: returns previous value. */
+int gpd_thread_enter(void);
+void gpd_thread_leave(int prev);
+void gpd_thread_init(void);
+/** At process exit: retire the calling thread's ring. */
+void gpd_thread_exit_current(void);
+
+/* -------------------------------------------------------------- capture.c */
+typedef struct gpd_capture_memo_s {
+  uint32_t gen, epoch;
+  uint32_t n;        /* frames in the previous path */
+  uint32_t verified; /* nodes[0..verified) known announced in epoch */
+  uintptr_t ips[GPD_CAPTURE_MAX_DEPTH];
+  uint32_t nodes[GPD_CAPTURE_MAX_DEPTH];
+} gpd_capture_memo_t;
+
+void gpd_capture_init(void);
+/** Announce module of ip (if known), returns module id (0 = unknown) and
+ *  the module bias in *base; ok=0 if the MODULE push failed. */
+uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok);
+/** Fork child: reset announcement-related state. */
+void gpd_capture_atfork_child(void);
+/** Pure frame-pointer walk (bench baseline). */
+GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
+
+/* -------------------------------------------------------------- strings.c */
+void gpd_strings_init(void);
+void gpd_strings_atfork_child(void);
+
+/* ------------------------------------------------------------------ job.c */
+typedef struct gpd_job_s {
+  char job_id[128];
+  char step_id[64];
+  int rank;       /* -1 unknown */
+  int local_rank; /* -1 unknown */
+} gpd_job_t;
+/** Read the job tags from the environment (see docs/SHIM.md). */
+void gpd_job_read(gpd_job_t *j);
+/** Test hook: same, exported. */
+GPD_EXPORT void gpd_shim__job_read(gpd_job_t *j);
+
+/* ----------------------------------------------------------- back ends */
+#ifdef GPD_HAVE_OPENCL
+void gpd_ocl_atfork_child(void);
+/** Callbacks registered and not yet completed (tests wait for 0). */
+GPD_EXPORT long gpd_shim__ocl_pending(void);
+#else
+static inline void gpd_ocl_atfork_child(void) {}
+#endif
+
+#endif

@@ -1,0 +1,247 @@
+/* opencl-api.c - the OpenCL back end's plumbing: the next definitions of
+ * the cl* calls (dlsym(RTLD_NEXT), falling back to dlopen of the ICD
+ * loader), the queue and device tables, the slab of callback contexts and
+ * the CL_COMPLETE event callback.
+ *
+ * Callback contexts: fixed-size slabs of OCL_SLAB entries, at most
+ * OCL_MAX_SLABS (so at most OCL_SLAB * OCL_MAX_SLABS commands in flight
+ * are profiled; more are counted and let through unprofiled).  Free list:
+ * a Treiber stack of indices with an ABA tag; a slab is malloc'd (slow
+ * path) only when the list is empty; slabs are never freed.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+#include "opencl.h"
+
+#define OCL_SLAB 4096u
+#define OCL_MAX_SLABS 64u
+#define OCL_MAX_QUEUES 4096u /* power of two */
+#define OCL_MAX_DEVICES 64u
+
+static gpd_ocl_api_t ocl_api;
+static pthread_once_t ocl_once = PTHREAD_ONCE_INIT;
+static int ocl_log_sym, ocl_log_slab, ocl_log_cb;
+
+_Atomic long gpd_ocl_pending_n;
+
+GPD_EXPORT long gpd_shim__ocl_pending(void) { return atomic_load(&gpd_ocl_pending_n); }
+
+static void ocl_resolve(void) {
+  void *h = NULL;
+#define GPD_OCL_FN(ret, name, args)                                                                     \
+  ocl_api.name = (ret(CL_API_CALL *) args)dlsym(RTLD_NEXT, #name);                                      \
+  if (!ocl_api.name) {                                                                                  \
+    if (!h)                                                                                             \
+      h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);                                              \
+    if (h)                                                                                              \
+      ocl_api.name = (ret(CL_API_CALL *) args)dlsym(h, #name);                                          \
+    if (!ocl_api.name)                                                                                  \
+      GPD_LOG_ONCE(ocl_log_sym, GPD_LOG_WARN, "OpenCL: %s not found; some calls are not profiled", #name); \
+  }
+#include "opencl-fns.h"
+#undef GPD_OCL_FN
+  gpd_shim_vendor_module("libOpenCL.so");
+  gpd_shim_vendor_module("libpocl");
+  int ok = ocl_api.clSetEventCallback && ocl_api.clGetEventProfilingInfo && ocl_api.clReleaseEvent &&
+           ocl_api.clRetainEvent;
+  gpd_shim_backend_status(GPD_API_OPENCL, ok, ok ? 0 : GPD_ENOVENDOR,
+                          ok ? NULL : "OpenCL event API not found");
+}
+
+const gpd_ocl_api_t *gpd_ocl_api(void) {
+  pthread_once(&ocl_once, ocl_resolve);
+  return &ocl_api;
+}
+
+/* ------------------------------------------------------ callback contexts */
+
+static gpd_ocl_ctx_t *ocl_slabs[OCL_MAX_SLABS];
+static _Atomic uint32_t ocl_nslabs;
+static _Atomic uint64_t ocl_free; /* tag << 32 | (index + 1) */
+static pthread_mutex_t ocl_slab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline gpd_ocl_ctx_t *ocl_ctx_at(uint32_t idx) { return &ocl_slabs[idx / OCL_SLAB][idx % OCL_SLAB]; }
+
+void gpd_ocl_ctx_put(gpd_ocl_ctx_t *c) {
+  uint64_t h = atomic_load_explicit(&ocl_free, memory_order_relaxed), nh;
+  do {
+    atomic_store_explicit(&c->next, (uint32_t)h, memory_order_relaxed);
+    nh = ((h >> 32) + 1) << 32 | (uint64_t)(c->self + 1);
+  } while (!atomic_compare_exchange_weak_explicit(&ocl_free, &h, nh, memory_order_release, memory_order_relaxed));
+}
+
+gpd_ocl_ctx_t *gpd_ocl_ctx_get(void) {
+  for (;;) {
+    uint64_t h = atomic_load_explicit(&ocl_free, memory_order_acquire);
+    while ((uint32_t)h) {
+      gpd_ocl_ctx_t *c = ocl_ctx_at((uint32_t)h - 1);
+      uint64_t nh = ((h >> 32) + 1) << 32 | atomic_load_explicit(&c->next, memory_order_relaxed);
+      if (atomic_compare_exchange_weak_explicit(&ocl_free, &h, nh, memory_order_acquire, memory_order_acquire))
+        return c;
+    }
+    /* Empty: add a slab (slow path, under a lock). */
+    pthread_mutex_lock(&ocl_slab_lock);
+    uint32_t n = atomic_load(&ocl_nslabs);
+    int grown = 0;
+    if ((uint32_t)atomic_load(&ocl_free) == 0 && n < OCL_MAX_SLABS) {
+      gpd_ocl_ctx_t *s = calloc(OCL_SLAB, sizeof *s);
+      if (s) {
+        ocl_slabs[n] = s;
+        atomic_store(&ocl_nslabs, n + 1);
+        for (uint32_t i = 0; i < OCL_SLAB; i++) {
+          s[i].self = n * OCL_SLAB + i;
+          gpd_ocl_ctx_put(&s[i]);
+        }
+        grown = 1;
+      }
+    } else if ((uint32_t)atomic_load(&ocl_free) != 0) {
+      grown = 1; /* someone refilled it */
+    }
+    pthread_mutex_unlock(&ocl_slab_lock);
+    if (!grown) {
+      GPD_LOG_ONCE(ocl_log_slab, GPD_LOG_WARN, "OpenCL: too many commands in flight; some are not profiled");
+      return NULL;
+    }
+  }
+}
+
+/* ------------------------------------------------------ queues, devices */
+
+typedef struct queue_entry_s {
+  _Atomic uintptr_t key;
+  _Atomic uint32_t id;
+  _Atomic uint32_t device;
+} queue_entry_t;
+
+static queue_entry_t ocl_queues[OCL_MAX_QUEUES];
+static _Atomic uint32_t ocl_next_queue;
+static _Atomic uintptr_t ocl_devices[OCL_MAX_DEVICES];
+
+static uint32_t ocl_device_index(cl_device_id d) {
+  for (uint32_t i = 0; i < OCL_MAX_DEVICES; i++) {
+    uintptr_t v = atomic_load(&ocl_devices[i]);
+    if (v == (uintptr_t)d)
+      return i;
+    if (v == 0) {
+      uintptr_t z = 0;
+      if (atomic_compare_exchange_strong(&ocl_devices[i], &z, (uintptr_t)d) || z == (uintptr_t)d)
+        return i;
+    }
+  }
+  return 0;
+}
+
+static queue_entry_t *ocl_queue_slot(cl_command_queue q, int *fresh) {
+  uintptr_t key = (uintptr_t)q;
+  uint64_t h = (key >> 4) * 0x9e3779b97f4a7c15ull;
+  *fresh = 0;
+  for (uint32_t i = 0; i < OCL_MAX_QUEUES; i++) {
+    queue_entry_t *e = &ocl_queues[(h + i) & (OCL_MAX_QUEUES - 1)];
+    uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == key)
+      return e;
+    if (k == 0) {
+      if (atomic_compare_exchange_strong(&e->key, &k, key)) {
+        *fresh = 1;
+        return e;
+      }
+      if (k == key)
+        return e;
+    }
+  }
+  return NULL;
+}
+
+void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev) {
+  int fresh;
+  queue_entry_t *e = ocl_queue_slot(q, &fresh);
+  if (!e)
+    return;
+  atomic_store(&e->device, ocl_device_index(dev));
+  /* A reused handle is a new queue: new stream id. */
+  atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
+}
+
+uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device) {
+  int fresh;
+  queue_entry_t *e = ocl_queue_slot(q, &fresh);
+  *device = 0;
+  if (!e)
+    return 0;
+  if (fresh) { /* a queue we did not see created */
+    cl_device_id d = NULL;
+    if (ocl_api.clGetCommandQueueInfo)
+      ocl_api.clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, NULL);
+    atomic_store(&e->device, ocl_device_index(d));
+    atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
+  }
+  uint32_t id;
+  int spin = 0;
+  while ((id = atomic_load_explicit(&e->id, memory_order_acquire)) == 0 && spin++ < 100000)
+    ;
+  *device = atomic_load(&e->device);
+  return id;
+}
+
+uint32_t gpd_ocl_kernel_name(cl_kernel k) {
+  char name[512];
+  size_t n = 0;
+  if (!k || !ocl_api.clGetKernelInfo ||
+      ocl_api.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &n) != CL_SUCCESS)
+    return 0;
+  name[sizeof name - 1] = '\0';
+  return gpd_shim_string(name, GPD_STR_KERNEL);
+}
+
+/* ------------------------------------------------------------- callback */
+
+/* Runs on a runtime worker thread (PoCL) or, for a command that already
+ * completed, on the thread that called clSetEventCallback. */
+static void CL_CALLBACK ocl_event_cb(cl_event e, cl_int status, void *arg) {
+  gpd_ocl_ctx_t *c = arg;
+  int prev = gpd_thread_enter();
+  gpd_rec_activity_t a;
+  gpd_ocl_translate(c, e, status, &a);
+  (void)gpd_shim_push_activity(&a);
+  ocl_api.clReleaseEvent(e); /* our retain, or our own event */
+  gpd_ocl_ctx_put(c);
+  atomic_fetch_sub_explicit(&gpd_ocl_pending_n, 1, memory_order_release);
+  gpd_thread_leave(prev);
+}
+
+int gpd_ocl_watch(cl_event e, int owned, gpd_ocl_ctx_t *c) {
+  if (!owned && ocl_api.clRetainEvent(e) != CL_SUCCESS) {
+    gpd_ocl_ctx_put(c);
+    return -1;
+  }
+  atomic_fetch_add_explicit(&gpd_ocl_pending_n, 1, memory_order_relaxed);
+  cl_int rc = ocl_api.clSetEventCallback(e, CL_COMPLETE, ocl_event_cb, c);
+  if (rc != CL_SUCCESS) {
+    /* Failed: the callback will never run (spec), undo. */
+    atomic_fetch_sub(&gpd_ocl_pending_n, 1);
+    ocl_api.clReleaseEvent(e);
+    gpd_ocl_ctx_put(c);
+    GPD_LOG_ONCE(ocl_log_cb, GPD_LOG_WARN, "OpenCL: clSetEventCallback failed (%d); activity lost", rc);
+    return -1;
+  }
+  return 0;
+}
+
+void gpd_ocl_atfork_child(void) {
+  /* The parent's commands never complete here: every context is free. */
+  pthread_mutex_init(&ocl_slab_lock, NULL);
+  atomic_store(&ocl_free, 0);
+  uint32_t n = atomic_load(&ocl_nslabs);
+  for (uint32_t s = 0; s < n; s++)
+    for (uint32_t i = 0; i < OCL_SLAB; i++)
+      gpd_ocl_ctx_put(&ocl_slabs[s][i]);
+  atomic_store(&gpd_ocl_pending_n, 0);
+  memset(ocl_queues, 0, sizeof ocl_queues);
+  atomic_store(&ocl_next_queue, 0);
+}

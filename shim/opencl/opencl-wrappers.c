@@ -1,0 +1,392 @@
+/* opencl-wrappers.c - the interposed OpenCL entry points (and nothing
+ * else).  Each one calls the next definition with the application's
+ * arguments and returns its result unchanged; around it, when the shim is
+ * active: capture the calling context, take a correlation id, push INVOKE,
+ * and arrange for an ACTIVITY (event callback for device commands, host
+ * times for alloc/free/sync).
+ *
+ * Event semantics: if the application passes an event pointer it gets its
+ * event as usual; we retain it for our callback and release that retain in
+ * the callback.  If it passes NULL we pass our own and release it in the
+ * callback.  Queues are created with CL_QUEUE_PROFILING_ENABLE added
+ * (visible to clGetCommandQueueInfo(CL_QUEUE_PROPERTIES): docs/SHIM.md).
+ */
+#include <string.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/log.h"
+#include "opencl.h"
+
+#define OCL_MAX_PROPS 64 /* queue property list entries we can rewrite */
+
+typedef struct ocl_call_s {
+  uint64_t ts;
+  uint64_t corr;
+  uint32_t node;
+  int prev;
+} ocl_call_t;
+
+static int ocl_log_props;
+
+/* Enter: returns 1 when this call is profiled (then call ocl_leave). */
+static inline int ocl_begin(ocl_call_t *c) {
+  c->prev = gpd_thread_enter();
+  if (c->prev || !gpd_shim_active()) {
+    gpd_thread_leave(c->prev);
+    return 0;
+  }
+  c->ts = gpd_clock_ns();
+  c->node = gpd_shim_capture();
+  c->corr = gpd_shim_corr_next(GPD_API_OPENCL);
+  return 1;
+}
+
+static inline void ocl_leave(ocl_call_t *c) { gpd_thread_leave(c->prev); }
+
+/* After a successful enqueue: INVOKE + callback for its event. */
+static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, cl_event mine, unsigned op,
+                         unsigned subkind, uint64_t bytes, cl_kernel k) {
+  cl_event e = user_ev ? *user_ev : mine;
+  (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
+  if (!e)
+    return;
+  gpd_ocl_ctx_t *x = gpd_ocl_ctx_get();
+  if (!x) {
+    if (!user_ev)
+      gpd_ocl_api()->clReleaseEvent(mine);
+    return;
+  }
+  x->corr = c->corr;
+  x->ts = c->ts;
+  x->bytes = bytes;
+  x->op = (uint8_t)op;
+  x->subkind = (uint8_t)subkind;
+  x->stream = gpd_ocl_queue_id(q, &x->device);
+  x->name = k ? gpd_ocl_kernel_name(k) : 0;
+  (void)gpd_ocl_watch(e, user_ev == NULL, x);
+}
+
+/* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */
+static void ocl_hosted(ocl_call_t *c, unsigned op, unsigned subkind, uint64_t bytes, cl_command_queue q) {
+  uint64_t end = gpd_clock_ns();
+  (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.api = GPD_API_OPENCL;
+  a.op = (uint8_t)op;
+  a.subkind = (uint8_t)subkind;
+  a.corr = c->corr;
+  a.start = c->ts;
+  a.end = end;
+  a.bytes = bytes;
+  if (q)
+    a.stream = gpd_ocl_queue_id(q, &a.device);
+  (void)gpd_shim_push_activity(&a);
+}
+
+static uint64_t ocl_region_bytes(const size_t *region) {
+  return region ? (uint64_t)region[0] * region[1] * region[2] : 0;
+}
+
+/* ------------------------------------------------------------ queues */
+
+GPD_EXPORT CL_API_ENTRY cl_command_queue CL_API_CALL clCreateCommandQueue(cl_context ctx, cl_device_id dev,
+                                                                           cl_command_queue_properties props,
+                                                                           cl_int *err) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clCreateCommandQueue) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  cl_int e = CL_SUCCESS;
+  cl_command_queue q = api->clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, &e);
+  if (e != CL_SUCCESS && !(props & CL_QUEUE_PROFILING_ENABLE)) /* runtime refused profiling: as asked */
+    q = api->clCreateCommandQueue(ctx, dev, props, &e);
+  if (q)
+    gpd_ocl_queue_new(q, dev);
+  if (err)
+    *err = e;
+  return q;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_command_queue CL_API_CALL clCreateCommandQueueWithProperties(
+    cl_context ctx, cl_device_id dev, const cl_queue_properties *props, cl_int *err) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clCreateCommandQueueWithProperties) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  /* Copy {key, value, ..., 0} and OR CL_QUEUE_PROFILING_ENABLE into
+   * CL_QUEUE_PROPERTIES (append it if absent). */
+  cl_queue_properties mine[OCL_MAX_PROPS + 3];
+  size_t n = 0;
+  int fits = 1, found = 0;
+  if (props) {
+    while (props[n] != 0) {
+      if (n + 2 > OCL_MAX_PROPS) {
+        fits = 0;
+        break;
+      }
+      mine[n] = props[n];
+      mine[n + 1] = props[n + 1];
+      if (props[n] == CL_QUEUE_PROPERTIES) {
+        mine[n + 1] |= CL_QUEUE_PROFILING_ENABLE;
+        found = 1;
+      }
+      n += 2;
+    }
+  }
+  cl_int e = CL_SUCCESS;
+  cl_command_queue q = NULL;
+  if (fits) {
+    if (!found) {
+      mine[n++] = CL_QUEUE_PROPERTIES;
+      mine[n++] = CL_QUEUE_PROFILING_ENABLE;
+    }
+    mine[n] = 0;
+    q = api->clCreateCommandQueueWithProperties(ctx, dev, mine, &e);
+  }
+  if (!fits || e != CL_SUCCESS) {
+    if (!fits)
+      GPD_LOG_ONCE(ocl_log_props, GPD_LOG_WARN, "OpenCL: queue property list too long; profiling not forced");
+    q = api->clCreateCommandQueueWithProperties(ctx, dev, props, &e);
+  }
+  if (q)
+    gpd_ocl_queue_new(q, dev);
+  if (err)
+    *err = e;
+  return q;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim,
+                                                                  const size_t *off, const size_t *gws,
+                                                                  const size_t *lws, cl_uint nw,
+                                                                  const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueNDRangeKernel)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_KERNEL, 0, 0, k);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint nw,
+                                                         const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueTask)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueTask(q, k, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueTask(q, k, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_KERNEL, 0, 0, k);
+  ocl_leave(&c);
+  return ret;
+}
+
+/* ------------------------------------------------------------ copies */
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blocking,
+                                                               size_t off, size_t size, void *ptr, cl_uint nw,
+                                                               const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueReadBuffer)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueReadBuffer(q, b, blocking, off, size, ptr, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueReadBuffer(q, b, blocking, off, size, ptr, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2H, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blocking,
+                                                                size_t off, size_t size, const void *ptr,
+                                                                cl_uint nw, const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueWriteBuffer)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueWriteBuffer(q, b, blocking, off, size, ptr, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueWriteBuffer(q, b, blocking, off, size, ptr, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_H2D, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst,
+                                                               size_t soff, size_t doff, size_t size, cl_uint nw,
+                                                               const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueCopyBuffer)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2D, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBufferRect(
+    cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *boff, const size_t *hoff, const size_t *region,
+    size_t brow, size_t bslice, size_t hrow, size_t hslice, void *ptr, cl_uint nw, const cl_event *wl,
+    cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueReadBufferRect)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueReadBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw,
+                                        wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueReadBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr,
+                                            nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBufferRect(
+    cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *boff, const size_t *hoff, const size_t *region,
+    size_t brow, size_t bslice, size_t hrow, size_t hslice, const void *ptr, cl_uint nw, const cl_event *wl,
+    cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueWriteBufferRect)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueWriteBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw,
+                                         wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueWriteBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr,
+                                             nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBufferRect(
+    cl_command_queue q, cl_mem src, cl_mem dst, const size_t *soff, const size_t *doff, const size_t *region,
+    size_t srow, size_t sslice, size_t drow, size_t dslice, cl_uint nw, const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueCopyBufferRect)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueCopyBufferRect(q, src, dst, soff, doff, region, srow, sslice, drow, dslice, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueCopyBufferRect(q, src, dst, soff, doff, region, srow, sslice, drow, dslice, nw, wl,
+                                            ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueFillBuffer(cl_command_queue q, cl_mem b, const void *pat,
+                                                               size_t psize, size_t off, size_t size, cl_uint nw,
+                                                               const cl_event *wl, cl_event *ev) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clEnqueueFillBuffer)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clEnqueueFillBuffer(q, b, pat, psize, off, size, nw, wl, ev);
+  cl_event mine = NULL;
+  cl_int ret = api->clEnqueueFillBuffer(q, b, pat, psize, off, size, nw, wl, ev ? ev : &mine);
+  if (ret == CL_SUCCESS)
+    ocl_enqueued(&c, q, ev, mine, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+/* ------------------------------------------------------------ memory */
+
+GPD_EXPORT CL_API_ENTRY cl_mem CL_API_CALL clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size,
+                                                          void *host, cl_int *err) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clCreateBuffer) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clCreateBuffer(ctx, flags, size, host, err);
+  cl_mem m = api->clCreateBuffer(ctx, flags, size, host, err);
+  if (m)
+    ocl_hosted(&c, GPD_OP_ALLOC, GPD_MEM_DEV, size, NULL);
+  ocl_leave(&c);
+  return m;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clReleaseMemObject(cl_mem m) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clReleaseMemObject)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clReleaseMemObject(m);
+  size_t size = 0;
+  if (api->clGetMemObjectInfo)
+    (void)api->clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+  cl_int ret = api->clReleaseMemObject(m);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_FREE, GPD_MEM_DEV, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+/* ------------------------------------------------------------ sync */
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clFinish(cl_command_queue q) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clFinish)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clFinish(q);
+  cl_int ret = api->clFinish(q);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_STR, 0, q);
+  ocl_leave(&c);
+  return ret;
+}
+
+GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clWaitForEvents(cl_uint n, const cl_event *list) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!api->clWaitForEvents)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return api->clWaitForEvents(n, list);
+  cl_int ret = api->clWaitForEvents(n, list);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_EVT, 0, NULL);
+  ocl_leave(&c);
+  return ret;
+}

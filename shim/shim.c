@@ -1,0 +1,275 @@
+/* shim.c - libgpuprof.so: constructor / destructor, process state, the
+ * push entry points of shim.h, correlation ids, back-end status, fork.
+ *
+ * Life cycle: the constructor starts the connection thread (conn.c) and
+ * waits at most GPD_SHIM_CTOR_WAIT_MS for it to register; the app then runs
+ * on, profiled once a region is attached (gpd_shim__attach).  A region is
+ * never unmapped while the process runs (threads and vendor callbacks may
+ * be writing into it); only the fork child drops the parent's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backends.h"
+#include "gpuprof/clock.h"
+#include "gpuprof/log.h"
+#include "internal.h"
+
+gpd_shim_state_t gpd_shim__g = {.epoch = 1};
+
+/* Back-end status kept for re-sending after a (re)connection. */
+typedef struct status_keep_s {
+  int set;
+  int enabled;
+  int code;
+  char why[200];
+} status_keep_t;
+static status_keep_t status_keep[GPD_API_MAX];
+static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
+
+GPD_EXPORT int gpd_shim_active(void) {
+  return atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire);
+}
+
+uint32_t gpd_shim__id_next(void) {
+  uint32_t id = atomic_fetch_add_explicit(&gpd_shim__g.next_id, 1, memory_order_relaxed) + 1;
+  if (gpd_shim_active()) {
+    gpd_region_hdr_t *h = gpd_shim__g.region.hdr;
+    uint32_t cur = atomic_load_explicit(&h->next_string, memory_order_relaxed);
+    while (cur < id && !atomic_compare_exchange_weak_explicit(&h->next_string, &cur, id,
+                                                              memory_order_relaxed, memory_order_relaxed))
+      ;
+  }
+  return id;
+}
+
+int gpd_shim__ann_claim(_Atomic uint32_t *a, uint32_t epoch, uint32_t *old) {
+  uint32_t v = atomic_load_explicit(a, memory_order_acquire);
+  if (v == epoch)
+    return 1;
+  if (v == GPD_ANN_BUSY)
+    return -1;
+  if (!atomic_compare_exchange_strong_explicit(a, &v, GPD_ANN_BUSY, memory_order_acquire,
+                                               memory_order_acquire))
+    return v == epoch ? 1 : -1;
+  *old = v;
+  return 0;
+}
+
+void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int ok) {
+  atomic_store_explicit(a, ok ? epoch : old, memory_order_release);
+}
+
+GPD_EXPORT uint64_t gpd_shim_corr_next(unsigned api) {
+  uint64_t n;
+  if (gpd_shim_active())
+    n = atomic_fetch_add_explicit(&gpd_shim__g.region.hdr->next_corr, 1, memory_order_relaxed) + 1;
+  else
+    n = atomic_fetch_add_explicit(&gpd_shim__g.local_corr, 1, memory_order_relaxed) + 1;
+  return GPD_CORR(api, n);
+}
+
+GPD_EXPORT int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, unsigned op,
+                                    uint64_t ts, unsigned flags) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  if (node == 0 || corr == 0)
+    return -EINVAL; /* the daemon rejects node 0: never push it */
+  gpd_rec_invoke_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_INVOKE;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.h.flags = (uint8_t)flags;
+  r.api = (uint8_t)api;
+  r.op = (uint8_t)op;
+  r.node = node;
+  r.corr = corr;
+  r.ts = ts;
+  r.tid = gpd_thread_tid();
+  return gpd_thread_push(&r, sizeof r);
+}
+
+GPD_EXPORT int gpd_shim_push_activity(gpd_rec_activity_t *a) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  if (!a || a->corr == 0)
+    return -EINVAL;
+  uint8_t flags = a->h.flags; /* back ends may set GPD_ACTIVITY_HOST_TIME */
+  memset(&a->h, 0, sizeof a->h);
+  a->h.type = GPD_REC_ACTIVITY;
+  a->h.version = GPD_REC_VERSION;
+  a->h.nslots = sizeof *a / GPD_SLOT_SIZE;
+  a->h.flags = flags;
+  return gpd_thread_push(a, sizeof *a);
+}
+
+static void status_push(unsigned api, int enabled, int code, const char *why) {
+  gpd_rec_status_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_STATUS;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.api = (uint8_t)api;
+  r.state = enabled ? 1 : 0;
+  r.code = code;
+  r.reason = (why && *why) ? gpd_shim_string(why, GPD_STR_REASON) : 0;
+  (void)gpd_thread_push(&r, sizeof r);
+}
+
+GPD_EXPORT void gpd_shim_backend_status(unsigned api, int enabled, int code, const char *why) {
+  if (api >= GPD_API_MAX)
+    return;
+  pthread_mutex_lock(&status_lock);
+  status_keep_t *k = &status_keep[api];
+  k->set = 1;
+  k->enabled = enabled;
+  k->code = code;
+  snprintf(k->why, sizeof k->why, "%s", why ? why : "");
+  pthread_mutex_unlock(&status_lock);
+  if (gpd_shim_active())
+    status_push(api, enabled, code, why);
+}
+
+void gpd_shim__status_resend(void) {
+  status_keep_t copy[GPD_API_MAX];
+  pthread_mutex_lock(&status_lock);
+  memcpy(copy, status_keep, sizeof copy);
+  pthread_mutex_unlock(&status_lock);
+  for (unsigned api = 0; api < GPD_API_MAX; api++)
+    if (copy[api].set)
+      status_push(api, copy[api].enabled, copy[api].code, copy[api].why);
+}
+
+GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  return gpd_conn_gpubin(data, len, kind);
+}
+
+/* Attach happens once per process image (hand-back keeps the region). */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int gpd_shim__attach(gpd_region_t *r) {
+  int err = 0;
+  pthread_mutex_lock(&attach_lock);
+  if (atomic_load(&gpd_shim__g.active)) {
+    err = -EALREADY;
+    goto out;
+  }
+  if (!gpd_shim__g.intern_ok) {
+    err = gpd_intern_init(&gpd_shim__g.intern, GPD_SHIM_INTERN_CAP);
+    if (err)
+      goto out;
+    gpd_shim__g.intern_ok = 1;
+  }
+  if (!gpd_shim__g.node_ann) {
+    void *m = mmap(NULL, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      err = -errno;
+      goto out;
+    }
+    gpd_shim__g.node_ann = m;
+  }
+  (void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
+  gpd_shim__g.region = *r;
+  /* Correlation ids handed out before the region keep counting. */
+  gpd_region_hdr_t *h = gpd_shim__g.region.hdr;
+  uint64_t local = atomic_load(&gpd_shim__g.local_corr);
+  uint64_t cur = atomic_load(&h->next_corr);
+  if (cur < local)
+    atomic_store(&h->next_corr, local);
+  atomic_fetch_add_explicit(&gpd_shim__g.gen, 1, memory_order_release);
+  atomic_store_explicit(&gpd_shim__g.active, 1, memory_order_release);
+out:
+  pthread_mutex_unlock(&attach_lock);
+  if (!err)
+    gpd_shim__status_resend();
+  return err;
+}
+
+GPD_EXPORT int gpd_shim__attach_region(int fd) {
+  gpd_region_t r;
+  int err = gpd_region_map(&r, fd);
+  if (err)
+    return err;
+  err = gpd_shim__attach(&r);
+  if (err)
+    gpd_region_close(&r);
+  return err;
+}
+
+/* ------------------------------------------------------------------ fork */
+
+static void atfork_child(void) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  if (atomic_load(&g->disabled))
+    return;
+  /* The child is a new process: drop the parent's region and connection,
+   * reset ids and tables, register anew as itself. */
+  int was_active = atomic_exchange(&g->active, 0);
+  if (was_active) {
+    gpd_region_close(&g->region); /* unmap + close our copy of the fd */
+  }
+  memset(&g->region, 0, sizeof g->region);
+  g->region.fd = -1;
+  atomic_fetch_add(&g->gen, 1);
+  uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
+  if (e == GPD_ANN_BUSY || e == 0)
+    atomic_store(&g->epoch, 1);
+  atomic_store(&g->local_corr, 0);
+  atomic_store(&g->next_id, 0);
+  if (g->intern_ok) {
+    gpd_intern_free(&g->intern);
+    g->intern_ok = 0;
+  }
+  if (g->node_ann) {
+    /* Drop the pages: ids restart at 1 in the new table. */
+    (void)madvise(g->node_ann, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), MADV_DONTNEED);
+  }
+  pthread_mutex_init(&attach_lock, NULL);
+  pthread_mutex_init(&status_lock, NULL);
+  g->start_ns = gpd_clock_ns();
+  gpd_capture_atfork_child();
+  gpd_strings_atfork_child();
+  gpd_ocl_atfork_child();
+  gpd_conn_atfork_child();
+  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+}
+
+/* ------------------------------------------------------- ctor and dtor */
+
+__attribute__((constructor)) static void shim_ctor(void) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  gpd_log_init("gpuprof");
+  g->start_ns = gpd_clock_ns();
+  const char *dis = getenv("GPUPROF_DISABLE");
+  if (dis && *dis && strcmp(dis, "0") != 0) {
+    atomic_store(&g->disabled, 1);
+    return;
+  }
+  const char *sock = getenv("GPUPROF_SOCKET");
+  snprintf(g->socket_path, sizeof g->socket_path, "%s",
+           (sock && *sock) ? sock : "/run/gpuprofd/gpuprofd.sock");
+  gpd_thread_init();
+  gpd_capture_init();
+  gpd_strings_init();
+  pthread_atfork(NULL, NULL, atfork_child);
+  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  int err = gpd_cupti_init();
+  if (err)
+    GPD_DEBUG("cupti back end disabled (%d)", err);
+}
+
+__attribute__((destructor)) static void shim_dtor(void) {
+  if (atomic_load(&gpd_shim__g.disabled))
+    return;
+  gpd_cupti_fini();
+  gpd_thread_exit_current();
+  gpd_conn_stop();
+}

@@ -1,0 +1,104 @@
+/* strings.c - the process-wide string table: text -> id, STRING record
+ * pushed once per announcement epoch.
+ *
+ * Lock-free open addressing over a fixed table (STRINGS_CAP entries): a
+ * lookup hashes the text (XXH3) and probes; an insert claims an empty
+ * entry with one CAS on its hash word, copies the text (malloc: first
+ * sight of a text only) and publishes the id.  Full table: returns 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof/hash.h"
+#include "gpuprof/log.h"
+#include "internal.h"
+
+#define STRINGS_CAP 16384u /* power of two */
+#define STRINGS_TEXT_MAX 4096u
+#define STRINGS_SPIN 100000
+
+typedef struct string_entry_s {
+  _Atomic uint64_t hash; /* 0 = empty */
+  _Atomic uint32_t id;   /* 0 until published */
+  _Atomic uint32_t ann;  /* announcement epoch */
+  uint32_t kind;
+  uint32_t len;
+  char *text;
+} string_entry_t;
+
+static string_entry_t strings[STRINGS_CAP];
+static int strings_log_full;
+
+void gpd_strings_init(void) {}
+
+void gpd_strings_atfork_child(void) {
+  for (uint32_t i = 0; i < STRINGS_CAP; i++) {
+    free(strings[i].text);
+    memset(&strings[i], 0, sizeof strings[i]);
+  }
+}
+
+static int string_announce(string_entry_t *e) {
+  uint32_t epoch = atomic_load(&gpd_shim__g.epoch), old;
+  int c = gpd_shim__ann_claim(&e->ann, epoch, &old);
+  if (c != 0)
+    return c == 1;
+  _Alignas(8) uint8_t buf[sizeof(gpd_rec_string_t) + STRINGS_TEXT_MAX];
+  gpd_rec_string_t *r = (gpd_rec_string_t *)buf;
+  memset(r, 0, sizeof *r);
+  r->h.type = GPD_REC_STRING;
+  r->h.version = GPD_REC_VERSION;
+  r->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *r, e->len);
+  r->h.len = e->len;
+  r->id = atomic_load(&e->id);
+  r->kind = e->kind;
+  memcpy(r->text, e->text, e->len);
+  int ok = gpd_thread_push(r, sizeof *r + e->len) == 0;
+  gpd_shim__ann_done(&e->ann, epoch, old, ok);
+  return ok;
+}
+
+GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
+  if (!text || !gpd_shim_active())
+    return 0;
+  size_t len = strnlen(text, STRINGS_TEXT_MAX);
+  uint64_t h = gpd_hash64(text, len, kind);
+  if (h == 0)
+    h = 1;
+  for (uint32_t probe = 0; probe < STRINGS_CAP; probe++) {
+    string_entry_t *e = &strings[(h + probe) & (STRINGS_CAP - 1)];
+    uint64_t eh = atomic_load_explicit(&e->hash, memory_order_acquire);
+    if (eh == 0) {
+      if (!atomic_compare_exchange_strong(&e->hash, &eh, h)) {
+        if (eh != h)
+          continue;
+      } else {
+        e->text = malloc(len + 1);
+        if (e->text) {
+          memcpy(e->text, text, len);
+          e->text[len] = '\0';
+        }
+        e->len = e->text ? (uint32_t)len : 0;
+        e->kind = kind;
+        atomic_store_explicit(&e->id, gpd_shim__id_next(), memory_order_release);
+        string_announce(e);
+        return atomic_load(&e->id);
+      }
+    }
+    if (eh != h)
+      continue;
+    uint32_t id;
+    int spin = 0;
+    while ((id = atomic_load_explicit(&e->id, memory_order_acquire)) == 0 && spin++ < STRINGS_SPIN)
+      ;
+    if (!id)
+      return 0;
+    if (e->kind == kind && e->len == len && e->text && memcmp(e->text, text, len) == 0) {
+      if (atomic_load_explicit(&e->ann, memory_order_acquire) != atomic_load(&gpd_shim__g.epoch))
+        string_announce(e);
+      return id;
+    }
+  }
+  GPD_LOG_ONCE(strings_log_full, GPD_LOG_WARN, "string table full; names dropped");
+  return 0;
+}

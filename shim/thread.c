@@ -1,0 +1,118 @@
+/* thread.c - per-thread ring producer, capture memo and reentrancy guard.
+ *
+ * The first push on a thread claims a ring (gpd_producer_claim: one CAS);
+ * a pthread key destructor retires it when the thread exits, so the daemon
+ * can drain it and hand it to another thread.  State is tagged with the
+ * region generation: after a fork (new region) stale state is dropped
+ * without touching the old mapping.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Retry a failed claim (no free ring) once per this many records. */
+#define THREAD_RECLAIM_EVERY 256u
+
+typedef struct thread_state_s {
+  gpd_producer_t p;
+  uint32_t gen;      /* region generation p belongs to */
+  int state;         /* 0 none, 1 owned, -1 no ring free */
+  uint32_t noring;   /* records dropped since the last claim attempt */
+  uint32_t tid;
+  int in_shim;       /* reentrancy guard */
+  int key_set;
+  gpd_capture_memo_t *memo;
+} thread_state_t;
+
+static __thread thread_state_t tls;
+static pthread_key_t thread_key;
+static int thread_key_ok;
+
+static void thread_destroy(void *arg) {
+  thread_state_t *t = arg;
+  if (t->state == 1 && t->gen == atomic_load(&gpd_shim__g.gen) && gpd_shim_active())
+    gpd_producer_retire(&t->p);
+  t->state = 0;
+  free(t->memo);
+  t->memo = NULL;
+  t->key_set = 0;
+}
+
+void gpd_thread_init(void) {
+  if (!thread_key_ok && pthread_key_create(&thread_key, thread_destroy) == 0)
+    thread_key_ok = 1;
+}
+
+uint32_t gpd_thread_tid(void) {
+  if (!tls.tid)
+    tls.tid = (uint32_t)syscall(SYS_gettid);
+  return tls.tid;
+}
+
+static void thread_register(void) {
+  if (!tls.key_set && thread_key_ok) {
+    pthread_setspecific(thread_key, &tls);
+    tls.key_set = 1;
+  }
+}
+
+gpd_producer_t *gpd_thread_producer(void) {
+  uint32_t gen = atomic_load_explicit(&gpd_shim__g.gen, memory_order_acquire);
+  if (__builtin_expect(tls.state == 1 && tls.gen == gen, 1))
+    return &tls.p;
+  if (!gpd_shim_active())
+    return NULL;
+  if (tls.gen != gen) { /* new region (or fork child): forget the old ring */
+    memset(&tls.p, 0, sizeof tls.p);
+    tls.state = 0;
+    tls.noring = 0;
+    tls.tid = 0;
+    tls.gen = gen;
+  }
+  if (tls.state == -1 && ++tls.noring % THREAD_RECLAIM_EVERY != 0) {
+    atomic_fetch_add_explicit(&gpd_shim__g.region.hdr->no_ring_drops, 1, memory_order_relaxed);
+    return NULL;
+  }
+  if (gpd_producer_claim(&gpd_shim__g.region, &tls.p, gpd_thread_tid()) < 0) {
+    tls.state = -1;
+    atomic_fetch_add_explicit(&gpd_shim__g.region.hdr->no_ring_drops, 1, memory_order_relaxed);
+    return NULL;
+  }
+  tls.state = 1;
+  thread_register();
+  return &tls.p;
+}
+
+int gpd_thread_push(const void *rec, size_t len) {
+  gpd_producer_t *p = gpd_thread_producer();
+  if (!p)
+    return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
+  return gpd_producer_push(p, rec, len);
+}
+
+gpd_capture_memo_t *gpd_thread_memo(void) {
+  if (__builtin_expect(tls.memo != NULL, 1))
+    return tls.memo;
+  tls.memo = calloc(1, sizeof *tls.memo); /* once per thread: slow path */
+  if (tls.memo)
+    thread_register();
+  return tls.memo;
+}
+
+int gpd_thread_enter(void) {
+  int prev = tls.in_shim;
+  tls.in_shim = 1;
+  return prev;
+}
+
+void gpd_thread_leave(int prev) { tls.in_shim = prev; }
+
+void gpd_thread_exit_current(void) {
+  if (tls.state == 1 && tls.gen == atomic_load(&gpd_shim__g.gen) && gpd_shim_active())
+    gpd_producer_retire(&tls.p);
+  tls.state = 0;
+}

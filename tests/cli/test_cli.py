@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""Tests of the gpuprof CLI (tests/cli.cmake).
+
+usage: test_cli.py --gpuprof PATH CASE
+
+The profile fixture (fixture.sql, the schema of docs/FORMATS.md) has known
+numbers: root GPUOP 6 ms, GKER 5 ms; see the comment at its top.  Each case
+exits 0 on success, 1 on a failed assertion (with a message).
+"""
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GPUPROF = None
+FAKED = None
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what)
+
+
+def run(args, env=None, timeout=60, cwd=None):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    p = subprocess.run([GPUPROF] + args, capture_output=True, text=True, env=e, timeout=timeout, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def make_db(path, extra_sql=""):
+    if os.path.exists(path):
+        os.unlink(path)
+    c = sqlite3.connect(path)
+    with open(os.path.join(HERE, "fixture.sql")) as f:
+        c.executescript(f.read())
+    if extra_sql:
+        c.executescript(extra_sql)
+    c.commit()
+    c.close()
+
+
+def line_with(text, needle):
+    for l in text.splitlines():
+        if needle in l:
+            return l
+    return None
+
+
+def cols(line):
+    return line.split() if line else []
+
+
+# ---------------------------------------------------------------- cases
+
+def case_report(tmp):
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db)
+    rc, out, err = run(["report", db])
+    check(rc == 0, "report exits 0 (rc=%d, err=%s)" % (rc, err))
+    check("2 processes" in out, "header names 2 processes")
+    root = cols(line_with(out, "<program root>"))
+    # GPUOP incl, %, excl, GKER incl, %, excl
+    check(root[:6] == ["0.006", "100.0%", "0", "0.005", "100.0%", "0"], "root values %r" % root[:6])
+    solve = cols(line_with(out, "solve (solve.c:20)"))
+    check(solve[:6] == ["0.005", "83.3%", "0", "0.005", "100.0%", "0"], "solve values %r" % solve[:6])
+    copy = cols(line_with(out, "<gpu copy>"))
+    check(copy[:6] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0"], "copy values %r" % copy[:6])
+    check("GXCOPY:H2D=1.00 MiB" in (line_with(out, "<gpu copy>") or ""), "copy shows 1 MiB H2D")
+    k = line_with(out, "axpy_kernel(float*)  {GKER:COUNT=15}")
+    check(k is not None and cols(k)[:3] == ["0.004", "66.7%", "0.004"], "merged kernel (2 profiles) %r" % k)
+    # shape: indentation grows along the path; inlined frame nested under solve
+    lines = out.splitlines()
+    ctx_col = line_with(out, "calling context").index("calling context")
+
+    def indent(needle):
+        l = line_with(out, needle)
+        return len(l[ctx_col:]) - len(l[ctx_col:].lstrip()) if l else -1
+
+    check(indent("<program root>") < indent("main (app.c:10)") < indent("solve (solve.c:20)"), "main below root, solve below main")
+    check(indent("[inlined] axpy_launch (vec.h:5)") > indent("solve (solve.c:20)"), "inlined frame nested")
+    check(indent("solve (solve.c:31)") > indent("[inlined] axpy_launch"), "recursive solve below the inlined frame")
+    check(indent("copy_in (copy.c:7)") == indent("solve (solve.c:20)"), "copy_in sibling of solve")
+    # order: solve (5 ms) before copy_in (1 ms); zero subtree 'idle' hidden
+    i_solve = [i for i, l in enumerate(lines) if "solve (solve.c:20)" in l][0]
+    i_copy = [i for i, l in enumerate(lines) if "copy_in" in l][0]
+    check(i_solve < i_copy, "children sorted by GPUOP")
+    check(line_with(out, "idle") is None, "zero-metric subtree hidden")
+    # processes, back ends, gpubins
+    p1 = cols(line_with(out, " 1001 "))
+    check(p1[:7] == ["1001", "77", "0", "exited", "100", "3", "-cuda,opencl"], "process 1001 row %r" % p1)
+    check('error: ring 3: index out of range "x\\y"' in out, "process error shown")
+    check(line_with(out, "cuda     pid 1001: libcuda.so.1: cannot open shared object file (code -4191)") is not None,
+          "disabled back end and why")
+    check(line_with(out, "0123456789abcdef0123456789abcdef cubin") is not None, "gpubin listed")
+    # --depth 1: root and main only
+    rc, out, err = run(["report", "--depth", "1", db])
+    check(rc == 0 and line_with(out, "main (app.c:10)") and not line_with(out, "solve"), "--depth 1 cuts below main")
+    # --pid 1002: only the second profile's kernel
+    rc, out, err = run(["report", "--pid", "1002", db])
+    root = cols(line_with(out, "<program root>"))
+    check(rc == 0 and root[:1] == ["0.001"] and "1 process" in out, "--pid 1002 root 0.001 s: %r" % root)
+    check(line_with(out, "copy_in") is None, "--pid 1002 has no copy")
+    # --metric GXCOPY:H2D: a column of its own, sorted by it
+    rc, out, err = run(["report", "--metric", "GXCOPY:H2D", db])
+    hdr = line_with(out, "calling context")
+    check(rc == 0 and hdr.split()[0] == "GXCOPY:H2D:incl", "--metric adds the first column: %r" % hdr)
+    c = cols(line_with(out, "copy_in (copy.c:7)"))
+    check(c[:2] == ["1.049e+06", "100.0%"], "copy_in H2D bytes %r" % c[:2])
+    # two files merge by context id: values double
+    db2 = os.path.join(tmp, "q.gpdb")
+    make_db(db2)
+    rc, out, err = run(["report", db, db2])
+    root = cols(line_with(out, "<program root>"))
+    check(rc == 0 and root[:1] == ["0.012"] and "4 processes" in out, "two files merged: %r" % root[:2])
+
+
+def case_json(tmp):
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db)
+    rc, out, err = run(["report", "--json", db])
+    check(rc == 0, "report --json exits 0")
+    try:
+        doc = json.loads(out)
+    except ValueError as e:
+        check(False, "valid JSON: %s" % e)
+        return
+    t = doc["tree"]
+    check(t["kind"] == "root" and t["metrics"]["GPUOP"] == {"id": 0, "unit": "ns", "excl": 0, "incl": 6000000},
+          "root GPUOP %r" % t["metrics"].get("GPUOP"))
+    check(t["metrics"]["GKER:COUNT"]["incl"] == 16, "root launch count 16")
+    main = t["children"]
+    check(len(main) == 1 and main[0]["label"] == "main", "root has one child main")
+    kids = main[0]["children"]
+    check([k["label"] for k in kids] == ["solve", "copy_in"], "main's children %r (idle hidden)" % [k["label"] for k in kids])
+    solve = kids[0]
+    check(solve["frames"] == [{"function": "solve", "file": "solve.c", "line": 20, "inlined": False},
+                              {"function": "axpy_launch", "file": "vec.h", "line": 5, "inlined": True}], "solve frames")
+    ph = solve["children"][0]
+    check(ph["kind"] == "placeholder" and ph["label"] == "<gpu kernel>", "placeholder below solve")
+    k = ph["children"][0]
+    check(k["kind"] == "kernel" and k["id"] == "9000000000000000" and k["raw_name"] == "_Z11axpy_kernelPf",
+          "kernel id/raw name %r %r" % (k["id"], k["raw_name"]))
+    m = k["metrics"]
+    check(m["GKER"]["excl"] == 4000000 and m["GKER"]["incl"] == 4000000, "kernel GKER merged over profiles")
+    check(m["GKER:COUNT"]["excl"] == 15, "kernel launches 15")
+    check(m["GKER:THR_REG"]["unit"] == "mean" and m["GKER:THR_REG"]["excl"] == 32, "mean register count 32: %r"
+          % m["GKER:THR_REG"])
+    copy = kids[1]["children"][0]
+    check(copy["metrics"]["GXCOPY:H2D"] == {"id": 25, "unit": "bytes", "excl": 1048576, "incl": 1048576}, "copy bytes")
+    procs = doc["processes"]
+    check([p["pid"] for p in procs] == [1001, 1002], "processes")
+    check(procs[1]["error"] == 'ring 3: index out of range "x\\y"\tend', "escaped error string round-trips")
+    check(doc["backends_disabled"] == [{"pid": 1001, "api": "cuda", "code": -4191,
+                                        "reason": "libcuda.so.1: cannot open shared object file"}], "backends_disabled")
+    check(doc["gpubins"] == [{"hash": "0123456789abcdef0123456789abcdef", "kind": "cubin", "size": 4096,
+                              "path": "gpubins/0123456789abcdef0123456789abcdef.gpubin"}], "gpubins")
+    # control characters and non-ASCII in labels stay valid JSON
+    make_db(db, "UPDATE context SET label = 'k<' || char(1) || '>' || char(233) || 'x' WHERE id = 12;"
+                "UPDATE context SET label = CAST(X'6B61FF' AS TEXT) WHERE id = 10;")
+    rc, out, err = run(["report", "--json", db])
+    try:
+        doc = json.loads(out)
+        labels = []
+
+        def walk(n):
+            labels.append(n["label"])
+            for c in n["children"]:
+                walk(c)
+        walk(doc["tree"])
+        check("k<\x01>\u00e9x" in labels, "control char and UTF-8 label round-trip: %r" % labels)
+        check("ka\ufffd" in labels, "invalid UTF-8 replaced")
+    except ValueError as e:
+        check(False, "JSON with odd labels is valid: %s" % e)
+
+
+def case_flat(tmp):
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db)
+    rc, out, err = run(["report", "--flat", db])
+    check(rc == 0, "report --flat exits 0")
+    lines = [l for l in out.splitlines() if l.strip()]
+    hdr = [i for i, l in enumerate(lines) if "KIND" in l][0]
+    rows = [l.split(None, 8) for l in lines[hdr + 1:hdr + 7]]
+    # GPUOP excl, %, GPUOP incl, GKER excl, %, GKER incl, COUNT, KIND, NAME
+    check(rows[0] == ["0.005", "83.3%", "0.005", "0.005", "100.0%", "0.005", "16", "kernel", "axpy_kernel(float*)"],
+          "kernel row aggregates both contexts: %r" % rows[0])
+    check(rows[1] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0", "2", "gpu-op", "<gpu copy>"], "copy row %r" % rows[1])
+    solve = [r for r in rows if r[-1] == "solve"]
+    check(len(solve) == 1 and solve[0][2] == "0.005", "recursive solve counted once inclusive (0.005): %r" % solve)
+    check(not [r for r in rows if r[-1] == "idle"], "zero rows hidden")
+
+
+def case_badfile(tmp):
+    rc, out, err = run(["report", os.path.join(tmp, "missing.gpdb")])
+    check(rc == 1 and "cannot open" in err and "No such file" in err, "missing file: rc=%d %r" % (rc, err))
+    junk = os.path.join(tmp, "junk.gpdb")
+    with open(junk, "w") as f:
+        f.write("this is not sqlite\n" * 100)
+    rc, out, err = run(["report", junk])
+    check(rc == 1 and "not a gpuprof profile" in err, "junk file: rc=%d %r" % (rc, err))
+    other = os.path.join(tmp, "other.db")
+    c = sqlite3.connect(other)
+    c.executescript("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES('format','x');")
+    c.close()
+    rc, out, err = run(["report", other])
+    check(rc == 1 and "not a gpuprof profile (meta.format is 'x')" in err, "foreign sqlite: rc=%d %r" % (rc, err))
+    newer = os.path.join(tmp, "newer.gpdb")
+    make_db(newer, "UPDATE meta SET value = '9' WHERE key = 'format_version';")
+    rc, out, err = run(["report", newer])
+    check(rc == 1 and "format version 9" in err, "newer format refused: %r" % err)
+    rc, out, err = run(["report", tmp])
+    check(rc == 1 and "is a directory" in err, "directory: %r" % err)
+
+
+def case_nodaemon(tmp):
+    sock = os.path.join(tmp, "none.sock")
+    for args in (["ps"], ["ps", "--job", "42"], ["top"], ["tree", "--json"]):
+        rc, out, err = run(args + ["--socket", sock])
+        check(rc == 2, "%s: exit 2 (rc=%d)" % (args, rc))
+        check(err.strip() == "gpuprof: no gpuprofd at %s (is the service running? set GPUPROF_SOCKET or --socket)" % sock,
+              "%s: message %r" % (args, err))
+    rc, out, err = run(["ps"], env={"GPUPROF_SOCKET": sock})
+    check(rc == 2 and sock in err, "GPUPROF_SOCKET is used")
+    env = dict(os.environ)
+    env.pop("GPUPROF_SOCKET", None)
+    p = subprocess.run([GPUPROF, "ps"], capture_output=True, text=True, env=env)
+    if not os.path.exists("/run/gpuprofd/gpuprofd.sock"):
+        check(p.returncode == 2 and "no gpuprofd at /run/gpuprofd/gpuprofd.sock" in p.stderr, "default socket: %r" % p.stderr)
+
+
+def case_usage(tmp):
+    for args in ([], ["bogus"], ["report"], ["report", "--json", "--flat", "x"], ["report", "--metric", "NOPE", "x"],
+                 ["report", "--depth", "-1", "x"], ["ps", "--pid", "3"], ["top", "-n", "0"], ["tree", "extra"],
+                 ["record"], ["record", "--bogus", "--", "true"], ["ps", "--socket"]):
+        rc, out, err = run(args)
+        check(rc == 64, "%s: exit 64 (rc=%d)" % (args, rc))
+        check(err.startswith("gpuprof: ") and "usage: gpuprof" in err, "%s: message + usage %r" % (args, err))
+    rc, out, err = run(["--help"])
+    check(rc == 0 and "usage: gpuprof" in out, "--help")
+    rc, out, err = run(["metrics"])
+    check(rc == 0 and out.splitlines()[0].split()[0] == "GPUOP" and "GXCOPY:H2D" in out, "metrics list")
+
+
+def find_lib():
+    for d in ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib/aarch64-linux-gnu"):
+        p = os.path.join(d, "libm.so.6")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+FAKE_DAEMON = r'''#!/usr/bin/env python3
+# Fake gpuprofd for the CLI tests: accepts on --socket; on SIGTERM writes
+# the fixture profile to --db and exits 0.
+import os, signal, socket, sqlite3, sys, threading
+a = sys.argv[1:]
+sock, db = a[a.index("--socket") + 1], a[a.index("--db") + 1]
+open(os.environ["FAKE_LOG"], "w").write(" ".join(a) + "\npgrp_own=" + str(os.getpgrp() == os.getpid()) +
+     "\npreload=" + os.environ.get("LD_PRELOAD", "") + "\n")
+s = socket.socket(socket.AF_UNIX); s.bind(sock); s.listen(8)
+def term(*_):
+    c = sqlite3.connect(db); c.executescript(open(os.environ["FIXTURE"]).read()); c.commit(); c.close()
+    os._exit(int(os.environ.get("FAKE_EXIT", "0")))
+signal.signal(signal.SIGTERM, term)
+def acc():
+    while True:
+        c, _ = s.accept(); c.close()
+threading.Thread(target=acc, daemon=True).start()
+signal.pause()
+'''
+
+
+def case_record(tmp):
+    # 1. no daemon binary
+    rc, out, err = run(["record", "--", "true"], env={"GPUPROF_DAEMON": os.path.join(tmp, "nope")})
+    check(rc == 2 and "cannot find gpuprofd" in err and "GPUPROF_DAEMON" in err, "missing daemon: rc=%d %r" % (rc, err))
+    lib = find_lib()
+    shim = lib or os.path.join(HERE, "fixture.sql")
+    # 2. a daemon that fails at start: its stderr is shown
+    bad = os.path.join(tmp, "bad-daemon")
+    with open(bad, "w") as f:
+        f.write("#!/bin/sh\necho 'gpuprofd: cannot open database: disk on fire' >&2\nexit 3\n")
+    os.chmod(bad, 0o755)
+    rc, out, err = run(["record", "-o", os.path.join(tmp, "x.gpdb"), "--", "true"],
+                       env={"GPUPROF_DAEMON": bad, "GPUPROF_SHIM": shim, "TMPDIR": tmp})
+    check(rc == 2 and "failed to start (exit status 3)" in err and "disk on fire" in err,
+          "failing daemon: rc=%d %r" % (rc, err))
+    check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed after a failure")
+    # 3. missing shim
+    rc, out, err = run(["record", "--", "true"], env={"GPUPROF_DAEMON": bad, "GPUPROF_SHIM": os.path.join(tmp, "no.so")})
+    check(rc == 2 and "cannot find libgpuprof.so" in err, "missing shim: %r" % err)
+    # 4. a fake daemon: env of the child, exit status, summary
+    fake = os.path.join(tmp, "fake-gpuprofd")
+    with open(fake, "w") as f:
+        f.write(FAKE_DAEMON)
+    os.chmod(fake, 0o755)
+    envf = os.path.join(tmp, "env.txt")
+    flog = os.path.join(tmp, "fake.log")
+    out_db = os.path.join(tmp, "run.gpdb")
+    env = {"GPUPROF_DAEMON": fake, "GPUPROF_SHIM": shim, "TMPDIR": tmp, "FAKE_LOG": flog,
+           "FIXTURE": os.path.join(HERE, "fixture.sql"), "LD_PRELOAD": ""}
+    rc, out, err = run(["record", "-o", out_db, "--", "sh", "-c",
+                        'echo "$LD_PRELOAD|$GPUPROF_SOCKET|$GPUPROF_RECORD" > %s; exit 3' % envf], env=env)
+    check(rc == 3, "record exits with the command's status (rc=%d, err=%r)" % (rc, err))
+    got = open(envf).read().strip().split("|") if os.path.exists(envf) else ["", "", ""]
+    check(got[0] == os.path.realpath(shim), "LD_PRELOAD is the shim: %r" % got[0])
+    check(got[1].endswith("/gpuprofd.sock") and got[1].startswith(tmp), "GPUPROF_SOCKET private: %r" % got[1])
+    check(got[2] == "1", "GPUPROF_RECORD=1")
+    dargs = open(flog).read() if os.path.exists(flog) else ""
+    check("--foreground --socket %s --db %s --exit-when-idle" % (got[1], out_db) in dargs, "daemon args %r" % dargs)
+    check("pgrp_own=True" in dargs, "daemon in its own process group")
+    check("profile written to %s" % out_db in err, "summary names the file")
+    check("2 processes, 18 GPU ops, GPUOP 0.006 s, 3 dropped records" in err, "summary totals %r" % err)
+    k = line_with(err, "axpy_kernel(float*)")
+    check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"], "top kernel line %r" % k)
+    check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
+    check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
+    # 5. existing LD_PRELOAD kept after the shim; a second libgpuprof.so dropped
+    env2 = dict(env, LD_PRELOAD="/x/libgpuprof.so:%s" % (lib or "/nonexistent.so"))
+    rc, out, err = run(["record", "-o", out_db, "--", "sh", "-c", 'echo "$LD_PRELOAD" > %s' % envf], env=env2)
+    pl = open(envf).read().strip()
+    check(rc == 0 and pl == "%s:%s" % (os.path.realpath(shim), lib or "/nonexistent.so"), "LD_PRELOAD prepended: %r" % pl)
+    check("preload=\n" in open(flog).read() or "preload=" + (lib or "/nonexistent.so") in open(flog).read(),
+          "daemon gets no shim preloaded")
+    # 6. killed by a signal forwarded from gpuprof: 128 + 15
+    rc, out, err = run(["record", "-o", out_db, "--", "sh", "-c", "kill -TERM $PPID; exec sleep 20"], env=env, timeout=30)
+    check(rc == 128 + signal.SIGTERM, "SIGTERM forwarded, exit 143 (rc=%d)" % rc)
+    # 7. command not found: 127 and a message; the daemon still stopped
+    rc, out, err = run(["record", "-o", out_db, "--", os.path.join(tmp, "no-such-cmd")], env=env)
+    check(rc == 127 and "cannot run" in err, "missing command: rc=%d %r" % (rc, err))
+    # 8. --keep-socket keeps the folder
+    rc, out, err = run(["record", "--keep-socket", "-o", out_db, "--", "true"], env=env)
+    kept = [d for d in os.listdir(tmp) if d.startswith("gpuprof-")]
+    check(rc == 0 and len(kept) == 1 and "kept " in err, "--keep-socket keeps the folder: %r" % kept)
+    # 9. default file name in cwd
+    wd = os.path.join(tmp, "wd")
+    os.mkdir(wd)
+    rc, out, err = run(["record", "--", "true"], env=env, cwd=wd)
+    made = os.listdir(wd)
+    check(rc == 0 and len(made) == 1 and made[0].startswith("gpuprof-true-") and made[0].endswith(".gpdb"),
+          "default output name: %r" % made)
+
+
+def case_live(tmp):
+    sock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen([FAKED, sock], stdout=subprocess.PIPE, text=True)
+    try:
+        check(d.stdout.readline().strip() == "ready", "fake daemon ready")
+        rc, out, err = run(["ps", "--socket", sock])
+        check(rc == 0, "ps exits 0 (%d %r)" % (rc, err))
+        hdr = out.splitlines()[0].split()
+        check(hdr == ["PID", "USER", "JOB", "RANK", "STATE", "RINGS", "RECORDS", "DROPS", "BACKENDS", "EXE"], "ps header %r" % hdr)
+        r1 = cols(line_with(out, " 1001 "))
+        check(r1 == ["1001", "root", "77", "0", "running", "2", "100", "3", "opencl,-cuda", "/opt/app/bin/app"], "ps row %r" % r1)
+        r2 = cols(line_with(out, " 1002 "))
+        check(r2[:5] == ["1002", "4242424", "-", "-", "error"] and "error: bad ring" in out, "ps row 2 %r" % r2)
+        rc, out, err = run(["ps", "--job", "77"], env={"GPUPROF_SOCKET": sock})
+        check(rc == 0 and line_with(out, " 1001 ") and not line_with(out, " 1002 "), "ps --job 77 sends the job")
+        rc, out, err = run(["ps", "--socket", sock, "--job", "denied"])
+        check(rc == 1 and err.strip() == "gpuprof: permission denied: job denied belongs to another user",
+              "Error reply printed, exit 1: %d %r" % (rc, err))
+        rc, out, err = run(["tree", "--socket", sock])
+        check(rc == 0, "tree exits 0 %r" % err)
+        root = cols(line_with(out, "<program root>"))
+        check(root[:6] == ["0.004", "100.0%", "0", "0.004", "100.0%", "0"], "live tree root %r" % root)
+        k = cols(line_with(out, "vec_add"))
+        check(k[:3] == ["0.004", "100.0%", "0.004"] and "{GKER:COUNT=8}" in line_with(out, "vec_add"), "kernel %r" % k)
+        check(line_with(out, "main (main.c:12)") is not None, "frames rendered")
+        check(line_with(out, "cuda     pid 1001: no CUDA driver (code -4191)") is not None, "disabled back end")
+        rc, out, err = run(["tree", "--socket", sock, "--json"])
+        doc = json.loads(out)
+        kern = doc["tree"]["children"][0]["children"][0]["children"][0]
+        check(kern["label"] == "vec_add" and kern["metrics"]["GKER"]["incl"] == 4000000, "tree --json kernel")
+        rc, out, err = run(["tree", "--socket", sock, "--depth", "1"])
+        main = cols(line_with(out, "main (main.c:12)"))
+        check(rc == 0 and main[:3] == ["0.004", "100.0%", "0"] and not line_with(out, "vec_add"),
+              "depth-1 tree uses the reply's incl %r" % main)
+        rc, out, err = run(["top", "--socket", sock])
+        check(rc == 0, "top exits 0 %r" % err)
+        row = line_with(out, "vec_add")
+        check(row is not None and cols(row)[:5] == ["1", "vec_add", "0.002", "50.0%", "4"], "top row %r" % row)
+        check(row is not None and row.rstrip().endswith("... > solve > step > launch"), "top path innermost 3 %r" % row)
+        rc, out, err = run(["top", "--socket", sock, "--pid", "999"])
+        check(rc == 1 and err.strip() == "gpuprof: no process 999 is profiled", "top Error reply %r" % err)
+    finally:
+        d.terminate()
+        d.wait()
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+
+def main():
+    global GPUPROF, FAKED
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpuprof", required=True)
+    ap.add_argument("--faked")
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    GPUPROF = a.gpuprof
+    FAKED = a.faked
+    with tempfile.TemporaryDirectory(prefix="gpt-") as tmp:
+        CASES[a.case](tmp)
+    if FAILS:
+        print("%d check(s) failed" % len(FAILS))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""torch_train.py - a real PyTorch workload for gpuprof on a GPU: a few
+training steps of a small CNN + MLP on random CIFAR-sized data (CUDA).
+
+Prints "torch_steps_s <seconds>" for the timed steps (after warm-up) so the
+wall time can be compared with and without gpuprof.  Usage:
+  python3 torch_train.py [steps] [warmup]
+"""
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+def make_model():
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 8 * 8, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def train_step(model, opt, loss_fn, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    model = make_model().to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    xs = torch.randn(64, 3, 32, 32)           # host tensors: copied each step (H2D)
+    ys = torch.randint(0, 10, (64,))
+    for _ in range(warmup):
+        train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
+    final = loss.item()                        # D2H copy
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print(f"torch_steps_s {dt:.4f} steps={steps} loss={final:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+# CUDA / CUPTI back end tests (shim/cupti).  No GPU in CI: unit tests of the
+# pure translation and occupancy code, and a real nvcc-built CUDA program run
+# with no driver (with the stub shim, and under `gpuprof record`).
+if(NOT GPD_HAVE_CUPTI)
+  return()
+endif()
+
+set(GPD_CUPTI_SRC ${CMAKE_SOURCE_DIR}/shim/cupti)
+set(GPD_CUPTI_INCS ${GPD_CUPTI_SRC} ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}/common/include
+    ${CUPTI_INCLUDE_DIR} ${CUDA_INCLUDE_DIR})
+
+if(CMOCKA_FOUND)
+  foreach(t translate occupancy)
+    add_executable(test-cupti-${t} ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-${t}.c
+                   ${GPD_CUPTI_SRC}/cupti-translate.c ${GPD_CUPTI_SRC}/cupti-occupancy.c)
+    target_include_directories(test-cupti-${t} PRIVATE ${GPD_CUPTI_INCS})
+    target_link_libraries(test-cupti-${t} PRIVATE PkgConfig::CMOCKA)
+    add_test(NAME cupti.${t} COMMAND test-cupti-${t})
+    set_tests_properties(cupti.${t} PROPERTIES LABELS "unit" TIMEOUT 30 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
+# The CUDA back end with a counting stand-in for the shim core: GPU
+# self-test without the daemon (docs/CUDA.md), and the no-driver test here.
+add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti-stub-shim.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
+            ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c)
+target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
+target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)
+target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+set_target_properties(gpd_cupti_selftest PROPERTIES
+  OUTPUT_NAME gpd-cupti-selftest LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+# CUDA test programs, built with nvcc for sm_90 (+ compute_90 PTX), shared
+# cudart (so that the shim sees a CUDA program before its first call).
+set(GPD_NVCC_FLAGS -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+    -lineinfo -g --cudart shared -Xcompiler -fno-omit-frame-pointer)
+if(NVCC)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/bin/cuda-known
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/bin
+    COMMAND ${NVCC} ${GPD_NVCC_FLAGS} -o ${CMAKE_BINARY_DIR}/bin/cuda-known
+            ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda-known.cu
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cuda/cuda-known.cu VERBATIM)
+  add_custom_target(gpd_cuda_tests ALL DEPENDS ${CMAKE_BINARY_DIR}/bin/cuda-known)
+
+  add_test(NAME cupti.nodriver-stub
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-nodriver.sh stub
+            ${CMAKE_BINARY_DIR}/bin/cuda-known $<TARGET_FILE:gpd_cupti_selftest>)
+  set_tests_properties(cupti.nodriver-stub PROPERTIES LABELS "integration" TIMEOUT 60
+                       SKIP_RETURN_CODE 77)
+  add_test(NAME cupti.nodriver-record
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-nodriver.sh record
+            ${CMAKE_BINARY_DIR}/bin/cuda-known ${CMAKE_BINARY_DIR})
+  set_tests_properties(cupti.nodriver-record PROPERTIES LABELS "integration" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,317 @@
+/* test-daemon-profile.c - unit tests of the daemon's attribution
+ * (profile.c) and node merge (merge.c): records fed directly, exact metric
+ * values asserted at exact Merkle context ids. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "gpuprof/hash.h"
+
+/* ------------------------------------------------------- record builders */
+
+typedef struct {
+  _Alignas(64) uint8_t b[GPD_REC_MAX_BYTES];
+} recbuf_t;
+
+static void feed(gpd_profile_t *p, const void *rec, size_t len) {
+  recbuf_t r;
+  memset(&r, 0, sizeof r);
+  memcpy(r.b, rec, len);
+  size_t nbytes = (len + GPD_SLOT_SIZE - 1) / GPD_SLOT_SIZE * GPD_SLOT_SIZE;
+  assert_int_equal(gpd_rec_validate(r.b, nbytes), 0);
+  gpd_profile_ingest(p, r.b, nbytes);
+}
+
+static void feed_module(gpd_profile_t *p, uint32_t id, const char *path, const char *bid) {
+  recbuf_t r;
+  memset(&r, 0, sizeof r);
+  gpd_rec_module_t *m = (gpd_rec_module_t *)r.b;
+  size_t len = strlen(path);
+  m->h.type = GPD_REC_MODULE;
+  m->h.version = GPD_REC_VERSION;
+  m->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *m, len);
+  m->h.len = (uint32_t)len;
+  m->id = id;
+  m->base = 0x400000;
+  m->size = 0x10000;
+  if (bid) {
+    m->build_id_len = (uint8_t)strlen(bid);
+    memcpy(m->build_id, bid, m->build_id_len);
+  }
+  memcpy(m->path, path, len);
+  feed(p, r.b, sizeof *m + len);
+}
+
+static void feed_string(gpd_profile_t *p, uint32_t id, const char *s) {
+  recbuf_t r;
+  memset(&r, 0, sizeof r);
+  gpd_rec_string_t *m = (gpd_rec_string_t *)r.b;
+  size_t len = strlen(s);
+  m->h.type = GPD_REC_STRING;
+  m->h.version = GPD_REC_VERSION;
+  m->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *m, len);
+  m->h.len = (uint32_t)len;
+  m->id = id;
+  m->kind = GPD_STR_KERNEL;
+  memcpy(m->text, s, len);
+  feed(p, r.b, sizeof *m + len);
+}
+
+static void feed_node(gpd_profile_t *p, uint32_t id, uint32_t parent, uint32_t mod, uint64_t off) {
+  gpd_rec_node_t n;
+  memset(&n, 0, sizeof n);
+  n.h.type = GPD_REC_NODE;
+  n.h.version = GPD_REC_VERSION;
+  n.h.nslots = 1;
+  n.id = id;
+  n.parent = parent;
+  n.module = mod;
+  n.offset = off;
+  feed(p, &n, sizeof n);
+}
+
+static void feed_invoke(gpd_profile_t *p, uint64_t corr, uint32_t node, unsigned op, int multi) {
+  gpd_rec_invoke_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_INVOKE;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.h.flags = multi ? GPD_INVOKE_MULTI : 0;
+  r.api = GPD_API_OPENCL;
+  r.op = (uint8_t)op;
+  r.node = node;
+  r.corr = corr;
+  r.ts = 1;
+  r.tid = 1;
+  feed(p, &r, sizeof r);
+}
+
+static void feed_act(gpd_profile_t *p, uint64_t corr, unsigned op, unsigned sub, uint64_t dur,
+                     uint64_t bytes, uint32_t name) {
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.h.type = GPD_REC_ACTIVITY;
+  a.h.version = GPD_REC_VERSION;
+  a.h.nslots = 2;
+  a.api = GPD_API_OPENCL;
+  a.op = (uint8_t)op;
+  a.subkind = (uint8_t)sub;
+  a.corr = corr;
+  a.start = 1000;
+  a.end = 1000 + dur;
+  a.bytes = bytes;
+  a.name = name;
+  a.stream = 1;
+  if (op == GPD_OP_KERNEL) {
+    a.blocks = 4;
+    a.block_threads = 64;
+  }
+  feed(p, &a, sizeof a);
+}
+
+/* Merkle ids of the test tree. */
+static uint64_t id_frame(uint64_t parent, const char *key, uint64_t off) {
+  return gpd_ctx_id(parent, key, strlen(key), off);
+}
+static uint64_t id_syn(uint64_t parent, const char *key) {
+  return gpd_ctx_id(parent, key, strlen(key), 0);
+}
+
+#define APP "/usr/bin/app"
+#define LIBBID "\x01\x02\x03\x04\x05\x06\x07\x08"
+#define KNAME "_Z6kernelPf"
+#define C(n) GPD_CORR(GPD_API_OPENCL, n)
+
+/* Process A: main(app+0x100) -> f(app+0x200) launches kernels;
+ *            main -> g(lib+0x300) copies and syncs. */
+static void build_a(gpd_profile_t *p, uint32_t base_local, uint32_t mod_app) {
+  /* "ring B" first: activities before anything they refer to */
+  feed_act(p, C(10), GPD_OP_KERNEL, 0, 500, 0, 7);
+  feed_act(p, C(12), GPD_OP_COPY, GPD_COPY_H2D, 200, 1000, 0);
+  feed_act(p, C(99), GPD_OP_KERNEL, 0, 40, 0, 7); /* never invoked */
+  /* "ring A": nodes child-first, then invocations */
+  feed_node(p, base_local + 2, base_local + 1, mod_app, 0x200);
+  feed_node(p, base_local + 3, base_local + 1, 2, 0x300);
+  feed_module(p, 2, "/lib/libfoo.so", LIBBID);
+  feed_module(p, mod_app, APP, NULL);
+  feed_string(p, 7, KNAME);
+  feed_node(p, base_local + 1, 0, mod_app, 0x100);
+  feed_invoke(p, C(10), base_local + 2, GPD_OP_KERNEL, 0);
+  feed_invoke(p, C(11), base_local + 2, GPD_OP_KERNEL, 0);
+  feed_invoke(p, C(12), base_local + 3, GPD_OP_COPY, 0);
+  feed_invoke(p, C(13), base_local + 3, GPD_OP_COPY, 0);
+  feed_invoke(p, C(14), base_local + 3, GPD_OP_SYNC, 0);
+  gpd_profile_retry(p);
+  /* "ring B" again: activities after their invocations */
+  feed_act(p, C(11), GPD_OP_KERNEL, 0, 300, 0, 7);
+  feed_act(p, C(13), GPD_OP_COPY, GPD_COPY_D2H, 100, 500, 0);
+  feed_act(p, C(14), GPD_OP_SYNC, GPD_SYNC_STR, 50, 0, 0);
+  gpd_profile_retry(p);
+}
+
+static uint64_t k_main, k_f, k_g, k_phk, k_kern, k_phc, k_phs, k_unk;
+
+static void ids(void) {
+  k_main = id_frame(GPD_CTX_ROOT, APP, 0x100);
+  k_f = id_frame(k_main, APP, 0x200);
+  k_g = gpd_ctx_id(k_main, LIBBID, 8, 0x300); /* build-id wins over path */
+  k_phk = id_syn(k_f, "<gpu kernel>");
+  k_kern = id_syn(k_phk, "kernel:" KNAME);
+  k_phc = id_syn(k_g, "<gpu copy>");
+  k_phs = id_syn(k_g, "<gpu sync>");
+  k_unk = id_syn(GPD_CTX_ROOT, GPD_UNKNOWN_LABEL);
+}
+
+static void test_attribution(void **state) {
+  (void)state;
+  ids();
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  build_a(&p, 0, 1);
+  /* before the final flush the uninvoked activity is pending */
+  assert_int_equal(p.npacts, 1);
+  assert_int_equal(gpd_profile_find(&p, k_unk), GPD_NONE);
+  gpd_profile_finish(&p);
+  assert_int_equal(p.npacts, 0);
+  assert_int_equal(p.npnodes, 0);
+
+  /* kernel time: exactly at the launching call site's kernel node */
+  assert_true(gpd_profile_excl(&p, k_kern, GPD_M_GKER) == 800.0);
+  assert_true(gpd_profile_excl(&p, k_kern, GPD_M_GKER_COUNT) == 2.0);
+  assert_true(gpd_profile_excl(&p, k_kern, GPD_M_GKER_BLK) == 8.0);
+  assert_true(gpd_profile_excl(&p, k_kern, GPD_M_GPUOP) == 800.0);
+  assert_true(gpd_profile_excl(&p, k_phk, GPD_M_GKER) == 0.0);
+  assert_true(gpd_profile_incl(&p, k_phk, GPD_M_GKER) == 800.0);
+  assert_true(gpd_profile_incl(&p, k_f, GPD_M_GKER) == 800.0);
+  assert_true(gpd_profile_excl(&p, k_f, GPD_M_GKER) == 0.0);
+  assert_true(gpd_profile_incl(&p, k_g, GPD_M_GKER) == 0.0);
+  assert_true(gpd_profile_excl(&p, k_main, GPD_M_GKER) == 0.0);
+  assert_true(gpd_profile_incl(&p, k_main, GPD_M_GKER) == 800.0);
+  /* copies by direction, at g's <gpu copy> */
+  assert_true(gpd_profile_excl(&p, k_phc, GPD_M_GXCOPY_H2D) == 1000.0);
+  assert_true(gpd_profile_excl(&p, k_phc, GPD_M_GXCOPY_D2H) == 500.0);
+  assert_true(gpd_profile_excl(&p, k_phc, GPD_M_GXCOPY_COUNT) == 2.0);
+  assert_true(gpd_profile_excl(&p, k_phc, GPD_M_GXCOPY) == 300.0);
+  assert_true(gpd_profile_incl(&p, k_f, GPD_M_GXCOPY) == 0.0);
+  /* host-measured sync, same rule */
+  assert_true(gpd_profile_excl(&p, k_phs, GPD_M_GSYNC) == 50.0);
+  assert_true(gpd_profile_excl(&p, k_phs, GPD_M_GSYNC_STR) == 50.0);
+  assert_true(gpd_profile_excl(&p, k_phs, GPD_M_GSYNC_COUNT) == 1.0);
+  /* the uninvoked kernel: root -> <unknown context> -> <gpu kernel> -> kernel */
+  uint64_t uk = id_syn(id_syn(k_unk, "<gpu kernel>"), "kernel:" KNAME);
+  assert_true(gpd_profile_excl(&p, uk, GPD_M_GKER) == 40.0);
+  assert_true(gpd_profile_incl(&p, k_unk, GPD_M_GKER) == 40.0);
+  assert_int_equal(p.unknown, 1);
+  /* inclusive at the root: everything */
+  assert_true(gpd_profile_incl(&p, GPD_CTX_ROOT, GPD_M_GPUOP) == 800.0 + 300.0 + 50.0 + 40.0);
+  assert_true(gpd_profile_incl(&p, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 3.0);
+  /* labels: placeholder and demangled kernel, raw name kept */
+  uint32_t ki = gpd_profile_find(&p, k_kern);
+  assert_string_equal(p.nodes[ki].label, "kernel(float*)");
+  assert_string_equal(p.nodes[ki].raw_name, KNAME);
+  assert_string_equal(p.nodes[gpd_profile_find(&p, k_phk)].label, "<gpu kernel>");
+  assert_int_equal(p.nodes[gpd_profile_find(&p, k_unk)].kind, GPD_NODE_UNKNOWN);
+  /* cct_local: shim ids resolve */
+  assert_int_equal(gpd_profile_local(&p, 2), gpd_profile_find(&p, k_f));
+  assert_int_equal(p.activities, 6);
+  gpd_profile_free(&p);
+}
+
+static void test_multi_and_bounds(void **state) {
+  (void)state;
+  ids();
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 2), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_node(&p, 1, 0, 1, 0x100);
+  feed_invoke(&p, C(50), 1, GPD_OP_KERNEL, 1); /* graph launch */
+  for (int i = 0; i < 3; i++)
+    feed_act(&p, C(50), GPD_OP_KERNEL, 0, 10, 0, 0);
+  /* activity without op takes the invocation's op */
+  feed_invoke(&p, C(51), 1, GPD_OP_MEMSET, 0);
+  feed_act(&p, C(51), GPD_OP_NONE, GPD_MEM_DEV, 5, 64, 0);
+  /* a second activity for a non-multi corr has no invocation any more */
+  feed_act(&p, C(51), GPD_OP_MEMSET, GPD_MEM_DEV, 5, 64, 0);
+  gpd_profile_finish(&p);
+  uint64_t ph = id_syn(k_main, "<gpu kernel>");
+  assert_true(gpd_profile_excl(&p, ph, GPD_M_GKER) == 30.0);
+  assert_true(gpd_profile_excl(&p, ph, GPD_M_GKER_COUNT) == 3.0);
+  uint64_t ms = id_syn(k_main, "<gpu memset>");
+  assert_true(gpd_profile_excl(&p, ms, GPD_M_GMSET_DEV) == 64.0);
+  assert_true(gpd_profile_excl(&p, ms, GPD_M_GMSET_COUNT) == 1.0);
+  assert_true(gpd_profile_incl(&p, k_unk, GPD_M_GMSET_DEV) == 64.0);
+  gpd_profile_free(&p);
+}
+
+static void test_merge(void **state) {
+  (void)state;
+  ids();
+  gpd_profile_t a, b;
+  assert_int_equal(gpd_profile_init(&a, 1), 0);
+  assert_int_equal(gpd_profile_init(&b, 2), 0);
+  build_a(&a, 0, 1);
+  build_a(&b, 100, 9); /* other local node and module ids, same paths */
+  gpd_profile_finish(&a);
+  gpd_profile_finish(&b);
+  assert_int_equal(a.nnodes, b.nnodes);
+  gpd_merge_t m;
+  memset(&m, 0, sizeof m);
+  assert_int_equal(gpd_merge_add(&m, &a), 0);
+  assert_int_equal(gpd_merge_add(&m, &b), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_int_equal(m.n, a.nnodes); /* one node per path */
+  uint32_t k = gpd_merge_find(&m, k_kern);
+  assert_int_not_equal(k, GPD_NONE);
+  assert_true(gpd_mval_get(m.nodes[k].excl, m.nodes[k].nex, GPD_M_GKER) == 1600.0);
+  assert_true(gpd_mval_get(m.nodes[k].excl, m.nodes[k].nex, GPD_M_GKER_COUNT) == 4.0);
+  uint32_t f = gpd_merge_find(&m, k_f);
+  assert_true(gpd_mval_get(m.nodes[f].incl, m.nodes[f].nin, GPD_M_GKER) == 1600.0);
+  assert_true(gpd_mval_get(m.nodes[f].excl, m.nodes[f].nex, GPD_M_GKER) == 0.0);
+  uint32_t r = gpd_merge_find(&m, GPD_CTX_ROOT);
+  assert_int_equal(r, 0);
+  assert_true(gpd_mval_get(m.nodes[r].incl, m.nodes[r].nin, GPD_M_GPUOP) == 2 * 1190.0);
+  uint32_t c = gpd_merge_find(&m, k_phc);
+  assert_true(gpd_mval_get(m.nodes[c].excl, m.nodes[c].nex, GPD_M_GXCOPY_H2D) == 2000.0);
+  /* parents precede children */
+  for (uint32_t i = 1; i < m.n; i++)
+    assert_true(m.nodes[i].parent < i);
+  gpd_merge_free(&m);
+  gpd_profile_free(&a);
+  gpd_profile_free(&b);
+}
+
+static void test_map(void **state) {
+  (void)state;
+  gpd_map_t m;
+  memset(&m, 0, sizeof m);
+  for (uint64_t i = 1; i <= 10000; i++)
+    assert_int_equal(gpd_map_put(&m, i * 7919, i), 0);
+  for (uint64_t i = 1; i <= 10000; i += 2)
+    assert_int_equal(gpd_map_del(&m, i * 7919), 1);
+  for (uint64_t i = 1; i <= 10000; i++) {
+    uint64_t v = 0;
+    int has = gpd_map_get(&m, i * 7919, &v);
+    assert_int_equal(has, (int)(i % 2 == 0));
+    if (has)
+      assert_int_equal(v, i);
+  }
+  assert_int_equal(m.n, 5000);
+  assert_int_equal(gpd_map_put(&m, 0, 1), -EINVAL);
+  gpd_map_free(&m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_map),
+      cmocka_unit_test(test_attribution),
+      cmocka_unit_test(test_multi_and_bounds),
+      cmocka_unit_test(test_merge),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

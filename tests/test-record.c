@@ -1,0 +1,218 @@
+/* test-record.c - gpd_rec_validate rules, table-driven, and names. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/record.h"
+
+static _Alignas(64) uint8_t buf[GPD_REC_MAX_BYTES];
+
+static void mk_hdr(unsigned type, unsigned nslots, uint32_t len) {
+  memset(buf, 0, sizeof buf);
+  gpd_rec_hdr_t *h = (gpd_rec_hdr_t *)buf;
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)nslots;
+  h->len = len;
+}
+
+static gpd_rec_node_t *node(void) {
+  mk_hdr(GPD_REC_NODE, 1, 0);
+  gpd_rec_node_t *n = (gpd_rec_node_t *)buf;
+  n->id = 5;
+  n->parent = 0;
+  return n;
+}
+static gpd_rec_invoke_t *invoke(void) {
+  mk_hdr(GPD_REC_INVOKE, 1, 0);
+  gpd_rec_invoke_t *v = (gpd_rec_invoke_t *)buf;
+  v->api = GPD_API_CUDA;
+  v->op = GPD_OP_COPY;
+  v->node = 3;
+  v->corr = GPD_CORR(GPD_API_CUDA, 77);
+  return v;
+}
+static gpd_rec_activity_t *activity(unsigned op, unsigned sub) {
+  mk_hdr(GPD_REC_ACTIVITY, 2, 0);
+  gpd_rec_activity_t *a = (gpd_rec_activity_t *)buf;
+  a->api = GPD_API_OPENCL;
+  a->op = (uint8_t)op;
+  a->subkind = (uint8_t)sub;
+  a->corr = 1;
+  a->start = 10;
+  a->end = 20;
+  return a;
+}
+static gpd_rec_string_t *string(uint32_t len) {
+  mk_hdr(GPD_REC_STRING, gpd_rec_slots_for(sizeof(gpd_rec_string_t), len), len);
+  gpd_rec_string_t *s = (gpd_rec_string_t *)buf;
+  s->id = 1;
+  s->kind = GPD_STR_KERNEL;
+  return s;
+}
+static gpd_rec_module_t *module(uint32_t len) {
+  mk_hdr(GPD_REC_MODULE, gpd_rec_slots_for(sizeof(gpd_rec_module_t), len), len);
+  gpd_rec_module_t *m = (gpd_rec_module_t *)buf;
+  m->id = 2;
+  m->build_id_len = 20;
+  return m;
+}
+static gpd_rec_status_t *status(void) {
+  mk_hdr(GPD_REC_STATUS, 1, 0);
+  gpd_rec_status_t *s = (gpd_rec_status_t *)buf;
+  s->api = GPD_API_LEVEL0;
+  s->state = 1;
+  s->code = -5;
+  return s;
+}
+
+#define V(n) gpd_rec_validate(buf, (size_t)(n)*GPD_SLOT_SIZE)
+
+static void test_valid(void **state) {
+  (void)state;
+  node();
+  assert_int_equal(V(1), 0);
+  invoke();
+  assert_int_equal(V(1), 0);
+  status();
+  assert_int_equal(V(1), 0);
+  for (unsigned op = 1; op < GPD_OP_MAX; op++) {
+    activity(op, 0);
+    assert_int_equal(V(2), 0);
+  }
+  activity(GPD_OP_COPY, GPD_COPY_P2P);
+  assert_int_equal(V(2), 0);
+  activity(GPD_OP_FREE, GPD_MEM_MST);
+  assert_int_equal(V(2), 0);
+  activity(GPD_OP_SYNC, GPD_SYNC_CTX);
+  assert_int_equal(V(2), 0);
+  /* string / module sizes: exact slot counts, up to the max */
+  uint32_t lens[] = {0, 1, 48, 49, 100, GPD_REC_MAX_BYTES - 16};
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    gpd_rec_string_t *s = string(lens[i]);
+    assert_int_equal(gpd_rec_validate(buf, (size_t)s->h.nslots * 64), 0);
+  }
+  gpd_rec_module_t *m = module(GPD_REC_MAX_BYTES - 56);
+  assert_int_equal(m->h.nslots, 255);
+  assert_int_equal(V(255), 0);
+  m = module(8);
+  assert_int_equal(m->h.nslots, 1);
+  assert_int_equal(V(1), 0);
+  /* a larger buffer than the record is fine */
+  assert_int_equal(V(4), 0);
+}
+
+static void test_invalid(void **state) {
+  (void)state;
+  /* header-level */
+  node()->h.version = 2;
+  assert_int_equal(V(1), GPD_EBADVERSION);
+  node()->h.type = GPD_REC_NONE;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->h.type = GPD_REC_TYPE_MAX;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->h.nslots = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->h.nslots = 2;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  node();
+  assert_int_equal(gpd_rec_validate(buf, 63), GPD_EBADRECORD);
+  assert_int_equal(gpd_rec_validate(NULL, 64), GPD_EBADRECORD);
+  node()->h.len = 4;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->id = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  /* invoke */
+  invoke()->api = GPD_API_MAX;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  invoke()->op = GPD_OP_NONE;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  invoke()->op = GPD_OP_MAX;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  invoke()->node = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  invoke()->corr = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  /* activity */
+  activity(GPD_OP_KERNEL, 0)->h.nslots = 1;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_KERNEL, 0);
+  assert_int_equal(V(1), GPD_EBADRECORD); /* buffer shorter than nslots */
+  activity(GPD_OP_KERNEL, 1);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_COPY, GPD_COPY_MAX);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_ALLOC, GPD_MEM_MAX);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_MEMSET, GPD_MEM_MAX);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_SYNC, GPD_SYNC_MAX);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(0, 0);
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_KERNEL, 0)->corr = 0;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_KERNEL, 0)->api = 9;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  /* string */
+  string(100)->h.nslots = 3; /* needs 2 */
+  assert_int_equal(V(3), GPD_EBADRECORD);
+  string(100)->h.nslots = 1;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  string(10)->id = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  string(10)->kind = 3;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  gpd_rec_string_t *s = string(10);
+  s->h.len = 0xffffffffu; /* slots_for would wrap */
+  assert_int_equal(V(255), GPD_EBADRECORD);
+  s = string(10);
+  s->h.len = GPD_REC_MAX_BYTES; /* one byte too many with the head */
+  s->h.nslots = 255;
+  assert_int_equal(V(255), GPD_EBADRECORD);
+  /* module */
+  module(10)->build_id_len = 21;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  module(10)->id = 0;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  module(8)->h.nslots = 2; /* 56 + 8 bytes need exactly 1 */
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  /* status */
+  status()->api = GPD_API_MAX;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  status()->state = 2;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  status()->h.len = 1;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+}
+
+static void test_names(void **state) {
+  (void)state;
+  assert_string_equal(gpd_rec_type_name(GPD_REC_ACTIVITY), "activity");
+  assert_string_equal(gpd_rec_type_name(200), "?");
+  assert_string_equal(gpd_api_name(GPD_API_LEVEL0), "level0");
+  assert_string_equal(gpd_op_name(GPD_OP_MEMSET), "memset");
+  assert_string_equal(gpd_op_placeholder(GPD_OP_KERNEL), "<gpu kernel>");
+  assert_string_equal(gpd_op_placeholder(GPD_OP_SYNC), "<gpu sync>");
+  assert_string_equal(gpd_op_placeholder(99), "?");
+  assert_string_equal(gpd_copy_name(GPD_COPY_H2D), "H2D");
+  assert_string_equal(gpd_copy_name(GPD_COPY_P2P), "P2P");
+  assert_string_equal(gpd_mem_name(GPD_MEM_DEV), "DEV");
+  assert_string_equal(gpd_sync_name(GPD_SYNC_STRE), "STRE");
+  assert_string_equal(gpd_sync_name(GPD_SYNC_MAX), "?");
+  assert_int_equal(GPD_CORR_API(GPD_CORR(GPD_API_CUDA, 0xffffffffffffffffull)), GPD_API_CUDA);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_valid),
+    cmocka_unit_test(test_invalid),
+    cmocka_unit_test(test_names),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,216 @@
+/* test-region.c - region creation, mapping and header validation, ring
+ * claim / retire / reclaim. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/region.h"
+
+static void test_create_geometry(void **state) {
+  (void)state;
+  gpd_region_t r;
+  assert_int_equal(gpd_region_create(&r, 0, 64, 1, 1), -EINVAL);
+  assert_int_equal(gpd_region_create(&r, 1, 100, 1, 1), -EINVAL);
+  assert_int_equal(gpd_region_create(&r, 1, 32, 1, 1), -EINVAL);
+  assert_int_equal(gpd_region_create(&r, 1, 1u << 25, 1, 1), -EINVAL);
+  assert_int_equal(gpd_region_create(&r, 3, 256, 42, 77), 0);
+  assert_true(r.fd >= 0);
+  assert_int_equal(r.hdr->magic, GPD_REGION_MAGIC);
+  assert_int_equal(r.hdr->nrings, 3);
+  assert_int_equal(r.hdr->ring_slots, 256);
+  assert_int_equal(r.hdr->pid, 42);
+  assert_int_equal(r.hdr->profile_id, 77);
+  assert_int_equal(r.hdr->size, r.size);
+  assert_int_equal(r.hdr->data_off % 4096, 0);
+  assert_true((uint8_t *)r.data + 3 * 256 * 64 <= (uint8_t *)r.base + r.size);
+  /* sealed: cannot shrink or grow */
+  int seals = fcntl(r.fd, F_GET_SEALS);
+  assert_true(seals & F_SEAL_SHRINK);
+  assert_true(seals & F_SEAL_GROW);
+  assert_true(seals & F_SEAL_SEAL);
+  assert_int_equal(ftruncate(r.fd, 4096), -1);
+  gpd_region_close(&r);
+  gpd_region_close(&r); /* idempotent */
+  gpd_region_t z;
+  memset(&z, 0, sizeof z);
+  gpd_region_close(&z); /* zeroed struct */
+}
+
+static void test_map_roundtrip(void **state) {
+  (void)state;
+  gpd_region_t r, m;
+  assert_int_equal(gpd_region_create(&r, 2, 128, 5, 6), 0);
+  assert_int_equal(gpd_region_map(&m, dup(r.fd)), 0);
+  assert_int_equal(m.nrings, 2);
+  assert_int_equal(m.ring_slots, 128);
+  assert_int_equal(m.size, r.size);
+  /* shared: a counter bumped on one side is seen on the other */
+  atomic_store(&r.hdr->next_corr, 99);
+  assert_int_equal(atomic_load(&m.hdr->next_corr), 99);
+  gpd_region_close(&m);
+  gpd_region_close(&r);
+}
+
+/* Map a copy of the header with one field changed. */
+static int map_with(gpd_region_t *r, size_t off, const void *val, size_t n) {
+  gpd_region_t m;
+  uint8_t save[16];
+  memcpy(save, (uint8_t *)r->base + off, n);
+  memcpy((uint8_t *)r->base + off, val, n);
+  int rc = gpd_region_map(&m, dup(r->fd));
+  memcpy((uint8_t *)r->base + off, save, n);
+  if (rc == 0)
+    gpd_region_close(&m);
+  return rc;
+}
+
+static void test_map_rejects(void **state) {
+  (void)state;
+  gpd_region_t r;
+  assert_int_equal(gpd_region_create(&r, 2, 128, 5, 6), 0);
+  uint64_t v64;
+  uint32_t v32;
+  v64 = 0x1234;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, magic), &v64, 8), GPD_EBADREGION);
+  v32 = 2;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, version), &v32, 4), GPD_EBADVERSION);
+  v32 = 8192;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, hdr_size), &v32, 4), GPD_EBADREGION);
+  v64 = r.size + 64;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, size), &v64, 8), GPD_EBADREGION);
+  v32 = 3; /* more rings than the file holds */
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, nrings), &v32, 4), GPD_EBADREGION);
+  v32 = 0xffffffffu;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, nrings), &v32, 4), GPD_EBADREGION);
+  v32 = 0;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, nrings), &v32, 4), GPD_EBADREGION);
+  v32 = 256; /* ring bigger than the data area */
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, ring_slots), &v32, 4), GPD_EBADREGION);
+  v32 = 96; /* not a power of two */
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, ring_slots), &v32, 4), GPD_EBADREGION);
+  v64 = UINT64_MAX - 10;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, data_off), &v64, 8), GPD_EBADREGION);
+  v64 = 64; /* data overlapping the header */
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, data_off), &v64, 8), GPD_EBADREGION);
+  v64 = UINT64_MAX - 63;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, ctl_off), &v64, 8), GPD_EBADREGION);
+  v64 = 100; /* misaligned and inside the header */
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, ctl_off), &v64, 8), GPD_EBADREGION);
+  v64 = 1; /* a smaller, still valid ring: accepted */
+  v32 = 64;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, ring_slots), &v32, 4), 0);
+  (void)v64;
+
+  /* an unsealed file (not ours) is refused: truncation would SIGBUS us */
+  int fd = memfd_create("x", MFD_CLOEXEC);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)r.size), 0);
+  assert_int_equal(pwrite(fd, r.base, 4096, 0), 4096);
+  assert_int_equal(gpd_region_map(&(gpd_region_t){0}, fd), GPD_EBADREGION);
+  close(fd);
+  /* too small */
+  fd = memfd_create("y", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  assert_int_equal(ftruncate(fd, 100), 0);
+  assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  assert_int_equal(gpd_region_map(&(gpd_region_t){0}, fd), GPD_EBADREGION);
+  close(fd);
+  assert_int_equal(gpd_region_map(&(gpd_region_t){0}, -1), -EBADF);
+  gpd_region_close(&r);
+}
+
+static void nop_fn(void *arg, const void *rec, size_t nbytes) {
+  (void)rec;
+  (void)nbytes;
+  (*(int *)arg)++;
+}
+
+static void test_claim_retire_reclaim(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p[3];
+  assert_int_equal(gpd_region_create(&r, 2, 64, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p[0], 10), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p[1], 11), 1);
+  assert_int_equal(gpd_producer_claim(&r, &p[2], 12), -EBUSY);
+  assert_int_equal(r.ctl[1].tid, 11);
+  gpd_rec_node_t nd;
+  memset(&nd, 0, sizeof nd);
+  nd.h.type = GPD_REC_NODE;
+  nd.h.version = GPD_REC_VERSION;
+  nd.id = 1;
+  assert_int_equal(gpd_producer_push(&p[0], &nd, sizeof nd), 0);
+  gpd_producer_retire(&p[0]);
+  assert_int_equal(atomic_load(&r.ctl[0].state), GPD_RING_RETIRED);
+  assert_int_equal(gpd_producer_claim(&r, &p[2], 12), -EBUSY); /* not drained yet */
+  int n = 0;
+  assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 1);
+  assert_int_equal(atomic_load(&r.ctl[0].state), GPD_RING_FREE);
+  assert_int_equal(gpd_producer_claim(&r, &p[2], 12), 0);
+  /* the new owner continues from the old head */
+  assert_int_equal(p[2].head, 1);
+  assert_int_equal(gpd_producer_push(&p[2], &nd, sizeof nd), 0);
+  assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 1);
+  assert_int_equal(n, 2);
+  /* an OWNED ring that is empty stays OWNED */
+  assert_int_equal(atomic_load(&r.ctl[0].state), GPD_RING_OWNED);
+  gpd_region_close(&r);
+}
+
+/* reserve / slot / commit: a record written in place across the end */
+static void test_reserve_commit(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  uint64_t seq;
+  assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 1), 0);
+  assert_int_equal(gpd_producer_reserve(&p, 0, &seq), -E2BIG);
+  assert_int_equal(gpd_producer_reserve(&p, 256, &seq), -E2BIG);
+  assert_int_equal(gpd_producer_reserve(&p, 65, &seq), -ENOSPC);
+  gpd_rec_node_t nd;
+  memset(&nd, 0, sizeof nd);
+  nd.h.type = GPD_REC_NODE;
+  nd.h.version = GPD_REC_VERSION;
+  nd.h.nslots = 1;
+  nd.id = 3;
+  for (int i = 0; i < 63; i++)
+    assert_int_equal(gpd_producer_push(&p, &nd, sizeof nd), 0);
+  int n = 0;
+  assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 63);
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.h.type = GPD_REC_ACTIVITY;
+  a.h.version = GPD_REC_VERSION;
+  a.h.nslots = 2;
+  a.api = GPD_API_OPENCL;
+  a.op = GPD_OP_KERNEL;
+  a.corr = 9;
+  assert_int_equal(gpd_producer_reserve(&p, 2, &seq), 0);
+  assert_int_equal(seq, 63);
+  memcpy(gpd_producer_slot(&p, seq), &a, 64);
+  memcpy(gpd_producer_slot(&p, seq + 1), (uint8_t *)&a + 64, 64);
+  assert_ptr_equal(gpd_producer_slot(&p, seq + 1), gpd_region_ring_data(&r, 0));
+  gpd_producer_commit(&p, 2);
+  assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 1);
+  gpd_region_close(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_create_geometry),
+    cmocka_unit_test(test_map_roundtrip),
+    cmocka_unit_test(test_map_rejects),
+    cmocka_unit_test(test_claim_retire_reclaim),
+    cmocka_unit_test(test_reserve_commit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
