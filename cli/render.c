@@ -98,7 +98,7 @@ static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
     if (nd->nframes) {
       const gpd_tframe_t *f = &nd->frames[0];
       const char *fn = f->function[0] ? f->function : label;
-      if (f->file[0])
+      if (f->file[0] && strcmp(f->file, "??"))
         snprintf(buf, n, "%s (%s:%u)", fn[0] ? fn : "??", f->file, f->line);
       else
         snprintf(buf, n, "%s", fn[0] ? fn : "??");
@@ -169,7 +169,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     const gpd_tframe_t *fr = &nd->frames[k];
     fprintf(f, "%*s %*s[inlined] %s", (int)(nc * 33), "", (int)(2 * (depth + k)), "",
             fr->function[0] ? fr->function : "??");
-    if (fr->file[0]) fprintf(f, " (%s:%u)", fr->file, fr->line);
+    if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", fr->file, fr->line);
     fputc('\n', f);
   }
 }

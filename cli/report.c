@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gpuprof/error.h"
@@ -162,9 +163,33 @@ static int row_meta(sqlite3_stmt *st, void *c) {
   return 0;
 }
 
+/* A read-only connection to a WAL database creates <db>-wal and <db>-shm
+ * but cannot remove them when it closes.  Remove them again when they were
+ * not there before we opened the file and the log is still empty (nobody
+ * wrote meanwhile); a live daemon keeps them, so they existed before. */
+static void wal_tidy(const char *path, int had_wal, int had_shm) {
+  char w[4200], s[4200];
+  struct stat sb;
+  if (had_wal || had_shm) return;
+  snprintf(w, sizeof(w), "%s-wal", path);
+  snprintf(s, sizeof(s), "%s-shm", path);
+  if (stat(w, &sb) == 0 && sb.st_size == 0) {
+    unlink(w);
+    unlink(s);
+  }
+}
+
+static int exists_suffix(const char *path, const char *suffix) {
+  char p[4200];
+  struct stat sb;
+  snprintf(p, sizeof(p), "%s%s", path, suffix);
+  return stat(p, &sb) == 0;
+}
+
 int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn) {
   sqlite3 *db = NULL;
   struct stat sb;
+  int had_wal = exists_suffix(path, "-wal"), had_shm = exists_suffix(path, "-shm");
   char *meta[2] = {NULL, NULL};
   load_ctx_t lc = {t, NULL, path, NULL};
   int r;
@@ -215,6 +240,7 @@ int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t 
 done:
   sqlite3_finalize(lc.backend_q);
   sqlite3_close(db);
+  wal_tidy(path, had_wal, had_shm);
   free(meta[0]);
   free(meta[1]);
   return r;

@@ -67,6 +67,7 @@ void gpd_client_set_proc(gpd_client_t *c, gpd_proc_t *p) { c->proc = p; }
 
 static void client_close(gpd_client_t *c);
 static void client_flush(gpd_client_t *c);
+static void on_io(uv_poll_t *h, int status, int events);
 
 static void on_handle_closed(uv_handle_t *h) {
   gpd_client_t *c = h->data;
@@ -93,7 +94,13 @@ static void client_close(gpd_client_t *c) {
     return;
   c->closed = 1;
   if (c->proc) {
-    gpd_registry_eof(c->d, c->proc);
+    if (!c->d->shutting_down)
+      gpd_registry_eof(c->d, c->proc);
+    else {
+      pthread_mutex_lock(&c->d->lock);
+      c->proc->client = NULL;
+      pthread_mutex_unlock(&c->d->lock);
+    }
     c->proc = NULL;
   }
   if (c->prev)
@@ -142,7 +149,7 @@ static void set_events(gpd_client_t *c) {
   if (ev != c->events) {
     c->events = ev;
     if (ev)
-      uv_poll_start(&c->poll, (int)ev, NULL == NULL ? c->poll.poll_cb : NULL);
+      uv_poll_start(&c->poll, (int)ev, on_io);
     else
       uv_poll_stop(&c->poll);
   }
@@ -357,11 +364,11 @@ static void client_read(gpd_client_t *c) {
       }
     }
     if (n == 0) {
-      if (c->dec.len > 0) {
+      if (c->dec.len > c->dec.off) {
         char s[128];
-        sample(c->dec.buf, c->dec.len, s, sizeof s);
+        sample(c->dec.buf + c->dec.off, c->dec.len - c->dec.off, s, sizeof s);
         GPD_WARN("client pid %d uid %u: truncated frame at EOF (%zu bytes buffered: %s)",
-                 (int)c->peer.pid, (unsigned)c->peer.uid, c->dec.len, s);
+                 (int)c->peer.pid, (unsigned)c->peer.uid, c->dec.len - c->dec.off, s);
       }
       client_close(c);
       return;

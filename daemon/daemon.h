@@ -11,6 +11,7 @@
 #ifndef GPD_DAEMON_DAEMON_H
 #define GPD_DAEMON_DAEMON_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +113,12 @@ typedef struct gpd_backend_s {
 #define GPD_PROFILE_MAX_PENDING (1u << 20)
 #define GPD_PROFILE_MAX_STRBYTES (64u << 20)
 
+/** A pending activity; chained per correlation id (pend_corr). */
+typedef struct gpd_pact_s {
+  gpd_rec_activity_t a; /* a.h.type == GPD_REC_NONE: tombstone */
+  uint32_t next;        /* next pending index with the same corr, GPD_NONE */
+} gpd_pact_t;
+
 /** Per-process profile: the CCT rebuilt from NODE records, strings and
  *  modules, the correlation map and the pending lists.  Single-threaded:
  *  the caller holds the daemon lock (or owns it exclusively, tests). */
@@ -131,8 +138,11 @@ typedef struct gpd_profile_s {
   gpd_map_t mod_by_id;
   gpd_rec_node_t *pnodes; /* NODE records waiting for parent/module */
   uint32_t npnodes, cappnodes;
-  gpd_rec_activity_t *pacts; /* ACTIVITY waiting for invoke/node/name */
+  struct gpd_pact_s *pacts; /* ACTIVITY waiting for invoke/node/name */
   uint32_t npacts, cappacts;
+  uint32_t ndead;          /* tombstones in pacts (matched by an INVOKE) */
+  gpd_map_t pend_corr;     /* corr -> head index of its pending chain */
+  int pend_dirty;          /* a node/string arrived: rescan pending */
   gpd_plocal_t *locals; /* local id -> ctx, in insertion order (cct_local) */
   uint32_t nlocals, caplocals;
   /* writer watermarks */
@@ -247,7 +257,7 @@ typedef struct gpd_daemon_s {
   gpd_config_t cfg;
   char config_path[4096];
   int config_explicit;
-  char db_path[4096];
+  char db_path[PATH_MAX + 300];
   int exit_when_idle;
   int foreground;
   pthread_mutex_t lock;
@@ -259,6 +269,7 @@ typedef struct gpd_daemon_s {
   int had_client;       /* exit-when-idle: a process registered once */
   int flush_now;
   int writer_stop;      /* writer: last flush, then exit */
+  int shutting_down;    /* main: closing connections does not end processes */
   pthread_t monitor_tid, writer_tid;
   int monitor_started, writer_started;
   gpd_store_t *store;
@@ -281,8 +292,8 @@ void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *recor
  *  (-1 none; ownership taken).  Fills the reply fields; *reply_fd is the
  *  region fd to attach (borrowed) or -1.  Returns 0 or a negative code with
  *  errmsg set (refused). */
-struct _Gpuprof__Hello;
-int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct _Gpuprof__Hello *h,
+struct Gpuprof__Hello;
+int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpuprof__Hello *h,
                        int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
 /** EOF on a process's connection: request the final drain. */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
@@ -325,14 +336,14 @@ typedef struct gpd_gpubin_s {
   char kind[32];
   uint64_t total, received;
   int fd;
-  char tmp[4096];
+  char tmp[PATH_MAX + 64];
 } gpd_gpubin_t;
 
 #define GPD_GPUBIN_MAX_BYTES (512ull << 20)
-struct _Gpuprof__GpuBinary;
+struct Gpuprof__GpuBinary;
 /** Store one chunk (main thread).  0, or a negative code with errmsg. */
 int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
-                     const struct _Gpuprof__GpuBinary *m, char *errmsg, size_t errlen);
+                     const struct Gpuprof__GpuBinary *m, char *errmsg, size_t errlen);
 void gpd_gpubin_abort(gpd_gpubin_t *g);
 
 /* ----------------------------------------------------------- merge/query */
@@ -362,12 +373,12 @@ int gpd_merge_finish(gpd_merge_t *m);
 void gpd_merge_free(gpd_merge_t *m);
 uint32_t gpd_merge_find(const gpd_merge_t *m, uint64_t id);
 
-struct _Gpuprof__Msg;
+struct Gpuprof__Msg;
 /** Answer a query message into *reply (allocated; free with
  *  gpd_query_free_reply).  Main thread, takes d->lock. */
-int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const struct _Gpuprof__Msg *req,
-                     struct _Gpuprof__Msg **reply);
-void gpd_query_free_reply(struct _Gpuprof__Msg *reply);
+int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const struct Gpuprof__Msg *req,
+                     struct Gpuprof__Msg **reply);
+void gpd_query_free_reply(struct Gpuprof__Msg *reply);
 /** Label of node i of profile p (symbolizes FRAME nodes lazily). */
 const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **module);
 
@@ -376,6 +387,8 @@ const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **mod
 int gpd_server_start(gpd_daemon_t *d, int *activated);
 void gpd_server_stop(gpd_daemon_t *d);
 void gpd_client_close_all(gpd_daemon_t *d);
+/** Take over an accepted connection fd (non-blocking). */
+int gpd_client_accept(gpd_daemon_t *d, int fd);
 /** Peer credentials of a connection (SO_PEERCRED at accept). */
 const gpd_peer_t *gpd_client_peer(const struct gpd_client_s *c);
 /** Bind a registered process to its connection (EOF ends it). */

@@ -121,6 +121,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->by_ctx);
   gpd_map_free(&p->by_local);
   gpd_map_free(&p->corr);
+  gpd_map_free(&p->pend_corr);
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
   memset(p, 0, sizeof *p);
@@ -170,6 +171,7 @@ int gpd_profile_add_local(gpd_profile_t *p, uint32_t local, uint32_t idx) {
     return -ENOMEM;
   if (gpd_map_put(&p->by_local, local, idx) < 0)
     return -ENOMEM;
+  p->pend_dirty = 1;
   p->locals[p->nlocals].local = local;
   p->locals[p->nlocals].ctx = p->nodes[idx].id;
   p->nlocals++;
@@ -200,6 +202,7 @@ int gpd_profile_add_string(gpd_profile_t *p, uint32_t id, uint32_t kind, const c
     free(t);
     return -ENOMEM;
   }
+  p->pend_dirty = 1;
   p->strs[p->nstrs].id = id;
   p->strs[p->nstrs].kind = kind;
   p->strs[p->nstrs].text = t;
@@ -397,12 +400,44 @@ static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force
   return 1;
 }
 
+static void pend_link(gpd_profile_t *p, uint32_t i) {
+  uint64_t head;
+  p->pacts[i].next = gpd_map_get(&p->pend_corr, p->pacts[i].a.corr, &head) ? (uint32_t)head : GPD_NONE;
+  gpd_map_put(&p->pend_corr, p->pacts[i].a.corr, i);
+}
+
 static void pend_activity(gpd_profile_t *p, const gpd_rec_activity_t *a) {
   if (p->npacts >= GPD_PROFILE_MAX_PENDING || GROW(p->pacts, p->npacts, p->cappacts, 64) < 0) {
     activity_try(p, a, 1); /* bounded: never lost, goes to <unknown> */
     return;
   }
-  p->pacts[p->npacts++] = *a;
+  uint32_t i = p->npacts++;
+  p->pacts[i].a = *a;
+  pend_link(p, i);
+}
+
+/* An INVOKE arrived: match the activities that waited for its corr. */
+static void pend_match(gpd_profile_t *p, uint64_t corr) {
+  uint64_t head;
+  if (!gpd_map_get(&p->pend_corr, corr, &head))
+    return;
+  gpd_map_del(&p->pend_corr, corr);
+  /* chain is newest first; attribute oldest first */
+  uint32_t chain[64], n = 0;
+  for (uint32_t i = (uint32_t)head; i != GPD_NONE && n < 64; i = p->pacts[i].next)
+    chain[n++] = i;
+  uint32_t rest = n == 64 ? p->pacts[chain[63]].next : GPD_NONE;
+  if (rest != GPD_NONE)
+    gpd_map_put(&p->pend_corr, corr, rest); /* long chains: the rest waits for a rescan */
+  while (n-- > 0) {
+    uint32_t i = chain[n];
+    if (activity_try(p, &p->pacts[i].a, 0)) {
+      p->pacts[i].a.h.type = GPD_REC_NONE;
+      p->ndead++;
+    } else {
+      pend_link(p, i);
+    }
+  }
 }
 
 /* ------------------------------------------------------------ ingest */
@@ -440,9 +475,12 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   }
   case GPD_REC_INVOKE: {
     const gpd_rec_invoke_t *r = rec;
-    if (r->corr != 0)
+    if (r->corr != 0) {
       gpd_map_put(&p->corr, r->corr,
                   GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
+      if (p->npacts)
+        pend_match(p, r->corr);
+    }
     break;
   }
   case GPD_REC_ACTIVITY: {
@@ -481,12 +519,23 @@ static void retry(gpd_profile_t *p, int force) {
     }
     p->npnodes = w;
   }
+  if (!force && !p->pend_dirty && p->ndead * 2 <= p->npacts)
+    return;
+  p->pend_dirty = 0;
+  /* rescan (or compact) the pending activities; rebuild the chains */
+  gpd_map_free(&p->pend_corr);
   uint32_t w = 0;
   for (uint32_t i = 0; i < p->npacts; i++) {
-    if (!activity_try(p, &p->pacts[i], force))
-      p->pacts[w++] = p->pacts[i];
+    if (p->pacts[i].a.h.type == GPD_REC_NONE)
+      continue;
+    if (activity_try(p, &p->pacts[i].a, force))
+      continue;
+    p->pacts[w] = p->pacts[i];
+    pend_link(p, w);
+    w++;
   }
   p->npacts = w;
+  p->ndead = 0;
 }
 
 void gpd_profile_retry(gpd_profile_t *p) {

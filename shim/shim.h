@@ -1,5 +1,5 @@
 /* shim.h - what the shim core offers its vendor back ends (opencl/, cupti/,
- * level0/).  Implemented in shim/*.c.  Every function here is safe to call
+ * level0/).  Implemented in shim/ C files.  Every function here is safe to call
  * before the shim is connected or when it never will be (then it does
  * nothing and returns 0 / an error code): a back end never checks.
  *

@@ -1,6 +1,7 @@
 /* test-daemon-profile.c - unit tests of the daemon's attribution
  * (profile.c) and node merge (merge.c): records fed directly, exact metric
  * values asserted at exact Merkle context ids. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,9 +234,8 @@ static void test_multi_and_bounds(void **state) {
   feed_invoke(&p, C(50), 1, GPD_OP_KERNEL, 1); /* graph launch */
   for (int i = 0; i < 3; i++)
     feed_act(&p, C(50), GPD_OP_KERNEL, 0, 10, 0, 0);
-  /* activity without op takes the invocation's op */
   feed_invoke(&p, C(51), 1, GPD_OP_MEMSET, 0);
-  feed_act(&p, C(51), GPD_OP_NONE, GPD_MEM_DEV, 5, 64, 0);
+  feed_act(&p, C(51), GPD_OP_MEMSET, GPD_MEM_DEV, 5, 64, 0);
   /* a second activity for a non-multi corr has no invocation any more */
   feed_act(&p, C(51), GPD_OP_MEMSET, GPD_MEM_DEV, 5, 64, 0);
   gpd_profile_finish(&p);

@@ -118,7 +118,7 @@ static void cupti_disable(int code, const char *fmt, const char *arg) {
   snprintf(why, sizeof why, fmt, arg ? arg : "");
   atomic_store(&g_state, ST_DISABLED);
   gpd_shim_backend_status(GPD_API_CUDA, 0, code, why);
-  GPD_WARN("gpuprof: CUDA back end disabled: %s", why);
+  GPD_WARN("CUDA back end disabled: %s", why);
   if (getenv("GPUPROF_CUPTI_SELFTEST"))
     fprintf(stderr, "gpuprof-cupti: disabled: %s\n", why);
 }
@@ -351,11 +351,11 @@ int gpd_cupti_start(void) {
       CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if ((r = fn.cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS)
-      GPD_WARN("gpuprof: cuptiActivityEnable(%d): %s", (int)kinds[i], cupti_errstr(r));
+      GPD_WARN("cuptiActivityEnable(%d): %s", (int)kinds[i], cupti_errstr(r));
   atomic_store(&g_state, ST_RUNNING);
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
   atexit(cupti_atexit);
-  GPD_INFO("gpuprof: CUDA back end on (CUPTI)");
+  GPD_INFO("CUDA back end on (CUPTI)");
   return 0;
 }
 

@@ -14,6 +14,7 @@
  * the same with or without the shim.  Exit 77 without an OpenCL device.
  * Compiled with -DOCL_KNOWN_NO_MAIN the workload is a library function
  * (ocl_known_run) for the in-process interception test.
+ * init/step/solve/finish are global so that tests can resolve them (dladdr).
  */
 #include <string.h>
 
@@ -36,7 +37,7 @@ typedef struct known_s {
   float rd1[16384], rd2[16384]; /* 64 KiB each */
 } known_t;
 
-NOINLINE static void init(known_t *k) {
+NOINLINE void init(known_t *k) {
   cl_int err;
   size_t bytes = OCL_KNOWN_N * sizeof(float);
   k->x = clCreateBuffer(k->env.ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
@@ -69,7 +70,7 @@ NOINLINE static void init(known_t *k) {
   OCL_CHECK(err);
 }
 
-NOINLINE static void step(known_t *k, int n, int m) {
+NOINLINE void step(known_t *k, int n, int m) {
   size_t g = OCL_KNOWN_N;
   float a = 0.5f, s = 0.75f;
   OCL_CHECK(clSetKernelArg(k->axpy, 0, sizeof a, &a));
@@ -84,12 +85,12 @@ NOINLINE static void step(known_t *k, int n, int m) {
   OCL_CHECK(clFinish(k->env.q));
 }
 
-NOINLINE static void solve(known_t *k, int s, int n, int m) {
+NOINLINE void solve(known_t *k, int s, int n, int m) {
   for (int i = 0; i < s; i++)
     step(k, n, m);
 }
 
-NOINLINE static double finish(known_t *k) {
+NOINLINE double finish(known_t *k) {
   cl_int err;
   size_t bytes = OCL_KNOWN_N * sizeof(float);
   float *p = clEnqueueMapBuffer(k->env.q, k->y, CL_TRUE, CL_MAP_READ, 0, bytes, 0, NULL, NULL, &err);

@@ -101,6 +101,11 @@ def case_report(tmp):
     check(line_with(out, "cuda     pid 1001: libcuda.so.1: cannot open shared object file (code -4191)") is not None,
           "disabled back end and why")
     check(line_with(out, "0123456789abcdef0123456789abcdef cubin") is not None, "gpubin listed")
+    # a WAL database: the read-only open leaves no -wal/-shm behind
+    wal = os.path.join(tmp, "w.gpdb")
+    make_db(wal, "PRAGMA journal_mode=WAL;")
+    rc, out, err = run(["report", wal])
+    check(rc == 0 and not os.path.exists(wal + "-wal") and not os.path.exists(wal + "-shm"), "no -wal/-shm left")
     # --depth 1: root and main only
     rc, out, err = run(["report", "--depth", "1", db])
     check(rc == 0 and line_with(out, "main (app.c:10)") and not line_with(out, "solve"), "--depth 1 cuts below main")
@@ -325,7 +330,7 @@ def case_record(tmp):
     check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
     check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
     # 5. existing LD_PRELOAD kept after the shim; a second libgpuprof.so dropped
-    env2 = dict(env, LD_PRELOAD="/x/libgpuprof.so:%s" % (lib or "/nonexistent.so"))
+    env2 = dict(env, LD_PRELOAD="/x/libgpuprof.so:%s" % (lib or "/nonexistent.so"), ASAN_OPTIONS="verify_asan_link_order=0")
     rc, out, err = run(["record", "-o", out_db, "--", "sh", "-c", 'echo "$LD_PRELOAD" > %s' % envf], env=env2)
     pl = open(envf).read().strip()
     check(rc == 0 and pl == "%s:%s" % (os.path.realpath(shim), lib or "/nonexistent.so"), "LD_PRELOAD prepended: %r" % pl)

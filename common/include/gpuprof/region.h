@@ -143,8 +143,10 @@ static inline void *gpd_producer_slot(gpd_producer_t *p, uint64_t seq) {
 }
 void gpd_producer_commit(gpd_producer_t *p, unsigned nslots);
 
-/** Shim: push one record of `len` bytes (copied, padded to slots).
- *  Returns 0 or -ENOSPC (dropped and counted) / -E2BIG. */
+/** Shim: push one record of `len` bytes (copied, zero-padded to slots).
+ *  Sets h.nslots of the ring copy to the slot count for `len`; the caller
+ *  fills type, version and h.len.  Returns 0 or -ENOSPC (dropped and
+ *  counted) / -E2BIG (len < 8 or > GPD_REC_MAX_BYTES). */
 int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len);
 
 /** Daemon: copy out and validate up to `max` records of ring i, calling
@@ -153,12 +155,13 @@ int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len);
  *  returns the number of records consumed (>= 0), or a negative GPD_E*
  *  code when the ring is corrupt (head beyond tail + ring_slots, bad
  *  record): the caller must then stop trusting this region.  Publishes
- *  tail after the batch.  Only the monitor thread calls it. */
+ *  tail after the batch (also up to a bad record).  A RETIRED ring found
+ *  drained is set FREE here.  Only the monitor thread calls it. */
 typedef void (*gpd_ring_fn)(void *arg, const void *rec, size_t nbytes);
 int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn,
                      void *arg);
 
-/** Records pending in ring i (head - tail, clamped to 0..ring_slots). */
+/** Slots pending in ring i (head - tail, clamped to 0..ring_slots). */
 uint64_t gpd_ring_pending(const gpd_region_t *r, uint32_t i);
 
 #endif

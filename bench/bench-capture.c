@@ -1,0 +1,114 @@
+/* bench-capture - cost of the shim's capture per intercepted call.
+ *
+ * For call depths 8, 32, 128 (frames above the measuring function): build
+ * a recursion of that depth, then time, in the steady (memoized) state,
+ *   capture+push : gpd_shim_capture() + gpd_shim_push_invoke() into a
+ *                  region created here (a consumer thread drains it),
+ *   unw_backtrace: bare libunwind backtrace at the same depth,
+ *   fp walk      : a frame-pointer walk at the same depth.
+ * Each figure: median over 201 batches of 2000 calls of (batch ns / 2000).
+ * Usage: bench-capture [batches]
+ */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/region.h"
+#include "shim.h"
+
+int gpd_shim__attach_region(int fd);
+int gpd_shim__fp_backtrace(void **buf, int max);
+
+#define BATCH 2000
+static int nbatches = 201;
+static gpd_region_t R;
+static atomic_int stop;
+
+static void sink(void *arg, const void *rec, size_t n) {
+  (void)arg;
+  (void)rec;
+  (void)n;
+}
+
+static void *consumer(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop))
+    for (uint32_t i = 0; i < R.nrings; i++)
+      gpd_ring_consume(&R, i, 4096, sink, NULL);
+  return NULL;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+enum { M_CAPTURE, M_UNW, M_FP, M_N };
+static double results[3][M_N];
+
+__attribute__((noinline)) static double measure(int mode) {
+  double *v = malloc(sizeof(double) * (size_t)nbatches);
+  void *buf[300];
+  for (int b = -5; b < nbatches; b++) { /* 5 warm-up batches */
+    uint64_t t0 = gpd_clock_ns();
+    for (int i = 0; i < BATCH; i++) {
+      if (mode == M_CAPTURE) {
+        uint32_t node = gpd_shim_capture();
+        gpd_shim_push_invoke(gpd_shim_corr_next(GPD_API_OPENCL), node, GPD_API_OPENCL, GPD_OP_KERNEL, t0, 0);
+      } else if (mode == M_UNW) {
+        unw_backtrace(buf, 300);
+      } else {
+        gpd_shim__fp_backtrace(buf, 300);
+      }
+      __asm__ volatile("" ::: "memory");
+    }
+    uint64_t t1 = gpd_clock_ns();
+    if (b >= 0)
+      v[b] = (double)(t1 - t0) / BATCH;
+  }
+  qsort(v, (size_t)nbatches, sizeof *v, cmp);
+  double med = v[nbatches / 2];
+  free(v);
+  return med;
+}
+
+__attribute__((noinline)) static void recurse(int depth, int row) {
+  if (depth > 0) {
+    recurse(depth - 1, row);
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+    return;
+  }
+  for (int m = 0; m < M_N; m++)
+    results[row][m] = measure(m);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1)
+    nbatches = atoi(argv[1]) | 1;
+  if (gpd_region_create(&R, 8, 1u << 16, (int32_t)getpid(), 1) != 0 || gpd_shim__attach_region(dup(R.fd)) != 0) {
+    fprintf(stderr, "bench-capture: cannot set up a region\n");
+    return 1;
+  }
+  pthread_t th;
+  pthread_create(&th, NULL, consumer, NULL);
+  static const int depths[3] = {8, 32, 128};
+  for (int r = 0; r < 3; r++)
+    recurse(depths[r], r);
+  atomic_store(&stop, 1);
+  pthread_join(th, NULL);
+  uint64_t drops = 0;
+  for (uint32_t i = 0; i < R.nrings; i++)
+    drops += atomic_load(&R.ctl[i].drops);
+  printf("# bench-capture: median ns per call, %d batches x %d calls, warm (memoized)\n", nbatches, BATCH);
+  printf("%-6s %16s %16s %12s %16s\n", "depth", "capture+push", "unw_backtrace", "fp walk", "capture-unw");
+  for (int r = 0; r < 3; r++)
+    printf("%-6d %16.1f %16.1f %12.1f %16.1f\n", depths[r], results[r][M_CAPTURE], results[r][M_UNW],
+           results[r][M_FP], results[r][M_CAPTURE] - results[r][M_UNW]);
+  printf("# ring drops during the run: %llu (consumer could not keep up)\n", (unsigned long long)drops);
+  return 0;
+}

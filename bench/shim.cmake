@@ -1,0 +1,12 @@
+# Shim benchmarks: capture cost per call; OpenCL launch overhead.
+add_executable(bench-capture ${CMAKE_CURRENT_LIST_DIR}/bench-capture.c)
+target_compile_options(bench-capture PRIVATE -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+target_include_directories(bench-capture PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
+target_link_libraries(bench-capture PRIVATE gpuprof gpd_common PkgConfig::UNWIND Threads::Threads)
+set_target_properties(bench-capture PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+if(OpenCL_FOUND AND TARGET ocl-loop)
+  add_executable(bench-opencl-overhead ${CMAKE_CURRENT_LIST_DIR}/bench-opencl-overhead.c)
+  set_target_properties(bench-opencl-overhead PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+  add_dependencies(bench-opencl-overhead ocl-loop gpuprof)
+endif()

@@ -1,0 +1,213 @@
+/* main.c - gpuprofd: wiring only (arguments, config, threads, signals).
+ *
+ *   gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]
+ *            [--foreground] [--exit-when-idle]
+ *
+ * SIGTERM/SIGINT: stop accepting, drain every ring, persist, exit 0
+ * (running processes are stored as 'lost' and can be handed back).
+ * SIGHUP: reload the live config fields.  --exit-when-idle (gpuprof
+ * record): exit once a process registered and every registered process
+ * ended and was flushed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+
+#include "config.h"
+#include "daemon.h"
+#include "notify.h"
+
+static gpd_daemon_t D;
+static uv_signal_t sig_term, sig_int, sig_hup;
+static uv_timer_t tick;
+static int stopping;
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
+             "                [--foreground] [--exit-when-idle]\n");
+}
+
+static int mkdir_p(const char *dir) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", dir);
+  for (char *p = buf + 1;; p++) {
+    if (*p != '/' && *p != 0)
+      continue;
+    char c = *p;
+    *p = 0;
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+      return -errno;
+    *p = c;
+    if (c == 0)
+      break;
+  }
+  return 0;
+}
+
+static void begin_stop(const char *why) {
+  if (stopping)
+    return;
+  stopping = 1;
+  GPD_INFO("stopping: %s", why);
+  gpd_notify_stopping();
+  D.shutting_down = 1;
+  gpd_server_stop(&D);
+  gpd_client_close_all(&D);
+  uv_signal_stop(&sig_term);
+  uv_signal_stop(&sig_int);
+  uv_signal_stop(&sig_hup);
+  uv_timer_stop(&tick);
+  uv_close((uv_handle_t *)&sig_term, NULL);
+  uv_close((uv_handle_t *)&sig_int, NULL);
+  uv_close((uv_handle_t *)&sig_hup, NULL);
+  uv_close((uv_handle_t *)&tick, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  (void)s;
+  if (signum == SIGHUP) {
+    char err[512];
+    gpd_notify_reloading();
+    if (gpd_config_reload(&D.cfg, D.config_path, err, sizeof err) < 0)
+      GPD_ERR("reload failed, keeping the old settings: %s", err);
+    else if (!getenv("GPUPROF_LOG"))
+      gpd_log_level = D.cfg.log_level;
+    gpd_notify_ready();
+    return;
+  }
+  begin_stop(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_tick(uv_timer_t *t) {
+  (void)t;
+  pthread_mutex_lock(&D.lock);
+  gpd_registry_trim(&D, 256);
+  unsigned live = gpd_registry_live(&D);
+  int idle = D.exit_when_idle && D.had_client && live == 0;
+  pthread_mutex_unlock(&D.lock);
+  gpd_notify_status("%u profiled processes", live);
+  if (idle)
+    begin_stop("idle (--exit-when-idle)");
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"socket", required_argument, NULL, 's'},  {"config", required_argument, NULL, 'c'},
+      {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
+      {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
+      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+  const char *sock = NULL, *state_dir = NULL, *db = NULL;
+  int rc = 1, activated = 0;
+  char err[1024];
+
+  gpd_log_init("gpuprofd");
+  signal(SIGPIPE, SIG_IGN);
+  snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxh", opts, NULL)) != -1;) {
+    switch (o) {
+    case 's': sock = optarg; break;
+    case 'c':
+      snprintf(D.config_path, sizeof D.config_path, "%s", optarg);
+      D.config_explicit = 1;
+      break;
+    case 'S': state_dir = optarg; break;
+    case 'd': db = optarg; break;
+    case 'f': D.foreground = 1; break;
+    case 'x': D.exit_when_idle = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  gpd_config_defaults(&D.cfg);
+  if (gpd_config_load(&D.cfg, D.config_path, D.config_explicit, err, sizeof err) < 0) {
+    fprintf(stderr, "gpuprofd: %s\n", err);
+    return 1;
+  }
+  if (!getenv("GPUPROF_LOG"))
+    gpd_log_level = D.cfg.log_level;
+  if (sock == NULL)
+    sock = getenv("GPUPROF_SOCKET");
+  if (sock && *sock) {
+    if (strlen(sock) >= sizeof D.cfg.socket) {
+      fprintf(stderr, "gpuprofd: socket path too long: %s\n", sock);
+      return 1;
+    }
+    snprintf(D.cfg.socket, sizeof D.cfg.socket, "%s", sock);
+  }
+  if (state_dir)
+    snprintf(D.cfg.state_dir, sizeof D.cfg.state_dir, "%s", state_dir);
+  if (db) {
+    snprintf(D.db_path, sizeof D.db_path, "%s", db);
+  } else {
+    int e = mkdir_p(D.cfg.state_dir);
+    if (e < 0) {
+      fprintf(stderr, "gpuprofd: state dir %s: %s\n", D.cfg.state_dir, strerror(-e));
+      return 1;
+    }
+    snprintf(D.db_path, sizeof D.db_path, "%s/%s", D.cfg.state_dir, D.cfg.db_name);
+  }
+
+  pthread_mutex_init(&D.lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&D.writer_cv, &ca);
+  if (gpd_store_open(&D.store, D.db_path) < 0) {
+    fprintf(stderr, "gpuprofd: cannot open the profile store %s\n", D.db_path);
+    return 1;
+  }
+  D.next_profile_id = gpd_store_max_profile_id(D.store) + 1;
+  D.loop = uv_default_loop();
+
+  int e = gpd_server_start(&D, &activated);
+  if (e < 0) {
+    fprintf(stderr, "gpuprofd: cannot listen on %s: %s\n", D.cfg.socket, gpd_strerror(e));
+    goto out;
+  }
+  if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0) {
+    fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
+    goto out;
+  }
+  uv_signal_init(D.loop, &sig_term);
+  uv_signal_init(D.loop, &sig_int);
+  uv_signal_init(D.loop, &sig_hup);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_hup, on_signal, SIGHUP);
+  uv_timer_init(D.loop, &tick);
+  uv_timer_start(&tick, on_tick, 100, 100);
+  GPD_INFO("listening on %s%s, store %s", D.cfg.socket, activated ? " (socket activation)" : "",
+           D.db_path);
+  gpd_notify_ready();
+  uv_run(D.loop, UV_RUN_DEFAULT);
+  rc = 0;
+out:
+  if (!stopping) {
+    D.shutting_down = 1;
+    gpd_server_stop(&D);
+    gpd_client_close_all(&D);
+  }
+  gpd_monitor_stop(&D);
+  gpd_store_writer_stop(&D);
+  uv_run(D.loop, UV_RUN_NOWAIT);
+  uv_loop_close(D.loop);
+  while (D.procs) {
+    gpd_proc_t *p = D.procs;
+    D.procs = p->next;
+    gpd_registry_free_proc(p);
+  }
+  gpd_store_close(D.store);
+  gpd_symbols_shutdown();
+  return rc;
+}

@@ -1,0 +1,22 @@
+# Daemon tests (tests/test-daemon-*.c).  Unit tests link gpd_daemon_core;
+# integration tests drive bin/gpuprofd with the protocol test client
+# test-daemon-client (a fake shim that produces records into its region).
+if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
+  add_executable(test-daemon-profile ${CMAKE_CURRENT_LIST_DIR}/test-daemon-profile.c)
+  target_link_libraries(test-daemon-profile PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.profile COMMAND test-daemon-profile)
+  set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()
+if(TARGET gpd_daemon_core AND TARGET gpuprofd AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
+  add_executable(test-daemon-client ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
+  target_link_libraries(test-daemon-client PRIVATE gpd_common gpd_proto)
+  add_executable(test-daemon-e2e ${CMAKE_CURRENT_LIST_DIR}/test-daemon-e2e.c)
+  target_link_libraries(test-daemon-e2e PRIVATE gpd_common gpd_proto PkgConfig::SQLITE PkgConfig::CMOCKA)
+  target_compile_definitions(test-daemon-e2e PRIVATE
+    GPD_TEST_DAEMON="$<TARGET_FILE:gpuprofd>"
+    GPD_TEST_CLIENT="$<TARGET_FILE:test-daemon-client>")
+  foreach(t integration hostile killed restart)
+    add_test(NAME daemon.${t} COMMAND test-daemon-e2e ${t})
+    set_tests_properties(daemon.${t} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

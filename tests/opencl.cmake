@@ -1,0 +1,40 @@
+# OpenCL back end of the shim: test applications (also used by the lead's
+# daemon-based integration tests) and tests that need no daemon.
+if(NOT OpenCL_FOUND)
+  return()
+endif()
+set(GPD_SHIM_APPS ${CMAKE_CURRENT_LIST_DIR}/apps)
+set(GPD_APP_FLAGS -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls)
+
+foreach(app ocl-known ocl-threads ocl-loop fork-launcher)
+  add_executable(${app} ${GPD_SHIM_APPS}/${app}.c)
+  target_compile_options(${app} PRIVATE ${GPD_APP_FLAGS})
+  target_include_directories(${app} PRIVATE ${OpenCL_INCLUDE_DIRS})
+  target_link_libraries(${app} PRIVATE ${OpenCL_LIBRARIES} Threads::Threads)
+  set_target_properties(${app} PROPERTIES ENABLE_EXPORTS ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endforeach()
+
+# (1) No daemon: same output, exit 0, exactly one "not profiling" line.
+add_test(NAME opencl.nodaemon
+  COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:ocl-known> -DSHIM=$<TARGET_FILE:gpuprof>
+          -DSOCK=${CMAKE_BINARY_DIR}/no-such-daemon.sock -P ${GPD_SHIM_APPS}/run-nodaemon.cmake)
+set_tests_properties(opencl.nodaemon PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# (3) Interception with a local region: exact counts and bytes.
+add_executable(test-opencl ${GPD_SHIM_APPS}/test-opencl.c ${GPD_SHIM_APPS}/ocl-known.c)
+target_compile_options(test-opencl PRIVATE ${GPD_APP_FLAGS})
+target_compile_definitions(test-opencl PRIVATE OCL_KNOWN_NO_MAIN)
+target_include_directories(test-opencl PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim ${GPD_SHIM_APPS} ${OpenCL_INCLUDE_DIRS})
+# gpuprof before libOpenCL: the interposed cl* definitions win.
+target_link_libraries(test-opencl PRIVATE gpuprof gpd_common ${OpenCL_LIBRARIES} Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(test-opencl PROPERTIES ENABLE_EXPORTS ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME opencl.intercept COMMAND test-opencl)
+set_tests_properties(opencl.intercept PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+
+# Threads and fork under the shim with no daemon: transparent, exit 0.
+add_test(NAME opencl.threads-nodaemon COMMAND ocl-threads 4 50)
+add_test(NAME opencl.fork-nodaemon COMMAND fork-launcher 4 20)
+set_tests_properties(opencl.threads-nodaemon opencl.fork-nodaemon PROPERTIES LABELS "unit" TIMEOUT 120
+  SKIP_RETURN_CODE 77
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:gpuprof>;GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")

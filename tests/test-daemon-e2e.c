@@ -1,0 +1,476 @@
+/* test-daemon-e2e.c - integration tests of bin/gpuprofd with the fake shim
+ * test-daemon-client and the SQLite file it writes.
+ *   integration  register, push, EOF -> exact rows in the database
+ *   hostile      garbage ring + honest client, bad frames, silent client
+ *   killed       client SIGKILLs itself after K pairs -> all K kept
+ *   restart      daemon SIGKILLed while a client holds its region; a new
+ *                daemon adopts the handed-back region; all pairs counted
+ * Waits are bounded (a test timeout), never timing assertions. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/frame.h"
+#include "gpuprof/hash.h"
+#include "gpuprof/metric.h"
+#include "gpuprof.pb-c.h"
+
+#define KNAME "_Z9my_kernelPfi"
+#define MODPATH "/nonexistent/test-app"
+
+static char dir[256], sock[300], db[300], logf_[300], conf[300];
+static int failures;
+
+#define CHECK(c, ...)                                                        \
+  do {                                                                       \
+    if (!(c)) {                                                              \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);           \
+      fprintf(stderr, __VA_ARGS__);                                          \
+      fprintf(stderr, "\n");                                                 \
+      failures++;                                                            \
+    }                                                                        \
+  } while (0)
+
+static void msleep(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int try_connect(void) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+  if (connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+static pid_t start_daemon(int exit_when_idle) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(logf_, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 2);
+    setenv("GPUPROF_LOG", "info", 1);
+    execl(GPD_TEST_DAEMON, "gpuprofd", "--socket", sock, "--db", db, "--config", conf,
+          "--foreground", exit_when_idle ? "--exit-when-idle" : NULL, (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 1000; i++) {
+    int s = try_connect();
+    if (s >= 0) {
+      close(s);
+      return pid;
+    }
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) {
+      fprintf(stderr, "daemon exited at start (status %d)\n", st);
+      exit(1);
+    }
+    msleep(10);
+  }
+  fprintf(stderr, "daemon did not listen\n");
+  kill(pid, SIGKILL);
+  exit(1);
+}
+
+/* Wait for pid with a bound; returns the wait status or -1. */
+static int wait_for(pid_t pid, int max_ms) {
+  int st;
+  for (int t = 0; t < max_ms; t += 10) {
+    if (waitpid(pid, &st, WNOHANG) == pid)
+      return st;
+    msleep(10);
+  }
+  return -1;
+}
+
+/* Start the client; if out_fd/in_fd given, pipes to its stdout/stdin. */
+static pid_t start_client(FILE **out, FILE **in, const char *mode, const char *a1, const char *a2) {
+  int po[2], pi[2];
+  if (pipe(po) < 0 || pipe(pi) < 0)
+    exit(1);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(po[1], 1);
+    dup2(pi[0], 0);
+    close(po[0]);
+    close(pi[1]);
+    execl(GPD_TEST_CLIENT, "test-daemon-client", sock, mode, a1, a2, (char *)NULL);
+    _exit(127);
+  }
+  close(po[1]);
+  close(pi[0]);
+  *out = fdopen(po[0], "r");
+  *in = fdopen(pi[1], "w");
+  return pid;
+}
+
+static double q1(const char *fmt, ...) {
+  char sql[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  sqlite3 *h;
+  double v = -1;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    sqlite3_close(h);
+    return -2;
+  }
+  sqlite3_busy_timeout(h, 5000);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW)
+      v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -3 : sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+  } else {
+    fprintf(stderr, "sql error: %s: %s\n", sql, sqlite3_errmsg(h));
+  }
+  sqlite3_close(h);
+  return v;
+}
+
+static char *qs(const char *sql) {
+  sqlite3 *h;
+  char *v = NULL;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    sqlite3_close(h);
+    return NULL;
+  }
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+      v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return v;
+}
+
+/* Merkle ids of the client's tree. */
+static uint64_t ctx_kernel(void) {
+  uint64_t id = GPD_CTX_ROOT;
+  for (int i = 1; i <= 3; i++)
+    id = gpd_ctx_id(id, MODPATH, strlen(MODPATH), 0x100 * (uint64_t)i);
+  id = gpd_ctx_id(id, "<gpu kernel>", 12, 0);
+  return gpd_ctx_id(id, "kernel:" KNAME, strlen("kernel:" KNAME), 0);
+}
+
+#define KSQL "SELECT value FROM metric WHERE profile_id=%llu AND context_id=%lld AND metric_id=%d"
+
+static double kmetric(uint64_t prof, int metric) {
+  return q1(KSQL, (unsigned long long)prof, (long long)ctx_kernel(), metric);
+}
+
+static Gpuprof__Msg *request(int s, Gpuprof__Msg *m) {
+  size_t n = gpuprof__msg__get_packed_size(m);
+  uint8_t *buf = malloc(n + 1);
+  gpuprof__msg__pack(m, buf);
+  int e = gpd_frame_send(s, buf, (uint32_t)n, -1, 5000);
+  free(buf);
+  if (e < 0)
+    return NULL;
+  uint8_t *in = NULL;
+  size_t inn = 0;
+  int fd = -1;
+  if (gpd_frame_recv(s, &in, &inn, &fd, 10000) < 0)
+    return NULL;
+  Gpuprof__Msg *r = gpuprof__msg__unpack(NULL, inn, in);
+  free(in);
+  return r;
+}
+
+static Gpuprof__Msg *ps(void) {
+  int s = try_connect();
+  if (s < 0)
+    return NULL;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  Gpuprof__PsRequest r = GPUPROF__PS_REQUEST__INIT;
+  m.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  m.ps_req = &r;
+  Gpuprof__Msg *rep = request(s, &m);
+  close(s);
+  return rep;
+}
+
+static int log_has(const char *needle) {
+  FILE *f = fopen(logf_, "r");
+  char line[2048];
+  int found = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, needle))
+      found = 1;
+  if (f)
+    fclose(f);
+  return found;
+}
+
+static void setup(const char *name) {
+  snprintf(dir, sizeof dir, "/tmp/gpd-test-%s-XXXXXX", name);
+  if (!mkdtemp(dir))
+    exit(1);
+  snprintf(sock, sizeof sock, "%s/s.sock", dir);
+  snprintf(db, sizeof db, "%s/p.gpdb", dir);
+  snprintf(logf_, sizeof logf_, "%s/daemon.log", dir);
+  snprintf(conf, sizeof conf, "%s/gpuprofd.conf", dir);
+  FILE *f = fopen(conf, "w");
+  fprintf(f, "[store]\nflush_interval_ms = 50\n[shm]\nrings_per_process = 4\nring_slots = 1024\n"
+             "[monitor]\npoll_interval_us = 100\n");
+  fclose(f);
+}
+
+static void dump_log(void) {
+  if (failures) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "tail -n 40 %s >&2", logf_);
+    if (system(cmd)) {
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void t_integration(void) {
+  setup("integ");
+  pid_t d = start_daemon(1);
+  FILE *out, *in;
+  pid_t c = start_client(&out, &in, "honest", "1000", NULL);
+  int st = wait_for(c, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %d", st);
+  st = wait_for(d, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon (exit-when-idle) status %d", st);
+  uint64_t prof = (uint64_t)q1("SELECT id FROM profile");
+  char *state = qs("SELECT state FROM profile");
+  CHECK(state && strcmp(state, "exited") == 0, "state %s", state ? state : "(null)");
+  free(state);
+  CHECK(q1("SELECT count(*) FROM profile") == 1, "one profile");
+  /* 1 module + 1 string + 3 nodes + 1 status + 1000 pairs + 1 copy pair */
+  CHECK(q1("SELECT records FROM profile") == 2008, "records %g", q1("SELECT records FROM profile"));
+  CHECK(q1("SELECT pid FROM profile") == (double)c, "pid from SO_PEERCRED, not Hello");
+  CHECK(q1("SELECT uid FROM profile") == (double)getuid(), "uid");
+  CHECK(kmetric(prof, GPD_M_GKER) == 100000.0, "GKER %g", kmetric(prof, GPD_M_GKER));
+  CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 1000.0, "GKER:COUNT %g", kmetric(prof, GPD_M_GKER_COUNT));
+  CHECK(kmetric(prof, GPD_M_GKER_BLK) == 2000.0, "GKER:BLK sum");
+  CHECK(q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GKER) == 100000.0,
+        "kernel time nowhere else");
+  CHECK(q1("SELECT m.value FROM metric m JOIN context c ON c.id=m.context_id WHERE c.kind=2 AND"
+           " c.label='<gpu copy>' AND m.metric_id=%d", GPD_M_GXCOPY_H2D) == 4096.0,
+        "H2D bytes at <gpu copy>");
+  CHECK(q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GXCOPY_D2H) == -3.0,
+        "no D2H rows");
+  CHECK(q1("SELECT count(*) FROM metric WHERE value=0") == 0, "sparse: no zero rows");
+  CHECK(q1("SELECT count(*) FROM cct_local") == 3, "cct_local rows");
+  char *label = qs("SELECT label FROM context WHERE kind=3");
+  char *raw = qs("SELECT raw_name FROM context WHERE kind=3");
+  CHECK(label && strcmp(label, "my_kernel(float*, int)") == 0, "label %s", label ? label : "");
+  CHECK(raw && strcmp(raw, KNAME) == 0, "raw %s", raw ? raw : "");
+  free(label);
+  free(raw);
+  CHECK(q1("SELECT count(*) FROM backend WHERE api='cuda' AND enabled=0 AND code=999") == 1,
+        "backend status row");
+  char *argv = qs("SELECT argv FROM profile");
+  CHECK(argv && strcmp(argv, "[\"test-daemon-client\",\"arg \\\"quoted\\\"\"]") == 0, "argv %s",
+        argv ? argv : "");
+  free(argv);
+  CHECK(q1("SELECT count(*) FROM metric_desc") == GPD_M__COUNT, "metric_desc rows");
+  fclose(out);
+  fclose(in);
+}
+
+static void t_hostile(void) {
+  setup("hostile");
+  pid_t d = start_daemon(0);
+  FILE *gout, *gin, *hout, *hin;
+  pid_t g = start_client(&gout, &gin, "garbage", NULL, NULL);
+  char line[128] = "";
+  CHECK(fgets(line, sizeof line, gout) != NULL && strncmp(line, "READY", 5) == 0, "garbage ready");
+  pid_t h = start_client(&hout, &hin, "honest", "500", NULL);
+  int st = wait_for(h, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "honest client %d", st);
+
+  /* frame attacks, each on its own connection */
+  int s = try_connect(); /* silent: never speaks */
+  CHECK(s >= 0, "connect silent");
+  int t = try_connect(); /* truncated: header for 100 bytes, 10 sent, EOF */
+  uint8_t trunc[14] = {100, 0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  CHECK(write(t, trunc, sizeof trunc) == sizeof trunc, "write");
+  close(t);
+  int o = try_connect(); /* oversized length */
+  uint8_t big[8] = {0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4};
+  CHECK(write(o, big, sizeof big) == sizeof big, "write");
+  uint8_t *in = NULL;
+  size_t n = 0;
+  int fd = -1;
+  CHECK(gpd_frame_recv(o, &in, &n, &fd, 10000) == 0, "oversized: an Error reply");
+  Gpuprof__Msg *r = in ? gpuprof__msg__unpack(NULL, n, in) : NULL;
+  CHECK(r && r->body_case == GPUPROF__MSG__BODY_ERROR && r->error->code == GPD_EFRAMETOOBIG,
+        "oversized -> Error FRAMETOOBIG");
+  if (r)
+    gpuprof__msg__free_unpacked(r, NULL);
+  free(in);
+  in = NULL;
+  CHECK(gpd_frame_recv(o, &in, &n, &fd, 10000) == -ECONNRESET, "closed after the reply");
+  close(o);
+  int gb = try_connect(); /* garbage payload */
+  uint8_t garb[12] = {8, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  CHECK(write(gb, garb, sizeof garb) == sizeof garb, "write");
+  CHECK(gpd_frame_recv(gb, &in, &n, &fd, 10000) == 0, "garbage: an Error reply");
+  r = in ? gpuprof__msg__unpack(NULL, n, in) : NULL;
+  CHECK(r && r->body_case == GPUPROF__MSG__BODY_ERROR && r->error->code == GPD_EBADFRAME,
+        "garbage -> Error BADFRAME");
+  if (r)
+    gpuprof__msg__free_unpacked(r, NULL);
+  free(in);
+  in = NULL;
+  close(gb);
+
+  /* the daemon keeps serving while the silent client hangs on */
+  uint64_t honest_prof = 0;
+  for (int i = 0; i < 500; i++) {
+    Gpuprof__Msg *p = ps();
+    CHECK(p != NULL && p->body_case == GPUPROF__MSG__BODY_PS, "Ps answered");
+    if (p == NULL)
+      break;
+    int done = 0, bad = 0;
+    for (size_t k = 0; k < p->ps->n_procs; k++) {
+      Gpuprof__Process *pr = p->ps->procs[k];
+      if (pr->pid == h && !pr->running && pr->records == 1008) {
+        done = 1;
+        honest_prof = pr->profile_id;
+      }
+      if (pr->pid == g && pr->error[0] && pr->running)
+        bad = 1;
+    }
+    gpuprof__msg__free_unpacked(p, NULL);
+    if (done && bad)
+      break;
+    msleep(20);
+  }
+  CHECK(honest_prof != 0, "honest process ended with all 1008 records");
+  /* the silent client gets closed by the daemon (10 s idle rule) */
+  CHECK(gpd_frame_recv(s, &in, &n, &fd, 30000) == -ECONNRESET, "silent client closed");
+  close(s);
+  CHECK(waitpid(d, &st, WNOHANG) == 0, "daemon alive");
+  Gpuprof__Msg *p = ps();
+  CHECK(p != NULL, "Ps answered after the attacks");
+  if (p)
+    gpuprof__msg__free_unpacked(p, NULL);
+  fclose(gin); /* garbage client exits */
+  st = wait_for(g, 10000);
+  CHECK(st >= 0, "garbage client exited");
+  kill(d, SIGTERM);
+  st = wait_for(d, 30000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon SIGTERM exit %d", st);
+  CHECK(kmetric(honest_prof, GPD_M_GKER_COUNT) == 500.0, "honest profile exact: %g",
+        kmetric(honest_prof, GPD_M_GKER_COUNT));
+  CHECK(kmetric(honest_prof, GPD_M_GKER) == 50000.0, "honest GKER");
+  CHECK(q1("SELECT count(*) FROM profile WHERE pid=%d AND error LIKE '%%corrupt%%'", (int)g) == 1,
+        "hostile profile marked with an error");
+  CHECK(q1("SELECT count(*) FROM profile WHERE pid=%d AND error IS NOT NULL", (int)h) == 0,
+        "honest profile has no error");
+  CHECK(q1("SELECT value FROM metric m JOIN profile p ON p.id=m.profile_id WHERE p.pid=%d AND"
+           " m.metric_id=%d AND context_id=%lld", (int)g, GPD_M_GKER_COUNT,
+           (long long)ctx_kernel()) == 5.0,
+        "hostile: records before the garbage kept");
+  CHECK(log_has("corrupt"), "log names the corrupt ring");
+  CHECK(log_has("truncated frame"), "log names the truncated frame");
+  CHECK(log_has("frame rejected"), "log names the oversized frame");
+  CHECK(log_has("bad frame"), "log names the garbage frame");
+  CHECK(log_has("no complete frame"), "log names the silent client");
+  fclose(gout);
+  fclose(hout);
+  fclose(hin);
+}
+
+static void t_killed(void) {
+  setup("killed");
+  pid_t d = start_daemon(1);
+  FILE *out, *in;
+  pid_t c = start_client(&out, &in, "kill", "777", NULL);
+  int st = wait_for(c, 60000);
+  CHECK(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "client killed itself %d", st);
+  st = wait_for(d, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon exit %d", st);
+  uint64_t prof = (uint64_t)q1("SELECT id FROM profile");
+  CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 777.0, "all K kept: %g", kmetric(prof, GPD_M_GKER_COUNT));
+  CHECK(kmetric(prof, GPD_M_GKER) == 77700.0, "GKER");
+  CHECK(q1("SELECT records FROM profile") == 1 + 1 + 3 + 2 * 777, "records");
+  fclose(out);
+  fclose(in);
+}
+
+static void t_restart(void) {
+  setup("restart");
+  pid_t d = start_daemon(0);
+  FILE *out, *in;
+  pid_t c = start_client(&out, &in, "handback", "300", "200");
+  char line[128] = "";
+  CHECK(fgets(line, sizeof line, out) && strncmp(line, "PHASE1", 6) == 0, "phase 1");
+  uint64_t prof = strtoull(line + 7, NULL, 10);
+  /* wait until the first 300 are persisted, then kill the daemon */
+  int ok = 0;
+  for (int i = 0; i < 3000 && !ok; i++) {
+    ok = kmetric(prof, GPD_M_GKER_COUNT) == 300.0;
+    if (!ok)
+      msleep(10);
+  }
+  CHECK(ok, "first 300 flushed");
+  kill(d, SIGKILL);
+  int st = wait_for(d, 10000);
+  CHECK(st >= 0 && WIFSIGNALED(st), "daemon killed");
+  d = start_daemon(1);
+  CHECK(q1("SELECT count(*) FROM profile WHERE state='lost'") == 1, "profile marked lost");
+  fprintf(in, "go\n");
+  fflush(in);
+  CHECK(fgets(line, sizeof line, out) && strncmp(line, "PHASE2", 6) == 0, "phase 2");
+  CHECK(strtoull(line + 7, NULL, 10) == prof, "same profile id after hand-back");
+  st = wait_for(c, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client exit %d", st);
+  st = wait_for(d, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon 2 exit %d", st);
+  CHECK(q1("SELECT count(*) FROM profile") == 1, "one profile");
+  CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 500.0, "all 500 counted: %g",
+        kmetric(prof, GPD_M_GKER_COUNT));
+  CHECK(kmetric(prof, GPD_M_GKER) == 50000.0, "GKER");
+  CHECK(q1("SELECT count(*) FROM context WHERE label='" "<unknown context>" "'") == 0,
+        "node ids from before the restart resolved");
+  char *state = qs("SELECT state FROM profile");
+  CHECK(state && strcmp(state, "exited") == 0, "state");
+  free(state);
+  fclose(out);
+  fclose(in);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  signal(SIGPIPE, SIG_IGN);
+  if (strcmp(argv[1], "integration") == 0)
+    t_integration();
+  else if (strcmp(argv[1], "hostile") == 0)
+    t_hostile();
+  else if (strcmp(argv[1], "killed") == 0)
+    t_killed();
+  else if (strcmp(argv[1], "restart") == 0)
+    t_restart();
+  else
+    return 2;
+  dump_log();
+  fprintf(stderr, "%s: %s (%s)\n", argv[1], failures ? "FAILED" : "ok", dir);
+  return failures ? 1 : 0;
+}
