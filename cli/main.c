@@ -59,6 +59,21 @@ static int metrics_main(void) {
 }
 
 int main(int argc, char **argv) {
+  /* Global options before the command: --socket PATH (same as
+   * $GPUPROF_SOCKET; the live commands read it from the environment). */
+  while (argc >= 2 && !strncmp(argv[1], "--socket", 8)) {
+    const char *path = NULL;
+    if (argv[1][8] == '=') {
+      path = argv[1] + 9;
+      argc--, argv++;
+    } else if (argv[1][8] == 0 && argc >= 3) {
+      path = argv[2];
+      argc -= 2, argv += 2;
+    } else {
+      return gpd_cli_usage(main_usage, "--socket needs a PATH");
+    }
+    setenv("GPUPROF_SOCKET", path, 1);
+  }
   if (argc < 2) return gpd_cli_usage(main_usage, "no command given");
   const char *c = argv[1];
   argc--;

@@ -143,6 +143,7 @@ typedef struct gpd_profile_s {
   uint32_t ndead;          /* tombstones in pacts (matched by an INVOKE) */
   gpd_map_t pend_corr;     /* corr -> head index of its pending chain */
   int pend_dirty;          /* a node/string arrived: rescan pending */
+  gpd_map_t targets;       /* (node, kernel name, op) -> attribution node (cache) */
   gpd_plocal_t *locals; /* local id -> ctx, in insertion order (cct_local) */
   uint32_t nlocals, caplocals;
   /* writer watermarks */

@@ -122,6 +122,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->by_local);
   gpd_map_free(&p->corr);
   gpd_map_free(&p->pend_corr);
+  gpd_map_free(&p->targets);
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
   memset(p, 0, sizeof *p);
@@ -320,36 +321,57 @@ static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
 
 /* -------------------------------------------------------- attribution */
 
-static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
-                         int force) {
-  unsigned op = a->op != GPD_OP_NONE ? a->op : inv_op;
-  if (op == GPD_OP_NONE || op >= GPD_OP_MAX)
-    op = GPD_OP_KERNEL;
+static uint32_t target_of(gpd_profile_t *p, uint32_t at, unsigned op, uint32_t name_id, int force) {
   const char *ph = gpd_op_placeholder(op);
   uint32_t target = gpd_profile_child(p, at, GPD_NODE_PLACEHOLDER, ph, ph, NULL);
   if (target == GPD_NONE)
-    target = at;
-  else
-    p->nodes[target].op = (uint8_t)op;
-  if (op == GPD_OP_KERNEL && a->name != 0 && target != at) {
-    const char *name = gpd_profile_string(p, a->name);
+    return at;
+  p->nodes[target].op = (uint8_t)op;
+  if (op == GPD_OP_KERNEL && name_id != 0) {
+    const char *name = gpd_profile_string(p, name_id);
     char buf[64];
     if (name == NULL && force) {
-      snprintf(buf, sizeof buf, "<unknown kernel #%u>", a->name);
+      snprintf(buf, sizeof buf, "<unknown kernel #%u>", name_id);
       name = buf;
     }
     if (name != NULL) {
       size_t nl = strlen(name);
-      char *key = malloc(nl + 8);
+      char kb[256];
+      char *key = nl + 8 <= sizeof kb ? kb : malloc(nl + 8);
       if (key) {
         memcpy(key, "kernel:", 7);
         memcpy(key + 7, name, nl + 1);
         uint32_t k = gpd_profile_child(p, target, GPD_NODE_KERNEL, key, name, name);
         if (k != GPD_NONE)
           target = k;
-        free(key);
+        if (key != kb)
+          free(key);
       }
     }
+  }
+  return target;
+}
+
+static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
+                         int force) {
+  unsigned op = a->op != GPD_OP_NONE ? a->op : inv_op;
+  if (op == GPD_OP_NONE || op >= GPD_OP_MAX)
+    op = GPD_OP_KERNEL;
+  /* hot path: (call site, kernel name, op) -> node, cached */
+  uint32_t name_id = op == GPD_OP_KERNEL ? a->name : 0;
+  uint64_t key = name_id < (1u << 28)
+                     ? ((uint64_t)at << 32 | (uint64_t)name_id << 4 | op) : 0;
+  uint64_t cached;
+  uint32_t target;
+  if (key && gpd_map_get(&p->targets, key, &cached)) {
+    target = (uint32_t)cached;
+  } else {
+    target = target_of(p, at, op, name_id, force);
+    int complete = name_id == 0 || p->nodes[target].kind == GPD_NODE_KERNEL;
+    if (key && complete && gpd_profile_string(p, name_id) != NULL)
+      gpd_map_put(&p->targets, key, target);
+    else if (key && complete && name_id == 0)
+      gpd_map_put(&p->targets, key, target);
   }
   double v[GPD_M__COUNT];
   memset(v, 0, sizeof v);

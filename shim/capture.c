@@ -252,6 +252,9 @@ GPD_EXPORT void gpd_shim_vendor_module(const char *path_substring) {
 
 void gpd_capture_init(void) {
   shim_anchor = (uintptr_t)&gpd_capture_init;
+  /* libunwind's default global cache takes a lock per unwind; a per-thread
+   * cache makes unw_backtrace lock-free on the application's thread. */
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   pthread_mutex_lock(&modules_lock);
   modules_refresh_locked();
   pthread_mutex_unlock(&modules_lock);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -31,7 +32,7 @@
 #define KNAME "_Z9my_kernelPfi"
 #define MODPATH "/nonexistent/test-app"
 
-static char dir[256], sock[300], db[300], logf_[300], conf[300];
+static char dir[64], sock[100], db[300], logf_[300], conf[300];
 static int failures;
 
 #define CHECK(c, ...)                                                        \
@@ -224,6 +225,7 @@ static void setup(const char *name) {
   snprintf(dir, sizeof dir, "/tmp/gpd-test-%s-XXXXXX", name);
   if (!mkdtemp(dir))
     exit(1);
+  chmod(dir, 0755); /* the non-admin query runs as nobody */
   snprintf(sock, sizeof sock, "%s/s.sock", dir);
   snprintf(db, sizeof db, "%s/p.gpdb", dir);
   snprintf(logf_, sizeof logf_, "%s/daemon.log", dir);
@@ -362,6 +364,70 @@ static void t_hostile(void) {
     msleep(20);
   }
   CHECK(honest_prof != 0, "honest process ended with all 1008 records");
+  /* live queries: Tree and Top from memory, access control */
+  {
+    int q = try_connect();
+    Gpuprof__Msg m = GPUPROF__MSG__INIT;
+    Gpuprof__TreeRequest tr = GPUPROF__TREE_REQUEST__INIT;
+    tr.pid = h;
+    m.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    m.tree_req = &tr;
+    Gpuprof__Msg *rep = request(q, &m);
+    CHECK(rep && rep->body_case == GPUPROF__MSG__BODY_TREE, "Tree reply");
+    double kern = -1, root = -1;
+    for (size_t i = 0; rep && rep->body_case == GPUPROF__MSG__BODY_TREE && i < rep->tree->n_nodes; i++) {
+      Gpuprof__Node *nd = rep->tree->nodes[i];
+      for (size_t k = 0; k < nd->n_incl; k++)
+        if (nd->incl[k]->id == GPD_M_GKER) {
+          if (nd->id == ctx_kernel())
+            kern = nd->incl[k]->value;
+          if (nd->parent == 0)
+            root = nd->incl[k]->value;
+        }
+    }
+    CHECK(kern == 50000.0 && root == 50000.0, "Tree: kernel %g root %g", kern, root);
+    if (rep)
+      gpuprof__msg__free_unpacked(rep, NULL);
+    Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
+    top.pid = h;
+    m.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+    m.top_req = &top;
+    rep = request(q, &m);
+    CHECK(rep && rep->body_case == GPUPROF__MSG__BODY_TOP && rep->top->n_entries >= 1, "Top reply");
+    if (rep && rep->body_case == GPUPROF__MSG__BODY_TOP && rep->top->n_entries >= 1) {
+      Gpuprof__TopEntry *e = rep->top->entries[0];
+      CHECK(strcmp(e->label, "my_kernel(float*, int)") == 0, "Top[0] %s", e->label);
+      CHECK(e->n_path == 3, "heaviest path: 3 CPU frames, got %zu", e->n_path);
+      double gk = 0;
+      for (size_t k = 0; k < e->n_metrics; k++)
+        if (e->metrics[k]->id == GPD_M_GPUOP)
+          gk = e->metrics[k]->value;
+      CHECK(gk == 50000.0, "Top GPUOP %g", gk);
+    }
+    if (rep)
+      gpuprof__msg__free_unpacked(rep, NULL);
+    close(q);
+    /* another user asking for root's process */
+    pid_t u = fork();
+    if (u == 0) {
+      if (setgid(65534) < 0 || setuid(65534) < 0)
+        _exit(77);
+      int q2 = try_connect();
+      m.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+      m.tree_req = &tr;
+      Gpuprof__Msg *r2 = request(q2, &m);
+      char want[128];
+      snprintf(want, sizeof want, "permission denied: process %d belongs to uid %u", (int)h,
+               (unsigned)getuid() == 65534 ? 0u : 0u);
+      int ok = r2 && r2->body_case == GPUPROF__MSG__BODY_ERROR &&
+               r2->error->code == GPD_EDENIED && strcmp(r2->error->message, want) == 0;
+      _exit(ok ? 0 : 1);
+    }
+    int ust = 0;
+    waitpid(u, &ust, 0);
+    if (getuid() == 0)
+      CHECK(WIFEXITED(ust) && WEXITSTATUS(ust) == 0, "non-admin denied with the exact message");
+  }
   /* the silent client gets closed by the daemon (10 s idle rule) */
   CHECK(gpd_frame_recv(s, &in, &n, &fd, 30000) == -ECONNRESET, "silent client closed");
   close(s);

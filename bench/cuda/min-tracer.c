@@ -23,8 +23,8 @@ static void CUPTIAPI cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id, c
   ncb++;
 }
 static void CUPTIAPI req(uint8_t **b, size_t *sz, size_t *mx) {
-  *b = aligned_alloc(8, 4u << 20);
-  *sz = *b ? 4u << 20 : 0;
+  *b = aligned_alloc(8, 1u << 20);
+  *sz = *b ? 1u << 20 : 0;
   *mx = 0;
 }
 static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *b, size_t sz, size_t valid) {

@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 #include <cupti.h>
@@ -53,8 +54,15 @@
 #include "shim.h"
 #include "backends.h"
 
-#define GPD_CUPTI_BUFSZ (4u << 20) /* bytes per activity buffer */
-#define GPD_CUPTI_NBUF 32u         /* at most this many outstanding */
+/* 1 MiB holds ~4000 kernel records = ~8000 ring slots: half of the
+ * daemon's default ring (16384 slots), so one completed buffer fits. */
+#define GPD_CUPTI_BUFSZ (1u << 20) /* bytes per activity buffer */
+#define GPD_CUPTI_NBUF 64u         /* at most this many outstanding */
+/* A full ring on the completing thread (CUPTI's own, or ours at a flush):
+ * wait for the daemon to drain it, 100 us at a time, at most 50 ms per
+ * buffer; then drop (counted).  Never on an application API call. */
+#define GPD_CUPTI_RETRY_NS 100000l
+#define GPD_CUPTI_RETRY_BUDGET 500
 #define GPD_CUPTI_MAXDEV 64u
 #define GPD_CUPTI_ALIAS_BITS 18u
 
@@ -236,6 +244,7 @@ static void CUPTIAPI cb_buf_requested(uint8_t **buf, size_t *size, size_t *maxre
 static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                       size_t valid) {
   CUpti_Activity *rec = NULL;
+  int budget = GPD_CUPTI_RETRY_BUDGET;
   (void)size;
   while (valid && fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
@@ -252,7 +261,13 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
       atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
-    if (gpd_shim_push_activity(&a) < 0) atomic_fetch_add(&c_pushfail, 1);
+    int rc;
+    while ((rc = gpd_shim_push_activity(&a)) == -ENOSPC && budget > 0) {
+      struct timespec ts = {0, GPD_CUPTI_RETRY_NS};
+      budget--;
+      nanosleep(&ts, NULL);
+    }
+    if (rc < 0) atomic_fetch_add(&c_pushfail, 1);
   }
   size_t dropped = 0;
   if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)

@@ -31,11 +31,11 @@ MT=$B/lib/libgpd-min-tracer.so
     echo -n "min-tracer: "; CUDA_INJECTION64_PATH=$MT launch-bound 100000 5
     echo -n "gpuprof:    "; timeout 120 gpuprof record -o /tmp/lb$r.gpdb -- launch-bound 100000 5
   done
-  echo "== (c) torch_train.py 200 steps wall s, 3 rounds"
+  echo "== (c) torch_train.py 500 steps wall s, 3 rounds"
   for r in 1 2 3; do
-    echo -n "bare:       "; python3 tests/cuda/torch_train.py 200 10
-    echo -n "min-tracer: "; CUDA_INJECTION64_PATH=$MT python3 tests/cuda/torch_train.py 200 10
-    echo -n "gpuprof:    "; timeout 120 gpuprof record -o /tmp/tt$r.gpdb -- python3 tests/cuda/torch_train.py 200 10
+    echo -n "bare:       "; python3 tests/cuda/torch_train.py 500 10
+    echo -n "min-tracer: "; CUDA_INJECTION64_PATH=$MT python3 tests/cuda/torch_train.py 500 10
+    echo -n "gpuprof:    "; timeout 120 gpuprof record -o /tmp/tt$r.gpdb -- python3 tests/cuda/torch_train.py 500 10
   done
   gpuprof report --json /tmp/lb1.gpdb | python3 -c 'import json,sys; d=json.load(sys.stdin); print("lb1 records/drops", [(p["records"], p["drops"]) for p in d["processes"]])'
 } 2>&1 | tee "$O/validate.log"

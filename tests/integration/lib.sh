@@ -57,8 +57,16 @@ stop_daemon() {
   [ $rc -eq 0 ] || { cat "$T/daemon.log"; die "gpuprofd exited with $rc after SIGTERM"; }
 }
 
-# preload: run a command with the shim against socket $1
+# preload SOCK CMD...: run a command with the shim against socket SOCK
 preload() {
   local sock=$1; shift
   LD_PRELOAD=$SHIM GPUPROF_SOCKET=$sock "$@"
+}
+
+# preload_bg SOCK OUTFILE CMD...: same in the background; APID = the
+# application's own pid (env execs it), as the daemon sees it.
+preload_bg() {
+  local sock=$1 out=$2; shift 2
+  env LD_PRELOAD="$SHIM" GPUPROF_SOCKET="$sock" "$@" >"$out" 2>&1 &
+  APID=$!
 }
