@@ -46,7 +46,7 @@ __attribute__((noinline)) static int worker(int idx, int K) {
 int main(int argc, char **argv) {
   int W = argc > 1 ? atoi(argv[1]) : 4;
   int K = argc > 2 ? atoi(argv[2]) : 20;
-  if (!getenv("GPUPROF_JOB_ID"))
+  if (!getenv("GPUPROF_JOB_ID") && !getenv("SLURM_JOB_ID"))
     setenv("GPUPROF_JOB_ID", "fork-test", 1);
   pid_t *pids = calloc((size_t)W, sizeof *pids);
   for (int i = 0; i < W; i++) {
