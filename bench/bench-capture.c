@@ -28,6 +28,7 @@ int gpd_shim__fp_backtrace(void **buf, int max);
 static int nbatches = 201;
 static gpd_region_t R;
 static atomic_int stop;
+static volatile uint32_t sink_node;
 
 static void sink(void *arg, const void *rec, size_t n) {
   (void)arg;
@@ -48,7 +49,7 @@ static int cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-enum { M_CAPTURE, M_UNW, M_FP, M_N };
+enum { M_CAPTURE, M_CAPONLY, M_PUSH, M_UNW, M_FP, M_N };
 static double results[3][M_N];
 
 __attribute__((noinline)) static double measure(int mode) {
@@ -60,6 +61,10 @@ __attribute__((noinline)) static double measure(int mode) {
       if (mode == M_CAPTURE) {
         uint32_t node = gpd_shim_capture();
         gpd_shim_push_invoke(gpd_shim_corr_next(GPD_API_OPENCL), node, GPD_API_OPENCL, GPD_OP_KERNEL, t0, 0);
+      } else if (mode == M_CAPONLY) {
+        sink_node = gpd_shim_capture();
+      } else if (mode == M_PUSH) {
+        gpd_shim_push_invoke(gpd_shim_corr_next(GPD_API_OPENCL), sink_node, GPD_API_OPENCL, GPD_OP_KERNEL, t0, 0);
       } else if (mode == M_UNW) {
         unw_backtrace(buf, 300);
       } else {
@@ -105,10 +110,10 @@ int main(int argc, char **argv) {
   for (uint32_t i = 0; i < R.nrings; i++)
     drops += atomic_load(&R.ctl[i].drops);
   printf("# bench-capture: median ns per call, %d batches x %d calls, warm (memoized)\n", nbatches, BATCH);
-  printf("%-6s %16s %16s %12s %16s\n", "depth", "capture+push", "unw_backtrace", "fp walk", "capture-unw");
+  printf("%-6s %14s %12s %10s %14s %10s\n", "depth", "capture+push", "capture", "push", "unw_backtrace", "fp walk");
   for (int r = 0; r < 3; r++)
-    printf("%-6d %16.1f %16.1f %12.1f %16.1f\n", depths[r], results[r][M_CAPTURE], results[r][M_UNW],
-           results[r][M_FP], results[r][M_CAPTURE] - results[r][M_UNW]);
+    printf("%-6d %14.1f %12.1f %10.1f %14.1f %10.1f\n", depths[r], results[r][M_CAPTURE], results[r][M_CAPONLY],
+           results[r][M_PUSH], results[r][M_UNW], results[r][M_FP]);
   printf("# ring drops during the run: %llu (consumer could not keep up)\n", (unsigned long long)drops);
   return 0;
 }

@@ -334,7 +334,9 @@ int gpd_record_main(int argc, char **argv) {
     size_t pn = strlen(shim) + strlen(rest) + 2;
     char *pl = malloc(pn);
     if (!pl) _exit(127);
-    snprintf(pl, pn, "%s%s%s", shim, rest[0] ? ":" : "", rest);
+    /* The shim goes after what is already preloaded: a sanitizer runtime
+     * must stay first, and another tool's wrappers then call ours. */
+    snprintf(pl, pn, "%s%s%s", rest, rest[0] ? ":" : "", shim);
     setenv("LD_PRELOAD", pl, 1);
     setenv("GPUPROF_SOCKET", sock, 1);
     setenv("GPUPROF_RECORD", "1", 1);

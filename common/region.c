@@ -7,8 +7,11 @@
  * reuses those slots.  pushed/drops/consumed have a single writer each and
  * are statistics: relaxed load + relaxed store, no read-modify-write.
  *
- * Ring reuse: gpd_ring_consume() sets a RETIRED ring back to FREE once it
- * has drained it (head == tail after the producer retired).  Counters are
+ * Ring reuse: gpd_ring_release() (and gpd_ring_consume() through it) sets
+ * a RETIRED ring back to FREE once its tail reached head after the
+ * producer retired.  gpd_ring_consume_at() reads from a private cursor
+ * and never publishes tail: the daemon releases a position only after the
+ * state built from it is committed to its store.  Counters are
  * never reset: the next owner continues from the current head.
  */
 #include "gpuprof/region.h"
@@ -269,51 +272,65 @@ int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len) {
 /* ------------------------------------------------------------- consumer */
 
 /* The ring is untrusted: head and tail are read once, checked, and every
- * slot is copied out before it is looked at.  On a bad record the tail is
- * still published for the records delivered before it, and the bad record
- * stays unconsumed. */
-int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn, void *arg) {
+ * slot is copied out before it is looked at.  On a bad record the cursor
+ * stays on it (the records delivered before it are consumed). */
+int gpd_ring_consume_at(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max, gpd_ring_fn fn,
+                        void *arg) {
   _Alignas(64) uint8_t buf[GPD_REC_MAX_BYTES];
-  if (!r || i >= r->nrings || !fn)
+  if (!r || i >= r->nrings || !fn || !cursor)
     return -EINVAL;
   gpd_ring_ctl_t *c = &r->ctl[i];
   const uint8_t *slots = gpd_region_ring_data(r, i);
   const uint64_t cap = r->ring_slots, mask = cap - 1;
-  const uint64_t tail0 = atomic_load_explicit(&c->tail, memory_order_relaxed);
+  const uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
   const uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
-  uint64_t tail = tail0;
+  uint64_t pos = *cursor;
   unsigned n = 0;
   int err = 0;
 
-  if (tail > head || head - tail > cap)
+  if (tail > head || head - tail > cap || pos < tail || pos > head)
     return GPD_EBADRING;
 
-  while (n < max && tail < head) {
-    uint64_t avail = head - tail;
-    memcpy(buf, slots + (tail & mask) * GPD_SLOT_SIZE, GPD_SLOT_SIZE);
+  while (n < max && pos < head) {
+    uint64_t avail = head - pos;
+    memcpy(buf, slots + (pos & mask) * GPD_SLOT_SIZE, GPD_SLOT_SIZE);
     unsigned ns = ((const gpd_rec_hdr_t *)buf)->nslots;
     if (ns < 1 || ns > avail) {
       err = GPD_EBADRECORD;
       break;
     }
     for (unsigned k = 1; k < ns; k++)
-      memcpy(buf + (size_t)k * GPD_SLOT_SIZE, slots + ((tail + k) & mask) * GPD_SLOT_SIZE, GPD_SLOT_SIZE);
+      memcpy(buf + (size_t)k * GPD_SLOT_SIZE, slots + ((pos + k) & mask) * GPD_SLOT_SIZE, GPD_SLOT_SIZE);
     size_t nbytes = (size_t)ns * GPD_SLOT_SIZE;
     err = gpd_rec_validate(buf, nbytes);
     if (err)
       break;
     fn(arg, buf, nbytes);
-    tail += ns;
+    pos += ns;
     n++;
   }
-
-  if (tail != tail0) {
-    atomic_store_explicit(&c->tail, tail, memory_order_release);
+  *cursor = pos;
+  if (n)
     stat_inc(&c->consumed, n);
-  }
-  if (err)
-    return err;
+  return err ? err : (int)n;
+}
 
+/* Only the consumer stores tail, so a plain load + store is enough for
+ * monotonicity; the bounds keep a tail that a peer scribbled on from
+ * being "repaired" into something that uncovers unread slots. */
+void gpd_ring_release(gpd_region_t *r, uint32_t i, uint64_t upto) {
+  if (!r || i >= r->nrings)
+    return;
+  gpd_ring_ctl_t *c = &r->ctl[i];
+  uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+  if (upto > head)
+    upto = head;
+  if (upto > tail && upto - tail <= r->ring_slots) {
+    /* Release: our reads of the slots happen before the producer reuses them. */
+    atomic_store_explicit(&c->tail, upto, memory_order_release);
+    tail = upto;
+  }
   /* Drained a retired ring: hand it back for reuse.  The producer stored
    * RETIRED (release) after its last head store, so re-reading head after
    * an acquire load of state gives its final value. */
@@ -323,7 +340,19 @@ int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn, 
     atomic_compare_exchange_strong_explicit(&c->state, &expect, GPD_RING_FREE, memory_order_acq_rel,
                                             memory_order_relaxed);
   }
-  return (int)n;
+}
+
+int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn, void *arg) {
+  if (!r || i >= r->nrings || !fn)
+    return -EINVAL;
+  uint64_t cursor = atomic_load_explicit(&r->ctl[i].tail, memory_order_relaxed);
+  int rc = gpd_ring_consume_at(r, i, &cursor, max, fn, arg);
+  if (rc == GPD_EBADRING || rc == -EINVAL)
+    return rc;
+  /* also after a bad record: the prefix before it is consumed (the bad
+   * record is before head, so no reclaim can happen then) */
+  gpd_ring_release(r, i, cursor);
+  return rc;
 }
 
 /* Pending slots (not records), clamped to [0, ring_slots]. */

@@ -154,7 +154,17 @@ typedef struct gpd_profile_s {
   uint64_t unknown;    /* activities attributed to <unknown context> */
   uint64_t dropped_nodes; /* NODE records never resolved */
   int full;            /* a bound was hit (see error) */
+  /* unmatched state (pnodes, corr, pacts) changes: bumped by ingest/retry;
+   * the writer persists the pending table when it differs from _saved */
+  uint64_t pend_gen, pend_gen_saved;
 } gpd_profile_t;
+
+/** One unmatched record as raw record bytes (NODE / INVOKE: 64 bytes,
+ *  ACTIVITY: 128 bytes), for the store's `pending` table. */
+typedef struct gpd_prec_s {
+  _Alignas(64) uint8_t b[2 * GPD_SLOT_SIZE];
+  uint32_t len; /* bytes used: a multiple of GPD_SLOT_SIZE */
+} gpd_prec_t;
 
 /** Pack a correlation-map value. */
 #define GPD_CORR_PACK(node, op, multi) \
@@ -170,6 +180,15 @@ void gpd_profile_retry(gpd_profile_t *p);
 /** Final flush: resolve what can be resolved, attribute every remaining
  *  activity under root -> <unknown context>, so nothing is lost. */
 void gpd_profile_finish(gpd_profile_t *p);
+/** The unmatched correlation state as raw records, in re-feed order:
+ *  pending NODEs, then INVOKEs still in the correlation map (rebuilt from
+ *  {corr, node, op, multi}; tid/ts 0), then pending ACTIVITYs.  *out is
+ *  malloc'd (NULL when *n == 0).  0 or -ENOMEM (nothing allocated). */
+int gpd_profile_pending_export(const gpd_profile_t *p, gpd_prec_t **out, uint32_t *n);
+/** Re-feed one record exported by gpd_profile_pending_export (hand-back
+ *  reload): validated, ingested, not counted in `records` again.  0 or
+ *  GPD_EBADRECORD (ignored). */
+int gpd_profile_restore_pending(gpd_profile_t *p, const void *rec, size_t nbytes);
 /** Index of the node with Merkle id, or GPD_NONE. */
 uint32_t gpd_profile_find(const gpd_profile_t *p, uint64_t ctx);
 /** Index of the node announced by the shim as `local`, or GPD_NONE. */
@@ -241,6 +260,13 @@ typedef struct gpd_proc_s {
   int state;            /* GPD_PROC_* */
   int has_region;
   gpd_region_t region;
+  /* Per ring (region.nrings entries, with the region): the monitor's
+   * private read position (gpd_ring_consume_at), and the position last
+   * committed to the store (ring_cursor table).  The shared tail is
+   * released to a committed position only (writer, after COMMIT), so a
+   * restarted daemon re-reads exactly what was not stored. */
+  uint64_t *cursor;
+  uint64_t *cursor_saved;
   int bad;              /* stopped trusting its region */
   char error[256];
   gpd_profile_t prof;
@@ -268,7 +294,9 @@ typedef struct gpd_daemon_s {
   uint64_t next_profile_id;
   int stop;             /* threads: stop after a last pass */
   int had_client;       /* exit-when-idle: a process registered once */
-  int flush_now;
+  int flush_now;        /* wake the writer: a process ended, or a ring is
+                           more than half full of unreleased slots */
+  uint64_t early_flushes; /* flushes asked for by ring back-pressure */
   int writer_stop;      /* writer: last flush, then exit */
   int shutting_down;    /* main: closing connections does not end processes */
   pthread_t monitor_tid, writer_tid;
@@ -298,6 +326,12 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpu
                        int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
 /** EOF on a process's connection: request the final drain. */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
+/** Allocate p->cursor / p->cursor_saved for p->region, both at each
+ *  ring's shared tail (a new or adopted region).  0 or -ENOMEM. */
+int gpd_registry_cursors(gpd_proc_t *p);
+/** The process's rings were released to the committed positions and it
+ *  has EXITED: unmap the region, drop the cursors (lock held). */
+void gpd_registry_close_region(gpd_proc_t *p);
 
 /* --------------------------------------------------------------- monitor */
 
@@ -325,8 +359,13 @@ void gpd_store_writer_stop(gpd_daemon_t *d);
  *  Returns 0 or GPD_ESTORE. */
 int gpd_store_flush(gpd_daemon_t *d);
 /** Hand-back: reload profile_id's CCT, strings, modules and metrics into
- *  p->prof if the stored profile has uid `uid`.  1 loaded, 0 not found or
- *  other uid, <0 error.  Main thread, own connection. */
+ *  p->prof if the stored profile has uid `uid`, re-feed its persisted
+ *  unmatched records (table pending) and move p->cursor of each ring to
+ *  its committed position (table ring_cursor) where that is ahead of the
+ *  shared tail (a daemon killed between COMMIT and release), releasing
+ *  it.  p->region and p->cursor must be set up (gpd_registry_cursors).
+ *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
+ *  connection. */
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
 /** Retention pass (writer thread, after a flush). */
 int gpd_store_retain(gpd_daemon_t *d);

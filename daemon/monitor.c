@@ -3,12 +3,21 @@
  *
  * One pass visits every RUNNING/ENDING process with the daemon lock held,
  * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at
- * most one pass.  A ring that fails validation marks its process bad (the
- * error is kept, logged once, the region is no longer read); everything
- * consumed before stays in the profile.  A RETIRED ring that is empty is
- * set FREE again for reuse.  A process whose connection reached EOF is
- * drained to empty, finished (unmatched activities -> <unknown context>)
- * and handed to the writer.  Idle: sleep poll_us.
+ * most one pass.  Records are read from the process's private per-ring
+ * cursor (gpd_ring_consume_at): the monitor never publishes the shared
+ * tail.  The writer does, after the state built from those records is
+ * committed (store.c), so that a daemon killed at any moment loses
+ * nothing: its successor re-reads from the tail.  Since tail now moves
+ * only at a flush, a ring more than half full of consumed-but-unreleased
+ * slots wakes the writer early (back-pressure, d->flush_now).
+ *
+ * A ring that fails validation marks its process bad (the error is kept,
+ * logged once, the region is no longer read); everything consumed before
+ * stays in the profile.  RETIRED rings go back to FREE when the writer
+ * releases them to head (gpd_ring_release).  A process whose connection
+ * reached EOF is drained to empty, finished (unmatched activities ->
+ * <unknown context>) and handed to the writer, which releases and unmaps
+ * its region after the final commit.  Idle: sleep poll_us.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,20 +33,22 @@
 #define GPD_MONITOR_BATCH 4096u
 
 uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring) {
-  (void)d;
-  if (!p->has_region || p->bad)
+  if (!p->has_region || p->bad || p->cursor == NULL)
     return 0;
   gpd_region_t *r = &p->region;
   uint64_t total = 0, drops = 0;
   uint32_t inuse = 0;
+  int pressure = 0;
   for (uint32_t i = 0; i < r->nrings; i++) {
     gpd_ring_ctl_t *ctl = &r->ctl[i];
     uint32_t st = atomic_load_explicit(&ctl->state, memory_order_acquire);
     drops += atomic_load_explicit(&ctl->drops, memory_order_relaxed);
-    if (st == GPD_RING_FREE && gpd_ring_pending(r, i) == 0)
+    if (st == GPD_RING_FREE &&
+        atomic_load_explicit(&ctl->head, memory_order_acquire) == p->cursor[i] &&
+        atomic_load_explicit(&ctl->tail, memory_order_relaxed) == p->cursor[i])
       continue;
     inuse++;
-    int n = gpd_ring_consume(r, i, max_per_ring, gpd_profile_ingest, &p->prof);
+    int n = gpd_ring_consume_at(r, i, &p->cursor[i], max_per_ring, gpd_profile_ingest, &p->prof);
     if (n < 0) {
       p->bad = 1;
       snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,
@@ -49,10 +60,14 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       break;
     }
     total += (uint64_t)n;
-    if (st == GPD_RING_RETIRED && gpd_ring_pending(r, i) == 0) {
-      uint32_t exp = GPD_RING_RETIRED;
-      atomic_compare_exchange_strong(&ctl->state, &exp, GPD_RING_FREE);
-    }
+    uint64_t tail = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
+    if (p->cursor[i] > tail && p->cursor[i] - tail > r->ring_slots / 2)
+      pressure = 1;
+  }
+  if (pressure && d && !d->flush_now) {
+    d->flush_now = 1;
+    d->early_flushes++;
+    pthread_cond_signal(&d->writer_cv);
   }
   if (!p->bad) {
     p->rings_in_use = inuse;
@@ -80,11 +95,8 @@ static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
   p->end_ns = gpd_clock_ns();
   p->meta_dirty = 1;
   p->flushed = 0;
-  /* keep the counters, drop the mapping */
-  if (p->has_region) {
-    gpd_region_close(&p->region);
-    p->has_region = 0;
-  }
+  /* the region stays mapped until the writer committed the final state
+   * and released the rings (gpd_registry_close_region) */
   d->flush_now = 1;
   pthread_cond_signal(&d->writer_cv);
   GPD_INFO("pid %d ended: %llu records, %llu activities (%llu to <unknown context>)", (int)p->pid,

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuprof/error.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/metric.h"
 #include "gpuprof/record.h"
@@ -470,6 +471,7 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   p->records++;
   switch (h->type) {
   case GPD_REC_NODE: {
+    p->pend_gen++;
     const gpd_rec_node_t *r = rec;
     if (!node_try(p, r)) {
       if (p->npnodes >= GPD_PROFILE_MAX_PENDING ||
@@ -497,6 +499,7 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   }
   case GPD_REC_INVOKE: {
     const gpd_rec_invoke_t *r = rec;
+    p->pend_gen++;
     if (r->corr != 0) {
       gpd_map_put(&p->corr, r->corr,
                   GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
@@ -507,6 +510,7 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   }
   case GPD_REC_ACTIVITY: {
     const gpd_rec_activity_t *r = rec;
+    p->pend_gen++;
     if (!activity_try(p, r, 0))
       pend_activity(p, r);
     break;
@@ -528,6 +532,7 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
 }
 
 static void retry(gpd_profile_t *p, int force) {
+  p->pend_gen++;
   /* nodes: chains may arrive child-first across rings; loop to a fixpoint */
   int progress = 1;
   while (progress && p->npnodes > 0) {
@@ -570,6 +575,71 @@ void gpd_profile_finish(gpd_profile_t *p) {
   p->dropped_nodes += p->npnodes; /* parent/module never announced */
   p->npnodes = 0;
   retry(p, 1);
+}
+
+/* ------------------------------------------------- pending persistence */
+
+int gpd_profile_pending_export(const gpd_profile_t *p, gpd_prec_t **out, uint32_t *n) {
+  size_t cnt = (size_t)p->npnodes + p->corr.n + p->npacts;
+  *out = NULL;
+  *n = 0;
+  if (cnt == 0)
+    return 0;
+  gpd_prec_t *v = malloc(cnt * sizeof *v);
+  if (v == NULL)
+    return -ENOMEM;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < p->npnodes; i++) {
+    memset(&v[k], 0, sizeof v[k]);
+    memcpy(v[k].b, &p->pnodes[i], sizeof p->pnodes[i]);
+    v[k].len = GPD_SLOT_SIZE;
+    k++;
+  }
+  for (size_t i = 0; i < p->corr.cap; i++) {
+    if (p->corr.keys[i] == 0)
+      continue;
+    uint64_t val = p->corr.vals[i];
+    gpd_rec_invoke_t r;
+    memset(&r, 0, sizeof r);
+    r.h.type = GPD_REC_INVOKE;
+    r.h.version = GPD_REC_VERSION;
+    r.h.nslots = 1;
+    r.h.flags = ((val >> 40) & 1) ? GPD_INVOKE_MULTI : 0;
+    unsigned api = GPD_CORR_API(p->corr.keys[i]); /* not kept in the map; unused */
+    r.api = (uint8_t)(api < GPD_API_MAX ? api : GPD_API_NONE);
+    r.op = (uint8_t)(val >> 32);
+    r.node = (uint32_t)val;
+    r.corr = p->corr.keys[i];
+    memset(&v[k], 0, sizeof v[k]);
+    memcpy(v[k].b, &r, sizeof r);
+    v[k].len = GPD_SLOT_SIZE;
+    k++;
+  }
+  for (uint32_t i = 0; i < p->npacts; i++) {
+    if (p->pacts[i].a.h.type == GPD_REC_NONE)
+      continue; /* tombstone: matched already */
+    memset(&v[k], 0, sizeof v[k]);
+    memcpy(v[k].b, &p->pacts[i].a, sizeof p->pacts[i].a);
+    v[k].len = 2 * GPD_SLOT_SIZE;
+    k++;
+  }
+  *out = v;
+  *n = k;
+  return 0;
+}
+
+int gpd_profile_restore_pending(gpd_profile_t *p, const void *rec, size_t nbytes) {
+  _Alignas(64) uint8_t buf[2 * GPD_SLOT_SIZE];
+  if (rec == NULL || nbytes < GPD_SLOT_SIZE || nbytes > sizeof buf || nbytes % GPD_SLOT_SIZE)
+    return GPD_EBADRECORD;
+  memcpy(buf, rec, nbytes);
+  const gpd_rec_hdr_t *h = (const gpd_rec_hdr_t *)buf;
+  if (gpd_rec_validate(buf, nbytes) < 0 ||
+      (h->type != GPD_REC_NODE && h->type != GPD_REC_INVOKE && h->type != GPD_REC_ACTIVITY))
+    return GPD_EBADRECORD;
+  gpd_profile_ingest(p, buf, nbytes);
+  p->records--; /* counted when it was first consumed */
+  return 0;
 }
 
 double gpd_profile_excl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {

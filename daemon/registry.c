@@ -7,7 +7,11 @@
  * sends Hello{handback} with its region memfd; the region is validated
  * (gpd_region_map) and adopted, and the profile is reloaded from the store
  * when the stored owner uid matches the peer's, so shim node ids known
- * before the restart still resolve (table cct_local).
+ * before the restart still resolve (table cct_local).  The monitor reads
+ * each ring from a private cursor that starts at the shared tail, i.e. at
+ * the position the previous daemon committed with its state: records it
+ * consumed but did not store are read again, exactly once (monitor.c,
+ * store.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,11 +42,37 @@ gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid) {
   return best;
 }
 
+int gpd_registry_cursors(gpd_proc_t *p) {
+  uint32_t n = p->region.nrings;
+  free(p->cursor);
+  free(p->cursor_saved);
+  p->cursor = calloc(n ? n : 1, sizeof *p->cursor);
+  p->cursor_saved = calloc(n ? n : 1, sizeof *p->cursor_saved);
+  if (p->cursor == NULL || p->cursor_saved == NULL) {
+    free(p->cursor);
+    free(p->cursor_saved);
+    p->cursor = p->cursor_saved = NULL;
+    return -ENOMEM;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    p->cursor[i] = p->cursor_saved[i] =
+        atomic_load_explicit(&p->region.ctl[i].tail, memory_order_acquire);
+  return 0;
+}
+
+void gpd_registry_close_region(gpd_proc_t *p) {
+  if (p->has_region)
+    gpd_region_close(&p->region);
+  p->has_region = 0;
+  free(p->cursor);
+  free(p->cursor_saved);
+  p->cursor = p->cursor_saved = NULL;
+}
+
 void gpd_registry_free_proc(gpd_proc_t *p) {
   if (p == NULL)
     return;
-  if (p->has_region)
-    gpd_region_close(&p->region);
+  gpd_registry_close_region(p);
   gpd_profile_free(&p->prof);
   free(p->exe);
   free(p->job_id);
@@ -174,6 +204,11 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     }
     fd = -1; /* owned by the region now */
     p->has_region = 1;
+    if (gpd_registry_cursors(p) < 0) {
+      err = -ENOMEM;
+      snprintf(errmsg, errlen, "out of memory");
+      goto fail;
+    }
     uint64_t want = h->profile_id;
     pthread_mutex_lock(&d->lock);
     int busy = want != 0 && gpd_registry_find(d, want) != NULL;
@@ -216,6 +251,11 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       goto fail;
     }
     p->has_region = 1;
+    if (gpd_registry_cursors(p) < 0) {
+      err = -ENOMEM;
+      snprintf(errmsg, errlen, "out of memory");
+      goto fail;
+    }
     gpd_profile_init(&p->prof, p->profile_id);
     *reply_fd = p->region.fd;
     pthread_mutex_lock(&d->lock);

@@ -102,12 +102,37 @@ void gpd_thread_init(void);
 void gpd_thread_exit_current(void);
 
 /* -------------------------------------------------------------- capture.c */
+/** Frames one unwind records (the shim/vendor frames + the kept ones). */
+#define GPD_CAPTURE_WALK_MAX (GPD_CAPTURE_MAX_DEPTH + 32)
+/** Recorded unwinds kept per thread for the verified-replay fast path. */
+#define GPD_CAPTURE_WALKS 4
+
+/** One recorded unwind (capture.c): frame j has return address ip[j],
+ *  stack pointer sp[j] (= CFA of frame j-1) and frame-base register
+ *  bp[j]; bploc[j] is the stack slot bp[j] was restored from (0: same
+ *  register value as frame j-1).  Frame 0 is gpd_shim_capture at its
+ *  unwind call.  `ok`: every frame can be re-verified from memory. */
+typedef struct gpd_capture_walk_s {
+  uint32_t n, ok;
+  uint32_t node;       /* leaf node of this path, 0 = not interned yet */
+  uint32_t gen, epoch; /* node is valid and announced for these */
+  uintptr_t ip[GPD_CAPTURE_WALK_MAX];
+  uintptr_t sp[GPD_CAPTURE_WALK_MAX];
+  uintptr_t bp[GPD_CAPTURE_WALK_MAX];
+  uintptr_t bploc[GPD_CAPTURE_WALK_MAX];
+} gpd_capture_walk_t;
+
 typedef struct gpd_capture_memo_s {
   uint32_t gen, epoch;
   uint32_t n;        /* frames in the previous path */
   uint32_t verified; /* nodes[0..verified) known announced in epoch */
   uintptr_t ips[GPD_CAPTURE_MAX_DEPTH];
   uint32_t nodes[GPD_CAPTURE_MAX_DEPTH];
+  /* Verified replay (capture.c): recorded unwinds, round robin. */
+  uint32_t walk_next;
+  int stack_state;             /* 0 unknown, 1 bounds known, -1 unusable */
+  uintptr_t stack_lo, stack_hi; /* this thread's stack [lo, hi) */
+  gpd_capture_walk_t walks[GPD_CAPTURE_WALKS];
 } gpd_capture_memo_t;
 
 void gpd_capture_init(void);

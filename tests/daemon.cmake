@@ -4,6 +4,7 @@
 if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   add_executable(test-daemon-profile ${CMAKE_CURRENT_LIST_DIR}/test-daemon-profile.c)
   target_link_libraries(test-daemon-profile PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  target_compile_options(test-daemon-profile PRIVATE -g) # test_symbols needs DWARF
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
   set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()

@@ -37,4 +37,5 @@ add_test(NAME opencl.threads-nodaemon COMMAND ocl-threads 4 50)
 add_test(NAME opencl.fork-nodaemon COMMAND fork-launcher 4 20)
 set_tests_properties(opencl.threads-nodaemon opencl.fork-nodaemon PROPERTIES LABELS "unit" TIMEOUT 120
   SKIP_RETURN_CODE 77
-  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:gpuprof>;GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+  ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock"
+  ENVIRONMENT_MODIFICATION "LD_PRELOAD=path_list_append:$<TARGET_FILE:gpuprof>")

@@ -21,7 +21,7 @@ fail=0
 case $mode in
 stub)
   [ -f "$arg" ] || { echo "SKIP: $arg not built"; exit 77; }
-  LD_PRELOAD=$arg "$prog" >"$tmp/shim.out" 2>"$tmp/shim.err"; rc=$?
+  LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$arg" "$prog" >"$tmp/shim.out" 2>"$tmp/shim.err"; rc=$?
   cat "$tmp/shim.err"
   grep -Eq 'gpuprof-stub: STATUS api=2 enabled=0 code=-?[0-9]+ why=.+' "$tmp/shim.err" ||
     { echo "FAIL: no 'disabled' STATUS with a reason"; fail=1; }

@@ -538,5 +538,11 @@ int main(int argc, char **argv) {
     return 2;
   dump_log();
   fprintf(stderr, "%s: %s (%s)\n", argv[1], failures ? "FAILED" : "ok", dir);
+  if (!failures) { /* keep the evidence only when something failed */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) {
+    }
+  }
   return failures ? 1 : 0;
 }

@@ -1,7 +1,10 @@
 /* test-daemon-profile.c - unit tests of the daemon's attribution
  * (profile.c) and node merge (merge.c): records fed directly, exact metric
  * values asserted at exact Merkle context ids. */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,12 +309,44 @@ static void test_map(void **state) {
   gpd_map_free(&m);
 }
 
+/* Symbolize a call site inside this test binary (built with -g). */
+static __attribute__((noinline)) int sym_target(int x) { return x * 3 + 1; }
+
+static void test_symbols(void **state) {
+  (void)state;
+  Dl_info di;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  assert_true(n > 0);
+  exe[n] = 0;
+  assert_true(dladdr((void *)sym_target, &di) != 0);
+  uint64_t off = (uint64_t)((uintptr_t)sym_target - (uintptr_t)di.dli_fbase) + 4;
+  const gpd_sframe_t *fr = NULL;
+  unsigned nf = 0;
+  assert_int_equal(gpd_symbols_resolve(exe, off, &fr, &nf), 0);
+  assert_true(nf >= 1);
+  assert_string_equal(fr[nf - 1].function, "sym_target");
+  assert_non_null(strstr(fr[nf - 1].file, "test-daemon-profile.c"));
+  assert_true(fr[nf - 1].line > 0);
+  /* cached: same pointer the second time */
+  const gpd_sframe_t *fr2 = NULL;
+  unsigned nf2 = 0;
+  assert_int_equal(gpd_symbols_resolve(exe, off, &fr2, &nf2), 0);
+  assert_ptr_equal(fr, fr2);
+  /* a missing file: no frames, no crash */
+  assert_int_equal(gpd_symbols_resolve("/nonexistent/x", 16, &fr, &nf), 0);
+  assert_int_equal(nf, 0);
+  gpd_symbols_shutdown();
+  assert_int_equal(sym_target(1), 4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_attribution),
       cmocka_unit_test(test_multi_and_bounds),
       cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_symbols),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

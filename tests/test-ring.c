@@ -232,6 +232,51 @@ static void test_concurrent(void **state) {
   free(c);
 }
 
+/* The daemon's pattern: consume from a private cursor, release one batch
+ * late (as the writer does after its commit).  Also run under TSan. */
+static void test_concurrent_lagged(void **state) {
+  (void)state;
+  conc_t *c = calloc(1, sizeof *c);
+  assert_non_null(c);
+  c->n = RING_TEST_N / 4;
+  c->dropped = calloc(c->n + 1, 1);
+  c->seen = calloc(c->n + 1, 1);
+  assert_int_equal(gpd_region_create(&c->r, 1, 1024, 1, 1), 0);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, producer_main, c), 0);
+  uint64_t cur = 0, prev = 0;
+  for (unsigned k = 0;; k++) {
+    int done = atomic_load_explicit(&c->done, memory_order_acquire);
+    int got = gpd_ring_consume_at(&c->r, 0, &cur, 256, conc_fn, c);
+    assert_true(got >= 0);
+    if ((k & 3) == 3) {
+      gpd_ring_release(&c->r, 0, prev);
+      prev = cur;
+    }
+    if (done && got == 0 && prev == cur)
+      break;
+    if (got == 0)
+      sched_yield();
+  }
+  pthread_join(th, NULL);
+  gpd_ring_release(&c->r, 0, cur);
+  uint64_t drops = atomic_load(&c->r.ctl[0].drops), ndropped = 0;
+  assert_int_equal(c->out_of_order, 0);
+  for (uint64_t s = 1; s <= c->n; s++) {
+    assert_int_equal(c->seen[s] + c->dropped[s], 1);
+    ndropped += c->dropped[s];
+  }
+  assert_int_equal(drops, ndropped);
+  assert_int_equal(c->received + drops, c->n);
+  assert_int_equal(atomic_load(&c->r.ctl[0].state), GPD_RING_FREE);
+  print_message("concurrent lagged: %llu received, %llu dropped\n", (unsigned long long)c->received,
+                (unsigned long long)drops);
+  gpd_region_close(&c->r);
+  free(c->dropped);
+  free(c->seen);
+  free(c);
+}
+
 /* ----------------------------------------------------------- corrupt */
 
 static void fill_valid(gpd_region_t *r, unsigned n) {
@@ -366,6 +411,219 @@ static void test_wrapped_garbage(void **state) {
   gpd_region_close(&r);
 }
 
+/* ------------------------------------------- private cursor + release */
+
+typedef struct {
+  uint64_t next; /* expected next corr */
+  unsigned n;
+  int bad;
+} seq_check_t;
+
+static void check_seq(void *arg, const void *rec, size_t nbytes) {
+  seq_check_t *c = arg;
+  const gpd_rec_invoke_t *v = rec;
+  if (nbytes != GPD_SLOT_SIZE || v->h.type != GPD_REC_INVOKE || v->corr != c->next)
+    c->bad++;
+  c->next = v->corr + 1;
+  c->n++;
+}
+
+/* consume_at does not publish tail: the slots it read stay reserved (the
+ * producer drops rather than overwrite them) until they are released. */
+static void test_consume_at_reserves(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 7), 0);
+  gpd_ring_ctl_t *c = &r.ctl[0];
+  uint64_t corr = 1;
+  for (int i = 0; i < 40; i++) {
+    gpd_rec_invoke_t v = mk_invoke(corr++);
+    assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  }
+  uint64_t cur = atomic_load(&c->tail);
+  seq_check_t sc = {.next = 1};
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 1000, check_seq, &sc), 40);
+  assert_int_equal(cur, 40);
+  assert_int_equal(atomic_load(&c->tail), 0); /* not published */
+  assert_int_equal(gpd_ring_pending(&r, 0), 40);
+  assert_int_equal(atomic_load(&c->consumed), 40);
+  /* nothing new: 0, cursor unchanged */
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 1000, check_seq, &sc), 0);
+  assert_int_equal(cur, 40);
+  /* 24 more fit, the 25th would overwrite an unreleased slot */
+  for (int i = 0; i < 24; i++) {
+    gpd_rec_invoke_t v = mk_invoke(corr++);
+    assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  }
+  gpd_rec_invoke_t v = mk_invoke(corr);
+  assert_int_equal(gpd_producer_push(&p, &v, sizeof v), -ENOSPC);
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 1000, check_seq, &sc), 24);
+  assert_int_equal(cur, 64);
+  assert_int_equal(gpd_producer_push(&p, &v, sizeof v), -ENOSPC); /* still reserved */
+  /* release part of it: exactly that many slots come back (wrap-around) */
+  gpd_ring_release(&r, 0, 30);
+  assert_int_equal(atomic_load(&c->tail), 30);
+  for (int i = 0; i < 30; i++) {
+    v = mk_invoke(corr++);
+    assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  }
+  v = mk_invoke(corr);
+  assert_int_equal(gpd_producer_push(&p, &v, sizeof v), -ENOSPC);
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 1000, check_seq, &sc), 30);
+  assert_int_equal(cur, 94);
+  assert_int_equal(sc.n, 94);
+  assert_int_equal(sc.bad, 0);
+  /* a second reader from the shared tail (a restarted daemon) sees
+   * exactly the unreleased records again, in order */
+  uint64_t cur2 = atomic_load(&c->tail);
+  seq_check_t sc2 = {.next = 31};
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur2, 1000, check_seq, &sc2), 64);
+  assert_int_equal(cur2, 94);
+  assert_int_equal(sc2.bad, 0);
+  /* gpd_ring_consume = consume_at from tail + release */
+  gpd_ring_release(&r, 0, 94);
+  v = mk_invoke(95);
+  assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  unsigned n = 0;
+  assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), 1);
+  assert_int_equal(atomic_load(&c->tail), 95);
+  assert_int_equal(atomic_load(&c->drops), 3);
+  gpd_region_close(&r);
+}
+
+static void test_release_bounds(void **state) {
+  (void)state;
+  gpd_region_t r;
+  assert_int_equal(gpd_region_create(&r, 2, 64, 1, 1), 0);
+  gpd_ring_ctl_t *c = &r.ctl[0];
+  fill_valid(&r, 20);
+  uint64_t cur = 0;
+  unsigned n = 0;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 1000, count_fn, &n), 20);
+  gpd_ring_release(&r, 0, 12);
+  assert_int_equal(atomic_load(&c->tail), 12);
+  gpd_ring_release(&r, 0, 5); /* monotonic: never backwards */
+  assert_int_equal(atomic_load(&c->tail), 12);
+  gpd_ring_release(&r, 0, 12);
+  assert_int_equal(atomic_load(&c->tail), 12);
+  gpd_ring_release(&r, 0, 1000); /* beyond head: clamped to head */
+  assert_int_equal(atomic_load(&c->tail), 20);
+  /* a head a peer scribbled far ahead: a release of more than ring_slots
+   * past the tail is ignored */
+  atomic_store(&c->head, 500);
+  gpd_ring_release(&r, 0, 200);
+  assert_int_equal(atomic_load(&c->tail), 20);
+  atomic_store(&c->head, 20);
+  /* out of range: no-op, no crash */
+  gpd_ring_release(&r, 2, 5);
+  gpd_ring_release(NULL, 0, 5);
+  /* consume_at validation: cursor below tail or beyond head */
+  cur = 10;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), GPD_EBADRING);
+  assert_int_equal(cur, 10);
+  cur = 21;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), GPD_EBADRING);
+  assert_int_equal(cur, 21);
+  atomic_store(&c->head, 20 + 65); /* beyond capacity */
+  cur = 20;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), GPD_EBADRING);
+  atomic_store(&c->head, 20);
+  assert_int_equal(gpd_ring_consume_at(&r, 0, NULL, 100, count_fn, &n), -EINVAL);
+  assert_int_equal(gpd_ring_consume_at(&r, 2, &cur, 100, count_fn, &n), -EINVAL);
+  gpd_region_close(&r);
+  /* a bad record: the prefix is delivered, the cursor stays on it */
+
+  assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
+  fill_valid(&r, 4);
+  ((gpd_rec_hdr_t *)(gpd_region_ring_data(&r, 0) + 2 * 64))->nslots = 0;
+  cur = 0;
+  n = 0;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), GPD_EBADRECORD);
+  assert_int_equal(n, 2);
+  assert_int_equal(cur, 2);
+  assert_int_equal(atomic_load(&r.ctl[0].tail), 0);
+  gpd_region_close(&r);
+}
+
+/* A RETIRED ring goes back to FREE only when its tail (not the private
+ * cursor) reached head. */
+static void test_reclaim_after_release(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 7), 0);
+  gpd_ring_ctl_t *c = &r.ctl[0];
+  for (uint64_t i = 1; i <= 10; i++) {
+    gpd_rec_invoke_t v = mk_invoke(i);
+    assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  }
+  gpd_producer_retire(&p);
+  uint64_t cur = 0;
+  unsigned n = 0;
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), 10);
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), 0);
+  assert_int_equal(atomic_load(&c->state), GPD_RING_RETIRED); /* drained, not released */
+  gpd_ring_release(&r, 0, 9);
+  assert_int_equal(atomic_load(&c->state), GPD_RING_RETIRED);
+  gpd_ring_release(&r, 0, cur);
+  assert_int_equal(atomic_load(&c->state), GPD_RING_FREE);
+  /* a new producer continues from head; the cursor goes on from there */
+  assert_int_equal(gpd_producer_claim(&r, &p, 8), 0);
+  gpd_rec_invoke_t v = mk_invoke(11);
+  assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
+  seq_check_t sc = {.next = 11};
+  assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, check_seq, &sc), 1);
+  assert_int_equal(sc.bad, 0);
+  assert_int_equal(cur, 11);
+  /* an OWNED ring at tail == head stays OWNED */
+  gpd_ring_release(&r, 0, cur);
+  assert_int_equal(atomic_load(&c->state), GPD_RING_OWNED);
+  gpd_region_close(&r);
+}
+
+/* Multi-slot records wrapping around the end while the consumer releases
+ * lagging behind its cursor: content intact, nothing overwritten, every
+ * record pushed is read once. */
+static void test_lagged_release_wrap(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  uint8_t buf[GPD_REC_MAX_BYTES];
+  assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 7), 0);
+  str_check_t c = {.next_id = 1};
+  uint32_t id = 1;
+  uint64_t cur = 0, prev = 0;
+  unsigned pushed = 0, full = 0;
+  for (int round = 0; round < 3000; round++) {
+    uint32_t len = (uint32_t)((round * 53) % 250);
+    size_t n = mk_string(buf, id, len);
+    if (gpd_producer_push(&p, buf, n) == 0) {
+      id++;
+      pushed++;
+    } else {
+      full++;
+    }
+    if (round % 12 == 11) { /* ~33 slots a batch, two batches held */
+      assert_true(gpd_ring_consume_at(&r, 0, &cur, 1000, check_string, &c) >= 0);
+      gpd_ring_release(&r, 0, prev); /* the position of the batch before */
+      assert_true(atomic_load(&r.ctl[0].tail) <= cur);
+      prev = cur;
+    }
+  }
+  assert_true(gpd_ring_consume_at(&r, 0, &cur, 1000, check_string, &c) >= 0);
+  gpd_ring_release(&r, 0, cur);
+  assert_int_equal(c.bad, 0);
+  assert_int_equal(c.n, pushed);
+  assert_true(full > 0); /* the lag made the ring full at times */
+  assert_int_equal(atomic_load(&r.ctl[0].drops), full);
+  assert_int_equal(gpd_ring_pending(&r, 0), 0);
+  gpd_region_close(&r);
+}
+
 /* ----------------------------------------------------- cross-process */
 
 static void test_cross_process(void **state) {
@@ -435,8 +693,13 @@ int main(void) {
     cmocka_unit_test(test_garbage),
     cmocka_unit_test(test_wrapped_garbage),
     cmocka_unit_test(test_cross_process),
+    cmocka_unit_test(test_consume_at_reserves),
+    cmocka_unit_test(test_release_bounds),
+    cmocka_unit_test(test_reclaim_after_release),
+    cmocka_unit_test(test_lagged_release_wrap),
 #endif
     cmocka_unit_test(test_concurrent),
+    cmocka_unit_test(test_concurrent_lagged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,11 @@ endif()
 if(NOT rc0 EQUAL 0)
   message(FATAL_ERROR "bare run failed (${rc0}): ${err0}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${SHIM} GPUPROF_SOCKET=${SOCK} ${APP}
+set(preload "${SHIM}")
+if(DEFINED ENV{LD_PRELOAD} AND NOT "$ENV{LD_PRELOAD}" STREQUAL "")
+  set(preload "$ENV{LD_PRELOAD}:${SHIM}") # a sanitizer runtime stays first
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} GPUPROF_SOCKET=${SOCK} ${APP}
   RESULT_VARIABLE rc1 OUTPUT_VARIABLE out1 ERROR_VARIABLE err1)
 if(NOT rc1 EQUAL 0)
   message(FATAL_ERROR "preloaded run failed (${rc1}): ${err1}")

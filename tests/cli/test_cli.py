@@ -329,11 +329,11 @@ def case_record(tmp):
     check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"], "top kernel line %r" % k)
     check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
     check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
-    # 5. existing LD_PRELOAD kept after the shim; a second libgpuprof.so dropped
+    # 5. existing LD_PRELOAD kept before the shim; a second libgpuprof.so dropped
     env2 = dict(env, LD_PRELOAD="/x/libgpuprof.so:%s" % (lib or "/nonexistent.so"), ASAN_OPTIONS="verify_asan_link_order=0")
     rc, out, err = run(["record", "-o", out_db, "--", "sh", "-c", 'echo "$LD_PRELOAD" > %s' % envf], env=env2)
     pl = open(envf).read().strip()
-    check(rc == 0 and pl == "%s:%s" % (os.path.realpath(shim), lib or "/nonexistent.so"), "LD_PRELOAD prepended: %r" % pl)
+    check(rc == 0 and pl == "%s:%s" % (lib or "/nonexistent.so", os.path.realpath(shim)), "LD_PRELOAD appended: %r" % pl)
     check("preload=\n" in open(flog).read() or "preload=" + (lib or "/nonexistent.so") in open(flog).read(),
           "daemon gets no shim preloaded")
     # 6. killed by a signal forwarded from gpuprof: 128 + 15

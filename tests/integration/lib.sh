@@ -60,13 +60,13 @@ stop_daemon() {
 # preload SOCK CMD...: run a command with the shim against socket SOCK
 preload() {
   local sock=$1; shift
-  LD_PRELOAD=$SHIM GPUPROF_SOCKET=$sock "$@"
+  LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$SHIM" GPUPROF_SOCKET=$sock "$@"
 }
 
 # preload_bg SOCK OUTFILE CMD...: same in the background; APID = the
 # application's own pid (env execs it), as the daemon sees it.
 preload_bg() {
   local sock=$1 out=$2; shift 2
-  env LD_PRELOAD="$SHIM" GPUPROF_SOCKET="$sock" "$@" >"$out" 2>&1 &
+  env LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$SHIM" GPUPROF_SOCKET="$sock" "$@" >"$out" 2>&1 &
   APID=$!
 }

@@ -156,12 +156,47 @@ int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len);
  *  code when the ring is corrupt (head beyond tail + ring_slots, bad
  *  record): the caller must then stop trusting this region.  Publishes
  *  tail after the batch (also up to a bad record).  A RETIRED ring found
- *  drained is set FREE here.  Only the monitor thread calls it. */
+ *  drained is set FREE here.  Only the monitor thread calls it.
+ *  = gpd_ring_consume_at from the shared tail + gpd_ring_release. */
 typedef void (*gpd_ring_fn)(void *arg, const void *rec, size_t nbytes);
 int gpd_ring_consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_ring_fn fn,
                      void *arg);
 
 /** Slots pending in ring i (head - tail, clamped to 0..ring_slots). */
 uint64_t gpd_ring_pending(const gpd_region_t *r, uint32_t i);
+
+/* Additive (daemon restart without loss): consume from a private cursor,
+ * publish tail only once what was consumed is durably stored.  The shared
+ * tail then always equals the position the daemon has committed, so a
+ * restarted daemon that adopts the region (hand-back) re-reads exactly the
+ * records whose effect was not stored ("commit the consumer position with
+ * the state"). */
+
+/** Daemon: like gpd_ring_consume, but reads from the private position
+ *  *cursor (slot counter, same scale as head/tail) instead of the shared
+ *  tail, and does NOT publish tail: consumed slots stay reserved (the
+ *  producer cannot overwrite them) until gpd_ring_release().  The caller
+ *  starts *cursor at the shared tail (ctl->tail) when it maps/adopts the
+ *  region.  Reads up to the shared head (acquire).  Validation as in
+ *  gpd_ring_consume: tail <= *cursor <= head and head - tail <= ring_slots,
+ *  else GPD_EBADRING with nothing delivered and *cursor unchanged; a bad
+ *  record stops the batch with *cursor on it (the records before it were
+ *  delivered) and returns its GPD_E* code.  Returns the number of records
+ *  delivered (>= 0).  Adds them to ctl->consumed (statistics: a record
+ *  re-read after a daemon restart counts twice there).  Never changes
+ *  ring state (no RETIRED -> FREE: see gpd_ring_release).  One consumer
+ *  thread per ring; gpd_ring_release may run on another thread if the
+ *  caller serializes it with this call (the daemon's state lock). */
+int gpd_ring_consume_at(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max,
+                        gpd_ring_fn fn, void *arg);
+
+/** Daemon: publish tail = upto for ring i (release store), returning the
+ *  slots before `upto` to the producer.  Monotonic: an `upto` at or below
+ *  the current tail stores nothing; an `upto` beyond head is clamped to
+ *  head; one more than ring_slots past the tail (never a cursor of
+ *  gpd_ring_consume_at) is ignored.  Afterwards, if tail == head and the
+ *  producer RETIRED the ring, it is set FREE for reuse (the only place the
+ *  consumer side reclaims a ring).  No-op for a bad index. */
+void gpd_ring_release(gpd_region_t *r, uint32_t i, uint64_t upto);
 
 #endif
