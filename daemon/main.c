@@ -3,9 +3,12 @@
  *   gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]
  *            [--foreground] [--exit-when-idle]
  *
- * SIGTERM/SIGINT: stop accepting, drain every ring, persist, exit 0
- * (running processes are stored as 'lost' and can be handed back).
- * SIGHUP: reload the live config fields.  --exit-when-idle (gpuprof
+ * SIGTERM/SIGINT: stop accepting, drain every ring, persist, release the
+ * rings to what was persisted, exit 0 (running processes are stored as
+ * 'lost' and can be handed back).  SIGHUP: RELOADING=1, reload the live
+ * config fields, READY=1.  A bad configuration: the message on stderr and
+ * exit 78 (EX_CONFIG, systemd's RestartPreventExitStatus) before the
+ * socket is bound.  SIGPIPE is ignored.  --exit-when-idle (gpuprof
  * record): exit once a process registered and every registered process
  * ended and was flushed.
  */
@@ -27,6 +30,8 @@
 #include "config.h"
 #include "daemon.h"
 #include "notify.h"
+
+#define EXIT_CONFIG 78 /* EX_CONFIG */
 
 static gpd_daemon_t D;
 static uv_signal_t sig_term, sig_int, sig_hup;
@@ -79,10 +84,27 @@ static void on_signal(uv_signal_t *s, int signum) {
   if (signum == SIGHUP) {
     char err[512];
     gpd_notify_reloading();
-    if (gpd_config_reload(&D.cfg, D.config_path, err, sizeof err) < 0)
+    /* Reload into a private copy (main is the only writer of D.cfg, so
+     * reading it here needs no lock), then publish the live fields under
+     * the state lock with atomic stores: the monitor (poll_us) and the
+     * writer (flush_ms, retention) read them with atomic loads. */
+    gpd_config_t fresh = D.cfg;
+    if (gpd_config_reload(&fresh, D.config_path, err, sizeof err) < 0) {
       GPD_ERR("reload failed, keeping the old settings: %s", err);
-    else if (!getenv("GPUPROF_LOG"))
-      gpd_log_level = D.cfg.log_level;
+    } else {
+      pthread_mutex_lock(&D.lock);
+      memcpy(D.cfg.admin_group, fresh.admin_group, sizeof D.cfg.admin_group);
+      __atomic_store_n(&D.cfg.flush_ms, fresh.flush_ms, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.retain_age_s, fresh.retain_age_s, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.retain_bytes, fresh.retain_bytes, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.poll_us, fresh.poll_us, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.log_level, fresh.log_level, __ATOMIC_RELAXED);
+      pthread_cond_signal(&D.writer_cv); /* a shorter flush interval takes effect now */
+      pthread_mutex_unlock(&D.lock);
+      if (!getenv("GPUPROF_LOG"))
+        gpd_log_level = fresh.log_level;
+      GPD_INFO("reloaded %s", D.config_path);
+    }
     gpd_notify_ready();
     return;
   }
@@ -132,7 +154,7 @@ int main(int argc, char **argv) {
   gpd_config_defaults(&D.cfg);
   if (gpd_config_load(&D.cfg, D.config_path, D.config_explicit, err, sizeof err) < 0) {
     fprintf(stderr, "gpuprofd: %s\n", err);
-    return 1;
+    return EXIT_CONFIG;
   }
   if (!getenv("GPUPROF_LOG"))
     gpd_log_level = D.cfg.log_level;

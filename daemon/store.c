@@ -8,6 +8,16 @@
  * transaction outside the lock.  Metric rows hold a node's running total
  * (INSERT OR REPLACE), only non-zero values.  FRAME contexts are
  * symbolized (symbols.c) by the writer, outside the lock.
+ *
+ * Exactly once across a daemon crash: the snapshot also takes each ring's
+ * monitor cursor and the process's unmatched correlation state (pending
+ * NODE/INVOKE/ACTIVITY records); both are written in the same transaction
+ * as the metrics (tables ring_cursor and pending), and only after COMMIT
+ * returned are the rings' shared tails released to those cursors.  So the
+ * tail never passes what is stored; a daemon killed after COMMIT but
+ * before the release is covered by ring_cursor (gpd_store_load skips to
+ * it).  A snapshot that could not be copied completely (out of memory) is
+ * not written at all and the process is rewritten in full next time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +79,11 @@ static const char *SCHEMA =
     "  context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL, value REAL NOT NULL,"
     "  PRIMARY KEY(profile_id, context_id, metric_id)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS gpubin(hash TEXT PRIMARY KEY, kind TEXT NOT NULL,"
-    "  size INTEGER NOT NULL, path TEXT NOT NULL, profile_id INTEGER);";
+    "  size INTEGER NOT NULL, path TEXT NOT NULL, profile_id INTEGER);"
+    "CREATE TABLE IF NOT EXISTS pending(profile_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    "  rec BLOB NOT NULL, PRIMARY KEY(profile_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL,"
+    "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;";
 
 static int db_exec(sqlite3 *db, const char *sql) {
   char *msg = NULL;
@@ -218,6 +232,13 @@ typedef struct snap_proc_s {
   uint32_t nlocals;
   snap_met_t *mets;
   uint32_t nmets;
+  int incomplete;        /* an allocation failed: write nothing, redo all */
+  uint64_t *cursor;      /* all rings' monitor cursors (ncursor), or NULL */
+  uint64_t *cursor_prev; /* the committed ones at snapshot time */
+  uint32_t ncursor;
+  int pend_write;        /* replace the pending rows */
+  gpd_prec_t *pend;
+  uint32_t npend;
 } snap_proc_t;
 
 static char *xdup(const char *s) { return s ? strdup(s) : NULL; }
@@ -251,6 +272,20 @@ static void snap_proc_free(snap_proc_t *s) {
   for (uint32_t i = 0; i < s->nmets; i++)
     free(s->mets[i].m);
   free(s->mets);
+  free(s->cursor);
+  free(s->cursor_prev);
+  free(s->pend);
+}
+
+/* After a failed or skipped write: everything of p is written next time. */
+static void proc_rewrite_all(gpd_proc_t *p) {
+  p->prof.nmods_saved = p->prof.nstrs_saved = p->prof.nlocals_saved = 0;
+  for (uint32_t k = 0; k < p->prof.nnodes; k++) {
+    p->prof.nodes[k].saved = 0;
+    p->prof.nodes[k].dirty = 1;
+  }
+  p->prof.pend_gen++;
+  p->meta_dirty = 1;
 }
 
 /* Copy what is new in p (lock held). */
@@ -282,20 +317,28 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   if (pr->nmods > pr->nmods_saved) {
     uint32_t n = pr->nmods - pr->nmods_saved;
     s->mods = calloc(n, sizeof *s->mods);
+    if (s->mods == NULL)
+      s->incomplete = 1;
     for (uint32_t i = 0; s->mods && i < n; i++) {
       s->mods[i] = pr->mods[pr->nmods_saved + i];
       s->mods[i].path = strdup(s->mods[i].path);
       s->nmods++;
+      if (s->mods[i].path == NULL)
+        s->incomplete = 1;
     }
     pr->nmods_saved = pr->nmods;
   }
   if (pr->nstrs > pr->nstrs_saved) {
     uint32_t n = pr->nstrs - pr->nstrs_saved;
     s->strs = calloc(n, sizeof *s->strs);
+    if (s->strs == NULL)
+      s->incomplete = 1;
     for (uint32_t i = 0; s->strs && i < n; i++) {
       s->strs[i] = pr->strs[pr->nstrs_saved + i];
       s->strs[i].text = strdup(s->strs[i].text);
       s->nstrs++;
+      if (s->strs[i].text == NULL)
+        s->incomplete = 1;
     }
     pr->nstrs_saved = pr->nstrs;
   }
@@ -304,10 +347,10 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     nnew += !pr->nodes[i].saved;
     ndirty += pr->nodes[i].dirty;
   }
-  if (nnew)
-    s->ctxs = calloc(nnew, sizeof *s->ctxs);
-  if (ndirty)
-    s->mets = calloc(ndirty, sizeof *s->mets);
+  if (nnew && (s->ctxs = calloc(nnew, sizeof *s->ctxs)) == NULL)
+    s->incomplete = 1;
+  if (ndirty && (s->mets = calloc(ndirty, sizeof *s->mets)) == NULL)
+    s->incomplete = 1;
   for (uint32_t i = 0; i < pr->nnodes; i++) {
     gpd_node_t *n = &pr->nodes[i];
     if (!n->saved && s->ctxs) {
@@ -335,6 +378,8 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
         memcpy(m->m, n->m, n->nm * sizeof *m->m);
         m->n = n->nm;
         s->nmets++;
+      } else {
+        s->incomplete = 1;
       }
       n->dirty = 0;
     }
@@ -345,8 +390,30 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     if (s->locals) {
       memcpy(s->locals, pr->locals + pr->nlocals_saved, n * sizeof *s->locals);
       s->nlocals = n;
+    } else {
+      s->incomplete = 1;
     }
     pr->nlocals_saved = pr->nlocals;
+  }
+  /* the consumer position and the unmatched state that go with it */
+  if (p->has_region && p->cursor) {
+    uint32_t n = p->region.nrings;
+    s->cursor = malloc(n * sizeof *s->cursor);
+    s->cursor_prev = malloc(n * sizeof *s->cursor_prev);
+    if (s->cursor && s->cursor_prev) {
+      memcpy(s->cursor, p->cursor, n * sizeof *s->cursor);
+      memcpy(s->cursor_prev, p->cursor_saved, n * sizeof *s->cursor_prev);
+      s->ncursor = n;
+    } else {
+      s->incomplete = 1;
+    }
+  }
+  if (pr->pend_gen != pr->pend_gen_saved || s->exited) {
+    s->pend_write = 1;
+    /* a finished profile has resolved or forced everything: no rows */
+    if (!s->exited && gpd_profile_pending_export(pr, &s->pend, &s->npend) < 0)
+      s->incomplete = 1;
+    pr->pend_gen_saved = pr->pend_gen;
   }
   p->meta_dirty = 0;
 }
@@ -354,7 +421,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
 /* ------------------------------------------------------------- write */
 
 enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
-       ST__N };
+       ST_PEND_DEL, ST_PEND, ST_CURSOR, ST_CURSOR_DEL, ST__N };
 static const char *ST_SQL[ST__N] = {
     "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
     "start_ns,end_ns,state,records,drops,error) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
@@ -368,6 +435,10 @@ static const char *ST_SQL[ST__N] = {
     "INSERT OR IGNORE INTO frame VALUES(?1,?2,?3,?4,?5,?6)",
     "INSERT OR REPLACE INTO cct_local VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO metric VALUES(?1,?2,?3,?4)",
+    "DELETE FROM pending WHERE profile_id=?1",
+    "INSERT INTO pending VALUES(?1,?2,?3)",
+    "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
+    "DELETE FROM ring_cursor WHERE profile_id=?1",
 };
 
 static int step(sqlite3 *db, sqlite3_stmt *st) {
@@ -509,6 +580,38 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
         return e;
     }
   }
+  if (p->pend_write) {
+    q = st[ST_PEND_DEL];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    if ((e = step(db, q)) < 0)
+      return e;
+    for (uint32_t i = 0; i < p->npend; i++) {
+      q = st[ST_PEND];
+      sqlite3_bind_int64(q, 1, (int64_t)p->id);
+      sqlite3_bind_int64(q, 2, i);
+      sqlite3_bind_blob(q, 3, p->pend[i].b, (int)p->pend[i].len, SQLITE_STATIC);
+      if ((e = step(db, q)) < 0)
+        return e;
+    }
+  }
+  if (p->exited) {
+    /* nothing will be handed back: the positions are of no further use */
+    q = st[ST_CURSOR_DEL];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    if ((e = step(db, q)) < 0)
+      return e;
+  } else {
+    for (uint32_t i = 0; i < p->ncursor; i++) {
+      if (p->cursor[i] == p->cursor_prev[i])
+        continue;
+      q = st[ST_CURSOR];
+      sqlite3_bind_int64(q, 1, (int64_t)p->id);
+      sqlite3_bind_int64(q, 2, i);
+      sqlite3_bind_int64(q, 3, (int64_t)p->cursor[i]);
+      if ((e = step(db, q)) < 0)
+        return e;
+    }
+  }
   return 0;
 }
 
@@ -542,7 +645,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if ((err = db_exec(s->wdb, "BEGIN IMMEDIATE;")) < 0)
     goto fin;
   for (uint32_t i = 0; i < n && err == 0; i++)
-    err = write_proc(s, st, &snaps[i]);
+    if (!snaps[i].incomplete)
+      err = write_proc(s, st, &snaps[i]);
   if (err == 0)
     err = db_exec(s->wdb, "COMMIT;");
   if (err < 0)
@@ -557,16 +661,22 @@ fin:
       ;
     if (p == NULL)
       continue;
-    if (err < 0) {
-      /* write everything again next time */
-      p->prof.nmods_saved = p->prof.nstrs_saved = p->prof.nlocals_saved = 0;
-      for (uint32_t k = 0; k < p->prof.nnodes; k++) {
-        p->prof.nodes[k].saved = 0;
-        p->prof.nodes[k].dirty = 1;
+    if (err < 0 || snaps[i].incomplete) {
+      /* write everything again next time; the tails stay where they are */
+      proc_rewrite_all(p);
+      continue;
+    }
+    /* committed: the state up to these cursors is durable, give the
+     * producer its slots back (and reclaim drained RETIRED rings) */
+    if (snaps[i].ncursor && p->has_region && p->cursor && p->region.nrings == snaps[i].ncursor) {
+      for (uint32_t k = 0; k < snaps[i].ncursor; k++) {
+        gpd_ring_release(&p->region, k, snaps[i].cursor[k]);
+        p->cursor_saved[k] = snaps[i].cursor[k];
       }
-      p->meta_dirty = 1;
-    } else if (snaps[i].exited) {
+    }
+    if (snaps[i].exited) {
       p->flushed = 1;
+      gpd_registry_close_region(p);
     }
   }
   s->flushes++;
@@ -740,11 +850,60 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
     if (i != GPD_NONE)
       gpd_profile_add_local(p, (uint32_t)sqlite3_column_int64(q, 0), i);
   }
+  sqlite3_finalize(q);
+  q = NULL;
   p->nmods_saved = p->nmods;
   p->nstrs_saved = p->nstrs;
   p->nlocals_saved = p->nlocals;
   for (uint32_t i = 0; i < p->nnodes; i++)
     p->nodes[i].dirty = 0;
+
+  /* the unmatched records that were stored with this state, in order:
+   * they match records that are still in (or come back to) the rings */
+  if (sqlite3_prepare_v2(db, "SELECT rec FROM pending WHERE profile_id=?1 ORDER BY seq", -1, &q,
+                         NULL) != SQLITE_OK)
+    goto dberr;
+  sqlite3_bind_int64(q, 1, pid);
+  uint64_t refed = 0, bad = 0;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    const void *b = sqlite3_column_blob(q, 0);
+    int len = sqlite3_column_bytes(q, 0);
+    if (gpd_profile_restore_pending(p, b, len > 0 ? (size_t)len : 0) == 0)
+      refed++;
+    else
+      bad++;
+  }
+  sqlite3_finalize(q);
+  q = NULL;
+  gpd_profile_retry(p);
+  p->pend_gen_saved = p->pend_gen; /* what is stored */
+
+  /* committed ring positions: ahead of the shared tail only when the old
+   * daemon died between its COMMIT and the release */
+  if (sqlite3_prepare_v2(db, "SELECT ring, pos FROM ring_cursor WHERE profile_id=?1", -1, &q,
+                         NULL) != SQLITE_OK)
+    goto dberr;
+  sqlite3_bind_int64(q, 1, pid);
+  uint64_t skipped = 0;
+  while (proc->cursor && sqlite3_step(q) == SQLITE_ROW) {
+    int64_t ring = sqlite3_column_int64(q, 0);
+    uint64_t pos = (uint64_t)sqlite3_column_int64(q, 1);
+    if (ring < 0 || ring >= (int64_t)proc->region.nrings)
+      continue;
+    gpd_ring_ctl_t *c = &proc->region.ctl[ring];
+    uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
+    uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+    proc->cursor_saved[ring] = pos;
+    if (pos > tail && pos <= head && pos - tail <= proc->region.ring_slots) {
+      skipped += pos - tail;
+      proc->cursor[ring] = pos;
+      gpd_ring_release(&proc->region, (uint32_t)ring, pos);
+    }
+  }
+  if (refed || bad || skipped)
+    GPD_INFO("profile %lld reloaded: %llu pending records re-fed (%llu unusable), %llu slots "
+             "already stored skipped", (long long)pid, (unsigned long long)refed,
+             (unsigned long long)bad, (unsigned long long)skipped);
   ret = 1;
   goto out;
 dberr:
@@ -772,7 +931,8 @@ static int64_t db_size(sqlite3 *db) {
 }
 
 static int delete_profile(sqlite3 *db, int64_t id) {
-  static const char *tabs[] = {"metric", "cct_local", "string", "module", "backend"};
+  static const char *tabs[] = {"metric", "cct_local", "string", "module", "backend", "pending",
+                               "ring_cursor"};
   char sql[128];
   for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE profile_id=%lld;", tabs[i], (long long)id);
@@ -870,7 +1030,8 @@ static void *writer_main(void *arg) {
     if (!d->flush_now && !d->writer_stop) {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
-      uint32_t ms = d->cfg.flush_ms ? d->cfg.flush_ms : 1000;
+      uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
+      ms = ms ? ms : 1000;
       ts.tv_sec += ms / 1000;
       ts.tv_nsec += (long)(ms % 1000) * 1000000L;
       if (ts.tv_nsec >= 1000000000L) {

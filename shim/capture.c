@@ -22,6 +22,7 @@
  */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#include <pthread.h>
 #include <elf.h>
 #include <errno.h>
 #include <libunwind.h>
@@ -316,6 +317,145 @@ static void node_count(uint32_t id) {
     ;
 }
 
+/* ------------------------------------------------------ unwinding */
+
+/* Verified replay.  A full unwind (libunwind cursor) records, per frame,
+ * the return address, the stack pointer and the frame-base register
+ * (%rbp) with the stack slot it was restored from.  The next capture on
+ * the thread starts from the same state if gpd_shim_capture's own frame
+ * has the same (ip, sp, rbp); then frame j+1 is the recorded one exactly
+ * when the stack still holds the recorded return address at sp[j+1] - 8
+ * and the recorded %rbp at bploc[j+1]: the unwind rule of a frame depends
+ * only on its ip, and its CFA on sp and rbp, all equal by induction, so
+ * the unwinder would read the same slots.  Every frame up to the root is
+ * checked (two loads and compares per frame, no DWARF lookup); stopping
+ * at the first unchanged (sp, return address) pair instead would be
+ * wrong: the same inner frames are reached from two callers whose frames
+ * have the same size.  Reads stay inside this thread's stack, above the
+ * current stack pointer.  Not covered: a frame whose CFA rule reads
+ * memory other than its own frame (gcc's DRAP stack realignment computes
+ * CFA = *(rbp - 8)); see docs/SHIM.md. */
+
+static void capture_stack_bounds(gpd_capture_memo_t *m) {
+  pthread_attr_t attr;
+  void *addr = NULL;
+  size_t size = 0;
+  m->stack_state = -1;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0)
+    return;
+  if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr && size) {
+    m->stack_lo = (uintptr_t)addr;
+    m->stack_hi = (uintptr_t)addr + size;
+    m->stack_state = 1;
+  }
+  pthread_attr_destroy(&attr);
+}
+
+/* Full unwind from frame 0 (state f_ip/f_sp/f_bp) into w. */
+__attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, gpd_capture_walk_t *w,
+                                                         uintptr_t f_ip, uintptr_t f_sp, uintptr_t f_bp) {
+  unw_context_t ctx;
+  unw_cursor_t c;
+  w->n = 0;
+  w->ok = 0;
+  w->node = 0;
+  if (unw_getcontext(&ctx) != 0 || unw_init_local(&c, &ctx) != 0)
+    return;
+  /* Step up to gpd_shim_capture's frame (ours and libunwind's are below). */
+  unw_word_t ip = 0, sp = 0, bp = 0;
+  for (int i = 0; i < 8; i++) {
+    if (unw_step(&c) <= 0)
+      return;
+    unw_get_reg(&c, UNW_REG_SP, &sp);
+    if (sp >= f_sp)
+      break;
+  }
+  unw_get_reg(&c, UNW_REG_IP, &ip);
+  unw_get_reg(&c, UNW_X86_64_RBP, &bp);
+  int ok = sp == f_sp && ip == f_ip && bp == f_bp;
+  if (m->stack_state == 0)
+    capture_stack_bounds(m);
+  if (m->stack_state != 1 || f_sp < m->stack_lo || f_sp >= m->stack_hi)
+    ok = 0;
+  unw_save_loc_t loc;
+  uintptr_t prev_loc = 0;
+  if (unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) == 0 && loc.type == UNW_SLT_MEMORY)
+    prev_loc = loc.u.addr;
+  uint32_t n = 0;
+  w->ip[0] = ip;
+  w->sp[0] = sp;
+  w->bp[0] = bp;
+  w->bploc[0] = 0;
+  n = 1;
+  while (n < GPD_CAPTURE_WALK_MAX && unw_step(&c) > 0) {
+    unw_get_reg(&c, UNW_REG_IP, &ip);
+    unw_get_reg(&c, UNW_REG_SP, &sp);
+    unw_get_reg(&c, UNW_X86_64_RBP, &bp);
+    w->ip[n] = ip;
+    w->sp[n] = sp;
+    w->bp[n] = bp;
+    w->bploc[n] = 0;
+    if (ok) {
+      /* The return address must have come from sp - 8 (not a signal
+       * frame), the stack grows up, and %rbp is either unchanged or
+       * restored from a slot of the frame below. */
+      if (sp <= w->sp[n - 1] || sp > m->stack_hi || unw_is_signal_frame(&c) > 0 ||
+          unw_get_save_loc(&c, UNW_X86_64_RIP, &loc) != 0 || loc.type != UNW_SLT_MEMORY ||
+          loc.u.addr != sp - 8 || unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 ||
+          loc.type != UNW_SLT_MEMORY) {
+        ok = 0;
+      } else if (loc.u.addr != prev_loc) {
+        if (loc.u.addr < w->sp[0] || loc.u.addr + sizeof(uintptr_t) > sp)
+          ok = 0;
+        w->bploc[n] = loc.u.addr;
+        prev_loc = loc.u.addr;
+      } else if (bp != w->bp[n - 1]) {
+        ok = 0;
+      }
+    }
+    n++;
+    if (ip == 0)
+      break;
+  }
+  /* The outermost step may report ip 0 (end of stack): not a frame. */
+  if (n > 1 && w->ip[n - 1] == 0)
+    n--;
+  w->n = n;
+  w->ok = (uint32_t)ok;
+}
+
+/* Re-verify walk w against the current stack; 1 = identical. */
+static inline int capture_walk_same(const gpd_capture_walk_t *w, uintptr_t f_ip, uintptr_t f_sp,
+                                    uintptr_t f_bp) {
+  if (!w->ok || w->sp[0] != f_sp || w->ip[0] != f_ip || w->bp[0] != f_bp)
+    return 0;
+  for (uint32_t j = 1; j < w->n; j++) {
+    if (*(const uintptr_t *)(w->sp[j] - sizeof(uintptr_t)) != w->ip[j])
+      return 0;
+    if (w->bploc[j] && *(const uintptr_t *)w->bploc[j] != w->bp[j])
+      return 0;
+  }
+  return 1;
+}
+
+/* This thread's current call stack as a recorded walk (replayed when the
+ * stack is unchanged, else a full unwind into the next slot).  Needs a
+ * frame pointer of its own: frame 0 = the caller's state at this call. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static gpd_capture_walk_t *
+capture_unwind(gpd_capture_memo_t *m) {
+  void **fp = __builtin_frame_address(0);
+  uintptr_t f_ip = (uintptr_t)__builtin_return_address(0);
+  uintptr_t f_sp = (uintptr_t)(fp + 2), f_bp = (uintptr_t)fp[0];
+  for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++) {
+    gpd_capture_walk_t *w = &m->walks[(m->walk_next + GPD_CAPTURE_WALKS - 1 - i) % GPD_CAPTURE_WALKS];
+    if (capture_walk_same(w, f_ip, f_sp, f_bp))
+      return w;
+  }
+  gpd_capture_walk_t *w = &m->walks[m->walk_next++ % GPD_CAPTURE_WALKS];
+  capture_walk_full(m, w, f_ip, f_sp, f_bp);
+  return w;
+}
+
 GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
   if (!gpd_shim_active() || !g->intern_ok)
@@ -323,18 +463,21 @@ GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_capture_memo_t *m = gpd_thread_memo();
   if (!m)
     return 0;
-  void *buf[GPD_CAPTURE_MAX_DEPTH + 32];
-  int n = unw_backtrace(buf, GPD_CAPTURE_MAX_DEPTH + 32);
+  gpd_capture_walk_t *w = capture_unwind(m);
+  uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
+  uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+  if (w->node && w->gen == gen && w->epoch == epoch)
+    return w->node; /* same stack as a recorded capture: same, announced node */
+  const uintptr_t *buf = w->ip;
+  int n = (int)w->n;
   int s = 0;
-  while (s < n && in_skip((uintptr_t)buf[s]))
+  while (s < n && in_skip(buf[s]))
     s++;
   int depth = n - s;
   if (depth > GPD_CAPTURE_MAX_DEPTH)
     depth = GPD_CAPTURE_MAX_DEPTH;
   if (depth <= 0)
     return 0;
-  uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
-  uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
   if (m->gen != gen) {
     m->gen = gen;
     m->n = 0;
@@ -345,9 +488,9 @@ GPD_EXPORT uint32_t gpd_shim_capture(void) {
     m->verified = 0;
   }
   /* Root first: path[j] = buf[s + depth - 1 - j], call site = ret - 1. */
-  void **top = &buf[s + depth - 1];
+  const uintptr_t *top = &buf[s + depth - 1];
   uint32_t k = 0, lim = m->n < (uint32_t)depth ? m->n : (uint32_t)depth;
-  while (k < lim && m->ips[k] == (uintptr_t)top[-(long)k] - 1)
+  while (k < lim && m->ips[k] == top[-(long)k] - 1)
     k++;
   uint32_t v = m->verified < k ? m->verified : k;
   for (uint32_t j = v; j < k; j++) {
@@ -358,7 +501,7 @@ GPD_EXPORT uint32_t gpd_shim_capture(void) {
   uint32_t parent = k ? m->nodes[k - 1] : 0;
   uint32_t j = k;
   for (; j < (uint32_t)depth; j++) {
-    uintptr_t ip = (uintptr_t)top[-(long)j] - 1;
+    uintptr_t ip = top[-(long)j] - 1;
     int is_new = 0;
     uint32_t id = gpd_intern_get(&g->intern, parent, ip, &is_new);
     if (!id) {
@@ -379,6 +522,14 @@ GPD_EXPORT uint32_t gpd_shim_capture(void) {
   }
   m->n = j;
   m->verified = v;
+  /* Replay the node only for a complete, fully announced path. */
+  if (j == (uint32_t)depth && v == j) {
+    w->node = parent;
+    w->gen = gen;
+    w->epoch = epoch;
+  } else {
+    w->node = 0;
+  }
   return parent;
 }
 

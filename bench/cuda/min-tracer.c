@@ -5,10 +5,17 @@
  * does nothing else (callbacks return at once; completed buffers are walked
  * record by record and dropped).  Load it with CUDA_INJECTION64_PATH (the
  * driver calls InitializeInjection at cuInit).  Links libcupti directly.
+ *
+ * To attribute CUPTI's own cost, parts can be switched off:
+ *   MIN_TRACER_KINDS=kernel,memcpy,memset,memory,sync   activity kinds (default all;
+ *                    "none" for no activity at all)
+ *   MIN_TRACER_NOCB=1   no API callbacks
+ *   MIN_TRACER_NOTS=1   no timestamp callback (CUPTI's own clock)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cupti.h>
@@ -51,20 +58,31 @@ static void enable_domain(CUpti_CallbackDomain d, unsigned n) {
   }
 }
 
+static int want(const char *kinds, const char *k) {
+  if (!kinds) return 1;
+  const char *p = strstr(kinds, k);
+  return p && (p == kinds || p[-1] == ',');
+}
+
 __attribute__((visibility("default"))) int InitializeInjection(void) {
+  const char *kinds = getenv("MIN_TRACER_KINDS");
   if (cuptiSubscribe(&sub, cb, NULL) != CUPTI_SUCCESS) return 1;
-  enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  enable_domain(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+  if (!getenv("MIN_TRACER_NOCB")) {
+    enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    enable_domain(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+  }
   cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
-  cuptiActivityRegisterTimestampCallback(ts);
+  if (!getenv("MIN_TRACER_NOTS")) cuptiActivityRegisterTimestampCallback(ts);
   cuptiActivityRegisterCallbacks(req, done);
-  CUpti_ActivityKind k[] = {CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                            CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-                            CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2,
-                            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
-  for (unsigned i = 0; i < sizeof k / sizeof *k; i++) cuptiActivityEnable(k[i]);
+  static const struct { const char *name; CUpti_ActivityKind kind; } k[] = {
+      {"kernel", CUPTI_ACTIVITY_KIND_DEVICE},   {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+      {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},   {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY2},
+      {"memset", CUPTI_ACTIVITY_KIND_MEMSET},   {"memory", CUPTI_ACTIVITY_KIND_MEMORY2},
+      {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}};
+  for (unsigned i = 0; i < sizeof k / sizeof *k; i++)
+    if (want(kinds, k[i].name)) cuptiActivityEnable(k[i].kind);
   atexit(fin);
   return 1;
 }

@@ -296,13 +296,38 @@ static void *cupti_dlopen(void) {
   return h;
 }
 
+/* Which operation classes are traced: bit (1 << gpd_op_t).  From
+ * GPUPROF_CUDA_TRACE, a comma list of kernel,copy,memset,alloc,sync
+ * (default: all; "coarse" = kernel,copy,memset: no allocation or
+ * synchronization callbacks and no MEMORY2 / SYNCHRONIZATION activity, the
+ * parts of CUPTI that cost most on allocator- and sync-heavy programs). */
+static unsigned g_trace = ~0u;
+
+static unsigned cupti_trace_mask(const char *e) {
+  static const char *const names[GPD_OP_MAX] = {NULL, "kernel", "copy", "memset", "alloc", "free", "sync"};
+  if (!e || !*e || !strcmp(e, "all")) return ~0u;
+  if (!strcmp(e, "coarse")) e = "kernel,copy,memset";
+  unsigned m = 0;
+  for (unsigned op = 1; op < GPD_OP_MAX; op++) {
+    const char *w = op == GPD_OP_FREE ? "alloc" : names[op];
+    for (const char *p = strstr(e, w); p; p = strstr(p + 1, w)) {
+      size_t n = strlen(w);
+      if ((p == e || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) {
+        m |= 1u << op;
+        break;
+      }
+    }
+  }
+  return m;
+}
+
 static void cupti_classify_domain(CUpti_CallbackDomain dom, uint8_t *tab, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
     const char *name = NULL;
     if (fn.cuptiGetCallbackName(dom, id, &name) != CUPTI_SUCCESS || !name) continue;
     int multi = 0;
     unsigned op = gpd_cupti_classify(name, &multi);
-    if (op == GPD_OP_NONE) continue;
+    if (op == GPD_OP_NONE || !(g_trace & (1u << op))) continue;
     if (fn.cuptiEnableCallback(1, g_sub, dom, id) != CUPTI_SUCCESS) continue;
     tab[id] = (uint8_t)(op | (multi ? 0x80 : 0));
   }
@@ -343,6 +368,7 @@ int gpd_cupti_start(void) {
     return GPD_EVENDOR;
   }
   g_alias = calloc(1u << GPD_CUPTI_ALIAS_BITS, sizeof *g_alias);
+  g_trace = cupti_trace_mask(getenv("GPUPROF_CUDA_TRACE"));
   gpd_shim_vendor_module("libcupti.so");
   gpd_shim_vendor_module("libcuda.so");
   gpd_shim_vendor_module("libcudart.so");
@@ -359,14 +385,16 @@ int gpd_cupti_start(void) {
     cupti_disable((int)r, "cuptiActivityRegisterCallbacks: %s", cupti_errstr(r));
     return GPD_EVENDOR;
   }
-  static const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_DEVICE,  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-      CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMCPY2,
-      CUPTI_ACTIVITY_KIND_MEMSET,  CUPTI_ACTIVITY_KIND_MEMORY2,
-      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+  static const struct {
+    unsigned op;
+    CUpti_ActivityKind kind;
+  } kinds[] = {{GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_DEVICE},  {GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+               {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY},    {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY2},
+               {GPD_OP_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},  {GPD_OP_ALLOC, CUPTI_ACTIVITY_KIND_MEMORY2},
+               {GPD_OP_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if ((r = fn.cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS)
-      GPD_WARN("cuptiActivityEnable(%d): %s", (int)kinds[i], cupti_errstr(r));
+    if ((g_trace & (1u << kinds[i].op)) && (r = fn.cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
+      GPD_WARN("cuptiActivityEnable(%d): %s", (int)kinds[i].kind, cupti_errstr(r));
   atomic_store(&g_state, ST_RUNNING);
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
   atexit(cupti_atexit);

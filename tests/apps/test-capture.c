@@ -33,6 +33,57 @@ NOINLINE uint32_t cap_top(int which) {
   return id;
 }
 
+/* The same leaf call site reached through two callers whose frames have
+ * the same size: every frame below the callers sits at the same stack
+ * address with the same return address, only the callers' return slots
+ * differ.  A capture that stopped at the first unchanged (sp, return
+ * address) pair would give both the same node.  Built with and without
+ * frame pointers (most libraries have none). */
+#define SAME_DEPTH_SET(tag, attr)                                          \
+  NOINLINE attr uint32_t tag##_leaf(void) {                                \
+    uint32_t id = gpd_shim_capture();                                      \
+    __asm__ volatile("" ::: "memory");                                     \
+    return id;                                                             \
+  }                                                                        \
+  NOINLINE attr uint32_t tag##_mid(void) {                                 \
+    uint32_t id = tag##_leaf();                                            \
+    __asm__ volatile("" ::: "memory");                                     \
+    return id;                                                             \
+  }                                                                        \
+  NOINLINE attr uint32_t tag##_caller_x(void) {                            \
+    uint32_t id = tag##_mid();                                             \
+    __asm__ volatile("" ::: "memory");                                     \
+    return id;                                                             \
+  }                                                                        \
+  NOINLINE attr uint32_t tag##_caller_y(void) {                            \
+    uint32_t id = tag##_mid();                                             \
+    __asm__ volatile("" ::: "memory");                                     \
+    return id;                                                             \
+  }
+SAME_DEPTH_SET(fp, )
+SAME_DEPTH_SET(nofp, __attribute__((optimize("omit-frame-pointer"))))
+
+/* One call site for every caller. */
+NOINLINE uint32_t call_via(uint32_t (*fn)(void)) {
+  uint32_t id = fn();
+  __asm__ volatile("" ::: "memory");
+  return id;
+}
+
+/* Six callers of one leaf (more paths than a thread keeps recorded). */
+#define RR_CALLER(i)                                                       \
+  NOINLINE uint32_t rr_caller_##i(void) {                                  \
+    uint32_t id = fp_mid();                                                \
+    __asm__ volatile("" ::: "memory");                                     \
+    return id;                                                             \
+  }
+RR_CALLER(0)
+RR_CALLER(1)
+RR_CALLER(2)
+RR_CALLER(3)
+RR_CALLER(4)
+RR_CALLER(5)
+
 /* Function name of node id's call site. */
 static const char *node_fn(uint32_t id, uint32_t *parent) {
   const gpd_rec_node_t *n = dr_node(&D, id);
@@ -141,6 +192,54 @@ int main(void) {
   DR_CHECK(t1 && t1 == t2, "same path on two threads: %u vs %u", t1, t2);
   DR_CHECK(D.nnodes == nodes2, "second thread re-announced %d nodes", D.nnodes - nodes2);
   DR_CHECK(strcmp(node_fn(t1, &p), "cap_leaf_a") == 0, "thread leaf");
+
+  /* Same leaf, same depth, two callers: different nodes, every time. */
+  {
+    static const struct {
+      const char *tag, *x, *y;
+      uint32_t (*fx)(void), (*fy)(void);
+    } sets[2] = {{"fp", "fp_caller_x", "fp_caller_y", fp_caller_x, fp_caller_y},
+                 {"nofp", "nofp_caller_x", "nofp_caller_y", nofp_caller_x, nofp_caller_y}};
+    for (int si = 0; si < 2; si++) {
+      uint32_t idx = 0, idy = 0;
+      for (int i = 0; i < 400; i++) {
+        uint32_t id = call_via((i & 1) ? sets[si].fy : sets[si].fx);
+        uint32_t *want = (i & 1) ? &idy : &idx;
+        if (!*want)
+          *want = id;
+        DR_CHECK(id && id == *want, "%s: capture %d gave %u, want %u", sets[si].tag, i, id, *want);
+      }
+      dr_drain(&D);
+      DR_CHECK(idx != idy, "%s: two callers at the same depth share node %u", sets[si].tag, idx);
+      const char *wx[] = {"leaf", "mid", sets[si].x}, *wy[] = {"leaf", "mid", sets[si].y};
+      uint32_t ix = idx, iy = idy;
+      for (int lv = 0; lv < 3; lv++) {
+        const char *fx = node_fn(ix, &ix), *fy = node_fn(iy, &iy);
+        DR_CHECK(strstr(fx, wx[lv]) && strstr(fy, wy[lv]), "%s level %d: %s / %s", sets[si].tag, lv, fx, fy);
+      }
+      DR_CHECK(ix == iy, "%s: the callers' parent (call_via's call site) must be shared", sets[si].tag);
+    }
+  }
+  /* More distinct paths in rotation than a thread keeps recorded. */
+  {
+    uint32_t (*const rr[6])(void) = {rr_caller_0, rr_caller_1, rr_caller_2,
+                                     rr_caller_3, rr_caller_4, rr_caller_5};
+    uint32_t first[6] = {0};
+    for (int i = 0; i < 600; i++) {
+      uint32_t id = call_via(rr[i % 6]);
+      if (i < 6)
+        first[i] = id;
+      DR_CHECK(id && id == first[i % 6], "rotation %d: %u vs %u", i, id, first[i % 6]);
+    }
+    for (int a = 0; a < 6; a++)
+      for (int b = a + 1; b < 6; b++)
+        DR_CHECK(first[a] != first[b], "rotation callers %d and %d share a node", a, b);
+    dr_drain(&D);
+    uint32_t pp;
+    node_fn(first[0], &pp);
+    node_fn(pp, &pp);
+    DR_CHECK(strcmp(node_fn(pp, &pp), "rr_caller_0") == 0, "rotation caller name");
+  }
 
   /* Strings: one id and one STRING record per text. */
   uint32_t s1 = gpd_shim_string("my_kernel", GPD_STR_KERNEL);
