@@ -4,6 +4,8 @@
  * a recursion of that depth, then time, in the steady (memoized) state,
  *   capture+push : gpd_shim_capture() + gpd_shim_push_invoke() into a
  *                  region created here (a consumer thread drains it),
+ *   capture      : gpd_shim_capture() alone (warm: verified replay),
+ *   push         : gpd_shim_corr_next() + gpd_shim_push_invoke() alone,
  *   unw_backtrace: bare libunwind backtrace at the same depth,
  *   fp walk      : a frame-pointer walk at the same depth.
  * Each figure: median over 201 batches of 2000 calls of (batch ns / 2000).

@@ -64,13 +64,25 @@ void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int o
   atomic_store_explicit(a, ok ? epoch : old, memory_order_release);
 }
 
+/* Correlation ids are handed to each thread in blocks, so that the hot
+ * path touches no cache line shared with other threads: one fetch-add on
+ * the region's counter per GPD_CORR_BLOCK calls.  A block is only used in
+ * the region generation it was taken from (a new region, a fork), so ids
+ * stay unique per region; the counter lives in the region and so survives
+ * a daemon restart (hand-back keeps the region). */
+#define GPD_CORR_BLOCK 64u
+static __thread uint64_t t_corr_next, t_corr_end;
+static __thread uint32_t t_corr_gen;
+
 GPD_EXPORT uint64_t gpd_shim_corr_next(unsigned api) {
-  uint64_t n;
-  if (gpd_shim_active())
-    n = atomic_fetch_add_explicit(&gpd_shim__g.region.hdr->next_corr, 1, memory_order_relaxed) + 1;
-  else
-    n = atomic_fetch_add_explicit(&gpd_shim__g.local_corr, 1, memory_order_relaxed) + 1;
-  return GPD_CORR(api, n);
+  uint32_t gen = atomic_load_explicit(&gpd_shim__g.gen, memory_order_acquire);
+  if (t_corr_next == t_corr_end || t_corr_gen != gen) {
+    _Atomic uint64_t *c = gpd_shim_active() ? &gpd_shim__g.region.hdr->next_corr : &gpd_shim__g.local_corr;
+    t_corr_next = atomic_fetch_add_explicit(c, GPD_CORR_BLOCK, memory_order_relaxed) + 1;
+    t_corr_end = t_corr_next + GPD_CORR_BLOCK;
+    t_corr_gen = gen;
+  }
+  return GPD_CORR(api, t_corr_next++);
 }
 
 GPD_EXPORT int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, unsigned op,

@@ -4,8 +4,10 @@
  *   test-daemon-client SOCKET honest N        register, push, exit
  *   test-daemon-client SOCKET kill K          push K pairs, then SIGKILL itself
  *   test-daemon-client SOCKET garbage         scribble on its ring, wait for stdin EOF
- *   test-daemon-client SOCKET handback K M    push K, print "PHASE1 <id>", wait for a
- *                                             stdin line, hand the region back, push M
+ *   test-daemon-client SOCKET handback K M [U] push K (and U INVOKEs whose ACTIVITYs
+ *                                             wait), print "PHASE1 <id>", wait for a
+ *                                             stdin line, hand the region back, push
+ *                                             the U ACTIVITYs, then M pairs
  * Every kernel pair: INVOKE on ring 0, ACTIVITY (100 ns, kernel KNAME) on
  * ring 1, with node/module/string announcements as the shim makes them.
  * A full ring is waited on (a test helper may block; the shim never does).
@@ -137,9 +139,8 @@ static void announce(void) {
   }
 }
 
-/* One kernel launch at node 3 and its 100 ns activity. */
-static void pair(void) {
-  uint64_t corr = GPD_CORR(GPD_API_OPENCL, ++corr_n);
+/* One kernel launch at node 3 (INVOKE on ring 0) ... */
+static void kinvoke(uint64_t corr) {
   gpd_rec_invoke_t v;
   memset(&v, 0, sizeof v);
   v.h.type = GPD_REC_INVOKE;
@@ -152,6 +153,10 @@ static void pair(void) {
   v.ts = 1;
   v.tid = (uint32_t)getpid();
   push(&P0, &v, sizeof v);
+}
+
+/* ... and its 100 ns activity (ACTIVITY on ring 1). */
+static void kactivity(uint64_t corr) {
   gpd_rec_activity_t a;
   memset(&a, 0, sizeof a);
   a.h.type = GPD_REC_ACTIVITY;
@@ -166,6 +171,12 @@ static void pair(void) {
   a.stream = 1;
   a.blocks = 2;
   push(&P1, &a, sizeof a);
+}
+
+static void pair(void) {
+  uint64_t corr = GPD_CORR(GPD_API_OPENCL, ++corr_n);
+  kinvoke(corr);
+  kactivity(corr);
 }
 
 static void copy_pair(void) {
@@ -273,10 +284,13 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "handback") == 0 && argc > 4) {
-    long k = atol(argv[3]), m = atol(argv[4]);
+    long k = atol(argv[3]), m = atol(argv[4]), u = argc > 5 ? atol(argv[5]) : 0;
+    uint64_t first_u = corr_n + (uint64_t)k + 1;
     announce();
     for (long i = 0; i < k; i++)
       pair();
+    for (long i = 0; i < u; i++) /* unmatched across the restart */
+      kinvoke(GPD_CORR(GPD_API_OPENCL, ++corr_n));
     printf("PHASE1 %llu\n", (unsigned long long)id);
     fflush(stdout);
     char line[64];
@@ -290,6 +304,8 @@ int main(int argc, char **argv) {
       close(nfd);
     printf("PHASE2 %llu\n", (unsigned long long)id2);
     fflush(stdout);
+    for (long i = 0; i < u; i++)
+      kactivity(GPD_CORR(GPD_API_OPENCL, first_u + (uint64_t)i));
     for (long i = 0; i < m; i++)
       pair(); /* node 3 and string 1 are not announced again */
     return 0;

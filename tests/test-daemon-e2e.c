@@ -4,7 +4,8 @@
  *   hostile      garbage ring + honest client, bad frames, silent client
  *   killed       client SIGKILLs itself after K pairs -> all K kept
  *   restart      daemon SIGKILLed while a client holds its region; a new
- *                daemon adopts the handed-back region; all pairs counted
+ *                daemon adopts the handed-back region; all pairs counted,
+ *                invocations pending across the kill included (table pending)
  * Waits are bounded (a test timeout), never timing assertions. */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,7 +102,8 @@ static int wait_for(pid_t pid, int max_ms) {
 }
 
 /* Start the client; if out_fd/in_fd given, pipes to its stdout/stdin. */
-static pid_t start_client(FILE **out, FILE **in, const char *mode, const char *a1, const char *a2) {
+static pid_t start_client(FILE **out, FILE **in, const char *mode, const char *a1, const char *a2,
+                          const char *a3) {
   int po[2], pi[2];
   if (pipe(po) < 0 || pipe(pi) < 0)
     exit(1);
@@ -111,7 +113,7 @@ static pid_t start_client(FILE **out, FILE **in, const char *mode, const char *a
     dup2(pi[0], 0);
     close(po[0]);
     close(pi[1]);
-    execl(GPD_TEST_CLIENT, "test-daemon-client", sock, mode, a1, a2, (char *)NULL);
+    execl(GPD_TEST_CLIENT, "test-daemon-client", sock, mode, a1, a2, a3, (char *)NULL);
     _exit(127);
   }
   close(po[1]);
@@ -251,7 +253,7 @@ static void t_integration(void) {
   setup("integ");
   pid_t d = start_daemon(1);
   FILE *out, *in;
-  pid_t c = start_client(&out, &in, "honest", "1000", NULL);
+  pid_t c = start_client(&out, &in, "honest", "1000", NULL, NULL);
   int st = wait_for(c, 60000);
   CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %d", st);
   st = wait_for(d, 60000);
@@ -298,10 +300,10 @@ static void t_hostile(void) {
   setup("hostile");
   pid_t d = start_daemon(0);
   FILE *gout, *gin, *hout, *hin;
-  pid_t g = start_client(&gout, &gin, "garbage", NULL, NULL);
+  pid_t g = start_client(&gout, &gin, "garbage", NULL, NULL, NULL);
   char line[128] = "";
   CHECK(fgets(line, sizeof line, gout) != NULL && strncmp(line, "READY", 5) == 0, "garbage ready");
-  pid_t h = start_client(&hout, &hin, "honest", "500", NULL);
+  pid_t h = start_client(&hout, &hin, "honest", "500", NULL, NULL);
   int st = wait_for(h, 60000);
   CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "honest client %d", st);
 
@@ -467,7 +469,7 @@ static void t_killed(void) {
   setup("killed");
   pid_t d = start_daemon(1);
   FILE *out, *in;
-  pid_t c = start_client(&out, &in, "kill", "777", NULL);
+  pid_t c = start_client(&out, &in, "kill", "777", NULL, NULL);
   int st = wait_for(c, 60000);
   CHECK(st >= 0 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "client killed itself %d", st);
   st = wait_for(d, 60000);
@@ -484,18 +486,20 @@ static void t_restart(void) {
   setup("restart");
   pid_t d = start_daemon(0);
   FILE *out, *in;
-  pid_t c = start_client(&out, &in, "handback", "300", "200");
+  pid_t c = start_client(&out, &in, "handback", "300", "200", "50");
   char line[128] = "";
   CHECK(fgets(line, sizeof line, out) && strncmp(line, "PHASE1", 6) == 0, "phase 1");
   uint64_t prof = strtoull(line + 7, NULL, 10);
-  /* wait until the first 300 are persisted, then kill the daemon */
+  /* wait until the first 300 and the 50 invocations still waiting for
+   * their activities are persisted, then kill the daemon */
   int ok = 0;
   for (int i = 0; i < 3000 && !ok; i++) {
-    ok = kmetric(prof, GPD_M_GKER_COUNT) == 300.0;
+    ok = kmetric(prof, GPD_M_GKER_COUNT) == 300.0 &&
+         q1("SELECT count(*) FROM pending") == 50;
     if (!ok)
       msleep(10);
   }
-  CHECK(ok, "first 300 flushed");
+  CHECK(ok, "first 300 flushed, 50 pending invocations stored");
   kill(d, SIGKILL);
   int st = wait_for(d, 10000);
   CHECK(st >= 0 && WIFSIGNALED(st), "daemon killed");
@@ -510,9 +514,10 @@ static void t_restart(void) {
   st = wait_for(d, 60000);
   CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon 2 exit %d", st);
   CHECK(q1("SELECT count(*) FROM profile") == 1, "one profile");
-  CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 500.0, "all 500 counted: %g",
+  CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 550.0, "all 550 counted: %g",
         kmetric(prof, GPD_M_GKER_COUNT));
-  CHECK(kmetric(prof, GPD_M_GKER) == 50000.0, "GKER");
+  CHECK(kmetric(prof, GPD_M_GKER) == 55000.0, "GKER");
+  CHECK(q1("SELECT count(*) FROM pending") == 0, "no pending rows after the end");
   CHECK(q1("SELECT count(*) FROM context WHERE label='" "<unknown context>" "'") == 0,
         "node ids from before the restart resolved");
   char *state = qs("SELECT state FROM profile");

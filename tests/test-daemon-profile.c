@@ -1,11 +1,14 @@
 /* test-daemon-profile.c - unit tests of the daemon's attribution
  * (profile.c) and node merge (merge.c): records fed directly, exact metric
- * values asserted at exact Merkle context ids. */
+ * values asserted at exact Merkle context ids.  Also the commit of the
+ * consumer position with the state (monitor.c + store.c): a "restarted
+ * daemon" adopting a region counts every record exactly once. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <unistd.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "daemon.h"
 #include "gpuprof/hash.h"
@@ -340,6 +344,191 @@ static void test_symbols(void **state) {
   assert_int_equal(sym_target(1), 4);
 }
 
+/* ------------------------------------- exactly once across a restart */
+
+static void ring_push(gpd_producer_t *pr, const void *rec, size_t len) {
+  assert_int_equal(gpd_producer_push(pr, rec, len), 0);
+}
+
+static void ring_invoke(gpd_producer_t *pr, uint64_t corr, uint32_t node) {
+  gpd_rec_invoke_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_INVOKE;
+  r.h.version = GPD_REC_VERSION;
+  r.api = GPD_API_OPENCL;
+  r.op = GPD_OP_KERNEL;
+  r.node = node;
+  r.corr = corr;
+  ring_push(pr, &r, sizeof r);
+}
+
+static void ring_act(gpd_producer_t *pr, uint64_t corr) {
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.h.type = GPD_REC_ACTIVITY;
+  a.h.version = GPD_REC_VERSION;
+  a.api = GPD_API_OPENCL;
+  a.op = GPD_OP_KERNEL;
+  a.corr = corr;
+  a.start = 1000;
+  a.end = 1010;
+  a.name = 1;
+  ring_push(pr, &a, sizeof a);
+}
+
+static int64_t db_q1(const char *path, const char *sql) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  int64_t v = -1;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+  if (sqlite3_step(q) == SQLITE_ROW)
+    v = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return v;
+}
+
+static gpd_proc_t *restart_proc(int fd) {
+  gpd_proc_t *p = calloc(1, sizeof *p);
+  assert_non_null(p);
+  p->profile_id = 1;
+  p->pid = getpid();
+  p->uid = getuid();
+  p->state = GPD_PROC_RUNNING;
+  assert_int_equal(gpd_region_map(&p->region, fd), 0);
+  p->has_region = 1;
+  assert_int_equal(gpd_registry_cursors(p), 0);
+  return p;
+}
+
+static void test_commit_cursor(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-commit-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/t.gpdb", dir);
+  gpd_daemon_t d;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.lock, NULL);
+  pthread_cond_init(&d.writer_cv, NULL);
+  assert_int_equal(gpd_store_open(&d.store, path), 0);
+
+  /* daemon 1: a process with two rings of 64 slots */
+  gpd_proc_t *p = calloc(1, sizeof *p);
+  assert_non_null(p);
+  p->profile_id = 1;
+  p->pid = getpid();
+  p->uid = getuid();
+  p->state = GPD_PROC_RUNNING;
+  assert_int_equal(gpd_region_create(&p->region, 2, 64, p->pid, 1), 0);
+  p->has_region = 1;
+  assert_int_equal(gpd_registry_cursors(p), 0);
+  assert_int_equal(gpd_profile_init(&p->prof, 1), 0);
+  d.procs = p;
+  d.nprocs = 1;
+  gpd_region_t *r = &p->region;
+  gpd_producer_t p0, p1;
+  assert_int_equal(gpd_producer_claim(r, &p0, 1), 0);
+  assert_int_equal(gpd_producer_claim(r, &p1, 2), 1);
+  uint8_t sb[128];
+  memset(sb, 0, sizeof sb);
+  gpd_rec_string_t *str = (gpd_rec_string_t *)sb;
+  str->h.type = GPD_REC_STRING;
+  str->h.version = GPD_REC_VERSION;
+  str->h.len = 4;
+  str->id = 1;
+  str->kind = GPD_STR_KERNEL;
+  memcpy(str->text, "kern", 4);
+  ring_push(&p0, sb, sizeof *str + 4);
+  gpd_rec_node_t n;
+  memset(&n, 0, sizeof n);
+  n.h.type = GPD_REC_NODE;
+  n.h.version = GPD_REC_VERSION;
+  n.id = 1;
+  n.offset = 0x1234;
+  ring_push(&p0, &n, sizeof n);
+  for (uint64_t c = 1; c <= 5; c++)
+    ring_invoke(&p0, c, 1);
+  for (uint64_t c = 1; c <= 3; c++)
+    ring_act(&p1, c);
+  ring_act(&p1, 100); /* never invoked: pending until the end */
+
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 11);
+  /* consumed, not released */
+  assert_int_equal(atomic_load(&r->ctl[0].tail), 0);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), 0);
+  assert_int_equal(p->cursor[0], atomic_load(&r->ctl[0].head));
+  assert_int_equal(p->cursor[1], 8);
+  assert_int_equal(gpd_store_flush(&d), 0);
+  /* committed, then released */
+  assert_int_equal(atomic_load(&r->ctl[0].tail), p->cursor[0]);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), 8);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM pending WHERE profile_id=1"), 3);
+  assert_int_equal(db_q1(path, "SELECT pos FROM ring_cursor WHERE profile_id=1 AND ring=1"), 8);
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT SUM(value) FROM metric WHERE profile_id=1 AND metric_id=%d",
+           (int)GPD_M_GKER_COUNT);
+  assert_int_equal(db_q1(path, sql), 3);
+
+  /* activity 4 consumed and committed, but the daemon "dies" between its
+   * COMMIT and the release: the tail stays behind the stored position */
+  ring_act(&p1, 4);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
+  assert_int_equal(gpd_store_flush(&d), 0);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), 10);
+  atomic_store(&r->ctl[1].tail, 8);
+  /* activity 5 consumed, never flushed; invoke 6 never consumed */
+  ring_act(&p1, 5);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
+  ring_invoke(&p0, 6, 1);
+  double before = gpd_profile_incl(&p->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT);
+  assert_true(before == 5.0);
+
+  /* daemon 2 adopts the handed-back region and reloads the profile */
+  gpd_proc_t *q = restart_proc(dup(r->fd));
+  assert_int_equal(q->cursor[1], 8);
+  assert_int_equal(gpd_profile_init(&q->prof, 1), 0);
+  assert_int_equal(gpd_store_load(d.store, q, getuid()), 1);
+  assert_int_equal(q->cursor[1], 10); /* skipped what was stored */
+  assert_int_equal(atomic_load(&q->region.ctl[1].tail), 10);
+  assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 4.0);
+  d.procs = q;
+  assert_int_equal(gpd_monitor_drain(&d, q, 4096), 2); /* act 5 again, invoke 6 */
+  ring_act(&p1, 6);
+  assert_int_equal(gpd_monitor_drain(&d, q, 4096), 1);
+  assert_int_equal(q->prof.records, 2 + 6 + 7);
+  /* pending invoke 5 (stored) met activity 5 (re-read), 6 live */
+  assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 6.0);
+  assert_int_equal(q->prof.unknown, 0);
+
+  /* back-pressure: more than half a ring consumed and not released */
+  d.flush_now = 0;
+  for (uint64_t c = 1000; c < 1040; c++)
+    ring_invoke(&p0, c, 1);
+  assert_int_equal(gpd_monitor_drain(&d, q, 4096), 40);
+  assert_int_equal(d.flush_now, 1);
+  assert_true(d.early_flushes >= 1);
+
+  /* the end: the never-invoked activity 100 goes to <unknown context> */
+  q->state = GPD_PROC_EXITED;
+  gpd_profile_finish(&q->prof);
+  assert_int_equal(q->prof.unknown, 1);
+  assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 7.0);
+  assert_int_equal(gpd_store_flush(&d), 0);
+  assert_int_equal(q->has_region, 0); /* released and unmapped after the final commit */
+  assert_int_equal(atomic_load(&r->ctl[0].tail), atomic_load(&r->ctl[0].head));
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM pending"), 0);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM ring_cursor"), 0);
+  assert_int_equal(db_q1(path, "SELECT records FROM profile WHERE id=1"), 2 + 6 + 7 + 40);
+
+  gpd_registry_free_proc(q);
+  gpd_registry_free_proc(p);
+  gpd_store_close(d.store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
@@ -347,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_multi_and_bounds),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_symbols),
+      cmocka_unit_test(test_commit_cursor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,7 +217,9 @@ int main(void) {
         const char *fx = node_fn(ix, &ix), *fy = node_fn(iy, &iy);
         DR_CHECK(strstr(fx, wx[lv]) && strstr(fy, wy[lv]), "%s level %d: %s / %s", sets[si].tag, lv, fx, fy);
       }
-      DR_CHECK(ix == iy, "%s: the callers' parent (call_via's call site) must be shared", sets[si].tag);
+      /* Both callers are called from call_via's one call site (main may
+       * call call_via from two sites: the compiler duplicates loops). */
+      DR_CHECK(dr_node(&D, ix)->offset == dr_node(&D, iy)->offset, "%s: the callers' parent call site", sets[si].tag);
     }
   }
   /* More distinct paths in rotation than a thread keeps recorded. */
