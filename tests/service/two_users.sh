@@ -37,9 +37,13 @@ as() { # user cmd...  (setpriv execs: $! is the command's own pid)
   setpriv --reuid="$(id -u "$_u")" --regid="$(id -g "$_u")" --init-groups \
     env HOME=/ GPUPROF_SOCKET="$S" "$@"
 }
-as gpdtest1 env LD_PRELOAD="$T/lib/libgpuprof.so" sleep 120 &
+# In the background, exec: $! is then the registered process's own pid
+# (a backgrounded function would otherwise be a subshell of its own).
+as_bg() { _u=$1; shift; exec setpriv --reuid="$(id -u "$_u")" --regid="$(id -g "$_u")" --init-groups \
+  env HOME=/ GPUPROF_SOCKET="$S" "$@"; }
+as_bg gpdtest1 env LD_PRELOAD="$T/lib/libgpuprof.so" sleep 120 &
 P1=$!; track $P1
-as gpdtest2 env LD_PRELOAD="$T/lib/libgpuprof.so" sleep 120 &
+as_bg gpdtest2 env LD_PRELOAD="$T/lib/libgpuprof.so" sleep 120 &
 P2=$!; track $P2
 
 # Wait until root sees both registrations.
