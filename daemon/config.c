@@ -82,7 +82,7 @@ static const conf_key_t config_keys[] = {
      CF_LIVE, "drop oldest profiles above this store size; 0 = no limit"},
     {"shm", "rings_per_process", CT_UINT, 1, 4096, 0, "64", F(rings), 0,
      "rings (producer threads) per registered process"},
-    {"shm", "ring_slots", CT_UINT, 64, 1u << 24, 0, "16384", F(ring_slots), CF_POW2,
+    {"shm", "ring_slots", CT_UINT, 64, 1u << 24, 0, "65536", F(ring_slots), CF_POW2,
      "64-byte slots per ring, power of two"},
     {"access", "admin_group", CT_STRING, 0, 0, 0, "", F(admin_group), CF_LIVE,
      "members see every process; \"\" = root only"},

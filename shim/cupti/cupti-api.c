@@ -55,7 +55,7 @@
 #include "backends.h"
 
 /* 1 MiB holds ~4000 kernel records = ~8000 ring slots: half of the
- * daemon's default ring (16384 slots), so one completed buffer fits. */
+ * daemon's default ring (65536 slots), so one completed buffer fits. */
 #define GPD_CUPTI_BUFSZ (1u << 20) /* bytes per activity buffer */
 #define GPD_CUPTI_NBUF 64u         /* at most this many outstanding */
 /* A full ring on the completing thread (CUPTI's own, or ours at a flush):
