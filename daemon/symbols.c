@@ -115,9 +115,13 @@ static void resolve(Dwfl_Module *mod, uint64_t offset, gpd_sframe_t **fr, unsign
   *n = 0;
   if (mod == NULL)
     return;
-  Dwarf_Addr start = 0;
-  dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
-  Dwarf_Addr addr = start + offset;
+  /* NODE.offset is the link-time virtual address (ip - dlpi_addr, the load
+   * bias): the module was reported at base 0, so its address is the offset
+   * plus the bias Dwfl chose (0 for ET_DYN and ET_EXEC alike).  Not the
+   * module's start: that is 0x400000 for a non-PIE executable. */
+  GElf_Addr elf_bias = 0;
+  dwfl_module_getelf(mod, &elf_bias);
+  Dwarf_Addr addr = elf_bias + offset;
   Dwarf_Addr bias = 0;
   Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
   if (cu != NULL) {

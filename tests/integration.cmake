@@ -8,7 +8,7 @@ if(OpenCL_FOUND)
     set_target_properties(${prog} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
   endforeach()
 endif()
-foreach(t ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc fork-launcher retention)
+foreach(t ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc fork-launcher retention python-ctypes)
   if(EXISTS ${GPD_IT}/${t}.sh)
     add_test(NAME integration.${t} COMMAND bash ${GPD_IT}/${t}.sh ${CMAKE_BINARY_DIR})
     set_tests_properties(integration.${t} PROPERTIES LABELS integration TIMEOUT 120

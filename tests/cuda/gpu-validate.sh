@@ -25,6 +25,7 @@ MT=$B/lib/libgpd-min-tracer.so
   python3 tests/cuda/check-report.py torch "$O/torch.json"
   gpuprof report /tmp/torch.gpdb 2>&1 | head -40
   ls -la /tmp/*.gpdb; ls /tmp/gpubins 2>/dev/null | head -3
+  if [ -n "${SKIP_C:-}" ]; then echo "== (c) skipped (SKIP_C): see gpu-overhead.sh"; exit 0; fi
   echo "== (c) overhead: launch-bound µs/launch (best of 5 x 100000), 3 rounds"
   for r in 1 2 3; do
     echo -n "bare:       "; launch-bound 100000 5

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# An interpreter nobody here wrote (Debian's python3, a non-PIE executable
+# without .symtab) calls OpenCL through ctypes: the copies land below the
+# interpreter's own exported functions (resolved from .dynsym at their
+# link-time addresses) and ctypes' ffi_call.
+source "$(dirname "$0")/lib.sh" "$1"
+have_opencl
+PY=/usr/bin/python3
+[ -x $PY ] || { echo "SKIP: no $PY"; exit 77; }
+"$GPUPROF" record -o "$T/p.gpdb" -- $PY "$HERE/ocl-ctypes.py" > "$T/out.txt" 2>&1 || { cat "$T/out.txt"; die "record failed"; }
+grep -qx ok "$T/out.txt" || { cat "$T/out.txt"; die "script did not finish"; }
+$GPDQ "$T/p.gpdb" metric-total GXCOPY:H2D 655360
+$GPDQ "$T/p.gpdb" metric-total GXCOPY:COUNT 10
+$GPDQ "$T/p.gpdb" only-under GXCOPY:H2D _PyEval_EvalFrameDefault
+$GPDQ "$T/p.gpdb" only-under GXCOPY:H2D ffi_call
+echo "PASS python-ctypes"
