@@ -220,7 +220,7 @@ void gpd_producer_retire(gpd_producer_t *p) {
 }
 
 /* One reservation at a time: reserve, write, commit. */
-int gpd_producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq) {
+static int producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq, int count_drop) {
   uint64_t cap = p->mask + 1;
   if (nslots == 0 || nslots > GPD_REC_MAX_SLOTS)
     return -E2BIG;
@@ -229,13 +229,20 @@ int gpd_producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq) {
     /* A tail beyond head (corrupted by someone else) looks full forever:
      * we drop rather than overwrite unread slots. */
     if (p->tail_cache > p->head || p->head + nslots - p->tail_cache > cap) {
-      stat_inc(&p->ctl->drops, 1);
+      if (count_drop)
+        stat_inc(&p->ctl->drops, 1);
       return -ENOSPC;
     }
   }
   *seq = p->head;
   return 0;
 }
+
+int gpd_producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq) {
+  return producer_reserve(p, nslots, seq, 1);
+}
+
+void gpd_producer_count_drop(gpd_producer_t *p) { stat_inc(&p->ctl->drops, 1); }
 
 void gpd_producer_commit(gpd_producer_t *p, unsigned nslots) {
   p->head += nslots;
@@ -245,12 +252,12 @@ void gpd_producer_commit(gpd_producer_t *p, unsigned nslots) {
 
 /* Push sets the copy's h.nslots to the slot count for len: callers need
  * not fill it (they must fill type, version and len). */
-int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len) {
+static int producer_push(gpd_producer_t *p, const void *rec, size_t len, int count_drop) {
   uint64_t seq;
   if (len < sizeof(gpd_rec_hdr_t) || len > GPD_REC_MAX_BYTES)
     return -E2BIG;
   unsigned nslots = (unsigned)((len + GPD_SLOT_SIZE - 1) / GPD_SLOT_SIZE);
-  int err = gpd_producer_reserve(p, nslots, &seq);
+  int err = producer_reserve(p, nslots, &seq, count_drop);
   if (err)
     return err;
   const uint8_t *src = rec;
@@ -267,6 +274,14 @@ int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len) {
   ((gpd_rec_hdr_t *)gpd_producer_slot(p, seq))->nslots = (uint8_t)nslots;
   gpd_producer_commit(p, nslots);
   return 0;
+}
+
+int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len) {
+  return producer_push(p, rec, len, 1);
+}
+
+int gpd_producer_try_push(gpd_producer_t *p, const void *rec, size_t len) {
+  return producer_push(p, rec, len, 0);
 }
 
 /* ------------------------------------------------------------- consumer */

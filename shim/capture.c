@@ -451,8 +451,22 @@ capture_unwind(gpd_capture_memo_t *m) {
     if (capture_walk_same(w, f_ip, f_sp, f_bp))
       return w;
   }
+  /* Miss: libunwind's fast path first (not replayable: ok = 0). */
   gpd_capture_walk_t *w = &m->walks[m->walk_next++ % GPD_CAPTURE_WALKS];
-  capture_walk_full(m, w, f_ip, f_sp, f_bp);
+  int n = unw_backtrace((void **)w->ip, GPD_CAPTURE_WALK_MAX);
+  w->n = n > 0 ? (uint32_t)n : 0;
+  w->ok = 0;
+  w->node = 0;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ w->n;
+  for (uint32_t j = 0; j < w->n; j++)
+    h = (h ^ w->ip[j]) * 0x100000001b3ull;
+  for (uint32_t i = 0; i < GPD_CAPTURE_SEEN; i++)
+    if (m->seen[i] == h) {
+      /* A stack that repeats: record a replayable walk of it. */
+      capture_walk_full(m, w, f_ip, f_sp, f_bp);
+      return w;
+    }
+  m->seen[m->seen_next++ % GPD_CAPTURE_SEEN] = h;
   return w;
 }
 

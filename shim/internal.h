@@ -89,6 +89,8 @@ int gpd_conn_gpubin(const void *data, size_t len, const char *kind);
 gpd_producer_t *gpd_thread_producer(void);
 /** Push one record from this thread's ring: 0, -ENOTCONN, -ENOSPC. */
 int gpd_thread_push(const void *rec, size_t len);
+/** Push that may wait for ring space (see gpd_shim_push_activity_wait). */
+int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
 /** Cached gettid(). */
 uint32_t gpd_thread_tid(void);
 /** Per-thread capture memo (allocated on first capture; NULL on OOM). */
@@ -133,7 +135,15 @@ typedef struct gpd_capture_memo_s {
   int stack_state;             /* 0 unknown, 1 bounds known, -1 unusable */
   uintptr_t stack_lo, stack_hi; /* this thread's stack [lo, hi) */
   gpd_capture_walk_t walks[GPD_CAPTURE_WALKS];
+  /* On a miss the stack is unwound with unw_backtrace (fast); only a
+   * stack whose return addresses were seen before (hash among the last
+   * GPD_CAPTURE_SEEN misses) pays the full unw_step walk that makes replay
+   * possible.  A thread whose stacks rarely repeat (an interpreter) so
+   * never pays it. */
+  uint64_t seen[4];
+  uint32_t seen_next;
 } gpd_capture_memo_t;
+#define GPD_CAPTURE_SEEN 4u
 
 void gpd_capture_init(void);
 /** Announce module of ip (if known), returns module id (0 = unknown) and

@@ -106,7 +106,7 @@ GPD_EXPORT int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, 
   return gpd_thread_push(&r, sizeof r);
 }
 
-GPD_EXPORT int gpd_shim_push_activity(gpd_rec_activity_t *a) {
+static int activity_prepare(gpd_rec_activity_t *a) {
   if (!gpd_shim_active())
     return -ENOTCONN;
   if (!a || a->corr == 0)
@@ -117,7 +117,17 @@ GPD_EXPORT int gpd_shim_push_activity(gpd_rec_activity_t *a) {
   a->h.version = GPD_REC_VERSION;
   a->h.nslots = sizeof *a / GPD_SLOT_SIZE;
   a->h.flags = flags;
-  return gpd_thread_push(a, sizeof *a);
+  return 0;
+}
+
+GPD_EXPORT int gpd_shim_push_activity(gpd_rec_activity_t *a) {
+  int err = activity_prepare(a);
+  return err ? err : gpd_thread_push(a, sizeof *a);
+}
+
+GPD_EXPORT int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
+  int err = activity_prepare(a);
+  return err ? err : gpd_thread_push_wait(a, sizeof *a, max_wait_ns);
 }
 
 static void status_push(unsigned api, int enabled, int code, const char *why) {

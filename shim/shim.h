@@ -45,6 +45,12 @@ int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, unsigned op
 /** Push an ACTIVITY (a->h is filled in by the shim). */
 int gpd_shim_push_activity(gpd_rec_activity_t *a);
 
+/** Same, but when the ring is full wait for the daemon to drain it, in
+ *  steps of 100 us, up to `max_wait_ns`; the record counts as dropped only
+ *  if it still does not fit.  Only for a vendor's own completion thread
+ *  (CUPTI's buffer thread), never on an application thread. */
+int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns);
+
 /** Intern a string: returns its id (> 0), pushing a STRING record the
  *  first time this text is seen in the process (kind: gpd_str_t).  Uses a
  *  bounded process-wide table; returns 0 if full or not connected. */

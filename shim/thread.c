@@ -7,6 +7,7 @@
  * without touching the old mapping.
  */
 #include <errno.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -92,6 +93,22 @@ int gpd_thread_push(const void *rec, size_t len) {
   if (!p)
     return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
   return gpd_producer_push(p, rec, len);
+}
+
+int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
+  gpd_producer_t *p = gpd_thread_producer();
+  if (!p)
+    return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
+  int rc;
+  for (uint64_t waited = 0; (rc = gpd_producer_try_push(p, rec, len)) == -ENOSPC; waited += 100000) {
+    if (waited >= max_wait_ns) {
+      gpd_producer_count_drop(p);
+      break;
+    }
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  return rc;
 }
 
 gpd_capture_memo_t *gpd_thread_memo(void) {

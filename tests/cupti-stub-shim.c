@@ -66,6 +66,10 @@ int gpd_shim_push_activity(gpd_rec_activity_t *a) {
             a->static_smem, a->dynamic_smem, a->local_mem, a->occ_permille);
   return 0;
 }
+int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
+  (void)max_wait_ns;
+  return gpd_shim_push_activity(a);
+}
 uint32_t gpd_shim_string(const char *text, unsigned kind) {
   atomic_fetch_add(&n_str, 1);
   if (dump) fprintf(stderr, "STRING kind=%u %s\n", kind, text);

@@ -61,8 +61,7 @@
 /* A full ring on the completing thread (CUPTI's own, or ours at a flush):
  * wait for the daemon to drain it, 100 us at a time, at most 50 ms per
  * buffer; then drop (counted).  Never on an application API call. */
-#define GPD_CUPTI_RETRY_NS 100000l
-#define GPD_CUPTI_RETRY_BUDGET 500
+#define GPD_CUPTI_WAIT_BUDGET_NS 50000000ull /* per completed buffer */
 #define GPD_CUPTI_MAXDEV 64u
 #define GPD_CUPTI_ALIAS_BITS 18u
 
@@ -244,7 +243,7 @@ static void CUPTIAPI cb_buf_requested(uint8_t **buf, size_t *size, size_t *maxre
 static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                       size_t valid) {
   CUpti_Activity *rec = NULL;
-  int budget = GPD_CUPTI_RETRY_BUDGET;
+  uint64_t budget = GPD_CUPTI_WAIT_BUDGET_NS;
   (void)size;
   while (valid && fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
@@ -261,12 +260,10 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
       atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
-    int rc;
-    while ((rc = gpd_shim_push_activity(&a)) == -ENOSPC && budget > 0) {
-      struct timespec ts = {0, GPD_CUPTI_RETRY_NS};
-      budget--;
-      nanosleep(&ts, NULL);
-    }
+    uint64_t t0 = gpd_clock_ns();
+    int rc = gpd_shim_push_activity_wait(&a, budget);
+    uint64_t waited = gpd_clock_ns() - t0;
+    budget = waited < budget ? budget - waited : 0;
     if (rc < 0) atomic_fetch_add(&c_pushfail, 1);
   }
   size_t dropped = 0;

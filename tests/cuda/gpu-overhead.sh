@@ -25,8 +25,8 @@ run_cfg() { # NAME CMD...
     cupti:all,no-ts) MIN_TRACER_NOTS=1 CUDA_INJECTION64_PATH=$MT "$@" ;;
     cupti:kernel) MIN_TRACER_KINDS=kernel CUDA_INJECTION64_PATH=$MT "$@" ;;
     cupti:kernel,no-cb) MIN_TRACER_KINDS=kernel MIN_TRACER_NOCB=1 CUDA_INJECTION64_PATH=$MT "$@" ;;
-    gpuprof) timeout 300 gpuprof record -o /tmp/o.gpdb -- "$@" 2>/tmp/rec.err; grep -E "dropped" /tmp/rec.err ;;
-    gpuprof:coarse) GPUPROF_CUDA_TRACE=coarse timeout 300 gpuprof record -o /tmp/o.gpdb -- "$@" 2>/tmp/rec.err; grep -E "dropped" /tmp/rec.err ;;
+    gpuprof) rm -f /tmp/o.gpdb*; timeout 300 gpuprof record -o /tmp/o.gpdb -- "$@" 2>/tmp/rec.err; grep -E "dropped" /tmp/rec.err ;;
+    gpuprof:coarse) rm -f /tmp/o.gpdb*; GPUPROF_CUDA_TRACE=coarse timeout 300 gpuprof record -o /tmp/o.gpdb -- "$@" 2>/tmp/rec.err; grep -E "dropped" /tmp/rec.err ;;
   esac
 }
 CFGS="bare cupti:all cupti:all,no-ts cupti:kernel cupti:kernel,no-cb gpuprof gpuprof:coarse"

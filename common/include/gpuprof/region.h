@@ -149,6 +149,13 @@ void gpd_producer_commit(gpd_producer_t *p, unsigned nslots);
  *  counted) / -E2BIG (len < 8 or > GPD_REC_MAX_BYTES). */
 int gpd_producer_push(gpd_producer_t *p, const void *rec, size_t len);
 
+/** Shim: as gpd_producer_push, but a full ring returns -ENOSPC WITHOUT
+ *  counting a drop: for a caller that may wait and retry (a vendor's own
+ *  completion thread, never an application thread); it counts the record
+ *  with gpd_producer_count_drop() if it finally gives up. */
+int gpd_producer_try_push(gpd_producer_t *p, const void *rec, size_t len);
+void gpd_producer_count_drop(gpd_producer_t *p);
+
 /** Daemon: copy out and validate up to `max` records of ring i, calling
  *  `fn(arg, rec, nbytes)` for each valid record (rec is an aligned private
  *  copy valid during the call).  Stops at the first invalid record:
