@@ -3,7 +3,9 @@ training steps of a small CNN + MLP on random CIFAR-sized data (CUDA).
 
 Prints "torch_steps_s <seconds>" for the timed steps (after warm-up) so the
 wall time can be compared with and without gpuprof.  Usage:
-  python3 torch_train.py [steps] [warmup]
+  python3 torch_train.py [steps] [warmup] [batch] [width]
+batch (default 64) and width (channel multiplier, default 1) make the
+kernels larger, so the run is less bound by launch cost.
 """
 import sys
 import time
@@ -12,11 +14,11 @@ import torch
 import torch.nn as nn
 
 
-def make_model():
+def make_model(w=1):
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64 * 8 * 8, 256), nn.ReLU(), nn.Linear(256, 10))
+        nn.Conv2d(3, 32 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32 * w, 64 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * w * 8 * 8, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
 def train_step(model, opt, loss_fn, x, y):
@@ -30,13 +32,15 @@ def train_step(model, opt, loss_fn, x, y):
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
     warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    batch = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+    width = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    model = make_model().to(dev)
+    model = make_model(width).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    xs = torch.randn(64, 3, 32, 32)           # host tensors: copied each step (H2D)
-    ys = torch.randint(0, 10, (64,))
+    xs = torch.randn(batch, 3, 32, 32)        # host tensors: copied each step (H2D)
+    ys = torch.randint(0, 10, (batch,))
     for _ in range(warmup):
         train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
     torch.cuda.synchronize()
@@ -46,7 +50,7 @@ def main():
     final = loss.item()                        # D2H copy
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    print(f"torch_steps_s {dt:.4f} steps={steps} loss={final:.4f}")
+    print(f"torch_steps_s {dt:.4f} steps={steps} batch={batch} width={width} loss={final:.4f}")
 
 
 if __name__ == "__main__":
