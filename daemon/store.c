@@ -1140,7 +1140,8 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     } else {
       mkdir(dir, 0755);
       snprintf(g->tmp, sizeof g->tmp, "%s/%s.gpubin.tmp", dir, m->hash);
-      g->fd = open(g->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      /* read-write: the complete file is mapped to verify its hash */
+      g->fd = open(g->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (g->fd < 0) {
         err = -errno;
         snprintf(errmsg, errlen, "gpubin: %s: %s", g->tmp, strerror(-err));
@@ -1179,7 +1180,8 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     g->fd = -1;
     if (!ok || rename(g->tmp, final) < 0) {
       unlink(g->tmp);
-      snprintf(errmsg, errlen, "gpubin %s: content does not match its hash", g->hash);
+      snprintf(errmsg, errlen, "gpubin %s: %s", g->hash,
+               map == MAP_FAILED ? "cannot map the received file to check it" : !ok ? "content does not match its hash" : "cannot rename into place");
       g->hash[0] = 0;
       return GPD_EBADFRAME;
     }

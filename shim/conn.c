@@ -59,6 +59,7 @@ static struct {
   int ever;       /* registered at least once */
   uint64_t profile_id;
   gpubin_t *q_head, **q_tail;
+  int q_inflight; /* a binary taken off the queue is being sent */
   size_t q_bytes;
   char (*seen)[33];
   uint32_t nseen;
@@ -305,6 +306,7 @@ static void conn_gpubin_flush(int sock) {
         conn.q_tail = &conn.q_head;
       conn.q_bytes -= b->len;
     }
+    conn.q_inflight = b != NULL;
     pthread_mutex_unlock(&conn.lock);
     if (!b)
       return;
@@ -434,6 +436,18 @@ int gpd_conn_start(int wait_ms) {
 }
 
 void gpd_conn_stop(void) {
+  /* At exit, give the connection thread a bounded time (2 s) to send the
+   * GPU binaries still queued: a short program loads its cubins just
+   * before it ends.  Not when no daemon is connected. */
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&conn.lock);
+    int busy = conn.sock >= 0 && (conn.q_head != NULL || conn.q_inflight);
+    pthread_mutex_unlock(&conn.lock);
+    if (!busy)
+      break;
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
   pthread_mutex_lock(&conn.lock);
   conn.stop = 1;
   pthread_cond_broadcast(&conn.cond);
