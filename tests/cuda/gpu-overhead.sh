@@ -29,15 +29,17 @@ run_cfg() { # NAME CMD...
     gpuprof:coarse) rm -f /tmp/o.gpdb*; GPUPROF_CUDA_TRACE=coarse timeout 300 gpuprof record -o /tmp/o.gpdb -- "$@" 2>/tmp/rec.err; grep -E "dropped" /tmp/rec.err ;;
   esac
 }
-CFGS="bare cupti:all cupti:all,no-ts cupti:kernel cupti:kernel,no-cb gpuprof gpuprof:coarse"
+CFGS=${CFGS:-"bare cupti:all cupti:all,no-ts cupti:kernel cupti:kernel,no-cb gpuprof gpuprof:coarse"}
+TORCH_ARGS=${TORCH_ARGS:-"300 10"}   # steps warmup [batch width]
+LB=${LB:-1}                          # 0: skip the launch-bound loop
 {
   date -u; nvidia-smi -L
-  echo "== launch-bound, us per launch"
-  for r in $(seq $R); do for c in $CFGS; do
+  [ "$LB" = 1 ] && echo "== launch-bound, us per launch"
+  [ "$LB" = 1 ] && for r in $(seq $R); do for c in $CFGS; do
     printf '%-22s r%d: ' "$c" "$r"; run_cfg "$c" launch-bound 100000 5
   done; done
-  echo "== torch_train.py 300 steps, wall s"
+  echo "== torch_train.py $TORCH_ARGS, wall s"
   for r in $(seq $R); do for c in $CFGS; do
-    printf '%-22s r%d: ' "$c" "$r"; run_cfg "$c" python3 tests/cuda/torch_train.py 300 10
+    printf '%-22s r%d: ' "$c" "$r"; run_cfg "$c" python3 tests/cuda/torch_train.py $TORCH_ARGS
   done; done
 } 2>&1 | tee "$O/overhead.log"
