@@ -53,4 +53,6 @@ if(NVCC)
             ${CMAKE_BINARY_DIR}/bin/cuda-known ${CMAKE_BINARY_DIR})
   set_tests_properties(cupti.nodriver-record PROPERTIES LABELS "integration" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
+  add_test(NAME cupti.gpu-known COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cuda/gpu-known.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cupti.gpu-known PROPERTIES LABELS "gpu" TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
