@@ -369,6 +369,10 @@ int gpd_store_flush(gpd_daemon_t *d);
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
 /** Retention pass (writer thread, after a flush). */
 int gpd_store_retain(gpd_daemon_t *d);
+/** At start: the newest `keep` stored profiles back into the live view
+ *  (EXITED, or LOST while their process may still hand back).  Returns
+ *  how many, or a negative code.  Main thread, before the threads start. */
+int gpd_store_restore(gpd_daemon_t *d, unsigned keep);
 
 /** GPU binary upload in progress on one connection. */
 typedef struct gpd_gpubin_s {

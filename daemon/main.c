@@ -190,6 +190,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   D.next_profile_id = gpd_store_max_profile_id(D.store) + 1;
+  /* the live view goes on across a restart: stored profiles come back */
+  (void)gpd_store_restore(&D, 256);
   D.loop = uv_default_loop();
 
   int e = gpd_server_start(&D, &activated);

@@ -211,8 +211,25 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     }
     uint64_t want = h->profile_id;
     pthread_mutex_lock(&d->lock);
-    int busy = want != 0 && gpd_registry_find(d, want) != NULL;
+    gpd_proc_t *old = want != 0 ? gpd_registry_find(d, want) : NULL;
+    /* A LOST entry restored from the store (or an EXITED one of the same
+     * uid whose process evidently lives on) stands in for this process
+     * until it hands back: take its place. */
+    if (old && !old->client && !old->has_region && old->uid == peer->uid &&
+        (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED)) {
+      for (gpd_proc_t **pp = &d->procs; *pp; pp = &(*pp)->next)
+        if (*pp == old) {
+          *pp = old->next;
+          d->nprocs--;
+          break;
+        }
+    } else {
+      old = NULL;
+    }
+    int busy = want != 0 && !old && gpd_registry_find(d, want) != NULL;
     pthread_mutex_unlock(&d->lock);
+    if (old)
+      gpd_registry_free_proc(old);
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);

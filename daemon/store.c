@@ -626,8 +626,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (d->nprocs)
     snaps = calloc(d->nprocs, sizeof *snaps);
   for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
-    if (p->state == GPD_PROC_EXITED && p->flushed)
-      continue;
+    if ((p->state == GPD_PROC_EXITED || p->state == GPD_PROC_LOST) && p->flushed)
+      continue; /* written already, or restored from the store unchanged */
     snap_copy(d, p, &snaps[n++]);
   }
   pthread_mutex_unlock(&d->lock);
@@ -750,6 +750,30 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
     const char *t = (const char *)sqlite3_column_text(q, 2);
     gpd_profile_add_string(p, (uint32_t)sqlite3_column_int64(q, 0),
                            (uint32_t)sqlite3_column_int64(q, 1), t ? t : "", t ? strlen(t) : 0);
+  }
+  sqlite3_finalize(q);
+  q = NULL;
+
+  /* back-end states (the reason text gets a string id of its own, above
+   * any the shim hands out) */
+  if (sqlite3_prepare_v2(db, "SELECT api, enabled, code, reason FROM backend WHERE profile_id=?1",
+                         -1, &q, NULL) != SQLITE_OK)
+    goto dberr;
+  sqlite3_bind_int64(q, 1, pid);
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    const char *api = (const char *)sqlite3_column_text(q, 0);
+    for (unsigned a = 1; api && a < GPD_API_MAX; a++) {
+      if (strcmp(api, gpd_api_name(a)) != 0)
+        continue;
+      const char *why = (const char *)sqlite3_column_text(q, 3);
+      uint32_t sid = 0;
+      if (why && *why && gpd_profile_add_string(p, 0xffffff00u + a, GPD_STR_REASON, why, strlen(why)) == 0)
+        sid = 0xffffff00u + a;
+      p->backends[a].seen = 1;
+      p->backends[a].enabled = sqlite3_column_int(q, 1);
+      p->backends[a].code = sqlite3_column_int(q, 2);
+      p->backends[a].reason = sid;
+    }
   }
   sqlite3_finalize(q);
   q = NULL;
@@ -941,6 +965,79 @@ static int delete_profile(sqlite3 *db, int64_t id) {
   }
   snprintf(sql, sizeof sql, "DELETE FROM profile WHERE id=%lld;", (long long)id);
   return db_exec(db, sql);
+}
+
+static char *col_dup(sqlite3_stmt *q, int i) {
+  const char *t = (const char *)sqlite3_column_text(q, i);
+  return t ? strdup(t) : NULL;
+}
+
+/* Restore the live view after a (re)start: the newest `keep` stored
+ * profiles come back into memory as EXITED, or LOST when the store says
+ * the process was running when the previous daemon died (its shim may
+ * still hand its region back: gpd_registry_hello then takes the place of
+ * the LOST entry).  Neither is written again by the writer (flushed = 1).
+ * Called once from main before the threads start.  Returns the number of
+ * profiles restored or a negative code. */
+int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
+  gpd_store_t *s = d->store;
+  sqlite3_stmt *q = NULL;
+  int n = 0;
+  if (s == NULL)
+    return 0;
+  if (sqlite3_prepare_v2(s->rdb,
+                         "SELECT id, pid, ppid, uid, gid, exe, job_id, step_id, hostname, rank,"
+                         " local_rank, start_ns, end_ns, state, drops, error, argv"
+                         " FROM profile ORDER BY id DESC LIMIT ?1",
+                         -1, &q, NULL) != SQLITE_OK) {
+    GPD_ERR("store: restore: %s", sqlite3_errmsg(s->rdb));
+    return GPD_ESTORE;
+  }
+  sqlite3_bind_int64(q, 1, keep);
+  gpd_proc_t *head = NULL, **tail = &head;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    gpd_proc_t *p = calloc(1, sizeof *p);
+    if (p == NULL)
+      break;
+    p->profile_id = (uint64_t)sqlite3_column_int64(q, 0);
+    p->pid = (pid_t)sqlite3_column_int64(q, 1);
+    p->ppid = (pid_t)sqlite3_column_int64(q, 2);
+    p->uid = (uid_t)sqlite3_column_int64(q, 3);
+    p->gid = (gid_t)sqlite3_column_int64(q, 4);
+    p->exe = col_dup(q, 5);
+    p->job_id = col_dup(q, 6);
+    p->step_id = col_dup(q, 7);
+    p->hostname = col_dup(q, 8);
+    p->rank = (int32_t)sqlite3_column_int64(q, 9);
+    p->local_rank = (int32_t)sqlite3_column_int64(q, 10);
+    p->start_ns = (uint64_t)sqlite3_column_int64(q, 11);
+    p->end_ns = (uint64_t)sqlite3_column_int64(q, 12);
+    const char *st = (const char *)sqlite3_column_text(q, 13);
+    p->state = st && strcmp(st, "exited") == 0 ? GPD_PROC_EXITED : GPD_PROC_LOST;
+    p->drops = (uint64_t)sqlite3_column_int64(q, 14);
+    const char *er = (const char *)sqlite3_column_text(q, 15);
+    if (er)
+      snprintf(p->error, sizeof p->error, "%s", er);
+    p->argv_json = col_dup(q, 16);
+    p->flushed = 1;
+    gpd_profile_init(&p->prof, p->profile_id);
+    if (gpd_store_load(s, p, p->uid) < 0) {
+      gpd_registry_free_proc(p);
+      continue;
+    }
+    *tail = p; /* keep newest first, as the registry list is */
+    tail = &p->next;
+    n++;
+  }
+  sqlite3_finalize(q);
+  pthread_mutex_lock(&d->lock);
+  *tail = d->procs;
+  d->procs = head;
+  d->nprocs += (uint32_t)n;
+  pthread_mutex_unlock(&d->lock);
+  if (n)
+    GPD_INFO("store: restored %d stored profiles into the live view", n);
+  return n;
 }
 
 int gpd_store_retain(gpd_daemon_t *d) {
