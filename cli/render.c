@@ -411,6 +411,11 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r) {
             p->job_id[0] ? p->job_id : "-", rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
             p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
     if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
+    /* a disabled back end ("-cuda" above) says why on its own line */
+    for (size_t j = 0; j < p->n_backends; j++)
+      if (!p->backends[j]->enabled)
+        fprintf(f, "%8s %s disabled: %s (code %d)\n", "", p->backends[j]->api,
+                p->backends[j]->reason[0] ? p->backends[j]->reason : "no reason given", p->backends[j]->code);
   }
   if (!r->n_procs) fprintf(f, "(no processes visible)\n");
 }

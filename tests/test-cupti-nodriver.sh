@@ -45,6 +45,17 @@ record)
       *) echo "FAIL: profile does not say CUDA was disabled with a reason"; fail=1 ;;
     esac
   fi
+  # live: `gpuprof ps` shows the back end disabled, and why
+  "$arg/bin/gpuprofd" --foreground --socket "$tmp/live.sock" --db "$tmp/live.gpdb" --state-dir "$tmp" 2>/dev/null &
+  dp=$!
+  for _ in $(seq 100); do [ -S "$tmp/live.sock" ] && break; sleep 0.05; done
+  LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$arg/lib/libgpuprof.so" GPUPROF_SOCKET="$tmp/live.sock" "$prog" >/dev/null 2>&1
+  sleep 0.2
+  "$cli" --socket "$tmp/live.sock" ps >"$tmp/ps.txt" 2>&1
+  kill "$dp"; wait "$dp"
+  cat "$tmp/ps.txt"
+  grep -Eq '^ +[0-9]+ .* -cuda ' "$tmp/ps.txt" || { echo "FAIL: ps does not mark cuda disabled"; fail=1; }
+  grep -Eq 'cuda disabled: .+' "$tmp/ps.txt" || { echo "FAIL: ps does not say why cuda is disabled"; fail=1; }
   ;;
 *) echo "usage"; exit 2 ;;
 esac
