@@ -85,6 +85,21 @@ static void xlate_kernel(const gpd_cupti_xlate_t *x, const CUpti_ActivityKernel1
                       : 0;
 }
 
+
+/* The fields that memcpy, peer memcpy and memset records share by name
+ * (their structs differ): device, context, stream, correlation, [start,
+ * end) and bytes. */
+#define XLATE_COPY_LIKE(x, m, o)                                             \
+  do {                                                                       \
+    (o)->device = (m)->deviceId;                                             \
+    (o)->context = (m)->contextId;                                           \
+    (o)->stream = (m)->streamId;                                             \
+    (o)->corr = xlate_corr((x), (m)->correlationId);                         \
+    (o)->start = (m)->start;                                                 \
+    (o)->end = (m)->end;                                                     \
+    (o)->bytes = (m)->bytes;                                                 \
+  } while (0)
+
 int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
                         gpd_rec_activity_t *o) {
   if (!rec || !o) return -EINVAL;
@@ -101,13 +116,7 @@ int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
     const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
     o->op = GPD_OP_COPY;
     o->subkind = (uint8_t)gpd_cupti_copy_kind(m->copyKind);
-    o->device = m->deviceId;
-    o->context = m->contextId;
-    o->stream = m->streamId;
-    o->corr = xlate_corr(x, m->correlationId);
-    o->start = m->start;
-    o->end = m->end;
-    o->bytes = m->bytes;
+    XLATE_COPY_LIKE(x, m, o);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMCPY2: {
@@ -116,26 +125,14 @@ int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
     /* MEMCPY2 is the peer-to-peer record: its copyKind is PTOP or, for
      * two contexts on one device, DTOD. */
     o->subkind = (uint8_t)gpd_cupti_copy_kind(m->copyKind);
-    o->device = m->deviceId;
-    o->context = m->contextId;
-    o->stream = m->streamId;
-    o->corr = xlate_corr(x, m->correlationId);
-    o->start = m->start;
-    o->end = m->end;
-    o->bytes = m->bytes;
+    XLATE_COPY_LIKE(x, m, o);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMSET: {
     const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
     o->op = GPD_OP_MEMSET;
     o->subkind = (uint8_t)gpd_cupti_mem_kind(m->memoryKind);
-    o->device = m->deviceId;
-    o->context = m->contextId;
-    o->stream = m->streamId;
-    o->corr = xlate_corr(x, m->correlationId);
-    o->start = m->start;
-    o->end = m->end;
-    o->bytes = m->bytes;
+    XLATE_COPY_LIKE(x, m, o);
     return 1;
   }
   case CUPTI_ACTIVITY_KIND_MEMORY2: {
