@@ -98,6 +98,11 @@ static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
     if (nd->nframes) {
       const gpd_tframe_t *f = &nd->frames[0];
       const char *fn = f->function[0] ? f->function : label;
+      if ((!fn[0] || !strcmp(fn, "??")) && nd->module[0]) {
+        /* no symbol (a stripped binary): say where, as perf does */
+        snprintf(buf, n, "%s+0x%llx", base_name(nd->module), (unsigned long long)nd->offset);
+        return;
+      }
       if (f->file[0] && strcmp(f->file, "??"))
         snprintf(buf, n, "%s (%s:%u)", fn[0] ? fn : "??", f->file, f->line);
       else
