@@ -64,7 +64,7 @@ int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **re
     code = r == -EPIPE || r == -ECONNRESET ? GPD_EXIT_NODAEMON : GPD_EXIT_FAIL;
     goto done;
   }
-  if ((r = gpd_frame_recv(fd, &in, &inn, &rfd, GPD_CLIENT_TIMEOUT_MS)) < 0) {
+  if ((r = gpd_frame_recv_max(fd, &in, &inn, &rfd, GPD_CLIENT_TIMEOUT_MS, GPD_REPLY_MAX)) < 0) {
     if (r == -ECONNRESET)
       fprintf(stderr, "gpuprof: gpuprofd at %s closed the connection without a reply\n", sock);
     else if (r == -ETIMEDOUT)

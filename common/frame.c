@@ -271,6 +271,10 @@ static int recv_exact(int sock, uint8_t *dst, size_t len, int *fd, int64_t deadl
 }
 
 int gpd_frame_recv(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_ms) {
+  return gpd_frame_recv_max(sock, out, n, fd_out, timeout_ms, GPD_FRAME_MAX);
+}
+
+int gpd_frame_recv_max(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_ms, uint32_t max) {
   uint8_t hdr[GPD_FRAME_HDR];
   uint8_t *buf = NULL;
   int fd = -1;
@@ -285,7 +289,7 @@ int gpd_frame_recv(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_
   if (err)
     goto fail;
   uint32_t len = get_le32(hdr);
-  if (len > GPD_FRAME_MAX) {
+  if (len > max) {
     err = GPD_EFRAMETOOBIG;
     goto fail;
   }

@@ -155,9 +155,13 @@ static void set_events(gpd_client_t *c) {
   }
 }
 
+/* Queue one frame.  Query replies may be up to GPD_REPLY_MAX (a large
+ * tree); everything else up to GPD_FRAME_MAX. */
 static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
   size_t n = gpuprof__msg__get_packed_size(m);
-  if (n > GPD_FRAME_MAX)
+  int reply = m->body_case == GPUPROF__MSG__BODY_PS || m->body_case == GPUPROF__MSG__BODY_TREE ||
+              m->body_case == GPUPROF__MSG__BODY_TOP;
+  if (n > (reply ? GPD_REPLY_MAX : GPD_FRAME_MAX))
     return GPD_EFRAMETOOBIG;
   outbuf_t *o = calloc(1, sizeof *o);
   uint8_t *buf = malloc(GPD_FRAME_HDR + n);

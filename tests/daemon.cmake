@@ -8,9 +8,16 @@ if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
   set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
-if(TARGET gpd_daemon_core AND TARGET gpuprofd AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
+# gpd_dclient: the fake shim's protocol + record helpers (daemon-client-lib.h),
+# shared by test-daemon-client and bench/bench-top.
+if(TARGET gpd_common AND TARGET gpd_proto AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/daemon-client-lib.c)
+  add_library(gpd_dclient STATIC ${CMAKE_CURRENT_LIST_DIR}/daemon-client-lib.c)
+  target_include_directories(gpd_dclient PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+  target_link_libraries(gpd_dclient PUBLIC gpd_common gpd_proto)
+endif()
+if(TARGET gpd_daemon_core AND TARGET gpuprofd AND TARGET gpd_dclient AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
   add_executable(test-daemon-client ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
-  target_link_libraries(test-daemon-client PRIVATE gpd_common gpd_proto)
+  target_link_libraries(test-daemon-client PRIVATE gpd_dclient)
   add_executable(test-daemon-e2e ${CMAKE_CURRENT_LIST_DIR}/test-daemon-e2e.c)
   target_link_libraries(test-daemon-e2e PRIVATE gpd_common gpd_proto PkgConfig::SQLITE PkgConfig::CMOCKA)
   target_compile_definitions(test-daemon-e2e PRIVATE

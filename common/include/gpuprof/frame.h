@@ -14,6 +14,11 @@
 
 #define GPD_FRAME_HDR 4u
 #define GPD_FRAME_MAX (4u << 20) /* 4 MiB payload */
+/** Largest query reply (PsReply, TreeReply, TopReply) the daemon sends and
+ *  the CLI accepts: a tree of a large process is bigger than what the
+ *  daemon accepts from clients (GPD_FRAME_MAX), and the CLI trusts its
+ *  daemon more than the daemon trusts its clients. */
+#define GPD_REPLY_MAX (256u << 20)
 
 /** Incremental decoder over a byte stream.  Feed bytes as they arrive;
  *  complete payloads are returned one at a time.  Memory: at most one
@@ -52,5 +57,7 @@ void gpd_frame_put_header(uint8_t hdr[GPD_FRAME_HDR], uint32_t n);
  *  -ECONNRESET on EOF), or GPD_EFRAMETOOBIG. */
 int gpd_frame_send(int sock, const void *payload, uint32_t n, int fd, int timeout_ms);
 int gpd_frame_recv(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_ms);
+/** gpd_frame_recv with another payload limit (e.g. GPD_REPLY_MAX). */
+int gpd_frame_recv_max(int sock, uint8_t **out, size_t *n, int *fd_out, int timeout_ms, uint32_t max);
 
 #endif

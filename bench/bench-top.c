@@ -1,0 +1,533 @@
+/* bench-top.c - live query latency of a real gpuprofd (DESIGN.md target:
+ * "live `gpuprof top`, 64 processes x 10 K contexts: <= 50 ms").
+ *
+ * Starts bin/gpuprofd (--daemon PATH, else next to this binary) on a
+ * temporary socket and database, forks P fake processes (daemon-client-lib)
+ * that register, announce one module, K kernel names and N CCT nodes (a
+ * chain of 6 frames, then a binary tree: depth 6..19; call-site offsets
+ * "100 functions x 100 call sites"), push `pairs` INVOKE+ACTIVITY pairs at
+ * every node (kernel names spread over the K), then stay connected
+ * (running).  Once every process's `records` in Ps equals what it pushed
+ * and the daemon's CPU time stopped moving (writer done), it times the
+ * queries exactly as the CLI sends them (new connection, length-prefixed
+ * protobuf, gpd_frame_send/recv, reply unpacked): Top (limit 10, default
+ * metric), Tree of all processes (node merge), Tree --pid of one process,
+ * Ps.  Each `reps` times; median and max in ms, reply size, and a check
+ * that Top's GKER:COUNT sum equals the launches pushed.  Prints the
+ * daemon's VmRSS / RssAnon after loading.  Scenarios: 1 x N (baseline)
+ * and P x N.
+ *
+ *   bench-top [--daemon PATH] [--procs 64] [--nodes 10000] [--kernels 50]
+ *             [--pairs 1] [--reps 20]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuprof/frame.h"
+#include "gpuprof/metric.h"
+#include "gpuprof.pb-c.h"
+
+#include "daemon-client-lib.h"
+
+#define MODPATH "/nonexistent/bench-top-app"
+#define CHAIN 6u
+
+static unsigned opt_nodes = 10000, opt_kernels = 50, opt_pairs = 1, opt_reps = 20;
+static unsigned opt_procs = 64;
+static char daemon_path[PATH_MAX];
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ------------------------------------------------------------ a client */
+
+/* Shim node id i (1..N): 1..CHAIN a chain below the root, then a binary
+ * tree below node CHAIN. */
+static uint32_t node_parent(uint32_t i) {
+  if (i <= CHAIN)
+    return i - 1;
+  uint32_t j = i - CHAIN; /* 1-based heap index */
+  return j == 1 ? CHAIN : (j / 2) + CHAIN;
+}
+
+static uint64_t records_per_proc(void) {
+  return 1 + (uint64_t)opt_kernels + opt_nodes + 2ull * opt_pairs * opt_nodes;
+}
+
+static uint64_t launches_per_proc(void) { return (uint64_t)opt_pairs * opt_nodes; }
+
+/* Child: register, push everything, tell the parent, stay connected until
+ * the parent closes `hold`. */
+static void client_main(const char *sock, int ready, int hold) {
+  gpd_dclient_t c;
+  memset(&c, 0, sizeof c);
+  gpd_dclient_register(&c, sock);
+  gpd_dclient_module(&c, 0, 1, MODPATH);
+  for (unsigned k = 1; k <= opt_kernels; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "_Z9kernel_%02uPfi", k % 100);
+    if (k >= 100)
+      snprintf(name, sizeof name, "_Z10kernel_%03uPfi", k % 1000);
+    gpd_dclient_string(&c, 1, k, GPD_STR_KERNEL, name);
+  }
+  for (uint32_t i = 1; i <= opt_nodes; i++) {
+    uint32_t f = i % 100, cs = (i / 100) % 100;
+    gpd_dclient_node(&c, i, node_parent(i), 1, 0x1000 + 0x1000ull * f + 0x10ull * cs);
+  }
+  uint64_t t = 0;
+  for (unsigned r = 0; r < opt_pairs; r++) {
+    for (uint32_t i = 1; i <= opt_nodes; i++) {
+      uint64_t corr = gpd_dclient_corr(&c);
+      gpd_rec_invoke_t v;
+      gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, corr);
+      v.ts = t;
+      v.tid = (uint32_t)getpid();
+      gpd_dclient_push(&c.ring[0], &v, sizeof v);
+      gpd_rec_activity_t a;
+      gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
+      a.start = t;
+      a.end = t + 1000 + 100 * (i % 13);
+      t = a.end + 10;
+      a.name = 1 + (uint32_t)((i * 7u) % opt_kernels);
+      a.stream = 1;
+      a.blocks = 64;
+      a.block_threads = 256;
+      gpd_dclient_push(&c.ring[1], &a, sizeof a);
+    }
+  }
+  char b = 'r';
+  if (write(ready, &b, 1) != 1)
+    _exit(2);
+  close(ready);
+  while (read(hold, &b, 1) > 0)
+    ;
+  _exit(0);
+}
+
+/* --------------------------------------------------------- queries */
+
+/* One query as the CLI makes it: connect, send, receive, unpack.  Returns
+ * the reply (caller frees) and *ms, *bytes; NULL on a transport error. */
+static Gpuprof__Msg *query(const char *sock, const Gpuprof__Msg *req, double *ms, size_t *bytes) {
+  size_t n = gpuprof__msg__get_packed_size(req);
+  uint8_t *buf = malloc(n + 1);
+  if (buf == NULL)
+    return NULL;
+  gpuprof__msg__pack(req, buf);
+  double t0 = now_ms();
+  int s = gpd_dclient_connect(sock);
+  Gpuprof__Msg *r = NULL;
+  uint8_t *in = NULL;
+  size_t inn = 0;
+  int fd = -1;
+  if (gpd_frame_send(s, buf, (uint32_t)n, -1, 60000) == 0 &&
+      gpd_frame_recv_max(s, &in, &inn, &fd, 60000, GPD_REPLY_MAX) == 0)
+    r = gpuprof__msg__unpack(NULL, inn, in);
+  *ms = now_ms() - t0;
+  *bytes = inn;
+  close(s);
+  if (fd >= 0)
+    close(fd);
+  free(in);
+  free(buf);
+  return r;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Ps: count processes whose records reached `want`. */
+static unsigned ps_done(const char *sock, uint64_t want, unsigned *nprocs) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT;
+  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
+  req.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  req.ps_req = &ps;
+  double ms;
+  size_t bytes;
+  Gpuprof__Msg *r = query(sock, &req, &ms, &bytes);
+  unsigned done = 0;
+  *nprocs = 0;
+  if (r && r->body_case == GPUPROF__MSG__BODY_PS) {
+    *nprocs = (unsigned)r->ps->n_procs;
+    for (size_t i = 0; i < r->ps->n_procs; i++)
+      if (r->ps->procs[i]->running && r->ps->procs[i]->records == want)
+        done++;
+  }
+  gpuprof__msg__free_unpacked(r, NULL);
+  return done;
+}
+
+/* CPU ms (user + system) of /proc/<pid>[/task/<tid>]/stat. */
+static double cpu_ms_of(const char *path) {
+  char buf[1024];
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* CPU ms of the daemon's threads in creation order (main, monitor,
+ * writer: main.c starts the monitor before the writer); returns how many. */
+static int thread_cpu(pid_t pid, double *ms, int max) {
+  char path[96];
+  int tids[16], n = 0;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL && n < 16)
+    if (e->d_name[0] != '.')
+      tids[n++] = atoi(e->d_name);
+  if (d)
+    closedir(d);
+  qsort(tids, (size_t)n, sizeof *tids, cmp_int);
+  for (int i = 0; i < n && i < max; i++) {
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, tids[i]);
+    ms[i] = cpu_ms_of(path);
+  }
+  return n < max ? n : max;
+}
+
+static long status_kb(pid_t pid, const char *key) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  size_t kl = strlen(key);
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, key, kl) == 0 && line[kl] == ':')
+      v = atol(line + kl + 1);
+  if (f)
+    fclose(f);
+  return v;
+}
+
+typedef struct qres_s {
+  const char *name;
+  double med, max, first;
+  size_t bytes;
+  size_t items;
+  const char *err;
+} qres_t;
+
+#define NQ 5
+static char errbuf[NQ][160];
+
+/* Sum of GKER:COUNT over every Top entry (limit 1000 >= kernels). */
+static double top_kernel_count(const char *sock) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT;
+  Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
+  top.limit = 1000;
+  req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+  req.top_req = &top;
+  double ms, sum = 0;
+  size_t bytes;
+  Gpuprof__Msg *r = query(sock, &req, &ms, &bytes);
+  /* BENCH_TOP_DUMP=FILE: the whole reply as text, to compare daemons */
+  const char *dump = getenv("BENCH_TOP_DUMP");
+  FILE *df = dump ? fopen(dump, "a") : NULL;
+  if (r && r->body_case == GPUPROF__MSG__BODY_TOP)
+    for (size_t e = 0; e < r->top->n_entries; e++) {
+      const Gpuprof__TopEntry *te = r->top->entries[e];
+      if (df) {
+        fprintf(df, "%d %s", te->kind, te->label);
+        for (unsigned id = 0; id < GPD_M__COUNT; id++)
+          for (size_t k = 0; k < te->n_metrics; k++)
+            if (te->metrics[k]->id == id)
+              fprintf(df, " %u=%.0f", id, te->metrics[k]->value);
+        fprintf(df, " path");
+        for (size_t k = 0; k < te->n_path; k++)
+          fprintf(df, " %" PRIx64 ":%s:%s", te->path[k]->id, te->path[k]->label,
+                  te->path[k]->module);
+        fprintf(df, "\n");
+      }
+      for (size_t k = 0; k < te->n_metrics; k++)
+        if (te->metrics[k]->id == GPD_M_GKER_COUNT)
+          sum += te->metrics[k]->value;
+    }
+  if (df)
+    fclose(df);
+  gpuprof__msg__free_unpacked(r, NULL);
+  return sum;
+}
+
+static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT;
+  Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
+  Gpuprof__TreeRequest tree = GPUPROF__TREE_REQUEST__INIT;
+  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
+  switch (which) {
+  case 0:
+    top.limit = 10;
+    req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+    req.top_req = &top;
+    q->name = "top (limit 10, GPUOP)";
+    break;
+  case 1:
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree, all processes";
+    break;
+  case 2:
+    tree.max_depth = 12;
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree, all, max_depth 12";
+    break;
+  case 3:
+    tree.pid = pid;
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree --pid (one process)";
+    break;
+  default:
+    req.body_case = GPUPROF__MSG__BODY_PS_REQ;
+    req.ps_req = &ps;
+    q->name = "ps";
+    break;
+  }
+  double *t = calloc(opt_reps + 1, sizeof *t);
+  q->err = NULL;
+  for (unsigned i = 0; i <= opt_reps; i++) {
+    double ms;
+    size_t bytes;
+    Gpuprof__Msg *r = query(sock, &req, &ms, &bytes);
+    if (r == NULL) {
+      q->err = "no reply";
+    } else if (r->body_case == GPUPROF__MSG__BODY_ERROR) {
+      snprintf(errbuf[which], sizeof errbuf[which], "Error %d: %s", r->error->code,
+               r->error->message);
+      q->err = errbuf[which];
+    } else {
+      q->bytes = bytes;
+      if (r->body_case == GPUPROF__MSG__BODY_TOP) {
+        q->items = r->top->n_entries;
+      } else if (r->body_case == GPUPROF__MSG__BODY_TREE) {
+        q->items = r->tree->n_nodes;
+      } else if (r->body_case == GPUPROF__MSG__BODY_PS) {
+        q->items = r->ps->n_procs;
+      }
+    }
+    gpuprof__msg__free_unpacked(r, NULL);
+    if (i == 0)
+      q->first = ms; /* cold: symbolization cache, allocator */
+    else
+      t[i - 1] = ms;
+  }
+  qsort(t, opt_reps, sizeof *t, cmp_double);
+  q->med = opt_reps % 2 ? t[opt_reps / 2] : (t[opt_reps / 2 - 1] + t[opt_reps / 2]) / 2;
+  q->max = t[opt_reps - 1];
+  free(t);
+}
+
+/* ------------------------------------------------------------ scenario */
+
+static int scenario(unsigned nprocs) {
+  char dir[] = "/tmp/bench-top.XXXXXX";
+  if (mkdtemp(dir) == NULL) {
+    perror("mkdtemp");
+    return -1;
+  }
+  char sock[PATH_MAX], db[PATH_MAX], conf[PATH_MAX], logp[PATH_MAX];
+  snprintf(sock, sizeof sock, "%s/d.sock", dir);
+  snprintf(db, sizeof db, "%s/d.gpdb", dir);
+  snprintf(conf, sizeof conf, "%s/d.conf", dir);
+  snprintf(logp, sizeof logp, "%s/daemon.log", dir);
+  FILE *cf = fopen(conf, "w");
+  if (cf)
+    fclose(cf);
+  pid_t dpid = fork();
+  if (dpid == 0) {
+    int lf = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (lf >= 0) {
+      dup2(lf, 1);
+      dup2(lf, 2);
+    }
+    execl(daemon_path, daemon_path, "--socket", sock, "--config", conf, "--state-dir", dir,
+          "--db", db, "--foreground", (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 1000 && access(sock, F_OK) != 0; i++)
+    usleep(10000);
+  if (access(sock, F_OK) != 0) {
+    fprintf(stderr, "bench-top: daemon %s did not start (log %s)\n", daemon_path, logp);
+    kill(dpid, SIGKILL);
+    return -1;
+  }
+
+  double t0 = now_ms();
+  int ready[2], hold[2];
+  if (pipe(ready) < 0 || pipe(hold) < 0)
+    return -1;
+  pid_t *kids = calloc(nprocs, sizeof *kids);
+  for (unsigned i = 0; i < nprocs; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      close(ready[0]);
+      close(hold[1]);
+      client_main(sock, ready[1], hold[0]);
+    }
+  }
+  close(ready[1]);
+  close(hold[0]);
+  unsigned got = 0;
+  char b;
+  while (got < nprocs && read(ready[0], &b, 1) == 1)
+    got++;
+  close(ready[0]);
+  double t_pushed = now_ms();
+  uint64_t want = records_per_proc();
+  unsigned done = 0, seen = 0;
+  for (int i = 0; i < 6000; i++) { /* <= 10 min */
+    done = ps_done(sock, want, &seen);
+    if (done == nprocs)
+      break;
+    usleep(100000);
+  }
+  double t_consumed = now_ms();
+  /* wait until the writer thread is done (< 20 ms CPU in 1 s; it flushes
+   * every flush_interval_ms = 1 s) and note the idle monitor's CPU */
+  double c0[3] = {0}, c1[3] = {0}, mon_idle = 0;
+  thread_cpu(dpid, c0, 3);
+  for (int i = 0; i < 300; i++) {
+    usleep(1000000);
+    if (thread_cpu(dpid, c1, 3) < 3)
+      break;
+    int quiet = c1[2] - c0[2] < 20;
+    mon_idle = c1[1] - c0[1];
+    memcpy(c0, c1, sizeof c0);
+    if (quiet)
+      break;
+  }
+  double t_quiet = now_ms();
+  long rss = status_kb(dpid, "VmRSS"), anon = status_kb(dpid, "RssAnon");
+
+  printf("\n%u process%s x %u contexts announced (+%u placeholders +%u kernel nodes each), "
+         "%" PRIu64 " records/process\n",
+         nprocs, nprocs == 1 ? "" : "es", opt_nodes, opt_nodes, opt_nodes, want);
+  printf("  pushed in %.0f ms, consumed after %.0f ms, writer done after %.0f ms; "
+         "%u/%u processes complete\n",
+         t_pushed - t0, t_consumed - t0, t_quiet - t0, done, nprocs);
+  printf("  daemon VmRSS %.1f MiB (RssAnon %.1f MiB) after loading; idle monitor thread "
+         "%.0f%% of a core\n", rss / 1024.0, anon / 1024.0, mon_idle / 10.0);
+
+  qres_t q[NQ];
+  memset(q, 0, sizeof q);
+  for (int w = 0; w < NQ; w++)
+    time_query(sock, &q[w], w, kids[0]);
+  double gker = top_kernel_count(sock);
+  printf("  %-26s %9s %9s %9s %11s %8s\n", "query", "median ms", "max ms", "cold ms",
+         "reply bytes", "items");
+  for (int w = 0; w < NQ; w++) {
+    if (q[w].err)
+      printf("  %-26s %9.2f %9.2f %9.2f  %s\n", q[w].name, q[w].med, q[w].max, q[w].first,
+             q[w].err);
+    else
+      printf("  %-26s %9.2f %9.2f %9.2f %11zu %8zu\n", q[w].name, q[w].med, q[w].max,
+             q[w].first, q[w].bytes, q[w].items);
+  }
+  uint64_t want_l = launches_per_proc() * nprocs;
+  printf("  check: top (limit 1000) GKER:COUNT sum %.0f, launches pushed %" PRIu64 " %s\n", gker, want_l,
+         (uint64_t)gker == want_l ? "(ok)" : "(MISMATCH)");
+  printf("  daemon VmRSS %.1f MiB after the queries\n", status_kb(dpid, "VmRSS") / 1024.0);
+  fflush(stdout);
+
+  /* teardown: stop the daemon (running processes stored as lost), then
+   * release the clients */
+  kill(dpid, SIGTERM);
+  int st = 0;
+  for (int i = 0; i < 1200 && waitpid(dpid, &st, WNOHANG) == 0; i++)
+    usleep(100000);
+  if (kill(dpid, 0) == 0) {
+    kill(dpid, SIGKILL);
+    waitpid(dpid, &st, 0);
+  }
+  close(hold[1]);
+  for (unsigned i = 0; i < nprocs; i++)
+    waitpid(kids[i], NULL, 0);
+  free(kids);
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "bench-top: could not remove %s\n", dir);
+  return done == nprocs && (uint64_t)gker == want_l ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  daemon_path[0] = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--daemon") == 0 && v) {
+      snprintf(daemon_path, sizeof daemon_path, "%s", v);
+      i++;
+    } else if (strcmp(a, "--procs") == 0 && v) {
+      opt_procs = (unsigned)atoi(v), i++;
+    } else if (strcmp(a, "--nodes") == 0 && v) {
+      opt_nodes = (unsigned)atoi(v), i++;
+    } else if (strcmp(a, "--kernels") == 0 && v) {
+      opt_kernels = (unsigned)atoi(v), i++;
+    } else if (strcmp(a, "--pairs") == 0 && v) {
+      opt_pairs = (unsigned)atoi(v), i++;
+    } else if (strcmp(a, "--reps") == 0 && v) {
+      opt_reps = (unsigned)atoi(v), i++;
+    } else {
+      fprintf(stderr, "usage: %s [--daemon PATH] [--procs N] [--nodes N] [--kernels K] "
+                      "[--pairs P] [--reps R]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (opt_nodes <= CHAIN || opt_kernels == 0 || opt_kernels > 999 || opt_reps == 0 ||
+      opt_procs == 0)
+    return 2;
+  if (daemon_path[0] == 0) {
+    char self[PATH_MAX - 16];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+      return 2;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+      *slash = 0;
+    snprintf(daemon_path, sizeof daemon_path, "%s/gpuprofd", self);
+  }
+  if (access(daemon_path, X_OK) != 0) {
+    fprintf(stderr, "bench-top: no daemon at %s (use --daemon PATH)\n", daemon_path);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  printf("bench-top: live queries of %s over its socket (new connection each, as the CLI);\n"
+         "%u repetitions after one cold run; %u kernel names, %u launch(es) per context\n",
+         daemon_path, opt_reps, opt_kernels, opt_pairs);
+  int rc = scenario(1);
+  if (opt_procs > 1)
+    rc |= scenario(opt_procs);
+  return rc;
+}
