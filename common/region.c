@@ -201,6 +201,12 @@ int gpd_producer_claim(gpd_region_t *r, gpd_producer_t *p, uint32_t tid) {
                                                  memory_order_relaxed))
       continue;
     c->tid = tid;
+    /* Rings are claimed lowest index first, so the monitor need only look
+     * below the high-water mark. */
+    uint32_t hwm = atomic_load_explicit(&r->hdr->ring_hwm, memory_order_relaxed);
+    while (hwm < i + 1 && !atomic_compare_exchange_weak_explicit(&r->hdr->ring_hwm, &hwm, i + 1,
+                                                                 memory_order_release, memory_order_relaxed))
+      ;
     p->ctl = c;
     p->slots = gpd_region_ring_data(r, i);
     p->mask = (uint64_t)r->ring_slots - 1;

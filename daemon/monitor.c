@@ -39,7 +39,13 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
   uint64_t total = 0, drops = 0;
   uint32_t inuse = 0;
   int pressure = 0;
-  for (uint32_t i = 0; i < r->nrings; i++) {
+  /* Only rings below the shim's high-water mark were ever claimed (an
+   * untrusted value: clamped; a process that lowers it hides only its own
+   * rings). */
+  uint32_t hwm = atomic_load_explicit(&r->hdr->ring_hwm, memory_order_acquire);
+  if (hwm > r->nrings)
+    hwm = r->nrings;
+  for (uint32_t i = 0; i < hwm; i++) {
     gpd_ring_ctl_t *ctl = &r->ctl[i];
     uint32_t st = atomic_load_explicit(&ctl->state, memory_order_acquire);
     drops += atomic_load_explicit(&ctl->drops, memory_order_relaxed);
@@ -122,6 +128,7 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
 
 static void *monitor_main(void *arg) {
   gpd_daemon_t *d = arg;
+  unsigned idle = 0;
   for (;;) {
     uint64_t n = gpd_monitor_pass(d);
     if (__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
@@ -133,8 +140,12 @@ static void *monitor_main(void *arg) {
      * poll_us (200 us) of sleep cannot overflow it at any rate a GPU API
      * reaches. */
     if (n < GPD_MONITOR_SLEEP_BELOW) {
+      /* idle passes back off from poll_us up to 10x poll_us (a node's
+       * daemon mostly waits); any record brings it back to poll_us */
       uint32_t us = __atomic_load_n(&d->cfg.poll_us, __ATOMIC_RELAXED);
-      usleep(us ? us : 200);
+      us = us ? us : 200;
+      idle = n ? 0 : (idle < 10 ? idle + 1 : idle);
+      usleep(us * (idle ? idle : 1));
     }
   }
   return NULL;

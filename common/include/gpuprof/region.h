@@ -60,7 +60,8 @@ typedef struct gpd_region_hdr_s {
   uint64_t data_off;    /* offset of ring 0's slots */
   uint64_t profile_id;  /* daemon's id of this process's profile */
   int32_t pid;          /* registered pid */
-  uint32_t reserved;
+  _Atomic uint32_t ring_hwm; /* shim: 1 + highest ring index ever claimed
+                                (the monitor scans only [0, hwm), clamped) */
   _Atomic uint64_t no_ring_drops; /* records dropped: no free ring */
   _Atomic uint64_t next_corr;     /* shim's correlation counter (survives daemon restart) */
   _Atomic uint32_t next_node;     /* shim's last node id */
