@@ -42,9 +42,20 @@
 
 #include "daemon.h"
 
+/* A stored GPU binary's row, waiting for the writer's next transaction
+ * (the main thread never writes to SQLite: a busy writer would stall the
+ * event loop and with it every shim's socket). */
+typedef struct gpubin_row_s {
+  struct gpubin_row_s *next;
+  char hash[33], kind[32];
+  uint64_t size;
+  int64_t profile_id;
+} gpubin_row_t;
+
 struct gpd_store_s {
   sqlite3 *wdb; /* writer thread */
-  sqlite3 *rdb; /* main thread */
+  sqlite3 *rdb; /* main thread: reads only */
+  gpubin_row_t *gpubins; /* pending rows, under d->lock */
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
@@ -180,6 +191,11 @@ fail:
 void gpd_store_close(gpd_store_t *s) {
   if (s == NULL)
     return;
+  while (s->gpubins) { /* only left if the last flush failed */
+    gpubin_row_t *g = s->gpubins;
+    s->gpubins = g->next;
+    free(g);
+  }
   if (s->wdb)
     sqlite3_close(s->wdb);
   if (s->rdb)
@@ -630,8 +646,10 @@ int gpd_store_flush(gpd_daemon_t *d) {
       continue; /* written already, or restored from the store unchanged */
     snap_copy(d, p, &snaps[n++]);
   }
+  gpubin_row_t *gbrows = s->gpubins;
+  s->gpubins = NULL;
   pthread_mutex_unlock(&d->lock);
-  if (n == 0)
+  if (n == 0 && gbrows == NULL)
     goto out;
 
   sqlite3_stmt *st[ST__N] = {0};
@@ -647,6 +665,14 @@ int gpd_store_flush(gpd_daemon_t *d) {
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
       err = write_proc(s, st, &snaps[i]);
+  for (gpubin_row_t *g = gbrows; g && err == 0; g = g->next) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "gpubins/%s.gpubin", g->hash);
+    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,%Q,%lld);", g->hash, g->kind,
+                                (unsigned long long)g->size, rel, (long long)g->profile_id);
+    err = sql ? db_exec(s->wdb, sql) : -ENOMEM;
+    sqlite3_free(sql);
+  }
   if (err == 0)
     err = db_exec(s->wdb, "COMMIT;");
   if (err < 0)
@@ -655,6 +681,14 @@ fin:
   for (int i = 0; i < ST__N; i++)
     sqlite3_finalize(st[i]);
   pthread_mutex_lock(&d->lock);
+  if (err < 0 && gbrows) { /* again at the next flush */
+    gpubin_row_t **t = &gbrows;
+    while (*t)
+      t = &(*t)->next;
+    *t = s->gpubins;
+    s->gpubins = gbrows;
+    gbrows = NULL;
+  }
   for (uint32_t i = 0; i < n; i++) {
     gpd_proc_t *p = NULL;
     for (p = d->procs; p && p != snaps[i].proc; p = p->next)
@@ -685,6 +719,11 @@ out:
   for (uint32_t i = 0; i < n; i++)
     snap_proc_free(&snaps[i]);
   free(snaps);
+  while (gbrows) {
+    gpubin_row_t *g = gbrows;
+    gbrows = g->next;
+    free(g);
+  }
   return err;
 }
 
@@ -1200,6 +1239,23 @@ static int valid_kind(const char *k) {
   return 1;
 }
 
+/* The gpubin row of a complete binary goes to the writer thread. */
+static void gpubin_queue_row(gpd_daemon_t *d, const gpd_gpubin_t *g, uint64_t profile_id) {
+  gpubin_row_t *row = calloc(1, sizeof *row);
+  if (row == NULL)
+    return;
+  snprintf(row->hash, sizeof row->hash, "%s", g->hash);
+  snprintf(row->kind, sizeof row->kind, "%s", g->kind);
+  row->size = g->total;
+  row->profile_id = (int64_t)profile_id;
+  pthread_mutex_lock(&d->lock);
+  row->next = d->store->gpubins;
+  d->store->gpubins = row;
+  d->flush_now = 1; /* soon, not at the next interval */
+  pthread_cond_signal(&d->writer_cv);
+  pthread_mutex_unlock(&d->lock);
+}
+
 int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
                      const Gpuprof__GpuBinary *m, char *errmsg, size_t errlen) {
   gpd_store_t *s = d->store;
@@ -1282,14 +1338,10 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
       g->hash[0] = 0;
       return GPD_EBADFRAME;
     }
-    char rel[64];
-    snprintf(rel, sizeof rel, "gpubins/%s.gpubin", g->hash);
-    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,%Q,%lld);",
-                                g->hash, g->kind, (unsigned long long)g->total, rel,
-                                (long long)profile_id);
-    db_exec(s->rdb, sql);
-    sqlite3_free(sql);
+    gpubin_queue_row(d, g, profile_id);
     GPD_INFO("stored gpubin %s (%s, %llu bytes)", g->hash, g->kind, (unsigned long long)g->total);
+  } else if (g->fd == -2) {
+    gpubin_queue_row(d, g, profile_id); /* stored before, by another profile: listed here too */
   }
   g->fd = -1;
   g->hash[0] = 0;

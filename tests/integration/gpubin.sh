@@ -23,4 +23,10 @@ echo "$rows" | grep -q '"cubin", 4096, "gpubins/' || die "small binary row missi
 echo "$rows" | grep -q "\"cubin\", $(( (5<<20)/2 + 123 )), \"gpubins/" || die "big binary row missing"
 "$GPUPROF" report "$T/prof/g.gpdb" > "$T/report.txt"
 grep -qi "gpubins/" "$T/report.txt" || { cat "$T/report.txt"; die "report does not list the GPU binaries"; }
+# a second profile beside the first, loading the same binaries: nothing is
+# stored twice, and its own table lists them too
+"$GPUPROF" record -o "$T/prof/h.gpdb" -- "$APP" "$T/exp" > "$T/out2.txt" 2>&1 || { cat "$T/out2.txt"; die "second record failed"; }
+[ "$(ls "$T/prof/gpubins" | wc -l)" -eq 2 ] || die "binaries stored twice: $(ls "$T/prof/gpubins")"
+n2=$($GPDQ "$T/prof/h.gpdb" sql "select count(*) from gpubin")
+[ "$n2" = "[[2]]" ] || die "second profile lists $n2 binaries, expected 2"
 echo "PASS gpubin"
