@@ -17,7 +17,7 @@ grep -E "^ *$pid .* exited .* opencl " "$T/ps.txt" >/dev/null || die "restored p
 n=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tree"]; print(int(t["metrics"].get("GKER:COUNT",{}).get("incl",0)))' "$T/t.json")
 echo "live tree of $pid after restart: GKER:COUNT $n"
 [ "$n" -eq 12 ] || die "expected 12 launches in the live tree, got $n"
-"$GPUPROF" --socket "$T/v.sock" top -n 3 | grep -q tick || die "top does not show the kernel"
+"$GPUPROF" --socket "$T/v.sock" top -n 20 | grep -q tick || die "top does not show the kernel"
 stop_daemon
 $GPDQ "$T/v.gpdb" processes 1
 $GPDQ "$T/v.gpdb" kernel-count tick 12
