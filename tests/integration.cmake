@@ -13,7 +13,7 @@ add_executable(gpubin-send ${GPD_IT}/gpubin-send.c)
 target_include_directories(gpubin-send PRIVATE ${CMAKE_SOURCE_DIR}/shim)
 target_link_libraries(gpubin-send PRIVATE gpuprof gpd_common)
 set_target_properties(gpubin-send PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
-foreach(t gpubin ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc fork-launcher retention python-ctypes live-restart sighup)
+foreach(t gpubin ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc fork-launcher retention python-ctypes live-restart sighup ocl-rect)
   if(EXISTS ${GPD_IT}/${t}.sh)
     add_test(NAME integration.${t} COMMAND bash ${GPD_IT}/${t}.sh ${CMAKE_BINARY_DIR})
     set_tests_properties(integration.${t} PROPERTIES LABELS integration TIMEOUT 120

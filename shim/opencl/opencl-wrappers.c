@@ -160,40 +160,40 @@ GPD_EXPORT CL_API_ENTRY cl_command_queue CL_API_CALL clCreateCommandQueueWithPro
   return q;
 }
 
+
+/* The body every clEnqueue* wrapper shares: call through when not
+ * profiling; else pass our own event when the application passed none,
+ * and on success push the INVOKE and hook the event.  `q` and `ev` are the
+ * wrapper's queue and event-out parameters; the variadic part is the
+ * application's arguments before `ev`. */
+#define OCL_ENQUEUE(fn, op, subkind, bytes, kernel, ...)                      \
+  do {                                                                        \
+    const gpd_ocl_api_t *api_ = gpd_ocl_api();                                \
+    if (!api_->fn)                                                            \
+      return CL_INVALID_OPERATION;                                            \
+    ocl_call_t c_;                                                            \
+    if (!ocl_begin(&c_))                                                      \
+      return api_->fn(__VA_ARGS__, ev);                                       \
+    cl_event mine_ = NULL;                                                    \
+    cl_int ret_ = api_->fn(__VA_ARGS__, ev ? ev : &mine_);                    \
+    if (ret_ == CL_SUCCESS)                                                   \
+      ocl_enqueued(&c_, q, ev, mine_, (op), (subkind), (bytes), (kernel));    \
+    ocl_leave(&c_);                                                           \
+    return ret_;                                                              \
+  } while (0)
+
 /* ------------------------------------------------------------ kernels */
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim,
                                                                   const size_t *off, const size_t *gws,
                                                                   const size_t *lws, cl_uint nw,
                                                                   const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueNDRangeKernel)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_KERNEL, 0, 0, k);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueNDRangeKernel, GPD_OP_KERNEL, 0, 0, k, q, k, dim, off, gws, lws, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint nw,
                                                          const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueTask)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueTask(q, k, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueTask(q, k, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_KERNEL, 0, 0, k);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueTask, GPD_OP_KERNEL, 0, 0, k, q, k, nw, wl);
 }
 
 /* ------------------------------------------------------------ copies */
@@ -201,127 +201,51 @@ GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueTask(cl_command_queue q, cl_
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blocking,
                                                                size_t off, size_t size, void *ptr, cl_uint nw,
                                                                const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueReadBuffer)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueReadBuffer(q, b, blocking, off, size, ptr, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueReadBuffer(q, b, blocking, off, size, ptr, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2H, size, NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueReadBuffer, GPD_OP_COPY, GPD_COPY_D2H, size, NULL,
+              q, b, blocking, off, size, ptr, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blocking,
                                                                 size_t off, size_t size, const void *ptr,
                                                                 cl_uint nw, const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueWriteBuffer)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueWriteBuffer(q, b, blocking, off, size, ptr, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueWriteBuffer(q, b, blocking, off, size, ptr, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_H2D, size, NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueWriteBuffer, GPD_OP_COPY, GPD_COPY_H2D, size, NULL,
+              q, b, blocking, off, size, ptr, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst,
                                                                size_t soff, size_t doff, size_t size, cl_uint nw,
                                                                const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueCopyBuffer)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueCopyBuffer(q, src, dst, soff, doff, size, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2D, size, NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueCopyBuffer, GPD_OP_COPY, GPD_COPY_D2D, size, NULL,
+              q, src, dst, soff, doff, size, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBufferRect(
     cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *boff, const size_t *hoff, const size_t *region,
     size_t brow, size_t bslice, size_t hrow, size_t hslice, void *ptr, cl_uint nw, const cl_event *wl,
     cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueReadBufferRect)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueReadBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw,
-                                        wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueReadBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr,
-                                            nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueReadBufferRect, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL,
+              q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBufferRect(
     cl_command_queue q, cl_mem b, cl_bool blocking, const size_t *boff, const size_t *hoff, const size_t *region,
     size_t brow, size_t bslice, size_t hrow, size_t hslice, const void *ptr, cl_uint nw, const cl_event *wl,
     cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueWriteBufferRect)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueWriteBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw,
-                                         wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueWriteBufferRect(q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr,
-                                             nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueWriteBufferRect, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL,
+              q, b, blocking, boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBufferRect(
     cl_command_queue q, cl_mem src, cl_mem dst, const size_t *soff, const size_t *doff, const size_t *region,
     size_t srow, size_t sslice, size_t drow, size_t dslice, cl_uint nw, const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueCopyBufferRect)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueCopyBufferRect(q, src, dst, soff, doff, region, srow, sslice, drow, dslice, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueCopyBufferRect(q, src, dst, soff, doff, region, srow, sslice, drow, dslice, nw, wl,
-                                            ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueCopyBufferRect, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL,
+              q, src, dst, soff, doff, region, srow, sslice, drow, dslice, nw, wl);
 }
 
 GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clEnqueueFillBuffer(cl_command_queue q, cl_mem b, const void *pat,
                                                                size_t psize, size_t off, size_t size, cl_uint nw,
                                                                const cl_event *wl, cl_event *ev) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!api->clEnqueueFillBuffer)
-    return CL_INVALID_OPERATION;
-  ocl_call_t c;
-  if (!ocl_begin(&c))
-    return api->clEnqueueFillBuffer(q, b, pat, psize, off, size, nw, wl, ev);
-  cl_event mine = NULL;
-  cl_int ret = api->clEnqueueFillBuffer(q, b, pat, psize, off, size, nw, wl, ev ? ev : &mine);
-  if (ret == CL_SUCCESS)
-    ocl_enqueued(&c, q, ev, mine, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL);
-  ocl_leave(&c);
-  return ret;
+  OCL_ENQUEUE(clEnqueueFillBuffer, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL, q, b, pat, psize, off, size, nw, wl);
 }
 
 /* ------------------------------------------------------------ memory */

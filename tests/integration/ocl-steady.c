@@ -1,6 +1,9 @@
 /* ocl-steady: an OpenCL application that works steadily, for the
  * integration tests that kill things around it.
- *   ocl-steady ITERATIONS SLEEP_MS [hang]
+ *   ocl-steady ITERATIONS SLEEP_MS [hang|rect]
+ * "rect": after the loop, rect_copies() moves a 16 x 4 x 2 box (128 bytes)
+ * with clEnqueueWriteBufferRect, clEnqueueCopyBufferRect and
+ * clEnqueueReadBufferRect (H2D, D2D, D2H 128 bytes each).
  * Each iteration launches kernel `tick` once from work_step() and waits
  * with clFinish.  Prints "done N sum S" at the end (S is the same with or
  * without the shim), then, with "hang", prints "ready" and sleeps until
@@ -30,10 +33,32 @@ __attribute__((noinline)) static void work_step(cl_command_queue q, cl_kernel k)
   CHECK(clFinish(q));
 }
 
+__attribute__((noinline)) static void rect_copies(cl_context ctx, cl_command_queue q) {
+  cl_int err;
+  char host[512], back[512];
+  for (int i = 0; i < 512; i++) host[i] = (char)i;
+  cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 512, NULL, &err);
+  CHECK(err);
+  cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 512, NULL, &err);
+  CHECK(err);
+  size_t zero[3] = {0, 0, 0}, region[3] = {16, 4, 2};
+  CHECK(clEnqueueWriteBufferRect(q, a, CL_TRUE, zero, zero, region, 32, 128, 32, 128, host, 0, NULL, NULL));
+  CHECK(clEnqueueCopyBufferRect(q, a, b, zero, zero, region, 32, 128, 32, 128, 0, NULL, NULL));
+  CHECK(clEnqueueReadBufferRect(q, b, CL_TRUE, zero, zero, region, 32, 128, 32, 128, back, 0, NULL, NULL));
+  int ok = 1;
+  for (int z = 0; z < 2; z++)
+    for (int y = 0; y < 4; y++)
+      for (int x = 0; x < 16; x++) ok &= back[z * 128 + y * 32 + x] == host[z * 128 + y * 32 + x];
+  printf("rect %s\n", ok ? "ok" : "WRONG");
+  clReleaseMemObject(a);
+  clReleaseMemObject(b);
+}
+
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 100;
   int sleep_ms = argc > 2 ? atoi(argv[2]) : 0;
   int hang = argc > 3 && strcmp(argv[3], "hang") == 0;
+  int rect = argc > 3 && strcmp(argv[3], "rect") == 0;
   cl_platform_id plat;
   cl_uint np = 0;
   if (clGetPlatformIDs(1, &plat, &np) != CL_SUCCESS || np == 0) {
@@ -64,6 +89,8 @@ int main(int argc, char **argv) {
   long sum = 0;
   for (int i = 0; i < 64; i++) sum += host[i];
   printf("done %d sum %ld\n", iters, sum);
+  if (rect)
+    rect_copies(ctx, q);
   fflush(stdout);
   if (hang) {
     usleep(300 * 1000); /* let the last completion callbacks push their records */
