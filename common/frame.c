@@ -167,6 +167,17 @@ static int wait_fd(int sock, short events, int64_t deadline) {
 
 static int64_t deadline_of(int timeout_ms) { return timeout_ms < 0 ? -1 : now_ms() + timeout_ms; }
 
+void gpd_frame_cmsg_fd(struct msghdr *msg, void *cbuf, int fd) {
+  memset(cbuf, 0, GPD_FRAME_CMSG_SPACE);
+  msg->msg_control = cbuf;
+  msg->msg_controllen = GPD_FRAME_CMSG_SPACE;
+  struct cmsghdr *cm = CMSG_FIRSTHDR(msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+}
+
 /* fd < 0: none.  The fd rides on the first byte that is sent. */
 int gpd_frame_send(int sock, const void *payload, uint32_t n, int fd, int timeout_ms) {
   uint8_t hdr[GPD_FRAME_HDR];
@@ -196,16 +207,8 @@ int gpd_frame_send(int sock, const void *payload, uint32_t n, int fd, int timeou
       iov[niov++] = (struct iovec){(uint8_t *)payload + po, n - po};
     }
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-    if (sent == 0 && fd >= 0) {
-      memset(&cbuf, 0, sizeof cbuf);
-      msg.msg_control = cbuf.buf;
-      msg.msg_controllen = sizeof cbuf.buf;
-      struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-      cm->cmsg_level = SOL_SOCKET;
-      cm->cmsg_type = SCM_RIGHTS;
-      cm->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    }
+    if (sent == 0 && fd >= 0)
+      gpd_frame_cmsg_fd(&msg, cbuf.buf, fd);
     ssize_t w = sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w >= 0) {
       sent += (size_t)w;

@@ -24,34 +24,52 @@
 #define ACCESS_BUF0 4096
 #define ACCESS_BUF_MAX (1u << 20)
 
-/* gid of group `name`: 0 and *gid set, -ENOENT if no such group, or -errno. */
-static int access_group_gid(const char *name, gid_t *gid) {
+/* One reentrant NSS lookup (getgrnam_r, getpwuid_r, ...) with a buffer
+ * grown on ERANGE up to ACCESS_BUF_MAX.  0 with the entry in *ent and the
+ * buffer it points into in *bufp (caller frees), -ENOENT if there is no such
+ * entry, or -errno. */
+typedef int (*access_nss_fn)(const void *key, void *ent, char *buf, size_t len, void **res);
+
+static int access_lookup(access_nss_fn fn, const void *key, void *ent, char **bufp) {
   size_t len = ACCESS_BUF0;
   char *buf = NULL;
-  struct group gr, *res = NULL;
+  void *res = NULL;
   int err;
-
   for (;;) {
     char *nb = realloc(buf, len);
     if (!nb) {
-      err = -ENOMEM;
-      goto out;
+      free(buf);
+      return -ENOMEM;
     }
     buf = nb;
-    err = getgrnam_r(name, &gr, buf, len, &res);
-    if (err != ERANGE || len >= ACCESS_BUF_MAX) break;
+    err = fn(key, ent, buf, len, &res);
+    if (err != ERANGE || len >= ACCESS_BUF_MAX)
+      break;
     len *= 2;
   }
-  if (err) {
-    err = -err;
-    goto out;
+  if (err || !res) {
+    free(buf);
+    return err ? -err : -ENOENT;
   }
-  if (!res) {
-    err = -ENOENT;
-    goto out;
-  }
-  *gid = gr.gr_gid;
-out:
+  *bufp = buf;
+  return 0;
+}
+
+static int access_grnam(const void *k, void *e, char *b, size_t n, void **r) {
+  return getgrnam_r(k, e, b, n, (struct group **)r);
+}
+
+static int access_pwuid(const void *k, void *e, char *b, size_t n, void **r) {
+  return getpwuid_r(*(const uid_t *)k, e, b, n, (struct passwd **)r);
+}
+
+/* gid of group `name`: 0 and *gid set, -ENOENT if no such group, or -errno. */
+static int access_group_gid(const char *name, gid_t *gid) {
+  struct group gr;
+  char *buf = NULL;
+  int err = access_lookup(access_grnam, name, &gr, &buf);
+  if (err == 0)
+    *gid = gr.gr_gid;
   free(buf);
   return err;
 }
@@ -59,28 +77,15 @@ out:
 /* 1 if `uid`'s passwd entry lists `gid` as primary or supplementary group,
  * 0 if not (or no passwd entry), -errno on failure. */
 static int access_uid_in_group(uid_t uid, gid_t gid) {
-  size_t len = ACCESS_BUF0;
   char *buf = NULL;
   gid_t *groups = NULL;
-  struct passwd pw, *res = NULL;
-  int err, ng = 64;
-
-  for (;;) {
-    char *nb = realloc(buf, len);
-    if (!nb) {
-      err = -ENOMEM;
-      goto out;
-    }
-    buf = nb;
-    err = getpwuid_r(uid, &pw, buf, len, &res);
-    if (err != ERANGE || len >= ACCESS_BUF_MAX) break;
-    len *= 2;
-  }
-  if (err) {
-    err = -err;
-    goto out;
-  }
-  if (!res) goto out; /* err == 0: not a member */
+  struct passwd pw;
+  int ng = 64;
+  int err = access_lookup(access_pwuid, &uid, &pw, &buf);
+  if (err == -ENOENT)
+    return 0; /* no passwd entry: not a member */
+  if (err)
+    return err;
   if (pw.pw_gid == gid) {
     err = 1;
     goto out;

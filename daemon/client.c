@@ -219,16 +219,8 @@ static void client_flush(gpd_client_t *c) {
       char buf[CMSG_SPACE(sizeof(int))];
       struct cmsghdr align;
     } cm;
-    if (o->off == 0 && o->fd >= 0) {
-      memset(&cm, 0, sizeof cm);
-      mh.msg_control = cm.buf;
-      mh.msg_controllen = sizeof cm.buf;
-      struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
-      ch->cmsg_level = SOL_SOCKET;
-      ch->cmsg_type = SCM_RIGHTS;
-      ch->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(ch), &o->fd, sizeof(int));
-    }
+    if (o->off == 0 && o->fd >= 0)
+      gpd_frame_cmsg_fd(&mh, cm.buf, o->fd);
     ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)

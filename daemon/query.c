@@ -437,6 +437,19 @@ static void top_ix_reset(void) {
   top_ix.gen = gen;
 }
 
+/* Room for one more element of a growing array whose `n` reached `*cap`:
+ * the capacity doubles (from `first`).  0, or -ENOMEM with the array as it
+ * was.  The one growth rule of the Top index and its scratch lists. */
+static int query_grow(void **arr, uint32_t *cap, size_t elem, uint32_t first) {
+  uint32_t nc = *cap ? *cap * 2 : first;
+  void *na = realloc(*arr, (size_t)nc * elem);
+  if (na == NULL)
+    return -ENOMEM;
+  *arr = na;
+  *cap = nc;
+  return 0;
+}
+
 /* Group of (kind, key); GPD_NONE when out of memory. */
 static uint32_t top_group_get(uint8_t kind, const char *key) {
   uint64_t h = (((uint64_t)kind << 60) ^ gpd_hash64(key, strlen(key), 0)) | 1;
@@ -447,14 +460,9 @@ static uint32_t top_group_get(uint8_t kind, const char *key) {
       return (uint32_t)v;
     h += 2;
   }
-  if (top_ix.ngroups == top_ix.capgroups) {
-    uint32_t nc = top_ix.capgroups ? top_ix.capgroups * 2 : 64;
-    top_group_t *ng = realloc(top_ix.groups, nc * sizeof *ng);
-    if (ng == NULL)
-      return GPD_NONE;
-    top_ix.groups = ng;
-    top_ix.capgroups = nc;
-  }
+  if (top_ix.ngroups == top_ix.capgroups &&
+      query_grow((void **)&top_ix.groups, &top_ix.capgroups, sizeof *top_ix.groups, 64) < 0)
+    return GPD_NONE;
   top_group_t *g = &top_ix.groups[top_ix.ngroups];
   memset(g, 0, sizeof *g);
   g->kind = kind;
@@ -471,14 +479,9 @@ static uint32_t top_inst_get(uint64_t id, uint32_t group) {
   uint64_t v;
   if (gpd_map_get(&top_ix.inst_by_id, id, &v))
     return (uint32_t)v;
-  if (top_ix.ninsts == top_ix.capinsts) {
-    uint32_t nc = top_ix.capinsts ? top_ix.capinsts * 2 : 256;
-    top_inst_t *ni = realloc(top_ix.insts, nc * sizeof *ni);
-    if (ni == NULL)
-      return GPD_NONE;
-    top_ix.insts = ni;
-    top_ix.capinsts = nc;
-  }
+  if (top_ix.ninsts == top_ix.capinsts &&
+      query_grow((void **)&top_ix.insts, &top_ix.capinsts, sizeof *top_ix.insts, 256) < 0)
+    return GPD_NONE;
   top_inst_t *in = &top_ix.insts[top_ix.ninsts];
   memset(in, 0, sizeof *in);
   in->id = id;
@@ -505,14 +508,9 @@ static top_prof_t *top_prof_get(const gpd_profile_t *p) {
   if (gpd_map_get(&top_ix.prof_by_ptr, key, &v)) {
     tp = &top_ix.profs[v - 1];
   } else {
-    if (top_ix.nprofs == top_ix.capprofs) {
-      uint32_t nc = top_ix.capprofs ? top_ix.capprofs * 2 : 16;
-      top_prof_t *np = realloc(top_ix.profs, nc * sizeof *np);
-      if (np == NULL)
-        return NULL;
-      top_ix.profs = np;
-      top_ix.capprofs = nc;
-    }
+    if (top_ix.nprofs == top_ix.capprofs &&
+        query_grow((void **)&top_ix.profs, &top_ix.capprofs, sizeof *top_ix.profs, 16) < 0)
+      return NULL;
     if (gpd_map_put(&top_ix.prof_by_ptr, key, top_ix.nprofs + 1) < 0)
       return NULL;
     tp = &top_ix.profs[top_ix.nprofs++];
@@ -534,14 +532,8 @@ static top_prof_t *top_prof_get(const gpd_profile_t *p) {
     uint32_t in = g == GPD_NONE ? GPD_NONE : top_inst_get(n->id, g);
     if (in == GPD_NONE)
       return NULL;
-    if (tp->n == tp->cap) {
-      uint32_t nc = tp->cap ? tp->cap * 2 : 64;
-      top_pnode_t *nv = realloc(tp->v, nc * sizeof *nv);
-      if (nv == NULL)
-        return NULL;
-      tp->v = nv;
-      tp->cap = nc;
-    }
+    if (tp->n == tp->cap && query_grow((void **)&tp->v, &tp->cap, sizeof *tp->v, 64) < 0)
+      return NULL;
     tp->v[tp->n++] = (top_pnode_t){.id = n->id, .pidx = i, .inst = in};
     tp->scanned = i + 1;
   }
@@ -621,7 +613,7 @@ static Gpuprof__Msg *answer_top(gpd_daemon_t *d, const gpd_peer_t *peer,
   Gpuprof__Msg *m = NULL;
   top_sel_t sel = {0};
   uint32_t *groups = NULL, *insts = NULL;
-  size_t ngroups = 0, ninsts = 0, capgroups = 0, capinsts = 0;
+  uint32_t ngroups = 0, ninsts = 0, capgroups = 0, capinsts = 0;
   /* oldest first: labels and paths come from the first registrant */
   size_t nall = 0;
   for (gpd_proc_t *p = d->procs; p; p = p->next)
@@ -662,14 +654,8 @@ again:
       top_inst_t *in = &top_ix.insts[pn->inst];
       top_group_t *g = &top_ix.groups[in->group];
       if (g->gen != gen) {
-        if (ngroups == capgroups) {
-          size_t nc = capgroups ? capgroups * 2 : 64;
-          uint32_t *na = realloc(groups, nc * sizeof *na);
-          if (na == NULL)
-            goto out;
-          groups = na;
-          capgroups = nc;
-        }
+        if (ngroups == capgroups && query_grow((void **)&groups, &capgroups, sizeof *groups, 64) < 0)
+          goto out;
         groups[ngroups++] = in->group;
         g->gen = gen;
         memset(g->m, 0, sizeof g->m);
@@ -677,14 +663,8 @@ again:
         g->best_v = -1;
       }
       if (in->gen != gen) {
-        if (ninsts == capinsts) {
-          size_t nc = capinsts ? capinsts * 2 : 256;
-          uint32_t *na = realloc(insts, nc * sizeof *na);
-          if (na == NULL)
-            goto out;
-          insts = na;
-          capinsts = nc;
-        }
+        if (ninsts == capinsts && query_grow((void **)&insts, &capinsts, sizeof *insts, 256) < 0)
+          goto out;
         insts[ninsts++] = pn->inst;
         in->gen = gen;
         in->v = 0;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define GPD_FRAME_HDR 4u
 #define GPD_FRAME_MAX (4u << 20) /* 4 MiB payload */
@@ -45,6 +46,14 @@ int gpd_frame_dec_feed(gpd_frame_dec_t *d, const void *data, size_t n);
  *  until the next feed/next call), 0 if none is complete yet, or
  *  GPD_EFRAMETOOBIG. */
 int gpd_frame_dec_next(gpd_frame_dec_t *d, const uint8_t **payload, size_t *n);
+
+/** Control-buffer room for one passed fd. */
+#define GPD_FRAME_CMSG_SPACE CMSG_SPACE(sizeof(int))
+
+/** Attach `fd` to `msg` as SCM_RIGHTS, using `cbuf` (GPD_FRAME_CMSG_SPACE
+ *  bytes, aligned for struct cmsghdr, alive until sendmsg returns).  The
+ *  one way shim, daemon and CLI pass the region memfd. */
+void gpd_frame_cmsg_fd(struct msghdr *msg, void *cbuf, int fd);
 
 /** Write the 4-byte header for an n-byte payload into hdr. */
 void gpd_frame_put_header(uint8_t hdr[GPD_FRAME_HDR], uint32_t n);
