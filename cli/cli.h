@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpuprof/cct.h"
 #include "gpuprof.pb-c.h"
 
 /* Exit codes (docs/CLI.md). */
@@ -23,15 +24,7 @@
 /* Mirrors daemon/config.h GPD_DEFAULT_SOCKET (the CLI does not link the daemon). */
 #define GPD_CLI_DEFAULT_SOCKET "/run/gpuprofd/gpuprofd.sock"
 
-/* Node kinds: gpuprof.NodeKind (proto/gpuprof.proto). */
-enum { GPD_NODE_ROOT = 0, GPD_NODE_FRAME = 1, GPD_NODE_PLACEHOLDER = 2, GPD_NODE_KERNEL = 3, GPD_NODE_UNKNOWN = 4 };
 
-/** One sparse metric value: id is a gpd_metric_t, v in the metric's unit
- *  (ns, bytes, count; MEAN metrics hold sums over launches). */
-typedef struct gpd_mval_s {
-  uint32_t id;
-  double v;
-} gpd_mval_t;
 
 /** Sparse metric vector, sorted by id. */
 typedef struct gpd_mvec_s {

@@ -130,7 +130,7 @@ static int row_metric(sqlite3_stmt *st, void *c) {
   uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
   long i = gpd_tree_find(lc->t, id);
   if (i < 0) { /* metric of a context that was never stored */
-    i = gpd_tree_node_add(lc->t, id, 0, GPD_NODE_UNKNOWN, "<unknown context>", "", 0, "");
+    i = gpd_tree_node_add(lc->t, id, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, "", 0, "");
     if (i < 0) return (int)i;
   }
   return gpd_mvec_add(&lc->t->nodes[i].excl, (uint32_t)sqlite3_column_int(st, 1), sqlite3_column_double(st, 2));

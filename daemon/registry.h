@@ -1,0 +1,80 @@
+/* registry.h - the registered processes of the node.
+ *
+ * Lock: the caller holds gpd_daemon_t.lock unless a function says otherwise. */
+#ifndef GPD_DAEMON_REGISTRY_H
+#define GPD_DAEMON_REGISTRY_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpuprof/region.h"
+
+#include "profile.h"
+
+typedef struct gpd_daemon_s gpd_daemon_t;
+
+enum { GPD_PROC_RUNNING = 0, GPD_PROC_ENDING = 1, GPD_PROC_EXITED = 2, GPD_PROC_LOST = 3 };
+
+struct gpd_client_s;
+
+/** One registered process. */
+typedef struct gpd_proc_s {
+  struct gpd_proc_s *next;
+  uint64_t profile_id;
+  pid_t pid, ppid;
+  uid_t uid;
+  gid_t gid;
+  char *exe, *job_id, *step_id, *hostname, *argv_json;
+  char **argv;
+  size_t argc;
+  int32_t rank, local_rank;
+  uint64_t start_ns, end_ns;
+  int state;            /* GPD_PROC_* */
+  int has_region;
+  gpd_region_t region;
+  /* Per ring (region.nrings entries, with the region): the monitor's
+   * private read position (gpd_ring_consume_at), and the position last
+   * committed to the store (ring_cursor table).  The shared tail is
+   * released to a committed position only (writer, after COMMIT), so a
+   * restarted daemon re-reads exactly what was not stored. */
+  uint64_t *cursor;
+  uint64_t *cursor_saved;
+  int bad;              /* stopped trusting its region */
+  char error[256];
+  gpd_profile_t prof;
+  uint32_t rings_in_use; /* monitor's last count of non-FREE rings */
+  uint64_t drops;       /* ring-full + no-ring drops (shim counters) */
+  int meta_dirty;       /* profile row needs an upsert */
+  int flushed;          /* EXITED and written by the writer */
+  struct gpd_client_s *client; /* NULL after EOF */
+} gpd_proc_t;
+
+/** Registry (caller holds d->lock unless noted). */
+gpd_proc_t *gpd_registry_add(gpd_daemon_t *d);
+gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id);
+gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid);
+void gpd_registry_free_proc(gpd_proc_t *p);
+/** Forget exited, flushed processes beyond `keep` (memory bound). */
+void gpd_registry_trim(gpd_daemon_t *d, unsigned keep);
+/** Count of processes not yet EXITED+flushed. */
+unsigned gpd_registry_live(gpd_daemon_t *d);
+/** Records dropped (ring full + no ring), rings in use, consumed. */
+void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *records, uint64_t *drops);
+
+/** Handle a Hello from client `c` (main thread).  `fd` is an attached fd
+ *  (-1 none; ownership taken).  Fills the reply fields; *reply_fd is the
+ *  region fd to attach (borrowed) or -1.  Returns 0 or a negative code with
+ *  errmsg set (refused). */
+struct Gpuprof__Hello;
+int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpuprof__Hello *h,
+                       int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
+/** EOF on a process's connection: request the final drain. */
+void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
+/** Allocate p->cursor / p->cursor_saved for p->region, both at each
+ *  ring's shared tail (a new or adopted region).  0 or -ENOMEM. */
+int gpd_registry_cursors(gpd_proc_t *p);
+/** The process's rings were released to the committed positions and it
+ *  has EXITED: unmap the region, drop the cursors (lock held). */
+void gpd_registry_close_region(gpd_proc_t *p);
+
+#endif

@@ -1,0 +1,23 @@
+/* server.h - the listening socket (server.c) and client connections (client.c).
+ *
+ * Lock: main thread only; functions that touch the registry take
+ * gpd_daemon_t.lock themselves. */
+#ifndef GPD_DAEMON_SERVER_H
+#define GPD_DAEMON_SERVER_H
+
+#include "access.h"
+#include "registry.h"
+
+typedef struct gpd_daemon_s gpd_daemon_t;
+
+int gpd_server_start(gpd_daemon_t *d, int *activated);
+void gpd_server_stop(gpd_daemon_t *d);
+void gpd_client_close_all(gpd_daemon_t *d);
+/** Take over an accepted connection fd (non-blocking). */
+int gpd_client_accept(gpd_daemon_t *d, int fd);
+/** Peer credentials of a connection (SO_PEERCRED at accept). */
+const gpd_peer_t *gpd_client_peer(const struct gpd_client_s *c);
+/** Bind a registered process to its connection (EOF ends it). */
+void gpd_client_set_proc(struct gpd_client_s *c, gpd_proc_t *p);
+
+#endif

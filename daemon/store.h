@@ -1,0 +1,62 @@
+/* store.h - the SQLite profile store, its writer thread and GPU-binary files.
+ *
+ * Lock: each function says which thread calls it; flush takes
+ * gpd_daemon_t.lock only to copy, never across SQLite calls. */
+#ifndef GPD_DAEMON_STORE_H
+#define GPD_DAEMON_STORE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "registry.h"
+
+typedef struct gpd_daemon_s gpd_daemon_t;
+typedef struct gpd_store_s gpd_store_t;
+
+/** Open (create) the database at path: schema, WAL, metric_desc, marks
+ *  profiles left 'running' by a dead daemon as 'lost'.  0 or GPD_ESTORE. */
+int gpd_store_open(gpd_store_t **out, const char *path);
+void gpd_store_close(gpd_store_t *s);
+/** Largest profile id in the store (0 if none). */
+uint64_t gpd_store_max_profile_id(gpd_store_t *s);
+/** Writer thread: start / stop (stop does a last flush of everything). */
+int gpd_store_writer_start(gpd_daemon_t *d);
+void gpd_store_writer_stop(gpd_daemon_t *d);
+/** Copy dirty data under d->lock and write it in one transaction.  Any
+ *  thread but only one at a time (the writer, or main after it stopped).
+ *  Returns 0 or GPD_ESTORE. */
+int gpd_store_flush(gpd_daemon_t *d);
+/** Hand-back: reload profile_id's CCT, strings, modules and metrics into
+ *  p->prof if the stored profile has uid `uid`, re-feed its persisted
+ *  unmatched records (table pending) and move p->cursor of each ring to
+ *  its committed position (table ring_cursor) where that is ahead of the
+ *  shared tail (a daemon killed between COMMIT and release), releasing
+ *  it.  p->region and p->cursor must be set up (gpd_registry_cursors).
+ *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
+ *  connection. */
+int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
+/** Retention pass (writer thread, after a flush). */
+int gpd_store_retain(gpd_daemon_t *d);
+/** At start: the newest `keep` stored profiles back into the live view
+ *  (EXITED, or LOST while their process may still hand back).  Returns
+ *  how many, or a negative code.  Main thread, before the threads start. */
+int gpd_store_restore(gpd_daemon_t *d, unsigned keep);
+
+/** GPU binary upload in progress on one connection. */
+typedef struct gpd_gpubin_s {
+  char hash[33];
+  char kind[32];
+  uint64_t total, received;
+  int fd;
+  char tmp[PATH_MAX + 64];
+} gpd_gpubin_t;
+
+#define GPD_GPUBIN_MAX_BYTES (512ull << 20)
+struct Gpuprof__GpuBinary;
+/** Store one chunk (main thread).  0, or a negative code with errmsg. */
+int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
+                     const struct Gpuprof__GpuBinary *m, char *errmsg, size_t errlen);
+void gpd_gpubin_abort(gpd_gpubin_t *g);
+
+#endif
