@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gpuprof/cct.h"
 #include "gpuprof/metric.h"
@@ -79,6 +80,8 @@ typedef struct gpd_pact_s {
  *  the caller holds the daemon lock (or owns it exclusively, tests). */
 typedef struct gpd_profile_s {
   uint64_t profile_id;
+  uid_t uid; /* owner of the process (symbolization runs with its rights) */
+  gid_t gid;
   gpd_node_t *nodes; /* nodes[0] is the root; parents precede children */
   uint32_t nnodes, capnodes;
   gpd_map_t by_ctx;   /* Merkle id -> node index */

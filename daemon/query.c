@@ -100,7 +100,7 @@ const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **mod
     *module = m->path;
     const gpd_sframe_t *fr;
     unsigned nf;
-    if (gpd_symbols_resolve(m->path, n->offset, &fr, &nf) == 0 && nf > 0)
+    if (gpd_symbols_resolve(m->path, p->uid, p->gid, n->offset, &fr, &nf) == 0 && nf > 0)
       return fr[nf - 1].function;
   }
   return NULL; /* caller prints the offset */
@@ -242,7 +242,7 @@ static Gpuprof__Node *node_msg_p(const gpd_profile_t *p, uint32_t pidx) {
   if (n->kind == GPD_NODE_FRAME && module) {
     const gpd_sframe_t *fr;
     unsigned nf;
-    if (gpd_symbols_resolve(module, n->offset, &fr, &nf) == 0 && nf > 0) {
+    if (gpd_symbols_resolve(module, p->uid, p->gid, n->offset, &fr, &nf) == 0 && nf > 0) {
       o->frames = q_calloc(nf, sizeof *o->frames);
       for (unsigned k = 0; o->frames && k < nf; k++) {
         Gpuprof__Frame *f = q_alloc(sizeof *f);

@@ -233,6 +233,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);
+      p->prof.uid = p->uid;
+      p->prof.gid = p->gid;
       p->profile_id = want;
       loaded = gpd_store_load(d->store, p, peer->uid);
       if (loaded <= 0) {
@@ -249,6 +251,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     if (!loaded) {
       p->profile_id = d->next_profile_id++;
       gpd_profile_init(&p->prof, p->profile_id);
+      p->prof.uid = p->uid;
+      p->prof.gid = p->gid;
     } else if (want >= d->next_profile_id) {
       d->next_profile_id = want + 1;
     }
@@ -274,6 +278,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       goto fail;
     }
     gpd_profile_init(&p->prof, p->profile_id);
+    p->prof.uid = p->uid;
+    p->prof.gid = p->gid;
     *reply_fd = p->region.fd;
     pthread_mutex_lock(&d->lock);
   }

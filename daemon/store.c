@@ -542,7 +542,7 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
     const char *label = c->label;
     if (c->kind == GPD_NODE_FRAME) {
       if (c->module)
-        gpd_symbols_resolve(c->module, c->offset, &fr, &nfr);
+        gpd_symbols_resolve(c->module, (uid_t)p->uid, (gid_t)p->gid, c->offset, &fr, &nfr);
       if (nfr > 0)
         label = fr[nfr - 1].function; /* innermost: where the call is */
       else {
@@ -1060,6 +1060,8 @@ int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
     p->argv_json = col_dup(q, 16);
     p->flushed = 1;
     gpd_profile_init(&p->prof, p->profile_id);
+    p->prof.uid = p->uid;
+    p->prof.gid = p->gid;
     if (gpd_store_load(s, p, p->uid) < 0) {
       gpd_registry_free_proc(p);
       continue;

@@ -169,7 +169,7 @@ static void resolve(Dwfl_Module *mod, uint64_t offset, gpd_sframe_t **fr, unsign
     (*fr)[i].inlined = 1;
 }
 
-int gpd_symbols_resolve(const char *path, uint64_t offset, const gpd_sframe_t **frames,
+int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset, const gpd_sframe_t **frames,
                         unsigned *n) {
   int err = 0;
   *frames = NULL;

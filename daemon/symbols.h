@@ -6,6 +6,7 @@
 #define GPD_DAEMON_SYMBOLS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /** Demangled C++ name (malloc'd) or a strdup of `name` if not mangled. */
 char *gpd_demangle(const char *name);
@@ -17,12 +18,13 @@ typedef struct gpd_sframe_s {
   int inlined;
 } gpd_sframe_t;
 
-/** Source frames of (module path, offset into module): outermost first,
- *  inlined frames included.  Cached per (path, offset); the returned
+/** Source frames of (module path, offset into module) for a process owned
+ *  by uid/gid: outermost first, inlined frames included.  The module file
+ *  is opened with the owner's rights (see symbols.c).  Cached per (path, offset); the returned
  *  array stays valid until gpd_symbols_shutdown.  No debug info: one
  *  frame with the ELF symtab function and file "??".  Thread-safe (own
  *  mutex); never call it on the monitor thread. */
-int gpd_symbols_resolve(const char *path, uint64_t offset, const gpd_sframe_t **frames,
+int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset, const gpd_sframe_t **frames,
                         unsigned *n);
 void gpd_symbols_shutdown(void);
 

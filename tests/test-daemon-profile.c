@@ -327,7 +327,7 @@ static void test_symbols(void **state) {
   uint64_t off = (uint64_t)((uintptr_t)sym_target - (uintptr_t)di.dli_fbase) + 4;
   const gpd_sframe_t *fr = NULL;
   unsigned nf = 0;
-  assert_int_equal(gpd_symbols_resolve(exe, off, &fr, &nf), 0);
+  assert_int_equal(gpd_symbols_resolve(exe, getuid(), getgid(), off, &fr, &nf), 0);
   assert_true(nf >= 1);
   assert_string_equal(fr[nf - 1].function, "sym_target");
   assert_non_null(strstr(fr[nf - 1].file, "test-daemon-profile.c"));
@@ -335,10 +335,10 @@ static void test_symbols(void **state) {
   /* cached: same pointer the second time */
   const gpd_sframe_t *fr2 = NULL;
   unsigned nf2 = 0;
-  assert_int_equal(gpd_symbols_resolve(exe, off, &fr2, &nf2), 0);
+  assert_int_equal(gpd_symbols_resolve(exe, getuid(), getgid(), off, &fr2, &nf2), 0);
   assert_ptr_equal(fr, fr2);
   /* a missing file: no frames, no crash */
-  assert_int_equal(gpd_symbols_resolve("/nonexistent/x", 16, &fr, &nf), 0);
+  assert_int_equal(gpd_symbols_resolve("/nonexistent/x", getuid(), getgid(), 16, &fr, &nf), 0);
   assert_int_equal(nf, 0);
   gpd_symbols_shutdown();
   assert_int_equal(sym_target(1), 4);

@@ -1,0 +1,1 @@
+# shim capture: call paths, module table, intern, signals, longjmp

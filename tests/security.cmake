@@ -1,0 +1,1 @@
+# hostile clients: idle/per-uid connection limits, EMFILE, a second local user

@@ -1,0 +1,1 @@
+# daemon store: hand-back, gpubin files, state permissions, disk full

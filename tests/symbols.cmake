@@ -1,0 +1,1 @@
+# daemon symbolizer: inlined frames, safe opens of client-named modules
