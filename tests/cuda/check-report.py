@@ -5,6 +5,12 @@
       (scale 5, add 3), exact bytes (H2D 8388608, D2H 4194304, D2D 2097152,
       memset 4194304), every kernel's time under the CPU function that
       launched it (scale_on_gpu / add_on_gpu) and nowhere else.
+  check-report.py inline REPORT.json   cuda-inline.cu (nvcc -O2 -g): k_alpha
+      launched 4 times under main > stage_one, k_beta 3 times under
+      main > stage_two with the inlined chain chain_a > chain_b > chain_c
+      in stage_two's frame, every physical frame named by its own function
+      (the outermost of its inline chain), the allocations under main, and
+      no vendor frame (libcuda, libcupti, libcudart) anywhere on a path.
   check-report.py torch REPORT.json   PyTorch: GKER and GXCOPY non-zero and
       the kernels' time under libtorch frames and under interpreter
       (libpython / python3) frames.
@@ -51,7 +57,44 @@ def main():
     kern = [(n, a) for n, a in nodes if n.get("kind") == "kernel"]
     tot = lambda name: sum(m(n, name) for n, _ in nodes)
     print("kernel nodes", len(kern), "GKER ns", tot("GKER"), "GXCOPY ns", tot("GXCOPY"))
-    if mode == "known":
+    if mode == "inline":
+        vendor = ("libcuda.so", "libcupti.so", "libcudart.so")
+
+        def phys(a):  # the physical function of a frame node: outermost of its chain
+            return (a["functions"] or [a["label"]])[0].split("(")[0]
+
+        def chain(anc):
+            return [phys(a) for a in anc if a["functions"] or a["label"]]
+
+        for kname, stage, want in (("k_alpha", "stage_one", 4), ("k_beta", "stage_two", 3)):
+            ks = [(n, a) for n, a in kern if kname in (n.get("raw_name") or n.get("label") or "")]
+            count = sum(m(n, "GKER:COUNT") for n, _ in ks)
+            print(f"{kname}: launches {count:g} (want {want}), nodes {len(ks)}")
+            if count != want: fails.append(f"{kname} launches {count} != {want}")
+            for n, a in ks:
+                c = chain(a)
+                print(f"  path: {' > '.join(c)}")
+                if "main" not in c or stage not in c or c.index("main") > c.index(stage):
+                    fails.append(f"{kname} not under main > {stage}: {c}")
+                bad = [x["module"] for x in a if any(v in x["module"] for v in vendor)]
+                if bad: fails.append(f"{kname} path has vendor frames {bad}")
+                if kname == "k_beta":
+                    st = [x for x in a if phys(x) == stage]
+                    fr = st[0]["functions"] if st else []
+                    print(f"  {stage} frame functions (outermost first): {fr}")
+                    want_chain = ["chain_a", "chain_b", "chain_c"]
+                    got = [f.split("(")[0] for f in fr[1:]]
+                    if [g for g in got if g in want_chain] != want_chain:
+                        fails.append(f"inlined chain under {stage} is {got}, want {want_chain}")
+        allocs = [(n, a) for n, a in nodes if n.get("kind") == "placeholder" and "alloc" in (n.get("label") or "")]
+        for n, a in allocs:
+            c = chain(a)
+            print(f"{n.get('label')}: path {' > '.join(c)}")
+            bad = [x["module"] for x in a if any(v in x["module"] for v in vendor)]
+            if bad: fails.append(f"allocation path has vendor frames {bad}")
+            if not c or c[-1] != "main": fails.append(f"allocation not directly under main: {c}")
+        if not allocs: fails.append("no <gpu alloc> placeholder")
+    elif mode == "known":
         for kname, fname, other, want in (("scale", "scale_on_gpu", "add_on_gpu", 5),
                                           ("add", "add_on_gpu", "scale_on_gpu", 3)):
             ks = [(n, a) for n, a in kern if kname in (n.get("raw_name") or n.get("label") or "")]
