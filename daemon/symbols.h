@@ -19,11 +19,19 @@ typedef struct gpd_sframe_s {
 } gpd_sframe_t;
 
 /** Source frames of (module path, offset into module) for a process owned
- *  by uid/gid: outermost first, inlined frames included.  The module file
- *  is opened with the owner's rights (see symbols.c).  Cached per (path, offset); the returned
- *  array stays valid until gpd_symbols_shutdown.  No debug info: one
- *  frame with the ELF symtab function and file "??".  Thread-safe (own
- *  mutex); never call it on the monitor thread. */
+ *  by uid/gid: outermost first (the physical function containing the call
+ *  site, not inlined), then each function inlined into it (inlined = 1);
+ *  each frame's line is where it calls the next inner one, the innermost
+ *  frame's is the address's line.  The module file is opened with the
+ *  owner's filesystem rights, only if it is a regular file, never through
+ *  a symlink owned by someone other than root or the owner (symbols.c);
+ *  one it may not read gives 0 frames and returns 0, as does a missing
+ *  file.  No debug info: one frame with the ELF symtab function, file "??".
+ *  Offset: the link-time address of the call site (NODE.offset).
+ *  The returned array stays valid until this thread's next call or
+ *  gpd_symbols_shutdown (results are cached, bounded).  Errors: -ENOENT
+ *  (empty path), -ENOMEM.  Thread-safe (own mutex); may read large files:
+ *  never call it on the monitor thread or with the daemon lock held. */
 int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset, const gpd_sframe_t **frames,
                         unsigned *n);
 void gpd_symbols_shutdown(void);
