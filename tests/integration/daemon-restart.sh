@@ -6,27 +6,31 @@
 source "$(dirname "$0")/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-steady)
-ITER=150
-bare=$("$APP" $ITER 0)
 start_daemon "$T/r.sock" "$T/r.gpdb"
-preload "$T/r.sock" "$APP" $ITER 20 > "$T/app.out" 2>"$T/app.err" &
-apid=$!
+# works until told to stop, then 30 launches more
+preload_bg "$T/r.sock" "$T/app.out" "$APP" 30 20 until "$T/stop"; apid=$APID
+wait_for "$WAIT" "daemon counts launches of $apid" live_count_ge "$T/r.sock" "$apid" 10
 for round in 1 2; do
-  sleep 1
-  kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=
-  echo "round $round: daemon killed"
-  sleep 0.3
+  before=$(live_count "$T/r.sock" "$apid")
+  kill_daemon
+  echo "round $round: daemon killed after $before launches"
   start_daemon "$T/r.sock" "$T/r.gpdb"
-  echo "round $round: daemon restarted"
+  # the shim hands its region back to the new daemon, which goes on counting
+  wait_for "$WAIT" "round $round: $apid handed back" ps_is "$T/r.sock" "$apid" running
+  wait_for "$WAIT" "round $round: launches after the restart" live_count_ge "$T/r.sock" "$apid" $((before + 5))
+  echo "round $round: daemon restarted, counting on"
 done
-rc=0; wait $apid || rc=$?
-cat "$T/app.err"
-[ $rc -eq 0 ] || die "app exited $rc"
-[ "$(cat "$T/app.out")" = "$bare" ] || die "app output '$(cat "$T/app.out")' != '$bare'"
-sleep 0.5
+touch "$T/stop"
+wait_exit "$apid" "app"
+cat "$T/app.out.err"
+[ "$RC" -eq 0 ] || die "app exited $RC"
+read -r n < <(sed -n 's/^done \([0-9]*\) sum .*/\1/p' "$T/app.out")
+[ "$(cat "$T/app.out")" = "done $n sum $((n * 64))" ] || die "app output '$(cat "$T/app.out")' is not what the app prints without the shim"
+echo "app launched $n kernels"
+wait_for "$WAIT" "daemon sees $apid exit" ps_is "$T/r.sock" "$apid" exited
 stop_daemon
 $GPDQ "$T/r.gpdb" processes 1
-$GPDQ "$T/r.gpdb" kernel-count tick $ITER
-$GPDQ "$T/r.gpdb" metric-total GSYNC:COUNT $ITER
+$GPDQ "$T/r.gpdb" kernel-count tick "$n"
+$GPDQ "$T/r.gpdb" metric-total GSYNC:COUNT "$n"
 $GPDQ "$T/r.gpdb" drops 0
 echo "PASS daemon-restart"

@@ -12,18 +12,30 @@ SLURM_JOB_ID=4242 SLURM_STEP_ID=0 preload "$T/f.sock" "$L" 4 $K > "$T/l.out" 2>&
 cat "$T/l.out"
 wpids=$(sed -n 's/^worker [0-9]* pid \([0-9]*\) .*/\1/p' "$T/l.out")
 [ "$(echo "$wpids" | wc -w)" -eq 4 ] || die "expected 4 workers"
-sleep 0.3
-"$GPUPROF" --socket "$T/f.sock" ps --job 4242 | tee "$T/ps.txt"
-for p in $wpids; do grep -E "^ *$p +.* 4242 " "$T/ps.txt" >/dev/null || die "worker $p not listed with job 4242"; done
-"$GPUPROF" --socket "$T/f.sock" ps --job 999 | grep -q ocl && die "job filter lets other jobs through"
-"$GPUPROF" --socket "$T/f.sock" tree --job 4242 --json > "$T/tree.json"
-n=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(int(t["tree"]["metrics"].get("GKER:COUNT",{}).get("incl",0)), len([p for p in t["processes"] if p["job_id"]=="4242"]))' "$T/tree.json")
+# every worker listed with job 4242, and the job's live tree counts all launches
+job_live() {
+  "$GPUPROF" --socket "$T/f.sock" ps --job 4242 | tee "$T/ps.txt"
+  for p in $wpids; do grep -E "^ *$p +.* 4242 " "$T/ps.txt" >/dev/null || { echo "worker $p not listed"; return 1; }; done
+  "$GPUPROF" --socket "$T/f.sock" tree --job 4242 --json > "$T/tree.json" || return 1
+  n=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print(int(t["tree"]["metrics"].get("GKER:COUNT",{}).get("incl",0)), len([p for p in t["processes"] if p["job_id"]=="4242"]))' "$T/tree.json")
+  echo "tree --job 4242: GKER:COUNT and processes = $n"
+  # (PoCL's linker and the launcher itself carry the job too)
+  [ "${n%% *}" -eq $((4 * K)) ] && [ "${n##* }" -ge 4 ]
+}
+wait_for "$WAIT" "job 4242 live: 4 workers, $((4 * K)) launches" job_live
+cat "$T/ps.txt"
 echo "tree --job 4242: GKER:COUNT and processes = $n"
-[ "${n%% *}" -eq $((4*K)) ] || die "job tree counts ${n%% *} launches, expected $((4*K))"
+"$GPUPROF" --socket "$T/f.sock" ps --job 999 > "$T/ps999.txt"
+grep -q ocl "$T/ps999.txt" && die "job filter lets other jobs through: $(cat "$T/ps999.txt")"
 # fork + exec
 SLURM_JOB_ID=4243 preload "$T/f.sock" "$L" 4 $K "$S" 5 0 > "$T/e.out" 2>&1 || { cat "$T/e.out"; die "launcher with exec failed"; }
-grep -c "^done 5 sum" "$T/e.out" | grep -qx 4 || { cat "$T/e.out"; die "exec'd workers did not all finish"; }
-sleep 0.3
+grep -c "^done 5 sum 320" "$T/e.out" | grep -qx 4 || { cat "$T/e.out"; die "exec'd workers did not all finish"; }
+# the daemon has the four exec'd images, all finished
+execd_listed() {
+  "$GPUPROF" --socket "$T/f.sock" ps --job 4243 | tee "$T/ps2.txt"
+  [ "$(grep -cE " exited .*ocl-steady *$" "$T/ps2.txt")" -eq 4 ]
+}
+wait_for "$WAIT" "job 4243: 4 exec'd images listed as exited" execd_listed
 stop_daemon
 for p in $wpids; do
   $GPDQ "$T/f.gpdb" kernel-count inc $K "$p"

@@ -11,22 +11,26 @@ for i in $(seq 1 $P); do
   preload_bg "$T/m.sock" "$T/app$i.out" "$APP" $TH $K
   pids+=($APID)
 done
-for p in "${pids[@]}"; do wait "$p" || die "app $p failed"; done
-for i in $(seq 1 $P); do grep -q "sum $((TH*K*64))" "$T/app$i.out" || die "app $i output wrong"; done
-sleep 0.5
-# live view: every process listed, node-merged tree from the daemon's memory
-"$GPUPROF" --socket "$T/m.sock" ps | tee "$T/ps.txt"
-for p in "${pids[@]}"; do grep -qw "$p" "$T/ps.txt" || die "pid $p missing from ps"; done
-# node merge (live, from the daemon's memory) == sum of the per-process trees
-root_count() { # JSON FILE -> root inclusive GKER:COUNT
-  python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tree"]; print(int(t["metrics"].get("GKER:COUNT",{}).get("incl",0)))' "$1"
+for p in "${pids[@]}"; do
+  wait_exit "$p" "app $p"
+  [ "$RC" -eq 0 ] || { cat "$T"/app*.out.err; die "app $p exited $RC"; }
+done
+for i in $(seq 1 $P); do grep -q "sum $((TH*K*64))" "$T/app$i.out" || die "app $i output wrong: $(cat "$T/app$i.out")"; done
+# live view: every process listed as exited, with all its launches
+all_counted() {
+  local p
+  for p in "${pids[@]}"; do
+    ps_is "$T/m.sock" "$p" exited || { echo "pid $p not listed as exited"; cat "$T/ps.state"; return 1; }
+    live_count_ge "$T/m.sock" "$p" $((TH*K)) || return 1
+  done
 }
+wait_for "$WAIT" "every process counted by the daemon" all_counted
+# node merge (live, from the daemon's memory) == sum of the per-process trees
 "$GPUPROF" --socket "$T/m.sock" tree --json > "$T/tree.json" || die "live tree failed"
-merged=$(root_count "$T/tree.json")
+merged=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1]))["tree"]; print(int(t["metrics"].get("GKER:COUNT",{}).get("incl",0)))' "$T/tree.json")
 sum=0
 for p in "${pids[@]}"; do
-  "$GPUPROF" --socket "$T/m.sock" tree --pid "$p" --json > "$T/tree-$p.json" || die "live tree --pid $p failed"
-  n=$(root_count "$T/tree-$p.json")
+  n=$(live_count "$T/m.sock" "$p") || die "live tree --pid $p failed"
   echo "live pid $p: GKER:COUNT $n"
   [ "$n" -eq $((TH*K)) ] || die "pid $p live count $n, expected $((TH*K))"
   sum=$((sum + n))

@@ -1,6 +1,9 @@
 /* ocl-steady: an OpenCL application that works steadily, for the
  * integration tests that kill things around it.
- *   ocl-steady ITERATIONS SLEEP_MS [hang|rect]
+ *   ocl-steady ITERATIONS SLEEP_MS [hang|rect|until FILE]
+ * "until FILE": iterations until FILE exists, then ITERATIONS more (a test
+ * lets it work while it kills things around it, then lets it finish with
+ * work done after that; the count it must find is the N printed at the end).
  * "rect": after the loop, rect_copies() moves a 16 x 4 x 2 box (128 bytes)
  * with clEnqueueWriteBufferRect, clEnqueueCopyBufferRect and
  * clEnqueueReadBufferRect (H2D, D2D, D2H 128 bytes each).
@@ -59,6 +62,7 @@ int main(int argc, char **argv) {
   int sleep_ms = argc > 2 ? atoi(argv[2]) : 0;
   int hang = argc > 3 && strcmp(argv[3], "hang") == 0;
   int rect = argc > 3 && strcmp(argv[3], "rect") == 0;
+  const char *until = argc > 4 && strcmp(argv[3], "until") == 0 ? argv[4] : NULL;
   cl_platform_id plat;
   cl_uint np = 0;
   if (clGetPlatformIDs(1, &plat, &np) != CL_SUCCESS || np == 0) {
@@ -81,14 +85,18 @@ int main(int argc, char **argv) {
   cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof host, host, &err);
   CHECK(err);
   CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+  int done = 0;
   for (int i = 0; i < iters; i++) {
+    if (until && access(until, F_OK) != 0)
+      i = -1; /* not told yet: the ITERATIONS count from then on */
     work_step(q, k);
+    done++;
     if (sleep_ms) usleep((useconds_t)sleep_ms * 1000);
   }
   CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL));
   long sum = 0;
   for (int i = 0; i < 64; i++) sum += host[i];
-  printf("done %d sum %ld\n", iters, sum);
+  printf("done %d sum %ld\n", done, sum);
   if (rect)
     rect_copies(ctx, q);
   fflush(stdout);

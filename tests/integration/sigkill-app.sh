@@ -5,12 +5,15 @@ source "$(dirname "$0")/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-steady)
 start_daemon "$T/s.sock" "$T/s.gpdb"
-preload "$T/s.sock" "$APP" 40 0 hang > "$T/app.out" 2>&1 &
-apid=$!
-for _ in $(seq 1 400); do grep -q ready "$T/app.out" && break; sleep 0.05; done
-grep -q ready "$T/app.out" || { cat "$T/app.out"; die "app never got ready"; }
-kill -9 $apid; wait $apid 2>/dev/null || true
-sleep 0.5
+preload_bg "$T/s.sock" "$T/app.out" "$APP" 40 0 hang; apid=$APID
+wait_for "$WAIT" "app prints ready" file_has "$T/app.out" '^ready$'
+# the kernels' completions arrive on PoCL threads after clFinish: kill once
+# the daemon has seen all 40 (the killed process must lose none of them)
+wait_for "$WAIT" "daemon counts 40 launches of $apid" live_count_ge "$T/s.sock" "$apid" 40
+kill -9 "$apid"
+wait_exit "$apid" "killed app"
+[ "$RC" -eq 137 ] || die "app exited $RC, expected 137 (SIGKILL)"
+wait_for "$WAIT" "daemon sees $apid exit" ps_is "$T/s.sock" "$apid" exited
 stop_daemon
 $GPDQ "$T/s.gpdb" processes 1
 $GPDQ "$T/s.gpdb" kernel-count tick 40
