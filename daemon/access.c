@@ -119,33 +119,44 @@ out:
   return err;
 }
 
-int gpd_access_peer(int fd, const char *admin_group, gpd_peer_t *out) {
+int gpd_access_cred(int fd, gpd_peer_t *out) {
   struct ucred cr;
   socklen_t len = sizeof cr;
-  gid_t agid;
-  int err;
 
   if (fd < 0 || !out) return -EINVAL;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) return -errno;
   if (len != sizeof cr) return -EPROTO;
-
   out->pid = cr.pid;
   out->uid = cr.uid;
   out->gid = cr.gid;
   out->admin = cr.uid == 0;
-  if (out->admin || !admin_group || !admin_group[0]) return 0;
+  return 0;
+}
 
+int gpd_access_resolve_admin(gpd_peer_t *p, const char *admin_group) {
+  gid_t agid;
+  int err;
+
+  if (!p) return -EINVAL;
+  p->admin = p->uid == 0;
+  if (p->admin || !admin_group || !admin_group[0]) return 0;
   err = access_group_gid(admin_group, &agid);
   if (err == -ENOENT) return 0; /* configured group does not exist: nobody */
   if (err) return err;
-  if (cr.gid == agid) {
-    out->admin = 1;
+  if (p->gid == agid) {
+    p->admin = 1;
     return 0;
   }
-  err = access_uid_in_group(cr.uid, agid);
+  err = access_uid_in_group(p->uid, agid);
   if (err < 0) return err;
-  out->admin = err;
+  p->admin = err;
   return 0;
+}
+
+int gpd_access_peer(int fd, const char *admin_group, gpd_peer_t *out) {
+  int err = gpd_access_cred(fd, out);
+  if (err) return err;
+  return gpd_access_resolve_admin(out, admin_group);
 }
 
 int gpd_access_may_see(const gpd_peer_t *viewer, uid_t owner_uid) {

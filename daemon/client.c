@@ -4,17 +4,30 @@
  * (recvmsg / sendmsg).  Incoming bytes go through gpd_frame_dec with the
  * per-client cap GPD_CLIENT_FRAME_MAX; replies are queued and written with
  * sendmsg (a region fd rides on the first byte of HelloReply).  Rules for
- * untrusted peers (STYLE.md, "a daemon that meets bad input"):
+ * untrusted peers (STYLE.md, "a daemon that meets bad input"; docs/SERVICE.md,
+ * "Connection limits"):
+ *   - admission: a non-root uid holds at most max_clients_per_uid
+ *     connections; the last clients_reserve of max_clients are only for
+ *     root and for uids holding fewer than clients_reserve_per_uid, so one
+ *     greedy uid (or a few) never locks root or a new user out.  A refused
+ *     peer gets an Error frame and is closed at once (no state is kept);
  *   - a frame whose length is over the cap, that does not decode, or that
- *     is unexpected gets an Error reply, a one-line sanitized log sample,
- *     and the connection is closed after the reply is written;
- *   - a peer that never completes a frame within GPD_CLIENT_IDLE_MS is
- *     closed (a timer, never blocking other clients);
+ *     is unexpected gets an Error reply and the connection is closed after
+ *     the reply is written;
+ *   - idle timeout (one uv_timer per connection, restarted on progress): a
+ *     connection is closed when idle_timeout_ms pass with no complete frame
+ *     in and no complete reply frame out.  A registered shim connection is
+ *     exempt while it has no reply pending (it lives as long as its
+ *     process); with a reply pending that it does not read, it is not;
  *   - a peer that does not read its replies stops being read once
- *     GPD_CLIENT_OUT_MAX bytes are queued.
+ *     client_out_max bytes are queued;
+ *   - every refusal, timeout and bad frame is logged at most once per uid
+ *     and kind per limit_log_interval_s; the rest are counted and the count
+ *     is logged when the interval ends (gpd_client_sweep).
  * A registered process's EOF ends its process (final drain and flush).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +44,50 @@
 #include "daemon.h"
 
 #define GPD_CLIENT_FRAME_MAX GPD_FRAME_MAX
-#define GPD_CLIENT_IDLE_MS 10000
-#define GPD_CLIENT_OUT_MAX (16u << 20)
 #define GPD_CLIENT_MAX_FDS 8
+
+/* Kinds of events that are logged once per uid per interval. */
+typedef enum {
+  EV_REFUSED_UID,
+  EV_REFUSED_FULL,
+  EV_TIMEOUT,
+  EV_TOOBIG,
+  EV_BADFRAME,
+  EV_PROTO,
+  EV_TRUNCATED,
+  EV_REGISTER,
+  EV_GPUBIN,
+  EV_IO,
+  EV__N
+} ev_kind_t;
+
+/* What a summary line counts, per kind. */
+static const char *const ev_what[EV__N] = {
+    "connections refused by max_clients_per_uid",
+    "connections refused by max_clients / clients_reserve",
+    "connections closed by idle_timeout_ms",
+    "oversized frames rejected",
+    "undecodable frames rejected",
+    "unexpected messages rejected",
+    "truncated frames at EOF",
+    "registrations refused",
+    "GPU binaries refused",
+    "connections closed on socket errors",
+};
+
+/* Per-uid state: open connections and the log limiter.  Entries live in a
+ * small hash table; one is freed by gpd_client_sweep once it holds no
+ * connection and has nothing left to report. */
+typedef struct uid_ent_s {
+  struct uid_ent_s *next;
+  uid_t uid;
+  unsigned nconn;
+  uint64_t last_ms[EV__N]; /* loop time of the last line; 0 = none yet */
+  uint64_t held[EV__N];    /* events since that line, not logged */
+} uid_ent_t;
+
+#define UID_BUCKETS 256u
+static uid_ent_t *uid_tab[UID_BUCKETS];
 
 typedef struct outbuf_s {
   struct outbuf_s *next;
@@ -52,6 +106,7 @@ typedef struct gpd_client_s {
   outbuf_t *out_head, *out_tail;
   size_t out_bytes;
   int spoke, closing, closed, nclosed;
+  uid_ent_t *u; /* this peer's uid entry (holds one nconn) */
   int pending_fd;
   unsigned events;
   gpd_proc_t *proc;
@@ -67,7 +122,95 @@ void gpd_client_set_proc(gpd_client_t *c, gpd_proc_t *p) { c->proc = p; }
 
 static void client_close(gpd_client_t *c);
 static void client_flush(gpd_client_t *c);
+static void client_arm(gpd_client_t *c);
 static void on_io(uv_poll_t *h, int status, int events);
+
+/* ------------------------------------------------------ per-uid limits */
+
+static uid_ent_t *uid_get(uid_t uid) {
+  uid_ent_t **b = &uid_tab[(uint32_t)uid % UID_BUCKETS];
+  for (uid_ent_t *u = *b; u; u = u->next)
+    if (u->uid == uid)
+      return u;
+  uid_ent_t *u = calloc(1, sizeof *u);
+  if (u == NULL)
+    return NULL;
+  u->uid = uid;
+  u->next = *b;
+  *b = u;
+  return u;
+}
+
+static uint64_t log_interval_ms(const gpd_daemon_t *d) {
+  return (uint64_t)d->cfg.limit_log_interval_s * 1000u;
+}
+
+/* Log one event of `kind` for u's uid, or count it if a line for that uid
+ * and kind went out less than limit_log_interval_s ago. */
+static void uid_note(gpd_daemon_t *d, uid_ent_t *u, ev_kind_t kind, int level, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void uid_note(gpd_daemon_t *d, uid_ent_t *u, ev_kind_t kind, int level, const char *fmt, ...) {
+  uint64_t now = uv_now(d->loop);
+  if (u->last_ms[kind] && now - u->last_ms[kind] < log_interval_ms(d)) {
+    u->held[kind]++;
+    return;
+  }
+  u->last_ms[kind] = now ? now : 1;
+  if (level > gpd_log_level) {
+    u->held[kind] = 0;
+    return;
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (u->held[kind])
+    gpd_log_write(level, "uid %u: %s (and %llu more %s in the last %u s)", (unsigned)u->uid, msg,
+                  (unsigned long long)u->held[kind], ev_what[kind], d->cfg.limit_log_interval_s);
+  else
+    gpd_log_write(level, "uid %u: %s (further ones for this uid are counted, logged every %u s)",
+                  (unsigned)u->uid, msg, d->cfg.limit_log_interval_s);
+  u->held[kind] = 0;
+}
+
+void gpd_client_sweep(gpd_daemon_t *d) {
+  uint64_t now = uv_now(d->loop), iv = log_interval_ms(d);
+  for (unsigned b = 0; b < UID_BUCKETS; b++) {
+    for (uid_ent_t **pp = &uid_tab[b]; *pp;) {
+      uid_ent_t *u = *pp;
+      int busy = u->nconn > 0;
+      for (int k = 0; k < EV__N; k++) {
+        if (u->last_ms[k] && now - u->last_ms[k] < iv) {
+          busy = 1;
+          continue;
+        }
+        if (u->held[k]) {
+          GPD_WARN("uid %u: %llu more %s in the last %u s", (unsigned)u->uid,
+                   (unsigned long long)u->held[k], ev_what[k], d->cfg.limit_log_interval_s);
+          u->held[k] = 0;
+          u->last_ms[k] = now ? now : 1;
+          busy = 1;
+        }
+      }
+      if (busy) {
+        pp = &u->next;
+      } else {
+        *pp = u->next;
+        free(u);
+      }
+    }
+  }
+}
+
+static void uid_free_all(void) {
+  for (unsigned b = 0; b < UID_BUCKETS; b++)
+    while (uid_tab[b]) {
+      uid_ent_t *u = uid_tab[b];
+      uid_tab[b] = u->next;
+      free(u);
+    }
+}
 
 static void on_handle_closed(uv_handle_t *h) {
   gpd_client_t *c = h->data;
@@ -110,6 +253,8 @@ static void client_close(gpd_client_t *c) {
   if (c->next)
     c->next->prev = c->prev;
   nclients--;
+  if (c->u)
+    c->u->nconn--;
   uv_poll_stop(&c->poll);
   uv_timer_stop(&c->timer);
   uv_close((uv_handle_t *)&c->poll, on_handle_closed);
@@ -120,6 +265,7 @@ void gpd_client_close_all(gpd_daemon_t *d) {
   (void)d;
   while (clients)
     client_close(clients);
+  uid_free_all();
 }
 
 /* One printable line from untrusted bytes. */
@@ -142,7 +288,7 @@ static void set_events(gpd_client_t *c) {
   if (c->closed)
     return;
   unsigned ev = 0;
-  if (!c->closing && c->out_bytes < GPD_CLIENT_OUT_MAX)
+  if (!c->closing && c->out_bytes < c->d->cfg.client_out_max)
     ev |= UV_READABLE;
   if (c->out_head)
     ev |= UV_WRITABLE;
@@ -181,6 +327,8 @@ static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
     c->out_head = o;
   c->out_tail = o;
   c->out_bytes += o->len;
+  if (!uv_is_active((uv_handle_t *)&c->timer))
+    client_arm(c); /* a registered peer now has a reply to read */
   client_flush(c);
   return 0;
 }
@@ -195,22 +343,29 @@ static void send_error(gpd_client_t *c, int code, const char *text) {
   client_send(c, &m, -1);
 }
 
-/* Reply Error, log, and close once the reply is out. */
-static void reject(gpd_client_t *c, int code, const char *what, const uint8_t *p, size_t n) {
+/* Reply Error, log (rate-limited per uid and kind), and close once the
+ * reply is out; a peer that does not read it is closed by the timer. */
+static void reject(gpd_client_t *c, ev_kind_t kind, int code, const char *what, const uint8_t *p,
+                   size_t n) {
   char s[128];
   sample(p, n, s, sizeof s);
-  GPD_WARN("client pid %d uid %u: %s (%s); %zu bytes: %s; closing", (int)c->peer.pid,
-           (unsigned)c->peer.uid, what, gpd_strerror(code), n, s);
+  uid_note(c->d, c->u, kind, GPD_LOG_WARN, "client pid %d: %s (%s); %zu bytes: %s; closing",
+           (int)c->peer.pid, what, gpd_strerror(code), n, s);
   char msg[256];
   snprintf(msg, sizeof msg, "%s: %s", what, gpd_strerror(code));
   send_error(c, code, msg);
   c->closing = 1;
+  if (c->closed)
+    return;
   set_events(c);
   if (c->out_head == NULL)
     client_close(c);
+  else
+    client_arm(c);
 }
 
 static void client_flush(gpd_client_t *c) {
+  int progress = 0;
   while (c->out_head && !c->closed) {
     outbuf_t *o = c->out_head;
     struct iovec iov = {.iov_base = o->data + o->off, .iov_len = o->len - o->off};
@@ -225,7 +380,8 @@ static void client_flush(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      GPD_INFO("client pid %d: send: %s", (int)c->peer.pid, strerror(errno));
+      uid_note(c->d, c->u, EV_IO, GPD_LOG_INFO, "client pid %d: send: %s", (int)c->peer.pid,
+               strerror(errno));
       client_close(c);
       return;
     }
@@ -242,9 +398,12 @@ static void client_flush(gpd_client_t *c) {
     c->out_bytes -= o->len;
     free(o->data);
     free(o);
+    progress = 1;
   }
   if (c->closed)
     return;
+  if (progress)
+    client_arm(c); /* a whole reply frame went out */
   if (c->closing && c->out_head == NULL) {
     client_close(c);
     return;
@@ -261,7 +420,7 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   if (c->proc) {
     if (fd >= 0)
       close(fd);
-    reject(c, GPD_EPROTO, "second Hello on one connection", NULL, 0);
+    reject(c, EV_PROTO, GPD_EPROTO, "second Hello on one connection", NULL, 0);
     return;
   }
   int rc = gpd_registry_hello(c->d, c, m->hello, fd, &id, &rfd, err, sizeof err);
@@ -274,8 +433,8 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   r.hello_reply = &hr;
   client_send(c, &r, rc < 0 ? -1 : rfd);
   if (rc < 0) {
-    GPD_WARN("client pid %d uid %u: registration refused: %s", (int)c->peer.pid,
-             (unsigned)c->peer.uid, err);
+    uid_note(c->d, c->u, EV_REGISTER, GPD_LOG_WARN, "client pid %d: registration refused: %s",
+             (int)c->peer.pid, err);
     c->closing = 1;
     if (c->out_head == NULL)
       client_close(c);
@@ -287,11 +446,10 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
 static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   Gpuprof__Msg *m = gpuprof__msg__unpack(NULL, n, p);
   if (m == NULL) {
-    reject(c, GPD_EBADFRAME, "bad frame", p, n);
+    reject(c, EV_BADFRAME, GPD_EBADFRAME, "bad frame", p, n);
     return;
   }
   c->spoke = 1;
-  uv_timer_stop(&c->timer);
   switch (m->body_case) {
   case GPUPROF__MSG__BODY_HELLO:
     handle_hello(c, m);
@@ -299,11 +457,11 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   case GPUPROF__MSG__BODY_GPUBIN: {
     char err[256];
     if (c->proc == NULL) {
-      reject(c, GPD_EPROTO, "GpuBinary before Hello", p, n);
+      reject(c, EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
     if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, m->gpubin, err, sizeof err) < 0)
-      GPD_WARN("client pid %d: %s", (int)c->peer.pid, err);
+      uid_note(c->d, c->u, EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s", (int)c->peer.pid, err);
     break;
   }
   case GPUPROF__MSG__BODY_PS_REQ:
@@ -320,7 +478,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   }
   default:
-    reject(c, GPD_EPROTO, "unexpected message", p, n);
+    reject(c, EV_PROTO, GPD_EPROTO, "unexpected message", p, n);
     break;
   }
   gpuprof__msg__free_unpacked(m, NULL);
@@ -329,7 +487,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
 static void client_read(gpd_client_t *c) {
   uint8_t buf[65536];
   for (int iter = 0; iter < 64 && !c->closed && !c->closing; iter++) {
-    if (c->out_bytes >= GPD_CLIENT_OUT_MAX)
+    if (c->out_bytes >= c->d->cfg.client_out_max)
       break; /* peer does not read its replies */
     union {
       char b[CMSG_SPACE(GPD_CLIENT_MAX_FDS * sizeof(int))];
@@ -342,7 +500,8 @@ static void client_read(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      GPD_INFO("client pid %d: recv: %s", (int)c->peer.pid, strerror(errno));
+      uid_note(c->d, c->u, EV_IO, GPD_LOG_INFO, "client pid %d: recv: %s", (int)c->peer.pid,
+               strerror(errno));
       client_close(c);
       return;
     }
@@ -363,8 +522,9 @@ static void client_read(gpd_client_t *c) {
       if (c->dec.len > c->dec.off) {
         char s[128];
         sample(c->dec.buf + c->dec.off, c->dec.len - c->dec.off, s, sizeof s);
-        GPD_WARN("client pid %d uid %u: truncated frame at EOF (%zu bytes buffered: %s)",
-                 (int)c->peer.pid, (unsigned)c->peer.uid, c->dec.len - c->dec.off, s);
+        uid_note(c->d, c->u, EV_TRUNCATED, GPD_LOG_WARN,
+                 "client pid %d: truncated frame at EOF (%zu bytes buffered: %s)", (int)c->peer.pid,
+                 c->dec.len - c->dec.off, s);
       }
       client_close(c);
       return;
@@ -372,7 +532,8 @@ static void client_read(gpd_client_t *c) {
     int err = gpd_frame_dec_feed(&c->dec, buf, (size_t)n);
     for (;;) {
       if (err < 0) {
-        reject(c, err, "frame rejected", c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
+        reject(c, err == GPD_EFRAMETOOBIG ? EV_TOOBIG : EV_BADFRAME, err, "frame rejected",
+               c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
         return;
       }
       const uint8_t *payload;
@@ -387,6 +548,7 @@ static void client_read(gpd_client_t *c) {
       handle_frame(c, payload, plen);
       if (c->closed || c->closing)
         return;
+      client_arm(c); /* a complete frame: the idle clock starts again */
     }
   }
 }
@@ -405,51 +567,146 @@ static void on_io(uv_poll_t *h, int status, int events) {
     set_events(c);
 }
 
-static void on_idle_timeout(uv_timer_t *t) {
+static void on_timeout(uv_timer_t *t) {
   gpd_client_t *c = t->data;
-  if (c->spoke || c->closed)
+  if (c->closed)
     return;
-  GPD_WARN("client pid %d uid %u: no complete frame within %d ms; closing", (int)c->peer.pid,
-           (unsigned)c->peer.uid, GPD_CLIENT_IDLE_MS);
+  if (c->proc && c->out_head == NULL)
+    return; /* registered and nothing to read: never timed out */
+  unsigned ms = c->d->cfg.idle_timeout_ms;
+  if (!c->spoke)
+    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+             "client pid %d: no complete frame within %u ms of connecting (%zu bytes of a frame "
+             "buffered); closing", (int)c->peer.pid, ms, c->dec.len - c->dec.off);
+  else if (c->out_head)
+    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+             "client pid %d: did not read its reply for %u ms (%zu bytes queued); closing",
+             (int)c->peer.pid, ms, c->out_bytes);
+  else
+    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+             "client pid %d: no complete frame within %u ms of its last one; closing",
+             (int)c->peer.pid, ms);
   client_close(c);
 }
 
-int gpd_client_accept(gpd_daemon_t *d, int fd) {
-  int err = 0;
-  if (nclients >= d->cfg.max_clients && d->cfg.max_clients) {
-    GPD_WARN("too many clients (%u); refusing a connection", nclients);
-    close(fd);
-    return -EMFILE;
+/* (Re)start the idle clock: from now, idle_timeout_ms until on_timeout.
+ * A registered connection with no reply queued has no clock. */
+static void client_arm(gpd_client_t *c) {
+  if (c->closed)
+    return;
+  if (c->proc && c->out_head == NULL)
+    uv_timer_stop(&c->timer);
+  else
+    uv_timer_start(&c->timer, on_timeout, c->d->cfg.idle_timeout_ms, 0);
+}
+
+/* Refuse a connection before any state is kept for it: one Error frame
+ * (a fresh socket's buffer always takes it; MSG_DONTWAIT all the same),
+ * then close. */
+static void refuse(int fd, int code, const char *text) {
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  Gpuprof__Error e = GPUPROF__ERROR__INIT;
+  uint8_t buf[GPD_FRAME_HDR + 512];
+  e.code = code;
+  e.message = (char *)text;
+  m.body_case = GPUPROF__MSG__BODY_ERROR;
+  m.error = &e;
+  size_t n = gpuprof__msg__get_packed_size(&m);
+  if (n <= sizeof buf - GPD_FRAME_HDR) {
+    gpd_frame_put_header(buf, (uint32_t)n);
+    gpuprof__msg__pack(&m, buf + GPD_FRAME_HDR);
+    ssize_t w = send(fd, buf, GPD_FRAME_HDR + n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)w; /* best effort: the peer may be gone already */
   }
+  close(fd);
+}
+
+/* Admission (see the top of this file).  0, or -EUSERS with the reason
+ * in why and the kind of refusal in *kind. */
+static int client_admit(const gpd_daemon_t *d, const uid_ent_t *u, ev_kind_t *kind, char *why,
+                        size_t whylen) {
+  unsigned maxc = d->cfg.max_clients;
+  unsigned reserve = d->cfg.clients_reserve < maxc / 2 ? d->cfg.clients_reserve : maxc / 2;
+  if (nclients >= maxc) {
+    *kind = EV_REFUSED_FULL;
+    snprintf(why, whylen, "gpuprofd is full: %u connections (max_clients)", nclients);
+    return -EUSERS;
+  }
+  if (u->uid == 0)
+    return 0;
+  if (u->nconn >= d->cfg.max_clients_per_uid) {
+    *kind = EV_REFUSED_UID;
+    snprintf(why, whylen, "uid %u already holds %u connections (max_clients_per_uid)",
+             (unsigned)u->uid, u->nconn);
+    return -EUSERS;
+  }
+  if (nclients >= maxc - reserve && u->nconn >= d->cfg.clients_reserve_per_uid) {
+    *kind = EV_REFUSED_FULL;
+    snprintf(why, whylen,
+             "gpuprofd holds %u of %u connections; the last %u are kept for root and for uids "
+             "holding fewer than %u (uid %u holds %u)",
+             nclients, maxc, reserve, d->cfg.clients_reserve_per_uid, (unsigned)u->uid, u->nconn);
+    return -EUSERS;
+  }
+  return 0;
+}
+
+int gpd_client_accept(gpd_daemon_t *d, int fd) {
+  static uint64_t cred_fail_ms;
+  gpd_peer_t peer;
+  ev_kind_t kind = EV_REFUSED_FULL;
+  char why[256];
+  int err = gpd_access_cred(fd, &peer);
+  if (err < 0) {
+    uint64_t now = uv_now(d->loop);
+    if (cred_fail_ms == 0 || now - cred_fail_ms >= log_interval_ms(d)) {
+      cred_fail_ms = now ? now : 1;
+      GPD_WARN("SO_PEERCRED failed: %s; closing (logged once per %u s)", gpd_strerror(err),
+               d->cfg.limit_log_interval_s);
+    }
+    close(fd);
+    return err;
+  }
+  uid_ent_t *u = uid_get(peer.uid);
+  if (u == NULL) {
+    refuse(fd, -ENOMEM, "gpuprofd is out of memory");
+    return -ENOMEM;
+  }
+  err = client_admit(d, u, &kind, why, sizeof why);
+  if (err < 0) {
+    uid_note(d, u, kind, GPD_LOG_WARN, "connection from pid %d refused: %s", (int)peer.pid, why);
+    refuse(fd, err, why);
+    return err;
+  }
+  /* Only admitted peers cost a name-service lookup. */
+  err = gpd_access_resolve_admin(&peer, d->cfg.admin_group);
+  if (err < 0)
+    GPD_WARN("uid %u: admin_group lookup failed: %s; treated as not an admin",
+             (unsigned)peer.uid, gpd_strerror(err));
   gpd_client_t *c = calloc(1, sizeof *c);
   if (c == NULL) {
-    close(fd);
+    refuse(fd, -ENOMEM, "gpuprofd is out of memory");
     return -ENOMEM;
   }
   c->fd = fd;
   c->d = d;
+  c->peer = peer;
+  c->u = u;
   c->pending_fd = -1;
   c->gpubin.fd = -1;
   gpd_frame_dec_init(&c->dec, GPD_CLIENT_FRAME_MAX);
-  err = gpd_access_peer(fd, d->cfg.admin_group, &c->peer);
-  if (err < 0) {
-    GPD_WARN("SO_PEERCRED failed: %s; closing", gpd_strerror(err));
-    gpd_frame_dec_free(&c->dec);
-    close(fd);
-    free(c);
-    return err;
-  }
   uv_poll_init(d->loop, &c->poll, fd);
   uv_timer_init(d->loop, &c->timer);
   c->poll.data = c;
   c->timer.data = c;
   c->events = UV_READABLE;
   uv_poll_start(&c->poll, UV_READABLE, on_io);
-  uv_timer_start(&c->timer, on_idle_timeout, GPD_CLIENT_IDLE_MS, 0);
+  client_arm(c);
   c->next = clients;
   if (clients)
     clients->prev = c;
   clients = c;
   nclients++;
+  u->nconn++;
   return 0;
 }

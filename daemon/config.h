@@ -28,6 +28,14 @@ typedef struct gpd_config_s {
   int log_level;             /* [daemon] log_level = warn  live */
   uint32_t max_clients;      /* [daemon] max_clients = 4096 */
   uint32_t poll_us;          /* [monitor] poll_interval_us = 200 live */
+  /* Connection limits (client.c, server.c; docs/SERVICE.md "Connection
+   * limits").  Not live: a reload does not change them. */
+  uint32_t max_clients_per_uid;     /* [daemon] max_clients_per_uid = 1024 (root exempt) */
+  uint32_t clients_reserve;         /* [daemon] clients_reserve = 64 */
+  uint32_t clients_reserve_per_uid; /* [daemon] clients_reserve_per_uid = 4 */
+  uint32_t idle_timeout_ms;         /* [daemon] idle_timeout_ms = 10000 */
+  uint64_t client_out_max;          /* [daemon] client_out_max = 16 MiB */
+  uint32_t limit_log_interval_s;    /* [daemon] limit_log_interval_s = 60 */
 } gpd_config_t;
 
 /** Fill compiled-in defaults. */

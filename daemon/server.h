@@ -17,6 +17,10 @@ void gpd_client_close_all(gpd_daemon_t *d);
 int gpd_client_accept(gpd_daemon_t *d, int fd);
 /** Peer credentials of a connection (SO_PEERCRED at accept). */
 const gpd_peer_t *gpd_client_peer(const struct gpd_client_s *c);
+/** Once a second (server.c's sweep timer): log the counts of refusals,
+ *  timeouts and bad frames held back by the per-uid log limiter whose
+ *  interval has ended, and free per-uid entries with nothing left. */
+void gpd_client_sweep(gpd_daemon_t *d);
 /** Bind a registered process to its connection (EOF ends it). */
 void gpd_client_set_proc(struct gpd_client_s *c, gpd_proc_t *p);
 

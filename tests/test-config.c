@@ -54,6 +54,12 @@ static void test_defaults(void **state) {
   assert_int_equal(c.log_level, GPD_LOG_WARN);
   assert_int_equal(c.max_clients, 4096);
   assert_int_equal(c.poll_us, 200);
+  assert_int_equal(c.max_clients_per_uid, 1024);
+  assert_int_equal(c.clients_reserve, 64);
+  assert_int_equal(c.clients_reserve_per_uid, 4);
+  assert_int_equal(c.idle_timeout_ms, 10000);
+  assert_int_equal(c.client_out_max, 16ull << 20);
+  assert_int_equal(c.limit_log_interval_s, 60);
 }
 
 static void test_missing_file(void **state) {
@@ -84,6 +90,12 @@ static void test_good_file(void **state) {
                              "state_dir = /srv/gpd\n"
                              "log_level = debug\n"
                              "max_clients = 0x100\n"
+                             "max_clients_per_uid = 16\n"
+                             "clients_reserve = 8\n"
+                             "clients_reserve_per_uid = 2\n"
+                             "idle_timeout_ms = 1500ms\n"
+                             "client_out_max = 1M\n"
+                             "limit_log_interval_s = 2m\n"
                              "\n"
                              "[store]\n"
                              "db = other.gpdb\n"
@@ -112,6 +124,12 @@ static void test_good_file(void **state) {
   assert_int_equal(c.ring_slots, 1024);
   assert_string_equal(c.admin_group, "gpuprof");
   assert_int_equal(c.poll_us, 1000);
+  assert_int_equal(c.max_clients_per_uid, 16);
+  assert_int_equal(c.clients_reserve, 8);
+  assert_int_equal(c.clients_reserve_per_uid, 2);
+  assert_int_equal(c.idle_timeout_ms, 1500);
+  assert_int_equal(c.client_out_max, 1ull << 20);
+  assert_int_equal(c.limit_log_interval_s, 120);
 }
 
 /* One bad line per case, always on line 3, with the exact message. */
@@ -136,6 +154,11 @@ static void test_bad_lines(void **state) {
       {"store", "flush_interval_ms = 2h", "'flush_interval_ms = 2h': out of range [10, 3600000]"},
       {"store", "retention_max_age_s = 10ms",
        "'retention_max_age_s = 10ms': finer than the key's unit"},
+      {"daemon", "idle_timeout_ms = 50ms",
+       "'idle_timeout_ms = 50ms': out of range [100, 86400000]"},
+      {"daemon", "clients_reserve_per_uid = 0",
+       "'clients_reserve_per_uid = 0': out of range [1, 1048576]"},
+      {"daemon", "client_out_max = 1K", "'client_out_max = 1K': out of range [65536, 1073741824]"},
       {"daemon", "log_level = loud", "'log_level = loud': expected error, warn, info or debug"},
       {"daemon", "state_dir = relative/dir", "'state_dir = relative/dir': must be an absolute path"},
       {"store", "db =", "'db = ': must not be empty"},
