@@ -3,8 +3,14 @@
  *
  * Replies are built in a per-reply arena (below) with every string
  * duplicated, so they never borrow profile memory after the lock.  The daemon
- * lock is held while the merge borrows profile data; symbolization of FRAME
- * labels happens here (main thread), cached by symbols.c.
+ * lock is held while the merge borrows profile data.  FRAME nodes are
+ * symbolized after the lock is dropped (symbolizing a large library the
+ * first time takes seconds, and the monitor needs the lock): under the
+ * lock a FRAME node gets its module path, offset and a "0x<offset>" label,
+ * and goes on the pending list with its process owner's uid/gid; after the
+ * unlock q_symbolize_pending fills its label (the physical function: the
+ * outermost frame of its inline chain) and its frames (that function, then
+ * the inlined ones with their call-site lines).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -101,9 +107,57 @@ const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **mod
     const gpd_sframe_t *fr;
     unsigned nf;
     if (gpd_symbols_resolve(m->path, p->uid, p->gid, n->offset, &fr, &nf) == 0 && nf > 0)
-      return fr[nf - 1].function;
+      return fr[0].function; /* the physical function, not the inlined one */
   }
   return NULL; /* caller prints the offset */
+}
+
+/* FRAME nodes of the reply being built, symbolized after the unlock. */
+typedef struct q_pending_s {
+  Gpuprof__Node *node; /* module and offset already set (arena copies) */
+  uid_t uid;
+  gid_t gid;
+} q_pending_t;
+
+static q_pending_t *q_pend;
+static uint32_t q_npend, q_cappend;
+
+static int query_grow(void **arr, uint32_t *cap, size_t elem, uint32_t first);
+
+static void q_pending_add(Gpuprof__Node *o, uid_t uid, gid_t gid) {
+  if (q_npend == q_cappend && query_grow((void **)&q_pend, &q_cappend, sizeof *q_pend, 256) < 0)
+    return; /* left as module+offset */
+  q_pend[q_npend++] = (q_pending_t){o, uid, gid};
+}
+
+/* Main thread, without d->lock: label and frames of the pending nodes. */
+static void q_symbolize_pending(void) {
+  for (uint32_t i = 0; i < q_npend; i++) {
+    Gpuprof__Node *o = q_pend[i].node;
+    const gpd_sframe_t *fr;
+    unsigned nf;
+    if (gpd_symbols_resolve(o->module, q_pend[i].uid, q_pend[i].gid, o->offset, &fr, &nf) < 0 || nf == 0)
+      continue;
+    o->label = sd(fr[0].function);
+    o->frames = q_calloc(nf, sizeof *o->frames);
+    for (unsigned k = 0; o->frames && k < nf; k++) {
+      Gpuprof__Frame *f = q_alloc(sizeof *f);
+      if (f == NULL)
+        break;
+      gpuprof__frame__init(f);
+      f->function = sd(fr[k].function);
+      f->file = sd(fr[k].file);
+      f->line = fr[k].line;
+      f->inlined = fr[k].inlined;
+      o->frames[o->n_frames++] = f;
+    }
+  }
+  q_npend = 0;
+  if (q_cappend > 4096) { /* a huge tree's list is not kept */
+    free(q_pend);
+    q_pend = NULL;
+    q_cappend = 0;
+  }
 }
 
 static Gpuprof__Msg *msg_new(void) {
@@ -217,8 +271,10 @@ static Gpuprof__Msg *check_pid(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t 
   return NULL;
 }
 
-/* Node message of node pidx of profile p: id, parent, kind, offset, label
- * (symbolized FRAME), module, raw name, source frames; no metrics. */
+/* Node message of node pidx of profile p: id, parent, kind, offset, label,
+ * module, raw name; no metrics.  A FRAME node with a module is labelled
+ * "0x<offset>" here and symbolized after the unlock (q_pending_add).
+ * Under d->lock. */
 static Gpuprof__Node *node_msg_p(const gpd_profile_t *p, uint32_t pidx) {
   const gpd_node_t *n = &p->nodes[pidx];
   Gpuprof__Node *o = q_alloc(sizeof *o);
@@ -229,34 +285,23 @@ static Gpuprof__Node *node_msg_p(const gpd_profile_t *p, uint32_t pidx) {
   o->parent = n->parent_id;
   o->kind = (Gpuprof__NodeKind)n->kind;
   o->offset = n->offset;
-  const char *module = NULL;
-  const char *label = gpd_query_label(p, pidx, &module);
+  const char *module = NULL, *label = NULL;
   char buf[64];
-  if (label == NULL) {
+  if (n->kind == GPD_NODE_ROOT) {
+    label = "<root>";
+  } else if (n->kind == GPD_NODE_FRAME) {
+    const gpd_pmodule_t *m = gpd_profile_module(p, n->module);
+    module = m ? m->path : NULL;
     snprintf(buf, sizeof buf, "0x%" PRIx64, n->offset);
     label = buf;
+  } else {
+    label = n->label ? n->label : "?";
   }
   o->label = sd(label);
   o->module = sd(module);
   o->raw_name = sd(n->raw_name);
-  if (n->kind == GPD_NODE_FRAME && module) {
-    const gpd_sframe_t *fr;
-    unsigned nf;
-    if (gpd_symbols_resolve(module, p->uid, p->gid, n->offset, &fr, &nf) == 0 && nf > 0) {
-      o->frames = q_calloc(nf, sizeof *o->frames);
-      for (unsigned k = 0; o->frames && k < nf; k++) {
-        Gpuprof__Frame *f = q_alloc(sizeof *f);
-        if (f == NULL)
-          break;
-        gpuprof__frame__init(f);
-        f->function = sd(fr[k].function);
-        f->file = sd(fr[k].file);
-        f->line = fr[k].line;
-        f->inlined = fr[k].inlined;
-        o->frames[o->n_frames++] = f;
-      }
-    }
-  }
+  if (n->kind == GPD_NODE_FRAME && module && module[0])
+    q_pending_add(o, p->uid, p->gid);
   return o;
 }
 
@@ -760,6 +805,7 @@ int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg
                      Gpuprof__Msg **reply) {
   Gpuprof__Msg *m = NULL;
   q_arena = NULL;
+  q_npend = 0;
   pthread_mutex_lock(&d->lock);
   switch (req->body_case) {
   case GPUPROF__MSG__BODY_PS_REQ:
@@ -776,6 +822,7 @@ int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg
     break;
   }
   pthread_mutex_unlock(&d->lock);
+  q_symbolize_pending(); /* outside the lock: may read large files */
   q_chunk_t *arena = q_arena;
   q_arena = NULL;
   if (m == NULL || gpd_map_put(&q_replies, (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)arena) < 0) {
