@@ -61,11 +61,10 @@ static void accept_pause(gpd_daemon_t *d, int err) {
   }
   struct rlimit rl = {0};
   getrlimit(RLIMIT_NOFILE, &rl);
-  GPD_WARN("accept: %s (fd limit %llu); new connections wait, retried every %u..%u ms; "
-           "%llu more failures before this one (logged once per %u s)",
+  GPD_WARN("accept: %s (fd limit %llu); new connections wait, retried every %u..%u ms "
+           "(logged once per %u s, with a count)",
            strerror(err), (unsigned long long)rl.rlim_cur, SERVER_BACKOFF_MIN_MS,
-           SERVER_BACKOFF_MAX_MS, (unsigned long long)accept_fail_held,
-           d->cfg.limit_log_interval_s);
+           SERVER_BACKOFF_MAX_MS, d->cfg.limit_log_interval_s);
   accept_fail_ms = now ? now : 1;
   accept_fail_held = 0;
 }
