@@ -1,23 +1,76 @@
-/* backends.h - vendor back ends of the shim, perf-style: when a back end
- * is not built, static inline stubs stand in, so shim core call sites carry
- * no #ifdef.  Each init is called once from the shim constructor (after the
- * first connection attempt, connected or not); each fini from the shim
- * destructor / atexit.  A back end that fails disables itself, reports
- * gpd_shim_backend_status(api, 0, code, why) and returns a negative code;
- * it never harms the application.
+/* backends.h - the shim's vendor back ends behind one ops table, so that the
+ * shim core (shim.c) never calls vendor code by name.
+ *
+ * Each back end that is built defines one `const gpd_backend_t` next to its
+ * code (shim/opencl/opencl-api.c: gpd_backend_opencl; shim/cupti/cupti-api.c:
+ * gpd_backend_cupti; a Level Zero back end would add gpd_backend_level0 in
+ * shim/level0/ and GPD_HAVE_LEVEL0).  GPD_BACKENDS expands to the list of
+ * those that are built, so call sites carry no #ifdef:
+ *
+ *     static const gpd_backend_t *const all[] = {GPD_BACKENDS NULL};
+ *
+ * Rules for every hook (any may be NULL = nothing to do):
+ *  - init: called once from the shim constructor, after the first
+ *    connection attempt (connected or not).  A back end that fails disables
+ *    itself, reports gpd_shim_backend_status(api, 0, code, why) and returns
+ *    a negative code; it never harms the application.
+ *  - fork_prepare / fork_parent / fork_child: pthread_atfork handlers, run
+ *    in table order (prepare) around a fork(2) of the application.  prepare
+ *    takes every lock of the back end (no back-end lock is ever held while
+ *    taking a shim lock or another back end's, so any order is safe);
+ *    parent releases them; child releases them and resets state that
+ *    belonged to the parent (in-flight commands, threads that are gone).
+ *    None may block on anything but the back end's own short critical
+ *    sections, nor start threads (the shim restarts its own lazily).
+ *  - shutdown: from the shim destructor (process exit), reverse order;
+ *    bounded time (flush what is buffered, no waits on the device).
+ *  - status: 1 running, 0 disabled (why filled, NUL-terminated, may be
+ *    truncated to n), -1 not started (yet); any thread, lock-free.
  */
 #ifndef GPUPROF_SHIM_BACKENDS_H
 #define GPUPROF_SHIM_BACKENDS_H
 
-/* OpenCL works by symbol interposition (shim/opencl/opencl-wrappers.c):
- * nothing to initialize beyond its lazy dlsym(RTLD_NEXT) lookups. */
+#include <stddef.h>
+
+/** One vendor back end of the shim (see the rules above). */
+typedef struct gpd_backend_s {
+  const char *name; /* "opencl", "cuda", "level0": for logs */
+  unsigned api;     /* GPD_API_* of gpuprof/record.h */
+  int (*init)(void);
+  void (*fork_prepare)(void);
+  void (*fork_parent)(void);
+  void (*fork_child)(void);
+  void (*shutdown)(void);
+  int (*status)(char *why, size_t n);
+} gpd_backend_t;
+
+#ifdef GPD_HAVE_OPENCL
+extern const gpd_backend_t gpd_backend_opencl;
+#define GPD_BACKEND_OPENCL &gpd_backend_opencl,
+#else
+#define GPD_BACKEND_OPENCL
+#endif
 
 #ifdef GPD_HAVE_CUPTI
+extern const gpd_backend_t gpd_backend_cupti;
+#define GPD_BACKEND_CUPTI &gpd_backend_cupti,
+/* Also called by name by tests/cupti-stub-shim.c (a stand-in shim core). */
 int gpd_cupti_init(void);
 void gpd_cupti_fini(void);
 #else
+#define GPD_BACKEND_CUPTI
 static inline int gpd_cupti_init(void) { return 0; }
 static inline void gpd_cupti_fini(void) {}
 #endif
+
+#ifdef GPD_HAVE_LEVEL0
+extern const gpd_backend_t gpd_backend_level0;
+#define GPD_BACKEND_LEVEL0 &gpd_backend_level0,
+#else
+#define GPD_BACKEND_LEVEL0
+#endif
+
+/** The back ends that are built, each followed by a comma. */
+#define GPD_BACKENDS GPD_BACKEND_OPENCL GPD_BACKEND_CUPTI GPD_BACKEND_LEVEL0
 
 #endif

@@ -11,6 +11,19 @@
  *
  * The thread blocks all signals, never calls exit, and is never joined
  * (the process may be exiting under it).
+ *
+ * Descriptors the application may take from us: a program can close every
+ * descriptor (close_range(3, ~0U, 0), closefrom, a daemonizing loop) or
+ * dup2() over ours, and then open its own files under the same numbers.
+ * So the identity (st_dev, st_ino) of the socket and of the region memfd
+ * is recorded when they are opened (gpd_fdid_take) and compared before
+ * every use (gpd_fdid_owned): a descriptor that is no longer ours is
+ * forgotten, never closed, read, written or sent.  A lost socket is
+ * replaced (hand-back of the region, with backoff when it keeps being
+ * lost); a lost memfd cannot be handed back, and a second region is never
+ * started while the first is mapped, so the shim then stays off (one log
+ * line).  poll's POLLNVAL (the number is closed, not reused) is handled
+ * the same way, so the thread never spins.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +54,11 @@
 #define CONN_GPUBIN_CHUNK (1u << 20)
 #define CONN_GPUBIN_QUEUE_MAX (256u << 20) /* bytes queued at most */
 #define CONN_GPUBIN_SEEN_MAX 4096
+/* A socket lost soon after it was made (the application keeps closing
+ * descriptors) doubles the wait before the next hand-back, up to this. */
+#define CONN_LOST_BACKOFF_MAX_MS 30000
+/* A connection that lived this long resets that backoff. */
+#define CONN_STABLE_NS (10ull * 1000000000ull)
 
 typedef struct gpubin_s {
   struct gpubin_s *next;
@@ -55,17 +74,69 @@ static struct {
   int first_done; /* first attempt finished (registered or failed) */
   int stop;
   int refused;
-  int sock;       /* owned by the thread; -1 = not connected */
+  int started;    /* the thread was created (this process image) */
+  int off;        /* stopped for good (region fd lost): no thread */
+  gpd_fdid_t sock; /* owned by the thread; fd -1 = not connected */
   int ever;       /* registered at least once */
+  uint32_t lost;  /* sockets lost to the application in a row */
+  uint64_t sock_ns; /* when sock was connected (gpuprof clock) */
   uint64_t profile_id;
   gpubin_t *q_head, **q_tail;
   int q_inflight; /* a binary taken off the queue is being sent */
   size_t q_bytes;
   char (*seen)[33];
   uint32_t nseen;
-} conn = {.lock = PTHREAD_MUTEX_INITIALIZER, .sock = -1};
+} conn = {.lock = PTHREAD_MUTEX_INITIALIZER, .sock = {.fd = -1}};
 
-static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin;
+/* Set on the connection thread: gpd_conn_start never waits on itself. */
+static __thread int conn_on_thread;
+
+static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin, conn_log_fdlost,
+    conn_log_off;
+
+/* ------------------------------------------------------ fd identity */
+
+int gpd_fdid_take(gpd_fdid_t *id, int fd) {
+  struct stat st;
+  id->fd = -1;
+  id->dev = id->ino = 0;
+  if (fd < 0)
+    return -EBADF;
+  if (fstat(fd, &st) < 0)
+    return -errno;
+  id->fd = fd;
+  id->dev = (uint64_t)st.st_dev;
+  id->ino = (uint64_t)st.st_ino;
+  return 0;
+}
+
+int gpd_fdid_owned(const gpd_fdid_t *id) {
+  struct stat st;
+  if (id->fd < 0 || fstat(id->fd, &st) < 0)
+    return 0;
+  return (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino;
+}
+
+/* Close fd only if it is still the file we opened; forget it either way. */
+static void conn_fd_close(gpd_fdid_t *id) {
+  if (gpd_fdid_owned(id))
+    close(id->fd);
+  id->fd = -1;
+}
+
+/* The application took our socket: forget it (not closed: the number
+ * may be the application's now) and count the loss for the backoff. */
+static void conn_sock_lost(void) {
+  GPD_LOG_ONCE(conn_log_fdlost, GPD_LOG_WARN,
+               "the application closed or replaced the daemon socket (fd %d); "
+               "not touching that descriptor, reconnecting",
+               conn.sock.fd);
+  conn.sock.fd = -1;
+  if (gpd_clock_ns() - conn.sock_ns < CONN_STABLE_NS)
+    conn.lost++;
+  else
+    conn.lost = 1;
+}
 
 static void conn_first_done(void) {
   pthread_mutex_lock(&conn.lock);
@@ -92,31 +163,39 @@ static int conn_sleep(int ms) {
   return stop;
 }
 
-static int conn_connect(const char *path) {
+/* Connect to the daemon; id records the new socket.  0 or -errno. */
+static int conn_connect(const char *path, gpd_fdid_t *id) {
   struct sockaddr_un sa;
   memset(&sa, 0, sizeof sa);
   sa.sun_family = AF_UNIX;
+  id->fd = -1;
   if (strlen(path) >= sizeof sa.sun_path)
     return -ENAMETOOLONG;
   strcpy(sa.sun_path, path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return -errno;
+  int err = gpd_fdid_take(id, fd);
+  if (err) {
+    close(fd); /* fstat of a descriptor socket(2) just made cannot fail */
+    return err;
+  }
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-    int err = -errno;
+    err = -errno;
     if (err != -EINPROGRESS && err != -EAGAIN) {
-      close(fd);
+      conn_fd_close(id);
       return err;
     }
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int soerr = 0;
     socklen_t sl = sizeof soerr;
-    if (poll(&p, 1, CONN_CONNECT_MS) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
-      close(fd);
+    if (poll(&p, 1, CONN_CONNECT_MS) != 1 || (p.revents & POLLNVAL) ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+      conn_fd_close(id);
       return soerr ? -soerr : -ETIMEDOUT;
     }
   }
-  return fd;
+  return 0;
 }
 
 /* argv from /proc/self/cmdline into a malloc'd buffer + vector. */
@@ -144,7 +223,11 @@ static size_t conn_argv(char **buf_out, char ***argv_out) {
   return argv ? argc : 0;
 }
 
-static int conn_send_msg(int sock, Gpuprof__Msg *m, int fd) {
+/* Send one message on the socket `sock` (checked to be ours first), with
+ * `fd` attached when >= 0.  0, -errno (-EBADF: the socket is not ours). */
+static int conn_send_msg(const gpd_fdid_t *sock, Gpuprof__Msg *m, int fd) {
+  if (!gpd_fdid_owned(sock))
+    return -EBADF;
   size_t n = gpuprof__msg__get_packed_size(m);
   if (n > GPD_FRAME_MAX)
     return GPD_EFRAMETOOBIG;
@@ -152,14 +235,17 @@ static int conn_send_msg(int sock, Gpuprof__Msg *m, int fd) {
   if (!buf)
     return -ENOMEM;
   gpuprof__msg__pack(m, buf);
-  int err = gpd_frame_send(sock, buf, (uint32_t)n, fd, CONN_SEND_MS);
+  int err = gpd_frame_send(sock->fd, buf, (uint32_t)n, fd, CONN_SEND_MS);
   free(buf);
   return err;
 }
 
-/* Send Hello (hand-back: with the region fd), read HelloReply, attach.
+/* Send Hello, read HelloReply.  region_fd >= 0: a hand-back of the region
+ * we hold (that memfd attached, our current profile id); else a first
+ * registration, and the region that comes back is attached.
  * 0, -errno, GPD_EDENIED (refused: do not retry), GPD_EPROTO. */
-static int conn_register(int sock, int handback) {
+static int conn_register(const gpd_fdid_t *sock, int region_fd) {
+  int handback = region_fd >= 0;
   gpd_shim_state_t *g = &gpd_shim__g;
   gpd_job_t job;
   gpd_job_read(&job);
@@ -190,7 +276,7 @@ static int conn_register(int sock, int handback) {
   Gpuprof__Msg m = GPUPROF__MSG__INIT;
   m.body_case = GPUPROF__MSG__BODY_HELLO;
   m.hello = &h;
-  int err = conn_send_msg(sock, &m, handback ? g->region.fd : -1);
+  int err = conn_send_msg(sock, &m, region_fd);
   free(argv);
   free(abuf);
   if (err)
@@ -199,7 +285,9 @@ static int conn_register(int sock, int handback) {
   uint8_t *reply = NULL;
   size_t rn = 0;
   int rfd = -1;
-  err = gpd_frame_recv(sock, &reply, &rn, &rfd, CONN_REPLY_MS);
+  if (!gpd_fdid_owned(sock))
+    return -EBADF;
+  err = gpd_frame_recv(sock->fd, &reply, &rn, &rfd, CONN_REPLY_MS);
   if (err)
     return err;
   Gpuprof__Msg *rm = gpuprof__msg__unpack(NULL, rn, reply);
@@ -296,10 +384,13 @@ out:
   return err;
 }
 
-static void conn_gpubin_flush(int sock) {
+/* Send the queued GPU binaries.  Returns -EBADF when the socket turned out
+ * not to be ours (the binary being sent is dropped), else 0. */
+static int conn_gpubin_flush(const gpd_fdid_t *sock) {
+  int ret = 0;
   for (;;) {
     pthread_mutex_lock(&conn.lock);
-    gpubin_t *b = conn.q_head;
+    gpubin_t *b = ret ? NULL : conn.q_head;
     if (b) {
       conn.q_head = b->next;
       if (!conn.q_head)
@@ -309,7 +400,7 @@ static void conn_gpubin_flush(int sock) {
     conn.q_inflight = b != NULL;
     pthread_mutex_unlock(&conn.lock);
     if (!b)
-      return;
+      return ret;
     for (size_t off = 0; off < b->len; off += CONN_GPUBIN_CHUNK) {
       Gpuprof__GpuBinary gb = GPUPROF__GPU_BINARY__INIT;
       gb.hash = b->hash;
@@ -321,8 +412,11 @@ static void conn_gpubin_flush(int sock) {
       Gpuprof__Msg m = GPUPROF__MSG__INIT;
       m.body_case = GPUPROF__MSG__BODY_GPUBIN;
       m.gpubin = &gb;
-      if (conn_send_msg(sock, &m, -1) != 0) {
+      int err = conn_send_msg(sock, &m, -1);
+      if (err) {
         GPD_LOG_ONCE(conn_log_gpubin, GPD_LOG_WARN, "sending a GPU binary failed; dropped");
+        if (err == -EBADF)
+          ret = -EBADF;
         break;
       }
     }
@@ -333,106 +427,179 @@ static void conn_gpubin_flush(int sock) {
 
 /* -------------------------------------------------------------- thread */
 
-static void conn_disconnect(void) {
-  if (conn.sock >= 0)
-    close(conn.sock);
-  conn.sock = -1;
+/* Wait before the next attempt: no daemon / registration failed; daemon
+ * gone (hand-back); socket taken by the application (backoff). */
+static int conn_retry_ms(void) {
+  if (!conn.ever)
+    return GPD_SHIM_RETRY_NODAEMON_MS;
+  uint64_t ms = GPD_SHIM_RETRY_HANDBACK_MS;
+  for (uint32_t i = 1; i < conn.lost && ms < CONN_LOST_BACKOFF_MAX_MS; i++)
+    ms *= 2;
+  return (int)(ms < CONN_LOST_BACKOFF_MAX_MS ? ms : CONN_LOST_BACKOFF_MAX_MS);
+}
+
+/* The region's memfd is gone (closed by the application): it cannot be
+ * handed back and a second region must not be started while this one is
+ * mapped, so stop profiling this process for good.  The mapping stays
+ * (threads may be writing into it); captures stop. */
+static void conn_go_off(void) {
+  GPD_LOG_ONCE(conn_log_off, GPD_LOG_WARN,
+               "the application closed the profiling region's descriptor; "
+               "profiling of this process stops");
+  atomic_store_explicit(&gpd_shim__g.active, 0, memory_order_release);
+  pthread_mutex_lock(&conn.lock);
+  conn.off = 1;
+  pthread_mutex_unlock(&conn.lock);
+}
+
+/* One connection attempt: connect, Hello (first registration, or a
+ * hand-back of the region we hold).  0 = connected; 1 = stop the thread;
+ * -1 = failed, retry later. */
+static int conn_attempt(void) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  /* Holding a region (registered before, or attached by a test hook):
+   * only ever hand it back; a plain Hello would start a second one. */
+  int region_fd = -1;
+  if (atomic_load_explicit(&g->active, memory_order_acquire)) {
+    region_fd = gpd_shim__region_fd();
+    if (region_fd < 0) {
+      conn_go_off();
+      return 1;
+    }
+  }
+  gpd_fdid_t id;
+  int err = conn_connect(g->socket_path, &id);
+  if (err) {
+    if (!conn.ever)
+      GPD_LOG_ONCE(conn_log_nodaemon, GPD_LOG_WARN, "no daemon at %s, not profiling", g->socket_path);
+    return -1;
+  }
+  err = conn_register(&id, region_fd);
+  if (err) {
+    conn_fd_close(&id);
+    if (err == GPD_EDENIED) {
+      conn.refused = 1;
+      return 1;
+    }
+    GPD_DEBUG("registration failed: %s", gpd_strerror(err));
+    return -1;
+  }
+  conn.sock = id;
+  conn.sock_ns = gpd_clock_ns();
+  conn.ever = 1;
+  return 0;
 }
 
 static void *conn_main(void *arg) {
   (void)arg;
-  gpd_shim_state_t *g = &gpd_shim__g;
+  conn_on_thread = 1;
   for (;;) {
     pthread_mutex_lock(&conn.lock);
     int stop = conn.stop;
     pthread_mutex_unlock(&conn.lock);
     if (stop)
       break;
-    if (conn.sock < 0) {
-      int handback = gpd_shim_active() && conn.ever;
-      int fd = conn_connect(g->socket_path);
-      if (fd < 0) {
-        if (!conn.ever)
-          GPD_LOG_ONCE(conn_log_nodaemon, GPD_LOG_WARN, "no daemon at %s, not profiling", g->socket_path);
-        conn_first_done();
-        if (conn_sleep(conn.ever ? GPD_SHIM_RETRY_HANDBACK_MS : GPD_SHIM_RETRY_NODAEMON_MS))
-          break;
-        continue;
-      }
-      int err = conn_register(fd, handback);
-      if (err) {
-        close(fd);
-        conn_first_done();
-        if (err == GPD_EDENIED) {
-          conn.refused = 1;
-          break;
-        }
-        GPD_DEBUG("registration failed: %s", gpd_strerror(err));
-        if (conn_sleep(conn.ever ? GPD_SHIM_RETRY_HANDBACK_MS : GPD_SHIM_RETRY_NODAEMON_MS))
-          break;
-        continue;
-      }
-      conn.sock = fd;
-      conn.ever = 1;
+    if (conn.sock.fd < 0) {
+      int rc = conn_attempt();
       conn_first_done();
+      if (rc > 0)
+        break;
+      if (rc < 0) {
+        if (conn_sleep(conn_retry_ms()))
+          break;
+        continue;
+      }
     }
-    struct pollfd p = {.fd = conn.sock, .events = POLLIN};
+    if (!gpd_fdid_owned(&conn.sock)) {
+      conn_sock_lost();
+      continue;
+    }
+    struct pollfd p = {.fd = conn.sock.fd, .events = POLLIN};
     int rc = poll(&p, 1, 100);
+    if (rc < 0 || (rc > 0 && (p.revents & POLLNVAL))) {
+      /* The number was closed under us (POLLNVAL) or poll failed: never
+       * loop on it. */
+      if (!gpd_fdid_owned(&conn.sock)) {
+        conn_sock_lost();
+        continue;
+      }
+      if (conn_sleep(100))
+        break;
+      continue;
+    }
     if (rc > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (!gpd_fdid_owned(&conn.sock)) {
+        conn_sock_lost();
+        continue;
+      }
       uint8_t *msg = NULL;
       size_t n = 0;
       int fd = -1;
-      int err = gpd_frame_recv(conn.sock, &msg, &n, &fd, 100);
+      int err = gpd_frame_recv(conn.sock.fd, &msg, &n, &fd, 100);
       free(msg);
       if (fd >= 0)
         close(fd);
       if (err && err != -ETIMEDOUT) {
+        if (!gpd_fdid_owned(&conn.sock)) {
+          conn_sock_lost();
+          continue;
+        }
         GPD_LOG_ONCE(conn_log_gone, GPD_LOG_WARN,
                      "daemon connection lost (%s); keeping the region, reconnecting", gpd_strerror(err));
-        conn_disconnect();
+        conn_fd_close(&conn.sock);
+        if (gpd_clock_ns() - conn.sock_ns >= CONN_STABLE_NS)
+          conn.lost = 0;
         continue;
       }
     }
-    if (conn.q_head)
-      conn_gpubin_flush(conn.sock);
+    if (conn.q_head && conn_gpubin_flush(&conn.sock) == -EBADF)
+      conn_sock_lost();
   }
   return NULL;
 }
 
 int gpd_conn_start(int wait_ms) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&conn.cond, &ca);
-  pthread_condattr_destroy(&ca);
-  conn.first_done = 0;
-  conn.stop = 0;
-
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&at, 256 * 1024);
-  int err = -pthread_create(&th, &at, conn_main, NULL);
-  pthread_attr_destroy(&at);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (err) {
-    GPD_WARN("cannot start the connection thread: %s; not profiling", gpd_strerror(err));
-    return err;
+  int err = 0;
+  if (conn_on_thread)
+    return 0; /* a shim call made by the connection thread itself */
+  pthread_mutex_lock(&conn.lock);
+  if (!conn.started && !conn.off) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&conn.cond, &ca);
+    pthread_condattr_destroy(&ca);
+    conn.first_done = 0;
+    conn.stop = 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256 * 1024);
+    err = -pthread_create(&th, &at, conn_main, NULL);
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err) {
+      conn.first_done = 1;
+      pthread_mutex_unlock(&conn.lock);
+      GPD_WARN("cannot start the connection thread: %s; not profiling", gpd_strerror(err));
+      return err;
+    }
+    (void)pthread_setname_np(th, "gpuprof-conn");
+    conn.started = 1;
   }
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   ts.tv_nsec += (long)wait_ms * 1000000L;
   ts.tv_sec += ts.tv_nsec / 1000000000L;
   ts.tv_nsec %= 1000000000L;
-  pthread_mutex_lock(&conn.lock);
-  while (!conn.first_done && pthread_cond_timedwait(&conn.cond, &conn.lock, &ts) != ETIMEDOUT)
+  while (conn.started && !conn.first_done && pthread_cond_timedwait(&conn.cond, &conn.lock, &ts) != ETIMEDOUT)
     ;
   pthread_mutex_unlock(&conn.lock);
-  return 0;
+  return err;
 }
 
 void gpd_conn_stop(void) {
@@ -441,7 +608,7 @@ void gpd_conn_stop(void) {
    * before it ends.  Not when no daemon is connected. */
   for (int i = 0; i < 200; i++) {
     pthread_mutex_lock(&conn.lock);
-    int busy = conn.sock >= 0 && (conn.q_head != NULL || conn.q_inflight);
+    int busy = conn.started && conn.sock.fd >= 0 && (conn.q_head != NULL || conn.q_inflight);
     pthread_mutex_unlock(&conn.lock);
     if (!busy)
       break;
@@ -450,19 +617,28 @@ void gpd_conn_stop(void) {
   }
   pthread_mutex_lock(&conn.lock);
   conn.stop = 1;
-  pthread_cond_broadcast(&conn.cond);
+  if (conn.started)
+    pthread_cond_broadcast(&conn.cond);
   pthread_mutex_unlock(&conn.lock);
 }
 
+void gpd_conn_atfork_prepare(void) { pthread_mutex_lock(&conn.lock); }
+
+void gpd_conn_atfork_parent(void) { pthread_mutex_unlock(&conn.lock); }
+
 void gpd_conn_atfork_child(void) {
-  /* Only this thread exists: the parent's connection thread is gone, its
+  /* Only this thread exists: the parent's connection thread is gone.  Its
    * socket is a copy we must close (else the daemon would not see the
-   * parent's EOF), its locks may be held. */
-  if (conn.sock >= 0)
-    close(conn.sock);
-  conn.sock = -1;
-  pthread_mutex_init(&conn.lock, NULL);
+   * parent's EOF), but only if the number is still that socket: the
+   * application may have closed it and reused the number. */
+  pthread_mutex_unlock(&conn.lock); /* taken in prepare by this thread */
+  conn_fd_close(&conn.sock);
+  conn.started = 0;
+  conn.first_done = 0;
+  conn.stop = 0;
+  conn.off = 0;
   conn.ever = 0;
+  conn.lost = 0;
   conn.refused = 0;
   conn.profile_id = 0;
   gpubin_t *b = conn.q_head;
@@ -475,5 +651,6 @@ void gpd_conn_atfork_child(void) {
   conn.q_head = NULL;
   conn.q_tail = &conn.q_head;
   conn.q_bytes = 0;
+  conn.q_inflight = 0;
   conn.nseen = 0;
 }

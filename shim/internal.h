@@ -56,6 +56,9 @@ extern gpd_shim_state_t gpd_shim__g;
 /** Attach a mapped region (takes r by value); makes the shim active.
  *  Called by the connection thread or the test hook.  0 or -errno. */
 int gpd_shim__attach(gpd_region_t *r);
+/** The region's memfd if it is still the one attached, else -1 (then
+ *  forgotten, never closed: the number may be the application's now). */
+int gpd_shim__region_fd(void);
 /** Re-send the kept back-end STATUS records (after attach / hand-back). */
 void gpd_shim__status_resend(void);
 /** Claim the announcement of an object whose state word is *a:
@@ -72,13 +75,28 @@ uint32_t gpd_shim__id_next(void);
 GPD_EXPORT int gpd_shim__attach_region(int fd);
 
 /* ----------------------------------------------------------------- conn.c */
-/** Start the connection thread; wait up to wait_ms for its first attempt
- *  to finish (registered or failed).  0 or -errno. */
+/** Identity of a descriptor the shim opened (socket, region memfd): the
+ *  application may close the number and reuse it for its own file. */
+typedef struct gpd_fdid_s {
+  int fd;            /* -1 = none */
+  uint64_t dev, ino; /* fstat at gpd_fdid_take */
+} gpd_fdid_t;
+/** Record fd's identity: 0 or -errno (id->fd = -1 then). */
+int gpd_fdid_take(gpd_fdid_t *id, int fd);
+/** 1 when id->fd is still the file recorded (same st_dev and st_ino). */
+int gpd_fdid_owned(const gpd_fdid_t *id);
+/** Start the connection thread once per process image (later calls only
+ *  wait); wait up to wait_ms for its first attempt to finish (registered
+ *  or failed).  Returns at once on the connection thread.  0 or -errno. */
 int gpd_conn_start(int wait_ms);
+/** pthread_atfork prepare / parent: take / release the connection lock. */
+void gpd_conn_atfork_prepare(void);
+void gpd_conn_atfork_parent(void);
 /** Stop at exit (no join: never block the host). */
 void gpd_conn_stop(void);
-/** In the fork child: forget the parent's connection (close its fd),
- *  reset locks.  Then gpd_conn_start() registers the child anew. */
+/** In the fork child: forget the parent's connection (close its fd if it
+ *  is still ours), release the lock taken in prepare, reset state.  The
+ *  child's gpd_conn_start() (lazily, shim.c) registers it anew. */
 void gpd_conn_atfork_child(void);
 /** Queue a GPU binary chunk set for the connection thread. */
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind);

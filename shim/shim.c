@@ -6,6 +6,17 @@
  * on, profiled once a region is attached (gpd_shim__attach).  A region is
  * never unmapped while the process runs (threads and vendor callbacks may
  * be writing into it); only the fork child drops the parent's.
+ *
+ * Vendor back ends are reached only through their ops tables (backends.h).
+ *
+ * Fork: the prepare handler takes every lock of the back ends and of the
+ * shim (none is ever held while another is taken, so the order is free),
+ * parent and child release them; the child then drops the parent's region
+ * and connection and does not start a connection thread: the first shim
+ * call that asks whether the shim is active (gpd_shim_active: every
+ * wrapper and callback does, before any work) starts it and waits for its
+ * first attempt, as the constructor does.  A child that only execs or
+ * exits never connects, registers or waits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +32,15 @@
 
 gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 
+static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
+#define SHIM_NBACKENDS (sizeof shim_backends / sizeof *shim_backends - 1)
+
+/* Identity of the attached region's memfd (under attach_lock when set). */
+static gpd_fdid_t region_fdid = {.fd = -1};
+
+/* Fork child: 1 until the connection thread was started for it. */
+static _Atomic int shim_lazy;
+
 /* Back-end status kept for re-sending after a (re)connection. */
 typedef struct status_keep_s {
   int set;
@@ -31,8 +51,22 @@ typedef struct status_keep_s {
 static status_keep_t status_keep[GPD_API_MAX];
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 
-GPD_EXPORT int gpd_shim_active(void) {
+/* Fork child's first question: start the connection (once) and wait for
+ * its first attempt like the constructor does; concurrent first callers
+ * all wait for that attempt, bounded. */
+static __attribute__((noinline, cold)) int shim_lazy_start(void) {
+  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  atomic_store_explicit(&shim_lazy, 0, memory_order_relaxed);
   return atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire);
+}
+
+GPD_EXPORT int gpd_shim_active(void) {
+  int a = atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire);
+  if (__builtin_expect(a, 1))
+    return a;
+  if (__builtin_expect(atomic_load_explicit(&shim_lazy, memory_order_relaxed), 0))
+    return shim_lazy_start();
+  return 0;
 }
 
 uint32_t gpd_shim__id_next(void) {
@@ -199,6 +233,8 @@ int gpd_shim__attach(gpd_region_t *r) {
     gpd_shim__g.node_ann = m;
   }
   (void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
+  if (gpd_fdid_take(&region_fdid, r->fd) < 0)
+    region_fdid.fd = -1; /* cannot tell it from another file: never hand back */
   gpd_shim__g.region = *r;
   /* Correlation ids handed out before the region keep counting. */
   gpd_region_hdr_t *h = gpd_shim__g.region.hdr;
@@ -215,6 +251,19 @@ out:
   return err;
 }
 
+int gpd_shim__region_fd(void) {
+  int fd = -1;
+  pthread_mutex_lock(&attach_lock);
+  if (gpd_fdid_owned(&region_fdid)) {
+    fd = region_fdid.fd;
+  } else {
+    region_fdid.fd = -1;
+    gpd_shim__g.region.fd = -1; /* never closed by us now */
+  }
+  pthread_mutex_unlock(&attach_lock);
+  return fd;
+}
+
 GPD_EXPORT int gpd_shim__attach_region(int fd) {
   gpd_region_t r;
   int err = gpd_region_map(&r, fd);
@@ -228,16 +277,42 @@ GPD_EXPORT int gpd_shim__attach_region(int fd) {
 
 /* ------------------------------------------------------------------ fork */
 
+static void atfork_prepare(void) {
+  for (size_t i = 0; i < SHIM_NBACKENDS; i++)
+    if (shim_backends[i]->fork_prepare)
+      shim_backends[i]->fork_prepare();
+  pthread_mutex_lock(&status_lock);
+  pthread_mutex_lock(&attach_lock);
+  gpd_conn_atfork_prepare();
+}
+
+static void atfork_parent(void) {
+  gpd_conn_atfork_parent();
+  pthread_mutex_unlock(&attach_lock);
+  pthread_mutex_unlock(&status_lock);
+  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
+    if (shim_backends[i]->fork_parent)
+      shim_backends[i]->fork_parent();
+}
+
 static void atfork_child(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
-  if (atomic_load(&g->disabled))
-    return;
+  /* Locks taken in prepare by this thread, the only one left. */
+  pthread_mutex_unlock(&attach_lock);
+  pthread_mutex_unlock(&status_lock);
+  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
+    if (shim_backends[i]->fork_child)
+      shim_backends[i]->fork_child();
   /* The child is a new process: drop the parent's region and connection,
-   * reset ids and tables, register anew as itself. */
+   * reset ids and tables; it registers as itself when it first needs to. */
   int was_active = atomic_exchange(&g->active, 0);
   if (was_active) {
-    gpd_region_close(&g->region); /* unmap + close our copy of the fd */
+    /* Unmap; close our copy of the memfd only if the number is still it. */
+    if (!gpd_fdid_owned(&region_fdid))
+      g->region.fd = -1;
+    gpd_region_close(&g->region);
   }
+  region_fdid.fd = -1;
   memset(&g->region, 0, sizeof g->region);
   g->region.fd = -1;
   atomic_fetch_add(&g->gen, 1);
@@ -254,14 +329,11 @@ static void atfork_child(void) {
     /* Drop the pages: ids restart at 1 in the new table. */
     (void)madvise(g->node_ann, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), MADV_DONTNEED);
   }
-  pthread_mutex_init(&attach_lock, NULL);
-  pthread_mutex_init(&status_lock, NULL);
   g->start_ns = gpd_clock_ns();
   gpd_capture_atfork_child();
   gpd_strings_atfork_child();
-  gpd_ocl_atfork_child();
   gpd_conn_atfork_child();
-  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  atomic_store(&shim_lazy, 1);
 }
 
 /* ------------------------------------------------------- ctor and dtor */
@@ -281,17 +353,21 @@ __attribute__((constructor)) static void shim_ctor(void) {
   gpd_thread_init();
   gpd_capture_init();
   gpd_strings_init();
-  pthread_atfork(NULL, NULL, atfork_child);
+  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
-  int err = gpd_cupti_init();
-  if (err)
-    GPD_DEBUG("cupti back end disabled (%d)", err);
+  for (size_t i = 0; i < SHIM_NBACKENDS; i++) {
+    int err = shim_backends[i]->init ? shim_backends[i]->init() : 0;
+    if (err)
+      GPD_DEBUG("%s back end disabled (%d)", shim_backends[i]->name, err);
+  }
 }
 
 __attribute__((destructor)) static void shim_dtor(void) {
   if (atomic_load(&gpd_shim__g.disabled))
     return;
-  gpd_cupti_fini();
+  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
+    if (shim_backends[i]->shutdown)
+      shim_backends[i]->shutdown();
   gpd_thread_exit_current();
   gpd_conn_stop();
 }

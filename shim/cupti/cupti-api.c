@@ -453,3 +453,28 @@ void gpd_cupti_fini(void) {
             c_nobuf, c_pushfail);
   }
 }
+
+/* --- ops table ------------------------------------------------------ */
+#include "backends.h"
+
+static void cupti_fork_prepare(void) { pthread_mutex_lock(&g_pool_mu); }
+static void cupti_fork_parent(void) { pthread_mutex_unlock(&g_pool_mu); }
+/* CUDA is not usable in a fork child; only the lock needs to be sane. */
+static void cupti_fork_child(void) { pthread_mutex_unlock(&g_pool_mu); }
+static int cupti_status(char *why, size_t n) {
+  int st = atomic_load(&g_state);
+  if (why && n) why[0] = '\0';
+  return st == ST_RUNNING ? 1 : st == ST_DISABLED ? 0 : -1;
+}
+
+/** The CUDA (CUPTI) back end for the shim core (backends.h). */
+const gpd_backend_t gpd_backend_cupti = {
+    .name = "cuda",
+    .api = GPD_API_CUDA,
+    .init = gpd_cupti_init,
+    .fork_prepare = cupti_fork_prepare,
+    .fork_parent = cupti_fork_parent,
+    .fork_child = cupti_fork_child,
+    .shutdown = gpd_cupti_fini,
+    .status = cupti_status,
+};

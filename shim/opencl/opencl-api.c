@@ -245,3 +245,24 @@ void gpd_ocl_atfork_child(void) {
   memset(ocl_queues, 0, sizeof ocl_queues);
   atomic_store(&ocl_next_queue, 0);
 }
+
+/* ------------------------------------------------------------ ops table */
+
+#include "../backends.h"
+
+static void ocl_fork_prepare(void) { pthread_mutex_lock(&ocl_slab_lock); }
+static void ocl_fork_parent(void) { pthread_mutex_unlock(&ocl_slab_lock); }
+static void ocl_fork_child(void) {
+  pthread_mutex_unlock(&ocl_slab_lock); /* taken in prepare by this thread */
+  gpd_ocl_atfork_child();
+}
+
+/** The OpenCL back end for the shim core (backends.h).  No init: the
+ *  wrappers resolve the next definitions on first use (gpd_ocl_api). */
+const gpd_backend_t gpd_backend_opencl = {
+    .name = "opencl",
+    .api = GPD_API_OPENCL,
+    .fork_prepare = ocl_fork_prepare,
+    .fork_parent = ocl_fork_parent,
+    .fork_child = ocl_fork_child,
+};

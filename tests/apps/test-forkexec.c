@@ -1,0 +1,77 @@
+/* test-forkexec - what fork + exec costs a program under the shim.
+ *
+ * Usage: test-forkexec N MAX_MEAN_MS [strip]
+ * Forks N times; each child execs /bin/true at once; the parent waits for
+ * it.  Prints the mean and the largest time per fork+exec+wait in ms.
+ * "strip": the child removes LD_PRELOAD before exec, so only the fork
+ * child's own cost is measured (not the exec'd image's shim constructor).
+ * Fails (exit 1) when the mean exceeds MAX_MEAN_MS, or a child does not
+ * end within 10 s (it is killed) or does not exit 0.  Run it under
+ * test-withdaemon (a real daemon) to measure registration costs.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: test-forkexec N MAX_MEAN_MS [strip]\n");
+    return 2;
+  }
+  int n = atoi(argv[1]);
+  double max_mean = atof(argv[2]);
+  int strip = argc > 3 && strcmp(argv[3], "strip") == 0;
+  double sum = 0, worst = 0;
+  for (int i = 0; i < n; i++) {
+    double t0 = now_ms();
+    pid_t p = fork();
+    if (p < 0) {
+      perror("fork");
+      return 1;
+    }
+    if (p == 0) {
+      if (strip)
+        unsetenv("LD_PRELOAD");
+      execl("/bin/true", "true", (char *)NULL);
+      _exit(127);
+    }
+    int st = 0;
+    pid_t r;
+    while ((r = waitpid(p, &st, WNOHANG)) == 0 && now_ms() - t0 < 10000) {
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+    if (r != p) {
+      kill(p, SIGKILL);
+      waitpid(p, NULL, 0);
+      fprintf(stderr, "FAIL test-forkexec: child %d did not end within 10 s\n", (int)p);
+      return 1;
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "FAIL test-forkexec: child exited with status 0x%x\n", st);
+      return 1;
+    }
+    double dt = now_ms() - t0;
+    sum += dt;
+    if (dt > worst)
+      worst = dt;
+  }
+  double mean = sum / n;
+  printf("test-forkexec%s: %d x fork+exec /bin/true+wait: mean %.2f ms, max %.2f ms (LD_PRELOAD=%s)\n",
+         strip ? " strip" : "", n, mean, worst, getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
+  if (mean > max_mean) {
+    fprintf(stderr, "FAIL test-forkexec: mean %.2f ms > %.2f ms\n", mean, max_mean);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+# tests/shimconn.cmake - the shim's connection, fork and export plumbing
+# (docs/SHIM.md, "Connection, fork and back ends").  Included from
+# tests/CMakeLists.txt; also run as a script (cmake -P) by shimconn.exports.
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  # shimconn.exports: -DLIB=libgpuprof.so -DMAP=libgpuprof.map
+  # -DCL_H=<dir of CL/cl.h> -DOPENCL=0|1 -DCUPTI=0|1.  Every symbol that
+  # `nm -D --defined-only` shows must be named by the map (cl* names must
+  # also be OpenCL API functions of the Khronos headers); every explicitly
+  # named symbol of the built back ends must be there.
+  execute_process(COMMAND nm -D --defined-only ${LIB} OUTPUT_VARIABLE nm_out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm -D failed on ${LIB}")
+  endif()
+  file(READ ${MAP} map)
+  string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" map "${map}")
+  string(REGEX MATCH "global:(.*)local:" map "${map}")
+  string(REGEX MATCHALL "[A-Za-z_][A-Za-z0-9_]*;" named "${CMAKE_MATCH_1}")
+  string(REPLACE ";;" ";" named "${named}")
+  set(headers "")
+  foreach(h cl.h cl_ext.h cl_layer.h cl_gl.h)
+    if(EXISTS ${CL_H}/CL/${h})
+      file(READ ${CL_H}/CL/${h} t)
+      string(APPEND headers "${t}")
+    endif()
+  endforeach()
+  string(REPLACE "\n" ";" lines "${nm_out}")
+  set(exported "")
+  foreach(l ${lines})
+    if(l MATCHES "^[0-9a-fA-F]* +[A-Za-z] +([^ @]+)")
+      set(s ${CMAKE_MATCH_1})
+      list(APPEND exported ${s})
+      if(s MATCHES "^cl[A-Z]")
+        if(NOT OPENCL OR NOT headers MATCHES "[ *\n]${s}[ \n]*\\(")
+          message(FATAL_ERROR "exported ${s} is not an OpenCL API function of the Khronos headers")
+        endif()
+      else()
+        list(FIND named ${s} i)
+        if(i LESS 0)
+          message(FATAL_ERROR "exported symbol ${s} is not named in ${MAP}")
+        endif()
+      endif()
+    endif()
+  endforeach()
+  foreach(s ${named})
+    if(s STREQUAL "InitializeInjection" AND NOT CUPTI)
+      continue()
+    endif()
+    if(s STREQUAL "gpd_shim__ocl_pending" AND NOT OPENCL)
+      continue()
+    endif()
+    list(FIND exported ${s} i)
+    if(i LESS 0)
+      message(FATAL_ERROR "${s} is named in ${MAP} but not exported")
+    endif()
+  endforeach()
+  if(OPENCL AND NOT exported MATCHES "clEnqueueNDRangeKernel")
+    message(FATAL_ERROR "clEnqueueNDRangeKernel is not exported")
+  endif()
+  list(LENGTH exported n)
+  message(STATUS "PASS shimconn.exports: ${n} exported symbols, all intended")
+  return()
+endif()
+
+set(_sc_apps ${CMAKE_CURRENT_LIST_DIR}/apps)
+foreach(p test-withdaemon test-closerange test-forkexec)
+  add_executable(${p} ${_sc_apps}/${p}.c)
+  target_link_libraries(${p} PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(${p} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+endforeach()
+set(_sc_run $<TARGET_FILE:test-withdaemon> $<TARGET_FILE:gpuprofd> $<TARGET_FILE:gpuprof>)
+
+# Exported symbols = what shim/libgpuprof.map names.
+set(_sc_ocl 0)
+set(_sc_cupti 0)
+if(OpenCL_FOUND)
+  set(_sc_ocl 1)
+endif()
+if(GPD_HAVE_CUPTI)
+  set(_sc_cupti 1)
+endif()
+add_test(NAME shimconn.exports COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:gpuprof>
+  -DMAP=${CMAKE_SOURCE_DIR}/shim/libgpuprof.map "-DCL_H=${OpenCL_INCLUDE_DIRS}"
+  -DOPENCL=${_sc_ocl} -DCUPTI=${_sc_cupti} -P ${CMAKE_CURRENT_LIST_FILE})
+set_tests_properties(shimconn.exports PROPERTIES LABELS "unit" TIMEOUT 30 SKIP_RETURN_CODE 77)
+
+# close_range / a closed socket under the shim, against a real daemon.
+foreach(m reuse noreuse sock)
+  add_test(NAME shimconn.closerange-${m}
+    COMMAND ${_sc_run} 60 $<TARGET_FILE:test-closerange> ${m} ${CMAKE_BINARY_DIR}/shimconn-closerange-${m}.txt)
+  set_tests_properties(shimconn.closerange-${m} PROPERTIES LABELS "integration" TIMEOUT 120
+    SKIP_RETURN_CODE 77)
+endforeach()
+
+# fork + exec /bin/true 50 times: the fork child must not wait for a
+# registration (bound 100 ms mean).  "strip": the exec'd image
+# without the shim (fork child's cost only).
+add_test(NAME shimconn.forkexec COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkexec> 50 100 strip)
+add_test(NAME shimconn.forkexec-shim COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkexec> 50 1000)
+set_tests_properties(shimconn.forkexec shimconn.forkexec-shim PROPERTIES LABELS "integration"
+  TIMEOUT 180 SKIP_RETURN_CODE 77)
+
+# fork while threads are inside the shim (OpenCL calls, shim locks).
+if(OpenCL_FOUND)
+  add_executable(test-forkthreads ${_sc_apps}/test-forkthreads.c)
+  target_link_libraries(test-forkthreads PRIVATE OpenCL::OpenCL Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(test-forkthreads PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+  add_test(NAME shimconn.forkthreads COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkthreads> 40)
+  set_tests_properties(shimconn.forkthreads PROPERTIES LABELS "integration" TIMEOUT 180
+    SKIP_RETURN_CODE 77 ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
+endif()
