@@ -69,6 +69,37 @@ static void test_peer_socketpair(void **state) {
   close(sv[1]);
 }
 
+/* The split used on accept: credentials first (no NSS), admin later. */
+static void test_cred_then_admin(void **state) {
+  (void)state;
+  int sv[2];
+  gpd_peer_t p;
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  memset(&p, 0x5a, sizeof p);
+  assert_int_equal(gpd_access_cred(sv[0], &p), 0);
+  assert_int_equal(p.pid, getpid());
+  assert_int_equal(p.uid, geteuid());
+  assert_int_equal(p.gid, getegid());
+  assert_int_equal(p.admin, geteuid() == 0);
+  /* A non-root peer whose gid is the admin group's is an admin; root is
+   * one whatever the group. */
+  gpd_peer_t q = {.pid = 1, .uid = 12345, .gid = 0, .admin = 1};
+  assert_int_equal(gpd_access_resolve_admin(&q, "gpd-no-such-group-xyz"), 0);
+  assert_int_equal(q.admin, 0);
+  assert_int_equal(gpd_access_resolve_admin(&q, "root"), 0);
+  assert_int_equal(q.admin, 1);
+  q.gid = 12345;
+  assert_int_equal(gpd_access_resolve_admin(&q, ""), 0);
+  assert_int_equal(q.admin, 0);
+  q.uid = 0;
+  assert_int_equal(gpd_access_resolve_admin(&q, NULL), 0);
+  assert_int_equal(q.admin, 1);
+  assert_int_equal(gpd_access_cred(-1, &p), -EINVAL);
+  assert_int_equal(gpd_access_resolve_admin(NULL, NULL), -EINVAL);
+  close(sv[0]);
+  close(sv[1]);
+}
+
 static void test_bad_args(void **state) {
   (void)state;
   gpd_peer_t p;
@@ -225,6 +256,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_may_see_matrix),
       cmocka_unit_test(test_peer_socketpair),
       cmocka_unit_test(test_peer_other_process),
+      cmocka_unit_test(test_cred_then_admin),
       cmocka_unit_test(test_bad_args),
   };
   return cmocka_run_group_tests_name("access", tests, NULL, NULL);
