@@ -92,6 +92,7 @@ typedef struct gpd_tree_s {
   size_t nprocs;
   gpd_tgpubin_t *gpubins;
   size_t ngpubins;
+  size_t nhidden;     /* processes left out: never used a GPU API (--all) */
 } gpd_tree_t;
 
 void gpd_tree_init(gpd_tree_t *t);
@@ -103,7 +104,9 @@ long gpd_tree_find(const gpd_tree_t *t, uint64_t id);
  *  -ENOMEM. */
 long gpd_tree_node_add(gpd_tree_t *t, uint64_t id, uint64_t parent_id, int kind, const char *label,
                        const char *module, uint64_t offset, const char *raw_name);
-/** Append a source frame to node idx (outermost first). 0 or -ENOMEM. */
+/** Append a source frame to node idx (outermost first); the first frame of
+ *  a FRAME node (its physical function, when known) becomes its label.
+ *  0 or -ENOMEM. */
 int gpd_tree_frame_add(gpd_tree_t *t, size_t idx, const char *function, const char *file, uint32_t line,
                        int inlined);
 /** Add new process / gpubin records (zeroed, strings NULL).  NULL on ENOMEM. */
@@ -130,7 +133,9 @@ typedef struct gpd_render_opts_s {
 void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 void gpd_render_procs(FILE *f, const gpd_tree_t *t);
-void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r);
+/** `ps` table; all = 0 leaves out processes that never used a GPU API (no
+ *  back end reported) and says how many. */
+void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all);
 void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total);
 /** "%.4g"-style value in the unit of metric id (seconds for ns). */
 void gpd_render_value(char *buf, size_t n, unsigned id, double v);
@@ -151,6 +156,10 @@ void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
  *  profiles of that pid.  On error returns GPD_EFAIL-ish negative code
  *  and writes a message into err. */
 int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn);
+/** As gpd_report_load; all = 1 also lists processes that never used a GPU
+ *  API (no back end reported, no metric), else they only count in
+ *  t->nhidden. */
+int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
 int gpd_report_main(int argc, char **argv);
 
 /* ---- client.c ---- */

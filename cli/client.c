@@ -154,11 +154,20 @@ int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
 
 typedef struct live_opts_s {
   const char *socket, *job;
-  int pid, json;
+  int pid, json, all;
   unsigned limit, metric, depth;
 } live_opts_t;
 
-enum { OPT_SOCKET = 's', OPT_JOB = 'j', OPT_PID = 'p', OPT_N = 'n', OPT_METRIC = 'm', OPT_JSON = 'J', OPT_DEPTH = 'd' };
+enum {
+  OPT_SOCKET = 's',
+  OPT_JOB = 'j',
+  OPT_PID = 'p',
+  OPT_N = 'n',
+  OPT_METRIC = 'm',
+  OPT_JSON = 'J',
+  OPT_DEPTH = 'd',
+  OPT_ALL = 'a'
+};
 
 /* allowed: the option letters this command takes. */
 static int live_parse(int argc, char **argv, const char *allowed, const char *usage, live_opts_t *o) {
@@ -168,6 +177,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
                                        {"metric", required_argument, NULL, OPT_METRIC},
                                        {"json", no_argument, NULL, OPT_JSON},
                                        {"depth", required_argument, NULL, OPT_DEPTH},
+                                       {"all", no_argument, NULL, OPT_ALL},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -177,7 +187,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
   o->limit = 10;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+s:j:p:n:m:d:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+s:j:p:n:m:d:ha", opts, NULL)) != -1) {
     if (c == 'h') {
       fputs(usage, stdout);
       return -1;
@@ -201,6 +211,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
       o->metric = (unsigned)v;
       break;
     case OPT_JSON: o->json = 1; break;
+    case OPT_ALL: o->all = 1; break;
     case OPT_DEPTH:
       if ((v = gpd_cli_parse_uint(optarg)) < 0 || v > 100000) return gpd_cli_usage(usage, "bad --depth '%s'", optarg);
       o->depth = (unsigned)v;
@@ -218,20 +229,21 @@ static int expect(const Gpuprof__Msg *m, Gpuprof__Msg__BodyCase want) {
   return GPD_EXIT_FAIL;
 }
 
-static const char ps_usage[] = "usage: gpuprof ps [--job J] [--socket PATH]\n"
-                               "  List the processes gpuprofd profiles (yours, or all for admins).\n";
+static const char ps_usage[] = "usage: gpuprof ps [--job J] [--all] [--socket PATH]\n"
+                               "  List the processes gpuprofd profiles (yours, or all for admins).\n"
+                               "  --all  also those that never used a GPU API\n";
 
 int gpd_client_ps_main(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
-  int r = live_parse(argc, argv, "sj", ps_usage, &o);
+  int r = live_parse(argc, argv, "sja", ps_usage, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   if (o.job) ps.job_id = (char *)o.job;
   req.body_case = GPUPROF__MSG__BODY_PS_REQ;
   req.ps_req = &ps;
   if ((r = gpd_client_call(o.socket, &req, &rep))) return r;
-  if (!(r = expect(rep, GPUPROF__MSG__BODY_PS))) gpd_render_ps(stdout, rep->ps);
+  if (!(r = expect(rep, GPUPROF__MSG__BODY_PS))) gpd_render_ps(stdout, rep->ps, o.all);
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;
 }

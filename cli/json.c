@@ -4,6 +4,7 @@
  *   {"format":"gpuprof-tree","version":1,
  *    "processes":[{pid,uid,gid,exe,job_id,step_id,rank,local_rank,state,
  *                  records,drops,error,backends:[{api,enabled,code,reason}]}],
+ *    "hidden_processes":N (never used a GPU API; listed with --all),
  *    "backends_disabled":[{pid,api,code,reason}],
  *    "gpubins":[{hash,kind,size,path}],
  *    "tree":{id,kind,label,module,offset,raw_name,frames:[...],
@@ -13,6 +14,7 @@
  * already divided by GKER:COUNT).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -92,7 +94,8 @@ static int all_zero(const gpd_mvec_t *m) {
   return 1;
 }
 
-static void json_node(FILE *f, const gpd_tree_t *t, size_t i, unsigned depth, const gpd_render_opts_t *o) {
+/* A node up to and including its `"children":[`. */
+static void json_head(FILE *f, const gpd_tree_t *t, size_t i) {
   const gpd_tnode_t *nd = &t->nodes[i];
   fprintf(f, "{\"id\":\"%016llx\",\"parent\":\"%016llx\",\"kind\":\"%s\",\"label\":", (unsigned long long)nd->id,
           (unsigned long long)nd->parent_id, kind_name(nd->kind));
@@ -130,16 +133,37 @@ static void json_node(FILE *f, const gpd_tree_t *t, size_t i, unsigned depth, co
     fputc('}', f);
   }
   fputs("},\"children\":[", f);
-  if (!o->depth || depth < o->depth) {
-    int firstk = 1;
-    for (uint32_t k = 0; k < nd->nkids; k++) {
-      if (all_zero(&t->nodes[nd->kids[k]].incl)) continue;
-      if (!firstk) fputc(',', f);
-      firstk = 0;
-      json_node(f, t, nd->kids[k], depth + 1, o);
+}
+
+/* The tree from node `root`, depth first with an explicit stack (a profile
+ * may be 200 000 levels deep); children in sorted order, all-zero
+ * subtrees left out, cut below o->depth. */
+static void json_node(FILE *f, const gpd_tree_t *t, size_t root, const gpd_render_opts_t *o) {
+  typedef struct { size_t i; unsigned depth; uint32_t k; int any; } frame_t;
+  frame_t *st = malloc((t->n + 1) * sizeof(*st));
+  size_t ns = 0;
+  if (!st) abort();
+  json_head(f, t, root);
+  st[ns++] = (frame_t){root, 0, 0, 0};
+  while (ns) {
+    frame_t *top = &st[ns - 1];
+    const gpd_tnode_t *nd = &t->nodes[top->i];
+    if (!o->depth || top->depth < o->depth) {
+      while (top->k < nd->nkids && all_zero(&t->nodes[nd->kids[top->k]].incl)) top->k++;
+      if (top->k < nd->nkids) {
+        size_t c = nd->kids[top->k++];
+        if (top->any) fputc(',', f);
+        top->any = 1;
+        json_head(f, t, c);
+        st[ns] = (frame_t){c, top->depth + 1, 0, 0};
+        ns++;
+        continue;
+      }
     }
+    fputs("]}", f);
+    ns--;
   }
-  fputs("]}", f);
+  free(st);
 }
 
 void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
@@ -181,7 +205,8 @@ void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     }
     fputs("]}", f);
   }
-  fputs("],\"backends_disabled\":[", f);
+  fprintf(f, "],\"hidden_processes\":%zu", t->nhidden);
+  fputs(",\"backends_disabled\":[", f);
   int first = 1;
   for (size_t i = 0; i < t->nprocs; i++)
     for (uint32_t j = 0; j < t->procs[i].nbackends; j++) {
@@ -211,6 +236,6 @@ void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   if (t->root == SIZE_MAX)
     fputs("null", f);
   else
-    json_node(f, t, t->root, 0, o);
+    json_node(f, t, t->root, o);
   fputs("}\n", f);
 }

@@ -149,11 +149,38 @@ static int sock_accepts(const char *path) {
   return ok;
 }
 
+/* An existing profile at db is moved aside to db.old (with its -wal and
+ * -shm, as perf keeps perf.data.old), so that the daemon starts a new one
+ * instead of adding this run to the old.  0, or -1 with a message. */
+static int keep_old(const char *db) {
+  static const char *const sfx[] = {"", "-wal", "-shm"};
+  char from[PATH_MAX + 8], to[PATH_MAX + 16];
+  struct stat sb;
+  if (lstat(db, &sb) < 0) return 0; /* nothing there */
+  if (S_ISDIR(sb.st_mode)) {
+    fprintf(stderr, "gpuprof: %s is a directory\n", db);
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+    snprintf(from, sizeof(from), "%s%s", db, sfx[i]);
+    snprintf(to, sizeof(to), "%s.old%s", db, sfx[i]);
+    if (rename(from, to) == 0) continue;
+    if (errno == ENOENT && i > 0) { /* no log: drop a stale one of an older .old */
+      unlink(to);
+      continue;
+    }
+    fprintf(stderr, "gpuprof: cannot move the existing %s to %s: %s\n", from, to, strerror(errno));
+    return -1;
+  }
+  fprintf(stderr, "gpuprof: the existing profile %s was moved to %s.old\n", db, db);
+  return 0;
+}
+
 static const char record_usage[] =
     "usage: gpuprof record [-o FILE] [--keep-socket] -- CMD [ARGS...]\n"
     "  Run CMD under a private gpuprofd (no root, no service needed) and save\n"
     "  its profile to FILE (default ./gpuprof-<cmd>-<pid>.gpdb).\n"
-    "  -o, --output FILE  where to write the profile\n"
+    "  -o, --output FILE  where to write the profile (an existing one is moved to FILE.old)\n"
     "  --keep-socket      keep the private socket folder (and the daemon's log)\n"
     "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n";
 
@@ -224,6 +251,7 @@ int gpd_record_main(int argc, char **argv) {
       fprintf(stderr, "gpuprof: cannot write the profile to %s: %s\n", db, strerror(errno));
       return GPD_EXIT_FAIL;
     }
+    if (keep_old(db) < 0) return GPD_EXIT_FAIL;
   }
 
   /* signals: forward to the child once it runs */

@@ -154,6 +154,18 @@ static void tree_header(FILE *f, const unsigned *cols, size_t nc) {
   fprintf(f, " calling context\n");
 }
 
+/* Indentation of a line at `depth` levels: 2 columns a level up to
+ * INDENT_MAX levels; deeper lines keep that indentation and say their
+ * depth ("[depth 200000] "), so a very deep chain prints in linear size. */
+#define INDENT_MAX 64
+
+static void indent(FILE *f, unsigned depth) {
+  if (depth <= INDENT_MAX)
+    fprintf(f, "%*s", (int)(2 * depth), "");
+  else
+    fprintf(f, "%*s[depth %u] ", 2 * INDENT_MAX, "", depth);
+}
+
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
                       unsigned depth) {
   const gpd_tnode_t *root = &t->nodes[t->root];
@@ -168,25 +180,39 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
   }
   node_name(name, sizeof(name), nd);
   extras(ex, sizeof(ex), &nd->incl);
-  fprintf(f, " %*s%s%s\n", (int)(2 * depth), "", name, ex);
-  /* inlined frames: nested lines, no metric columns of their own */
+  fputc(' ', f);
+  indent(f, depth);
+  fprintf(f, "%s%s\n", name, ex);
+  /* inlined frames: nested lines, no metric columns of their own; each
+   * says where the next outer function calls it */
   for (uint32_t k = 1; k < nd->nframes; k++) {
     const gpd_tframe_t *fr = &nd->frames[k];
-    fprintf(f, "%*s %*s[inlined] %s", (int)(nc * 33), "", (int)(2 * (depth + k)), "",
-            fr->function[0] ? fr->function : "??");
+    fprintf(f, "%*s ", (int)(nc * 33), "");
+    indent(f, depth + k);
+    fprintf(f, "[inlined] %s", fr->function[0] ? fr->function : "??");
     if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", fr->file, fr->line);
     fputc('\n', f);
   }
 }
 
-static void tree_walk(FILE *f, const gpd_tree_t *t, size_t i, const unsigned *cols, size_t nc, unsigned depth,
-                      unsigned indent, const gpd_render_opts_t *o) {
-  const gpd_tnode_t *nd = &t->nodes[i];
-  if (i != t->root && mvec_zero(&nd->incl)) return; /* hide zero subtrees */
-  tree_line(f, t, nd, cols, nc, indent);
-  if (o->depth && depth >= o->depth) return;
-  unsigned sub = indent + 1 + (nd->nframes > 1 ? nd->nframes - 1 : 0);
-  for (uint32_t k = 0; k < nd->nkids; k++) tree_walk(f, t, nd->kids[k], cols, nc, depth + 1, sub, o);
+/* Pre-order walk with an explicit stack (a profile may be 200 000 levels
+ * deep): children pushed in reverse so that they print in sorted order. */
+static void tree_walk(FILE *f, const gpd_tree_t *t, const unsigned *cols, size_t nc, const gpd_render_opts_t *o) {
+  typedef struct { size_t i; unsigned depth, indent; } item_t;
+  item_t *st = malloc((t->n + 1) * sizeof(*st));
+  size_t ns = 0;
+  if (!st) abort();
+  st[ns++] = (item_t){t->root, 0, 0};
+  while (ns) {
+    item_t it = st[--ns];
+    const gpd_tnode_t *nd = &t->nodes[it.i];
+    if (it.i != t->root && mvec_zero(&nd->incl)) continue; /* hide zero subtrees */
+    tree_line(f, t, nd, cols, nc, it.indent);
+    if (o->depth && it.depth >= o->depth) continue;
+    unsigned sub = it.indent + 1 + (nd->nframes > 1 ? nd->nframes - 1 : 0);
+    for (uint32_t k = nd->nkids; k-- > 0;) st[ns++] = (item_t){nd->kids[k], it.depth + 1, sub};
+  }
+  free(st);
 }
 
 void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
@@ -199,7 +225,7 @@ void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   fprintf(f, "Calling context tree (top-down; times in seconds; %% of the root's inclusive value; sorted by %s)\n",
           metric_name(o->metric));
   tree_header(f, cols, nc);
-  tree_walk(f, t, t->root, cols, nc, 0, 0, o);
+  tree_walk(f, t, cols, nc, o);
 }
 
 /* ---- flat profile ---- */
@@ -247,27 +273,19 @@ static const char *kind_name(int k) {
   return "?";
 }
 
-/* 1 if an ancestor of node i has the same kind and label (recursion:
- * its inclusive value is already counted there). */
-static int flat_has_same_ancestor(const gpd_tree_t *t, size_t i) {
-  const gpd_tnode_t *nd = &t->nodes[i];
-  for (size_t p = nd->parent; p != SIZE_MAX; p = t->nodes[p].parent) {
-    const gpd_tnode_t *a = &t->nodes[p];
-    if (a->kind == nd->kind && !strcmp(flat_label(a), flat_label(nd))) return 1;
-    if (p == t->root) break;
-  }
-  return 0;
-}
-
 /** Build the flat rows (exclusive sums by kind+label; inclusive sums
- *  counted once per recursion chain).  Returns the row count; *out is
- *  malloc'd (caller frees rows' vectors and the array). */
+ *  counted once per recursion chain: a node adds its inclusive value only
+ *  when no ancestor has the same row, found with per-row counts of the
+ *  current root path during one iterative pre-order walk).  Returns the
+ *  row count; *out is malloc'd (caller frees rows' vectors and the array). */
 static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) {
   size_t *idx = malloc((t->n + 1) * sizeof(*idx)), ni = 0, nr = 0;
+  size_t *row_of = malloc((t->n + 1) * sizeof(*row_of));
   flat_row_t *rows = calloc(t->n + 1, sizeof(*rows));
-  if (!idx || !rows) abort();
+  if (!idx || !rows || !row_of) abort();
   for (size_t i = 0; i < t->n; i++) {
     const gpd_tnode_t *nd = &t->nodes[i];
+    row_of[i] = SIZE_MAX;
     if (i == t->root || nd->parent == SIZE_MAX || nd->kind == GPD_NODE_ROOT) continue;
     if (mvec_zero(&nd->incl)) continue;
     idx[ni++] = i;
@@ -281,12 +299,35 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
       rows[nr].label = flat_label(nd);
       nr++;
     }
+    row_of[idx[k]] = nr - 1;
     flat_row_t *r = &rows[nr - 1];
     for (uint32_t j = 0; j < nd->excl.n; j++) gpd_mvec_add(&r->excl, nd->excl.v[j].id, nd->excl.v[j].v);
-    if (!flat_has_same_ancestor(t, idx[k]))
-      for (uint32_t j = 0; j < nd->incl.n; j++) gpd_mvec_add(&r->incl, nd->incl.v[j].id, nd->incl.v[j].v);
   }
   free(idx);
+  /* walk: stack entries are node indexes; ~index marks "leaving" */
+  uint32_t *on_path = calloc(nr + 1, sizeof(*on_path));
+  size_t *st = malloc((2 * t->n + 2) * sizeof(*st)), ns = 0;
+  if (!on_path || !st) abort();
+  if (t->root != SIZE_MAX) st[ns++] = t->root;
+  while (ns) {
+    size_t e = st[--ns];
+    if (e >= (SIZE_MAX >> 1)) { /* leaving node ~e */
+      on_path[row_of[~e]]--;
+      continue;
+    }
+    const gpd_tnode_t *nd = &t->nodes[e];
+    size_t r = row_of[e];
+    if (r != SIZE_MAX) {
+      if (!on_path[r])
+        for (uint32_t j = 0; j < nd->incl.n; j++) gpd_mvec_add(&rows[r].incl, nd->incl.v[j].id, nd->incl.v[j].v);
+      on_path[r]++;
+      st[ns++] = ~e;
+    }
+    for (uint32_t k = 0; k < nd->nkids; k++) st[ns++] = nd->kids[k];
+  }
+  free(st);
+  free(on_path);
+  free(row_of);
   flat_metric = metric;
   qsort(rows, nr, sizeof(*rows), flat_row_cmp);
   *out = rows;
@@ -346,6 +387,8 @@ static void backends_col(char *buf, size_t n, const gpd_tproc_t *p) {
 
 void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
   fprintf(f, "\nProcesses (%zu):\n", t->nprocs);
+  if (t->nhidden)
+    fprintf(f, "  (%zu more that never used a GPU API not listed; --all lists them)\n", t->nhidden);
   if (t->nprocs)
     fprintf(f, "  %8s %-10s %5s %-8s %10s %8s  %-16s %s\n", "PID", "JOB", "RANK", "STATE", "RECORDS", "DROPS",
             "BACKENDS", "EXE");
@@ -388,12 +431,19 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
 
 /* ---- ps ---- */
 
-void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r) {
+void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
+  size_t hidden = 0;
   fprintf(f, "%8s %-10s %-10s %5s %-8s %5s %10s %8s %-16s %s\n", "PID", "USER", "JOB", "RANK", "STATE", "RINGS",
           "RECORDS", "DROPS", "BACKENDS", "EXE");
   for (size_t i = 0; i < r->n_procs; i++) {
     const Gpuprof__Process *p = r->procs[i];
     char user[32], rank[16], be[256];
+    /* never used a GPU API: no back end reported its state (the shim does
+     * at the first call into an API), e.g. a linker PoCL spawns */
+    if (!all && p->n_backends == 0 && !p->error[0]) {
+      hidden++;
+      continue;
+    }
     size_t len = 0;
     struct passwd *pw = getpwuid(p->uid);
     if (pw)
@@ -423,6 +473,9 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r) {
                 p->backends[j]->reason[0] ? p->backends[j]->reason : "no reason given", p->backends[j]->code);
   }
   if (!r->n_procs) fprintf(f, "(no processes visible)\n");
+  if (hidden)
+    fprintf(f, "(%zu process%s that never used a GPU API not shown; --all shows them)\n", hidden,
+            hidden == 1 ? "" : "es");
 }
 
 /* ---- top ---- */

@@ -7,6 +7,7 @@
  * nodes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -19,7 +20,7 @@
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 
-#define GPD_REPORT_FORMAT_VERSION 1
+#define GPD_REPORT_FORMAT_VERSION 2 /* 2: context and frame rows per uid */
 
 static int fail(char *err, size_t errn, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errn, int code, const char *fmt, ...) {
@@ -63,6 +64,7 @@ typedef struct load_ctx_s {
   sqlite3 *db;
   const char *path;
   sqlite3_stmt *backend_q;
+  int all; /* list processes that never used a GPU API too */
 } load_ctx_t;
 
 static int row_backend(sqlite3_stmt *st, void *c) {
@@ -78,6 +80,11 @@ static int row_backend(sqlite3_stmt *st, void *c) {
 
 static int row_profile(sqlite3_stmt *st, void *c) {
   load_ctx_t *lc = c;
+  /* column 16: the process used a GPU API (docs/CLI.md) */
+  if (!lc->all && sqlite3_column_int(st, 16) == 0) {
+    lc->t->nhidden++;
+    return 0;
+  }
   gpd_tproc_t *p = gpd_tree_proc_new(lc->t);
   if (!p) return -ENOMEM;
   p->profile_id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -186,18 +193,52 @@ static int exists_suffix(const char *path, const char *suffix) {
   return stat(p, &sb) == 0;
 }
 
+/* 1 if table has a column named col (the store's per-user schema adds
+ * `uid` to context and frame). */
+static int has_column(sqlite3 *db, const char *table, const char *col) {
+  char sql[128];
+  sqlite3_stmt *st = NULL;
+  int found = 0;
+  snprintf(sql, sizeof(sql), "PRAGMA table_info(%s)", table);
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
+  while (!found && sqlite3_step(st) == SQLITE_ROW) found = !strcmp(col_text(st, 1), col);
+  sqlite3_finalize(st);
+  return found;
+}
+
 int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn) {
+  return gpd_report_load_all(t, path, pid, 1, err, errn);
+}
+
+int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn) {
   sqlite3 *db = NULL;
-  struct stat sb;
-  int had_wal = exists_suffix(path, "-wal"), had_shm = exists_suffix(path, "-shm");
+  struct stat sb, sb2;
+  int had_wal = 0, had_shm = 0, fd = -1;
   char *meta[2] = {NULL, NULL};
-  load_ctx_t lc = {t, NULL, path, NULL};
+  load_ctx_t lc = {t, NULL, path, NULL, all};
   int r;
 
-  if (stat(path, &sb) < 0) return fail(err, errn, -errno, "cannot open %s: %s", path, strerror(errno));
-  if (S_ISDIR(sb.st_mode)) return fail(err, errn, -EISDIR, "%s is a directory, not a gpuprof profile", path);
+  /* Only a regular file: opened without blocking (a FIFO would block
+   * SQLite's open forever) and kept open until SQLite has opened the same
+   * file (same device and inode). */
+  if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0 || fstat(fd, &sb) < 0) {
+    r = fail(err, errn, -errno, "cannot open %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return r;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    close(fd);
+    if (S_ISDIR(sb.st_mode)) return fail(err, errn, -EISDIR, "%s is a directory, not a gpuprof profile", path);
+    return fail(err, errn, -EINVAL, "%s is not a regular file, not a gpuprof profile", path);
+  }
+  had_wal = exists_suffix(path, "-wal");
+  had_shm = exists_suffix(path, "-shm");
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
     r = fail(err, errn, GPD_ESTORE, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+    goto done;
+  }
+  if (stat(path, &sb2) < 0 || sb2.st_dev != sb.st_dev || sb2.st_ino != sb.st_ino) {
+    r = fail(err, errn, GPD_ESTORE, "%s changed while being opened", path);
     goto done;
   }
   lc.db = db;
@@ -219,16 +260,31 @@ int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t 
     r = fail(err, errn, GPD_ESTORE, "%s: not a gpuprof profile (%s)", path, sqlite3_errmsg(db));
     goto done;
   }
+  /* "used a GPU API": a back end reported its state (the shim does at the
+   * first call into that API) or some metric was recorded */
   r = query(db,
             "SELECT id, pid, uid, gid, exe, hostname, job_id, step_id, rank, local_rank, start_ns, end_ns, state, "
-            "records, drops, error FROM profile WHERE (?1 = 0 OR pid = ?1) ORDER BY id",
+            "records, drops, error, "
+            "EXISTS(SELECT 1 FROM backend b WHERE b.profile_id = profile.id) OR "
+            "EXISTS(SELECT 1 FROM metric m WHERE m.profile_id = profile.id) "
+            "FROM profile WHERE (?1 = 0 OR pid = ?1) ORDER BY id",
             pid, row_profile, &lc, 0, err, errn, path);
   if (r < 0) goto done;
-  r = query(db, "SELECT id, parent, kind, module, offset, label, raw_name FROM context", 0, row_context, &lc, 0, err,
-            errn, path);
+  /* Per-user labels (context.uid, frame.uid): take the rows of the users
+   * whose profiles are reported; older files have one label per context. */
+  int per_uid = has_column(db, "context", "uid") && has_column(db, "frame", "uid");
+  r = query(db,
+            per_uid ? "SELECT id, parent, kind, module, offset, label, raw_name FROM context "
+                      "WHERE uid IN (SELECT uid FROM profile WHERE (?1 = 0 OR pid = ?1)) ORDER BY uid, id"
+                    : "SELECT id, parent, kind, module, offset, label, raw_name FROM context",
+            pid, row_context, &lc, 0, err, errn, path);
   if (r < 0) goto done;
-  r = query(db, "SELECT context_id, depth, function, file, line, inlined FROM frame ORDER BY context_id, depth", 0,
-            row_frame, &lc, 0, err, errn, path);
+  r = query(db,
+            per_uid ? "SELECT context_id, depth, function, file, line, inlined FROM frame "
+                      "WHERE uid IN (SELECT uid FROM profile WHERE (?1 = 0 OR pid = ?1)) "
+                      "ORDER BY uid, context_id, depth"
+                    : "SELECT context_id, depth, function, file, line, inlined FROM frame ORDER BY context_id, depth",
+            pid, row_frame, &lc, 0, err, errn, path);
   if (r < 0) goto done;
   r = query(db,
             "SELECT context_id, metric_id, SUM(value) FROM metric "
@@ -240,6 +296,7 @@ int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t 
 done:
   sqlite3_finalize(lc.backend_q);
   sqlite3_close(db);
+  close(fd);
   wal_tidy(path, had_wal, had_shm);
   free(meta[0]);
   free(meta[1]);
@@ -247,25 +304,27 @@ done:
 }
 
 static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--metric NAME] [--depth N] [--pid N] FILE...\n"
+    "usage: gpuprof report [--json] [--flat] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
     "  Print the calling-context tree of saved profiles (merged by context).\n"
     "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
     "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
     "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
     "  --depth N      show at most N levels below the root\n"
-    "  --pid N        only the profiles of process N\n";
+    "  --pid N        only the profiles of process N\n"
+    "  --all          also list processes that never used a GPU API\n";
 
 int gpd_report_main(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
                                        {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+                                       {"all", no_argument, NULL, 'a'},
                                        {NULL, 0, NULL, 0}};
   gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
-  int json = 0, pid = 0, c;
+  int json = 0, pid = 0, all = 0, c;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:ha", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
@@ -281,6 +340,7 @@ int gpd_report_main(int argc, char **argv) {
       if ((v = gpd_cli_parse_uint(optarg)) <= 0) return gpd_cli_usage(report_usage, "bad --pid '%s'", optarg);
       pid = (int)v;
       break;
+    case 'a': all = 1; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -293,7 +353,7 @@ int gpd_report_main(int argc, char **argv) {
   int r = 0;
   gpd_tree_init(&t);
   for (int i = optind; i < argc; i++) {
-    if ((r = gpd_report_load(&t, argv[i], pid, err, sizeof(err))) < 0) {
+    if ((r = gpd_report_load_all(&t, argv[i], pid, all, err, sizeof(err))) < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
       gpd_tree_free(&t);
       return GPD_EXIT_FAIL;

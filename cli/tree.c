@@ -185,6 +185,12 @@ int gpd_tree_frame_add(gpd_tree_t *t, size_t idx, const char *function, const ch
   gpd_tnode_t *n = &t->nodes[idx];
   gpd_tframe_t *f = realloc(n->frames, (n->nframes + 1) * sizeof(*f));
   if (!f) return -ENOMEM;
+  /* A CPU frame is labelled with its physical function, the outermost
+   * frame of its inline chain (older stores labelled the innermost). */
+  if (n->kind == GPD_NODE_FRAME && n->nframes == 0 && function && function[0] && strcmp(function, "??")) {
+    free(n->label);
+    n->label = gpd_cli_strdup(function);
+  }
   n->frames = f;
   f[n->nframes].function = gpd_cli_strdup(function);
   f[n->nframes].file = gpd_cli_strdup(file);

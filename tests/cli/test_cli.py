@@ -15,10 +15,13 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPUPROF = None
 FAKED = None
+APP = None
 FAILS = []
 
 
@@ -170,7 +173,7 @@ def case_json(tmp):
                               "path": "gpubins/0123456789abcdef0123456789abcdef.gpubin"}], "gpubins")
     # control characters and non-ASCII in labels stay valid JSON
     make_db(db, "UPDATE context SET label = 'k<' || char(1) || '>' || char(233) || 'x' WHERE id = 12;"
-                "UPDATE context SET label = CAST(X'6B61FF' AS TEXT) WHERE id = 10;")
+                "UPDATE frame SET function = CAST(X'6B61FF' AS TEXT) WHERE context_id = 10 AND depth = 0;")
     rc, out, err = run(["report", "--json", db])
     try:
         doc = json.loads(out)
@@ -401,18 +404,255 @@ def case_live(tmp):
         d.wait()
 
 
+def markers(src):
+    m = {}
+    with open(src) as f:
+        for i, line in enumerate(f, 1):
+            for name in re.findall(r"@([A-Za-z_0-9]+)", line):
+                m[name] = i
+    return m
+
+
+def case_label(tmp):
+    # an older store labelled a FRAME context with the innermost function of
+    # its inline chain: the report labels it with the physical one (frames[0])
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db, "UPDATE context SET label = 'axpy_launch' WHERE id = 3;")
+    rc, out, err = run(["report", db])
+    check(rc == 0 and line_with(out, "solve (solve.c:20)") is not None, "physical function shown %r" % err)
+    l = line_with(out, "[inlined] axpy_launch (vec.h:5)")
+    check(l is not None and l.index("[inlined]") > line_with(out, "solve (solve.c:20)").index("solve"),
+          "inlined frame nested below its function")
+    rc, out, err = run(["report", "--json", db])
+    doc = json.loads(out)
+    solve = doc["tree"]["children"][0]["children"][0]
+    check(solve["label"] == "solve" and [f["function"] for f in solve["frames"]] == ["solve", "axpy_launch"] and
+          [f["inlined"] for f in solve["frames"]] == [False, True], "json label and frames %r" % solve["label"])
+    rc, out, err = run(["report", "--flat", db])
+    check(line_with(out, "cpu     axpy_launch") is None and line_with(out, "cpu     solve") is not None,
+          "flat row by physical function")
+
+
+def case_peruid(tmp):
+    # the store's per-user schema: context/frame rows carry uid; the report
+    # takes the rows of its profiles' users (1000), not another user's (2000)
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db, """
+      ALTER TABLE context RENAME TO context_old;
+      CREATE TABLE context(uid INTEGER NOT NULL, id INTEGER NOT NULL, parent INTEGER, kind INTEGER, module TEXT,
+                           build_id TEXT, offset INTEGER, label TEXT, raw_name TEXT, PRIMARY KEY(uid, id));
+      INSERT INTO context SELECT 2000, id, parent, kind, module, build_id, offset, 'other_' || label, raw_name
+        FROM context_old;
+      INSERT INTO context SELECT 1000, * FROM context_old;
+      DROP TABLE context_old;
+      ALTER TABLE frame RENAME TO frame_old;
+      CREATE TABLE frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, depth INTEGER NOT NULL, function TEXT,
+                         file TEXT, line INTEGER, inlined INTEGER, PRIMARY KEY(uid, context_id, depth));
+      INSERT INTO frame SELECT 2000, context_id, depth, 'other_' || function, file, line + 1000, inlined
+        FROM frame_old;
+      INSERT INTO frame SELECT 1000, * FROM frame_old;
+      DROP TABLE frame_old;""")
+    rc, out, err = run(["report", db])
+    check(rc == 0, "per-uid report exits 0: %r" % err)
+    check("other_" not in out, "no label of uid 2000 shown")
+    check(line_with(out, "main (app.c:10)") is not None and line_with(out, "solve (solve.c:20)") is not None,
+          "labels of uid 1000 shown")
+    rc, out, err = run(["report", "--json", db])
+    check(rc == 0 and "other_" not in out, "json: no label of uid 2000")
+
+
+def case_deep(tmp):
+    # a 200 000-deep chain of CPU frames with a kernel at the bottom: no
+    # recursion (stack overflow) and linear-size output
+    depth = 200000
+    db = os.path.join(tmp, "deep.gpdb")
+    make_db(db, "DELETE FROM metric; DELETE FROM frame; DELETE FROM context;")
+    c = sqlite3.connect(db)
+    c.execute("INSERT INTO context VALUES (1, 0, 0, NULL, NULL, 0, '<program root>', NULL)")
+    c.executemany("INSERT INTO context VALUES (?, ?, 1, '/opt/app/bin/app', NULL, ?, ?, NULL)",
+                  ((i, i - 1, i, "f%d" % (i % 7)) for i in range(2, depth + 2)))
+    c.executemany("INSERT INTO frame VALUES (?, 0, ?, 'deep.c', ?, 0)",
+                  ((i, "f%d" % (i % 7), i % 100) for i in range(2, depth + 2)))
+    c.execute("INSERT INTO context VALUES (?, ?, 2, NULL, NULL, 0, '<gpu kernel>', NULL)", (depth + 2, depth + 1))
+    c.execute("INSERT INTO context VALUES (?, ?, 3, NULL, NULL, 0, 'deep_kernel', NULL)", (depth + 3, depth + 2))
+    c.execute("INSERT INTO metric VALUES (1, ?, 0, 7000)", (depth + 3,))  # GPUOP
+    c.execute("INSERT INTO metric VALUES (1, ?, 1, 7000)", (depth + 3,))  # GKER
+    c.execute("INSERT INTO metric VALUES (1, ?, 49, 7)", (depth + 3,))    # GKER:COUNT
+    c.commit()
+    c.close()
+    rc, out, err = run(["report", db], timeout=120)
+    check(rc == 0, "deep report exits 0 (rc=%d, %s)" % (rc, err[-300:]))
+    lines = out.splitlines()
+    check(sum(1 for l in lines if " f" in l and "(deep.c:" in l) == depth, "all %d frames printed" % depth)
+    k = line_with(out, "deep_kernel")
+    check(k is not None and "[depth %d]" % (depth + 2) in k and "{GKER:COUNT=7}" in k, "kernel line %r" % k)
+    check(max(len(l) for l in lines) < 400, "indentation is bounded")
+    rc, out, err = run(["report", "--json", db], timeout=120)
+    check(rc == 0 and out.count('"kind":"frame"') == depth and out.rstrip().endswith("}"),
+          "deep json: rc=%d, %d frames" % (rc, out.count('"kind":"frame"')))
+    check(out.count("[") == out.count("]") and out.count("{") == out.count("}"), "deep json brackets balance")
+    rc, out, err = run(["report", "--flat", db], timeout=120)
+    row = cols(line_with(out, "deep_kernel"))
+    check(rc == 0 and row[-3:] == ["7", "kernel", "deep_kernel"], "flat kernel row %r" % row)
+    f0 = cols(line_with(out, " cpu     f0"))
+    check(f0[:3] == ["0", "0.0%", "7e-06"], "flat: recursion counted once %r" % f0)
+
+
+def case_fifo(tmp):
+    fifo = os.path.join(tmp, "p.gpdb")
+    os.mkfifo(fifo)
+    try:
+        rc, out, err = run(["report", fifo], timeout=20)
+    except subprocess.TimeoutExpired:
+        rc, err = -1, "timed out"
+    check(rc == 1 and "not a regular file" in err, "FIFO refused at once: rc=%d %r" % (rc, err))
+
+
+def case_hidden(tmp):
+    # profile 3 (pid 1003, e.g. a linker PoCL runs) has no back end and no
+    # metric: left out of the header and process list unless --all
+    db = os.path.join(tmp, "p.gpdb")
+    make_db(db, "INSERT INTO profile SELECT 3, 1003, ppid, uid, gid, '/usr/bin/ld', '[\"ld\"]', hostname, job_id, "
+                "step_id, rank, local_rank, start_ns, end_ns, state, records, drops, error FROM profile WHERE id = 2;")
+    rc, out, err = run(["report", db])
+    check(rc == 0 and "2 processes" in out and line_with(out, "/usr/bin/ld") is None, "ld hidden: %r" % err)
+    check("(1 more that never used a GPU API not listed; --all lists them)" in out, "hidden count said")
+    rc, out, err = run(["report", "--all", db])
+    check(rc == 0 and "3 processes" in out and line_with(out, "/usr/bin/ld") is not None, "--all lists ld")
+    rc, out, err = run(["report", "--json", db])
+    doc = json.loads(out)
+    check(doc["hidden_processes"] == 1 and [p["pid"] for p in doc["processes"]] == [1001, 1002], "json hides ld")
+
+
+def case_recordold(tmp):
+    fake = os.path.join(tmp, "fake-gpuprofd")
+    with open(fake, "w") as f:
+        f.write(FAKE_DAEMON)
+    os.chmod(fake, 0o755)
+    shim = find_lib() or os.path.join(HERE, "fixture.sql")
+    out_db = os.path.join(tmp, "run.gpdb")
+    env = {"GPUPROF_DAEMON": fake, "GPUPROF_SHIM": shim, "TMPDIR": tmp, "FAKE_LOG": os.path.join(tmp, "fake.log"),
+           "FIXTURE": os.path.join(HERE, "fixture.sql"), "LD_PRELOAD": ""}
+    rc, out, err = run(["record", "-o", out_db, "--", "true"], env=env)
+    check(rc == 0 and "moved" not in err and not os.path.exists(out_db + ".old"), "first record: no .old (%r)" % err)
+    c = sqlite3.connect(out_db)
+    c.execute("UPDATE profile SET exe = '/first/run' WHERE id = 1")
+    c.commit()
+    c.close()
+    open(out_db + "-wal", "w").close()  # a log beside it goes along
+    rc, out, err = run(["record", "-o", out_db, "--", "true"], env=env)
+    check(rc == 0, "second record exits 0 (%r)" % err)
+    check("gpuprof: the existing profile %s was moved to %s.old" % (out_db, out_db) in err, "one line says so %r" % err)
+    check(os.path.exists(out_db + ".old") and os.path.exists(out_db + ".old-wal") and
+          not os.path.exists(out_db + "-wal"), "FILE, FILE-wal -> FILE.old, FILE.old-wal")
+    rc, out, err = run(["report", "--all", out_db + ".old"])
+    check(rc == 0 and "/first/run" in out, "the old run is in FILE.old")
+    rc, out, err = run(["report", "--all", out_db])
+    check(rc == 0 and "/first/run" not in out and "2 processes" in out, "FILE holds the new run only")
+
+
+def case_inline(tmp):
+    # end to end: ocl-inline under `gpuprof record` (real daemon, shim, PoCL):
+    # main > phase_c > helper (inlined, with its call-site line) > <gpu kernel> > bump
+    if not APP or not os.path.exists(APP):
+        print("SKIP: no ocl-inline")
+        sys.exit(77)
+    m = markers(os.path.join(HERE, "ocl-inline.c"))
+    db = os.path.join(tmp, "i.gpdb")
+    p = subprocess.run([GPUPROF, "record", "-o", db, "--", APP], capture_output=True, text=True, timeout=120)
+    if p.returncode == 77:
+        print("SKIP: no OpenCL device")
+        sys.exit(77)
+    check(p.returncode == 0 and "sum 6144" in p.stdout, "record rc=%d out=%r err=%r" % (p.returncode, p.stdout,
+                                                                                     p.stderr[-500:]))
+    rc, out, err = run(["report", "--json", db])
+    check(rc == 0, "report --json exits 0 %r" % err)
+    doc = json.loads(out)
+    found = []
+
+    def walk(n, anc):
+        if n["kind"] == "kernel" and n["label"] == "bump":
+            found.append((n, anc))
+        for c in n["children"]:
+            walk(c, anc + [n])
+    walk(doc["tree"], [])
+    count = sum(n["metrics"].get("GKER:COUNT", {}).get("incl", 0) for n, _ in found)
+    check(count == 6, "bump launched 6 times (got %r)" % count)
+    for n, anc in found:
+        frames = [a for a in anc if a["kind"] == "frame"]
+        labels = [a["label"] for a in frames]
+        check(labels[-2:] == ["main", "phase_c"], "path ends main > phase_c: %r" % labels)
+        check(anc[-1]["kind"] == "placeholder", "kernel below a placeholder")
+        pc = frames[-1]["frames"] if frames else []
+        got = [(f["function"], os.path.basename(f["file"]), f["line"], f["inlined"]) for f in pc]
+        want = [("phase_c", "ocl-inline.c", m["phase_c"], False), ("helper", "ocl-inline.c", m["helper"], True)]
+        check(got == want, "phase_c frames %r, want %r" % (got, want))
+    rc, out, err = run(["report", db])
+    pl = line_with(out, "ocl-inline.c:%d)" % m["phase_c"])
+    hl = line_with(out, "ocl-inline.c:%d)" % m["helper"])
+    kl = line_with(out, " bump ")
+    check(pl is not None and " phase_c (" in pl, "text report shows phase_c %r" % pl)
+    check(hl is not None and "[inlined] helper (" in hl, "text report shows the inlined helper %r" % hl)
+    check(kl is not None and "{GKER:COUNT=6}" in kl, "text report shows bump x6 %r" % kl)
+    if pl and hl and kl:
+        lines = out.splitlines()
+        i = lines.index(pl)
+        check(lines[i + 1] == hl and "<gpu kernel>" in lines[i + 2] and lines.index(kl) == i + 3,
+              "helper right below phase_c, then <gpu kernel>, then bump")
+        check(len(kl) - len(kl.lstrip()) > 0 and kl.index("bump") > pl.index("phase_c"), "bump nested deeper")
+
+
+def case_psall(tmp):
+    # live: a process under the shim that never calls a GPU API is hidden
+    # from `ps` (counted) and listed by `ps --all`
+    gpuprofd = os.path.join(os.path.dirname(GPUPROF), "gpuprofd")
+    shim = os.path.join(os.path.dirname(os.path.dirname(GPUPROF)), "lib", "libgpuprof.so")
+    if not os.path.exists(gpuprofd) or not os.path.exists(shim):
+        print("SKIP: no gpuprofd or shim")
+        sys.exit(77)
+    sock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen([gpuprofd, "--foreground", "--socket", sock, "--db", os.path.join(tmp, "d.gpdb")],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "d.log"), "w"))
+    sl = None
+    try:
+        deadline = time.time() + 20
+        while not os.path.exists(sock) and time.time() < deadline:
+            time.sleep(0.05)
+        check(os.path.exists(sock), "daemon listens")
+        env = dict(os.environ, LD_PRELOAD=shim, GPUPROF_SOCKET=sock)
+        sl = subprocess.Popen(["sleep", "60"], env=env)
+        pid = str(sl.pid)
+        out = ""
+        while time.time() < deadline:
+            rc, out, err = run(["ps", "--all", "--socket", sock])
+            if line_with(out, " %s " % pid):
+                break
+            time.sleep(0.1)
+        check(line_with(out, " %s " % pid) is not None, "ps --all lists the plain process %r" % out)
+        rc, out, err = run(["ps", "--socket", sock])
+        check(rc == 0 and line_with(out, " %s " % pid) is None, "ps hides it")
+        check("(1 process that never used a GPU API not shown; --all shows them)" in out, "ps says so %r" % out)
+    finally:
+        for p in (sl, d):
+            if p:
+                p.kill()
+                p.wait()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
 def main():
-    global GPUPROF, FAKED
+    global GPUPROF, FAKED, APP
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuprof", required=True)
     ap.add_argument("--faked")
+    ap.add_argument("--app")
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
     GPUPROF = a.gpuprof
     FAKED = a.faked
+    APP = a.app
     with tempfile.TemporaryDirectory(prefix="gpt-") as tmp:
         CASES[a.case](tmp)
     if FAILS:
