@@ -21,7 +21,7 @@ if(GPD_PYTHON3 AND TARGET gpuprof_cli)
     set(_cli_app --app $<TARGET_FILE:ocl-inline>)
   endif()
   foreach(case report json flat badfile nodaemon usage record live label peruid deep fifo hidden recordold psall
-               inline)
+               inline livetree)
     add_test(NAME cli.${case}
       COMMAND ${GPD_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/cli/test_cli.py
               --gpuprof $<TARGET_FILE:gpuprof_cli>
@@ -30,5 +30,5 @@ if(GPD_PYTHON3 AND TARGET gpuprof_cli)
       LABELS "unit" TIMEOUT 180 SKIP_RETURN_CODE 77
       ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
   endforeach()
-  set_tests_properties(cli.psall cli.inline PROPERTIES LABELS "integration")
+  set_tests_properties(cli.psall cli.inline cli.livetree PROPERTIES LABELS "integration")
 endif()

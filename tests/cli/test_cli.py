@@ -551,23 +551,10 @@ def case_recordold(tmp):
     check(rc == 0 and "/first/run" not in out and "2 processes" in out, "FILE holds the new run only")
 
 
-def case_inline(tmp):
-    # end to end: ocl-inline under `gpuprof record` (real daemon, shim, PoCL):
-    # main > phase_c > helper (inlined, with its call-site line) > <gpu kernel> > bump
-    if not APP or not os.path.exists(APP):
-        print("SKIP: no ocl-inline")
-        sys.exit(77)
-    m = markers(os.path.join(HERE, "ocl-inline.c"))
-    db = os.path.join(tmp, "i.gpdb")
-    p = subprocess.run([GPUPROF, "record", "-o", db, "--", APP], capture_output=True, text=True, timeout=120)
-    if p.returncode == 77:
-        print("SKIP: no OpenCL device")
-        sys.exit(77)
-    check(p.returncode == 0 and "sum 6144" in p.stdout, "record rc=%d out=%r err=%r" % (p.returncode, p.stdout,
-                                                                                     p.stderr[-500:]))
-    rc, out, err = run(["report", "--json", db])
-    check(rc == 0, "report --json exits 0 %r" % err)
-    doc = json.loads(out)
+def check_inline_doc(doc, m):
+    """ocl-inline's tree (report --json or tree --json): 6 launches of bump,
+    each under main > phase_c whose frames are phase_c then the inlined
+    helper, with their exact lines."""
     found = []
 
     def walk(n, anc):
@@ -587,6 +574,25 @@ def case_inline(tmp):
         got = [(f["function"], os.path.basename(f["file"]), f["line"], f["inlined"]) for f in pc]
         want = [("phase_c", "ocl-inline.c", m["phase_c"], False), ("helper", "ocl-inline.c", m["helper"], True)]
         check(got == want, "phase_c frames %r, want %r" % (got, want))
+
+
+def case_inline(tmp):
+    # end to end: ocl-inline under `gpuprof record` (real daemon, shim, PoCL):
+    # main > phase_c > helper (inlined, with its call-site line) > <gpu kernel> > bump
+    if not APP or not os.path.exists(APP):
+        print("SKIP: no ocl-inline")
+        sys.exit(77)
+    m = markers(os.path.join(HERE, "ocl-inline.c"))
+    db = os.path.join(tmp, "i.gpdb")
+    p = subprocess.run([GPUPROF, "record", "-o", db, "--", APP], capture_output=True, text=True, timeout=120)
+    if p.returncode == 77:
+        print("SKIP: no OpenCL device")
+        sys.exit(77)
+    check(p.returncode == 0 and "sum 6144" in p.stdout, "record rc=%d out=%r err=%r" % (p.returncode, p.stdout,
+                                                                                     p.stderr[-500:]))
+    rc, out, err = run(["report", "--json", db])
+    check(rc == 0, "report --json exits 0 %r" % err)
+    check_inline_doc(json.loads(out), m)
     rc, out, err = run(["report", db])
     pl = line_with(out, "ocl-inline.c:%d)" % m["phase_c"])
     hl = line_with(out, "ocl-inline.c:%d)" % m["helper"])
@@ -637,6 +643,46 @@ def case_psall(tmp):
             if p:
                 p.kill()
                 p.wait()
+
+
+def case_livetree(tmp):
+    # the daemon's live answers: tree --json and top for ocl-inline
+    gpuprofd = os.path.join(os.path.dirname(GPUPROF), "gpuprofd")
+    shim = os.path.join(os.path.dirname(os.path.dirname(GPUPROF)), "lib", "libgpuprof.so")
+    if not APP or not os.path.exists(APP) or not os.path.exists(gpuprofd) or not os.path.exists(shim):
+        print("SKIP: no ocl-inline, gpuprofd or shim")
+        sys.exit(77)
+    m = markers(os.path.join(HERE, "ocl-inline.c"))
+    sock = os.path.join(tmp, "d.sock")
+    d = subprocess.Popen([gpuprofd, "--foreground", "--socket", sock, "--db", os.path.join(tmp, "d.gpdb")],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "d.log"), "w"))
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(sock) and time.time() < deadline:
+            time.sleep(0.05)
+        check(os.path.exists(sock), "daemon listens")
+        p = subprocess.run([APP], env=dict(os.environ, LD_PRELOAD=shim, GPUPROF_SOCKET=sock), capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode == 77:
+            print("SKIP: no OpenCL device")
+            sys.exit(77)
+        check(p.returncode == 0, "ocl-inline under the shim: %r" % p.stderr[-300:])
+        doc = None
+        while time.time() < deadline:  # the monitor drains the rings shortly after
+            rc, out, err = run(["tree", "--json", "--socket", sock])
+            if rc == 0 and '"GKER:COUNT":{"id":49,"unit":"count","excl":6' in out:
+                doc = json.loads(out)
+                break
+            time.sleep(0.1)
+        check(doc is not None, "live tree has the 6 launches")
+        if doc:
+            check_inline_doc(doc, m)
+        rc, out, err = run(["top", "--socket", sock])
+        row = line_with(out, " bump ")
+        check(rc == 0 and row is not None and row.rstrip().endswith("main > phase_c"), "top path %r" % row)
+    finally:
+        d.kill()
+        d.wait()
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
