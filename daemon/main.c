@@ -43,6 +43,8 @@ static void usage(FILE *f) {
              "                [--foreground] [--exit-when-idle]\n");
 }
 
+/* Create the parents of dir (0755, as system directories are) and dir
+ * itself (0700: the state is private). */
 static int mkdir_p(const char *dir) {
   char buf[PATH_MAX];
   snprintf(buf, sizeof buf, "%s", dir);
@@ -51,7 +53,7 @@ static int mkdir_p(const char *dir) {
       continue;
     char c = *p;
     *p = 0;
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+    if (mkdir(buf, c == 0 ? 0700 : 0755) < 0 && errno != EEXIST)
       return -errno;
     *p = c;
     if (c == 0)
@@ -135,6 +137,7 @@ int main(int argc, char **argv) {
 
   gpd_log_init("gpuprofd");
   signal(SIGPIPE, SIG_IGN);
+  umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
   for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxh", opts, NULL)) != -1;) {
     switch (o) {
@@ -177,6 +180,14 @@ int main(int argc, char **argv) {
       fprintf(stderr, "gpuprofd: state dir %s: %s\n", D.cfg.state_dir, strerror(-e));
       return 1;
     }
+    /* refused: a link, another user's directory, or one others can write
+     * to (they could plant the database or its -wal) */
+    e = gpd_store_private_dir(D.cfg.state_dir, 0, err, sizeof err);
+    if (e < 0) {
+      fprintf(stderr, "gpuprofd: state dir refused: %s\n", err);
+      return 1;
+    }
+    close(e);
     snprintf(D.db_path, sizeof D.db_path, "%s/%s", D.cfg.state_dir, D.cfg.db_name);
   }
 
@@ -189,7 +200,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpuprofd: cannot open the profile store %s\n", D.db_path);
     return 1;
   }
-  D.next_profile_id = gpd_store_max_profile_id(D.store) + 1;
+  D.next_profile_id = gpd_store_first_profile_id(D.store);
   /* the live view goes on across a restart: stored profiles come back */
   (void)gpd_store_restore(&D, 256);
   D.loop = uv_default_loop();

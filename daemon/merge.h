@@ -5,6 +5,7 @@
 #define GPD_DAEMON_MERGE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gpuprof/cct.h"
 
@@ -16,7 +17,8 @@ typedef struct gpd_mnode_s {
   uint64_t id, parent_id;
   uint32_t parent; /* index, GPD_NONE for root */
   uint8_t kind;
-  const gpd_profile_t *prof; /* first profile that had it (labels) */
+  const gpd_profile_t *prof; /* first profile that had it (labels); of owner uid */
+  uid_t uid;                 /* owner: only profiles of this uid merge here */
   uint32_t pidx;             /* its index in that profile */
   gpd_mval_t *excl, *incl;
   uint32_t nex, capex, nin, capin;
@@ -29,7 +31,12 @@ typedef struct gpd_merge_s {
   gpd_map_t by_id;
 } gpd_merge_t;
 
-/** Merge profile p into m (sum exclusive metrics by Merkle id). */
+/** Merged-view key of Merkle id `id` for a node of user `uid` when another
+ *  user owns the node with that id (never 0). */
+uint64_t gpd_merge_key(uint64_t id, uid_t uid);
+/** Merge profile p into m (sum exclusive metrics by Merkle id; a node of
+ *  another uid than its owner's goes to its own node, gpd_merge_key).
+ *  0 or -ENOMEM. */
 int gpd_merge_add(gpd_merge_t *m, const gpd_profile_t *p);
 /** Compute inclusive metrics (after all adds). */
 int gpd_merge_finish(gpd_merge_t *m);

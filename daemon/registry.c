@@ -128,6 +128,25 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+uint64_t gpd_registry_proc_start(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  /* the command name may hold anything: fields resume after the last ')' */
+  char *p = strrchr(buf, ')');
+  if (p == NULL)
+    return 0;
+  p++;
+  for (int field = 3; field < 22 && p; field++)
+    p = strchr(p + 1, ' ');
+  return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 static char *sdup(const char *s, size_t max) {
   if (s == NULL)
     return strdup("");
@@ -194,29 +213,46 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   p->pid = peer->pid;
   p->uid = peer->uid;
   p->gid = peer->gid;
+  p->proc_start = gpd_registry_proc_start(p->pid);
   fill_from_hello(p, h);
 
   if (h->handback) {
-    err = gpd_region_map(&p->region, fd);
-    if (err < 0) {
-      snprintf(errmsg, errlen, "hand-back region rejected: %s", gpd_strerror(err));
-      goto fail;
-    }
-    fd = -1; /* owned by the region now */
-    p->has_region = 1;
-    if (gpd_registry_cursors(p) < 0) {
-      err = -ENOMEM;
-      snprintf(errmsg, errlen, "out of memory");
-      goto fail;
-    }
     uint64_t want = h->profile_id;
     pthread_mutex_lock(&d->lock);
     gpd_proc_t *old = want != 0 ? gpd_registry_find(d, want) : NULL;
-    /* A LOST entry restored from the store (or an EXITED one of the same
-     * uid whose process evidently lives on) stands in for this process
-     * until it hands back: take its place. */
-    if (old && !old->client && !old->has_region && old->uid == peer->uid &&
-        (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED)) {
+    /* Only the very process the entry was made for may take it over: same
+     * uid and pid (SO_PEERCRED) and the same kernel start time (a reused
+     * pid is another process).  Anything else gets a profile of its own. */
+    if (old && !(old->uid == peer->uid && old->pid == peer->pid &&
+                 (old->proc_start == 0 || old->proc_start == p->proc_start)))
+      old = NULL;
+    if (old && old->has_region) {
+      /* The same daemon still reads this process's region (its connection
+       * broke and it reconnected): go on with that entry and that
+       * mapping; mapping the region a second time would count its
+       * records twice. */
+      if (old->client && old->client != c)
+        gpd_client_set_proc(old->client, NULL); /* its EOF no longer ends the process */
+      old->client = c;
+      if (old->state == GPD_PROC_ENDING || old->state == GPD_PROC_EXITED) {
+        old->state = GPD_PROC_RUNNING;
+        old->flushed = 0;
+        old->end_ns = 0;
+      }
+      old->meta_dirty = 1;
+      pthread_mutex_unlock(&d->lock);
+      gpd_client_set_proc(c, old);
+      *profile_id = old->profile_id;
+      GPD_INFO("pid %d reconnected: profile %llu goes on", (int)old->pid,
+               (unsigned long long)old->profile_id);
+      close(fd);
+      gpd_registry_free_proc(p);
+      return 0;
+    }
+    /* A LOST entry restored from the store (or an EXITED one whose
+     * process evidently lives on) stands in for this process until it
+     * hands back: take its place. */
+    if (old && !old->client && (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED)) {
       for (gpd_proc_t **pp = &d->procs; *pp; pp = &(*pp)->next)
         if (*pp == old) {
           *pp = old->next;
@@ -230,6 +266,18 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     pthread_mutex_unlock(&d->lock);
     if (old)
       gpd_registry_free_proc(old);
+    err = gpd_region_map(&p->region, fd);
+    if (err < 0) {
+      snprintf(errmsg, errlen, "hand-back region rejected: %s", gpd_strerror(err));
+      goto fail;
+    }
+    fd = -1; /* owned by the region now */
+    p->has_region = 1;
+    if (gpd_registry_cursors(p) < 0) {
+      err = -ENOMEM;
+      snprintf(errmsg, errlen, "out of memory");
+      goto fail;
+    }
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);
@@ -243,19 +291,22 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
         if (loaded < 0)
           GPD_WARN("hand-back of profile %llu by pid %d uid %u: not reloaded (%s)",
                    (unsigned long long)want, (int)peer->pid, (unsigned)peer->uid,
-                   gpd_strerror(loaded));
+                   loaded == -ESRCH ? "stored for another process" : gpd_strerror(loaded));
         loaded = 0;
       }
     }
-    pthread_mutex_lock(&d->lock);
     if (!loaded) {
-      p->profile_id = d->next_profile_id++;
+      if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
+        snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
+        goto fail;
+      }
       gpd_profile_init(&p->prof, p->profile_id);
       p->prof.uid = p->uid;
       p->prof.gid = p->gid;
-    } else if (want >= d->next_profile_id) {
-      d->next_profile_id = want + 1;
     }
+    pthread_mutex_lock(&d->lock);
+    if (loaded && want >= d->next_profile_id)
+      d->next_profile_id = want + 1; /* cannot happen: ids are reserved */
     GPD_INFO("pid %d handed back its region (profile %llu, %s)", (int)p->pid,
              (unsigned long long)p->profile_id, loaded ? "reloaded" : "new profile");
   } else {
@@ -263,9 +314,10 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       close(fd); /* unexpected fd on a plain Hello */
       fd = -1;
     }
-    pthread_mutex_lock(&d->lock);
-    p->profile_id = d->next_profile_id++;
-    pthread_mutex_unlock(&d->lock);
+    if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
+      snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
+      goto fail;
+    }
     err = gpd_region_create(&p->region, d->cfg.rings, d->cfg.ring_slots, p->pid, p->profile_id);
     if (err < 0) {
       snprintf(errmsg, errlen, "cannot create region: %s", gpd_strerror(err));

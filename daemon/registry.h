@@ -29,6 +29,9 @@ typedef struct gpd_proc_s {
   size_t argc;
   int32_t rank, local_rank;
   uint64_t start_ns, end_ns;
+  /* the kernel's start time of pid (/proc/pid/stat field 22, clock ticks
+   * after boot; 0 unknown): with pid and uid, who may hand back */
+  uint64_t proc_start;
   int state;            /* GPD_PROC_* */
   int has_region;
   gpd_region_t region;
@@ -68,6 +71,9 @@ void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *recor
 struct Gpuprof__Hello;
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpuprof__Hello *h,
                        int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
+/** Start time of process pid (clock ticks after boot, /proc/pid/stat
+ *  field 22), 0 if unknown.  Any thread. */
+uint64_t gpd_registry_proc_start(pid_t pid);
 /** EOF on a process's connection: request the final drain. */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
 /** Allocate p->cursor / p->cursor_saved for p->region, both at each

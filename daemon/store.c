@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,12 +55,21 @@ typedef struct gpubin_row_s {
 
 struct gpd_store_s {
   sqlite3 *wdb; /* writer thread */
-  sqlite3 *rdb; /* main thread: reads only */
+  sqlite3 *rdb; /* main thread: reads, and a profile-id reservation when
+                   the writer fell behind (gpd_store_reserve_ids) */
   gpubin_row_t *gpubins; /* pending rows, under d->lock */
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
+  int bindir;     /* gpubins/ (verified, O_PATH-free dirfd), -1 until needed */
+  uint64_t id_hw; /* ids below this are reserved durably (meta), d->lock */
+  uint64_t first_id; /* first id this daemon hands out */
 };
+
+#define GPD_STR_(x) #x
+#define GPD_STR(x) GPD_STR_(x)
+/* ids reserved per meta write; the writer tops up at half */
+#define GPD_STORE_ID_BLOCK 1024u
 
 static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -69,7 +79,8 @@ static const char *SCHEMA =
     "  pid INTEGER NOT NULL, ppid INTEGER, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
     "  exe TEXT, argv TEXT, hostname TEXT, job_id TEXT, step_id TEXT, rank INTEGER,"
     "  local_rank INTEGER, start_ns INTEGER, end_ns INTEGER, state TEXT NOT NULL,"
-    "  records INTEGER NOT NULL DEFAULT 0, drops INTEGER NOT NULL DEFAULT 0, error TEXT);"
+    "  records INTEGER NOT NULL DEFAULT 0, drops INTEGER NOT NULL DEFAULT 0, error TEXT,"
+    "  proc_start INTEGER);"
     "CREATE TABLE IF NOT EXISTS backend(profile_id INTEGER NOT NULL, api TEXT NOT NULL,"
     "  enabled INTEGER NOT NULL, code INTEGER, reason TEXT, PRIMARY KEY(profile_id, api));"
     "CREATE TABLE IF NOT EXISTS module(profile_id INTEGER NOT NULL, id INTEGER NOT NULL,"
@@ -77,12 +88,12 @@ static const char *SCHEMA =
     "  PRIMARY KEY(profile_id, id));"
     "CREATE TABLE IF NOT EXISTS string(profile_id INTEGER NOT NULL, id INTEGER NOT NULL,"
     "  kind INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(profile_id, id));"
-    "CREATE TABLE IF NOT EXISTS context(id INTEGER PRIMARY KEY, parent INTEGER NOT NULL,"
-    "  kind INTEGER NOT NULL, module TEXT, build_id TEXT, offset INTEGER, label TEXT,"
-    "  raw_name TEXT);"
-    "CREATE TABLE IF NOT EXISTS frame(context_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
-    "  function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
-    "  PRIMARY KEY(context_id, depth));"
+    "CREATE TABLE IF NOT EXISTS context(uid INTEGER NOT NULL, id INTEGER NOT NULL,"
+    "  parent INTEGER NOT NULL, kind INTEGER NOT NULL, module TEXT, build_id TEXT,"
+    "  offset INTEGER, label TEXT, raw_name TEXT, PRIMARY KEY(uid, id));"
+    "CREATE TABLE IF NOT EXISTS frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL,"
+    "  depth INTEGER NOT NULL, function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
+    "  PRIMARY KEY(uid, context_id, depth));"
     "CREATE TABLE IF NOT EXISTS cct_local(profile_id INTEGER NOT NULL,"
     "  local_id INTEGER NOT NULL, context_id INTEGER NOT NULL,"
     "  PRIMARY KEY(profile_id, local_id)) WITHOUT ROWID;"
@@ -107,13 +118,87 @@ static int db_exec(sqlite3 *db, const char *sql) {
 }
 
 static int db_open(sqlite3 **db, const char *path) {
-  if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+  /* NOFOLLOW: a database path that is a symbolic link is refused */
+  if (sqlite3_open_v2(path, db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                          SQLITE_OPEN_NOFOLLOW,
                       NULL) != SQLITE_OK) {
     GPD_ERR("store: cannot open %s: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
     return GPD_ESTORE;
   }
   sqlite3_busy_timeout(*db, 10000);
   return 0;
+}
+
+int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errlen) {
+  int err = 0, fd = -1;
+  struct stat st;
+  if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
+    err = -errno;
+    snprintf(errmsg, errlen, "%s: cannot create: %s", dir, strerror(-err));
+    goto fail;
+  }
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    err = -errno;
+    snprintf(errmsg, errlen, "%s: %s", dir,
+             err == -ELOOP || err == -ENOTDIR ? "is a symbolic link or not a directory"
+                                              : strerror(-err));
+    goto fail;
+  }
+  if (fstat(fd, &st) < 0) {
+    err = -errno;
+    snprintf(errmsg, errlen, "%s: %s", dir, strerror(-err));
+    goto fail;
+  }
+  if (st.st_uid != geteuid()) {
+    err = -EPERM;
+    snprintf(errmsg, errlen, "%s is owned by uid %u, not by the daemon (uid %u)", dir,
+             (unsigned)st.st_uid, (unsigned)geteuid());
+    goto fail;
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    err = -EPERM;
+    snprintf(errmsg, errlen, "%s is writable by group or others (mode %03o)", dir,
+             (unsigned)(st.st_mode & 07777));
+    goto fail;
+  }
+  if ((st.st_mode & 077) && fchmod(fd, st.st_mode & 07700) < 0) {
+    err = -errno;
+    snprintf(errmsg, errlen, "%s: cannot make it private: %s", dir, strerror(-err));
+    goto fail;
+  }
+  return fd;
+fail:
+  if (fd >= 0)
+    close(fd);
+  return err;
+}
+
+/* The database file and its -wal/-shm: never a link, a hard link or
+ * someone else's file; 0600 (created so, tightened if an older daemon
+ * made them readable).  create: the database itself may be created. */
+static int private_file(const char *path, int create) {
+  int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+  if (fd < 0) {
+    if (!create && errno == ENOENT)
+      return 0;
+    GPD_ERR("store: %s: %s", path,
+            errno == ELOOP ? "is a symbolic link; refused" : strerror(errno));
+    return GPD_ESTORE;
+  }
+  struct stat st;
+  int err = 0;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
+    GPD_ERR("store: %s is not a regular file of the daemon's own (uid %u, %u links); refused",
+            path, (unsigned)st.st_uid, (unsigned)st.st_nlink);
+    err = GPD_ESTORE;
+  } else if ((st.st_mode & 077) && fchmod(fd, 0600) < 0) {
+    GPD_ERR("store: %s: cannot make it private: %s", path, strerror(errno));
+    err = GPD_ESTORE;
+  }
+  close(fd);
+  return err;
 }
 
 static const char *unit_name(gpd_unit_t u) {
@@ -125,11 +210,52 @@ static const char *unit_name(gpd_unit_t u) {
   }
 }
 
+/* Old databases (user_version 1): context and frame were one table for
+ * all users.  Each row is copied to every uid that owns a profile, so
+ * what each user saw stays what it was, and from now on writes of one
+ * uid never change another's rows. */
+static const char *MIGRATE_1_2 =
+    "CREATE TABLE context_v2(uid INTEGER NOT NULL, id INTEGER NOT NULL,"
+    "  parent INTEGER NOT NULL, kind INTEGER NOT NULL, module TEXT, build_id TEXT,"
+    "  offset INTEGER, label TEXT, raw_name TEXT, PRIMARY KEY(uid, id));"
+    "INSERT INTO context_v2 SELECT u.uid, c.id, c.parent, c.kind, c.module, c.build_id,"
+    "  c.offset, c.label, c.raw_name FROM context c, (SELECT DISTINCT uid FROM profile) u;"
+    "DROP TABLE context; ALTER TABLE context_v2 RENAME TO context;"
+    "CREATE TABLE frame_v2(uid INTEGER NOT NULL, context_id INTEGER NOT NULL,"
+    "  depth INTEGER NOT NULL, function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
+    "  PRIMARY KEY(uid, context_id, depth));"
+    "INSERT INTO frame_v2 SELECT u.uid, f.context_id, f.depth, f.function, f.file, f.line,"
+    "  f.inlined FROM frame f, (SELECT DISTINCT uid FROM profile) u;"
+    "DROP TABLE frame; ALTER TABLE frame_v2 RENAME TO frame;";
+
+static int64_t db_int(sqlite3 *db, const char *sql, int64_t dflt) {
+  sqlite3_stmt *q = NULL;
+  int64_t v = dflt;
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW &&
+      sqlite3_column_type(q, 0) != SQLITE_NULL)
+    v = sqlite3_column_int64(q, 0);
+  sqlite3_finalize(q);
+  return v;
+}
+
+/* Raise the durable profile-id high-water mark to at least hw (inside the
+ * caller's transaction). */
+static int store_id_hw(sqlite3 *db, uint64_t hw) {
+  char *sql = sqlite3_mprintf(
+      "INSERT INTO meta VALUES('next_profile_id','%llu') ON CONFLICT(key) DO UPDATE SET"
+      " value=MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER));",
+      (unsigned long long)hw);
+  int e = sql ? db_exec(db, sql) : -ENOMEM;
+  sqlite3_free(sql);
+  return e;
+}
+
 int gpd_store_open(gpd_store_t **out, const char *path) {
   int err = GPD_ESTORE;
   gpd_store_t *s = calloc(1, sizeof *s);
   if (s == NULL)
     return -ENOMEM;
+  s->bindir = -1;
   snprintf(s->path, sizeof s->path, "%s", path);
   snprintf(s->dir, sizeof s->dir, "%s", path);
   char *slash = strrchr(s->dir, '/');
@@ -139,6 +265,17 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
     s->dir[1] = 0;
   else
     *slash = 0;
+  {
+    char side[PATH_MAX + 8];
+    if (private_file(path, 1) < 0)
+      goto fail;
+    snprintf(side, sizeof side, "%s-wal", path);
+    if (private_file(side, 0) < 0)
+      goto fail;
+    snprintf(side, sizeof side, "%s-shm", path);
+    if (private_file(side, 0) < 0)
+      goto fail;
+  }
   if (db_open(&s->wdb, path) < 0)
     goto fail;
   /* auto_vacuum must precede the first table */
@@ -147,7 +284,25 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
     goto fail;
   if (db_exec(s->wdb, "BEGIN IMMEDIATE;") < 0)
     goto fail;
-  if (db_exec(s->wdb, SCHEMA) < 0 || db_exec(s->wdb, "PRAGMA user_version=1;") < 0)
+  int64_t ver = db_int(s->wdb, "PRAGMA user_version", 0);
+  if (ver > GPD_STORE_FORMAT) {
+    GPD_ERR("store: %s has format version %lld, newer than this daemon's (%d); refused", path,
+            (long long)ver, GPD_STORE_FORMAT);
+    goto rollback;
+  }
+  if (db_exec(s->wdb, SCHEMA) < 0)
+    goto rollback;
+  if (db_int(s->wdb, "SELECT COUNT(*) FROM pragma_table_info('context') WHERE name='uid'", 0) ==
+      0) {
+    GPD_INFO("store: %s: upgrading contexts and frames to per-user rows (format 2)", path);
+    if (db_exec(s->wdb, MIGRATE_1_2) < 0)
+      goto rollback;
+  }
+  if (db_int(s->wdb, "SELECT COUNT(*) FROM pragma_table_info('profile') WHERE name='proc_start'",
+             0) == 0 &&
+      db_exec(s->wdb, "ALTER TABLE profile ADD COLUMN proc_start INTEGER;") < 0)
+    goto rollback;
+  if (db_exec(s->wdb, "PRAGMA user_version=" GPD_STR(GPD_STORE_FORMAT) ";") < 0)
     goto rollback;
   {
     char host[256] = "";
@@ -175,6 +330,20 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
   /* profiles a dead daemon left running: their shims may hand them back */
   if (db_exec(s->wdb, "UPDATE profile SET state='lost' WHERE state='running';") < 0)
     goto rollback;
+  /* Profile ids are never handed out twice, even ids a killed daemon gave
+   * out and never committed: the first id is past both the stored
+   * profiles and the reserved mark, and a block is reserved now. */
+  {
+    int64_t maxid = db_int(s->wdb, "SELECT MAX(id) FROM profile", 0);
+    int64_t hw = db_int(s->wdb, "SELECT CAST(value AS INTEGER) FROM meta"
+                                " WHERE key='next_profile_id'", 1);
+    s->first_id = (uint64_t)(maxid + 1 > hw ? maxid + 1 : hw);
+    if (s->first_id == 0)
+      s->first_id = 1;
+    s->id_hw = s->first_id + GPD_STORE_ID_BLOCK;
+    if (store_id_hw(s->wdb, s->id_hw) < 0)
+      goto rollback;
+  }
   if (db_exec(s->wdb, "COMMIT;") < 0)
     goto fail;
   if (db_open(&s->rdb, path) < 0)
@@ -196,6 +365,8 @@ void gpd_store_close(gpd_store_t *s) {
     s->gpubins = g->next;
     free(g);
   }
+  if (s->bindir >= 0)
+    close(s->bindir);
   if (s->wdb)
     sqlite3_close(s->wdb);
   if (s->rdb)
@@ -203,14 +374,34 @@ void gpd_store_close(gpd_store_t *s) {
   free(s);
 }
 
-uint64_t gpd_store_max_profile_id(gpd_store_t *s) {
-  sqlite3_stmt *st = NULL;
-  uint64_t id = 0;
-  if (sqlite3_prepare_v2(s->rdb, "SELECT MAX(id) FROM profile", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    id = (uint64_t)sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return id;
+uint64_t gpd_store_first_profile_id(gpd_store_t *s) { return s->first_id; }
+
+int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
+  gpd_store_t *s = d->store;
+  pthread_mutex_lock(&d->lock);
+  if (s == NULL || d->next_profile_id < s->id_hw) {
+    *id = d->next_profile_id++;
+    pthread_mutex_unlock(&d->lock);
+    return 0;
+  }
+  uint64_t hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
+  pthread_mutex_unlock(&d->lock);
+  /* The writer did not keep the reservation ahead (more than half a block
+   * of registrations within one flush interval): reserve here, once per
+   * block, on the main thread's own connection. */
+  int err = db_exec(s->rdb, "BEGIN IMMEDIATE;");
+  if (err == 0 && (err = store_id_hw(s->rdb, hw)) == 0)
+    err = db_exec(s->rdb, "COMMIT;");
+  if (err < 0) {
+    db_exec(s->rdb, "ROLLBACK;");
+    return err;
+  }
+  pthread_mutex_lock(&d->lock);
+  if (s->id_hw < hw)
+    s->id_hw = hw;
+  *id = d->next_profile_id++;
+  pthread_mutex_unlock(&d->lock);
+  return 0;
 }
 
 /* ----------------------------------------------------------- snapshot */
@@ -220,6 +411,8 @@ typedef struct snap_ctx_s {
   int kind;
   char *module, *build_id, *label, *raw;
   uint64_t offset;
+  const gpd_sframe_t *fr; /* FRAME: source frames (symbols.c cache), before BEGIN */
+  unsigned nfr;
 } snap_ctx_t;
 
 typedef struct snap_met_s {
@@ -233,7 +426,7 @@ typedef struct snap_proc_s {
   uint64_t id;
   int64_t pid, ppid, uid, gid, rank, local_rank;
   char *exe, *argv, *hostname, *job, *step, *error;
-  uint64_t start_ns, end_ns, records, drops;
+  uint64_t start_ns, end_ns, records, drops, proc_start;
   const char *state;
   int exited;
   struct { const char *api; int enabled, code; char *reason; } be[GPD_API_MAX];
@@ -316,6 +509,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   s->job = xdup(p->job_id); s->step = xdup(p->step_id);
   s->error = p->error[0] ? strdup(p->error) : NULL;
   s->start_ns = p->start_ns;
+  s->proc_start = p->proc_start;
   s->end_ns = p->end_ns;
   s->records = pr->records;
   s->drops = p->drops;
@@ -437,24 +631,25 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
 /* ------------------------------------------------------------- write */
 
 enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
-       ST_PEND_DEL, ST_PEND, ST_CURSOR, ST_CURSOR_DEL, ST__N };
+       ST_PEND_DEL, ST_PEND, ST_CURSOR, ST__N };
 static const char *ST_SQL[ST__N] = {
     "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
-    "start_ns,end_ns,state,records,drops,error) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,"
-    "?13,?14,?15,?16,?17,?18) ON CONFLICT(id) DO UPDATE SET pid=?2,ppid=?3,uid=?4,gid=?5,"
-    "exe=?6,argv=?7,hostname=?8,job_id=?9,step_id=?10,rank=?11,local_rank=?12,start_ns=?13,"
-    "end_ns=?14,state=?15,records=?16,drops=?17,error=?18",
+    "start_ns,end_ns,state,records,drops,error,proc_start) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+    "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19) ON CONFLICT(id) DO UPDATE SET pid=?2,ppid=?3,"
+    "uid=?4,gid=?5,exe=?6,argv=?7,hostname=?8,job_id=?9,step_id=?10,rank=?11,local_rank=?12,"
+    "start_ns=?13,end_ns=?14,state=?15,records=?16,drops=?17,error=?18,proc_start=?19",
     "INSERT OR REPLACE INTO backend VALUES(?1,?2,?3,?4,?5)",
     "INSERT OR REPLACE INTO module VALUES(?1,?2,?3,?4,?5,?6)",
     "INSERT OR REPLACE INTO string VALUES(?1,?2,?3,?4)",
-    "INSERT OR IGNORE INTO context VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-    "INSERT OR IGNORE INTO frame VALUES(?1,?2,?3,?4,?5,?6)",
+    "INSERT OR IGNORE INTO context(uid,id,parent,kind,module,build_id,offset,label,raw_name)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    "INSERT OR IGNORE INTO frame(uid,context_id,depth,function,file,line,inlined)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7)",
     "INSERT OR REPLACE INTO cct_local VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO metric VALUES(?1,?2,?3,?4)",
     "DELETE FROM pending WHERE profile_id=?1",
     "INSERT INTO pending VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
-    "DELETE FROM ring_cursor WHERE profile_id=?1",
 };
 
 static int step(sqlite3 *db, sqlite3_stmt *st) {
@@ -500,6 +695,7 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
   sqlite3_bind_int64(q, 16, (int64_t)p->records);
   sqlite3_bind_int64(q, 17, (int64_t)p->drops);
   bind_text(q, 18, p->error);
+  sqlite3_bind_int64(q, 19, (int64_t)p->proc_start);
   if ((e = step(db, q)) < 0)
     return e;
   for (int i = 0; i < p->nbe; i++) {
@@ -536,13 +732,11 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
   }
   for (uint32_t i = 0; i < p->nctxs; i++) {
     snap_ctx_t *c = &p->ctxs[i];
-    const gpd_sframe_t *fr = NULL;
-    unsigned nfr = 0;
+    const gpd_sframe_t *fr = c->fr;
+    unsigned nfr = c->nfr;
     char buf[64];
     const char *label = c->label;
     if (c->kind == GPD_NODE_FRAME) {
-      if (c->module)
-        gpd_symbols_resolve(c->module, (uid_t)p->uid, (gid_t)p->gid, c->offset, &fr, &nfr);
       if (nfr > 0)
         label = fr[nfr - 1].function; /* innermost: where the call is */
       else {
@@ -552,25 +746,29 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
     } else if (c->kind == GPD_NODE_ROOT) {
       label = "<root>";
     }
+    /* rows of this profile's owner only: another user's announcement of
+     * the same module key never changes them (PRIMARY KEY(uid, id)) */
     q = st[ST_CONTEXT];
-    sqlite3_bind_int64(q, 1, (int64_t)c->id);
-    sqlite3_bind_int64(q, 2, (int64_t)c->parent);
-    sqlite3_bind_int(q, 3, c->kind);
-    bind_text(q, 4, c->module);
-    bind_text(q, 5, c->build_id);
-    sqlite3_bind_int64(q, 6, (int64_t)c->offset);
-    bind_text(q, 7, label);
-    bind_text(q, 8, c->raw);
+    sqlite3_bind_int64(q, 1, p->uid);
+    sqlite3_bind_int64(q, 2, (int64_t)c->id);
+    sqlite3_bind_int64(q, 3, (int64_t)c->parent);
+    sqlite3_bind_int(q, 4, c->kind);
+    bind_text(q, 5, c->module);
+    bind_text(q, 6, c->build_id);
+    sqlite3_bind_int64(q, 7, (int64_t)c->offset);
+    bind_text(q, 8, label);
+    bind_text(q, 9, c->raw);
     if ((e = step(db, q)) < 0)
       return e;
     for (unsigned k = 0; k < nfr; k++) {
       q = st[ST_FRAME];
-      sqlite3_bind_int64(q, 1, (int64_t)c->id);
-      sqlite3_bind_int(q, 2, (int)k);
-      bind_text(q, 3, fr[k].function);
-      bind_text(q, 4, fr[k].file);
-      sqlite3_bind_int(q, 5, (int)fr[k].line);
-      sqlite3_bind_int(q, 6, fr[k].inlined);
+      sqlite3_bind_int64(q, 1, p->uid);
+      sqlite3_bind_int64(q, 2, (int64_t)c->id);
+      sqlite3_bind_int(q, 3, (int)k);
+      bind_text(q, 4, fr[k].function);
+      bind_text(q, 5, fr[k].file);
+      sqlite3_bind_int(q, 6, (int)fr[k].line);
+      sqlite3_bind_int(q, 7, fr[k].inlined);
       if ((e = step(db, q)) < 0)
         return e;
     }
@@ -610,23 +808,18 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
         return e;
     }
   }
-  if (p->exited) {
-    /* nothing will be handed back: the positions are of no further use */
-    q = st[ST_CURSOR_DEL];
+  /* Kept after the process exited too: a daemon killed between this
+   * COMMIT and the release must still skip what is stored here when the
+   * process hands its region back (deleted with the profile). */
+  for (uint32_t i = 0; i < p->ncursor; i++) {
+    if (p->cursor[i] == p->cursor_prev[i])
+      continue;
+    q = st[ST_CURSOR];
     sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, i);
+    sqlite3_bind_int64(q, 3, (int64_t)p->cursor[i]);
     if ((e = step(db, q)) < 0)
       return e;
-  } else {
-    for (uint32_t i = 0; i < p->ncursor; i++) {
-      if (p->cursor[i] == p->cursor_prev[i])
-        continue;
-      q = st[ST_CURSOR];
-      sqlite3_bind_int64(q, 1, (int64_t)p->id);
-      sqlite3_bind_int64(q, 2, i);
-      sqlite3_bind_int64(q, 3, (int64_t)p->cursor[i]);
-      if ((e = step(db, q)) < 0)
-        return e;
-    }
   }
   return 0;
 }
@@ -648,9 +841,23 @@ int gpd_store_flush(gpd_daemon_t *d) {
   }
   gpubin_row_t *gbrows = s->gpubins;
   s->gpubins = NULL;
+  /* keep a reserved block of profile ids ahead of the registry */
+  uint64_t id_hw = 0;
+  if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
+    id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->lock);
-  if (n == 0 && gbrows == NULL)
+  if (n == 0 && gbrows == NULL && id_hw == 0)
     goto out;
+  /* Symbolize before BEGIN: the resolver opens client-named module files
+   * (with the owner's rights) and may be slow; the write transaction must
+   * not wait on it. */
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t k = 0; !snaps[i].incomplete && k < snaps[i].nctxs; k++) {
+      snap_ctx_t *c = &snaps[i].ctxs[k];
+      if (c->kind == GPD_NODE_FRAME && c->module)
+        gpd_symbols_resolve(c->module, (uid_t)snaps[i].uid, (gid_t)snaps[i].gid, c->offset, &c->fr,
+                            &c->nfr);
+    }
 
   sqlite3_stmt *st[ST__N] = {0};
   for (int i = 0; i < ST__N; i++) {
@@ -673,6 +880,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
     err = sql ? db_exec(s->wdb, sql) : -ENOMEM;
     sqlite3_free(sql);
   }
+  if (err == 0 && id_hw)
+    err = store_id_hw(s->wdb, id_hw);
   if (err == 0)
     err = db_exec(s->wdb, "COMMIT;");
   if (err < 0)
@@ -689,6 +898,8 @@ fin:
     s->gpubins = gbrows;
     gbrows = NULL;
   }
+  if (err == 0 && id_hw > s->id_hw)
+    s->id_hw = id_hw;
   for (uint32_t i = 0; i < n; i++) {
     gpd_proc_t *p = NULL;
     for (p = d->procs; p && p != snaps[i].proc; p = p->next)
@@ -708,7 +919,9 @@ fin:
         p->cursor_saved[k] = snaps[i].cursor[k];
       }
     }
-    if (snaps[i].exited) {
+    /* still EXITED: a hand-back to this daemon may have revived it since
+     * the snapshot (gpd_registry_hello), then it keeps its region */
+    if (snaps[i].exited && p->state == GPD_PROC_EXITED) {
       p->flushed = 1;
       gpd_registry_close_region(p);
     }
@@ -749,8 +962,8 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   sqlite3_stmt *q = NULL;
   int ret = 0;
   int64_t pid = (int64_t)p->profile_id;
-  if (sqlite3_prepare_v2(db, "SELECT uid, records FROM profile WHERE id=?1", -1, &q, NULL) !=
-      SQLITE_OK)
+  if (sqlite3_prepare_v2(db, "SELECT uid, records, pid, proc_start FROM profile WHERE id=?1", -1,
+                         &q, NULL) != SQLITE_OK)
     goto dberr;
   sqlite3_bind_int64(q, 1, pid);
   if (sqlite3_step(q) != SQLITE_ROW) {
@@ -759,6 +972,15 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   }
   if ((uid_t)sqlite3_column_int64(q, 0) != uid) {
     ret = -EPERM;
+    goto out;
+  }
+  /* A hand-back (a region to adopt) must come from the very process the
+   * profile was made for: its pid (SO_PEERCRED) and its kernel start
+   * time (NULL in a profile an older daemon stored: pid only). */
+  uint64_t pstart = (uint64_t)sqlite3_column_int64(q, 3);
+  if (proc->has_region && ((pid_t)sqlite3_column_int64(q, 2) != proc->pid ||
+                           (pstart != 0 && pstart != proc->proc_start))) {
+    ret = -ESRCH;
     goto out;
   }
   p->records = (uint64_t)sqlite3_column_int64(q, 1);
@@ -822,13 +1044,14 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
           db,
           "WITH RECURSIVE c(id) AS (SELECT context_id FROM cct_local WHERE profile_id=?1"
           " UNION SELECT context_id FROM metric WHERE profile_id=?1"
-          " UNION SELECT context.parent FROM context JOIN c ON context.id=c.id"
+          " UNION SELECT context.parent FROM context JOIN c ON context.uid=?2 AND context.id=c.id"
           " WHERE context.parent != 0)"
           " SELECT context.id, parent, kind, module, build_id, offset, label, raw_name"
-          " FROM context JOIN c ON context.id=c.id",
+          " FROM context JOIN c ON context.uid=?2 AND context.id=c.id",
           -1, &q, NULL) != SQLITE_OK)
     goto dberr;
   sqlite3_bind_int64(q, 1, pid);
+  sqlite3_bind_int64(q, 2, (int64_t)uid);
   typedef struct { uint64_t id, parent, off; int kind; uint32_t mod; char *label, *raw; } row_t;
   row_t *rows = NULL;
   size_t nrows = 0, caprows = 0;
@@ -1026,7 +1249,7 @@ int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
     return 0;
   if (sqlite3_prepare_v2(s->rdb,
                          "SELECT id, pid, ppid, uid, gid, exe, job_id, step_id, hostname, rank,"
-                         " local_rank, start_ns, end_ns, state, drops, error, argv"
+                         " local_rank, start_ns, end_ns, state, drops, error, argv, proc_start"
                          " FROM profile ORDER BY id DESC LIMIT ?1",
                          -1, &q, NULL) != SQLITE_OK) {
     GPD_ERR("store: restore: %s", sqlite3_errmsg(s->rdb));
@@ -1058,6 +1281,7 @@ int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
     if (er)
       snprintf(p->error, sizeof p->error, "%s", er);
     p->argv_json = col_dup(q, 16);
+    p->proc_start = (uint64_t)sqlite3_column_int64(q, 17);
     p->flushed = 1;
     gpd_profile_init(&p->prof, p->profile_id);
     p->prof.uid = p->uid;
@@ -1143,13 +1367,19 @@ int gpd_store_retain(gpd_daemon_t *d) {
     if (over) {
       /* contexts no profile refers to any more, leaves first */
       for (int k = 0; k < 256; k++) {
-        if (db_exec(s->wdb, "DELETE FROM context WHERE id NOT IN (SELECT context_id FROM metric)"
-                            " AND id NOT IN (SELECT context_id FROM cct_local)"
-                            " AND id NOT IN (SELECT parent FROM context) AND parent != 0;") < 0 ||
+        if (db_exec(s->wdb,
+                    "DELETE FROM context AS x WHERE parent != 0 AND NOT EXISTS"
+                    " (SELECT 1 FROM metric m JOIN profile p ON p.id=m.profile_id"
+                    "  WHERE m.context_id=x.id AND p.uid=x.uid)"
+                    " AND NOT EXISTS (SELECT 1 FROM cct_local l JOIN profile p ON p.id=l.profile_id"
+                    "  WHERE l.context_id=x.id AND p.uid=x.uid)"
+                    " AND NOT EXISTS (SELECT 1 FROM context y WHERE y.uid=x.uid AND y.parent=x.id);") <
+                0 ||
             sqlite3_changes(s->wdb) == 0)
           break;
       }
-      db_exec(s->wdb, "DELETE FROM frame WHERE context_id NOT IN (SELECT id FROM context);");
+      db_exec(s->wdb, "DELETE FROM frame AS f WHERE NOT EXISTS (SELECT 1 FROM context c"
+                      " WHERE c.uid=f.uid AND c.id=f.context_id);");
       db_exec(s->wdb, "PRAGMA incremental_vacuum;");
     }
   }
@@ -1213,7 +1443,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
 void gpd_gpubin_abort(gpd_gpubin_t *g) {
   if (g->fd >= 0) {
     close(g->fd);
-    unlink(g->tmp);
+    unlinkat(g->dirfd, g->tmp, 0);
   }
   g->fd = -1;
   g->hash[0] = 0;
@@ -1258,6 +1488,42 @@ static void gpubin_queue_row(gpd_daemon_t *d, const gpd_gpubin_t *g, uint64_t pr
   pthread_mutex_unlock(&d->lock);
 }
 
+/* The gpubins directory beside the database, opened once and verified
+ * (gpd_store_private_dir): every name below is opened relative to this fd,
+ * so a directory swapped or planted later is never written through. */
+static int gpubin_dir(gpd_store_t *s, char *errmsg, size_t errlen) {
+  if (s->bindir >= 0)
+    return s->bindir;
+  char dir[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/gpubins", s->dir);
+  int fd = gpd_store_private_dir(dir, 1, errmsg, errlen);
+  if (fd < 0)
+    GPD_ERR("gpubin: %s", errmsg); /* once per try; uploads are refused */
+  else
+    s->bindir = fd;
+  return fd;
+}
+
+/* A new private temporary file: a name no one else uses (pid, counter,
+ * random), created O_EXCL|O_NOFOLLOW so that nothing planted is ever
+ * opened.  Two uploads of one binary write two files; the later rename
+ * replaces the earlier with the same content. */
+static int gpubin_tmp(gpd_gpubin_t *g, int dirfd) {
+  static uint64_t seq;
+  for (int tries = 0; tries < 16; tries++) {
+    uint64_t r = 0;
+    if (getentropy(&r, sizeof r) < 0)
+      r = gpd_clock_ns();
+    snprintf(g->tmp, sizeof g->tmp, ".%s.%d.%llu.%016llx.tmp", g->hash, (int)getpid(),
+             (unsigned long long)++seq, (unsigned long long)r);
+    /* read-write: the complete file is mapped to verify its hash */
+    int fd = openat(dirfd, g->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST)
+      return fd < 0 ? -errno : fd;
+  }
+  return -EEXIST;
+}
+
 int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
                      const Gpuprof__GpuBinary *m, char *errmsg, size_t errlen) {
   gpd_store_t *s = d->store;
@@ -1276,9 +1542,8 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
              (unsigned long long)m->offset, m->data.len, (unsigned long long)m->total_size);
     return GPD_EBADFRAME;
   }
-  char dir[PATH_MAX + 16], final[PATH_MAX + 64];
-  snprintf(dir, sizeof dir, "%s/gpubins", s->dir);
-  snprintf(final, sizeof final, "%s/%s.gpubin", dir, m->hash);
+  char final[64];
+  snprintf(final, sizeof final, "%s.gpubin", m->hash);
   if (strcmp(g->hash, m->hash) != 0) {
     gpd_gpubin_abort(g);
     if (m->offset != 0) {
@@ -1286,23 +1551,25 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
                (unsigned long long)m->offset);
       return GPD_EPROTO;
     }
+    int dirfd = gpubin_dir(s, errmsg, errlen);
+    if (dirfd < 0)
+      return dirfd;
     snprintf(g->hash, sizeof g->hash, "%s", m->hash);
     snprintf(g->kind, sizeof g->kind, "%s", m->kind);
     g->total = m->total_size;
     g->received = 0;
-    if (access(final, F_OK) == 0) {
-      g->fd = -2; /* already stored: swallow the chunks */
-    } else {
-      mkdir(dir, 0755);
-      snprintf(g->tmp, sizeof g->tmp, "%s/%s.gpubin.tmp", dir, m->hash);
-      /* read-write: the complete file is mapped to verify its hash */
-      g->fd = open(g->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (g->fd < 0) {
-        err = -errno;
-        snprintf(errmsg, errlen, "gpubin: %s: %s", g->tmp, strerror(-err));
-        g->hash[0] = 0;
-        return err;
-      }
+    g->dirfd = dirfd;
+    struct stat st;
+    /* stored before: a regular file of that size (a link is not) */
+    if (fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size == g->total) {
+      g->fd = -2; /* swallow the chunks */
+    } else if ((g->fd = gpubin_tmp(g, dirfd)) < 0) {
+      err = g->fd;
+      g->fd = -1;
+      snprintf(errmsg, errlen, "gpubin %s: temporary file: %s", m->hash, strerror(-err));
+      g->hash[0] = 0;
+      return err;
     }
   }
   if (m->offset != g->received || m->total_size != g->total) {
@@ -1313,10 +1580,10 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
   }
   if (g->fd >= 0 && m->data.len &&
       pwrite(g->fd, m->data.data, m->data.len, (off_t)m->offset) != (ssize_t)m->data.len) {
-    err = -errno;
-    snprintf(errmsg, errlen, "gpubin %s: write: %s", m->hash, strerror(errno));
+    err = errno ? -errno : -EIO;
+    snprintf(errmsg, errlen, "gpubin %s: write: %s", m->hash, strerror(-err));
     gpd_gpubin_abort(g);
-    return err ? err : -EIO;
+    return err;
   }
   g->received += m->data.len;
   if (g->received < g->total)
@@ -1333,8 +1600,10 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     }
     close(g->fd);
     g->fd = -1;
-    if (!ok || rename(g->tmp, final) < 0) {
-      unlink(g->tmp);
+    /* renameat replaces whatever is at the final name (a planted link
+     * included) without following it */
+    if (!ok || renameat(g->dirfd, g->tmp, g->dirfd, final) < 0) {
+      unlinkat(g->dirfd, g->tmp, 0);
       snprintf(errmsg, errlen, "gpubin %s: %s", g->hash,
                map == MAP_FAILED ? "cannot map the received file to check it" : !ok ? "content does not match its hash" : "cannot rename into place");
       g->hash[0] = 0;
@@ -1344,6 +1613,8 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     GPD_INFO("stored gpubin %s (%s, %llu bytes)", g->hash, g->kind, (unsigned long long)g->total);
   } else if (g->fd == -2) {
     gpubin_queue_row(d, g, profile_id); /* stored before, by another profile: listed here too */
+    GPD_INFO("gpubin %s (%s, %llu bytes) was stored before", g->hash, g->kind,
+             (unsigned long long)g->total);
   }
   g->fd = -1;
   g->hash[0] = 0;

@@ -14,12 +14,31 @@
 typedef struct gpd_daemon_s gpd_daemon_t;
 typedef struct gpd_store_s gpd_store_t;
 
-/** Open (create) the database at path: schema, WAL, metric_desc, marks
- *  profiles left 'running' by a dead daemon as 'lost'.  0 or GPD_ESTORE. */
+/** On-disk format (PRAGMA user_version; docs/FORMATS.md). */
+#define GPD_STORE_FORMAT 2
+
+/** Open (create) the database at path: schema (an older format is
+ *  upgraded, a newer one refused), WAL, metric_desc; marks profiles left
+ *  'running' by a dead daemon as 'lost'; reserves a block of profile ids.
+ *  The file and its -wal/-shm must be regular files of the daemon's euid
+ *  with one link (never a symbolic link); they are made 0600.  0 or
+ *  GPD_ESTORE (logged). */
 int gpd_store_open(gpd_store_t **out, const char *path);
 void gpd_store_close(gpd_store_t *s);
-/** Largest profile id in the store (0 if none). */
-uint64_t gpd_store_max_profile_id(gpd_store_t *s);
+/** First profile id this daemon may hand out: above every stored profile
+ *  and every id a previous daemon reserved (meta next_profile_id). */
+uint64_t gpd_store_first_profile_id(gpd_store_t *s);
+/** Hand out a fresh profile id (d->next_profile_id++) that is durably
+ *  reserved, so that a killed daemon's successor never gives it again.
+ *  Main thread, d->lock NOT held (taken inside).  Normally no I/O: the
+ *  writer keeps a block reserved ahead; when that ran out, one short
+ *  transaction on the main thread's connection.  0 or GPD_ESTORE. */
+int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id);
+/** Verify (and with create, first mkdir 0700) a private directory: not a
+ *  symbolic link, owned by the daemon's euid, not writable by group or
+ *  others; read/search bits for group/others are removed.  Returns an
+ *  open O_DIRECTORY fd (caller closes) or a negative errno with errmsg. */
+int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errlen);
 /** Writer thread: start / stop (stop does a last flush of everything). */
 int gpd_store_writer_start(gpd_daemon_t *d);
 void gpd_store_writer_stop(gpd_daemon_t *d);
@@ -43,13 +62,17 @@ int gpd_store_retain(gpd_daemon_t *d);
  *  how many, or a negative code.  Main thread, before the threads start. */
 int gpd_store_restore(gpd_daemon_t *d, unsigned keep);
 
-/** GPU binary upload in progress on one connection. */
+/** GPU binary upload in progress on one connection.  fd: the private
+ *  temporary file (-1 none, -2 already stored: chunks are swallowed);
+ *  tmp: its unique name inside the gpubins directory dirfd (borrowed from
+ *  the store, valid while fd >= 0). */
 typedef struct gpd_gpubin_s {
   char hash[33];
   char kind[32];
   uint64_t total, received;
   int fd;
-  char tmp[PATH_MAX + 64];
+  int dirfd;
+  char tmp[96];
 } gpd_gpubin_t;
 
 #define GPD_GPUBIN_MAX_BYTES (512ull << 20)

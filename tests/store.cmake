@@ -1,1 +1,19 @@
-# daemon store: hand-back, gpubin files, state permissions, disk full
+# daemon store: GPU-binary files, state permissions, per-user labels,
+# hand-back, bounds, disk full (tests/store/).  Scripts get the build dir.
+if(TARGET gpd_dclient AND TARGET gpuprofd)
+  add_executable(store-client ${CMAKE_CURRENT_LIST_DIR}/store/store-client.c)
+  target_link_libraries(store-client PRIVATE gpd_dclient)
+  set_target_properties(store-client PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+  # two programs with one layout and different function names (labels test)
+  foreach(v honest crafty)
+    add_executable(store-label-${v} ${CMAKE_CURRENT_LIST_DIR}/store/label-target.c)
+    target_compile_definitions(store-label-${v} PRIVATE TARGET_FN=${v}_target_function)
+    target_compile_options(store-label-${v} PRIVATE -O0 -g0 -fno-inline)
+    target_link_options(store-label-${v} PRIVATE -Wl,--build-id=none)
+    set_target_properties(store-label-${v} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+  endforeach()
+  foreach(t gpubin-files state-private labels handback)
+    add_test(NAME store.${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/${t}.sh ${CMAKE_BINARY_DIR})
+    set_tests_properties(store.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
