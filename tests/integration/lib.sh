@@ -4,7 +4,7 @@
 #
 # Rules the helpers keep for every test:
 #  - nothing is checked after a fixed sleep: wait_for polls a condition
-#    until it holds or a deadline ($GPD_IT_WAIT s, default 30) passes, then
+#    until it holds or a deadline ($GPD_IT_WAIT s, default 60) passes, then
 #    fails saying what it saw;
 #  - every process the test starts, directly or through the daemon, gpuprof
 #    record, PoCL or setsid, carries GPD_IT_TAG=<unique> in its environment
@@ -23,7 +23,7 @@ SHIM=$BUILD/lib/libgpuprof.so
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 GPDQ="$PY $HERE/gpdq.py"
-WAIT=${GPD_IT_WAIT:-30}
+WAIT=${GPD_IT_WAIT:-60}
 for f in "$GPUPROF" "$GPUPROFD" "$SHIM"; do
   [ -e "$f" ] || { echo "SKIP: $f not built"; exit 77; }
 done

@@ -4,7 +4,8 @@
 source "$(dirname "$0")/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-steady)
-A=5 # max age (s): a profile is checked for while it is younger than this
+A=10 # max age (s): a young profile is looked for while younger than this,
+     # so A bounds how long storing may take on a loaded machine
 
 # 1. by age: profiles finished more than A s ago are removed
 printf '[daemon]\nlog_level = info\n[store]\nretention_max_age_s = %d\nflush_interval_ms = 100\n' $A > "$T/age.conf"

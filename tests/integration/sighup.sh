@@ -6,7 +6,8 @@ source "$(dirname "$0")/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-steady)
 unset GPUPROF_LOG
-A=4 # retention set by the reload (s): the second profile is checked for while younger
+A=10 # retention set by the reload (s): the second profile is looked for while
+     # younger, so A bounds how long storing may take on a loaded machine
 C=$T/gpuprofd.conf
 printf '[daemon]\nlog_level = warn\n[store]\nflush_interval_ms = 100\n' > "$C"
 start_daemon "$T/h.sock" "$T/h.gpdb" --config "$C"
