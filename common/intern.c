@@ -3,27 +3,28 @@
  * Open addressing, linear probing bounded to PROBE_MAX entries (beyond
  * that the table counts as full).  Entry life cycle:
  *   empty      key_ip == 0
- *   claimed    CAS key_ip 0 -> ip won; key_parent being written; id == 0
- *   pending    key_parent written, then id = n | PENDING (release)
- *   published  id = n (release), by gpd_intern_publish after the NODE
- *              record was pushed
- * A lookup that meets a claimed entry with its ip waits (bounded) for the
- * parent; one that meets its own key pending waits (bounded) for the
- * publication.  A bounded wait that runs out returns 0, like a full table
- * (the caller attributes to the deepest node it has): never a hang.
- * Call-site address 0 is not a valid key (0 marks empty): returns 0.
+ *   filling    CAS key_ip 0 -> ip won; key_parent being written; id == 0
+ *   complete   key_parent written, then id = n (release)
+ * The filling window is a few instructions long, but the thread in it can
+ * be preempted, or be interrupted by a signal handler that captures on the
+ * same thread (which then waits on itself).  A lookup that meets a filling
+ * entry with its ip waits for it: spins first, then sched_yield()s (to let
+ * a preempted filler run), for at most GPD_INTERN_BUSY_WAIT_NS; then it
+ * passes the entry over and probes on.  Passing over is always correct:
+ * if the entry was for our key we insert a second entry for it (counted
+ * in busy_skips), else it was someone else's key anyway.
+ * Call-site key 0 is not valid (0 marks empty).
  */
 #include "gpuprof/intern.h"
 
 #include <errno.h>
-#include <string.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define PROBE_MAX 64u
-#define SPIN_MAX (1u << 14) /* pause loops, then ... */
-#define YIELD_MAX 256u      /* ... sched_yield()s to let a preempted creator run */
-#define PENDING 0x80000000u
+#define SPIN_FIRST 1024u /* pause loops before the clock is read */
 #define CAP_MAX (1ull << 31)
 
 static inline void cpu_relax(void) {
@@ -34,17 +35,10 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Step s of a bounded wait; 0 when the wait is over. */
-static int wait_step(unsigned s) {
-  if (s < SPIN_MAX) {
-    cpu_relax();
-    return 1;
-  }
-  if (s < SPIN_MAX + YIELD_MAX) {
-    sched_yield(); /* rare: only a racer on a not-yet-published key */
-    return 1;
-  }
-  return 0;
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO; async-signal-safe */
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static inline uint64_t key_hash(uint32_t parent, uint64_t ip) {
@@ -76,81 +70,95 @@ void gpd_intern_free(gpd_intern_t *t) {
   memset(t, 0, sizeof *t);
 }
 
-/* Wait until e->id != 0 (parent written).  Returns the id word or 0. */
-static uint32_t wait_claimed(gpd_intern_entry_t *e) {
+/* Wait (bounded) until a filling entry is complete.  Its id, or 0 when
+ * the filler did not finish within GPD_INTERN_BUSY_WAIT_NS. */
+static uint32_t wait_complete(gpd_intern_entry_t *e) {
+  uint64_t deadline = 0;
   for (unsigned s = 0;; s++) {
     uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
     if (id)
       return id;
-    if (!wait_step(s))
-      break;
+    if (s < SPIN_FIRST) {
+      cpu_relax();
+      continue;
+    }
+    uint64_t now = now_ns();
+    if (!deadline)
+      deadline = now + GPD_INTERN_BUSY_WAIT_NS;
+    else if (now >= deadline)
+      return 0;
+    sched_yield();
   }
-  return 0;
 }
 
-static uint32_t wait_published(gpd_intern_entry_t *e) {
-  for (unsigned s = 0;; s++) {
-    uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
-    if (!(id & PENDING))
-      return id;
-    if (!wait_step(s))
-      break;
-  }
-  return 0;
+static unsigned probe_count(const gpd_intern_t *t) {
+  return t->mask + 1 < PROBE_MAX ? (unsigned)(t->mask + 1) : PROBE_MAX;
 }
 
-static uint32_t intern_full(gpd_intern_t *t) {
-  atomic_fetch_add_explicit(&t->full_fails, 1, memory_order_relaxed);
-  return 0;
-}
-
-uint32_t gpd_intern_get(gpd_intern_t *t, uint32_t parent, uint64_t ip, int *is_new) {
+int gpd_intern_get(gpd_intern_t *t, uint32_t parent, uint64_t ip, uint32_t *id, int *is_new) {
   uint64_t h = key_hash(parent, ip);
-  unsigned probes = t->mask + 1 < PROBE_MAX ? (unsigned)(t->mask + 1) : PROBE_MAX;
+  unsigned probes = probe_count(t), skipped = 0;
   if (is_new)
     *is_new = 0;
+  *id = 0;
   if (ip == 0)
-    return 0;
+    return -EINVAL;
   for (unsigned i = 0; i < probes; i++) {
     gpd_intern_entry_t *e = &t->tab[(h + i) & t->mask];
     uint64_t k = atomic_load_explicit(&e->key_ip, memory_order_acquire);
     if (k == 0) {
       if (atomic_compare_exchange_strong_explicit(&e->key_ip, &k, ip, memory_order_acq_rel,
                                                   memory_order_acquire)) {
-        uint32_t id = atomic_fetch_add_explicit(&t->next_id, 1, memory_order_relaxed) + 1;
+        uint32_t n = atomic_fetch_add_explicit(&t->next_id, 1, memory_order_relaxed) + 1;
         atomic_store_explicit(&e->key_parent, parent, memory_order_relaxed);
-        atomic_store_explicit(&e->id, id | PENDING, memory_order_release);
+        atomic_store_explicit(&e->id, n, memory_order_release);
         if (is_new)
           *is_new = 1;
-        return id;
+        if (skipped)
+          atomic_fetch_add_explicit(&t->busy_skips, 1, memory_order_relaxed);
+        *id = n;
+        return 0;
       }
       /* lost the race: k now holds the winner's ip */
     }
     if (k != ip)
       continue;
-    uint32_t idw = wait_claimed(e);
-    if (!idw)
-      return intern_full(t);
+    uint32_t n = wait_complete(e);
+    if (!n) {
+      skipped++; /* filler stalled: pass over (see the file comment) */
+      continue;
+    }
     if (atomic_load_explicit(&e->key_parent, memory_order_relaxed) != parent)
       continue;
-    if (idw & PENDING)
-      idw = wait_published(e);
-    return idw ? idw : intern_full(t);
+    *id = n;
+    return 0;
   }
-  return intern_full(t);
+  if (skipped) {
+    atomic_fetch_add_explicit(&t->busy_fails, 1, memory_order_relaxed);
+    return -EBUSY;
+  }
+  atomic_fetch_add_explicit(&t->full_fails, 1, memory_order_relaxed);
+  return -ENOSPC;
 }
 
-void gpd_intern_publish(gpd_intern_t *t, uint32_t parent, uint64_t ip, uint32_t id) {
+int gpd_intern_find(const gpd_intern_t *t, uint32_t parent, uint64_t ip, uint32_t *id) {
   uint64_t h = key_hash(parent, ip);
-  unsigned probes = t->mask + 1 < PROBE_MAX ? (unsigned)(t->mask + 1) : PROBE_MAX;
-  if (ip == 0 || id == 0)
-    return;
+  unsigned probes = probe_count(t);
+  *id = 0;
+  if (ip == 0)
+    return -EINVAL;
   for (unsigned i = 0; i < probes; i++) {
     gpd_intern_entry_t *e = &t->tab[(h + i) & t->mask];
-    if (atomic_load_explicit(&e->key_ip, memory_order_relaxed) == ip &&
-        atomic_load_explicit(&e->id, memory_order_relaxed) == (id | PENDING)) {
-      atomic_store_explicit(&e->id, id, memory_order_release);
-      return;
+    uint64_t k = atomic_load_explicit(&e->key_ip, memory_order_acquire);
+    if (k == 0)
+      return -ENOENT;
+    if (k != ip)
+      continue;
+    uint32_t n = atomic_load_explicit(&e->id, memory_order_acquire);
+    if (n && atomic_load_explicit(&e->key_parent, memory_order_relaxed) == parent) {
+      *id = n;
+      return 0;
     }
   }
+  return -ENOENT;
 }

@@ -1,6 +1,6 @@
-/* capture.c - calling-context capture: unwind, drop shim/vendor frames,
- * intern the path root-first (memoized per thread), announce new nodes and
- * their load modules.
+/* capture.c - calling-context capture: unwind, cut the shim/vendor frames
+ * (module.c), intern the path root-first (memoized per thread), announce
+ * new nodes and their load modules.
  *
  * Steady state (same path as the previous call on this thread, or a path
  * that differs only near the leaf): one unw_backtrace, a compare of the
@@ -14,11 +14,23 @@
  * per-thread memo remembers how much of its path is known announced, so
  * the check costs nothing in the steady state.
  *
- * Modules: a bounded, append-only table filled from dl_iterate_phdr; it is
- * re-read (under a lock, slow path) when an instruction pointer falls
- * outside all known modules and the loader's add/sub counters moved.
- * MODULE.base is the load bias (dlpi_addr), so NODE.offset = ip - 1 - bias
- * is the ELF virtual address of the call site, what DWARF readers want.
+ * Keys: a frame's intern key is its call site (return address - 1), with
+ * the address tag of its module (module.h) in bits 48..63, so that a
+ * library mapped where an unloaded one was gets new nodes.  The memo and
+ * the recorded unwinds are dropped when gpd_module__gen moves (a dlclose).
+ * NODE.offset = ip - 1 - bias is the ELF virtual address of the call site.
+ *
+ * Re-entry on one thread (a signal handler that captures while the thread
+ * is inside a capture) and abandonment (a longjmp out of a capture): the
+ * memo says the thread is busy and at which stack pointer.  A capture
+ * that finds it busy from a deeper frame, or from another stack, is
+ * nested: it touches neither the memo nor the ring (the interrupted
+ * capture may be in the middle of either) and answers only from nodes
+ * already interned and announced, else 0.  A capture that finds it busy
+ * from the same or a shallower frame of the thread's stack knows the old
+ * one was abandoned (its frame is gone) and drops the memo.  The memo is
+ * updated so that it is consistent after every store (n shrinks before
+ * entries are overwritten), so an abandoned update cannot mix two paths.
  */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
@@ -34,252 +46,36 @@
 
 #include "gpuprof/log.h"
 #include "internal.h"
+#include "module.h"
 
-#define CAPTURE_MAX_MODULES 4096
-#define CAPTURE_MAX_SKIP 64
-#define CAPTURE_MAX_VENDORS 32
-#define CAPTURE_PATH_MAX 4096
+static int capture_log_once_full, capture_log_once_busy;
+static _Atomic unsigned long capture_nested_n, capture_nested_declined;
 
-typedef struct module_s {
-  uintptr_t lo, hi;  /* [lo, hi) covers the PT_LOAD segments */
-  uintptr_t bias;    /* dlpi_addr */
-  uint32_t id;
-  _Atomic uint32_t ann;
-  uint8_t build_id[20];
-  uint8_t build_id_len;
-  uint8_t vendor;
-  char *path;
-} module_t;
-
-static module_t modules[CAPTURE_MAX_MODULES];
-static _Atomic uint32_t nmodules;
-static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long dl_seen_adds, dl_seen_subs;
-
-/* Innermost-frame skip ranges: the shim itself + vendor modules. */
-typedef struct range_s {
-  uintptr_t lo, hi;
-} range_t;
-static range_t skip[CAPTURE_MAX_SKIP];
-static _Atomic uint32_t nskip;
-
-static char vendors[CAPTURE_MAX_VENDORS][64];
-static uint32_t nvendors;
-static uintptr_t shim_anchor; /* an address inside libgpuprof.so */
-
-static int capture_log_once_full;
-
-/* ------------------------------------------------------------- modules */
-
-static void module_build_id(struct dl_phdr_info *info, module_t *m) {
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_NOTE)
-      continue;
-    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
-    const uint8_t *end = p + ph->p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-      size_t namesz = (nh->n_namesz + 3u) & ~3u, descsz = (nh->n_descsz + 3u) & ~3u;
-      const uint8_t *name = p + sizeof *nh, *desc = name + namesz;
-      if (desc + descsz > end)
-        break;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
-        size_t n = nh->n_descsz < sizeof m->build_id ? nh->n_descsz : sizeof m->build_id;
-        memcpy(m->build_id, desc, n);
-        m->build_id_len = (uint8_t)n;
-        return;
-      }
-      p = desc + descsz;
-    }
-  }
-}
-
-static int module_is_vendor(const char *path) {
-  for (uint32_t i = 0; i < nvendors; i++)
-    if (strstr(path, vendors[i]))
-      return 1;
-  return 0;
-}
-
-static void skip_add(uintptr_t lo, uintptr_t hi) {
-  uint32_t n = atomic_load(&nskip);
-  for (uint32_t i = 0; i < n; i++)
-    if (skip[i].lo == lo && skip[i].hi == hi)
-      return;
-  if (n >= CAPTURE_MAX_SKIP)
-    return;
-  skip[n].lo = lo;
-  skip[n].hi = hi;
-  atomic_store_explicit(&nskip, n + 1, memory_order_release);
-}
-
-static int module_scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  (void)arg;
-  dl_seen_adds = info->dlpi_adds;
-  dl_seen_subs = info->dlpi_subs;
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD)
-      continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-    if (a < lo)
-      lo = a;
-    if (b > hi)
-      hi = b;
-  }
-  if (lo >= hi)
-    return 0;
-  char exe[CAPTURE_PATH_MAX];
-  const char *path = info->dlpi_name;
-  if (!path || !*path) {
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    path = exe;
-  }
-  uint32_t n = atomic_load(&nmodules);
-  for (uint32_t i = 0; i < n; i++)
-    if (modules[i].lo == lo && modules[i].hi == hi && modules[i].bias == info->dlpi_addr &&
-        strcmp(modules[i].path, path) == 0)
-      return 0;
-  if (n >= CAPTURE_MAX_MODULES)
-    return 1;
-  module_t *m = &modules[n];
-  memset(m, 0, sizeof *m);
-  m->path = strdup(path);
-  if (!m->path)
-    return 1;
-  m->lo = lo;
-  m->hi = hi;
-  m->bias = info->dlpi_addr;
-  m->id = gpd_shim__id_next();
-  module_build_id(info, m);
-  m->vendor = (uint8_t)module_is_vendor(path);
-  if (m->vendor || (shim_anchor >= lo && shim_anchor < hi))
-    skip_add(lo, hi);
-  atomic_store_explicit(&nmodules, n + 1, memory_order_release);
-  return 0;
-}
-
-static void modules_refresh_locked(void) { dl_iterate_phdr(module_scan_cb, NULL); }
-
-static int dl_counters_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  unsigned long long *c = arg;
-  c[0] = info->dlpi_adds;
-  c[1] = info->dlpi_subs;
-  return 1;
-}
-
-static module_t *module_find(uintptr_t ip) {
-  uint32_t n = atomic_load_explicit(&nmodules, memory_order_acquire);
-  for (uint32_t i = n; i-- > 0;)
-    if (ip >= modules[i].lo && ip < modules[i].hi)
-      return &modules[i];
-  return NULL;
-}
-
-static module_t *module_lookup(uintptr_t ip) {
-  module_t *m = module_find(ip);
-  if (m)
-    return m;
-  unsigned long long c[2] = {0, 0};
-  dl_iterate_phdr(dl_counters_cb, c);
-  pthread_mutex_lock(&modules_lock);
-  if (c[0] != dl_seen_adds || c[1] != dl_seen_subs)
-    modules_refresh_locked();
-  pthread_mutex_unlock(&modules_lock);
-  return module_find(ip);
-}
-
-static int module_announce(module_t *m, uint32_t epoch) {
-  uint32_t old;
-  int c = gpd_shim__ann_claim(&m->ann, epoch, &old);
-  if (c != 0)
-    return c == 1;
-  size_t len = strlen(m->path);
-  if (len > CAPTURE_PATH_MAX)
-    len = CAPTURE_PATH_MAX;
-  _Alignas(8) uint8_t buf[sizeof(gpd_rec_module_t) + CAPTURE_PATH_MAX];
-  gpd_rec_module_t *r = (gpd_rec_module_t *)buf;
-  memset(r, 0, sizeof *r);
-  r->h.type = GPD_REC_MODULE;
-  r->h.version = GPD_REC_VERSION;
-  r->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *r, len);
-  r->h.len = (uint32_t)len;
-  r->id = m->id;
-  r->build_id_len = m->build_id_len;
-  r->base = m->bias;
-  r->size = m->hi - m->bias;
-  memcpy(r->build_id, m->build_id, m->build_id_len);
-  memcpy(r->path, m->path, len);
-  int ok = gpd_thread_push(r, sizeof *r + len) == 0;
-  gpd_shim__ann_done(&m->ann, epoch, old, ok);
-  return ok;
-}
-
-uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok) {
-  module_t *m = module_lookup(ip);
-  *ok = 1;
-  if (!m) {
-    *base = 0;
-    return 0;
-  }
-  *base = m->bias;
-  *ok = module_announce(m, atomic_load(&gpd_shim__g.epoch));
-  return m->id;
-}
-
-GPD_EXPORT void gpd_shim_vendor_module(const char *path_substring) {
-  if (!path_substring || !*path_substring)
-    return;
-  pthread_mutex_lock(&modules_lock);
-  int dup = 0;
-  for (uint32_t i = 0; i < nvendors; i++)
-    dup |= strcmp(vendors[i], path_substring) == 0;
-  if (!dup && nvendors < CAPTURE_MAX_VENDORS) {
-    snprintf(vendors[nvendors++], sizeof vendors[0], "%s", path_substring);
-    uint32_t n = atomic_load(&nmodules);
-    for (uint32_t i = 0; i < n; i++)
-      if (!modules[i].vendor && module_is_vendor(modules[i].path)) {
-        modules[i].vendor = 1;
-        skip_add(modules[i].lo, modules[i].hi);
-      }
-  }
-  pthread_mutex_unlock(&modules_lock);
-}
+/** Test hook (exported): called, when set, in the middle of a capture
+ *  (after the unwind, while the thread's memo is being updated), so a
+ *  test can raise a signal there deterministically. */
+GPD_EXPORT void (*volatile gpd_shim__capture_hook)(void);
 
 void gpd_capture_init(void) {
-  shim_anchor = (uintptr_t)&gpd_capture_init;
   /* libunwind's default global cache takes a lock per unwind; a per-thread
    * cache makes unw_backtrace lock-free on the application's thread. */
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-  pthread_mutex_lock(&modules_lock);
-  modules_refresh_locked();
-  pthread_mutex_unlock(&modules_lock);
+  gpd_module_init((uintptr_t)&gpd_capture_init);
 }
 
-void gpd_capture_atfork_child(void) {
-  pthread_mutex_init(&modules_lock, NULL);
-  /* New process: new ids (the counter restarted), nothing announced. */
-  uint32_t n = atomic_load(&nmodules);
-  for (uint32_t i = 0; i < n; i++) {
-    modules[i].id = gpd_shim__id_next();
-    atomic_store(&modules[i].ann, 0);
-  }
+void gpd_capture_atfork_child(void) { gpd_module_atfork_child(); }
+
+uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok) {
+  return gpd_module_of(ip, atomic_load(&gpd_shim__g.epoch), base, ok);
+}
+
+/** Test hook (exported): nested captures seen / declined (see below). */
+GPD_EXPORT void gpd_shim__capture_nested(unsigned long *seen, unsigned long *declined) {
+  *seen = atomic_load(&capture_nested_n);
+  *declined = atomic_load(&capture_nested_declined);
 }
 
 /* --------------------------------------------------------------- nodes */
-
-static inline int in_skip(uintptr_t ip) {
-  uint32_t n = atomic_load_explicit(&nskip, memory_order_acquire);
-  for (uint32_t i = 0; i < n; i++)
-    if (ip >= skip[i].lo && ip < skip[i].hi)
-      return 1;
-  return 0;
-}
 
 /* Make sure node id (child of parent at ip) is announced in epoch.
  * 1 = announced (by us or earlier), 0 = not (yet). */
@@ -451,12 +247,16 @@ capture_unwind(gpd_capture_memo_t *m) {
     if (capture_walk_same(w, f_ip, f_sp, f_bp))
       return w;
   }
-  /* Miss: libunwind's fast path first (not replayable: ok = 0). */
+  /* Miss: libunwind's fast path first (not replayable: ok = 0).  The slot
+   * is invalidated before it is refilled (an abandoned capture must not
+   * leave a half-written walk that still verifies). */
   gpd_capture_walk_t *w = &m->walks[m->walk_next++ % GPD_CAPTURE_WALKS];
-  int n = unw_backtrace((void **)w->ip, GPD_CAPTURE_WALK_MAX);
-  w->n = n > 0 ? (uint32_t)n : 0;
   w->ok = 0;
   w->node = 0;
+  w->n = 0;
+  atomic_signal_fence(memory_order_seq_cst);
+  int n = unw_backtrace((void **)w->ip, GPD_CAPTURE_WALK_MAX);
+  w->n = n > 0 ? (uint32_t)n : 0;
   uint64_t h = 0x9e3779b97f4a7c15ull ^ w->n;
   for (uint32_t j = 0; j < w->n; j++)
     h = (h ^ w->ip[j]) * 0x100000001b3ull;
@@ -470,28 +270,101 @@ capture_unwind(gpd_capture_memo_t *m) {
   return w;
 }
 
-GPD_EXPORT uint32_t gpd_shim_capture(void) {
+/* Intern key of call site ip: the module's address tag in bits 48..63. */
+static inline uint64_t capture_key(uintptr_t ip, int may_sync) {
+  return (uint64_t)ip | ((uint64_t)gpd_module_tag(ip, may_sync) << 48);
+}
+
+/* A capture on a thread that is inside another one (a signal handler):
+ * nothing is written (memo, walks, ring, locks); the path's leaf node if
+ * every node on it is already interned and announced in this epoch, else 0.
+ * At most NESTED_MAX frames (a signal stack may be small); deeper: 0. */
+#define NESTED_MAX 128
+static uint32_t capture_nested(gpd_shim_state_t *g, int unwinding) {
+  atomic_fetch_add_explicit(&capture_nested_n, 1, memory_order_relaxed);
+  uintptr_t ips[NESTED_MAX];
+  uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+  /* An interrupted unw_backtrace owns libunwind's per-thread cache. */
+  int n = unwinding ? 0 : unw_backtrace((void **)ips, NESTED_MAX);
+  if (n <= 0 || n >= NESTED_MAX)
+    goto declined;
+  int s = gpd_module_cut(ips, n, 0);
+  int depth = n - s;
+  if (depth <= 0 || depth > GPD_CAPTURE_MAX_DEPTH)
+    goto declined;
+  uint32_t parent = 0;
+  for (int j = depth - 1; j >= 0; j--) {
+    uintptr_t ip = ips[s + j] - 1;
+    uint32_t id;
+    if (gpd_intern_find(&g->intern, parent, capture_key(ip, 0), &id) != 0 || id > GPD_SHIM_INTERN_CAP ||
+        atomic_load_explicit(&g->node_ann[id], memory_order_acquire) != epoch)
+      goto declined;
+    parent = id;
+  }
+  return parent;
+declined:
+  atomic_fetch_add_explicit(&capture_nested_declined, 1, memory_order_relaxed);
+  return 0;
+}
+
+/* Is this thread inside a capture that is still running?  busy is set
+ * with that capture's frame address and the address and value of a cookie
+ * in its frame.  Ours on another stack (sigaltstack): nested.  Ours
+ * deeper on the thread's stack with the cookie intact: nested (a signal
+ * handler).  Otherwise that capture's frame is gone (a longjmp left it):
+ * abandoned; drop what it may have left half done and go on normally. */
+static int capture_reentered(gpd_capture_memo_t *m, uintptr_t sp) {
+  if (m->stack_state == 1 && (sp < m->stack_lo || sp >= m->stack_hi))
+    return 1;
+  if (sp < m->busy_sp && *(const volatile uint64_t *)m->busy_cookie_at == m->busy_cookie)
+    return 1;
+  m->busy = 0;
+  m->n = 0;
+  m->verified = 0;
+  for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++)
+    m->walks[i].node = 0;
+  m->abandoned++;
+  return 0;
+}
+
+__attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
   if (!gpd_shim_active() || !g->intern_ok)
     return 0;
   gpd_capture_memo_t *m = gpd_thread_memo();
   if (!m)
     return 0;
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (m->busy && capture_reentered(m, sp))
+    return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
+  if (__builtin_expect(m->stack_state == 0, 0))
+    capture_stack_bounds(m);
+  volatile uint64_t cookie = (++m->seq * 0x9e3779b97f4a7c15ull) | 1;
+  m->busy_cookie = cookie;
+  m->busy_cookie_at = (uintptr_t)&cookie;
+  m->busy_sp = sp;
+  m->busy = GPD_CAPTURE_BUSY_UNWIND;
+  atomic_signal_fence(memory_order_seq_cst);
   gpd_capture_walk_t *w = capture_unwind(m);
+  atomic_signal_fence(memory_order_seq_cst);
+  m->busy = GPD_CAPTURE_BUSY_MEMO;
+  atomic_signal_fence(memory_order_seq_cst);
   uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
   uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
-  if (w->node && w->gen == gen && w->epoch == epoch)
-    return w->node; /* same stack as a recorded capture: same, announced node */
-  const uintptr_t *buf = w->ip;
-  int n = (int)w->n;
-  int s = 0;
-  while (s < n && in_skip(buf[s]))
-    s++;
-  int depth = n - s;
-  if (depth > GPD_CAPTURE_MAX_DEPTH)
-    depth = GPD_CAPTURE_MAX_DEPTH;
-  if (depth <= 0)
-    return 0;
+  uint32_t mgen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
+  uint32_t parent = 0;
+  if (w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
+    parent = w->node; /* same stack as a recorded capture: same, announced node */
+    goto out;
+  }
+  if (m->mgen != mgen) {
+    /* A library was unloaded: addresses in the memo may belong to another
+     * one now.  Refresh the module table before cutting and keying. */
+    gpd_module_sync();
+    m->n = 0;
+    m->verified = 0;
+    m->mgen = mgen;
+  }
   if (m->gen != gen) {
     m->gen = gen;
     m->n = 0;
@@ -501,49 +374,73 @@ GPD_EXPORT uint32_t gpd_shim_capture(void) {
     m->epoch = epoch;
     m->verified = 0;
   }
+  const uintptr_t *buf = w->ip;
+  int n = (int)w->n;
+  int s = gpd_module_cut(buf, n, 1);
+  int depth = n - s;
+  if (depth > GPD_CAPTURE_MAX_DEPTH)
+    depth = GPD_CAPTURE_MAX_DEPTH;
+  if (depth <= 0)
+    goto out;
   /* Root first: path[j] = buf[s + depth - 1 - j], call site = ret - 1. */
   const uintptr_t *top = &buf[s + depth - 1];
   uint32_t k = 0, lim = m->n < (uint32_t)depth ? m->n : (uint32_t)depth;
   while (k < lim && m->ips[k] == top[-(long)k] - 1)
     k++;
+  if (gpd_shim__capture_hook)
+    gpd_shim__capture_hook();
+  /* From here the memo holds k entries of the old path that this one
+   * shares; entries beyond are replaced one by one, n first. */
   uint32_t v = m->verified < k ? m->verified : k;
+  m->verified = v;
+  m->n = k;
+  atomic_signal_fence(memory_order_seq_cst);
   for (uint32_t j = v; j < k; j++) {
     if (!node_ensure(m->nodes[j], j ? m->nodes[j - 1] : 0, m->ips[j], epoch))
       break;
     v = j + 1;
   }
-  uint32_t parent = k ? m->nodes[k - 1] : 0;
+  parent = k ? m->nodes[k - 1] : 0;
   uint32_t j = k;
   for (; j < (uint32_t)depth; j++) {
     uintptr_t ip = top[-(long)j] - 1;
     int is_new = 0;
-    uint32_t id = gpd_intern_get(&g->intern, parent, ip, &is_new);
-    if (!id) {
+    uint32_t id = 0;
+    int rc = gpd_intern_get(&g->intern, parent, capture_key(ip, 1), &id, &is_new);
+    if (rc == -EBUSY) {
+      GPD_LOG_ONCE(capture_log_once_busy, GPD_LOG_WARN,
+                   "calling-context table: no free entry but some still being filled; deeper contexts are cut");
+      break;
+    }
+    if (rc) {
       GPD_LOG_ONCE(capture_log_once_full, GPD_LOG_WARN,
                    "calling-context table full; deeper contexts are cut");
       break;
     }
     int ok = node_ensure(id, parent, ip, epoch);
-    if (is_new) {
-      gpd_intern_publish(&g->intern, parent, ip, id);
+    if (is_new)
       node_count(id);
-    }
     if (ok && v == j)
       v = j + 1;
     m->ips[j] = ip;
     m->nodes[j] = id;
+    atomic_signal_fence(memory_order_seq_cst);
+    m->n = j + 1;
     parent = id;
   }
-  m->n = j;
   m->verified = v;
   /* Replay the node only for a complete, fully announced path. */
   if (j == (uint32_t)depth && v == j) {
-    w->node = parent;
     w->gen = gen;
     w->epoch = epoch;
+    w->mgen = mgen;
+    w->node = parent;
   } else {
     w->node = 0;
   }
+out:
+  atomic_signal_fence(memory_order_seq_cst);
+  m->busy = 0;
   return parent;
 }
 

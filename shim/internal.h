@@ -122,6 +122,7 @@ void gpd_thread_init(void);
 void gpd_thread_exit_current(void);
 
 /* -------------------------------------------------------------- capture.c */
+/* The load-module table, frame classes and mapping generations: module.h. */
 /** Frames one unwind records (the shim/vendor frames + the kept ones). */
 #define GPD_CAPTURE_WALK_MAX (GPD_CAPTURE_MAX_DEPTH + 32)
 /** Recorded unwinds kept per thread for the verified-replay fast path. */
@@ -134,18 +135,31 @@ void gpd_thread_exit_current(void);
  *  unwind call.  `ok`: every frame can be re-verified from memory. */
 typedef struct gpd_capture_walk_s {
   uint32_t n, ok;
-  uint32_t node;       /* leaf node of this path, 0 = not interned yet */
-  uint32_t gen, epoch; /* node is valid and announced for these */
+  uint32_t node;             /* leaf node of this path, 0 = not interned yet */
+  uint32_t gen, epoch, mgen; /* node is valid and announced for these */
   uintptr_t ip[GPD_CAPTURE_WALK_MAX];
   uintptr_t sp[GPD_CAPTURE_WALK_MAX];
   uintptr_t bp[GPD_CAPTURE_WALK_MAX];
   uintptr_t bploc[GPD_CAPTURE_WALK_MAX];
 } gpd_capture_walk_t;
 
+/** gpd_capture_memo_t.busy: what the thread's capture is doing now. */
+#define GPD_CAPTURE_BUSY_UNWIND 1u /* in libunwind (its per-thread cache in use) */
+#define GPD_CAPTURE_BUSY_MEMO 2u   /* updating the memo, interning, pushing */
+
+/** Per-thread capture state (capture.c), written only by captures on its
+ *  own thread; a capture nested in one (signal handler) only reads it.
+ *  Invariant after every store: ips/nodes[0..n) is one consistent path. */
 typedef struct gpd_capture_memo_s {
   uint32_t gen, epoch;
+  uint32_t mgen;     /* gpd_module__gen the memo was built in */
   uint32_t n;        /* frames in the previous path */
   uint32_t verified; /* nodes[0..verified) known announced in epoch */
+  uint32_t busy;     /* 0 or GPD_CAPTURE_BUSY_*: a capture is running */
+  uintptr_t busy_sp; /* its frame address (abandoned if ours is not deeper) */
+  uintptr_t busy_cookie_at; /* a local of its frame holding busy_cookie */
+  uint64_t busy_cookie, seq;
+  uint32_t abandoned; /* captures left by longjmp (statistics) */
   uintptr_t ips[GPD_CAPTURE_MAX_DEPTH];
   uint32_t nodes[GPD_CAPTURE_MAX_DEPTH];
   /* Verified replay (capture.c): recorded unwinds, round robin. */
@@ -163,6 +177,7 @@ typedef struct gpd_capture_memo_s {
 } gpd_capture_memo_t;
 #define GPD_CAPTURE_SEEN 4u
 
+/** Init: libunwind caching policy, first module scan. */
 void gpd_capture_init(void);
 /** Announce module of ip (if known), returns module id (0 = unknown) and
  *  the module bias in *base; ok=0 if the MODULE push failed. */

@@ -25,6 +25,7 @@ typedef struct thread_state_s {
   uint32_t noring;   /* records dropped since the last claim attempt */
   uint32_t tid;
   int in_shim;       /* reentrancy guard */
+  uintptr_t in_shim_sp; /* frame address of the gpd_thread_enter that set it */
   int key_set;
   gpd_capture_memo_t *memo;
 } thread_state_t;
@@ -120,8 +121,20 @@ gpd_capture_memo_t *gpd_thread_memo(void) {
   return tls.memo;
 }
 
-int gpd_thread_enter(void) {
+/* A wrapper left by longjmp never calls gpd_thread_leave: a guard set
+ * by an enter whose frame address is at or below ours (the stack grows
+ * down: that call ran at our depth or deeper, so its frame is gone) is
+ * dropped; a genuinely nested call (the
+ * vendor calling an interposed symbol inside our wrapper, a signal
+ * handler) enters from a deeper frame.  (A handler on a sigaltstack above
+ * the thread's stack is taken for a new call: profiled.) */
+__attribute__((noinline)) int gpd_thread_enter(void) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (tls.in_shim && sp >= tls.in_shim_sp)
+    tls.in_shim = 0;
   int prev = tls.in_shim;
+  if (!prev)
+    tls.in_shim_sp = sp;
   tls.in_shim = 1;
   return prev;
 }

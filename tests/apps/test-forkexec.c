@@ -8,11 +8,21 @@
  * Fails (exit 1) when the mean exceeds MAX_MEAN_MS, or a child does not
  * end within 10 s (it is killed) or does not exit 0.  Run it under
  * test-withdaemon (a real daemon) to measure registration costs.
+ *
+ * Usage: test-forkexec --stalled SHIM N MAX_MEAN_MS
+ * The same with "strip" against a daemon that never answers: listens on a
+ * Unix socket in /tmp that it never accepts on (connect succeeds, Hello
+ * gets no reply), and re-execs itself with LD_PRELOAD=[ASan runtime:]SHIM
+ * and GPUPROF_SOCKET set to it.  A fork child that waited for its own
+ * registration paid the full wait (200 ms) here.
  */
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +33,50 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static int find_asan(struct dl_phdr_info *i, size_t n, void *arg) {
+  (void)n;
+  if (i->dlpi_name && strstr(i->dlpi_name, "libasan.so")) {
+    snprintf(arg, 512, "%s", i->dlpi_name);
+    return 1;
+  }
+  return 0;
+}
+
+/* At exit of the re-exec'd run: remove the stalled socket's name. */
+static void unlink_tmp_sock(void) {
+  const char *p = getenv("GPD_FORKEXEC_UNLINK");
+  if (p && strncmp(p, "/tmp/gpd-forkexec-", 18) == 0)
+    unlink(p);
+}
+
+/* --stalled SHIM N MAX: listen, never accept, re-exec under the shim. */
+static int stalled(char **argv) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "/tmp/gpd-forkexec-%d.sock", (int)getpid());
+  unlink(sa.sun_path);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0); /* inherited by the exec */
+  if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 4096) < 0) {
+    perror("test-forkexec: listen");
+    return 1;
+  }
+  char asan[512] = "", pre[1200];
+  dl_iterate_phdr(find_asan, asan);
+  snprintf(pre, sizeof pre, "%s%s%s", asan, asan[0] ? ":" : "", argv[2]);
+  if (asan[0])
+    setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+  setenv("LD_PRELOAD", pre, 1);
+  setenv("GPUPROF_SOCKET", sa.sun_path, 1);
+  setenv("GPD_FORKEXEC_UNLINK", sa.sun_path, 1);
+  execl("/proc/self/exe", argv[0], argv[3], argv[4], "strip", (char *)NULL);
+  perror("test-forkexec: exec");
+  unlink(sa.sun_path);
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 5 && strcmp(argv[1], "--stalled") == 0)
+    return stalled(argv);
+  atexit(unlink_tmp_sock);
   if (argc < 3) {
     fprintf(stderr, "usage: test-forkexec N MAX_MEAN_MS [strip]\n");
     return 2;
