@@ -37,15 +37,15 @@ start_daemon() {
   [ -S "$S" ] || fail "daemon did not listen: $(cat "$DLOG")"
 }
 
-# ps_within TENTHS [USER]: `gpuprof ps` (as USER if given) until it
+# ps_within TENTHS [USER]: `gpuprof ps --all` (as USER if given) until it
 # succeeds; 1 if it never does within the bound.
 ps_within() {
   _n=$1
   while [ "$_n" -gt 0 ]; do
     if [ $# -ge 2 ]; then
-      as "$2" "$T/bin/gpuprof" --socket "$S" ps >"$T/ps.out" 2>&1 && return 0
+      as "$2" "$T/bin/gpuprof" --socket "$S" ps --all >"$T/ps.out" 2>&1 && return 0
     else
-      "$T/bin/gpuprof" --socket "$S" ps >"$T/ps.out" 2>&1 && return 0
+      "$T/bin/gpuprof" --socket "$S" ps --all >"$T/ps.out" 2>&1 && return 0
     fi
     sleep 0.1
     _n=$((_n - 1))

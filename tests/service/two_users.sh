@@ -2,7 +2,8 @@
 # two_users.sh - access control end to end.  As root: two test users
 # (gpdtest1, gpdtest2; created with useradd -M if missing) each run a
 # registered process (sleep under LD_PRELOAD=libgpuprof.so) against one
-# daemon; `gpuprof ps` as each user lists only their own pid, as root both;
+# daemon; `gpuprof ps --all` (the sleeps use no GPU API) as each user lists
+# only their own pid, as root both;
 # `gpuprof tree --pid <other's pid>` as gpdtest1 exits 1 with "permission
 # denied".  Skips (77) unless root and the daemon, CLI and shim are built.
 . "$(dirname "$0")/lib.sh"
@@ -49,7 +50,7 @@ P2=$!; track $P2
 # Wait until root sees both registrations.
 i=0
 while [ $i -lt 300 ]; do
-  "$T/bin/gpuprof" --socket "$S" ps >"$T/ps.root" 2>&1
+  "$T/bin/gpuprof" --socket "$S" ps --all >"$T/ps.root" 2>&1
   grep -qw "$P1" "$T/ps.root" && grep -qw "$P2" "$T/ps.root" && break
   sleep 0.1; i=$((i + 1))
 done
@@ -58,10 +59,10 @@ grep -qw "$P1" "$T/ps.root" && grep -qw "$P2" "$T/ps.root" ||
   fail "root does not see both pids $P1 $P2: $(cat "$T/ps.root"; cat "$T/d.out")"
 ok "root sees $P1 and $P2"
 
-as gpdtest1 "$T/bin/gpuprof" --socket "$S" ps >"$T/ps.1" 2>&1 || fail "ps as gpdtest1: $(cat "$T/ps.1")"
+as gpdtest1 "$T/bin/gpuprof" --socket "$S" ps --all >"$T/ps.1" 2>&1 || fail "ps as gpdtest1: $(cat "$T/ps.1")"
 grep -qw "$P1" "$T/ps.1" || fail "gpdtest1 does not see its own pid: $(cat "$T/ps.1")"
 grep -qw "$P2" "$T/ps.1" && fail "gpdtest1 sees gpdtest2's pid: $(cat "$T/ps.1")"
-as gpdtest2 "$T/bin/gpuprof" --socket "$S" ps >"$T/ps.2" 2>&1 || fail "ps as gpdtest2: $(cat "$T/ps.2")"
+as gpdtest2 "$T/bin/gpuprof" --socket "$S" ps --all >"$T/ps.2" 2>&1 || fail "ps as gpdtest2: $(cat "$T/ps.2")"
 grep -qw "$P2" "$T/ps.2" || fail "gpdtest2 does not see its own pid: $(cat "$T/ps.2")"
 grep -qw "$P1" "$T/ps.2" && fail "gpdtest2 sees gpdtest1's pid: $(cat "$T/ps.2")"
 ok "each user sees only their own process"
