@@ -44,6 +44,7 @@ typedef struct gpd_proc_s {
   uint64_t *cursor_saved;
   int bad;              /* stopped trusting its region */
   char error[256];
+  int store_error;      /* error holds the store's "not stored yet" text */
   gpd_profile_t prof;
   uint32_t rings_in_use; /* monitor's last count of non-FREE rings */
   uint64_t drops;       /* ring-full + no-ring drops (shim counters) */

@@ -64,6 +64,8 @@ struct gpd_store_s {
   int bindir;     /* gpubins/ (verified, O_PATH-free dirfd), -1 until needed */
   uint64_t id_hw; /* ids below this are reserved durably (meta), d->lock */
   uint64_t first_id; /* first id this daemon hands out */
+  int failing;        /* the last flush failed (writer thread) */
+  char why[160];      /* its reason, for the processes' error text */
 };
 
 #define GPD_STR_(x) #x
@@ -107,10 +109,15 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL,"
     "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;";
 
+/* Set on the writer thread while the database refuses writes (disk full):
+ * the state change is logged once, not every statement of every flush. */
+static _Thread_local int store_quiet;
+
 static int db_exec(sqlite3 *db, const char *sql) {
   char *msg = NULL;
   if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    GPD_ERR("store: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+    if (!store_quiet)
+      GPD_ERR("store: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
     sqlite3_free(msg);
     return GPD_ESTORE;
   }
@@ -507,7 +514,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   s->rank = p->rank; s->local_rank = p->local_rank;
   s->exe = xdup(p->exe); s->argv = xdup(p->argv_json); s->hostname = xdup(p->hostname);
   s->job = xdup(p->job_id); s->step = xdup(p->step_id);
-  s->error = p->error[0] ? strdup(p->error) : NULL;
+  s->error = p->error[0] && !p->store_error ? strdup(p->error) : NULL; /* not our own retry note */
   s->start_ns = p->start_ns;
   s->proc_start = p->proc_start;
   s->end_ns = p->end_ns;
@@ -585,7 +592,8 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
       m->ctx = n->id;
       m->m = malloc((n->nm ? n->nm : 1) * sizeof *m->m);
       if (m->m) {
-        memcpy(m->m, n->m, n->nm * sizeof *m->m);
+        if (n->nm)
+          memcpy(m->m, n->m, n->nm * sizeof *m->m);
         m->n = n->nm;
         s->nmets++;
       } else {
@@ -657,7 +665,8 @@ static int step(sqlite3 *db, sqlite3_stmt *st) {
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) {
-    GPD_ERR("store: %s", sqlite3_errmsg(db));
+    if (!store_quiet)
+      GPD_ERR("store: %s", sqlite3_errmsg(db));
     return GPD_ESTORE;
   }
   return 0;
@@ -859,6 +868,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
                             &c->nfr);
     }
 
+  store_quiet = s->failing;
+  char why[128] = "";
   sqlite3_stmt *st[ST__N] = {0};
   for (int i = 0; i < ST__N; i++) {
     if (sqlite3_prepare_v2(s->wdb, ST_SQL[i], -1, &st[i], NULL) != SQLITE_OK) {
@@ -884,11 +895,27 @@ int gpd_store_flush(gpd_daemon_t *d) {
     err = store_id_hw(s->wdb, id_hw);
   if (err == 0)
     err = db_exec(s->wdb, "COMMIT;");
-  if (err < 0)
+  if (err < 0) {
+    snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
+    store_quiet = 1; /* SQLite may have rolled back already */
     db_exec(s->wdb, "ROLLBACK;");
+  }
 fin:
   for (int i = 0; i < ST__N; i++)
     sqlite3_finalize(st[i]);
+  store_quiet = 0;
+  /* one log line when writes start failing and one when they resume */
+  if (err < 0 && !s->failing) {
+    if (why[0] == 0)
+      snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
+    snprintf(s->why, sizeof s->why, "not stored yet: %s; kept in memory, retried", why);
+    GPD_ERR("store: writes to %s fail (%s); profiles are kept in memory and written when "
+            "it works again", s->path, why);
+    s->failing = 1;
+  } else if (err == 0 && s->failing) {
+    GPD_INFO("store: writes to %s work again", s->path);
+    s->failing = 0;
+  }
   pthread_mutex_lock(&d->lock);
   if (err < 0 && gbrows) { /* again at the next flush */
     gpubin_row_t **t = &gbrows;
@@ -909,7 +936,21 @@ fin:
     if (err < 0 || snaps[i].incomplete) {
       /* write everything again next time; the tails stay where they are */
       proc_rewrite_all(p);
+      if (err < 0 && (p->error[0] == 0 || p->store_error)) {
+        snprintf(p->error, sizeof p->error, "%s", s->why); /* ps shows it */
+        p->store_error = 1;
+      }
+      /* A process that ended was drained completely into its profile:
+       * nobody will hand its region back, so the region (memfd and
+       * mapping) is freed now; the profile stays until it is written. */
+      if (err < 0 && snaps[i].exited && p->state == GPD_PROC_EXITED)
+        gpd_registry_close_region(p);
       continue;
+    }
+    if (p->store_error) {
+      p->error[0] = 0;
+      p->store_error = 0;
+      p->meta_dirty = 1;
     }
     /* committed: the state up to these cursors is durable, give the
      * producer its slots back (and reclaim drained RETIRED rings) */
