@@ -98,6 +98,8 @@ static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t
 int gpd_profile_init(gpd_profile_t *p, uint64_t profile_id) {
   memset(p, 0, sizeof *p);
   p->profile_id = profile_id;
+  p->max_corr = GPD_PROFILE_MAX_CORR;
+  p->max_corr_age = GPD_PROFILE_MAX_CORR_AGE;
   if (add_node(p, GPD_CTX_ROOT, GPD_NONE, GPD_NODE_ROOT) != 0)
     return -ENOMEM;
   return 0;
@@ -119,6 +121,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   free(p->pnodes);
   free(p->pacts);
   free(p->locals);
+  free(p->corr_fifo);
   gpd_map_free(&p->by_ctx);
   gpd_map_free(&p->by_local);
   gpd_map_free(&p->corr);
@@ -463,6 +466,67 @@ static void pend_match(gpd_profile_t *p, uint64_t corr) {
   }
 }
 
+/* ------------------------------------------------ correlation bounds */
+
+/* Rewrite the ring with only the keys still in the map (oldest first). */
+static void corr_compact(gpd_profile_t *p) {
+  uint32_t w = 0;
+  for (uint32_t k = 0; k < p->corr_nfifo; k++) {
+    gpd_corr_age_t e = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+    if (gpd_map_get(&p->corr, e.corr, NULL))
+      p->corr_fifo[w++] = e; /* w <= k: in place once head is folded below */
+  }
+  p->corr_head = 0;
+  p->corr_nfifo = w;
+}
+
+/* An invocation entered the map: remember its age, then evict the oldest
+ * while a bound is exceeded.  O(1) amortized. */
+static void corr_track(gpd_profile_t *p, uint64_t corr) {
+  if (p->corr_nfifo == p->corr_capfifo) {
+    uint32_t nc = p->corr_capfifo ? p->corr_capfifo * 2 : 64;
+    gpd_corr_age_t *na = malloc((size_t)nc * sizeof *na);
+    if (na != NULL) {
+      for (uint32_t k = 0; k < p->corr_nfifo; k++)
+        na[k] = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+      free(p->corr_fifo);
+      p->corr_fifo = na;
+      p->corr_capfifo = nc;
+      p->corr_head = 0;
+    }
+  }
+  if (p->corr_nfifo < p->corr_capfifo) {
+    p->corr_fifo[(p->corr_head + p->corr_nfifo) % p->corr_capfifo] =
+        (gpd_corr_age_t){.corr = corr, .seq = p->records};
+    p->corr_nfifo++;
+  }
+  while (p->corr_nfifo > 0) {
+    gpd_corr_age_t *e = &p->corr_fifo[p->corr_head];
+    int present = gpd_map_get(&p->corr, e->corr, NULL);
+    int over = p->corr.n > p->max_corr || p->records - e->seq > p->max_corr_age;
+    if (present && !over)
+      break;
+    if (present) {
+      gpd_map_del(&p->corr, e->corr);
+      p->corr_evicted++;
+    }
+    p->corr_head = (p->corr_head + 1) % p->corr_capfifo;
+    p->corr_nfifo--;
+  }
+  if (p->corr_nfifo > 2 * p->corr.n + 64) {
+    /* fold the ring so that compaction can work in place */
+    gpd_corr_age_t *na = malloc((size_t)p->corr_capfifo * sizeof *na);
+    if (na != NULL) {
+      for (uint32_t k = 0; k < p->corr_nfifo; k++)
+        na[k] = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+      free(p->corr_fifo);
+      p->corr_fifo = na;
+      p->corr_head = 0;
+      corr_compact(p);
+    }
+  }
+}
+
 /* ------------------------------------------------------------ ingest */
 
 void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
@@ -505,6 +569,8 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
                   GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
       if (p->npacts)
         pend_match(p, r->corr);
+      if (gpd_map_get(&p->corr, r->corr, NULL))
+        corr_track(p, r->corr); /* still waiting (for more) activities */
     }
     break;
   }

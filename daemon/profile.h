@@ -68,6 +68,19 @@ typedef struct gpd_backend_s {
 #define GPD_PROFILE_MAX_NODES (4u << 20)
 #define GPD_PROFILE_MAX_PENDING (1u << 20)
 #define GPD_PROFILE_MAX_STRBYTES (64u << 20)
+/* Correlation map: at most this many invocations wait for activities, and
+ * none longer than this many records of its process (a graph launch's
+ * activities, or an orphaned invocation's that never come).  The oldest
+ * are evicted (corr_evicted); an activity that arrives later for one goes
+ * to <unknown context> like any unmatched activity. */
+#define GPD_PROFILE_MAX_CORR (1u << 20)
+#define GPD_PROFILE_MAX_CORR_AGE (1ull << 26)
+
+/** An invocation in insertion order: correlation id and the process's
+ *  record count when it arrived. */
+typedef struct gpd_corr_age_s {
+  uint64_t corr, seq;
+} gpd_corr_age_t;
 
 /** A pending activity; chained per correlation id (pend_corr). */
 typedef struct gpd_pact_s {
@@ -87,6 +100,13 @@ typedef struct gpd_profile_s {
   gpd_map_t by_ctx;   /* Merkle id -> node index */
   gpd_map_t by_local; /* shim node id -> node index */
   gpd_map_t corr;     /* corr -> packed {node, op, multi} (GPD_CORR_PACK) */
+  gpd_corr_age_t *corr_fifo; /* ring of corr keys, oldest at corr_head; keys
+                                matched since are skipped (compacted when
+                                twice the map) */
+  uint32_t corr_head, corr_nfifo, corr_capfifo;
+  uint32_t max_corr;       /* bound on corr.n (GPD_PROFILE_MAX_CORR; tests lower it) */
+  uint64_t max_corr_age;   /* in records (GPD_PROFILE_MAX_CORR_AGE) */
+  uint64_t corr_evicted;   /* invocations evicted by the bounds */
   gpd_pstring_t *strs;
   uint32_t nstrs, capstrs;
   gpd_map_t str_by_id;

@@ -532,6 +532,61 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The correlation map is bounded by count and by age (in records): the
+ * oldest invocations are evicted and counted, an activity for one goes to
+ * <unknown context>; matched invocations leave no trace (the age ring is
+ * compacted). */
+static void test_corr_bounds(void **state) {
+  (void)state;
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  p.max_corr = 4;
+  feed_module(&p, 1, APP, NULL);
+  feed_string(&p, 7, KNAME);
+  feed_node(&p, 1, 0, 1, 0x100);
+  for (uint64_t c = 1; c <= 10; c++)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  assert_int_equal(p.corr.n, 4);
+  assert_int_equal(p.corr_evicted, 6);
+  feed_act(&p, C(10), GPD_OP_KERNEL, 0, 100, 0, 7); /* kept: attributed */
+  assert_int_equal(p.activities, 1);
+  assert_int_equal(p.corr.n, 3);
+  feed_act(&p, C(1), GPD_OP_KERNEL, 0, 100, 0, 7); /* evicted: waits, then <unknown> */
+  assert_int_equal(p.npacts, 1);
+  gpd_profile_finish(&p);
+  assert_int_equal(p.activities, 2);
+  assert_int_equal(p.unknown, 1);
+  gpd_profile_free(&p);
+
+  /* age: a graph launch (multi) older than 5 records is evicted */
+  assert_int_equal(gpd_profile_init(&p, 2), 0);
+  p.max_corr_age = 5;
+  feed_invoke(&p, C(1), 1, GPD_OP_KERNEL, 1);
+  for (uint64_t c = 2; c <= 7; c++)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  assert_int_equal(p.corr_evicted, 1);
+  assert_int_equal(p.corr.n, 6);
+  assert_false(gpd_map_get(&p.corr, C(1), NULL));
+  assert_true(gpd_map_get(&p.corr, C(2), NULL));
+  gpd_profile_free(&p);
+
+  /* matched pairs: the age ring stays small */
+  assert_int_equal(gpd_profile_init(&p, 3), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_string(&p, 7, KNAME);
+  feed_node(&p, 1, 0, 1, 0x100);
+  for (uint64_t c = 1; c <= 1000; c++) {
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+    feed_act(&p, C(c), GPD_OP_KERNEL, 0, 10, 0, 7);
+  }
+  assert_int_equal(p.activities, 1000);
+  assert_int_equal(p.corr.n, 0);
+  assert_int_equal(p.corr_evicted, 0);
+  assert_true(p.corr_nfifo <= 65);
+  assert_true(p.corr_capfifo <= 128);
+  gpd_profile_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
@@ -540,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
+      cmocka_unit_test(test_corr_bounds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@ kcount() { q "select coalesce(sum(m.value),0) from metric m join metric_desc d o
 # --- 1: id never reused after a crash -----------------------------------
 start_daemon "$T/d.sock" "$DB" --config "$T/slow.conf"
 coproc A { "$CLIENT" "$T/d.sock" handback 5 5; }
+apid=$A_PID  # bash unsets A_PID once the coprocess ended
 read -r -t 20 line <&"${A[0]}" || die "client A: no phase 1"
 ida=${line#PHASE1 }
 echo "A got profile $ida"
@@ -32,7 +33,7 @@ echo go >&"${A[1]}"
 read -r -t 20 line <&"${A[0]}" || die "client A: no phase 2"
 ida2=${line#PHASE2 }
 [ "$ida2" != "$idb" ] || die "A's hand-back attached to B's profile $idb"
-wait "$A_PID" || die "client A failed"
+wait "$apid" || die "client A failed"
 stop_daemon
 [ "$(kcount "$idb")" = "[[7.0]]" ] || die "B's profile counts $(kcount "$idb") kernels, not 7"
 # nothing of A was committed before the kill: its 5 + 5 are all re-read
@@ -43,12 +44,13 @@ echo "ids: A $ida -> $ida2, B $idb"
 rm -f "$DB" "$DB-wal" "$DB-shm"; : > "$T/daemon.log"
 start_daemon "$T/d.sock" "$DB"
 coproc C { "$CLIENT" "$T/d.sock" handback 300 200 50; }
+cpid=$C_PID
 read -r -t 20 line <&"${C[0]}" || die "client C: no phase 1"
 idc=${line#PHASE1 }
 echo go >&"${C[1]}"
 read -r -t 20 line <&"${C[0]}" || die "client C: no phase 2"
 [ "${line#PHASE2 }" = "$idc" ] || die "reconnect got profile ${line#PHASE2 }, not $idc"
-wait "$C_PID" || die "client C failed"
+wait "$cpid" || die "client C failed"
 for _ in $(seq 1 200); do
   [ "$(q "select count(*) from profile where state='exited'")" = "[[1]]" ] && break; sleep 0.05
 done
