@@ -524,6 +524,26 @@ static void test_commit_cursor(void **state) {
                    (long long)atomic_load(&r->ctl[0].head));
   assert_int_equal(db_q1(path, "SELECT records FROM profile WHERE id=1"), 2 + 6 + 7 + 40);
 
+  /* a daemon killed between that final COMMIT and the release: the
+   * process hands its region back to the next one, which skips what the
+   * exited profile stored (ring_cursor is kept) -- nothing counted twice */
+  uint64_t h1 = atomic_load(&r->ctl[1].head);
+  atomic_store(&r->ctl[1].tail, h1 - 1);
+  gpd_proc_t *q2 = restart_proc(dup(r->fd));
+  assert_int_equal(gpd_profile_init(&q2->prof, 1), 0);
+  assert_int_equal(gpd_store_load(d.store, q2, getuid()), 1);
+  assert_int_equal(q2->cursor[1], h1);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), h1);
+  assert_int_equal(gpd_monitor_drain(NULL, q2, 4096), 0);
+  assert_true(gpd_profile_incl(&q2->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 7.0);
+  /* another process (pid) handing back this region is refused the profile */
+  gpd_proc_t *q3 = restart_proc(dup(r->fd));
+  q3->pid = getpid() + 1;
+  assert_int_equal(gpd_profile_init(&q3->prof, 1), 0);
+  assert_int_equal(gpd_store_load(d.store, q3, getuid()), -ESRCH);
+  gpd_registry_free_proc(q3);
+  gpd_registry_free_proc(q2);
+
   gpd_registry_free_proc(q);
   gpd_registry_free_proc(p);
   gpd_store_close(d.store);
