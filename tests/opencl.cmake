@@ -39,3 +39,28 @@ set_tests_properties(opencl.threads-nodaemon opencl.fork-nodaemon PROPERTIES LAB
   SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock"
   ENVIRONMENT_MODIFICATION "LD_PRELOAD=path_list_append:$<TARGET_FILE:gpuprof>")
+
+# The loader layer (issue 14): calls through a private dlopen handle, a
+# normally linked program (no double counting, interposition fallback), a
+# user's own OPENCL_LAYERS kept.  The scripts preload the shim themselves
+# (through `gpuprof record`) and add the ASan runtime when the shim needs it.
+add_executable(ocl-dlopen ${GPD_SHIM_APPS}/ocl-dlopen.c)
+target_compile_options(ocl-dlopen PRIVATE ${GPD_APP_FLAGS})
+target_include_directories(ocl-dlopen PRIVATE ${OpenCL_INCLUDE_DIRS})
+target_link_libraries(ocl-dlopen PRIVATE ${CMAKE_DL_LIBS}) # not libOpenCL: a private handle only
+set_target_properties(ocl-dlopen PROPERTIES ENABLE_EXPORTS ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_library(ocl-count-layer MODULE ${CMAKE_CURRENT_LIST_DIR}/opencl/ocl-count-layer.c)
+target_include_directories(ocl-count-layer PRIVATE ${OpenCL_INCLUDE_DIRS})
+set_target_properties(ocl-count-layer PROPERTIES PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/opencl)
+foreach(t dlopen linked user-layers)
+  add_test(NAME opencl.${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/opencl/${t}.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(opencl.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
+endforeach()
+
+# The in-process interception test with the layer turned off: the
+# interposed symbols record (the path a loader without layers takes).
+add_test(NAME opencl.intercept-nolayer COMMAND test-opencl)
+set_tests_properties(opencl.intercept-nolayer PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock;GPUPROF_OPENCL_LAYER=0")

@@ -1,7 +1,8 @@
 /* opencl-api.c - the OpenCL back end's plumbing: the next definitions of
  * the cl* calls (dlsym(RTLD_NEXT), falling back to dlopen of the ICD
- * loader), the queue and device tables, the slab of callback contexts and
- * the CL_COMPLETE event callback.
+ * loader), the table the back end's own calls use (the layer's next table
+ * once a loader installed the layer), the queue and device tables, the
+ * slab of callback contexts and the CL_COMPLETE event callback.
  *
  * Callback contexts: fixed-size slabs of OCL_SLAB entries, at most
  * OCL_MAX_SLABS (so at most OCL_SLAB * OCL_MAX_SLABS commands in flight
@@ -24,7 +25,8 @@
 #define OCL_MAX_QUEUES 4096u /* power of two */
 #define OCL_MAX_DEVICES 64u
 
-static gpd_ocl_api_t ocl_api;
+static gpd_ocl_api_t ocl_next;
+static uintptr_t ocl_next_base; /* module of the next definitions */
 static pthread_once_t ocl_once = PTHREAD_ONCE_INIT;
 static int ocl_log_sym, ocl_log_slab, ocl_log_cb;
 
@@ -35,28 +37,41 @@ GPD_EXPORT long gpd_shim__ocl_pending(void) { return atomic_load(&gpd_ocl_pendin
 static void ocl_resolve(void) {
   void *h = NULL;
 #define GPD_OCL_FN(ret, name, args)                                                                     \
-  ocl_api.name = (ret(CL_API_CALL *) args)dlsym(RTLD_NEXT, #name);                                      \
-  if (!ocl_api.name) {                                                                                  \
+  ocl_next.name = (ret(CL_API_CALL *) args)dlsym(RTLD_NEXT, #name);                                     \
+  if (!ocl_next.name) {                                                                                 \
     if (!h)                                                                                             \
       h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);                                              \
     if (h)                                                                                              \
-      ocl_api.name = (ret(CL_API_CALL *) args)dlsym(h, #name);                                          \
-    if (!ocl_api.name)                                                                                  \
+      ocl_next.name = (ret(CL_API_CALL *) args)dlsym(h, #name);                                         \
+    if (!ocl_next.name)                                                                                 \
       GPD_LOG_ONCE(ocl_log_sym, GPD_LOG_WARN, "OpenCL: %s not found; some calls are not profiled", #name); \
   }
 #include "opencl-fns.h"
 #undef GPD_OCL_FN
+  Dl_info info;
+  if (ocl_next.clFinish && dladdr((void *)ocl_next.clFinish, &info))
+    ocl_next_base = (uintptr_t)info.dli_fbase;
   gpd_shim_vendor_module("libOpenCL.so");
   gpd_shim_vendor_module("libpocl");
-  int ok = ocl_api.clSetEventCallback && ocl_api.clGetEventProfilingInfo && ocl_api.clReleaseEvent &&
-           ocl_api.clRetainEvent;
+  const gpd_ocl_api_t *a = gpd_ocl_layer_api();
+  if (!a)
+    a = &ocl_next;
+  int ok = a->clSetEventCallback && a->clGetEventProfilingInfo && a->clReleaseEvent && a->clRetainEvent;
   gpd_shim_backend_status(GPD_API_OPENCL, ok, ok ? 0 : GPD_ENOVENDOR,
                           ok ? NULL : "OpenCL event API not found");
 }
 
+const gpd_ocl_api_t *gpd_ocl_next(void) {
+  pthread_once(&ocl_once, ocl_resolve);
+  return &ocl_next;
+}
+
+uintptr_t gpd_ocl_next_base(void) { return ocl_next_base; }
+
 const gpd_ocl_api_t *gpd_ocl_api(void) {
   pthread_once(&ocl_once, ocl_resolve);
-  return &ocl_api;
+  const gpd_ocl_api_t *l = gpd_ocl_layer_api();
+  return l ? l : &ocl_next;
 }
 
 /* ------------------------------------------------------ callback contexts */
@@ -176,8 +191,9 @@ uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device) {
     return 0;
   if (fresh) { /* a queue we did not see created */
     cl_device_id d = NULL;
-    if (ocl_api.clGetCommandQueueInfo)
-      ocl_api.clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, NULL);
+    const gpd_ocl_api_t *api = gpd_ocl_api();
+    if (api->clGetCommandQueueInfo)
+      api->clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, NULL);
     atomic_store(&e->device, ocl_device_index(d));
     atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
   }
@@ -192,8 +208,9 @@ uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device) {
 uint32_t gpd_ocl_kernel_name(cl_kernel k) {
   char name[512];
   size_t n = 0;
-  if (!k || !ocl_api.clGetKernelInfo ||
-      ocl_api.clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &n) != CL_SUCCESS)
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!k || !api->clGetKernelInfo ||
+      api->clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &n) != CL_SUCCESS)
     return 0;
   name[sizeof name - 1] = '\0';
   return gpd_shim_string(name, GPD_STR_KERNEL);
@@ -209,23 +226,24 @@ static void CL_CALLBACK ocl_event_cb(cl_event e, cl_int status, void *arg) {
   gpd_rec_activity_t a;
   gpd_ocl_translate(c, e, status, &a);
   (void)gpd_shim_push_activity(&a);
-  ocl_api.clReleaseEvent(e); /* our retain, or our own event */
+  gpd_ocl_api()->clReleaseEvent(e); /* our retain, or our own event */
   gpd_ocl_ctx_put(c);
   atomic_fetch_sub_explicit(&gpd_ocl_pending_n, 1, memory_order_release);
   gpd_thread_leave(prev);
 }
 
 int gpd_ocl_watch(cl_event e, int owned, gpd_ocl_ctx_t *c) {
-  if (!owned && ocl_api.clRetainEvent(e) != CL_SUCCESS) {
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (!owned && api->clRetainEvent(e) != CL_SUCCESS) {
     gpd_ocl_ctx_put(c);
     return -1;
   }
   atomic_fetch_add_explicit(&gpd_ocl_pending_n, 1, memory_order_relaxed);
-  cl_int rc = ocl_api.clSetEventCallback(e, CL_COMPLETE, ocl_event_cb, c);
+  cl_int rc = api->clSetEventCallback(e, CL_COMPLETE, ocl_event_cb, c);
   if (rc != CL_SUCCESS) {
     /* Failed: the callback will never run (spec), undo. */
     atomic_fetch_sub(&gpd_ocl_pending_n, 1);
-    ocl_api.clReleaseEvent(e);
+    api->clReleaseEvent(e);
     gpd_ocl_ctx_put(c);
     GPD_LOG_ONCE(ocl_log_cb, GPD_LOG_WARN, "OpenCL: clSetEventCallback failed (%d); activity lost", rc);
     return -1;

@@ -1,6 +1,9 @@
 /* opencl.h - internals of the shim's OpenCL back end.
  *
+ *   opencl-calls.h      X-macro list of the recorded calls (named params)
+ *   opencl-calls.c      the recording bodies gpd_ocl_call_<name>
  *   opencl-wrappers.c   the exported, interposed cl* symbols (only those)
+ *   opencl-layer.c      the ICD loader layer (clGetLayerInfo, clInitLayer)
  *   opencl-api.c        the dlsym(RTLD_NEXT) table, queue/device tables,
  *                       callback contexts (slab + lock-free free list),
  *                       the CL_COMPLETE event callback
@@ -24,9 +27,37 @@ typedef struct gpd_ocl_api_s {
 #undef GPD_OCL_FN
 } gpd_ocl_api_t;
 
-/** The resolved table (members NULL where the symbol was not found).
- *  First call: resolves, registers vendor modules and reports status. */
+/** The interposed symbols' next definitions (dlsym(RTLD_NEXT), fallback
+ *  dlopen("libOpenCL.so.1"); members NULL where not found).  First call of
+ *  this or gpd_ocl_api(): resolves, registers the vendor modules (their
+ *  frames are dropped from captures) and reports the back-end status. */
+const gpd_ocl_api_t *gpd_ocl_next(void);
+/** Module base of the next definitions (0 = unknown); after gpd_ocl_next(). */
+uintptr_t gpd_ocl_next_base(void);
+/** The table the back end's own calls use (events, profiling, info): the
+ *  layer's next table once the layer is installed (straight to the driver,
+ *  not through outer layers), else gpd_ocl_next(). */
 const gpd_ocl_api_t *gpd_ocl_api(void);
+
+/** The layer's next table, or NULL while no loader installed the layer. */
+const gpd_ocl_api_t *gpd_ocl_layer_api(void);
+/** 1 when calls to the next definitions pass through the installed layer
+ *  (the interposed symbol must then pass the call through untouched);
+ *  0 otherwise, logging once why (only while the shim is active). */
+int gpd_ocl_layer_covers(void);
+
+#define GPD_OCL_UNPAREN(...) __VA_ARGS__
+/** Recording bodies, one per call of opencl-calls.h: call `next->name`
+ *  with the application's arguments and return its result unchanged;
+ *  around it, when the shim is active and this thread is not already
+ *  inside the shim: capture, INVOKE, and an ACTIVITY (event callback for
+ *  device commands, host times for alloc/free/sync).  Queue creation
+ *  forces CL_QUEUE_PROFILING_ENABLE.  A NULL `next->name` fails the call
+ *  (CL_INVALID_OPERATION).  Any application thread. */
+#define GPD_OCL_CALL(ret, name, params, args) \
+  ret gpd_ocl_call_##name(const gpd_ocl_api_t *next, GPD_OCL_UNPAREN params);
+#include "opencl-calls.h"
+#undef GPD_OCL_CALL
 
 /** Callback context of one enqueued command (slab-allocated). */
 typedef struct gpd_ocl_ctx_s {

@@ -1,9 +1,10 @@
-# ocl-ctypes.py - an interpreter calling OpenCL through ctypes: ten 64 KiB
-# uploads, one buffer, one clFinish.  Symbols through the global scope, so
-# the preloaded shim interposes (a private dlopen handle would bypass it).
-import ctypes, ctypes.util
-ctypes.CDLL("libOpenCL.so.1", mode=ctypes.RTLD_GLOBAL)
-cl = ctypes.CDLL(None)  # global scope: the preloaded shim interposes
+# ocl-ctypes.py - an interpreter calling OpenCL through ctypes with a
+# private handle: ctypes.CDLL("libOpenCL.so.1") is dlopen(RTLD_LOCAL) and
+# every call goes through dlsym(handle, ...), so a preloaded library's cl*
+# symbols are never called; only the ICD loader's layers see the calls.
+# Ten 64 KiB uploads, one buffer, one clFinish.
+import ctypes
+cl = ctypes.CDLL("libOpenCL.so.1")  # plain private handle (RTLD_LOCAL)
 P = ctypes.c_void_p
 def chk(e, what):
     if e != 0: raise SystemExit("%s: %d" % (what, e))
@@ -23,5 +24,6 @@ def main():
     data = ctypes.create_string_buffer(65536)
     for i in range(10): upload(q, buf, data)
     chk(cl.clFinish(q), "finish")
+    chk(cl.clReleaseMemObject(buf), "release")
     print("ok")
 main()

@@ -1,0 +1,325 @@
+/* opencl-calls.c - the recording bodies of the OpenCL calls, shared by the
+ * interposed symbols (opencl-wrappers.c) and the loader layer
+ * (opencl-layer.c), which differ only in the `next` table they pass.
+ * Each one calls the next definition with the application's arguments and
+ * returns its result unchanged; around it, when the shim is active and the
+ * thread is not already inside the shim (an interposed symbol recording a
+ * call that then passes our layer): capture the calling context, take a
+ * correlation id, push INVOKE, and arrange for an ACTIVITY (event callback
+ * for device commands, host times for alloc/free/sync).
+ *
+ * Event semantics: if the application passes an event pointer it gets its
+ * event as usual; we retain it for our callback and release that retain in
+ * the callback.  If it passes NULL we pass our own and release it in the
+ * callback.  Queues are created with CL_QUEUE_PROFILING_ENABLE added
+ * (visible to clGetCommandQueueInfo(CL_QUEUE_PROPERTIES): docs/SHIM.md).
+ */
+#include <string.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/log.h"
+#include "opencl.h"
+
+#define OCL_MAX_PROPS 64 /* queue property list entries we can rewrite */
+
+typedef struct ocl_call_s {
+  uint64_t ts;
+  uint64_t corr;
+  uint32_t node;
+  int prev;
+} ocl_call_t;
+
+static int ocl_log_props;
+
+/* Enter: returns 1 when this call is profiled (then call ocl_leave). */
+static inline int ocl_begin(ocl_call_t *c) {
+  c->prev = gpd_thread_enter();
+  if (c->prev || !gpd_shim_active()) {
+    gpd_thread_leave(c->prev);
+    return 0;
+  }
+  /* Resolved (vendor modules registered) before the first capture: on the
+   * layer path libOpenCL's frames lie between the caller and us. */
+  (void)gpd_ocl_api();
+  c->ts = gpd_clock_ns();
+  c->node = gpd_shim_capture();
+  c->corr = gpd_shim_corr_next(GPD_API_OPENCL);
+  return 1;
+}
+
+static inline void ocl_leave(ocl_call_t *c) { gpd_thread_leave(c->prev); }
+
+/* After a successful enqueue: INVOKE + callback for its event. */
+static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, cl_event mine, unsigned op,
+                         unsigned subkind, uint64_t bytes, cl_kernel k) {
+  cl_event e = user_ev ? *user_ev : mine;
+  (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
+  if (!e)
+    return;
+  gpd_ocl_ctx_t *x = gpd_ocl_ctx_get();
+  if (!x) {
+    if (!user_ev)
+      gpd_ocl_api()->clReleaseEvent(mine);
+    return;
+  }
+  x->corr = c->corr;
+  x->ts = c->ts;
+  x->bytes = bytes;
+  x->op = (uint8_t)op;
+  x->subkind = (uint8_t)subkind;
+  x->stream = gpd_ocl_queue_id(q, &x->device);
+  x->name = k ? gpd_ocl_kernel_name(k) : 0;
+  (void)gpd_ocl_watch(e, user_ev == NULL, x);
+}
+
+/* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */
+static void ocl_hosted(ocl_call_t *c, unsigned op, unsigned subkind, uint64_t bytes, cl_command_queue q) {
+  uint64_t end = gpd_clock_ns();
+  (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.api = GPD_API_OPENCL;
+  a.op = (uint8_t)op;
+  a.subkind = (uint8_t)subkind;
+  a.corr = c->corr;
+  a.start = c->ts;
+  a.end = end;
+  a.bytes = bytes;
+  if (q)
+    a.stream = gpd_ocl_queue_id(q, &a.device);
+  (void)gpd_shim_push_activity(&a);
+}
+
+static uint64_t ocl_region_bytes(const size_t *region) {
+  return region ? (uint64_t)region[0] * region[1] * region[2] : 0;
+}
+
+/* ------------------------------------------------------------ queues */
+
+cl_command_queue gpd_ocl_call_clCreateCommandQueue(const gpd_ocl_api_t *next, cl_context ctx, cl_device_id dev,
+                                                   cl_command_queue_properties props, cl_int *err) {
+  if (!next->clCreateCommandQueue) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  int prev = gpd_thread_enter();
+  if (prev) { /* an outer shim frame creates this queue */
+    gpd_thread_leave(prev);
+    return next->clCreateCommandQueue(ctx, dev, props, err);
+  }
+  cl_int e = CL_SUCCESS;
+  cl_command_queue q = next->clCreateCommandQueue(ctx, dev, props | CL_QUEUE_PROFILING_ENABLE, &e);
+  if (e != CL_SUCCESS && !(props & CL_QUEUE_PROFILING_ENABLE)) /* runtime refused profiling: as asked */
+    q = next->clCreateCommandQueue(ctx, dev, props, &e);
+  if (q)
+    gpd_ocl_queue_new(q, dev);
+  if (err)
+    *err = e;
+  gpd_thread_leave(prev);
+  return q;
+}
+
+cl_command_queue gpd_ocl_call_clCreateCommandQueueWithProperties(const gpd_ocl_api_t *next, cl_context ctx,
+                                                                 cl_device_id dev,
+                                                                 const cl_queue_properties *props, cl_int *err) {
+  if (!next->clCreateCommandQueueWithProperties) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  int prev = gpd_thread_enter();
+  if (prev) {
+    gpd_thread_leave(prev);
+    return next->clCreateCommandQueueWithProperties(ctx, dev, props, err);
+  }
+  /* Copy {key, value, ..., 0} and OR CL_QUEUE_PROFILING_ENABLE into
+   * CL_QUEUE_PROPERTIES (append it if absent). */
+  cl_queue_properties mine[OCL_MAX_PROPS + 3];
+  size_t n = 0;
+  int fits = 1, found = 0;
+  if (props) {
+    while (props[n] != 0) {
+      if (n + 2 > OCL_MAX_PROPS) {
+        fits = 0;
+        break;
+      }
+      mine[n] = props[n];
+      mine[n + 1] = props[n + 1];
+      if (props[n] == CL_QUEUE_PROPERTIES) {
+        mine[n + 1] |= CL_QUEUE_PROFILING_ENABLE;
+        found = 1;
+      }
+      n += 2;
+    }
+  }
+  cl_int e = CL_SUCCESS;
+  cl_command_queue q = NULL;
+  if (fits) {
+    if (!found) {
+      mine[n++] = CL_QUEUE_PROPERTIES;
+      mine[n++] = CL_QUEUE_PROFILING_ENABLE;
+    }
+    mine[n] = 0;
+    q = next->clCreateCommandQueueWithProperties(ctx, dev, mine, &e);
+  }
+  if (!fits || e != CL_SUCCESS) {
+    if (!fits)
+      GPD_LOG_ONCE(ocl_log_props, GPD_LOG_WARN, "OpenCL: queue property list too long; profiling not forced");
+    q = next->clCreateCommandQueueWithProperties(ctx, dev, props, &e);
+  }
+  if (q)
+    gpd_ocl_queue_new(q, dev);
+  if (err)
+    *err = e;
+  gpd_thread_leave(prev);
+  return q;
+}
+
+/* The body every clEnqueue* call shares: call through when not
+ * profiling; else pass our own event when the application passed none,
+ * and on success push the INVOKE and hook the event.  `q` and `ev` are the
+ * body's queue and event-out parameters; the variadic part is the
+ * application's arguments before `ev`. */
+#define OCL_ENQUEUE(fn, op, subkind, bytes, kernel, ...)                                                          \
+  do {                                                                                                            \
+    if (!next->fn)                                                                                                \
+      return CL_INVALID_OPERATION;                                                                                \
+    ocl_call_t c_;                                                                                                \
+    if (!ocl_begin(&c_))                                                                                          \
+      return next->fn(__VA_ARGS__, ev);                                                                           \
+    cl_event mine_ = NULL;                                                                                        \
+    cl_int ret_ = next->fn(__VA_ARGS__, ev ? ev : &mine_);                                                        \
+    if (ret_ == CL_SUCCESS)                                                                                       \
+      ocl_enqueued(&c_, q, ev, mine_, (op), (subkind), (bytes), (kernel));                                        \
+    ocl_leave(&c_);                                                                                               \
+    return ret_;                                                                                                  \
+  } while (0)
+
+/* ------------------------------------------------------------ kernels */
+
+cl_int gpd_ocl_call_clEnqueueNDRangeKernel(const gpd_ocl_api_t *next, cl_command_queue q, cl_kernel k, cl_uint dim,
+                                           const size_t *off, const size_t *gws, const size_t *lws, cl_uint nw,
+                                           const cl_event *wl, cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueNDRangeKernel, GPD_OP_KERNEL, 0, 0, k, q, k, dim, off, gws, lws, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueTask(const gpd_ocl_api_t *next, cl_command_queue q, cl_kernel k, cl_uint nw,
+                                  const cl_event *wl, cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueTask, GPD_OP_KERNEL, 0, 0, k, q, k, nw, wl);
+}
+
+/* ------------------------------------------------------------ copies */
+
+cl_int gpd_ocl_call_clEnqueueReadBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, cl_bool blocking,
+                                        size_t off, size_t size, void *ptr, cl_uint nw, const cl_event *wl,
+                                        cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueReadBuffer, GPD_OP_COPY, GPD_COPY_D2H, size, NULL, q, b, blocking, off, size, ptr, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueWriteBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, cl_bool blocking,
+                                         size_t off, size_t size, const void *ptr, cl_uint nw, const cl_event *wl,
+                                         cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueWriteBuffer, GPD_OP_COPY, GPD_COPY_H2D, size, NULL, q, b, blocking, off, size, ptr, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueCopyBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem src, cl_mem dst,
+                                        size_t soff, size_t doff, size_t size, cl_uint nw, const cl_event *wl,
+                                        cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueCopyBuffer, GPD_OP_COPY, GPD_COPY_D2D, size, NULL, q, src, dst, soff, doff, size, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueReadBufferRect(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b,
+                                            cl_bool blocking, const size_t *boff, const size_t *hoff,
+                                            const size_t *region, size_t brow, size_t bslice, size_t hrow,
+                                            size_t hslice, void *ptr, cl_uint nw, const cl_event *wl,
+                                            cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueReadBufferRect, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL, q, b, blocking,
+              boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueWriteBufferRect(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b,
+                                             cl_bool blocking, const size_t *boff, const size_t *hoff,
+                                             const size_t *region, size_t brow, size_t bslice, size_t hrow,
+                                             size_t hslice, const void *ptr, cl_uint nw, const cl_event *wl,
+                                             cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueWriteBufferRect, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL, q, b, blocking,
+              boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueCopyBufferRect(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem src, cl_mem dst,
+                                            const size_t *soff, const size_t *doff, const size_t *region,
+                                            size_t srow, size_t sslice, size_t drow, size_t dslice, cl_uint nw,
+                                            const cl_event *wl, cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueCopyBufferRect, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL, q, src, dst,
+              soff, doff, region, srow, sslice, drow, dslice, nw, wl);
+}
+
+cl_int gpd_ocl_call_clEnqueueFillBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, const void *pat,
+                                        size_t psize, size_t off, size_t size, cl_uint nw, const cl_event *wl,
+                                        cl_event *ev) {
+  OCL_ENQUEUE(clEnqueueFillBuffer, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL, q, b, pat, psize, off, size, nw, wl);
+}
+
+/* ------------------------------------------------------------ memory */
+
+cl_mem gpd_ocl_call_clCreateBuffer(const gpd_ocl_api_t *next, cl_context ctx, cl_mem_flags flags, size_t size,
+                                   void *host, cl_int *err) {
+  if (!next->clCreateBuffer) {
+    if (err)
+      *err = CL_INVALID_OPERATION;
+    return NULL;
+  }
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return next->clCreateBuffer(ctx, flags, size, host, err);
+  cl_mem m = next->clCreateBuffer(ctx, flags, size, host, err);
+  if (m)
+    ocl_hosted(&c, GPD_OP_ALLOC, GPD_MEM_DEV, size, NULL);
+  ocl_leave(&c);
+  return m;
+}
+
+cl_int gpd_ocl_call_clReleaseMemObject(const gpd_ocl_api_t *next, cl_mem m) {
+  if (!next->clReleaseMemObject)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return next->clReleaseMemObject(m);
+  size_t size = 0;
+  if (next->clGetMemObjectInfo)
+    (void)next->clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+  cl_int ret = next->clReleaseMemObject(m);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_FREE, GPD_MEM_DEV, size, NULL);
+  ocl_leave(&c);
+  return ret;
+}
+
+/* ------------------------------------------------------------ sync */
+
+cl_int gpd_ocl_call_clFinish(const gpd_ocl_api_t *next, cl_command_queue q) {
+  if (!next->clFinish)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return next->clFinish(q);
+  cl_int ret = next->clFinish(q);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_STR, 0, q);
+  ocl_leave(&c);
+  return ret;
+}
+
+cl_int gpd_ocl_call_clWaitForEvents(const gpd_ocl_api_t *next, cl_uint n, const cl_event *list) {
+  if (!next->clWaitForEvents)
+    return CL_INVALID_OPERATION;
+  ocl_call_t c;
+  if (!ocl_begin(&c))
+    return next->clWaitForEvents(n, list);
+  cl_int ret = next->clWaitForEvents(n, list);
+  if (ret == CL_SUCCESS)
+    ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_EVT, 0, NULL);
+  ocl_leave(&c);
+  return ret;
+}
