@@ -9,7 +9,7 @@
  * be preempted, or be interrupted by a signal handler that captures on the
  * same thread (which then waits on itself).  A lookup that meets a filling
  * entry with its ip waits for it: spins first, then sched_yield()s (to let
- * a preempted filler run), for at most GPD_INTERN_BUSY_WAIT_NS; then it
+ * a preempted filler run), for at most t->busy_wait_ns; then it
  * passes the entry over and probes on.  Passing over is always correct:
  * if the entry was for our key we insert a second entry for it (counted
  * in busy_skips), else it was someone else's key anyway.
@@ -61,6 +61,7 @@ int gpd_intern_init(gpd_intern_t *t, uint64_t capacity) {
     return -errno;
   t->tab = p;
   t->mask = capacity - 1;
+  t->busy_wait_ns = GPD_INTERN_BUSY_WAIT_NS;
   return 0;
 }
 
@@ -72,7 +73,7 @@ void gpd_intern_free(gpd_intern_t *t) {
 
 /* Wait (bounded) until a filling entry is complete.  Its id, or 0 when
  * the filler did not finish within GPD_INTERN_BUSY_WAIT_NS. */
-static uint32_t wait_complete(gpd_intern_entry_t *e) {
+static uint32_t wait_complete(const gpd_intern_t *t, gpd_intern_entry_t *e) {
   uint64_t deadline = 0;
   for (unsigned s = 0;; s++) {
     uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
@@ -84,7 +85,7 @@ static uint32_t wait_complete(gpd_intern_entry_t *e) {
     }
     uint64_t now = now_ns();
     if (!deadline)
-      deadline = now + GPD_INTERN_BUSY_WAIT_NS;
+      deadline = now + t->busy_wait_ns;
     else if (now >= deadline)
       return 0;
     sched_yield();
@@ -123,7 +124,7 @@ int gpd_intern_get(gpd_intern_t *t, uint32_t parent, uint64_t ip, uint32_t *id, 
     }
     if (k != ip)
       continue;
-    uint32_t n = wait_complete(e);
+    uint32_t n = wait_complete(t, e);
     if (!n) {
       skipped++; /* filler stalled: pass over (see the file comment) */
       continue;

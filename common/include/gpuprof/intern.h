@@ -40,10 +40,11 @@ typedef struct gpd_intern_s {
   _Atomic uint64_t full_fails; /* lookups that found no free entry (-ENOSPC) */
   _Atomic uint64_t busy_fails; /* lookups that failed only for entries being filled (-EBUSY) */
   _Atomic uint64_t busy_skips; /* entries passed over after the bounded wait */
+  uint64_t busy_wait_ns;       /* the bound; gpd_intern_init sets GPD_INTERN_BUSY_WAIT_NS */
 } gpd_intern_t;
 
-/** Longest wait (ns) for another thread to finish filling an entry whose
- *  call-site key matches ours, before passing it over. */
+/** Default longest wait (ns) for another thread to finish filling an
+ *  entry whose call-site key matches ours, before passing it over. */
 #define GPD_INTERN_BUSY_WAIT_NS 2000000ull
 
 /** Allocate a table of `capacity` entries (power of two, >= 2, <= 2^31).
@@ -56,7 +57,7 @@ void gpd_intern_free(gpd_intern_t *t);
  *  Errors: -EINVAL (ip 0 is not a key), -ENOSPC (table full within the
  *  probe window), -EBUSY (no free entry, some entries of the window still
  *  being filled after the bounded wait).  Thread-safe, lock-free; waits at
- *  most GPD_INTERN_BUSY_WAIT_NS per matching entry being filled. */
+ *  most t->busy_wait_ns per matching entry being filled. */
 int gpd_intern_get(gpd_intern_t *t, uint32_t parent, uint64_t ip, uint32_t *id, int *is_new);
 
 /** Find only: never inserts, never waits (async-signal-safe).  0 and *id,
