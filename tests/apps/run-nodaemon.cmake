@@ -2,7 +2,9 @@
 # Runs APP bare and under LD_PRELOAD=SHIM with no daemon at SOCK: both exit
 # 0 with the same stdout; stderr of the preloaded run has exactly one
 # "not profiling" line.  APP exiting 77 (no OpenCL device) -> exit 77.
-execute_process(COMMAND ${APP} RESULT_VARIABLE rc0 OUTPUT_VARIABLE out0 ERROR_VARIABLE err0)
+# Each run is bounded (TIMEOUT kills the program) so that a hang cannot
+# outlive the test.
+execute_process(COMMAND ${APP} TIMEOUT 100 RESULT_VARIABLE rc0 OUTPUT_VARIABLE out0 ERROR_VARIABLE err0)
 if(rc0 EQUAL 77)
   message("no OpenCL device: SKIP")
   cmake_language(EXIT 77)
@@ -15,7 +17,7 @@ if(DEFINED ENV{LD_PRELOAD} AND NOT "$ENV{LD_PRELOAD}" STREQUAL "")
   set(preload "$ENV{LD_PRELOAD}:${SHIM}") # a sanitizer runtime stays first
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${preload} GPUPROF_SOCKET=${SOCK} ${APP}
-  RESULT_VARIABLE rc1 OUTPUT_VARIABLE out1 ERROR_VARIABLE err1)
+  TIMEOUT 100 RESULT_VARIABLE rc1 OUTPUT_VARIABLE out1 ERROR_VARIABLE err1)
 if(NOT rc1 EQUAL 0)
   message(FATAL_ERROR "preloaded run failed (${rc1}): ${err1}")
 endif()

@@ -10,13 +10,17 @@
  * Each iteration launches kernel `tick` once from work_step() and waits
  * with clFinish.  Prints "done N sum S" at the end (S is the same with or
  * without the shim), then, with "hang", prints "ready" and sleeps until
- * killed.  Exit 77 when no OpenCL platform exists. */
+ * killed.  Exit 77 when no OpenCL platform exists.  With "hang" or "until"
+ * it dies of SIGALRM after GPD_STEADY_MAX_S (600) seconds, so that a test
+ * that lost track of it cannot leave it running for ever. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define GPD_STEADY_MAX_S 600
 
 static const char *src =
     "__kernel void tick(__global int *a) { a[get_global_id(0)] += 1; }\n";
@@ -63,6 +67,8 @@ int main(int argc, char **argv) {
   int hang = argc > 3 && strcmp(argv[3], "hang") == 0;
   int rect = argc > 3 && strcmp(argv[3], "rect") == 0;
   const char *until = argc > 4 && strcmp(argv[3], "until") == 0 ? argv[4] : NULL;
+  if (hang || until)
+    alarm(GPD_STEADY_MAX_S);
   cl_platform_id plat;
   cl_uint np = 0;
   if (clGetPlatformIDs(1, &plat, &np) != CL_SUCCESS || np == 0) {
