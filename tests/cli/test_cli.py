@@ -608,6 +608,13 @@ def case_inline(tmp):
         check(len(kl) - len(kl.lstrip()) > 0 and kl.index("bump") > pl.index("phase_c"), "bump nested deeper")
 
 
+def preload_with(shim):
+    """LD_PRELOAD with the shim after what is there (under ASan the runtime
+    preloaded by scripts/test must stay first)."""
+    cur = os.environ.get("LD_PRELOAD", "")
+    return cur + ":" + shim if cur else shim
+
+
 def case_psall(tmp):
     # live: a process under the shim that never calls a GPU API is hidden
     # from `ps` (counted) and listed by `ps --all`
@@ -625,7 +632,7 @@ def case_psall(tmp):
         while not os.path.exists(sock) and time.time() < deadline:
             time.sleep(0.05)
         check(os.path.exists(sock), "daemon listens")
-        env = dict(os.environ, LD_PRELOAD=shim, GPUPROF_SOCKET=sock)
+        env = dict(os.environ, LD_PRELOAD=preload_with(shim), GPUPROF_SOCKET=sock)
         sl = subprocess.Popen(["sleep", "60"], env=env)
         pid = str(sl.pid)
         out = ""
@@ -661,7 +668,7 @@ def case_livetree(tmp):
         while not os.path.exists(sock) and time.time() < deadline:
             time.sleep(0.05)
         check(os.path.exists(sock), "daemon listens")
-        p = subprocess.run([APP], env=dict(os.environ, LD_PRELOAD=shim, GPUPROF_SOCKET=sock), capture_output=True,
+        p = subprocess.run([APP], env=dict(os.environ, LD_PRELOAD=preload_with(shim), GPUPROF_SOCKET=sock), capture_output=True,
                            text=True, timeout=120)
         if p.returncode == 77:
             print("SKIP: no OpenCL device")
