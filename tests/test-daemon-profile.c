@@ -18,6 +18,9 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "gpuprof/error.h"
+#include <sys/stat.h>
+
 #include "daemon.h"
 #include "gpuprof/hash.h"
 
@@ -607,6 +610,71 @@ static void test_corr_bounds(void **state) {
   gpd_profile_free(&p);
 }
 
+static void db_run(const char *path, const char *sql) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+/* A format-1 database (one global context/frame table) is upgraded: each
+ * row is copied to every uid owning a profile, nothing else changes; a
+ * newer format is refused; the file is made 0600; ids are never reused. */
+static void test_store_format(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-format-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/old.gpdb", dir);
+  db_run(path,
+         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+         "CREATE TABLE profile(id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, ppid INTEGER,"
+         " uid INTEGER NOT NULL, gid INTEGER NOT NULL, exe TEXT, argv TEXT, hostname TEXT,"
+         " job_id TEXT, step_id TEXT, rank INTEGER, local_rank INTEGER, start_ns INTEGER,"
+         " end_ns INTEGER, state TEXT NOT NULL, records INTEGER NOT NULL DEFAULT 0,"
+         " drops INTEGER NOT NULL DEFAULT 0, error TEXT);"
+         "CREATE TABLE context(id INTEGER PRIMARY KEY, parent INTEGER NOT NULL,"
+         " kind INTEGER NOT NULL, module TEXT, build_id TEXT, offset INTEGER, label TEXT,"
+         " raw_name TEXT);"
+         "CREATE TABLE frame(context_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
+         " function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
+         " PRIMARY KEY(context_id, depth));"
+         "INSERT INTO profile(id,pid,uid,gid,state) VALUES(7,1,1000,1000,'exited'),"
+         " (9,2,1001,1001,'running'),(8,3,1000,1000,'exited');"
+         "INSERT INTO context VALUES(42,1,1,'/a','ab',16,'fn',NULL),(43,42,1,'/a','ab',32,'g',NULL);"
+         "INSERT INTO frame VALUES(42,0,'fn','a.c',3,0);"
+         "PRAGMA user_version=1;");
+  chmod(path, 0644);
+  gpd_store_t *st = NULL;
+  assert_int_equal(gpd_store_open(&st, path), 0);
+  assert_int_equal(gpd_store_first_profile_id(st), 10);
+  gpd_store_close(st);
+  assert_int_equal(db_q1(path, "PRAGMA user_version"), 2);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM context"), 4);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM context WHERE uid=1001 AND label='g'"), 1);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM frame WHERE uid=1000 AND function='fn'"), 1);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM frame"), 2);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM profile WHERE state='lost'"), 1);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+  /* reopened: ids continue above the reserved block, never below */
+  assert_int_equal(gpd_store_open(&st, path), 0);
+  assert_int_equal(gpd_store_first_profile_id(st), 10 + 1024);
+  gpd_store_close(st);
+  /* newer than this daemon: refused, untouched */
+  db_run(path, "PRAGMA user_version=3;");
+  assert_int_equal(gpd_store_open(&st, path), GPD_ESTORE);
+  assert_int_equal(db_q1(path, "PRAGMA user_version"), 3);
+  /* a database path that is a link: refused */
+  char link[80];
+  snprintf(link, sizeof link, "%s/link.gpdb", dir);
+  assert_int_equal(symlink(path, link), 0);
+  assert_int_equal(gpd_store_open(&st, link), GPD_ESTORE);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
@@ -616,6 +684,7 @@ int main(void) {
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
+      cmocka_unit_test(test_store_format),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
