@@ -178,7 +178,7 @@ int gpd_client_tree_main(int argc, char **argv);
 /* ---- record.c ---- */
 int gpd_record_main(int argc, char **argv);
 
-/* ---- main.c ---- */
+/* ---- opts.c ---- */
 extern const char *gpd_cli_prog; /* "gpuprof" */
 /** Print "gpuprof: <message>" and the usage text to stderr; returns
  *  GPD_EXIT_USAGE. */

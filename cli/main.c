@@ -1,15 +1,9 @@
 /* main.c - `gpuprof`: dispatch to the subcommands (docs/CLI.md). */
-#include <ctype.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "gpuprof/metric.h"
-
-const char *gpd_cli_prog = "gpuprof";
 
 static const char main_usage[] =
     "usage: gpuprof COMMAND [OPTIONS]\n"
@@ -23,31 +17,6 @@ static const char main_usage[] =
     "Live commands talk to $GPUPROF_SOCKET or --socket PATH (default " GPD_CLI_DEFAULT_SOCKET ").\n"
     "Exit codes: 0 ok, 1 error reply / unreadable profile, 2 no gpuprofd, 64 usage;\n"
     "record exits with CMD's status (128+N if a signal N killed it).\n";
-
-int gpd_cli_usage(const char *usage, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "gpuprof: ");
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\n%s", usage);
-  return GPD_EXIT_USAGE;
-}
-
-long gpd_cli_parse_uint(const char *s) {
-  char *end;
-  if (!s || !isdigit((unsigned char)s[0])) return -1;
-  errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno || *end || v > 0x7fffffffUL) return -1;
-  return (long)v;
-}
-
-int gpd_cli_metric(const char *name) {
-  for (unsigned i = 0; i < GPD_M__COUNT; i++)
-    if (!strcasecmp(gpd_metric_desc(i)->name, name)) return (int)i;
-  return -1;
-}
 
 static int metrics_main(void) {
   static const char *units[] = {"ns (shown in s)", "bytes", "count", "mean per launch"};
