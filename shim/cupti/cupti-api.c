@@ -22,7 +22,8 @@
  * driver call inside a runtime call) pushes nothing; if its correlation id
  * differs, it is aliased to the outer one so that its activity finds the
  * INVOKE.  Resource domain: context created (device properties for
- * occupancy), context destroy (flush), module loaded (cubin -> gpubin).
+ * occupancy), context destroy (a flush, handed to the shim's flusher
+ * thread), module loaded (cubin -> gpubin).
  *
  * Activity API: CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET, MEMORY2,
  * SYNCHRONIZATION, DEVICE; timestamps from gpd_clock_ns() through
@@ -38,6 +39,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,8 +112,23 @@ static unsigned g_pool_nfree, g_pool_nalloc;
 static atomic_ulong c_invoke[GPD_OP_MAX], c_act[GPD_OP_MAX], c_copy_bytes[GPD_COPY_MAX];
 static atomic_ulong c_alias, c_alias_diff, c_modules, c_ctx, c_dropped, c_nobuf, c_pushfail;
 
-static __thread int tls_depth;
+/* The outermost traced API in progress on this thread: its domain (0 =
+ * none) and correlation id.  Only a driver API inside a runtime API is
+ * nested (a runtime API runs driver APIs; neither domain nests in itself
+ * through the callback layer), so an API whose EXIT never came (the
+ * application longjmp'd out of it) is replaced by the next runtime call
+ * or driver call of its own domain instead of switching capture off. */
+static __thread uint32_t tls_outer_dom;
 static __thread uint32_t tls_outer;
+
+/* Flushes requested at context destroy run on the shim's flusher thread,
+ * never on the application's (a flush completes buffers on the calling
+ * thread, and completing waits for ring space).  Requests coalesce: at
+ * most one flush runs and one more is pending. */
+static pthread_mutex_t g_flush_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_flush_cv = PTHREAD_COND_INITIALIZER;
+static int g_flush_req;
+static atomic_ulong c_flush_req, c_flush_done;
 
 /* --- helpers ------------------------------------------------------- */
 static const char *cupti_errstr(CUptiResult r) {
@@ -178,6 +195,50 @@ static void props_query(uint32_t dev) {
   atomic_store_explicit(&g_props_ok[dev], 1, memory_order_release);
 }
 
+/* --- deferred flush ------------------------------------------------ */
+static void *flush_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_flush_mu);
+  for (;;) {
+    while (!g_flush_req) pthread_cond_wait(&g_flush_cv, &g_flush_mu);
+    g_flush_req = 0; /* this flush serves every request made before it */
+    pthread_mutex_unlock(&g_flush_mu);
+    if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(0);
+    atomic_fetch_add(&c_flush_done, 1);
+    pthread_mutex_lock(&g_flush_mu);
+  }
+  return NULL;
+}
+
+/* Start the flusher (all signals blocked, detached).  0 or -errno; on
+ * failure flushes happen only at exit. */
+static int flush_start(void) {
+  pthread_t th;
+  pthread_attr_t attr;
+  sigset_t all, old;
+  int err = pthread_attr_init(&attr);
+  if (err) return -err;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  err = pthread_create(&th, &attr, flush_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (err) return -err;
+  pthread_setname_np(th, "gpuprof-flush");
+  return 0;
+}
+
+/* Any thread: ask for a flush and return (the lock is only ever held for
+ * a flag update, never across a flush). */
+static void flush_request(void) {
+  atomic_fetch_add(&c_flush_req, 1);
+  pthread_mutex_lock(&g_flush_mu);
+  g_flush_req = 1;
+  pthread_cond_signal(&g_flush_cv);
+  pthread_mutex_unlock(&g_flush_mu);
+}
+
 /* --- callbacks ----------------------------------------------------- */
 static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                             const void *data) {
@@ -189,7 +250,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
       atomic_fetch_add(&c_ctx, 1);
       if (fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-      fn.cuptiActivityFlushAll(0);
+      flush_request();
     } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
       const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
       atomic_fetch_add(&c_modules, 1);
@@ -207,10 +268,11 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   if (!op) return;
   const CUpti_CallbackData *cd = data;
   if (cd->callbackSite == CUPTI_API_EXIT) {
-    if (tls_depth > 0) tls_depth--;
+    if (dom == tls_outer_dom && cd->correlationId == tls_outer) tls_outer_dom = 0;
     return;
   }
-  if (tls_depth++ > 0) { /* nested inside an API we already pushed */
+  if (tls_outer_dom == CUPTI_CB_DOMAIN_RUNTIME_API && dom == CUPTI_CB_DOMAIN_DRIVER_API) {
+    /* nested inside an API we already pushed */
     if (cd->correlationId != tls_outer) {
       atomic_fetch_add_explicit(&c_alias_diff, 1, memory_order_relaxed);
       alias_put(cd->correlationId, tls_outer);
@@ -218,6 +280,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     return;
   }
   uint64_t ts = gpd_clock_ns();
+  tls_outer_dom = (uint32_t)dom;
   tls_outer = cd->correlationId;
   uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
@@ -393,6 +456,7 @@ int gpd_cupti_start(void) {
     if ((g_trace & (1u << kinds[i].op)) && (r = fn.cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
       GPD_WARN("cuptiActivityEnable(%d): %s", (int)kinds[i].kind, cupti_errstr(r));
   atomic_store(&g_state, ST_RUNNING);
+  if (flush_start() < 0) GPD_WARN("CUDA back end: no flusher thread; buffers flushed at exit only");
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
   atexit(cupti_atexit);
   GPD_INFO("CUDA back end on (CUPTI)");
@@ -445,12 +509,12 @@ void gpd_cupti_fini(void) {
             "gpuprof-cupti: state=%d invokes kernel=%lu copy=%lu memset=%lu alloc=%lu free=%lu "
             "sync=%lu | activities kernel=%lu copy=%lu memset=%lu alloc=%lu free=%lu sync=%lu | "
             "bytes H2D=%lu D2H=%lu D2D=%lu P2P=%lu | nested=%lu aliased=%lu ctx=%lu modules=%lu "
-            "dropped=%lu nobuf=%lu pushfail=%lu\n",
+            "dropped=%lu nobuf=%lu pushfail=%lu flushreq=%lu flushed=%lu\n",
             atomic_load(&g_state), c_invoke[1], c_invoke[2], c_invoke[3], c_invoke[4],
             c_invoke[5], c_invoke[6], c_act[1], c_act[2], c_act[3], c_act[4], c_act[5], c_act[6],
             c_copy_bytes[GPD_COPY_H2D], c_copy_bytes[GPD_COPY_D2H], c_copy_bytes[GPD_COPY_D2D],
             c_copy_bytes[GPD_COPY_P2P], c_alias, c_alias_diff, c_ctx, c_modules, c_dropped,
-            c_nobuf, c_pushfail);
+            c_nobuf, c_pushfail, c_flush_req, c_flush_done);
   }
 }
 
