@@ -1,0 +1,641 @@
+/* checkpoint.c - the store's writer thread and its checkpoint: the
+ * exactly-once protocol in one place (docs/DAEMON.md, "No loss on daemon
+ * SIGKILL").
+ *
+ * A flush copies dirty data under the daemon lock (new modules, strings,
+ * contexts and cct_local rows past each profile's watermarks, the metrics
+ * of dirty nodes, the profile rows, each ring's monitor cursor and the
+ * process's unmatched correlation state), symbolizes FRAME contexts with
+ * no lock held and no transaction open, writes everything in ONE
+ * transaction, and only after COMMIT returned releases each ring's shared
+ * tail to the copied cursor (this file is the only place that releases).
+ * So the tail never passes what is stored; a daemon killed after COMMIT but
+ * before the release is covered by ring_cursor (handback.c skips to it).
+ * A snapshot that could not be copied completely (out of memory) is not
+ * written at all and the process is rewritten in full next time; so is
+ * everything of a failed transaction (disk full: see gpd_store_flush).
+ * Metric rows hold a node's running total (INSERT OR REPLACE), only
+ * non-zero values.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/log.h"
+#include "gpuprof/metric.h"
+
+#include "daemon.h"
+#include "store-internal.h"
+
+typedef struct snap_ctx_s {
+  uint64_t id, parent;
+  int kind;
+  char *module, *build_id, *label, *raw;
+  uint64_t offset;
+  const gpd_sframe_t *fr; /* FRAME: source frames (symbols.c cache), before BEGIN */
+  unsigned nfr;
+} snap_ctx_t;
+
+typedef struct snap_met_s {
+  uint64_t ctx;
+  gpd_mval_t *m;
+  uint32_t n;
+} snap_met_t;
+
+typedef struct snap_proc_s {
+  gpd_proc_t *proc; /* identity only: compared, never dereferenced unlocked */
+  uint64_t id;
+  int64_t pid, ppid, uid, gid, rank, local_rank;
+  char *exe, *argv, *hostname, *job, *step, *error;
+  uint64_t start_ns, end_ns, records, drops, proc_start;
+  const char *state;
+  int exited;
+  struct { const char *api; int enabled, code; char *reason; } be[GPD_API_MAX];
+  int nbe;
+  gpd_pmodule_t *mods;
+  uint32_t nmods;
+  gpd_pstring_t *strs;
+  uint32_t nstrs;
+  snap_ctx_t *ctxs;
+  uint32_t nctxs;
+  gpd_plocal_t *locals;
+  uint32_t nlocals;
+  snap_met_t *mets;
+  uint32_t nmets;
+  int incomplete;        /* an allocation failed: write nothing, redo all */
+  uint64_t *cursor;      /* all rings' monitor cursors (ncursor), or NULL */
+  uint64_t *cursor_prev; /* the committed ones at snapshot time */
+  uint32_t ncursor;
+  int pend_write;        /* replace the pending rows */
+  gpd_prec_t *pend;
+  uint32_t npend;
+} snap_proc_t;
+
+static void snap_proc_free(snap_proc_t *s) {
+  free(s->exe); free(s->argv); free(s->hostname); free(s->job); free(s->step); free(s->error);
+  for (int i = 0; i < s->nbe; i++)
+    free(s->be[i].reason);
+  for (uint32_t i = 0; i < s->nmods; i++)
+    free(s->mods[i].path);
+  free(s->mods);
+  for (uint32_t i = 0; i < s->nstrs; i++)
+    free(s->strs[i].text);
+  free(s->strs);
+  for (uint32_t i = 0; i < s->nctxs; i++) {
+    free(s->ctxs[i].module); free(s->ctxs[i].build_id);
+    free(s->ctxs[i].label); free(s->ctxs[i].raw);
+  }
+  free(s->ctxs);
+  free(s->locals);
+  for (uint32_t i = 0; i < s->nmets; i++)
+    free(s->mets[i].m);
+  free(s->mets);
+  free(s->cursor);
+  free(s->cursor_prev);
+  free(s->pend);
+}
+
+/* After a failed or skipped write: everything of p is written next time. */
+static void proc_rewrite_all(gpd_proc_t *p) {
+  p->prof.nmods_saved = p->prof.nstrs_saved = p->prof.nlocals_saved = 0;
+  for (uint32_t k = 0; k < p->prof.nnodes; k++) {
+    p->prof.nodes[k].saved = 0;
+    p->prof.nodes[k].dirty = 1;
+  }
+  p->prof.pend_gen++;
+  p->meta_dirty = 1;
+}
+
+/* Copy what is new in p (lock held). */
+static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
+  gpd_profile_t *pr = &p->prof;
+  memset(s, 0, sizeof *s);
+  s->proc = p;
+  s->id = p->profile_id;
+  s->pid = p->pid; s->ppid = p->ppid; s->uid = p->uid; s->gid = p->gid;
+  s->rank = p->rank; s->local_rank = p->local_rank;
+  s->exe = gpd__xdup(p->exe); s->argv = gpd__xdup(p->argv_json); s->hostname = gpd__xdup(p->hostname);
+  s->job = gpd__xdup(p->job_id); s->step = gpd__xdup(p->step_id);
+  s->error = p->error[0] && !p->store_error ? strdup(p->error) : NULL; /* not our own retry note */
+  s->start_ns = p->start_ns;
+  s->proc_start = p->proc_start;
+  s->end_ns = p->end_ns;
+  s->records = pr->records;
+  s->drops = p->drops;
+  s->exited = p->state == GPD_PROC_EXITED;
+  s->state = s->exited ? "exited" : (d->writer_stop ? "lost" : "running");
+  for (unsigned a = 1; a < GPD_API_MAX; a++) {
+    if (!pr->backends[a].seen)
+      continue;
+    s->be[s->nbe].api = gpd_api_name(a);
+    s->be[s->nbe].enabled = pr->backends[a].enabled;
+    s->be[s->nbe].code = pr->backends[a].code;
+    s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
+    s->nbe++;
+  }
+  if (pr->nmods > pr->nmods_saved) {
+    uint32_t n = pr->nmods - pr->nmods_saved;
+    s->mods = calloc(n, sizeof *s->mods);
+    if (s->mods == NULL)
+      s->incomplete = 1;
+    for (uint32_t i = 0; s->mods && i < n; i++) {
+      s->mods[i] = pr->mods[pr->nmods_saved + i];
+      s->mods[i].path = strdup(s->mods[i].path);
+      s->nmods++;
+      if (s->mods[i].path == NULL)
+        s->incomplete = 1;
+    }
+    pr->nmods_saved = pr->nmods;
+  }
+  if (pr->nstrs > pr->nstrs_saved) {
+    uint32_t n = pr->nstrs - pr->nstrs_saved;
+    s->strs = calloc(n, sizeof *s->strs);
+    if (s->strs == NULL)
+      s->incomplete = 1;
+    for (uint32_t i = 0; s->strs && i < n; i++) {
+      s->strs[i] = pr->strs[pr->nstrs_saved + i];
+      s->strs[i].text = strdup(s->strs[i].text);
+      s->nstrs++;
+      if (s->strs[i].text == NULL)
+        s->incomplete = 1;
+    }
+    pr->nstrs_saved = pr->nstrs;
+  }
+  uint32_t nnew = 0, ndirty = 0;
+  for (uint32_t i = 0; i < pr->nnodes; i++) {
+    nnew += !pr->nodes[i].saved;
+    ndirty += pr->nodes[i].dirty;
+  }
+  if (nnew && (s->ctxs = calloc(nnew, sizeof *s->ctxs)) == NULL)
+    s->incomplete = 1;
+  if (ndirty && (s->mets = calloc(ndirty, sizeof *s->mets)) == NULL)
+    s->incomplete = 1;
+  for (uint32_t i = 0; i < pr->nnodes; i++) {
+    gpd_node_t *n = &pr->nodes[i];
+    if (!n->saved && s->ctxs) {
+      snap_ctx_t *c = &s->ctxs[s->nctxs++];
+      c->id = n->id;
+      c->parent = n->parent_id;
+      c->kind = n->kind;
+      c->offset = n->offset;
+      c->label = gpd__xdup(n->label);
+      c->raw = gpd__xdup(n->raw_name);
+      if (n->kind == GPD_NODE_FRAME) {
+        const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
+        if (m) {
+          c->module = strdup(m->path);
+          c->build_id = gpd__hex(m->build_id, m->build_id_len);
+        }
+      }
+      n->saved = 1;
+    }
+    if (n->dirty && s->mets) {
+      snap_met_t *m = &s->mets[s->nmets];
+      m->ctx = n->id;
+      m->m = malloc((n->nm ? n->nm : 1) * sizeof *m->m);
+      if (m->m) {
+        if (n->nm)
+          memcpy(m->m, n->m, n->nm * sizeof *m->m);
+        m->n = n->nm;
+        s->nmets++;
+      } else {
+        s->incomplete = 1;
+      }
+      n->dirty = 0;
+    }
+  }
+  if (pr->nlocals > pr->nlocals_saved) {
+    uint32_t n = pr->nlocals - pr->nlocals_saved;
+    s->locals = malloc(n * sizeof *s->locals);
+    if (s->locals) {
+      memcpy(s->locals, pr->locals + pr->nlocals_saved, n * sizeof *s->locals);
+      s->nlocals = n;
+    } else {
+      s->incomplete = 1;
+    }
+    pr->nlocals_saved = pr->nlocals;
+  }
+  /* the consumer position and the unmatched state that go with it */
+  if (p->has_region && p->cursor) {
+    uint32_t n = p->region.nrings;
+    s->cursor = malloc(n * sizeof *s->cursor);
+    s->cursor_prev = malloc(n * sizeof *s->cursor_prev);
+    if (s->cursor && s->cursor_prev) {
+      memcpy(s->cursor, p->cursor, n * sizeof *s->cursor);
+      memcpy(s->cursor_prev, p->cursor_saved, n * sizeof *s->cursor_prev);
+      s->ncursor = n;
+    } else {
+      s->incomplete = 1;
+    }
+  }
+  if (pr->pend_gen != pr->pend_gen_saved || s->exited) {
+    s->pend_write = 1;
+    /* a finished profile has resolved or forced everything: no rows */
+    if (!s->exited && gpd_profile_pending_export(pr, &s->pend, &s->npend) < 0)
+      s->incomplete = 1;
+    pr->pend_gen_saved = pr->pend_gen;
+  }
+  p->meta_dirty = 0;
+}
+
+/* ------------------------------------------------------------- write */
+
+enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
+       ST_PEND_DEL, ST_PEND, ST_CURSOR, ST__N };
+static const char *ST_SQL[ST__N] = {
+    "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
+    "start_ns,end_ns,state,records,drops,error,proc_start) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+    "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19) ON CONFLICT(id) DO UPDATE SET pid=?2,ppid=?3,"
+    "uid=?4,gid=?5,exe=?6,argv=?7,hostname=?8,job_id=?9,step_id=?10,rank=?11,local_rank=?12,"
+    "start_ns=?13,end_ns=?14,state=?15,records=?16,drops=?17,error=?18,proc_start=?19",
+    "INSERT OR REPLACE INTO backend VALUES(?1,?2,?3,?4,?5)",
+    "INSERT OR REPLACE INTO module VALUES(?1,?2,?3,?4,?5,?6)",
+    "INSERT OR REPLACE INTO string VALUES(?1,?2,?3,?4)",
+    "INSERT OR IGNORE INTO context(uid,id,parent,kind,module,build_id,offset,label,raw_name)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    "INSERT OR IGNORE INTO frame(uid,context_id,depth,function,file,line,inlined)"
+    " VALUES(?1,?2,?3,?4,?5,?6,?7)",
+    "INSERT OR REPLACE INTO cct_local VALUES(?1,?2,?3)",
+    "INSERT OR REPLACE INTO metric VALUES(?1,?2,?3,?4)",
+    "DELETE FROM pending WHERE profile_id=?1",
+    "INSERT INTO pending VALUES(?1,?2,?3)",
+    "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
+};
+
+static int step(sqlite3 *db, sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) {
+    if (!gpd__store_quiet)
+      GPD_ERR("store: %s", sqlite3_errmsg(db));
+    return GPD_ESTORE;
+  }
+  return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *s) {
+  if (s)
+    sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
+  sqlite3 *db = s->wdb;
+  int e = 0;
+  sqlite3_stmt *q = st[ST_PROFILE];
+  sqlite3_bind_int64(q, 1, (int64_t)p->id);
+  sqlite3_bind_int64(q, 2, p->pid);
+  sqlite3_bind_int64(q, 3, p->ppid);
+  sqlite3_bind_int64(q, 4, p->uid);
+  sqlite3_bind_int64(q, 5, p->gid);
+  bind_text(q, 6, p->exe);
+  bind_text(q, 7, p->argv);
+  bind_text(q, 8, p->hostname);
+  bind_text(q, 9, p->job);
+  bind_text(q, 10, p->step);
+  sqlite3_bind_int64(q, 11, p->rank);
+  sqlite3_bind_int64(q, 12, p->local_rank);
+  sqlite3_bind_int64(q, 13, (int64_t)p->start_ns);
+  if (p->exited)
+    sqlite3_bind_int64(q, 14, (int64_t)p->end_ns);
+  else
+    sqlite3_bind_null(q, 14);
+  bind_text(q, 15, p->state);
+  sqlite3_bind_int64(q, 16, (int64_t)p->records);
+  sqlite3_bind_int64(q, 17, (int64_t)p->drops);
+  bind_text(q, 18, p->error);
+  sqlite3_bind_int64(q, 19, (int64_t)p->proc_start);
+  if ((e = step(db, q)) < 0)
+    return e;
+  for (int i = 0; i < p->nbe; i++) {
+    q = st[ST_BACKEND];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    bind_text(q, 2, p->be[i].api);
+    sqlite3_bind_int(q, 3, p->be[i].enabled);
+    sqlite3_bind_int(q, 4, p->be[i].code);
+    bind_text(q, 5, p->be[i].reason);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  for (uint32_t i = 0; i < p->nmods; i++) {
+    q = st[ST_MODULE];
+    char *bid = gpd__hex(p->mods[i].build_id, p->mods[i].build_id_len);
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, p->mods[i].id);
+    bind_text(q, 3, p->mods[i].path);
+    bind_text(q, 4, bid);
+    sqlite3_bind_int64(q, 5, (int64_t)p->mods[i].base);
+    sqlite3_bind_int64(q, 6, (int64_t)p->mods[i].size);
+    free(bid);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  for (uint32_t i = 0; i < p->nstrs; i++) {
+    q = st[ST_STRING];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, p->strs[i].id);
+    sqlite3_bind_int64(q, 3, p->strs[i].kind);
+    bind_text(q, 4, p->strs[i].text);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  for (uint32_t i = 0; i < p->nctxs; i++) {
+    snap_ctx_t *c = &p->ctxs[i];
+    const gpd_sframe_t *fr = c->fr;
+    unsigned nfr = c->nfr;
+    char buf[64];
+    const char *label = c->label;
+    if (c->kind == GPD_NODE_FRAME) {
+      if (nfr > 0)
+        label = fr[nfr - 1].function; /* innermost: where the call is */
+      else {
+        snprintf(buf, sizeof buf, "0x%" PRIx64, c->offset);
+        label = buf;
+      }
+    } else if (c->kind == GPD_NODE_ROOT) {
+      label = "<root>";
+    }
+    /* rows of this profile's owner only: another user's announcement of
+     * the same module key never changes them (PRIMARY KEY(uid, id)) */
+    q = st[ST_CONTEXT];
+    sqlite3_bind_int64(q, 1, p->uid);
+    sqlite3_bind_int64(q, 2, (int64_t)c->id);
+    sqlite3_bind_int64(q, 3, (int64_t)c->parent);
+    sqlite3_bind_int(q, 4, c->kind);
+    bind_text(q, 5, c->module);
+    bind_text(q, 6, c->build_id);
+    sqlite3_bind_int64(q, 7, (int64_t)c->offset);
+    bind_text(q, 8, label);
+    bind_text(q, 9, c->raw);
+    if ((e = step(db, q)) < 0)
+      return e;
+    for (unsigned k = 0; k < nfr; k++) {
+      q = st[ST_FRAME];
+      sqlite3_bind_int64(q, 1, p->uid);
+      sqlite3_bind_int64(q, 2, (int64_t)c->id);
+      sqlite3_bind_int(q, 3, (int)k);
+      bind_text(q, 4, fr[k].function);
+      bind_text(q, 5, fr[k].file);
+      sqlite3_bind_int(q, 6, (int)fr[k].line);
+      sqlite3_bind_int(q, 7, fr[k].inlined);
+      if ((e = step(db, q)) < 0)
+        return e;
+    }
+  }
+  for (uint32_t i = 0; i < p->nlocals; i++) {
+    q = st[ST_LOCAL];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, p->locals[i].local);
+    sqlite3_bind_int64(q, 3, (int64_t)p->locals[i].ctx);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  for (uint32_t i = 0; i < p->nmets; i++) {
+    for (uint32_t k = 0; k < p->mets[i].n; k++) {
+      if (p->mets[i].m[k].v == 0)
+        continue; /* sparse: only non-zero */
+      q = st[ST_METRIC];
+      sqlite3_bind_int64(q, 1, (int64_t)p->id);
+      sqlite3_bind_int64(q, 2, (int64_t)p->mets[i].ctx);
+      sqlite3_bind_int64(q, 3, p->mets[i].m[k].id);
+      sqlite3_bind_double(q, 4, p->mets[i].m[k].v);
+      if ((e = step(db, q)) < 0)
+        return e;
+    }
+  }
+  if (p->pend_write) {
+    q = st[ST_PEND_DEL];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    if ((e = step(db, q)) < 0)
+      return e;
+    for (uint32_t i = 0; i < p->npend; i++) {
+      q = st[ST_PEND];
+      sqlite3_bind_int64(q, 1, (int64_t)p->id);
+      sqlite3_bind_int64(q, 2, i);
+      sqlite3_bind_blob(q, 3, p->pend[i].b, (int)p->pend[i].len, SQLITE_STATIC);
+      if ((e = step(db, q)) < 0)
+        return e;
+    }
+  }
+  /* Kept after the process exited too: a daemon killed between this
+   * COMMIT and the release must still skip what is stored here when the
+   * process hands its region back (deleted with the profile). */
+  for (uint32_t i = 0; i < p->ncursor; i++) {
+    if (p->cursor[i] == p->cursor_prev[i])
+      continue;
+    q = st[ST_CURSOR];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, i);
+    sqlite3_bind_int64(q, 3, (int64_t)p->cursor[i]);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  return 0;
+}
+
+int gpd_store_flush(gpd_daemon_t *d) {
+  gpd_store_t *s = d->store;
+  if (s == NULL)
+    return 0;
+  snap_proc_t *snaps = NULL;
+  uint32_t n = 0;
+  int err = 0;
+  pthread_mutex_lock(&d->lock);
+  if (d->nprocs)
+    snaps = calloc(d->nprocs, sizeof *snaps);
+  for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
+    if ((p->state == GPD_PROC_EXITED || p->state == GPD_PROC_LOST) && p->flushed)
+      continue; /* written already, or restored from the store unchanged */
+    snap_copy(d, p, &snaps[n++]);
+  }
+  gpubin_row_t *gbrows = s->gpubins;
+  s->gpubins = NULL;
+  /* keep a reserved block of profile ids ahead of the registry */
+  uint64_t id_hw = 0;
+  if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
+    id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
+  pthread_mutex_unlock(&d->lock);
+  if (n == 0 && gbrows == NULL && id_hw == 0)
+    goto out;
+  /* Symbolize before BEGIN: the resolver opens client-named module files
+   * (with the owner's rights) and may be slow; the write transaction must
+   * not wait on it. */
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t k = 0; !snaps[i].incomplete && k < snaps[i].nctxs; k++) {
+      snap_ctx_t *c = &snaps[i].ctxs[k];
+      if (c->kind == GPD_NODE_FRAME && c->module)
+        gpd_symbols_resolve(c->module, (uid_t)snaps[i].uid, (gid_t)snaps[i].gid, c->offset, &c->fr,
+                            &c->nfr);
+    }
+
+  gpd__store_quiet = s->failing;
+  char why[128] = "";
+  sqlite3_stmt *st[ST__N] = {0};
+  for (int i = 0; i < ST__N; i++) {
+    if (sqlite3_prepare_v2(s->wdb, ST_SQL[i], -1, &st[i], NULL) != SQLITE_OK) {
+      GPD_ERR("store: prepare: %s", sqlite3_errmsg(s->wdb));
+      err = GPD_ESTORE;
+      goto fin;
+    }
+  }
+  if ((err = gpd__db_exec(s->wdb, "BEGIN IMMEDIATE;")) < 0)
+    goto fin;
+  for (uint32_t i = 0; i < n && err == 0; i++)
+    if (!snaps[i].incomplete)
+      err = write_proc(s, st, &snaps[i]);
+  for (gpubin_row_t *g = gbrows; g && err == 0; g = g->next) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "gpubins/%s.gpubin", g->hash);
+    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,%Q,%lld);", g->hash, g->kind,
+                                (unsigned long long)g->size, rel, (long long)g->profile_id);
+    err = sql ? gpd__db_exec(s->wdb, sql) : -ENOMEM;
+    sqlite3_free(sql);
+  }
+  if (err == 0 && id_hw)
+    err = gpd__store_id_hw(s->wdb, id_hw);
+  if (err == 0)
+    err = gpd__db_exec(s->wdb, "COMMIT;");
+  if (err < 0) {
+    snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
+    gpd__store_quiet = 1; /* SQLite may have rolled back already */
+    gpd__db_exec(s->wdb, "ROLLBACK;");
+  }
+fin:
+  for (int i = 0; i < ST__N; i++)
+    sqlite3_finalize(st[i]);
+  gpd__store_quiet = 0;
+  /* one log line when writes start failing and one when they resume */
+  if (err < 0 && !s->failing) {
+    if (why[0] == 0)
+      snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
+    snprintf(s->why, sizeof s->why, "not stored yet: %s; kept in memory, retried", why);
+    GPD_ERR("store: writes to %s fail (%s); profiles are kept in memory and written when "
+            "it works again", s->path, why);
+    s->failing = 1;
+  } else if (err == 0 && s->failing) {
+    GPD_INFO("store: writes to %s work again", s->path);
+    s->failing = 0;
+  }
+  pthread_mutex_lock(&d->lock);
+  if (err < 0 && gbrows) { /* again at the next flush */
+    gpubin_row_t **t = &gbrows;
+    while (*t)
+      t = &(*t)->next;
+    *t = s->gpubins;
+    s->gpubins = gbrows;
+    gbrows = NULL;
+  }
+  if (err == 0 && id_hw > s->id_hw)
+    s->id_hw = id_hw;
+  for (uint32_t i = 0; i < n; i++) {
+    gpd_proc_t *p = NULL;
+    for (p = d->procs; p && p != snaps[i].proc; p = p->next)
+      ;
+    if (p == NULL)
+      continue;
+    if (err < 0 || snaps[i].incomplete) {
+      /* write everything again next time; the tails stay where they are */
+      proc_rewrite_all(p);
+      if (err < 0 && (p->error[0] == 0 || p->store_error)) {
+        snprintf(p->error, sizeof p->error, "%s", s->why); /* ps shows it */
+        p->store_error = 1;
+      }
+      /* A process that ended was drained completely into its profile:
+       * nobody will hand its region back, so the region (memfd and
+       * mapping) is freed now; the profile stays until it is written. */
+      if (err < 0 && snaps[i].exited && p->state == GPD_PROC_EXITED)
+        gpd_registry_close_region(p);
+      continue;
+    }
+    if (p->store_error) {
+      p->error[0] = 0;
+      p->store_error = 0;
+      p->meta_dirty = 1;
+    }
+    /* committed: the state up to these cursors is durable, give the
+     * producer its slots back (and reclaim drained RETIRED rings) */
+    if (snaps[i].ncursor && p->has_region && p->cursor && p->region.nrings == snaps[i].ncursor) {
+      for (uint32_t k = 0; k < snaps[i].ncursor; k++) {
+        gpd_ring_release(&p->region, k, snaps[i].cursor[k]);
+        p->cursor_saved[k] = snaps[i].cursor[k];
+      }
+    }
+    /* still EXITED: a hand-back to this daemon may have revived it since
+     * the snapshot (gpd_registry_hello), then it keeps its region */
+    if (snaps[i].exited && p->state == GPD_PROC_EXITED) {
+      p->flushed = 1;
+      gpd_registry_close_region(p);
+    }
+  }
+  s->flushes++;
+  pthread_mutex_unlock(&d->lock);
+out:
+  for (uint32_t i = 0; i < n; i++)
+    snap_proc_free(&snaps[i]);
+  free(snaps);
+  while (gbrows) {
+    gpubin_row_t *g = gbrows;
+    gbrows = g->next;
+    free(g);
+  }
+  return err;
+}
+
+/* ------------------------------------------------------------ writer */
+
+static void *writer_main(void *arg) {
+  gpd_daemon_t *d = arg;
+  for (;;) {
+    pthread_mutex_lock(&d->lock);
+    if (!d->flush_now && !d->writer_stop) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
+      ms = ms ? ms : 1000;
+      ts.tv_sec += ms / 1000;
+      ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+      if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+      }
+      pthread_cond_timedwait(&d->writer_cv, &d->lock, &ts);
+    }
+    d->flush_now = 0;
+    int stop = d->writer_stop;
+    pthread_mutex_unlock(&d->lock);
+    if (gpd_store_flush(d) == 0)
+      gpd_store_retain(d);
+    if (stop)
+      break;
+  }
+  return NULL;
+}
+
+int gpd_store_writer_start(gpd_daemon_t *d) {
+  int err = pthread_create(&d->writer_tid, NULL, writer_main, d);
+  if (err)
+    return -err;
+  d->writer_started = 1;
+  return 0;
+}
+
+void gpd_store_writer_stop(gpd_daemon_t *d) {
+  if (!d->writer_started)
+    return;
+  pthread_mutex_lock(&d->lock);
+  d->writer_stop = 1;
+  pthread_cond_signal(&d->writer_cv);
+  pthread_mutex_unlock(&d->lock);
+  pthread_join(d->writer_tid, NULL);
+  d->writer_started = 0;
+}
+
