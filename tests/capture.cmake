@@ -41,3 +41,14 @@ add_test(NAME capture.reentry COMMAND test-reentry)
 
 set_tests_properties(capture.modgen capture.cut capture.reentry PROPERTIES LABELS "unit" TIMEOUT 60
   SKIP_RETURN_CODE 77 ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+
+# A longjmp out of an OpenCL wrapper (real PoCL).  gpuprof before
+# libOpenCL: the interposed cl* definitions win.
+if(OpenCL_FOUND)
+  gpd_capture_test(ocl-longjmp)
+  target_include_directories(test-ocl-longjmp PRIVATE ${OpenCL_INCLUDE_DIRS})
+  target_link_libraries(test-ocl-longjmp PRIVATE ${OpenCL_LIBRARIES})
+  add_test(NAME capture.ocl-longjmp COMMAND test-ocl-longjmp)
+  set_tests_properties(capture.ocl-longjmp PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+endif()
