@@ -1,0 +1,42 @@
+/* query-internal.h - what query.c (dispatch, ps, tree, reply arena) and
+ * query-top.c (the Top answer and its index) share.  Main thread only;
+ * the functions that read profiles need d->lock (said per function).
+ * Not for other files: replies are built in query.c's per-reply arena. */
+#ifndef GPD_DAEMON_QUERY_INTERNAL_H
+#define GPD_DAEMON_QUERY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuprof.pb-c.h"
+
+#include "access.h"
+#include "profile.h"
+
+typedef struct gpd_daemon_s gpd_daemon_t;
+typedef struct gpd_proc_s gpd_proc_t;
+
+/** n bytes (16-aligned) / n*size zeroed bytes / a copy of s (NULL -> "")
+ *  from the arena of the reply being built; freed with the reply.  NULL on
+ *  ENOMEM. */
+void *gpd__query_alloc(size_t n);
+void *gpd__query_calloc(size_t n, size_t size);
+char *gpd__query_strdup(const char *s);
+/** An empty Msg in the arena (NULL on ENOMEM). */
+Gpuprof__Msg *gpd__query_msg_new(void);
+/** Room for one more element of a growing malloc'd array whose count
+ *  reached *cap: the capacity doubles (from `first`).  0 or -ENOMEM with the
+ *  array as it was. */
+int gpd__query_grow(void **arr, uint32_t *cap, size_t elem, uint32_t first);
+/** Is p selected by (pid, job) and visible to peer?  pid 0 = any.  d->lock. */
+int gpd__query_selected(const gpd_proc_t *p, const gpd_peer_t *peer, int32_t pid, const char *job);
+/** Error reply for an explicit pid the peer may not see or that is not
+ *  profiled; NULL when pid is 0 or fine.  d->lock. */
+Gpuprof__Msg *gpd__query_check_pid(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid);
+/** Node message of node pidx of profile p (no metrics); a FRAME node is
+ *  queued for symbolization after the unlock.  d->lock. */
+Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx);
+/** The Top answer (query-top.c).  d->lock. */
+Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r);
+
+#endif
