@@ -131,7 +131,9 @@ static void conn_sock_lost(void) {
                "the application closed or replaced the daemon socket (fd %d); "
                "not touching that descriptor, reconnecting",
                conn.sock.fd);
+  pthread_mutex_lock(&conn.lock);
   conn.sock.fd = -1;
+  pthread_mutex_unlock(&conn.lock);
   if (gpd_clock_ns() - conn.sock_ns < CONN_STABLE_NS)
     conn.lost++;
   else
@@ -484,7 +486,9 @@ static int conn_attempt(void) {
     GPD_DEBUG("registration failed: %s", gpd_strerror(err));
     return -1;
   }
+  pthread_mutex_lock(&conn.lock); /* gpd_conn_stop reads it */
   conn.sock = id;
+  pthread_mutex_unlock(&conn.lock);
   conn.sock_ns = gpd_clock_ns();
   conn.ever = 1;
   return 0;
@@ -546,7 +550,9 @@ static void *conn_main(void *arg) {
         }
         GPD_LOG_ONCE(conn_log_gone, GPD_LOG_WARN,
                      "daemon connection lost (%s); keeping the region, reconnecting", gpd_strerror(err));
+        pthread_mutex_lock(&conn.lock);
         conn_fd_close(&conn.sock);
+        pthread_mutex_unlock(&conn.lock);
         if (gpd_clock_ns() - conn.sock_ns >= CONN_STABLE_NS)
           conn.lost = 0;
         continue;

@@ -92,18 +92,21 @@ foreach(m reuse noreuse sock)
     SKIP_RETURN_CODE 77)
 endforeach()
 
-# fork + exec /bin/true 50 times: the fork child must not wait for a
-# registration (bound 100 ms mean).  "strip": the exec'd image
-# without the shim (fork child's cost only).
-add_test(NAME shimconn.forkexec COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkexec> 50 100 strip)
+# fork + exec /bin/true 50 times against a real daemon, mean reported.
+# "strip": the exec'd image without the shim (the fork child's cost only);
+# asserted: the daemon saw one registration (no fork child registered).
+# The means only have a hang bound: a loaded 2-core VM varies a lot.
+add_test(NAME shimconn.forkexec COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkexec> 50 1000 strip)
 add_test(NAME shimconn.forkexec-shim COMMAND ${_sc_run} 120 $<TARGET_FILE:test-forkexec> 50 1000)
 set_tests_properties(shimconn.forkexec shimconn.forkexec-shim PROPERTIES LABELS "integration"
   TIMEOUT 180 SKIP_RETURN_CODE 77)
 # The same against a daemon that accepts but never answers: the fork child
-# used to wait the full 200 ms for its registration (202 ms measured on an
-# idle machine); now ~2 ms, up to ~90 ms on a loaded 2-core VM.
+# used to connect and wait the full 200 ms for its registration (202 ms
+# measured on an idle machine; now ~2 ms).  Asserted: no fork child
+# connects (SO_PEERCRED of every pending connection); the mean only has a
+# hang bound (1 s), since a loaded 2-core VM varies by hundreds of ms.
 add_test(NAME shimconn.forkexec-stalled
-  COMMAND $<TARGET_FILE:test-forkexec> --stalled $<TARGET_FILE:gpuprof> 20 150)
+  COMMAND $<TARGET_FILE:test-forkexec> --stalled $<TARGET_FILE:gpuprof> 20 1000)
 set_tests_properties(shimconn.forkexec-stalled PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
 
 # fork while threads are inside the shim (OpenCL calls, shim locks).

@@ -3,6 +3,9 @@
  * Usage: test-forkexec N MAX_MEAN_MS [strip]
  * Forks N times; each child execs /bin/true at once; the parent waits for
  * it.  Prints the mean and the largest time per fork+exec+wait in ms.
+ * Under test-withdaemon with "strip": fails unless the daemon logged
+ * exactly one registration (this process's; fork children must not
+ * register before they exec).
  * "strip": the child removes LD_PRELOAD before exec, so only the fork
  * child's own cost is measured (not the exec'd image's shim constructor).
  * Fails (exit 1) when the mean exceeds MAX_MEAN_MS, or a child does not
@@ -14,8 +17,12 @@
  * Unix socket in /tmp that it never accepts on (connect succeeds, Hello
  * gets no reply), and re-execs itself with LD_PRELOAD=[ASan runtime:]SHIM
  * and GPUPROF_SOCKET set to it.  A fork child that waited for its own
- * registration paid the full wait (200 ms) here.
+ * registration paid the full wait (200 ms) here.  Also fails when any
+ * process other than this one connected to that socket (accepted at the
+ * end, peers told apart by SO_PEERCRED): a fork child that execs at once
+ * must not connect at all.  Load-independent, unlike the mean.
  */
+#include <fcntl.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,6 +74,9 @@ static int stalled(char **argv) {
   setenv("LD_PRELOAD", pre, 1);
   setenv("GPUPROF_SOCKET", sa.sun_path, 1);
   setenv("GPD_FORKEXEC_UNLINK", sa.sun_path, 1);
+  char fdv[16];
+  snprintf(fdv, sizeof fdv, "%d", s);
+  setenv("GPD_FORKEXEC_LISTEN_FD", fdv, 1);
   execl("/proc/self/exe", argv[0], argv[3], argv[4], "strip", (char *)NULL);
   perror("test-forkexec: exec");
   unlink(sa.sun_path);
@@ -120,6 +130,43 @@ int main(int argc, char **argv) {
       worst = dt;
   }
   double mean = sum / n;
+  const char *dlog = getenv("GPD_TEST_DAEMON_LOG"); /* under test-withdaemon */
+  if (dlog && strip) {
+    /* Only this process registered: no fork child did before its exec. */
+    FILE *f = fopen(dlog, "r");
+    char line[4096];
+    int regs = 0;
+    while (f && fgets(line, sizeof line, f))
+      regs += strstr(line, "INFO: registered pid ") != NULL;
+    if (f)
+      fclose(f);
+    printf("test-forkexec: registrations in the daemon log: %d\n", regs);
+    if (regs != 1) {
+      fprintf(stderr, "FAIL test-forkexec: %d registrations, expected only this process's\n", regs);
+      return 1;
+    }
+  }
+  const char *lfd = getenv("GPD_FORKEXEC_LISTEN_FD");
+  if (lfd) {
+    /* Who connected to the stalled daemon?  Only this process may have. */
+    int ls = atoi(lfd), others = 0, mine = 0, c;
+    fcntl(ls, F_SETFL, O_NONBLOCK);
+    while ((c = accept(ls, NULL, NULL)) >= 0) {
+      struct ucred cr;
+      socklen_t cl = sizeof cr;
+      if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid != getpid())
+        others++;
+      else
+        mine++;
+      close(c);
+    }
+    printf("test-forkexec: connections to the stalled daemon: %d from this process, %d from others\n", mine,
+           others);
+    if (others) {
+      fprintf(stderr, "FAIL test-forkexec: %d fork children connected to the daemon before exec\n", others);
+      return 1;
+    }
+  }
   printf("test-forkexec%s: %d x fork+exec /bin/true+wait: mean %.2f ms, max %.2f ms (LD_PRELOAD=%s)\n",
          strip ? " strip" : "", n, mean, worst, getenv("LD_PRELOAD") ? getenv("LD_PRELOAD") : "");
   if (mean > max_mean) {
