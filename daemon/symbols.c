@@ -37,8 +37,8 @@
  *     users who may read the file;
  *   entries (file identity, offset) -> frames.
  * When the access or file table fills up both are dropped (reopened on
- * demand).  Entries live until gpd_symbols_shutdown; past SYM_MAX_ENTRIES a
- * result is kept per thread until that thread's next call.
+ * demand).  Entries live until gpd_symbols_shutdown (callers keep the
+ * pointers); past SYM_MAX_ENTRIES new call sites get no frames.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -105,8 +105,7 @@ static gpd_map_t ent_map; /* hash(id, offset) (+2 per collision) -> index */
 static uid_t cur_uid;
 static gid_t cur_gid;
 static int cur_alt_failed;
-/* a result past SYM_MAX_ENTRIES: valid until this thread's next call */
-static __thread sym_entry_t sym_scratch;
+static int sym_full_logged;
 
 static void frames_free(gpd_sframe_t *fr, unsigned n) {
   for (unsigned j = 0; j < n; j++) {
@@ -500,8 +499,6 @@ int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset,
   if (path == NULL || path[0] == 0)
     return -ENOENT;
   pthread_mutex_lock(&sym_lock);
-  frames_free(sym_scratch.frames, sym_scratch.n);
-  memset(&sym_scratch, 0, sizeof sym_scratch);
   int fi = access_file(path, uid, gid);
   if (fi < 0)
     goto out; /* not readable by the owner (or not a regular file): no frames */
@@ -524,7 +521,14 @@ int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset,
   sym_entry_t r = {.id = id, .offset = offset};
   resolve(f, offset, &r.frames, &r.n);
   if (nents >= SYM_MAX_ENTRIES) {
-    sym_scratch = r; /* not cached: the caller copies it before its next call */
+    /* full: callers may hold every result they got until shutdown (the
+     * store resolves a whole snapshot first), so nothing is evicted and
+     * new call sites stay unsymbolized (module+offset) */
+    GPD_LOG_ONCE(sym_full_logged, GPD_LOG_WARN, "symbols: %d call sites cached; new ones are not symbolized",
+                 SYM_MAX_ENTRIES);
+    frames_free(r.frames, r.n);
+    r.frames = NULL;
+    r.n = 0;
   } else {
     if (nents == capents) {
       size_t nc = capents ? capents * 2 : 256;
@@ -559,8 +563,6 @@ void gpd_symbols_shutdown(void) {
   ents = NULL;
   nents = capents = 0;
   gpd_map_free(&ent_map);
-  frames_free(sym_scratch.frames, sym_scratch.n);
-  memset(&sym_scratch, 0, sizeof sym_scratch);
   files_drop();
   free(files);
   files = NULL;

@@ -28,8 +28,8 @@ typedef struct gpd_sframe_s {
  *  one it may not read gives 0 frames and returns 0, as does a missing
  *  file.  No debug info: one frame with the ELF symtab function, file "??".
  *  Offset: the link-time address of the call site (NODE.offset).
- *  The returned array stays valid until this thread's next call or
- *  gpd_symbols_shutdown (results are cached, bounded).  Errors: -ENOENT
+ *  The returned array stays valid until gpd_symbols_shutdown (results are
+ *  cached; past a bound of 1 M call sites new ones get 0 frames).  Errors: -ENOENT
  *  (empty path), -ENOMEM.  Thread-safe (own mutex); may read large files:
  *  never call it on the monitor thread or with the daemon lock held. */
 int gpd_symbols_resolve(const char *path, uid_t uid, gid_t gid, uint64_t offset, const gpd_sframe_t **frames,
