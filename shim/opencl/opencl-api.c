@@ -275,8 +275,10 @@ static void ocl_fork_child(void) {
   gpd_ocl_atfork_child();
 }
 
-/** The OpenCL back end for the shim core (backends.h).  No init: the
- *  wrappers resolve the next definitions on first use (gpd_ocl_api). */
+/** The OpenCL back end for the shim core (backends.h).  No init hook: the
+ *  loader layer is requested by opencl-layer.c's own constructor, which
+ *  must run before shim_ctor starts the connection thread (setenv), and
+ *  the next definitions are resolved on first use (gpd_ocl_next/api). */
 const gpd_backend_t gpd_backend_opencl = {
     .name = "opencl",
     .api = GPD_API_OPENCL,
