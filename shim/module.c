@@ -82,8 +82,11 @@ static char vendors[64][MODULE_PREFIX_MAX] = {
     "libcuda.so", "libcudart.so", "libcupti.so", "libnvidia-", "libOpenCL.so",
     "libpocl",    "libze_loader.so"};
 static uint32_t nvendors = 7;
-static const char *const glue[] = {"libc.so",   "libpthread.so", "libdl.so",       "ld-linux",
-                                   "libgcc_s.so", "libstdc++.so", "librt.so",      "libm.so"};
+/* Sanitizer runtimes count as glue: they intercept libc (qsort, ...) and
+ * so sit between frames the way libc does. */
+static const char *const glue[] = {"libc.so",     "libpthread.so", "libdl.so",   "ld-linux",
+                                   "libgcc_s.so", "libstdc++.so",  "librt.so",   "libm.so",
+                                   "libasan.so",  "libtsan.so",    "libubsan.so", "liblsan.so"};
 
 /* --------------------------------------------------------------- helpers */
 
