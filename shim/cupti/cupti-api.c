@@ -521,10 +521,22 @@ void gpd_cupti_fini(void) {
 /* --- ops table ------------------------------------------------------ */
 #include "backends.h"
 
-static void cupti_fork_prepare(void) { pthread_mutex_lock(&g_pool_mu); }
-static void cupti_fork_parent(void) { pthread_mutex_unlock(&g_pool_mu); }
-/* CUDA is not usable in a fork child; only the lock needs to be sane. */
-static void cupti_fork_child(void) { pthread_mutex_unlock(&g_pool_mu); }
+static void cupti_fork_prepare(void) {
+  pthread_mutex_lock(&g_pool_mu);
+  pthread_mutex_lock(&g_flush_mu);
+}
+static void cupti_fork_parent(void) {
+  pthread_mutex_unlock(&g_flush_mu);
+  pthread_mutex_unlock(&g_pool_mu);
+}
+/* CUDA is not usable in a fork child; only the locks need to be sane.  The
+ * flusher thread is gone: its condition variable may record it as a
+ * waiter, so it is made fresh. */
+static void cupti_fork_child(void) {
+  pthread_mutex_unlock(&g_flush_mu);
+  pthread_mutex_unlock(&g_pool_mu);
+  g_flush_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+}
 static int cupti_status(char *why, size_t n) {
   int st = atomic_load(&g_state);
   if (why && n) why[0] = '\0';
