@@ -356,7 +356,7 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
     const char *label = c->label;
     if (c->kind == GPD_NODE_FRAME) {
       if (nfr > 0)
-        label = fr[nfr - 1].function; /* innermost: where the call is */
+        label = fr[0].function; /* the physical function holding the call site */
       else {
         snprintf(buf, sizeof buf, "0x%" PRIx64, c->offset);
         label = buf;

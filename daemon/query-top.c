@@ -180,7 +180,9 @@ static top_prof_t *top_prof_get(const gpd_profile_t *p) {
     if (k == NULL)
       continue;
     uint32_t g = top_group_get(n->kind, k);
-    uint32_t in = g == GPD_NONE ? GPD_NONE : top_inst_get(n->id, g);
+    /* instances are per owner: another user's node with the same Merkle
+     * id (a forged module key) never lends its labels or path to this one */
+    uint32_t in = g == GPD_NONE ? GPD_NONE : top_inst_get(gpd_merge_key(n->id, p->uid), g);
     if (in == GPD_NONE)
       return NULL;
     if (tp->n == tp->cap && gpd__query_grow((void **)&tp->v, &tp->cap, sizeof *tp->v, 64) < 0)
@@ -224,9 +226,13 @@ typedef struct top_sel_s {
   size_t n;
 } top_sel_t;
 
-/* The oldest selected profile holding Merkle id (and its node index). */
-static const gpd_profile_t *top_oldest(const top_sel_t *sel, uint64_t id, uint32_t *pidx) {
+/* The oldest selected profile of owner uid holding Merkle id (and its node
+ * index): labels never cross users. */
+static const gpd_profile_t *top_oldest(const top_sel_t *sel, uint64_t id, uid_t uid,
+                                       uint32_t *pidx) {
   for (size_t i = 0; i < sel->n; i++) {
+    if (sel->profs[i]->uid != uid)
+      continue;
     uint32_t j = gpd_profile_find(sel->profs[i], id);
     if (j != GPD_NONE) {
       *pidx = j;
@@ -387,7 +393,7 @@ again:
       if (cn->kind != GPD_NODE_FRAME && cn->kind != GPD_NODE_UNKNOWN)
         continue;
       uint32_t pidx = chain[c];
-      const gpd_profile_t *op = top_oldest(&sel, cn->id, &pidx);
+      const gpd_profile_t *op = top_oldest(&sel, cn->id, bp->uid, &pidx);
       Gpuprof__Node *nm = gpd__query_node_msg(op ? op : bp, op ? pidx : chain[c]);
       if (nm)
         o->path[o->n_path++] = nm;

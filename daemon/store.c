@@ -273,7 +273,8 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     char *sql = sqlite3_mprintf(
-        "INSERT OR IGNORE INTO meta VALUES('format','gpuprof'),('format_version','1'),"
+        "INSERT OR REPLACE INTO meta VALUES('format_version','" GPD_STR(GPD_STORE_FORMAT) "');"
+        "INSERT OR IGNORE INTO meta VALUES('format','gpuprof'),"
         "('host',%Q),('created_ns','%llu'),('clock','CLOCK_MONOTONIC_RAW');",
         host, (unsigned long long)gpd_clock_ns());
     int e = gpd__db_exec(s->wdb, sql);
