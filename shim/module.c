@@ -466,8 +466,15 @@ void gpd_module_init(uintptr_t anchor) {
   pthread_mutex_unlock(&table_lock);
 }
 
+/* table_lock is a leaf (only the loader's lock is taken under it): the
+ * prepare handler takes it last, so a fork never copies a table that
+ * another thread is half way through refreshing. */
+void gpd_module_atfork_prepare(void) { pthread_mutex_lock(&table_lock); }
+
+void gpd_module_atfork_parent(void) { pthread_mutex_unlock(&table_lock); }
+
 void gpd_module_atfork_child(void) {
-  pthread_mutex_init(&table_lock, NULL);
+  pthread_mutex_init(&table_lock, NULL); /* held by prepare: start over */
   /* New process: new ids (the counter restarted), nothing announced. */
   uint32_t n = atomic_load(&nmodules);
   for (uint32_t i = 0; i < n; i++) {

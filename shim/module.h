@@ -50,6 +50,11 @@ extern _Atomic uint32_t gpd_module__gen;
 /** First scan; `shim_anchor` is an address inside libgpuprof.so. */
 void gpd_module_init(uintptr_t shim_anchor);
 /** Fork child: new module ids, nothing announced, lock reset. */
+/** Fork handlers of the module table (shim.c's pthread_atfork chain):
+ *  prepare takes its lock (last of all the shim's locks), parent releases
+ *  it, child re-initializes it and gives every module a new id. */
+void gpd_module_atfork_prepare(void);
+void gpd_module_atfork_parent(void);
 void gpd_module_atfork_child(void);
 
 /** Bring the table up to date with the loader if a dlclose happened since

@@ -29,6 +29,7 @@
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
 #include "internal.h"
+#include "module.h"
 
 gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 
@@ -284,9 +285,11 @@ static void atfork_prepare(void) {
   pthread_mutex_lock(&status_lock);
   pthread_mutex_lock(&attach_lock);
   gpd_conn_atfork_prepare();
+  gpd_module_atfork_prepare();
 }
 
 static void atfork_parent(void) {
+  gpd_module_atfork_parent();
   gpd_conn_atfork_parent();
   pthread_mutex_unlock(&attach_lock);
   pthread_mutex_unlock(&status_lock);
