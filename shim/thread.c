@@ -7,6 +7,7 @@
  * without touching the old mapping.
  */
 #include <errno.h>
+#include <signal.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ typedef struct thread_state_s {
   int in_shim;       /* reentrancy guard */
   uintptr_t in_shim_sp; /* frame address of the gpd_thread_enter that set it */
   int key_set;
+  volatile sig_atomic_t pushing; /* a push (or ring claim) is under way */
   gpd_capture_memo_t *memo;
 } thread_state_t;
 
@@ -89,14 +91,45 @@ gpd_producer_t *gpd_thread_producer(void) {
   return &tls.p;
 }
 
+static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
+
+/* A ring has one producer: a signal handler that pushes while its thread
+ * is inside a push (or claiming its ring) would interleave two records in
+ * one slot sequence.  Such a nested push is dropped and counted instead. */
+static int push_begin(void) {
+  if (tls.pushing) {
+    if (tls.state == 1 && tls.gen == atomic_load_explicit(&gpd_shim__g.gen, memory_order_acquire))
+      gpd_producer_count_drop(&tls.p);
+    return -EBUSY;
+  }
+  tls.pushing = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  return 0;
+}
+
+static void push_end(void) {
+  atomic_signal_fence(memory_order_seq_cst);
+  tls.pushing = 0;
+}
+
 int gpd_thread_push(const void *rec, size_t len) {
+  if (push_begin() < 0)
+    return -EBUSY;
   gpd_producer_t *p = gpd_thread_producer();
-  if (!p)
-    return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
-  return gpd_producer_push(p, rec, len);
+  int rc = p ? gpd_producer_push(p, rec, len) : gpd_shim_active() ? -ENOSPC : -ENOTCONN;
+  push_end();
+  return rc;
 }
 
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
+  if (push_begin() < 0)
+    return -EBUSY;
+  int rc = thread_push_wait(rec, len, max_wait_ns);
+  push_end();
+  return rc;
+}
+
+static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
   gpd_producer_t *p = gpd_thread_producer();
   if (!p)
     return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
