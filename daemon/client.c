@@ -25,6 +25,16 @@
  *     and kind per limit_log_interval_s; the rest are counted and the count
  *     is logged when the interval ends (gpd_client_sweep).
  * A registered process's EOF ends its process (final drain and flush).
+ *
+ * Queries (docs/DAEMON.md, "Queries off the loop"): gpd_query_start builds
+ * the reply under the daemon lock on the loop; one with FRAME nodes is then
+ * symbolized and encoded by gpd_query_run in libuv's thread pool
+ * (uv_queue_work) and sent from on_query_done, on the loop again.  While a
+ * query is in flight (c->q) the connection reads nothing more: frames
+ * already decoded wait in c->dec, the rest in the socket (bounded as
+ * always), and its idle clock is stopped.  A connection closed meanwhile
+ * (peer gone, timeout, shutdown) cancels its query and its struct lives
+ * until on_query_done has run, which drops the reply.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -111,6 +121,8 @@ typedef struct gpd_client_s {
   unsigned events;
   gpd_proc_t *proc;
   gpd_gpubin_t gpubin;
+  gpd_query_t *q; /* in flight in the thread pool (at most one), or NULL */
+  uv_work_t work; /* its request; data = this client */
   struct gpd_client_s *next, *prev;
 } gpd_client_t;
 
@@ -123,6 +135,7 @@ void gpd_client_set_proc(gpd_client_t *c, gpd_proc_t *p) { c->proc = p; }
 static void client_close(gpd_client_t *c);
 static void client_flush(gpd_client_t *c);
 static void client_arm(gpd_client_t *c);
+static void client_frames(gpd_client_t *c, int err);
 static void on_io(uv_poll_t *h, int status, int events);
 
 /* ------------------------------------------------------ per-uid limits */
@@ -212,10 +225,8 @@ static void uid_free_all(void) {
     }
 }
 
-static void on_handle_closed(uv_handle_t *h) {
-  gpd_client_t *c = h->data;
-  if (++c->nclosed < 2)
-    return;
+/* Free a closed client: both handles closed and no query in flight. */
+static void client_free(gpd_client_t *c) {
   close(c->fd);
   if (c->pending_fd >= 0)
     close(c->pending_fd);
@@ -230,6 +241,13 @@ static void on_handle_closed(uv_handle_t *h) {
   }
   gpd_gpubin_abort(&c->gpubin);
   free(c);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  gpd_client_t *c = h->data;
+  if (++c->nclosed < 2 || c->q)
+    return; /* on_query_done frees it */
+  client_free(c);
 }
 
 static void client_close(gpd_client_t *c) {
@@ -255,12 +273,19 @@ static void client_close(gpd_client_t *c) {
   nclients--;
   if (c->u)
     c->u->nconn--;
+  if (c->q) { /* its reply is dropped in on_query_done */
+    gpd_query_cancel(c->q);
+    uv_cancel((uv_req_t *)&c->work); /* fails once it started: then it stops early */
+  }
   uv_poll_stop(&c->poll);
   uv_timer_stop(&c->timer);
   uv_close((uv_handle_t *)&c->poll, on_handle_closed);
   uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }
 
+/* Shutdown: queries in flight are cancelled; the loop runs until their
+ * on_query_done (an active uv_work_t keeps uv_run going), which frees the
+ * clients. */
 void gpd_client_close_all(gpd_daemon_t *d) {
   (void)d;
   while (clients)
@@ -288,7 +313,7 @@ static void set_events(gpd_client_t *c) {
   if (c->closed)
     return;
   unsigned ev = 0;
-  if (!c->closing && c->out_bytes < c->d->cfg.client_out_max)
+  if (!c->closing && c->q == NULL && c->out_bytes < c->d->cfg.client_out_max)
     ev |= UV_READABLE;
   if (c->out_head)
     ev |= UV_WRITABLE;
@@ -301,25 +326,16 @@ static void set_events(gpd_client_t *c) {
   }
 }
 
-/* Queue one frame.  Query replies may be up to GPD_REPLY_MAX (a large
- * tree); everything else up to GPD_FRAME_MAX. */
-static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
-  size_t n = gpuprof__msg__get_packed_size(m);
-  int reply = m->body_case == GPUPROF__MSG__BODY_PS || m->body_case == GPUPROF__MSG__BODY_TREE ||
-              m->body_case == GPUPROF__MSG__BODY_TOP;
-  if (n > (reply ? GPD_REPLY_MAX : GPD_FRAME_MAX))
-    return GPD_EFRAMETOOBIG;
+/* Queue one encoded frame (buf: header + payload, malloc'd; taken, also
+ * on failure) and start writing it.  0 or -ENOMEM. */
+static int client_queue(gpd_client_t *c, uint8_t *buf, size_t len, int fd) {
   outbuf_t *o = calloc(1, sizeof *o);
-  uint8_t *buf = malloc(GPD_FRAME_HDR + n);
-  if (o == NULL || buf == NULL) {
-    free(o);
+  if (o == NULL) {
     free(buf);
     return -ENOMEM;
   }
-  gpd_frame_put_header(buf, (uint32_t)n);
-  gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
   o->data = buf;
-  o->len = GPD_FRAME_HDR + n;
+  o->len = len;
   o->fd = fd >= 0 ? dup(fd) : -1;
   if (c->out_tail)
     c->out_tail->next = o;
@@ -331,6 +347,20 @@ static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
     client_arm(c); /* a registered peer now has a reply to read */
   client_flush(c);
   return 0;
+}
+
+/* Queue one frame (Hello replies, errors; query replies are encoded by
+ * gpd_query_run with the same limits).  Up to GPD_FRAME_MAX. */
+static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
+  size_t n = gpuprof__msg__get_packed_size(m);
+  if (n > GPD_FRAME_MAX)
+    return GPD_EFRAMETOOBIG;
+  uint8_t *buf = malloc(GPD_FRAME_HDR + n);
+  if (buf == NULL)
+    return -ENOMEM;
+  gpd_frame_put_header(buf, (uint32_t)n);
+  gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
+  return client_queue(c, buf, GPD_FRAME_HDR + n, fd);
 }
 
 static void send_error(gpd_client_t *c, int code, const char *text) {
@@ -443,6 +473,71 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   }
 }
 
+/* Send what gpd_query_run made of q: its frame, or an Error (too large, out
+ * of memory).  The connection is open. */
+static void client_reply(gpd_client_t *c, gpd_query_t *q) {
+  uint8_t *buf;
+  size_t len;
+  int rc = gpd_query_take_frame(q, &buf, &len);
+  if (rc == 0)
+    rc = client_queue(c, buf, len, -1);
+  if (rc == GPD_EFRAMETOOBIG)
+    send_error(c, GPD_EFRAMETOOBIG, "reply too large: filter by pid or use max_depth");
+  else if (rc < 0)
+    send_error(c, -ENOMEM, "out of memory");
+}
+
+/* Thread pool: symbolize and encode (no daemon lock, no client state). */
+static void on_query_work(uv_work_t *w) {
+  gpd_client_t *c = w->data;
+  gpd_query_run(c->q);
+}
+
+/* Loop thread, once the pool is done with c->q (status UV_ECANCELED when
+ * client_close cancelled it before it started).  A closed client's reply
+ * is dropped and the client freed if its handles are closed too; an open
+ * one gets its reply and goes on with the frames that waited. */
+static void on_query_done(uv_work_t *w, int status) {
+  gpd_client_t *c = w->data;
+  gpd_query_t *q = c->q;
+  c->q = NULL;
+  if (!c->closed && status == 0)
+    client_reply(c, q);
+  gpd_query_free(q);
+  if (c->closed) {
+    if (c->nclosed == 2)
+      client_free(c);
+    return;
+  }
+  client_frames(c, 0);
+  if (!c->closed)
+    set_events(c);
+}
+
+/* A Ps/Tree/Top request: built under the daemon lock here; one with frames
+ * to symbolize goes to the thread pool (see the top of this file), the
+ * others are encoded and sent at once. */
+static void handle_query(gpd_client_t *c, const Gpuprof__Msg *m) {
+  gpd_query_t *q;
+  if (gpd_query_start(c->d, &c->peer, m, &q) < 0) {
+    send_error(c, -ENOMEM, "out of memory");
+    return;
+  }
+  if (gpd_query_slow(q)) {
+    c->q = q;
+    c->work.data = c;
+    if (uv_queue_work(c->d->loop, &c->work, on_query_work, on_query_done) == 0) {
+      uv_timer_stop(&c->timer); /* the peer waits for us, not we for it */
+      set_events(c);
+      return;
+    }
+    c->q = NULL; /* cannot happen (bad arguments only): answer here */
+  }
+  gpd_query_run(q);
+  client_reply(c, q);
+  gpd_query_free(q);
+}
+
 static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   Gpuprof__Msg *m = gpuprof__msg__unpack(NULL, n, p);
   if (m == NULL) {
@@ -466,17 +561,9 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   }
   case GPUPROF__MSG__BODY_PS_REQ:
   case GPUPROF__MSG__BODY_TREE_REQ:
-  case GPUPROF__MSG__BODY_TOP_REQ: {
-    Gpuprof__Msg *r = NULL;
-    if (gpd_query_answer(c->d, &c->peer, m, &r) == 0) {
-      if (client_send(c, r, -1) == GPD_EFRAMETOOBIG)
-        send_error(c, GPD_EFRAMETOOBIG, "reply too large: filter by pid or use max_depth");
-      gpd_query_free_reply(r);
-    } else {
-      send_error(c, -ENOMEM, "out of memory");
-    }
+  case GPUPROF__MSG__BODY_TOP_REQ:
+    handle_query(c, m);
     break;
-  }
   default:
     reject(c, EV_PROTO, GPD_EPROTO, "unexpected message", p, n);
     break;
@@ -484,9 +571,35 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   gpuprof__msg__free_unpacked(m, NULL);
 }
 
+/* Handle the complete frames buffered in c->dec (err: what feeding them
+ * returned), until the connection closes or is closing, or a query goes
+ * in flight (the rest wait in c->dec for on_query_done). */
+static void client_frames(gpd_client_t *c, int err) {
+  while (!c->closed && !c->closing && c->q == NULL) {
+    if (err < 0) {
+      reject(c, err == GPD_EFRAMETOOBIG ? EV_TOOBIG : EV_BADFRAME, err, "frame rejected",
+             c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
+      return;
+    }
+    const uint8_t *payload;
+    size_t plen;
+    int r = gpd_frame_dec_next(&c->dec, &payload, &plen);
+    if (r < 0) {
+      err = r;
+      continue;
+    }
+    if (r == 0)
+      break;
+    handle_frame(c, payload, plen);
+    if (c->closed || c->closing)
+      return;
+    client_arm(c); /* a complete frame: the idle clock starts again */
+  }
+}
+
 static void client_read(gpd_client_t *c) {
   uint8_t buf[65536];
-  for (int iter = 0; iter < 64 && !c->closed && !c->closing; iter++) {
+  for (int iter = 0; iter < 64 && !c->closed && !c->closing && c->q == NULL; iter++) {
     if (c->out_bytes >= c->d->cfg.client_out_max)
       break; /* peer does not read its replies */
     union {
@@ -529,27 +642,7 @@ static void client_read(gpd_client_t *c) {
       client_close(c);
       return;
     }
-    int err = gpd_frame_dec_feed(&c->dec, buf, (size_t)n);
-    for (;;) {
-      if (err < 0) {
-        reject(c, err == GPD_EFRAMETOOBIG ? EV_TOOBIG : EV_BADFRAME, err, "frame rejected",
-               c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
-        return;
-      }
-      const uint8_t *payload;
-      size_t plen;
-      int r = gpd_frame_dec_next(&c->dec, &payload, &plen);
-      if (r < 0) {
-        err = r;
-        continue;
-      }
-      if (r == 0)
-        break;
-      handle_frame(c, payload, plen);
-      if (c->closed || c->closing)
-        return;
-      client_arm(c); /* a complete frame: the idle clock starts again */
-    }
+    client_frames(c, gpd_frame_dec_feed(&c->dec, buf, (size_t)n));
   }
 }
 
@@ -569,8 +662,8 @@ static void on_io(uv_poll_t *h, int status, int events) {
 
 static void on_timeout(uv_timer_t *t) {
   gpd_client_t *c = t->data;
-  if (c->closed)
-    return;
+  if (c->closed || c->q)
+    return; /* a query in flight: the clock starts again with its reply */
   if (c->proc && c->out_head == NULL)
     return; /* registered and nothing to read: never timed out */
   unsigned ms = c->d->cfg.idle_timeout_ms;
@@ -590,11 +683,12 @@ static void on_timeout(uv_timer_t *t) {
 }
 
 /* (Re)start the idle clock: from now, idle_timeout_ms until on_timeout.
- * A registered connection with no reply queued has no clock. */
+ * A registered connection with no reply queued has no clock, nor has one
+ * with a query in flight. */
 static void client_arm(gpd_client_t *c) {
   if (c->closed)
     return;
-  if (c->proc && c->out_head == NULL)
+  if (c->q || (c->proc && c->out_head == NULL))
     uv_timer_stop(&c->timer);
   else
     uv_timer_start(&c->timer, on_timeout, c->d->cfg.idle_timeout_ms, 0);

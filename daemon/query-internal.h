@@ -1,7 +1,8 @@
 /* query-internal.h - what query.c (dispatch, ps, tree, reply arena) and
- * query-top.c (the Top answer and its index) share.  Main thread only;
- * the functions that read profiles need d->lock (said per function).
- * Not for other files: replies are built in query.c's per-reply arena. */
+ * query-top.c (the Top answer and its index) share.  Main thread only,
+ * inside gpd_query_start; the functions that read profiles need d->lock
+ * (said per function).  Not for other files: replies are built in the
+ * arena of the query being answered (query.c). */
 #ifndef GPD_DAEMON_QUERY_INTERNAL_H
 #define GPD_DAEMON_QUERY_INTERNAL_H
 
@@ -17,8 +18,8 @@ typedef struct gpd_daemon_s gpd_daemon_t;
 typedef struct gpd_proc_s gpd_proc_t;
 
 /** n bytes (16-aligned) / n*size zeroed bytes / a copy of s (NULL -> "")
- *  from the arena of the reply being built; freed with the reply.  NULL on
- *  ENOMEM. */
+ *  from the arena of the query this thread is working on (gpd_query_start,
+ *  gpd_query_run); freed with the query.  NULL on ENOMEM. */
 void *gpd__query_alloc(size_t n);
 void *gpd__query_calloc(size_t n, size_t size);
 char *gpd__query_strdup(const char *s);
@@ -34,7 +35,7 @@ int gpd__query_selected(const gpd_proc_t *p, const gpd_peer_t *peer, int32_t pid
  *  profiled; NULL when pid is 0 or fine.  d->lock. */
 Gpuprof__Msg *gpd__query_check_pid(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid);
 /** Node message of node pidx of profile p (no metrics); a FRAME node is
- *  queued for symbolization after the unlock.  d->lock. */
+ *  put on the query's list for gpd_query_run to symbolize.  d->lock. */
 Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx);
 /** The Top answer (query-top.c).  d->lock. */
 Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r);

@@ -1,5 +1,5 @@
 /* query-top.c - the Top answer and its node-merged index (see below).
- * Main thread only, under d->lock (called from gpd_query_answer).
+ * Main thread only, under d->lock (called from gpd_query_start).
  */
 #include <errno.h>
 #include <inttypes.h>

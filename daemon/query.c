@@ -1,27 +1,33 @@
 /* query.c - Ps / Tree / Top answered from the live in-memory profiles
  * (never from the database), filtered by peer credentials (access.h).
  *
- * Replies are built in a per-reply arena (below) with every string
+ * Replies are built in a per-query arena (below) with every string
  * duplicated, so they never borrow profile memory after the lock.  The daemon
- * lock is held while the merge borrows profile data.  FRAME nodes are
- * symbolized after the lock is dropped (symbolizing a large library the
- * first time takes seconds, and the monitor needs the lock): under the
- * lock a FRAME node gets its module path, offset and a "0x<offset>" label,
- * and goes on the pending list with its process owner's uid/gid; after the
- * unlock q_symbolize_pending fills its label (the physical function: the
- * outermost frame of its inline chain) and its frames (that function, then
- * the inlined ones with their call-site lines).
+ * lock is held while the merge borrows profile data (gpd_query_start, main
+ * thread).  FRAME nodes are symbolized after the lock is dropped, by
+ * gpd_query_run, which client.c runs in libuv's thread pool (symbolizing a
+ * large library the first time takes seconds; neither the monitor, which
+ * needs the lock, nor the loop, which serves every other client, may wait on
+ * it): under the lock a FRAME node gets its module path, offset and a
+ * "0x<offset>" label, and goes on the query's pending list with its process
+ * owner's uid/gid; q_symbolize_pending then fills its label (the physical
+ * function: the outermost frame of its inline chain) and its frames (that
+ * function, then the inlined ones with their call-site lines), and q_encode
+ * packs the reply into its frame.
  *
  * Top and its node-merged index live in query-top.c; what both files use
  * (the arena, node messages, selection) is in query-internal.h.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpuprof/error.h"
+#include "gpuprof/frame.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 #include "gpuprof/metric.h"
@@ -33,10 +39,15 @@
 /* ------------------------------------------------------- reply arena
  *
  * A reply (every protobuf-c struct, array and string of it) is carved from
- * 64 KiB chunks owned by the reply: a 30 K-node TreeReply is ~500 K small
+ * 64 KiB chunks owned by its query: a 30 K-node TreeReply is ~500 K small
  * objects, and malloc + protobuf_c_message_free_unpacked of them cost about
- * as much as building the tree.  gpd_query_free_reply frees the chunks.
- * Main thread only (gpd_query_answer and gpd_query_free_reply). */
+ * as much as building the tree.  gpd_query_run frees the chunks once the
+ * reply is encoded (gpd_query_free if it never was).
+ *
+ * q_arena is the arena of the query the calling thread is working on:
+ * gpd_query_start (main thread) and gpd_query_run (a pool thread) point it
+ * at the query's chunks for their duration, so the gpd__query_* helpers
+ * need no query argument. */
 
 typedef struct q_chunk_s {
   struct q_chunk_s *next;
@@ -44,8 +55,33 @@ typedef struct q_chunk_s {
   _Alignas(16) unsigned char data[];
 } q_chunk_t;
 
-static q_chunk_t *q_arena;  /* chunks of the reply being built */
-static gpd_map_t q_replies; /* reply pointer -> its chunk list */
+/* FRAME nodes of a reply, symbolized after the unlock. */
+typedef struct q_pending_s {
+  Gpuprof__Node *node; /* module and offset already set (arena copies) */
+  uid_t uid;
+  gid_t gid;
+} q_pending_t;
+
+struct gpd_query_s {
+  Gpuprof__Msg *reply; /* in arena; NULL once encoded */
+  q_chunk_t *arena;
+  q_pending_t *pend;   /* malloc'd */
+  uint32_t npend, cappend;
+  uint8_t *frame;      /* encoded by gpd_query_run (header + payload) */
+  size_t frame_len;
+  int frame_err;       /* 0, GPD_EFRAMETOOBIG, -ENOMEM, -ECANCELED */
+  atomic_int cancel;   /* gpd_query_cancel: any thread */
+};
+
+static _Thread_local q_chunk_t *q_arena; /* chunks of the query this thread works on */
+static _Thread_local gpd_query_t *q_cur; /* the query being built (main thread) */
+
+/* GPUPROF_TEST_SYMBOLIZE_DELAY_MS (tests only): gpd_query_run sleeps this
+ * long before the first FRAME node of a query is symbolized, as a cold
+ * libtorch would take.  Read once, by the first gpd_query_start (main
+ * thread, before any query is queued to the pool). */
+static unsigned q_delay_ms;
+static int q_delay_read;
 
 static void q_arena_free(q_chunk_t *c) {
   while (c) {
@@ -129,29 +165,41 @@ int gpd__query_grow(void **arr, uint32_t *cap, size_t elem, uint32_t first) {
   return 0;
 }
 
-/* FRAME nodes of the reply being built, symbolized after the unlock. */
-typedef struct q_pending_s {
-  Gpuprof__Node *node; /* module and offset already set (arena copies) */
-  uid_t uid;
-  gid_t gid;
-} q_pending_t;
-
-static q_pending_t *q_pend;
-static uint32_t q_npend, q_cappend;
-
 static void q_pending_add(Gpuprof__Node *o, uid_t uid, gid_t gid) {
-  if (q_npend == q_cappend && gpd__query_grow((void **)&q_pend, &q_cappend, sizeof *q_pend, 256) < 0)
+  gpd_query_t *q = q_cur;
+  if (q->npend == q->cappend &&
+      gpd__query_grow((void **)&q->pend, &q->cappend, sizeof *q->pend, 256) < 0)
     return; /* left as module+offset */
-  q_pend[q_npend++] = (q_pending_t){o, uid, gid};
+  q->pend[q->npend++] = (q_pending_t){o, uid, gid};
 }
 
-/* Main thread, without d->lock: label and frames of the pending nodes. */
-static void q_symbolize_pending(void) {
-  for (uint32_t i = 0; i < q_npend; i++) {
-    Gpuprof__Node *o = q_pend[i].node;
+static int q_cancelled(gpd_query_t *q) {
+  return atomic_load_explicit(&q->cancel, memory_order_relaxed);
+}
+
+/* The test delay, in 10 ms steps so that a cancel (the client closed, the
+ * daemon stops) is seen at once. */
+static void q_test_delay(gpd_query_t *q) {
+  GPD_WARN("test delay: a query with %u frame nodes waits %u ms", (unsigned)q->npend, q_delay_ms);
+  for (unsigned left = q_delay_ms; left > 0 && !q_cancelled(q);) {
+    unsigned ms = left < 10 ? left : 10;
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
+    left -= ms;
+  }
+}
+
+/* Without d->lock, any thread (q_arena = q's chunks): label and frames of
+ * the pending nodes; stops early when cancelled. */
+static void q_symbolize_pending(gpd_query_t *q) {
+  if (q->npend && q_delay_ms)
+    q_test_delay(q);
+  for (uint32_t i = 0; i < q->npend && !q_cancelled(q); i++) {
+    Gpuprof__Node *o = q->pend[i].node;
     const gpd_sframe_t *fr;
     unsigned nf;
-    if (gpd_symbols_resolve(o->module, q_pend[i].uid, q_pend[i].gid, o->offset, &fr, &nf) < 0 || nf == 0)
+    if (gpd_symbols_resolve(o->module, q->pend[i].uid, q->pend[i].gid, o->offset, &fr, &nf) < 0 ||
+        nf == 0)
       continue;
     o->label = gpd__query_strdup(fr[0].function);
     o->frames = gpd__query_calloc(nf, sizeof *o->frames);
@@ -167,12 +215,32 @@ static void q_symbolize_pending(void) {
       o->frames[o->n_frames++] = f;
     }
   }
-  q_npend = 0;
-  if (q_cappend > 4096) { /* a huge tree's list is not kept */
-    free(q_pend);
-    q_pend = NULL;
-    q_cappend = 0;
+  free(q->pend);
+  q->pend = NULL;
+  q->npend = q->cappend = 0;
+}
+
+/* The reply as one frame: query replies may be up to GPD_REPLY_MAX (a
+ * large tree), an Error up to GPD_FRAME_MAX (as client.c sends frames). */
+static void q_encode(gpd_query_t *q) {
+  const Gpuprof__Msg *m = q->reply;
+  size_t n = gpuprof__msg__get_packed_size(m);
+  int reply = m->body_case == GPUPROF__MSG__BODY_PS || m->body_case == GPUPROF__MSG__BODY_TREE ||
+              m->body_case == GPUPROF__MSG__BODY_TOP;
+  if (n > (reply ? GPD_REPLY_MAX : GPD_FRAME_MAX)) {
+    q->frame_err = GPD_EFRAMETOOBIG;
+    return;
   }
+  uint8_t *buf = malloc(GPD_FRAME_HDR + n);
+  if (buf == NULL) {
+    q->frame_err = -ENOMEM;
+    return;
+  }
+  gpd_frame_put_header(buf, (uint32_t)n);
+  gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
+  q->frame = buf;
+  q->frame_len = GPD_FRAME_HDR + n;
+  q->frame_err = 0;
 }
 
 Gpuprof__Msg *gpd__query_msg_new(void) {
@@ -411,11 +479,26 @@ static Gpuprof__Msg *answer_tree(gpd_daemon_t *d, const gpd_peer_t *peer,
   return m;
 }
 
-int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg *req,
-                     Gpuprof__Msg **reply) {
+int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg *req,
+                    gpd_query_t **out) {
+  *out = NULL;
+  if (!q_delay_read) {
+    const char *e = getenv("GPUPROF_TEST_SYMBOLIZE_DELAY_MS");
+    q_delay_read = 1;
+    if (e && *e) {
+      q_delay_ms = (unsigned)strtoul(e, NULL, 10);
+      GPD_WARN("GPUPROF_TEST_SYMBOLIZE_DELAY_MS=%u: queries with frames wait that long (tests "
+               "only)", q_delay_ms);
+    }
+  }
+  gpd_query_t *q = calloc(1, sizeof *q);
+  if (q == NULL)
+    return -ENOMEM;
+  q->frame_err = -ECANCELED; /* until gpd_query_run encodes */
+  atomic_init(&q->cancel, 0);
   Gpuprof__Msg *m = NULL;
   q_arena = NULL;
-  q_npend = 0;
+  q_cur = q;
   pthread_mutex_lock(&d->lock);
   switch (req->body_case) {
   case GPUPROF__MSG__BODY_PS_REQ:
@@ -432,25 +515,52 @@ int gpd_query_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg
     break;
   }
   pthread_mutex_unlock(&d->lock);
-  q_symbolize_pending(); /* outside the lock: may read large files */
-  q_chunk_t *arena = q_arena;
+  q->arena = q_arena;
   q_arena = NULL;
-  if (m == NULL || gpd_map_put(&q_replies, (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)arena) < 0) {
-    q_arena_free(arena);
+  q_cur = NULL;
+  if (m == NULL) {
+    gpd_query_free(q);
     return -ENOMEM;
   }
-  *reply = m;
+  q->reply = m;
+  *out = q;
   return 0;
 }
 
-void gpd_query_free_reply(Gpuprof__Msg *reply) {
-  uint64_t v;
-  if (reply == NULL)
+int gpd_query_slow(const gpd_query_t *q) { return q->npend > 0; }
+
+void gpd_query_run(gpd_query_t *q) {
+  q_arena = q->arena;
+  q_symbolize_pending(q); /* outside the lock: may read large files */
+  q->arena = q_arena;
+  q_arena = NULL;
+  if (!q_cancelled(q) && q->reply)
+    q_encode(q);
+  q->reply = NULL; /* encoded: the arena can go now */
+  q_arena_free(q->arena);
+  q->arena = NULL;
+}
+
+void gpd_query_cancel(gpd_query_t *q) {
+  atomic_store_explicit(&q->cancel, 1, memory_order_relaxed);
+}
+
+int gpd_query_take_frame(gpd_query_t *q, uint8_t **buf, size_t *len) {
+  *buf = NULL;
+  *len = 0;
+  if (q->frame == NULL)
+    return q->frame_err ? q->frame_err : -ENOMEM;
+  *buf = q->frame;
+  *len = q->frame_len;
+  q->frame = NULL;
+  return 0;
+}
+
+void gpd_query_free(gpd_query_t *q) {
+  if (q == NULL)
     return;
-  if (gpd_map_get(&q_replies, (uint64_t)(uintptr_t)reply, &v)) {
-    gpd_map_del(&q_replies, (uint64_t)(uintptr_t)reply);
-    q_arena_free((q_chunk_t *)(uintptr_t)v);
-    if (q_replies.n == 0)
-      gpd_map_free(&q_replies);
-  }
+  q_arena_free(q->arena);
+  free(q->pend);
+  free(q->frame);
+  free(q);
 }
