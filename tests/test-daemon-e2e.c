@@ -62,8 +62,30 @@ static int try_connect(void) {
   return s;
 }
 
+/* Every process a test starts is killed and reaped at exit, whatever path
+ * the test took (a failed check, a timeout, exit(1) in a helper). */
+static pid_t kids[16];
+static int nkids;
+
+static void kids_track(pid_t pid) {
+  if (pid > 0 && nkids < (int)(sizeof kids / sizeof *kids))
+    kids[nkids++] = pid;
+}
+
+static void kids_reap(void) {
+  for (int i = 0; i < nkids; i++) {
+    int st;
+    if (waitpid(kids[i], &st, WNOHANG) == 0) {
+      kill(kids[i], SIGKILL);
+      waitpid(kids[i], &st, 0);
+    }
+  }
+  nkids = 0;
+}
+
 static pid_t start_daemon(int exit_when_idle) {
   pid_t pid = fork();
+  kids_track(pid);
   if (pid == 0) {
     int fd = open(logf_, O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 2);
@@ -108,6 +130,7 @@ static pid_t start_client(FILE **out, FILE **in, const char *mode, const char *a
   if (pipe(po) < 0 || pipe(pi) < 0)
     exit(1);
   pid_t pid = fork();
+  kids_track(pid);
   if (pid == 0) {
     dup2(po[1], 1);
     dup2(pi[0], 0);
@@ -531,6 +554,7 @@ int main(int argc, char **argv) {
   if (argc < 2)
     return 2;
   signal(SIGPIPE, SIG_IGN);
+  atexit(kids_reap);
   if (strcmp(argv[1], "integration") == 0)
     t_integration();
   else if (strcmp(argv[1], "hostile") == 0)
