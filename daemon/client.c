@@ -32,15 +32,17 @@
  * (uv_queue_work) and sent from on_query_done, on the loop again.  While a
  * query is in flight (c->q) the connection reads nothing more: frames
  * already decoded wait in c->dec, the rest in the socket (bounded as
- * always), and its idle clock is stopped.  A connection closed meanwhile
- * (peer gone, timeout, shutdown) cancels its query and its struct lives
- * until on_query_done has run, which drops the reply.
+ * always), and its idle clock is stopped; only a hang-up is watched
+ * (client_peer_hup).  A connection closed meanwhile (peer gone, shutdown)
+ * cancels its query and its struct lives until on_query_done has run,
+ * which drops the reply.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,6 +125,7 @@ typedef struct gpd_client_s {
   gpd_gpubin_t gpubin;
   gpd_query_t *q; /* in flight in the thread pool (at most one), or NULL */
   uv_work_t work; /* its request; data = this client */
+  int rdhup;      /* the peer shut down its writing side during a query */
   struct gpd_client_s *next, *prev;
 } gpd_client_t;
 
@@ -315,6 +318,8 @@ static void set_events(gpd_client_t *c) {
   unsigned ev = 0;
   if (!c->closing && c->q == NULL && c->out_bytes < c->d->cfg.client_out_max)
     ev |= UV_READABLE;
+  if (c->q && !c->rdhup)
+    ev |= UV_DISCONNECT; /* not reading: a peer that leaves is seen so */
   if (c->out_head)
     ev |= UV_WRITABLE;
   if (ev != c->events) {
@@ -646,13 +651,29 @@ static void client_read(gpd_client_t *c) {
   }
 }
 
+/* A query is in flight and the peer shut its side down (EPOLLRDHUP).
+ * Closed for good (POLLHUP: nobody will read the reply): cancel the query
+ * and close.  Only its writing side (shutdown(SHUT_WR)): it may still read,
+ * so the reply goes out and the EOF is read after it, as before; the
+ * hang-up is not watched again (it stays readable). */
+static void client_peer_hup(gpd_client_t *c) {
+  struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+  if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+    client_close(c);
+    return;
+  }
+  c->rdhup = 1;
+}
+
 static void on_io(uv_poll_t *h, int status, int events) {
   gpd_client_t *c = h->data;
   if (status < 0) {
     client_close(c);
     return;
   }
-  if (events & UV_WRITABLE)
+  if (c->q && (events & UV_DISCONNECT))
+    client_peer_hup(c);
+  if (!c->closed && (events & UV_WRITABLE))
     client_flush(c);
   if (!c->closed && (events & (UV_READABLE | UV_DISCONNECT)))
     client_read(c);

@@ -71,6 +71,7 @@ struct gpd_query_s {
   size_t frame_len;
   int frame_err;       /* 0, GPD_EFRAMETOOBIG, -ENOMEM, -ECANCELED */
   atomic_int cancel;   /* gpd_query_cancel: any thread */
+  uint64_t serial;     /* 1, 2, ... per gpd_query_start (test log lines) */
 };
 
 static _Thread_local q_chunk_t *q_arena; /* chunks of the query this thread works on */
@@ -82,6 +83,7 @@ static _Thread_local gpd_query_t *q_cur; /* the query being built (main thread) 
  * thread, before any query is queued to the pool). */
 static unsigned q_delay_ms;
 static int q_delay_read;
+static uint64_t q_serial; /* main thread */
 
 static void q_arena_free(q_chunk_t *c) {
   while (c) {
@@ -180,7 +182,7 @@ static int q_cancelled(gpd_query_t *q) {
 /* The test delay, in 10 ms steps so that a cancel (the client closed, the
  * daemon stops) is seen at once. */
 static void q_test_delay(gpd_query_t *q) {
-  GPD_WARN("test delay: a query with %u frame nodes waits %u ms", (unsigned)q->npend, q_delay_ms);
+  GPD_WARN("test delay: query %" PRIu64 " waits %u ms", q->serial, q_delay_ms);
   for (unsigned left = q_delay_ms; left > 0 && !q_cancelled(q);) {
     unsigned ms = left < 10 ? left : 10;
     struct timespec ts = {0, (long)ms * 1000000L};
@@ -495,6 +497,7 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
   if (q == NULL)
     return -ENOMEM;
   q->frame_err = -ECANCELED; /* until gpd_query_run encodes */
+  q->serial = ++q_serial;
   atomic_init(&q->cancel, 0);
   Gpuprof__Msg *m = NULL;
   q_arena = NULL;
@@ -523,6 +526,9 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
     return -ENOMEM;
   }
   q->reply = m;
+  if (q_delay_ms && q->npend)
+    GPD_WARN("test delay: query %" PRIu64 " with %u frame nodes built", q->serial,
+             (unsigned)q->npend);
   *out = q;
   return 0;
 }

@@ -10,10 +10,19 @@
 #     both (else the check is inconclusive); the tree takes >= 3 s and is
 #     correct: work_step symbolized with its source line, tick with
 #     GKER:COUNT=3;
-#  2. a client that goes away with its tree in flight: ps still answers
-#     within 1 s, the daemon lives, its reply is dropped;
+#  2. (one pool thread: UV_THREADPOOL_SIZE=1) two clients go away, one
+#     with its tree being symbolized, one with its tree queued behind it:
+#     ps still answers within 1 s, the daemon lives, the queued query never
+#     runs (cancelled before it started), the running one is dropped:
+#     the next query starts within 3 s (the running one was cancelled,
+#     not waited out);
+#  2b. a client that shuts down only its writing side after its Tree
+#     request still gets the symbolized reply, then EOF (as before);
 #  3. SIGTERM with a tree in flight: the daemon exits 0 within 3 s (the
-#     query is cancelled, not waited out).
+#     query is cancelled, not waited out), no sanitizer report.
+# The daemon's test log lines name each query by its serial number:
+# "query N with F frame nodes built" (on the loop), "query N waits" (in the
+# pool, when its symbolization starts).
 # Skips (77) without an OpenCL platform or the ocl-steady test program.
 . "$(dirname "$0")/lib.sh"
 need_file "$SHIM"
@@ -24,6 +33,10 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$GPD_BUILD_DIR/pocl-cache}
 DELAY=5000
 
 now_ms() { date +%s%3N; }
+# nth_serial N: serial number of the Nth query built with frames.
+nth_serial() {
+  grep -E "$BL" "$DLOG" | sed -n "$1s/.*query \([0-9]*\) with.*/\1/p"
+}
 # wait_lines PATTERN N [TENTHS=300]: poll until the daemon log has N lines
 # matching PATTERN; 1 if it never does within the bound.
 wait_lines() {
@@ -45,14 +58,16 @@ timed_ps() {
 }
 
 start_daemon '[daemon]
-log_level = info' GPUPROF_TEST_SYMBOLIZE_DELAY_MS=$DELAY
+log_level = info' GPUPROF_TEST_SYMBOLIZE_DELAY_MS=$DELAY UV_THREADPOOL_SIZE=1
 
-# An ASan build's shim needs the ASan runtime first in an uninstrumented
-# program; only that process gets it, the daemon keeps its own.
+# An ASan (TSan) build's shim needs its runtime first in an uninstrumented
+# program (sleep); only that process gets it, the daemon keeps its own.
 pre=$SHIM
-if readelf -d "$SHIM" 2>/dev/null | grep -q 'libasan'; then
-  pre="$(gcc -print-file-name=libasan.so):$SHIM"
-fi
+for rt in asan tsan; do
+  if readelf -d "$SHIM" 2>/dev/null | grep -q "lib$rt"; then
+    pre="$(gcc -print-file-name=lib$rt.so):$SHIM"
+  fi
+done
 env LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 GPUPROF_SOCKET="$S" "$APP" 3 0 hang \
   >"$T/app.out" 2>&1 &
 A=$!; track $A
@@ -62,7 +77,8 @@ ps_within 50 && grep -Eq "^ *$A .* running " "$T/ps.out" || fail "$A not registe
 ok "ocl-steady $A registered"
 
 # --- 1. the loop answers while a tree is being symbolized
-DL='test delay: a query with [1-9][0-9]* frame nodes'
+BL='test delay: query [0-9]+ with [1-9][0-9]* frame nodes built'
+DL='test delay: query [0-9]+ waits'
 t0=$(now_ms)
 "$T/bin/gpuprof" --socket "$S" tree --pid "$A" >"$T/tree.out" 2>&1 &
 Q=$!; track $Q
@@ -92,21 +108,55 @@ grep -Eq '^ .* tick .*GKER:COUNT=3[,}]' "$T/tree.out" || fail "tick without GKER
 grep -Eq '^ .* 0x[0-9a-f]+ ' "$T/tree.out" && fail "a frame left unsymbolized"
 ok "tree correct after $tq ms"
 
-# --- 2. a client that leaves with its query in flight
+# --- 2. clients that leave with their queries running or queued
 "$T/bin/gpuprof" --socket "$S" tree --pid "$A" >"$T/tree2.out" 2>&1 &
 Q2=$!; track $Q2
 wait_lines "$DL" 2 || fail "the second tree never reached the symbolizer"
-kill -9 $Q2
-wait $Q2 2>/dev/null
-timed_ps || fail "ps failed after a client left mid-query: $(cat "$T/ps.out")"
-[ "$MS" -lt 1000 ] || fail "ps --all took $MS ms after a client left mid-query"
+"$T/bin/gpuprof" --socket "$S" tree --pid "$A" >"$T/tree2b.out" 2>&1 &
+Q2B=$!; track $Q2B
+wait_lines "$BL" 3 || fail "the third tree was never built"
+N2B=$(nth_serial 3)
+kill -9 $Q2B $Q2
+wait $Q2B $Q2 2>/dev/null
+timed_ps || fail "ps failed after clients left mid-query: $(cat "$T/ps.out")"
+[ "$MS" -lt 1000 ] || fail "ps --all took $MS ms after clients left mid-query"
 kill -0 "$D" 2>/dev/null || fail "daemon died: $(cat "$DLOG")"
-ok "client gone mid-query: ps answered in $MS ms"
+ok "clients gone mid-query: ps answered in $MS ms"
+
+# --- 2b. half-close: the reply still goes out
+t3=$(now_ms)
+$PY - "$S" "$(dirname "$HOSTILE")" >"$T/half.out" 2>&1 <<'EOF' &
+import socket, sys, time
+sys.path.insert(0, sys.argv[2])
+import hostile as h
+s = h.connect(sys.argv[1])
+s.sendall(h.frame(bytes([(12 << 3) | 2, 0])))  # Msg{tree_req: TreeRequest{}}
+s.shutdown(socket.SHUT_WR)
+deadline = time.monotonic() + 30
+r = h.read_msg(s, deadline)
+ok = r is not None and r[0] == 13 and b"work_step" in r[1]
+eof = h.wait_eof(s, deadline)
+print("reply field %s, %d bytes, work_step %s, eof %s" %
+      (r and r[0], len(r[1]) if r else 0, r is not None and b"work_step" in r[1], eof))
+sys.exit(0 if ok and eof else 1)
+EOF
+H=$!; track $H
+wait_lines "$BL" 4 || fail "the half-closed client's tree was never built: $(cat "$T/half.out")"
+N3=$(nth_serial 4)
+wait_for "$DLOG" "test delay: query $N3 waits" 30 ||
+  fail "query $N3 did not start within 3 s: the abandoned query was not cancelled"
+grep -q "test delay: query $N2B waits" "$DLOG" && fail "query $N2B ran after its client left"
+ok "query $N2B, queued when its client left, never ran; query $N3 started after $(($(now_ms) - t3)) ms"
+wait $H || fail "half-closed client: $(cat "$T/half.out")"
+cat "$T/half.out"
+ok "half-closed client got its tree, then EOF"
 
 # --- 3. SIGTERM with a query in flight
 "$T/bin/gpuprof" --socket "$S" tree --pid "$A" >"$T/tree3.out" 2>&1 &
 Q3=$!; track $Q3
-wait_lines "$DL" 3 || fail "the third tree never reached the symbolizer"
+wait_lines "$BL" 5 || fail "the fifth tree was never built"
+N4=$(nth_serial 5)
+wait_for "$DLOG" "test delay: query $N4 waits" || fail "query $N4 never reached the symbolizer"
 t2=$(now_ms)
 kill -TERM "$D"
 wait_gone "$D" 30 || fail "daemon still running 3 s after SIGTERM with a query in flight"
