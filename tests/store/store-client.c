@@ -100,7 +100,11 @@ int main(int argc, char **argv) {
   if (argc >= 3 && strcmp(argv[1], "hash") == 0) {
     unsigned char *b = make_bin(hash);
     FILE *f = fopen(argv[2], "wb");
-    if (f == NULL || fwrite(b, 1, BIN_BYTES, f) != BIN_BYTES || fclose(f) != 0)
+    int ok = f != NULL && fwrite(b, 1, BIN_BYTES, f) == BIN_BYTES;
+    if (f != NULL && fclose(f) != 0)
+      ok = 0;
+    free(b);
+    if (!ok)
       return 2;
     printf("%s\n", hash);
     return 0;
@@ -127,6 +131,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     for (int i = 0; i < n; i++)
       close(c[i].sock);
+    free(b);
     return 0;
   }
   if (argc >= 6 && strcmp(argv[1], "label") == 0) {
