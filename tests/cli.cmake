@@ -1,6 +1,6 @@
 # gpuprof CLI tests: report (text, --json, --flat) against a fixture
 # profile built from docs/FORMATS.md's schema, live ps/top/tree against a
-# fake gpuprofd (tests/test-cli-faked.c), live commands without a daemon,
+# fake gpuprofd (tests/cli/test-cli-faked.c), live commands without a daemon,
 # record with missing / failing / fake daemons, usage errors; physical
 # frame labels, per-user label rows, 200 000-deep profiles, FIFOs,
 # FILE.old, hidden non-GPU processes (report and live ps against the real
@@ -8,7 +8,7 @@
 # launch (tests/cli/ocl-inline.c, -O2) under `gpuprof record`.
 find_program(GPD_PYTHON3 python3)
 if(GPD_PYTHON3 AND TARGET gpuprof_cli)
-  add_executable(test-cli-faked ${CMAKE_CURRENT_LIST_DIR}/test-cli-faked.c)
+  add_executable(test-cli-faked ${CMAKE_CURRENT_LIST_DIR}/cli/test-cli-faked.c)
   target_link_libraries(test-cli-faked PRIVATE gpd_common gpd_proto)
   set(_cli_app "")
   if(OpenCL_FOUND)

@@ -5,7 +5,7 @@ if(NOT CMOCKA_FOUND)
   return()
 endif()
 
-set(GPD_COMMON_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(GPD_COMMON_TEST_DIR ${CMAKE_CURRENT_LIST_DIR}/common)
 
 function(gpd_common_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "" ${ARGN})
@@ -42,7 +42,7 @@ unset(CMAKE_REQUIRED_FLAGS)
 unset(CMAKE_REQUIRED_LINK_OPTIONS)
 if(GPD_HAVE_TSAN AND GPD_COMMON_SOURCES AND NOT GPD_ASAN AND NOT GPD_TSAN)
   add_executable(test-ring-tsan ${GPD_COMMON_TEST_DIR}/test-ring.c ${GPD_COMMON_SOURCES})
-  target_include_directories(test-ring-tsan PRIVATE ${GPD_COMMON_TEST_DIR}/../common/include)
+  target_include_directories(test-ring-tsan PRIVATE ${GPD_COMMON_TEST_DIR}/../../common/include)
   target_compile_definitions(test-ring-tsan PRIVATE RING_TEST_N=1000000u)
   # -O0: GCC 12 at -O1 turns the 64-B slot copies into vector moves that
   # TSan does not see, and then misses a dropped release/acquire pair

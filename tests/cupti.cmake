@@ -11,7 +11,7 @@ set(GPD_CUPTI_INCS ${GPD_CUPTI_SRC} ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}
 
 if(CMOCKA_FOUND)
   foreach(t translate occupancy)
-    add_executable(test-cupti-${t} ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-${t}.c
+    add_executable(test-cupti-${t} ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-${t}.c
                    ${GPD_CUPTI_SRC}/cupti-translate.c ${GPD_CUPTI_SRC}/cupti-occupancy.c)
     target_include_directories(test-cupti-${t} PRIVATE ${GPD_CUPTI_INCS})
     target_link_libraries(test-cupti-${t} PRIVATE PkgConfig::CMOCKA)
@@ -22,7 +22,7 @@ endif()
 
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
-add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti-stub-shim.c
+add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
             ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c)
 target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
@@ -44,12 +44,12 @@ if(NVCC)
   add_custom_target(gpd_cuda_tests ALL DEPENDS ${CMAKE_BINARY_DIR}/bin/cuda-known)
 
   add_test(NAME cupti.nodriver-stub
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-nodriver.sh stub
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-nodriver.sh stub
             ${CMAKE_BINARY_DIR}/bin/cuda-known $<TARGET_FILE:gpd_cupti_selftest>)
   set_tests_properties(cupti.nodriver-stub PROPERTIES LABELS "integration" TIMEOUT 60
                        SKIP_RETURN_CODE 77)
   add_test(NAME cupti.nodriver-record
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/test-cupti-nodriver.sh record
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-nodriver.sh record
             ${CMAKE_BINARY_DIR}/bin/cuda-known ${CMAKE_BINARY_DIR})
   set_tests_properties(cupti.nodriver-record PROPERTIES LABELS "integration" TIMEOUT 120
                        SKIP_RETURN_CODE 77)

@@ -1,8 +1,8 @@
-# Daemon tests (tests/test-daemon-*.c).  Unit tests link gpd_daemon_core;
+# Daemon tests (tests/daemon/test-daemon-*.c).  Unit tests link gpd_daemon_core;
 # integration tests drive bin/gpuprofd with the protocol test client
 # test-daemon-client (a fake shim that produces records into its region).
 if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
-  add_executable(test-daemon-profile ${CMAKE_CURRENT_LIST_DIR}/test-daemon-profile.c)
+  add_executable(test-daemon-profile ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-profile.c)
   target_link_libraries(test-daemon-profile PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
   target_compile_options(test-daemon-profile PRIVATE -g) # test_symbols needs DWARF
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
@@ -11,14 +11,14 @@ endif()
 # gpd_dclient: the fake shim's protocol + record helpers (daemon-client-lib.h),
 # shared by test-daemon-client and bench/bench-top.
 if(TARGET gpd_common AND TARGET gpd_proto)
-  add_library(gpd_dclient STATIC ${CMAKE_CURRENT_LIST_DIR}/daemon-client-lib.c)
-  target_include_directories(gpd_dclient PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+  add_library(gpd_dclient STATIC ${CMAKE_CURRENT_LIST_DIR}/daemon/daemon-client-lib.c)
+  target_include_directories(gpd_dclient PUBLIC ${CMAKE_CURRENT_LIST_DIR}/daemon)
   target_link_libraries(gpd_dclient PUBLIC gpd_common gpd_proto)
 endif()
 if(TARGET gpd_daemon_core AND TARGET gpuprofd AND TARGET gpd_dclient)
-  add_executable(test-daemon-client ${CMAKE_CURRENT_LIST_DIR}/test-daemon-client.c)
+  add_executable(test-daemon-client ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-client.c)
   target_link_libraries(test-daemon-client PRIVATE gpd_dclient)
-  add_executable(test-daemon-e2e ${CMAKE_CURRENT_LIST_DIR}/test-daemon-e2e.c)
+  add_executable(test-daemon-e2e ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-e2e.c)
   target_link_libraries(test-daemon-e2e PRIVATE gpd_common gpd_proto PkgConfig::SQLITE PkgConfig::CMOCKA)
   target_compile_definitions(test-daemon-e2e PRIVATE
     GPD_TEST_DAEMON="$<TARGET_FILE:gpuprofd>"

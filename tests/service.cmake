@@ -13,14 +13,14 @@ set(_svc_env
 # --- unit tests (cmocka) on the daemon's service sources, built directly so
 # they do not wait for the whole daemon.
 if(CMOCKA_FOUND)
-  add_executable(test-config ${CMAKE_CURRENT_LIST_DIR}/test-config.c ${_svc_root}/daemon/config.c)
+  add_executable(test-config ${CMAKE_CURRENT_LIST_DIR}/daemon/test-config.c ${_svc_root}/daemon/config.c)
   target_include_directories(test-config PRIVATE ${_svc_root}/daemon ${_svc_root}/common/include)
   target_link_libraries(test-config PRIVATE PkgConfig::CMOCKA PkgConfig::INIH)
   add_test(NAME service.config COMMAND test-config)
   set_tests_properties(service.config PROPERTIES LABELS "unit" TIMEOUT 60
     SKIP_RETURN_CODE 77 ENVIRONMENT "GPD_SRC_DIR=${_svc_root}")
 
-  add_executable(test-access ${CMAKE_CURRENT_LIST_DIR}/test-access.c ${_svc_root}/daemon/access.c)
+  add_executable(test-access ${CMAKE_CURRENT_LIST_DIR}/daemon/test-access.c ${_svc_root}/daemon/access.c)
   target_include_directories(test-access PRIVATE ${_svc_root}/daemon)
   target_link_libraries(test-access PRIVATE PkgConfig::CMOCKA)
   add_test(NAME service.access COMMAND test-access)

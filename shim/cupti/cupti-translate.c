@@ -3,7 +3,7 @@
  * Pure functions over the structs of the installed CUPTI header (CUDA 13.0:
  * CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivityMemcpyPtoP4,
  * CUpti_ActivityMemset4, CUpti_ActivityMemory4, CUpti_ActivitySynchronization2,
- * CUpti_ActivityDevice5), so that tests/test-cupti-translate.c can fill the
+ * CUpti_ActivityDevice5), so that tests/cupti/test-cupti-translate.c can fill the
  * real structs and check every field.  cupti-api.c asks CUPTI for exactly
  * these record versions by compiling against the same header.
  */
