@@ -182,13 +182,18 @@ static int q_cancelled(gpd_query_t *q) {
 /* The test delay, in 10 ms steps so that a cancel (the client closed, the
  * daemon stops) is seen at once. */
 static void q_test_delay(gpd_query_t *q) {
+  if (q_cancelled(q))
+    return;
   GPD_WARN("test delay: query %" PRIu64 " waits %u ms", q->serial, q_delay_ms);
-  for (unsigned left = q_delay_ms; left > 0 && !q_cancelled(q);) {
+  unsigned left = q_delay_ms;
+  while (left > 0 && !q_cancelled(q)) {
     unsigned ms = left < 10 ? left : 10;
     struct timespec ts = {0, (long)ms * 1000000L};
     nanosleep(&ts, NULL);
     left -= ms;
   }
+  if (left > 0)
+    GPD_WARN("test delay: query %" PRIu64 " cancelled after %u ms", q->serial, q_delay_ms - left);
 }
 
 /* Without d->lock, any thread (q_arena = q's chunks): label and frames of
