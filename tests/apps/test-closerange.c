@@ -6,8 +6,8 @@
  *            number the shim's socket had) and write 200 lines to it;
  *   noreuse  close_range(3, ~0U, 0), then 1 s with no new descriptor (the
  *            shim's numbers stay closed: POLLNVAL), then the same;
- *   sock     close only the shim's socket (found in /proc/self/fd), open
- *            OUTFILE and write 200 lines; the shim must hand its region
+ *   sock     put OUTFILE over the shim's socket number (dup2; found in /proc/self/fd),
+ *            write 200 lines; the shim must hand its region
  *            back to the daemon with the profile id it was given (the
  *            daemon logs "pid N handed back its region (profile P," or,
  *            when it knows the connection was the same process's,
@@ -142,9 +142,14 @@ int main(int argc, char **argv) {
   long t0 = other_threads_ticks();
   int fd;
   if (strcmp(mode, "sock") == 0) {
-    CHECK(close(sock) == 0, "close(%d): %s", sock, strerror(errno));
-    fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    CHECK(fd == sock, "expected the file to take number %d, got %d", sock, fd);
+    /* The application's file takes the socket's number at once (dup2
+     * replaces it atomically): with close + open, the shim's thread may
+     * see the close and reconnect onto that number first. */
+    int tmp = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    CHECK(tmp >= 0, "open %s: %s", out, strerror(errno));
+    CHECK(dup2(tmp, sock) == sock, "dup2(%d, %d): %s", tmp, sock, strerror(errno));
+    CHECK(close(tmp) == 0, "close(%d): %s", tmp, strerror(errno));
+    fd = sock;
   } else {
     CHECK(syscall(SYS_close_range, 3u, ~0u, 0u) == 0, "close_range: %s", strerror(errno));
     if (strcmp(mode, "noreuse") == 0)
