@@ -109,6 +109,11 @@ void gpd_dclient_push(gpd_producer_t *p, const void *rec, size_t len) {
 }
 
 void gpd_dclient_module(gpd_dclient_t *c, unsigned ring, uint32_t id, const char *path) {
+  gpd_dclient_module_bid(c, ring, id, path, NULL, 0);
+}
+
+void gpd_dclient_module_bid(gpd_dclient_t *c, unsigned ring, uint32_t id, const char *path,
+                            const uint8_t *bid, unsigned bid_len) {
   _Alignas(64) uint8_t b[512];
   size_t len = strlen(path);
   if (len > sizeof b - sizeof(gpd_rec_module_t))
@@ -120,6 +125,11 @@ void gpd_dclient_module(gpd_dclient_t *c, unsigned ring, uint32_t id, const char
   m->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *m, len);
   m->h.len = (uint32_t)len;
   m->id = id;
+  if (bid_len > sizeof m->build_id)
+    exit(2);
+  if (bid_len)
+    memcpy(m->build_id, bid, bid_len);
+  m->build_id_len = (uint8_t)bid_len;
   memcpy(m->path, path, len);
   gpd_dclient_push(&c->ring[ring], b, sizeof *m + len);
 }

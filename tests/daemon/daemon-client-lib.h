@@ -46,6 +46,9 @@ void gpd_dclient_push(gpd_producer_t *p, const void *rec, size_t len);
 
 /** MODULE record `id` for path (no build id) on ring `ring`. */
 void gpd_dclient_module(gpd_dclient_t *c, unsigned ring, uint32_t id, const char *path);
+/** The same with a build-id of bid_len bytes (at most 20; exits 2 beyond). */
+void gpd_dclient_module_bid(gpd_dclient_t *c, unsigned ring, uint32_t id, const char *path,
+                            const uint8_t *bid, unsigned bid_len);
 
 /** STRING record `id` of kind (GPD_STR_*) on ring `ring`. */
 void gpd_dclient_string(gpd_dclient_t *c, unsigned ring, uint32_t id, uint32_t kind,

@@ -61,26 +61,16 @@ static void label(const char *sock, const char *path, const char *bidhex, uint64
   gpd_dclient_t c;
   memset(&c, 0, sizeof c);
   gpd_dclient_register(&c, sock);
-  _Alignas(64) uint8_t b[512];
-  size_t len = strlen(path);
-  if (len > sizeof b - sizeof(gpd_rec_module_t))
-    exit(2);
-  memset(b, 0, sizeof b);
-  gpd_rec_module_t *m = (gpd_rec_module_t *)b;
-  m->h.type = GPD_REC_MODULE;
-  m->h.version = GPD_REC_VERSION;
-  m->h.nslots = (uint8_t)gpd_rec_slots_for(sizeof *m, len);
-  m->h.len = (uint32_t)len;
-  m->id = 1;
+  uint8_t bid[20];
+  unsigned bid_len = 0;
   for (unsigned i = 0; i < 20 && bidhex[2 * i] && bidhex[2 * i + 1]; i++) {
     unsigned v;
     if (sscanf(bidhex + 2 * i, "%2x", &v) != 1)
       break;
-    m->build_id[i] = (uint8_t)v;
-    m->build_id_len = (uint8_t)(i + 1);
+    bid[i] = (uint8_t)v;
+    bid_len = i + 1;
   }
-  memcpy(m->path, path, len);
-  gpd_dclient_push(&c.ring[0], b, sizeof *m + len);
+  gpd_dclient_module_bid(&c, 0, 1, path, bid, bid_len);
   gpd_dclient_string(&c, 1, 1, GPD_STR_KERNEL, "label_kernel");
   gpd_dclient_node(&c, 1, 0, 1, off);
   uint64_t corr = gpd_dclient_corr(&c);
