@@ -57,6 +57,7 @@ typedef struct snap_proc_s {
   uint64_t start_ns, end_ns, records, drops, proc_start;
   const char *state;
   int exited;
+  uint32_t ends; /* p->ends at the snapshot */
   struct { const char *api; int enabled, code; char *reason; } be[GPD_API_MAX];
   int nbe;
   gpd_pmodule_t *mods;
@@ -130,6 +131,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   s->records = pr->records;
   s->drops = p->drops;
   s->exited = p->state == GPD_PROC_EXITED;
+  s->ends = p->ends;
   s->state = s->exited ? "exited" : (d->writer_stop ? "lost" : "running");
   for (unsigned a = 1; a < GPD_API_MAX; a++) {
     if (!pr->backends[a].seen)
@@ -569,9 +571,11 @@ fin:
         p->cursor_saved[k] = snaps[i].cursor[k];
       }
     }
-    /* still EXITED: a hand-back to this daemon may have revived it since
-     * the snapshot (gpd_registry_hello), then it keeps its region */
-    if (snaps[i].exited && p->state == GPD_PROC_EXITED) {
+    /* still EXITED from the same end: a hand-back to this daemon may have
+     * revived it since the snapshot (gpd_registry_hello), then it keeps
+     * its region; revived and ended again, what it drained since the
+     * snapshot is not written yet (the next flush does it) */
+    if (snaps[i].exited && p->state == GPD_PROC_EXITED && p->ends == snaps[i].ends) {
       p->flushed = 1;
       gpd_registry_close_region(p);
     }

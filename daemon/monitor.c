@@ -98,6 +98,7 @@ static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
       break;
   gpd_profile_finish(&p->prof);
   p->state = GPD_PROC_EXITED;
+  p->ends++;
   p->end_ns = gpd_clock_ns();
   p->meta_dirty = 1;
   p->flushed = 0;

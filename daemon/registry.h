@@ -50,6 +50,11 @@ typedef struct gpd_proc_s {
   uint64_t drops;       /* ring-full + no-ring drops (shim counters) */
   int meta_dirty;       /* profile row needs an upsert */
   int flushed;          /* EXITED and written by the writer */
+  uint32_t ends;        /* times the monitor finished it (finish_proc): a
+                         * hand-back revives an EXITED entry, which may end
+                         * again while the writer commits a snapshot of the
+                         * first end; only a commit of the latest end may
+                         * mark it flushed (lock held) */
   struct gpd_client_s *client; /* NULL after EOF */
 } gpd_proc_t;
 

@@ -18,8 +18,11 @@ kcount() { q "select coalesce(sum(m.value),0) from metric m join metric_desc d o
 # --- 1: id never reused after a crash -----------------------------------
 start_daemon "$T/d.sock" "$DB" --config "$T/slow.conf"
 coproc A { "$CLIENT" "$T/d.sock" handback 5 5; }
-apid=$A_PID  # bash unsets A_PID once the coprocess ended
-read -r -t 20 line <&"${A[0]}" || die "client A: no phase 1"
+# bash closes and unsets A (and A_PID) as soon as the coprocess ends, which
+# may come before we read its last line: keep our own copies
+apid=$A_PID
+exec {a_out}<&"${A[0]}" {a_in}>&"${A[1]}"
+read -r -t 20 line <&"$a_out" || die "client A: no phase 1"
 ida=${line#PHASE1 }
 echo "A got profile $ida"
 kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=
@@ -29,8 +32,8 @@ start_daemon "$T/d.sock" "$DB" --config "$T/slow.conf"
 idb=$(grep -o "registered pid [0-9]* uid [0-9]* exe [^ ]* as profile [0-9]*" "$T/daemon.log" | tail -1 | awk '{print $NF}')
 echo "B got profile $idb"
 [ -n "$idb" ] && [ "$idb" != "$ida" ] || die "profile id $ida handed out twice"
-echo go >&"${A[1]}"
-read -r -t 20 line <&"${A[0]}" || die "client A: no phase 2"
+echo go >&"$a_in"
+read -r -t 20 line <&"$a_out" || die "client A: no phase 2"
 ida2=${line#PHASE2 }
 [ "$ida2" != "$idb" ] || die "A's hand-back attached to B's profile $idb"
 wait "$apid" || die "client A failed"
@@ -45,10 +48,11 @@ rm -f "$DB" "$DB-wal" "$DB-shm"; : > "$T/daemon.log"
 start_daemon "$T/d.sock" "$DB"
 coproc C { "$CLIENT" "$T/d.sock" handback 300 200 50; }
 cpid=$C_PID
-read -r -t 20 line <&"${C[0]}" || die "client C: no phase 1"
+exec {c_out}<&"${C[0]}" {c_in}>&"${C[1]}"
+read -r -t 20 line <&"$c_out" || die "client C: no phase 1"
 idc=${line#PHASE1 }
-echo go >&"${C[1]}"
-read -r -t 20 line <&"${C[0]}" || die "client C: no phase 2"
+echo go >&"$c_in"
+read -r -t 20 line <&"$c_out" || die "client C: no phase 2"
 [ "${line#PHASE2 }" = "$idc" ] || die "reconnect got profile ${line#PHASE2 }, not $idc"
 wait "$cpid" || die "client C failed"
 for _ in $(seq 1 200); do
