@@ -1,0 +1,44 @@
+// pcsamp-known.cu - a CUDA program of known GPU structure for PC sampling
+// (gpuprofd analyzer tests and the GPU-machine validation):
+//   kernel known() calls the __noinline__ device function hot() from two
+//   call sites with a 3:1 work ratio; hot() holds one loop (the hot line
+//   is marked HOT-LINE); fact() is recursive.
+// Built with nvcc -cubin by the tests (structure only) and as a program
+// for the GPU machine: ./pcsamp-known [iterations].
+#include <cstdio>
+#include <cstdlib>
+
+__device__ __noinline__ float hot(const float *a, int n, float x) {
+  float s = 0.f;
+  for (int i = 0; i < n; i++)  // HOT-LOOP
+    s = s * x + a[(i + threadIdx.x) & 1023];  // HOT-LINE
+  return s;
+}
+
+__device__ __noinline__ int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }  // FACT-LINE
+
+__global__ void known(const float *a, int n, float *o) {
+  float r = hot(a, 3 * n, 0.999f);  // CALL-3
+  r += hot(a, n, 0.998f);           // CALL-1
+  if (threadIdx.x == 0 && blockIdx.x == 0)
+    r += (float)fact(n & 7);
+  o[blockIdx.x * blockDim.x + threadIdx.x] = r;
+}
+
+#ifndef PCSAMP_STRUCTURE_ONLY
+int main(int argc, char **argv) {
+  int iters = argc > 1 ? atoi(argv[1]) : 50;
+  float *a, *o;
+  if (cudaMalloc(&a, 1024 * sizeof(float)) != cudaSuccess ||
+      cudaMalloc(&o, 80 * 256 * sizeof(float)) != cudaSuccess) {
+    fprintf(stderr, "pcsamp-known: no GPU\n");
+    return 77;
+  }
+  cudaMemset(a, 0, 1024 * sizeof(float));
+  for (int i = 0; i < iters; i++)
+    known<<<80, 256>>>(a, 4096, o);
+  cudaError_t e = cudaDeviceSynchronize();
+  printf("pcsamp-known: %d launches: %s\n", iters, cudaGetErrorString(e));
+  return e == cudaSuccess ? 0 : 1;
+}
+#endif
