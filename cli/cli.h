@@ -139,6 +139,10 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all);
 void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total);
 /** "%.4g"-style value in the unit of metric id (seconds for ns). */
 void gpd_render_value(char *buf, size_t n, unsigned id, double v);
+/** Display name of a node as the tree shows it, without metrics: a CPU
+ *  frame's physical function and file:line (module+0xoffset when it has
+ *  no symbol), a placeholder (`<gpu kernel>`), a kernel's demangled name. */
+void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
 /** Human byte count, e.g. "1.50 MiB". */
 void gpd_render_bytes(char *buf, size_t n, double bytes);
 /** Record summary (stderr of `gpuprof record`). */
@@ -174,6 +178,24 @@ int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
 int gpd_client_ps_main(int argc, char **argv);
 int gpd_client_top_main(int argc, char **argv);
 int gpd_client_tree_main(int argc, char **argv);
+
+/* ---- export.c ---- */
+/** Load the profiles FILE... (merged by context as `report` does; pid > 0
+ *  keeps that process's profiles) and finish the tree sorted by metric.
+ *  Prints "gpuprof: <why>" and returns GPD_EXIT_FAIL on error, else 0. */
+int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned metric);
+/** The tree as a speedscope file (speedscope's file-format-schema.json):
+ *  one "sampled" profile per metric with a non-zero value (metric id
+ *  order), the one of `metric` active; each context with a non-zero
+ *  exclusive value is one sample weighted by that value (ns, bytes, or a
+ *  count), its stack the CPU path (an inline chain as one frame per
+ *  function) -> `<gpu op>` placeholder -> kernel.  name: the document's
+ *  title.  0, or -errno when f fails. */
+int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const char *name);
+int gpd_export_main(int argc, char **argv);
+
+/* ---- view.c ---- */
+int gpd_view_main(int argc, char **argv);
 
 /* ---- record.c ---- */
 int gpd_record_main(int argc, char **argv);

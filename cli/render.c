@@ -87,8 +87,7 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-/* Display name of a node (without metrics). */
-static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
+void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   const char *label = nd->label;
   switch (nd->kind) {
   case GPD_NODE_ROOT:
@@ -178,7 +177,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
     fprintf(f, "%12s %6s %12s ", iv, pv, ev);
   }
-  node_name(name, sizeof(name), nd);
+  gpd_render_node_name(name, sizeof(name), nd);
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);

@@ -51,6 +51,25 @@ def make_db(path, extra_sql=""):
     c.close()
 
 
+def make_deep_db(path, depth):
+    """A chain of depth CPU frames (f0..f6, deep.c) with deep_kernel at the
+    bottom: GPUOP = GKER = 7000 ns, GKER:COUNT 7."""
+    make_db(path, "DELETE FROM metric; DELETE FROM frame; DELETE FROM context;")
+    c = sqlite3.connect(path)
+    c.execute("INSERT INTO context VALUES (1, 0, 0, NULL, NULL, 0, '<program root>', NULL)")
+    c.executemany("INSERT INTO context VALUES (?, ?, 1, '/opt/app/bin/app', NULL, ?, ?, NULL)",
+                  ((i, i - 1, i, "f%d" % (i % 7)) for i in range(2, depth + 2)))
+    c.executemany("INSERT INTO frame VALUES (?, 0, ?, 'deep.c', ?, 0)",
+                  ((i, "f%d" % (i % 7), i % 100) for i in range(2, depth + 2)))
+    c.execute("INSERT INTO context VALUES (?, ?, 2, NULL, NULL, 0, '<gpu kernel>', NULL)", (depth + 2, depth + 1))
+    c.execute("INSERT INTO context VALUES (?, ?, 3, NULL, NULL, 0, 'deep_kernel', NULL)", (depth + 3, depth + 2))
+    c.execute("INSERT INTO metric VALUES (1, ?, 0, 7000)", (depth + 3,))  # GPUOP
+    c.execute("INSERT INTO metric VALUES (1, ?, 1, 7000)", (depth + 3,))  # GKER
+    c.execute("INSERT INTO metric VALUES (1, ?, 49, 7)", (depth + 3,))    # GKER:COUNT
+    c.commit()
+    c.close()
+
+
 def line_with(text, needle):
     for l in text.splitlines():
         if needle in l:
@@ -466,20 +485,7 @@ def case_deep(tmp):
     # recursion (stack overflow) and linear-size output
     depth = 200000
     db = os.path.join(tmp, "deep.gpdb")
-    make_db(db, "DELETE FROM metric; DELETE FROM frame; DELETE FROM context;")
-    c = sqlite3.connect(db)
-    c.execute("INSERT INTO context VALUES (1, 0, 0, NULL, NULL, 0, '<program root>', NULL)")
-    c.executemany("INSERT INTO context VALUES (?, ?, 1, '/opt/app/bin/app', NULL, ?, ?, NULL)",
-                  ((i, i - 1, i, "f%d" % (i % 7)) for i in range(2, depth + 2)))
-    c.executemany("INSERT INTO frame VALUES (?, 0, ?, 'deep.c', ?, 0)",
-                  ((i, "f%d" % (i % 7), i % 100) for i in range(2, depth + 2)))
-    c.execute("INSERT INTO context VALUES (?, ?, 2, NULL, NULL, 0, '<gpu kernel>', NULL)", (depth + 2, depth + 1))
-    c.execute("INSERT INTO context VALUES (?, ?, 3, NULL, NULL, 0, 'deep_kernel', NULL)", (depth + 3, depth + 2))
-    c.execute("INSERT INTO metric VALUES (1, ?, 0, 7000)", (depth + 3,))  # GPUOP
-    c.execute("INSERT INTO metric VALUES (1, ?, 1, 7000)", (depth + 3,))  # GKER
-    c.execute("INSERT INTO metric VALUES (1, ?, 49, 7)", (depth + 3,))    # GKER:COUNT
-    c.commit()
-    c.close()
+    make_deep_db(db, depth)
     rc, out, err = run(["report", db], timeout=120)
     check(rc == 0, "deep report exits 0 (rc=%d, %s)" % (rc, err[-300:]))
     lines = out.splitlines()

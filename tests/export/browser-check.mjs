@@ -1,0 +1,91 @@
+// browser-check.mjs VIEWER_DIR PAGE.html SHOT.png NAME... : load the page
+// `gpuprof view` wrote in headless Chromium (the system's, driven by the
+// npm package playwright-core) and check that it shows the flame graph of
+// the profile, not an error:
+//  - speedscope's toolbar names a GPU metric's profile and its error panel
+//    ("Something went wrong") and import alerts never appear;
+//  - the flame graph area of a screenshot is mostly coloured frame
+//    rectangles (pixel count), not an empty page;
+//  - hovering over the frames, speedscope's tooltips (DOM text) name
+//    every NAME given (a frame name: main, <gpu kernel>, a kernel...).
+// Saves the screenshot (with the tooltip of the last NAME found) to SHOT.
+// Exits 0 on success, 1 with the reason, 77 when no Chromium is there.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [viewer, page, shot, ...names] = process.argv.slice(2);
+const { chromium } = createRequire(resolve(viewer) + '/')('playwright-core');
+// Debian's /usr/bin/chromium is a wrapper script; its binary is beside it
+const exe = [process.env.CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium']
+  .find((p) => p && existsSync(p));
+if (!exe) {
+  console.log('SKIP: no chromium');
+  process.exit(77);
+}
+const W = 1200, H = 700;
+const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
+// root needs --no-sandbox; no GPU here: WebGL runs on SwiftShader
+const browser = await chromium.launch({
+  executablePath: exe, headless: true, timeout: 60000,
+  args: ['--no-sandbox', '--disable-gpu', '--headless=new', `--window-size=${W},${H}`],
+});
+try {
+  const p = await browser.newPage({ viewport: { width: W, height: H } });
+  const alerts = [];
+  p.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
+  await p.goto(pathToFileURL(resolve(page)).href);
+  // loaded: the toolbar names the active profile
+  await p.waitForFunction(() => /(GPUOP|GKER)/.test(document.body.innerText) ||
+                                /Something went wrong/.test(document.body.innerText),
+                          null, { timeout: 60000 });
+  const text = await p.evaluate(() => document.body.innerText);
+  if (/Something went wrong/.test(text)) fail('speedscope shows its error panel');
+  if (alerts.length) fail(`speedscope alerted: ${alerts.join(' | ')}`);
+  // frame rectangles in the flame graph (below the toolbar and minimap)
+  await p.mouse.move(W - 2, 2);
+  const png = (await p.screenshot()).toString('base64');
+  const colored = await p.evaluate(async ([b64, w, h]) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = w; c.height = h;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const d = g.getImageData(0, 0, w, h).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const mx = Math.max(d[i], d[i + 1], d[i + 2]), mn = Math.min(d[i], d[i + 1], d[i + 2]);
+      if (mx - mn > 30) n++; // saturated: a frame's colour, not white/grey/black
+    }
+    return n / (w * h);
+  }, [png, W, H]);
+  console.log(`coloured pixels: ${(100 * colored).toFixed(1)} %`);
+  if (colored < 0.02) fail(`the page shows no flame graph (${(100 * colored).toFixed(2)} % coloured pixels)`);
+  // tooltips: the rows of the flame graph (20 px high, the first centred
+  // at y = 153) at a few x positions, down to the first empty row
+  const base = await p.evaluate(() => document.body.innerText);
+  for (const n of names) if (base.includes(n)) fail(`'${n}' is on the page before any hover`);
+  const seen = new Set();
+  const want = new Set(names);
+  let last = null;
+  for (const x of [40, 400, 800, 1100]) {
+    for (let y = 153; y < H - 10 && want.size; y += 20) {
+      await p.mouse.move(x, y);
+      const tip = (await p.evaluate(() => document.body.innerText)).replace(base, '');
+      if (!tip.trim()) break;
+      for (const n of [...want]) {
+        // "4.00ms (67%) NAME file:line": the name right after the share
+        if (new RegExp(`\\) ${n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\s|$)`).test(tip)) { want.delete(n); seen.add(tip.trim().replace(/\s+/g, ' ')); last = [x, y]; }
+      }
+    }
+  }
+  console.log(`tooltips: ${[...seen].join(' | ')}`);
+  if (want.size) fail(`no frame named ${[...want].join(', ')} under the mouse`);
+  if (last) await p.mouse.move(last[0], last[1]);
+  await p.screenshot({ path: shot });
+} finally {
+  await browser.close();
+}
