@@ -173,6 +173,13 @@ const char *gpd_client_socket(const char *opt);
  *  gpuprof__msg__free_unpacked).  On failure prints a message and
  *  returns the exit code to use (> 0); 0 on success. */
 int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply);
+/** Set: gpd_client_call does not print an Error reply (optional calls). */
+extern int gpd_client_quiet;
+/** `gpuprof devices` (devices.c). */
+int gpd_client_devices_main(int argc, char **argv);
+/** The device lines above `gpuprof top`'s table: one per monitored GPU,
+ *  or why none is; nothing when the daemon does not answer Devices. */
+void gpd_devices_header(FILE *f, const char *sock);
 /** Fill t from a TreeReply. 0 or -ENOMEM. */
 int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
 int gpd_client_ps_main(int argc, char **argv);

@@ -34,6 +34,8 @@ static int nodaemon(const char *sock, int err) {
   return GPD_EXIT_NODAEMON;
 }
 
+int gpd_client_quiet;
+
 int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
   struct sockaddr_un sa;
   uint8_t *buf = NULL, *in = NULL;
@@ -81,7 +83,8 @@ int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **re
   }
   if ((*reply)->body_case == GPUPROF__MSG__BODY_ERROR) {
     const Gpuprof__Error *e = (*reply)->error;
-    fprintf(stderr, "gpuprof: %s\n", e->message[0] ? e->message : gpd_strerror(e->code));
+    if (!gpd_client_quiet)
+      fprintf(stderr, "gpuprof: %s\n", e->message[0] ? e->message : gpd_strerror(e->code));
     gpuprof__msg__free_unpacked(*reply, NULL);
     *reply = NULL;
     goto done;
@@ -324,6 +327,7 @@ int gpd_client_top_main(int argc, char **argv) {
       for (size_t i = 0; i < rep->top->n_entries; i++)
         for (size_t j = 0; j < rep->top->entries[i]->n_metrics; j++)
           if (rep->top->entries[i]->metrics[j]->id == o.metric) total += rep->top->entries[i]->metrics[j]->value;
+    gpd_devices_header(stdout, o.socket);
     gpd_render_top(stdout, rep->top, o.metric, total);
   }
   gpuprof__msg__free_unpacked(rep, NULL);

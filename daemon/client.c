@@ -569,6 +569,16 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   case GPUPROF__MSG__BODY_TOP_REQ:
     handle_query(c, m);
     break;
+  case GPUPROF__MSG__BODY_DEVICES_REQ: { /* from published samples: never waits on a vendor */
+    Gpuprof__Msg *r;
+    if (gpd_devices_reply(c->d, &c->peer, m->devices_req->job_id, &r) < 0) {
+      send_error(c, -ENOMEM, "out of memory");
+      break;
+    }
+    client_send(c, r, -1);
+    gpd_devices_reply_free(r);
+    break;
+  }
   default:
     reject(c, EV_PROTO, GPD_EPROTO, "unexpected message", p, n);
     break;

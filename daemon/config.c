@@ -100,6 +100,18 @@ static const conf_key_t config_keys[] = {
      "members see every process; \"\" = root only"},
     {"monitor", "poll_interval_us", CT_DURATION, 10, 1000000, NS_US, "200", F(poll_us),
      CF_LIVE, "idle poll interval of the monitor thread"},
+    {"devices", "interval_ms", CT_DURATION, 0, 3600000, NS_MS, "1000", F(dev_interval_ms), 0,
+     "device and PAPI sampling period; 0 = no device monitoring"},
+    {"devices", "nvml_library", CT_STRING, 0, 0, 0, "libnvidia-ml.so.1", F(dev_nvml_lib), 0,
+     "NVML library to dlopen; \"\" = no NVML"},
+    {"devices", "sysman_library", CT_STRING, 0, 0, 0, "libze_loader.so.1", F(dev_sysman_lib), 0,
+     "Level Zero loader to dlopen for Sysman; \"\" = no Sysman"},
+    {"devices", "papi_events", CT_STRING, 0, 0, 0, "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES",
+     F(dev_papi_events), 0, "PAPI events per profiled process, comma-separated; \"\" = no PAPI"},
+    {"devices", "papi_max_procs", CT_UINT, 1, 4096, 0, "256", F(dev_papi_max_procs), 0,
+     "most processes PAPI counts at once"},
+    {"devices", "max_rows", CT_UINT, 0, 1ull << 40, 0, "1000000", F(dev_max_rows), 0,
+     "most stored rows per device series table; 0 = no limit"},
 };
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

@@ -36,6 +36,13 @@ typedef struct gpd_config_s {
   uint32_t idle_timeout_ms;         /* [daemon] idle_timeout_ms = 10000 */
   uint64_t client_out_max;          /* [daemon] client_out_max = 16 MiB */
   uint32_t limit_log_interval_s;    /* [daemon] limit_log_interval_s = 60 */
+  /* Device monitoring (devices.c, docs/DEVICES.md).  Not live. */
+  uint32_t dev_interval_ms;         /* [devices] interval_ms = 1000 (0: off) */
+  char dev_nvml_lib[256];           /* [devices] nvml_library = libnvidia-ml.so.1 */
+  char dev_sysman_lib[256];         /* [devices] sysman_library = libze_loader.so.1 */
+  char dev_papi_events[512];        /* [devices] papi_events */
+  uint32_t dev_papi_max_procs;      /* [devices] papi_max_procs = 256 */
+  uint64_t dev_max_rows;            /* [devices] max_rows = 1000000 (0: no limit) */
 } gpd_config_t;
 
 /** Fill compiled-in defaults. */

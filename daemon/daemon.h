@@ -18,6 +18,7 @@
 
 #include "access.h"
 #include "config.h"
+#include "devices.h"
 #include "map.h"
 #include "merge.h"
 #include "monitor.h"
@@ -53,6 +54,7 @@ typedef struct gpd_daemon_s {
   pthread_t monitor_tid, writer_tid;
   int monitor_started, writer_started;
   gpd_store_t *store;
+  gpd_devices_t *devices; /* device monitoring (devices.c) */
   struct uv_loop_s *loop;
 } gpd_daemon_t;
 

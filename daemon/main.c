@@ -210,7 +210,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpuprofd: cannot listen on %s: %s\n", D.cfg.socket, gpd_strerror(e));
     goto out;
   }
-  if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0) {
+  if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0 ||
+      (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
   }
@@ -233,6 +234,7 @@ out:
     gpd_server_stop(&D);
     gpd_client_close_all(&D);
   }
+  gpd_devices_stop(&D);
   gpd_monitor_stop(&D);
   gpd_store_writer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);

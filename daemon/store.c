@@ -69,7 +69,24 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS pending(profile_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
     "  rec BLOB NOT NULL, PRIMARY KEY(profile_id, seq)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL,"
-    "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;";
+    "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;"
+    /* device monitoring series (devices-series.c, docs/FORMATS.md) */
+    "CREATE TABLE IF NOT EXISTS device(id INTEGER PRIMARY KEY, api TEXT NOT NULL,"
+    "  idx INTEGER NOT NULL, name TEXT, uuid TEXT NOT NULL, UNIQUE(api, uuid));"
+    "CREATE TABLE IF NOT EXISTS device_sample(device INTEGER NOT NULL, t_ns INTEGER NOT NULL,"
+    "  util_gpu REAL, util_mem REAL, mem_used INTEGER, mem_total INTEGER, power_w REAL,"
+    "  temp_c REAL, clock_sm_mhz INTEGER, clock_mem_mhz INTEGER, pcie_tx_bps INTEGER,"
+    "  pcie_rx_bps INTEGER, ecc_corrected INTEGER, ecc_uncorrected INTEGER, xid_events INTEGER,"
+    "  PRIMARY KEY(device, t_ns)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS device_sample_t ON device_sample(t_ns);"
+    "CREATE TABLE IF NOT EXISTS device_proc(device INTEGER NOT NULL, t_ns INTEGER NOT NULL,"
+    "  pid INTEGER NOT NULL, uid INTEGER, profile_id INTEGER, job_id TEXT, mem_used INTEGER,"
+    "  sm_util REAL, mem_util REAL, PRIMARY KEY(device, t_ns, pid)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS device_proc_t ON device_proc(t_ns);"
+    "CREATE TABLE IF NOT EXISTS cpu_counter(profile_id INTEGER NOT NULL, t_ns INTEGER NOT NULL,"
+    "  event TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY(profile_id, event, t_ns))"
+    "  WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS cpu_counter_t ON cpu_counter(t_ns);";
 
 _Thread_local int gpd__store_quiet;
 
@@ -338,6 +355,11 @@ void gpd_store_close(gpd_store_t *s) {
   if (s->rdb)
     sqlite3_close(s->rdb);
   free(s);
+}
+
+int gpd_store_connect(gpd_store_t *s, sqlite3 **db) {
+  *db = NULL;
+  return db_open(db, s->path);
 }
 
 uint64_t gpd_store_first_profile_id(gpd_store_t *s) { return s->first_id; }

@@ -28,6 +28,11 @@ void gpd_store_close(gpd_store_t *s);
 /** First profile id this daemon may hand out: above every stored profile
  *  and every id a previous daemon reserved (meta next_profile_id). */
 uint64_t gpd_store_first_profile_id(gpd_store_t *s);
+struct sqlite3;
+/** Another connection to the open store (same open rules: no links, busy
+ *  timeout 10 s), for a thread with writes of its own (the devices
+ *  sampler).  0 or GPD_ESTORE; the caller closes it with sqlite3_close. */
+int gpd_store_connect(gpd_store_t *s, struct sqlite3 **db);
 /** Hand out a fresh profile id (d->next_profile_id++) that is durably
  *  reserved, so that a killed daemon's successor never gives it again.
  *  Main thread, d->lock NOT held (taken inside).  Normally no I/O: the
