@@ -1,4 +1,4 @@
-// browser-check.mjs VIEWER_DIR PAGE.html SHOT.png NAME... : load the page
+// browser-check.mjs VIEWER_DIR PAGE.html SHOT.png [--pprof=X.pb.gz] NAME... : load the page
 // `gpuprof view` wrote in headless Chromium (the system's, driven by the
 // npm package playwright-core) and check that it shows the flame graph of
 // the profile, not an error:
@@ -9,13 +9,18 @@
 //  - hovering over the frames, speedscope's tooltips (DOM text) name
 //    every NAME given (a frame name: main, <gpu kernel>, a kernel...).
 // Saves the screenshot (with the tooltip of the last NAME found) to SHOT.
+// --pprof: then the same page with X.pb.gz (`gpuprof export --format
+// pprof`) embedded in place of the speedscope JSON: speedscope's own pprof
+// importer must read it and draw its flame graph (a second real decoder).
 // Exits 0 on success, 1 with the reason, 77 when no Chromium is there.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [viewer, page, shot, ...names] = process.argv.slice(2);
+const [viewer, page, shot, ...rest] = process.argv.slice(2);
+const pprof = rest.filter((a) => a.startsWith('--pprof=')).map((a) => a.slice(8))[0];
+const names = rest.filter((a) => !a.startsWith('--pprof='));
 const { chromium } = createRequire(resolve(viewer) + '/')('playwright-core');
 // Debian's /usr/bin/chromium is a wrapper script; its binary is beside it
 const exe = [process.env.CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium']
@@ -25,6 +30,28 @@ if (!exe) {
   process.exit(77);
 }
 const W = 1200, H = 700;
+// Share of saturated pixels (a frame's colour, not white/grey/black) in a
+// screenshot of the page, the mouse out of the way.
+async function flamePixels(p) {
+  await p.mouse.move(W - 2, 2);
+  const png = (await p.screenshot()).toString('base64');
+  return p.evaluate(async ([b64, w, h]) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = w; c.height = h;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const d = g.getImageData(0, 0, w, h).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const mx = Math.max(d[i], d[i + 1], d[i + 2]), mn = Math.min(d[i], d[i + 1], d[i + 2]);
+      if (mx - mn > 30) n++;
+    }
+    return n / (w * h);
+  }, [png, W, H]);
+}
 const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
 // root needs --no-sandbox; no GPU here: WebGL runs on SwiftShader
 const browser = await chromium.launch({
@@ -43,25 +70,7 @@ try {
   const text = await p.evaluate(() => document.body.innerText);
   if (/Something went wrong/.test(text)) fail('speedscope shows its error panel');
   if (alerts.length) fail(`speedscope alerted: ${alerts.join(' | ')}`);
-  // frame rectangles in the flame graph (below the toolbar and minimap)
-  await p.mouse.move(W - 2, 2);
-  const png = (await p.screenshot()).toString('base64');
-  const colored = await p.evaluate(async ([b64, w, h]) => {
-    const img = new Image();
-    img.src = `data:image/png;base64,${b64}`;
-    await img.decode();
-    const c = document.createElement('canvas');
-    c.width = w; c.height = h;
-    const g = c.getContext('2d');
-    g.drawImage(img, 0, 0);
-    const d = g.getImageData(0, 0, w, h).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      const mx = Math.max(d[i], d[i + 1], d[i + 2]), mn = Math.min(d[i], d[i + 1], d[i + 2]);
-      if (mx - mn > 30) n++; // saturated: a frame's colour, not white/grey/black
-    }
-    return n / (w * h);
-  }, [png, W, H]);
+  const colored = await flamePixels(p);
   console.log(`coloured pixels: ${(100 * colored).toFixed(1)} %`);
   if (colored < 0.02) fail(`the page shows no flame graph (${(100 * colored).toFixed(2)} % coloured pixels)`);
   // tooltips: the rows of the flame graph (20 px high, the first centred
@@ -86,6 +95,23 @@ try {
   if (want.size) fail(`no frame named ${[...want].join(', ')} under the mouse`);
   if (last) await p.mouse.move(last[0], last[1]);
   await p.screenshot({ path: shot });
+  if (pprof) {
+    const b64 = readFileSync(pprof).toString('base64');
+    const html = readFileSync(page, 'utf8').replace(/loadFileFromBase64\("[^"]*", "[A-Za-z0-9+/=]*"\)/,
+                                                     () => `loadFileFromBase64("profile.pb.gz", "${b64}")`);
+    const pp = `${page}.pprof.html`;
+    writeFileSync(pp, html);
+    const q = await browser.newPage({ viewport: { width: W, height: H } });
+    q.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
+    await q.goto(pathToFileURL(resolve(pp)).href);
+    await q.waitForFunction(() => /profile\.pb\.gz|Something went wrong/.test(document.body.innerText),
+                            null, { timeout: 60000 });
+    if (/Something went wrong/.test(await q.evaluate(() => document.body.innerText)) || alerts.length)
+      fail(`speedscope cannot read the pprof export ${alerts.join(' | ')}`);
+    const cp = await flamePixels(q);
+    console.log(`pprof in speedscope: coloured pixels: ${(100 * cp).toFixed(1)} %`);
+    if (cp < 0.02) fail('speedscope draws no flame graph of the pprof export');
+  }
 } finally {
   await browser.close();
 }

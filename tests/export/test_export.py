@@ -350,7 +350,8 @@ def case_ocl(tmp):
 
 def case_browser(tmp):
     # the view of a real run in headless Chromium shows the flame graph of
-    # its kernel time (GKER): frames named main, step, <gpu kernel>, axpy
+    # its kernel time (GKER): frames named main, step, <gpu kernel>, axpy;
+    # and speedscope's pprof importer draws the run's pprof export
     need_node("playwright-core")
     if not os.path.isdir(os.path.join(VIEWER, "node_modules", "speedscope")):
         skip("viewer/node_modules/speedscope missing")
@@ -361,7 +362,10 @@ def case_browser(tmp):
     rc, so, se = run(["view", "--no-browser", "--metric", "GKER", "-o", page, db])
     check(rc == 0, "view of a real run %r" % se)
     shot = os.environ.get("GPD_EXPORT_SHOT") or os.path.join(tmp, "k.png")
-    p = subprocess.run([NODE, os.path.join(HERE, "browser-check.mjs"), VIEWER, page, shot,
+    pb = os.path.join(tmp, "k.pb.gz")
+    rc, so, se = run(["export", "--format", "pprof", "-o", pb, db])
+    check(rc == 0, "export pprof of a real run %r" % se)
+    p = subprocess.run([NODE, os.path.join(HERE, "browser-check.mjs"), VIEWER, page, shot, "--pprof=" + pb,
                         "main", "step", "<gpu kernel>", "axpy"], capture_output=True, text=True, timeout=150,
                        env=node_env())
     print(p.stdout + p.stderr)
