@@ -1,12 +1,20 @@
 /* bench-ring.c - cross-process ring throughput and consumer ingest.
  *
- *   bench-ring [-n RECORDS] [-s RING_SLOTS] [--build DIR (ignored)]
+ *   bench-ring [-n RECORDS] [-s RING_SLOTS] [--spin] [--build DIR (ignored)]
  *
  * 1. ring, drop:  a forked producer pushes N 1-slot INVOKE records into one
  *    ring as fast as it can (shim semantics: a full ring drops); the parent
  *    drains with gpd_ring_consume.  Rate = records received / parent time.
  * 2. ring, lossless: the same, the producer retries on -ENOSPC (the most
  *    the consumer can take).
+ *    The consumer polls as gpuprofd's monitor does (daemon/monitor.c): it
+ *    sleeps poll_us (200 us) after a pass that found fewer than 256
+ *    records.  --spin (and the "spinning consumer" row) polls without
+ *    sleeping: the consumer then chases the producer record by record and
+ *    every record's slot and the head line move between the cores while
+ *    they are written (the worst case).
+ *    Besides the rate, CPU ns per record of each side (getrusage / wait4:
+ *    not inflated by other processes' load) are shown.
  * 3. ingest: the consumer alone, ring pre-filled (INVOKE + ACTIVITY mix),
  *    validate + dispatch to a no-op callback; refills are not timed.
  * Baselines in the same run: memcpy of 64-B slots in one process, and a
@@ -19,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +37,13 @@
 
 static uint64_t n_rec = 50000000ull;
 static uint32_t ring_slots = 1u << 16;
+static int spin_only = 0;
+
+#define POLL_US 200u       /* gpuprofd's default poll_us */
+#define SLEEP_BELOW 256    /* the monitor sleeps after a pass below this */
+
+static double tv_ns(struct timeval tv) { return (double)tv.tv_sec * 1e9 + (double)tv.tv_usec * 1e3; }
+static double ru_ns(const struct rusage *ru) { return tv_ns(ru->ru_utime) + tv_ns(ru->ru_stime); }
 
 static gpd_rec_invoke_t mk_invoke(uint64_t corr) {
   gpd_rec_invoke_t v;
@@ -67,13 +84,17 @@ typedef struct {
   uint64_t received;
   uint64_t drops;
   uint64_t bad;
+  double prod_cpu_ns; /* producer CPU time (child, wait4) */
+  double cons_cpu_ns; /* consumer CPU time (parent, getrusage delta) */
 } result_t;
 
-static int run_ring(int lossless, result_t *res) {
+static int run_ring(int lossless, int spin, result_t *res) {
   gpd_region_t r;
   int err = gpd_region_create(&r, 1, ring_slots, (int32_t)getpid(), 1);
   if (err)
     return err;
+  struct rusage ru0, ru1, cru;
+  getrusage(RUSAGE_SELF, &ru0);
   uint64_t t0 = gpd_clock_ns();
   pid_t pid = fork();
   if (pid < 0)
@@ -107,11 +128,16 @@ static int run_ring(int lossless, result_t *res) {
     if (got == 0) {
       if (exited)
         break;
-      if (waitpid(pid, &status, WNOHANG) == pid)
+      if (wait4(pid, &status, WNOHANG, &cru) == pid)
         exited = 1; /* drain once more */
     }
+    if (!spin && got < SLEEP_BELOW)
+      usleep(POLL_US);
   }
   res->secs = (double)(gpd_clock_ns() - t0) / 1e9;
+  getrusage(RUSAGE_SELF, &ru1);
+  res->cons_cpu_ns = ru_ns(&ru1) - ru_ns(&ru0);
+  res->prod_cpu_ns = ru_ns(&cru);
   res->received = s.n;
   res->bad = s.bad;
   /* counters live in the shared region; with lossless retries the drops
@@ -222,6 +248,8 @@ int main(int argc, char **argv) {
       n_rec = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "-s") && i + 1 < argc)
       ring_slots = (uint32_t)strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--spin"))
+      spin_only = 1;
     else if (!strcmp(argv[i], "--build") && i + 1 < argc)
       i++;
   }
@@ -241,12 +269,20 @@ int main(int argc, char **argv) {
          (unsigned long long)pipe_n, t_pipe, r_pipe);
 
   int rc = 0;
-  for (int lossless = 0; lossless <= 1; lossless++) {
+  static const struct {
+    int lossless, spin;
+    const char *what;
+  } modes[3] = {
+      {0, 0, "drop when full"},
+      {1, 0, "lossless (retry)"},
+      {1, 1, "lossless, spinning consumer"},
+  };
+  for (int m = spin_only ? 2 : 0; m < 3; m++) {
     /* 3 runs, the median by rate is shown (the VM is shared and noisy) */
     result_t res[3] = {0};
     double rate[3];
     for (int k = 0; k < 3; k++) {
-      int err = run_ring(lossless, &res[k]);
+      int err = run_ring(modes[m].lossless, modes[m].spin, &res[k]);
       if (err || res[k].bad) {
         fprintf(stderr, "ring run failed: %d, %llu out of order\n", err, (unsigned long long)res[k].bad);
         rc = 1;
@@ -263,10 +299,12 @@ int main(int argc, char **argv) {
     int med = 3 - lo - hi;
     if (lo == hi)
       med = lo;
-    printf("| ring, cross-process, %s (median of 3; range %.1f-%.1f) | %llu | %.3f | %.1f | %llu%s | %.2fx pipe, %.2fx memcpy |\n",
-           lossless ? "lossless (retry)" : "drop when full", rate[lo], rate[hi],
-           (unsigned long long)res[med].received, res[med].secs, rate[med], (unsigned long long)res[med].drops,
-           lossless ? " retries" : "", rate[med] / r_pipe, rate[med] / r_memcpy);
+    const result_t *x = &res[med];
+    printf("| ring, cross-process, %s (median of 3; range %.1f-%.1f) | %llu | %.3f | %.1f | %llu%s | %.2fx pipe, "
+           "%.2fx memcpy; CPU ns/record: producer %.1f, consumer %.1f |\n",
+           modes[m].what, rate[lo], rate[hi], (unsigned long long)x->received, x->secs, rate[med],
+           (unsigned long long)x->drops, modes[m].lossless ? " retries" : "", rate[med] / r_pipe, rate[med] / r_memcpy,
+           x->prod_cpu_ns / (double)n_rec, x->cons_cpu_ns / (double)(x->received ? x->received : 1));
   }
   uint64_t in_n = 0;
   double t_in = run_ingest(&in_n);
