@@ -281,14 +281,15 @@ static int kbuf_put(kbuf_t *b, const void *p, size_t n) {
   return 0;
 }
 
-/* name \x1f file \x1f sysname (\x1f line): the identity of a frame */
+/* name NUL file NUL sysname (NUL line): the identity of a frame, read
+ * back field by field (a C string holds no NUL). */
 static int kbuf_frame(kbuf_t *b, const xframe_t *x, int with_line) {
   char ln[24];
-  int w = snprintf(ln, sizeof(ln), "\x1f%u", x->line);
+  int w = snprintf(ln, sizeof(ln), "%u", x->line);
   b->n = 0;
-  if (kbuf_put(b, x->name, strlen(x->name)) < 0 || kbuf_put(b, "\x1f", 1) < 0 ||
-      kbuf_put(b, x->file, strlen(x->file)) < 0 || kbuf_put(b, "\x1f", 1) < 0 ||
-      kbuf_put(b, x->sysname, strlen(x->sysname)) < 0 || (with_line && kbuf_put(b, ln, (size_t)w) < 0))
+  if (kbuf_put(b, x->name, strlen(x->name) + 1) < 0 || kbuf_put(b, x->file, strlen(x->file) + 1) < 0 ||
+      kbuf_put(b, x->sysname, strlen(x->sysname) + (with_line ? 1 : 0)) < 0 ||
+      (with_line && kbuf_put(b, ln, (size_t)w) < 0))
     return -ENOMEM;
   return 0;
 }
@@ -639,7 +640,7 @@ static int folded_stack(void *ctx, const gpd_tree_t *t, const size_t *path, size
 
 typedef struct ss_s {
   FILE *f;
-  intern_t frames; /* key: name \x1f file \x1f sysname \x1f line */
+  intern_t frames; /* key: kbuf_frame's with the line */
   kbuf_t kb;
   unsigned metric;
   int first;
@@ -711,18 +712,16 @@ int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const c
   gpd_json_str(f, name);
   fputs(",\"shared\":{\"frames\":[", f);
   for (size_t i = 0; i < s.frames.n; i++) {
-    /* key: name \x1f file \x1f sysname \x1f line */
-    char *k = s.frames.key[i], *f1 = strchr(k, '\x1f'), *f2 = strchr(f1 + 1, '\x1f'), *f3 = strchr(f2 + 1, '\x1f');
-    *f1 = *f2 = *f3 = 0;
+    const char *fn = s.frames.key[i], *file = fn + strlen(fn) + 1, *sys = file + strlen(file) + 1;
+    long line = atol(sys + strlen(sys) + 1);
     fputs(i ? ",{\"name\":" : "{\"name\":", f);
-    gpd_json_str(f, k);
-    if (f1[1]) {
+    gpd_json_str(f, fn);
+    if (file[0]) {
       fputs(",\"file\":", f);
-      gpd_json_str(f, f1 + 1);
-      if (atol(f3 + 1) > 0) fprintf(f, ",\"line\":%ld", atol(f3 + 1));
+      gpd_json_str(f, file);
+      if (line > 0) fprintf(f, ",\"line\":%ld", line);
     }
     fputc('}', f);
-    *f1 = *f2 = *f3 = '\x1f';
   }
   fputs("]},\"profiles\":[", f);
   for (unsigned id = 0; id < GPD_M__COUNT; id++) {
