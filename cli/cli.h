@@ -166,6 +166,13 @@ int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t 
 int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
 int gpd_report_main(int argc, char **argv);
 
+/* ---- report-stats.c ---- */
+/** `report --stats`: the `top` most imbalanced heavy contexts of metric
+ *  in merged file path (labels from t).  0, or < 0 with err set (not a
+ *  merged file). */
+int gpd_report_stats(FILE *f, const gpd_tree_t *t, const char *path, unsigned metric, unsigned top, char *err,
+                     size_t errn);
+
 /* ---- client.c ---- */
 /** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
 const char *gpd_client_socket(const char *opt);
@@ -203,6 +210,8 @@ int gpd_export_main(int argc, char **argv);
 
 /* ---- view.c ---- */
 int gpd_view_main(int argc, char **argv);
+/* ---- merge.c ---- */
+int gpd_merge_main(int argc, char **argv);
 
 /* ---- record.c ---- */
 int gpd_record_main(int argc, char **argv);

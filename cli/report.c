@@ -16,11 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer.h"
 #include "cli.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 
-#define GPD_REPORT_FORMAT_VERSION 2 /* 2: context and frame rows per uid */
+#define GPD_REPORT_FORMAT_VERSION GPD_MERGE_FORMAT /* 2: context and frame rows per uid; 3: merged */
 
 static int fail(char *err, size_t errn, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errn, int code, const char *fmt, ...) {
@@ -132,15 +133,17 @@ static int row_frame(sqlite3_stmt *st, void *c) {
                             sqlite3_column_int(st, 5));
 }
 
-static int row_metric(sqlite3_stmt *st, void *c) {
+/* one summed value: a `metric` row, or of a merged file (gpd_mstore_read_sums) */
+static int add_value(void *c, int64_t ctx, uint32_t metric, double v) {
   load_ctx_t *lc = c;
-  uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-  long i = gpd_tree_find(lc->t, id);
-  if (i < 0) { /* metric of a context that was never stored */
-    i = gpd_tree_node_add(lc->t, id, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, "", 0, "");
-    if (i < 0) return (int)i;
-  }
-  return gpd_mvec_add(&lc->t->nodes[i].excl, (uint32_t)sqlite3_column_int(st, 1), sqlite3_column_double(st, 2));
+  long i = gpd_tree_find(lc->t, (uint64_t)ctx);
+  if (i < 0 && (i = gpd_tree_node_add(lc->t, (uint64_t)ctx, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, "", 0, "")) < 0)
+    return (int)i;
+  return gpd_mvec_add(&lc->t->nodes[i].excl, metric, v);
+}
+
+static int row_metric(sqlite3_stmt *st, void *c) {
+  return add_value(c, sqlite3_column_int64(st, 0), (uint32_t)sqlite3_column_int(st, 1), sqlite3_column_double(st, 2));
 }
 
 static int row_gpubin(sqlite3_stmt *st, void *c) {
@@ -286,12 +289,18 @@ int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char 
                     : "SELECT context_id, depth, function, file, line, inlined FROM frame ORDER BY context_id, depth",
             pid, row_frame, &lc, 0, err, errn, path);
   if (r < 0) goto done;
-  r = query(db,
-            "SELECT context_id, metric_id, SUM(value) FROM metric "
-            "WHERE (?1 = 0 OR profile_id IN (SELECT id FROM profile WHERE pid = ?1)) "
-            "GROUP BY context_id, metric_id",
-            pid, row_metric, &lc, 0, err, errn, path);
-  if (r < 0) goto done;
+  if (meta[1] && atoi(meta[1]) >= GPD_MERGE_FORMAT) { /* merged: values in pmetric / stat */
+    if ((r = gpd_mstore_read_sums(db, pid, add_value, &lc)) < 0) {
+      fail(err, errn, r, "%s: cannot read its merged values (%s)", path, gpd_strerror(r));
+      goto done;
+    }
+  } else if ((r = query(db,
+                         "SELECT context_id, metric_id, SUM(value) FROM metric "
+                         "WHERE (?1 = 0 OR profile_id IN (SELECT id FROM profile WHERE pid = ?1)) "
+                         "GROUP BY context_id, metric_id",
+                         pid, row_metric, &lc, 0, err, errn, path)) < 0) {
+    goto done;
+  }
   r = query(db, "SELECT hash, kind, size, path FROM gpubin ORDER BY hash", 0, row_gpubin, &lc, 1, err, errn, path);
 done:
   sqlite3_finalize(lc.backend_q);
@@ -304,23 +313,25 @@ done:
 }
 
 static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
+    "usage: gpuprof report [--json] [--flat] [--stats] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
     "  Print the calling-context tree of saved profiles (merged by context).\n"
     "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
     "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
     "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
     "  --depth N      show at most N levels below the root\n"
     "  --pid N        only the profiles of process N\n"
-    "  --all          also list processes that never used a GPU API\n";
+    "  --all          also list processes that never used a GPU API\n"
+    "  --stats        merged files (gpuprof merge): per-context statistics over the processes,\n"
+    "                 the most imbalanced heavy contexts of --metric first\n";
 
 int gpd_report_main(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
                                        {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
-                                       {"all", no_argument, NULL, 'a'},
+                                       {"all", no_argument, NULL, 'a'},     {"stats", no_argument, NULL, 's'},
                                        {NULL, 0, NULL, 0}};
   gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
-  int json = 0, pid = 0, all = 0, c;
+  int json = 0, pid = 0, all = 0, stats = 0, c;
   long v;
   optind = 1;
   opterr = 0;
@@ -341,12 +352,14 @@ int gpd_report_main(int argc, char **argv) {
       pid = (int)v;
       break;
     case 'a': all = 1; break;
+    case 's': stats = 1; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
   if (optind >= argc) return gpd_cli_usage(report_usage, "no profile file given");
   if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
+  if (stats && (json || o.flat)) return gpd_cli_usage(report_usage, "--stats does not combine with --json or --flat");
 
   gpd_tree_t t;
   char err[1024];
@@ -363,6 +376,13 @@ int gpd_report_main(int argc, char **argv) {
     fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
     gpd_tree_free(&t);
     return GPD_EXIT_FAIL;
+  }
+  if (stats) {
+    for (int i = optind; i < argc && r >= 0; i++)
+      if ((r = gpd_report_stats(stdout, &t, argv[i], o.metric, 20, err, sizeof(err))) < 0)
+        fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_tree_free(&t);
+    return r < 0 ? GPD_EXIT_FAIL : GPD_EXIT_OK;
   }
   if (json) {
     gpd_json_tree(stdout, &t, &o);

@@ -19,6 +19,15 @@ _Static_assert(GPD_M_GMEM_COUNT - GPD_M_GMEM_UNK == GPD_MEM_MAX, "mem order");
 _Static_assert(GPD_M_GMSET_COUNT - GPD_M_GMSET_UNK == GPD_MEM_MAX, "mset order");
 _Static_assert(GPD_M_GSYNC_COUNT - GPD_M_GSYNC_UNK == GPD_SYNC_MAX, "sync order");
 
+const char *gpd_metric_unit_name(gpd_unit_t u) {
+  switch (u) {
+  case GPD_UNIT_NS: return "ns";
+  case GPD_UNIT_BYTES: return "bytes";
+  case GPD_UNIT_COUNT: return "count";
+  default: return "mean";
+  }
+}
+
 const gpd_metric_desc_t *gpd_metric_desc(unsigned id) { return id < GPD_M__COUNT ? &metric_table[id] : NULL; }
 
 int gpd_metric_by_name(const char *name) {

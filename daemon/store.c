@@ -28,6 +28,7 @@
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 #include "gpuprof/metric.h"
+#include "gpuprof/store-schema.h"
 
 #include "daemon.h"
 #include "store-internal.h"
@@ -35,41 +36,7 @@
 #define GPD_STR_(x) #x
 #define GPD_STR(x) GPD_STR_(x)
 
-static const char *SCHEMA =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS metric_desc(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-    "  unit TEXT NOT NULL, description TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS profile(id INTEGER PRIMARY KEY,"
-    "  pid INTEGER NOT NULL, ppid INTEGER, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
-    "  exe TEXT, argv TEXT, hostname TEXT, job_id TEXT, step_id TEXT, rank INTEGER,"
-    "  local_rank INTEGER, start_ns INTEGER, end_ns INTEGER, state TEXT NOT NULL,"
-    "  records INTEGER NOT NULL DEFAULT 0, drops INTEGER NOT NULL DEFAULT 0, error TEXT,"
-    "  proc_start INTEGER);"
-    "CREATE TABLE IF NOT EXISTS backend(profile_id INTEGER NOT NULL, api TEXT NOT NULL,"
-    "  enabled INTEGER NOT NULL, code INTEGER, reason TEXT, PRIMARY KEY(profile_id, api));"
-    "CREATE TABLE IF NOT EXISTS module(profile_id INTEGER NOT NULL, id INTEGER NOT NULL,"
-    "  path TEXT NOT NULL, build_id TEXT, base INTEGER, size INTEGER,"
-    "  PRIMARY KEY(profile_id, id));"
-    "CREATE TABLE IF NOT EXISTS string(profile_id INTEGER NOT NULL, id INTEGER NOT NULL,"
-    "  kind INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(profile_id, id));"
-    "CREATE TABLE IF NOT EXISTS context(uid INTEGER NOT NULL, id INTEGER NOT NULL,"
-    "  parent INTEGER NOT NULL, kind INTEGER NOT NULL, module TEXT, build_id TEXT,"
-    "  offset INTEGER, label TEXT, raw_name TEXT, PRIMARY KEY(uid, id));"
-    "CREATE TABLE IF NOT EXISTS frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL,"
-    "  depth INTEGER NOT NULL, function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
-    "  PRIMARY KEY(uid, context_id, depth));"
-    "CREATE TABLE IF NOT EXISTS cct_local(profile_id INTEGER NOT NULL,"
-    "  local_id INTEGER NOT NULL, context_id INTEGER NOT NULL,"
-    "  PRIMARY KEY(profile_id, local_id)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS metric(profile_id INTEGER NOT NULL,"
-    "  context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL, value REAL NOT NULL,"
-    "  PRIMARY KEY(profile_id, context_id, metric_id)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS gpubin(hash TEXT PRIMARY KEY, kind TEXT NOT NULL,"
-    "  size INTEGER NOT NULL, path TEXT NOT NULL, profile_id INTEGER);"
-    "CREATE TABLE IF NOT EXISTS pending(profile_id INTEGER NOT NULL, seq INTEGER NOT NULL,"
-    "  rec BLOB NOT NULL, PRIMARY KEY(profile_id, seq)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL,"
-    "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;"
+static const char *SCHEMA = GPD_STORE_SCHEMA
     /* device monitoring series (devices-series.c, docs/FORMATS.md) */
     "CREATE TABLE IF NOT EXISTS device(id INTEGER PRIMARY KEY, api TEXT NOT NULL,"
     "  idx INTEGER NOT NULL, name TEXT, uuid TEXT NOT NULL, UNIQUE(api, uuid));"
@@ -185,15 +152,6 @@ static int private_file(const char *path, int create) {
   return err;
 }
 
-static const char *unit_name(gpd_unit_t u) {
-  switch (u) {
-  case GPD_UNIT_NS: return "ns";
-  case GPD_UNIT_BYTES: return "bytes";
-  case GPD_UNIT_COUNT: return "count";
-  default: return "mean";
-  }
-}
-
 /* Old databases (user_version 1): context and frame were one table for
  * all users.  Each row is copied to every uid that owns a profile, so
  * what each user saw stays what it was, and from now on writes of one
@@ -303,7 +261,7 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
       if (md == NULL)
         continue;
       sql = sqlite3_mprintf("INSERT OR REPLACE INTO metric_desc VALUES(%u,%Q,%Q,%Q);", i,
-                            md->name, unit_name(md->unit), md->desc);
+                            md->name, gpd_metric_unit_name(md->unit), md->desc);
       e = gpd__db_exec(s->wdb, sql);
       sqlite3_free(sql);
       if (e < 0)

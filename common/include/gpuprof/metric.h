@@ -85,6 +85,8 @@ typedef struct gpd_metric_desc_s {
 
 /** Descriptor of metric id, NULL if id >= GPD_M__COUNT. */
 const gpd_metric_desc_t *gpd_metric_desc(unsigned id);
+/** Unit as stored in metric_desc.unit: "ns", "bytes", "count", "mean". */
+const char *gpd_metric_unit_name(gpd_unit_t u);
 /** Id of a metric name, or -1. */
 int gpd_metric_by_name(const char *name);
 /** Metric ids for copy / mem / memset / sync subkinds (record.h enums);

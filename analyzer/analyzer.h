@@ -1,0 +1,266 @@
+/* analyzer.h - offline aggregation of saved profiles (`gpuprof merge`,
+ * docs/ANALYZER.md).
+ *
+ * A merge runs in three steps, the same with threads and with MPI ranks:
+ *
+ *   1. read: each worker (thread or rank) reads a contiguous slice of the
+ *      inputs into one part (gpd_mpart_t): its profiles, numbered 1..n in
+ *      input order, their side rows, the union of their calling contexts
+ *      (deduplicated per uid by Merkle id), and their metric values twice
+ *      (profile-major and grouped per (uid, context, metric)).
+ *   2. reduce: the parts are folded, in input order, into one result
+ *      (gpd_mresult_t): profile ids are offset by the profiles of earlier
+ *      parts, contexts are matched by (uid, Merkle id) -- no consensus on
+ *      ids is needed because equal call paths hash to equal ids on every
+ *      node (Zhou et al., "Scalable Analysis of GPU-accelerated
+ *      Applications with HPCToolkit", sec. 6.1; the DCCG slides' hash ids)
+ *      -- and the per-context value lists are concatenated.
+ *   3. write: statistics per (uid, context, metric) over the n profiles of
+ *      that uid (absent = 0), then one new .gpdb (format 3).
+ *
+ * Ranks ship their part to rank 0 as one byte string (gpd_mpart_pack);
+ * every call here is single-threaded on its own part; parts are never
+ * shared between threads while being built.
+ */
+#ifndef GPD_ANALYZER_H
+#define GPD_ANALYZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+/** Format of a merged file: 3 (format 2 + pmetric and stat tables; its
+ *  `metric` table is empty, docs/FORMATS.md). */
+#define GPD_MERGE_FORMAT 3
+
+/** Bytes of one pmetric record: context id i64, metric id u32, value f64
+ *  (little-endian, packed); of one stat.vals record: profile id u32,
+ *  value f64. */
+#define GPD_PMETRIC_REC 20
+#define GPD_CVAL_REC 12
+
+/* ---- buf.c: growable byte buffer and the row codec ---- */
+
+typedef struct gpd_buf_s {
+  uint8_t *p;
+  size_t n, cap;
+} gpd_buf_t;
+
+/** Append n bytes. 0 or -ENOMEM. */
+int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n);
+void gpd_buf_free(gpd_buf_t *b);
+
+/** Tables copied row by row from inputs to the output. */
+typedef enum gpd_mtable_e {
+  GPD_MT_PROFILE,
+  GPD_MT_BACKEND,
+  GPD_MT_MODULE,
+  GPD_MT_STRING,
+  GPD_MT_GPUBIN,
+  GPD_MT_CONTEXT,
+  GPD_MT_FRAME,
+  GPD_MT__COUNT
+} gpd_mtable_t;
+
+/** Name, column list (as in docs/FORMATS.md) and the index of the column
+ *  holding a profile id (-1: none) of table t. */
+const char *gpd_mtable_name(gpd_mtable_t t);
+const char *gpd_mtable_cols(gpd_mtable_t t);
+int gpd_mtable_pcol(gpd_mtable_t t);
+int gpd_mtable_ncols(gpd_mtable_t t);
+
+/** Encode the current row of st (all its columns) into b.  Column pcol
+ *  (>= 0), an integer profile id, is replaced by pid_local.  0, -ENOMEM or
+ *  -E2BIG (a row over 64 MiB). */
+int gpd_row_encode(gpd_buf_t *b, sqlite3_stmt *st, int pcol, int64_t pid_local);
+/** Decode one row at p[*off..n) and bind it to ins (?1..?ncols); an
+ *  integer in column pcol gets poff added.  Advances *off.  0 or -EINVAL
+ *  (malformed). */
+int gpd_row_bind(const uint8_t *p, size_t n, size_t *off, sqlite3_stmt *ins, int pcol, int64_t poff);
+
+/* ---- part.c: what one worker read ---- */
+
+/** One profile-major value: (context, metric) -> value. */
+typedef struct gpd_mval_rec_s {
+  int64_t ctx;
+  uint32_t metric;
+  uint32_t pad;
+  double v;
+} gpd_mval_rec_t;
+
+/** One context-major value: profile (part-local, 1-based) -> value. */
+typedef struct gpd_cval_rec_s {
+  uint32_t prof;
+  uint32_t pad;
+  double v;
+} gpd_cval_rec_t;
+
+typedef struct gpd_mprof_s {
+  int64_t uid;
+  uint64_t pm_off, pm_n; /* slice of gpd_mpart_t.pm */
+} gpd_mprof_t;
+
+typedef struct gpd_mctx_s {
+  int64_t uid, id;
+  uint64_t off, len;   /* encoded context row in ctxrows */
+  uint64_t foff, flen; /* encoded frame rows in framerows */
+  uint32_t src;        /* input (part-local index) that brought it */
+  uint32_t pad;
+} gpd_mctx_t;
+
+typedef struct gpd_mkey_s {
+  int64_t uid, ctx;
+  uint32_t metric, pad;
+  uint64_t off, n; /* slice of gpd_mpart_t.cv */
+} gpd_mkey_t;
+
+/** Open-addressing index: 64-bit hash -> element index + 1. */
+typedef struct gpd_mindex_s {
+  uint32_t *slot;
+  size_t cap; /* power of two, 0 when empty */
+} gpd_mindex_t;
+
+typedef struct gpd_mpart_s {
+  /* profile, backend, module, string and gpubin rows, profile ids local */
+  gpd_buf_t rows;
+  gpd_mprof_t *prof;
+  size_t nprof, capprof;
+  gpd_mval_rec_t *pm; /* per profile, sorted by (ctx, metric) */
+  size_t npm, cappm;
+  gpd_mctx_t *ctx;
+  size_t nctx, capctx;
+  gpd_mindex_t ctx_ix;
+  gpd_buf_t ctxrows, framerows;
+  gpd_mkey_t *key; /* after gpd_mpart_group */
+  size_t nkey;
+  gpd_cval_rec_t *cv;
+  size_t ncv;
+  uint64_t in_bytes; /* size of the inputs read */
+  uint32_t ninputs;  /* inputs read (not counting skipped ones) */
+} gpd_mpart_t;
+
+void gpd_mpart_init(gpd_mpart_t *p);
+void gpd_mpart_free(gpd_mpart_t *p);
+/** Build key/cv (context-major grouping of pm) after the last input.
+ *  0 or -ENOMEM. */
+int gpd_mpart_group(gpd_mpart_t *p);
+/** Serialize a grouped part into out / rebuild it from bytes (validated:
+ *  -EINVAL on anything out of range).  0 or -errno. */
+int gpd_mpart_pack(const gpd_mpart_t *p, gpd_buf_t *out);
+int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n);
+/** Rebuild p's context index from p->ctx[0..nctx).  0 or -ENOMEM. */
+int gpd_mpart_reindex(gpd_mpart_t *p);
+/** Append context (uid, id) whose encoded row is ctxrows[off, off+len)
+ *  (no frames yet), brought by part-local input src.  0 or -ENOMEM. */
+int gpd_mpart_ctx_add(gpd_mpart_t *p, int64_t uid, int64_t id, uint64_t off, uint64_t len, uint32_t src);
+/** Index of context (uid, id) in p, or -1. */
+long gpd_mpart_ctx_find(const gpd_mpart_t *p, int64_t uid, int64_t id);
+/** 64-bit mix of up to three keys (the indexes' hash). */
+uint64_t gpd_mhash(int64_t a, int64_t b, int64_t c);
+/** Make room for element nelem (load <= 1/2), rehashing the elements
+ *  0..nelem-1 with hash_of.  0 or -ENOMEM. */
+int gpd_mindex_reserve(gpd_mindex_t *ix, size_t nelem, uint64_t (*hash_of)(const void *c, size_t i), const void *c);
+/** Insert element idx with hash h (after gpd_mindex_reserve). */
+void gpd_mindex_insert(gpd_mindex_t *ix, uint64_t h, size_t idx);
+void gpd_mindex_free(gpd_mindex_t *ix);
+
+/* ---- input.c: reading one .gpdb ---- */
+
+/** Which profiles of an input are merged: all (job_id NULL, uid < 0), or
+ *  only those of job `job_id` and/or owner `uid`. */
+typedef struct gpd_mfilter_s {
+  const char *job_id;
+  int64_t uid;
+} gpd_mfilter_t;
+
+/** Read input `path` (format 2 or 3, opened read-only; a regular file
+ *  only) into part p.  On error nothing of it stays in p, the result is
+ *  < 0 and err holds a message that names the file.  Errors: -ENOENT ...
+ *  (open), GPD_EBADVERSION (format newer than 3 or older than 2),
+ *  GPD_ESTORE (not a profile, truncated, corrupt), -ENOMEM. */
+int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, char *err, size_t errn);
+
+/* ---- stats.c: summary statistics over profiles ---- */
+
+/** Statistics of one (uid, context, metric) over the n profiles of that
+ *  uid, absent values counting as 0 (the summary statistics of the
+ *  HPCToolkit manual, "Metrics" chapter: Sum, Min, Mean, Max, StdDev,
+ *  CoefVar).  stddev is the population standard deviation
+ *  sqrt(sum((x - mean)^2) / n); cv = stddev / mean (0 when mean is 0).
+ *  min_profile / max_profile: the lowest profile id holding min / max. */
+typedef struct gpd_mstat_s {
+  uint64_t n, nz;
+  double sum, min, mean, max, stddev, cv;
+  uint32_t min_profile, max_profile;
+} gpd_mstat_t;
+
+/** Statistics of the nz values vals (sorted by profile id) over the n
+ *  profiles `profs` (sorted) of the same uid: profiles absent from vals
+ *  hold 0.  Two passes (mean, then squared deviations).  nz <= n. */
+void gpd_mstat_compute(gpd_mstat_t *s, const gpd_cval_rec_t *vals, size_t nz, const uint32_t *profs, size_t n);
+
+/* ---- result.c: folding parts and writing the output ---- */
+
+
+/** Fold parts[0..nparts) (in input order; they stay owned by the caller
+ *  and must outlive the call) and write the merged file `out`: written
+ *  to a private temporary file beside it (0600) and renamed over it only
+ *  when complete.  stats_out (may be NULL) receives counts for reports.
+ *  0 or -errno / GPD_ESTORE with err set. */
+typedef struct gpd_mwrite_info_s {
+  uint64_t profiles, contexts, keys, values;
+  uint64_t sparse_bytes; /* pmetric + stat.vals blobs */
+  uint64_t dense_bytes;  /* profiles x contexts x metrics with a value x 8 bytes (one array
+                            serves both orders) */
+  uint64_t dense_all_bytes; /* the same over every metric gpuprof defines */
+} gpd_mwrite_info_t;
+int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs,
+                      gpd_mwrite_info_t *info, char *err, size_t errn);
+
+/* ---- merge.c: the threaded driver ---- */
+
+typedef struct gpd_mopts_s {
+  const char *out;
+  const char *const *inputs;
+  size_t ninputs;
+  gpd_mfilter_t filter;
+  int keep_going; /* skip unreadable inputs (reported) instead of failing */
+  int threads;    /* 0: one per online CPU, at most the inputs */
+  int quiet;
+} gpd_mopts_t;
+
+/** Read inputs [lo, hi) of o into part p (single thread).  Each failing
+ *  input is reported on stderr; without keep_going the first one stops
+ *  the read and is returned (< 0).  *skipped counts inputs left out. */
+int gpd_merge_read_slice(gpd_mpart_t *p, const gpd_mopts_t *o, size_t lo, size_t hi, size_t *skipped);
+
+/** Usage text of `gpuprof merge`. */
+extern const char gpd_merge_usage[];
+/** Parse `merge` arguments (argv[0] is "merge").  0, 1 (--help), or
+ *  -EINVAL with err set.  o points into argv. */
+int gpd_merge_parse(int argc, char **argv, gpd_mopts_t *o, char *err, size_t errn);
+/** One line on stderr (unless o->quiet): counts and sizes of the result. */
+void gpd_merge_summary(const gpd_mopts_t *o, const gpd_mwrite_info_t *s, double secs, uint64_t in_bytes);
+
+/** `gpuprof merge` on one machine: o->threads workers read slices, the
+ *  main thread folds and writes.  Returns 0 (all merged), 1 (--keep-going
+ *  left some out; output written), or < 0 (nothing written). */
+int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info);
+/** Bytes of the inputs the last gpd_merge_run read. */
+extern uint64_t gpd_merge_in_bytes;
+
+/* ---- mstore.c: reading the metric tables of a merged file ---- */
+
+/** Call fn(c, context_id, metric_id, value) for each record of a pmetric
+ *  blob b[0..n).  0, -EINVAL (not whole records) or fn's first error. */
+int gpd_pmetric_decode(const uint8_t *b, size_t n, int (*fn)(void *c, int64_t ctx, uint32_t metric, double v),
+                       void *c);
+/** Call add(ctx, context_id, metric_id, value) for the summed values of
+ *  merged file db: from stat.sum for all profiles (pid <= 0), else from
+ *  the pmetric blobs of the profiles of process pid.  0, -ENOMEM, -EINVAL
+ *  (malformed blob) or GPD_ESTORE. */
+int gpd_mstore_read_sums(sqlite3 *db, int pid, int (*add)(void *c, int64_t ctx, uint32_t metric, double v),
+                         void *c);
+
+#endif

@@ -1,0 +1,467 @@
+/* result.c - the reduction of parts and the merged file (format 3,
+ * docs/FORMATS.md "Merged profiles"): what rank 0 / the main thread does
+ * after the workers read their inputs.
+ *
+ * Storage (Zhou et al., "Scalable Analysis of GPU-accelerated Applications
+ * with HPCToolkit", sec. 6.2: sparse values, kept both profile-major and
+ * context-major):
+ *   pmetric(profile_id, vals)  profile-major: one blob per profile,
+ *                              (context, metric, value) records sorted
+ *   stat(uid, context_id, metric_id, n, nz, sum, min, mean, max, stddev,
+ *        cv, min_profile, max_profile, vals)
+ *                              context-major: one row per (uid, context,
+ *                              metric) with its statistics and a blob of
+ *                              (profile, value) records sorted by profile
+ * Only non-zero values are stored in either; the `metric` table is empty.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyzer.h"
+#include "gpuprof/error.h"
+#include "gpuprof/metric.h"
+#include "gpuprof/store-schema.h"
+
+#define GPD_STR_(x) #x
+#define GPD_STR(x) GPD_STR_(x)
+
+static const char MERGED_SCHEMA[] =
+    "CREATE TABLE pmetric(profile_id INTEGER PRIMARY KEY, vals BLOB NOT NULL);"
+    "CREATE TABLE stat(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL,"
+    "  n INTEGER NOT NULL, nz INTEGER NOT NULL, sum REAL NOT NULL, min REAL NOT NULL, mean REAL NOT NULL,"
+    "  max REAL NOT NULL, stddev REAL NOT NULL, cv REAL NOT NULL, min_profile INTEGER NOT NULL,"
+    "  max_profile INTEGER NOT NULL, vals BLOB NOT NULL);"
+    "CREATE UNIQUE INDEX stat_key ON stat(uid, context_id, metric_id);";
+
+/* global context: (uid, id) -> first part that has it */
+typedef struct gctx_s {
+  int64_t uid, id;
+  uint32_t part, idx;
+} gctx_t;
+
+/* global key: (uid, context, metric) -> slice of the global values */
+typedef struct gkey_s {
+  int64_t uid, ctx;
+  uint32_t metric, pad;
+  uint64_t off, n;
+} gkey_t;
+
+/* uid -> its global profile ids, ascending */
+typedef struct guid_s {
+  int64_t uid;
+  uint32_t *prof;
+  size_t n, cap;
+} guid_t;
+
+typedef struct fold_s {
+  gpd_mpart_t *parts;
+  size_t nparts;
+  uint32_t *base; /* first global profile id of each part, minus 1 */
+  uint32_t nprof;
+  gctx_t *ctx;
+  size_t nctx;
+  gpd_mindex_t cix;
+  gkey_t *key;
+  size_t nkey;
+  gpd_mindex_t kix;
+  uint32_t **pk; /* per part: its key -> global key */
+  gpd_cval_rec_t *cv;
+  size_t ncv;
+  guid_t *uids;
+  size_t nuids;
+  char *err;
+  size_t errn;
+} fold_t;
+
+static int fail(fold_t *f, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(fold_t *f, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->err, f->errn, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static uint64_t gctx_hash(const void *c, size_t i) {
+  const gctx_t *x = &((const fold_t *)c)->ctx[i];
+  return gpd_mhash(x->uid, x->id, 0);
+}
+
+static uint64_t gkey_hash(const void *c, size_t i) {
+  const gkey_t *x = &((const fold_t *)c)->key[i];
+  return gpd_mhash(x->uid, x->ctx, x->metric);
+}
+
+static guid_t *uid_get(fold_t *f, int64_t uid) {
+  for (size_t i = 0; i < f->nuids; i++)
+    if (f->uids[i].uid == uid) return &f->uids[i];
+  guid_t *n = realloc(f->uids, (f->nuids + 1) * sizeof(*n));
+  if (!n) return NULL;
+  f->uids = n;
+  n[f->nuids] = (guid_t){uid, NULL, 0, 0};
+  return &n[f->nuids++];
+}
+
+static int fold(fold_t *f) {
+  size_t capctx = 0, capkey = 0;
+  int err;
+  if (!(f->base = calloc(f->nparts, sizeof(*f->base))) || !(f->pk = calloc(f->nparts, sizeof(*f->pk))))
+    return -ENOMEM;
+  /* profiles: global id = base + local; per-uid lists */
+  for (size_t k = 0; k < f->nparts; k++) {
+    f->base[k] = f->nprof;
+    for (size_t i = 0; i < f->parts[k].nprof; i++) {
+      guid_t *u = uid_get(f, f->parts[k].prof[i].uid);
+      if (!u) return -ENOMEM;
+      if (u->n == u->cap) {
+        size_t nc = u->cap ? u->cap * 2 : 64;
+        uint32_t *n = realloc(u->prof, nc * sizeof(*n));
+        if (!n) return -ENOMEM;
+        u->prof = n;
+        u->cap = nc;
+      }
+      u->prof[u->n++] = f->nprof + (uint32_t)i + 1;
+    }
+    if (f->parts[k].nprof > UINT32_MAX - f->nprof) return -EOVERFLOW;
+    f->nprof += (uint32_t)f->parts[k].nprof;
+  }
+  /* contexts: matched by (uid, Merkle id); the first part's labels win */
+  for (size_t k = 0; k < f->nparts; k++) {
+    const gpd_mpart_t *p = &f->parts[k];
+    for (size_t i = 0; i < p->nctx; i++) {
+      uint64_t h = gpd_mhash(p->ctx[i].uid, p->ctx[i].id, 0);
+      int found = 0;
+      if (f->cix.cap)
+        for (size_t s = h & (f->cix.cap - 1); f->cix.slot[s]; s = (s + 1) & (f->cix.cap - 1)) {
+          const gctx_t *g = &f->ctx[f->cix.slot[s] - 1];
+          if (g->uid == p->ctx[i].uid && g->id == p->ctx[i].id) {
+            found = 1;
+            break;
+          }
+        }
+      if (found) continue;
+      if (f->nctx == capctx) {
+        size_t nc = capctx ? capctx * 2 : 4096;
+        gctx_t *n = realloc(f->ctx, nc * sizeof(*n));
+        if (!n) return -ENOMEM;
+        f->ctx = n;
+        capctx = nc;
+      }
+      if ((err = gpd_mindex_reserve(&f->cix, f->nctx, gctx_hash, f)) < 0) return err;
+      f->ctx[f->nctx] = (gctx_t){p->ctx[i].uid, p->ctx[i].id, (uint32_t)k, (uint32_t)i};
+      gpd_mindex_insert(&f->cix, h, f->nctx++);
+    }
+  }
+  /* keys: each part's (uid, context, metric) slices map to a global key */
+  for (size_t k = 0; k < f->nparts; k++) {
+    const gpd_mpart_t *p = &f->parts[k];
+    if (p->nkey && !(f->pk[k] = malloc(p->nkey * sizeof(uint32_t)))) return -ENOMEM;
+    for (size_t i = 0; i < p->nkey; i++) {
+      const gpd_mkey_t *x = &p->key[i];
+      uint64_t h = gpd_mhash(x->uid, x->ctx, x->metric);
+      size_t g = SIZE_MAX;
+      if (f->kix.cap)
+        for (size_t s = h & (f->kix.cap - 1); f->kix.slot[s]; s = (s + 1) & (f->kix.cap - 1)) {
+          const gkey_t *y = &f->key[f->kix.slot[s] - 1];
+          if (y->uid == x->uid && y->ctx == x->ctx && y->metric == x->metric) {
+            g = f->kix.slot[s] - 1;
+            break;
+          }
+        }
+      if (g == SIZE_MAX) {
+        if (f->nkey == capkey) {
+          size_t nc = capkey ? capkey * 2 : 4096;
+          gkey_t *n = realloc(f->key, nc * sizeof(*n));
+          if (!n) return -ENOMEM;
+          f->key = n;
+          capkey = nc;
+        }
+        if ((err = gpd_mindex_reserve(&f->kix, f->nkey, gkey_hash, f)) < 0) return err;
+        g = f->nkey++;
+        f->key[g] = (gkey_t){x->uid, x->ctx, x->metric, 0, 0, 0};
+        gpd_mindex_insert(&f->kix, h, g);
+      }
+      f->key[g].n += x->n;
+      f->pk[k][i] = (uint32_t)g;
+    }
+    f->ncv += p->ncv;
+  }
+  /* values: concatenated per key in part order (= profile order) */
+  uint64_t off = 0;
+  for (size_t g = 0; g < f->nkey; g++) {
+    f->key[g].off = off;
+    off += f->key[g].n;
+    f->key[g].n = 0;
+  }
+  if (f->ncv && !(f->cv = malloc(f->ncv * sizeof(*f->cv)))) return -ENOMEM;
+  for (size_t k = 0; k < f->nparts; k++) {
+    const gpd_mpart_t *p = &f->parts[k];
+    for (size_t i = 0; i < p->nkey; i++) {
+      gkey_t *g = &f->key[f->pk[k][i]];
+      const gpd_cval_rec_t *src = p->cv + p->key[i].off;
+      for (uint64_t j = 0; j < p->key[i].n; j++)
+        f->cv[g->off + g->n++] = (gpd_cval_rec_t){src[j].prof + f->base[k], 0, src[j].v};
+    }
+  }
+  return 0;
+}
+
+static void fold_free(fold_t *f) {
+  free(f->base);
+  if (f->pk)
+    for (size_t k = 0; k < f->nparts; k++) free(f->pk[k]);
+  free(f->pk);
+  free(f->ctx);
+  free(f->key);
+  free(f->cv);
+  gpd_mindex_free(&f->cix);
+  gpd_mindex_free(&f->kix);
+  for (size_t i = 0; i < f->nuids; i++) free(f->uids[i].prof);
+  free(f->uids);
+}
+
+static int cmp_gctx(const void *a, const void *b) {
+  const gctx_t *x = a, *y = b;
+  if (x->uid != y->uid) return x->uid < y->uid ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_gkey(const void *a, const void *b) {
+  const gkey_t *x = a, *y = b;
+  if (x->uid != y->uid) return x->uid < y->uid ? -1 : 1;
+  if (x->ctx != y->ctx) return x->ctx < y->ctx ? -1 : 1;
+  return x->metric < y->metric ? -1 : x->metric > y->metric;
+}
+
+static int exec(fold_t *f, sqlite3 *db, const char *sql) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    int e = fail(f, GPD_ESTORE, "%s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return e;
+  }
+  return 0;
+}
+
+static int step(fold_t *f, sqlite3 *db, sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc == SQLITE_DONE ? 0 : fail(f, GPD_ESTORE, "%s", sqlite3_errmsg(db));
+}
+
+static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t *info) {
+  sqlite3_stmt *ins[GPD_MT__COUNT] = {0}, *pm = NULL, *stq = NULL, *md = NULL;
+  gpd_buf_t blob = {0};
+  char sql[1024];
+  int err = 0;
+  uint8_t used[GPD_M__COUNT] = {0};
+
+  if ((err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
+      (err = exec(f, db, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
+    return err;
+  {
+    char host[256] = "";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gethostname(host, sizeof(host) - 1);
+    char *q = sqlite3_mprintf(
+        "INSERT INTO meta VALUES('format','gpuprof'),('format_version','" GPD_STR(GPD_MERGE_FORMAT) "'),"
+        "('host',%Q),('created_ns','%llu'),('clock','CLOCK_MONOTONIC_RAW'),('next_profile_id','%u'),"
+        "('merged_inputs','%u');",
+        host, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec, f->nprof + 1,
+        ninputs);
+    err = q ? exec(f, db, q) : -ENOMEM;
+    sqlite3_free(q);
+    if (err < 0) goto out;
+  }
+  if (sqlite3_prepare_v2(db, "INSERT INTO metric_desc VALUES(?1, ?2, ?3, ?4)", -1, &md, NULL) != SQLITE_OK) goto sqlerr;
+  for (unsigned i = 0; i < GPD_M__COUNT; i++) {
+    const gpd_metric_desc_t *d = gpd_metric_desc(i);
+    sqlite3_bind_int(md, 1, (int)i);
+    sqlite3_bind_text(md, 2, d->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(md, 3, gpd_metric_unit_name(d->unit), -1, SQLITE_STATIC);
+    sqlite3_bind_text(md, 4, d->desc, -1, SQLITE_STATIC);
+    if ((err = step(f, db, md)) < 0) goto out;
+  }
+  for (int t = 0; t < GPD_MT__COUNT; t++) {
+    char q[64] = "";
+    for (int c = 0; c < gpd_mtable_ncols(t); c++) snprintf(q + strlen(q), sizeof(q) - strlen(q), "%s?", c ? "," : "");
+    snprintf(sql, sizeof(sql), "INSERT %sINTO %s(%s) VALUES(%s)", t == GPD_MT_GPUBIN ? "OR IGNORE " : "",
+             gpd_mtable_name(t), gpd_mtable_cols(t), q);
+    if (sqlite3_prepare_v2(db, sql, -1, &ins[t], NULL) != SQLITE_OK) goto sqlerr;
+  }
+  /* profiles and their side rows, part by part */
+  for (size_t k = 0; k < f->nparts; k++) {
+    const gpd_buf_t *b = &f->parts[k].rows;
+    size_t o = 0;
+    while (o < b->n) {
+      int t = b->p[o++];
+      if (t >= GPD_MT__COUNT || gpd_row_bind(b->p, b->n, &o, ins[t], gpd_mtable_pcol(t), f->base[k]) < 0) {
+        err = fail(f, -EINVAL, "malformed row in part %zu", k);
+        goto out;
+      }
+      if ((err = step(f, db, ins[t])) < 0) goto out;
+    }
+  }
+  /* contexts and frames, in key order */
+  qsort(f->ctx, f->nctx, sizeof(*f->ctx), cmp_gctx);
+  for (size_t i = 0; i < f->nctx; i++) {
+    const gpd_mpart_t *p = &f->parts[f->ctx[i].part];
+    const gpd_mctx_t *c = &p->ctx[f->ctx[i].idx];
+    size_t o = c->off;
+    if (gpd_row_bind(p->ctxrows.p, c->off + c->len, &o, ins[GPD_MT_CONTEXT], -1, 0) < 0) goto bad;
+    if ((err = step(f, db, ins[GPD_MT_CONTEXT])) < 0) goto out;
+    for (o = c->foff; o < c->foff + c->flen;) {
+      if (gpd_row_bind(p->framerows.p, c->foff + c->flen, &o, ins[GPD_MT_FRAME], -1, 0) < 0) goto bad;
+      if ((err = step(f, db, ins[GPD_MT_FRAME])) < 0) goto out;
+    }
+  }
+  /* profile-major values */
+  if (sqlite3_prepare_v2(db, "INSERT INTO pmetric VALUES(?1, ?2)", -1, &pm, NULL) != SQLITE_OK) goto sqlerr;
+  for (size_t k = 0; k < f->nparts; k++) {
+    const gpd_mpart_t *p = &f->parts[k];
+    for (size_t i = 0; i < p->nprof; i++) {
+      blob.n = 0;
+      for (uint64_t j = p->prof[i].pm_off; j < p->prof[i].pm_off + p->prof[i].pm_n; j++) {
+        const gpd_mval_rec_t *r = &p->pm[j];
+        uint8_t rec[GPD_PMETRIC_REC];
+        memcpy(rec, &r->ctx, 8);
+        memcpy(rec + 8, &r->metric, 4);
+        memcpy(rec + 12, &r->v, 8);
+        if ((err = gpd_buf_put(&blob, rec, sizeof(rec))) < 0) goto out;
+        used[r->metric] = 1;
+      }
+      info->sparse_bytes += blob.n;
+      sqlite3_bind_int64(pm, 1, (int64_t)(f->base[k] + i + 1));
+      sqlite3_bind_blob(pm, 2, blob.p ? (const void *)blob.p : "", (int)blob.n, SQLITE_STATIC);
+      if ((err = step(f, db, pm)) < 0) goto out;
+    }
+  }
+  /* context-major values and statistics */
+  if (sqlite3_prepare_v2(db, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", -1, &stq,
+                         NULL) != SQLITE_OK)
+    goto sqlerr;
+  qsort(f->key, f->nkey, sizeof(*f->key), cmp_gkey);
+  for (size_t i = 0; i < f->nkey; i++) {
+    const gkey_t *g = &f->key[i];
+    const gpd_cval_rec_t *v = f->cv + g->off;
+    guid_t *u = uid_get(f, g->uid);
+    gpd_mstat_t s;
+    if (!u) {
+      err = -ENOMEM;
+      goto out;
+    }
+    gpd_mstat_compute(&s, v, g->n, u->prof, u->n);
+    blob.n = 0;
+    for (uint64_t j = 0; j < g->n; j++) {
+      uint8_t rec[GPD_CVAL_REC];
+      memcpy(rec, &v[j].prof, 4);
+      memcpy(rec + 4, &v[j].v, 8);
+      if ((err = gpd_buf_put(&blob, rec, sizeof(rec))) < 0) goto out;
+    }
+    info->sparse_bytes += blob.n;
+    sqlite3_bind_int64(stq, 1, g->uid);
+    sqlite3_bind_int64(stq, 2, g->ctx);
+    sqlite3_bind_int64(stq, 3, g->metric);
+    sqlite3_bind_int64(stq, 4, (int64_t)s.n);
+    sqlite3_bind_int64(stq, 5, (int64_t)s.nz);
+    sqlite3_bind_double(stq, 6, s.sum);
+    sqlite3_bind_double(stq, 7, s.min);
+    sqlite3_bind_double(stq, 8, s.mean);
+    sqlite3_bind_double(stq, 9, s.max);
+    sqlite3_bind_double(stq, 10, s.stddev);
+    sqlite3_bind_double(stq, 11, s.cv);
+    sqlite3_bind_int64(stq, 12, s.min_profile);
+    sqlite3_bind_int64(stq, 13, s.max_profile);
+    sqlite3_bind_blob(stq, 14, blob.p ? (const void *)blob.p : "", (int)blob.n, SQLITE_STATIC);
+    if ((err = step(f, db, stq)) < 0) goto out;
+  }
+  err = exec(f, db, "COMMIT");
+  {
+    uint64_t nm = 0;
+    for (unsigned m = 0; m < GPD_M__COUNT; m++) nm += used[m];
+    info->profiles = f->nprof;
+    info->contexts = f->nctx;
+    info->keys = f->nkey;
+    info->values = f->ncv;
+    info->dense_bytes = (uint64_t)f->nprof * f->nctx * nm * 8;
+    info->dense_all_bytes = (uint64_t)f->nprof * f->nctx * GPD_M__COUNT * 8;
+  }
+  goto out;
+bad:
+  err = fail(f, -EINVAL, "malformed context row");
+  goto out;
+sqlerr:
+  err = fail(f, GPD_ESTORE, "%s", sqlite3_errmsg(db));
+out:
+  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(ins[t]);
+  sqlite3_finalize(pm);
+  sqlite3_finalize(stq);
+  sqlite3_finalize(md);
+  gpd_buf_free(&blob);
+  return err;
+}
+
+int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs, gpd_mwrite_info_t *info,
+                      char *err, size_t errn) {
+  fold_t f = {.parts = parts, .nparts = nparts, .err = err, .errn = errn};
+  gpd_mwrite_info_t dummy;
+  sqlite3 *db = NULL;
+  char tmp[8500], dir[4200];
+  int fd = -1, e;
+  if (!info) info = &dummy;
+  memset(info, 0, sizeof(*info));
+  snprintf(dir, sizeof(dir), "%s", out);
+  char *base = strrchr(dir, '/');
+  if (base) {
+    *base++ = 0;
+    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", *dir ? dir : "/", base);
+  } else {
+    snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", out);
+  }
+  if ((e = fold(&f)) < 0) {
+    if (e == -ENOMEM || e == -EOVERFLOW) fail(&f, e, "%s", e == -ENOMEM ? "out of memory" : "too many profiles");
+    goto done;
+  }
+  /* private, new, never a planted link: mkstemp makes it 0600 with O_EXCL */
+  if ((fd = mkstemp(tmp)) < 0) {
+    e = fail(&f, -errno, "%s: cannot create a file beside it: %s", out, strerror(errno));
+    tmp[0] = 0;
+    goto done;
+  }
+  if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    e = fail(&f, GPD_ESTORE, "%s: %s", tmp, db ? sqlite3_errmsg(db) : "out of memory");
+    goto done;
+  }
+  /* a new private file, renamed into place only when complete: no
+   * journal is needed; fsync before the rename */
+  if ((e = exec(&f, db, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                        "PRAGMA locking_mode=EXCLUSIVE;")) < 0 ||
+      (e = write_all(&f, db, ninputs, info)) < 0)
+    goto done;
+  if (sqlite3_close(db) != SQLITE_OK) {
+    e = fail(&f, GPD_ESTORE, "%s: cannot close", tmp);
+    db = NULL;
+    goto done;
+  }
+  db = NULL;
+  if (fsync(fd) < 0 || rename(tmp, out) < 0) {
+    e = fail(&f, -errno, "%s: %s", out, strerror(errno));
+    goto done;
+  }
+  tmp[0] = 0;
+done:
+  if (db) sqlite3_close(db);
+  if (fd >= 0) close(fd);
+  if (tmp[0] && e < 0) unlink(tmp);
+  fold_free(&f);
+  return e;
+}

@@ -1,0 +1,286 @@
+/* bench-merge - `gpuprof merge` throughput (MB of input per second per
+ * core) with threads and MPI ranks, rank efficiency, and the size of the
+ * sparse storage against a dense layout (docs/PERFORMANCE.md, "Cluster
+ * merge").
+ *
+ *   bench-merge --gpuprof BIN/gpuprof [--mpirun mpirun] [--nodes 64]
+ *               [--contexts 100000] [--procs 4] [--dir DIR] [--ranks 1,2,4]
+ *
+ * Synthetic node profiles (format 2, the store's schema): each node file
+ * holds --procs processes (ranks) and --contexts calling contexts, of which
+ * 80 % are the job's common code (the same Merkle ids on every node) and
+ * 20 % are the node's own (data-dependent paths); each process has
+ * non-zero GPUOP, GKER and GKER:COUNT on 30 % of the contexts (kernels),
+ * with a per-rank imbalance.  Files are made once per parameter set in
+ * --dir and reused.  The baseline of the table is the 1-rank run.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/metric.h"
+#include "gpuprof/store-schema.h"
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die_db(sqlite3 *db, const char *what) {
+  fprintf(stderr, "bench-merge: %s: %s\n", what, sqlite3_errmsg(db));
+  exit(1);
+}
+
+/* ids as SQLite orders them (signed) */
+static int cmp_signed(const void *a, const void *b) {
+  int64_t x = (int64_t) * (const uint64_t *)a, y = (int64_t) * (const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* context i of node n: ids of common contexts do not depend on n */
+static uint64_t ctx_id(long i, long shared, int node) {
+  return mix((uint64_t)i * 2654435761u + (i < shared ? 0 : (uint64_t)(node + 1) << 40)) | 1;
+}
+
+static void gen_node(const char *path, int node, long nctx, int procs) {
+  sqlite3 *db;
+  sqlite3_stmt *c, *m, *p, *b;
+  long shared = nctx * 8 / 10;
+  unlink(path);
+  if (sqlite3_open(path, &db) != SQLITE_OK) die_db(db, path);
+  if (sqlite3_exec(db,
+                   "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" GPD_STORE_SCHEMA
+                   "PRAGMA user_version=2; BEGIN;"
+                   "INSERT INTO meta VALUES('format','gpuprof'),('format_version','2'),('host','synthetic'),"
+                   "('clock','CLOCK_MONOTONIC_RAW');",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    die_db(db, "schema");
+  for (unsigned i = 0; i < GPD_M__COUNT; i++) {
+    char *q = sqlite3_mprintf("INSERT INTO metric_desc VALUES(%u,%Q,%Q,%Q)", i, gpd_metric_desc(i)->name,
+                              gpd_metric_unit_name(gpd_metric_desc(i)->unit), gpd_metric_desc(i)->desc);
+    sqlite3_exec(db, q, NULL, NULL, NULL);
+    sqlite3_free(q);
+  }
+  if (sqlite3_prepare_v2(db, "INSERT INTO context VALUES(1000,?1,?2,?3,'/opt/app/lib/libsolver.so',NULL,?4,?5,NULL)",
+                         -1, &c, NULL) ||
+      sqlite3_prepare_v2(db, "INSERT INTO metric VALUES(?1,?2,?3,?4)", -1, &m, NULL) ||
+      sqlite3_prepare_v2(db,
+                         "INSERT INTO profile(id,pid,uid,gid,exe,hostname,job_id,rank,local_rank,start_ns,end_ns,"
+                         "state,records) VALUES(?1,?2,1000,1000,'/opt/app/bin/solver',?3,'4242',?4,?5,1,2,'exited',1)",
+                         -1, &p, NULL) ||
+      sqlite3_prepare_v2(db, "INSERT INTO backend VALUES(?1,'cuda',1,0,NULL)", -1, &b, NULL))
+    die_db(db, "prepare");
+  char label[64], host[32];
+  snprintf(host, sizeof(host), "node%04d", node);
+  for (long i = 0; i < nctx; i++) {
+    /* parent: an earlier context (a bushy tree, depth ~ log) */
+    long par = i ? (long)(mix((uint64_t)i) % (uint64_t)i) : -1;
+    if (i >= shared && par >= 0 && par >= shared && mix((uint64_t)i ^ 7) % 4 == 0) par = par % shared;
+    int kernel = mix((uint64_t)i ^ 0x55) % 10 < 3;
+    snprintf(label, sizeof(label), kernel ? "void solver::kernel_%ld<float>(float*, int)" : "solver::step_%ld", i);
+    sqlite3_bind_int64(c, 1, (int64_t)ctx_id(i, shared, node));
+    sqlite3_bind_int64(c, 2, par < 0 ? 0 : (int64_t)ctx_id(par, shared, node));
+    sqlite3_bind_int(c, 3, kernel ? 3 : 1);
+    sqlite3_bind_int64(c, 4, i * 16);
+    sqlite3_bind_text(c, 5, label, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(c) != SQLITE_DONE) die_db(db, "context");
+    sqlite3_reset(c);
+  }
+  for (int r = 0; r < procs; r++) {
+    int rank = node * procs + r;
+    sqlite3_bind_int(p, 1, r + 1);
+    sqlite3_bind_int(p, 2, 10000 + r);
+    sqlite3_bind_text(p, 3, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(p, 4, rank);
+    sqlite3_bind_int(p, 5, r);
+    if (sqlite3_step(p) != SQLITE_DONE) die_db(db, "profile");
+    sqlite3_reset(p);
+    sqlite3_bind_int(b, 1, r + 1);
+    sqlite3_step(b);
+    sqlite3_reset(b);
+  }
+  /* metric rows in primary-key order: profile, context id, metric */
+  uint64_t *ids = malloc((size_t)nctx * sizeof(*ids));
+  long nk = 0;
+  for (long i = 0; i < nctx; i++)
+    if (mix((uint64_t)i ^ 0x55) % 10 < 3) ids[nk++] = ctx_id(i, shared, node);
+  qsort(ids, (size_t)nk, sizeof(*ids), cmp_signed);
+  static const int mids[3] = {GPD_M_GPUOP, GPD_M_GKER, GPD_M_GKER_COUNT};
+  for (int r = 0; r < procs; r++) {
+    int rank = node * procs + r;
+    for (long k = 0; k < nk; k++) {
+      double base = (double)(mix(ids[k]) % 1000000 + 1000);
+      double imb = 1.0 + 0.05 * (rank % 7) + ((ids[k] & 63) == 0 ? 0.5 * (rank % 3) : 0);
+      double cnt = (double)(mix(ids[k] ^ 3) % 100 + 1);
+      for (int j = 0; j < 3; j++) {
+        sqlite3_bind_int(m, 1, r + 1);
+        sqlite3_bind_int64(m, 2, (int64_t)ids[k]);
+        sqlite3_bind_int(m, 3, mids[j]);
+        sqlite3_bind_double(m, 4, j == 2 ? cnt : base * imb);
+        if (sqlite3_step(m) != SQLITE_DONE) die_db(db, "metric");
+        sqlite3_reset(m);
+      }
+    }
+  }
+  free(ids);
+  sqlite3_finalize(c);
+  sqlite3_finalize(m);
+  sqlite3_finalize(p);
+  sqlite3_finalize(b);
+  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) die_db(db, "commit");
+  sqlite3_close(db);
+}
+
+typedef struct res_s {
+  double secs, read_s, write_s;
+  double sparse_kib, dense_kib, ratio, ratio_all;
+  int nmetrics;
+  double cpu; /* user + system seconds of the command and its children */
+} res_t;
+
+/* run cmd, stderr to a file, parse gpuprof's summary lines */
+static int run(const char *cmd, res_t *r) {
+  char full[8192], line[2048];
+  snprintf(full, sizeof(full), "%s 2>/tmp/bench-merge.%d.err", cmd, (int)getpid());
+  struct rusage u0, u1;
+  getrusage(RUSAGE_CHILDREN, &u0);
+  double t0 = now();
+  int rc = system(full);
+  r->secs = now() - t0;
+  getrusage(RUSAGE_CHILDREN, &u1);
+  r->cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec + u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) +
+           (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec + u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) / 1e6;
+  snprintf(full, sizeof(full), "/tmp/bench-merge.%d.err", (int)getpid());
+  FILE *f = fopen(full, "r");
+  while (f && fgets(line, sizeof(line), f)) {
+    char *s;
+    if ((s = strstr(line, "values stored ")))
+      sscanf(s, "values stored %lf KiB sparse (both orders) vs %lf KiB dense (%lfx; %lfx against all %d metrics)",
+             &r->sparse_kib, &r->dense_kib, &r->ratio, &r->ratio_all, &r->nmetrics);
+    if ((s = strstr(line, "ranks: reading ")))
+      sscanf(s, "ranks: reading %lf s (rank 0), reduce + write %lf s", &r->read_s, &r->write_s);
+    if (rc != 0) fputs(line, stderr);
+  }
+  if (f) fclose(f);
+  unlink(full);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  const char *gpuprof = NULL, *mpirun = "mpirun", *dir = "/tmp/gpd-bench-merge", *ranks = "1,2,4";
+  int nodes = 64, procs = 4;
+  long nctx = 100000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--gpuprof")) gpuprof = argv[i + 1];
+    else if (!strcmp(argv[i], "--mpirun")) mpirun = argv[i + 1];
+    else if (!strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    else if (!strcmp(argv[i], "--ranks")) ranks = argv[i + 1];
+    else if (!strcmp(argv[i], "--nodes")) nodes = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--procs")) procs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--contexts")) nctx = atol(argv[i + 1]);
+    else {
+      fprintf(stderr, "bench-merge: unknown option %s\n", argv[i]);
+      return 64;
+    }
+  }
+  if (!gpuprof || nodes < 1 || procs < 1 || nctx < 10) {
+    fprintf(stderr, "usage: bench-merge --gpuprof PATH [--mpirun P] [--nodes N] [--contexts C] [--procs P] "
+                    "[--dir D] [--ranks 1,2,4]\n");
+    return 64;
+  }
+  char sub[4096], path[4300], inputs[1 << 16] = "";
+  snprintf(sub, sizeof(sub), "%s/n%d-c%ld-p%d", dir, nodes, nctx, procs);
+  mkdir(dir, 0700);
+  mkdir(sub, 0700);
+  double tg = now();
+  int made = 0;
+  uint64_t in_bytes = 0;
+  for (int n = 0; n < nodes; n++) {
+    struct stat sb;
+    snprintf(path, sizeof(path), "%s/node%04d.gpdb", sub, n);
+    if (stat(path, &sb) != 0 || sb.st_size == 0) {
+      gen_node(path, n, nctx, procs);
+      made++;
+      stat(path, &sb);
+    }
+    in_bytes += (uint64_t)sb.st_size;
+    if (strlen(inputs) + strlen(path) + 2 < sizeof(inputs)) {
+      strcat(inputs, " ");
+      strcat(inputs, path);
+    }
+  }
+  printf("inputs: %d node files x %ld contexts (80 %% common), %d processes each: %.1f MB (%d generated in %.1f s)\n",
+         nodes, nctx, procs, in_bytes / 1e6, made, now() - tg);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  printf("machine: %ld cores; load %s", ncpu, "");
+  {
+    FILE *f = fopen("/proc/loadavg", "r");
+    char l[128] = "?\n";
+    if (f && fgets(l, sizeof(l), f)) fclose(f);
+    printf("%s", l);
+  }
+  printf("\n%-22s %8s %8s %10s %12s %14s %12s %8s %8s\n", "run", "time s", "CPU s", "MB/s", "MB/s/core",
+         "MB/CPU-s", "efficiency", "read s", "write s");
+  char cmd[1 << 17], out[4400];
+  snprintf(out, sizeof(out), "%s/merged.gpdb", sub);
+  res_t base = {0}, r;
+  /* threads: -j 1 (the baseline) and -j ncpu */
+  for (int j = 1; j <= ncpu && j <= 2; j++) {
+    memset(&r, 0, sizeof(r));
+    snprintf(cmd, sizeof(cmd), "%s merge -j %d -o %s %s", gpuprof, j, out, inputs);
+    if (run(cmd, &r) != 0) return 1;
+    if (j == 1) base = r;
+    double cores = j;
+    printf("%-22s %8.2f %8.2f %10.1f %12.1f %14.1f %11.0f%% %8s %8s\n",
+           j == 1 ? "threads -j 1 (base)" : "threads -j 2", r.secs, r.cpu, in_bytes / 1e6 / r.secs,
+           in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu, 100.0 * base.secs / (cores * r.secs), "-", "-");
+  }
+  struct stat sb;
+  stat(out, &sb);
+  double t1 = 0;
+  for (const char *s = ranks; s && *s;) {
+    int np = atoi(s);
+    memset(&r, 0, sizeof(r));
+    snprintf(cmd, sizeof(cmd),
+             "OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_ALLOW_RUN_AS_ROOT=1 "
+             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s --oversubscribe -np %d %s merge -j 1 -o %s %s",
+             mpirun, np, gpuprof, out, inputs);
+    if (run(cmd, &r) != 0) return 1;
+    if (!t1) t1 = r.secs;
+    double cores = np < ncpu ? np : (double)ncpu;
+    char name[64];
+    snprintf(name, sizeof(name), "mpirun -np %d%s", np, np > ncpu ? " (oversub.)" : "");
+    printf("%-22s %8.2f %8.2f %10.1f %12.1f %14.1f %5.0f%% (%3.0f%%) %8.2f %8.2f\n", name, r.secs, r.cpu,
+           in_bytes / 1e6 / r.secs, in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu,
+           100.0 * t1 / (np * r.secs), 100.0 * t1 / (cores * r.secs), r.read_s, r.write_s);
+    s = strchr(s, ',');
+    if (s) s++;
+  }
+  printf("\nefficiency: T(1 rank) / (N x T(N ranks)); in parentheses per core used (min(N, %ld cores)).\n", ncpu);
+  printf("MB/CPU-s: input MB per CPU second (user + system, all processes): the per-core rate a loaded machine\n"
+         "does not distort.  mpirun times include MPI start-up; read s = rank 0's read + group, write s = reduce +\n"
+         "write at rank 0.\n");
+  printf("\nstorage: values %.1f MB sparse (profile-major + context-major blobs) vs %.1f MB dense "
+         "(processes x contexts x metrics with a value x 8 B): %.1fx smaller; %.1fx against a dense array of all %d "
+         "metrics; merged file %.1f MB, inputs %.1f MB\n",
+         base.sparse_kib / 1024, base.dense_kib / 1024, base.ratio, base.ratio_all, base.nmetrics, sb.st_size / 1e6,
+         in_bytes / 1e6);
+  return 0;
+}

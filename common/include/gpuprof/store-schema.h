@@ -1,0 +1,46 @@
+/* store-schema.h - the SQL schema of a gpuprof profile store (`*.gpdb`,
+ * docs/FORMATS.md): written by the daemon's store (daemon/store.c) and by
+ * `gpuprof merge` (analyzer/), so that both make the same tables.
+ * Format 2: context and frame rows per uid.
+ */
+#ifndef GPUPROF_STORE_SCHEMA_H
+#define GPUPROF_STORE_SCHEMA_H
+
+/** CREATE TABLE IF NOT EXISTS statements of every table of format 2. */
+#define GPD_STORE_SCHEMA \
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);" \
+    "CREATE TABLE IF NOT EXISTS metric_desc(id INTEGER PRIMARY KEY, name TEXT NOT NULL," \
+    "  unit TEXT NOT NULL, description TEXT NOT NULL);" \
+    "CREATE TABLE IF NOT EXISTS profile(id INTEGER PRIMARY KEY," \
+    "  pid INTEGER NOT NULL, ppid INTEGER, uid INTEGER NOT NULL, gid INTEGER NOT NULL," \
+    "  exe TEXT, argv TEXT, hostname TEXT, job_id TEXT, step_id TEXT, rank INTEGER," \
+    "  local_rank INTEGER, start_ns INTEGER, end_ns INTEGER, state TEXT NOT NULL," \
+    "  records INTEGER NOT NULL DEFAULT 0, drops INTEGER NOT NULL DEFAULT 0, error TEXT," \
+    "  proc_start INTEGER);" \
+    "CREATE TABLE IF NOT EXISTS backend(profile_id INTEGER NOT NULL, api TEXT NOT NULL," \
+    "  enabled INTEGER NOT NULL, code INTEGER, reason TEXT, PRIMARY KEY(profile_id, api));" \
+    "CREATE TABLE IF NOT EXISTS module(profile_id INTEGER NOT NULL, id INTEGER NOT NULL," \
+    "  path TEXT NOT NULL, build_id TEXT, base INTEGER, size INTEGER," \
+    "  PRIMARY KEY(profile_id, id));" \
+    "CREATE TABLE IF NOT EXISTS string(profile_id INTEGER NOT NULL, id INTEGER NOT NULL," \
+    "  kind INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY(profile_id, id));" \
+    "CREATE TABLE IF NOT EXISTS context(uid INTEGER NOT NULL, id INTEGER NOT NULL," \
+    "  parent INTEGER NOT NULL, kind INTEGER NOT NULL, module TEXT, build_id TEXT," \
+    "  offset INTEGER, label TEXT, raw_name TEXT, PRIMARY KEY(uid, id));" \
+    "CREATE TABLE IF NOT EXISTS frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL," \
+    "  depth INTEGER NOT NULL, function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL," \
+    "  PRIMARY KEY(uid, context_id, depth));" \
+    "CREATE TABLE IF NOT EXISTS cct_local(profile_id INTEGER NOT NULL," \
+    "  local_id INTEGER NOT NULL, context_id INTEGER NOT NULL," \
+    "  PRIMARY KEY(profile_id, local_id)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS metric(profile_id INTEGER NOT NULL," \
+    "  context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL, value REAL NOT NULL," \
+    "  PRIMARY KEY(profile_id, context_id, metric_id)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS gpubin(hash TEXT PRIMARY KEY, kind TEXT NOT NULL," \
+    "  size INTEGER NOT NULL, path TEXT NOT NULL, profile_id INTEGER);" \
+    "CREATE TABLE IF NOT EXISTS pending(profile_id INTEGER NOT NULL, seq INTEGER NOT NULL," \
+    "  rec BLOB NOT NULL, PRIMARY KEY(profile_id, seq)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL," \
+    "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;"
+
+#endif

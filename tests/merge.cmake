@@ -1,0 +1,17 @@
+# gpuprof merge tests (tests/merge/test_merge.py, docs/ANALYZER.md): exact
+# statistics of known profiles, merge of one input = the input, threads =
+# MPI ranks, bad inputs (newer format, truncated, other metric ids, not a
+# profile) with and without --keep-going, --job / --uid selection and
+# per-user contexts, `report --stats`, the Slurm epilog example (root).  merge.mpi runs 4 ranks under
+# mpirun (label mpi) and SKIPs without mpirun or gpuprof-merge-mpi.
+find_program(GPD_PYTHON3_MERGE NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(GPD_MPIRUN mpirun)
+if(GPD_PYTHON3_MERGE AND TARGET gpuprof_cli)
+  foreach(case stats one threads bad select reportstats slurm mpi)
+    add_test(NAME merge.${case}
+      COMMAND ${GPD_PYTHON3_MERGE} ${CMAKE_CURRENT_LIST_DIR}/merge/test_merge.py
+              --gpuprof $<TARGET_FILE:gpuprof_cli> $<$<BOOL:${GPD_MPIRUN}>:--mpirun=${GPD_MPIRUN}> ${case})
+    set_tests_properties(merge.${case} PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+  set_tests_properties(merge.mpi PROPERTIES LABELS "mpi" TIMEOUT 180)
+endif()

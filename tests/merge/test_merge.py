@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""gpuprof merge tests (docs/ANALYZER.md): exact statistics of known
+profiles, merge of one input = the input, threads = one thread = MPI
+ranks, bad inputs with and without --keep-going, job / uid selection and
+per-user contexts, `report --stats`.
+
+usage: test_merge.py --gpuprof PATH [--mpirun PATH] CASE
+Exit 0 pass, 1 fail, 77 skip."""
+import argparse
+import json
+import math
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpdb  # noqa: E402
+
+GPUPROF = None
+MPIRUN = None
+M = {}  # metric name -> id
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL: " + what)
+        sys.exit(1)
+    print("ok: " + what)
+
+
+def run(args, timeout=120, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def merge(out, inputs, *opts, rc_want=0):
+    rc, o, e = run([GPUPROF, "merge", "-o", out] + list(opts) + list(inputs))
+    if rc != rc_want:
+        print(o + e)
+    check(rc == rc_want, "merge %s -> exit %d (want %d)" % (" ".join(opts), rc, rc_want))
+    return e
+
+
+def rows(path, sql):
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    r = db.execute(sql).fetchall()
+    db.close()
+    return r
+
+
+def stat(path, ctx, metric, uid=1000):
+    r = rows(path, "SELECT n, nz, sum, min, mean, max, stddev, cv, min_profile, max_profile, vals FROM stat "
+                   "WHERE uid=%d AND context_id=%d AND metric_id=%d" % (uid, gpdb.s64(ctx), metric))
+    return r[0] if r else None
+
+
+def pmetric(path, profile_id):
+    b = rows(path, "SELECT vals FROM pmetric WHERE profile_id=%d" % profile_id)[0][0]
+    return {(struct.unpack_from("<Q", b, o)[0], struct.unpack_from("<I", b, o + 8)[0]):
+            struct.unpack_from("<d", b, o + 12)[0] for o in range(0, len(b), 20)}
+
+
+# Known job: contexts main(1) -> solve(2) -> kern(3), main -> io(4) -> copy(5)
+CTX = [(1000, 1, 0, 1, "main"), (1000, 2, 1, 1, "solve"), (1000, 3, 2, 3, "kern"),
+       (1000, 4, 1, 1, "io"), (1000, 5, 4, 3, "copy")]
+
+
+def known_inputs(tmp):
+    """3 node files, 4 processes (ranks 0..3): GKER at kern = 10, 20, -, 30;
+    GXCOPY at copy only on rank 2 = 7."""
+    K, X = M["GKER"], M["GXCOPY"]
+    a, b, c = (os.path.join(tmp, n) for n in ("n0.gpdb", "n1.gpdb", "n2.gpdb"))
+    gpdb.write(a, [dict(id=3, pid=100, uid=1000, rank=0, job="42", values={(3, K): 10.0, (2, K): 1.0}),
+                   dict(id=8, pid=101, uid=1000, rank=1, job="42", values={(3, K): 20.0})],
+               CTX[:3], frames=[(1000, 2, 0, "solve", "solve.c", 12)])
+    gpdb.write(b, [dict(id=1, pid=200, uid=1000, rank=2, job="42", values={(5, X): 7.0})], CTX)
+    gpdb.write(c, [dict(id=1, pid=300, uid=1000, rank=3, job="42", values={(3, K): 30.0})], CTX[:3])
+    return [a, b, c]
+
+
+def case_stats(tmp):
+    ins = known_inputs(tmp)
+    out = os.path.join(tmp, "job.gpdb")
+    merge(out, ins, "-j", "2")
+    check(rows(out, "SELECT value FROM meta WHERE key='format_version'") == [("3",)], "format_version 3")
+    check(rows(out, "SELECT id, pid, rank FROM profile ORDER BY id") ==
+          [(1, 100, 0), (2, 101, 1), (3, 200, 2), (4, 300, 3)], "profiles renumbered 1..4 in input order")
+    check(sorted(r[0] for r in rows(out, "SELECT id FROM context")) == [1, 2, 3, 4, 5],
+          "contexts: union by Merkle id, each once")
+    check(rows(out, "SELECT function, file, line FROM frame") == [("solve", "solve.c", 12)], "frames kept")
+    check(rows(out, "SELECT count(*) FROM metric") == [(0,)], "metric table empty (values in pmetric/stat)")
+    n, nz, s, mn, mean, mx, sd, cv, minp, maxp, vals = stat(out, 3, M["GKER"])
+    check((n, nz, s, mn, mean, mx, minp, maxp) == (4, 3, 60.0, 0.0, 15.0, 30.0, 3, 4),
+          "kern GKER: n 4, nz 3, sum 60, min 0 (profile 3), mean 15, max 30 (profile 4)")
+    check(abs(sd - math.sqrt(125.0)) < 1e-9 and abs(cv - math.sqrt(125.0) / 15) < 1e-12,
+          "kern GKER: stddev sqrt(125), cv sqrt(125)/15 (population, absent = 0)")
+    check([struct.unpack_from("<Id", vals, o) for o in range(0, len(vals), 12)] == [(1, 10.0), (2, 20.0), (4, 30.0)],
+          "context-major values: (profile, value) in profile order, zeros absent")
+    r = stat(out, 5, M["GXCOPY"])
+    check(r[:10] == (4, 1, 7.0, 0.0, 1.75, 7.0, math.sqrt((5.25 ** 2 + 3 * 1.75 ** 2) / 4),
+                     math.sqrt((5.25 ** 2 + 3 * 1.75 ** 2) / 4) / 1.75, 1, 3),
+          "copy GXCOPY on one rank of 4: min 0 at profile 1, max at profile 3")
+    check(rows(out, "SELECT count(*) FROM stat") == [(3,)], "one stat row per non-zero (context, metric)")
+    check(pmetric(out, 1) == {(2, M["GKER"]): 1.0, (3, M["GKER"]): 10.0} and pmetric(out, 3) == {(5, M["GXCOPY"]): 7.0},
+          "profile-major values per profile")
+    # report reads the merged file like its inputs
+    rc1, o1, _ = run([GPUPROF, "report", "--json", out])
+    rc2, o2, _ = run([GPUPROF, "report", "--json"] + ins)
+    check(rc1 == 0 and rc2 == 0, "report reads merged file and inputs")
+    check(strip_json(o1) == strip_json(o2), "report of merged file = report of its inputs (tree, processes)")
+    j = json.loads(run([GPUPROF, "report", "--json", "--pid", "300", out])[1])
+    check(find_incl(j, "kern", "GKER") == 30, "report --pid 300 of merged file: kern GKER 30 (pmetric)")
+    j = json.loads(run([GPUPROF, "report", "--json", out])[1])
+    check(find_incl(j, "kern", "GKER") == 60, "report of merged file: kern GKER 60 (stat sums)")
+
+
+def find_incl(doc, label, metric):
+    found = []
+
+    def walk(n):
+        if n.get("label") == label:
+            found.append(n.get("metrics", {}).get(metric, {}).get("incl", 0))
+        for k in n.get("children", []):
+            walk(k)
+    walk(doc["tree"])
+    return round(found[0]) if found else None
+
+
+def strip_json(text):
+    d = json.loads(text)
+    for p in d.get("processes", []):
+        p.pop("source", None)
+        p.pop("profile_id", None)
+    return d
+
+
+def case_one(tmp):
+    ins = known_inputs(tmp)
+    out = os.path.join(tmp, "one.gpdb")
+    merge(out, ins[:1])
+    rc1, o1, _ = run([GPUPROF, "report", "--json", out])
+    rc2, o2, _ = run([GPUPROF, "report", "--json", ins[0]])
+    check(rc1 == 0 and strip_json(o1) == strip_json(o2), "merge of one input reports as the input (--json)")
+    t1 = run([GPUPROF, "report", out])[1].splitlines()[1:]
+    t2 = run([GPUPROF, "report", ins[0]])[1].splitlines()[1:]
+    check(t1 == t2, "merge of one input: same text report")
+    # and a merged file merges again to the same statistics
+    out2 = os.path.join(tmp, "again.gpdb")
+    merge(out2, [out])
+    q = "SELECT uid, context_id, metric_id, n, nz, sum, min, mean, max, stddev, cv, min_profile, max_profile, vals FROM stat"
+    check(rows(out, q) == rows(out2, q), "merged file re-merged alone: identical stat rows")
+
+
+def same_tables(a, b, what):
+    for t, q in (("profile", "SELECT * FROM profile ORDER BY id"), ("context", "SELECT * FROM context ORDER BY uid, id"),
+                 ("frame", "SELECT * FROM frame ORDER BY uid, context_id, depth"),
+                 ("backend", "SELECT * FROM backend ORDER BY profile_id, api"),
+                 ("pmetric", "SELECT * FROM pmetric ORDER BY profile_id"),
+                 ("stat", "SELECT * FROM stat ORDER BY uid, context_id, metric_id")):
+        check(rows(a, q) == rows(b, q), "%s: %s identical" % (what, t))
+
+
+def many_inputs(tmp, n=7):
+    """n node files, 2 processes each, shared and private contexts."""
+    K = M["GKER"]
+    paths = []
+    for i in range(n):
+        p = os.path.join(tmp, "node%d.gpdb" % i)
+        ctx = CTX[:3] + [(1000, 100 + i, 1, 1, "only%d" % i)]
+        gpdb.write(p, [dict(id=2 * i + 1, pid=1000 + 2 * i, uid=1000, rank=2 * i,
+                            values={(3, K): float(i + 1), (100 + i, K): 2.0}),
+                       dict(id=2 * i + 2, pid=1001 + 2 * i, uid=1000, rank=2 * i + 1, values={(3, K): 0.5 * i})], ctx)
+        paths.append(p)
+    return paths
+
+
+def case_threads(tmp):
+    ins = many_inputs(tmp)
+    a, b = os.path.join(tmp, "j1.gpdb"), os.path.join(tmp, "j4.gpdb")
+    merge(a, ins, "-j", "1")
+    merge(b, ins, "-j", "4")
+    same_tables(a, b, "-j 1 vs -j 4")
+    n, nz, s = stat(a, 3, M["GKER"])[:3]
+    check((n, nz, s) == (14, 13, sum(i + 1 + 0.5 * i for i in range(7))), "kern over 14 processes, one zero")
+
+
+def case_mpi(tmp):
+    if not MPIRUN:
+        print("SKIP: no mpirun")
+        sys.exit(77)
+    if not os.path.exists(os.path.join(os.path.dirname(GPUPROF), "gpuprof-merge-mpi")):
+        print("SKIP: gpuprof built without MPI")
+        sys.exit(77)
+    ins = many_inputs(tmp)
+    a, b = os.path.join(tmp, "thr.gpdb"), os.path.join(tmp, "mpi.gpdb")
+    merge(a, ins, "-j", "1")
+    env = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", b] + ins, env=env, timeout=150)
+    print(o + e)
+    check(rc == 0 and "4 ranks" in e, "mpirun -np 4 gpuprof merge: 4 ranks, exit 0")
+    same_tables(a, b, "threads vs 4 MPI ranks")
+    # a bad input on one rank: nothing written without --keep-going
+    bad = os.path.join(tmp, "bad.gpdb")
+    with open(bad, "wb") as f:
+        f.write(b"not a profile at all" * 10)
+    c = os.path.join(tmp, "mpi-bad.gpdb")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", c] + ins + [bad], env=env,
+                   timeout=150)
+    check(rc != 0 and bad in e and not os.path.exists(c), "MPI: bad input named, nothing written")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "--keep-going", "-o", c] + ins + [bad],
+                   env=env, timeout=150)
+    check(rc == 3 and os.path.exists(c) and rows(c, "SELECT count(*) FROM profile") == [(14,)],
+          "MPI --keep-going: exit 3, the 14 good processes merged")
+
+
+def truncate_copy(src, dst):
+    data = open(src, "rb").read()
+    with open(dst, "wb") as f:
+        f.write(data[:len(data) // 2])
+
+
+def case_bad(tmp):
+    ins = known_inputs(tmp)
+    newer = os.path.join(tmp, "newer.gpdb")
+    gpdb.write(newer, [dict(id=1, pid=9, uid=1000, values={})], CTX[:1], version=9)
+    trunc = os.path.join(tmp, "trunc.gpdb")
+    truncate_copy(ins[1], trunc)
+    other = os.path.join(tmp, "othermetrics.gpdb")
+    gpdb.write(other, [dict(id=1, pid=9, uid=1000, values={})], CTX[:1], metric_desc=["GKER", "GPUOP"])
+    junk = os.path.join(tmp, "junk.gpdb")
+    with open(junk, "w") as f:
+        f.write("hello\n" * 100)
+    out = os.path.join(tmp, "out.gpdb")
+    for bad, word in ((newer, "newer"), (trunc, "truncated"), (other, "another version"), (junk, "not a gpuprof")):
+        rc, o, e = run([GPUPROF, "merge", "-o", out] + ins + [bad])
+        check(rc == 1 and bad in e and word in e and not os.path.exists(out),
+              "%s: exit 1, error names the file (%s), nothing written" % (os.path.basename(bad), word))
+    check(not [f for f in os.listdir(tmp) if f.startswith(".out.gpdb")], "no temporary file left behind")
+    e = merge(out, [ins[0], newer, ins[1], trunc, ins[2]], "--keep-going", rc_want=3)
+    check(newer in e and trunc in e and "2 of 5 inputs skipped" in e, "--keep-going names both skipped files")
+    check(rows(out, "SELECT pid FROM profile ORDER BY id") == [(100,), (101,), (200,), (300,)],
+          "--keep-going: the 3 good inputs' 4 processes merged")
+    check(stat(out, 3, M["GKER"])[2] == 60.0, "--keep-going: sums of the good inputs")
+    rc, o, e = run([GPUPROF, "merge", "-o", out, os.path.join(tmp, "missing.gpdb")])
+    check(rc == 1 and "missing.gpdb" in e, "missing input named")
+    rc, o, e = run([GPUPROF, "merge", "x.gpdb"])
+    check(rc == 64 and "-o" in e, "no -o: usage error")
+
+
+def case_select(tmp):
+    K = M["GKER"]
+    p = os.path.join(tmp, "store.gpdb")
+    # a node store: job 42 of uid 1000 and job 43 of uid 2000 share a Merkle id with different labels
+    gpdb.write(p, [dict(id=1, pid=10, uid=1000, job="42", values={(3, K): 5.0}),
+                   dict(id=2, pid=11, uid=2000, job="43", values={(3, K): 9.0}),
+                   dict(id=3, pid=12, uid=1000, job="42", values={(3, K): 1.0})],
+               CTX[:3] + [(2000, 1, 0, 1, "secret_main"), (2000, 2, 1, 1, "secret_solve"),
+                          (2000, 3, 2, 3, "secret_kernel")])
+    out = os.path.join(tmp, "j42.gpdb")
+    merge(out, [p], "--job", "42")
+    check(rows(out, "SELECT pid FROM profile ORDER BY id") == [(10,), (12,)], "--job 42: its 2 processes")
+    check(rows(out, "SELECT DISTINCT uid FROM context") == [(1000,)], "--job 42: no context rows of uid 2000")
+    check("secret" not in run([GPUPROF, "report", out])[1], "--job 42: no label of the other user")
+    check(stat(out, 3, K)[:3] == (2, 2, 6.0), "--job 42: statistics over its 2 processes")
+    both = os.path.join(tmp, "both.gpdb")
+    merge(both, [p])
+    check(stat(both, 3, K, uid=1000)[:3] == (2, 2, 6.0) and stat(both, 3, K, uid=2000)[:3] == (1, 1, 9.0),
+          "two users: statistics per uid over that uid's processes")
+    check(rows(both, "SELECT label FROM context WHERE uid=2000 AND id=3") == [("secret_kernel",)],
+          "two users: each keeps its own labels")
+    u = os.path.join(tmp, "u2000.gpdb")
+    merge(u, [p], "--uid", "2000")
+    check(rows(u, "SELECT pid FROM profile") == [(11,)], "--uid 2000: its process only")
+
+
+def case_reportstats(tmp):
+    ins = many_inputs(tmp)
+    out = os.path.join(tmp, "s.gpdb")
+    merge(out, ins)
+    rc, o, e = run([GPUPROF, "report", "--stats", "--metric", "GKER", out])
+    print(o + e)
+    lines = [l for l in o.splitlines() if "<-" in l]
+    check(rc == 0 and lines, "report --stats lists contexts")
+    # kern: values 1,0 / 2,0.5 / ... over 14 processes; onlyI: 2.0 on one of 14 -> cv sqrt(13) highest
+    check(lines[0].split()[0] == "%.3f" % math.sqrt(13) and "only" in lines[0], "highest CV first (one-rank context)")
+    kern = [l for l in lines if l.split("<-")[0].split()[-1] == "kern"][0]
+    check("rank 1" in kern and "rank 12" in kern, "kern: min at rank 1 (0), max at rank 12 (7)")
+    rc, o, e = run([GPUPROF, "report", "--stats", ins[0]])
+    check(rc == 1 and "only `gpuprof merge` output" in e, "--stats on an unmerged file: clear error")
+
+
+def case_slurm(tmp):
+    """systemd/slurm/gpuprof-epilog.sh on a node store with two jobs of two
+    users: the node file holds only the job's profiles, written with the
+    user's rights; the controller step merges the node files."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("SKIP: needs root and setpriv (the epilog runs as root)")
+        sys.exit(77)
+    K = M["GKER"]
+    os.chmod(tmp, 0o755)
+    store = os.path.join(tmp, "store.gpdb")
+    gpdb.write(store, [dict(id=1, pid=10, uid=65534, job="77", rank=0, values={(3, K): 5.0}),
+                       dict(id=2, pid=11, uid=1000, job="78", rank=0, values={(3, K): 9.0}),
+                       dict(id=3, pid=12, uid=65534, job="77", rank=1, values={(3, K): 1.0})],
+               [(65534, 1, 0, 1, "main"), (65534, 2, 1, 1, "solve"), (65534, 3, 2, 3, "kern"),
+                (1000, 3, 0, 3, "secret_kernel")])
+    os.chmod(store, 0o600)
+    shared = os.path.join(tmp, "shared")
+    os.mkdir(shared)
+    os.chown(shared, 65534, 65534)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd", "slurm",
+                          "gpuprof-epilog.sh")
+    env = {"GPUPROF": os.path.abspath(GPUPROF), "GPUPROF_JOB_DIR": shared, "GPUPROF_STORE": store,
+           "SLURM_JOB_ID": "77", "SLURM_JOB_UID": "65534", "SLURM_JOB_GID": "65534"}
+    rc, o, e = run(["sh", script], env=env)
+    node = [f for f in os.listdir(os.path.join(shared, "77"))]
+    check(rc == 0 and len(node) == 1 and node[0].endswith(".gpdb"), "node epilog: one node file (%s %s)" % (node, e))
+    nf = os.path.join(shared, "77", node[0])
+    st = os.stat(nf)
+    check(st.st_uid == 65534 and st.st_mode & 0o077 == 0, "node file written as the user, private")
+    check(rows(nf, "SELECT pid FROM profile ORDER BY id") == [(10,), (12,)], "node file: only job 77's processes")
+    check(rows(nf, "SELECT DISTINCT uid FROM context") == [(65534,)], "node file: only the user's contexts")
+    env.update({"SLURM_SCRIPT_CONTEXT": "epilog_slurmctld", "GPUPROF_WAIT": "1"})
+    rc, o, e = run(["sh", script], env=env)
+    job = os.path.join(shared, "77.gpdb")
+    check(rc == 0 and os.path.exists(job) and os.stat(job).st_uid == 65534, "controller epilog: job file, user's")
+    check(stat(job, 3, K, uid=65534)[:3] == (2, 2, 6.0), "job file: statistics over the job's 2 processes")
+    rc, o, e = run(["sh", script], env={"GPUPROF_JOB_DIR": "", "SLURM_JOB_ID": "77"})
+    check(rc == 0, "epilog without GPUPROF_JOB_DIR: does nothing, exits 0")
+
+
+def main():
+    global GPUPROF, MPIRUN, M
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpuprof", required=True)
+    ap.add_argument("--mpirun")
+    ap.add_argument("case")
+    a = ap.parse_args()
+    GPUPROF = a.gpuprof
+    MPIRUN = a.mpirun or shutil.which("mpirun")
+    M = gpdb.metric_ids(GPUPROF)
+    tmp = tempfile.mkdtemp(prefix="gpd-merge-")
+    try:
+        globals()["case_" + a.case](tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
