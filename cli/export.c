@@ -302,7 +302,7 @@ typedef struct pprof_s {
   Perftools__Profiles__Function *fn;
   size_t fcap;
   Perftools__Profiles__Location *loc;
-  size_t lcap;
+  size_t lcap, nloc; /* nloc: initialized (may trail lkey.n after ENOMEM) */
   Perftools__Profiles__Mapping *map;
   size_t mcap;
   Perftools__Profiles__Sample *smp;
@@ -398,6 +398,7 @@ static uint64_t pp_location(pprof_t *p, size_t idx, int *err) {
     if ((*err = grow(&p->loc, &p->lcap, (size_t)i, sizeof(*p->loc))) < 0) goto done;
     Perftools__Profiles__Location *l = &p->loc[i];
     perftools__profiles__location__init(l);
+    p->nloc = (size_t)i + 1;
     l->id = id;
     l->mapping_id = kp[0];
     l->address = kp[1];
@@ -459,7 +460,7 @@ fail:
 }
 
 static void pprof_free(pprof_t *p) {
-  for (size_t i = 0; i < p->lkey.n; i++)
+  for (size_t i = 0; i < p->nloc; i++)
     if (p->loc[i].line) {
       free(p->loc[i].line[0]); /* the Line array */
       free(p->loc[i].line);
