@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -240,6 +241,11 @@ extern const char gpd_merge_usage[];
 /** Parse `merge` arguments (argv[0] is "merge").  0, 1 (--help), or
  *  -EINVAL with err set.  o points into argv. */
 int gpd_merge_parse(int argc, char **argv, gpd_mopts_t *o, char *err, size_t errn);
+/** Seconds of clock id (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID). */
+double gpd_merge_clock(clockid_t id);
+/** One line on stderr (unless o->quiet): wall and CPU seconds of the read
+ *  phase (t[0]..t[1]) and of the reduce + write phase (t[1]..t[2]). */
+void gpd_merge_phases(const gpd_mopts_t *o, const char *who, const double t[3], const double c[3]);
 /** One line on stderr (unless o->quiet): counts and sizes of the result. */
 void gpd_merge_summary(const gpd_mopts_t *o, const gpd_mwrite_info_t *s, double secs, uint64_t in_bytes);
 

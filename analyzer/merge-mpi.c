@@ -56,7 +56,9 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  double t0 = MPI_Wtime();
+  double t[3], c[3];
+  t[0] = gpd_merge_clock(CLOCK_MONOTONIC);
+  c[0] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
   int r = gpd_merge_parse(argc, argv, &o, err, sizeof(err));
   if (r != 0) {
     if (rank == 0) {
@@ -84,7 +86,8 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 1;
   }
-  double t_read = MPI_Wtime() - t0;
+  t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
+  c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
   if (rank != 0) {
     gpd_buf_t b = {0};
     int pe = gpd_mpart_pack(&mine, &b);
@@ -113,10 +116,12 @@ int main(int argc, char **argv) {
     } else if ((e = gpd_mresult_write(parts, (size_t)size, o.out, ninputs, &info, err, sizeof(err))) < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
     } else {
-      gpd_merge_summary(&o, &info, MPI_Wtime() - t0, inb_all);
-      if (!o.quiet)
-        fprintf(stderr, "gpuprof: %d ranks: reading %.2f s (rank 0), reduce + write %.2f s\n", size, t_read,
-                MPI_Wtime() - t0 - t_read);
+      char who[64];
+      t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
+      c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
+      gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
+      snprintf(who, sizeof(who), "%d ranks, rank 0", size);
+      gpd_merge_phases(&o, who, t, c);
       if (sk_all)
         fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %u\n", sk_all, o.ninputs, o.out,
                 ninputs);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analyzer.h"
@@ -52,7 +53,22 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+double gpd_merge_clock(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void gpd_merge_phases(const gpd_mopts_t *o, const char *who, const double t[3], const double c[3]) {
+  if (!o->quiet)
+    fprintf(stderr, "gpuprof: %s: reading %.2f s (CPU %.2f s), reduce + write %.2f s (CPU %.2f s)\n", who,
+            t[1] - t[0], c[1] - c[0], t[2] - t[1], c[2] - c[1]);
+}
+
 int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
+  double t[3], c[3];
+  t[0] = gpd_merge_clock(CLOCK_MONOTONIC);
+  c[0] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
   size_t nt = o->threads > 0 ? (size_t)o->threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
   size_t skipped = 0, started = 0;
   worker_t *w;
@@ -99,12 +115,21 @@ int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
     err = -ENOMEM;
     goto out;
   }
-  for (size_t t = 0; t < nt; t++) parts[t] = w[t].part;
+  for (size_t k = 0; k < nt; k++) parts[k] = w[k].part;
+  t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
+  c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
   err = gpd_mresult_write(parts, nt, o->out, ninputs, info, msg, sizeof(msg));
+  t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
+  c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
   free(parts);
   if (err < 0) {
     fprintf(stderr, "gpuprof: %s\n", msg);
     goto out;
+  }
+  {
+    char who[64];
+    snprintf(who, sizeof(who), "%zu thread%s", nt, nt == 1 ? "" : "s");
+    gpd_merge_phases(o, who, t, c);
   }
   if (skipped)
     fprintf(stderr, "gpuprof: %zu of %zu inputs skipped; %s holds the other %u\n", skipped, o->ninputs, o->out,

@@ -149,7 +149,7 @@ static void gen_node(const char *path, int node, long nctx, int procs) {
 }
 
 typedef struct res_s {
-  double secs, read_s, write_s;
+  double secs, read_s, write_s, read_cpu, write_cpu; /* phases: of rank 0 under MPI */
   double sparse_kib, dense_kib, ratio, ratio_all;
   int nmetrics;
   double cpu; /* user + system seconds of the command and its children */
@@ -174,8 +174,9 @@ static int run(const char *cmd, res_t *r) {
     if ((s = strstr(line, "values stored ")))
       sscanf(s, "values stored %lf KiB sparse (both orders) vs %lf KiB dense (%lfx; %lfx against all %d metrics)",
              &r->sparse_kib, &r->dense_kib, &r->ratio, &r->ratio_all, &r->nmetrics);
-    if ((s = strstr(line, "ranks: reading ")))
-      sscanf(s, "ranks: reading %lf s (rank 0), reduce + write %lf s", &r->read_s, &r->write_s);
+    if ((s = strstr(line, ": reading ")))
+      sscanf(s, ": reading %lf s (CPU %lf s), reduce + write %lf s (CPU %lf s)", &r->read_s, &r->read_cpu,
+             &r->write_s, &r->write_cpu);
     if (rc != 0) fputs(line, stderr);
   }
   if (f) fclose(f);
@@ -206,6 +207,7 @@ int main(int argc, char **argv) {
     return 64;
   }
   char sub[4096], path[4300], inputs[1 << 16] = "";
+  setvbuf(stdout, NULL, _IOLBF, 0);
   snprintf(sub, sizeof(sub), "%s/n%d-c%ld-p%d", dir, nodes, nctx, procs);
   mkdir(dir, 0700);
   mkdir(sub, 0700);
@@ -216,7 +218,10 @@ int main(int argc, char **argv) {
     struct stat sb;
     snprintf(path, sizeof(path), "%s/node%04d.gpdb", sub, n);
     if (stat(path, &sb) != 0 || sb.st_size == 0) {
-      gen_node(path, n, nctx, procs);
+      char tmp[4400];
+      snprintf(tmp, sizeof(tmp), "%s.tmp", path); /* complete files only: renamed when done */
+      gen_node(tmp, n, nctx, procs);
+      if (rename(tmp, path) < 0) return perror(path), 1;
       made++;
       stat(path, &sb);
     }
@@ -236,8 +241,8 @@ int main(int argc, char **argv) {
     if (f && fgets(l, sizeof(l), f)) fclose(f);
     printf("%s", l);
   }
-  printf("\n%-22s %8s %8s %10s %12s %14s %12s %8s %8s\n", "run", "time s", "CPU s", "MB/s", "MB/s/core",
-         "MB/CPU-s", "efficiency", "read s", "write s");
+  printf("\n%-22s %8s %8s %8s %10s %10s %13s %15s %15s\n", "run", "wall s", "CPU s", "MB/s", "MB/s/core",
+         "MB/CPU-s", "efficiency", "read wall/CPU", "write wall/CPU");
   char cmd[1 << 17], out[4400];
   snprintf(out, sizeof(out), "%s/merged.gpdb", sub);
   res_t base = {0}, r;
@@ -248,9 +253,10 @@ int main(int argc, char **argv) {
     if (run(cmd, &r) != 0) return 1;
     if (j == 1) base = r;
     double cores = j;
-    printf("%-22s %8.2f %8.2f %10.1f %12.1f %14.1f %11.0f%% %8s %8s\n",
+    printf("%-22s %8.2f %8.2f %8.1f %10.1f %10.1f %12.0f%% %7.2f/%-7.2f %7.2f/%-7.2f\n",
            j == 1 ? "threads -j 1 (base)" : "threads -j 2", r.secs, r.cpu, in_bytes / 1e6 / r.secs,
-           in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu, 100.0 * base.secs / (cores * r.secs), "-", "-");
+           in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu, 100.0 * base.secs / (cores * r.secs), r.read_s,
+           r.read_cpu, r.write_s, r.write_cpu);
   }
   struct stat sb;
   stat(out, &sb);
@@ -267,16 +273,17 @@ int main(int argc, char **argv) {
     double cores = np < ncpu ? np : (double)ncpu;
     char name[64];
     snprintf(name, sizeof(name), "mpirun -np %d%s", np, np > ncpu ? " (oversub.)" : "");
-    printf("%-22s %8.2f %8.2f %10.1f %12.1f %14.1f %5.0f%% (%3.0f%%) %8.2f %8.2f\n", name, r.secs, r.cpu,
-           in_bytes / 1e6 / r.secs, in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu,
-           100.0 * t1 / (np * r.secs), 100.0 * t1 / (cores * r.secs), r.read_s, r.write_s);
+    printf("%-22s %8.2f %8.2f %8.1f %10.1f %10.1f %5.0f%% (%3.0f%%) %7.2f/%-7.2f %7.2f/%-7.2f\n", name, r.secs,
+           r.cpu, in_bytes / 1e6 / r.secs, in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu,
+           100.0 * t1 / (np * r.secs), 100.0 * t1 / (cores * r.secs), r.read_s, r.read_cpu, r.write_s, r.write_cpu);
     s = strchr(s, ',');
     if (s) s++;
   }
   printf("\nefficiency: T(1 rank) / (N x T(N ranks)); in parentheses per core used (min(N, %ld cores)).\n", ncpu);
   printf("MB/CPU-s: input MB per CPU second (user + system, all processes): the per-core rate a loaded machine\n"
-         "does not distort.  mpirun times include MPI start-up; read s = rank 0's read + group, write s = reduce +\n"
-         "write at rank 0.\n");
+         "does not distort.  mpirun times include MPI start-up.  read: reading + grouping (threads: all of them;\n"
+         "MPI: rank 0, until every rank is done); write: reduce (receive, fold) + statistics + SQLite write, which\n"
+         "rank 0 does alone.  -np 1 runs the threaded path (gpuprof execs the MPI program only for > 1 rank).\n");
   printf("\nstorage: values %.1f MB sparse (profile-major + context-major blobs) vs %.1f MB dense "
          "(processes x contexts x metrics with a value x 8 B): %.1fx smaller; %.1fx against a dense array of all %d "
          "metrics; merged file %.1f MB, inputs %.1f MB\n",
