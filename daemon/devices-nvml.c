@@ -100,6 +100,7 @@ typedef struct {
     int xid_ok;
     uint64_t xids, last_xid;
     unsigned long long putil_seen; /* us: newest process sample taken */
+    int putil_logged;
     uint64_t pcie_ns;              /* last PCIe read */
     uint64_t tx, rx;
     int pcie_ok;
@@ -356,7 +357,12 @@ static int nvml_sample(void *st, uint32_t i, gpd_dev_sample_t *s) {
   if (n->putil) {
     nvmlProcessUtilizationSample_t us[GPD_DEV_MAX_PROCS];
     unsigned cnt = GPD_DEV_MAX_PROCS;
-    if (n->putil(h, us, &cnt, n->dev[i].putil_seen) == NVML_SUCCESS) {
+    nvmlReturn_t r = n->putil(h, us, &cnt, n->dev[i].putil_seen);
+    if (r != NVML_SUCCESS && !n->dev[i].putil_logged) {
+      n->dev[i].putil_logged = 1; /* once: e.g. not supported on this product */
+      GPD_INFO("devices: nvmlDeviceGetProcessUtilization(GPU %u): %s (%d)", i, nvml_err(n, r), r);
+    }
+    if (r == NVML_SUCCESS) {
       for (unsigned k = 0; k < cnt && k < GPD_DEV_MAX_PROCS; k++) {
         gpd_dev_proc_t *p = proc_slot(s, us[k].pid);
         if (us[k].timeStamp > n->dev[i].putil_seen)

@@ -311,6 +311,7 @@ static void *sampler(void *arg) {
   gpd_devices_t *v = arg;
   gpd_daemon_t *d = v->d;
   uint64_t last_flush = gpd_clock_ns();
+  pthread_setname_np(pthread_self(), "gpd-devices"); /* top -H, /proc/PID/task/TID/comm */
   if (gpd_series_open(&v->series, d->store, d->cfg.dev_max_rows) < 0) {
     GPD_ERR("devices: samples will not be stored (no store connection)");
     v->series = NULL;
@@ -380,6 +381,11 @@ int gpd_devices_start(gpd_daemon_t *d) {
   d->devices = v;
   if (v->interval_ms == 0)
     return 0;
+  /* Level Zero loader 1.8 (API 1.4) reaches Sysman through zeInit with
+   * this set (devices-sysman.c); set here, on the main thread, before the
+   * sampler exists; an operator's own setting wins. */
+  if (d->cfg.dev_sysman_lib[0])
+    setenv("ZES_ENABLE_SYSMAN", "1", 0);
   int e = pthread_create(&v->tid, NULL, sampler, v);
   if (e != 0) {
     for (int i = 0; i < ST__N; i++)

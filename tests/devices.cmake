@@ -11,3 +11,13 @@ foreach(t nvml missing papi)
   set_tests_properties(devices.${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77 ENVIRONMENT "GPD_IT_LIMIT=100")
 endforeach()
+# A fake Level Zero driver with Sysman tables, for the real loader
+# (ZE_ENABLE_ALT_DRIVERS); only where the daemon builds its Sysman back end.
+if(GPD_ZES_INCLUDE_DIR)
+  add_library(fake-sysman SHARED ${CMAKE_CURRENT_LIST_DIR}/devices/fake-sysman.c)
+  target_include_directories(fake-sysman PRIVATE ${GPD_ZES_INCLUDE_DIR})
+  set_target_properties(fake-sysman PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/devices)
+endif()
+add_test(NAME devices.sysman COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/devices/sysman.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(devices.sysman PROPERTIES LABELS integration TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT "GPD_IT_LIMIT=100")

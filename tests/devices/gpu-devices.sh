@@ -11,6 +11,11 @@ set -u
 B=${B:?bundle folder}; O=${OUT:-/tmp/out}; W=/tmp/gdv
 rm -rf "$W"; mkdir -p "$W/st" "$W/res" "$O"
 export PATH=$B/bin:$PATH PYTHONUNBUFFERED=1
+# the shim's CUPTI: the machine's own, else the bundle's copy (as bundle-gpu's env.sh)
+if ! ldconfig -p | grep -q 'libcupti\.so\.13 ' && [ ! -e /usr/local/cuda/lib64/libcupti.so.13 ] &&
+  [ -e "$B/lib/cupti/libcupti.so.13" ]; then
+  export GPUPROF_CUPTI_PATH=$B/lib/cupti/libcupti.so.13
+fi
 R=$W/res
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,name --format=csv; nproc; uname -r
   cat /proc/sys/kernel/perf_event_paranoid; } > "$R/env.txt" 2>&1
