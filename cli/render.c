@@ -268,6 +268,7 @@ static const char *kind_name(int k) {
   case GPD_NODE_PLACEHOLDER: return "gpu-op";
   case GPD_NODE_KERNEL: return "kernel";
   case GPD_NODE_UNKNOWN: return "unknown";
+  case GPD_NODE_PYTHON: return "python";
   }
   return "?";
 }

@@ -47,7 +47,8 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
  *   NODE/INVOKE/STATUS: nslots 1, len 0;  ACTIVITY: nslots 2, len 0;
  *   STRING/MODULE: nslots == gpd_rec_slots_for(fixed, len), len <= max;
  *   api < GPD_API_MAX; op in 1..GPD_OP_MAX-1; subkind in the op's enum;
- *   NODE id != 0 (parent 0 = root); STRING/MODULE id != 0;
+ *   NODE id != 0 (parent 0 = root), a Python NODE names a string;
+ *   STRING/MODULE id != 0;
  *   MODULE build_id_len <= 20; INVOKE node != 0 and corr != 0;
  *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
  *   > 1000 are let through (gpd_metric_accumulate clamps them). */
@@ -63,7 +64,8 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   switch (h->type) {
   case GPD_REC_NODE: {
     const gpd_rec_node_t *n = buf;
-    if (h->nslots != 1 || h->len != 0 || n->id == 0)
+    if (h->nslots != 1 || h->len != 0 || n->id == 0 ||
+        ((h->flags & GPD_NODE_F_PYTHON) && n->module == 0))
       return GPD_EBADRECORD;
     return 0;
   }
@@ -72,7 +74,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
     int err = validate_var(h, sizeof(gpd_rec_string_t), nbytes);
     if (err)
       return err;
-    if (s->id == 0 || s->kind > GPD_STR_REASON)
+    if (s->id == 0 || s->kind > GPD_STR_PYCODE)
       return GPD_EBADRECORD;
     return 0;
   }

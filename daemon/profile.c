@@ -296,6 +296,33 @@ uint32_t gpd_profile_restore_node(gpd_profile_t *p, uint64_t id, uint64_t parent
 
 /* ------------------------------------------------------------ NODE */
 
+/* A Python frame below par: string r->module is "qualname\tfilename",
+ * r->offset the line.  Context id H(parent, "py:" qualname \t filename \t
+ * line, 0), label "qualname (filename:line)".  1 placed, 0 string unknown. */
+static int node_python(gpd_profile_t *p, uint32_t par, const gpd_rec_node_t *r) {
+  const char *t = gpd_profile_string(p, r->module);
+  if (t == NULL)
+    return 0;
+  const char *tab = strchr(t, '\t');
+  int qn = tab ? (int)(tab - t) : (int)strlen(t);
+  const char *file = tab ? tab + 1 : "?";
+  unsigned line = (unsigned)(r->offset > 0xffffffffu ? 0 : r->offset);
+  size_t n = strlen(t) + 32;
+  char *key = malloc(n), *label = malloc(n);
+  if (key && label) {
+    snprintf(key, n, "py:%s\t%u", t, line);
+    snprintf(label, n, "%.*s (%s:%u)", qn, t, file, line);
+    uint32_t i = gpd_profile_child(p, par, GPD_NODE_PYTHON, key, label, NULL);
+    if (i != GPD_NONE) {
+      p->nodes[i].offset = line;
+      gpd_profile_add_local(p, r->id, i);
+    }
+  }
+  free(key);
+  free(label);
+  return 1;
+}
+
 /* 1 placed (or duplicate), 0 not yet (parent or module unknown). */
 static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
   if (gpd_map_get(&p->by_local, r->id, NULL))
@@ -303,6 +330,8 @@ static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
   uint32_t par = gpd_profile_local(p, r->parent);
   if (par == GPD_NONE)
     return 0;
+  if (r->h.flags & GPD_NODE_F_PYTHON)
+    return node_python(p, par, r);
   size_t klen = 0;
   const void *key = NULL;
   if (r->module != 0) {

@@ -390,7 +390,7 @@ again:
       chain[c++] = j;
     while (o->path && chain && c-- > 0) {
       const gpd_node_t *cn = &bp->nodes[chain[c]];
-      if (cn->kind != GPD_NODE_FRAME && cn->kind != GPD_NODE_UNKNOWN)
+      if (cn->kind != GPD_NODE_FRAME && cn->kind != GPD_NODE_UNKNOWN && cn->kind != GPD_NODE_PYTHON)
         continue;
       uint32_t pidx = chain[c];
       const gpd_profile_t *op = top_oldest(&sel, cn->id, bp->uid, &pidx);

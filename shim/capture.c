@@ -91,14 +91,18 @@ static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoc
   memset(&r, 0, sizeof r);
   uint64_t base = 0;
   int ok;
-  r.module = gpd_capture_module_of(ip, &base, &ok);
+  if (gpd_pyframes_is_key(ip))
+    ok = gpd_pyframes_node(&r, ip) == 0; /* a Python frame (python-frames.c) */
+  else
+    r.module = gpd_capture_module_of(ip, &base, &ok);
   if (ok) {
     r.h.type = GPD_REC_NODE;
     r.h.version = GPD_REC_VERSION;
     r.h.nslots = 1;
     r.id = id;
     r.parent = parent;
-    r.offset = ip - base;
+    if (!r.h.flags)
+      r.offset = ip - base;
     ok = gpd_thread_push(&r, sizeof r) == 0;
   }
   gpd_shim__ann_done(a, epoch, old, ok);
@@ -272,6 +276,8 @@ capture_unwind(gpd_capture_memo_t *m) {
 
 /* Intern key of call site ip: the module's address tag in bits 48..63. */
 static inline uint64_t capture_key(uintptr_t ip, int may_sync) {
+  if (gpd_pyframes_is_key(ip))
+    return ip;
   return (uint64_t)ip | ((uint64_t)gpd_module_tag(ip, may_sync) << 48);
 }
 
@@ -353,7 +359,10 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
   uint32_t mgen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
   uint32_t parent = 0;
-  if (w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
+  /* Python frames of this thread: the same native stack may run other
+   * Python code, so a recorded walk's node is not reused then. */
+  int py = gpd_pyframes_walk(&m->py);
+  if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
     goto out;
   }
@@ -378,6 +387,10 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   int n = (int)w->n;
   int s = gpd_module_cut(buf, n, 1);
   int depth = n - s;
+  if (py && depth > 0) {
+    depth = gpd_pyframes_splice(&m->py, &buf[s], depth, GPD_CAPTURE_WALK_MAX + GPD_PY_MAX, &buf);
+    s = 0;
+  }
   if (depth > GPD_CAPTURE_MAX_DEPTH)
     depth = GPD_CAPTURE_MAX_DEPTH;
   if (depth <= 0)

@@ -14,6 +14,7 @@
 
 #include "gpuprof/intern.h"
 #include "gpuprof/region.h"
+#include "python-frames.h"
 #include "shim.h"
 
 #define GPD_EXPORT __attribute__((visibility("default")))
@@ -174,6 +175,7 @@ typedef struct gpd_capture_memo_s {
    * never pays it. */
   uint64_t seen[4];
   uint32_t seen_next;
+  gpd_pyframes_thread_t py; /* this thread's Python frames (python-frames.c) */
 } gpd_capture_memo_t;
 #define GPD_CAPTURE_SEEN 4u
 

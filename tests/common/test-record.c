@@ -120,6 +120,11 @@ static void test_invalid(void **state) {
   assert_int_equal(V(1), GPD_EBADRECORD);
   node()->h.nslots = 2;
   assert_int_equal(V(2), GPD_EBADRECORD);
+  node()->h.flags = GPD_NODE_F_PYTHON; /* a Python frame must name its string */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->h.flags = GPD_NODE_F_PYTHON;
+  ((gpd_rec_node_t *)buf)->module = 7;
+  assert_int_equal(V(1), 0);
   node();
   assert_int_equal(gpd_rec_validate(buf, 63), GPD_EBADRECORD);
   assert_int_equal(gpd_rec_validate(NULL, 64), GPD_EBADRECORD);
@@ -166,7 +171,7 @@ static void test_invalid(void **state) {
   assert_int_equal(V(1), GPD_EBADRECORD);
   string(10)->id = 0;
   assert_int_equal(V(1), GPD_EBADRECORD);
-  string(10)->kind = 3;
+  string(10)->kind = GPD_STR_PYCODE + 1;
   assert_int_equal(V(1), GPD_EBADRECORD);
   gpd_rec_string_t *s = string(10);
   s->h.len = 0xffffffffu; /* slots_for would wrap */

@@ -18,7 +18,8 @@ $GPDQ "$T/p.gpdb" metric-total GXCOPY:COUNT 10
 $GPDQ "$T/p.gpdb" metric-total GMEM:COUNT 2
 $GPDQ "$T/p.gpdb" metric-total GMEM:DEV 131072
 $GPDQ "$T/p.gpdb" metric-total GSYNC:COUNT 1
-$GPDQ "$T/p.gpdb" only-under GXCOPY:H2D _PyEval_EvalFrameDefault
+# the interpreter's evaluation frames stand as Python frames (docs/PYTHON.md)
+$GPDQ "$T/p.gpdb" only-under GXCOPY:H2D "upload ($HERE/ocl-ctypes.py:$(grep -n 'clEnqueueWriteBuffer' "$HERE/ocl-ctypes.py" | cut -d: -f1))"
 $GPDQ "$T/p.gpdb" only-under GXCOPY:H2D ffi_call
 $GPDQ "$T/p.gpdb" drops 0
 echo "PASS python-ctypes"

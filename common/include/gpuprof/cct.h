@@ -8,7 +8,7 @@
 
 /* Node kinds: the values of gpuprof.NodeKind (proto). */
 enum { GPD_NODE_ROOT = 0, GPD_NODE_FRAME = 1, GPD_NODE_PLACEHOLDER = 2,
-       GPD_NODE_KERNEL = 3, GPD_NODE_UNKNOWN = 4 };
+       GPD_NODE_KERNEL = 3, GPD_NODE_UNKNOWN = 4, GPD_NODE_PYTHON = 5 };
 
 #define GPD_UNKNOWN_LABEL "<unknown context>"
 

@@ -88,6 +88,7 @@ typedef enum gpd_str_e {
   GPD_STR_OTHER = 0,
   GPD_STR_KERNEL = 1, /* kernel name as the vendor gives it (mangled) */
   GPD_STR_REASON = 2, /* human-readable reason text (STATUS records)  */
+  GPD_STR_PYCODE = 3, /* Python code object: "qualname\tfilename"     */
 } gpd_str_t;
 
 #define GPD_CORR(api, n) (((uint64_t)(api) << 56) | ((uint64_t)(n) & 0x00ffffffffffffffull))
@@ -105,7 +106,10 @@ typedef struct gpd_rec_hdr_s {
 /** NODE: CCT node `id` = child of `parent` (0 = root) at call-site
  *  `offset` bytes into load module `module` (0 = unknown module, then
  *  `offset` is the absolute instruction pointer).  The shim sends the
- *  return address minus one, so that offset lands inside the call. */
+ *  return address minus one, so that offset lands inside the call.
+ *  h.flags & GPD_NODE_F_PYTHON: a Python frame; `module` is then the id of a
+ *  GPD_STR_PYCODE string ("qualname\tfilename") and `offset` the line. */
+#define GPD_NODE_F_PYTHON 0x01u
 typedef struct gpd_rec_node_s {
   gpd_rec_hdr_t h;
   uint32_t id;

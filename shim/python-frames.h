@@ -1,0 +1,75 @@
+/* python-frames.h - CPython frames spliced into captured call paths
+ * (python-frames.c; docs/PYTHON.md).
+ *
+ * At a capture on a thread that runs Python, the interpreter's frames
+ * (function, file, line) replace the native frames of
+ * _PyEval_EvalFrameDefault, one group of Python frames per evaluation
+ * activation, in order (as py-spy --native shows them).  The frames are
+ * read from the thread's own frame chain through per-version layouts
+ * (CPython 3.11 and 3.12), without the GIL and without calling into the
+ * interpreter; every pointer is checked before it is read.
+ *
+ * A Python frame is interned like a native call site, under a key whose
+ * bits 48..63 are GPD_PY_KEY_TAG (native keys are addresses below 2^48
+ * with a module address tag that would reach 0xffff only after 65 535
+ * unloads; a call site is never below 2^16, the Python site index is).
+ */
+#ifndef GPUPROF_SHIM_PYTHON_FRAMES_H
+#define GPUPROF_SHIM_PYTHON_FRAMES_H
+
+#include <stdint.h>
+
+#include "gpuprof/record.h"
+
+#define GPD_PY_KEY_TAG 0xffffull
+/** Python frames kept per capture (innermost win). */
+#define GPD_PY_MAX 256
+/** Per-thread (code object, instruction) -> site cache entries. */
+#define GPD_PY_CACHE 256
+/** Per-thread cache of pages known readable. */
+#define GPD_PY_PAGES 128
+
+static inline int gpd_pyframes_is_key(uint64_t k) { return (k >> 48) == GPD_PY_KEY_TAG; }
+
+/** Per-thread state of the Python frame walk (embedded in the capture
+ *  memo; written only by captures on its thread). */
+typedef struct gpd_pyframes_thread_s {
+  uint32_t n;                  /* Python frames of the last walk */
+  uint32_t nact;               /* evaluation activations seen */
+  uint64_t key[GPD_PY_MAX];    /* intern keys, innermost first */
+  uint16_t act[GPD_PY_MAX];    /* activation of each frame (0 = innermost) */
+  uint32_t checks;             /* page checks since the page cache was emptied */
+  uintptr_t page[GPD_PY_PAGES]; /* page numbers known readable (0 = none) */
+  struct {
+    uintptr_t code, instr;     /* code object, instruction pointer */
+    uintptr_t names;           /* filename ^ qualname ^ linetable pointers */
+    uint64_t key;
+  } cache[GPD_PY_CACHE];
+  /* the merged path (native + Python), innermost first */
+  uintptr_t merged[GPD_PY_MAX + 288];
+} gpd_pyframes_thread_t;
+
+/** Walk the calling thread's Python frames into t (key/act/n/nact).
+ *  Returns the number of Python frames (0: none, or Python not known /
+ *  not supported in this process; never an error to the caller).  Lazily
+ *  finds the interpreter on first use; an unknown version logs once and
+ *  stays off.  Application thread, no locks, no syscalls in the steady
+ *  state (a page not seen before costs one process_vm_readv). */
+int gpd_pyframes_walk(gpd_pyframes_thread_t *t);
+
+/** Splice the walked Python frames into native path ips[0..n) (return
+ *  addresses, innermost first, shim frames already cut): each native
+ *  frame inside _PyEval_EvalFrameDefault is replaced by the Python frames
+ *  of the matching activation (innermost activation = innermost such
+ *  frame), as key + 1 (so that "value - 1" is the intern key, as for call
+ *  sites).  Returns the merged length (at most max) and *out (t->merged). */
+int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
+                        const uintptr_t **out);
+
+/** Fill NODE record r for Python key `key` (flags GPD_NODE_F_PYTHON, module
+ *  = string id of "qualname\tfilename", offset = line), announcing the
+ *  string first.  0, or -ENOENT (unknown key) / -ENOSPC (string not
+ *  announced). */
+int gpd_pyframes_node(gpd_rec_node_t *r, uint64_t key);
+
+#endif

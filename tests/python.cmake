@@ -1,0 +1,23 @@
+# tests/python.cmake - Python frames in call paths (shim/python-frames.c,
+# docs/PYTHON.md).  python.walk: the frame walker on synthetic and garbage
+# memory (no interpreter).  python.frames-*: a script with known functions
+# and lines calls OpenCL through ctypes (PoCL); exact counts under each
+# Python call path (tests/python/pyq.py).  3.11 is Debian's python3; 3.12
+# and 3.13 (the unknown layout) run where a python3.12 / python3.13 is
+# installed (PATH or pyenv), else SKIP.
+set(GPD_PYT ${CMAKE_CURRENT_LIST_DIR}/python)
+add_executable(test-pywalk ${GPD_PYT}/test-pywalk.c)
+target_link_libraries(test-pywalk PRIVATE gpuprof)
+set_target_properties(test-pywalk PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME python.walk COMMAND test-pywalk)
+set_tests_properties(python.walk PROPERTIES LABELS unit TIMEOUT 120)
+
+foreach(t "frames-311;/usr/bin/python3;record" "live-311;/usr/bin/python3;live"
+          "frames-312;3.12;record" "unknown-313;3.13;unknown")
+  list(GET t 0 name)
+  list(GET t 1 py)
+  list(GET t 2 mode)
+  add_test(NAME python.${name} COMMAND bash ${GPD_PYT}/python-frames.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
+  set_tests_properties(python.${name} PROPERTIES LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77
+    ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")
+endforeach()

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Python frames in call paths (docs/PYTHON.md): ocl-py.py calls OpenCL
+# through ctypes from known functions and lines (two paths, a generator, a
+# recursive function, two threads, a ctypes callback called by libc's
+# qsort); pyq.py checks the exact copy counts under each Python call path.
+#   python-frames.sh BUILD PYTHON record   gpuprof record + saved report
+#   python-frames.sh BUILD PYTHON live     node service: two processes
+#       merged in the live tree, then the same after a daemon
+#       restart (profiles reloaded from the store)
+#   python-frames.sh BUILD PYTHON unknown  an interpreter whose layout is
+#       not known: one log line, native frames only, counts intact
+source "$(dirname "$0")/../integration/lib.sh" "$1"
+have_opencl
+PYBIN=$2 MODE=${3:-record}
+if [[ $PYBIN != /* ]]; then # a version: python3.X on PATH or a pyenv install (not its shim)
+  PYBIN=$(command -v "python$PYBIN" 2>/dev/null | grep -v /shims/ ||
+    ls -d "$HOME"/.pyenv/versions/"$PYBIN"*/bin/"python$PYBIN" 2>/dev/null | tail -1 || true)
+fi
+[ -n "$PYBIN" ] && [ -x "$PYBIN" ] || { echo "SKIP: no python $2"; exit 77; }
+PYDIR=$(cd "$(dirname "$0")" && pwd)
+S=$PYDIR/ocl-py.py
+N=5
+PYQ="$PY $PYDIR/pyq.py"
+unset OPENCL_LAYERS
+line() { grep -n "# L:$1\$" "$S" | cut -d: -f1; }
+case $MODE in
+record)
+  GPUPROF_LOG=info "$GPUPROF" record -o "$T/p.gpdb" -- "$PYBIN" "$S" $N >"$T/out.txt" 2>&1 ||
+    { cat "$T/out.txt"; die "record failed"; }
+  grep -qx ok "$T/out.txt" || { cat "$T/out.txt"; die "script did not finish"; }
+  grep "python 3.1[12]: Python frames captured" "$T/out.txt" || die "shim did not say it captures Python frames"
+  $PYQ "$T/p.gpdb" "$S" $N
+  $GPDQ "$T/p.gpdb" drops 0
+  # the saved report names Python frames "function (file:line)"
+  "$GPUPROF" report "$T/p.gpdb" >"$T/report.txt"
+  for want in "path_a ($S:$(line path_a))" "upload ($S:$(line upload))" "cmp ($S:$(line cmp))" \
+    "gen_uploads ($S:$(line gen))"; do
+    grep -qF "$want" "$T/report.txt" || { head -60 "$T/report.txt"; die "report lacks '$want'"; }
+  done
+  "$GPUPROF" report --json "$T/p.gpdb" | grep -qF '"kind":"python"' || die "report --json has no python node"
+  ;;
+live)
+  start_daemon "$T/v.sock" "$T/v.gpdb"
+  for i in 1 2; do
+    preload_bg "$T/v.sock" "$T/app$i.out" "$PYBIN" "$S" $N; pid=$APID
+    wait_exit "$pid" "python run $i"
+    [ "$RC" -eq 0 ] || { cat "$T/app$i.out.err"; die "python run $i exited $RC"; }
+    pids+=" $pid"
+  done
+  check_live() {
+    "$GPUPROF" --socket "$T/v.sock" tree --json >"$T/tree.json" || return 1
+    $PYQ "$T/tree.json" "$S" $N 2
+  }
+  wait_for "$WAIT" "both runs merged in the live tree" check_live
+  wait_for "$WAIT" "both profiles stored" db_has "$T/v.gpdb" $pids
+  stop_daemon
+  start_daemon "$T/v.sock" "$T/v.gpdb"
+  wait_for "$WAIT" "the reloaded profiles merged in the live tree" check_live
+  stop_daemon
+  $PYQ "$T/v.gpdb" "$S" $N 2
+  ;;
+unknown)
+  "$GPUPROF" record -o "$T/p.gpdb" -- "$PYBIN" "$S" $N >"$T/out.txt" 2>&1 ||
+    { cat "$T/out.txt"; die "record failed"; }
+  grep -qx ok "$T/out.txt" || { cat "$T/out.txt"; die "script did not finish"; }
+  n=$(grep -c "frame layout unknown" "$T/out.txt" || true)
+  [ "$n" -eq 1 ] || { cat "$T/out.txt"; die "want one 'frame layout unknown' line, got $n"; }
+  $GPDQ "$T/p.gpdb" metric-total GXCOPY:COUNT $((7 * N + 1))
+  k=$($GPDQ "$T/p.gpdb" sql "select count(*) from context where kind = 5")
+  [ "$k" = "[[0]]" ] || die "Python frames from an unknown layout: $k"
+  ;;
+*) die "unknown mode $MODE" ;;
+esac
+echo "PASS python-frames $MODE $PYBIN"
