@@ -10,3 +10,9 @@ if(OpenCL_FOUND AND TARGET ocl-loop)
   set_target_properties(bench-opencl-overhead PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
   add_dependencies(bench-opencl-overhead ocl-loop gpuprof)
 endif()
+
+# Python frame capture (bench-python.py loads it through ctypes).
+add_library(bench-python SHARED ${CMAKE_CURRENT_LIST_DIR}/bench-python.c)
+target_include_directories(bench-python PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
+target_link_libraries(bench-python PRIVATE gpuprof gpd_common Threads::Threads)
+set_target_properties(bench-python PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)

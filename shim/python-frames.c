@@ -113,9 +113,17 @@ static int vm_readv_ok = 1; /* process_vm_readv works here (else mincore) */
  * 64 Ki checks so that a page unmapped since is not trusted for long. */
 static int page_ok(gpd_pyframes_thread_t *t, uintptr_t a) {
   uintptr_t pg = a >> 12;
-  unsigned slot = (unsigned)(pg ^ (pg >> 7)) & (GPD_PY_PAGES - 1);
-  if (t->page[slot] == pg)
+  /* 4-way sets, most recently used first: the pages of one walk (frames,
+   * code objects, strings, C stack) must not evict each other. */
+  uintptr_t *set = &t->page[((pg ^ (pg >> 6) ^ (pg >> 12)) & (GPD_PY_PAGES / 4 - 1)) * 4];
+  if (set[0] == pg)
     return 1;
+  for (int w = 1; w < 4; w++)
+    if (set[w] == pg) {
+      memmove(set + 1, set, (size_t)w * sizeof *set);
+      set[0] = pg;
+      return 1;
+    }
   if (++t->checks >= (1u << 16)) {
     memset(t->page, 0, sizeof t->page);
     t->checks = 0;
@@ -137,8 +145,10 @@ static int page_ok(gpd_pyframes_thread_t *t, uintptr_t a) {
     unsigned char v;
     ok = mincore((void *)(pg << 12), 4096, &v) == 0;
   }
-  if (ok)
-    t->page[slot] = pg;
+  if (ok) {
+    memmove(set + 1, set, 3 * sizeof *set);
+    set[0] = pg;
+  }
   return ok;
 }
 
@@ -496,33 +506,57 @@ FOREIGN static uint64_t site_key(gpd_pyframes_thread_t *t, uintptr_t co, uintptr
 FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
   const pylayout_t *L = py.L;
   uint32_t n = 0, act = 0;
-  for (int steps = 0; f && steps < WALK_STEPS; steps++) {
-    if ((f & 7) || !rd_ok(t, f, L->fr_size))
+  int steps = 0, same = 1;
+  for (; f && steps < WALK_STEPS; steps++) {
+    /* The frame the previous walk saw at this step (same address, code
+     * and instruction, every step before it the same too): its key is
+     * known and its pages were checked; only its links are read again. */
+    int memo = same && steps < GPD_PY_MEMO && (uint32_t)steps < t->msteps && t->memo[steps].f == f;
+    if (!memo && ((f & 7) || !rd_ok(t, f, L->fr_size)))
       break; /* torn: keep what was read */
     uintptr_t co = ld_ptr(f + L->fr_code), prev = ld_ptr(f + L->fr_prev),
               instr = ld_ptr(f + L->fr_instr);
     int owner = *(const signed char *)(f + L->fr_owner);
+    if (memo && (co != t->memo[steps].co || instr != t->memo[steps].instr))
+      memo = 0;
+    same = memo;
     if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
       act++; /* 3.12: the entry frame below an activation's first frame */
-      f = prev;
-      continue;
-    }
-    if (!obj_ok(t, co, L->co_code, py.code_type))
-      break;
-    int firsttr = ld_int(co + L->co_firsttraceable);
-    int complete = owner == OWNER_GENERATOR || instr >= co + L->co_code + 2 * (uintptr_t)(firsttr > 0 ? firsttr : 0);
-    if (complete && n < GPD_PY_MAX) {
-      uint64_t k = site_key(t, co, instr);
-      if (k) {
+    } else {
+      uint64_t k = 0;
+      if (memo) {
+        k = t->memo[steps].key;
+      } else {
+        if (!obj_ok(t, co, L->co_code, py.code_type))
+          break;
+        int firsttr = ld_int(co + L->co_firsttraceable);
+        int complete = owner == OWNER_GENERATOR ||
+                       instr >= co + L->co_code + 2 * (uintptr_t)(firsttr > 0 ? firsttr : 0);
+        k = complete ? site_key(t, co, instr) : 0;
+      }
+      if (k && n < GPD_PY_MAX) {
         t->key[n] = k;
         t->act[n] = (uint16_t)(act < 0xffff ? act : 0xffff);
         n++;
       }
+      if (!memo && steps < GPD_PY_MEMO) {
+        t->memo[steps].f = f;
+        t->memo[steps].co = co;
+        t->memo[steps].instr = instr;
+        t->memo[steps].key = k;
+      }
+      if (L->fr_entry >= 0 && *(const uint8_t *)(f + (unsigned)L->fr_entry))
+        act++; /* 3.11: the first frame of an activation */
     }
-    if (L->fr_entry >= 0 && *(const uint8_t *)(f + (unsigned)L->fr_entry))
-      act++; /* 3.11: the first frame of an activation */
+    if (!memo && L->owner_cstack >= 0 && owner == L->owner_cstack && steps < GPD_PY_MEMO) {
+      t->memo[steps].f = f;
+      t->memo[steps].co = co;
+      t->memo[steps].instr = instr;
+      t->memo[steps].key = 0;
+    }
     f = prev;
   }
+  t->msteps = (uint32_t)(steps < GPD_PY_MEMO ? steps : GPD_PY_MEMO);
   t->n = n;
   t->nact = act;
   return (int)n;

@@ -24,10 +24,12 @@
 #define GPD_PY_KEY_TAG 0xffffull
 /** Python frames kept per capture (innermost win). */
 #define GPD_PY_MAX 256
+/** Steps of the previous walk remembered per thread. */
+#define GPD_PY_MEMO 256
 /** Per-thread (code object, instruction) -> site cache entries. */
 #define GPD_PY_CACHE 256
-/** Per-thread cache of pages known readable. */
-#define GPD_PY_PAGES 128
+/** Per-thread cache of pages known readable (4-way sets). */
+#define GPD_PY_PAGES 512
 
 static inline int gpd_pyframes_is_key(uint64_t k) { return (k >> 48) == GPD_PY_KEY_TAG; }
 
@@ -45,6 +47,13 @@ typedef struct gpd_pyframes_thread_s {
     uintptr_t names;           /* filename ^ qualname ^ linetable pointers */
     uint64_t key;
   } cache[GPD_PY_CACHE];
+  /* the previous walk, step by step (frame, code, instruction, key or 0):
+   * an unchanged prefix is not checked and looked up again */
+  uint32_t msteps;
+  struct {
+    uintptr_t f, co, instr;
+    uint64_t key;
+  } memo[GPD_PY_MEMO];
   /* the merged path (native + Python), innermost first */
   uintptr_t merged[GPD_PY_MAX + 288];
 } gpd_pyframes_thread_t;

@@ -1,0 +1,76 @@
+/* bench-python - cost of Python frame capture per GPU call
+ * (bench/bench-python.py drives it; docs/PYTHON.md, docs/PERFORMANCE.md).
+ *
+ * A shared library that a Python process loads through ctypes: the calls
+ * below run with a Python stack of the driver's depth above them, exactly
+ * like a GPU API call made from Python.  bench_python_setup() attaches a
+ * region created here (a consumer thread drains it, as bench-capture);
+ * bench_python_capture(batches, calls) returns the median over batches of
+ * the ns per gpd_shim_capture() (steady state: the same stack each call).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/region.h"
+#include "shim.h"
+
+int gpd_shim__attach_region(int fd);
+
+static gpd_region_t R;
+static atomic_int stop;
+static volatile uint32_t sink_node;
+
+static void sink(void *arg, const void *rec, size_t n) {
+  (void)arg;
+  (void)rec;
+  (void)n;
+}
+
+static void *consumer(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop)) {
+    int n = 0;
+    for (uint32_t i = 0; i < R.nrings; i++) {
+      int r = gpd_ring_consume(&R, i, 4096, sink, NULL);
+      n += r > 0 ? r : 0;
+    }
+    if (n < 256)
+      usleep(200);
+  }
+  return NULL;
+}
+
+/** 0 or -1 (no region). */
+int bench_python_setup(void) {
+  if (gpd_region_create(&R, 8, 1u << 16, (int32_t)getpid(), 1) != 0 || gpd_shim__attach_region(dup(R.fd)) != 0)
+    return -1;
+  pthread_t th;
+  return pthread_create(&th, NULL, consumer, NULL) == 0 ? 0 : -1;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/** Median ns per capture over `batches` batches of `calls` captures; the
+ *  leaf node of the last capture in *node. */
+double bench_python_capture(int batches, int calls, unsigned *node) {
+  double *v = calloc((size_t)batches, sizeof *v);
+  if (!v)
+    return -1;
+  for (int b = 0; b < batches; b++) {
+    uint64_t t0 = gpd_clock_ns();
+    for (int i = 0; i < calls; i++)
+      sink_node = gpd_shim_capture();
+    v[b] = (double)(gpd_clock_ns() - t0) / calls;
+  }
+  qsort(v, (size_t)batches, sizeof *v, cmp);
+  double m = v[batches / 2];
+  free(v);
+  *node = sink_node;
+  return m;
+}
