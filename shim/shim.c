@@ -160,6 +160,12 @@ GPD_EXPORT int gpd_shim_push_activity(gpd_rec_activity_t *a) {
   return err ? err : gpd_thread_push(a, sizeof *a);
 }
 
+int gpd_shim_push_host_op(uint32_t node, gpd_rec_activity_t *a) {
+  a->end = gpd_clock_ns();
+  (void)gpd_shim_push_invoke(a->corr, node, a->api, a->op, a->start, 0);
+  return gpd_shim_push_activity(a);
+}
+
 GPD_EXPORT int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
   int err = activity_prepare(a);
   return err ? err : gpd_thread_push_wait(a, sizeof *a, max_wait_ns);

@@ -45,6 +45,12 @@ int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, unsigned op
 /** Push an ACTIVITY (a->h is filled in by the shim). */
 int gpd_shim_push_activity(gpd_rec_activity_t *a);
 
+/** An operation timed on the host (allocation, free, host
+ *  synchronization): push its INVOKE (at a->start) and its ACTIVITY
+ *  [a->start, now).  The caller fills api, op, subkind, corr, start and,
+ *  where known, bytes, stream and device.  Application thread. */
+int gpd_shim_push_host_op(uint32_t node, gpd_rec_activity_t *a);
+
 /** Same, but when the ring is full wait for the daemon to drain it, in
  *  steps of 100 us, up to `max_wait_ns`; the record counts as dropped only
  *  if it still does not fit.  Only for a vendor's own completion thread

@@ -46,6 +46,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
     if(s STREQUAL "InitializeInjection" AND NOT CUPTI)
       continue()
     endif()
+    if(s STREQUAL "zeInit" AND NOT LEVEL0)
+      continue()
+    endif()
     if(s STREQUAL "gpd_shim__ocl_pending" AND NOT OPENCL)
       continue()
     endif()
@@ -81,7 +84,7 @@ if(GPD_HAVE_CUPTI)
 endif()
 add_test(NAME shimconn.exports COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:gpuprof>
   -DMAP=${CMAKE_SOURCE_DIR}/shim/libgpuprof.map "-DCL_H=${OpenCL_INCLUDE_DIRS}"
-  -DOPENCL=${_sc_ocl} -DCUPTI=${_sc_cupti} -P ${CMAKE_CURRENT_LIST_FILE})
+  -DOPENCL=${_sc_ocl} -DCUPTI=${_sc_cupti} -DLEVEL0=$<BOOL:${LEVEL0_FOUND}> -P ${CMAKE_CURRENT_LIST_FILE})
 set_tests_properties(shimconn.exports PROPERTIES LABELS "unit" TIMEOUT 30 SKIP_RETURN_CODE 77)
 
 # close_range / a closed socket under the shim, against a real daemon.

@@ -74,8 +74,6 @@ static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, c
 
 /* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */
 static void ocl_hosted(ocl_call_t *c, unsigned op, unsigned subkind, uint64_t bytes, cl_command_queue q) {
-  uint64_t end = gpd_clock_ns();
-  (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
   gpd_rec_activity_t a;
   memset(&a, 0, sizeof a);
   a.api = GPD_API_OPENCL;
@@ -83,11 +81,10 @@ static void ocl_hosted(ocl_call_t *c, unsigned op, unsigned subkind, uint64_t by
   a.subkind = (uint8_t)subkind;
   a.corr = c->corr;
   a.start = c->ts;
-  a.end = end;
   a.bytes = bytes;
   if (q)
     a.stream = gpd_ocl_queue_id(q, &a.device);
-  (void)gpd_shim_push_activity(&a);
+  (void)gpd_shim_push_host_op(c->node, &a);
 }
 
 static uint64_t ocl_region_bytes(const size_t *region) {
