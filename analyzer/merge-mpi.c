@@ -8,36 +8,63 @@
  * with HPCToolkit", sec. 6.1): each rank sends its packed part, rank 0
  * folds the parts in rank order -- which is input order, so profile ids
  * and statistics equal those of the threaded merge -- and writes OUT.
+ * Waiting ranks sleep between polls (wait_idle) instead of spinning in
+ * MPI, so that oversubscribed ranks leave the cores to the readers.
  * Calling contexts are matched by their Merkle ids, so ranks never agree
  * on ids with each other first.  A rank's failure (without --keep-going)
- * stops all: nothing is written.
+ * stops all: rank 0 hears every rank's outcome before it asks for any
+ * part, and then nothing is written.
  */
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analyzer.h"
 #include "gpuprof/error.h"
 
 #define CHUNK ((size_t)1 << 30) /* bytes per MPI message (int counts) */
-#define TAG_SIZE 1
-#define TAG_DATA 2
+#define TAG_HDR 1                /* rank k -> 0: part size, skipped inputs, bytes read; or failed */
+#define TAG_GO 2                 /* 0 -> rank k: send your part (1) or give up (0) */
+#define TAG_DATA 3
+#define FAILED UINT64_MAX
 
-static int send_part(const gpd_buf_t *b) {
-  uint64_t n = b->n;
-  MPI_Send(&n, 1, MPI_UINT64_T, 0, TAG_SIZE, MPI_COMM_WORLD);
-  for (size_t o = 0; o < b->n; o += CHUNK) {
-    size_t c = b->n - o < CHUNK ? b->n - o : CHUNK;
-    MPI_Send(b->p + o, (int)c, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+/* Wait for a request without spinning: a rank that waits for rank 0 (or
+ * rank 0 for a slow reader) sleeps between tests, so that on an
+ * oversubscribed node the waiting ranks leave the cores to those still
+ * reading.  Large transfers use blocking calls once both sides are there. */
+static void wait_idle(MPI_Request *rq) {
+  int done = 0;
+  struct timespec ts = {0, 2000000};
+  for (;;) {
+    MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    nanosleep(&ts, NULL);
   }
-  return 0;
 }
 
-static int recv_part(int from, gpd_mpart_t *p) {
-  uint64_t n;
-  MPI_Recv(&n, 1, MPI_UINT64_T, from, TAG_SIZE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+static void send_idle(const void *b, int n, MPI_Datatype t, int to, int tag) {
+  MPI_Request rq;
+  MPI_Isend(b, n, t, to, tag, MPI_COMM_WORLD, &rq);
+  wait_idle(&rq);
+}
+
+static void recv_idle(void *b, int n, MPI_Datatype t, int from, int tag) {
+  MPI_Request rq;
+  MPI_Irecv(b, n, t, from, tag, MPI_COMM_WORLD, &rq);
+  wait_idle(&rq);
+}
+
+static void send_data(const uint8_t *p, size_t n) {
+  for (size_t o = 0; o < n; o += CHUNK) {
+    size_t c = n - o < CHUNK ? n - o : CHUNK;
+    MPI_Send(p + o, (int)c, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+  }
+}
+
+static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
   uint8_t *b = malloc(n ? n : 1);
   if (!b) return -ENOMEM;
   for (size_t o = 0; o < n; o += CHUNK) {
@@ -73,42 +100,50 @@ int main(int argc, char **argv) {
   gpd_mpart_init(&mine);
   size_t lo = o.ninputs * (size_t)rank / (size_t)size, hi = o.ninputs * (size_t)(rank + 1) / (size_t)size;
   int e = gpd_merge_read_slice(&mine, &o, lo, hi, &skipped);
-  /* all ranks learn whether any failed: then nothing is written */
-  int ok = e >= 0, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  unsigned long long sk = skipped, sk_all = 0, inb = mine.in_bytes, inb_all = 0;
-  MPI_Reduce(&sk, &sk_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(&inb, &inb_all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  if (!all_ok) {
-    if (rank == 0 && !o.quiet)
-      fprintf(stderr, "gpuprof: nothing written (--keep-going merges the other inputs)\n");
+  if (rank != 0) {
+    /* header, then the part when rank 0 says go */
+    gpd_buf_t b = {0};
+    uint64_t hdr[3] = {FAILED, skipped, mine.in_bytes};
+    int go = 0;
+    if (e >= 0 && (e = gpd_mpart_pack(&mine, &b)) < 0) fprintf(stderr, "gpuprof: rank %d: %s\n", rank, gpd_strerror(e));
     gpd_mpart_free(&mine);
+    if (e >= 0) hdr[0] = b.n;
+    send_idle(hdr, 3, MPI_UINT64_T, 0, TAG_HDR);
+    recv_idle(&go, 1, MPI_INT, 0, TAG_GO);
+    if (go) send_data(b.p, b.n);
+    gpd_buf_free(&b);
     MPI_Finalize();
-    return 1;
+    return e < 0 ? 1 : 0;
+  }
+  /* rank 0: every rank's outcome first; a failure anywhere (without
+   * --keep-going) means nothing is written */
+  uint64_t(*hdr)[3] = calloc((size_t)size, sizeof(*hdr));
+  gpd_mpart_t *parts = calloc((size_t)size, sizeof(*parts));
+  if (!hdr || !parts) MPI_Abort(MPI_COMM_WORLD, 1);
+  int all_ok = e >= 0;
+  unsigned long long sk_all = skipped, inb_all = mine.in_bytes;
+  for (int k = 1; k < size; k++) {
+    recv_idle(hdr[k], 3, MPI_UINT64_T, k, TAG_HDR);
+    all_ok &= hdr[k][0] != FAILED;
+    sk_all += hdr[k][1];
+    inb_all += hdr[k][2];
   }
   t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
   c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-  if (rank != 0) {
-    gpd_buf_t b = {0};
-    int pe = gpd_mpart_pack(&mine, &b);
-    gpd_mpart_free(&mine);
-    if (pe < 0) {
-      fprintf(stderr, "gpuprof: rank %d: %s\n", rank, gpd_strerror(pe));
-      MPI_Abort(MPI_COMM_WORLD, 1);
+  parts[0] = mine;
+  for (int k = 1; k < size; k++) {
+    int go = all_ok;
+    send_idle(&go, 1, MPI_INT, k, TAG_GO);
+    if (go && (e = recv_part(k, hdr[k][0], &parts[k])) < 0) {
+      fprintf(stderr, "gpuprof: part of rank %d: %s\n", k, gpd_strerror(e));
+      all_ok = 0;
     }
-    send_part(&b);
-    gpd_buf_free(&b);
+  }
+  if (!all_ok) {
+    if (!o.quiet) fprintf(stderr, "gpuprof: nothing written (--keep-going merges the other inputs)\n");
   } else {
-    gpd_mpart_t *parts = calloc((size_t)size, sizeof(*parts));
     gpd_mwrite_info_t info;
     uint32_t ninputs = 0;
-    if (!parts) MPI_Abort(MPI_COMM_WORLD, 1);
-    parts[0] = mine;
-    for (int k = 1; k < size; k++)
-      if ((e = recv_part(k, &parts[k])) < 0) {
-        fprintf(stderr, "gpuprof: part of rank %d: %s\n", k, gpd_strerror(e));
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
     for (int k = 0; k < size; k++) ninputs += parts[k].ninputs;
     if (ninputs == 0) {
       fprintf(stderr, "gpuprof: no input could be read; nothing written\n");
@@ -126,11 +161,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %u\n", sk_all, o.ninputs, o.out,
                 ninputs);
     }
-    for (int k = 0; k < size; k++) gpd_mpart_free(&parts[k]);
-    free(parts);
     rc = e < 0 ? 1 : sk_all ? 3 : 0;
   }
-  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  for (int k = 0; k < size; k++) gpd_mpart_free(&parts[k]);
+  free(parts);
+  free(hdr);
   MPI_Finalize();
   return rc;
 }
