@@ -73,9 +73,13 @@ activity = pad(hdr(5, 2) + struct.pack("<BBBBIQQQQIII7I", 2, 1, 0, 0, 0, (2 << 5
                                        3, 3, 0, 80, 256, 32, 1024, 0, 0, 750), 128)
 copy = pad(hdr(5, 2) + struct.pack("<BBBBIQQQQ", 1, 2, 1, 0, 0, 9, 10, 50, 4096), 128)
 status = pad(hdr(6, 1) + struct.pack("<BBHiI", 1, 0, 0, -1001, 3), 64)
+# a Python frame (docs/PYTHON.md): NODE flag 1, module = PYCODE string 8, offset = line
+pytext = b"Net.forward\t/x/train.py"
+pystring = pad(hdr(2, 1, len(pytext)) + struct.pack("<II", 8, 3) + pytext, 64)
+pynode = pad(struct.pack("<BBBBI", 1, 1, 1, 1, 0) + struct.pack("<IIIIQ", 9, 7, 8, 0, 42), 64)
 
 records = {"node": node, "string": string, "module": module, "invoke": invoke,
-           "activity": activity, "copy": copy, "status": status}
+           "activity": activity, "copy": copy, "status": status, "pystring": pystring, "pynode": pynode}
 
 
 def ring(recs, tail=0):
