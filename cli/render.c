@@ -505,10 +505,15 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
       snprintf(label, sizeof(label), "%.45s...", e->label);
     else
       snprintf(label, sizeof(label), "%s", e->label[0] ? e->label : "<gpu op>");
-    /* innermost 3 CPU frames of the heaviest path, outermost of them first */
+    /* innermost 3 CPU frames of the heaviest path, outermost of them first;
+     * Python frames (docs/PYTHON.md) when the path has any: the user's
+     * code, not the interpreter's and ctypes' frames below it */
+    int want = GPUPROF__NODE_KIND__NODE_FRAME;
+    for (size_t k = 0; k < e->n_path; k++)
+      if (e->path[k]->kind == GPUPROF__NODE_KIND__NODE_PYTHON) want = GPUPROF__NODE_KIND__NODE_PYTHON;
     size_t frames[3], nf = 0, total_frames = 0;
     for (size_t k = e->n_path; k-- > 0;) {
-      if (e->path[k]->kind != GPUPROF__NODE_KIND__NODE_FRAME) continue;
+      if ((int)e->path[k]->kind != want) continue;
       total_frames++;
       if (nf < 3) frames[nf++] = k;
     }

@@ -5,7 +5,7 @@
 # qsort); pyq.py checks the exact copy counts under each Python call path.
 #   python-frames.sh BUILD PYTHON record   gpuprof record + saved report
 #   python-frames.sh BUILD PYTHON live     node service: two processes
-#       merged in the live tree, then the same after a daemon
+#       merged in the live tree, top's path names Python frames, then the same after a daemon
 #       restart (profiles reloaded from the store)
 #   python-frames.sh BUILD PYTHON unknown  an interpreter whose layout is
 #       not known: one log line, native frames only, counts intact
@@ -52,6 +52,9 @@ live)
     $PYQ "$T/tree.json" "$S" $N 2
   }
   wait_for "$WAIT" "both runs merged in the live tree" check_live
+  # top's heaviest path names the Python frames (upload, innermost)
+  "$GPUPROF" --socket "$T/v.sock" top -n 5 >"$T/top.txt"
+  grep -qF "upload ($S:$(line upload))" "$T/top.txt" || { cat "$T/top.txt"; die "top's path has no Python frame"; }
   wait_for "$WAIT" "both profiles stored" db_has "$T/v.gpdb" $pids
   stop_daemon
   start_daemon "$T/v.sock" "$T/v.gpdb"
