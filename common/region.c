@@ -212,6 +212,8 @@ int gpd_producer_claim(gpd_region_t *r, gpd_producer_t *p, uint32_t tid) {
     p->mask = (uint64_t)r->ring_slots - 1;
     p->head = atomic_load_explicit(&c->head, memory_order_relaxed);
     p->tail_cache = atomic_load_explicit(&c->tail, memory_order_acquire);
+    p->populated = p->head < (uint64_t)r->ring_slots ? p->head : UINT64_MAX;
+    p->pop_pages = 1;
     return (int)i;
   }
   return -EBUSY;
@@ -223,6 +225,39 @@ void gpd_producer_retire(gpd_producer_t *p) {
   /* Release: the consumer that sees RETIRED also sees the final head. */
   atomic_store_explicit(&p->ctl->state, GPD_RING_RETIRED, memory_order_release);
   memset(p, 0, sizeof *p);
+}
+
+/* First lap of a ring: its pages have never been written in this mapping,
+ * and a first write faults.  On a PVM guest (shadow page tables) a fault
+ * costs ~22 us of CPU per 4-KiB page; populating the pages ahead in
+ * batches costs ~7 us per page (bench-ring's page row;
+ * docs/PERFORMANCE.md).  Batches grow 1, 2, 4 .. 64 pages, so a thread that
+ * pushes a few records populates at most twice the pages it writes.
+ * Slot indices equal sequence numbers during the first lap (head <
+ * ring_slots), so the batch is contiguous in the mapping.  A failure
+ * (a kernel before 5.14: EINVAL) stops populating for this claim. */
+#define RING_POPULATE_MAX_PAGES 64u
+#define RING_SLOTS_PER_PAGE (PAGE / GPD_SLOT_SIZE)
+
+static void producer_populate(gpd_producer_t *p, uint64_t upto) {
+  uint64_t cap = p->mask + 1;
+  while (p->populated < upto && p->populated < cap) {
+    uint64_t start = p->populated & ~(uint64_t)(RING_SLOTS_PER_PAGE - 1);
+    uint64_t end = start + (uint64_t)p->pop_pages * RING_SLOTS_PER_PAGE;
+    if (end > cap)
+      end = cap;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p->slots + start * GPD_SLOT_SIZE, (size_t)(end - start) * GPD_SLOT_SIZE, MADV_POPULATE_WRITE) < 0) {
+      p->populated = UINT64_MAX;
+      return;
+    }
+#endif
+    p->populated = end;
+    if (p->pop_pages < RING_POPULATE_MAX_PAGES)
+      p->pop_pages *= 2;
+  }
+  if (p->populated >= cap)
+    p->populated = UINT64_MAX; /* first lap done: never called again */
 }
 
 /* One reservation at a time: reserve, write, commit. */
@@ -240,6 +275,8 @@ static int producer_reserve(gpd_producer_t *p, unsigned nslots, uint64_t *seq, i
       return -ENOSPC;
     }
   }
+  if (__builtin_expect(p->head + nslots > p->populated, 0))
+    producer_populate(p, p->head + nslots);
   *seq = p->head;
   return 0;
 }

@@ -204,6 +204,62 @@ static void test_reserve_commit(void **state) {
   gpd_region_close(&r);
 }
 
+/* Pages of ring 0 resident in this mapping (mincore), among the first n. */
+static unsigned resident_pages(gpd_region_t *r, unsigned n) {
+  unsigned char vec[1024];
+  assert_true(n <= sizeof vec);
+  assert_int_equal(mincore(gpd_region_ring_data(r, 0), (size_t)n * 4096, vec), 0);
+  unsigned k = 0;
+  for (unsigned i = 0; i < n; i++)
+    k += vec[i] & 1;
+  return k;
+}
+
+/* The first lap populates the pages ahead in batches of 1, 2, 4 .. 64
+ * pages (64 slots per page), never beyond the ring and never again after
+ * the first lap; a ring claimed after it wrapped is not populated. */
+static void test_first_lap_populate(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  const uint32_t slots = 1024u * 64; /* 1024 pages */
+  assert_int_equal(gpd_region_create(&r, 1, slots, 1, 1), 0);
+  assert_int_equal(resident_pages(&r, 1024), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 1), 0);
+  gpd_rec_hdr_t h = {.type = GPD_REC_STATUS, .version = GPD_REC_VERSION};
+  uint8_t rec[64] = {0};
+  memcpy(rec, &h, sizeof h);
+  assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
+#ifdef MADV_POPULATE_WRITE
+  if (p.populated == UINT64_MAX) { /* kernel without MADV_POPULATE_WRITE */
+    gpd_region_close(&r);
+    skip();
+  }
+  assert_int_equal(p.populated, 64);   /* 1 page */
+  assert_int_equal(resident_pages(&r, 1024), 1);
+  for (int i = 0; i < 64; i++)         /* into page 2: 2 more pages */
+    assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
+  assert_int_equal(p.populated, 3 * 64);
+  assert_int_equal(resident_pages(&r, 1024), 3);
+  /* batches of 4, 8, 16, 32, then 64 pages to the end of the ring (the
+   * last one clipped there) */
+  for (uint32_t i = 65; i < slots; i++) {
+    assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
+    atomic_store(&r.ctl[0].tail, i);
+  }
+  assert_int_equal(p.populated, UINT64_MAX); /* first lap done */
+  assert_int_equal(p.pop_pages, 64);
+  assert_int_equal(resident_pages(&r, 1024), 1024);
+#endif
+  gpd_producer_retire(&p);
+  /* drain and reclaim: the next owner starts at head = ring_slots */
+  atomic_store(&r.ctl[0].tail, atomic_load(&r.ctl[0].head));
+  gpd_ring_release(&r, 0, atomic_load(&r.ctl[0].head));
+  assert_int_equal(gpd_producer_claim(&r, &p, 2), 0);
+  assert_int_equal(p.populated, UINT64_MAX);
+  gpd_region_close(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_create_geometry),
@@ -211,6 +267,7 @@ int main(void) {
     cmocka_unit_test(test_map_rejects),
     cmocka_unit_test(test_claim_retire_reclaim),
     cmocka_unit_test(test_reserve_commit),
+    cmocka_unit_test(test_first_lap_populate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
