@@ -63,6 +63,20 @@ static void node_frame(const gpd_tnode_t *nd, uint32_t k, xframe_t *x) {
   x->file = x->sysname = "";
   x->line = 0;
   x->inlined = k > 0;
+  if (nd->kind == GPD_NODE_PYTHON) {
+    /* "qualname (filename:line)" (docs/PYTHON.md): function, file and line */
+    snprintf(x->buf, sizeof(x->buf), "%s", nd->label);
+    char *open = strstr(x->buf, " ("), *colon = strrchr(x->buf, ':');
+    size_t n = strlen(x->buf);
+    if (open && colon && colon > open && n && x->buf[n - 1] == ')') {
+      x->buf[n - 1] = 0;
+      *open = *colon = 0;
+      x->file = open + 2;
+      x->line = (uint32_t)strtoul(colon + 1, NULL, 10);
+    }
+    x->name = x->buf;
+    return;
+  }
   if (nd->kind != GPD_NODE_FRAME) {
     gpd_render_node_name(x->buf, sizeof(x->buf), nd);
     x->name = x->buf;

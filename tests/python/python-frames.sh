@@ -38,6 +38,11 @@ record)
     grep -qF "$want" "$T/report.txt" || { head -60 "$T/report.txt"; die "report lacks '$want'"; }
   done
   "$GPUPROF" report --json "$T/p.gpdb" | grep -qF '"kind":"python"' || die "report --json has no python node"
+  # exports give a Python frame its function, file and line apart
+  "$GPUPROF" export --format speedscope -o "$T/s.json" "$T/p.gpdb"
+  $PY -c 'import json,sys; fr=json.load(open(sys.argv[1]))["shared"]["frames"]
+want={"name": "upload", "file": sys.argv[2], "line": int(sys.argv[3])}
+sys.exit(0 if want in fr else "speedscope frames lack %s" % want)' "$T/s.json" "$S" "$(line upload)"
   ;;
 live)
   start_daemon "$T/v.sock" "$T/v.gpdb"
