@@ -68,6 +68,8 @@ enum { NVML_VOLATILE_ECC = 0 };
 /* PCIe throughput is averaged by the driver over 20 ms, spent inside the
  * call: read it at most this often whatever the sampling rate. */
 #define PCIE_PERIOD_NS 1000000000ull
+/* Most per-process utilization samples read per call. */
+#define PUTIL_MAX 4096u
 
 typedef struct {
   void *lib;
@@ -353,28 +355,42 @@ static int nvml_sample(void *st, uint32_t i, gpd_dev_sample_t *s) {
         p->mem_bytes = info[k].usedGpuMemory;
     }
   }
-  /* per-process SM/memory utilization since the last sample we took */
+  /* Per-process SM/memory utilization since the last sample we took.
+   * The driver keeps a history of samples (several per process), so the
+   * count is asked for first (utilization NULL: INSUFFICIENT_SIZE and the
+   * count), as the NVML reference says; seen on the H100: 64 entries were
+   * too few on the first call. */
   if (n->putil) {
-    nvmlProcessUtilizationSample_t us[GPD_DEV_MAX_PROCS];
-    unsigned cnt = GPD_DEV_MAX_PROCS;
-    nvmlReturn_t r = n->putil(h, us, &cnt, n->dev[i].putil_seen);
+    unsigned cnt = 0;
+    nvmlProcessUtilizationSample_t *us = NULL;
+    nvmlReturn_t r = n->putil(h, NULL, &cnt, n->dev[i].putil_seen);
+    if ((r == NVML_ERROR_INSUFFICIENT_SIZE || r == NVML_SUCCESS) && cnt > 0) {
+      if (cnt > PUTIL_MAX)
+        cnt = PUTIL_MAX;
+      us = calloc(cnt, sizeof *us);
+      r = us ? n->putil(h, us, &cnt, n->dev[i].putil_seen) : NVML_ERROR_INSUFFICIENT_SIZE;
+    }
     if (r != NVML_SUCCESS && !n->dev[i].putil_logged) {
       n->dev[i].putil_logged = 1; /* once: e.g. not supported on this product */
       GPD_INFO("devices: nvmlDeviceGetProcessUtilization(GPU %u): %s (%d)", i, nvml_err(n, r), r);
     }
-    if (r == NVML_SUCCESS) {
-      for (unsigned k = 0; k < cnt && k < GPD_DEV_MAX_PROCS; k++) {
+    if (r == NVML_SUCCESS && us) {
+      unsigned long long newest = n->dev[i].putil_seen;
+      for (unsigned k = 0; k < cnt; k++) {
+        if (us[k].timeStamp > newest)
+          newest = us[k].timeStamp;
         gpd_dev_proc_t *p = proc_slot(s, us[k].pid);
-        if (us[k].timeStamp > n->dev[i].putil_seen)
-          n->dev[i].putil_seen = us[k].timeStamp;
-        if (p == NULL)
-          continue;
         /* the newest of the samples of one pid wins */
+        if (p == NULL || (p->has_util && us[k].timeStamp < p->util_ts))
+          continue;
         p->has_util = 1;
+        p->util_ts = us[k].timeStamp;
         p->sm_util = us[k].smUtil;
         p->mem_util = us[k].memUtil;
       }
+      n->dev[i].putil_seen = newest;
     }
+    free(us);
   }
   return answered ? 0 : GPD_EVENDOR;
 }

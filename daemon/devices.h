@@ -65,6 +65,7 @@ typedef struct gpd_dev_proc_s {
   char exe[64];            /* base name, "" when unknown */
   uint64_t mem_bytes;      /* device memory it holds; UINT64_MAX unknown */
   int has_util;            /* sm_util/mem_util were reported */
+  uint64_t util_ts;        /* vendor timestamp of that report (us) */
   double sm_util, mem_util;/* percent of the device, vendor's last window */
 } gpd_dev_proc_t;
 

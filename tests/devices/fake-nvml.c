@@ -140,6 +140,13 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned *c
   *count = n;
   return OK;
 }
+/* As the real driver (seen on an H100): a history of samples, HIST per
+ * process (more than 64 in all for two processes), not in time order
+ * across processes; utilization NULL or too small a buffer ->
+ * INSUFFICIENT_SIZE with the count.  The newest sample of each pid has the
+ * file's values, the older ones 99 %, so a reader that takes any but the
+ * newest is caught. */
+#define HIST 40u
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *s, unsigned *count,
                                              unsigned long long last_seen) {
   DEV(d);
@@ -149,18 +156,21 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizat
   unsigned long long now_us = (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000;
   unsigned n = procs_of(i, p, 64);
   if (now_us <= last_seen) n = 0;
-  if (n > *count) {
-    *count = n;
+  if (s == NULL || HIST * n > *count) {
+    *count = HIST * n;
     return E_INSUFFICIENT;
   }
-  for (unsigned k = 0; k < n; k++) {
-    memset(&s[k], 0, sizeof s[k]);
-    s[k].pid = p[k].pid;
-    s[k].timeStamp = now_us;
-    s[k].smUtil = p[k].sm;
-    s[k].memUtil = p[k].mu;
-  }
-  *count = n;
+  for (unsigned h = 0; h < HIST; h++)
+    for (unsigned k = 0; k < n; k++) {
+      unsigned age = h == 0 ? 0 : h; /* h 0: the newest, written first */
+      nvmlProcessUtilizationSample_t *x = &s[h * n + (h % 2 ? n - 1 - k : k)];
+      memset(x, 0, sizeof *x);
+      x->pid = p[k].pid;
+      x->timeStamp = now_us - 100ull * age;
+      x->smUtil = h == 0 ? p[k].sm : 99;
+      x->memUtil = h == 0 ? p[k].mu : 99;
+    }
+  *count = HIST * n;
   return OK;
 }
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *s) { *s = (nvmlEventSet_t)&evset_dummy; return OK; }
