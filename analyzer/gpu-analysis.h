@@ -16,29 +16,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuprof/metric.h"
+
 /* ------------------------------------------------------------ stalls */
 
-/* The vendor-neutral stall metrics of the HPCToolkit manual, chapter
- * "GPU-accelerated applications", Table 8.7 (GINST:STL_*).
- * X(ENUM, "NAME", description) */
-#define GPD_STALL_MAP(X)                                                                     \
-  X(NONE, "GINST:STL_NONE", "GPU instruction stalls: no stall")                              \
-  X(IFET, "GINST:STL_IFET", "GPU instruction stalls: await availability of next instruction") \
-  X(IDEP, "GINST:STL_IDEP", "GPU instruction stalls: await satisfaction of instruction input dependence") \
-  X(GMEM, "GINST:STL_GMEM", "GPU instruction stalls: await completion of global memory access") \
-  X(TMEM, "GINST:STL_TMEM", "GPU instruction stalls: texture memory request queue full")    \
-  X(SYNC, "GINST:STL_SYNC", "GPU instruction stalls: await completion of thread or memory synchronization") \
-  X(CMEM, "GINST:STL_CMEM", "GPU instruction stalls: await completion of constant or immediate memory access") \
-  X(PIPE, "GINST:STL_PIPE", "GPU instruction stalls: await completion of required compute resources") \
-  X(MTHR, "GINST:STL_MTHR", "GPU instruction stalls: global memory request queue full")     \
-  X(NSEL, "GINST:STL_NSEL", "GPU instruction stalls: not selected for issue but ready")     \
-  X(OTHR, "GINST:STL_OTHR", "GPU instruction stalls: other")                                 \
-  X(SLP, "GINST:STL_SLP", "GPU instruction stalls: sleep")
-
+/* The vendor-neutral stalls: the GINST:STL_* metrics of the HPCToolkit
+ * manual, chapter "GPU-accelerated applications", Table 8.7, whose names
+ * live once in gpuprof/metric.h (GPD_STALL_METRICS, same order): the
+ * metric id of stall s is GPD_M_GINST_STL_NONE + s. */
 typedef enum gpd_stall_e {
-#define GPD_STALL_ENUM(e, n, d) GPD_STALL_##e,
-  GPD_STALL_MAP(GPD_STALL_ENUM)
-#undef GPD_STALL_ENUM
+  GPD_STALL_NONE, GPD_STALL_IFET, GPD_STALL_IDEP, GPD_STALL_GMEM,
+  GPD_STALL_TMEM, GPD_STALL_SYNC, GPD_STALL_CMEM, GPD_STALL_PIPE,
+  GPD_STALL_MTHR, GPD_STALL_NSEL, GPD_STALL_OTHR, GPD_STALL_SLP,
   GPD_STALL__COUNT
 } gpd_stall_t;
 

@@ -298,6 +298,8 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
           callee = (int32_t)q;
       if (callee < 0)
         continue;
+      /* call-edge weight: the samples of the call instruction (Zhou et
+       * al. 2021, section 6.3 step 1) */
       double w = 0;
       for (size_t q = fns[j].s0; q < fns[j].s1; q++)
         if (s[q].pc == g->calls[k])

@@ -49,17 +49,6 @@ static const struct {
     {"other", GPD_STALL_OTHR},
 };
 
-static const char *const stall_names[] = {
-#define GPD_STALL_NAME(e, n, d) n,
-    GPD_STALL_MAP(GPD_STALL_NAME)
-#undef GPD_STALL_NAME
-};
-static const char *const stall_descs[] = {
-#define GPD_STALL_DESC(e, n, d) d,
-    GPD_STALL_MAP(GPD_STALL_DESC)
-#undef GPD_STALL_DESC
-};
-
 gpd_stall_t gpd_stall_from_vendor(const char *name) {
   static const char prefix[] = "smsp__pcsamp_warps_issue_stalled_";
   static const char subset[] = "_not_issued";
@@ -76,10 +65,18 @@ gpd_stall_t gpd_stall_from_vendor(const char *name) {
   return GPD_STALL_OTHR;
 }
 
+_Static_assert(GPD_M_GINST_STL_SLP - GPD_M_GINST_STL_NONE == GPD_STALL_SLP &&
+                   GPD_STALL__COUNT == GPD_STALL_SLP + 1,
+               "stall order = metric order");
+
 const char *gpd_stall_name(gpd_stall_t s) {
-  return (unsigned)s < GPD_STALL__COUNT ? stall_names[s] : stall_names[GPD_STALL_OTHR];
+  if ((unsigned)s >= GPD_STALL__COUNT)
+    s = GPD_STALL_OTHR;
+  return gpd_metric_desc(GPD_M_GINST_STL_NONE + s)->name;
 }
 
 const char *gpd_stall_desc(gpd_stall_t s) {
-  return (unsigned)s < GPD_STALL__COUNT ? stall_descs[s] : stall_descs[GPD_STALL_OTHR];
+  if ((unsigned)s >= GPD_STALL__COUNT)
+    s = GPD_STALL_OTHR;
+  return gpd_metric_desc(GPD_M_GINST_STL_NONE + s)->desc;
 }

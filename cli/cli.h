@@ -173,6 +173,24 @@ int gpd_report_main(int argc, char **argv);
 int gpd_report_stats(FILE *f, const gpd_tree_t *t, const char *path, unsigned metric, unsigned top, char *err,
                      size_t errn);
 
+/* ---- report-gpu.c: PC samples below the kernels ---- */
+typedef struct gpd_report_gpu_opts_s {
+  int enabled; /* 0: the loader ignores PC samples (other users of it) */
+  int detail;  /* 1: GPU nodes below kernels; 0: collapsed into the kernel */
+  int flat;    /* labels for the flat view (functions without call sites) */
+} gpd_report_gpu_opts_t;
+/** Options the report loader uses for PC samples (report.c sets them). */
+extern gpd_report_gpu_opts_t gpd_report_gpu_opts;
+struct sqlite3;
+/** Add the PC samples of the profiles in `db` (file `path`) to the tree:
+ *  GINST and GINST:STL_* below (or, collapsed, on) each kernel node,
+ *  GSAMP:* on the root.  Problems become notes (gpd_report_gpu_notes),
+ *  never errors; returns 0 or -ENOMEM. */
+int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int pid,
+                        const gpd_report_gpu_opts_t *o);
+/** Lines of notes gathered so far ("" when none). */
+const char *gpd_report_gpu_notes(void);
+
 /* ---- client.c ---- */
 /** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
 const char *gpd_client_socket(const char *opt);

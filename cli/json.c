@@ -85,6 +85,10 @@ static const char *kind_name(int k) {
   case GPD_NODE_KERNEL: return "kernel";
   case GPD_NODE_UNKNOWN: return "unknown";
   case GPD_NODE_PYTHON: return "python";
+  case GPD_NODE_GPU_FUNC: return "gpu_function";
+  case GPD_NODE_GPU_LOOP: return "gpu_loop";
+  case GPD_NODE_GPU_LINE: return "gpu_line";
+  case GPD_NODE_GPU_INSN: return "gpu_instruction";
   }
   return "?";
 }

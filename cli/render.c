@@ -269,6 +269,10 @@ static const char *kind_name(int k) {
   case GPD_NODE_KERNEL: return "kernel";
   case GPD_NODE_UNKNOWN: return "unknown";
   case GPD_NODE_PYTHON: return "python";
+  case GPD_NODE_GPU_FUNC: return "gpu-fn";
+  case GPD_NODE_GPU_LOOP: return "gpu-loop";
+  case GPD_NODE_GPU_LINE: return "gpu-line";
+  case GPD_NODE_GPU_INSN: return "gpu-insn";
   }
   return "?";
 }

@@ -302,6 +302,7 @@ int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char 
     goto done;
   }
   r = query(db, "SELECT hash, kind, size, path FROM gpubin ORDER BY hash", 0, row_gpubin, &lc, 1, err, errn, path);
+  if (r >= 0 && gpd_report_gpu_opts.enabled) r = gpd_report_gpu_load(t, db, path, pid, &gpd_report_gpu_opts);
 done:
   sqlite3_finalize(lc.backend_q);
   sqlite3_close(db);
@@ -312,13 +313,17 @@ done:
   return r;
 }
 
+gpd_report_gpu_opts_t gpd_report_gpu_opts;
+
 static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--stats] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
+    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
     "  Print the calling-context tree of saved profiles (merged by context).\n"
     "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
     "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
     "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
-    "  --depth N      show at most N levels below the root\n"
+    "  --depth N      show at most N levels below the root (opens the GPU part too)\n"
+    "  --gpu-detail   PC samples below each kernel: GPU function, loop, line, instruction\n"
+    "                 (default: collapsed into the kernel's GINST/GINST:STL_* values)\n"
     "  --pid N        only the profiles of process N\n"
     "  --all          also list processes that never used a GPU API\n"
     "  --stats        merged files (gpuprof merge): per-context statistics over the processes,\n"
@@ -329,19 +334,21 @@ int gpd_report_main(int argc, char **argv) {
                                        {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
                                        {"all", no_argument, NULL, 'a'},     {"stats", no_argument, NULL, 's'},
+                                       {"gpu-detail", no_argument, NULL, 'g'},
                                        {NULL, 0, NULL, 0}};
   gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
-  int json = 0, pid = 0, all = 0, stats = 0, c;
+  int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:ha", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasg", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
     case 'm':
       if ((v = gpd_cli_metric(optarg)) < 0) return gpd_cli_usage(report_usage, "unknown metric '%s'", optarg);
       o.metric = (unsigned)v;
+      metric_set = 1;
       break;
     case 'd':
       if ((v = gpd_cli_parse_uint(optarg)) < 0) return gpd_cli_usage(report_usage, "bad --depth '%s'", optarg);
@@ -353,6 +360,7 @@ int gpd_report_main(int argc, char **argv) {
       break;
     case 'a': all = 1; break;
     case 's': stats = 1; break;
+    case 'g': gpd_report_gpu_opts.detail = 1; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -361,6 +369,10 @@ int gpd_report_main(int argc, char **argv) {
   if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
   if (stats && (json || o.flat)) return gpd_cli_usage(report_usage, "--stats does not combine with --json or --flat");
 
+  gpd_report_gpu_opts.enabled = 1;
+  if (gpd_report_gpu_opts.detail && !metric_set) o.metric = GPD_M_GINST; /* what GPU nodes have */
+  gpd_report_gpu_opts.detail |= o.depth > 0 || o.flat;
+  gpd_report_gpu_opts.flat = o.flat;
   gpd_tree_t t;
   char err[1024];
   int r = 0;
@@ -396,7 +408,9 @@ int gpd_report_main(int argc, char **argv) {
     else
       gpd_render_tree(stdout, &t, &o);
     gpd_render_procs(stdout, &t);
+    if (gpd_report_gpu_notes()[0]) printf("\nGPU samples:\n%s", gpd_report_gpu_notes());
   }
+  if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());
   gpd_tree_free(&t);
   if (fflush(stdout) != 0) return GPD_EXIT_FAIL;
   return GPD_EXIT_OK;

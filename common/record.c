@@ -44,7 +44,8 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
 
 /* Rules (all must hold, else GPD_EBADRECORD; wrong version: GPD_EBADVERSION):
  *   nbytes >= nslots*64;
- *   NODE/INVOKE/STATUS: nslots 1, len 0;  ACTIVITY: nslots 2, len 0;
+ *   NODE/INVOKE/STATUS/PCSAMPLE/PCSTATS/CUBIN: nslots 1, len 0;  ACTIVITY: nslots 2, len 0;
+ *   PCSAMPLE func and stall != 0; CUBIN hash lowercase hex;
  *   STRING/MODULE: nslots == gpd_rec_slots_for(fixed, len), len <= max;
  *   api < GPD_API_MAX; op in 1..GPD_OP_MAX-1; subkind in the op's enum;
  *   NODE id != 0 (parent 0 = root), a Python NODE names a string;
@@ -74,7 +75,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
     int err = validate_var(h, sizeof(gpd_rec_string_t), nbytes);
     if (err)
       return err;
-    if (s->id == 0 || s->kind > GPD_STR_PYCODE)
+    if (s->id == 0 || s->kind > GPD_STR_STALL)
       return GPD_EBADRECORD;
     return 0;
   }
@@ -113,12 +114,32 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
       return GPD_EBADRECORD;
     return 0;
   }
+  case GPD_REC_PCSAMPLE: {
+    const gpd_rec_pcsample_t *r = buf;
+    if (h->nslots != 1 || h->len != 0 || r->func == 0 || r->stall == 0)
+      return GPD_EBADRECORD;
+    return 0;
+  }
+  case GPD_REC_PCSTATS:
+    if (h->nslots != 1 || h->len != 0)
+      return GPD_EBADRECORD;
+    return 0;
+  case GPD_REC_CUBIN: {
+    const gpd_rec_cubin_t *r = buf;
+    if (h->nslots != 1 || h->len != 0)
+      return GPD_EBADRECORD;
+    for (size_t i = 0; i < sizeof r->hash; i++)
+      if (!((r->hash[i] >= '0' && r->hash[i] <= '9') || (r->hash[i] >= 'a' && r->hash[i] <= 'f')))
+        return GPD_EBADRECORD;
+    return 0;
+  }
   default:
     return GPD_EBADRECORD;
   }
 }
 
-static const char *const type_names[] = {"none", "node", "string", "module", "invoke", "activity", "status"};
+static const char *const type_names[] = {"none",   "node",     "string",  "module", "invoke",
+                                         "activity", "status", "pcsample", "pcstats", "cubin"};
 static const char *const api_names[] = {"none", "opencl", "cuda", "level0"};
 static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
 static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",

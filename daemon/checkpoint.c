@@ -33,6 +33,7 @@
 
 #include "daemon.h"
 #include "store-internal.h"
+#include "pcsample.h"
 
 typedef struct snap_ctx_s {
   uint64_t id, parent;
@@ -77,6 +78,7 @@ typedef struct snap_proc_s {
   int pend_write;        /* replace the pending rows */
   gpd_prec_t *pend;
   uint32_t npend;
+  gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
 } snap_proc_t;
 
 static void snap_proc_free(snap_proc_t *s) {
@@ -101,6 +103,7 @@ static void snap_proc_free(snap_proc_t *s) {
   free(s->cursor);
   free(s->cursor_prev);
   free(s->pend);
+  gpd_pcsample_snap_free(&s->pcs);
 }
 
 /* After a failed or skipped write: everything of p is written next time. */
@@ -244,6 +247,8 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
       s->incomplete = 1;
     pr->pend_gen_saved = pr->pend_gen;
   }
+  if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
+    s->incomplete = 1;
   p->meta_dirty = 0;
 }
 
@@ -441,6 +446,8 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
     if ((e = step(db, q)) < 0)
       return e;
   }
+  if (gpd_pcsample_write(db, (int64_t)p->id, &p->pcs) < 0)
+    return GPD_ESTORE;
   return 0;
 }
 
@@ -547,6 +554,7 @@ fin:
     if (err < 0 || snaps[i].incomplete) {
       /* write everything again next time; the tails stay where they are */
       proc_rewrite_all(p);
+      gpd_pcsample_unsnap(p->prof.pcs, &snaps[i].pcs);
       if (err < 0 && (p->error[0] == 0 || p->store_error)) {
         snprintf(p->error, sizeof p->error, "%s", s->why); /* ps shows it */
         p->store_error = 1;

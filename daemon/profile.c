@@ -26,6 +26,7 @@
 #include "gpuprof/record.h"
 
 #include "daemon.h"
+#include "pcsample.h"
 
 /* ------------------------------------------------------ sparse metrics */
 
@@ -129,6 +130,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->targets);
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
+  gpd_pcsample_free(p->pcs);
   memset(p, 0, sizeof *p);
 }
 
@@ -621,6 +623,11 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     }
     break;
   }
+  case GPD_REC_PCSAMPLE:
+  case GPD_REC_PCSTATS:
+  case GPD_REC_CUBIN:
+    gpd_pcsample_ingest(&p->pcs, rec);
+    break;
   default:
     break;
   }

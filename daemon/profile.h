@@ -135,6 +135,7 @@ typedef struct gpd_profile_s {
   /* unmatched state (pnodes, corr, pacts) changes: bumped by ingest/retry;
    * the writer persists the pending table when it differs from _saved */
   uint64_t pend_gen, pend_gen_saved;
+  struct gpd_pcsample_s *pcs; /* GPU PC samples (pcsample.c), NULL until one */
 } gpd_profile_t;
 
 /** One unmatched record as raw record bytes (NODE / INVOKE: 64 bytes,

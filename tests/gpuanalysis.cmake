@@ -27,3 +27,7 @@ add_test(NAME gpuanalysis.structure
   COMMAND test-gpu-analysis ${GPD_GA_CUBIN} ${GPD_GA_DIR}/pcsamp-known.cu ${GPD_GA_DIR}/fixtures)
 set_tests_properties(gpuanalysis.structure PROPERTIES LABELS "unit" TIMEOUT 120
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
+add_test(NAME gpuanalysis.report
+  COMMAND ${GPD_GA_DIR}/test-report-gpu.sh $<TARGET_FILE:gpuprof_cli> ${GPD_GA_DIR}/fixtures)
+set_tests_properties(gpuanalysis.report PROPERTIES LABELS "integration" TIMEOUT 120
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})

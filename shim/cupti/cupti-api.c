@@ -31,6 +31,8 @@
  * (GPD_CUPTI_NBUF x GPD_CUPTI_BUFSZ); completed buffers are translated and
  * pushed on the thread CUPTI completes them on (its own ring).
  *
+ * PC sampling (GPUPROF_PC_SAMPLING=1) lives in cupti-pcsampling.c.
+ *
  * Environment: GPUPROF_CUDA=0 disables the back end; GPUPROF_CUPTI_PATH
  * names libcupti; GPUPROF_CUPTI_SELFTEST=1 prints counters to stderr at
  * exit (GPU validation without the daemon).
@@ -249,12 +251,17 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
       uint32_t dev = 0;
       atomic_fetch_add(&c_ctx, 1);
       if (fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
+      gpd_cupti_pcs_context_created(rd->context);
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+      gpd_cupti_pcs_context_destroy(rd->context);
       flush_request();
     } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
       const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
       atomic_fetch_add(&c_modules, 1);
-      if (m && m->pCubin && m->cubinSize) gpd_shim_gpubin(m->pCubin, m->cubinSize, "cubin");
+      if (m && m->pCubin && m->cubinSize) {
+        gpd_shim_gpubin(m->pCubin, m->cubinSize, "cubin");
+        gpd_cupti_pcs_module_loaded(m->pCubin, m->cubinSize);
+      }
     }
     return;
   }
@@ -417,6 +424,7 @@ int gpd_cupti_start(void) {
 #undef X
   void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (cu) *(void **)&fn.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
+  gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
   if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS) {
     char why[160];
     snprintf(why, sizeof why, "cuptiSubscribe: %s (%d)%s", cupti_errstr(r), (int)r,
@@ -502,6 +510,7 @@ int gpd_cupti_init(void) {
 }
 
 void gpd_cupti_fini(void) {
+  gpd_cupti_pcs_fini();
   if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   static atomic_int printed;
   if (getenv("GPUPROF_CUPTI_SELFTEST") && !atomic_exchange(&printed, 1)) {
@@ -524,8 +533,10 @@ void gpd_cupti_fini(void) {
 static void cupti_fork_prepare(void) {
   pthread_mutex_lock(&g_pool_mu);
   pthread_mutex_lock(&g_flush_mu);
+  gpd_cupti_pcs_fork_prepare();
 }
 static void cupti_fork_parent(void) {
+  gpd_cupti_pcs_fork_parent();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
 }
@@ -533,6 +544,7 @@ static void cupti_fork_parent(void) {
  * flusher thread is gone: its condition variable may record it as a
  * waiter, so it is made fresh. */
 static void cupti_fork_child(void) {
+  gpd_cupti_pcs_fork_child();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
   g_flush_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;

@@ -75,4 +75,23 @@ int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
  *  graph launches (one invocation, many activities).  Pure. */
 unsigned gpd_cupti_classify(const char *name, int *multi);
 
+/* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
+ * mode, one configuration per context; samples are read and pushed by a
+ * thread of its own.  All no-ops unless setup returned 1. */
+#include <cuda.h>
+/** Read the environment, dlsym the PC Sampling API from libcupti: 1 on,
+ *  0 off (not asked for), negative: off (logged). */
+int gpd_cupti_pcs_setup(void *libcupti);
+/** CUPTI context-created callback: enable and configure sampling. */
+void gpd_cupti_pcs_context_created(CUcontext ctx);
+/** Context destroy starting: read its last samples, disable, push. */
+void gpd_cupti_pcs_context_destroy(CUcontext ctx);
+/** Module loaded: push a CUBIN record {cubinCrc, content hash}. */
+void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size);
+/** Exit: read, disable and push every context. */
+void gpd_cupti_pcs_fini(void);
+void gpd_cupti_pcs_fork_prepare(void);
+void gpd_cupti_pcs_fork_parent(void);
+void gpd_cupti_pcs_fork_child(void);
+
 #endif

@@ -171,7 +171,7 @@ static void test_invalid(void **state) {
   assert_int_equal(V(1), GPD_EBADRECORD);
   string(10)->id = 0;
   assert_int_equal(V(1), GPD_EBADRECORD);
-  string(10)->kind = GPD_STR_PYCODE + 1;
+  string(10)->kind = GPD_STR_STALL + 1;
   assert_int_equal(V(1), GPD_EBADRECORD);
   gpd_rec_string_t *s = string(10);
   s->h.len = 0xffffffffu; /* slots_for would wrap */

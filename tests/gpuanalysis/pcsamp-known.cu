@@ -1,8 +1,11 @@
 // pcsamp-known.cu - a CUDA program of known GPU structure for PC sampling
 // (gpuprofd analyzer tests and the GPU-machine validation):
 //   kernel known() calls the __noinline__ device function hot() from two
-//   call sites with a 3:1 work ratio; hot() holds one loop (the hot line
-//   is marked HOT-LINE); fact() is recursive.
+//   call sites, once each, with a 3:1 work ratio (3n and n iterations);
+//   kernel known_calls() calls it 3 times from one call site (a loop) and
+//   once from another, with equal work per call: a 3:1 ratio in calls.
+//   hot() holds one loop (the hot line is marked HOT-LINE); fact() is
+//   recursive.
 // Built with nvcc -cubin by the tests (structure only) and as a program
 // for the GPU machine: ./pcsamp-known [iterations].
 #include <cstdio>
@@ -25,6 +28,15 @@ __global__ void known(const float *a, int n, float *o) {
   o[blockIdx.x * blockDim.x + threadIdx.x] = r;
 }
 
+__global__ void known_calls(const float *a, int n, int reps, float *o) {
+  float r = 0.f;
+#pragma unroll 1
+  for (int k = 0; k < reps; k++)    // reps = 3 at run time: one call site
+    r += hot(a, n, 0.997f - 1e-4f * k);  // CALLS-3 (k: no hoisting of a pure call)
+  r += hot(a, n, 0.996f);           // CALLS-1
+  o[blockIdx.x * blockDim.x + threadIdx.x] = r;
+}
+
 #ifndef PCSAMP_STRUCTURE_ONLY
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 50;
@@ -37,8 +49,10 @@ int main(int argc, char **argv) {
   cudaMemset(a, 0, 1024 * sizeof(float));
   for (int i = 0; i < iters; i++)
     known<<<80, 256>>>(a, 4096, o);
+  for (int i = 0; i < 5 * iters; i++)
+    known_calls<<<80, 256>>>(a, 64, 3, o);
   cudaError_t e = cudaDeviceSynchronize();
-  printf("pcsamp-known: %d launches: %s\n", iters, cudaGetErrorString(e));
+  printf("pcsamp-known: %d + %d launches: %s\n", iters, 5 * iters, cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;
 }
 #endif

@@ -104,6 +104,14 @@ static void test_stall_map(void **state) {
   assert_int_equal(gpd_stall_from_vendor("something_new"), GPD_STALL_OTHR);
   assert_string_equal(gpd_stall_name(GPD_STALL_GMEM), "GINST:STL_GMEM");
   assert_string_equal(gpd_stall_name((gpd_stall_t)99), "GINST:STL_OTHR");
+  /* the enum follows the metric table (gpuprof/metric.h) name by name */
+  static const char *const names[] = {"NONE", "IFET", "IDEP", "GMEM", "TMEM", "SYNC",
+                                      "CMEM", "PIPE", "MTHR", "NSEL", "OTHR", "SLP"};
+  for (unsigned i = 0; i < GPD_STALL__COUNT; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "GINST:STL_%s", names[i]);
+    assert_string_equal(gpd_stall_name((gpd_stall_t)i), want);
+  }
 }
 
 /* ------------------------------------------------------------ cubins */
@@ -375,6 +383,90 @@ static void test_attribute_synthetic(void **state) {
   gpd_cubin_free(c);
 }
 
+
+/* ------------------------------------- real nvdisasm output (H100 run) */
+
+/* fixtures/h100/gpubins/<hash>.{gpubin,nvdisasm}: pcsamp-known.cu as the
+ * program loaded it on the H100 (docs/VALIDATION.md) and CUDA 13's
+ * `nvdisasm -c -g` of it */
+static void test_real_nvdisasm(void **state) {
+  (void)state;
+  char path[4096], err[256];
+  snprintf(path, sizeof path, "%s/h100/gpubins/c093beaf1608ac1626d8f4a117d40950.gpubin", fixtures);
+  size_t blen, tlen;
+  uint8_t *bin = slurp(path, &blen);
+  snprintf(path, sizeof path, "%s/h100/gpubins/c093beaf1608ac1626d8f4a117d40950.nvdisasm", fixtures);
+  char *text = (char *)slurp(path, &tlen);
+  assert_non_null(bin);
+  assert_non_null(text);
+  gpd_cubin_t *c;
+  gpd_disasm_t *d;
+  assert_int_equal(gpd_cubin_open(bin, blen, &c, err, sizeof err), 0);
+  assert_int_equal(gpd_disasm_parse(text, tlen, &d), 0);
+  assert_string_equal(d->notes, "");
+  const gpd_disasm_sec_t *ks = gpd_disasm_section(d, "_Z5knownPKfiPf");
+  const gpd_disasm_sec_t *cs = gpd_disasm_section(d, "_Z11known_callsPKfiiPf");
+  assert_non_null(ks);
+  assert_non_null(cs);
+  const gpd_cubin_func_t *k = gpd_cubin_func_named(c, "_Z5knownPKfiPf");
+  const gpd_cubin_func_t *hot = gpd_cubin_func_named(c, "$_Z5knownPKfiPf$_Z3hotPKfif");
+  const gpd_cubin_func_t *fact = gpd_cubin_func_named(c, "$_Z5knownPKfiPf$_Z4facti");
+  const gpd_cubin_func_t *kc = gpd_cubin_func_named(c, "_Z11known_callsPKfiiPf");
+  const gpd_cubin_func_t *hotc = gpd_cubin_func_named(c, "$_Z11known_callsPKfiiPf$_Z3hotPKfif");
+  assert_true(k && hot && fact && kc && hotc);
+  /* every instruction nvdisasm printed lies in the kernel's symbol */
+  assert_int_equal(ks->insns[ks->ninsns - 1].off + 16 <= k->hi, 1);
+  /* known(): three calls, two to hot() and one to fact() */
+  gpd_cfg_t *g;
+  assert_int_equal(gpd_cfg_build(ks, k->lo, hot->lo, &g), 0);
+  assert_int_equal(g->ncalls, 3);
+  assert_int_equal(g->calls[0], 0x70);
+  assert_int_equal(g->callees[0], hot->lo);
+  assert_int_equal(g->calls[1], 0xc0);
+  assert_int_equal(g->callees[1], hot->lo);
+  assert_int_equal(g->callees[2], fact->lo);
+  /* blocks end at calls (the poster's repair): a block boundary after each */
+  for (size_t i = 0; i < g->ncalls; i++)
+    assert_true(gpd_cfg_block_at(g, g->calls[i] + 16) != gpd_cfg_block_at(g, g->calls[i]));
+  gpd_cfg_free(g);
+  /* hot(): its loop, headed on the loop's source line */
+  assert_int_equal(gpd_cfg_build(ks, hot->lo, hot->hi, &g), 0);
+  assert_true(g->nloops >= 1);
+  const char *file;
+  uint32_t line, hot_loop = marker_line("// HOT-LOOP"), hot_line = marker_line("// HOT-LINE");
+  int loop_on_line = 0;
+  for (size_t l = 0; l < g->nloops; l++)
+    if (gpd_cubin_line_at(c, hot->section, g->loops[l].head_off, &file, &line) == 0)
+      loop_on_line |= line == hot_loop || line == hot_line;
+  assert_true(loop_on_line);
+  gpd_cfg_free(g);
+  /* known_calls(): the call at 0x100 is inside the reps loop, 0x160 not */
+  assert_int_equal(gpd_cfg_build(cs, kc->lo, hotc->lo, &g), 0);
+  assert_int_equal(g->ncalls, 2);
+  assert_int_equal(g->calls[0], 0x100);
+  assert_int_equal(g->calls[1], 0x160);
+  assert_int_equal(g->nloops, 1);
+  assert_true(g->blocks[gpd_cfg_block_at(g, 0x100)].loop == 0);
+  assert_true(g->blocks[gpd_cfg_block_at(g, 0x160)].loop == -1);
+  assert_int_equal(gpd_cubin_line_at(c, kc->section, g->loops[0].head_off, &file, &line), 0);
+  assert_true(line == marker_line("// reps = 3") || line == marker_line("// CALLS-3"));
+  gpd_cfg_free(g);
+  /* line info in nvdisasm agrees with the cubin's own line table */
+  size_t agree = 0, both = 0;
+  for (size_t i = 0; i < ks->ninsns; i++) {
+    if (ks->insns[i].line == 0 || gpd_cubin_line_at(c, hot->section, ks->insns[i].off, &file, &line))
+      continue;
+    both++;
+    agree += line == ks->insns[i].line;
+  }
+  assert_true(both > 50);
+  assert_int_equal(agree, both);
+  gpd_disasm_free(d);
+  gpd_cubin_free(c);
+  free(bin);
+  free(text);
+}
+
 static void test_disasm_garbage(void **state) {
   (void)state;
   gpd_disasm_t *d;
@@ -412,6 +504,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_gcct_diamond_recursion_unreached),
       cmocka_unit_test(test_attribute_synthetic),
       cmocka_unit_test(test_disasm_garbage),
+      cmocka_unit_test(test_real_nvdisasm),
   };
   int r = cmocka_run_group_tests(tests, NULL, NULL);
   free(cubin);

@@ -15,6 +15,23 @@
 
 typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 2, GPD_UNIT_MEAN = 3 } gpd_unit_t;
 
+/* The GPU instruction stall metrics (Table 8.7, GINST:STL_*), in the
+ * order of the analyzer's gpd_stall_t (analyzer/gpu-analysis.h); CUPTI's
+ * reason names map onto them in analyzer/gpu-stall.c. */
+#define GPD_STALL_METRICS(X)                                                                 \
+  X(GINST_STL_NONE, "GINST:STL_NONE", GPD_UNIT_COUNT, "GPU instruction stalls: no stall")    \
+  X(GINST_STL_IFET, "GINST:STL_IFET", GPD_UNIT_COUNT, "GPU instruction stalls: await availability of next instruction (fetch or branch delay)") \
+  X(GINST_STL_IDEP, "GINST:STL_IDEP", GPD_UNIT_COUNT, "GPU instruction stalls: await satisfaction of instruction input dependence") \
+  X(GINST_STL_GMEM, "GINST:STL_GMEM", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of global memory access") \
+  X(GINST_STL_TMEM, "GINST:STL_TMEM", GPD_UNIT_COUNT, "GPU instruction stalls: texture memory request queue full") \
+  X(GINST_STL_SYNC, "GINST:STL_SYNC", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of thread or memory synchronization") \
+  X(GINST_STL_CMEM, "GINST:STL_CMEM", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of constant or immediate memory access") \
+  X(GINST_STL_PIPE, "GINST:STL_PIPE", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of required compute resources") \
+  X(GINST_STL_MTHR, "GINST:STL_MTHR", GPD_UNIT_COUNT, "GPU instruction stalls: global memory request queue full") \
+  X(GINST_STL_NSEL, "GINST:STL_NSEL", GPD_UNIT_COUNT, "GPU instruction stalls: not selected for issue but ready") \
+  X(GINST_STL_OTHR, "GINST:STL_OTHR", GPD_UNIT_COUNT, "GPU instruction stalls: other")       \
+  X(GINST_STL_SLP, "GINST:STL_SLP", GPD_UNIT_COUNT, "GPU instruction stalls: sleep")
+
 /* X(ENUM, "NAME", unit, description) */
 #define GPD_METRIC_MAP(X)                                                            \
   X(GPUOP, "GPUOP", GPD_UNIT_NS, "Total GPU operation time: sum of GKER, GMEM, GMSET, GXCOPY, GSYNC") \
@@ -67,7 +84,13 @@ typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 
   X(GKER_BLK, "GKER:BLK", GPD_UNIT_MEAN, "GPU kernel: block count")                  \
   X(GKER_BLK_SM, "GKER:BLK_SM", GPD_UNIT_MEAN, "GPU kernel: block local memory (bytes)") \
   X(GKER_COUNT, "GKER:COUNT", GPD_UNIT_COUNT, "GPU kernel: launch count")            \
-  X(GKER_OCC_THR, "GKER:OCC_THR", GPD_UNIT_MEAN, "GPU kernel: theoretical occupancy (fraction)")
+  X(GKER_OCC_THR, "GKER:OCC_THR", GPD_UNIT_MEAN, "GPU kernel: theoretical occupancy (fraction)") \
+  X(GINST, "GINST", GPD_UNIT_COUNT, "GPU instructions executed (PC samples)")       \
+  X(GINST_STL_ANY, "GINST:STL_ANY", GPD_UNIT_COUNT, "GPU instruction stalls: any")  \
+  GPD_STALL_METRICS(X)                                                              \
+  X(GSAMP_TOT, "GSAMP:TOT", GPD_UNIT_COUNT, "GPU PC samples: measured")             \
+  X(GSAMP_DRP, "GSAMP:DRP", GPD_UNIT_COUNT, "GPU PC samples: dropped")              \
+  X(GSAMP_EXP, "GSAMP:EXP", GPD_UNIT_COUNT, "GPU PC samples: expected")
 
 typedef enum gpd_metric_e {
 #define GPD_METRIC_ENUM(e, name, unit, desc) GPD_M_##e,

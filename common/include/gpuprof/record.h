@@ -40,7 +40,10 @@ typedef enum gpd_rec_type_e {
   GPD_REC_INVOKE = 4,   /* GPU API invocation at a CPU context (1 slot)  */
   GPD_REC_ACTIVITY = 5, /* completed GPU / GPU-API activity    (2 slots) */
   GPD_REC_STATUS = 6,   /* vendor back-end state change        (1 slot)  */
-  GPD_REC_TYPE_MAX = 7
+  GPD_REC_PCSAMPLE = 7, /* aggregated GPU PC samples           (1 slot)  */
+  GPD_REC_PCSTATS = 8,  /* GPU PC sampling totals of a device  (1 slot)  */
+  GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (1 slot)  */
+  GPD_REC_TYPE_MAX = 10
 } gpd_rec_type_t;
 
 /** GPU programming interfaces. */
@@ -89,6 +92,7 @@ typedef enum gpd_str_e {
   GPD_STR_KERNEL = 1, /* kernel name as the vendor gives it (mangled) */
   GPD_STR_REASON = 2, /* human-readable reason text (STATUS records)  */
   GPD_STR_PYCODE = 3, /* Python code object: "qualname\tfilename"     */
+  GPD_STR_STALL = 4,  /* vendor stall-reason name (PCSAMPLE records)  */
 } gpd_str_t;
 
 #define GPD_CORR(api, n) (((uint64_t)(api) << 56) | ((uint64_t)(n) & 0x00ffffffffffffffull))
@@ -202,7 +206,54 @@ typedef struct gpd_rec_status_s {
   uint8_t pad[44];
 } gpd_rec_status_t;
 
+/** PCSAMPLE: `samples` GPU PC samples (of which `latency` were latency
+ *  samples, 0 when the vendor does not say) since the last record for the
+ *  same key, at byte `pc` of function `func` (string id, GPD_STR_KERNEL:
+ *  the name as the vendor gives it) of the GPU binary the vendor calls
+ *  `cubin_id` (CUPTI's cubinCrc; a CUBIN record maps it to the stored
+ *  gpubin), stall reason `stall` (string id, GPD_STR_STALL).  Deltas: the
+ *  daemon adds them up.  Not tied to one launch (continuous sampling). */
+typedef struct gpd_rec_pcsample_s {
+  gpd_rec_hdr_t h;
+  uint32_t func;
+  uint32_t stall;
+  uint64_t cubin_id;
+  uint64_t pc;
+  uint32_t samples;
+  uint32_t latency;
+  uint32_t device;
+  uint8_t pad[20];
+} gpd_rec_pcsample_t;
+
+/** PCSTATS: sampling totals of `device` since the last PCSTATS (deltas):
+ *  all samples the hardware took (GSAMP:TOT counts them), dropped ones
+ *  (GSAMP:DRP), and the configuration: period 2^period_log2 cycles
+ *  (GSAMP:PER), SMs and clock in kHz (for GSAMP:EXP). */
+typedef struct gpd_rec_pcstats_s {
+  gpd_rec_hdr_t h;
+  uint32_t device;
+  uint32_t period_log2;
+  uint64_t total;
+  uint64_t dropped;
+  uint64_t non_user; /* samples in vendor kernels, no PC records */
+  uint32_t sm_count;
+  uint32_t clock_khz;
+  uint8_t pad[16];
+} gpd_rec_pcstats_t;
+
+/** CUBIN: the GPU binary with content hash `hash` (32 lowercase hex
+ *  digits, as gpubin.c names it) is what the vendor calls `cubin_id`. */
+typedef struct gpd_rec_cubin_s {
+  gpd_rec_hdr_t h;
+  uint64_t cubin_id;
+  char hash[32]; /* not NUL-terminated */
+  uint8_t pad[16];
+} gpd_rec_cubin_t;
+
 _Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
+_Static_assert(sizeof(gpd_rec_pcsample_t) == 64, "pcsample");
+_Static_assert(sizeof(gpd_rec_pcstats_t) == 64, "pcstats");
+_Static_assert(sizeof(gpd_rec_cubin_t) == 64, "cubin");
 _Static_assert(sizeof(gpd_rec_node_t) == 64, "node");
 _Static_assert(sizeof(gpd_rec_string_t) == 16, "string");
 _Static_assert(sizeof(gpd_rec_module_t) == 56, "module");

@@ -1,0 +1,544 @@
+/* cupti-pcsampling.c - GPU PC sampling through CUPTI's PC Sampling API
+ * (cuptiPCSampling*), continuous collection mode, one configuration per
+ * CUDA context.
+ *
+ * On with GPUPROF_PC_SAMPLING=1; GPUPROF_PC_SAMPLING_PERIOD=N (5..31)
+ * samples every 2^N cycles per SM (CUPTI's default otherwise);
+ * GPUPROF_PC_SAMPLING_HWBUF_MB sizes the hardware buffer (default 256).
+ *
+ * Threads: a context is enabled and configured in CUPTI's context-created
+ * callback (the thread creating the context, once).  A drain thread of
+ * our own ("gpuprof-pcsamp") calls cuptiPCSamplingGetData every 100 ms,
+ * adds the PCs into a bounded table and pushes the table as PCSAMPLE
+ * records (deltas) plus a PCSTATS record every second, on its own ring:
+ * nothing runs on the application's kernel launches.  Kernel-serialized
+ * mode is not used: it serializes launches, and an earlier probe on an
+ * H200 got no samples from it.  A context being destroyed, and the
+ * process at exit, are drained synchronously (cuptiPCSamplingDisable
+ * leaves the last data in the configured buffer).
+ *
+ * The cubin of every loaded module gets a CUBIN record {cubinCrc, content
+ * hash}, so that the daemon finds the stored gpubin a sample names.
+ * CUPTI shares one functionName string per function across records and
+ * buffers; it is never freed here (bounded by the functions loaded).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+
+#include "cupti-internal.h"
+#include "gpuprof/clock.h"
+#include "gpuprof/hash.h"
+#include "gpuprof/log.h"
+#include "internal.h"
+#include "shim.h"
+
+#define PCS_MAXCTX 16u
+#define PCS_COLLECT 2048u        /* PC records per GetData */
+#define PCS_TABLE (1u << 17)     /* aggregated keys before a push */
+#define PCS_DRAIN_NS 100000000ull /* GetData every 100 ms */
+#define PCS_PUSH_EVERY 10u        /* push every 10 drains */
+#define PCS_WAIT_NS 200000000ull  /* ring-full wait budget per push, all records */
+
+#define PCS_FUNCS(X)                                                                          \
+  X(cuptiPCSamplingEnable, (CUpti_PCSamplingEnableParams *))                                  \
+  X(cuptiPCSamplingDisable, (CUpti_PCSamplingDisableParams *))                                \
+  X(cuptiPCSamplingSetConfigurationAttribute, (CUpti_PCSamplingConfigurationInfoParams *))    \
+  X(cuptiPCSamplingGetConfigurationAttribute, (CUpti_PCSamplingConfigurationInfoParams *))    \
+  X(cuptiPCSamplingGetData, (CUpti_PCSamplingGetDataParams *))                                \
+  X(cuptiPCSamplingGetNumStallReasons, (CUpti_PCSamplingGetNumStallReasonsParams *))          \
+  X(cuptiPCSamplingGetStallReasons, (CUpti_PCSamplingGetStallReasonsParams *))                \
+  X(cuptiGetCubinCrc, (CUpti_GetCubinCrcParams *))
+
+static struct {
+#define X(n, a) CUptiResult(CUPTIAPI *n) a;
+  PCS_FUNCS(X)
+#undef X
+  CUptiResult(CUPTIAPI *cuptiGetDeviceId)(CUcontext, uint32_t *);
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+} pf;
+
+typedef struct pcs_ctx_s {
+  CUcontext ctx;
+  uint32_t device;
+  uint32_t nstall;
+  uint32_t *stall_idx;  /* CUPTI's stall indexes */
+  uint32_t *stall_str;  /* our string id of each (GPD_STR_STALL) */
+  CUpti_PCSamplingData data;
+  uint32_t period_log2, sm_count, clock_khz;
+  uint64_t total, dropped, non_user; /* not yet pushed */
+} pcs_ctx_t;
+
+typedef struct pcs_key_s {
+  uint64_t cubin, pc;
+  uint32_t func, stall, device;
+  uint32_t samples; /* 0 = empty slot */
+} pcs_key_t;
+
+static atomic_int g_on;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* contexts, table, CUPTI calls */
+static pcs_ctx_t *g_ctx[PCS_MAXCTX];
+static pcs_key_t *g_tab;
+static uint32_t g_tab_n;
+static int g_thread_started;
+static int g_period = -1;
+static size_t g_hwbuf = 256u << 20;
+static atomic_ulong c_pcs_records, c_pcs_samples, c_pcs_full, c_pcs_err, c_pcs_pushfail;
+
+static void pcs_push_locked(void);
+
+/* ------------------------------------------------------------- table */
+
+static uint32_t key_hash(uint64_t cubin, uint64_t pc, uint32_t func, uint32_t stall) {
+  uint64_t h = cubin * 0x9e3779b97f4a7c15ull ^ pc * 0xbf58476d1ce4e5b9ull ^
+               ((uint64_t)func << 32 | stall) * 0x94d049bb133111ebull;
+  return (uint32_t)(h ^ (h >> 31));
+}
+
+static void tab_add(uint64_t cubin, uint64_t pc, uint32_t func, uint32_t stall, uint32_t device,
+                    uint32_t n) {
+  if (g_tab_n * 2 >= PCS_TABLE) { /* full enough: push what we have */
+    atomic_fetch_add(&c_pcs_full, 1);
+    pcs_push_locked();
+  }
+  uint32_t i = key_hash(cubin, pc, func, stall) & (PCS_TABLE - 1);
+  for (;; i = (i + 1) & (PCS_TABLE - 1)) {
+    pcs_key_t *k = &g_tab[i];
+    if (k->samples == 0) {
+      *k = (pcs_key_t){cubin, pc, func, stall, device, n};
+      g_tab_n++;
+      return;
+    }
+    if (k->cubin == cubin && k->pc == pc && k->func == func && k->stall == stall &&
+        k->device == device) {
+      k->samples = k->samples + n < k->samples ? UINT32_MAX : k->samples + n;
+      return;
+    }
+  }
+}
+
+/* Push the table and the contexts' totals (lock held; drain thread or a
+ * context teardown / exit). */
+/* Push one record, waiting for ring space out of *budget (ns). */
+static int push_budget(const void *rec, size_t len, uint64_t *budget) {
+  uint64_t t0 = gpd_clock_ns();
+  int rc = gpd_thread_push_wait(rec, len, *budget);
+  uint64_t waited = gpd_clock_ns() - t0;
+  *budget = waited < *budget ? *budget - waited : 0;
+  return rc;
+}
+
+static void pcs_push_locked(void) {
+  uint64_t budget = PCS_WAIT_NS;
+  /* totals first: one small record each, so a full ring drops samples,
+   * not the totals GSAMP:TOT/DRP are made of */
+  for (unsigned c = 0; c < PCS_MAXCTX; c++) {
+    pcs_ctx_t *x = g_ctx[c];
+    if (x == NULL || (x->total == 0 && x->dropped == 0))
+      continue;
+    gpd_rec_pcstats_t r;
+    memset(&r, 0, sizeof r);
+    r.h.type = GPD_REC_PCSTATS;
+    r.h.version = GPD_REC_VERSION;
+    r.h.nslots = 1;
+    r.device = x->device;
+    r.period_log2 = x->period_log2;
+    r.total = x->total;
+    r.dropped = x->dropped;
+    r.non_user = x->non_user;
+    r.sm_count = x->sm_count;
+    r.clock_khz = x->clock_khz;
+    if (push_budget(&r, sizeof r, &budget) == 0)
+      x->total = x->dropped = x->non_user = 0;
+  }
+  for (uint32_t i = 0; i < PCS_TABLE && g_tab_n; i++) {
+    pcs_key_t *k = &g_tab[i];
+    if (k->samples == 0)
+      continue;
+    gpd_rec_pcsample_t r;
+    memset(&r, 0, sizeof r);
+    r.h.type = GPD_REC_PCSAMPLE;
+    r.h.version = GPD_REC_VERSION;
+    r.h.nslots = 1;
+    r.func = k->func;
+    r.stall = k->stall;
+    r.cubin_id = k->cubin;
+    r.pc = k->pc;
+    r.samples = k->samples;
+    r.device = k->device;
+    if (push_budget(&r, sizeof r, &budget) < 0)
+      atomic_fetch_add(&c_pcs_pushfail, 1);
+    else
+      atomic_fetch_add(&c_pcs_records, 1);
+    k->samples = 0;
+    g_tab_n--;
+  }
+  g_tab_n = 0;
+}
+
+/* Take what CUPTI has for one context into the table (lock held). */
+static void pcs_take(pcs_ctx_t *x, const CUpti_PCSamplingData *d) {
+  x->total += d->totalSamples;
+  x->dropped += d->droppedSamples;
+  x->non_user += d->nonUsrKernelsTotalSamples;
+  size_t n = d->totalNumPcs < PCS_COLLECT ? d->totalNumPcs : PCS_COLLECT;
+  for (size_t i = 0; i < n; i++) {
+    const CUpti_PCSamplingPCData *p = &d->pPcData[i];
+    if (p->functionName == NULL)
+      continue;
+    uint32_t func = gpd_shim_string(p->functionName, GPD_STR_KERNEL);
+    if (func == 0)
+      continue;
+    size_t ns = p->stallReasonCount < x->nstall ? p->stallReasonCount : x->nstall;
+    for (size_t s = 0; s < ns; s++) {
+      const CUpti_PCSamplingStallReason *sr = &p->stallReason[s];
+      if (sr->samples == 0)
+        continue;
+      uint32_t str = 0;
+      for (uint32_t j = 0; j < x->nstall; j++)
+        if (x->stall_idx[j] == sr->pcSamplingStallReasonIndex)
+          str = x->stall_str[j];
+      if (str == 0)
+        continue;
+      atomic_fetch_add_explicit(&c_pcs_samples, sr->samples, memory_order_relaxed);
+      tab_add(p->cubinCrc, p->pcOffset, func, str, x->device, sr->samples);
+    }
+  }
+}
+
+/* GetData until CUPTI has no more for this context (lock held). */
+static void pcs_drain_ctx(pcs_ctx_t *x) {
+  for (int rounds = 0; rounds < 64; rounds++) {
+    CUpti_PCSamplingGetDataParams gp;
+    memset(&gp, 0, sizeof gp);
+    gp.size = CUpti_PCSamplingGetDataParamsSize;
+    gp.ctx = x->ctx;
+    gp.pcSamplingData = &x->data;
+    CUptiResult r = pf.cuptiPCSamplingGetData(&gp);
+    if (r != CUPTI_SUCCESS) {
+      atomic_fetch_add(&c_pcs_err, 1);
+      GPD_DEBUG("cuptiPCSamplingGetData: %d", (int)r);
+      return;
+    }
+    pcs_take(x, &x->data);
+    if (x->data.remainingNumPcs == 0)
+      return;
+  }
+}
+
+static void *pcs_main(void *arg) {
+  (void)arg;
+  for (unsigned tick = 1;; tick++) {
+    struct timespec ts = {0, (long)PCS_DRAIN_NS};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&g_mu);
+    for (unsigned c = 0; c < PCS_MAXCTX; c++)
+      if (g_ctx[c])
+        pcs_drain_ctx(g_ctx[c]);
+    if (tick % PCS_PUSH_EVERY == 0)
+      pcs_push_locked();
+    pthread_mutex_unlock(&g_mu);
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------- public */
+
+int gpd_cupti_pcs_setup(void *libcupti) {
+  const char *e = getenv("GPUPROF_PC_SAMPLING");
+  if (e == NULL || *e != '1' || libcupti == NULL)
+    return 0;
+#define X(n, a)                                                            \
+  if (!(*(void **)&pf.n = dlsym(libcupti, #n))) {                          \
+    GPD_WARN("PC sampling off: libcupti lacks %s", #n);                    \
+    return -ENOSYS;                                                        \
+  }
+  PCS_FUNCS(X)
+#undef X
+  *(void **)&pf.cuptiGetDeviceId = dlsym(libcupti, "cuptiGetDeviceId");
+  void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (cu)
+    *(void **)&pf.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
+  const char *p = getenv("GPUPROF_PC_SAMPLING_PERIOD");
+  if (p && *p) {
+    long v = strtol(p, NULL, 10);
+    if (v >= 5 && v <= 31)
+      g_period = (int)v;
+    else
+      GPD_WARN("GPUPROF_PC_SAMPLING_PERIOD=%s outside 5..31: CUPTI's default", p);
+  }
+  const char *hb = getenv("GPUPROF_PC_SAMPLING_HWBUF_MB");
+  if (hb && atol(hb) > 0 && atol(hb) <= 4096)
+    g_hwbuf = (size_t)atol(hb) << 20;
+  if ((g_tab = calloc(PCS_TABLE, sizeof *g_tab)) == NULL)
+    return -ENOMEM;
+  atomic_store(&g_on, 1);
+  return 1;
+}
+
+static void ctx_free(pcs_ctx_t *x) {
+  if (x == NULL)
+    return;
+  if (x->data.pPcData) {
+    for (size_t i = 0; i < PCS_COLLECT; i++)
+      free(x->data.pPcData[i].stallReason);
+    free(x->data.pPcData);
+  }
+  free(x->stall_idx);
+  free(x->stall_str);
+  free(x);
+}
+
+static int set_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, size_t n) {
+  CUpti_PCSamplingConfigurationInfoParams cp;
+  memset(&cp, 0, sizeof cp);
+  cp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  cp.ctx = ctx;
+  cp.numAttributes = n;
+  cp.pPCSamplingConfigurationInfo = info;
+  return (int)pf.cuptiPCSamplingSetConfigurationAttribute(&cp);
+}
+
+void gpd_cupti_pcs_context_created(CUcontext ctx) {
+  if (!atomic_load(&g_on))
+    return;
+  pcs_ctx_t *x = calloc(1, sizeof *x);
+  CUptiResult r;
+  const char *what = "allocation";
+  char **names = NULL;
+  if (x == NULL)
+    goto fail;
+  x->ctx = ctx;
+  if (pf.cuptiGetDeviceId)
+    pf.cuptiGetDeviceId(ctx, &x->device);
+  CUpti_PCSamplingEnableParams ep = {CUpti_PCSamplingEnableParamsSize, NULL, ctx};
+  what = "cuptiPCSamplingEnable";
+  if ((r = pf.cuptiPCSamplingEnable(&ep)) != CUPTI_SUCCESS)
+    goto fail_r;
+  CUpti_PCSamplingGetNumStallReasonsParams np;
+  memset(&np, 0, sizeof np);
+  size_t nstall = 0;
+  np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize;
+  np.ctx = ctx;
+  np.numStallReasons = &nstall;
+  what = "cuptiPCSamplingGetNumStallReasons";
+  if ((r = pf.cuptiPCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
+    goto fail_r;
+  what = "allocation";
+  if (nstall == 0 || nstall > 1024)
+    goto fail;
+  x->nstall = (uint32_t)nstall;
+  x->stall_idx = calloc(nstall, sizeof *x->stall_idx);
+  x->stall_str = calloc(nstall, sizeof *x->stall_str);
+  names = calloc(nstall, sizeof *names);
+  if (!x->stall_idx || !x->stall_str || !names)
+    goto fail;
+  for (size_t i = 0; i < nstall; i++)
+    if ((names[i] = calloc(1, CUPTI_STALL_REASON_STRING_SIZE)) == NULL)
+      goto fail;
+  CUpti_PCSamplingGetStallReasonsParams sp;
+  memset(&sp, 0, sizeof sp);
+  sp.size = CUpti_PCSamplingGetStallReasonsParamsSize;
+  sp.ctx = ctx;
+  sp.numStallReasons = nstall;
+  sp.stallReasonIndex = x->stall_idx;
+  sp.stallReasons = names;
+  what = "cuptiPCSamplingGetStallReasons";
+  if ((r = pf.cuptiPCSamplingGetStallReasons(&sp)) != CUPTI_SUCCESS)
+    goto fail_r;
+  for (size_t i = 0; i < nstall; i++) {
+    names[i][CUPTI_STALL_REASON_STRING_SIZE - 1] = 0;
+    x->stall_str[i] = gpd_shim_string(names[i], GPD_STR_STALL);
+  }
+  /* the buffer GetData fills */
+  what = "allocation";
+  x->data.size = sizeof x->data;
+  x->data.collectNumPcs = PCS_COLLECT;
+  if ((x->data.pPcData = calloc(PCS_COLLECT, sizeof *x->data.pPcData)) == NULL)
+    goto fail;
+  for (size_t i = 0; i < PCS_COLLECT; i++) {
+    x->data.pPcData[i].size = sizeof(CUpti_PCSamplingPCData);
+    if ((x->data.pPcData[i].stallReason = calloc(nstall, sizeof(CUpti_PCSamplingStallReason))) ==
+        NULL)
+      goto fail;
+  }
+  /* configuration: continuous, all stall reasons, buffers, period */
+  CUpti_PCSamplingConfigurationInfo info[7];
+  size_t ni = 0;
+  memset(info, 0, sizeof info);
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  info[ni++].attributeData.collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  info[ni].attributeData.stallReasonData.stallReasonCount = nstall;
+  info[ni++].attributeData.stallReasonData.pStallReasonIndex = x->stall_idx;
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+  info[ni++].attributeData.scratchBufferSizeData.scratchBufferSize = 4u << 20;
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  info[ni++].attributeData.hardwareBufferSizeData.hardwareBufferSize = g_hwbuf;
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  info[ni++].attributeData.samplingDataBufferData.samplingDataBuffer = &x->data;
+  info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  info[ni++].attributeData.enableStartStopControlData.enableStartStopControl = 0;
+  if (g_period > 0) {
+    info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+    info[ni++].attributeData.samplingPeriodData.samplingPeriod = (uint32_t)g_period;
+  }
+  what = "cuptiPCSamplingSetConfigurationAttribute";
+  if ((r = (CUptiResult)set_attr(ctx, info, ni)) != CUPTI_SUCCESS)
+    goto fail_r;
+  /* what GSAMP:PER and GSAMP:EXP need */
+  CUpti_PCSamplingConfigurationInfo q;
+  memset(&q, 0, sizeof q);
+  q.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  CUpti_PCSamplingConfigurationInfoParams qp;
+  memset(&qp, 0, sizeof qp);
+  qp.size = CUpti_PCSamplingConfigurationInfoParamsSize;
+  qp.ctx = ctx;
+  qp.numAttributes = 1;
+  qp.pPCSamplingConfigurationInfo = &q;
+  if (pf.cuptiPCSamplingGetConfigurationAttribute(&qp) == CUPTI_SUCCESS)
+    x->period_log2 = q.attributeData.samplingPeriodData.samplingPeriod;
+  int v;
+  if (pf.cuDeviceGetAttribute &&
+      pf.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)x->device) ==
+          CUDA_SUCCESS)
+    x->sm_count = (uint32_t)v;
+  if (pf.cuDeviceGetAttribute &&
+      pf.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, (CUdevice)x->device) ==
+          CUDA_SUCCESS)
+    x->clock_khz = (uint32_t)v;
+  for (size_t i = 0; i < nstall; i++)
+    free(names[i]);
+  free(names);
+  names = NULL;
+  pthread_mutex_lock(&g_mu);
+  unsigned slot = PCS_MAXCTX;
+  for (unsigned c = 0; c < PCS_MAXCTX && slot == PCS_MAXCTX; c++)
+    if (g_ctx[c] == NULL)
+      slot = c;
+  if (slot < PCS_MAXCTX)
+    g_ctx[slot] = x;
+  if (slot < PCS_MAXCTX && !g_thread_started) {
+    pthread_t th;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&th, NULL, pcs_main, NULL) == 0) {
+      pthread_detach(th);
+      pthread_setname_np(th, "gpuprof-pcsamp");
+      g_thread_started = 1;
+    } else {
+      GPD_WARN("PC sampling: no drain thread; samples read at context end and exit only");
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (slot == PCS_MAXCTX) {
+    GPD_WARN("PC sampling: more than %u CUDA contexts; not sampled", PCS_MAXCTX);
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
+    pf.cuptiPCSamplingDisable(&dp);
+    ctx_free(x);
+    return;
+  }
+  GPD_INFO("PC sampling on for a CUDA context (device %u, %u stall reasons, period 2^%u)",
+           x->device, x->nstall, x->period_log2);
+  return;
+fail_r:
+  GPD_WARN("PC sampling off for a CUDA context: %s failed (%d)", what, (int)r);
+  if (x && strcmp(what, "cuptiPCSamplingEnable") != 0) {
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
+    pf.cuptiPCSamplingDisable(&dp);
+  }
+  goto out;
+fail:
+  GPD_WARN("PC sampling off for a CUDA context: %s failed", what);
+out:
+  if (names)
+    for (size_t i = 0; i < (x ? x->nstall : 0); i++)
+      free(names[i]);
+  free(names);
+  ctx_free(x);
+}
+
+/* Last data of one context: GetData, then Disable, which leaves what was
+ * still in flight in the configured buffer (lock held). */
+static void pcs_finish(unsigned c) {
+  pcs_ctx_t *x = g_ctx[c];
+  pcs_drain_ctx(x);
+  x->data.totalNumPcs = 0;
+  x->data.totalSamples = x->data.droppedSamples = x->data.nonUsrKernelsTotalSamples = 0;
+  CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, x->ctx};
+  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS)
+    pcs_take(x, &x->data);
+  pcs_push_locked();
+  g_ctx[c] = NULL;
+  ctx_free(x);
+}
+
+void gpd_cupti_pcs_context_destroy(CUcontext ctx) {
+  if (!atomic_load(&g_on))
+    return;
+  pthread_mutex_lock(&g_mu);
+  for (unsigned c = 0; c < PCS_MAXCTX; c++)
+    if (g_ctx[c] && g_ctx[c]->ctx == ctx)
+      pcs_finish(c);
+  pthread_mutex_unlock(&g_mu);
+}
+
+void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size) {
+  if (!atomic_load(&g_on) || cubin == NULL || size == 0)
+    return;
+  CUpti_GetCubinCrcParams cp;
+  memset(&cp, 0, sizeof cp);
+  cp.size = CUpti_GetCubinCrcParamsSize;
+  cp.cubinSize = size;
+  cp.cubin = cubin;
+  if (pf.cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS)
+    return;
+  char hex[33];
+  gpd_hash128_hex(cubin, size, hex);
+  gpd_rec_cubin_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_CUBIN;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.cubin_id = cp.cubinCrc;
+  memcpy(r.hash, hex, sizeof r.hash);
+  (void)gpd_thread_push(&r, sizeof r);
+}
+
+void gpd_cupti_pcs_fini(void) {
+  if (!atomic_load(&g_on))
+    return;
+  pthread_mutex_lock(&g_mu);
+  for (unsigned c = 0; c < PCS_MAXCTX; c++)
+    if (g_ctx[c])
+      pcs_finish(c);
+  pcs_push_locked();
+  pthread_mutex_unlock(&g_mu);
+  if (getenv("GPUPROF_CUPTI_SELFTEST"))
+    fprintf(stderr,
+            "gpuprof-pcsamp: records=%lu samples=%lu table_full=%lu getdata_err=%lu "
+            "pushfail=%lu\n",
+            atomic_load(&c_pcs_records), atomic_load(&c_pcs_samples), atomic_load(&c_pcs_full),
+            atomic_load(&c_pcs_err), atomic_load(&c_pcs_pushfail));
+}
+
+/* A fork child has no CUDA: sampling stays off there. */
+void gpd_cupti_pcs_fork_prepare(void) { pthread_mutex_lock(&g_mu); }
+void gpd_cupti_pcs_fork_parent(void) { pthread_mutex_unlock(&g_mu); }
+void gpd_cupti_pcs_fork_child(void) {
+  pthread_mutex_unlock(&g_mu);
+  atomic_store(&g_on, 0);
+}

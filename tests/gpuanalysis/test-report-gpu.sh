@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# gpuanalysis.report: `gpuprof report` on a profile recorded with PC sampling
+# on an H100 (fixtures/h100: the store the daemon wrote, the gpubin it
+# stored, CUDA 13's nvdisasm text of it; docs/VALIDATION.md).  Checks the
+# GPU part below the kernels against the stored samples exactly
+# (check-report-gpu.py), then bad input: no nvdisasm, a truncated binary,
+# a missing binary, garbage in place of the binary -- a note each, the
+# samples still counted, exit 0.   usage: test-report-gpu.sh GPUPROF FIXTURES
+set -u
+GPUPROF=$1; FIX=$(cd "$2" && pwd); HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+setup() { rm -rf "$T/p"; mkdir -p "$T/p"; cp -r "$FIX/h100/." "$T/p/"; chmod -R u+w "$T/p"; }
+H=c093beaf1608ac1626d8f4a117d40950
+export GPUPROF_NVDISASM=0 # never a tool from PATH: the saved text or nothing
+
+setup
+"$GPUPROF" report --gpu-detail --json "$T/p/known.gpdb" >"$T/d.json" 2>"$T/d.err" || fail "report --json"
+python3 "$HERE/check-report-gpu.py" detail "$T/d.json" "$T/p/known.gpdb" "$T/p/gpubins/$H.nvdisasm" || fail "detail"
+"$GPUPROF" report --gpu-detail "$T/p/known.gpdb" >"$T/d.txt" || fail "report text"
+grep -q "loop at pcsamp-known.cu:" "$T/d.txt" || fail "no loop line in the text report"
+grep -q "GSAMP:UTIL" "$T/d.txt" || fail "no GSAMP:UTIL note"
+"$GPUPROF" report "$T/p/known.gpdb" >"$T/c.txt" || fail "collapsed report"
+grep -q "_Z3hotPKfif" "$T/c.txt" && fail "collapsed report shows GPU functions"
+"$GPUPROF" report --json "$T/p/known.gpdb" >"$T/c.json" 2>/dev/null || fail "collapsed json"
+python3 "$HERE/check-report-gpu.py" collapsed "$T/c.json" "$T/p/known.gpdb" || fail "collapsed"
+"$GPUPROF" report --flat --metric GINST "$T/p/known.gpdb" >"$T/f.txt" || fail "flat"
+grep -q "gpu-line pcsamp-known.cu:" "$T/f.txt" || fail "flat view has no GPU lines"
+grep -Eq "gpu-fn +_Z3hotPKfif$" "$T/f.txt" || fail "flat view has no GPU function row"
+
+# no nvdisasm text: functions flat, a note, same totals
+setup; rm "$T/p/gpubins/$H.nvdisasm"
+"$GPUPROF" report --gpu-detail --json "$T/p/known.gpdb" >"$T/n.json" 2>"$T/n.err" || fail "report without nvdisasm"
+grep -q "nvdisasm not found" "$T/n.err" || fail "no note about nvdisasm: $(cat "$T/n.err")"
+python3 "$HERE/check-report-gpu.py" flat "$T/n.json" "$T/p/known.gpdb" || fail "no-nvdisasm totals"
+
+# truncated, garbage and missing binaries: a note, the samples kept
+for how in truncate garbage missing; do
+  setup
+  case $how in
+    truncate) head -c 3000 "$FIX/h100/gpubins/$H.gpubin" >"$T/p/gpubins/$H.gpubin" ;;
+    garbage) head -c 20000 /dev/urandom >"$T/p/gpubins/$H.gpubin" ;;
+    missing) rm "$T/p/gpubins/$H.gpubin" ;;
+  esac
+  "$GPUPROF" report --gpu-detail --json "$T/p/known.gpdb" >"$T/b.json" 2>"$T/b.err"; rc=$?
+  [ $rc -eq 0 ] || fail "$how: exit $rc"
+  grep -Eq "GPU binary $H (unreadable|not found)" "$T/b.err" || fail "$how: no note: $(cat "$T/b.err")"
+  python3 "$HERE/check-report-gpu.py" unplaced "$T/b.json" "$T/p/known.gpdb" || fail "$how: totals"
+done
+echo PASS
