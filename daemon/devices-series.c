@@ -9,7 +9,8 @@
  * dropped and counted) and are written in one transaction per flush.
  * Retention, like profiles' (retention.c): rows older than
  * `[store] retention_max_age_s`, and the oldest beyond `[devices]
- * max_rows` per table, are deleted at most once a minute.
+ * max_rows` per table, are deleted once a minute, after a quarter of
+ * max_rows was written, and at stop.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -58,6 +59,7 @@ struct gpd_series_s {
   sqlite3 *db;
   uint64_t max_rows;
   uint64_t last_retain_ns;
+  uint64_t since_retain; /* rows written since the last retention pass */
   queue_t samples, procs, cpus;
 };
 
@@ -295,12 +297,16 @@ int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force) {
     exec(s->db, "ROLLBACK;");
     goto out;
   }
+  s->since_retain += s->samples.n + s->procs.n + s->cpus.n;
   s->samples.n = s->procs.n = s->cpus.n = 0;
   s->samples.head = s->procs.head = s->cpus.head = 0;
 retention:
   err = 0;
-  if (force || gpd_clock_ns() - s->last_retain_ns >= RETAIN_PERIOD_NS) {
+  /* a minute passed, or a quarter of max_rows was written since */
+  if (force || gpd_clock_ns() - s->last_retain_ns >= RETAIN_PERIOD_NS ||
+      (s->max_rows && s->since_retain > s->max_rows / 4)) {
     s->last_retain_ns = gpd_clock_ns();
+    s->since_retain = 0;
     retain(s, max_age_s);
   }
 out:

@@ -345,8 +345,8 @@ static void *sampler(void *arg) {
       ;
     pthread_mutex_unlock(&v->mu);
   }
-  if (v->series) {
-    gpd_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 0);
+  if (v->series) { /* the last rows, and retention over them (force) */
+    gpd_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 1);
     gpd_series_close(v->series);
     v->series = NULL;
   }

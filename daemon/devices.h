@@ -207,9 +207,10 @@ int64_t gpd_series_device(gpd_series_t *s, const gpd_dev_t *dev);
  *  past 65536 queued rows the oldest is dropped and counted). */
 void gpd_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x);
 void gpd_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *names);
-/** Write what is queued in one transaction, then (at most once a minute,
- *  or `force`) drop rows older than max_age_s and beyond max_rows per
- *  table.  0 or GPD_ESTORE (rows stay queued). */
+/** Write what is queued in one transaction, then (once a minute, after a
+ *  quarter of max_rows was written, or with `force`) drop rows older than
+ *  max_age_s and the oldest beyond max_rows per table.  0 or GPD_ESTORE
+ *  (rows stay queued). */
 int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force);
 /** Rows dropped by the queue bound. */
 uint64_t gpd_series_dropped(const gpd_series_t *s);

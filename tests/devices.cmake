@@ -6,7 +6,7 @@
 # tests/devices/<name>.sh BUILD_DIR and use tests/integration/lib.sh.
 add_library(fake-nvml SHARED ${CMAKE_CURRENT_LIST_DIR}/devices/fake-nvml.c)
 set_target_properties(fake-nvml PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/devices)
-foreach(t nvml missing papi)
+foreach(t nvml missing papi retention)
   add_test(NAME devices.${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/devices/${t}.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(devices.${t} PROPERTIES LABELS integration TIMEOUT 120
     SKIP_RETURN_CODE 77 ENVIRONMENT "GPD_IT_LIMIT=100")
