@@ -18,7 +18,7 @@ import sys
 GIB = 1024 ** 3
 DEV = {"0": dict(uuid="GPU-fake-0000", name="Fake GPU A", util=37, mutil=12, used=2 * GIB, total=80 * GIB,
                  power=123.456, temp=45, sm=1980e6, mclk=2619e6, tx=1024000, rx=2048000, eccc=3, eccu=1, xid=0),
-       "1": dict(uuid="GPU-fake-0001", name="Fake GPU B", util=80, mutil=40, used=10 * GIB, total=80 * GIB,
+       "1": dict(uuid="GPU-fake-0001", name='Fake GPU B "sxm\\5"', util=80, mutil=40, used=10 * GIB, total=80 * GIB,
                  power=300.0, temp=60, sm=1755e6, mclk=2619e6, tx=0, rx=0, eccc=0, eccu=0, xid=1)}
 bad = []
 

@@ -6,7 +6,7 @@
  *         2 GiB used of 80 GiB, 123456 mW, 45 C, SM 1980 MHz, memory
  *         2619 MHz, PCIe TX 1000 KB/s RX 2000 KB/s, ECC 3 corrected /
  *         1 uncorrected
- *   GPU 1 "Fake GPU B" GPU-fake-0001: util 80 %, memory util 40 %,
+ *   GPU 1 'Fake GPU B "sxm\5"' (quote and backslash: label escaping) GPU-fake-0001: util 80 %, memory util 40 %,
  *         10 GiB used of 80 GiB, 300000 mW, 60 C, SM 1755 MHz, memory
  *         2619 MHz, PCIe 0/0, ECC 0/0; one XID 79 event
  * Processes: the file named by $FAKE_NVML_PROCS, re-read at every call,
@@ -39,7 +39,7 @@ static struct fake_gpu {
   unsigned long long ecc_c, ecc_u;
 } gpus[2] = {
     {"Fake GPU A", "GPU-fake-0000", 37, 12, 2 * GIB, 80 * GIB, 123456, 45, 1980, 2619, 1000, 2000, 3, 1},
-    {"Fake GPU B", "GPU-fake-0001", 80, 40, 10 * GIB, 80 * GIB, 300000, 60, 1755, 2619, 0, 0, 0, 0},
+    {"Fake GPU B \"sxm\\5\"", "GPU-fake-0001", 80, 40, 10 * GIB, 80 * GIB, 300000, 60, 1755, 2619, 0, 0, 0, 0},
 };
 static int inited, xid_pending = 1, evset_dummy;
 

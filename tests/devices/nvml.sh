@@ -39,7 +39,7 @@ $CHECK text "$T/nobody.txt" nobody "$A" "$B" || { cat "$T/nobody.txt"; die "nobo
 head -3 "$T/top.txt"
 grep -q "^GPU 0 Fake GPU A (nvml): util 37%, memory 2.00 GiB / 80.00 GiB, 123 W, 45 C, 2 processes$" "$T/top.txt" ||
   die "top header for GPU 0"
-grep -q "^GPU 1 Fake GPU B (nvml): util 80%" "$T/top.txt" || die "top header for GPU 1"
+grep -qF 'GPU 1 Fake GPU B "sxm\5" (nvml): util 80%' "$T/top.txt" || die "top header for GPU 1"
 store_ok() { $CHECK store "$T/d.gpdb" "$A"; }
 wait_for "$WAIT" "series stored" store_ok
 stop_daemon
