@@ -221,6 +221,7 @@ int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
   gpd_mpart_init(p);
   if (n < o || memcmp(b, MAGIC, 8)) return -EINVAL;
   memcpy(hdr, b + 8, 16);
+  if (hdr[0] > UINT32_MAX) return -EINVAL;
   p->ninputs = (uint32_t)hdr[0];
   p->in_bytes = hdr[1];
   if ((err = get_arr(b, n, &o, (void **)&p->rows.p, &p->rows.n, 1)) < 0 ||
