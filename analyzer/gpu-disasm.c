@@ -295,7 +295,8 @@ int gpd_disasm_parse(const char *text, size_t len, gpd_disasm_t **out) {
   }
   for (size_t i = 0; err == 0 && i < x.d->nsecs; i++) {
     gpd_disasm_sec_t *s = &x.d->secs[i];
-    qsort(s->insns, s->ninsns, sizeof *s->insns, insn_cmp);
+    if (s->ninsns > 1)
+      qsort(s->insns, s->ninsns, sizeof *s->insns, insn_cmp);
     total += s->ninsns;
   }
   if (unresolved)

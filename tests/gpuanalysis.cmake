@@ -31,3 +31,10 @@ add_test(NAME gpuanalysis.report
   COMMAND ${GPD_GA_DIR}/test-report-gpu.sh $<TARGET_FILE:gpuprof_cli> ${GPD_GA_DIR}/fixtures)
 set_tests_properties(gpuanalysis.report PROPERTIES LABELS "integration" TIMEOUT 120
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
+# The daemon side: records -> daemon/pcsample.c -> the store's pcsample tables.
+add_executable(test-pcsample-store ${GPD_GA_DIR}/test-pcsample-store.c)
+target_link_libraries(test-pcsample-store PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+set_target_properties(test-pcsample-store PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME gpuanalysis.pcsample-store COMMAND test-pcsample-store)
+set_tests_properties(gpuanalysis.pcsample-store PROPERTIES LABELS "unit" TIMEOUT 120
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})
