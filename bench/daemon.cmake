@@ -1,9 +1,15 @@
-# Daemon benchmarks: bench-ingest (records/s per monitor thread), bench-top
+# Daemon benchmarks: bench-ingest (records/s per monitor thread), bench-memory
+# (bytes per CCT node), bench-top
 # (live query latency of a real gpuprofd with 64 fake processes).
 if(TARGET gpd_daemon_core)
   add_executable(bench-ingest ${CMAKE_CURRENT_LIST_DIR}/bench-ingest.c)
   target_link_libraries(bench-ingest PRIVATE gpd_daemon_core)
   set_target_properties(bench-ingest PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endif()
+if(TARGET gpd_daemon_core AND TARGET gpd_dclient)
+  add_executable(bench-memory ${CMAKE_CURRENT_LIST_DIR}/bench-memory.c)
+  target_link_libraries(bench-memory PRIVATE gpd_daemon_core gpd_dclient)
+  set_target_properties(bench-memory PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()
 if(TARGET gpuprofd AND TARGET gpd_dclient)
   add_executable(bench-top ${CMAKE_CURRENT_LIST_DIR}/bench-top.c)

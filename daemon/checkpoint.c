@@ -5,7 +5,7 @@
  * A flush copies dirty data under the daemon lock (new modules, strings,
  * contexts and cct_local rows past each profile's watermarks, the metrics
  * of dirty nodes, the profile rows, each ring's monitor cursor and the
- * process's unmatched correlation state), symbolizes FRAME contexts with
+ * process's unmatched correlation state: the rows that changed), symbolizes FRAME contexts with
  * no lock held and no transaction open, writes everything in ONE
  * transaction, and only after COMMIT returned releases each ring's shared
  * tail to the copied cursor (this file is the only place that releases).
@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@
 #include "store-internal.h"
 #include "pcsample.h"
 
+/* Rows copied in one flush above which freed memory is trimmed. */
+#define GPD_TRIM_AFTER_ROWS 65536u
+
 typedef struct snap_ctx_s {
   uint64_t id, parent;
   int kind;
@@ -43,6 +47,11 @@ typedef struct snap_ctx_s {
   const gpd_sframe_t *fr; /* FRAME: source frames (symbols.c cache), before BEGIN */
   unsigned nfr;
 } snap_ctx_t;
+
+typedef struct snap_local_s {
+  uint32_t local;
+  uint64_t ctx;
+} snap_local_t;
 
 typedef struct snap_met_s {
   uint64_t ctx;
@@ -67,7 +76,7 @@ typedef struct snap_proc_s {
   uint32_t nstrs;
   snap_ctx_t *ctxs;
   uint32_t nctxs;
-  gpd_plocal_t *locals;
+  snap_local_t *locals;
   uint32_t nlocals;
   snap_met_t *mets;
   uint32_t nmets;
@@ -75,10 +84,13 @@ typedef struct snap_proc_s {
   uint64_t *cursor;      /* all rings' monitor cursors (ncursor), or NULL */
   uint64_t *cursor_prev; /* the committed ones at snapshot time */
   uint32_t ncursor;
-  int pend_write;        /* replace the pending rows */
-  gpd_prec_t *pend;
+  int pend_write;        /* write the pending delta */
+  int pend_full;         /* delete every pending row first */
+  gpd_prec_t *pend;      /* rows to insert or replace */
   uint32_t npend;
   gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
+  uint64_t *pdel;        /* row ids to delete */
+  uint32_t npdel;
 } snap_proc_t;
 
 static void snap_proc_free(snap_proc_t *s) {
@@ -104,6 +116,7 @@ static void snap_proc_free(snap_proc_t *s) {
   free(s->cursor_prev);
   free(s->pend);
   gpd_pcsample_snap_free(&s->pcs);
+  free(s->pdel);
 }
 
 /* After a failed or skipped write: everything of p is written next time. */
@@ -113,7 +126,10 @@ static void proc_rewrite_all(gpd_proc_t *p) {
     p->prof.nodes[k].saved = 0;
     p->prof.nodes[k].dirty = 1;
   }
+  p->prof.nodes_clean = 0;
+  p->prof.ndirtyv = UINT32_MAX; /* every node: scanned at the next copy */
   p->prof.pend_gen++;
+  p->prof.pend_full = 1;
   p->meta_dirty = 1;
 }
 
@@ -173,54 +189,74 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     }
     pr->nstrs_saved = pr->nstrs;
   }
+  /* New nodes are past nodes_clean (nodes are append-only; everything is
+   * rewritten after a failed write), changed metrics are on the dirty
+   * list: the copy costs what changed, not the whole tree. */
   uint32_t nnew = 0, ndirty = 0;
-  for (uint32_t i = 0; i < pr->nnodes; i++) {
+  int scan_all = pr->ndirtyv == UINT32_MAX;
+  for (uint32_t i = pr->nodes_clean; i < pr->nnodes; i++)
     nnew += !pr->nodes[i].saved;
-    ndirty += pr->nodes[i].dirty;
+  if (scan_all) {
+    for (uint32_t i = 0; i < pr->nnodes; i++)
+      ndirty += pr->nodes[i].dirty;
+  } else {
+    ndirty = pr->ndirtyv;
   }
   if (nnew && (s->ctxs = calloc(nnew, sizeof *s->ctxs)) == NULL)
     s->incomplete = 1;
   if (ndirty && (s->mets = calloc(ndirty, sizeof *s->mets)) == NULL)
     s->incomplete = 1;
-  for (uint32_t i = 0; i < pr->nnodes; i++) {
+  for (uint32_t i = pr->nodes_clean; i < pr->nnodes; i++) {
     gpd_node_t *n = &pr->nodes[i];
-    if (!n->saved && s->ctxs) {
-      snap_ctx_t *c = &s->ctxs[s->nctxs++];
-      c->id = n->id;
-      c->parent = n->parent_id;
-      c->kind = n->kind;
-      c->offset = n->offset;
-      c->label = gpd__xdup(n->label);
-      c->raw = gpd__xdup(n->raw_name);
-      if (n->kind == GPD_NODE_FRAME) {
-        const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
-        if (m) {
-          c->module = strdup(m->path);
-          c->build_id = gpd__hex(m->build_id, m->build_id_len);
-        }
+    if (n->saved || s->ctxs == NULL)
+      continue;
+    snap_ctx_t *c = &s->ctxs[s->nctxs++];
+    c->id = n->id;
+    c->parent = gpd_profile_parent_id(pr, i);
+    c->kind = n->kind;
+    c->offset = n->offset;
+    c->label = gpd__xdup(gpd_profile_label(pr, n->label));
+    c->raw = gpd__xdup(gpd_profile_label(pr, n->raw));
+    if (n->kind == GPD_NODE_FRAME) {
+      const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
+      if (m) {
+        c->module = strdup(m->path);
+        c->build_id = gpd__hex(m->build_id, m->build_id_len);
       }
-      n->saved = 1;
     }
-    if (n->dirty && s->mets) {
-      snap_met_t *m = &s->mets[s->nmets];
-      m->ctx = n->id;
-      m->m = malloc((n->nm ? n->nm : 1) * sizeof *m->m);
-      if (m->m) {
-        if (n->nm)
-          memcpy(m->m, n->m, n->nm * sizeof *m->m);
-        m->n = n->nm;
-        s->nmets++;
-      } else {
-        s->incomplete = 1;
-      }
-      n->dirty = 0;
-    }
+    n->saved = 1;
   }
+  if (s->ctxs)
+    pr->nodes_clean = pr->nnodes;
+  for (uint32_t k = 0; s->mets && k < (scan_all ? pr->nnodes : pr->ndirtyv); k++) {
+    uint32_t i = scan_all ? k : pr->dirtyv[k];
+    gpd_node_t *n = &pr->nodes[i];
+    if (!n->dirty)
+      continue;
+    snap_met_t *m = &s->mets[s->nmets];
+    gpd_mval_t mv[GPD_M__COUNT];
+    unsigned nm = gpd_node_metrics(pr, n, mv);
+    m->ctx = n->id;
+    m->m = malloc((nm ? nm : 1) * sizeof *m->m);
+    if (m->m) {
+      memcpy(m->m, mv, nm * sizeof *m->m);
+      m->n = nm;
+      s->nmets++;
+    } else {
+      s->incomplete = 1;
+    }
+    n->dirty = 0;
+  }
+  if (s->mets)
+    pr->ndirtyv = 0;
   if (pr->nlocals > pr->nlocals_saved) {
     uint32_t n = pr->nlocals - pr->nlocals_saved;
     s->locals = malloc(n * sizeof *s->locals);
     if (s->locals) {
-      memcpy(s->locals, pr->locals + pr->nlocals_saved, n * sizeof *s->locals);
+      for (uint32_t i = 0; i < n; i++) {
+        s->locals[i].local = pr->locals[pr->nlocals_saved + i].local;
+        s->locals[i].ctx = pr->nodes[pr->locals[pr->nlocals_saved + i].node].id;
+      }
       s->nlocals = n;
     } else {
       s->incomplete = 1;
@@ -243,7 +279,9 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   if (pr->pend_gen != pr->pend_gen_saved || s->exited) {
     s->pend_write = 1;
     /* a finished profile has resolved or forced everything: no rows */
-    if (!s->exited && gpd_profile_pending_export(pr, &s->pend, &s->npend) < 0)
+    s->pend_full = 1;
+    if (!s->exited && gpd_profile_pending_delta(pr, &s->pend, &s->npend, &s->pdel, &s->npdel,
+                                                &s->pend_full) < 0)
       s->incomplete = 1;
     pr->pend_gen_saved = pr->pend_gen;
   }
@@ -255,7 +293,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
 /* ------------------------------------------------------------- write */
 
 enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
-       ST_PEND_DEL, ST_PEND, ST_CURSOR, ST__N };
+       ST_PEND_CLEAR, ST_PEND_DEL, ST_PEND, ST_CURSOR, ST__N };
 static const char *ST_SQL[ST__N] = {
     "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
     "start_ns,end_ns,state,records,drops,error,proc_start) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
@@ -272,7 +310,8 @@ static const char *ST_SQL[ST__N] = {
     "INSERT OR REPLACE INTO cct_local VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO metric VALUES(?1,?2,?3,?4)",
     "DELETE FROM pending WHERE profile_id=?1",
-    "INSERT INTO pending VALUES(?1,?2,?3)",
+    "DELETE FROM pending WHERE profile_id=?1 AND seq=?2",
+    "INSERT OR REPLACE INTO pending VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
 };
 
@@ -419,15 +458,24 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
         return e;
     }
   }
-  if (p->pend_write) {
-    q = st[ST_PEND_DEL];
+  if (p->pend_write && p->pend_full) {
+    q = st[ST_PEND_CLEAR];
     sqlite3_bind_int64(q, 1, (int64_t)p->id);
     if ((e = step(db, q)) < 0)
       return e;
+  }
+  for (uint32_t i = 0; p->pend_write && i < p->npdel; i++) {
+    q = st[ST_PEND_DEL];
+    sqlite3_bind_int64(q, 1, (int64_t)p->id);
+    sqlite3_bind_int64(q, 2, (int64_t)p->pdel[i]);
+    if ((e = step(db, q)) < 0)
+      return e;
+  }
+  if (p->pend_write) {
     for (uint32_t i = 0; i < p->npend; i++) {
       q = st[ST_PEND];
       sqlite3_bind_int64(q, 1, (int64_t)p->id);
-      sqlite3_bind_int64(q, 2, i);
+      sqlite3_bind_int64(q, 2, (int64_t)p->pend[i].seq);
       sqlite3_bind_blob(q, 3, p->pend[i].b, (int)p->pend[i].len, SQLITE_STATIC);
       if ((e = step(db, q)) < 0)
         return e;
@@ -590,10 +638,18 @@ fin:
   }
   s->flushes++;
   pthread_mutex_unlock(&d->lock);
-out:
-  for (uint32_t i = 0; i < n; i++)
+out:;
+  size_t copied = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    copied += (size_t)snaps[i].nctxs + snaps[i].nmets + snaps[i].npend;
     snap_proc_free(&snaps[i]);
+  }
   free(snaps);
+  /* A large snapshot (the first flush of 64 processes x 30 K contexts
+   * copies ~200 MiB) leaves that much free memory in this thread's malloc
+   * arena, which glibc keeps resident: hand it back to the kernel. */
+  if (copied >= GPD_TRIM_AFTER_ROWS)
+    malloc_trim(0);
   while (gbrows) {
     gpubin_row_t *g = gbrows;
     gbrows = g->next;

@@ -194,9 +194,9 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
     uint32_t i = gpd_profile_find(p, (uint64_t)sqlite3_column_int64(q, 0));
     if (i == GPD_NONE)
       continue;
-    gpd_node_t *n = &p->nodes[i];
-    gpd_mval_add(&n->m, &n->nm, &n->capm, (uint32_t)sqlite3_column_int64(q, 1),
-                 sqlite3_column_double(q, 2));
+    int64_t mid = sqlite3_column_int64(q, 1);
+    if (mid >= 0 && mid < GPD_M__COUNT)
+      gpd_profile_metric_add(p, i, (unsigned)mid, sqlite3_column_double(q, 2));
   }
   sqlite3_finalize(q);
   q = NULL;
@@ -217,6 +217,7 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   p->nlocals_saved = p->nlocals;
   for (uint32_t i = 0; i < p->nnodes; i++)
     p->nodes[i].dirty = 0;
+  p->ndirtyv = 0;
 
   /* the unmatched records that were stored with this state, in order:
    * they match records that are still in (or come back to) the rings */

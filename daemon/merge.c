@@ -14,7 +14,17 @@
  * parent: one user's announcements never label another user's nodes.
  * The root is shared.  Ids therefore stay the Merkle ids for the first
  * owner and for every single-user view.
- * Caller holds the daemon lock while the merge borrows profile labels.
+ *
+ * Incremental: the merged nodes (one per (Merkle id, uid)) and each
+ * profile's node -> merged node map are kept between views and only
+ * extended (profile nodes are append-only).  A view marks the merged nodes
+ * of the selected profiles with its generation (first profile = label
+ * source; the first owner in view order keeps the plain id of a Merkle id
+ * several owners share), then sums the metrics into dense columns of the
+ * metric ids present.  Measured on 64 x 30 K nodes: a full re-merge with
+ * one hash lookup per profile node cost ~100 ms per `tree`; a view costs
+ * two linear passes.
+ * Caller holds the daemon lock while the view borrows profile labels.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,10 +34,13 @@
 
 #include "daemon.h"
 
-uint32_t gpd_merge_find(const gpd_merge_t *m, uint64_t id) {
-  uint64_t v;
-  return gpd_map_get(&m->by_id, id, &v) ? (uint32_t)v : GPD_NONE;
-}
+struct gpd_mprof_s {
+  const gpd_profile_t *prof;
+  uint64_t profile_id;
+  uint32_t *at; /* profile node index -> merged index */
+  uint32_t n, cap;
+  uint64_t seen; /* last view that added it or saw it live */
+};
 
 uint64_t gpd_merge_key(uint64_t id, uid_t uid) {
   uint64_t u = (uint64_t)uid;
@@ -35,94 +48,287 @@ uint64_t gpd_merge_key(uint64_t id, uid_t uid) {
   return k ? k : 1; /* key 0 is the map's empty slot */
 }
 
-int gpd_merge_add(gpd_merge_t *m, const gpd_profile_t *p) {
-  /* merged index of each of p's nodes (parents precede children) */
-  uint32_t *at = malloc((p->nnodes ? p->nnodes : 1) * sizeof *at);
-  int err = 0;
-  if (at == NULL)
-    return -ENOMEM;
-  for (uint32_t i = 0; i < p->nnodes; i++) {
-    const gpd_node_t *n = &p->nodes[i];
-    at[i] = GPD_NONE;
-    uint64_t key = n->id;
-    uint32_t j = gpd_merge_find(m, key);
-    if (j != GPD_NONE && n->parent != GPD_NONE && m->nodes[j].uid != p->uid) {
-      key = gpd_merge_key(n->id, p->uid); /* another user's node: keep apart */
-      j = gpd_merge_find(m, key);
-    }
-    if (j == GPD_NONE) {
-      uint32_t par = GPD_NONE;
-      if (n->parent != GPD_NONE) {
-        par = at[n->parent];
-        if (par == GPD_NONE)
-          continue; /* cannot happen: parents precede children */
-      }
-      if (m->n == m->cap) {
-        uint32_t nc = m->cap ? m->cap * 2 : 256;
-        gpd_mnode_t *na = realloc(m->nodes, nc * sizeof *na);
-        if (na == NULL) {
-          err = -ENOMEM;
-          goto out;
-        }
-        m->nodes = na;
-        m->cap = nc;
-      }
-      j = m->n;
-      if (gpd_map_put(&m->by_id, key, j) < 0) {
-        err = -ENOMEM;
-        goto out;
-      }
-      gpd_mnode_t *mn = &m->nodes[j];
-      memset(mn, 0, sizeof *mn);
-      mn->id = key;
-      mn->parent_id = par == GPD_NONE ? 0 : m->nodes[par].id;
-      mn->parent = par;
-      mn->kind = n->kind;
-      mn->prof = p;
-      mn->uid = p->uid;
-      mn->pidx = i;
-      mn->depth = par == GPD_NONE ? 0 : m->nodes[par].depth + 1;
-      m->n++;
-    }
-    at[i] = j;
-    gpd_mnode_t *mn = &m->nodes[j];
-    for (uint32_t k = 0; k < n->nm; k++)
-      if (gpd_mval_add(&mn->excl, &mn->nex, &mn->capex, n->m[k].id, n->m[k].v) < 0) {
-        err = -ENOMEM;
-        goto out;
-      }
-  }
-out:
-  free(at);
-  return err;
+static void merge_index_free(gpd_merge_t *m) {
+  for (uint32_t i = 0; i < m->nprofs; i++)
+    free(m->profs[i].at);
+  free(m->profs);
+  free(m->nodes);
+  free(m->view);
+  gpd_map_free(&m->by_key);
+  gpd_map_free(&m->prof_by_ptr);
+  m->profs = NULL;
+  m->nodes = NULL;
+  m->view = NULL;
+  m->n = m->cap = m->nprofs = m->capprofs = 0;
 }
 
-int gpd_merge_finish(gpd_merge_t *m) {
-  for (uint32_t i = 0; i < m->n; i++) {
-    gpd_mnode_t *mn = &m->nodes[i];
-    mn->nin = 0;
-    for (uint32_t k = 0; k < mn->nex; k++)
-      if (gpd_mval_add(&mn->incl, &mn->nin, &mn->capin, mn->excl[k].id, mn->excl[k].v) < 0)
-        return -ENOMEM;
+void gpd_merge_free(gpd_merge_t *m) {
+  merge_index_free(m);
+  free(m->vprofs);
+  free(m->excl);
+  free(m->incl);
+  gpd_map_free(&m->owner);
+  memset(m, 0, sizeof *m);
+}
+
+void gpd_merge_begin(gpd_merge_t *m) {
+  if (m->reset) {
+    merge_index_free(m);
+    m->reset = 0;
   }
-  for (uint32_t i = m->n; i-- > 1;) {
-    gpd_mnode_t *mn = &m->nodes[i];
-    if (mn->parent == GPD_NONE)
-      continue;
-    gpd_mnode_t *pn = &m->nodes[mn->parent];
-    for (uint32_t k = 0; k < mn->nin; k++)
-      if (gpd_mval_add(&pn->incl, &pn->nin, &pn->capin, mn->incl[k].id, mn->incl[k].v) < 0)
+  m->gen++;
+  m->nvprofs = 0;
+  m->nview = 0;
+  m->umask = 0;
+  m->nslot = 0;
+  gpd_map_free(&m->owner);
+}
+
+/* The index of profile p (a new one, or p's memory reused by another
+ * profile: started over).  NULL on ENOMEM. */
+static gpd_mprof_t *mprof_get(gpd_merge_t *m, const gpd_profile_t *p) {
+  uint64_t v, key = (uint64_t)(uintptr_t)p;
+  gpd_mprof_t *mp;
+  if (gpd_map_get(&m->prof_by_ptr, key, &v)) {
+    mp = &m->profs[v - 1];
+  } else {
+    if (m->nprofs == m->capprofs) {
+      uint32_t nc = m->capprofs ? m->capprofs * 2 : 16;
+      gpd_mprof_t *na = realloc(m->profs, nc * sizeof *na);
+      if (na == NULL)
+        return NULL;
+      m->profs = na;
+      m->capprofs = nc;
+    }
+    if (gpd_map_put(&m->prof_by_ptr, key, m->nprofs + 1) < 0)
+      return NULL;
+    mp = &m->profs[m->nprofs++];
+    memset(mp, 0, sizeof *mp);
+    mp->prof = p;
+    mp->profile_id = p->profile_id;
+  }
+  if (mp->profile_id != p->profile_id || mp->n > p->nnodes ||
+      (mp->n && m->nodes[mp->at[mp->n - 1]].id != p->nodes[mp->n - 1].id)) {
+    mp->profile_id = p->profile_id; /* another profile at this address */
+    mp->n = 0;
+  }
+  mp->seen = m->gen;
+  return mp;
+}
+
+void gpd_merge_live(gpd_merge_t *m, const gpd_profile_t *p) {
+  uint64_t v;
+  if (gpd_map_get(&m->prof_by_ptr, (uint64_t)(uintptr_t)p, &v))
+    m->profs[v - 1].seen = m->gen;
+}
+
+static uint32_t mnode_new(gpd_merge_t *m, uint64_t key, const gpd_node_t *n, uint32_t par, uid_t uid) {
+  if (m->n == m->cap) {
+    uint32_t nc = m->cap ? m->cap * 2 : 256;
+    gpd_mnode_t *na = realloc(m->nodes, nc * sizeof *na);
+    if (na == NULL)
+      return GPD_NONE;
+    m->nodes = na;
+    gpd_mview_t *nv = realloc(m->view, nc * sizeof *nv);
+    if (nv == NULL)
+      return GPD_NONE;
+    m->view = nv;
+    m->cap = nc;
+  }
+  uint32_t j = m->n;
+  if (gpd_map_put(&m->by_key, key, j) < 0)
+    return GPD_NONE;
+  gpd_mnode_t *mn = &m->nodes[j];
+  memset(mn, 0, sizeof *mn);
+  mn->id = n->id;
+  mn->parent = par;
+  mn->kind = n->kind;
+  mn->uid = uid;
+  mn->depth = par == GPD_NONE ? 0 : m->nodes[par].depth + 1;
+  memset(&m->view[j], 0, sizeof m->view[j]);
+  m->n++;
+  return j;
+}
+
+/* Extend p's node -> merged node map to p's current nodes. */
+static int mprof_extend(gpd_merge_t *m, gpd_mprof_t *mp, const gpd_profile_t *p) {
+  if (p->nnodes > mp->cap) {
+    uint32_t nc = mp->cap ? mp->cap : 64;
+    while (nc < p->nnodes)
+      nc *= 2;
+    uint32_t *na = realloc(mp->at, (size_t)nc * sizeof *na);
+    if (na == NULL)
+      return -ENOMEM;
+    mp->at = na;
+    mp->cap = nc;
+  }
+  for (uint32_t i = mp->n; i < p->nnodes; i++) {
+    const gpd_node_t *n = &p->nodes[i];
+    uint64_t key = n->id, v;
+    uint32_t j = gpd_map_get(&m->by_key, key, &v) ? (uint32_t)v : GPD_NONE;
+    if (j != GPD_NONE && n->parent != GPD_NONE && m->nodes[j].uid != p->uid) {
+      m->nodes[j].shared = 1;
+      key = gpd_merge_key(n->id, p->uid); /* another user's node: keep apart */
+      j = gpd_map_get(&m->by_key, key, &v) ? (uint32_t)v : GPD_NONE;
+      if (j == GPD_NONE) {
+        uint32_t par = n->parent == GPD_NONE ? GPD_NONE : mp->at[n->parent];
+        if ((j = mnode_new(m, key, n, par, p->uid)) == GPD_NONE)
+          return -ENOMEM;
+        m->nodes[j].shared = 1;
+      }
+    } else if (j == GPD_NONE) {
+      uint32_t par = n->parent == GPD_NONE ? GPD_NONE : mp->at[n->parent];
+      if ((j = mnode_new(m, key, n, par, p->uid)) == GPD_NONE)
         return -ENOMEM;
+    }
+    mp->at[i] = j;
+    mp->n = i + 1;
   }
   return 0;
 }
 
-void gpd_merge_free(gpd_merge_t *m) {
-  for (uint32_t i = 0; i < m->n; i++) {
-    free(m->nodes[i].excl);
-    free(m->nodes[i].incl);
+int gpd_merge_add(gpd_merge_t *m, const gpd_profile_t *p) {
+  gpd_mprof_t *mp = mprof_get(m, p);
+  if (mp == NULL || mprof_extend(m, mp, p) < 0)
+    return -ENOMEM;
+  if (m->nvprofs == m->capvprofs) {
+    uint32_t nc = m->capvprofs ? m->capvprofs * 2 : 16;
+    const gpd_profile_t **na = realloc(m->vprofs, nc * sizeof *na);
+    if (na == NULL)
+      return -ENOMEM;
+    m->vprofs = na;
+    m->capvprofs = nc;
   }
-  free(m->nodes);
-  gpd_map_free(&m->by_id);
-  memset(m, 0, sizeof *m);
+  m->vprofs[m->nvprofs++] = p;
+  return 0;
+}
+
+/* Profile p's node -> merged node map (NULL: not indexed). */
+static const uint32_t *mprof_at(const gpd_merge_t *m, const gpd_profile_t *p) {
+  uint64_t v;
+  return gpd_map_get(&m->prof_by_ptr, (uint64_t)(uintptr_t)p, &v) ? m->profs[v - 1].at : NULL;
+}
+
+/* Mark merged node j for node i of profile p: the first profile holding it
+ * lends its labels; the first owner in view order keeps the plain id of a
+ * Merkle id several owners share.  0 or -ENOMEM. */
+static int merge_mark(gpd_merge_t *m, uint32_t j, const gpd_profile_t *p, uint32_t i) {
+  gpd_mview_t *v = &m->view[j];
+  v->gen = m->gen;
+  v->prof = p;
+  v->pidx = i;
+  v->out = p->nodes[i].id;
+  m->nview++;
+  const gpd_mnode_t *mn = &m->nodes[j];
+  if (mn->shared) {
+    uint64_t u;
+    if (!gpd_map_get(&m->owner, mn->id, &u))
+      return gpd_map_put(&m->owner, mn->id, (uint64_t)mn->uid + 1);
+    if (u != (uint64_t)mn->uid + 1)
+      v->out = gpd_merge_key(mn->id, mn->uid);
+  }
+  return 0;
+}
+
+int gpd_merge_finish(gpd_merge_t *m) {
+  /* forget profiles that are gone; rebuild when their nodes dominate */
+  uint64_t live = 0;
+  for (uint32_t i = 0; i < m->nprofs; i++) {
+    if (m->profs[i].seen == m->gen) {
+      live += m->profs[i].n;
+      continue;
+    }
+    gpd_map_del(&m->prof_by_ptr, (uint64_t)(uintptr_t)m->profs[i].prof);
+    free(m->profs[i].at);
+    m->profs[i] = m->profs[--m->nprofs];
+    if (i < m->nprofs)
+      gpd_map_put(&m->prof_by_ptr, (uint64_t)(uintptr_t)m->profs[i].prof, i + 1);
+    i--;
+  }
+  if (m->n > 2 * live + 4096)
+    m->reset = 1;
+  /* metric columns: the ids present in the view's profiles */
+  m->umask = 0;
+  for (uint32_t k = 0; k < m->nvprofs; k++)
+    m->umask |= m->vprofs[k]->mmask;
+  m->nslot = 0;
+  memset(m->slot, 0xff, sizeof m->slot);
+  for (uint64_t b = m->umask; b; b &= b - 1)
+    m->slot[__builtin_ctzll(b)] = (uint8_t)m->nslot++;
+  size_t need = (size_t)m->n * m->nslot;
+  if (need > m->capsums) {
+    double *e = realloc(m->excl, need * sizeof *e);
+    if (e)
+      m->excl = e;
+    double *c = e ? realloc(m->incl, need * sizeof *c) : NULL;
+    if (c)
+      m->incl = c;
+    if (e == NULL || c == NULL)
+      return -ENOMEM;
+    m->capsums = need;
+  }
+  if (need)
+    memset(m->excl, 0, need * sizeof *m->excl);
+  /* one pass over the selected profiles' nodes, in add order (every index
+   * was extended first: an owner sharing a Merkle id may come later) */
+  const uint32_t ns = m->nslot;
+  for (uint32_t k = 0; k < m->nvprofs; k++) {
+    const gpd_profile_t *p = m->vprofs[k];
+    const uint32_t *at = mprof_at(m, p);
+    for (uint32_t i = 0; at && i < p->nnodes; i++) {
+      const gpd_node_t *n = &p->nodes[i];
+      uint32_t j = at[i];
+      if (m->view[j].gen != m->gen && merge_mark(m, j, p, i) < 0)
+        return -ENOMEM;
+      if (n->mb == 0)
+        continue;
+      const gpd_mword_t *w = gpd_node_vals(p, n);
+      double *e = &m->excl[(size_t)j * ns];
+      unsigned q = 0;
+      for (uint64_t b = gpd_node_mask(p, n); b; b &= b - 1, q++)
+        e[m->slot[__builtin_ctzll(b)]] += w[q].v;
+    }
+  }
+  if (need == 0)
+    return 0;
+  memcpy(m->incl, m->excl, need * sizeof *m->incl);
+  for (uint32_t j = m->n; j-- > 1;) {
+    uint32_t par = m->nodes[j].parent;
+    if (par == GPD_NONE || m->view[j].gen != m->gen)
+      continue;
+    double *c = &m->incl[(size_t)j * ns], *pc = &m->incl[(size_t)par * ns];
+    for (uint32_t q = 0; q < ns; q++)
+      pc[q] += c[q];
+  }
+  return 0;
+}
+
+uint32_t gpd_merge_find(const gpd_merge_t *m, uint64_t id) {
+  for (uint32_t j = 0; j < m->n; j++)
+    if (m->view[j].gen == m->gen && m->view[j].out == id)
+      return j;
+  return GPD_NONE;
+}
+
+unsigned gpd_merge_metrics(const gpd_merge_t *m, uint32_t j, int incl, gpd_mval_t *out) {
+  unsigned k = 0;
+  if (m->nslot == 0)
+    return 0;
+  const double *row = &(incl ? m->incl : m->excl)[(size_t)j * m->nslot];
+  for (uint64_t b = m->umask; b; b &= b - 1) {
+    unsigned id = (unsigned)__builtin_ctzll(b);
+    double v = row[m->slot[id]];
+    if (v != 0) {
+      out[k].id = id;
+      out[k].v = v;
+      k++;
+    }
+  }
+  return k;
+}
+
+double gpd_merge_value(const gpd_merge_t *m, uint32_t j, int incl, unsigned id) {
+  if (id >= 64 || m->nslot == 0 || m->slot[id] == 0xff)
+    return 0;
+  return (incl ? m->incl : m->excl)[(size_t)j * m->nslot + m->slot[id]];
 }

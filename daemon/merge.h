@@ -1,6 +1,15 @@
 /* merge.h - node-wide merge of process profiles by Merkle context id.
  *
- * Lock: gpd_merge_add reads a profile: hold gpd_daemon_t.lock. */
+ * A gpd_merge_t is a persistent merged index (every profile ever added:
+ * one node per (Merkle id, owner uid), the root shared, each profile's
+ * node -> merged node map extended as its tree grows) plus one view: the
+ * merge of the profiles added since the last gpd_merge_begin.  A view
+ * costs a pass over the selected profiles' node arrays (no hashing, no
+ * allocation per node); the index is kept between views.
+ *
+ * Lock: gpd_merge_add and gpd_merge_finish read profiles, and the view
+ * borrows their labels: hold gpd_daemon_t.lock from begin to the last use
+ * of the view.  One thread at a time per gpd_merge_t. */
 #ifndef GPD_DAEMON_MERGE_H
 #define GPD_DAEMON_MERGE_H
 
@@ -8,39 +17,80 @@
 #include <sys/types.h>
 
 #include "gpuprof/cct.h"
+#include "gpuprof/metric.h"
 
 #include "map.h"
 #include "profile.h"
 
-/** A node of the merged (node-wide) view. */
+/** A node of the merged index. */
 typedef struct gpd_mnode_s {
-  uint64_t id, parent_id;
-  uint32_t parent; /* index, GPD_NONE for root */
+  uint64_t id;     /* Merkle id */
+  uint32_t parent; /* merged index, GPD_NONE for the root */
+  uint32_t depth;  /* root 0 */
+  uid_t uid;       /* owner: only profiles of this uid merge here */
   uint8_t kind;
-  const gpd_profile_t *prof; /* first profile that had it (labels); of owner uid */
-  uid_t uid;                 /* owner: only profiles of this uid merge here */
-  uint32_t pidx;             /* its index in that profile */
-  gpd_mval_t *excl, *incl;
-  uint32_t nex, capex, nin, capin;
-  uint32_t depth;
+  uint8_t shared;  /* another owner has a node with the same Merkle id */
 } gpd_mnode_t;
+
+/** Per merged node, the current view's part. */
+typedef struct gpd_mview_s {
+  uint64_t gen;               /* == gpd_merge_t.gen: in the view */
+  uint64_t out;               /* id in the reply (Merkle id, or gpd_merge_key) */
+  const gpd_profile_t *prof;  /* first selected profile holding it (labels) */
+  uint32_t pidx;              /* its node index there */
+} gpd_mview_t;
+
+typedef struct gpd_mprof_s gpd_mprof_t;
 
 typedef struct gpd_merge_s {
   gpd_mnode_t *nodes; /* parents precede children */
+  gpd_mview_t *view;  /* capacity cap, like nodes */
   uint32_t n, cap;
-  gpd_map_t by_id;
+  gpd_map_t by_key;   /* Merkle id (first owner) or gpd_merge_key(id, uid) -> index */
+  gpd_mprof_t *profs;
+  uint32_t nprofs, capprofs;
+  gpd_map_t prof_by_ptr; /* (uintptr_t)profile -> index + 1 */
+  int reset;          /* too many nodes of gone profiles: rebuild at begin */
+  /* the view */
+  uint64_t gen;
+  const gpd_profile_t **vprofs; /* selected, in add order */
+  uint32_t nvprofs, capvprofs;
+  uint32_t nview;     /* merged nodes in the view */
+  gpd_map_t owner;    /* shared Merkle id -> uid that owns its plain id (view) */
+  uint64_t umask;     /* metric ids present in the view */
+  uint8_t slot[64];   /* metric id -> column of excl/incl */
+  uint32_t nslot;
+  double *excl, *incl; /* [index * nslot + slot], valid after finish */
+  size_t capsums;
 } gpd_merge_t;
 
 /** Merged-view key of Merkle id `id` for a node of user `uid` when another
  *  user owns the node with that id (never 0). */
 uint64_t gpd_merge_key(uint64_t id, uid_t uid);
-/** Merge profile p into m (sum exclusive metrics by Merkle id; a node of
- *  another uid than its owner's goes to its own node, gpd_merge_key).
- *  0 or -ENOMEM. */
+/** Start a new view (gpd_merge_t zeroed before first use). */
+void gpd_merge_begin(gpd_merge_t *m);
+/** Profile p is still registered (not selected): its index is kept.  Call
+ *  for every registered profile that is not added, before finish. */
+void gpd_merge_live(gpd_merge_t *m, const gpd_profile_t *p);
+/** Add profile p to the view (its exclusive metrics are summed by Merkle id; a
+ *  node of another uid than its owner's is merged into its own node,
+ *  gpd_merge_key).  Profiles are added oldest first: labels come from the
+ *  first one holding a node.  0 or -ENOMEM. */
 int gpd_merge_add(gpd_merge_t *m, const gpd_profile_t *p);
-/** Compute inclusive metrics (after all adds). */
+/** Sum exclusive and inclusive metrics of the view (after all adds);
+ *  forgets profiles neither added nor live.  0 or -ENOMEM. */
 int gpd_merge_finish(gpd_merge_t *m);
 void gpd_merge_free(gpd_merge_t *m);
+/** Merged index of the node with reply id `id` in the view, or GPD_NONE. */
 uint32_t gpd_merge_find(const gpd_merge_t *m, uint64_t id);
+/** Is merged node j in the view? */
+static inline int gpd_merge_in_view(const gpd_merge_t *m, uint32_t j) {
+  return m->view[j].gen == m->gen;
+}
+/** Exclusive (incl = 0) or inclusive metrics of view node j into
+ *  out[GPD_M__COUNT], non-zero only; returns how many. */
+unsigned gpd_merge_metrics(const gpd_merge_t *m, uint32_t j, int incl, gpd_mval_t *out);
+/** One metric of view node j (exclusive or inclusive). */
+double gpd_merge_value(const gpd_merge_t *m, uint32_t j, int incl, unsigned id);
 
 #endif

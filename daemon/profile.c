@@ -76,6 +76,251 @@ double gpd_mval_get(const gpd_mval_t *a, uint32_t n, uint32_t id) {
     _e;                                                                    \
   })
 
+/* ------------------------------------------------------ uint32 indexes
+ *
+ * by_ctx, by_local and the label pool's dedup index store 4-byte values
+ * (a node, a locals entry, a label offset) whose keys are derived from the
+ * value (the node's Merkle id, the shim's local id, the label's hash): a
+ * node costs 4 bytes of index at load <= 3/4, against 16 at <= 1/2 for a
+ * key -> value map.  Entries are never deleted. */
+
+typedef uint64_t (*ix_key_fn)(const gpd_profile_t *p, uint32_t v);
+
+static inline uint32_t ix_home(uint64_t key, uint32_t mask) {
+  key ^= key >> 31;
+  key *= 0x9e3779b97f4a7c15ull;
+  return (uint32_t)(key >> 32) & mask;
+}
+
+static uint32_t ix_get(const gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, ix_key_fn kf) {
+  if (ix->cap == 0)
+    return GPD_NONE;
+  uint32_t mask = ix->cap - 1;
+  for (uint32_t i = ix_home(key, mask);; i = (i + 1) & mask) {
+    uint32_t s = ix->slot[i];
+    if (s == 0)
+      return GPD_NONE;
+    if (kf(p, s - 1) == key)
+      return s - 1;
+  }
+}
+
+/* Insert v (key not present).  0 or -ENOMEM. */
+static int ix_put(gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, uint32_t v, ix_key_fn kf) {
+  if ((uint64_t)(ix->n + 1) * 4 > (uint64_t)ix->cap * 3) {
+    uint32_t ncap = ix->cap ? ix->cap * 2 : 64;
+    uint32_t *ns = calloc(ncap, sizeof *ns);
+    if (ns == NULL)
+      return -ENOMEM;
+    for (uint32_t j = 0; j < ix->cap; j++) {
+      uint32_t s = ix->slot[j];
+      if (s == 0)
+        continue;
+      uint32_t i = ix_home(kf(p, s - 1), ncap - 1);
+      while (ns[i] != 0)
+        i = (i + 1) & (ncap - 1);
+      ns[i] = s;
+    }
+    free(ix->slot);
+    ix->slot = ns;
+    ix->cap = ncap;
+  }
+  uint32_t mask = ix->cap - 1, i = ix_home(key, mask);
+  while (ix->slot[i] != 0)
+    i = (i + 1) & mask;
+  ix->slot[i] = v + 1;
+  ix->n++;
+  return 0;
+}
+
+static void ix_free(gpd_ix_t *ix) {
+  free(ix->slot);
+  memset(ix, 0, sizeof *ix);
+}
+
+static uint64_t key_ctx(const gpd_profile_t *p, uint32_t v) { return p->nodes[v].id; }
+static uint64_t key_local(const gpd_profile_t *p, uint32_t v) { return p->locals[v].local; }
+/* Attribution cache key (call site, kernel name id, op) of target node v:
+ * a KERNEL below its placeholder below the call site (module = the name's
+ * string id), or a placeholder below the call site. */
+static uint64_t target_key(uint32_t at, uint32_t name_id, unsigned op) {
+  return name_id < (1u << 28) ? ((uint64_t)at << 32 | (uint64_t)name_id << 4 | op) : 0;
+}
+static uint64_t key_target(const gpd_profile_t *p, uint32_t v) {
+  const gpd_node_t *t = &p->nodes[v];
+  if (t->kind == GPD_NODE_KERNEL && t->parent != GPD_NONE) {
+    const gpd_node_t *ph = &p->nodes[t->parent];
+    return ph->parent == GPD_NONE ? 0 : target_key(ph->parent, t->module, ph->op);
+  }
+  if (t->kind == GPD_NODE_PLACEHOLDER && t->parent != GPD_NONE)
+    return target_key(t->parent, 0, t->op);
+  return 0;
+}
+static uint64_t key_label(const gpd_profile_t *p, uint32_t v) {
+  const char *t = p->lp + v;
+  return gpd_hash64(t, strlen(t), 0);
+}
+
+/* ---------------------------------------------------------- label pool
+ *
+ * Node labels and kernel names, each stored once per profile (a kernel
+ * launched from 10 K call sites has one copy, placeholders one each). */
+
+/* Id of text s in the pool (added if new); 0 for NULL or out of memory. */
+static uint32_t label_intern(gpd_profile_t *p, const char *s) {
+  if (s == NULL)
+    return 0;
+  size_t len = strlen(s);
+  uint64_t h = gpd_hash64(s, len, 0);
+  if (p->lp_ix.cap) {
+    uint32_t mask = p->lp_ix.cap - 1;
+    for (uint32_t i = ix_home(h, mask); p->lp_ix.slot[i] != 0; i = (i + 1) & mask)
+      if (strcmp(p->lp + p->lp_ix.slot[i] - 1, s) == 0)
+        return p->lp_ix.slot[i];
+  }
+  if (len >= UINT32_MAX / 2 || (uint64_t)p->nlp + len + 1 >= UINT32_MAX)
+    return 0;
+  if (p->nlp + len + 1 > p->caplp) {
+    size_t nc = p->caplp ? p->caplp : 256;
+    while (nc < p->nlp + len + 1)
+      nc *= 2;
+    if (nc >= UINT32_MAX)
+      nc = UINT32_MAX - 1;
+    char *na = realloc(p->lp, nc);
+    if (na == NULL)
+      return 0;
+    p->lp = na;
+    p->caplp = (uint32_t)nc;
+  }
+  uint32_t off = p->nlp;
+  memcpy(p->lp + off, s, len + 1);
+  if (ix_put(&p->lp_ix, p, h, off, key_label) < 0)
+    return 0;
+  p->nlp += (uint32_t)len + 1;
+  return off + 1;
+}
+
+/* --------------------------------------------------------- metric pool
+ *
+ * A node's exclusive metrics are one block of the profile's word pool:
+ * {mask, values of the set bits}; only non-zero metrics take room (a
+ * kernel node with 5 metrics: 48 bytes; a frame node: none).  Blocks grow
+ * by moving to a larger one; freed blocks are reused by size. */
+
+static uint32_t mblk_alloc(gpd_profile_t *p, unsigned words) {
+  uint32_t b = p->mfree[words];
+  if (b != 0) {
+    p->mfree[words] = (uint32_t)p->mw[b].mask;
+    return b;
+  }
+  if (p->nmw == 0)
+    p->nmw = 1; /* block 0 means "none" */
+  if ((uint64_t)p->nmw + words > p->capmw) {
+    uint64_t nc = p->capmw ? (uint64_t)p->capmw * 2 : 1024;
+    while (nc < (uint64_t)p->nmw + words)
+      nc *= 2;
+    if (nc > UINT32_MAX)
+      return 0;
+    gpd_mword_t *na = realloc(p->mw, nc * sizeof *na);
+    if (na == NULL)
+      return 0;
+    p->mw = na;
+    p->capmw = (uint32_t)nc;
+  }
+  b = p->nmw;
+  p->nmw += words;
+  return b;
+}
+
+static void mark_dirty(gpd_profile_t *p, uint32_t i) {
+  gpd_node_t *n = &p->nodes[i];
+  if (n->dirty)
+    return;
+  n->dirty = 1;
+  if (p->ndirtyv == p->capdirtyv) {
+    uint32_t nc = p->capdirtyv ? p->capdirtyv * 2 : 64;
+    uint32_t *na = realloc(p->dirtyv, (size_t)nc * sizeof *na);
+    if (na == NULL) {
+      p->ndirtyv = UINT32_MAX; /* overflowed: the writer scans every node */
+      return;
+    }
+    p->dirtyv = na;
+    p->capdirtyv = nc;
+  }
+  if (p->ndirtyv != UINT32_MAX)
+    p->dirtyv[p->ndirtyv++] = i;
+}
+
+int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
+  uint64_t add = 0;
+  for (unsigned m = 0; m < GPD_M__COUNT; m++)
+    if (v[m] != 0)
+      add |= 1ull << m;
+  if (add == 0)
+    return 0;
+  p->mmask |= add;
+  gpd_node_t *n = &p->nodes[i];
+  uint64_t old = n->mb ? p->mw[n->mb].mask : 0;
+  if (n->mb == 0 && GROW(p->mnodes, p->nmnodes, p->capmnodes, 64) < 0)
+    return -ENOMEM;
+  if ((old | add) != old) {
+    uint64_t nmask = old | add;
+    uint32_t nb = mblk_alloc(p, (unsigned)__builtin_popcountll(nmask) + 1);
+    if (nb == 0)
+      return -ENOMEM;
+    gpd_mword_t *w = p->mw; /* after the (re)allocation */
+    w[nb].mask = nmask;
+    unsigned k = 1, j = 1;
+    for (uint64_t bits = nmask; bits; bits &= bits - 1, k++)
+      w[nb + k].v = (old & bits & -bits) ? w[n->mb + j++].v : 0;
+    if (n->mb) {
+      unsigned ow = (unsigned)__builtin_popcountll(old) + 1;
+      w[n->mb].mask = p->mfree[ow];
+      p->mfree[ow] = n->mb;
+    } else {
+      p->mnodes[p->nmnodes++] = i; /* room made above */
+    }
+    n->mb = nb;
+  }
+  gpd_mword_t *blk = &p->mw[n->mb];
+  uint64_t mask = blk->mask;
+  for (uint64_t bits = add; bits; bits &= bits - 1) {
+    unsigned m = (unsigned)__builtin_ctzll(bits);
+    blk[1 + __builtin_popcountll(mask & ((1ull << m) - 1))].v += v[m];
+  }
+  mark_dirty(p, i);
+  return 0;
+}
+
+int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v) {
+  double d[GPD_M__COUNT];
+  if (id >= GPD_M__COUNT || i >= p->nnodes)
+    return -EINVAL;
+  memset(d, 0, sizeof d);
+  d[id] = v;
+  return gpd_profile_metrics_add(p, i, d);
+}
+
+double gpd_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id) {
+  uint64_t mask = gpd_node_mask(p, n);
+  if (id >= GPD_M__COUNT || !(mask & (1ull << id)))
+    return 0;
+  return p->mw[n->mb + 1 + __builtin_popcountll(mask & ((1ull << id) - 1))].v;
+}
+
+unsigned gpd_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out) {
+  uint64_t mask = gpd_node_mask(p, n);
+  const gpd_mword_t *v = gpd_node_vals(p, n);
+  unsigned k = 0;
+  for (uint64_t bits = mask; bits; bits &= bits - 1, k++) {
+    out[k].id = (uint32_t)__builtin_ctzll(bits);
+    out[k].v = v[k].v;
+  }
+  return k;
+}
+
+/* --------------------------------------------------------------- nodes */
+
 static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t kind) {
   if (p->nnodes >= GPD_PROFILE_MAX_NODES) {
     p->full = 1;
@@ -84,14 +329,13 @@ static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t
   if (GROW(p->nodes, p->nnodes, p->capnodes, 64) < 0)
     return GPD_NONE;
   uint32_t i = p->nnodes;
-  if (gpd_map_put(&p->by_ctx, id, i) < 0)
-    return GPD_NONE;
   gpd_node_t *n = &p->nodes[i];
   memset(n, 0, sizeof *n);
   n->id = id;
   n->parent = parent;
-  n->parent_id = parent == GPD_NONE ? 0 : p->nodes[parent].id;
   n->kind = kind;
+  if (ix_put(&p->by_ctx, p, id, i, key_ctx) < 0)
+    return GPD_NONE;
   p->nnodes++;
   return i;
 }
@@ -101,18 +345,18 @@ int gpd_profile_init(gpd_profile_t *p, uint64_t profile_id) {
   p->profile_id = profile_id;
   p->max_corr = GPD_PROFILE_MAX_CORR;
   p->max_corr_age = GPD_PROFILE_MAX_CORR_AGE;
+  p->pend_full = 1; /* rows of an earlier life of this profile go */
   if (add_node(p, GPD_CTX_ROOT, GPD_NONE, GPD_NODE_ROOT) != 0)
     return -ENOMEM;
   return 0;
 }
 
 void gpd_profile_free(gpd_profile_t *p) {
-  for (uint32_t i = 0; i < p->nnodes; i++) {
-    free(p->nodes[i].label);
-    free(p->nodes[i].raw_name);
-    free(p->nodes[i].m);
-  }
   free(p->nodes);
+  free(p->mw);
+  free(p->mnodes);
+  free(p->lp);
+  free(p->dirtyv);
   for (uint32_t i = 0; i < p->nstrs; i++)
     free(p->strs[i].text);
   free(p->strs);
@@ -120,30 +364,46 @@ void gpd_profile_free(gpd_profile_t *p) {
     free(p->mods[i].path);
   free(p->mods);
   free(p->pnodes);
+  free(p->pnode_seq);
+  free(p->pdel);
   free(p->pacts);
   free(p->locals);
   free(p->corr_fifo);
-  gpd_map_free(&p->by_ctx);
-  gpd_map_free(&p->by_local);
+  ix_free(&p->by_ctx);
+  ix_free(&p->by_local);
+  ix_free(&p->lp_ix);
   gpd_map_free(&p->corr);
   gpd_map_free(&p->pend_corr);
-  gpd_map_free(&p->targets);
+  ix_free(&p->targets);
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
   gpd_pcsample_free(p->pcs);
   memset(p, 0, sizeof *p);
 }
 
+size_t gpd_profile_bytes(const gpd_profile_t *p) {
+  size_t b = (size_t)p->capnodes * sizeof *p->nodes + (size_t)p->capmw * sizeof *p->mw + p->caplp +
+             ((size_t)p->capdirtyv + p->capmnodes) * 4 +
+             ((size_t)p->by_ctx.cap + p->by_local.cap + p->lp_ix.cap + p->targets.cap) * 4 +
+             (size_t)p->caplocals * sizeof *p->locals + (size_t)p->capstrs * sizeof *p->strs +
+             (size_t)p->capmods * sizeof *p->mods + p->str_bytes +
+             (size_t)p->cappnodes * sizeof *p->pnodes + (size_t)p->cappacts * sizeof *p->pacts +
+             (size_t)p->corr_capfifo * sizeof *p->corr_fifo;
+  const gpd_map_t *maps[] = {&p->corr, &p->pend_corr, &p->str_by_id, &p->mod_by_id};
+  for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+    b += maps[i]->cap * 16;
+  return b;
+}
+
 uint32_t gpd_profile_find(const gpd_profile_t *p, uint64_t ctx) {
-  uint64_t v;
-  return gpd_map_get(&p->by_ctx, ctx, &v) ? (uint32_t)v : GPD_NONE;
+  return ix_get(&p->by_ctx, p, ctx, key_ctx);
 }
 
 uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) {
-  uint64_t v;
   if (local == 0)
     return 0; /* "none": the root */
-  return gpd_map_get(&p->by_local, local, &v) ? (uint32_t)v : GPD_NONE;
+  uint32_t k = ix_get(&p->by_local, p, local, key_local);
+  return k == GPD_NONE ? GPD_NONE : p->locals[k].node;
 }
 
 const char *gpd_profile_string(const gpd_profile_t *p, uint32_t id) {
@@ -172,15 +432,15 @@ const void *gpd_profile_module_key(const gpd_profile_t *p, uint32_t module, size
 int gpd_profile_add_local(gpd_profile_t *p, uint32_t local, uint32_t idx) {
   if (local == 0)
     return -EINVAL;
-  if (gpd_map_get(&p->by_local, local, NULL))
+  if (ix_get(&p->by_local, p, local, key_local) != GPD_NONE)
     return 0;
   if (GROW(p->locals, p->nlocals, p->caplocals, 64) < 0)
     return -ENOMEM;
-  if (gpd_map_put(&p->by_local, local, idx) < 0)
+  p->locals[p->nlocals].local = local;
+  p->locals[p->nlocals].node = idx;
+  if (ix_put(&p->by_local, p, local, p->nlocals, key_local) < 0)
     return -ENOMEM;
   p->pend_dirty = 1;
-  p->locals[p->nlocals].local = local;
-  p->locals[p->nlocals].ctx = p->nodes[idx].id;
   p->nlocals++;
   return 0;
 }
@@ -264,12 +524,15 @@ uint32_t gpd_profile_child(gpd_profile_t *p, uint32_t parent, uint8_t kind, cons
   i = add_node(p, id, parent, kind);
   if (i == GPD_NONE)
     return i;
-  if (kind == GPD_NODE_KERNEL)
-    p->nodes[i].label = gpd_demangle(label);
-  else
-    p->nodes[i].label = strdup(label);
+  if (kind == GPD_NODE_KERNEL) {
+    char *dm = gpd_demangle(label);
+    p->nodes[i].label = label_intern(p, dm ? dm : label);
+    free(dm);
+  } else {
+    p->nodes[i].label = label_intern(p, label);
+  }
   if (raw)
-    p->nodes[i].raw_name = strdup(raw);
+    p->nodes[i].raw = label_intern(p, raw);
   return i;
 }
 
@@ -290,9 +553,9 @@ uint32_t gpd_profile_restore_node(gpd_profile_t *p, uint64_t id, uint64_t parent
   n->offset = offset;
   n->saved = 1;
   if (label && kind != GPD_NODE_FRAME)
-    n->label = strdup(label);
+    n->label = label_intern(p, label);
   if (raw)
-    n->raw_name = strdup(raw);
+    n->raw = label_intern(p, raw);
   return i;
 }
 
@@ -327,7 +590,7 @@ static int node_python(gpd_profile_t *p, uint32_t par, const gpd_rec_node_t *r) 
 
 /* 1 placed (or duplicate), 0 not yet (parent or module unknown). */
 static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
-  if (gpd_map_get(&p->by_local, r->id, NULL))
+  if (ix_get(&p->by_local, p, r->id, key_local) != GPD_NONE)
     return 1;
   uint32_t par = gpd_profile_local(p, r->parent);
   if (par == GPD_NONE)
@@ -377,8 +640,11 @@ static uint32_t target_of(gpd_profile_t *p, uint32_t at, unsigned op, uint32_t n
         memcpy(key, "kernel:", 7);
         memcpy(key + 7, name, nl + 1);
         uint32_t k = gpd_profile_child(p, target, GPD_NODE_KERNEL, key, name, name);
-        if (k != GPD_NONE)
+        if (k != GPD_NONE) {
           target = k;
+          if (p->nodes[k].module == 0)
+            p->nodes[k].module = name_id; /* the attribution cache's key */
+        }
         if (key != kb)
           free(key);
       }
@@ -392,33 +658,50 @@ static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t
   unsigned op = a->op != GPD_OP_NONE ? a->op : inv_op;
   if (op == GPD_OP_NONE || op >= GPD_OP_MAX)
     op = GPD_OP_KERNEL;
-  /* hot path: (call site, kernel name, op) -> node, cached */
+  /* hot path: (call site, kernel name, op) -> node, cached; the cache
+   * holds node indexes only, its keys are derived from the nodes */
   uint32_t name_id = op == GPD_OP_KERNEL ? a->name : 0;
-  uint64_t key = name_id < (1u << 28)
-                     ? ((uint64_t)at << 32 | (uint64_t)name_id << 4 | op) : 0;
-  uint64_t cached;
-  uint32_t target;
-  if (key && gpd_map_get(&p->targets, key, &cached)) {
-    target = (uint32_t)cached;
-  } else {
+  uint64_t key = target_key(at, name_id, op);
+  uint32_t target = key ? ix_get(&p->targets, p, key, key_target) : GPD_NONE;
+  if (target == GPD_NONE) {
     target = target_of(p, at, op, name_id, force);
-    int complete = name_id == 0 || p->nodes[target].kind == GPD_NODE_KERNEL;
-    if (key && complete && gpd_profile_string(p, name_id) != NULL)
-      gpd_map_put(&p->targets, key, target);
-    else if (key && complete && name_id == 0)
-      gpd_map_put(&p->targets, key, target);
+    int complete = name_id == 0 || (p->nodes[target].kind == GPD_NODE_KERNEL &&
+                                     gpd_profile_string(p, name_id) != NULL);
+    if (key && complete && key_target(p, target) == key)
+      ix_put(&p->targets, p, key, target, key_target);
   }
   double v[GPD_M__COUNT];
   memset(v, 0, sizeof v);
   gpd_rec_activity_t eff = *a;
   eff.op = (uint8_t)op; /* an activity without op takes its invocation's */
   gpd_metric_accumulate(v, &eff);
-  gpd_node_t *n = &p->nodes[target];
-  for (unsigned m = 0; m < GPD_M__COUNT; m++)
-    if (v[m] != 0)
-      gpd_mval_add(&n->m, &n->nm, &n->capm, m, v[m]);
-  n->dirty = 1;
+  gpd_profile_metrics_add(p, target, v);
   p->activities++;
+}
+
+/* A stored `pending` row is gone (matched, placed, evicted): delete it at
+ * the next snapshot.  Out of memory: rewrite all rows then. */
+static void pend_gone(gpd_profile_t *p, uint64_t seq) {
+  if (!(seq & GPD_PEND_STORED) || p->pend_full)
+    return;
+  if (p->npdel == p->cappdel) {
+    uint32_t nc = p->cappdel ? p->cappdel * 2 : 64;
+    uint64_t *na = realloc(p->pdel, (size_t)nc * sizeof *na);
+    if (na == NULL) {
+      p->pend_full = 1;
+      return;
+    }
+    p->pdel = na;
+    p->cappdel = nc;
+  }
+  p->pdel[p->npdel++] = seq & ~GPD_PEND_STORED;
+}
+
+/* Remove corr from the correlation map (its row goes if stored). */
+static void corr_del(gpd_profile_t *p, uint64_t corr, uint64_t val) {
+  if (val & GPD_CORR_STORED)
+    pend_gone(p, GPD_PEND_SEQ(1, corr) | GPD_PEND_STORED);
+  gpd_map_del(&p->corr, corr);
 }
 
 static uint32_t unknown_node(gpd_profile_t *p) {
@@ -453,7 +736,7 @@ static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force
     return 0;
   attribute_at(p, at, a, op, force);
   if (!multi)
-    gpd_map_del(&p->corr, a->corr);
+    corr_del(p, a->corr, v);
   return 1;
 }
 
@@ -470,6 +753,7 @@ static void pend_activity(gpd_profile_t *p, const gpd_rec_activity_t *a) {
   }
   uint32_t i = p->npacts++;
   p->pacts[i].a = *a;
+  p->pacts[i].seq = GPD_PEND_SEQ(2, ++p->pend_seq);
   pend_link(p, i);
 }
 
@@ -490,6 +774,7 @@ static void pend_match(gpd_profile_t *p, uint64_t corr) {
     uint32_t i = chain[n];
     if (activity_try(p, &p->pacts[i].a, 0)) {
       p->pacts[i].a.h.type = GPD_REC_NONE;
+      pend_gone(p, p->pacts[i].seq);
       p->ndead++;
     } else {
       pend_link(p, i);
@@ -501,14 +786,17 @@ static void pend_match(gpd_profile_t *p, uint64_t corr) {
 
 /* Rewrite the ring with only the keys still in the map (oldest first). */
 static void corr_compact(gpd_profile_t *p) {
-  uint32_t w = 0;
+  uint32_t w = 0, old = 0;
   for (uint32_t k = 0; k < p->corr_nfifo; k++) {
     gpd_corr_age_t e = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
-    if (gpd_map_get(&p->corr, e.corr, NULL))
+    if (gpd_map_get(&p->corr, e.corr, NULL)) {
       p->corr_fifo[w++] = e; /* w <= k: in place once head is folded below */
+      old += k < p->corr_old;
+    }
   }
   p->corr_head = 0;
   p->corr_nfifo = w;
+  p->corr_old = old;
 }
 
 /* An invocation entered the map: remember its age, then evict the oldest
@@ -530,19 +818,24 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
     p->corr_fifo[(p->corr_head + p->corr_nfifo) % p->corr_capfifo] =
         (gpd_corr_age_t){.corr = corr, .seq = p->records};
     p->corr_nfifo++;
+  } else {
+    p->pend_full = 1; /* untracked: the next snapshot writes every row */
   }
   while (p->corr_nfifo > 0) {
     gpd_corr_age_t *e = &p->corr_fifo[p->corr_head];
-    int present = gpd_map_get(&p->corr, e->corr, NULL);
+    uint64_t val;
+    int present = gpd_map_get(&p->corr, e->corr, &val);
     int over = p->corr.n > p->max_corr || p->records - e->seq > p->max_corr_age;
     if (present && !over)
       break;
     if (present) {
-      gpd_map_del(&p->corr, e->corr);
+      corr_del(p, e->corr, val);
       p->corr_evicted++;
     }
     p->corr_head = (p->corr_head + 1) % p->corr_capfifo;
     p->corr_nfifo--;
+    if (p->corr_old)
+      p->corr_old--;
   }
   if (p->corr_nfifo > 2 * p->corr.n + 64) {
     /* fold the ring so that compaction can work in place */
@@ -560,6 +853,23 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
 
 /* ------------------------------------------------------------ ingest */
 
+/* Room for one more pending NODE (pnodes and pnode_seq).  0 or -ENOMEM. */
+static int pnode_room(gpd_profile_t *p) {
+  if (p->npnodes < p->cappnodes)
+    return 0;
+  uint32_t nc = p->cappnodes ? p->cappnodes * 2 : 64;
+  gpd_rec_node_t *na = realloc(p->pnodes, (size_t)nc * sizeof *na);
+  if (na == NULL)
+    return -ENOMEM;
+  p->pnodes = na;
+  uint64_t *ns = realloc(p->pnode_seq, (size_t)nc * sizeof *ns);
+  if (ns == NULL)
+    return -ENOMEM;
+  p->pnode_seq = ns;
+  p->cappnodes = nc;
+  return 0;
+}
+
 void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   gpd_profile_t *p = arg;
   const gpd_rec_hdr_t *h = rec;
@@ -569,12 +879,12 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     p->pend_gen++;
     const gpd_rec_node_t *r = rec;
     if (!node_try(p, r)) {
-      if (p->npnodes >= GPD_PROFILE_MAX_PENDING ||
-          GROW(p->pnodes, p->npnodes, p->cappnodes, 64) < 0) {
+      if (p->npnodes >= GPD_PROFILE_MAX_PENDING || pnode_room(p) < 0) {
         p->dropped_nodes++;
         p->full = 1;
         break;
       }
+      p->pnode_seq[p->npnodes] = GPD_PEND_SEQ(0, ++p->pend_seq);
       p->pnodes[p->npnodes++] = *r;
     }
     break;
@@ -596,6 +906,9 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     const gpd_rec_invoke_t *r = rec;
     p->pend_gen++;
     if (r->corr != 0) {
+      uint64_t old;
+      if (gpd_map_get(&p->corr, r->corr, &old) && (old & GPD_CORR_STORED))
+        pend_gone(p, GPD_PEND_SEQ(1, r->corr) | GPD_PEND_STORED); /* replaced below */
       gpd_map_put(&p->corr, r->corr,
                   GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
       if (p->npacts)
@@ -641,10 +954,13 @@ static void retry(gpd_profile_t *p, int force) {
     progress = 0;
     uint32_t w = 0;
     for (uint32_t i = 0; i < p->npnodes; i++) {
-      if (node_try(p, &p->pnodes[i]))
+      if (node_try(p, &p->pnodes[i])) {
         progress = 1;
-      else
+        pend_gone(p, p->pnode_seq[i]);
+      } else {
+        p->pnode_seq[w] = p->pnode_seq[i];
         p->pnodes[w++] = p->pnodes[i];
+      }
     }
     p->npnodes = w;
   }
@@ -657,8 +973,10 @@ static void retry(gpd_profile_t *p, int force) {
   for (uint32_t i = 0; i < p->npacts; i++) {
     if (p->pacts[i].a.h.type == GPD_REC_NONE)
       continue;
-    if (activity_try(p, &p->pacts[i].a, force))
+    if (activity_try(p, &p->pacts[i].a, force)) {
+      pend_gone(p, p->pacts[i].seq);
       continue;
+    }
     p->pacts[w] = p->pacts[i];
     pend_link(p, w);
     w++;
@@ -681,52 +999,99 @@ void gpd_profile_finish(gpd_profile_t *p) {
 
 /* ------------------------------------------------- pending persistence */
 
-int gpd_profile_pending_export(const gpd_profile_t *p, gpd_prec_t **out, uint32_t *n) {
-  size_t cnt = (size_t)p->npnodes + p->corr.n + p->npacts;
-  *out = NULL;
-  *n = 0;
-  if (cnt == 0)
-    return 0;
-  gpd_prec_t *v = malloc(cnt * sizeof *v);
-  if (v == NULL)
+/* One row: the record bytes (len) and its id. */
+static void prec_set(gpd_prec_t *v, const void *rec, uint32_t len, uint64_t seq) {
+  memset(v, 0, sizeof *v);
+  memcpy(v->b, rec, len);
+  v->len = len;
+  v->seq = seq & ~GPD_PEND_STORED;
+}
+
+/* The INVOKE record of correlation-map entry (corr, val). */
+static void prec_invoke(gpd_prec_t *v, uint64_t corr, uint64_t val) {
+  gpd_rec_invoke_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_INVOKE;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.h.flags = ((val >> 40) & 1) ? GPD_INVOKE_MULTI : 0;
+  unsigned api = GPD_CORR_API(corr); /* not kept in the map; unused */
+  r.api = (uint8_t)(api < GPD_API_MAX ? api : GPD_API_NONE);
+  r.op = (uint8_t)(val >> 32);
+  r.node = (uint32_t)val;
+  r.corr = corr;
+  prec_set(v, &r, sizeof r, GPD_PEND_SEQ(1, corr));
+}
+
+int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd, uint64_t **del,
+                              uint32_t *ndel, int *full) {
+  *add = NULL;
+  *nadd = 0;
+  *del = NULL;
+  *ndel = 0;
+  *full = p->pend_full;
+  /* new rows: pending NODEs / ACTIVITYs are kept in row order, so the new
+   * ones are a suffix; new INVOKEs are the correlation fifo past corr_old */
+  uint32_t n0 = 0, a0 = 0, f0 = 0;
+  if (!*full) {
+    n0 = p->npnodes;
+    while (n0 > 0 && (p->pnode_seq[n0 - 1] & ~GPD_PEND_STORED) > GPD_PEND_SEQ(0, p->pend_seq_saved))
+      n0--;
+    a0 = p->npacts;
+    while (a0 > 0 && (p->pacts[a0 - 1].seq & ~GPD_PEND_STORED) > GPD_PEND_SEQ(2, p->pend_seq_saved))
+      a0--;
+    f0 = p->corr_old < p->corr_nfifo ? p->corr_old : p->corr_nfifo;
+  }
+  size_t cnt = (size_t)(p->npnodes - n0) + (p->npacts - a0) +
+               (*full ? p->corr.n : (size_t)(p->corr_nfifo - f0));
+  gpd_prec_t *v = cnt ? malloc(cnt * sizeof *v) : NULL;
+  if (cnt && v == NULL) {
+    p->pend_full = 1;
     return -ENOMEM;
+  }
   uint32_t k = 0;
-  for (uint32_t i = 0; i < p->npnodes; i++) {
-    memset(&v[k], 0, sizeof v[k]);
-    memcpy(v[k].b, &p->pnodes[i], sizeof p->pnodes[i]);
-    v[k].len = GPD_SLOT_SIZE;
-    k++;
+  for (uint32_t i = n0; i < p->npnodes; i++) {
+    prec_set(&v[k++], &p->pnodes[i], sizeof p->pnodes[i], p->pnode_seq[i]);
+    p->pnode_seq[i] |= GPD_PEND_STORED;
   }
-  for (size_t i = 0; i < p->corr.cap; i++) {
-    if (p->corr.keys[i] == 0)
-      continue;
-    uint64_t val = p->corr.vals[i];
-    gpd_rec_invoke_t r;
-    memset(&r, 0, sizeof r);
-    r.h.type = GPD_REC_INVOKE;
-    r.h.version = GPD_REC_VERSION;
-    r.h.nslots = 1;
-    r.h.flags = ((val >> 40) & 1) ? GPD_INVOKE_MULTI : 0;
-    unsigned api = GPD_CORR_API(p->corr.keys[i]); /* not kept in the map; unused */
-    r.api = (uint8_t)(api < GPD_API_MAX ? api : GPD_API_NONE);
-    r.op = (uint8_t)(val >> 32);
-    r.node = (uint32_t)val;
-    r.corr = p->corr.keys[i];
-    memset(&v[k], 0, sizeof v[k]);
-    memcpy(v[k].b, &r, sizeof r);
-    v[k].len = GPD_SLOT_SIZE;
-    k++;
+  if (*full) {
+    for (size_t i = 0; i < p->corr.cap; i++) {
+      if (p->corr.keys[i] == 0)
+        continue;
+      prec_invoke(&v[k++], p->corr.keys[i], p->corr.vals[i]);
+      p->corr.vals[i] |= GPD_CORR_STORED;
+    }
+  } else {
+    for (uint32_t f = f0; f < p->corr_nfifo; f++) {
+      uint64_t corr = p->corr_fifo[(p->corr_head + f) % p->corr_capfifo].corr, val;
+      if (!gpd_map_get(&p->corr, corr, &val) || (val & GPD_CORR_STORED))
+        continue; /* matched since, or listed twice */
+      prec_invoke(&v[k++], corr, val);
+      gpd_map_put(&p->corr, corr, val | GPD_CORR_STORED);
+    }
   }
-  for (uint32_t i = 0; i < p->npacts; i++) {
+  for (uint32_t i = a0; i < p->npacts; i++) {
     if (p->pacts[i].a.h.type == GPD_REC_NONE)
       continue; /* tombstone: matched already */
-    memset(&v[k], 0, sizeof v[k]);
-    memcpy(v[k].b, &p->pacts[i].a, sizeof p->pacts[i].a);
-    v[k].len = 2 * GPD_SLOT_SIZE;
-    k++;
+    prec_set(&v[k++], &p->pacts[i].a, sizeof p->pacts[i].a, p->pacts[i].seq);
+    p->pacts[i].seq |= GPD_PEND_STORED;
   }
-  *out = v;
-  *n = k;
+  if (!*full && p->npdel) {
+    *del = p->pdel;
+    *ndel = p->npdel;
+    p->pdel = NULL;
+    p->cappdel = 0;
+  }
+  p->npdel = 0;
+  p->pend_full = 0;
+  p->pend_seq_saved = p->pend_seq;
+  p->corr_old = p->corr_nfifo;
+  if (k == 0) {
+    free(v);
+    v = NULL;
+  }
+  *add = v;
+  *nadd = k;
   return 0;
 }
 
@@ -748,7 +1113,7 @@ double gpd_profile_excl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
   uint32_t i = gpd_profile_find(p, ctx);
   if (i == GPD_NONE)
     return 0;
-  return gpd_mval_get(p->nodes[i].m, p->nodes[i].nm, metric);
+  return gpd_node_metric(p, &p->nodes[i], metric);
 }
 
 double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
@@ -763,7 +1128,7 @@ double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
     while (j != GPD_NONE && j > root)
       j = p->nodes[j].parent;
     if (j == root)
-      sum += gpd_mval_get(p->nodes[i].m, p->nodes[i].nm, metric);
+      sum += gpd_node_metric(p, &p->nodes[i], metric);
   }
   return sum;
 }

@@ -24,22 +24,38 @@ int gpd_mval_add(gpd_mval_t **a, uint32_t *n, uint32_t *cap, uint32_t id, double
 /** Value of metric id in a sparse array (0 when absent). */
 double gpd_mval_get(const gpd_mval_t *a, uint32_t n, uint32_t id);
 
-/** A calling-context node of one process's CCT. */
+/** A calling-context node of one process's CCT: 40 bytes, no pointers.
+ *  Labels live in the profile's label pool (gpd_profile_label), metrics in
+ *  its metric pool (gpd_node_metric*): a node without metrics costs nothing
+ *  there.  The parent's Merkle id is nodes[parent].id. */
 typedef struct gpd_node_s {
   uint64_t id;        /* Merkle context id (hash.h) */
-  uint64_t parent_id; /* 0 for the root */
+  uint64_t offset;    /* call-site offset into module */
   uint32_t parent;    /* index in gpd_profile_t.nodes, GPD_NONE for root */
+  uint32_t module;    /* FRAME: local module id (0 = unknown, offset = ip); KERNEL: string
+                         id of its name (attribution cache key, 0 unknown) */
+  uint32_t label;     /* placeholder / demangled kernel / restored label (label pool, 0 none) */
+  uint32_t raw;       /* mangled kernel name (label pool, 0 none) */
+  uint32_t mb;        /* metric block in gpd_profile_t.mw (0 = no metrics) */
   uint8_t kind;       /* GPD_NODE_* */
   uint8_t op;         /* placeholder's gpd_op_t */
   uint8_t saved;      /* context row written (writer) */
   uint8_t dirty;      /* metrics changed since the writer's last copy */
-  uint32_t module;    /* local module id of a FRAME (0 = unknown, offset = ip) */
-  uint64_t offset;    /* call-site offset into module */
-  char *label;        /* placeholder / demangled kernel / restored label (owned) */
-  char *raw_name;     /* mangled kernel name (owned) */
-  gpd_mval_t *m;      /* sparse exclusive metrics */
-  uint32_t nm, capm;
 } gpd_node_t;
+
+/** One word of a profile's metric pool: a block is {mask of the metric ids
+ *  present, then one double per set bit in increasing id order}. */
+typedef union gpd_mword_u {
+  uint64_t mask;
+  double v;
+} gpd_mword_t;
+
+/** Open-addressing index of uint32 values (slot = value + 1, 0 empty)
+ *  whose keys are derived from the values (profile.c); 4 bytes a slot. */
+typedef struct gpd_ix_s {
+  uint32_t *slot;
+  uint32_t cap, n;
+} gpd_ix_t;
 
 typedef struct gpd_pstring_s {
   uint32_t id, kind;
@@ -54,9 +70,10 @@ typedef struct gpd_pmodule_s {
   char *path;
 } gpd_pmodule_t;
 
+/** Shim node id -> node index, in insertion order (cct_local rows). */
 typedef struct gpd_plocal_s {
   uint32_t local;
-  uint64_t ctx;
+  uint32_t node;
 } gpd_plocal_t;
 
 typedef struct gpd_backend_s {
@@ -86,7 +103,18 @@ typedef struct gpd_corr_age_s {
 typedef struct gpd_pact_s {
   gpd_rec_activity_t a; /* a.h.type == GPD_REC_NONE: tombstone */
   uint32_t next;        /* next pending index with the same corr, GPD_NONE */
+  uint64_t seq;         /* its `pending` row (GPD_PEND_SEQ), | GPD_PEND_STORED */
 } gpd_pact_t;
+
+/* `pending` row ids (docs/FORMATS.md): class in bits 61-62 keeps the
+ * re-feed order NODE (0) < INVOKE (1) < ACTIVITY (2); NODE and ACTIVITY
+ * rows number the records as they went pending, an INVOKE's row is its
+ * correlation id.  GPD_PEND_STORED (in memory only): the row is in the
+ * store as of the last snapshot. */
+#define GPD_PEND_SEQ(cls, n) (((uint64_t)(cls) << 61) | ((uint64_t)(n) & ((1ull << 61) - 1)))
+#define GPD_PEND_STORED (1ull << 63)
+/* Correlation-map value bit: the INVOKE's row is stored. */
+#define GPD_CORR_STORED (1ull << 41)
 
 /** Per-process profile: the CCT rebuilt from NODE records, strings and
  *  modules, the correlation map and the pending lists.  Single-threaded:
@@ -97,8 +125,20 @@ typedef struct gpd_profile_s {
   gid_t gid;
   gpd_node_t *nodes; /* nodes[0] is the root; parents precede children */
   uint32_t nnodes, capnodes;
-  gpd_map_t by_ctx;   /* Merkle id -> node index */
-  gpd_map_t by_local; /* shim node id -> node index */
+  gpd_ix_t by_ctx;    /* Merkle id -> node index */
+  gpd_ix_t by_local;  /* shim node id -> index into locals */
+  gpd_mword_t *mw;    /* metric pool (word 0 unused: block 0 = none) */
+  uint32_t nmw, capmw;
+  uint32_t mfree[GPD_M__COUNT + 2]; /* free blocks by size in words */
+  uint64_t mmask;     /* metric ids any node holds */
+  uint32_t *mnodes;   /* nodes holding metrics, in the order they got their first */
+  uint32_t nmnodes, capmnodes;
+  char *lp;           /* label pool: NUL-terminated strings, id = offset + 1 */
+  uint32_t nlp, caplp;
+  gpd_ix_t lp_ix;     /* label text -> id (dedup) */
+  uint32_t *dirtyv;   /* nodes whose dirty went 0 -> 1 since the writer's copy */
+  uint32_t ndirtyv, capdirtyv;
+  uint32_t nodes_clean; /* nodes [0, nodes_clean) are saved (writer) */
   gpd_map_t corr;     /* corr -> packed {node, op, multi} (GPD_CORR_PACK) */
   gpd_corr_age_t *corr_fifo; /* ring of corr keys, oldest at corr_head; keys
                                 matched since are skipped (compacted when
@@ -115,13 +155,14 @@ typedef struct gpd_profile_s {
   uint32_t nmods, capmods;
   gpd_map_t mod_by_id;
   gpd_rec_node_t *pnodes; /* NODE records waiting for parent/module */
+  uint64_t *pnode_seq;     /* their `pending` rows (| GPD_PEND_STORED), capacity cappnodes */
   uint32_t npnodes, cappnodes;
   struct gpd_pact_s *pacts; /* ACTIVITY waiting for invoke/node/name */
   uint32_t npacts, cappacts;
   uint32_t ndead;          /* tombstones in pacts (matched by an INVOKE) */
   gpd_map_t pend_corr;     /* corr -> head index of its pending chain */
   int pend_dirty;          /* a node/string arrived: rescan pending */
-  gpd_map_t targets;       /* (node, kernel name, op) -> attribution node (cache) */
+  gpd_ix_t targets;        /* (node, kernel name, op) -> attribution node (cache) */
   gpd_plocal_t *locals; /* local id -> ctx, in insertion order (cct_local) */
   uint32_t nlocals, caplocals;
   /* writer watermarks */
@@ -136,6 +177,15 @@ typedef struct gpd_profile_s {
    * the writer persists the pending table when it differs from _saved */
   uint64_t pend_gen, pend_gen_saved;
   struct gpd_pcsample_s *pcs; /* GPU PC samples (pcsample.c), NULL until one */
+  /* pending-table delta (gpd_profile_pending_delta): rows numbered up to
+   * pend_seq_saved were handled by the last snapshot; corr_old fifo entries
+   * (from corr_head) were there at that snapshot; pdel: stored rows gone
+   * since; pend_full: rewrite every row (new profile, failed write) */
+  uint64_t pend_seq, pend_seq_saved;
+  uint32_t corr_old;
+  uint64_t *pdel;
+  uint32_t npdel, cappdel;
+  int pend_full;
 } gpd_profile_t;
 
 /** One unmatched record as raw record bytes (NODE / INVOKE: 64 bytes,
@@ -143,6 +193,7 @@ typedef struct gpd_profile_s {
 typedef struct gpd_prec_s {
   _Alignas(64) uint8_t b[2 * GPD_SLOT_SIZE];
   uint32_t len; /* bytes used: a multiple of GPD_SLOT_SIZE */
+  uint64_t seq; /* its row id (GPD_PEND_SEQ) */
 } gpd_prec_t;
 
 /** Pack a correlation-map value. */
@@ -159,12 +210,19 @@ void gpd_profile_retry(gpd_profile_t *p);
 /** Final flush: resolve what can be resolved, attribute every remaining
  *  activity under root -> <unknown context>, so nothing is lost. */
 void gpd_profile_finish(gpd_profile_t *p);
-/** The unmatched correlation state as raw records, in re-feed order:
- *  pending NODEs, then INVOKEs still in the correlation map (rebuilt from
- *  {corr, node, op, multi}; tid/ts 0), then pending ACTIVITYs.  *out is
- *  malloc'd (NULL when *n == 0).  0 or -ENOMEM (nothing allocated). */
-int gpd_profile_pending_export(const gpd_profile_t *p, gpd_prec_t **out, uint32_t *n);
-/** Re-feed one record exported by gpd_profile_pending_export (hand-back
+/** What changed in the unmatched correlation state (pending NODEs, INVOKEs
+ *  in the correlation map rebuilt from {corr, node, op, multi} with tid/ts
+ *  0, pending ACTIVITYs) since the last call, as `pending` rows: *add
+ *  (malloc'd, NULL when *nadd == 0) are rows to insert or replace, *del
+ *  (malloc'd) row ids to delete; *full: delete every row of the profile
+ *  first (*add is then everything, in re-feed order).  The work is
+ *  proportional to the rows that changed, not to all pending records:
+ *  rows are marked stored here, deletions of stored rows are logged as they
+ *  happen.  The caller writes the delta or, if that fails, sets
+ *  p->pend_full.  0 or -ENOMEM (p->pend_full set, nothing allocated). */
+int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd, uint64_t **del,
+                              uint32_t *ndel, int *full);
+/** Re-feed one record of gpd_profile_pending_delta (hand-back
  *  reload): validated, ingested, not counted in `records` again.  0 or
  *  GPD_EBADRECORD (ignored). */
 int gpd_profile_restore_pending(gpd_profile_t *p, const void *rec, size_t nbytes);
@@ -194,5 +252,35 @@ int gpd_profile_add_module(gpd_profile_t *p, uint32_t id, const uint8_t *bid, un
 double gpd_profile_excl(const gpd_profile_t *p, uint64_t ctx, unsigned metric);
 /** Inclusive value (sum over the subtree rooted at ctx). */
 double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric);
+
+/** Text of label-pool id l (NULL for 0). */
+static inline const char *gpd_profile_label(const gpd_profile_t *p, uint32_t l) {
+  return l ? p->lp + (l - 1) : NULL;
+}
+/** Merkle id of node i's parent (0 for the root). */
+static inline uint64_t gpd_profile_parent_id(const gpd_profile_t *p, uint32_t i) {
+  uint32_t par = p->nodes[i].parent;
+  return par == GPD_NONE ? 0 : p->nodes[par].id;
+}
+/** Mask of the metric ids node n holds (bit id), 0 without metrics. */
+static inline uint64_t gpd_node_mask(const gpd_profile_t *p, const gpd_node_t *n) {
+  return n->mb ? p->mw[n->mb].mask : 0;
+}
+/** The values of node n, one per set bit of gpd_node_mask in increasing id
+ *  order (NULL without metrics).  Valid until the profile changes. */
+static inline const gpd_mword_t *gpd_node_vals(const gpd_profile_t *p, const gpd_node_t *n) {
+  return n->mb ? &p->mw[n->mb + 1] : NULL;
+}
+/** Node n's metrics as sparse values into out[GPD_M__COUNT]; returns how many. */
+unsigned gpd_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out);
+/** Value of metric id at node n (0 if absent). */
+double gpd_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id);
+/** Add the non-zero entries of v[GPD_M__COUNT] to node i's exclusive
+ *  metrics and mark it dirty for the writer.  0 or -ENOMEM (unchanged). */
+int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v);
+/** Add v to metric id (< GPD_M__COUNT) of node i.  0, -EINVAL, -ENOMEM. */
+int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v);
+/** Heap bytes the profile holds (arrays, pools, indexes, strings). */
+size_t gpd_profile_bytes(const gpd_profile_t *p);
 
 #endif

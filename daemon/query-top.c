@@ -25,7 +25,8 @@
  * sort metric's sum, to pick the heaviest instance.  So the daemon keeps a
  * node-merged index (below, main thread only, under d->lock):
  *
- *   per profile: its KERNEL/PLACEHOLDER nodes as {node index, group,
+ *   per profile: its KERNEL/PLACEHOLDER nodes that hold metrics
+ *     (gpd_profile_t.mnodes) as {node index, group,
  *     instance, Merkle id}, extended incrementally (nodes are append-only
  *     and a node's kind, key and id never change);
  *   groups (kind, key) and instances (Merkle id), shared by all profiles.
@@ -143,11 +144,11 @@ static uint32_t top_inst_get(uint64_t id, uint32_t group) {
 }
 
 /* Group key of a node as Top groups it (NULL: not a Top node). */
-static const char *top_key(const gpd_node_t *n) {
+static const char *top_key(const gpd_profile_t *p, const gpd_node_t *n) {
   if (n->kind == GPD_NODE_KERNEL)
-    return n->raw_name ? n->raw_name : n->label;
+    return gpd_profile_label(p, n->raw ? n->raw : n->label);
   if (n->kind == GPD_NODE_PLACEHOLDER)
-    return n->label;
+    return gpd_profile_label(p, n->label);
   return NULL;
 }
 
@@ -169,14 +170,18 @@ static top_prof_t *top_prof_get(const gpd_profile_t *p) {
     tp->prof = p;
     tp->profile_id = p->profile_id;
   }
-  if (tp->profile_id != p->profile_id || tp->scanned > p->nnodes ||
-      (tp->n && p->nodes[tp->v[tp->n - 1].pidx].id != tp->v[tp->n - 1].id)) {
+  if (tp->profile_id != p->profile_id || tp->scanned > p->nmnodes ||
+      (tp->n && (tp->v[tp->n - 1].pidx >= p->nnodes ||
+                 p->nodes[tp->v[tp->n - 1].pidx].id != tp->v[tp->n - 1].id))) {
     tp->profile_id = p->profile_id; /* another profile at this address */
     tp->scanned = tp->n = 0;
   }
-  for (uint32_t i = tp->scanned; i < p->nnodes; i++) {
+  /* only nodes that hold metrics (p->mnodes, in the order they got their
+   * first one): a placeholder above a named kernel never does */
+  for (uint32_t mi = tp->scanned; mi < p->nmnodes; mi++) {
+    uint32_t i = p->mnodes[mi];
     const gpd_node_t *n = &p->nodes[i];
-    const char *k = top_key(n);
+    const char *k = top_key(p, n);
     if (k == NULL)
       continue;
     uint32_t g = top_group_get(n->kind, k);
@@ -188,9 +193,9 @@ static top_prof_t *top_prof_get(const gpd_profile_t *p) {
     if (tp->n == tp->cap && gpd__query_grow((void **)&tp->v, &tp->cap, sizeof *tp->v, 64) < 0)
       return NULL;
     tp->v[tp->n++] = (top_pnode_t){.id = n->id, .pidx = i, .inst = in};
-    tp->scanned = i + 1;
+    tp->scanned = mi + 1;
   }
-  tp->scanned = p->nnodes;
+  tp->scanned = p->nmnodes;
   return tp;
 }
 
@@ -303,7 +308,7 @@ again:
         ngroups = ninsts = 0;
         goto again;
       }
-      if (n->nm == 0)
+      if (n->mb == 0)
         continue;
       top_inst_t *in = &top_ix.insts[pn->inst];
       top_group_t *g = &top_ix.groups[in->group];
@@ -325,13 +330,13 @@ again:
         in->rep = p;
         in->rep_pidx = pn->pidx;
       }
-      for (uint32_t q = 0; q < n->nm; q++) {
-        if (n->m[q].id >= GPD_M__COUNT)
-          continue;
-        g->m[n->m[q].id] += n->m[q].v;
-        if (n->m[q].id == metric)
-          in->v += n->m[q].v;
-      }
+      const gpd_mword_t *w = gpd_node_vals(p, n);
+      uint64_t mask = gpd_node_mask(p, n);
+      unsigned q = 0;
+      for (uint64_t b = mask; b; b &= b - 1, q++)
+        g->m[__builtin_ctzll(b)] += w[q].v;
+      if (mask & (1ull << metric))
+        in->v += w[__builtin_popcountll(mask & ((1ull << metric) - 1))].v;
     }
   }
   /* heaviest instance per group; ties: the first merged (oldest profile) */
@@ -365,7 +370,7 @@ again:
       break;
     gpuprof__top_entry__init(o);
     o->kind = (Gpuprof__NodeKind)g->kind;
-    o->label = gpd__query_strdup(bn->label ? bn->label : g->key);
+    o->label = gpd__query_strdup(bn->label ? gpd_profile_label(bp, bn->label) : g->key);
     o->metrics = gpd__query_calloc(GPD_M__COUNT, sizeof *o->metrics);
     for (unsigned q = 0; o->metrics && q < GPD_M__COUNT; q++) {
       if (g->m[q] == 0)

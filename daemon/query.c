@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,24 +86,61 @@ static unsigned q_delay_ms;
 static int q_delay_read;
 static uint64_t q_serial; /* main thread */
 
+/* Freed 64 KiB chunks are kept for the next query (up to Q_POOL_MAX
+ * bytes): a 30 K-node tree fills ~20 MiB of chunks, and fresh memory from
+ * malloc costs a page fault per 4 KiB (glibc trims the heap top after each
+ * query) -- measured as the largest part of a `tree` reply's build time.
+ * Any thread (the pool threads free, main allocates): q_pool_lock. */
+#define Q_CHUNK (64u << 10)
+#define Q_POOL_MAX (32u << 20)
+static pthread_mutex_t q_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static q_chunk_t *q_pool;
+static size_t q_pool_bytes;
+
 static void q_arena_free(q_chunk_t *c) {
   while (c) {
     q_chunk_t *n = c->next;
-    free(c);
+    int kept = 0;
+    if (c->cap == Q_CHUNK) {
+      pthread_mutex_lock(&q_pool_lock);
+      if (q_pool_bytes + Q_CHUNK <= Q_POOL_MAX) {
+        c->next = q_pool;
+        q_pool = c;
+        q_pool_bytes += Q_CHUNK;
+        kept = 1;
+      }
+      pthread_mutex_unlock(&q_pool_lock);
+    }
+    if (!kept)
+      free(c);
     c = n;
   }
+}
+
+static q_chunk_t *q_chunk_new(size_t cap) {
+  q_chunk_t *c = NULL;
+  if (cap == Q_CHUNK) {
+    pthread_mutex_lock(&q_pool_lock);
+    if ((c = q_pool) != NULL) {
+      q_pool = c->next;
+      q_pool_bytes -= Q_CHUNK;
+    }
+    pthread_mutex_unlock(&q_pool_lock);
+  }
+  if (c == NULL && (c = malloc(sizeof *c + cap)) == NULL)
+    return NULL;
+  c->cap = cap;
+  c->used = 0;
+  return c;
 }
 
 void *gpd__query_alloc(size_t n) {
   n = (n + 15) & ~(size_t)15;
   if (q_arena == NULL || q_arena->cap - q_arena->used < n) {
-    size_t cap = n > (64u << 10) ? n : (64u << 10);
-    q_chunk_t *c = malloc(sizeof *c + cap);
+    q_chunk_t *c = q_chunk_new(n > Q_CHUNK ? n : Q_CHUNK);
     if (c == NULL)
       return NULL;
-    c->cap = cap;
-    c->used = 0;
-    if (q_arena && n > (64u << 10)) { /* big: keep filling the current chunk */
+    if (q_arena && n > Q_CHUNK) { /* big: keep filling the current chunk */
       c->next = q_arena->next;
       q_arena->next = c;
     } else {
@@ -142,7 +180,7 @@ const char *gpd_query_label(const gpd_profile_t *p, uint32_t i, const char **mod
   if (n->kind == GPD_NODE_ROOT)
     return "<root>";
   if (n->kind != GPD_NODE_FRAME)
-    return n->label ? n->label : "?";
+    return n->label ? gpd_profile_label(p, n->label) : "?";
   const gpd_pmodule_t *m = gpd_profile_module(p, n->module);
   if (m) {
     *module = m->path;
@@ -270,27 +308,6 @@ static Gpuprof__Msg *error_reply(int code, const char *text) {
   return m;
 }
 
-static Gpuprof__Metric **metrics(const gpd_mval_t *v, uint32_t n, size_t *out_n) {
-  *out_n = 0;
-  if (n == 0)
-    return NULL;
-  Gpuprof__Metric **a = gpd__query_calloc(n, sizeof *a);
-  if (a == NULL)
-    return NULL;
-  for (uint32_t i = 0; i < n; i++) {
-    if (v[i].v == 0)
-      continue;
-    Gpuprof__Metric *m = gpd__query_alloc(sizeof *m);
-    if (m == NULL)
-      break;
-    gpuprof__metric__init(m);
-    m->id = v[i].id;
-    m->value = v[i].v;
-    a[(*out_n)++] = m;
-  }
-  return a;
-}
-
 static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   Gpuprof__Process *m = gpd__query_alloc(sizeof *m);
   if (m == NULL)
@@ -372,7 +389,7 @@ Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx) {
     return NULL;
   gpuprof__node__init(o);
   o->id = n->id;
-  o->parent = n->parent_id;
+  o->parent = gpd_profile_parent_id(p, pidx);
   o->kind = (Gpuprof__NodeKind)n->kind;
   o->offset = n->offset;
   const char *module = NULL, *label = NULL;
@@ -385,35 +402,66 @@ Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx) {
     snprintf(buf, sizeof buf, "0x%" PRIx64, n->offset);
     label = buf;
   } else {
-    label = n->label ? n->label : "?";
+    label = n->label ? gpd_profile_label(p, n->label) : "?";
   }
   o->label = gpd__query_strdup(label);
   o->module = gpd__query_strdup(module);
-  o->raw_name = gpd__query_strdup(n->raw_name);
+  o->raw_name = gpd__query_strdup(gpd_profile_label(p, n->raw));
   if (n->kind == GPD_NODE_FRAME && module && module[0])
     q_pending_add(o, p->uid, p->gid);
   return o;
 }
 
-static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t i, int with_metrics) {
-  const gpd_mnode_t *mn = &m->nodes[i];
-  Gpuprof__Node *o = gpd__query_node_msg(mn->prof, mn->pidx);
+static Gpuprof__Metric **metric_msgs(const gpd_mval_t *v, unsigned n, size_t *out_n) {
+  *out_n = 0;
+  if (n == 0)
+    return NULL;
+  Gpuprof__Metric **a = gpd__query_calloc(n, sizeof *a);
+  Gpuprof__Metric *ms = gpd__query_alloc(n * sizeof *ms);
+  if (a == NULL || ms == NULL)
+    return NULL;
+  for (unsigned i = 0; i < n; i++) {
+    gpuprof__metric__init(&ms[i]);
+    ms[i].id = v[i].id;
+    ms[i].value = v[i].v;
+    a[i] = &ms[i];
+  }
+  *out_n = n;
+  return a;
+}
+
+static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t j, int with_metrics) {
+  const gpd_mnode_t *mn = &m->nodes[j];
+  const gpd_mview_t *v = &m->view[j];
+  Gpuprof__Node *o = gpd__query_node_msg(v->prof, v->pidx);
   if (o == NULL)
     return NULL;
   /* the merged node's identity (equal to the profile node's by Merkle id) */
-  o->id = mn->id;
-  o->parent = mn->parent_id;
+  o->id = v->out;
+  o->parent = mn->parent == GPD_NONE ? 0 : m->view[mn->parent].out;
   o->kind = (Gpuprof__NodeKind)mn->kind;
   if (with_metrics) {
-    o->excl = metrics(mn->excl, mn->nex, &o->n_excl);
-    o->incl = metrics(mn->incl, mn->nin, &o->n_incl);
+    gpd_mval_t mv[GPD_M__COUNT];
+    o->excl = metric_msgs(mv, gpd_merge_metrics(m, j, 0, mv), &o->n_excl);
+    o->incl = metric_msgs(mv, gpd_merge_metrics(m, j, 1, mv), &o->n_incl);
   }
   return o;
 }
 
+/* The node view of the last tree query, kept between queries (main thread,
+ * under d->lock): merged nodes and per-profile maps are only extended. */
+static gpd_merge_t q_merge;
+static gpd_daemon_t *q_merge_d;
+
 static int merge_visible(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid, const char *job,
-                         gpd_merge_t *m, Gpuprof__Process ***procs, size_t *nprocs) {
-  memset(m, 0, sizeof *m);
+                         gpd_merge_t **out, Gpuprof__Process ***procs, size_t *nprocs) {
+  if (q_merge_d != d) {
+    gpd_merge_free(&q_merge);
+    q_merge_d = d;
+  }
+  gpd_merge_t *m = &q_merge;
+  *out = m;
+  gpd_merge_begin(m);
   if (procs) {
     *procs = gpd__query_calloc(d->nprocs + 1, sizeof **procs);
     *nprocs = 0;
@@ -428,16 +476,23 @@ static int merge_visible(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid, c
   size_t k = n;
   for (gpd_proc_t *p = d->procs; p; p = p->next)
     order[--k] = p;
+  int err = 0;
   for (size_t i = 0; i < n; i++) {
     gpd_proc_t *p = order[i];
-    if (!gpd__query_selected(p, peer, pid, job))
+    if (!gpd__query_selected(p, peer, pid, job)) {
+      gpd_merge_live(m, &p->prof);
       continue;
-    if (gpd_merge_add(m, &p->prof) < 0)
+    }
+    if ((err = gpd_merge_add(m, &p->prof)) < 0)
       break;
     if (procs && *procs)
       (*procs)[(*nprocs)++] = proc_msg(p);
   }
   free(order);
+  if (err < 0) {
+    gpd_merge_free(m); /* rebuilt by the next query */
+    return err;
+  }
   return gpd_merge_finish(m);
 }
 
@@ -465,22 +520,22 @@ static Gpuprof__Msg *answer_tree(gpd_daemon_t *d, const gpd_peer_t *peer,
   Gpuprof__Msg *e = gpd__query_check_pid(d, peer, r->pid);
   if (e)
     return e;
-  gpd_merge_t mg;
+  gpd_merge_t *mg;
   Gpuprof__Msg *m = gpd__query_msg_new();
   Gpuprof__TreeReply *t = gpd__query_alloc(sizeof *t);
   if (m == NULL || t == NULL)
     return NULL;
   gpuprof__tree_reply__init(t);
-  merge_visible(d, peer, r->pid, r->job_id, &mg, &t->procs, &t->n_procs);
-  t->nodes = gpd__query_calloc(mg.n + 1, sizeof *t->nodes);
-  for (uint32_t i = 0; t->nodes && i < mg.n; i++) {
-    if (r->max_depth && mg.nodes[i].depth > r->max_depth)
+  if (merge_visible(d, peer, r->pid, r->job_id, &mg, &t->procs, &t->n_procs) < 0)
+    return NULL;
+  t->nodes = gpd__query_calloc(mg->nview + 1, sizeof *t->nodes);
+  for (uint32_t i = 0; t->nodes && i < mg->n; i++) {
+    if (!gpd_merge_in_view(mg, i) || (r->max_depth && mg->nodes[i].depth > r->max_depth))
       continue;
-    Gpuprof__Node *nm = node_msg(&mg, i, 1);
+    Gpuprof__Node *nm = node_msg(mg, i, 1);
     if (nm)
       t->nodes[t->n_nodes++] = nm;
   }
-  gpd_merge_free(&mg);
   m->body_case = GPUPROF__MSG__BODY_TREE;
   m->tree = t;
   return m;

@@ -152,17 +152,22 @@ void gpd_dclient_string(gpd_dclient_t *c, unsigned ring, uint32_t id, uint32_t k
   gpd_dclient_push(&c->ring[ring], b, sizeof *s + len);
 }
 
+void gpd_dclient_node_init(gpd_rec_node_t *n, uint32_t id, uint32_t parent, uint32_t module,
+                           uint64_t offset) {
+  memset(n, 0, sizeof *n);
+  n->h.type = GPD_REC_NODE;
+  n->h.version = GPD_REC_VERSION;
+  n->h.nslots = 1;
+  n->id = id;
+  n->parent = parent;
+  n->module = module;
+  n->offset = offset;
+}
+
 void gpd_dclient_node(gpd_dclient_t *c, uint32_t id, uint32_t parent, uint32_t module,
                       uint64_t offset) {
   gpd_rec_node_t n;
-  memset(&n, 0, sizeof n);
-  n.h.type = GPD_REC_NODE;
-  n.h.version = GPD_REC_VERSION;
-  n.h.nslots = 1;
-  n.id = id;
-  n.parent = parent;
-  n.module = module;
-  n.offset = offset;
+  gpd_dclient_node_init(&n, id, parent, module, offset);
   gpd_dclient_push(&c->ring[0], &n, sizeof n);
 }
 

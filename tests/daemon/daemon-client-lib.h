@@ -59,6 +59,10 @@ void gpd_dclient_string(gpd_dclient_t *c, unsigned ring, uint32_t id, uint32_t k
 void gpd_dclient_node(gpd_dclient_t *c, uint32_t id, uint32_t parent, uint32_t module,
                       uint64_t offset);
 
+/** Zero *n and fill it as gpd_dclient_node sends it. */
+void gpd_dclient_node_init(gpd_rec_node_t *n, uint32_t id, uint32_t parent, uint32_t module,
+                           uint64_t offset);
+
 /** Zero *v and fill its header, api (OpenCL), op, node and corr. */
 void gpd_dclient_invoke_init(gpd_rec_invoke_t *v, unsigned op, uint32_t node, uint64_t corr);
 

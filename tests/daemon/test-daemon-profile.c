@@ -224,9 +224,10 @@ static void test_attribution(void **state) {
   assert_true(gpd_profile_incl(&p, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 3.0);
   /* labels: placeholder and demangled kernel, raw name kept */
   uint32_t ki = gpd_profile_find(&p, k_kern);
-  assert_string_equal(p.nodes[ki].label, "kernel(float*)");
-  assert_string_equal(p.nodes[ki].raw_name, KNAME);
-  assert_string_equal(p.nodes[gpd_profile_find(&p, k_phk)].label, "<gpu kernel>");
+  assert_string_equal(gpd_profile_label(&p, p.nodes[ki].label), "kernel(float*)");
+  assert_string_equal(gpd_profile_label(&p, p.nodes[ki].raw), KNAME);
+  assert_string_equal(gpd_profile_label(&p, p.nodes[gpd_profile_find(&p, k_phk)].label),
+                      "<gpu kernel>");
   assert_int_equal(p.nodes[gpd_profile_find(&p, k_unk)].kind, GPD_NODE_UNKNOWN);
   /* cct_local: shim ids resolve */
   assert_int_equal(gpd_profile_local(&p, 2), gpd_profile_find(&p, k_f));
@@ -272,25 +273,46 @@ static void test_merge(void **state) {
   assert_int_equal(a.nnodes, b.nnodes);
   gpd_merge_t m;
   memset(&m, 0, sizeof m);
+  double root_gker = 0;
+  for (int round = 0; round < 3; round++) { /* the index is kept between views */
+    gpd_merge_begin(&m);
+    assert_int_equal(gpd_merge_add(&m, &a), 0);
+    assert_int_equal(gpd_merge_add(&m, &b), 0);
+    assert_int_equal(gpd_merge_finish(&m), 0);
+    assert_int_equal(m.n, a.nnodes); /* one node per path */
+    assert_int_equal(m.nview, a.nnodes);
+    uint32_t k = gpd_merge_find(&m, k_kern);
+    assert_int_not_equal(k, GPD_NONE);
+    assert_true(gpd_merge_value(&m, k, 0, GPD_M_GKER) == 1600.0);
+    assert_true(gpd_merge_value(&m, k, 0, GPD_M_GKER_COUNT) == 4.0);
+    uint32_t f = gpd_merge_find(&m, k_f);
+    assert_true(gpd_merge_value(&m, f, 1, GPD_M_GKER) == 1600.0);
+    assert_true(gpd_merge_value(&m, f, 0, GPD_M_GKER) == 0.0);
+    uint32_t r = gpd_merge_find(&m, GPD_CTX_ROOT);
+    assert_int_equal(r, 0);
+    assert_true(gpd_merge_value(&m, r, 1, GPD_M_GPUOP) == 2 * 1190.0);
+    root_gker = gpd_merge_value(&m, r, 1, GPD_M_GKER);
+    uint32_t c = gpd_merge_find(&m, k_phc);
+    assert_true(gpd_merge_value(&m, c, 0, GPD_M_GXCOPY_H2D) == 2000.0);
+    /* parents precede children */
+    for (uint32_t i = 1; i < m.n; i++)
+      assert_true(m.nodes[i].parent < i);
+  }
+  /* a view of one profile: half the values, same nodes; then live values */
+  gpd_merge_begin(&m);
+  gpd_merge_live(&m, &a);
+  assert_int_equal(gpd_merge_add(&m, &b), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 800.0);
+  assert_true(gpd_merge_value(&m, 0, 1, GPD_M_GPUOP) == 1190.0);
+  uint32_t kb = gpd_profile_find(&b, k_kern);
+  assert_int_equal(gpd_profile_metric_add(&b, kb, GPD_M_GKER, 5.0), 0);
+  gpd_merge_begin(&m);
   assert_int_equal(gpd_merge_add(&m, &a), 0);
   assert_int_equal(gpd_merge_add(&m, &b), 0);
   assert_int_equal(gpd_merge_finish(&m), 0);
-  assert_int_equal(m.n, a.nnodes); /* one node per path */
-  uint32_t k = gpd_merge_find(&m, k_kern);
-  assert_int_not_equal(k, GPD_NONE);
-  assert_true(gpd_mval_get(m.nodes[k].excl, m.nodes[k].nex, GPD_M_GKER) == 1600.0);
-  assert_true(gpd_mval_get(m.nodes[k].excl, m.nodes[k].nex, GPD_M_GKER_COUNT) == 4.0);
-  uint32_t f = gpd_merge_find(&m, k_f);
-  assert_true(gpd_mval_get(m.nodes[f].incl, m.nodes[f].nin, GPD_M_GKER) == 1600.0);
-  assert_true(gpd_mval_get(m.nodes[f].excl, m.nodes[f].nex, GPD_M_GKER) == 0.0);
-  uint32_t r = gpd_merge_find(&m, GPD_CTX_ROOT);
-  assert_int_equal(r, 0);
-  assert_true(gpd_mval_get(m.nodes[r].incl, m.nodes[r].nin, GPD_M_GPUOP) == 2 * 1190.0);
-  uint32_t c = gpd_merge_find(&m, k_phc);
-  assert_true(gpd_mval_get(m.nodes[c].excl, m.nodes[c].nex, GPD_M_GXCOPY_H2D) == 2000.0);
-  /* parents precede children */
-  for (uint32_t i = 1; i < m.n; i++)
-    assert_true(m.nodes[i].parent < i);
+  assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 1605.0);
+  assert_true(gpd_merge_value(&m, 0, 1, GPD_M_GKER) == root_gker + 5.0);
   gpd_merge_free(&m);
   gpd_profile_free(&a);
   gpd_profile_free(&b);
@@ -555,6 +577,124 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The pending table as the writer keeps it from the deltas: row id ->
+ * record bytes. */
+typedef struct trow_s {
+  uint64_t seq;
+  uint32_t len;
+  uint8_t b[2 * GPD_SLOT_SIZE];
+} trow_t;
+static trow_t trows[512];
+static unsigned ntrows;
+
+static int trow_find(uint64_t seq) {
+  for (unsigned i = 0; i < ntrows; i++)
+    if (trows[i].seq == seq)
+      return (int)i;
+  return -1;
+}
+
+/* Apply one delta to the table; returns rows touched (adds + deletes). */
+static unsigned tab_apply(gpd_profile_t *p, int *full) {
+  gpd_prec_t *add;
+  uint64_t *del;
+  uint32_t nadd, ndel;
+  assert_int_equal(gpd_profile_pending_delta(p, &add, &nadd, &del, &ndel, full), 0);
+  if (*full)
+    ntrows = 0;
+  for (uint32_t i = 0; i < ndel; i++) {
+    int k = trow_find(del[i]);
+    assert_true(k >= 0); /* only stored rows are deleted */
+    trows[k] = trows[--ntrows];
+  }
+  for (uint32_t i = 0; i < nadd; i++) {
+    int k = trow_find(add[i].seq);
+    if (k < 0) {
+      assert_true(ntrows < 512);
+      k = (int)ntrows++;
+    }
+    trows[k].seq = add[i].seq;
+    trows[k].len = add[i].len;
+    memcpy(trows[k].b, add[i].b, add[i].len);
+  }
+  free(add);
+  free(del);
+  return nadd + ndel;
+}
+
+/* The table equals a full rewrite of p's unmatched state (as sets). */
+static void tab_check(gpd_profile_t *p) {
+  gpd_prec_t *add;
+  uint64_t *del;
+  uint32_t nadd, ndel;
+  int full;
+  p->pend_full = 1;
+  assert_int_equal(gpd_profile_pending_delta(p, &add, &nadd, &del, &ndel, &full), 0);
+  assert_true(full);
+  assert_int_equal(nadd, ntrows);
+  for (uint32_t i = 0; i < nadd; i++) {
+    int k = trow_find(add[i].seq);
+    assert_true(k >= 0);
+    assert_int_equal(trows[k].len, add[i].len);
+    assert_memory_equal(trows[k].b, add[i].b, add[i].len);
+  }
+  free(add);
+  free(del);
+}
+
+/* The writer's pending rows are a delta: a flush writes the rows that
+ * changed (matched, placed, new), and replaying the deltas gives exactly
+ * what rewriting every row gives; the row ids keep the re-feed order
+ * NODE < INVOKE < ACTIVITY. */
+static void test_pending_delta(void **state) {
+  (void)state;
+  gpd_profile_t p;
+  int full;
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_node(&p, 1, 0, 1, 0x10);
+  for (uint64_t c = 1; c <= 100; c++)
+    feed_invoke(&p, GPD_CORR(GPD_API_OPENCL, c), 1, GPD_OP_KERNEL, 0);
+  for (uint64_t c = 1000; c < 1010; c++)
+    feed_act(&p, GPD_CORR(GPD_API_OPENCL, c), GPD_OP_KERNEL, 0, 10, 0, 0);
+  feed_node(&p, 50, 49, 1, 0x50); /* parent not announced yet */
+  gpd_profile_retry(&p);
+  ntrows = 0;
+  assert_int_equal(tab_apply(&p, &full), 111); /* first flush: every row */
+  assert_true(full);
+  for (unsigned i = 0; i < ntrows; i++) {
+    const gpd_rec_hdr_t *h = (const gpd_rec_hdr_t *)trows[i].b;
+    unsigned cls = (unsigned)(trows[i].seq >> 61);
+    assert_int_equal(cls, h->type == GPD_REC_NODE ? 0 : h->type == GPD_REC_INVOKE ? 1 : 2);
+  }
+  tab_check(&p);
+  /* nothing changed: nothing written */
+  assert_int_equal(tab_apply(&p, &full), 0);
+  assert_false(full);
+  /* 5 invokes matched, 1 pending activity matched, 1 new pending invoke,
+   * the pending node placed */
+  for (uint64_t c = 1; c <= 5; c++)
+    feed_act(&p, GPD_CORR(GPD_API_OPENCL, c), GPD_OP_KERNEL, 0, 10, 0, 0);
+  feed_invoke(&p, GPD_CORR(GPD_API_OPENCL, 1000), 1, GPD_OP_KERNEL, 0);
+  feed_invoke(&p, GPD_CORR(GPD_API_OPENCL, 200), 1, GPD_OP_KERNEL, 0);
+  feed_node(&p, 49, 1, 1, 0x49);
+  gpd_profile_retry(&p);
+  assert_int_equal(tab_apply(&p, &full), 8);
+  assert_false(full);
+  assert_int_equal(ntrows, 111 - 5 - 1 + 1 - 1);
+  tab_check(&p);
+  /* an invoke that comes and goes between two flushes leaves no row */
+  feed_invoke(&p, GPD_CORR(GPD_API_OPENCL, 300), 1, GPD_OP_KERNEL, 0);
+  feed_act(&p, GPD_CORR(GPD_API_OPENCL, 300), GPD_OP_KERNEL, 0, 10, 0, 0);
+  assert_int_equal(tab_apply(&p, &full), 0);
+  /* a failed write: every row again */
+  p.pend_full = 1;
+  assert_int_equal(tab_apply(&p, &full), ntrows);
+  assert_true(full);
+  tab_check(&p);
+  gpd_profile_free(&p);
+}
+
 /* The correlation map is bounded by count and by age (in records): the
  * oldest invocations are evicted and counted, an activity for one goes to
  * <unknown context>; matched invocations leave no trace (the age ring is
@@ -684,6 +824,7 @@ int main(void) {
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
+      cmocka_unit_test(test_pending_delta),
       cmocka_unit_test(test_store_format),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
