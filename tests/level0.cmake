@@ -29,6 +29,14 @@ target_link_libraries(l0-known PRIVATE PkgConfig::LEVEL0)
 set_target_properties(l0-known PROPERTIES ENABLE_EXPORTS ON RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
 add_dependencies(l0-known fake-ze fake-ze-noinit fake-ze-nots)
 
+# A launch loop, one immediate list per thread (level0.threads and
+# bench/bench-level0-overhead.c).
+add_executable(l0-loop ${GPD_L0}/l0-loop.c)
+target_compile_options(l0-loop PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_link_libraries(l0-loop PRIVATE PkgConfig::LEVEL0 Threads::Threads)
+set_target_properties(l0-loop PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_dependencies(l0-loop fake-ze)
+
 # Device ticks -> gpuprof clock (pure function, exact numbers).
 add_executable(test-level0-clock ${GPD_L0}/test-level0-clock.c ${CMAKE_SOURCE_DIR}/shim/level0/level0-translate.c)
 target_include_directories(test-level0-clock PRIVATE ${CMAKE_SOURCE_DIR}/shim ${LEVEL0_INCLUDE_DIRS})
@@ -36,7 +44,7 @@ target_link_libraries(test-level0-clock PRIVATE gpd_common)
 add_test(NAME level0.clock COMMAND test-level0-clock)
 set_tests_properties(level0.clock PROPERTIES LABELS "unit" TIMEOUT 30)
 
-foreach(t known noinit nots nodaemon)
+foreach(t known noinit nots nodaemon threads)
   add_test(NAME level0.${t} COMMAND bash ${GPD_L0}/${t}.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(level0.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "GPD_IT_LIMIT=100")

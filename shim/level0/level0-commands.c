@@ -243,16 +243,21 @@ void gpd_l0_cmd_kick(void) {
   pthread_mutex_unlock(&l0_cv_lock);
 }
 
-static void l0_arm(gpd_l0_cmd_t *c) {
-  atomic_fetch_add(&l0_armed, 1);
+/* Arm a command.  Returns 1 when none was armed before: the collector may
+ * be asleep without a timeout and must be woken; otherwise it polls within
+ * L0_POLL_NS anyway (waking it for every launch would cost a futex wake
+ * and a context switch per launch). */
+static int l0_arm(gpd_l0_cmd_t *c) {
   atomic_store_explicit(&c->state, L0_ARMED, memory_order_release);
+  int first = atomic_fetch_add(&l0_armed, 1) == 0;
   l0_start_thread();
+  return first;
 }
 
 void gpd_l0_cmd_publish(gpd_l0_cmd_t *c) {
   if (c->immediate) {
-    l0_arm(c);
-    gpd_l0_cmd_kick();
+    if (l0_arm(c))
+      gpd_l0_cmd_kick();
   } else {
     atomic_store_explicit(&c->state, L0_APPENDED, memory_order_release);
   }
@@ -341,8 +346,7 @@ void gpd_l0_cmd_execute(ze_command_list_handle_t *lists, uint32_t n, int after) 
       }
     } else if (s == L0_APPENDED) {
       c->ts = gpd_clock_ns();
-      l0_arm(c);
-      armed = 1;
+      armed |= l0_arm(c);
     }
   }
   if (armed)

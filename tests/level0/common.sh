@@ -11,8 +11,11 @@ done
 # The loader must see only what a test sets.
 unset ZE_ENABLE_TRACING_LAYER ZE_ENABLE_VALIDATION_LAYER ZE_ENABLE_LOADER_INTERCEPT GPUPROF_LEVEL0
 # An ASan-built shim preloaded into an uninstrumented program needs the ASan
-# runtime first in LD_PRELOAD (as tests/opencl/common.sh does).
-if ldd "$SHIM" 2>/dev/null | grep -q libasan && [[ "${LD_PRELOAD:-}" != *libasan* ]]; then
+# runtime first in LD_PRELOAD (as tests/opencl/common.sh does).  ldd's
+# output is read whole: `ldd | grep -q` under pipefail fails whenever grep
+# quits before ldd has written everything (SIGPIPE).
+shim_deps=$(ldd "$SHIM" 2>/dev/null || true)
+if [[ "$shim_deps" == *libasan* ]] && [[ "${LD_PRELOAD:-}" != *libasan* ]]; then
   LD_PRELOAD=$(gcc -print-file-name=libasan.so)${LD_PRELOAD:+:$LD_PRELOAD}
   export LD_PRELOAD
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
