@@ -262,6 +262,9 @@ int gpd_view_main(int argc, char **argv) {
   FILE *mem = NULL, *f = NULL;
   gpd_tree_t t;
   gpd_tree_init(&t);
+  /* the profile first: a bad input is named whether or not the viewer is
+   * installed */
+  if (gpd_export_load(&t, argv + optind, argc - optind, pid, metric)) goto done;
   const char *dir = speedscope_dir(jsp, cssp, sizeof(jsp));
   if (!dir) {
     const char *env = getenv("GPUPROF_SPEEDSCOPE_DIR");
@@ -284,7 +287,6 @@ int gpd_view_main(int argc, char **argv) {
       fprintf(stderr, "gpuprof: %s cannot be inlined into a page (it contains \"</script\")\n", jsp);
       goto done;
     }
-  if (gpd_export_load(&t, argv + optind, argc - optind, pid, metric)) goto done;
 
   /* the profile's name: the first file's base name, .gpdb dropped, kept
    * to characters that need no quoting in HTML, JS or a file name */
