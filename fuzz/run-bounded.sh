@@ -8,7 +8,9 @@ build=${1:?usage: run-bounded.sh BUILD_DIR SECONDS}
 secs=${2:?usage: run-bounded.sh BUILD_DIR SECONDS}
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
-for t in fuzz-frame fuzz-record; do
+# the daemon's decoders of client bytes (frames, ring records), then the
+# analyzer's (GPU binaries, merge parts)
+for t in fuzz-frame fuzz-record fuzz-cubin fuzz-mpart; do
   bin=$build/bin/$t
   if [ ! -x "$bin" ]; then
     echo "run-bounded: $bin missing (configure with -DGPD_FUZZ=ON -DCMAKE_C_COMPILER=clang)" >&2
