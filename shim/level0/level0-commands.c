@@ -302,15 +302,18 @@ static int l0_complete(gpd_l0_cmd_t *c, int force, int wait) {
   return 1;
 }
 
-/* Claim an ARMED command (ARMED -> BUSY); waits out another claimer (the
- * collector's query is short), so on return 0 the state is settled. */
-static int l0_claim(gpd_l0_cmd_t *c) {
+/* Take a slot that is in use (any state but FREE -> BUSY), waiting out
+ * another thread's BUSY (a query or a push: short).  Returns the state it
+ * had, or L0_FREE when it is free (not taken: its fields may be being
+ * filled).  Only the taker reads or writes the fields until it stores a
+ * state again, so the scans below never race with a slot's owner. */
+static uint32_t l0_take(gpd_l0_cmd_t *c) {
   for (int spin = 0;; spin++) {
-    uint32_t s = L0_ARMED;
-    if (atomic_compare_exchange_strong(&c->state, &s, L0_BUSY))
-      return 1;
-    if (s != L0_BUSY)
-      return 0;
+    uint32_t s = atomic_load(&c->state);
+    if (s == L0_FREE)
+      return L0_FREE;
+    if (s != L0_BUSY && atomic_compare_exchange_strong(&c->state, &s, L0_BUSY))
+      return s;
     if (spin > 64) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
@@ -318,69 +321,97 @@ static int l0_claim(gpd_l0_cmd_t *c) {
   }
 }
 
+static int l0_listed(ze_command_list_handle_t l, ze_command_list_handle_t *lists, uint32_t n) {
+  for (uint32_t j = 0; j < n; j++)
+    if (lists[j] == l)
+      return 1;
+  return 0;
+}
+
 void gpd_l0_cmd_execute(ze_command_list_handle_t *lists, uint32_t n, int after) {
+  /* l0_cmds is read only once l0_high > 0 was seen (it is set first,
+   * under l0_lock, before the first store to l0_high). */
   uint32_t high = atomic_load(&l0_high);
-  if (!l0_cmds || !lists)
+  if (high == 0 || !lists)
     return;
-  int armed = 0;
+  int wake = 0;
   for (uint32_t i = 0; i < high; i++) {
     gpd_l0_cmd_t *c = &l0_cmds[i];
-    uint32_t s = atomic_load_explicit(&c->state, memory_order_acquire);
-    if (s == L0_FREE || c->immediate)
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) == L0_FREE)
       continue;
-    int mine = 0;
-    for (uint32_t j = 0; j < n && !mine; j++)
-      mine = lists[j] == c->list;
-    if (!mine)
+    uint32_t was = l0_take(c);
+    if (was == L0_FREE)
       continue;
+    if (c->immediate || !l0_listed(c->list, lists, n)) {
+      atomic_store(&c->state, was);
+      continue;
+    }
     if (!after) {
-      /* A run still armed (or being queried by the collector): finish it
-       * before the list runs again. */
-      if ((s == L0_ARMED || s == L0_BUSY) && l0_claim(c))
-        (void)l0_complete(c, 1, 0);
-      s = atomic_load(&c->state);
-      if (s == L0_DONE) {
+      /* A run still armed: finish it before the list runs again; then our
+       * event is reset for the next run. */
+      if (was == L0_ARMED) {
+        (void)l0_complete(c, 1, 0); /* -> DONE */
+        was = l0_take(c);
+        if (was == L0_FREE)
+          continue;
+      }
+      if (was == L0_DONE) {
         if (c->owned && gpd_l0.zeEventHostReset)
           (void)gpd_l0.zeEventHostReset(c->event);
-        atomic_store(&c->state, L0_APPENDED);
+        was = L0_APPENDED;
       }
-    } else if (s == L0_APPENDED) {
+      atomic_store(&c->state, was);
+    } else if (was == L0_APPENDED) {
       c->ts = gpd_clock_ns();
-      armed |= l0_arm(c);
+      wake |= l0_arm(c);
+    } else {
+      atomic_store(&c->state, was);
     }
   }
-  if (armed)
+  if (wake)
     gpd_l0_cmd_kick();
 }
 
 void gpd_l0_cmd_list_gone(ze_command_list_handle_t list) {
   uint32_t high = atomic_load(&l0_high);
-  for (uint32_t i = 0; l0_cmds && i < high; i++) {
+  for (uint32_t i = 0; i < high; i++) {
     gpd_l0_cmd_t *c = &l0_cmds[i];
-    if (c->list != list)
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) == L0_FREE)
       continue;
-    uint32_t s = atomic_load(&c->state);
-    if (s == L0_ARMED || s == L0_BUSY) {
-      if (l0_claim(c))
-        (void)l0_complete(c, 1, 0);
-      s = atomic_load(&c->state);
+    uint32_t was = l0_take(c);
+    if (was == L0_FREE)
+      continue;
+    if (c->list != list) {
+      atomic_store(&c->state, was);
+      continue;
     }
-    if (s == L0_DONE || s == L0_APPENDED) {
-      uint32_t want = s;
-      if (atomic_compare_exchange_strong(&c->state, &want, L0_BUSY))
-        gpd_l0_cmd_put(c);
+    if (was == L0_ARMED) {
+      int immediate = c->immediate;
+      (void)l0_complete(c, 1, 0); /* immediate: freed; regular: DONE */
+      if (immediate || l0_take(c) == L0_FREE)
+        continue;
     }
+    gpd_l0_cmd_put(c);
   }
 }
 
 void gpd_l0_cmd_event_gone(ze_event_handle_t e) {
   uint32_t high = atomic_load(&l0_high);
-  for (uint32_t i = 0; e && l0_cmds && i < high; i++) {
+  for (uint32_t i = 0; e && i < high; i++) {
     gpd_l0_cmd_t *c = &l0_cmds[i];
-    if (c->event != e || c->owned)
+    /* BUSY too: a query of the collector in flight must end first, or it
+     * could read the event after the application's reset and re-arm it. */
+    uint32_t s = atomic_load_explicit(&c->state, memory_order_relaxed);
+    if (s != L0_ARMED && s != L0_BUSY)
       continue;
-    if (l0_claim(c))
-      (void)l0_complete(c, 1, 0);
+    uint32_t was = l0_take(c);
+    if (was == L0_FREE)
+      continue;
+    if (was != L0_ARMED || c->event != e || c->owned) {
+      atomic_store(&c->state, was);
+      continue;
+    }
+    (void)l0_complete(c, 1, 0);
   }
 }
 
@@ -389,7 +420,7 @@ void gpd_l0_cmd_event_gone(ze_event_handle_t e) {
 static int l0_poll(void) {
   uint32_t high = atomic_load(&l0_high);
   int pending = 0;
-  for (uint32_t i = 0; l0_cmds && i < high; i++) {
+  for (uint32_t i = 0; i < high; i++) {
     gpd_l0_cmd_t *c = &l0_cmds[i];
     if (atomic_load_explicit(&c->state, memory_order_acquire) != L0_ARMED)
       continue;
@@ -475,7 +506,7 @@ void gpd_l0_cmd_shutdown(void) {
   pthread_mutex_unlock(&l0_cv_lock);
   int prev = gpd_thread_enter();
   uint32_t high = atomic_load(&l0_high);
-  for (uint32_t i = 0; l0_cmds && i < high; i++) {
+  for (uint32_t i = 0; i < high; i++) {
     gpd_l0_cmd_t *c = &l0_cmds[i];
     uint32_t s = L0_ARMED;
     if (atomic_compare_exchange_strong(&c->state, &s, L0_BUSY))
