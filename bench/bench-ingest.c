@@ -189,13 +189,16 @@ static void run_monitor(const char *name, unsigned nodes, unsigned inflight) {
     free(pend);
     free(pdel);
     if (rep == 4) { /* baseline: every row, as each flush did before */
+      gpd_prec_t *fpend = NULL;
+      uint64_t *fdel = NULL;
+      uint32_t nfpend = 0, nfdel = 0;
       p->prof.pend_full = 1;
       t1 = now_s();
-      gpd_profile_pending_delta(&p->prof, &pend, &npend, &pdel, &npdel, &full);
+      gpd_profile_pending_delta(&p->prof, &fpend, &nfpend, &fdel, &nfdel, &full);
       full_t = now_s() - t1;
-      full_n = npend;
-      free(pend);
-      free(pdel);
+      full_n = nfpend;
+      free(fpend);
+      free(fdel);
     }
     for (uint32_t i = 0; i < p->region.nrings; i++)
       gpd_ring_release(&p->region, i, p->cursor[i]);

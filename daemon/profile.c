@@ -282,12 +282,13 @@ int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
     }
     n->mb = nb;
   }
+  /* walk the block's ids in order (no popcount: without -mpopcnt it is a
+   * libgcc call per metric on the ingest path) */
   gpd_mword_t *blk = &p->mw[n->mb];
-  uint64_t mask = blk->mask;
-  for (uint64_t bits = add; bits; bits &= bits - 1) {
-    unsigned m = (unsigned)__builtin_ctzll(bits);
-    blk[1 + __builtin_popcountll(mask & ((1ull << m) - 1))].v += v[m];
-  }
+  unsigned k = 1;
+  for (uint64_t bits = blk->mask; bits; bits &= bits - 1, k++)
+    if (add & bits & -bits)
+      blk[k].v += v[__builtin_ctzll(bits)];
   mark_dirty(p, i);
   return 0;
 }
