@@ -558,7 +558,11 @@ static void *conn_main(void *arg) {
         continue;
       }
     }
-    if (conn.q_head && conn_gpubin_flush(&conn.sock) == -EBADF)
+    /* the queue is filled by application threads under conn.lock */
+    pthread_mutex_lock(&conn.lock);
+    int queued = conn.q_head != NULL;
+    pthread_mutex_unlock(&conn.lock);
+    if (queued && conn_gpubin_flush(&conn.sock) == -EBADF)
       conn_sock_lost();
   }
   return NULL;

@@ -4,7 +4,9 @@
 unset OPENCL_LAYERS GPUPROF_OPENCL_LAYER
 # An ASan-built shim preloaded into an uninstrumented program needs the ASan
 # runtime first in LD_PRELOAD (scripts/test does the same for its list).
-if ldd "$SHIM" 2>/dev/null | grep -q libasan && [[ "${LD_PRELOAD:-}" != *libasan* ]]; then
+# (ldd's output is read whole: `ldd | grep -q` under pipefail fails when grep
+# exits first and ldd dies of SIGPIPE)
+if [[ "$(ldd "$SHIM" 2>/dev/null)" == *libasan* && "${LD_PRELOAD:-}" != *libasan* ]]; then
   LD_PRELOAD=$(gcc -print-file-name=libasan.so)${LD_PRELOAD:+:$LD_PRELOAD}
   export LD_PRELOAD
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0

@@ -37,7 +37,9 @@ record)
     "gen_uploads ($S:$(line gen))"; do
     grep -qF "$want" "$T/report.txt" || { head -60 "$T/report.txt"; die "report lacks '$want'"; }
   done
-  "$GPUPROF" report --json "$T/p.gpdb" | grep -qF '"kind":"python"' || die "report --json has no python node"
+  # read whole: `report | grep -q` under pipefail fails when grep exits first
+  "$GPUPROF" report --json "$T/p.gpdb" > "$T/report.json" || die "report --json failed"
+  grep -qF '"kind":"python"' "$T/report.json" || die "report --json has no python node"
   # exports give a Python frame its function, file and line apart
   "$GPUPROF" export --format speedscope -o "$T/s.json" "$T/p.gpdb"
   $PY -c 'import json,sys; fr=json.load(open(sys.argv[1]))["shared"]["frames"]
