@@ -62,12 +62,21 @@ typedef struct gpd_merge_s {
   uint32_t nslot;
   double *excl, *incl; /* [index * nslot + slot], valid after finish */
   size_t capsums;
+  /* the last computed view, reused while its profiles are unchanged */
+  uint64_t prev_gen;
+  struct gpd_msig_s *sig; /* per view profile: identity and tree_gen */
+  uint32_t nsig, capsig;
+  int sig_ok;           /* sig describes the view of gen sig_gen */
+  uint64_t sig_gen;
+  uint32_t sig_nview;
 } gpd_merge_t;
 
 /** Merged-view key of Merkle id `id` for a node of user `uid` when another
  *  user owns the node with that id (never 0). */
 uint64_t gpd_merge_key(uint64_t id, uid_t uid);
-/** Start a new view (gpd_merge_t zeroed before first use). */
+/** Start a new view (gpd_merge_t zeroed before first use).  A view whose
+ *  profiles (same ones, same order) did not change since the last one
+ *  (gpd_profile_t.tree_gen) is not computed again: finish reuses it. */
 void gpd_merge_begin(gpd_merge_t *m);
 /** Profile p is still registered (not selected): its index is kept.  Call
  *  for every registered profile that is not added, before finish. */

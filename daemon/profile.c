@@ -259,6 +259,7 @@ int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
   if (add == 0)
     return 0;
   p->mmask |= add;
+  p->tree_gen++;
   gpd_node_t *n = &p->nodes[i];
   uint64_t old = n->mb ? p->mw[n->mb].mask : 0;
   if (n->mb == 0 && GROW(p->mnodes, p->nmnodes, p->capmnodes, 64) < 0)
@@ -338,6 +339,7 @@ static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t
   if (ix_put(&p->by_ctx, p, id, i, key_ctx) < 0)
     return GPD_NONE;
   p->nnodes++;
+  p->tree_gen++;
   return i;
 }
 

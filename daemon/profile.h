@@ -131,6 +131,7 @@ typedef struct gpd_profile_s {
   uint32_t nmw, capmw;
   uint32_t mfree[GPD_M__COUNT + 2]; /* free blocks by size in words */
   uint64_t mmask;     /* metric ids any node holds */
+  uint64_t tree_gen;  /* bumped by every new node and metric change (merge.c's view cache) */
   uint32_t *mnodes;   /* nodes holding metrics, in the order they got their first */
   uint32_t nmnodes, capmnodes;
   char *lp;           /* label pool: NUL-terminated strings, id = offset + 1 */

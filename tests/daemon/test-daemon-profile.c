@@ -313,6 +313,27 @@ static void test_merge(void **state) {
   assert_int_equal(gpd_merge_finish(&m), 0);
   assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 1605.0);
   assert_true(gpd_merge_value(&m, 0, 1, GPD_M_GKER) == root_gker + 5.0);
+  /* unchanged profiles: the view stands; then a change is seen */
+  uint64_t g = m.gen;
+  gpd_merge_begin(&m);
+  assert_int_equal(gpd_merge_add(&m, &a), 0);
+  assert_int_equal(gpd_merge_add(&m, &b), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_true(m.gen == g);
+  assert_int_equal(m.nview, a.nnodes);
+  assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 1605.0);
+  assert_int_equal(gpd_profile_metric_add(&a, gpd_profile_find(&a, k_kern), GPD_M_GKER, 1.0), 0);
+  gpd_merge_begin(&m);
+  assert_int_equal(gpd_merge_add(&m, &a), 0);
+  assert_int_equal(gpd_merge_add(&m, &b), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_true(m.gen != g);
+  assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 1606.0);
+  /* another selection of the same profiles is computed, not reused */
+  gpd_merge_begin(&m);
+  assert_int_equal(gpd_merge_add(&m, &a), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 801.0);
   gpd_merge_free(&m);
   gpd_profile_free(&a);
   gpd_profile_free(&b);
