@@ -195,7 +195,7 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
     if (hidden) fprintf(f, "(%zu process rows of other users not shown)\n", hidden);
   }
   if (r->n_cpu) {
-    fprintf(f, "\nCPU (PAPI, per profiled process; total and per second)\n%8s %-16s %8s", "PID", "JOB", "PROFILE");
+    fprintf(f, "\nCPU counters (per profiled process; total and per second; back end: the papi line)\n%8s %-16s %8s", "PID", "JOB", "PROFILE");
     const Gpuprof__CpuCounters *c0 = r->cpu[0];
     for (size_t e2 = 0; e2 < c0->n_events; e2++) fprintf(f, "  %28s", c0->events[e2]);
     fputc('\n', f);

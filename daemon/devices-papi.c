@@ -26,10 +26,8 @@
 #include "devices.h"
 
 typedef struct {
-  uint64_t profile_id;
-  int32_t pid;
-  int es;          /* PAPI event set, PAPI_NULL when the attach failed */
-  int seen;        /* still wanted in this round */
+  gpd_cpu_slot_t s; /* profile id, pid, seen */
+  int es;           /* PAPI event set, PAPI_NULL when the attach failed */
 } papi_proc_t;
 
 struct gpd_papi_s {
@@ -42,17 +40,23 @@ struct gpd_papi_s {
   int full_logged;
 };
 
+/* Stop and free the event set of one process (gpd__cpu_slot_sweep's drop). */
+static void detach(void *ctx, void *entry) {
+  papi_proc_t *pp = entry;
+  (void)ctx;
+  if (pp->es == PAPI_NULL)
+    return;
+  long long v[GPD_PAPI_MAX_EVENTS];
+  PAPI_stop(pp->es, v);
+  PAPI_cleanup_eventset(pp->es);
+  PAPI_destroy_eventset(&pp->es);
+}
+
 void gpd_papi_close(gpd_papi_t *p) {
   if (p == NULL)
     return;
-  for (uint32_t i = 0; i < p->n; i++) {
-    if (p->procs[i].es == PAPI_NULL)
-      continue;
-    long long v[GPD_PAPI_MAX_EVENTS];
-    PAPI_stop(p->procs[i].es, v);
-    PAPI_cleanup_eventset(p->procs[i].es);
-    PAPI_destroy_eventset(&p->procs[i].es);
-  }
+  for (uint32_t i = 0; i < p->n; i++)
+    detach(NULL, &p->procs[i]);
   for (uint32_t i = 0; i < p->nev; i++)
     free(p->names[i]);
   free(p->procs);
@@ -174,43 +178,20 @@ void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, ui
                      gpd_cpu_t *cpu) {
   if (p == NULL)
     return;
-  for (uint32_t i = 0; i < p->n; i++)
-    p->procs[i].seen = 0;
+  gpd__cpu_slot_unsee(p->procs, sizeof *p->procs, p->n);
   for (uint32_t k = 0; k < n; k++) {
-    papi_proc_t *pp = NULL;
+    int added;
+    papi_proc_t *pp = (papi_proc_t *)gpd__cpu_slot_get(p->procs, sizeof *p->procs, &p->n, p->max,
+                                                       ids[k], pids[k], &added,
+                                                       &p->full_logged, "PAPI");
     cpu[k].nvalues = 0;
-    for (uint32_t i = 0; i < p->n && !pp; i++)
-      if (p->procs[i].profile_id == ids[k] && p->procs[i].pid == pids[k])
-        pp = &p->procs[i];
-    if (pp == NULL) {
-      if (p->n == p->max) {
-        if (!p->full_logged)
-          GPD_WARN("devices: PAPI: more than %u processes, pid %d and later not counted",
-                   p->max, (int)pids[k]);
-        p->full_logged = 1;
-        continue;
-      }
-      pp = &p->procs[p->n++];
-      pp->profile_id = ids[k];
-      pp->pid = pids[k];
+    if (pp == NULL)
+      continue;
+    if (added)
       pp->es = attach(p, pids[k]);
-    }
-    pp->seen = 1;
     if (pp->es != PAPI_NULL && PAPI_read(pp->es, cpu[k].values) == PAPI_OK)
       cpu[k].nvalues = p->nev;
   }
-  /* detach processes that are gone (keep the table dense) */
-  for (uint32_t i = 0; i < p->n;) {
-    if (p->procs[i].seen) {
-      i++;
-      continue;
-    }
-    if (p->procs[i].es != PAPI_NULL) {
-      long long v[GPD_PAPI_MAX_EVENTS];
-      PAPI_stop(p->procs[i].es, v);
-      PAPI_cleanup_eventset(p->procs[i].es);
-      PAPI_destroy_eventset(&p->procs[i].es);
-    }
-    p->procs[i] = p->procs[--p->n];
-  }
+  /* detach processes that are gone */
+  gpd__cpu_slot_sweep(p->procs, sizeof *p->procs, &p->n, detach, NULL);
 }

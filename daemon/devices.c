@@ -5,8 +5,9 @@
  * opens the back ends (NVML, Sysman, PAPI: each may be missing, the
  * reason is kept for `gpuprof devices`), then every interval samples
  * every GPU, attributes the processes the vendor reports to registered
- * processes (under gpd_daemon_t.lock, copying only), reads the PAPI
- * counters of the running profiled processes, publishes the newest
+ * processes (under gpd_daemon_t.lock, copying only), reads the CPU
+ * counters of the running profiled processes (PAPI, or the kernel's
+ * software events through perf_event_open where PAPI cannot count), publishes the newest
  * values under `mu` and queues the rows for the store, flushed about once
  * a second.  A vendor call that hangs delays only this thread: the loop
  * answers `gpuprof devices` from what was published.
@@ -61,7 +62,9 @@ struct gpd_devices_s {
   uint32_t nprev;
   uint64_t *ids;
   int32_t *pids;
+  uint64_t *starts;
   gpd_papi_t *papi;
+  gpd_perf_t *perf; /* the kernel's software events where PAPI cannot count */
   gpd_series_t *series;
 };
 
@@ -157,22 +160,37 @@ static void open_backends(gpd_devices_t *v) {
     set_status(v, ST_PAPI, 0, 0, "disabled ([devices] papi_events = \"\")");
   } else {
     why[0] = 0;
+    char pwhy[sizeof why];
     int e = gpd_papi_open(&v->papi, c->dev_papi_events, c->dev_papi_max_procs, why, sizeof why);
     if (e < 0) {
+      /* PAPI missing or its perf_event component disabled (no PMU): the
+       * kernel's software events through perf_event_open(2) instead */
       v->papi = NULL;
-      set_status(v, ST_PAPI, 0, e, "%s", why[0] ? why : gpd_strerror(e));
-    } else {
+      snprintf(pwhy, sizeof pwhy, "%s", why[0] ? why : gpd_strerror(e));
+      why[0] = 0;
+      int pe = gpd_perf_open(&v->perf, c->dev_papi_events, c->dev_papi_max_procs, why,
+                             sizeof why);
+      if (pe < 0) {
+        v->perf = NULL;
+        set_status(v, ST_PAPI, 0, e, "%s; perf_event: %s", pwhy,
+                   why[0] ? why : gpd_strerror(pe));
+      }
+    }
+    if (v->papi || v->perf) {
       const char *const *names;
-      uint32_t n = gpd_papi_nevents(v->papi, &names);
+      uint32_t n = v->papi ? gpd_papi_nevents(v->papi, &names) : gpd_perf_nevents(v->perf, &names);
       v->cpu_scratch = calloc(c->dev_papi_max_procs, sizeof *v->cpu_scratch);
       v->cpu_prev = calloc(c->dev_papi_max_procs, sizeof *v->cpu_prev);
       v->ids = calloc(c->dev_papi_max_procs, sizeof *v->ids);
       v->pids = calloc(c->dev_papi_max_procs, sizeof *v->pids);
+      v->starts = calloc(c->dev_papi_max_procs, sizeof *v->starts);
       gpd_cpu_t *pub = calloc(c->dev_papi_max_procs, sizeof *pub);
-      if (!v->cpu_scratch || !v->cpu_prev || !v->ids || !v->pids || !pub) {
+      if (!v->cpu_scratch || !v->cpu_prev || !v->ids || !v->pids || !v->starts || !pub) {
         free(pub);
         gpd_papi_close(v->papi);
         v->papi = NULL;
+        gpd_perf_close(v->perf);
+        v->perf = NULL;
         set_status(v, ST_PAPI, 0, -ENOMEM, "out of memory");
       } else {
         pthread_mutex_lock(&v->mu);
@@ -181,7 +199,11 @@ static void open_backends(gpd_devices_t *v) {
           snprintf(v->events[i], sizeof v->events[i], "%s", names[i]);
         v->nevents = n;
         pthread_mutex_unlock(&v->mu);
-        set_status(v, ST_PAPI, 1, 0, "%s, per profiled process", c->dev_papi_events);
+        if (v->papi)
+          set_status(v, ST_PAPI, 1, 0, "%s, per profiled process; back end papi", c->dev_papi_events);
+        else
+          set_status(v, ST_PAPI, 1, 0, "%s, per profiled process; back end perf_event (%s)",
+                     c->dev_papi_events, pwhy);
       }
     }
   }
@@ -195,6 +217,55 @@ static void close_backends(gpd_devices_t *v) {
     }
   gpd_papi_close(v->papi);
   v->papi = NULL;
+  gpd_perf_close(v->perf);
+  v->perf = NULL;
+}
+
+gpd_cpu_slot_t *gpd__cpu_slot_get(void *slots, size_t stride, uint32_t *n, uint32_t max,
+                                  uint64_t profile_id, int32_t pid, int *added,
+                                  int *full_logged, const char *who) {
+  gpd_cpu_slot_t *e;
+  *added = 0;
+  for (uint32_t i = 0; i < *n; i++) {
+    e = (gpd_cpu_slot_t *)((char *)slots + (size_t)i * stride);
+    if (e->profile_id == profile_id && e->pid == pid) {
+      e->seen = 1;
+      return e;
+    }
+  }
+  if (*n == max) {
+    if (!*full_logged)
+      GPD_WARN("devices: %s: more than %u processes, pid %d and later not counted", who, max,
+               (int)pid);
+    *full_logged = 1;
+    return NULL;
+  }
+  e = (gpd_cpu_slot_t *)((char *)slots + (size_t)(*n)++ * stride);
+  memset(e, 0, stride);
+  e->profile_id = profile_id;
+  e->pid = pid;
+  e->seen = 1;
+  *added = 1;
+  return e;
+}
+
+void gpd__cpu_slot_unsee(void *slots, size_t stride, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    ((gpd_cpu_slot_t *)((char *)slots + (size_t)i * stride))->seen = 0;
+}
+
+void gpd__cpu_slot_sweep(void *slots, size_t stride, uint32_t *n,
+                         void (*drop)(void *ctx, void *entry), void *ctx) {
+  for (uint32_t i = 0; i < *n;) {
+    char *e = (char *)slots + (size_t)i * stride;
+    if (((gpd_cpu_slot_t *)e)->seen) {
+      i++;
+      continue;
+    }
+    drop(ctx, e);
+    if (i != --*n)
+      memcpy(e, (char *)slots + (size_t)*n * stride, stride);
+  }
 }
 
 static void base_name(char *out, size_t n, const char *path) {
@@ -206,7 +277,7 @@ static void base_name(char *out, size_t n, const char *path) {
  * and which profiled processes PAPI should count.  Returns that count. */
 static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
   gpd_daemon_t *d = v->d;
-  uint32_t nrun = 0, maxrun = v->papi ? d->cfg.dev_papi_max_procs : 0;
+  uint32_t nrun = 0, maxrun = v->papi || v->perf ? d->cfg.dev_papi_max_procs : 0;
   pthread_mutex_lock(&d->lock);
   for (uint32_t k = 0; k < ndevs; k++) {
     gpd_dev_sample_t *s = &v->scratch[k];
@@ -232,6 +303,7 @@ static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
     snprintf(c->job_id, sizeof c->job_id, "%s", r->job_id ? r->job_id : "");
     v->ids[nrun] = r->profile_id;
     v->pids[nrun] = r->pid;
+    v->starts[nrun] = r->proc_start;
     nrun++;
   }
   pthread_mutex_unlock(&d->lock);
@@ -269,8 +341,11 @@ static void sample_round(gpd_devices_t *v) {
   }
   uint32_t nrun = attribute(v, ndevs);
   uint64_t now = gpd_clock_ns();
-  if (v->papi) {
-    gpd_papi_sample(v->papi, v->ids, v->pids, nrun, v->cpu_scratch);
+  if (v->papi || v->perf) {
+    if (v->papi)
+      gpd_papi_sample(v->papi, v->ids, v->pids, nrun, v->cpu_scratch);
+    else
+      gpd_perf_sample(v->perf, v->ids, v->pids, v->starts, nrun, v->cpu_scratch);
     for (uint32_t k = 0; k < nrun; k++) {
       gpd_cpu_t *c = &v->cpu_scratch[k];
       c->t_ns = now;
@@ -298,7 +373,10 @@ static void sample_round(gpd_devices_t *v) {
   pthread_mutex_unlock(&v->mu);
   if (v->series) {
     const char *const *names;
-    gpd_papi_nevents(v->papi, &names);
+    if (v->perf)
+      gpd_perf_nevents(v->perf, &names);
+    else
+      gpd_papi_nevents(v->papi, &names);
     for (uint32_t k = 0; k < ndevs; k++)
       if (v->scratch[k].present && v->devs[k].row_id > 0)
         gpd_series_add_sample(v->series, v->devs[k].row_id, &v->scratch[k]);
@@ -415,6 +493,7 @@ void gpd_devices_stop(gpd_daemon_t *d) {
   free(v->cpu_prev);
   free(v->ids);
   free(v->pids);
+  free(v->starts);
   pthread_mutex_destroy(&v->mu);
   pthread_cond_destroy(&v->cv);
   free(v);

@@ -6,7 +6,9 @@
  *     (devices-sysman.c, the loader loaded with dlopen; built when
  *     CMake found zes_api.h);
  *   - PAPI events of every running profiled process (devices-papi.c,
- *     built when CMake found PAPI), attached to its pid.
+ *     built when CMake found PAPI), attached to its pid; where PAPI
+ *     cannot count (not built, or no PMU), the kernel's software events
+ *     through perf_event_open(2) instead (devices-perf.c).
  * Vendor calls may block (a hung driver): they run only on that thread,
  * never on the libuv loop and never with gpd_daemon_t.lock held.  The
  * newest sample of each device and process is published under the
@@ -158,6 +160,29 @@ int gpd_devices_reply(gpd_daemon_t *d, const gpd_peer_t *peer, const char *job_i
                       struct Gpuprof__Msg **out);
 void gpd_devices_reply_free(struct Gpuprof__Msg *m);
 
+/* ---- the per-process table of the CPU counter back ends (devices.c) ---- */
+/** Head of one entry of a CPU back end's process table: the entry
+ *  structs of devices-papi.c and devices-perf.c start with it. */
+typedef struct {
+  uint64_t profile_id;
+  int32_t pid;
+  int seen; /* still wanted in this round */
+} gpd_cpu_slot_t;
+/** The entry of (profile_id, pid) in `slots` (*n used of max, entries of
+ *  `stride` bytes, zeroed by the caller's calloc), marked seen.  Absent:
+ *  a new one is appended with *added = 1, or NULL when the table is full
+ *  (a warning naming `who` is logged once, *full_logged set).  Sampler
+ *  thread. */
+gpd_cpu_slot_t *gpd__cpu_slot_get(void *slots, size_t stride, uint32_t *n, uint32_t max,
+                                  uint64_t profile_id, int32_t pid, int *added,
+                                  int *full_logged, const char *who);
+/** Clear every entry's seen mark (start of a round). */
+void gpd__cpu_slot_unsee(void *slots, size_t stride, uint32_t n);
+/** Remove the entries not seen this round, calling drop(ctx, entry)
+ *  first for each, keeping the table dense.  Sampler thread. */
+void gpd__cpu_slot_sweep(void *slots, size_t stride, uint32_t *n,
+                         void (*drop)(void *ctx, void *entry), void *ctx);
+
 /* ---- PAPI (devices-papi.c); stubs when PAPI is not built ---- */
 typedef struct gpd_papi_s gpd_papi_t;
 #ifdef GPD_HAVE_PAPI
@@ -194,6 +219,33 @@ static inline void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int
 }
 static inline void gpd_papi_close(gpd_papi_t *p) { (void)p; }
 #endif
+
+/* ---- perf_event (devices-perf.c): the kernel's software events where
+ * PAPI cannot count (no PAPI, or its perf_event component disabled) ---- */
+typedef struct gpd_perf_s gpd_perf_t;
+/** Map the comma-separated libpfm4 names of `events` (perf::TASK-CLOCK,
+ *  perf::CONTEXT-SWITCHES, perf::CPU-MIGRATIONS, perf::PAGE-FAULTS,
+ *  perf::MINOR-FAULTS, perf::MAJOR-FAULTS, perf::CPU-CLOCK and libpfm4's
+ *  aliases) to PERF_TYPE_SOFTWARE counters and check once on the daemon
+ *  itself that the kernel counts them.  At most max_procs processes are
+ *  counted at once (max_procs * events fds).  0 with *out, or < 0 with
+ *  why (GPD_ECONFIG: an event that is not a software event; -errno of
+ *  perf_event_open(2)).  Sampler thread. */
+int gpd_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char *why,
+                  size_t whylen);
+/** Event names (libpfm4's spelling) and their count. */
+uint32_t gpd_perf_nevents(const gpd_perf_t *p, const char *const **names);
+/** Make the counted set equal to `pids` (registered running profiled
+ *  processes only: profile ids `ids`, kernel start times `starts` from the
+ *  registry, 0 = unknown; n of them): open counters on new ones (inherit
+ *  on: threads and children started later count too; a pid whose start
+ *  time no longer matches is not counted), close gone ones, then read all
+ *  into cpu[] (matching order; cumulative ns or events since the attach;
+ *  nvalues 0 where the open failed).  Sampler thread. */
+void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
+                     const uint64_t *starts, uint32_t n, gpd_cpu_t *cpu);
+/** Close every counter and free p (NULL is fine). */
+void gpd_perf_close(gpd_perf_t *p);
 
 /* ---- series (devices-series.c): the sampler thread's SQLite writes ---- */
 typedef struct gpd_series_s gpd_series_t;
