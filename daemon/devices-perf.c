@@ -23,7 +23,9 @@
  * open the process's kernel start time is compared with the registered
  * one, so a pid reused by another process between the registry read and
  * the open is closed again and not counted.  At most `max_procs`
- * processes are open at once (so at most max_procs * events fds); the
+ * processes are open at once (so at most max_procs * events fds, and
+ * never more than a quarter of the RLIMIT_NOFILE soft limit: the daemon's
+ * clients need the rest); the
  * fds of processes that are no longer running are closed in the next
  * round.  Sampler thread only.
  */
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -173,6 +176,16 @@ int gpd_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char
     snprintf(why, whylen, "no events configured ([devices] papi_events)");
     err = GPD_ECONFIG;
     goto fail;
+  }
+  /* the counters share the daemon's fd table with its clients: keep them
+   * to a quarter of the soft limit, so they cannot make accepts fail */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (uint64_t)p->max * p->nev > rl.rlim_cur / 4) {
+    p->max = (uint32_t)(rl.rlim_cur / 4 / p->nev);
+    GPD_WARN("devices: perf_event: at most %u processes counted (%u events each, a quarter of "
+             "the fd limit %llu; papi_max_procs %u)", p->max, p->nev,
+             (unsigned long long)rl.rlim_cur, max_procs);
   }
   /* can they be counted at all?  try them on ourselves once */
   perf_proc_t self = {.s.pid = (int32_t)getpid()};
