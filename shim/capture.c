@@ -319,10 +319,22 @@ declined:
  * deeper on the thread's stack with the cookie intact: nested (a signal
  * handler).  Otherwise that capture's frame is gone (a longjmp left it):
  * abandoned; drop what it may have left half done and go on normally. */
+/* The cookie of a capture that may have been abandoned: its address lies
+ * in this thread's stack above the current frame's top or inside frames
+ * that reused the space (always mapped), so the read is deliberate and
+ * kept out of AddressSanitizer's view (it would see a redzone of the
+ * frame now there). */
+__attribute__((noinline, no_sanitize_address)) static uint64_t capture_cookie_read(uintptr_t at) {
+  return *(const volatile uint64_t *)at;
+}
+
 static int capture_reentered(gpd_capture_memo_t *m, uintptr_t sp) {
   if (m->stack_state == 1 && (sp < m->stack_lo || sp >= m->stack_hi))
     return 1;
-  if (sp < m->busy_sp && *(const volatile uint64_t *)m->busy_cookie_at == m->busy_cookie)
+  /* a live interrupted capture is an ancestor of this frame: its cookie
+   * lies above this frame's frame address, never inside this frame (a
+   * longjmp'd one's old cookie may: the bytes there may still hold it) */
+  if (sp < m->busy_sp && m->busy_cookie_at > sp && capture_cookie_read(m->busy_cookie_at) == m->busy_cookie)
     return 1;
   m->busy = 0;
   m->n = 0;

@@ -31,6 +31,10 @@ need_file "$APP"
 clinfo -l 2>/dev/null | grep -q Device || skip "no OpenCL platform"
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$GPD_BUILD_DIR/pocl-cache}
 DELAY=5000
+# A ps that waited on the symbolizer would take DELAY or more; the bound is
+# half of it, well above what an ASan build on a loaded 2-core machine needs
+# to start the client and get its answer (1.1 s seen).
+PS_BOUND=$((DELAY / 2))
 
 now_ms() { date +%s%3N; }
 # nth_serial N: serial number of the Nth query built with frames.
@@ -85,7 +89,7 @@ Q=$!; track $Q
 wait_lines "$DL" 1 || fail "the tree query never reached the symbolizer: $(cat "$DLOG")"
 timed_ps || fail "ps failed while a tree was in flight: $(cat "$T/ps.out")"
 echo "ps --all during the tree: $MS ms"
-[ "$MS" -lt 1000 ] || fail "ps --all took $MS ms while a tree was being symbolized"
+[ "$MS" -lt "$PS_BOUND" ] || fail "ps --all took $MS ms while a tree was being symbolized"
 grep -Eq "^ *$A .* running " "$T/ps.out" || fail "ps lacks $A: $(cat "$T/ps.out")"
 env LD_PRELOAD="$pre" ASAN_OPTIONS=detect_leaks=0 GPUPROF_SOCKET="$S" sleep 60 &
 P=$!; track $P
@@ -119,7 +123,7 @@ N2B=$(nth_serial 3)
 kill -9 $Q2B $Q2
 wait $Q2B $Q2 2>/dev/null
 timed_ps || fail "ps failed after clients left mid-query: $(cat "$T/ps.out")"
-[ "$MS" -lt 1000 ] || fail "ps --all took $MS ms after clients left mid-query"
+[ "$MS" -lt "$PS_BOUND" ] || fail "ps --all took $MS ms after clients left mid-query"
 kill -0 "$D" 2>/dev/null || fail "daemon died: $(cat "$DLOG")"
 ok "clients gone mid-query: ps answered in $MS ms"
 
