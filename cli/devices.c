@@ -32,6 +32,7 @@ enum {
   DF_PCIE = 1u << 7,
   DF_ECC = 1u << 8,
   DF_XID = 1u << 9,
+  DF_NVLINK = 1u << 11,
 };
 
 static const char devices_usage[] =
@@ -128,11 +129,12 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
     missing(buf, sizeof buf, r, 1);
     fprintf(f, "no GPU is monitored%s%s\n", buf[0] ? ": " : "", buf);
   } else {
-    fprintf(f, "\n%-4s %-7s %-28s %5s %5s %21s %8s %5s %6s %6s %19s %9s %4s\n", "GPU", "API", "NAME", "UTIL",
-            "MEM%", "MEMORY USED/TOTAL", "POWER", "TEMP", "SM", "MEMCLK", "PCIE TX/RX (/s)", "ECC C/U", "XID");
+    fprintf(f, "\n%-4s %-7s %-28s %5s %5s %21s %8s %5s %6s %6s %19s %19s %9s %4s\n", "GPU", "API", "NAME", "UTIL",
+            "MEM%", "MEMORY USED/TOTAL", "POWER", "TEMP", "SM", "MEMCLK", "PCIE TX/RX (/s)", "NVLINK TX/RX (/s)",
+            "ECC C/U", "XID");
     for (size_t i = 0; i < r->n_devices; i++) {
       const Gpuprof__Device *d = r->devices[i];
-      char mem[72], pcie[72], ecc[48];
+      char mem[72], pcie[72], nvl[72], ecc[48];
       num(a, sizeof a, d->present & DF_UTIL_GPU, "%.0f%%", d->util_gpu);
       num(b, sizeof b, d->present & DF_UTIL_MEM, "%.0f%%", d->util_mem);
       bytes_or_dash(c, sizeof c, d->present & DF_MEM, (double)d->mem_used);
@@ -149,14 +151,21 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
       } else {
         snprintf(pcie, sizeof pcie, "-");
       }
+      if (d->present & DF_NVLINK) {
+        bytes_or_dash(c, sizeof c, 1, (double)d->nvlink_tx_bps);
+        bytes_or_dash(d2, sizeof d2, 1, (double)d->nvlink_rx_bps);
+        snprintf(nvl, sizeof nvl, "%s / %s", c, d2);
+      } else {
+        snprintf(nvl, sizeof nvl, "-");
+      }
       if (d->present & DF_ECC)
         snprintf(ecc, sizeof ecc, "%llu/%llu", (unsigned long long)d->ecc_corrected,
                  (unsigned long long)d->ecc_uncorrected);
       else
         snprintf(ecc, sizeof ecc, "-");
       num(l, sizeof l, d->present & DF_XID, "%.0f", (double)d->xid_events);
-      fprintf(f, "%-4u %-7s %-28.28s %5s %5s %21s %8s %5s %6s %6s %19s %9s %4s\n", d->index, d->api, d->name, a, b,
-              mem, e, g, h, k, pcie, ecc, l);
+      fprintf(f, "%-4u %-7s %-28.28s %5s %5s %21s %8s %5s %6s %6s %19s %19s %9s %4s\n", d->index, d->api, d->name,
+              a, b, mem, e, g, h, k, pcie, nvl, ecc, l);
     }
     fprintf(f, "\nPER JOB\n%-4s %-7s %-24s %5s %12s %6s %6s\n", "GPU", "API", "JOB", "PROCS", "MEMORY", "SM%",
             "MEM%");
@@ -263,6 +272,8 @@ static double g_sm(const Gpuprof__Device *d) { return d->clock_sm_mhz * 1e6; }
 static double g_mclk(const Gpuprof__Device *d) { return d->clock_mem_mhz * 1e6; }
 static double g_tx(const Gpuprof__Device *d) { return (double)d->pcie_tx_bps; }
 static double g_rx(const Gpuprof__Device *d) { return (double)d->pcie_rx_bps; }
+static double g_ntx(const Gpuprof__Device *d) { return (double)d->nvlink_tx_bps; }
+static double g_nrx(const Gpuprof__Device *d) { return (double)d->nvlink_rx_bps; }
 static double g_xid(const Gpuprof__Device *d) { return (double)d->xid_events; }
 
 static const prom_gauge_t gauges[] = {
@@ -277,6 +288,10 @@ static const prom_gauge_t gauges[] = {
     {"gpuprof_gpu_memory_clock_hertz", "gauge", "memory clock", DF_CLOCK_MEM, g_mclk},
     {"gpuprof_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe transmit throughput", DF_PCIE, g_tx},
     {"gpuprof_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe receive throughput", DF_PCIE, g_rx},
+    {"gpuprof_gpu_nvlink_tx_bytes_per_second", "gauge", "NVLink transmit data throughput, all links", DF_NVLINK,
+     g_ntx},
+    {"gpuprof_gpu_nvlink_rx_bytes_per_second", "gauge", "NVLink receive data throughput, all links", DF_NVLINK,
+     g_nrx},
     {"gpuprof_gpu_xid_errors_total", "counter", "XID critical errors since gpuprofd started", DF_XID, g_xid},
 };
 

@@ -10,6 +10,7 @@
  * back end with the reason.  Sampler thread only (devices.c).
  */
 #include <dlfcn.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +65,24 @@ enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED 
 enum { NVML_VOLATILE_ECC = 0 };
 #define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x8ull
 #define NVML_VALUE_NOT_AVAILABLE (~0ull)
+/* Field values (nvmlDeviceGetFieldValues).  NVLink data throughput: the
+ * payload bytes sent / received, cumulative counters in KiB; scopeId names
+ * the link, UINT_MAX asks for the sum over all links. */
+enum { NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139 };
+typedef struct {
+  unsigned int fieldId, scopeId;
+  long long timestamp;   /* us, when the driver read the value */
+  long long latencyUsec; /* how old the value was then */
+  int valueType;         /* nvmlValueType_t */
+  nvmlReturn_t nvmlReturn;
+  union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+  } value;
+} nvmlFieldValue_t;
 
 /* PCIe throughput is averaged by the driver over 20 ms, spent inside the
  * call: read it at most this often whatever the sampling rate. */
@@ -87,6 +106,7 @@ typedef struct {
   nvmlReturn_t (*temp)(nvmlDevice_t, int, unsigned *);
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned *);
   nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned *);
+  nvmlReturn_t (*fields)(nvmlDevice_t, int, nvmlFieldValue_t *);
   nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long *);
   nvmlReturn_t (*procs)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
   nvmlReturn_t (*putil)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned *,
@@ -106,6 +126,11 @@ typedef struct {
     uint64_t pcie_ns;              /* last PCIe read */
     uint64_t tx, rx;
     int pcie_ok;
+    int nvl_ok;                    /* the NVLink fields answer */
+    long long nvl_ts;              /* us: driver time of the last read, 0 none */
+    unsigned long long nvl_tx, nvl_rx; /* KiB at nvl_ts */
+    uint64_t nvl_txr, nvl_rxr;     /* bytes/s over the last two reads */
+    int nvl_rate;                  /* nvl_txr/nvl_rxr hold a rate */
   } dev[GPD_DEV_MAX];
 } nvml_t;
 
@@ -162,6 +187,7 @@ static int nvml_open(void **st, const char *path, char *why, size_t whylen) {
   n->temp = sym(n->lib, "nvmlDeviceGetTemperature", NULL);
   n->clock = sym(n->lib, "nvmlDeviceGetClockInfo", NULL);
   n->pcie = sym(n->lib, "nvmlDeviceGetPcieThroughput", NULL);
+  n->fields = sym(n->lib, "nvmlDeviceGetFieldValues", NULL);
   n->ecc = sym(n->lib, "nvmlDeviceGetTotalEccErrors", NULL);
   n->procs = sym(n->lib, "nvmlDeviceGetComputeRunningProcesses_v3",
                  "nvmlDeviceGetComputeRunningProcesses_v2");
@@ -197,6 +223,7 @@ static int nvml_open(void **st, const char *path, char *why, size_t whylen) {
       continue;
     }
     n->dev[n->n].pcie_ok = n->pcie != NULL;
+    n->dev[n->n].nvl_ok = n->fields != NULL;
     n->n++;
   }
   /* XID errors (nvmlEventTypeXidCriticalError): counted as they come */
@@ -263,6 +290,41 @@ static gpd_dev_proc_t *proc_slot(gpd_dev_sample_t *s, unsigned pid) {
   return p;
 }
 
+
+/* NVLink payload throughput of device i from two reads of the cumulative
+ * counters, over the driver's own timestamps.  A device whose fields are
+ * not supported (no NVLink, or an old driver) is not asked again: its
+ * samples carry no NVLink value ("-", not 0). */
+static void nvlink_read(nvml_t *n, uint32_t i, gpd_dev_sample_t *s) {
+  nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = UINT_MAX},
+                           {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = UINT_MAX}};
+  nvmlReturn_t r = n->fields(n->dev[i].h, 2, f);
+  if (r != NVML_SUCCESS || f[0].nvmlReturn != NVML_SUCCESS || f[1].nvmlReturn != NVML_SUCCESS) {
+    if (r == NVML_ERROR_NOT_SUPPORTED || f[0].nvmlReturn == NVML_ERROR_NOT_SUPPORTED ||
+        f[1].nvmlReturn == NVML_ERROR_NOT_SUPPORTED)
+      n->dev[i].nvl_ok = 0;
+    return;
+  }
+  unsigned long long tx = f[0].value.ullVal, rx = f[1].value.ullVal;
+  long long ts = f[0].timestamp;
+  if (n->dev[i].nvl_ts && ts > n->dev[i].nvl_ts && tx >= n->dev[i].nvl_tx && rx >= n->dev[i].nvl_rx) {
+    double dt = (double)(ts - n->dev[i].nvl_ts) / 1e6;
+    n->dev[i].nvl_txr = (uint64_t)((double)(tx - n->dev[i].nvl_tx) * 1024.0 / dt);
+    n->dev[i].nvl_rxr = (uint64_t)((double)(rx - n->dev[i].nvl_rx) * 1024.0 / dt);
+    n->dev[i].nvl_rate = 1;
+  }
+  if (ts != n->dev[i].nvl_ts) { /* the same driver reading again: keep the older base */
+    n->dev[i].nvl_ts = ts;
+    n->dev[i].nvl_tx = tx;
+    n->dev[i].nvl_rx = rx;
+  }
+  if (n->dev[i].nvl_rate) {
+    s->nvlink_tx_bps = n->dev[i].nvl_txr;
+    s->nvlink_rx_bps = n->dev[i].nvl_rxr;
+    s->present |= GPD_DF_NVLINK;
+  }
+}
+
 static int nvml_sample(void *st, uint32_t i, gpd_dev_sample_t *s) {
   nvml_t *n = st;
   if (i >= n->n)
@@ -323,6 +385,8 @@ static int nvml_sample(void *st, uint32_t i, gpd_dev_sample_t *s) {
     s->pcie_rx_bps = n->dev[i].rx;
     s->present |= GPD_DF_PCIE;
   }
+  if (n->dev[i].nvl_ok)
+    nvlink_read(n, i, s);
   if (n->ecc &&
       n->ecc(h, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &c1) == NVML_SUCCESS &&
       n->ecc(h, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &c2) == NVML_SUCCESS) {

@@ -192,6 +192,8 @@ static int write_samples(gpd_series_t *s, sqlite3_stmt *q) {
     BIND_IF(q, 13, GPD_DF_ECC, (int64_t)x->ecc_corrected, int64);
     BIND_IF(q, 14, GPD_DF_ECC, (int64_t)x->ecc_uncorrected, int64);
     BIND_IF(q, 15, GPD_DF_XID, (int64_t)x->xid_events, int64);
+    BIND_IF(q, 16, GPD_DF_NVLINK, (int64_t)x->nvlink_tx_bps, int64);
+    BIND_IF(q, 17, GPD_DF_NVLINK, (int64_t)x->nvlink_rx_bps, int64);
     if (sqlite3_step(q) != SQLITE_DONE)
       return GPD_ESTORE;
   }
@@ -276,7 +278,7 @@ int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force) {
     goto retention;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT OR REPLACE INTO device_sample VALUES"
-                         "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+                         "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
                          -1, &qs, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(s->db,
                          "INSERT OR REPLACE INTO device_proc VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",

@@ -579,6 +579,8 @@ static Gpuprof__Device *reply_device(const gpd_dev_t *dv, const gpd_peer_t *peer
   o->clock_mem_mhz = s->clock_mem_mhz;
   o->pcie_tx_bps = s->pcie_tx_bps;
   o->pcie_rx_bps = s->pcie_rx_bps;
+  o->nvlink_tx_bps = s->nvlink_tx_bps;
+  o->nvlink_rx_bps = s->nvlink_rx_bps;
   o->ecc_corrected = s->ecc_corrected;
   o->ecc_uncorrected = s->ecc_uncorrected;
   o->xid_events = s->xid_events;

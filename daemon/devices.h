@@ -48,6 +48,7 @@ enum {
   GPD_DF_ECC = 1u << 8,        /* ecc_corrected, ecc_uncorrected */
   GPD_DF_XID = 1u << 9,        /* xid_events, last_xid */
   GPD_DF_PROCS = 1u << 10,     /* procs[] (the process list was read) */
+  GPD_DF_NVLINK = 1u << 11,    /* nvlink_tx_bps, nvlink_rx_bps */
 };
 
 /** Most processes kept per device and sample (more are counted in
@@ -82,6 +83,7 @@ typedef struct gpd_dev_sample_s {
   double power_w, temp_c;
   uint32_t clock_sm_mhz, clock_mem_mhz;
   uint64_t pcie_tx_bps, pcie_rx_bps;
+  uint64_t nvlink_tx_bps, nvlink_rx_bps; /* data payload, all links summed */
   uint64_t ecc_corrected, ecc_uncorrected;
   uint64_t xid_events, last_xid;
   uint32_t nprocs, nprocs_dropped;

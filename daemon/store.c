@@ -44,6 +44,7 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     "  util_gpu REAL, util_mem REAL, mem_used INTEGER, mem_total INTEGER, power_w REAL,"
     "  temp_c REAL, clock_sm_mhz INTEGER, clock_mem_mhz INTEGER, pcie_tx_bps INTEGER,"
     "  pcie_rx_bps INTEGER, ecc_corrected INTEGER, ecc_uncorrected INTEGER, xid_events INTEGER,"
+    "  nvlink_tx_bps INTEGER, nvlink_rx_bps INTEGER,"
     "  PRIMARY KEY(device, t_ns)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS device_sample_t ON device_sample(t_ns);"
     "CREATE TABLE IF NOT EXISTS device_proc(device INTEGER NOT NULL, t_ns INTEGER NOT NULL,"
@@ -252,6 +253,13 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
   if (db_int(s->wdb, "SELECT COUNT(*) FROM pragma_table_info('profile') WHERE name='proc_start'",
              0) == 0 &&
       gpd__db_exec(s->wdb, "ALTER TABLE profile ADD COLUMN proc_start INTEGER;") < 0)
+    goto rollback;
+  /* device series written before NVLink was read */
+  if (db_int(s->wdb,
+             "SELECT COUNT(*) FROM pragma_table_info('device_sample') WHERE name='nvlink_tx_bps'",
+             0) == 0 &&
+      gpd__db_exec(s->wdb, "ALTER TABLE device_sample ADD COLUMN nvlink_tx_bps INTEGER;"
+                           "ALTER TABLE device_sample ADD COLUMN nvlink_rx_bps INTEGER;") < 0)
     goto rollback;
   if (gpd__db_exec(s->wdb, "PRAGMA user_version=" GPD_STR(GPD_STORE_FORMAT) ";") < 0)
     goto rollback;

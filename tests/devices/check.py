@@ -17,9 +17,10 @@ import sys
 
 GIB = 1024 ** 3
 DEV = {"0": dict(uuid="GPU-fake-0000", name="Fake GPU A", util=37, mutil=12, used=2 * GIB, total=80 * GIB,
-                 power=123.456, temp=45, sm=1980e6, mclk=2619e6, tx=1024000, rx=2048000, eccc=3, eccu=1, xid=0),
+                 power=123.456, temp=45, sm=1980e6, mclk=2619e6, tx=1024000, rx=2048000, eccc=3, eccu=1, xid=0,
+                 nvtx=1048576, nvrx=2097152),
        "1": dict(uuid="GPU-fake-0001", name='Fake GPU B "sxm\\5"', util=80, mutil=40, used=10 * GIB, total=80 * GIB,
-                 power=300.0, temp=60, sm=1755e6, mclk=2619e6, tx=0, rx=0, eccc=0, eccu=0, xid=1)}
+                 power=300.0, temp=60, sm=1755e6, mclk=2619e6, tx=0, rx=0, eccc=0, eccu=0, xid=1, nvtx=None, nvrx=None)}
 bad = []
 
 
@@ -62,6 +63,13 @@ def prom(path, view, a, b):
         want("mem clock " + g, one("gpuprof_gpu_memory_clock_hertz", **lab), d["mclk"])
         want("pcie tx " + g, one("gpuprof_gpu_pcie_tx_bytes_per_second", **lab), d["tx"])
         want("pcie rx " + g, one("gpuprof_gpu_pcie_rx_bytes_per_second", **lab), d["rx"])
+        for k, m in (("nvtx", "gpuprof_gpu_nvlink_tx_bytes_per_second"),
+                     ("nvrx", "gpuprof_gpu_nvlink_rx_bytes_per_second")):
+            if d[k] is None:  # no NVLink: no sample at all, not a 0
+                hits = [v for lab_, v in samples.get(m, []) if lab_.get("gpu") == g]
+                want(k + " absent " + g, hits, [])
+            else:
+                want(k + " " + g, one(m, **lab), d[k])
         want("ecc c " + g, one("gpuprof_gpu_ecc_errors_total", type="corrected", **lab), d["eccc"])
         want("ecc u " + g, one("gpuprof_gpu_ecc_errors_total", type="uncorrected", **lab), d["eccu"])
         want("xid " + g, one("gpuprof_gpu_xid_errors_total", **lab), d["xid"])
@@ -92,7 +100,8 @@ def text(path, view, a, b):
             return ""
         return hits[0]
     r = row("nvml", "Fake", "A")
-    for s in ("37%", "12%", "2.00 GiB / 80.00 GiB", "123.5 W", "45 C", "1980", "2619", "1000.00 KiB / 1.95 MiB", "3/1"):
+    for s in ("37%", "12%", "2.00 GiB / 80.00 GiB", "123.5 W", "45 C", "1980", "2619", "1000.00 KiB / 1.95 MiB",
+              "1.00 MiB / 2.00 MiB", "3/1"):
         if s not in r:
             bad.append("GPU 0 row lacks %r: %r" % (s, r))
     r = row("nvml", "Fake", "B")
@@ -124,12 +133,13 @@ def store(db, a):
     for g, d in DEV.items():
         r = c.execute("SELECT s.util_gpu, s.util_mem, s.mem_used, s.mem_total, s.power_w, s.temp_c,"
                       " s.clock_sm_mhz, s.clock_mem_mhz, s.pcie_tx_bps, s.pcie_rx_bps, s.ecc_corrected,"
-                      " s.ecc_uncorrected, s.xid_events, x.name, x.api, x.idx FROM device_sample s"
+                      " s.ecc_uncorrected, s.xid_events, x.name, x.api, x.idx, s.nvlink_tx_bps, s.nvlink_rx_bps"
+                      " FROM device_sample s"
                       " JOIN device x ON x.id = s.device WHERE x.uuid = ? ORDER BY s.t_ns DESC LIMIT 1",
                       (d["uuid"],)).fetchone()
         want("stored sample of GPU " + g, r and tuple(r), (
             d["util"], d["mutil"], d["used"], d["total"], d["power"], d["temp"], d["sm"] / 1e6, d["mclk"] / 1e6,
-            d["tx"], d["rx"], d["eccc"], d["eccu"], d["xid"], d["name"], "nvml", int(g)))
+            d["tx"], d["rx"], d["eccc"], d["eccu"], d["xid"], d["name"], "nvml", int(g), d["nvtx"], d["nvrx"]))
     r = c.execute("SELECT p.job_id, p.uid, p.mem_used, p.sm_util, p.mem_util, f.pid, f.job_id FROM device_proc p"
                   " JOIN device x ON x.id = p.device JOIN profile f ON f.id = p.profile_id"
                   " WHERE x.uuid = 'GPU-fake-0000' AND p.pid = ? ORDER BY p.t_ns DESC LIMIT 1", (a,)).fetchone()

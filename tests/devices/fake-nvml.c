@@ -103,6 +103,34 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, int c, unsigned *kbs) {
   *kbs = c == 0 ? gpus[i].tx : gpus[i].rx;
   return OK;
 }
+/* NVLink data counters (fields 138/139, KiB, cumulative, all links with
+ * scopeId UINT_MAX): GPU A's grow by 1024 / 2048 KiB per call and its
+ * driver timestamp by 1 s, i.e. exactly 1 MiB/s and 2 MiB/s; GPU B has no
+ * NVLink (NOT_SUPPORTED). */
+typedef struct {
+  unsigned fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  union { double d; unsigned long long ull; } value;
+} fake_field_t;
+static unsigned long long nvl_calls;
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int n, fake_field_t *v) {
+  DEV(d);
+  if (i == 0) nvl_calls++;
+  for (int k = 0; k < n; k++) {
+    v[k].timestamp = (long long)nvl_calls * 1000000;
+    v[k].latencyUsec = 0;
+    v[k].valueType = 3; /* NVML_VALUE_TYPE_UNSIGNED_LONG_LONG */
+    int known = v[k].fieldId == 138 || v[k].fieldId == 139;
+    if (i != 0 || !known || v[k].scopeId != 0xffffffffu) {
+      v[k].nvmlReturn = E_NOT_SUPPORTED;
+      continue;
+    }
+    v[k].nvmlReturn = OK;
+    v[k].value.ull = nvl_calls * (v[k].fieldId == 138 ? 1024ull : 2048ull);
+  }
+  return OK;
+}
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter, unsigned long long *n) {
   DEV(d);
   if (counter != 0) return E_INVALID;
