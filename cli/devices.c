@@ -72,6 +72,18 @@ static void bytes_or_dash(char *b, size_t n, int have, double v) {
     snprintf(b, n, "-");
 }
 
+/* "TX / RX" of a pair of rates in bytes/s, or "-" when not reported */
+static void rates_or_dash(char *b, size_t n, int have, uint64_t tx, uint64_t rx) {
+  char t[32], r[32];
+  if (!have) {
+    snprintf(b, n, "-");
+    return;
+  }
+  gpd_render_bytes(t, sizeof t, (double)tx);
+  gpd_render_bytes(r, sizeof r, (double)rx);
+  snprintf(b, n, "%s / %s", t, r);
+}
+
 /* "nvml: reason; sysman: reason" of the back ends that are off */
 static void missing(char *b, size_t n, const Gpuprof__DevicesReply *r, int gpu_only) {
   size_t len = 0;
@@ -144,20 +156,8 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
       num(g, sizeof g, d->present & DF_TEMP, "%.0f C", d->temp_c);
       num(h, sizeof h, d->present & DF_CLOCK_SM, "%.0f", d->clock_sm_mhz);
       num(k, sizeof k, d->present & DF_CLOCK_MEM, "%.0f", d->clock_mem_mhz);
-      if (d->present & DF_PCIE) {
-        bytes_or_dash(c, sizeof c, 1, (double)d->pcie_tx_bps);
-        bytes_or_dash(d2, sizeof d2, 1, (double)d->pcie_rx_bps);
-        snprintf(pcie, sizeof pcie, "%s / %s", c, d2);
-      } else {
-        snprintf(pcie, sizeof pcie, "-");
-      }
-      if (d->present & DF_NVLINK) {
-        bytes_or_dash(c, sizeof c, 1, (double)d->nvlink_tx_bps);
-        bytes_or_dash(d2, sizeof d2, 1, (double)d->nvlink_rx_bps);
-        snprintf(nvl, sizeof nvl, "%s / %s", c, d2);
-      } else {
-        snprintf(nvl, sizeof nvl, "-");
-      }
+      rates_or_dash(pcie, sizeof pcie, d->present & DF_PCIE, d->pcie_tx_bps, d->pcie_rx_bps);
+      rates_or_dash(nvl, sizeof nvl, d->present & DF_NVLINK, d->nvlink_tx_bps, d->nvlink_rx_bps);
       if (d->present & DF_ECC)
         snprintf(ecc, sizeof ecc, "%llu/%llu", (unsigned long long)d->ecc_corrected,
                  (unsigned long long)d->ecc_uncorrected);
