@@ -14,6 +14,7 @@ if ! ldconfig -p | grep -q 'libcupti\.so\.13 ' && [ ! -e /usr/local/cuda/lib64/l
   export GPUPROF_CUPTI_PATH=$B/lib/cupti/libcupti.so.13
 fi
 R=$O/cost.txt
+. "$(dirname "$0")/gpu-wait.sh"
 : > "$R"
 proc_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s+=$1} END {print s+0}'; }
 sampler_ns() {
@@ -28,12 +29,12 @@ start() { # NAME INTERVAL_MS
   gpuprofd --foreground --socket "$W/$1.sock" --db "$W/$1.gpdb" --state-dir "$W/st" --config "$W/$1.conf" \
     > "$W/$1.log" 2>&1 &
   D=$!
-  for _ in $(seq 100); do gpuprof --socket "$W/$1.sock" ps >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_until 10 "gpuprofd $1 answering" daemon_up "$W/$1.sock"
 }
 measure() { # LABEL SECONDS (D set)
   local s0 p0 s1 p1 t0 t1
   s0=$(sampler_ns $D); p0=$(proc_ns $D); t0=$(date +%s%N)
-  sleep "$2"
+  sleep "$2" # the measured window
   s1=$(sampler_ns $D); p1=$(proc_ns $D); t1=$(date +%s%N)
   awk -v l="$1" -v s=$((s1 - s0)) -v p=$((p1 - p0)) -v w=$((t1 - t0)) 'BEGIN {
     printf "%-28s wall %.2f s  sampler thread %.4f s = %.3f %% of a core  whole daemon %.4f s = %.3f %%\n",
@@ -45,7 +46,7 @@ start load 100
 LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$W/load.sock GPUPROF_JOB_ID=job-cost \
   python3 "$B/devload.py" 36 > "$W/load.out" 2>&1 &
 P=$!
-sleep 4
+wait_until 60 "the PyTorch load starting" phase_started "$W/load.out"
 measure "10 Hz, PyTorch load" 30
 nvidia-smi pmon -c 1 >> "$R" 2>&1
 gpuprof --socket "$W/load.sock" devices | sed -n '1,12p' >> "$R"
@@ -54,11 +55,10 @@ kill -TERM $D; wait $D
 grep -E "devices:|papi|PAPI" "$W/load.log" | head -5 >> "$R"
 # 2. idle daemon, 10 Hz vs off
 start idle 100
-sleep 1
+wait_until 10 "a first device sample" sampled "$W/idle.sock" 1
 measure "10 Hz, idle" 20
 kill -TERM $D; wait $D
 start off 0
-sleep 1
 measure "off (interval_ms 0), idle" 20
 kill -TERM $D; wait $D
 cat "$R"

@@ -17,6 +17,7 @@ if ! ldconfig -p | grep -q 'libcupti\.so\.13 ' && [ ! -e /usr/local/cuda/lib64/l
   export GPUPROF_CUPTI_PATH=$B/lib/cupti/libcupti.so.13
 fi
 R=$W/res
+. "$(dirname "$0")/gpu-wait.sh"
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,name --format=csv; nproc; uname -r
   cat /proc/sys/kernel/perf_event_paranoid; } > "$R/env.txt" 2>&1
 python3 -c 'import time; print("%.6f %d" % (time.time(), time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)))' > "$R/clocks.txt"
@@ -28,7 +29,7 @@ phase() { # NAME INTERVAL_MS
   gpuprofd --foreground --socket "$W/$name.sock" --db "$W/$name.gpdb" --state-dir "$W/st" \
     --config "$W/$name.conf" > "$R/$name.daemon.log" 2>&1 &
   D=$!
-  for _ in $(seq 100); do gpuprof --socket "$W/$name.sock" ps >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_until 10 "gpuprofd $name answering" daemon_up "$W/$name.sock"
   if [ "$name" = on ]; then
     nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,temperature.gpu,clocks.sm \
       --format=csv,nounits -lms 200 > "$R/smi.csv" 2>&1 &
@@ -37,13 +38,13 @@ phase() { # NAME INTERVAL_MS
   LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$W/$name.sock GPUPROF_JOB_ID=job-$name \
     python3 "$B/devload.py" 36 > "$R/$name.load.txt" 2>&1 &
   P=$!
-  sleep 4
+  wait_until 60 "the PyTorch load starting" phase_started "$R/$name.load.txt"
   c0=$(ticks $D); n0=$(sched_ns $D); t0=$(date +%s.%N)
   for k in 1 2 3; do
-    sleep 9
+    sleep 9 # part of the measured window
     gpuprof --socket "$W/$name.sock" devices > "$R/$name.devices.$k.txt" 2>&1
   done
-  sleep 3
+  sleep 3 # the end of the measured window
   c1=$(ticks $D); n1=$(sched_ns $D); t1=$(date +%s.%N)
   echo "$name interval_ms $iv ticks $c0 $c1 sched_ns $n0 $n1 wall $t0 $t1 clk_tck $(getconf CLK_TCK)" >> "$R/cpu.txt"
   gpuprof --socket "$W/$name.sock" devices --prometheus > "$R/$name.prom.txt" 2>&1
