@@ -4,8 +4,9 @@
 #
 # Rules the helpers keep for every test:
 #  - nothing is checked after a fixed sleep: wait_for polls a condition
-#    until it holds or a deadline ($GPD_IT_WAIT s, default 60) passes, then
-#    fails saying what it saw;
+#    until it holds or a deadline ($GPD_IT_WAIT s, default 3/4 of the watchdog: an ASan run
+#    at a load of 18 took 9x its quiet time; the deadline costs nothing
+#    when the condition holds) passes, then fails saying what it saw;
 #  - every process the test starts, directly or through the daemon, gpuprof
 #    record, PoCL or setsid, carries GPD_IT_TAG=<unique> in its environment
 #    and is killed with SIGKILL when the script exits, fails or is
@@ -23,7 +24,7 @@ SHIM=$BUILD/lib/libgpuprof.so
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 GPDQ="$PY $HERE/gpdq.py"
-WAIT=${GPD_IT_WAIT:-60}
+WAIT=${GPD_IT_WAIT:-$(( ${GPD_IT_LIMIT:-150} * 3 / 4 ))}
 for f in "$GPUPROF" "$GPUPROFD" "$SHIM"; do
   [ -e "$f" ] || { echo "SKIP: $f not built"; exit 77; }
 done
