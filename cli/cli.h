@@ -211,6 +211,16 @@ int gpd_client_ps_main(int argc, char **argv);
 int gpd_client_top_main(int argc, char **argv);
 int gpd_client_tree_main(int argc, char **argv);
 
+/* ---- sample.c ---- */
+/** Send ControlRequest{pid or job, ctl} and print one line per process
+ *  ("pid N: <what> (...)" or "pid N: not done: <why>").  0 when every
+ *  process applied it, else an exit code; *reply: the reply (a
+ *  ControlReply; free with gpuprof__msg__free_unpacked) or NULL. */
+int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
+                       const char *what, Gpuprof__Msg **reply);
+/** `gpuprof sample`. */
+int gpd_sample_main(int argc, char **argv);
+
 /* ---- export.c ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0
  *  keeps that process's profiles) and finish the tree sorted by metric.

@@ -17,6 +17,7 @@ static const char main_usage[] =
     "  top [--pid N] [--job J] [-n N] [--metric M]  heaviest GPU kernels/operations now\n"
     "  tree [--pid N] [--job J] [--depth N] [--json]  live calling-context tree\n"
     "  devices [--job J] [--prometheus]             GPUs, their jobs and PAPI counters now\n"
+    "  sample --pid N|--job J [--duration 10s]      GPU PC sampling in running processes\n"
     "  metrics                                      list metric names\n"
     "Live commands talk to $GPUPROF_SOCKET or --socket PATH (default " GPD_CLI_DEFAULT_SOCKET ").\n"
     "Exit codes: 0 ok, 1 error reply / unreadable profile, 2 no gpuprofd, 64 usage;\n"
@@ -60,6 +61,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "top")) return gpd_client_top_main(argc, argv);
   if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);
   if (!strcmp(c, "devices")) return gpd_client_devices_main(argc, argv);
+  if (!strcmp(c, "sample")) return gpd_sample_main(argc, argv);
   if (!strcmp(c, "metrics")) return metrics_main();
   if (!strcmp(c, "help") || !strcmp(c, "--help") || !strcmp(c, "-h")) {
     fputs(main_usage, stdout);

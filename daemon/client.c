@@ -124,6 +124,8 @@ typedef struct gpd_client_s {
   gpd_proc_t *proc;
   gpd_gpubin_t gpubin;
   gpd_query_t *q; /* in flight in the thread pool (at most one), or NULL */
+  int ctl;        /* a ControlRequest of this peer waits for its shims */
+  int ctl_sync;   /* inside gpd_control_request (its answer is not resumed) */
   uv_work_t work; /* its request; data = this client */
   int rdhup;      /* the peer shut down its writing side during a query */
   struct gpd_client_s *next, *prev;
@@ -140,6 +142,7 @@ static void client_flush(gpd_client_t *c);
 static void client_arm(gpd_client_t *c);
 static void client_frames(gpd_client_t *c, int err);
 static void on_io(uv_poll_t *h, int status, int events);
+static void send_error(gpd_client_t *c, int code, const char *text);
 
 /* ------------------------------------------------------ per-uid limits */
 
@@ -276,6 +279,8 @@ static void client_close(gpd_client_t *c) {
   nclients--;
   if (c->u)
     c->u->nconn--;
+  gpd_control_client_gone(c);
+  c->ctl = 0;
   if (c->q) { /* its reply is dropped in on_query_done */
     gpd_query_cancel(c->q);
     uv_cancel((uv_req_t *)&c->work); /* fails once it started: then it stops early */
@@ -293,6 +298,7 @@ void gpd_client_close_all(gpd_daemon_t *d) {
   (void)d;
   while (clients)
     client_close(clients);
+  gpd_control_close_all();
   uid_free_all();
 }
 
@@ -316,9 +322,9 @@ static void set_events(gpd_client_t *c) {
   if (c->closed)
     return;
   unsigned ev = 0;
-  if (!c->closing && c->q == NULL && c->out_bytes < c->d->cfg.client_out_max)
+  if (!c->closing && c->q == NULL && !c->ctl && c->out_bytes < c->d->cfg.client_out_max)
     ev |= UV_READABLE;
-  if (c->q && !c->rdhup)
+  if ((c->q || c->ctl) && !c->rdhup)
     ev |= UV_DISCONNECT; /* not reading: a peer that leaves is seen so */
   if (c->out_head)
     ev |= UV_WRITABLE;
@@ -366,6 +372,27 @@ static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
   gpd_frame_put_header(buf, (uint32_t)n);
   gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
   return client_queue(c, buf, GPD_FRAME_HDR + n, fd);
+}
+
+int gpd_client_send_msg(gpd_client_t *c, const Gpuprof__Msg *m) {
+  if (c->closed)
+    return 0;
+  return client_send(c, m, -1);
+}
+
+void gpd_client_send_error(gpd_client_t *c, int code, const char *text) {
+  if (!c->closed)
+    send_error(c, code, text);
+}
+
+void gpd_client_control_done(gpd_client_t *c) {
+  c->ctl = 0;
+  if (c->closed || c->ctl_sync)
+    return; /* answered inside handle_frame: its loop goes on */
+  client_arm(c);
+  client_frames(c, 0);
+  if (!c->closed)
+    set_events(c);
 }
 
 static void send_error(gpd_client_t *c, int code, const char *text) {
@@ -569,6 +596,34 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   case GPUPROF__MSG__BODY_TOP_REQ:
     handle_query(c, m);
     break;
+  case GPUPROF__MSG__BODY_CONTROL_REQ: {
+    if (c->proc) { /* a profiled process does not control others */
+      reject(c, EV_PROTO, GPD_EPROTO, "ControlRequest on a process connection", p, n);
+      break;
+    }
+    /* pending until control.c calls gpd_client_control_done (at once
+     * when no process could be sent the Control) */
+    c->ctl = 1;
+    c->ctl_sync = 1;
+    int rc = gpd_control_request(c->d, c, &c->peer, m->control_req);
+    c->ctl_sync = 0;
+    if (rc <= 0)
+      c->ctl = 0;
+    if (rc < 0)
+      send_error(c, rc, "out of memory");
+    if (c->ctl && !c->closed) {
+      uv_timer_stop(&c->timer); /* the peer waits for us */
+      set_events(c);
+    }
+    break;
+  }
+  case GPUPROF__MSG__BODY_CONTROL_ACK:
+    if (c->proc == NULL) {
+      reject(c, EV_PROTO, GPD_EPROTO, "ControlAck before Hello", p, n);
+      break;
+    }
+    gpd_control_ack(c->d, c, c->proc, m->control_ack);
+    break;
   case GPUPROF__MSG__BODY_DEVICES_REQ: { /* from published samples: never waits on a vendor */
     Gpuprof__Msg *r;
     if (gpd_devices_reply(c->d, &c->peer, m->devices_req->job_id, &r) < 0) {
@@ -590,7 +645,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
  * returned), until the connection closes or is closing, or a query goes
  * in flight (the rest wait in c->dec for on_query_done). */
 static void client_frames(gpd_client_t *c, int err) {
-  while (!c->closed && !c->closing && c->q == NULL) {
+  while (!c->closed && !c->closing && c->q == NULL && !c->ctl) {
     if (err < 0) {
       reject(c, err == GPD_EFRAMETOOBIG ? EV_TOOBIG : EV_BADFRAME, err, "frame rejected",
              c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
@@ -614,7 +669,7 @@ static void client_frames(gpd_client_t *c, int err) {
 
 static void client_read(gpd_client_t *c) {
   uint8_t buf[65536];
-  for (int iter = 0; iter < 64 && !c->closed && !c->closing && c->q == NULL; iter++) {
+  for (int iter = 0; iter < 64 && !c->closed && !c->closing && c->q == NULL && !c->ctl; iter++) {
     if (c->out_bytes >= c->d->cfg.client_out_max)
       break; /* peer does not read its replies */
     union {
@@ -681,7 +736,7 @@ static void on_io(uv_poll_t *h, int status, int events) {
     client_close(c);
     return;
   }
-  if (c->q && (events & UV_DISCONNECT))
+  if ((c->q || c->ctl) && (events & UV_DISCONNECT))
     client_peer_hup(c);
   if (!c->closed && (events & UV_WRITABLE))
     client_flush(c);
@@ -693,7 +748,7 @@ static void on_io(uv_poll_t *h, int status, int events) {
 
 static void on_timeout(uv_timer_t *t) {
   gpd_client_t *c = t->data;
-  if (c->closed || c->q)
+  if (c->closed || c->q || c->ctl)
     return; /* a query in flight: the clock starts again with its reply */
   if (c->proc && c->out_head == NULL)
     return; /* registered and nothing to read: never timed out */
@@ -719,7 +774,7 @@ static void on_timeout(uv_timer_t *t) {
 static void client_arm(gpd_client_t *c) {
   if (c->closed)
     return;
-  if (c->q || (c->proc && c->out_head == NULL))
+  if (c->q || c->ctl || (c->proc && c->out_head == NULL))
     uv_timer_stop(&c->timer);
   else
     uv_timer_start(&c->timer, on_timeout, c->d->cfg.idle_timeout_ms, 0);

@@ -18,6 +18,7 @@
 
 #include "access.h"
 #include "config.h"
+#include "control.h"
 #include "devices.h"
 #include "map.h"
 #include "merge.h"

@@ -327,6 +327,7 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   m->error = gpd__query_strdup(p->error);
   m->start_ns = p->start_ns;
   m->end_ns = p->end_ns;
+  m->control_on = p->state == GPD_PROC_RUNNING ? p->control_on : 0;
   if (p->argc) {
     m->argv = gpd__query_calloc(p->argc, sizeof *m->argv);
     for (size_t i = 0; m->argv && i < p->argc; i++)

@@ -56,6 +56,8 @@ typedef struct gpd_proc_s {
                          * first end; only a commit of the latest end may
                          * mark it flushed (lock held) */
   struct gpd_client_s *client; /* NULL after EOF */
+  uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
+                         * control.c, main thread, under the lock) */
 } gpd_proc_t;
 
 /** Registry (caller holds d->lock unless noted). */

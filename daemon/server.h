@@ -21,6 +21,14 @@ const gpd_peer_t *gpd_client_peer(const struct gpd_client_s *c);
  *  timeouts and bad frames held back by the per-uid log limiter whose
  *  interval has ended, and free per-uid entries with nothing left. */
 void gpd_client_sweep(gpd_daemon_t *d);
+/** Queue one message on connection c (main thread).  0 or a negative
+ *  code (too large, no memory); a closed connection drops it (0). */
+struct Gpuprof__Msg;
+int gpd_client_send_msg(struct gpd_client_s *c, const struct Gpuprof__Msg *m);
+/** Queue an Error reply on c. */
+void gpd_client_send_error(struct gpd_client_s *c, int code, const char *text);
+/** The control request c made is answered (control.c): c reads again. */
+void gpd_client_control_done(struct gpd_client_s *c);
 /** Bind a registered process to its connection (EOF ends it). */
 void gpd_client_set_proc(struct gpd_client_s *c, gpd_proc_t *p);
 

@@ -26,11 +26,42 @@
  *    bounded time (flush what is buffered, no waits on the device).
  *  - status: 1 running, 0 disabled (why filled, NUL-terminated, may be
  *    truncated to n), -1 not started (yet); any thread, lock-free.
+ *  - control: a Control the daemon sent (proto/gpuprof.proto; the shim
+ *    core's shim/control.c dispatches it to every back end and keeps the
+ *    window: when c->duration_ms ends it calls control again with
+ *    enable = 0).  Runs on the shim's connection thread, never on an
+ *    application thread, and must not block beyond the back end's own
+ *    short critical sections: work that must run on an application thread
+ *    (a vendor call that needs the thread's current context) is flagged
+ *    with an atomic for that thread's next API call.  Returns -ENOTSUP for
+ *    a kind the back end does not serve (or cannot now: no such vendor in
+ *    the process), 0 when applied (*targets: what it applied to, e.g.
+ *    CUDA contexts; msg optional), another negative code on failure with
+ *    msg saying why (NUL-terminated, truncated to n).
  */
 #ifndef GPUPROF_SHIM_BACKENDS_H
 #define GPUPROF_SHIM_BACKENDS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/** A Control as the back ends see it (proto Control; kind and flags are
+ *  GPUPROF__CONTROL_KIND__* / GPUPROF__CONTROL_FLAG__* values). */
+typedef struct gpd_control_s {
+  uint64_t id;          /* the daemon's id, for logs */
+  unsigned kind;        /* GPD_CONTROL_* (= proto ControlKind) */
+  int enable;           /* 0: stop now (also at the end of a window) */
+  uint32_t duration_ms; /* the window (enable only; 0 = until stopped) */
+  uint32_t period;      /* kind-specific; PC sampling: log2 cycles, 0 default */
+  uint32_t flags;       /* kind-specific; PC sampling: GPD_CONTROL_F_COUNTS */
+} gpd_control_t;
+
+/* Mirrors of proto/gpuprof.proto's ControlKind / ControlFlag (back ends do
+ * not include the generated header). */
+#define GPD_CONTROL_PC_SAMPLING 1u
+#define GPD_CONTROL_TRACE 2u
+#define GPD_CONTROL_KINDS 32u /* kinds 0..31 have a window; others: -ENOTSUP */
+#define GPD_CONTROL_F_COUNTS 1u
 
 /** One vendor back end of the shim (see the rules above). */
 typedef struct gpd_backend_s {
@@ -42,6 +73,7 @@ typedef struct gpd_backend_s {
   void (*fork_child)(void);
   void (*shutdown)(void);
   int (*status)(char *why, size_t n);
+  int (*control)(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n);
 } gpd_backend_t;
 
 #ifdef GPD_HAVE_OPENCL

@@ -7,7 +7,10 @@
  * the thread reconnects every GPD_SHIM_RETRY_HANDBACK_MS, handing the memfd
  * back with Hello{handback=true, profile_id}.  With no daemon at all it
  * retries every GPD_SHIM_RETRY_NODAEMON_MS (a failed connect(2) on a Unix
- * path costs a few µs).  It also sends queued GPU binaries.
+ * path costs a few µs).  It also sends queued GPU binaries, and serves the
+ * daemon's Control messages (control.c: answered by ControlAck; a window
+ * that ends is reported by an unsolicited ControlAck{ended}).  Any other
+ * message from the daemon is ignored.
  *
  * The thread blocks all signals, never calls exit, and is never joined
  * (the process may be exiting under it).
@@ -37,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends.h"
 #include "gpuprof.pb-c.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
@@ -427,6 +431,47 @@ static int conn_gpubin_flush(const gpd_fdid_t *sock) {
   }
 }
 
+/* ------------------------------------------------------------- control */
+
+/* Send a ControlAck.  0, -errno (-EBADF: the socket is not ours). */
+static int conn_send_ack(const gpd_fdid_t *sock, const gpd_control_ack_t *a) {
+  Gpuprof__ControlAck ca = GPUPROF__CONTROL_ACK__INIT;
+  ca.id = a->id;
+  ca.code = a->code;
+  ca.message = (char *)a->message;
+  ca.targets = a->targets;
+  ca.ended = a->ended;
+  ca.kind = (Gpuprof__ControlKind)a->kind;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  m.body_case = GPUPROF__MSG__BODY_CONTROL_ACK;
+  m.control_ack = &ca;
+  return conn_send_msg(sock, &m, -1);
+}
+
+/* One frame from the daemon: a Control is applied and answered; anything
+ * else (or what does not decode) is ignored.  -EBADF when the socket
+ * turned out not to be ours, else 0. */
+static int conn_handle_frame(const gpd_fdid_t *sock, const uint8_t *p, size_t n) {
+  Gpuprof__Msg *m = gpuprof__msg__unpack(NULL, n, p);
+  int err = 0;
+  if (m == NULL)
+    return 0;
+  if (m->body_case == GPUPROF__MSG__BODY_CONTROL && m->control) {
+    const Gpuprof__Control *mc = m->control;
+    gpd_control_t c = {.id = mc->id,
+                       .kind = (unsigned)mc->kind,
+                       .enable = mc->enable,
+                       .duration_ms = mc->duration_ms,
+                       .period = mc->period,
+                       .flags = mc->flags};
+    gpd_control_ack_t ack;
+    gpd_shim__control_apply(&c, &ack);
+    err = conn_send_ack(sock, &ack);
+  }
+  gpuprof__msg__free_unpacked(m, NULL);
+  return err == -EBADF ? -EBADF : 0;
+}
+
 /* -------------------------------------------------------------- thread */
 
 /* Wait before the next attempt: no daemon / registration failed; daemon
@@ -503,6 +548,13 @@ static void *conn_main(void *arg) {
     pthread_mutex_unlock(&conn.lock);
     if (stop)
       break;
+    /* windows of Control messages that end now (also with no daemon: the
+     * ack is then not sent; between reconnection attempts they end up to
+     * one retry interval late) */
+    gpd_control_ack_t ack;
+    while (gpd_shim__control_due(gpd_clock_ns(), &ack))
+      if (conn.sock.fd >= 0 && conn_send_ack(&conn.sock, &ack) == -EBADF)
+        conn_sock_lost();
     if (conn.sock.fd < 0) {
       int rc = conn_attempt();
       conn_first_done();
@@ -540,9 +592,14 @@ static void *conn_main(void *arg) {
       size_t n = 0;
       int fd = -1;
       int err = gpd_frame_recv(conn.sock.fd, &msg, &n, &fd, 100);
-      free(msg);
       if (fd >= 0)
         close(fd);
+      if (err == 0 && conn_handle_frame(&conn.sock, msg, n) == -EBADF) {
+        free(msg);
+        conn_sock_lost();
+        continue;
+      }
+      free(msg);
       if (err && err != -ETIMEDOUT) {
         if (!gpd_fdid_owned(&conn.sock)) {
           conn_sock_lost();

@@ -102,6 +102,29 @@ void gpd_conn_atfork_child(void);
 /** Queue a GPU binary chunk set for the connection thread. */
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind);
 
+/* -------------------------------------------------------------- control.c */
+struct gpd_backend_s;
+struct gpd_control_s;
+/** The answer to one Control (proto ControlAck). */
+typedef struct gpd_control_ack_s {
+  uint64_t id;
+  unsigned kind;
+  int code;         /* 0 applied, -ENOTSUP no back end serves it, -errno */
+  uint32_t targets; /* summed over the back ends that applied it */
+  int ended;        /* a window closed by gpd_shim__control_due */
+  char message[160];
+} gpd_control_ack_t;
+/** The built back ends, NULL-terminated (shim.c). */
+const struct gpd_backend_s *const *gpd_shim__backends(void);
+/** Dispatch one Control to the back ends and open/close its kind's
+ *  window; fills ack.  Connection thread only. */
+void gpd_shim__control_apply(const struct gpd_control_s *c, gpd_control_ack_t *ack);
+/** Close one window whose end is <= now_ns (back ends get enable = 0):
+ *  1 with ack filled (ended = 1), 0 when none is due.  Connection thread. */
+int gpd_shim__control_due(uint64_t now_ns, gpd_control_ack_t *ack);
+/** Fork child: no window is open (the parent's back-end state is gone). */
+void gpd_shim__control_atfork_child(void);
+
 /* --------------------------------------------------------------- thread.c */
 /** This thread's producer for the current region, claiming a ring on first
  *  use; NULL when not active or no ring is free (counted). */

@@ -36,6 +36,8 @@ gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
 #define SHIM_NBACKENDS (sizeof shim_backends / sizeof *shim_backends - 1)
 
+const gpd_backend_t *const *gpd_shim__backends(void) { return shim_backends; }
+
 /* Identity of the attached region's memfd (under attach_lock when set). */
 static gpd_fdid_t region_fdid = {.fd = -1};
 
@@ -342,6 +344,7 @@ static void atfork_child(void) {
   gpd_capture_atfork_child();
   gpd_strings_atfork_child();
   gpd_conn_atfork_child();
+  gpd_shim__control_atfork_child();
   atomic_store(&shim_lazy, 1);
 }
 

@@ -16,11 +16,17 @@ add_executable(gpubin-send ${GPD_IT}/gpubin-send.c)
 target_include_directories(gpubin-send PRIVATE ${CMAKE_SOURCE_DIR}/shim)
 target_link_libraries(gpubin-send PRIVATE gpuprof gpd_common)
 set_target_properties(gpubin-send PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+# A process whose recording back end answers the daemon's Control messages
+# (control channel without a GPU: integration.control).
+add_executable(ctl-app ${GPD_IT}/ctl-app.c)
+target_include_directories(ctl-app PRIVATE ${CMAKE_SOURCE_DIR}/shim)
+target_link_libraries(ctl-app PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(ctl-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
 
 # The scripts' own watchdog (GPD_IT_LIMIT) fires before CTest's TIMEOUT, so
 # that a hung test still kills what it started.
 set(GPD_IT_TESTS gpubin ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc
-    fork-launcher retention python-ctypes live-restart sighup ocl-rect)
+    fork-launcher retention python-ctypes live-restart sighup ocl-rect control)
 foreach(t ${GPD_IT_TESTS})
   add_test(NAME integration.${t} COMMAND bash ${GPD_IT}/${t}.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(integration.${t} PROPERTIES LABELS integration TIMEOUT 240

@@ -1,0 +1,226 @@
+/* sample.c - `gpuprof sample`: switch GPU PC sampling on in running
+ * processes for a window (docs/CLI.md), through the daemon's generic
+ * Control of running processes (proto/gpuprof.proto ControlRequest).
+ *
+ *   gpuprof sample --pid N | --job J [--duration 10s] [--period P]
+ *                  [--counts] [--stop] [--no-wait]
+ *
+ * The shim ends the window by itself; without --no-wait the command
+ * waits for that (`gpuprof ps` state, polled) and then says where the
+ * samples are.  gpd_client_control is the shared part other control
+ * commands use.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "gpuprof/error.h"
+
+static const char sample_usage[] =
+    "usage: gpuprof sample (--pid N | --job J) [--duration D] [--period P] [--counts]\n"
+    "                      [--stop] [--no-wait]\n"
+    "  Switch GPU PC sampling on in running processes for a window (CUDA: CUPTI PC\n"
+    "  sampling on every CUDA context of the process), then off again.\n"
+    "  --duration D   the window: 10s (default), 500ms, 2m, or seconds; at most 1 h\n"
+    "  --period P     one sample every 2^P cycles per SM (5..31; default: CUPTI's)\n"
+    "  --counts       also exact execution counts of call instructions (CUPTI SASS\n"
+    "                 metrics; the GPU calling contexts then use them)\n"
+    "  --stop         stop a window now\n"
+    "  --no-wait      return once the processes said yes (else wait for the end)\n"
+    "  (--kind K      another control kind, by number: for tests)\n"
+    "Exit: 0 every process applied it, 1 any did not (each says why).\n";
+
+/* "10s", "500ms", "2m", "1h", "7" (seconds) -> ms; -1 when malformed. */
+static long parse_duration_ms(const char *s) {
+  char *end;
+  if (!s || !*s)
+    return -1;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0)
+    return -1;
+  double ms;
+  if (!*end || !strcmp(end, "s"))
+    ms = v * 1000;
+  else if (!strcmp(end, "ms"))
+    ms = v;
+  else if (!strcmp(end, "m"))
+    ms = v * 60000;
+  else if (!strcmp(end, "h"))
+    ms = v * 3600000;
+  else
+    return -1;
+  return ms > 0x7fffffff ? -1 : (long)ms;
+}
+
+int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
+                       const char *what, Gpuprof__Msg **out) {
+  Gpuprof__ControlRequest r = GPUPROF__CONTROL_REQUEST__INIT;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
+  r.pid = pid;
+  r.job_id = (char *)(job ? job : "");
+  r.control = (Gpuprof__Control *)ctl;
+  m.body_case = GPUPROF__MSG__BODY_CONTROL_REQ;
+  m.control_req = &r;
+  *out = NULL;
+  int code = gpd_client_call(sock, &m, &reply);
+  if (code)
+    return code;
+  if (reply->body_case != GPUPROF__MSG__BODY_CONTROL_REPLY || !reply->control_reply) {
+    fprintf(stderr, "gpuprof: unexpected reply to a control request\n");
+    gpuprof__msg__free_unpacked(reply, NULL);
+    return GPD_EXIT_FAIL;
+  }
+  const Gpuprof__ControlReply *cr = reply->control_reply;
+  for (size_t i = 0; i < cr->n_results; i++) {
+    const Gpuprof__ControlResult *x = cr->results[i];
+    if (x->code == 0) {
+      printf("pid %d: %s", (int)x->pid, what);
+      if (x->targets)
+        printf(" (%u target%s)", x->targets, x->targets == 1 ? "" : "s");
+      if (x->message && x->message[0])
+        printf(": %s", x->message);
+      printf("\n");
+    } else {
+      code = GPD_EXIT_FAIL;
+      printf("pid %d: not done: %s\n", (int)x->pid,
+             x->message && x->message[0] ? x->message : gpd_strerror(x->code));
+    }
+  }
+  *out = reply;
+  return code;
+}
+
+/* 1 while any process of the reply still has kind on (ps), 0 when none,
+ * -1 when the daemon does not answer. */
+static int still_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind) {
+  Gpuprof__PsRequest pr = GPUPROF__PS_REQUEST__INIT;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
+  m.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  m.ps_req = &pr;
+  if (gpd_client_call(sock, &m, &reply))
+    return -1;
+  int on = 0;
+  const Gpuprof__ControlReply *cr = creply->control_reply;
+  for (size_t i = 0; reply->ps && i < reply->ps->n_procs; i++) {
+    const Gpuprof__Process *p = reply->ps->procs[i];
+    for (size_t j = 0; j < cr->n_results; j++)
+      if (cr->results[j]->code == 0 && cr->results[j]->profile_id == p->profile_id && p->running &&
+          (p->control_on >> kind & 1))
+        on = 1;
+  }
+  gpuprof__msg__free_unpacked(reply, NULL);
+  return on;
+}
+
+int gpd_sample_main(int argc, char **argv) {
+  enum { O_PID = 'p', O_JOB = 'j', O_DUR = 'd', O_PER = 'P', O_COUNTS = 'c', O_STOP = 'S',
+         O_NOWAIT = 'N', O_KIND = 'K', O_SOCK = 's' };
+  static const struct option opts[] = {{"pid", required_argument, NULL, O_PID},
+                                       {"job", required_argument, NULL, O_JOB},
+                                       {"duration", required_argument, NULL, O_DUR},
+                                       {"period", required_argument, NULL, O_PER},
+                                       {"counts", no_argument, NULL, O_COUNTS},
+                                       {"stop", no_argument, NULL, O_STOP},
+                                       {"no-wait", no_argument, NULL, O_NOWAIT},
+                                       {"kind", required_argument, NULL, O_KIND},
+                                       {"socket", required_argument, NULL, O_SOCK},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  Gpuprof__Control ctl = GPUPROF__CONTROL__INIT;
+  const char *job = NULL, *sockopt = NULL;
+  long pid = 0, dur = 10000, v;
+  int stop = 0, nowait = 0, c;
+  ctl.kind = GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      fputs(sample_usage, stdout);
+      return GPD_EXIT_OK;
+    case O_PID:
+      if ((pid = gpd_cli_parse_uint(optarg)) <= 0)
+        return gpd_cli_usage(sample_usage, "--pid needs a process id, not '%s'", optarg);
+      break;
+    case O_JOB:
+      job = optarg;
+      break;
+    case O_DUR:
+      if ((dur = parse_duration_ms(optarg)) <= 0)
+        return gpd_cli_usage(sample_usage, "--duration: '%s' is not like 10s, 500ms, 2m", optarg);
+      break;
+    case O_PER:
+      if ((v = gpd_cli_parse_uint(optarg)) < 5 || v > 31)
+        return gpd_cli_usage(sample_usage, "--period must be 5..31, not '%s'", optarg);
+      ctl.period = (uint32_t)v;
+      break;
+    case O_COUNTS:
+      ctl.flags |= GPUPROF__CONTROL_FLAG__CONTROL_F_COUNTS;
+      break;
+    case O_STOP:
+      stop = 1;
+      break;
+    case O_NOWAIT:
+      nowait = 1;
+      break;
+    case O_KIND:
+      if ((v = gpd_cli_parse_uint(optarg)) < 0)
+        return gpd_cli_usage(sample_usage, "--kind needs a number");
+      ctl.kind = (Gpuprof__ControlKind)v;
+      break;
+    case O_SOCK:
+      sockopt = optarg;
+      break;
+    default:
+      return gpd_cli_usage(sample_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return gpd_cli_usage(sample_usage, "unexpected argument '%s'", argv[optind]);
+  if ((pid != 0) == (job != NULL))
+    return gpd_cli_usage(sample_usage, "give one of --pid and --job");
+  ctl.enable = !stop;
+  ctl.duration_ms = stop ? 0 : (uint32_t)dur;
+  const char *sock = gpd_client_socket(sockopt);
+  char what[96];
+  if (stop)
+    snprintf(what, sizeof what, "control kind %u off", (unsigned)ctl.kind);
+  else if (ctl.kind == GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING)
+    snprintf(what, sizeof what, "PC sampling on for %.3g s", dur / 1000.0);
+  else
+    snprintf(what, sizeof what, "control kind %u on for %.3g s", (unsigned)ctl.kind, dur / 1000.0);
+  Gpuprof__Msg *reply = NULL;
+  int code = gpd_client_control(sock, (int)pid, job, &ctl, what, &reply);
+  if (reply == NULL)
+    return code;
+  int any = 0;
+  for (size_t i = 0; i < reply->control_reply->n_results; i++)
+    any |= reply->control_reply->results[i]->code == 0;
+  if (!stop && !nowait && any) {
+    /* the shim ends the window; wait for it (its ack), with a deadline */
+    struct timespec t0, now, step = {0, 200000000L};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      nanosleep(&step, NULL);
+      int on = still_on(sock, reply, (unsigned)ctl.kind);
+      if (on <= 0) {
+        if (on == 0)
+          printf("window ended; the samples are in the live tree and the saved profile "
+                 "(gpuprof tree --pid N --gpu-detail, gpuprof report --gpu-detail)\n");
+        break;
+      }
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > dur + 10000) {
+        fprintf(stderr, "gpuprof: the window did not end within %ld ms\n", dur + 10000);
+        code = GPD_EXIT_FAIL;
+        break;
+      }
+    }
+  }
+  gpuprof__msg__free_unpacked(reply, NULL);
+  return code;
+}
