@@ -50,6 +50,8 @@ typedef struct gpd_buf_s {
 
 /** Append n bytes. 0 or -ENOMEM. */
 int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n);
+/** Make room for n more bytes after b->n.  0 or -ENOMEM. */
+int gpd_buf_reserve(gpd_buf_t *b, size_t n);
 void gpd_buf_free(gpd_buf_t *b);
 
 /** Tables copied row by row from inputs to the output. */
@@ -59,6 +61,9 @@ typedef enum gpd_mtable_e {
   GPD_MT_MODULE,
   GPD_MT_STRING,
   GPD_MT_GPUBIN,
+  GPD_MT_PCSAMPLE, /* the PC-sample tables: only from inputs that have them */
+  GPD_MT_PCSAMPLE_CUBIN,
+  GPD_MT_PCSAMPLE_STAT,
   GPD_MT_CONTEXT,
   GPD_MT_FRAME,
   GPD_MT__COUNT
@@ -123,8 +128,12 @@ typedef struct gpd_mindex_s {
 } gpd_mindex_t;
 
 typedef struct gpd_mpart_s {
-  /* profile, backend, module, string and gpubin rows, profile ids local */
+  /* profile, backend, module, string, gpubin and pcsample* rows, profile
+   * ids local */
   gpd_buf_t rows;
+  /* GPU binaries the selected profiles refer to, where they lie: records
+   * of the 32-character hash, u32 length, the input's folder (bytes) */
+  gpd_buf_t bins;
   gpd_mprof_t *prof;
   size_t nprof, capprof;
   gpd_mval_rec_t *pm; /* per profile, sorted by (ctx, metric) */
@@ -215,9 +224,22 @@ typedef struct gpd_mwrite_info_s {
   uint64_t dense_bytes;  /* profiles x contexts x metrics with a value x 8 bytes (one array
                             serves both orders) */
   uint64_t dense_all_bytes; /* the same over every metric gpuprof defines */
+  uint64_t bins, bins_copied, bins_missing; /* GPU binaries referred to; copied now; not found or bad */
 } gpd_mwrite_info_t;
 int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs,
                       gpd_mwrite_info_t *info, char *err, size_t errn);
+
+/* ---- mbins.c: the GPU binaries beside a merged file ---- */
+
+/** Copy each GPU binary the parts refer to (gpd_mpart_t.bins) from
+ *  gpubins/<hash>.gpubin beside its input into gpubins/ beside `out`
+ *  (made 0700 if missing; used only when it is the caller's own and not
+ *  writable by others), once per hash, only when the content hashes to
+ *  the name (XXH3-128), with its saved <hash>.nvdisasm text when there is
+ *  one.  A binary already there is kept.  Each binary that cannot be
+ *  copied is a note on stderr.  Counts go to info->bins, bins_copied,
+ *  bins_missing.  0 or -ENOMEM. */
+int gpd_mbins_copy(const gpd_mpart_t *parts, size_t nparts, const char *out, gpd_mwrite_info_t *info);
 
 /* ---- merge.c: the threaded driver ---- */
 

@@ -14,7 +14,7 @@
 
 #define ROW_MAX ((size_t)64 << 20)
 
-int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n) {
+int gpd_buf_reserve(gpd_buf_t *b, size_t n) {
   if (b->n + n > b->cap) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + n) cap *= 2;
@@ -23,6 +23,12 @@ int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n) {
     b->p = p;
     b->cap = cap;
   }
+  return 0;
+}
+
+int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n) {
+  int err = gpd_buf_reserve(b, n);
+  if (err < 0) return err;
   if (n) memcpy(b->p + b->n, d, n);
   b->n += n;
   return 0;
@@ -45,6 +51,12 @@ static const struct {
     [GPD_MT_MODULE] = {"module", "profile_id, id, path, build_id, base, size", 0, 6},
     [GPD_MT_STRING] = {"string", "profile_id, id, kind, text", 0, 4},
     [GPD_MT_GPUBIN] = {"gpubin", "hash, kind, size, path, profile_id", 4, 5},
+    [GPD_MT_PCSAMPLE] = {"pcsample", "profile_id, cubin_id, func, pc, stall, device, samples, latency", 0, 8},
+    [GPD_MT_PCSAMPLE_CUBIN] = {"pcsample_cubin", "profile_id, cubin_id, hash", 0, 3},
+    [GPD_MT_PCSAMPLE_STAT] = {"pcsample_stat",
+                              "profile_id, device, period_log2, sm_count, clock_khz, total, dropped, non_user, "
+                              "lost_keys",
+                              0, 9},
     [GPD_MT_CONTEXT] = {"context", "uid, id, parent, kind, module, build_id, offset, label, raw_name", -1, 9},
     [GPD_MT_FRAME] = {"frame", "uid, context_id, depth, function, file, line, inlined", -1, 7},
 };

@@ -218,4 +218,8 @@ void gpd_merge_summary(const gpd_mopts_t *o, const gpd_mwrite_info_t *s, double 
           s->sparse_bytes ? (double)s->dense_bytes / (double)s->sparse_bytes : 0.0,
           s->sparse_bytes ? (double)s->dense_all_bytes / (double)s->sparse_bytes : 0.0, GPD_M__COUNT, in_bytes / 1e6,
           secs);
+  if (s->bins)
+    fprintf(stderr, "gpuprof: GPU binaries: %llu referred to, %llu copied beside %s, %llu already there, %llu missing\n",
+            (unsigned long long)s->bins, (unsigned long long)s->bins_copied, o->out,
+            (unsigned long long)(s->bins - s->bins_copied - s->bins_missing), (unsigned long long)s->bins_missing);
 }

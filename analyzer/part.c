@@ -12,6 +12,7 @@ void gpd_mpart_init(gpd_mpart_t *p) { memset(p, 0, sizeof(*p)); }
 
 void gpd_mpart_free(gpd_mpart_t *p) {
   gpd_buf_free(&p->rows);
+  gpd_buf_free(&p->bins);
   gpd_buf_free(&p->ctxrows);
   gpd_buf_free(&p->framerows);
   free(p->prof);
@@ -111,11 +112,25 @@ int gpd_mpart_group(gpd_mpart_t *p) {
   p->cv = NULL;
   p->nkey = p->ncv = 0;
   if (p->npm && !(kof = malloc(p->npm * sizeof(*kof)))) return -ENOMEM;
-  /* pass 1: key of every value, count per key */
+  /* pass 1: key of every value, count per key.  A profile's values are
+   * sorted by (context, metric) and neighbouring processes hold mostly the
+   * same contexts: the previous profile of the same uid is walked
+   * alongside, and where it holds the same (context, metric) its key is
+   * taken without a hash lookup (a random access into the index and the
+   * keys per value otherwise).  Unsorted values only miss the shortcut. */
   for (size_t pi = 0; pi < p->nprof; pi++) {
     const gpd_mprof_t *pr = &p->prof[pi];
+    uint64_t q = 0, qe = 0;
+    if (pi && p->prof[pi - 1].uid == pr->uid) q = p->prof[pi - 1].pm_off, qe = q + p->prof[pi - 1].pm_n;
     for (uint64_t j = pr->pm_off; j < pr->pm_off + pr->pm_n; j++) {
       const gpd_mval_rec_t *r = &p->pm[j];
+      while (q < qe && (p->pm[q].ctx < r->ctx || (p->pm[q].ctx == r->ctx && p->pm[q].metric < r->metric))) q++;
+      if (q < qe && p->pm[q].ctx == r->ctx && p->pm[q].metric == r->metric) {
+        size_t k = kof[q++];
+        p->key[k].n++;
+        kof[j] = (uint32_t)k;
+        continue;
+      }
       uint64_t h = gpd_mhash(pr->uid, r->ctx, r->metric);
       size_t mask = ix.cap ? ix.cap - 1 : 0, k = SIZE_MAX;
       if (ix.cap)
@@ -173,7 +188,7 @@ done:
 
 /* ---- byte form: magic, then each array as u64 count + raw elements ---- */
 
-static const char MAGIC[8] = "GPDPART1";
+static const char MAGIC[8] = "GPDPART2";
 
 static int put_arr(gpd_buf_t *b, const void *a, uint64_t n, size_t esz) {
   int err = gpd_buf_put(b, &n, 8);
@@ -184,7 +199,7 @@ int gpd_mpart_pack(const gpd_mpart_t *p, gpd_buf_t *out) {
   uint64_t hdr[2] = {p->ninputs, p->in_bytes};
   int err;
   if ((err = gpd_buf_put(out, MAGIC, 8)) < 0 || (err = gpd_buf_put(out, hdr, sizeof(hdr))) < 0 ||
-      (err = put_arr(out, p->rows.p, p->rows.n, 1)) < 0 ||
+      (err = put_arr(out, p->rows.p, p->rows.n, 1)) < 0 || (err = put_arr(out, p->bins.p, p->bins.n, 1)) < 0 ||
       (err = put_arr(out, p->prof, p->nprof, sizeof(*p->prof))) < 0 ||
       (err = put_arr(out, p->pm, p->npm, sizeof(*p->pm))) < 0 ||
       (err = put_arr(out, p->ctx, p->nctx, sizeof(*p->ctx))) < 0 ||
@@ -225,6 +240,7 @@ int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
   p->ninputs = (uint32_t)hdr[0];
   p->in_bytes = hdr[1];
   if ((err = get_arr(b, n, &o, (void **)&p->rows.p, &p->rows.n, 1)) < 0 ||
+      (err = get_arr(b, n, &o, (void **)&p->bins.p, &p->bins.n, 1)) < 0 ||
       (err = get_arr(b, n, &o, (void **)&p->prof, &p->nprof, sizeof(*p->prof))) < 0 ||
       (err = get_arr(b, n, &o, (void **)&p->pm, &p->npm, sizeof(*p->pm))) < 0 ||
       (err = get_arr(b, n, &o, (void **)&p->ctx, &p->nctx, sizeof(*p->ctx))) < 0 ||
@@ -234,6 +250,7 @@ int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
       (err = get_arr(b, n, &o, (void **)&p->cv, &p->ncv, sizeof(*p->cv))) < 0)
     goto fail;
   p->rows.cap = p->rows.n;
+  p->bins.cap = p->bins.n;
   p->ctxrows.cap = p->ctxrows.n;
   p->framerows.cap = p->framerows.n;
   p->capprof = p->nprof;

@@ -46,12 +46,18 @@ typedef struct gctx_s {
   uint32_t part, idx;
 } gctx_t;
 
-/* global key: (uid, context, metric) -> slice of the global values */
+/* global key: (uid, context, metric) -> nslice slices (the parts that
+ * hold it, in part order) at slice[off], n values in all */
 typedef struct gkey_s {
   int64_t uid, ctx;
-  uint32_t metric, pad;
+  uint32_t metric, nslice;
   uint64_t off, n;
 } gkey_t;
+
+/* one part's values of a global key: parts[part].key[key] */
+typedef struct gslice_s {
+  uint32_t part, key;
+} gslice_t;
 
 /* uid -> its global profile ids, ascending */
 typedef struct guid_s {
@@ -72,7 +78,8 @@ typedef struct fold_s {
   size_t nkey;
   gpd_mindex_t kix;
   uint32_t **pk; /* per part: its key -> global key */
-  gpd_cval_rec_t *cv;
+  gslice_t *slice;
+  size_t nslice;
   size_t ncv;
   guid_t *uids;
   size_t nuids;
@@ -189,27 +196,26 @@ static int fold(fold_t *f) {
         gpd_mindex_insert(&f->kix, h, g);
       }
       f->key[g].n += x->n;
+      f->key[g].nslice++;
       f->pk[k][i] = (uint32_t)g;
     }
     f->ncv += p->ncv;
+    f->nslice += p->nkey;
   }
-  /* values: concatenated per key in part order (= profile order) */
+  /* per key the parts' slices in part order (= profile order); the values
+   * stay in the parts and are gathered per key when it is written */
   uint64_t off = 0;
   for (size_t g = 0; g < f->nkey; g++) {
     f->key[g].off = off;
-    off += f->key[g].n;
-    f->key[g].n = 0;
+    off += f->key[g].nslice;
+    f->key[g].nslice = 0;
   }
-  if (f->ncv && !(f->cv = malloc(f->ncv * sizeof(*f->cv)))) return -ENOMEM;
-  for (size_t k = 0; k < f->nparts; k++) {
-    const gpd_mpart_t *p = &f->parts[k];
-    for (size_t i = 0; i < p->nkey; i++) {
+  if (f->nslice && !(f->slice = malloc(f->nslice * sizeof(*f->slice)))) return -ENOMEM;
+  for (size_t k = 0; k < f->nparts; k++)
+    for (size_t i = 0; i < f->parts[k].nkey; i++) {
       gkey_t *g = &f->key[f->pk[k][i]];
-      const gpd_cval_rec_t *src = p->cv + p->key[i].off;
-      for (uint64_t j = 0; j < p->key[i].n; j++)
-        f->cv[g->off + g->n++] = (gpd_cval_rec_t){src[j].prof + f->base[k], 0, src[j].v};
+      f->slice[g->off + g->nslice++] = (gslice_t){(uint32_t)k, (uint32_t)i};
     }
-  }
   return 0;
 }
 
@@ -220,7 +226,7 @@ static void fold_free(fold_t *f) {
   free(f->pk);
   free(f->ctx);
   free(f->key);
-  free(f->cv);
+  free(f->slice);
   gpd_mindex_free(&f->cix);
   gpd_mindex_free(&f->kix);
   for (size_t i = 0; i < f->nuids; i++) free(f->uids[i].prof);
@@ -260,11 +266,14 @@ static int step(fold_t *f, sqlite3 *db, sqlite3_stmt *st) {
 static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t *info) {
   sqlite3_stmt *ins[GPD_MT__COUNT] = {0}, *pm = NULL, *stq = NULL, *md = NULL;
   gpd_buf_t blob = {0};
+  gpd_cval_rec_t *v = NULL; /* one key's values */
+  size_t capv = 0;
   char sql[1024];
   int err = 0;
   uint8_t used[GPD_M__COUNT] = {0};
 
-  if ((err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
+  if ((err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, GPD_PCSAMPLE_SCHEMA)) < 0 ||
+      (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
       (err = exec(f, db, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
     return err;
   {
@@ -330,13 +339,14 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
     const gpd_mpart_t *p = &f->parts[k];
     for (size_t i = 0; i < p->nprof; i++) {
       blob.n = 0;
+      if ((err = gpd_buf_reserve(&blob, p->prof[i].pm_n * GPD_PMETRIC_REC)) < 0) goto out;
       for (uint64_t j = p->prof[i].pm_off; j < p->prof[i].pm_off + p->prof[i].pm_n; j++) {
         const gpd_mval_rec_t *r = &p->pm[j];
-        uint8_t rec[GPD_PMETRIC_REC];
+        uint8_t *rec = blob.p + blob.n;
         memcpy(rec, &r->ctx, 8);
         memcpy(rec + 8, &r->metric, 4);
         memcpy(rec + 12, &r->v, 8);
-        if ((err = gpd_buf_put(&blob, rec, sizeof(rec))) < 0) goto out;
+        blob.n += GPD_PMETRIC_REC;
         used[r->metric] = 1;
       }
       info->sparse_bytes += blob.n;
@@ -352,20 +362,38 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
   qsort(f->key, f->nkey, sizeof(*f->key), cmp_gkey);
   for (size_t i = 0; i < f->nkey; i++) {
     const gkey_t *g = &f->key[i];
-    const gpd_cval_rec_t *v = f->cv + g->off;
     guid_t *u = uid_get(f, g->uid);
     gpd_mstat_t s;
     if (!u) {
       err = -ENOMEM;
       goto out;
     }
-    gpd_mstat_compute(&s, v, g->n, u->prof, u->n);
+    /* the key's values from its parts, in part order, global profile ids */
+    if (g->n > capv) {
+      gpd_cval_rec_t *n = realloc(v, g->n * sizeof(*v));
+      if (!n) {
+        err = -ENOMEM;
+        goto out;
+      }
+      v = n;
+      capv = g->n;
+    }
+    size_t nv = 0;
+    for (uint32_t sl = 0; sl < g->nslice; sl++) {
+      const gslice_t *x = &f->slice[g->off + sl];
+      const gpd_mpart_t *p = &f->parts[x->part];
+      const gpd_cval_rec_t *src = p->cv + p->key[x->key].off;
+      for (uint64_t j = 0; j < p->key[x->key].n; j++)
+        v[nv++] = (gpd_cval_rec_t){src[j].prof + f->base[x->part], 0, src[j].v};
+    }
+    gpd_mstat_compute(&s, v, nv, u->prof, u->n);
     blob.n = 0;
-    for (uint64_t j = 0; j < g->n; j++) {
-      uint8_t rec[GPD_CVAL_REC];
+    if ((err = gpd_buf_reserve(&blob, nv * GPD_CVAL_REC)) < 0) goto out;
+    for (size_t j = 0; j < nv; j++) {
+      uint8_t *rec = blob.p + blob.n;
       memcpy(rec, &v[j].prof, 4);
       memcpy(rec + 4, &v[j].v, 8);
-      if ((err = gpd_buf_put(&blob, rec, sizeof(rec))) < 0) goto out;
+      blob.n += GPD_CVAL_REC;
     }
     info->sparse_bytes += blob.n;
     sqlite3_bind_int64(stq, 1, g->uid);
@@ -407,6 +435,7 @@ out:
   sqlite3_finalize(stq);
   sqlite3_finalize(md);
   gpd_buf_free(&blob);
+  free(v);
   return err;
 }
 
@@ -453,6 +482,11 @@ int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32
     goto done;
   }
   db = NULL;
+  /* the binaries first: the merged file appears with them in place */
+  if ((e = gpd_mbins_copy(parts, nparts, out, info)) < 0) {
+    fail(&f, e, "out of memory");
+    goto done;
+  }
   if (fsync(fd) < 0 || rename(tmp, out) < 0) {
     e = fail(&f, -errno, "%s: %s", out, strerror(errno));
     goto done;

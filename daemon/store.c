@@ -56,16 +56,7 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     "  WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS cpu_counter_t ON cpu_counter(t_ns);"
     /* GPU PC samples (daemon/pcsample.c, docs/FORMATS.md) */
-    "CREATE TABLE IF NOT EXISTS pcsample(profile_id INTEGER NOT NULL, cubin_id INTEGER NOT NULL,"
-    "  func INTEGER NOT NULL, pc INTEGER NOT NULL, stall INTEGER NOT NULL,"
-    "  device INTEGER NOT NULL, samples INTEGER NOT NULL, latency INTEGER NOT NULL,"
-    "  PRIMARY KEY(profile_id, cubin_id, func, pc, stall, device)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS pcsample_cubin(profile_id INTEGER NOT NULL,"
-    "  cubin_id INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY(profile_id, cubin_id)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS pcsample_stat(profile_id INTEGER NOT NULL, device INTEGER NOT NULL,"
-    "  period_log2 INTEGER, sm_count INTEGER, clock_khz INTEGER, total INTEGER NOT NULL,"
-    "  dropped INTEGER NOT NULL, non_user INTEGER NOT NULL, lost_keys INTEGER NOT NULL,"
-    "  PRIMARY KEY(profile_id, device)) WITHOUT ROWID;";
+    GPD_PCSAMPLE_SCHEMA;
 
 _Thread_local int gpd__store_quiet;
 

@@ -2,12 +2,13 @@
 # statistics of known profiles, merge of one input = the input, threads =
 # MPI ranks, bad inputs (newer format, truncated, other metric ids, not a
 # profile) with and without --keep-going, --job / --uid selection and
-# per-user contexts, `report --stats`, the Slurm epilog example (root).  merge.mpi runs 4 ranks under
+# per-user contexts, `report --stats`, the Slurm epilog example (root), the GPU
+# binaries and PC samples carried beside / into the merged file (gpubins).  merge.mpi runs 4 ranks under
 # mpirun (label mpi) and SKIPs without mpirun or gpuprof-merge-mpi.
 find_program(GPD_PYTHON3_MERGE NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(GPD_MPIRUN mpirun)
 if(GPD_PYTHON3_MERGE AND TARGET gpuprof_cli)
-  foreach(case stats one threads bad select reportstats slurm mpi)
+  foreach(case stats one threads bad select reportstats slurm mpi gpubins)
     add_test(NAME merge.${case}
       COMMAND ${GPD_PYTHON3_MERGE} ${CMAKE_CURRENT_LIST_DIR}/merge/test_merge.py
               --gpuprof $<TARGET_FILE:gpuprof_cli> $<$<BOOL:${GPD_MPIRUN}>:--mpirun=${GPD_MPIRUN}> ${case})

@@ -341,6 +341,96 @@ def case_slurm(tmp):
     check(rc == 0, "epilog without GPUPROF_JOB_DIR: does nothing, exits 0")
 
 
+GPUBIN_FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpuanalysis", "fixtures", "h100")
+GPUBIN_H = "c093beaf1608ac1626d8f4a117d40950"  # the one binary of the H100 fixture
+
+
+def fixture_copy(tmp, name, binary="keep"):
+    """The H100 PC-sampling profile (its store and gpubins/) in tmp/name;
+    binary: keep, missing, garbage (other bytes under the hash's name) or
+    link (a symbolic link to the real file)."""
+    d = os.path.join(tmp, name)
+    shutil.copytree(GPUBIN_FIX, d)
+    b = os.path.join(d, "gpubins", GPUBIN_H + ".gpubin")
+    if binary == "missing":
+        os.unlink(b)
+    elif binary == "garbage":
+        with open(b, "wb") as f:
+            f.write(b"\x7fELF" + b"\0" * 4000)
+    elif binary == "link":
+        os.unlink(b)
+        os.symlink(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin"), b)
+    return os.path.join(d, "known.gpdb")
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def case_gpubins(tmp):
+    fix_bin = read(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin"))
+    fix_dis = read(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".nvdisasm"))
+    env = {"GPUPROF_NVDISASM": "0"}  # the saved nvdisasm text or nothing
+    # two inputs referring to the same binary: copied once, exact bytes
+    a, b = fixture_copy(tmp, "a"), fixture_copy(tmp, "b")
+    os.mkdir(os.path.join(tmp, "out"))
+    out = os.path.join(tmp, "out", "m.gpdb")
+    e = merge(out, [a, b])
+    bins = os.path.join(tmp, "out", "gpubins")
+    check(sorted(os.listdir(bins)) == [GPUBIN_H + ".gpubin", GPUBIN_H + ".nvdisasm"],
+          "gpubins/ beside the merged file: the binary and its nvdisasm text, once (%s)" % os.listdir(bins))
+    check(read(os.path.join(bins, GPUBIN_H + ".gpubin")) == fix_bin, "copied binary: exact bytes")
+    check(read(os.path.join(bins, GPUBIN_H + ".nvdisasm")) == fix_dis, "copied nvdisasm text: exact bytes")
+    check(os.stat(os.path.join(bins, GPUBIN_H + ".gpubin")).st_mode & 0o777 == 0o600, "copied binary is 0600")
+    check("1 referred to, 1 copied" in e, "summary counts one binary copied: " + e.strip().splitlines()[-1])
+    check(rows(out, "SELECT hash, size, path FROM gpubin") ==
+          [(GPUBIN_H, len(fix_bin), "gpubins/%s.gpubin" % GPUBIN_H)], "one gpubin row")
+    n_in = rows(a, "SELECT COUNT(*), SUM(samples) FROM pcsample")[0]
+    check(rows(out, "SELECT COUNT(*), SUM(samples) FROM pcsample")[0] == (2 * n_in[0], 2 * n_in[1]),
+          "PC samples of both inputs carried")
+    check(rows(out, "SELECT profile_id, hash FROM pcsample_cubin ORDER BY 1") == [(1, GPUBIN_H), (2, GPUBIN_H)],
+          "pcsample_cubin renumbered per profile")
+    check(rows(out, "SELECT COUNT(*) FROM pcsample_stat") == [(2,)], "pcsample_stat of both profiles")
+    # merged again into the same folder: the binary is there already
+    e = merge(out, [a])
+    check("0 copied beside" in e and "1 already there" in e, "second merge into the folder: binary already there")
+    # one input: `report --gpu-detail` of the merged file = of the input
+    one = os.path.join(tmp, "out", "one.gpdb")
+    merge(one, [a])
+    rc1, o1, e1 = run([GPUPROF, "report", "--gpu-detail", "--json", one], env=env)
+    rc2, o2, _ = run([GPUPROF, "report", "--gpu-detail", "--json", a], env=env)
+    check(rc1 == 0 and "not found" not in e1, "report --gpu-detail of the merged file finds the binary: " + e1.strip())
+    check(strip_json(o1) == strip_json(o2), "report --gpu-detail of a one-input merge = of the input (--json)")
+    check("0x0290 FFMA" in run([GPUPROF, "report", "--gpu-detail", one], env=env)[1],
+          "merged file's GPU detail shows instructions")
+    # a binary missing, not matching its hash, or a link: a note each, the merge done
+    for how, why in (("missing", "not found"), ("garbage", "does not match its hash"), ("link", "")):
+        d = os.path.join(tmp, "out-" + how)
+        os.mkdir(d)
+        o = os.path.join(d, "m.gpdb")
+        e = merge(o, [fixture_copy(tmp, how, how)])
+        check(os.path.exists(o), "%s binary: merged file written" % how)
+        check(("note: GPU binary " + GPUBIN_H) in e and why in e and "1 missing" in e,
+              "%s binary: a note naming it: %s" % (how, e.strip().splitlines()[0]))
+        check(not os.path.exists(os.path.join(d, "gpubins", GPUBIN_H + ".gpubin")), "%s binary: not copied" % how)
+        rc, ro, re_ = run([GPUPROF, "report", "--gpu-detail", o], env=env)
+        check(rc == 0 and "GPU binary %s not found" % GPUBIN_H in ro + re_, "%s binary: report notes it missing" % how)
+    # missing beside the first input, there beside the second: copied, no note
+    d = os.path.join(tmp, "out-second")
+    os.mkdir(d)
+    e = merge(os.path.join(d, "m.gpdb"), [os.path.join(tmp, "missing", "known.gpdb"), b])
+    check("note:" not in e and read(os.path.join(d, "gpubins", GPUBIN_H + ".gpubin")) == fix_bin,
+          "binary missing beside one input: copied from the other's")
+    # a destination folder others can write to is not used
+    d = os.path.join(tmp, "out-open")
+    os.makedirs(os.path.join(d, "gpubins"))
+    os.chmod(os.path.join(d, "gpubins"), 0o777)
+    e = merge(os.path.join(d, "m.gpdb"), [a])
+    check("not a folder of this user that only it can write to" in e and
+          os.listdir(os.path.join(d, "gpubins")) == [], "gpubins/ writable by others: nothing copied, a note")
+
+
 def main():
     global GPUPROF, MPIRUN, M
     ap = argparse.ArgumentParser()

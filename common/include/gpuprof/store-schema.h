@@ -43,4 +43,17 @@
     "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL," \
     "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;"
 
+/** The GPU PC-sample tables (daemon/pcsample.c; carried by `gpuprof merge`). */
+#define GPD_PCSAMPLE_SCHEMA \
+    "CREATE TABLE IF NOT EXISTS pcsample(profile_id INTEGER NOT NULL, cubin_id INTEGER NOT NULL," \
+    "  func INTEGER NOT NULL, pc INTEGER NOT NULL, stall INTEGER NOT NULL," \
+    "  device INTEGER NOT NULL, samples INTEGER NOT NULL, latency INTEGER NOT NULL," \
+    "  PRIMARY KEY(profile_id, cubin_id, func, pc, stall, device)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS pcsample_cubin(profile_id INTEGER NOT NULL," \
+    "  cubin_id INTEGER NOT NULL, hash TEXT NOT NULL, PRIMARY KEY(profile_id, cubin_id)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS pcsample_stat(profile_id INTEGER NOT NULL, device INTEGER NOT NULL," \
+    "  period_log2 INTEGER, sm_count INTEGER, clock_khz INTEGER, total INTEGER NOT NULL," \
+    "  dropped INTEGER NOT NULL, non_user INTEGER NOT NULL, lost_keys INTEGER NOT NULL," \
+    "  PRIMARY KEY(profile_id, device)) WITHOUT ROWID;"
+
 #endif
