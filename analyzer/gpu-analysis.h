@@ -111,6 +111,8 @@ typedef struct gpd_insn_s {
   char opcode[24];  /* "FFMA", "LDG.E.64" ... (truncated) */
   uint32_t line;    /* from nvdisasm -print-line-info when present, else 0 */
   int32_t file;     /* index into gpd_disasm_t.files or -1 */
+  char *text;       /* the instruction as printed ("@!P0 LDG.E R4, [R2.64]"), ';' cut;
+                       NULL when out of memory; freed by gpd_disasm_free */
 } gpd_insn_t;
 
 /** The disassembly of one section (one kernel with its device functions). */

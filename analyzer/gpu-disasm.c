@@ -141,6 +141,10 @@ static int parse_insn(parse_t *x, const char *s) {
   in->target = UINT64_MAX;
   in->file = x->file;
   in->line = x->line;
+  size_t tl = strcspn(s, ";");
+  while (tl && (s[tl - 1] == ' ' || s[tl - 1] == '\t'))
+    tl--;
+  in->text = strndup(s, tl);
   int pred = 0;
   if (*s == '@') {
     const char *p = s + 1;
@@ -255,6 +259,8 @@ void gpd_disasm_free(gpd_disasm_t *d) {
     return;
   for (size_t i = 0; i < d->nsecs; i++) {
     free(d->secs[i].name);
+    for (size_t j = 0; j < d->secs[i].ninsns; j++)
+      free(d->secs[i].insns[j].text);
     free(d->secs[i].insns);
   }
   for (size_t i = 0; i < d->nfiles; i++)

@@ -182,6 +182,8 @@ typedef struct gpd_report_gpu_opts_s {
 /** Options the report loader uses for PC samples (report.c sets them). */
 extern gpd_report_gpu_opts_t gpd_report_gpu_opts;
 struct sqlite3;
+struct gpd_cubin_s;
+struct gpd_disasm_s;
 /** Add the PC samples of the profiles in `db` (file `path`) to the tree:
  *  GINST and GINST:STL_* below (or, collapsed, on) each kernel node,
  *  GSAMP:* on the root.  Problems become notes (gpd_report_gpu_notes),
@@ -190,6 +192,14 @@ int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int
                         const gpd_report_gpu_opts_t *o);
 /** Lines of notes gathered so far ("" when none). */
 const char *gpd_report_gpu_notes(void);
+/** GPU binary `hash` (32 hex digits) of the profile folder `dir`
+ *  (dir/gpubins/<hash>.gpubin): the parsed cubin, nvdisasm's text of it
+ *  parsed (a saved <hash>.nvdisasm, else nvdisasm run on it; NULL without
+ *  one, noted once through *warned) and, when bytes is not NULL, its
+ *  bytes (malloc'd).  0, -EINVAL (bad hash, not a cubin), -ENOENT; the
+ *  reason is also a note. */
+int gpd_report_gpu_bin(const char *dir, const char *hash, char **bytes, size_t *blen,
+                       struct gpd_cubin_s **cubin, struct gpd_disasm_s **disasm, int *warned);
 
 /* ---- client.c ---- */
 /** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
@@ -240,6 +250,8 @@ int gpd_export_main(int argc, char **argv);
 int gpd_view_main(int argc, char **argv);
 /* ---- merge.c ---- */
 int gpd_merge_main(int argc, char **argv);
+/* ---- advise.c ---- */
+int gpd_advise_main(int argc, char **argv);
 
 /* ---- record.c ---- */
 int gpd_record_main(int argc, char **argv);

@@ -13,6 +13,7 @@ static const char main_usage[] =
     "  export --format pprof|folded|speedscope [-o OUT] FILE...   for pprof, flamegraph.pl, speedscope\n"
     "  view [-o OUT.html] [--no-browser] FILE...    interactive flame graph in a browser (offline)\n"
     "  merge -o OUT [--job J] [--keep-going] INPUT...   merge saved profiles (threads; MPI under mpirun)\n"
+    "  advise [--kernel K] [--top N] [--json] FILE   ranked optimizations from PC samples\n"
     "  ps [--job J] [--all]                         processes gpuprofd profiles now\n"
     "  top [--pid N] [--job J] [-n N] [--metric M]  heaviest GPU kernels/operations now\n"
     "  tree [--pid N] [--job J] [--depth N] [--json]  live calling-context tree\n"
@@ -57,6 +58,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "export")) return gpd_export_main(argc, argv);
   if (!strcmp(c, "view")) return gpd_view_main(argc, argv);
   if (!strcmp(c, "merge")) return gpd_merge_main(argc, argv);
+  if (!strcmp(c, "advise")) return gpd_advise_main(argc, argv);
   if (!strcmp(c, "ps")) return gpd_client_ps_main(argc, argv);
   if (!strcmp(c, "top")) return gpd_client_top_main(argc, argv);
   if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);

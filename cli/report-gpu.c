@@ -173,6 +173,54 @@ typedef struct gpu_ctx_s {
   int warned_nvdisasm;
 } gpu_ctx_t;
 
+int gpd_report_gpu_bin(const char *dir, const char *hash, char **bytes, size_t *blen,
+                       gpd_cubin_t **cubin, gpd_disasm_t **disasm, int *warned) {
+  char path[PATH_MAX + 64], err[256];
+  *cubin = NULL;
+  *disasm = NULL;
+  if (bytes)
+    *bytes = NULL;
+  if (!valid_hash(hash))
+    return -EINVAL;
+  snprintf(path, sizeof path, "%s/gpubins/%s.gpubin", dir, hash);
+  size_t len = 0;
+  char *data = read_file(path, GPU_MAX_BIN, &len);
+  if (data == NULL) {
+    gnote("GPU binary %s not found (%s): its samples are not placed", hash, path);
+    return -ENOENT;
+  }
+  if (gpd_cubin_open(data, len, cubin, err, sizeof err) < 0) {
+    gnote("GPU binary %s unreadable: %s", hash, err);
+    free(data);
+    return -EINVAL;
+  }
+  if (bytes) {
+    *bytes = data;
+    *blen = len;
+  } else {
+    free(data);
+  }
+  snprintf(path, sizeof path, "%s/gpubins/%s.nvdisasm", dir, hash);
+  char *text = read_file(path, GPU_MAX_DISASM, &len);
+  if (text == NULL) {
+    const char *tool = nvdisasm_path();
+    snprintf(path, sizeof path, "%s/gpubins/%s.gpubin", dir, hash);
+    if (tool && ((text = run_nvdisasm(tool, path, 1, &len)) != NULL ||
+                 (text = run_nvdisasm(tool, path, 0, &len)) != NULL)) {
+      /* ok */
+    } else if (!*warned) {
+      *warned = 1;
+      gnote("%s: GPU structure by function only (no loops, lines from the line table, "
+            "device calls flat)",
+            tool ? "nvdisasm failed" : "nvdisasm not found (set GPUPROF_NVDISASM)");
+    }
+  }
+  if (text && gpd_disasm_parse(text, len, disasm) < 0)
+    gnote("GPU binary %s: nvdisasm output not understood: functions only", hash);
+  free(text);
+  return 0;
+}
+
 static bin_t *bin_get(gpu_ctx_t *g, const char *hash) {
   for (size_t i = 0; i < g->nbins; i++)
     if (strcmp(g->bins[i].hash, hash) == 0)
@@ -184,38 +232,7 @@ static bin_t *bin_get(gpu_ctx_t *g, const char *hash) {
   bin_t *b = &g->bins[g->nbins++];
   memset(b, 0, sizeof *b);
   snprintf(b->hash, sizeof b->hash, "%s", hash);
-  char path[PATH_MAX + 64], err[256];
-  snprintf(path, sizeof path, "%s/gpubins/%s.gpubin", g->dir, hash);
-  size_t len = 0;
-  char *data = read_file(path, GPU_MAX_BIN, &len);
-  if (data == NULL) {
-    gnote("GPU binary %s not found (%s): its samples are not placed", hash, path);
-    return b;
-  }
-  if (gpd_cubin_open(data, len, &b->cubin, err, sizeof err) < 0) {
-    gnote("GPU binary %s unreadable: %s", hash, err);
-    free(data);
-    return b;
-  }
-  free(data);
-  snprintf(path, sizeof path, "%s/gpubins/%s.nvdisasm", g->dir, hash);
-  char *text = read_file(path, GPU_MAX_DISASM, &len);
-  if (text == NULL) {
-    const char *tool = nvdisasm_path();
-    snprintf(path, sizeof path, "%s/gpubins/%s.gpubin", g->dir, hash);
-    if (tool && ((text = run_nvdisasm(tool, path, 1, &len)) != NULL ||
-                 (text = run_nvdisasm(tool, path, 0, &len)) != NULL)) {
-      /* ok */
-    } else if (!g->warned_nvdisasm) {
-      g->warned_nvdisasm = 1;
-      gnote("%s: GPU structure by function only (no loops, lines from the line table, "
-            "device calls flat)",
-            tool ? "nvdisasm failed" : "nvdisasm not found (set GPUPROF_NVDISASM)");
-    }
-  }
-  if (text && gpd_disasm_parse(text, len, &b->disasm) < 0)
-    gnote("GPU binary %s: nvdisasm output not understood: functions only", hash);
-  free(text);
+  gpd_report_gpu_bin(g->dir, hash, NULL, NULL, &b->cubin, &b->disasm, &g->warned_nvdisasm);
   return b;
 }
 

@@ -1,0 +1,44 @@
+/* advisor-internal.h - what the advisor's files share (not installed). */
+#ifndef GPUPROF_ADVISOR_INTERNAL_H
+#define GPUPROF_ADVISOR_INTERNAL_H
+
+#include "advisor.h"
+
+/** Samples of one (instruction, reason), duplicates summed. */
+typedef struct gpd__agg_s {
+  uint32_t idx, reason;
+  double samples, latency;
+} gpd__agg_t;
+
+/** A kernel being analyzed: its advice plus the structure the blamer and
+ *  the optimizers walk.  Blocks and loops of all the section's functions
+ *  are numbered together. */
+typedef struct gpd__adv_s {
+  gpd_advice_t *a;
+  const gpd_adv_input_t *in;
+  int32_t *block_of;       /* per instruction: block, -1 none */
+  uint32_t *block_first, *block_last; /* per block: instruction range */
+  uint32_t *pred_first;    /* per block + 1: CSR into preds */
+  uint32_t *preds;
+  size_t nblocks;
+  int32_t *loop_of;        /* per instruction: innermost loop, -1 none */
+  int32_t *loop_parent;    /* per loop */
+  uint32_t *loop_head;     /* per loop: the header's first instruction */
+  size_t nloops;
+  int32_t *func_of;        /* per instruction: cubin function index, -1 unknown */
+  int32_t kernel_func;     /* the kernel's own function index, -1 unknown */
+  gpd__agg_t *agg;
+  size_t nagg;
+} gpd__adv_t;
+
+uint32_t gpd__adv_latency(const gpd_adv_insn_t *in);
+int gpd__adv_reason_def_ok(uint32_t reason, const gpd_adv_insn_t *def);
+int gpd__adv_reason_blamed(uint32_t reason);
+/** The blamer: fills k->a->blame from k->agg.  0 or -ENOMEM. */
+int gpd__adv_blame(gpd__adv_t *k);
+/** Thread-index analysis: insns[].stride and .divergent. */
+void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec);
+/** The optimizers and estimators: fills and ranks k->a->sugg. */
+int gpd__adv_optimize(gpd__adv_t *k);
+
+#endif

@@ -1,0 +1,453 @@
+/* advise.c - `gpuprof advise FILE.gpdb [--kernel K] [--top N] [--kernels N]
+ * [--json]`: the GPA-style advice report (analyzer/advisor.h,
+ * docs/ADVISOR.md) for the kernels of a saved profile that have PC
+ * samples: ranked optimizations with estimated speedups, their hot def ->
+ * use instruction pairs with source lines, and why.
+ *
+ * Reads the user's own profile with the user's rights; GPU binaries from
+ * <folder of the db>/gpubins/ (hashes checked before they name a path),
+ * nvdisasm text as `gpuprof report` finds it; control bits from the
+ * cubin's bytes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor.h"
+#include "cli.h"
+#include "gpuprof/metric.h"
+
+static const char usage[] =
+    "usage: gpuprof advise FILE.gpdb [--kernel NAME] [--top N] [--kernels N] [--json]\n"
+    "  Ranked optimizations with estimated speedups for the sampled kernels of a\n"
+    "  profile recorded with GPUPROF_PC_SAMPLING=1 (docs/ADVISOR.md).\n"
+    "  --kernel NAME  only kernels whose name contains NAME\n"
+    "  --top N        optimizations shown per kernel (default 5)\n"
+    "  --kernels N    kernels shown, most sampled first (default 3; 0 = all)\n"
+    "  --json         one JSON document\n";
+
+typedef struct kern_s {
+  char *func, *hash;
+  gpd_adv_psamp_t *s;
+  size_t n, cap;
+  double total;
+} kern_t;
+
+typedef struct adv_ctx_s {
+  const char *path;
+  char dir[PATH_MAX];
+  gpd_tree_t t;
+  int json, first;
+  unsigned top;
+  uint32_t sm_count;
+  int warned;
+} adv_ctx_t;
+
+static int kern_add(kern_t *k, gpd_adv_psamp_t s) {
+  if (k->n == k->cap) {
+    size_t c = k->cap ? 2 * k->cap : 64;
+    gpd_adv_psamp_t *n = realloc(k->s, c * sizeof *n);
+    if (n == NULL)
+      return -ENOMEM;
+    k->s = n;
+    k->cap = c;
+  }
+  k->s[k->n++] = s;
+  k->total += s.samples;
+  return 0;
+}
+
+static int kern_cmp(const void *x, const void *y) {
+  const kern_t *a = x, *b = y;
+  return a->total < b->total ? 1 : a->total > b->total ? -1 : 0;
+}
+
+/* Samples per (kernel, binary): base reasons as samples, "_not_issued"
+ * subsets as latency samples. */
+static int load_samples(sqlite3 *db, kern_t **out, size_t *nout) {
+  sqlite3_stmt *st = NULL;
+  kern_t *k = NULL;
+  size_t n = 0, cap = 0;
+  int err = 0;
+  if (sqlite3_prepare_v2(
+          db,
+          "SELECT fs.text, COALESCE(c.hash, ''), s.pc, ss.text, SUM(s.samples) FROM pcsample s "
+          "JOIN string fs ON fs.profile_id = s.profile_id AND fs.id = s.func "
+          "JOIN string ss ON ss.profile_id = s.profile_id AND ss.id = s.stall "
+          "LEFT JOIN pcsample_cubin c ON c.profile_id = s.profile_id AND c.cubin_id = s.cubin_id "
+          "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3",
+          -1, &st, NULL) != SQLITE_OK)
+    return -EINVAL;
+  while (err == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    const char *func = (const char *)sqlite3_column_text(st, 0);
+    const char *hash = (const char *)sqlite3_column_text(st, 1);
+    const char *reason = (const char *)sqlite3_column_text(st, 3);
+    if (func == NULL || hash == NULL || reason == NULL)
+      continue;
+    if (n == 0 || strcmp(k[n - 1].func, func) || strcmp(k[n - 1].hash, hash)) {
+      if (n == cap) {
+        cap = cap ? 2 * cap : 16;
+        kern_t *nk = realloc(k, cap * sizeof *nk);
+        if (nk == NULL) {
+          err = -ENOMEM;
+          break;
+        }
+        k = nk;
+      }
+      memset(&k[n], 0, sizeof k[n]);
+      k[n].func = gpd_cli_strdup(func);
+      k[n].hash = gpd_cli_strdup(hash);
+      n++;
+    }
+    int lat = 0;
+    gpd_adv_reason_t r = gpd_adv_reason_from_vendor(reason, &lat);
+    double v = sqlite3_column_double(st, 4);
+    sqlite3_int64 pc = sqlite3_column_int64(st, 2);
+    if (pc < 0 || !(v > 0))
+      continue;
+    gpd_adv_psamp_t s = {(uint64_t)pc, r, lat ? 0 : v, lat ? v : 0};
+    err = kern_add(&k[n - 1], s);
+  }
+  sqlite3_finalize(st);
+  if (n > 1)
+    qsort(k, n, sizeof *k, kern_cmp);
+  *out = k;
+  *nout = n;
+  return err;
+}
+
+/* Launch configuration of a kernel from its tree nodes: means over launches. */
+static void launch_of(const gpd_tree_t *t, const char *func, gpd_adv_launch_t *l, double *gker,
+                      double *count, char *name, size_t nn) {
+  double sum[6] = {0};
+  static const unsigned ids[6] = {GPD_M_GKER_BLK,    GPD_M_GKER_BLK_THR, GPD_M_GKER_THR_REG,
+                                  GPD_M_GKER_STMEM,  GPD_M_GKER_DYMEM,   GPD_M_GKER_LMEM};
+  *gker = *count = 0;
+  snprintf(name, nn, "%s", func);
+  for (size_t i = 0; i < t->n; i++) {
+    const gpd_tnode_t *nd = &t->nodes[i];
+    if (nd->kind != GPD_NODE_KERNEL || strcmp(nd->raw_name, func) != 0)
+      continue;
+    gpd_render_node_name(name, nn, nd);
+    *gker += gpd_mvec_get(&nd->excl, GPD_M_GKER);
+    *count += gpd_mvec_get(&nd->excl, GPD_M_GKER_COUNT);
+    for (int m = 0; m < 6; m++)
+      sum[m] += gpd_mvec_get(&nd->excl, ids[m]);
+  }
+  if (*count > 0) {
+    l->blocks = sum[0] / *count;
+    l->threads = sum[1] / *count;
+    l->regs = sum[2] / *count;
+    l->smem_static = sum[3] / *count;
+    l->smem_dynamic = sum[4] / *count;
+    l->lmem = sum[5] / *count;
+  }
+}
+
+/* Source line of instruction i: nvdisasm's line info, else the cubin's table. */
+static void where(const gpd_disasm_t *d, const gpd_disasm_sec_t *sec, const gpd_cubin_t *c,
+                  uint32_t section, size_t i, const char **file, uint32_t *line) {
+  *file = NULL;
+  *line = 0;
+  const gpd_insn_t *in = &sec->insns[i];
+  if (in->line && in->file >= 0 && (size_t)in->file < d->nfiles) {
+    *file = d->files[in->file];
+    *line = in->line;
+    return;
+  }
+  if (c)
+    gpd_cubin_line_at(c, section, in->off, file, line);
+}
+
+static const char *base_name(const char *f) {
+  const char *s = f ? strrchr(f, '/') : NULL;
+  return s ? s + 1 : (f ? f : "?");
+}
+
+static void text_insn(FILE *f, const char *tag, const gpd_disasm_t *d, const gpd_disasm_sec_t *sec,
+                      const gpd_cubin_t *c, uint32_t section, uint64_t klo, size_t i) {
+  const char *file;
+  uint32_t line;
+  where(d, sec, c, section, i, &file, &line);
+  char loc[160] = "";
+  if (file)
+    snprintf(loc, sizeof loc, "  %s:%u", base_name(file), line);
+  fprintf(f, "        %s 0x%04llx  %-44.44s%s\n", tag, (unsigned long long)(sec->insns[i].off - klo),
+          sec->insns[i].text ? sec->insns[i].text : sec->insns[i].opcode, loc);
+}
+
+static void json_insn(FILE *f, const char *key, const gpd_disasm_t *d,
+                      const gpd_disasm_sec_t *sec, const gpd_cubin_t *c, uint32_t section,
+                      uint64_t klo, size_t i) {
+  const char *file;
+  uint32_t line;
+  where(d, sec, c, section, i, &file, &line);
+  fprintf(f, "\"%s\":{\"pc\":%llu,\"insn\":", key, (unsigned long long)(sec->insns[i].off - klo));
+  gpd_json_str(f, sec->insns[i].text ? sec->insns[i].text : sec->insns[i].opcode);
+  fprintf(f, ",\"file\":");
+  gpd_json_str(f, file ? file : "");
+  fprintf(f, ",\"line\":%u}", line);
+}
+
+static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker, double count,
+                   const gpd_adv_launch_t *L, const gpd_advice_t *a, const gpd_disasm_t *d,
+                   const gpd_disasm_sec_t *sec, const gpd_cubin_t *c, uint32_t section,
+                   uint64_t klo, const char *why_none) {
+  FILE *f = stdout;
+  if (x->json) {
+    fprintf(f, "%s{\"name\":", x->first ? "" : ",");
+    x->first = 0;
+    gpd_json_str(f, name);
+    fprintf(f, ",\"mangled\":");
+    gpd_json_str(f, k->func);
+    fprintf(f, ",\"gpubin\":\"%s\",\"gker_ns\":%.0f,\"launches\":%.0f,\"samples\":%.10g", k->hash,
+            gker, count, k->total);
+    fprintf(f, ",\"launch\":{\"sm\":%u,\"sm_count\":%u,\"blocks\":%.10g,\"threads\":%.10g,"
+               "\"regs\":%.10g,\"smem\":%.10g,\"lmem\":%.10g}",
+            L->sm, L->sm_count, L->blocks, L->threads, L->regs, L->smem_static + L->smem_dynamic,
+            L->lmem);
+    if (a) {
+      fprintf(f, ",\"active\":%.10g,\"latency\":%.10g,\"placed\":%.10g,\"occupancy\":%.4f,"
+                 "\"limiter\":",
+              a->A, a->L, a->T, a->occupancy);
+      gpd_json_str(f, a->limiter);
+      fprintf(f, ",\"control_bits\":%s,\"notes\":", a->have_ctrl ? "true" : "false");
+      gpd_json_str(f, a->notes);
+      fprintf(f, ",\"advice\":[");
+      for (size_t i = 0; i < a->nsugg && i < x->top; i++) {
+        const gpd_adv_suggest_t *s = &a->sugg[i];
+        fprintf(f, "%s{\"rank\":%zu,\"optimization\":", i ? "," : "", i + 1);
+        gpd_json_str(f, gpd_adv_opt_name(s->opt));
+        fprintf(f, ",\"speedup\":%.6f,\"matched\":%.10g,\"ratio\":%.4f,\"hint\":", s->speedup,
+                s->matched, a->T > 0 ? s->matched / a->T : 0);
+        gpd_json_str(f, gpd_adv_opt_hint(s->opt));
+        fprintf(f, ",\"why\":");
+        gpd_json_str(f, s->why);
+        fprintf(f, ",\"hotspots\":[");
+        for (size_t h = 0; h < s->nhot; h++) {
+          const gpd_adv_hot_t *hs = &s->hot[h];
+          fprintf(f, "%s{\"reason\":\"%s\",\"samples\":%.10g,\"distance\":%u,", h ? "," : "",
+                  gpd_adv_reason_name(hs->reason), hs->samples, hs->dist);
+          json_insn(f, "def", d, sec, c, section, klo, hs->def);
+          fputc(',', f);
+          json_insn(f, "use", d, sec, c, section, klo, hs->use);
+          fputc('}', f);
+        }
+        fprintf(f, "]}");
+      }
+      fprintf(f, "]");
+    } else {
+      fprintf(f, ",\"advice\":[],\"notes\":");
+      gpd_json_str(f, why_none);
+    }
+    fprintf(f, "}");
+    return;
+  }
+  char tb[32];
+  gpd_render_value(tb, sizeof tb, GPD_M_GKER, gker);
+  fprintf(f, "== %s\n   %s in %.0f launches, %.0f PC samples", name, tb, count, k->total);
+  if (L->threads > 0)
+    fprintf(f, "; %.0f blocks x %.0f threads, %.0f registers, %.0f B shared", L->blocks,
+            L->threads, L->regs, L->smem_static + L->smem_dynamic);
+  fprintf(f, "\n");
+  if (a == NULL) {
+    fprintf(f, "   no advice: %s\n\n", why_none);
+    return;
+  }
+  fprintf(f, "   active %.0f, latency %.0f samples (%.1f %% latency)", a->A, a->L,
+          a->T > 0 ? 100 * a->L / a->T : 0);
+  if (a->occupancy > 0)
+    fprintf(f, "; occupancy %.0f %% (limited by %s), sm_%u", 100 * a->occupancy, a->limiter, L->sm);
+  fprintf(f, "\n");
+  if (a->notes[0])
+    fprintf(f, "   note: %s\n", a->notes);
+  if (a->nsugg == 0)
+    fprintf(f, "   no optimization matched\n");
+  for (size_t i = 0; i < a->nsugg && i < x->top; i++) {
+    const gpd_adv_suggest_t *s = &a->sugg[i];
+    fprintf(f, "%2zu. Apply %s: ratio %.2f %%, estimated speedup %.3fx\n", i + 1,
+            gpd_adv_opt_name(s->opt), a->T > 0 ? 100 * s->matched / a->T : 0, s->speedup);
+    fprintf(f, "    %s\n    why: %s\n", gpd_adv_opt_hint(s->opt), s->why);
+    for (size_t h = 0; h < s->nhot && h < 3; h++) {
+      const gpd_adv_hot_t *hs = &s->hot[h];
+      double r = a->T > 0 ? hs->samples / a->T : 0;
+      fprintf(f, "    %zu. Hot %s, ratio %.2f %%, speedup %.3fx, distance %u\n", h + 1,
+              hs->def == hs->use ? gpd_adv_reason_name(hs->reason) : "BLAME",
+              100 * r, r < 1 ? 1 / (1 - r) : 1, hs->dist);
+      if (hs->def != hs->use) {
+        fprintf(f, "       %s stall\n", gpd_adv_reason_name(hs->reason));
+        text_insn(f, "from", d, sec, c, section, klo, hs->def);
+        text_insn(f, "to  ", d, sec, c, section, klo, hs->use);
+      } else {
+        text_insn(f, "at  ", d, sec, c, section, klo, hs->use);
+      }
+    }
+  }
+  fprintf(f, "\n");
+}
+
+static int advise_kernel(adv_ctx_t *x, kern_t *k) {
+  gpd_adv_launch_t L = {.sm_count = x->sm_count};
+  double gker, count;
+  char name[512];
+  launch_of(&x->t, k->func, &L, &gker, &count, name, sizeof name);
+  char *bytes = NULL;
+  size_t blen = 0;
+  gpd_cubin_t *c = NULL;
+  gpd_disasm_t *d = NULL;
+  const char *why = NULL;
+  gpd_advice_t *a = NULL;
+  uint64_t *ctrl = NULL;
+  size_t nctrl = 0;
+  int err = 0;
+  if (k->hash[0] == 0)
+    why = "the profile names no GPU binary for these samples";
+  else if (gpd_report_gpu_bin(x->dir, k->hash, &bytes, &blen, &c, &d, &x->warned) < 0)
+    why = "its GPU binary is missing or unreadable";
+  else if (d == NULL)
+    why = "no instructions (nvdisasm not found or failed; set GPUPROF_NVDISASM)";
+  const gpd_disasm_sec_t *sec = d ? gpd_disasm_section(d, k->func) : NULL;
+  const gpd_cubin_func_t *fn = c ? gpd_cubin_func_named(c, k->func) : NULL;
+  if (why == NULL && sec == NULL)
+    why = "nvdisasm's output has no section for this kernel";
+  if (why == NULL) {
+    uint32_t sm = 0;
+    gpd_adv_cubin_ctrl(bytes, blen, k->func, &ctrl, &nctrl, &sm);
+    L.sm = sm;
+    gpd_adv_input_t in = {.sec = sec, .cubin = c, .section = fn ? fn->section : 0,
+                          .kernel_lo = fn ? fn->lo : 0, .ctrl = ctrl, .nctrl = nctrl,
+                          .s = k->s, .ns = k->n, .launch = L};
+    err = gpd_advise(&in, &a);
+    if (err == -ENOMEM)
+      goto out;
+    if (err < 0)
+      why = "the kernel has no instructions";
+    err = 0;
+  }
+  report(x, k, name, gker, count, &L, a, d, sec, c, fn ? fn->section : 0, fn ? fn->lo : 0,
+         why ? why : "");
+out:
+  gpd_advice_free(a);
+  free(ctrl);
+  free(bytes);
+  gpd_cubin_free(c);
+  gpd_disasm_free(d);
+  return err;
+}
+
+int gpd_advise_main(int argc, char **argv) {
+  adv_ctx_t x = {.top = 5, .first = 1};
+  const char *filter = NULL;
+  long kernels = 3;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--json")) {
+      x.json = 1;
+    } else if (!strcmp(a, "--kernel") && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (!strcmp(a, "--top") && i + 1 < argc) {
+      long v = gpd_cli_parse_uint(argv[++i]);
+      if (v < 1)
+        return gpd_cli_usage(usage, "--top wants a number >= 1");
+      x.top = (unsigned)v;
+    } else if (!strcmp(a, "--kernels") && i + 1 < argc) {
+      if ((kernels = gpd_cli_parse_uint(argv[++i])) < 0)
+        return gpd_cli_usage(usage, "--kernels wants a number");
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (a[0] == '-' || x.path) {
+      return gpd_cli_usage(usage, "unexpected argument '%s'", a);
+    } else {
+      x.path = a;
+    }
+  }
+  if (x.path == NULL)
+    return gpd_cli_usage(usage, "which profile?");
+  const char *slash = strrchr(x.path, '/');
+  if (slash)
+    snprintf(x.dir, sizeof x.dir, "%.*s", (int)(slash - x.path), x.path);
+  else
+    snprintf(x.dir, sizeof x.dir, ".");
+  if (x.dir[0] == 0)
+    snprintf(x.dir, sizeof x.dir, "/");
+  char err[512] = "";
+  gpd_tree_init(&x.t);
+  gpd_report_gpu_opts.enabled = 0; /* the advisor reads the samples itself */
+  if (gpd_report_load(&x.t, x.path, 0, err, sizeof err) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_tree_free(&x.t);
+    return 1;
+  }
+  sqlite3 *db = NULL;
+  kern_t *ks = NULL;
+  size_t nk = 0;
+  int rc = 0;
+  if (sqlite3_open_v2(x.path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    fprintf(stderr, "gpuprof: %s: %s\n", x.path, db ? sqlite3_errmsg(db) : "cannot open");
+    rc = 1;
+    goto out;
+  }
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT MAX(sm_count) FROM pcsample_stat", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    x.sm_count = (uint32_t)sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  int lr = load_samples(db, &ks, &nk);
+  if (lr == -ENOMEM) {
+    fprintf(stderr, "gpuprof: out of memory\n");
+    rc = 1;
+    goto out;
+  }
+  if (x.json) {
+    printf("{\"file\":");
+    gpd_json_str(stdout, x.path);
+    printf(",\"kernels\":[");
+  }
+  size_t shown = 0;
+  for (size_t i = 0; i < nk && rc == 0; i++) {
+    if (filter) {
+      char name[512];
+      double g, cnt;
+      gpd_adv_launch_t L = {0};
+      launch_of(&x.t, ks[i].func, &L, &g, &cnt, name, sizeof name);
+      if (!strstr(ks[i].func, filter) && !strstr(name, filter))
+        continue;
+    }
+    if (kernels > 0 && shown >= (size_t)kernels)
+      break;
+    shown++;
+    if (advise_kernel(&x, &ks[i]) < 0) {
+      fprintf(stderr, "gpuprof: out of memory\n");
+      rc = 1;
+    }
+  }
+  const char *notes = gpd_report_gpu_notes();
+  if (x.json) {
+    printf("],\"notes\":");
+    gpd_json_str(stdout, notes);
+    printf("}\n");
+  } else {
+    if (shown == 0)
+      printf("%s: no PC samples%s (record with GPUPROF_PC_SAMPLING=1)\n", x.path,
+             filter ? " of a matching kernel" : "");
+    if (notes[0])
+      fprintf(stderr, "%s", notes);
+  }
+out:
+  for (size_t i = 0; i < nk; i++) {
+    free(ks[i].func);
+    free(ks[i].hash);
+    free(ks[i].s);
+  }
+  free(ks);
+  if (db)
+    sqlite3_close(db);
+  gpd_tree_free(&x.t);
+  return rc;
+}

@@ -1,0 +1,20 @@
+# analyzer/advisor*: the GPA-style advisor (docs/ADVISOR.md).  Synthetic
+# SASS with known blame and estimates, the occupancy calculator, bad
+# input, the control bits of the stored H100 cubin; `gpuprof advise` on the
+# stored H100 profile.  No GPU, no nvdisasm needed.
+if(NOT CMOCKA_FOUND)
+  message(WARNING "cmocka not found: advisor tests not built")
+  return()
+endif()
+set(GPD_ADV_DIR ${CMAKE_CURRENT_LIST_DIR}/advisor)
+add_executable(test-advisor ${GPD_ADV_DIR}/test-advisor.c)
+target_link_libraries(test-advisor PRIVATE gpd_gpu_analysis PkgConfig::CMOCKA m)
+set_target_properties(test-advisor PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME advisor.unit COMMAND test-advisor ${CMAKE_CURRENT_LIST_DIR}/gpuanalysis/fixtures)
+set_tests_properties(advisor.unit PROPERTIES LABELS "unit" TIMEOUT 60
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})
+add_test(NAME advisor.cli
+  COMMAND ${GPD_ADV_DIR}/test-advise-cli.sh $<TARGET_FILE:gpuprof_cli>
+          ${CMAKE_CURRENT_LIST_DIR}/gpuanalysis/fixtures)
+set_tests_properties(advisor.cli PROPERTIES LABELS "integration" TIMEOUT 60
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})
