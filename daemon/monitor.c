@@ -54,7 +54,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
         atomic_load_explicit(&ctl->tail, memory_order_relaxed) == p->cursor[i])
       continue;
     inuse++;
-    int n = gpd_ring_consume_at(r, i, &p->cursor[i], max_per_ring, gpd_profile_ingest, &p->prof);
+    int n = gpd_profile_consume(&p->prof, r, i, &p->cursor[i], max_per_ring);
     if (n < 0) {
       p->bad = 1;
       snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,

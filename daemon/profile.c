@@ -16,6 +16,8 @@
  * to root -> <unknown context>.  Caller holds the daemon lock.
  */
 #include <errno.h>
+#include <stddef.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +94,7 @@ static inline uint32_t ix_home(uint64_t key, uint32_t mask) {
   return (uint32_t)(key >> 32) & mask;
 }
 
-static uint32_t ix_get(const gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, ix_key_fn kf) {
+static inline __attribute__((always_inline)) uint32_t ix_get(const gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, ix_key_fn kf) {
   if (ix->cap == 0)
     return GPD_NONE;
   uint32_t mask = ix->cap - 1;
@@ -251,11 +253,12 @@ static void mark_dirty(gpd_profile_t *p, uint32_t i) {
     p->dirtyv[p->ndirtyv++] = i;
 }
 
-int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
+/* gpd_profile_metrics_add where only the ids in cand can be non-zero. */
+static int metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint64_t cand) {
   uint64_t add = 0;
-  for (unsigned m = 0; m < GPD_M__COUNT; m++)
-    if (v[m] != 0)
-      add |= 1ull << m;
+  for (uint64_t bits = cand; bits; bits &= bits - 1)
+    if (v[__builtin_ctzll(bits)] != 0)
+      add |= bits & -bits;
   if (add == 0)
     return 0;
   p->mmask |= add;
@@ -292,6 +295,12 @@ int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
       blk[k].v += v[__builtin_ctzll(bits)];
   mark_dirty(p, i);
   return 0;
+}
+
+#define GPD_M_ALL (GPD_M__COUNT >= 64 ? ~0ull : (1ull << GPD_M__COUNT) - 1)
+
+int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
+  return metrics_add_mask(p, i, v, GPD_M_ALL);
 }
 
 int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v) {
@@ -349,6 +358,10 @@ int gpd_profile_init(gpd_profile_t *p, uint64_t profile_id) {
   p->max_corr = GPD_PROFILE_MAX_CORR;
   p->max_corr_age = GPD_PROFILE_MAX_CORR_AGE;
   p->pend_full = 1; /* rows of an earlier life of this profile go */
+  /* correlation ids come in sequence per API (GPD_CORR): runs of 16 share
+   * cache lines in the two correlation maps */
+  p->corr.run_shift = 4;
+  p->pend_corr.run_shift = 4;
   if (add_node(p, GPD_CTX_ROOT, GPD_NONE, GPD_NODE_ROOT) != 0)
     return -ENOMEM;
   return 0;
@@ -656,17 +669,47 @@ static uint32_t target_of(gpd_profile_t *p, uint32_t at, unsigned op, uint32_t n
   return target;
 }
 
-static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
-                         int force) {
+/* Metric ids gpd_metric_accumulate can make non-zero, per op: derived
+ * once from the rule itself (every subkind, every input field non-zero),
+ * so attribute_at scans ~11 ids instead of all GPD_M__COUNT and the two
+ * cannot disagree. */
+static uint64_t op_ids[GPD_OP_MAX];
+static pthread_once_t op_ids_once = PTHREAD_ONCE_INIT;
+
+static void op_ids_init(void) {
+  for (unsigned op = 0; op < GPD_OP_MAX; op++) {
+    for (unsigned sk = 0; sk < 256; sk++) {
+      double v[GPD_M__COUNT];
+      gpd_rec_activity_t a;
+      memset(v, 0, sizeof v);
+      memset(&a, 0x01, sizeof a);
+      a.op = (uint8_t)op;
+      a.subkind = (uint8_t)sk;
+      a.start = 1;
+      a.end = 2;
+      gpd_metric_accumulate(v, &a);
+      for (unsigned m = 0; m < GPD_M__COUNT; m++)
+        if (v[m] != 0)
+          op_ids[op] |= 1ull << m;
+    }
+  }
+}
+
+/* 1 attributed; 0 not yet (!force, the kernel's name string unknown). */
+static int attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
+                        int force) {
   unsigned op = a->op != GPD_OP_NONE ? a->op : inv_op;
   if (op == GPD_OP_NONE || op >= GPD_OP_MAX)
     op = GPD_OP_KERNEL;
   /* hot path: (call site, kernel name, op) -> node, cached; the cache
-   * holds node indexes only, its keys are derived from the nodes */
+   * holds node indexes only, its keys are derived from the nodes.  An
+   * entry exists only once the name is known (complete, below). */
   uint32_t name_id = op == GPD_OP_KERNEL ? a->name : 0;
   uint64_t key = target_key(at, name_id, op);
   uint32_t target = key ? ix_get(&p->targets, p, key, key_target) : GPD_NONE;
   if (target == GPD_NONE) {
+    if (!force && a->op == GPD_OP_KERNEL && a->name != 0 && gpd_profile_string(p, a->name) == NULL)
+      return 0;
     target = target_of(p, at, op, name_id, force);
     int complete = name_id == 0 || (p->nodes[target].kind == GPD_NODE_KERNEL &&
                                      gpd_profile_string(p, name_id) != NULL);
@@ -675,11 +718,17 @@ static void attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t
   }
   double v[GPD_M__COUNT];
   memset(v, 0, sizeof v);
-  gpd_rec_activity_t eff = *a;
-  eff.op = (uint8_t)op; /* an activity without op takes its invocation's */
-  gpd_metric_accumulate(v, &eff);
-  gpd_profile_metrics_add(p, target, v);
+  if (a->op == op) {
+    gpd_metric_accumulate(v, a);
+  } else {
+    gpd_rec_activity_t eff = *a;
+    eff.op = (uint8_t)op; /* an activity without op takes its invocation's */
+    gpd_metric_accumulate(v, &eff);
+  }
+  pthread_once(&op_ids_once, op_ids_init);
+  metrics_add_mask(p, target, v, op_ids[op]);
   p->activities++;
+  return 1;
 }
 
 /* A stored `pending` row is gone (matched, placed, evicted): delete it at
@@ -711,46 +760,99 @@ static uint32_t unknown_node(gpd_profile_t *p) {
   return gpd_profile_child(p, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, GPD_UNKNOWN_LABEL, NULL);
 }
 
-/* 1 attributed, 0 not yet.  force: attribute whatever is missing to
- * <unknown context> / an unknown kernel name. */
-static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force) {
-  uint64_t v;
-  if (!gpd_map_get(&p->corr, a->corr, &v)) {
-    if (!force)
-      return 0;
-    uint32_t u = unknown_node(p);
-    attribute_at(p, u == GPD_NONE ? 0 : u, a, GPD_OP_NONE, 1);
-    p->unknown++;
-    return 1;
-  }
-  uint32_t local = (uint32_t)v;
-  uint8_t op = (uint8_t)(v >> 32);
-  int multi = (int)((v >> 40) & 1);
-  uint32_t at = gpd_profile_local(p, local);
+/* What an attribution attempt did. */
+enum {
+  ACT_WAIT = 0,    /* no invocation with its correlation id yet */
+  ACT_DONE = 1,    /* attributed */
+  ACT_BLOCKED = 2, /* invocation known, its node or the kernel's name not yet */
+};
+
+/* Attribute a under the invocation packed in v (GPD_CORR_PACK); the
+ * caller removes a single-activity invocation.  force: as activity_try. */
+static int activity_at(gpd_profile_t *p, const gpd_rec_activity_t *a, uint64_t v, int force) {
+  uint32_t at = gpd_profile_local(p, (uint32_t)v);
   if (at == GPD_NONE) {
     if (!force)
-      return 0;
+      return ACT_BLOCKED;
     at = unknown_node(p);
     if (at == GPD_NONE)
       at = 0;
     p->unknown++;
   }
-  if (!force && a->op == GPD_OP_KERNEL && a->name != 0 && gpd_profile_string(p, a->name) == NULL)
-    return 0;
-  attribute_at(p, at, a, op, force);
-  if (!multi)
-    corr_del(p, a->corr, v);
-  return 1;
+  return attribute_at(p, at, a, (uint8_t)(v >> 32), force) ? ACT_DONE : ACT_BLOCKED;
 }
 
+/* ACT_*.  force: attribute whatever is missing to <unknown context> / an
+ * unknown kernel name (always ACT_DONE). */
+static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force) {
+  uint64_t *ref = gpd_map_ref(&p->corr, a->corr);
+  if (ref == NULL) {
+    if (!force)
+      return ACT_WAIT;
+    uint32_t u = unknown_node(p);
+    attribute_at(p, u == GPD_NONE ? 0 : u, a, GPD_OP_NONE, 1);
+    p->unknown++;
+    return ACT_DONE;
+  }
+  uint64_t v = *ref;
+  int r = activity_at(p, a, v, force); /* leaves the correlation map alone */
+  if (r == ACT_DONE && !((v >> 40) & 1)) {
+    if (v & GPD_CORR_STORED)
+      pend_gone(p, GPD_PEND_SEQ(1, a->corr) | GPD_PEND_STORED);
+    gpd_map_del_ref(&p->corr, ref);
+  }
+  return r;
+}
+
+#define PACT_NONE UINT64_MAX
+
+/* pacts index of logical id l (pbase + index). */
+static inline uint32_t pact_ix(const gpd_profile_t *p, uint64_t l) { return (uint32_t)(l - p->pbase); }
+
 static void pend_link(gpd_profile_t *p, uint32_t i) {
-  uint64_t head;
-  p->pacts[i].next = gpd_map_get(&p->pend_corr, p->pacts[i].a.corr, &head) ? (uint32_t)head : GPD_NONE;
-  gpd_map_put(&p->pend_corr, p->pacts[i].a.corr, i);
+  int created;
+  uint64_t *head = gpd_map_upsert(&p->pend_corr, p->pacts[i].a.corr, &created);
+  if (head == NULL) {
+    /* out of memory: unchained, found by the next rescan */
+    p->pacts[i].next = PACT_NONE;
+    p->pact_blocked++;
+    p->pend_dirty = 1;
+    return;
+  }
+  p->pacts[i].next = created ? PACT_NONE : *head;
+  *head = p->pbase + i;
+}
+
+/* Drop the popped prefix [0, pact0) by moving the rest down: logical ids
+ * stay valid (pbase grows by as much), so no chain changes. */
+static void pact_shift(gpd_profile_t *p) {
+  memmove(p->pacts, p->pacts + p->pact0, (size_t)(p->npacts - p->pact0) * sizeof *p->pacts);
+  p->npacts -= p->pact0;
+  p->pbase += p->pact0;
+  p->pact0 = 0;
+}
+
+/* Pop matched activities off the front (in-order matching leaves them
+ * there): O(popped), nothing moves or is relinked. */
+static void pact_pop(gpd_profile_t *p) {
+  while (p->pact0 < p->npacts && p->pacts[p->pact0].a.h.type == GPD_REC_NONE) {
+    p->pact0++;
+    p->ndead--;
+  }
+  if (p->pact0 == p->npacts) {
+    p->pbase += p->npacts;
+    p->npacts = p->pact0 = 0;
+  }
 }
 
 static void pend_activity(gpd_profile_t *p, const gpd_rec_activity_t *a) {
-  if (p->npacts >= GPD_PROFILE_MAX_PENDING || GROW(p->pacts, p->npacts, p->cappacts, 64) < 0) {
+  /* a full array whose popped prefix is a quarter of it moves down
+   * instead of growing (moving costs the live entries, fewer than the
+   * appends since the last move) */
+  if (p->npacts == p->cappacts && p->pact0 > 0 && p->pact0 >= p->cappacts / 4)
+    pact_shift(p);
+  if (p->npacts - p->pact0 >= GPD_PROFILE_MAX_PENDING ||
+      GROW(p->pacts, p->npacts, p->cappacts, 64) < 0) {
     activity_try(p, a, 1); /* bounded: never lost, goes to <unknown> */
     return;
   }
@@ -760,29 +862,41 @@ static void pend_activity(gpd_profile_t *p, const gpd_rec_activity_t *a) {
   pend_link(p, i);
 }
 
-/* An INVOKE arrived: match the activities that waited for its corr. */
-static void pend_match(gpd_profile_t *p, uint64_t corr) {
+/* An INVOKE arrived (val: its GPD_CORR_PACK, in the correlation map):
+ * match the activities that waited for its corr.  Returns 0 if that
+ * consumed the invocation (removed from the map), 1 if it stays. */
+static int pend_match(gpd_profile_t *p, uint64_t corr, uint64_t val) {
   uint64_t head;
-  if (!gpd_map_get(&p->pend_corr, corr, &head))
-    return;
-  gpd_map_del(&p->pend_corr, corr);
+  if (!gpd_map_take(&p->pend_corr, corr, &head))
+    return 1;
   /* chain is newest first; attribute oldest first */
   uint32_t chain[64], n = 0;
-  for (uint32_t i = (uint32_t)head; i != GPD_NONE && n < 64; i = p->pacts[i].next)
-    chain[n++] = i;
-  uint32_t rest = n == 64 ? p->pacts[chain[63]].next : GPD_NONE;
-  if (rest != GPD_NONE)
+  for (uint64_t l = head; l != PACT_NONE && n < 64; l = p->pacts[pact_ix(p, l)].next)
+    chain[n++] = pact_ix(p, l);
+  uint64_t rest = n == 64 ? p->pacts[chain[63]].next : PACT_NONE;
+  if (rest != PACT_NONE) {
     gpd_map_put(&p->pend_corr, corr, rest); /* long chains: the rest waits for a rescan */
+    p->pact_blocked++;
+    p->pend_dirty = 1;
+  }
+  int present = 1, multi = (int)((val >> 40) & 1);
   while (n-- > 0) {
     uint32_t i = chain[n];
-    if (activity_try(p, &p->pacts[i].a, 0)) {
+    int r = present ? activity_at(p, &p->pacts[i].a, val, 0) : ACT_WAIT;
+    if (r == ACT_DONE) {
       p->pacts[i].a.h.type = GPD_REC_NONE;
       pend_gone(p, p->pacts[i].seq);
       p->ndead++;
+      if (!multi) {
+        corr_del(p, corr, val);
+        present = 0;
+      }
     } else {
+      p->pact_blocked += r == ACT_BLOCKED;
       pend_link(p, i);
     }
   }
+  return present;
 }
 
 /* ------------------------------------------------ correlation bounds */
@@ -791,7 +905,9 @@ static void pend_match(gpd_profile_t *p, uint64_t corr) {
 static void corr_compact(gpd_profile_t *p) {
   uint32_t w = 0, old = 0;
   for (uint32_t k = 0; k < p->corr_nfifo; k++) {
-    gpd_corr_age_t e = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+    gpd_corr_age_t e = p->corr_fifo[(p->corr_head + k) & (p->corr_capfifo - 1)];
+    if (k + 16 < p->corr_nfifo) /* a miss per entry with many in flight */
+      gpd_map_prefetch(&p->corr, p->corr_fifo[(p->corr_head + k + 16) & (p->corr_capfifo - 1)].corr);
     if (gpd_map_get(&p->corr, e.corr, NULL)) {
       p->corr_fifo[w++] = e; /* w <= k: in place once head is folded below */
       old += k < p->corr_old;
@@ -810,7 +926,7 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
     gpd_corr_age_t *na = malloc((size_t)nc * sizeof *na);
     if (na != NULL) {
       for (uint32_t k = 0; k < p->corr_nfifo; k++)
-        na[k] = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+        na[k] = p->corr_fifo[(p->corr_head + k) & (p->corr_capfifo - 1)];
       free(p->corr_fifo);
       p->corr_fifo = na;
       p->corr_capfifo = nc;
@@ -818,7 +934,7 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
     }
   }
   if (p->corr_nfifo < p->corr_capfifo) {
-    p->corr_fifo[(p->corr_head + p->corr_nfifo) % p->corr_capfifo] =
+    p->corr_fifo[(p->corr_head + p->corr_nfifo) & (p->corr_capfifo - 1)] =
         (gpd_corr_age_t){.corr = corr, .seq = p->records};
     p->corr_nfifo++;
   } else {
@@ -835,7 +951,7 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
       corr_del(p, e->corr, val);
       p->corr_evicted++;
     }
-    p->corr_head = (p->corr_head + 1) % p->corr_capfifo;
+    p->corr_head = (p->corr_head + 1) & (p->corr_capfifo - 1);
     p->corr_nfifo--;
     if (p->corr_old)
       p->corr_old--;
@@ -845,7 +961,7 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
     gpd_corr_age_t *na = malloc((size_t)p->corr_capfifo * sizeof *na);
     if (na != NULL) {
       for (uint32_t k = 0; k < p->corr_nfifo; k++)
-        na[k] = p->corr_fifo[(p->corr_head + k) % p->corr_capfifo];
+        na[k] = p->corr_fifo[(p->corr_head + k) & (p->corr_capfifo - 1)];
       free(p->corr_fifo);
       p->corr_fifo = na;
       p->corr_head = 0;
@@ -909,14 +1025,15 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     const gpd_rec_invoke_t *r = rec;
     p->pend_gen++;
     if (r->corr != 0) {
-      uint64_t old;
-      if (gpd_map_get(&p->corr, r->corr, &old) && (old & GPD_CORR_STORED))
-        pend_gone(p, GPD_PEND_SEQ(1, r->corr) | GPD_PEND_STORED); /* replaced below */
-      gpd_map_put(&p->corr, r->corr,
-                  GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0));
-      if (p->npacts)
-        pend_match(p, r->corr);
-      if (gpd_map_get(&p->corr, r->corr, NULL))
+      int created;
+      uint64_t val = GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0);
+      uint64_t *slot = gpd_map_upsert(&p->corr, r->corr, &created);
+      if (slot == NULL)
+        break; /* out of memory: its activities go to <unknown context> */
+      if (!created && (*slot & GPD_CORR_STORED))
+        pend_gone(p, GPD_PEND_SEQ(1, r->corr) | GPD_PEND_STORED); /* replaced */
+      *slot = val;
+      if (p->npacts == 0 || pend_match(p, r->corr, val))
         corr_track(p, r->corr); /* still waiting (for more) activities */
     }
     break;
@@ -924,8 +1041,11 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   case GPD_REC_ACTIVITY: {
     const gpd_rec_activity_t *r = rec;
     p->pend_gen++;
-    if (!activity_try(p, r, 0))
+    int st = activity_try(p, r, 0);
+    if (st != ACT_DONE) {
+      p->pact_blocked += st == ACT_BLOCKED;
       pend_activity(p, r);
+    }
     break;
   }
   case GPD_REC_STATUS: {
@@ -949,6 +1069,26 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   }
 }
 
+void gpd_profile_prefetch(void *arg, const void *slot) {
+  const gpd_profile_t *p = arg;
+  const gpd_rec_hdr_t *h = slot;
+  uint8_t type = h->type;
+  if (type != GPD_REC_INVOKE && type != GPD_REC_ACTIVITY)
+    return;
+  /* both records keep corr at the same offset */
+  _Static_assert(offsetof(gpd_rec_invoke_t, corr) == offsetof(gpd_rec_activity_t, corr), "corr");
+  uint64_t corr;
+  memcpy(&corr, (const uint8_t *)slot + offsetof(gpd_rec_invoke_t, corr), sizeof corr);
+  gpd_map_prefetch(&p->corr, corr);
+  if (p->npacts)
+    gpd_map_prefetch(&p->pend_corr, corr);
+}
+
+int gpd_profile_consume(gpd_profile_t *p, gpd_region_t *r, uint32_t ring, uint64_t *cursor,
+                        unsigned max) {
+  return gpd_ring_consume_pf(r, ring, cursor, max, gpd_profile_ingest, gpd_profile_prefetch, p);
+}
+
 static void retry(gpd_profile_t *p, int force) {
   p->pend_gen++;
   /* nodes: chains may arrive child-first across rings; loop to a fixpoint */
@@ -967,24 +1107,42 @@ static void retry(gpd_profile_t *p, int force) {
     }
     p->npnodes = w;
   }
-  if (!force && !p->pend_dirty && p->ndead * 2 <= p->npacts)
+  /* A new node or string can only complete activities whose invocation
+   * is known (ACT_BLOCKED); those waiting for their INVOKE are matched by
+   * pend_match when it comes.  So rescan on pend_dirty only if some are
+   * blocked (pact_blocked: an upper bound, recounted here), and compact
+   * when half the list is tombstones. */
+  if (p->pend_dirty && p->pact_blocked == 0)
+    p->pend_dirty = 0;
+  pact_pop(p);
+  if (!force && !p->pend_dirty && p->ndead * 2 <= p->npacts - p->pact0)
     return;
   p->pend_dirty = 0;
-  /* rescan (or compact) the pending activities; rebuild the chains */
-  gpd_map_free(&p->pend_corr);
+  p->pact_blocked = 0;
+  /* rescan (or compact) the pending activities; rebuild the chains in a
+   * cleared map (its table kept: no regrowth, no fresh pages) */
+  gpd_map_reset(&p->pend_corr, p->npacts - p->pact0 - p->ndead);
   uint32_t w = 0;
-  for (uint32_t i = 0; i < p->npacts; i++) {
+  for (uint32_t i = p->pact0; i < p->npacts; i++) {
+    if (i + 16 < p->npacts) { /* the lookups below miss the cache with many pending */
+      gpd_map_prefetch(&p->corr, p->pacts[i + 16].a.corr);
+      gpd_map_prefetch(&p->pend_corr, p->pacts[i + 16].a.corr);
+    }
     if (p->pacts[i].a.h.type == GPD_REC_NONE)
       continue;
-    if (activity_try(p, &p->pacts[i].a, force)) {
+    int st = activity_try(p, &p->pacts[i].a, force);
+    if (st == ACT_DONE) {
       pend_gone(p, p->pacts[i].seq);
       continue;
     }
-    p->pacts[w] = p->pacts[i];
+    p->pact_blocked += st == ACT_BLOCKED;
+    if (w != i)
+      p->pacts[w] = p->pacts[i];
     pend_link(p, w);
     w++;
   }
   p->npacts = w;
+  p->pact0 = 0;
   p->ndead = 0;
 }
 
@@ -1035,13 +1193,13 @@ int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd
   *full = p->pend_full;
   /* new rows: pending NODEs / ACTIVITYs are kept in row order, so the new
    * ones are a suffix; new INVOKEs are the correlation fifo past corr_old */
-  uint32_t n0 = 0, a0 = 0, f0 = 0;
+  uint32_t n0 = 0, a0 = p->pact0, f0 = 0;
   if (!*full) {
     n0 = p->npnodes;
     while (n0 > 0 && (p->pnode_seq[n0 - 1] & ~GPD_PEND_STORED) > GPD_PEND_SEQ(0, p->pend_seq_saved))
       n0--;
     a0 = p->npacts;
-    while (a0 > 0 && (p->pacts[a0 - 1].seq & ~GPD_PEND_STORED) > GPD_PEND_SEQ(2, p->pend_seq_saved))
+    while (a0 > p->pact0 && (p->pacts[a0 - 1].seq & ~GPD_PEND_STORED) > GPD_PEND_SEQ(2, p->pend_seq_saved))
       a0--;
     f0 = p->corr_old < p->corr_nfifo ? p->corr_old : p->corr_nfifo;
   }
@@ -1059,18 +1217,22 @@ int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd
   }
   if (*full) {
     for (size_t i = 0; i < p->corr.cap; i++) {
-      if (p->corr.keys[i] == 0)
+      if (p->corr.e[i].key == 0)
         continue;
-      prec_invoke(&v[k++], p->corr.keys[i], p->corr.vals[i]);
-      p->corr.vals[i] |= GPD_CORR_STORED;
+      prec_invoke(&v[k++], p->corr.e[i].key, p->corr.e[i].val);
+      p->corr.e[i].val |= GPD_CORR_STORED;
     }
   } else {
     for (uint32_t f = f0; f < p->corr_nfifo; f++) {
-      uint64_t corr = p->corr_fifo[(p->corr_head + f) % p->corr_capfifo].corr, val;
-      if (!gpd_map_get(&p->corr, corr, &val) || (val & GPD_CORR_STORED))
+      if (f + 16 < p->corr_nfifo)
+        gpd_map_prefetch(&p->corr, p->corr_fifo[(p->corr_head + f + 16) & (p->corr_capfifo - 1)].corr);
+      uint64_t corr = p->corr_fifo[(p->corr_head + f) & (p->corr_capfifo - 1)].corr, val;
+      uint64_t *ref = gpd_map_ref(&p->corr, corr);
+      if (ref == NULL || (*ref & GPD_CORR_STORED))
         continue; /* matched since, or listed twice */
+      val = *ref;
       prec_invoke(&v[k++], corr, val);
-      gpd_map_put(&p->corr, corr, val | GPD_CORR_STORED);
+      *ref = val | GPD_CORR_STORED;
     }
   }
   for (uint32_t i = a0; i < p->npacts; i++) {

@@ -102,7 +102,8 @@ typedef struct gpd_corr_age_s {
 /** A pending activity; chained per correlation id (pend_corr). */
 typedef struct gpd_pact_s {
   gpd_rec_activity_t a; /* a.h.type == GPD_REC_NONE: tombstone */
-  uint32_t next;        /* next pending index with the same corr, GPD_NONE */
+  uint64_t next;        /* logical id (pbase + index) of the next pending
+                           activity with the same corr, UINT64_MAX none */
   uint64_t seq;         /* its `pending` row (GPD_PEND_SEQ), | GPD_PEND_STORED */
 } gpd_pact_t;
 
@@ -144,7 +145,7 @@ typedef struct gpd_profile_s {
   gpd_corr_age_t *corr_fifo; /* ring of corr keys, oldest at corr_head; keys
                                 matched since are skipped (compacted when
                                 twice the map) */
-  uint32_t corr_head, corr_nfifo, corr_capfifo;
+  uint32_t corr_head, corr_nfifo, corr_capfifo; /* capacity: 0 or a power of two */
   uint32_t max_corr;       /* bound on corr.n (GPD_PROFILE_MAX_CORR; tests lower it) */
   uint64_t max_corr_age;   /* in records (GPD_PROFILE_MAX_CORR_AGE) */
   uint64_t corr_evicted;   /* invocations evicted by the bounds */
@@ -158,11 +159,16 @@ typedef struct gpd_profile_s {
   gpd_rec_node_t *pnodes; /* NODE records waiting for parent/module */
   uint64_t *pnode_seq;     /* their `pending` rows (| GPD_PEND_STORED), capacity cappnodes */
   uint32_t npnodes, cappnodes;
-  struct gpd_pact_s *pacts; /* ACTIVITY waiting for invoke/node/name */
-  uint32_t npacts, cappacts;
-  uint32_t ndead;          /* tombstones in pacts (matched by an INVOKE) */
-  gpd_map_t pend_corr;     /* corr -> head index of its pending chain */
+  struct gpd_pact_s *pacts; /* ACTIVITY waiting for invoke/node/name, in arrival
+                              order; [0, pact0) matched and popped off the front */
+  uint32_t npacts, cappacts, pact0;
+  uint64_t pbase;          /* logical id of pacts[0] (chains and pend_corr hold
+                              logical ids: popping the front moves nothing) */
+  uint32_t ndead;          /* tombstones in pacts[pact0, npacts) (matched by an INVOKE) */
+  gpd_map_t pend_corr;     /* corr -> logical id of its newest pending activity */
   int pend_dirty;          /* a node/string arrived: rescan pending */
+  uint32_t pact_blocked;   /* pending activities whose invocation is known but
+                              not its node or kernel name (upper bound) */
   gpd_ix_t targets;        /* (node, kernel name, op) -> attribution node (cache) */
   gpd_plocal_t *locals; /* local id -> ctx, in insertion order (cct_local) */
   uint32_t nlocals, caplocals;
@@ -206,6 +212,15 @@ void gpd_profile_free(gpd_profile_t *p);
 /** Ingest one validated record (gpd_ring_fn signature, arg = profile).
  *  Never fails: a record the profile cannot place is kept pending. */
 void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes);
+/** Prefetch hook for gpd_ring_consume_pf (arg = profile): starts loading
+ *  the correlation-map slots a raw, unvalidated INVOKE/ACTIVITY slot will
+ *  look up when it is ingested.  Reads nothing else. */
+void gpd_profile_prefetch(void *arg, const void *slot);
+/** Ingest up to max records of ring `ring` of r from *cursor
+ *  (gpd_ring_consume_pf with gpd_profile_ingest and gpd_profile_prefetch):
+ *  the monitor's path.  Returns as gpd_ring_consume_at. */
+int gpd_profile_consume(gpd_profile_t *p, gpd_region_t *r, uint32_t ring, uint64_t *cursor,
+                        unsigned max);
 /** Retry pending NODE and ACTIVITY records (after each drain pass). */
 void gpd_profile_retry(gpd_profile_t *p);
 /** Final flush: resolve what can be resolved, attribute every remaining

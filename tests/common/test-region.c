@@ -166,6 +166,29 @@ static void test_claim_retire_reclaim(void **state) {
 }
 
 /* reserve / slot / commit: a record written in place across the end */
+/* A NODE (1 slot) / an OpenCL kernel ACTIVITY (2 slots) record. */
+static gpd_rec_node_t rec_node(uint32_t id) {
+  gpd_rec_node_t nd;
+  memset(&nd, 0, sizeof nd);
+  nd.h.type = GPD_REC_NODE;
+  nd.h.version = GPD_REC_VERSION;
+  nd.h.nslots = 1;
+  nd.id = id;
+  return nd;
+}
+
+static gpd_rec_activity_t rec_act(uint64_t corr) {
+  gpd_rec_activity_t a;
+  memset(&a, 0, sizeof a);
+  a.h.type = GPD_REC_ACTIVITY;
+  a.h.version = GPD_REC_VERSION;
+  a.h.nslots = 2;
+  a.api = GPD_API_OPENCL;
+  a.op = GPD_OP_KERNEL;
+  a.corr = corr;
+  return a;
+}
+
 static void test_reserve_commit(void **state) {
   (void)state;
   gpd_region_t r;
@@ -176,24 +199,12 @@ static void test_reserve_commit(void **state) {
   assert_int_equal(gpd_producer_reserve(&p, 0, &seq), -E2BIG);
   assert_int_equal(gpd_producer_reserve(&p, 256, &seq), -E2BIG);
   assert_int_equal(gpd_producer_reserve(&p, 65, &seq), -ENOSPC);
-  gpd_rec_node_t nd;
-  memset(&nd, 0, sizeof nd);
-  nd.h.type = GPD_REC_NODE;
-  nd.h.version = GPD_REC_VERSION;
-  nd.h.nslots = 1;
-  nd.id = 3;
+  gpd_rec_node_t nd = rec_node(3);
   for (int i = 0; i < 63; i++)
     assert_int_equal(gpd_producer_push(&p, &nd, sizeof nd), 0);
   int n = 0;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 63);
-  gpd_rec_activity_t a;
-  memset(&a, 0, sizeof a);
-  a.h.type = GPD_REC_ACTIVITY;
-  a.h.version = GPD_REC_VERSION;
-  a.h.nslots = 2;
-  a.api = GPD_API_OPENCL;
-  a.op = GPD_OP_KERNEL;
-  a.corr = 9;
+  gpd_rec_activity_t a = rec_act(9);
   assert_int_equal(gpd_producer_reserve(&p, 2, &seq), 0);
   assert_int_equal(seq, 63);
   memcpy(gpd_producer_slot(&p, seq), &a, 64);
@@ -201,6 +212,69 @@ static void test_reserve_commit(void **state) {
   assert_ptr_equal(gpd_producer_slot(&p, seq + 1), gpd_region_ring_data(&r, 0));
   gpd_producer_commit(&p, 2);
   assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 1);
+  gpd_region_close(&r);
+}
+
+/* gpd_ring_consume_pf: the prefetch hook sees every record's first slot,
+ * in order and ahead of fn, never a record past max or head, and the
+ * records delivered are gpd_ring_consume_at's. */
+typedef struct {
+  uint64_t pf[64], fn[64];
+  unsigned npf, nfn, lead; /* lead: most pf calls ahead of fn */
+} pfseen_t;
+
+static void pf_hook(void *arg, const void *slot) {
+  pfseen_t *s = arg;
+  const gpd_rec_node_t *n = slot; /* NODE and ACTIVITY share the header */
+  assert_true(s->npf < 64);
+  s->pf[s->npf++] = n->h.type == GPD_REC_NODE ? n->id : ((const gpd_rec_activity_t *)slot)->corr;
+  if (s->npf - s->nfn > s->lead)
+    s->lead = s->npf - s->nfn;
+}
+
+static void pf_fn(void *arg, const void *rec, size_t nbytes) {
+  pfseen_t *s = arg;
+  const gpd_rec_node_t *n = rec;
+  (void)nbytes;
+  assert_true(s->nfn < 64);
+  s->fn[s->nfn++] = n->h.type == GPD_REC_NODE ? n->id : ((const gpd_rec_activity_t *)rec)->corr;
+}
+
+static void test_consume_prefetch(void **state) {
+  (void)state;
+  gpd_region_t r;
+  gpd_producer_t p;
+  assert_int_equal(gpd_region_create(&r, 1, 128, 1, 1), 0);
+  assert_int_equal(gpd_producer_claim(&r, &p, 1), 0);
+  for (uint64_t k = 1; k <= 40; k++) { /* NODEs (1 slot) and ACTIVITYs (2) alternate */
+    if (k % 2) {
+      gpd_rec_node_t nd = rec_node((uint32_t)k);
+      assert_int_equal(gpd_producer_push(&p, &nd, sizeof nd), 0);
+    } else {
+      gpd_rec_activity_t a = rec_act(k);
+      assert_int_equal(gpd_producer_push(&p, &a, sizeof a), 0);
+    }
+  }
+  pfseen_t s;
+  memset(&s, 0, sizeof s);
+  uint64_t cur = 0;
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 25, pf_fn, pf_hook, &s), 25);
+  assert_int_equal(s.nfn, 25);
+  assert_int_equal(s.npf, 25); /* not past max */
+  assert_true(s.lead > 1);     /* ahead of fn */
+  for (unsigned i = 0; i < 25; i++) {
+    assert_int_equal(s.fn[i], i + 1);
+    assert_int_equal(s.pf[i], i + 1);
+  }
+  memset(&s, 0, sizeof s);
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, pf_hook, &s), 15);
+  assert_int_equal(s.npf, 15); /* not past head */
+  for (unsigned i = 0; i < 15; i++)
+    assert_int_equal(s.pf[i], s.fn[i]);
+  assert_int_equal(s.fn[14], 40);
+  assert_int_equal(cur, 60);
+  /* no hook: gpd_ring_consume_at */
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, NULL, &s), 0);
   gpd_region_close(&r);
 }
 
@@ -267,6 +341,7 @@ int main(void) {
     cmocka_unit_test(test_map_rejects),
     cmocka_unit_test(test_claim_retire_reclaim),
     cmocka_unit_test(test_reserve_commit),
+    cmocka_unit_test(test_consume_prefetch),
     cmocka_unit_test(test_first_lap_populate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -341,22 +341,64 @@ static void test_merge(void **state) {
 
 static void test_map(void **state) {
   (void)state;
-  gpd_map_t m;
-  memset(&m, 0, sizeof m);
-  for (uint64_t i = 1; i <= 10000; i++)
-    assert_int_equal(gpd_map_put(&m, i * 7919, i), 0);
-  for (uint64_t i = 1; i <= 10000; i += 2)
-    assert_int_equal(gpd_map_del(&m, i * 7919), 1);
-  for (uint64_t i = 1; i <= 10000; i++) {
-    uint64_t v = 0;
-    int has = gpd_map_get(&m, i * 7919, &v);
-    assert_int_equal(has, (int)(i % 2 == 0));
-    if (has)
-      assert_int_equal(v, i);
+  /* every key hashed, and runs of 16 (correlation maps), with scattered,
+   * sequential and 16-aligned keys (the run layout's worst case) */
+  static const unsigned shifts[] = {0, 4};
+  for (unsigned si = 0; si < 2; si++) {
+    for (uint64_t pat = 0; pat < 3; pat++) {
+      gpd_map_t m;
+      memset(&m, 0, sizeof m);
+      m.run_shift = shifts[si];
+#define KEY(i) (pat == 0 ? (i) * 7919 : pat == 1 ? (i) : (i) << 4)
+      for (uint64_t i = 1; i <= 10000; i++)
+        assert_int_equal(gpd_map_put(&m, KEY(i), i), 0);
+      for (uint64_t i = 1; i <= 10000; i += 2)
+        assert_int_equal(gpd_map_del(&m, KEY(i)), 1);
+      for (uint64_t i = 1; i <= 10000; i++) {
+        uint64_t v = 0;
+        int has = gpd_map_get(&m, KEY(i), &v);
+        assert_int_equal(has, (int)(i % 2 == 0));
+        if (has)
+          assert_int_equal(v, i);
+      }
+      assert_int_equal(m.n, 5000);
+      /* take = get + del; del_ref deletes where ref points; upsert */
+      uint64_t v = 0;
+      assert_int_equal(gpd_map_take(&m, KEY(2), &v), 1);
+      assert_int_equal(v, 2);
+      assert_int_equal(gpd_map_take(&m, KEY(2), &v), 0);
+      uint64_t *r = gpd_map_ref(&m, KEY(4));
+      assert_non_null(r);
+      gpd_map_del_ref(&m, r);
+      assert_null(gpd_map_ref(&m, KEY(4)));
+      int created = -1;
+      r = gpd_map_upsert(&m, KEY(6), &created);
+      assert_int_equal(created, 0);
+      assert_int_equal(*r, 6);
+      r = gpd_map_upsert(&m, KEY(3), &created);
+      assert_int_equal(created, 1);
+      assert_int_equal(*r, 0);
+      *r = 33;
+      assert_int_equal(m.n, 4999);
+      for (uint64_t i = 6; i <= 10000; i += 2) {
+        assert_true(gpd_map_get(&m, KEY(i), &v));
+        assert_int_equal(v, i);
+      }
+      assert_true(gpd_map_get(&m, KEY(3), &v) && v == 33);
+      size_t cap = m.cap;
+      gpd_map_reset(&m, 4000); /* suits: table kept, emptied */
+      assert_int_equal(m.cap, cap);
+      assert_int_equal(m.n, 0);
+      assert_false(gpd_map_get(&m, KEY(6), NULL));
+      assert_int_equal(gpd_map_put(&m, KEY(6), 1), 0);
+      gpd_map_reset(&m, 10); /* far too large: freed */
+      assert_int_equal(m.cap, 0);
+      assert_int_equal(m.run_shift, shifts[si]);
+#undef KEY
+      assert_int_equal(gpd_map_put(&m, 0, 1), -EINVAL);
+      gpd_map_free(&m);
+    }
   }
-  assert_int_equal(m.n, 5000);
-  assert_int_equal(gpd_map_put(&m, 0, 1), -EINVAL);
-  gpd_map_free(&m);
 }
 
 /* Symbolize a call site inside this test binary (built with -g). */
@@ -716,6 +758,77 @@ static void test_pending_delta(void **state) {
   gpd_profile_free(&p);
 }
 
+/* Activities that wait for their invocations, matched in order (popped off
+ * the front of the pending list), out of order (tombstones, compaction),
+ * blocked on a node announced later (rescanned only then), with appends
+ * after pops: every one is attributed exactly once and the stored pending
+ * rows follow (tab_apply / tab_check) through all of it. */
+static void test_pending_order(void **state) {
+  (void)state;
+  gpd_profile_t p;
+  int full;
+  ids();
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_string(&p, 7, KNAME);
+  feed_node(&p, 1, 0, 1, 0x100);
+  for (uint64_t c = 1; c <= 300; c++)
+    feed_act(&p, C(c), GPD_OP_KERNEL, 0, 10, 0, 7);
+  for (uint64_t c = 1001; c <= 1020; c++)
+    feed_act(&p, C(c), GPD_OP_KERNEL, 0, 10, 0, 7);
+  gpd_profile_retry(&p);
+  ntrows = 0;
+  assert_int_equal(tab_apply(&p, &full), 320);
+  assert_int_equal(p.activities, 0);
+  /* in order: the front pops */
+  for (uint64_t c = 1; c <= 150; c++)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  gpd_profile_retry(&p);
+  assert_int_equal(p.activities, 150);
+  assert_int_equal(p.pact0 + p.ndead, 150); /* popped or tombstones, nothing moved */
+  tab_apply(&p, &full);
+  assert_int_equal(ntrows, 170);
+  tab_check(&p);
+  /* reverse order: tombstones in the middle, then a compaction */
+  for (uint64_t c = 300; c >= 200; c--)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  gpd_profile_retry(&p);
+  assert_int_equal(p.activities, 251);
+  tab_apply(&p, &full);
+  assert_int_equal(ntrows, 69);
+  tab_check(&p);
+  /* invocations under a node not yet known: blocked, then rescanned */
+  for (uint64_t c = 1001; c <= 1020; c++)
+    feed_invoke(&p, C(c), 99, GPD_OP_KERNEL, 0);
+  gpd_profile_retry(&p);
+  assert_int_equal(p.activities, 251);
+  assert_true(p.pact_blocked >= 20);
+  for (uint64_t c = 2000; c < 2100; c++) /* appended after the pops */
+    feed_act(&p, C(c), GPD_OP_KERNEL, 0, 10, 0, 7);
+  tab_apply(&p, &full);
+  tab_check(&p);
+  feed_node(&p, 99, 1, 1, 0x99);
+  gpd_profile_retry(&p);
+  assert_int_equal(p.activities, 271);
+  assert_int_equal(p.pact_blocked, 0);
+  for (uint64_t c = 151; c < 200; c++)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  for (uint64_t c = 2000; c < 2100; c++)
+    feed_invoke(&p, C(c), 1, GPD_OP_KERNEL, 0);
+  gpd_profile_retry(&p);
+  assert_int_equal(p.activities, 420);
+  assert_int_equal(p.npacts, 0); /* all popped */
+  assert_int_equal(p.corr.n, 0);
+  tab_apply(&p, &full);
+  assert_int_equal(ntrows, 0);
+  tab_check(&p);
+  gpd_profile_finish(&p);
+  assert_int_equal(p.unknown, 0);
+  assert_true(gpd_profile_incl(&p, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 420.0);
+  assert_true(gpd_profile_incl(&p, GPD_CTX_ROOT, GPD_M_GKER) == 4200.0);
+  gpd_profile_free(&p);
+}
+
 /* The correlation map is bounded by count and by age (in records): the
  * oldest invocations are evicted and counted, an activity for one goes to
  * <unknown context>; matched invocations leave no trace (the age ring is
@@ -846,6 +959,7 @@ int main(void) {
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
       cmocka_unit_test(test_pending_delta),
+      cmocka_unit_test(test_pending_order),
       cmocka_unit_test(test_store_format),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

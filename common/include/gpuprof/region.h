@@ -204,6 +204,17 @@ uint64_t gpd_ring_pending(const gpd_region_t *r, uint32_t i);
  *  caller serializes it with this call (the daemon's state lock). */
 int gpd_ring_consume_at(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max,
                         gpd_ring_fn fn, void *arg);
+/** Prefetch hook of gpd_ring_consume_pf: `slot` is the first slot of a
+ *  record in the shared ring, read in place and NOT validated (a peer may
+ *  have written anything there): use it only to compute addresses to
+ *  prefetch. */
+typedef void (*gpd_ring_pf_fn)(void *arg, const void *slot);
+/** gpd_ring_consume_at that also calls pf (may be NULL) on each record a
+ *  few records before fn gets it, so that the lookups fn will make can be
+ *  prefetched (the daemon's correlation maps miss the cache with ~1 M
+ *  entries).  Same results and rules as gpd_ring_consume_at. */
+int gpd_ring_consume_pf(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max,
+                        gpd_ring_fn fn, gpd_ring_pf_fn pf, void *arg);
 
 /** Daemon: publish tail = upto for ring i (release store), returning the
  *  slots before `upto` to the producer.  Monotonic: an `upto` at or below
