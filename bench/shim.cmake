@@ -16,3 +16,9 @@ add_library(bench-python SHARED ${CMAKE_CURRENT_LIST_DIR}/bench-python.c)
 target_include_directories(bench-python PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
 target_link_libraries(bench-python PRIVATE gpuprof gpd_common Threads::Threads)
 set_target_properties(bench-python PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+# CPU-time sampling: cost per sample and slowdown of a CPU loop (docs/PERFORMANCE.md).
+add_executable(bench-cpusample ${CMAKE_CURRENT_LIST_DIR}/bench-cpusample.c)
+target_compile_options(bench-cpusample PRIVATE -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+target_link_libraries(bench-cpusample PRIVATE gpuprof gpd_common Threads::Threads)
+set_target_properties(bench-cpusample PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

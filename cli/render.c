@@ -66,12 +66,15 @@ static int mvec_zero(const gpd_mvec_t *m) {
   return 1;
 }
 
-/* The columns: the chosen metric first when it is not GPUOP or GKER. */
-static size_t columns(const gpd_render_opts_t *o, unsigned cols[3]) {
+/* The columns: the chosen metric first when it is not GPUOP or GKER, and
+ * CPUTIME when the profile has CPU samples. */
+static size_t columns(const gpd_tree_t *t, const gpd_render_opts_t *o, unsigned cols[4]) {
   size_t n = 0;
   if (o->metric != GPD_M_GPUOP && o->metric != GPD_M_GKER) cols[n++] = o->metric;
   cols[n++] = GPD_M_GPUOP;
   cols[n++] = GPD_M_GKER;
+  if (o->metric != GPD_M_CPUTIME && t->root != SIZE_MAX && gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_CPUTIME) > 0)
+    cols[n++] = GPD_M_CPUTIME;
   return n;
 }
 
@@ -215,8 +218,8 @@ static void tree_walk(FILE *f, const gpd_tree_t *t, const unsigned *cols, size_t
 }
 
 void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
-  unsigned cols[3];
-  size_t nc = columns(o, cols);
+  unsigned cols[4];
+  size_t nc = columns(t, o, cols);
   if (t->root == SIZE_MAX) {
     fprintf(f, "(empty profile)\n");
     return;
@@ -339,8 +342,8 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
 }
 
 void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
-  unsigned cols[3];
-  size_t nc = columns(o, cols);
+  unsigned cols[4];
+  size_t nc = columns(t, o, cols);
   flat_row_t *rows;
   if (t->root == SIZE_MAX) {
     fprintf(f, "(empty profile)\n");

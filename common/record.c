@@ -52,7 +52,9 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
  *   STRING/MODULE id != 0;
  *   MODULE build_id_len <= 20; INVOKE node != 0 and corr != 0;
  *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
- *   > 1000 are let through (gpd_metric_accumulate clamps them). */
+ *   > 1000 are let through (gpd_metric_accumulate clamps them);
+ *   CPUSAMPLE: nslots 1, len 0, flags 0, node != 0, expirations != 0,
+ *   0 < weight <= GPD_CPUSAMPLE_MAX_WEIGHT. */
 int gpd_rec_validate(const void *buf, size_t nbytes) {
   const gpd_rec_hdr_t *h = buf;
   if (!buf || nbytes < GPD_SLOT_SIZE)
@@ -133,13 +135,21 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
         return GPD_EBADRECORD;
     return 0;
   }
+  case GPD_REC_CPUSAMPLE: {
+    const gpd_rec_cpusample_t *r = buf;
+    if (h->nslots != 1 || h->len != 0 || h->flags != 0 || r->node == 0 || r->weight == 0 ||
+        r->weight > GPD_CPUSAMPLE_MAX_WEIGHT || r->expirations == 0)
+      return GPD_EBADRECORD;
+    return 0;
+  }
   default:
     return GPD_EBADRECORD;
   }
 }
 
 static const char *const type_names[] = {"none",   "node",     "string",  "module", "invoke",
-                                         "activity", "status", "pcsample", "pcstats", "cubin"};
+                                         "activity", "status", "pcsample", "pcstats", "cubin",
+                                         "cpusample"};
 static const char *const api_names[] = {"none", "opencl", "cuda", "level0"};
 static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
 static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",

@@ -107,6 +107,7 @@ int gpd_region_create(gpd_region_t *r, uint32_t nrings, uint32_t ring_slots, int
   h->data_off = data_off;
   h->profile_id = profile_id;
   h->pid = pid;
+  h->rec_types = GPD_REC_TYPE_MAX;
   region_fill(r, fd, base, size, nrings, ring_slots, GPD_REGION_HDR_SIZE, data_off);
   return 0;
 

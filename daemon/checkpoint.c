@@ -34,6 +34,7 @@
 
 #include "daemon.h"
 #include "store-internal.h"
+#include "cpusample.h"
 #include "pcsample.h"
 
 /* Rows copied in one flush above which freed memory is trimmed. */
@@ -89,6 +90,7 @@ typedef struct snap_proc_s {
   gpd_prec_t *pend;      /* rows to insert or replace */
   uint32_t npend;
   gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
+  gpd_cps_snap_t cps; /* CPU sample trace rows and totals (cpusample.c) */
   uint64_t *pdel;        /* row ids to delete */
   uint32_t npdel;
 } snap_proc_t;
@@ -116,6 +118,7 @@ static void snap_proc_free(snap_proc_t *s) {
   free(s->cursor_prev);
   free(s->pend);
   gpd_pcsample_snap_free(&s->pcs);
+  gpd_cpusample_snap_free(&s->cps);
   free(s->pdel);
 }
 
@@ -286,6 +289,8 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     pr->pend_gen_saved = pr->pend_gen;
   }
   if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
+    s->incomplete = 1;
+  if (gpd_cpusample_snap(pr->cps, &s->cps) < 0)
     s->incomplete = 1;
   p->meta_dirty = 0;
 }
@@ -496,6 +501,8 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
   }
   if (gpd_pcsample_write(db, (int64_t)p->id, &p->pcs) < 0)
     return GPD_ESTORE;
+  if (gpd_cpusample_write(db, (int64_t)p->id, &p->cps) < 0)
+    return GPD_ESTORE;
   return 0;
 }
 
@@ -603,6 +610,7 @@ fin:
       /* write everything again next time; the tails stay where they are */
       proc_rewrite_all(p);
       gpd_pcsample_unsnap(p->prof.pcs, &snaps[i].pcs);
+      gpd_cpusample_unsnap(p->prof.cps, &snaps[i].cps);
       if (err < 0 && (p->error[0] == 0 || p->store_error)) {
         snprintf(p->error, sizeof p->error, "%s", s->why); /* ps shows it */
         p->store_error = 1;

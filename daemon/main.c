@@ -28,6 +28,7 @@
 #include "gpuprof/log.h"
 
 #include "config.h"
+#include "cpusample.h"
 #include "daemon.h"
 #include "notify.h"
 
@@ -101,6 +102,7 @@ static void on_signal(uv_signal_t *s, int signum) {
       __atomic_store_n(&D.cfg.retain_bytes, fresh.retain_bytes, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.poll_us, fresh.poll_us, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.log_level, fresh.log_level, __ATOMIC_RELAXED);
+      atomic_store(&gpd_cpusample_trace_max, fresh.cpu_trace_max);
       pthread_cond_signal(&D.writer_cv); /* a shorter flush interval takes effect now */
       pthread_mutex_unlock(&D.lock);
       if (!getenv("GPUPROF_LOG"))
@@ -161,6 +163,7 @@ int main(int argc, char **argv) {
   }
   if (!getenv("GPUPROF_LOG"))
     gpd_log_level = D.cfg.log_level;
+  atomic_store(&gpd_cpusample_trace_max, D.cfg.cpu_trace_max);
   if (sock == NULL)
     sock = getenv("GPUPROF_SOCKET");
   if (sock && *sock) {

@@ -28,6 +28,7 @@
 #include "gpuprof/record.h"
 
 #include "daemon.h"
+#include "cpusample.h"
 #include "pcsample.h"
 
 /* ------------------------------------------------------ sparse metrics */
@@ -394,6 +395,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
   gpd_pcsample_free(p->pcs);
+  gpd_cpusample_free(p->cps);
   memset(p, 0, sizeof *p);
 }
 
@@ -1064,6 +1066,9 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   case GPD_REC_CUBIN:
     gpd_pcsample_ingest(&p->pcs, rec);
     break;
+  case GPD_REC_CPUSAMPLE:
+    gpd_cpusample_ingest(p, rec);
+    break;
   default:
     break;
   }
@@ -1149,6 +1154,7 @@ static void retry(gpd_profile_t *p, int force) {
 void gpd_profile_retry(gpd_profile_t *p) {
   if (p->npnodes || p->npacts)
     retry(p, 0);
+  gpd_cpusample_retry(p, 0);
 }
 
 void gpd_profile_finish(gpd_profile_t *p) {
@@ -1156,6 +1162,7 @@ void gpd_profile_finish(gpd_profile_t *p) {
   p->dropped_nodes += p->npnodes; /* parent/module never announced */
   p->npnodes = 0;
   retry(p, 1);
+  gpd_cpusample_retry(p, 1);
 }
 
 /* ------------------------------------------------- pending persistence */

@@ -32,13 +32,16 @@ static int64_t db_size(sqlite3 *db) {
 static int delete_profile(sqlite3 *db, int64_t id) {
   static const char *tabs[] = {"metric", "cct_local", "string", "module", "backend", "pending",
                                "ring_cursor", "cpu_counter",
-                               "pcsample", "pcsample_cubin", "pcsample_stat"};
+                               "pcsample", "pcsample_cubin", "pcsample_stat", "cpu_sample_stat"};
   char sql[128];
   for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE profile_id=%lld;", tabs[i], (long long)id);
     if (gpd__db_exec(db, sql) < 0)
       return GPD_ESTORE;
   }
+  snprintf(sql, sizeof sql, "DELETE FROM trace_cpu_sample WHERE profile=%lld;", (long long)id);
+  if (gpd__db_exec(db, sql) < 0)
+    return GPD_ESTORE;
   snprintf(sql, sizeof sql, "DELETE FROM profile WHERE id=%lld;", (long long)id);
   return gpd__db_exec(db, sql);
 }

@@ -56,7 +56,15 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     "  WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS cpu_counter_t ON cpu_counter(t_ns);"
     /* GPU PC samples (daemon/pcsample.c, docs/FORMATS.md) */
-    GPD_PCSAMPLE_SCHEMA;
+    GPD_PCSAMPLE_SCHEMA
+    /* CPU-time samples (daemon/cpusample.c, docs/FORMATS.md): the trace
+     * rows (node = context id) and per-profile totals */
+    "CREATE TABLE IF NOT EXISTS trace_cpu_sample(profile INTEGER NOT NULL, tid INTEGER NOT NULL,"
+    "  ts_ns INTEGER NOT NULL, node INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS trace_cpu_sample_pt ON trace_cpu_sample(profile, tid, ts_ns);"
+    "CREATE TABLE IF NOT EXISTS cpu_sample_stat(profile_id INTEGER PRIMARY KEY, samples INTEGER NOT NULL,"
+    "  cputime_ns INTEGER NOT NULL, trace_rows INTEGER NOT NULL, trace_dropped INTEGER NOT NULL,"
+    "  unknown INTEGER NOT NULL);";
 
 _Thread_local int gpd__store_quiet;
 

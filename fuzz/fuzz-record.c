@@ -37,6 +37,11 @@ static void check_rec(void *arg, const void *rec, size_t nbytes) {
     double v[GPD_M__COUNT] = {0};
     gpd_metric_accumulate(v, rec);
   }
+  if (h->type == GPD_REC_CPUSAMPLE) {
+    const gpd_rec_cpusample_t *c = rec; /* the daemon adds weight to CPUTIME as is */
+    if (c->node == 0 || c->weight == 0 || c->weight > GPD_CPUSAMPLE_MAX_WEIGHT)
+      __builtin_trap();
+  }
   (*n)++;
 }
 

@@ -66,7 +66,7 @@ void gpd_capture_init(void) {
 void gpd_capture_atfork_child(void) { gpd_module_atfork_child(); }
 
 uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok) {
-  return gpd_module_of(ip, atomic_load(&gpd_shim__g.epoch), base, ok);
+  return gpd_module_of(ip, atomic_load(&gpd_shim__g.epoch), base, ok, 1);
 }
 
 /** Test hook (exported): nested captures seen / declined (see below). */
@@ -79,7 +79,7 @@ GPD_EXPORT void gpd_shim__capture_nested(unsigned long *seen, unsigned long *dec
 
 /* Make sure node id (child of parent at ip) is announced in epoch.
  * 1 = announced (by us or earlier), 0 = not (yet). */
-static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoch) {
+static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoch, int may_sync) {
   if (id > GPD_SHIM_INTERN_CAP)
     return 0;
   _Atomic uint32_t *a = &gpd_shim__g.node_ann[id];
@@ -91,10 +91,17 @@ static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoc
   memset(&r, 0, sizeof r);
   uint64_t base = 0;
   int ok;
-  if (gpd_pyframes_is_key(ip))
+  if (gpd_pyframes_is_key(ip)) {
     ok = gpd_pyframes_node(&r, ip) == 0; /* a Python frame (python-frames.c) */
-  else
-    r.module = gpd_capture_module_of(ip, &base, &ok);
+  } else {
+    r.module = gpd_module_of(ip, epoch, &base, &ok, may_sync);
+    if (r.module == 0 && !may_sync) {
+      /* the sampler cannot refresh the table: not announced now (so never
+       * with the wrong module); the connection thread refreshes it */
+      gpd_cpusample_want_module(ip);
+      ok = 0;
+    }
+  }
   if (ok) {
     r.h.type = GPD_REC_NODE;
     r.h.version = GPD_REC_VERSION;
@@ -286,31 +293,36 @@ static inline uint64_t capture_key(uintptr_t ip, int may_sync) {
  * every node on it is already interned and announced in this epoch, else 0.
  * At most NESTED_MAX frames (a signal stack may be small); deeper: 0. */
 #define NESTED_MAX 128
-static uint32_t capture_nested(gpd_shim_state_t *g, int unwinding) {
-  atomic_fetch_add_explicit(&capture_nested_n, 1, memory_order_relaxed);
-  uintptr_t ips[NESTED_MAX];
+/* Leaf node of the path ips[0..n) (return addresses, innermost first)
+ * after the cut, from interned and announced nodes only (no writes, no
+ * waits: async-signal-safe); 0 if a node is missing. */
+static uint32_t capture_find_path(gpd_shim_state_t *g, const uintptr_t *ips, int n) {
   uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
-  /* An interrupted unw_backtrace owns libunwind's per-thread cache. */
-  int n = unwinding ? 0 : unw_backtrace((void **)ips, NESTED_MAX);
-  if (n <= 0 || n >= NESTED_MAX)
-    goto declined;
   int s = gpd_module_cut(ips, n, 0);
   int depth = n - s;
   if (depth <= 0 || depth > GPD_CAPTURE_MAX_DEPTH)
-    goto declined;
+    return 0;
   uint32_t parent = 0;
   for (int j = depth - 1; j >= 0; j--) {
     uintptr_t ip = ips[s + j] - 1;
     uint32_t id;
     if (gpd_intern_find(&g->intern, parent, capture_key(ip, 0), &id) != 0 || id > GPD_SHIM_INTERN_CAP ||
         atomic_load_explicit(&g->node_ann[id], memory_order_acquire) != epoch)
-      goto declined;
+      return 0;
     parent = id;
   }
   return parent;
-declined:
-  atomic_fetch_add_explicit(&capture_nested_declined, 1, memory_order_relaxed);
-  return 0;
+}
+
+static uint32_t capture_nested(gpd_shim_state_t *g, int unwinding) {
+  atomic_fetch_add_explicit(&capture_nested_n, 1, memory_order_relaxed);
+  uintptr_t ips[NESTED_MAX];
+  /* An interrupted unw_backtrace owns libunwind's per-thread cache. */
+  int n = unwinding ? 0 : unw_backtrace((void **)ips, NESTED_MAX);
+  uint32_t leaf = n > 0 && n < NESTED_MAX ? capture_find_path(g, ips, n) : 0;
+  if (!leaf)
+    atomic_fetch_add_explicit(&capture_nested_declined, 1, memory_order_relaxed);
+  return leaf;
 }
 
 /* Is this thread inside a capture that is still running?  busy is set
@@ -337,13 +349,110 @@ static int capture_reentered(gpd_capture_memo_t *m, uintptr_t sp) {
   if (sp < m->busy_sp && m->busy_cookie_at > sp && capture_cookie_read(m->busy_cookie_at) == m->busy_cookie)
     return 1;
   m->busy = 0;
-  m->n = 0;
-  m->verified = 0;
+  m->path.n = 0;
+  m->path.verified = 0;
   for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++)
     m->walks[i].node = 0;
   m->abandoned++;
   return 0;
 }
+
+/* Bring path p up to the current region generation, announcement epoch
+ * and module generation (dropping what no longer holds). */
+static void path_sync(gpd_capture_path_t *p, uint32_t gen, uint32_t epoch, uint32_t mgen, int may_sync) {
+  if (p->mgen != mgen) {
+    /* A library was unloaded: addresses in the memo may belong to another
+     * one now.  Refresh the module table before cutting and keying (the
+     * sampler cannot: its frames in unknown modules are declined until
+     * the connection thread refreshes, node_ensure). */
+    if (may_sync)
+      gpd_module_sync();
+    p->n = 0;
+    p->verified = 0;
+    p->mgen = mgen;
+  }
+  if (p->gen != gen) {
+    p->gen = gen;
+    p->n = 0;
+    p->verified = 0;
+  }
+  if (p->epoch != epoch) {
+    p->epoch = epoch;
+    p->verified = 0;
+  }
+}
+
+/* Intern the path whose root-first call sites are top[0] - 1, top[-1] - 1,
+ * ... top[-(depth-1)] - 1 against the thread's previous path p: only the
+ * suffix that differs is interned, nodes are announced as needed.  Returns
+ * the deepest node reached (0: none); *complete = every node interned and
+ * announced.  p is consistent after every store (n shrinks before entries
+ * are overwritten).  may_sync = 0 (the sampler's signal handler): no table
+ * refresh, no logging. */
+static uint32_t path_intern(gpd_shim_state_t *g, gpd_capture_path_t *p, const uintptr_t *top, uint32_t depth,
+                            uint32_t epoch, int may_sync, int *complete) {
+  uint32_t k = 0, lim = p->n < depth ? p->n : depth;
+  while (k < lim && p->ips[k] == top[-(long)k] - 1)
+    k++;
+  if (gpd_shim__capture_hook && may_sync)
+    gpd_shim__capture_hook(); /* API captures only (tests raise signals in it) */
+  /* From here the memo holds k entries of the old path that this one
+   * shares; entries beyond are replaced one by one, n first. */
+  uint32_t v = p->verified < k ? p->verified : k;
+  p->verified = v;
+  p->n = k;
+  atomic_signal_fence(memory_order_seq_cst);
+  for (uint32_t j = v; j < k; j++) {
+    if (!node_ensure(p->nodes[j], j ? p->nodes[j - 1] : 0, p->ips[j], epoch, may_sync))
+      break;
+    v = j + 1;
+  }
+  uint32_t parent = k ? p->nodes[k - 1] : 0;
+  uint32_t j = k;
+  for (; j < depth; j++) {
+    uintptr_t ip = top[-(long)j] - 1;
+    int is_new = 0;
+    uint32_t id = 0;
+    int rc = gpd_intern_get(&g->intern, parent, capture_key(ip, may_sync), &id, &is_new);
+    if (rc == -EBUSY) {
+      if (may_sync)
+        GPD_LOG_ONCE(capture_log_once_busy, GPD_LOG_WARN,
+                     "calling-context table: no free entry but some still being filled; deeper contexts are cut");
+      break;
+    }
+    if (rc) {
+      if (may_sync)
+        GPD_LOG_ONCE(capture_log_once_full, GPD_LOG_WARN,
+                     "calling-context table full; deeper contexts are cut");
+      break;
+    }
+    int ok = node_ensure(id, parent, ip, epoch, may_sync);
+    if (is_new)
+      node_count(id);
+    if (ok && v == j)
+      v = j + 1;
+    p->ips[j] = ip;
+    p->nodes[j] = id;
+    atomic_signal_fence(memory_order_seq_cst);
+    p->n = j + 1;
+    parent = id;
+  }
+  p->verified = v;
+  *complete = j == depth && v == j;
+  return parent;
+}
+
+/* Mark the thread busy in a capture whose frame address is sp, with a
+ * cookie in the caller's frame (capture_reentered). */
+#define CAPTURE_BEGIN(m, sp, cookie)                                                                       \
+  do {                                                                                                     \
+    (cookie) = (++(m)->seq * 0x9e3779b97f4a7c15ull) | 1;                                                   \
+    (m)->busy_cookie = (cookie);                                                                           \
+    (m)->busy_cookie_at = (uintptr_t) & (cookie);                                                          \
+    (m)->busy_sp = (sp);                                                                                   \
+    (m)->busy = GPD_CAPTURE_BUSY_UNWIND;                                                                   \
+    atomic_signal_fence(memory_order_seq_cst);                                                             \
+  } while (0)
 
 __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
@@ -357,12 +466,8 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
     return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
   if (__builtin_expect(m->stack_state == 0, 0))
     capture_stack_bounds(m);
-  volatile uint64_t cookie = (++m->seq * 0x9e3779b97f4a7c15ull) | 1;
-  m->busy_cookie = cookie;
-  m->busy_cookie_at = (uintptr_t)&cookie;
-  m->busy_sp = sp;
-  m->busy = GPD_CAPTURE_BUSY_UNWIND;
-  atomic_signal_fence(memory_order_seq_cst);
+  volatile uint64_t cookie;
+  CAPTURE_BEGIN(m, sp, cookie);
   gpd_capture_walk_t *w = capture_unwind(m);
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = GPD_CAPTURE_BUSY_MEMO;
@@ -378,23 +483,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
     goto out;
   }
-  if (m->mgen != mgen) {
-    /* A library was unloaded: addresses in the memo may belong to another
-     * one now.  Refresh the module table before cutting and keying. */
-    gpd_module_sync();
-    m->n = 0;
-    m->verified = 0;
-    m->mgen = mgen;
-  }
-  if (m->gen != gen) {
-    m->gen = gen;
-    m->n = 0;
-    m->verified = 0;
-  }
-  if (m->epoch != epoch) {
-    m->epoch = epoch;
-    m->verified = 0;
-  }
+  path_sync(&m->path, gen, epoch, mgen, 1);
   const uintptr_t *buf = w->ip;
   int n = (int)w->n;
   int s = gpd_module_cut(buf, n, 1);
@@ -408,54 +497,10 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   if (depth <= 0)
     goto out;
   /* Root first: path[j] = buf[s + depth - 1 - j], call site = ret - 1. */
-  const uintptr_t *top = &buf[s + depth - 1];
-  uint32_t k = 0, lim = m->n < (uint32_t)depth ? m->n : (uint32_t)depth;
-  while (k < lim && m->ips[k] == top[-(long)k] - 1)
-    k++;
-  if (gpd_shim__capture_hook)
-    gpd_shim__capture_hook();
-  /* From here the memo holds k entries of the old path that this one
-   * shares; entries beyond are replaced one by one, n first. */
-  uint32_t v = m->verified < k ? m->verified : k;
-  m->verified = v;
-  m->n = k;
-  atomic_signal_fence(memory_order_seq_cst);
-  for (uint32_t j = v; j < k; j++) {
-    if (!node_ensure(m->nodes[j], j ? m->nodes[j - 1] : 0, m->ips[j], epoch))
-      break;
-    v = j + 1;
-  }
-  parent = k ? m->nodes[k - 1] : 0;
-  uint32_t j = k;
-  for (; j < (uint32_t)depth; j++) {
-    uintptr_t ip = top[-(long)j] - 1;
-    int is_new = 0;
-    uint32_t id = 0;
-    int rc = gpd_intern_get(&g->intern, parent, capture_key(ip, 1), &id, &is_new);
-    if (rc == -EBUSY) {
-      GPD_LOG_ONCE(capture_log_once_busy, GPD_LOG_WARN,
-                   "calling-context table: no free entry but some still being filled; deeper contexts are cut");
-      break;
-    }
-    if (rc) {
-      GPD_LOG_ONCE(capture_log_once_full, GPD_LOG_WARN,
-                   "calling-context table full; deeper contexts are cut");
-      break;
-    }
-    int ok = node_ensure(id, parent, ip, epoch);
-    if (is_new)
-      node_count(id);
-    if (ok && v == j)
-      v = j + 1;
-    m->ips[j] = ip;
-    m->nodes[j] = id;
-    atomic_signal_fence(memory_order_seq_cst);
-    m->n = j + 1;
-    parent = id;
-  }
-  m->verified = v;
+  int complete;
+  parent = path_intern(g, &m->path, &buf[s + depth - 1], (uint32_t)depth, epoch, 1, &complete);
   /* Replay the node only for a complete, fully announced path. */
-  if (j == (uint32_t)depth && v == j) {
+  if (complete) {
     w->gen = gen;
     w->epoch = epoch;
     w->mgen = mgen;
@@ -467,6 +512,74 @@ out:
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = 0;
   return parent;
+}
+
+/* ------------------------------------------------------ CPU samples */
+
+/* Where the interrupted frame is in a backtrace taken inside the signal
+ * handler: the first entry equal to the interrupted pc (libunwind reports
+ * a signal frame's exact pc, not a return address); -1 if absent. */
+static int sample_frame(const uintptr_t *ips, int n, uintptr_t pc) {
+  for (int i = 0; i < n && i < 16; i++)
+    if (ips[i] == pc)
+      return i;
+  return -1;
+}
+
+uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  *why = GPD_SAMPLE_NO_STATE;
+  gpd_capture_memo_t *m = gpd_thread_memo_peek();
+  if (!g->intern_ok || !m || pc == 0)
+    return 0;
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  if (m->busy && capture_reentered(m, sp)) {
+    /* inside a capture of this thread: known nodes only (capture_nested) */
+    *why = GPD_SAMPLE_NESTED;
+    if (m->busy == GPD_CAPTURE_BUSY_UNWIND)
+      return 0; /* libunwind's per-thread cache is the interrupted one's */
+    uintptr_t ips[NESTED_MAX];
+    int n = unw_backtrace((void **)ips, NESTED_MAX);
+    int i = n > 0 && n < NESTED_MAX ? sample_frame(ips, n, pc) : -1;
+    if (i < 0)
+      return 0;
+    ips[i] = pc + 1; /* the leaf is the pc itself: keyed as pc + 1 - 1 */
+    return capture_find_path(g, &ips[i], n - i);
+  }
+  volatile uint64_t cookie;
+  CAPTURE_BEGIN(m, sp, cookie);
+  int n = unw_backtrace((void **)m->samp_raw, GPD_CAPTURE_WALK_MAX);
+  atomic_signal_fence(memory_order_seq_cst);
+  m->busy = GPD_CAPTURE_BUSY_MEMO;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t leaf = 0;
+  *why = GPD_SAMPLE_NO_FRAME;
+  int i = n > 0 ? sample_frame(m->samp_raw, n, pc) : -1;
+  if (i >= 0) {
+    uintptr_t *buf = &m->samp_raw[i];
+    n -= i;
+    buf[0] = pc + 1;
+    uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
+    uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
+    uint32_t mgen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
+    path_sync(&m->samp, gen, epoch, mgen, 0);
+    int s = gpd_module_cut(buf, n, 0);
+    int depth = n - s;
+    if (depth > GPD_CAPTURE_MAX_DEPTH)
+      depth = GPD_CAPTURE_MAX_DEPTH;
+    if (depth > 0) {
+      int complete;
+      uint32_t node = path_intern(g, &m->samp, &buf[s + depth - 1], (uint32_t)depth, epoch, 0, &complete);
+      *why = GPD_SAMPLE_INCOMPLETE;
+      if (complete) {
+        leaf = node;
+        *why = 0;
+      }
+    }
+  }
+  atomic_signal_fence(memory_order_seq_cst);
+  m->busy = 0;
+  return leaf;
 }
 
 /* Frame-pointer walk: the cheapest possible unwinder, for the bench only

@@ -555,6 +555,7 @@ static void *conn_main(void *arg) {
     while (gpd_shim__control_due(gpd_clock_ns(), &ack))
       if (conn.sock.fd >= 0 && conn_send_ack(&conn.sock, &ack) == -EBADF)
         conn_sock_lost();
+    gpd_cpusample_service();
     if (conn.sock.fd < 0) {
       int rc = conn_attempt();
       conn_first_done();

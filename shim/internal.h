@@ -135,9 +135,14 @@ int gpd_thread_push(const void *rec, size_t len);
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
 /** Cached gettid(). */
 uint32_t gpd_thread_tid(void);
-/** Per-thread capture memo (allocated on first capture; NULL on OOM). */
+/** Per-thread capture memo (allocated on first capture; NULL on OOM).
+ *  Its allocation also starts the thread's CPU sampling timer. */
 struct gpd_capture_memo_s;
 struct gpd_capture_memo_s *gpd_thread_memo(void);
+/** The memo if this thread has one (never allocates: signal handlers). */
+struct gpd_capture_memo_s *gpd_thread_memo_peek(void);
+/** 1 while this thread is inside a push (a handler must not push). */
+int gpd_thread_pushing(void);
 /** Reentrancy guard: returns previous value. */
 int gpd_thread_enter(void);
 void gpd_thread_leave(int prev);
@@ -174,18 +179,27 @@ typedef struct gpd_capture_walk_s {
 /** Per-thread capture state (capture.c), written only by captures on its
  *  own thread; a capture nested in one (signal handler) only reads it.
  *  Invariant after every store: ips/nodes[0..n) is one consistent path. */
-typedef struct gpd_capture_memo_s {
+/** A thread's previous path, root first (call sites and their node ids),
+ *  so that the next capture interns only the suffix that changed. */
+typedef struct gpd_capture_path_s {
   uint32_t gen, epoch;
-  uint32_t mgen;     /* gpd_module__gen the memo was built in */
+  uint32_t mgen;     /* gpd_module__gen the path was built in */
   uint32_t n;        /* frames in the previous path */
   uint32_t verified; /* nodes[0..verified) known announced in epoch */
+  uintptr_t ips[GPD_CAPTURE_MAX_DEPTH];
+  uint32_t nodes[GPD_CAPTURE_MAX_DEPTH];
+} gpd_capture_path_t;
+
+typedef struct gpd_capture_memo_s {
+  gpd_capture_path_t path; /* GPU API captures (gpd_shim_capture) */
+  gpd_capture_path_t samp; /* CPU samples (gpd_capture_sample): their own,
+                              so that samples never evict the API paths */
+  uintptr_t samp_raw[GPD_CAPTURE_WALK_MAX]; /* a sample's backtrace */
   uint32_t busy;     /* 0 or GPD_CAPTURE_BUSY_*: a capture is running */
   uintptr_t busy_sp; /* its frame address (abandoned if ours is not deeper) */
   uintptr_t busy_cookie_at; /* a local of its frame holding busy_cookie */
   uint64_t busy_cookie, seq;
   uint32_t abandoned; /* captures left by longjmp (statistics) */
-  uintptr_t ips[GPD_CAPTURE_MAX_DEPTH];
-  uint32_t nodes[GPD_CAPTURE_MAX_DEPTH];
   /* Verified replay (capture.c): recorded unwinds, round robin. */
   uint32_t walk_next;
   int stack_state;             /* 0 unknown, 1 bounds known, -1 unusable */
@@ -209,8 +223,44 @@ void gpd_capture_init(void);
 uint32_t gpd_capture_module_of(uintptr_t ip, uint64_t *base, int *ok);
 /** Fork child: reset announcement-related state. */
 void gpd_capture_atfork_child(void);
+/** Why gpd_capture_sample gave no node (the sampler counts each). */
+enum {
+  GPD_SAMPLE_NO_STATE = 1,  /* no table or no memo on this thread yet */
+  GPD_SAMPLE_NESTED = 2,    /* inside a capture: its path not all known */
+  GPD_SAMPLE_NO_FRAME = 3,  /* the interrupted frame not found by the unwind */
+  GPD_SAMPLE_INCOMPLETE = 4 /* a node not interned or announced (table full,
+                               ring full, module not in the table yet) */
+};
+/** The calling context of the code a signal interrupted at `pc` (the
+ *  sampler's handler, cpusample.c): unwinds from the handler, keeps the
+ *  frames from the interrupted one outwards (its pc is the leaf's call
+ *  site), cuts shim/vendor frames like a capture, interns the path (own
+ *  per-thread memo) and announces new nodes.  Async-signal-safe: no
+ *  allocation, no lock, no table refresh, no logging.  Returns the leaf
+ *  node, or 0 with *why set (GPD_SAMPLE_*).  Inside an interrupted capture
+ *  of the same thread it answers from known nodes only. */
+uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why);
 /** Pure frame-pointer walk (bench baseline). */
 GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
+
+/* ------------------------------------------------------------ cpusample.c */
+/** Read GPUPROF_CPU_SAMPLING* and install the signal handler (the
+ *  constructor); starts the calling (main) thread's timer. */
+void gpd_cpusample_init(void);
+/** Start the calling thread's CPU-time timer if sampling is on and it has
+ *  none (thread.c, once per thread when its memo is allocated). */
+void gpd_cpusample_thread_start(void);
+/** Delete the calling thread's timer (thread exit; blocks the signal). */
+void gpd_cpusample_thread_stop(void);
+/** Stop sampling in this process (destructor): no more samples pushed. */
+void gpd_cpusample_stop(void);
+/** Fork child: the child has no timers; start one for this thread. */
+void gpd_cpusample_atfork_child(void);
+/** From the sampler: frame ip lies in no known module; ask the connection
+ *  thread to refresh the table (async-signal-safe). */
+void gpd_cpusample_want_module(uintptr_t ip);
+/** Connection thread, every loop: do the refresh asked for above. */
+void gpd_cpusample_service(void);
 
 /* -------------------------------------------------------------- strings.c */
 void gpd_strings_init(void);

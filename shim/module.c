@@ -421,8 +421,8 @@ static int module_announce(module_t *m, uint32_t epoch) {
   return ok;
 }
 
-uint32_t gpd_module_of(uintptr_t ip, uint32_t epoch, uint64_t *base, int *ok) {
-  module_t *m = module_lookup(ip, 1);
+uint32_t gpd_module_of(uintptr_t ip, uint32_t epoch, uint64_t *base, int *ok, int may_sync) {
+  module_t *m = module_lookup(ip, may_sync);
   *ok = 1;
   if (!m) {
     *base = 0;

@@ -83,7 +83,8 @@ int gpd_module_cut_ranges(const uintptr_t *ips, int n, const gpd_module_range_t 
 
 /** Module id of the live module holding `ip` (0 = none) and its load bias
  *  in *base; announces it (MODULE record) in `epoch` if not yet: *ok = 0
- *  when that push failed.  May refresh the table (takes the lock). */
-uint32_t gpd_module_of(uintptr_t ip, uint32_t epoch, uint64_t *base, int *ok);
+ *  when that push failed.  When may_sync, a miss refreshes the table
+ *  (takes the lock); without it the function is async-signal-safe. */
+uint32_t gpd_module_of(uintptr_t ip, uint32_t epoch, uint64_t *base, int *ok, int may_sync);
 
 #endif

@@ -345,6 +345,7 @@ static void atfork_child(void) {
   gpd_strings_atfork_child();
   gpd_conn_atfork_child();
   gpd_shim__control_atfork_child();
+  gpd_cpusample_atfork_child();
   atomic_store(&shim_lazy, 1);
 }
 
@@ -367,6 +368,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
   gpd_strings_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  gpd_cpusample_init();
   for (size_t i = 0; i < SHIM_NBACKENDS; i++) {
     int err = shim_backends[i]->init ? shim_backends[i]->init() : 0;
     if (err)
@@ -377,6 +379,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
 __attribute__((destructor)) static void shim_dtor(void) {
   if (atomic_load(&gpd_shim__g.disabled))
     return;
+  gpd_cpusample_stop();
   for (size_t i = SHIM_NBACKENDS; i-- > 0;)
     if (shim_backends[i]->shutdown)
       shim_backends[i]->shutdown();

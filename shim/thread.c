@@ -38,11 +38,14 @@ static int thread_key_ok;
 
 static void thread_destroy(void *arg) {
   thread_state_t *t = arg;
+  gpd_cpusample_thread_stop(); /* no sample after this (signal blocked) */
   if (t->state == 1 && t->gen == atomic_load(&gpd_shim__g.gen) && gpd_shim_active())
     gpd_producer_retire(&t->p);
   t->state = 0;
-  free(t->memo);
+  gpd_capture_memo_t *m = t->memo;
   t->memo = NULL;
+  atomic_signal_fence(memory_order_seq_cst);
+  free(m);
   t->key_set = 0;
 }
 
@@ -148,11 +151,18 @@ static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
 gpd_capture_memo_t *gpd_thread_memo(void) {
   if (__builtin_expect(tls.memo != NULL, 1))
     return tls.memo;
-  tls.memo = calloc(1, sizeof *tls.memo); /* once per thread: slow path */
-  if (tls.memo)
+  gpd_capture_memo_t *m = calloc(1, sizeof *m); /* once per thread: slow path */
+  if (m) {
     thread_register();
-  return tls.memo;
+    tls.memo = m;
+    gpd_cpusample_thread_start();
+  }
+  return m;
 }
+
+gpd_capture_memo_t *gpd_thread_memo_peek(void) { return tls.memo; }
+
+int gpd_thread_pushing(void) { return tls.pushing; }
 
 /* A wrapper left by longjmp never calls gpd_thread_leave: a guard set
  * by an enter whose frame address is at or below ours (the stack grows

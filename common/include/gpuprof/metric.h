@@ -7,6 +7,14 @@
  * operations.  Kernel characteristics (GKER:THR_REG ... GKER:OCC_THR) are
  * accumulated as sums over launches; the report shows them divided by
  * GKER:COUNT (per-launch mean) -- see gpd_metric_is_mean().
+ *
+ * The daemon's metric pool keeps a 64-bit mask of the ids a node holds
+ * (daemon/profile.c), so every metric the daemon attributes must have an
+ * id below 64.  The metrics from GINST on are computed by the CLI from the
+ * pcsample tables and never stored (no stored row names their ids), so
+ * CPUTIME (HPCToolkit's hpcrun event of the same name: CPU time from
+ * samples of each thread's CPU-time clock, shown in seconds) went in before
+ * them, at id 51; metrics the daemon never holds go at the end.
  */
 #ifndef GPUPROF_METRIC_H
 #define GPUPROF_METRIC_H
@@ -85,6 +93,7 @@ typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 
   X(GKER_BLK_SM, "GKER:BLK_SM", GPD_UNIT_MEAN, "GPU kernel: block local memory (bytes)") \
   X(GKER_COUNT, "GKER:COUNT", GPD_UNIT_COUNT, "GPU kernel: launch count")            \
   X(GKER_OCC_THR, "GKER:OCC_THR", GPD_UNIT_MEAN, "GPU kernel: theoretical occupancy (fraction)") \
+  X(CPUTIME, "CPUTIME", GPD_UNIT_NS, "CPU time: samples of each thread's CPU-time clock") \
   X(GINST, "GINST", GPD_UNIT_COUNT, "GPU instructions executed (PC samples)")       \
   X(GINST_STL_ANY, "GINST:STL_ANY", GPD_UNIT_COUNT, "GPU instruction stalls: any")  \
   GPD_STALL_METRICS(X)                                                              \
@@ -98,6 +107,9 @@ typedef enum gpd_metric_e {
 #undef GPD_METRIC_ENUM
   GPD_M__COUNT
 } gpd_metric_t;
+
+/* Ids the daemon attributes fit its 64-bit pool masks (see above). */
+_Static_assert(GPD_M_CPUTIME < 64, "daemon metric ids < 64");
 
 /** Metric descriptor. */
 typedef struct gpd_metric_desc_s {

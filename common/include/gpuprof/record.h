@@ -43,7 +43,8 @@ typedef enum gpd_rec_type_e {
   GPD_REC_PCSAMPLE = 7, /* aggregated GPU PC samples           (1 slot)  */
   GPD_REC_PCSTATS = 8,  /* GPU PC sampling totals of a device  (1 slot)  */
   GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (1 slot)  */
-  GPD_REC_TYPE_MAX = 10
+  GPD_REC_CPUSAMPLE = 10, /* CPU-time sample of a thread       (1 slot)  */
+  GPD_REC_TYPE_MAX = 11
 } gpd_rec_type_t;
 
 /** GPU programming interfaces. */
@@ -250,7 +251,29 @@ typedef struct gpd_rec_cubin_s {
   uint8_t pad[16];
 } gpd_rec_cubin_t;
 
+/** CPUSAMPLE: thread `tid` was found in CCT context `node` by the CPU-time
+ *  sampler (shim/cpusample.c) at host time `ts` ns; `weight` ns of that
+ *  thread's CPU time are attributed to it (the timer period times the
+ *  expirations this sample stands for: 1 + the timer's overrun count,
+ *  `expirations`).  Only pushed when the region's daemon accepts the type
+ *  (gpd_region_hdr_t.rec_types > GPD_REC_CPUSAMPLE). */
+typedef struct gpd_rec_cpusample_s {
+  gpd_rec_hdr_t h;
+  uint32_t node;
+  uint32_t tid;
+  uint64_t ts;
+  uint64_t weight;      /* ns of CPU time, > 0 */
+  uint32_t expirations; /* >= 1 */
+  uint8_t pad[28];
+} gpd_rec_cpusample_t;
+
+/** Most CPU time one CPUSAMPLE may carry (ns): 1 s.  The sampler's period
+ *  is at most 1 s and a timer's overrun is capped by the shim so that a
+ *  corrupt or hostile record cannot add years of CPU time to a context. */
+#define GPD_CPUSAMPLE_MAX_WEIGHT 1000000000ull
+
 _Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
+_Static_assert(sizeof(gpd_rec_cpusample_t) == 64, "cpusample");
 _Static_assert(sizeof(gpd_rec_pcsample_t) == 64, "pcsample");
 _Static_assert(sizeof(gpd_rec_pcstats_t) == 64, "pcstats");
 _Static_assert(sizeof(gpd_rec_cubin_t) == 64, "cubin");

@@ -66,6 +66,8 @@ typedef struct gpd_region_hdr_s {
   _Atomic uint64_t next_corr;     /* shim's correlation counter (survives daemon restart) */
   _Atomic uint32_t next_node;     /* shim's last node id */
   _Atomic uint32_t next_string;   /* shim's last string / module id */
+  uint32_t rec_types; /* daemon: record types it accepts (its GPD_REC_TYPE_MAX);
+                         0 from a daemon before this field: no CPUSAMPLE */
 } gpd_region_hdr_t;
 
 /** One ring's control block, 4 cache lines so producer and consumer

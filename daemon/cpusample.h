@@ -1,0 +1,66 @@
+/* cpusample.h - CPU-time samples of one process (CPUSAMPLE records of the
+ * shim's sampler, shim/cpusample.c): CPUTIME in the process's CCT and the
+ * per-thread CPU sample trace (cpusample.c).
+ * Lock: the daemon lock, like profile.h. */
+#ifndef GPD_DAEMON_CPUSAMPLE_H
+#define GPD_DAEMON_CPUSAMPLE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+struct gpd_profile_s;
+
+/** Most CPUSAMPLE records of one process waiting for their NODE; past it a
+ *  sample goes to <unknown context> at once (never lost). */
+#define GPD_CPS_MAX_PENDING 65536u
+/** Default of [store] cpu_sample_trace_max_rows. */
+#define GPD_CPS_TRACE_MAX_DEFAULT 1000000u
+
+/** Most trace rows kept per profile (the daemon sets it from its config;
+ *  0: no CPU sample trace).  Samples past it still add CPUTIME and are
+ *  counted in trace_dropped. */
+extern _Atomic uint64_t gpd_cpusample_trace_max;
+
+/** One CPU sample of the trace: thread, time (ns, gpuprof clock) and the
+ *  Merkle context id of the CCT node it was attributed to. */
+typedef struct gpd_cps_row_s {
+  uint64_t ts, ctx;
+  uint32_t tid;
+} gpd_cps_row_t;
+
+/** What one flush writes: trace rows since the previous snapshot and the
+ *  totals (written whole). */
+typedef struct gpd_cps_snap_s {
+  gpd_cps_row_t *rows;
+  uint32_t nrows;
+  int have;                 /* the process had samples: write the totals */
+  uint64_t samples;         /* CPUSAMPLE records attributed */
+  uint64_t cputime_ns;      /* their weight: the process's CPUTIME */
+  uint64_t trace_rows;      /* rows kept (stored or in this snapshot) */
+  uint64_t trace_dropped;   /* rows not kept: the bound */
+  uint64_t unknown;         /* samples whose node never came: <unknown context> */
+} gpd_cps_snap_t;
+
+typedef struct gpd_cpusample_s gpd_cpusample_t;
+
+/** Attribute a validated CPUSAMPLE record: weight ns to CPUTIME of the
+ *  node the shim announced as r->node (kept pending until it is placed),
+ *  and a trace row.  Allocates p's state on first use; on -ENOMEM the
+ *  sample goes to <unknown context>. */
+void gpd_cpusample_ingest(struct gpd_profile_s *p, const void *rec);
+/** Attribute pending samples whose node was placed since; force: all of
+ *  them (the rest to <unknown context>), at the process's end. */
+void gpd_cpusample_retry(struct gpd_profile_s *p, int force);
+/** Move the new rows and the totals into *out.  0 or -ENOMEM. */
+int gpd_cpusample_snap(gpd_cpusample_t *cs, gpd_cps_snap_t *out);
+/** A snapshot that was not committed: put its rows back. */
+void gpd_cpusample_unsnap(gpd_cpusample_t *cs, gpd_cps_snap_t *s);
+void gpd_cpusample_snap_free(gpd_cps_snap_t *s);
+void gpd_cpusample_free(gpd_cpusample_t *cs);
+/** Write a snapshot inside the caller's transaction (tables
+ *  trace_cpu_sample and cpu_sample_stat, docs/FORMATS.md).  0 or -EIO. */
+int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s);
+
+#endif

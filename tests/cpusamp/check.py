@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""check.py - assertions on a profile with CPU samples (tests/cpusamp/cpusamp.sh).
+
+  check.py DB ratio FA FB R CPU_NS HZ MAIN_CPU_NS
+      CPUTIME under FA : under FB is R : 1 within 4 standard errors of the
+      sampled fraction (binomial: sd = sqrt(p (1 - p) / n), p = R / (R + 1),
+      n = timer expirations under FA or FB = their CPUTIME / period: the
+      kernel checks CPU timers at its tick, so one signal may stand for
+      several expirations, and the record says how many), at least 90 % of CPUTIME lies under FA or
+      FB, the total CPUTIME is at least 90 % of the main thread's CPU time
+      from main() on (MAIN_CPU_NS: the part the timer surely saw; startup
+      before the constructor, a sanitizer's runtime and the shim's own
+      thread are not sampled) and at most the process's CPU time (getrusage,
+      CPU_NS) plus two periods, and there is one
+      trace row per attributed sample (cpu_sample_stat).
+  check.py DB threads FA TID_A FB TID_B HZ
+      every sample under FA is thread TID_A's and every one under FB is
+      TID_B's; each thread has at least 70 % of its 200 ms as CPUTIME.
+  check.py DB off
+      no CPUTIME value and no trace row.
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from gpdq import Profile, fail  # noqa: E402
+
+
+def main():
+    db, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    p = Profile(db)
+    cpu = p.values("CPUTIME")
+    rows = p.db.execute("SELECT tid, ts_ns, node FROM trace_cpu_sample").fetchall()
+    if mode == "off":
+        print("off: %d CPUTIME values, %d trace rows" % (len(cpu), len(rows)))
+        if cpu or rows:
+            fail("CPU samples recorded without GPUPROF_CPU_SAMPLING")
+        return
+    total = sum(cpu.values())
+    under = {}
+
+    def under_of(c):
+        if c not in under:
+            fns = p.path_functions(c)
+            under[c] = next((f for f in args if f in fns), None)
+        return under[c]
+
+    stat = p.db.execute("SELECT SUM(samples), SUM(cputime_ns), SUM(trace_rows), SUM(trace_dropped),"
+                        " SUM(unknown) FROM cpu_sample_stat").fetchone()
+    print("CPUTIME total %.1f ms in %d contexts, %d trace rows, stat %s" % (total / 1e6, len(cpu), len(rows), stat))
+    if not stat or stat[0] is None:
+        fail("no cpu_sample_stat row")
+    if stat[2] != len(rows) or stat[0] != len(rows) or stat[3] != 0:
+        fail("trace rows %d vs samples %s / kept %s / dropped %s" % (len(rows), stat[0], stat[2], stat[3]))
+    if abs(stat[1] - total) > 1:
+        fail("cpu_sample_stat says %s ns, CPUTIME metric %g" % (stat[1], total))
+    if mode == "ratio":
+        fa, fb, r, cpu_ns, hz = args[0], args[1], float(args[2]), float(args[3]), float(args[4])
+        wa = sum(v for c, v in cpu.items() if under_of(c) == fa)
+        wb = sum(v for c, v in cpu.items() if under_of(c) == fb)
+        na = sum(1 for t, ts, c in rows if under_of(c) == fa)
+        nb = sum(1 for t, ts, c in rows if under_of(c) == fb)
+        hz = float(args[4])
+        n = (wa + wb) * hz / 1e9
+        if na + nb == 0 or wb == 0:
+            fail("no samples under %s / %s (%d, %d)" % (fa, fb, na, nb))
+        pexp = r / (r + 1)
+        frac = wa / (wa + wb)
+        sd = math.sqrt(pexp * (1 - pexp) / n)
+        print("%s %.1f ms (%d samples), %s %.1f ms (%d samples), %.0f expirations: fraction %.3f, "
+              "expected %.3f +- %.3f (4 sd)" % (fa, wa / 1e6, na, fb, wb / 1e6, nb, n, frac, pexp, 4 * sd))
+        if abs(frac - pexp) > 4 * sd:
+            fail("CPUTIME fraction under %s is %.3f, expected %.3f +- %.3f" % (fa, frac, pexp, 4 * sd))
+        if (wa + wb) < 0.9 * total:
+            fail("only %.1f%% of CPUTIME under %s or %s" % (100 * (wa + wb) / total, fa, fb))
+        period = 1e9 / hz
+        main_ns = float(args[5])
+        print("CPUTIME %.1f ms vs process CPU %.1f ms (getrusage), main thread from main() %.1f ms"
+              % (total / 1e6, cpu_ns / 1e6, main_ns / 1e6))
+        if not 0.9 * main_ns <= total <= cpu_ns + 2 * period:
+            fail("CPUTIME %.1f ms not within [90%% of the main thread's %.1f ms, the process's %.1f ms "
+                 "+ 2 periods]" % (total / 1e6, main_ns / 1e6, cpu_ns / 1e6))
+    elif mode == "threads":
+        fa, ta, fb, tb = args[0], int(args[1]), args[2], int(args[3])
+        for f, t in ((fa, ta), (fb, tb)):
+            mine = [(tid, c) for tid, ts, c in rows if under_of(c) == f]
+            w = sum(v for c, v in cpu.items() if under_of(c) == f)
+            tids = sorted(set(tid for tid, c in mine))
+            print("%s: %d samples, %.1f ms, threads %s (want %d)" % (f, len(mine), w / 1e6, tids, t))
+            if tids != [t]:
+                fail("samples under %s come from threads %s, expected only %d" % (f, tids, t))
+            if w < 0.7 * 200e6:
+                fail("%s has %.1f ms of CPUTIME, expected about 200" % (f, w / 1e6))
+    else:
+        fail("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+/* cpusamp-app.c - a CPU-bound program of known structure for the CPU
+ * sampling tests (tests/cpusamp/cpusamp.sh).
+ *
+ *   cpusamp-app ratio     burn_a 300 ms then burn_b 100 ms of thread CPU
+ *                          time on the main thread
+ *   cpusamp-app threads   burn_a 200 ms on the main thread while a second
+ *                          thread burns burn_b 200 ms; the worker first
+ *                          makes one capture (what a GPU API call does:
+ *                          the shim starts sampling a thread when it first
+ *                          sees it)
+ *   cpusamp-app nested    the sampling signal arrives while the thread is
+ *                          inside a capture (the shim's capture hook burns
+ *                          30 ms of CPU in the middle of it): the capture
+ *                          gives the same node every time, and the shim
+ *                          counts the nested samples it declined
+ *   cpusamp-app signals   ratio, while the program itself takes SIGALRM
+ *                          (ITIMER_REAL) and SIGPROF (ITIMER_PROF) every
+ *                          millisecond and sleeps in between bursts; it
+ *                          checks its handlers ran and its sums are exact
+ *
+ * Prints "cpu_ns=N" (getrusage: user + system time of the whole process at
+ * the end), "main_cpu_ns=M" (the main thread's CPU time since main began), "sum=S" (a deterministic checksum) and, for threads, the two
+ * thread ids "tid_main=A tid_worker=B".  Exit 0 when the program's own
+ * checks pass.  Without the shim it runs the same (the capture is skipped).
+ */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The busy loop, inlined into each burner so that their samples' leaf
+ * frames are the burners themselves. */
+static volatile uint64_t sink;
+static inline __attribute__((always_inline)) uint64_t spin(uint64_t ms, uint64_t seed) {
+  uint64_t end = thread_cpu_ns() + ms * 1000000ull, x = seed;
+  while (thread_cpu_ns() < end)
+    for (int i = 0; i < 1000; i++)
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+  sink = x; /* the iteration count varies with the machine: not returned */
+  return seed * 1000003ull;
+}
+
+__attribute__((noinline)) uint64_t burn_a(uint64_t ms) { return spin(ms, 1); }
+__attribute__((noinline)) uint64_t burn_b(uint64_t ms) { return spin(ms, 2); }
+
+static volatile sig_atomic_t alrm_n, prof_n;
+static void on_alrm(int s) { (void)s; alrm_n++; }
+static void on_prof(int s) { (void)s; prof_n++; }
+
+static void *worker(void *arg) {
+  uint64_t *out = arg;
+  /* the shim samples a thread once it has seen it (its first capture) */
+  int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+  uint32_t (*capture)(void) = (uint32_t (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_capture");
+  if (active && capture) {
+    for (int i = 0; i < 500 && !active(); i++)
+      usleep(10000);
+    capture();
+  }
+  out[0] = (uint64_t)syscall(SYS_gettid);
+  out[1] = burn_b(200);
+  return NULL;
+}
+
+static void hook_burn(void) { sink = burn_b(30); }
+
+/* Every capture from one call site (a loop the compiler cannot split:
+ * the hook's bound is volatile). */
+static volatile int n_hooked = 5;
+__attribute__((noinline)) static void capture_many(uint32_t (*capture)(void), void (*volatile *hook)(void),
+                                                   uint32_t *out, int n) {
+  for (int k = 0; k < n; k++) {
+    *hook = k < n_hooked ? hook_burn : NULL;
+    out[k] = capture();
+  }
+  *hook = NULL;
+}
+
+static int nested(void) {
+  int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+  uint32_t (*capture)(void) = (uint32_t (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_capture");
+  void (*volatile *hook)(void) = (void (*volatile *)(void))dlsym(RTLD_DEFAULT, "gpd_shim__capture_hook");
+  int (*stats)(uint64_t *) = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_stats");
+  if (!active || !capture || !hook || !stats) {
+    printf("sum=0\nnested: no shim\n");
+    return 0;
+  }
+  for (int i = 0; i < 500 && !active(); i++)
+    usleep(10000);
+  /* the first captures (a replay miss each) run the hook, the last one
+   * runs without it */
+  uint32_t nodes[6];
+  capture_many(capture, hook, nodes, 6);
+  uint32_t first = nodes[0];
+  int same = 1;
+  for (int k = 0; k < 6; k++) {
+    same &= nodes[k] == first && first != 0;
+    if (getenv("CPUSAMP_DEBUG"))
+      fprintf(stderr, "capture %d: node %u\n", k, nodes[k]);
+  }
+  uint64_t st[9];
+  stats(st);
+  printf("sum=0\nnested: node %u same %d, signals %llu, pushed %llu, declined nested %llu\n", first, same,
+         (unsigned long long)st[0], (unsigned long long)st[1], (unsigned long long)st[7]);
+  if (!same) {
+    fprintf(stderr, "cpusamp-app: a capture interrupted by samples gave another node\n");
+    return 4;
+  }
+  if (st[7] == 0) {
+    fprintf(stderr, "cpusamp-app: no sample arrived inside a capture (none declined as nested)\n");
+    return 5;
+  }
+  return 0;
+}
+
+static uint64_t cpu_ns(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+         ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+int main(int argc, char **argv) {
+  uint64_t main0 = thread_cpu_ns();
+  const char *mode = argc > 1 ? argv[1] : "ratio";
+  uint64_t sum = 0;
+  if (strcmp(mode, "nested") == 0)
+    return nested();
+  if (strcmp(mode, "threads") == 0) {
+    /* the main thread waits for the region too, so both are sampled */
+    int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+    for (int i = 0; active && i < 500 && !active(); i++)
+      usleep(10000);
+    pthread_t t;
+    uint64_t w[2];
+    if (pthread_create(&t, NULL, worker, w) != 0)
+      return 2;
+    sum = burn_a(200);
+    pthread_join(t, NULL);
+    sum ^= w[1];
+    printf("tid_main=%ld tid_worker=%llu\n", (long)syscall(SYS_gettid), (unsigned long long)w[0]);
+  } else if (strcmp(mode, "signals") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alrm; /* no SA_RESTART: the program copes with EINTR itself */
+    sigaction(SIGALRM, &sa, NULL);
+    sa.sa_handler = on_prof;
+    sigaction(SIGPROF, &sa, NULL);
+    struct itimerval it = {{0, 1000}, {0, 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    setitimer(ITIMER_PROF, &it, NULL);
+    for (int k = 0; k < 3; k++) {
+      sum ^= burn_a(100);
+      struct timespec ts = {0, 2000000};
+      while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    }
+    sum ^= burn_b(100);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    setitimer(ITIMER_PROF, &off, NULL);
+    printf("alrm=%d prof=%d\n", (int)alrm_n, (int)prof_n);
+    if (alrm_n == 0 || prof_n == 0) {
+      fprintf(stderr, "cpusamp-app: the program's own timers did not fire\n");
+      return 3;
+    }
+  } else {
+    sum = burn_a(300);
+    sum ^= burn_b(100);
+  }
+  printf("sum=%llu\n", (unsigned long long)sum);
+  printf("main_cpu_ns=%llu\n", (unsigned long long)(thread_cpu_ns() - main0));
+  printf("cpu_ns=%llu\n", (unsigned long long)cpu_ns());
+  return 0;
+}

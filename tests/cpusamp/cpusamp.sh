@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# CPU-time sampling end to end (docs/SHIM.md "CPU sampling"):
+#   ratio    `gpuprof record` of burn_a 300 ms / burn_b 100 ms at 1000 Hz:
+#            CPUTIME 3:1 within the sampling error, the total close to the
+#            process's own CPU time (getrusage), one trace row per sample
+#   threads  a private gpuprofd, two threads: each thread's samples carry
+#            its tid and lie under its own burner
+#   signals  the program takes SIGALRM and SIGPROF every ms itself: its
+#            output is unchanged and the samples are still 3:1
+#   nested   samples that arrive inside a capture of the same thread are
+#            declined (counted) and the capture's answer is unchanged
+#   off      no GPUPROF_CPU_SAMPLING: no CPUTIME, no trace rows
+#   takeover sampling on SIGPROF, which the program then takes for its own
+#            handler: the shim notices, stops sampling (one log line) and
+#            the program's output is unchanged
+source "$(dirname "$0")/../integration/lib.sh" "$1"
+MODE=$2
+APP=$(app cpusamp-app)
+CHECK="$PY $(dirname "$0")/check.py"
+HZ=1000
+
+ARG=${MODE/off/ratio}
+ARG=${ARG/takeover/signals}
+bare=$("$APP" "$ARG" | grep '^sum=') || die "the program fails without the shim"
+case $MODE in
+nested)
+  export GPUPROF_CPU_SAMPLING=$HZ
+  "$GPUPROF" record -o "$T/c.gpdb" -- "$APP" nested >"$T/app.out" 2>"$T/rec.err" ||
+    { cat "$T/app.out" "$T/rec.err"; die "nested run failed"; }
+  cat "$T/app.out"
+  grep -q "same 1" "$T/app.out" || die "no nested check ran"
+  echo "PASS cpusamp.$MODE"
+  exit 0
+  ;;
+ratio|signals|off|takeover)
+  [ "$MODE" = off ] || export GPUPROF_CPU_SAMPLING=$HZ
+  [ "$MODE" != takeover ] || export GPUPROF_CPU_SAMPLING_SIGNAL=PROF
+  out=$("$GPUPROF" record -o "$T/c.gpdb" -- "$APP" "$ARG" 2>"$T/rec.err") ||
+    { cat "$T/rec.err"; die "record failed"; }
+  cat "$T/rec.err"
+  echo "$out"
+  echo "$out" | grep -qxF "$bare" || die "program output changed under the shim: '$out' vs '$bare'"
+  cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
+  main_cpu=$(echo "$out" | sed -n 's/^main_cpu_ns=//p')
+  if [ "$MODE" = off ]; then
+    $CHECK "$T/c.gpdb" off
+  elif [ "$MODE" = takeover ]; then
+    grep -q "own handler for signal $(kill -l PROF); sampling stops" "$T/rec.err" ||
+      die "the shim did not say it stopped sampling"
+  else
+    $CHECK "$T/c.gpdb" ratio burn_a burn_b 3 "$cpu" $HZ "$main_cpu"
+  fi
+  ;;
+threads)
+  export GPUPROF_CPU_SAMPLING=$HZ
+  start_daemon "$T/c.sock" "$T/c.gpdb"
+  preload_bg "$T/c.sock" "$T/app.out" "$APP" threads
+  wait_exit "$APID" "cpusamp-app threads"
+  [ "$RC" -eq 0 ] || { cat "$T/app.out.err"; die "app exited $RC"; }
+  cat "$T/app.out"
+  stop_daemon
+  tm=$(sed -n 's/.*tid_main=\([0-9]*\).*/\1/p' "$T/app.out")
+  tw=$(sed -n 's/.*tid_worker=\([0-9]*\).*/\1/p' "$T/app.out")
+  $CHECK "$T/c.gpdb" threads burn_a "$tm" burn_b "$tw" $HZ
+  ;;
+*) die "unknown mode $MODE" ;;
+esac
+"$GPUPROF" report --metric CPUTIME "$T/c.gpdb" >"$T/report.txt" || die "report failed"
+if [ "$MODE" != off ] && [ "$MODE" != takeover ]; then
+  grep -q "CPUTIME" "$T/report.txt" || { cat "$T/report.txt"; die "report has no CPUTIME column"; }
+  grep -q "burn_a" "$T/report.txt" || { cat "$T/report.txt"; die "report does not show burn_a"; }
+fi
+echo "PASS cpusamp.$MODE"
