@@ -249,7 +249,7 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
   }
   char tb[32];
   gpd_render_value(tb, sizeof tb, GPD_M_GKER, gker);
-  fprintf(f, "== %s\n   %s in %.0f launches, %.0f PC samples", name, tb, count, k->total);
+  fprintf(f, "== %s\n   GKER %s s in %.0f launches, %.0f PC samples", name, tb, count, k->total);
   if (L->threads > 0)
     fprintf(f, "; %.0f blocks x %.0f threads, %.0f registers, %.0f B shared", L->blocks,
             L->threads, L->regs, L->smem_static + L->smem_dynamic);

@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 status=0
 # the daemon's decoders of client bytes (frames, ring records), then the
 # analyzer's (GPU binaries, merge parts)
-for t in fuzz-frame fuzz-record fuzz-cubin fuzz-mpart; do
+for t in fuzz-frame fuzz-record fuzz-cubin fuzz-mpart fuzz-advisor; do
   bin=$build/bin/$t
   if [ ! -x "$bin" ]; then
     echo "run-bounded: $bin missing (configure with -DGPD_FUZZ=ON -DCMAKE_C_COMPILER=clang)" >&2

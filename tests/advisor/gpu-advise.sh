@@ -22,6 +22,7 @@ CASES=${CASES:-coalesce spill occupancy diverge unroll}
   date -u; nvidia-smi -L; "$NVD" --version | tail -1
   echo "== bare timings (ms per launch), ${ROUNDS:-3} alternating rounds"
   for r in $(seq 1 "${ROUNDS:-3}"); do
+    [ "${ROUNDS:-3}" = 0 ] && break
     for c in $CASES; do "$D" $c bad 40; "$D" $c fixed 40; done
   done | tee "$F/timings.txt"
   for c in $CASES; do
@@ -64,6 +65,8 @@ PY
   du -sh "$F/torch" "$F/torch/gpubins"
   "$ADV" advise --kernels 3 --top 4 "$F/torch/torch.gpdb" >/dev/null; echo "re-read rc=$?"
 } 2>&1 | tee "$O/log.txt"
-# keep what re-reads the profiles here: the sampled gpubins and their text
-(cd "$O" && find f -name '*.gpubin' -size +20M -delete; tar czf advise.tgz f)
+# two files back: the defects (profiles, gpubins, nvdisasm text, reports)
+# and the PyTorch reports with the profile (its gpubins stay: too large)
+(cd "$O" && tar czf defects.tgz --exclude=f/torch f && tar czf torch.tgz --exclude='*.gpubin' f/torch &&
+  rm -rf f)
 ls -la "$O"

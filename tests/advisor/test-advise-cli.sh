@@ -82,6 +82,18 @@ setup
 sqlite3 "$T/p/known.gpdb" "delete from pcsample" || fail "sqlite3"
 "$GPUPROF" advise "$T/p/known.gpdb" | grep -q "no PC samples" || fail "empty profile"
 "$GPUPROF" advise --json "$T/p/known.gpdb" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["kernels"] == []' || fail "empty json"
+# the five defect kernels recorded on the H100 (tests/advisor/advise-defects.cu,
+# docs/ADVISOR.md): the real fix ranks first
+rm -rf "$T/d"; cp -r "$(dirname "$0")/fixtures/h100" "$T/d"; chmod -R u+w "$T/d"
+for want in "coalesce:Global Memory Coalescing" "spill:Register Reuse" \
+            "occupancy:Thread Increase" "diverge:Warp Balance" "unroll:Loop Unrolling"; do
+  c=${want%%:*}; o=${want#*:}
+  "$GPUPROF" advise --json --kernels 1 "$T/d/$c.gpdb" >"$T/$c.json" || fail "advise $c"
+  python3 -c 'import json, sys
+k = json.load(open(sys.argv[1]))["kernels"][0]
+assert k["advice"][0]["optimization"] == sys.argv[2], (k["mangled"], k["advice"][0])
+assert k["control_bits"] and k["launch"]["sm"] == 90' "$T/$c.json" "$o" || fail "$c: $o not first"
+done
 # not a profile
 echo "not a database" >"$T/bad.gpdb"
 "$GPUPROF" advise "$T/bad.gpdb" >/dev/null 2>&1 && fail "garbage profile accepted"
