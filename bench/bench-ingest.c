@@ -248,6 +248,73 @@ static void run_monitor(const char *name, unsigned nodes, unsigned inflight) {
   gpd_registry_free_proc(p);
 }
 
+/* Monitor threads: nprocs processes with pre-filled rings drained by
+ * gpd_monitor_pass with nthreads monitor threads (the calling thread and
+ * nthreads - 1 helpers, gpd_monitor_helpers_start).  Wall rate, and CPU
+ * time of the whole process (every monitor thread) per record. */
+#define TSLOTS (1u << 19)
+static void run_threads(unsigned nthreads, unsigned nprocs) {
+  static gpd_daemon_t d;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.lock, NULL);
+  pthread_cond_init(&d.writer_cv, NULL);
+  gpd_proc_t *ps[16];
+  gpd_producer_t prod[16];
+  for (unsigned k = 0; k < nprocs; k++) {
+    gpd_proc_t *p = ps[k] = calloc(1, sizeof *p);
+    if (p == NULL || gpd_region_create(&p->region, 1, TSLOTS, 1, 1) < 0 ||
+        gpd_profile_init(&p->prof, k + 1) < 0) {
+      fprintf(stderr, "region\n");
+      exit(1);
+    }
+    p->has_region = 1;
+    p->state = GPD_PROC_RUNNING;
+    if (gpd_registry_cursors(p) < 0)
+      exit(1);
+    p->next = d.procs;
+    d.procs = p;
+    d.nprocs++;
+    gpd_producer_claim(&p->region, &prod[k], 1);
+    announce(&p->prof, 4096);
+  }
+  if (gpd_monitor_helpers_start(&d, nthreads) < 0)
+    exit(1);
+  unsigned pairs = TSLOTS / 3 - 16;
+  double total_t = 0, total_c = 0;
+  uint64_t total_r = 0;
+  for (int rep = 0; rep < 5; rep++) {
+    for (unsigned k = 0; k < nprocs; k++)
+      fill(&prod[k], &prod[k], pairs, 4096);
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    double t0 = now_s();
+    uint64_t recs = 0, n;
+    while ((n = gpd_monitor_pass(&d)) > 0)
+      recs += n;
+    double t = now_s() - t0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    for (unsigned k = 0; k < nprocs; k++)
+      gpd_ring_release(&ps[k]->region, 0, ps[k]->cursor[0]);
+    if (rep > 0) {
+      total_t += t;
+      total_c += (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+      total_r += recs;
+    }
+  }
+  gpd_monitor_helpers_stop(&d);
+  double kcount = 0;
+  for (unsigned k = 0; k < nprocs; k++)
+    for (uint32_t i = 0; i < ps[k]->prof.nnodes; i++)
+      kcount += gpd_node_metric(&ps[k]->prof, &ps[k]->prof.nodes[i], GPD_M_GKER_COUNT);
+  char name[64];
+  snprintf(name, sizeof name, "monitor threads: %u, %u processes", nthreads, nprocs);
+  row(name, 4096, total_r, total_t, total_c, kcount == 5.0 * pairs * nprocs);
+  for (unsigned k = 0; k < nprocs; k++)
+    gpd_registry_free_proc(ps[k]);
+  pthread_mutex_destroy(&d.lock);
+  pthread_cond_destroy(&d.writer_cv);
+}
+
 int main(int argc, char **argv) {
   only = argc > 1 ? argv[1] : NULL;
   printf("daemon ingest, one monitor thread (consume + attribute), 4 timed rounds; "
@@ -267,6 +334,15 @@ int main(int argc, char **argv) {
     run_monitor("monitor path (pairs)", 4096, 0);
     run_monitor("monitor path (pairs)", 64, 1000);
     run_monitor("monitor path (pairs)", 64, 100000);
+  }
+  if (wanted("monitor threads")) { /* alternating, so load changes hit both */
+    double la[3] = {0};
+    if (getloadavg(la, 3) > 0)
+      printf("| load average %.2f before the monitor-thread rows (CPU ns: all threads) |\n", la[0]);
+    for (int r = 0; r < 2; r++) {
+      run_threads(1, 4);
+      run_threads(2, 4);
+    }
   }
   printf("target: >= 25 M records/s per monitor thread for pairs, >= 10 M for activities first "
          "(docs/PERFORMANCE.md, issue 13)\n");

@@ -102,6 +102,8 @@ static const conf_key_t config_keys[] = {
      "members see every process; \"\" = root only"},
     {"monitor", "poll_interval_us", CT_DURATION, 10, 1000000, NS_US, "200", F(poll_us),
      CF_LIVE, "idle poll interval of the monitor thread"},
+    {"monitor", "threads", CT_UINT, 1, 8, 0, "1", F(monitor_threads), 0,
+     "monitor threads draining the rings (processes split between them)"},
     {"devices", "interval_ms", CT_DURATION, 0, 3600000, NS_MS, "1000", F(dev_interval_ms), 0,
      "device and PAPI sampling period; 0 = no device monitoring"},
     {"devices", "nvml_library", CT_STRING, 0, 0, 0, "libnvidia-ml.so.1", F(dev_nvml_lib), 0,

@@ -29,6 +29,7 @@ typedef struct gpd_config_s {
   int log_level;             /* [daemon] log_level = warn  live */
   uint32_t max_clients;      /* [daemon] max_clients = 4096 */
   uint32_t poll_us;          /* [monitor] poll_interval_us = 200 live */
+  uint32_t monitor_threads;  /* [monitor] threads = 1 (1..8) */
   /* Connection limits (client.c, server.c; docs/SERVICE.md "Connection
    * limits").  Not live: a reload does not change them. */
   uint32_t max_clients_per_uid;     /* [daemon] max_clients_per_uid = 1024 (root exempt) */

@@ -5,7 +5,8 @@
  *   monitor  drains every registered region's rings, attributes records
  *   writer   persists dirty profiles to SQLite every flush_ms
  * All shared state (the registry and every profile in it) is guarded by
- * gpd_daemon_t.lock.  The monitor holds it per process per pass; queries
+ * gpd_daemon_t.lock.  The monitor holds it for a pass (helper monitors
+ * drain under the leader's hold, monitor.c); queries
  * and the writer take it briefly (the writer copies, then writes outside).
  * Each noun has its own header saying which lock its functions need.
  */
@@ -53,6 +54,7 @@ typedef struct gpd_daemon_s {
   int writer_stop;      /* writer: last flush, then exit */
   int shutting_down;    /* main: closing connections does not end processes */
   pthread_t monitor_tid, writer_tid;
+  struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */
   int monitor_started, writer_started;
   gpd_store_t *store;
   gpd_devices_t *devices; /* device monitoring (devices.c) */

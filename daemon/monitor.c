@@ -18,9 +18,22 @@
  * reached EOF is drained to empty, finished (unmatched activities ->
  * <unknown context>) and handed to the writer, which releases and unmaps
  * its region after the final commit.  Idle: sleep poll_us.
+ *
+ * Several monitor threads ([monitor] threads = N): thread 0 leads each
+ * pass.  It takes the daemon lock, lists the RUNNING/ENDING processes and
+ * hands the list to the N - 1 helpers; every thread claims processes one
+ * at a time (an atomic index) and drains and, if ENDING, finishes each
+ * one it claimed; the leader releases the lock only after every helper
+ * reported the pass done.  So for everything else (writer, queries,
+ * registry) the lock means what it meant with one monitor, and a profile
+ * is written by exactly one thread in a pass, with a happens-before edge
+ * to the next pass (leader's lock -> pass mutex -> helper -> pass mutex
+ * -> leader's unlock).  The only daemon fields helpers write are
+ * flush_now and early_flushes, with atomics.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -70,9 +83,9 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     if (p->cursor[i] > tail && p->cursor[i] - tail > r->ring_slots / 2)
       pressure = 1;
   }
-  if (pressure && d && !d->flush_now) {
-    d->flush_now = 1;
-    d->early_flushes++;
+  /* atomics: helper monitors drain other processes at the same time */
+  if (pressure && d && !__atomic_exchange_n(&d->flush_now, 1, __ATOMIC_RELAXED)) {
+    __atomic_fetch_add(&d->early_flushes, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&d->writer_cv);
   }
   if (!p->bad) {
@@ -104,25 +117,167 @@ static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
   p->flushed = 0;
   /* the region stays mapped until the writer committed the final state
    * and released the rings (gpd_registry_close_region) */
-  d->flush_now = 1;
+  __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
   pthread_cond_signal(&d->writer_cv);
   GPD_INFO("pid %d ended: %llu records, %llu activities (%llu to <unknown context>)", (int)p->pid,
            (unsigned long long)p->prof.records, (unsigned long long)p->prof.activities,
            (unsigned long long)p->prof.unknown);
 }
 
+/* One process's share of a pass (whichever monitor thread claimed it). */
+static uint64_t pass_proc(gpd_daemon_t *d, gpd_proc_t *p) {
+  uint64_t n = gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
+  if (p->state == GPD_PROC_ENDING)
+    finish_proc(d, p);
+  return n;
+}
+
+/* Helper monitors and the pass they are handed (the leader holds the
+ * daemon lock from listing the processes until every helper is done). */
+typedef struct gpd_mpool_s {
+  gpd_daemon_t *d;
+  pthread_mutex_t mu;
+  pthread_cond_t start_cv, done_cv;
+  uint64_t gen;      /* pass number (mu) */
+  unsigned ndone;    /* helpers done with pass gen (mu) */
+  int stop;          /* (mu) */
+  gpd_proc_t **work; /* the pass's processes, capacity capwork */
+  unsigned nwork, capwork;
+  unsigned next;     /* atomic: next index of work to claim */
+  uint64_t total;    /* atomic: records consumed in the pass */
+  uint64_t helped;    /* atomic: processes drained by helpers (logged at stop) */
+  unsigned nhelpers;
+  pthread_t tids[GPD_MONITOR_MAX_THREADS - 1];
+} gpd_mpool_t;
+
+static void pool_claim(gpd_mpool_t *m, int helper) {
+  uint64_t total = 0, procs = 0;
+  for (;;) {
+    unsigned i = __atomic_fetch_add(&m->next, 1, __ATOMIC_RELAXED);
+    if (i >= m->nwork)
+      break;
+    total += pass_proc(m->d, m->work[i]);
+    procs++;
+  }
+  if (total)
+    __atomic_fetch_add(&m->total, total, __ATOMIC_RELAXED);
+  if (helper && procs)
+    __atomic_fetch_add(&m->helped, procs, __ATOMIC_RELAXED);
+}
+
+static void *helper_main(void *arg) {
+  gpd_mpool_t *m = arg;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&m->mu);
+  for (;;) {
+    while (m->gen == seen && !m->stop)
+      pthread_cond_wait(&m->start_cv, &m->mu);
+    if (m->stop)
+      break;
+    seen = m->gen;
+    pthread_mutex_unlock(&m->mu);
+    pool_claim(m, 1);
+    pthread_mutex_lock(&m->mu);
+    m->ndone++;
+    pthread_cond_signal(&m->done_cv);
+  }
+  pthread_mutex_unlock(&m->mu);
+  return NULL;
+}
+
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   uint64_t total = 0;
+  gpd_mpool_t *m = d->mpool;
   pthread_mutex_lock(&d->lock);
+  if (m == NULL || m->nhelpers == 0) {
+    for (gpd_proc_t *p = d->procs; p; p = p->next)
+      if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
+        total += pass_proc(d, p);
+    pthread_mutex_unlock(&d->lock);
+    return total;
+  }
+  m->nwork = 0;
   for (gpd_proc_t *p = d->procs; p; p = p->next) {
     if (p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING)
       continue;
-    total += gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
-    if (p->state == GPD_PROC_ENDING)
-      finish_proc(d, p);
+    if (m->nwork == m->capwork) {
+      unsigned nc = m->capwork ? m->capwork * 2 : 64;
+      gpd_proc_t **nw = realloc(m->work, (size_t)nc * sizeof *nw);
+      if (nw == NULL) { /* out of memory: this pass on this thread alone */
+        total += pass_proc(d, p);
+        continue;
+      }
+      m->work = nw;
+      m->capwork = nc;
+    }
+    m->work[m->nwork++] = p;
   }
+  m->next = 0;
+  m->total = 0;
+  if (m->nwork > 1) { /* one process: no hand-off (nothing to share) */
+    pthread_mutex_lock(&m->mu);
+    m->gen++;
+    m->ndone = 0;
+    pthread_cond_broadcast(&m->start_cv);
+    pthread_mutex_unlock(&m->mu);
+    pool_claim(m, 0);
+    pthread_mutex_lock(&m->mu);
+    while (m->ndone < m->nhelpers)
+      pthread_cond_wait(&m->done_cv, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+  } else {
+    pool_claim(m, 0);
+  }
+  total += m->total;
   pthread_mutex_unlock(&d->lock);
   return total;
+}
+
+int gpd_monitor_helpers_start(gpd_daemon_t *d, unsigned nthreads) {
+  if (nthreads < 2)
+    return 0;
+  if (nthreads > GPD_MONITOR_MAX_THREADS)
+    nthreads = GPD_MONITOR_MAX_THREADS;
+  gpd_mpool_t *m = calloc(1, sizeof *m);
+  if (m == NULL)
+    return -ENOMEM;
+  m->d = d;
+  pthread_mutex_init(&m->mu, NULL);
+  pthread_cond_init(&m->start_cv, NULL);
+  pthread_cond_init(&m->done_cv, NULL);
+  for (unsigned k = 0; k + 1 < nthreads; k++) {
+    int err = pthread_create(&m->tids[k], NULL, helper_main, m);
+    if (err) {
+      d->mpool = m;
+      gpd_monitor_helpers_stop(d);
+      return -err;
+    }
+    m->nhelpers++;
+  }
+  d->mpool = m;
+  GPD_INFO("monitor: %u threads", nthreads);
+  return 0;
+}
+
+void gpd_monitor_helpers_stop(gpd_daemon_t *d) {
+  gpd_mpool_t *m = d->mpool;
+  if (m == NULL)
+    return;
+  pthread_mutex_lock(&m->mu);
+  m->stop = 1;
+  pthread_cond_broadcast(&m->start_cv);
+  pthread_mutex_unlock(&m->mu);
+  for (unsigned k = 0; k < m->nhelpers; k++)
+    pthread_join(m->tids[k], NULL);
+  if (m->nhelpers)
+    GPD_INFO("monitor: %u helper threads drained %llu process passes", m->nhelpers,
+             (unsigned long long)m->helped);
+  pthread_mutex_destroy(&m->mu);
+  pthread_cond_destroy(&m->start_cv);
+  pthread_cond_destroy(&m->done_cv);
+  free(m->work);
+  free(m);
+  d->mpool = NULL;
 }
 
 #define GPD_MONITOR_SLEEP_BELOW 256u
@@ -153,9 +308,14 @@ static void *monitor_main(void *arg) {
 }
 
 int gpd_monitor_start(gpd_daemon_t *d) {
-  int err = pthread_create(&d->monitor_tid, NULL, monitor_main, d);
-  if (err)
+  int err = gpd_monitor_helpers_start(d, d->cfg.monitor_threads);
+  if (err < 0)
+    return err;
+  err = pthread_create(&d->monitor_tid, NULL, monitor_main, d);
+  if (err) {
+    gpd_monitor_helpers_stop(d);
     return -err;
+  }
   d->monitor_started = 1;
   return 0;
 }
@@ -166,6 +326,7 @@ void gpd_monitor_stop(gpd_daemon_t *d) {
   __atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
   pthread_join(d->monitor_tid, NULL);
   d->monitor_started = 0;
+  gpd_monitor_helpers_stop(d);
   /* drain what is left so the last flush has it */
   pthread_mutex_lock(&d->lock);
   for (gpd_proc_t *p = d->procs; p; p = p->next) {

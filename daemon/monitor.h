@@ -1,6 +1,6 @@
 /* monitor.h - the monitor thread: drains rings into profiles.
  *
- * Lock: gpd_monitor_pass takes gpd_daemon_t.lock per process;
+ * Lock: gpd_monitor_pass takes gpd_daemon_t.lock for the pass;
  * gpd_monitor_drain needs it held. */
 #ifndef GPD_DAEMON_MONITOR_H
 #define GPD_DAEMON_MONITOR_H
@@ -11,7 +11,21 @@
 
 typedef struct gpd_daemon_s gpd_daemon_t;
 
+/** Most monitor threads ([monitor] threads). */
+#define GPD_MONITOR_MAX_THREADS 8
+
+/** Start the monitor: d->cfg.monitor_threads threads (helpers first, see
+ *  gpd_monitor_helpers_start).  0 or -errno. */
 int gpd_monitor_start(gpd_daemon_t *d);
+/** Start nthreads - 1 helper monitors (none for nthreads < 2; at most
+ *  GPD_MONITOR_MAX_THREADS - 1): gpd_monitor_pass then splits each pass's
+ *  processes among the calling thread and the helpers, one process per
+ *  thread, under the daemon lock held by the caller of the pass (monitor.c
+ *  says why that keeps every profile single-writer).  Tests and benches
+ *  call it without gpd_monitor_start.  0 or -errno (nothing started). */
+int gpd_monitor_helpers_start(gpd_daemon_t *d, unsigned nthreads);
+/** Stop and join the helpers (no pass may be running). */
+void gpd_monitor_helpers_stop(gpd_daemon_t *d);
 void gpd_monitor_stop(gpd_daemon_t *d);
 /** One pass over all processes (monitor thread or tests); takes the lock
  *  per process.  Returns records consumed. */

@@ -93,6 +93,13 @@ int main(int argc, char **argv) {
   uint64_t id = C.profile_id;
   if (strcmp(mode, "honest") == 0 && argc > 3) {
     long n = atol(argv[3]);
+    if (argc > 4 && strcmp(argv[4], "hold") == 0) { /* registered: wait for a go line */
+      char line[64];
+      printf("READY %llu\n", (unsigned long long)id);
+      fflush(stdout);
+      if (!fgets(line, sizeof line, stdin))
+        return 2;
+    }
     announce();
     status();
     for (long i = 0; i < n; i++)

@@ -550,6 +550,56 @@ static void t_restart(void) {
   fclose(in);
 }
 
+/* Two monitor threads ([monitor] threads = 2): six processes record at
+ * once, each pass splits them between the threads; every profile exact
+ * (TSan runs this: the profiles are single-writer per pass). */
+static void t_monitors(void) {
+  enum { N = 6 };
+  setup("monitors");
+  FILE *f = fopen(conf, "a"); /* [monitor] is the file's last section */
+  fprintf(f, "threads = 2\n");
+  fclose(f);
+  pid_t d = start_daemon(0); /* exit-when-idle could end before the last client came */
+  FILE *out[N], *in[N];
+  pid_t c[N];
+  for (int i = 0; i < N; i++)
+    c[i] = start_client(&out[i], &in[i], "honest", "2000", "hold", NULL);
+  for (int i = 0; i < N; i++) { /* all registered, then all record at once */
+    char line[128] = "";
+    CHECK(fgets(line, sizeof line, out[i]) != NULL && strncmp(line, "READY", 5) == 0,
+          "client %d registered", i);
+  }
+  for (int i = 0; i < N; i++) {
+    fputs("go\n", in[i]);
+    fflush(in[i]);
+  }
+  for (int i = 0; i < N; i++) {
+    int st = wait_for(c[i], 120000);
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d status %d", i, st);
+  }
+  kill(d, SIGTERM);
+  int st = wait_for(d, 120000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon SIGTERM exit %d", st);
+  CHECK(q1("SELECT count(*) FROM profile") == N, "%d profiles", N);
+  /* 1 module + 1 string + 3 nodes + 1 status + 2000 pairs + 1 copy pair */
+  CHECK(q1("SELECT count(*) FROM profile WHERE records = 4008 AND state = 'exited'") == N,
+        "every profile exited with 4008 records");
+  for (int k = 0; k < N; k++) {
+    uint64_t prof = (uint64_t)q1("SELECT id FROM profile ORDER BY id LIMIT 1 OFFSET %d", k);
+    CHECK(kmetric(prof, GPD_M_GKER_COUNT) == 2000.0, "profile %llu GKER:COUNT %g",
+          (unsigned long long)prof, kmetric(prof, GPD_M_GKER_COUNT));
+  }
+  CHECK(q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GKER_COUNT) == N * 2000.0,
+        "kernel launches nowhere else");
+  CHECK(log_has("monitor: 2 threads"), "two monitor threads started");
+  CHECK(log_has("helper threads drained") && !log_has("helper threads drained 0 "),
+        "the helper drained processes");
+  for (int i = 0; i < N; i++) {
+    fclose(out[i]);
+    fclose(in[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return 2;
@@ -563,6 +613,8 @@ int main(int argc, char **argv) {
     t_killed();
   else if (strcmp(argv[1], "restart") == 0)
     t_restart();
+  else if (strcmp(argv[1], "monitors") == 0)
+    t_monitors();
   else
     return 2;
   dump_log();
