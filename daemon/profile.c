@@ -690,7 +690,7 @@ static void op_ids_init(void) {
       a.start = 1;
       a.end = 2;
       gpd_metric_accumulate(v, &a);
-      for (unsigned m = 0; m < GPD_M__COUNT; m++)
+      for (unsigned m = 0; m < GPD_M__COUNT && m < 64; m++) /* daemon metric ids < 64 */
         if (v[m] != 0)
           op_ids[op] |= 1ull << m;
     }
