@@ -165,6 +165,11 @@ int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t 
  *  t->nhidden. */
 int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
 int gpd_report_main(int argc, char **argv);
+/** Around another read-only SQLite connection to a profile: which of
+ *  <path>-wal (1) and <path>-shm (2) existed before it opened, and after it
+ *  closed, remove those it made (an empty log nobody wrote). */
+unsigned gpd_report_wal_before(const char *path);
+void gpd_report_wal_after(const char *path, unsigned before);
 
 /* ---- report-stats.c ---- */
 /** `report --stats`: the `top` most imbalanced heavy contexts of metric

@@ -18,6 +18,7 @@
 
 #include "analyzer.h"
 #include "cli.h"
+#include "trace.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 
@@ -195,6 +196,12 @@ static int exists_suffix(const char *path, const char *suffix) {
   snprintf(p, sizeof(p), "%s%s", path, suffix);
   return stat(p, &sb) == 0;
 }
+
+unsigned gpd_report_wal_before(const char *path) {
+  return (exists_suffix(path, "-wal") ? 1u : 0u) | (exists_suffix(path, "-shm") ? 2u : 0u);
+}
+
+void gpd_report_wal_after(const char *path, unsigned before) { wal_tidy(path, before & 1, before & 2); }
 
 /* 1 if table has a column named col (the store's per-user schema adds
  * `uid` to context and frame). */
@@ -409,6 +416,8 @@ int gpd_report_main(int argc, char **argv) {
       gpd_render_tree(stdout, &t, &o);
     gpd_render_procs(stdout, &t);
     if (gpd_report_gpu_notes()[0]) printf("\nGPU samples:\n%s", gpd_report_gpu_notes());
+    for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
+      if (gpd_report_idle(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
   }
   if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());
   gpd_tree_free(&t);

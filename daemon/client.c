@@ -594,6 +594,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   case GPUPROF__MSG__BODY_PS_REQ:
   case GPUPROF__MSG__BODY_TREE_REQ:
   case GPUPROF__MSG__BODY_TOP_REQ:
+  case GPUPROF__MSG__BODY_TRACE_REQ:
     handle_query(c, m);
     break;
   case GPUPROF__MSG__BODY_CONTROL_REQ: {

@@ -116,6 +116,16 @@ static const conf_key_t config_keys[] = {
      "most processes PAPI counts at once"},
     {"devices", "max_rows", CT_UINT, 0, 1ull << 40, 0, "1000000", F(dev_max_rows), 0,
      "most stored rows per device series table; 0 = no limit"},
+    {"trace", "threads", CT_UINT, 0, 64, 0, "2", F(trace_threads), 0,
+     "tracing threads writing per-stream GPU traces; 0 = no traces"},
+    {"trace", "streams_per_thread", CT_UINT, 1, 1u << 16, 0, "4", F(trace_streams_per_thread), 0,
+     "GPU streams (and CPU threads) given to one tracing thread before the next"},
+    {"trace", "queue_events", CT_UINT, 64, 1u << 24, 0, "16384", F(trace_queue_events), CF_POW2,
+     "events per hand-off queue (4 queues of 64-byte events per thread); full: dropped, counted"},
+    {"trace", "flush_interval_ms", CT_DURATION, 1, 60000, NS_MS, "200", F(trace_flush_ms), 0,
+     "how often a tracing thread sorts its window and writes it"},
+    {"trace", "max_events_per_profile", CT_UINT, 0, 1ull << 40, 0, "2000000",
+     F(trace_max_events), 0, "trace rows kept per profile; beyond, new events are refused; 0 = no limit"},
 };
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
 

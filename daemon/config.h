@@ -45,6 +45,12 @@ typedef struct gpd_config_s {
   char dev_papi_events[512];        /* [devices] papi_events */
   uint32_t dev_papi_max_procs;      /* [devices] papi_max_procs = 256 */
   uint64_t dev_max_rows;            /* [devices] max_rows = 1000000 (0: no limit) */
+  /* Tracing threads (trace.c, docs/TRACE.md).  Not live. */
+  uint32_t trace_threads;           /* [trace] threads = 2 (0: no traces) */
+  uint32_t trace_streams_per_thread; /* [trace] streams_per_thread = 4 */
+  uint32_t trace_queue_events;      /* [trace] queue_events = 16384 */
+  uint32_t trace_flush_ms;          /* [trace] flush_interval_ms = 200 */
+  uint64_t trace_max_events;        /* [trace] max_events_per_profile = 2000000 */
 } gpd_config_t;
 
 /** Fill compiled-in defaults. */

@@ -30,6 +30,7 @@
 #include "server.h"
 #include "store.h"
 #include "symbols.h"
+#include "trace.h"
 
 #define GPD_PROTO_VERSION 1u
 
@@ -58,6 +59,7 @@ typedef struct gpd_daemon_s {
   int monitor_started, writer_started;
   gpd_store_t *store;
   gpd_devices_t *devices; /* device monitoring (devices.c) */
+  struct gpd_trace_s *trace; /* tracing threads (trace.c), NULL: off */
   struct uv_loop_s *loop;
 } gpd_daemon_t;
 

@@ -261,6 +261,16 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
       gpd_ring_release(&proc->region, (uint32_t)ring, pos);
     }
   }
+  /* the trace bound counts what the previous daemon already stored */
+  sqlite3_finalize(q);
+  q = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM trace_event WHERE profile_id=?1) +"
+                             " (SELECT count(*) FROM trace_launch WHERE profile_id=?1)",
+                         -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, pid);
+    if (sqlite3_step(q) == SQLITE_ROW)
+      p->trace_n = (uint64_t)sqlite3_column_int64(q, 0);
+  }
   if (refed || bad || skipped)
     GPD_INFO("profile %lld reloaded: %llu pending records re-fed (%llu unusable), %llu slots "
              "already stored skipped", (long long)pid, (unsigned long long)refed,

@@ -213,6 +213,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpuprofd: cannot listen on %s: %s\n", D.cfg.socket, gpd_strerror(e));
     goto out;
   }
+  if (D.cfg.trace_threads) {
+    gpd_trace_cfg_t tc = {.threads = D.cfg.trace_threads,
+                          .streams_per_thread = D.cfg.trace_streams_per_thread,
+                          .queue_events = D.cfg.trace_queue_events,
+                          .flush_ms = D.cfg.trace_flush_ms,
+                          .max_events = D.cfg.trace_max_events};
+    if ((e = gpd_trace_start(&D.trace, D.db_path, &tc)) < 0)
+      GPD_ERR("tracing threads did not start (%s): no traces", gpd_strerror(e));
+  }
   if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
@@ -239,6 +248,9 @@ out:
   }
   gpd_devices_stop(&D);
   gpd_monitor_stop(&D);
+  /* traces before the writer's last commit, which releases the rings */
+  gpd_trace_stop(D.trace);
+  D.trace = NULL;
   gpd_store_writer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);
   uv_loop_close(D.loop);

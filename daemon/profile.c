@@ -30,6 +30,7 @@
 #include "daemon.h"
 #include "cpusample.h"
 #include "pcsample.h"
+#include "trace.h"
 
 /* ------------------------------------------------------ sparse metrics */
 
@@ -394,6 +395,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   ix_free(&p->targets);
   gpd_map_free(&p->str_by_id);
   gpd_map_free(&p->mod_by_id);
+  gpd_map_free(&p->trace_streams);
   gpd_pcsample_free(p->pcs);
   gpd_cpusample_free(p->cps);
   memset(p, 0, sizeof *p);
@@ -730,6 +732,8 @@ static int attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t 
   pthread_once(&op_ids_once, op_ids_init);
   metrics_add_mask(p, target, v, op_ids[op]);
   p->activities++;
+  if (p->trace)
+    gpd_trace_activity(p, target, a, op);
   return 1;
 }
 
@@ -1026,6 +1030,8 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
   case GPD_REC_INVOKE: {
     const gpd_rec_invoke_t *r = rec;
     p->pend_gen++;
+    if (p->trace)
+      gpd_trace_invoke(p, r);
     if (r->corr != 0) {
       int created;
       uint64_t val = GPD_CORR_PACK(r->node, r->op, (r->h.flags & GPD_INVOKE_MULTI) != 0);
@@ -1163,6 +1169,7 @@ void gpd_profile_finish(gpd_profile_t *p) {
   p->npnodes = 0;
   retry(p, 1);
   gpd_cpusample_retry(p, 1);
+  gpd_trace_stat(p); /* drops/refusals after the last event */
 }
 
 /* ------------------------------------------------- pending persistence */

@@ -194,6 +194,13 @@ typedef struct gpd_profile_s {
   uint64_t *pdel;
   uint32_t npdel, cappdel;
   int pend_full;
+  /* tracing (trace.c): the daemon's tracing threads (NULL: not traced; the
+   * monitor sets it), stream key -> tracing thread, rows handed over, and
+   * events dropped (queue full) / refused (bound) */
+  struct gpd_trace_s *trace;
+  gpd_map_t trace_streams;
+  uint64_t trace_n, trace_dropped, trace_refused;
+  int trace_stat_dirty;
 } gpd_profile_t;
 
 /** One unmatched record as raw record bytes (NODE / INVOKE: 64 bytes,

@@ -40,4 +40,24 @@ Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx);
 /** The Top answer (query-top.c).  d->lock. */
 Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r);
 
+/** Tree reply (procs + nodes) of the processes selected by (pid, job)
+ *  that peer may see, nodes to max_depth (0 all), metrics if asked; in the
+ *  arena.  NULL on ENOMEM.  d->lock. */
+Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
+                                          const char *job, uint32_t max_depth, int with_metrics);
+
+/* ---- query-trace.c ---- */
+/** The store read of a trace query, done off the loop. */
+typedef struct gpd__qtrace_s gpd__qtrace_t;
+/** The Trace answer: access check, processes and their contexts from live
+ *  memory; *tr gets what gpd__query_trace_run reads later (NULL for an
+ *  error reply).  d->lock. */
+Gpuprof__Msg *gpd__query_trace_answer(gpd_daemon_t *d, const gpd_peer_t *peer,
+                                      const Gpuprof__TraceRequest *r, gpd__qtrace_t **tr);
+/** Read the events of the window into the reply (query arena); frees tr's
+ *  own memory.  Any thread, no lock. */
+void gpd__query_trace_run(gpd__qtrace_t *tr, Gpuprof__Msg *reply);
+/** Free tr when the query is dropped before gpd__query_trace_run. */
+void gpd__query_trace_free(gpd__qtrace_t *tr);
+
 #endif

@@ -73,6 +73,7 @@ struct gpd_query_s {
   int frame_err;       /* 0, GPD_EFRAMETOOBIG, -ENOMEM, -ECANCELED */
   atomic_int cancel;   /* gpd_query_cancel: any thread */
   uint64_t serial;     /* 1, 2, ... per gpd_query_start (test log lines) */
+  gpd__qtrace_t *trace; /* a trace query's store read, done by gpd_query_run */
 };
 
 static _Thread_local q_chunk_t *q_arena; /* chunks of the query this thread works on */
@@ -516,27 +517,35 @@ static Gpuprof__Msg *answer_ps(gpd_daemon_t *d, const gpd_peer_t *peer, const Gp
   return m;
 }
 
+Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
+                                          const char *job, uint32_t max_depth, int with_metrics) {
+  gpd_merge_t *mg;
+  Gpuprof__TreeReply *t = gpd__query_alloc(sizeof *t);
+  if (t == NULL)
+    return NULL;
+  gpuprof__tree_reply__init(t);
+  if (merge_visible(d, peer, pid, job, &mg, &t->procs, &t->n_procs) < 0)
+    return NULL;
+  t->nodes = gpd__query_calloc(mg->nview + 1, sizeof *t->nodes);
+  for (uint32_t i = 0; t->nodes && i < mg->n; i++) {
+    if (!gpd_merge_in_view(mg, i) || (max_depth && mg->nodes[i].depth > max_depth))
+      continue;
+    Gpuprof__Node *nm = node_msg(mg, i, with_metrics);
+    if (nm)
+      t->nodes[t->n_nodes++] = nm;
+  }
+  return t;
+}
+
 static Gpuprof__Msg *answer_tree(gpd_daemon_t *d, const gpd_peer_t *peer,
                                  const Gpuprof__TreeRequest *r) {
   Gpuprof__Msg *e = gpd__query_check_pid(d, peer, r->pid);
   if (e)
     return e;
-  gpd_merge_t *mg;
   Gpuprof__Msg *m = gpd__query_msg_new();
-  Gpuprof__TreeReply *t = gpd__query_alloc(sizeof *t);
+  Gpuprof__TreeReply *t = gpd__query_tree_reply(d, peer, r->pid, r->job_id, r->max_depth, 1);
   if (m == NULL || t == NULL)
     return NULL;
-  gpuprof__tree_reply__init(t);
-  if (merge_visible(d, peer, r->pid, r->job_id, &mg, &t->procs, &t->n_procs) < 0)
-    return NULL;
-  t->nodes = gpd__query_calloc(mg->nview + 1, sizeof *t->nodes);
-  for (uint32_t i = 0; t->nodes && i < mg->n; i++) {
-    if (!gpd_merge_in_view(mg, i) || (r->max_depth && mg->nodes[i].depth > r->max_depth))
-      continue;
-    Gpuprof__Node *nm = node_msg(mg, i, 1);
-    if (nm)
-      t->nodes[t->n_nodes++] = nm;
-  }
   m->body_case = GPUPROF__MSG__BODY_TREE;
   m->tree = t;
   return m;
@@ -574,6 +583,9 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
   case GPUPROF__MSG__BODY_TOP_REQ:
     m = gpd__query_top_answer(d, peer, req->top_req);
     break;
+  case GPUPROF__MSG__BODY_TRACE_REQ:
+    m = gpd__query_trace_answer(d, peer, req->trace_req, &q->trace);
+    break;
   default:
     m = error_reply(GPD_EPROTO, "unexpected message");
     break;
@@ -594,11 +606,16 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
   return 0;
 }
 
-int gpd_query_slow(const gpd_query_t *q) { return q->npend > 0; }
+int gpd_query_slow(const gpd_query_t *q) { return q->npend > 0 || q->trace != NULL; }
 
 void gpd_query_run(gpd_query_t *q) {
   q_arena = q->arena;
   q_symbolize_pending(q); /* outside the lock: may read large files */
+  if (q->trace && !q_cancelled(q) && q->reply)
+    gpd__query_trace_run(q->trace, q->reply); /* reads the store; frees q->trace */
+  else
+    gpd__query_trace_free(q->trace);
+  q->trace = NULL;
   q->arena = q_arena;
   q_arena = NULL;
   if (!q_cancelled(q) && q->reply)
@@ -627,6 +644,7 @@ void gpd_query_free(gpd_query_t *q) {
   if (q == NULL)
     return;
   q_arena_free(q->arena);
+  gpd__query_trace_free(q->trace);
   free(q->pend);
   free(q->frame);
   free(q);

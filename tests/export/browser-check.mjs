@@ -18,6 +18,8 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
+import { colouredShare } from './pixels.mjs';
+
 const [viewer, page, shot, ...rest] = process.argv.slice(2);
 const pprof = rest.filter((a) => a.startsWith('--pprof=')).map((a) => a.slice(8))[0];
 const names = rest.filter((a) => !a.startsWith('--pprof='));
@@ -30,28 +32,7 @@ if (!exe) {
   process.exit(77);
 }
 const W = 1200, H = 700;
-// Share of saturated pixels (a frame's colour, not white/grey/black) in a
-// screenshot of the page, the mouse out of the way.
-async function flamePixels(p) {
-  await p.mouse.move(W - 2, 2);
-  const png = (await p.screenshot()).toString('base64');
-  return p.evaluate(async ([b64, w, h]) => {
-    const img = new Image();
-    img.src = `data:image/png;base64,${b64}`;
-    await img.decode();
-    const c = document.createElement('canvas');
-    c.width = w; c.height = h;
-    const g = c.getContext('2d');
-    g.drawImage(img, 0, 0);
-    const d = g.getImageData(0, 0, w, h).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      const mx = Math.max(d[i], d[i + 1], d[i + 2]), mn = Math.min(d[i], d[i + 1], d[i + 2]);
-      if (mx - mn > 30) n++;
-    }
-    return n / (w * h);
-  }, [png, W, H]);
-}
+const flamePixels = (p) => colouredShare(p, W, H);
 const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
 // root needs --no-sandbox; no GPU here: WebGL runs on SwiftShader
 const browser = await chromium.launch({

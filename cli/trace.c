@@ -1,0 +1,493 @@
+/* trace.c - `gpuprof trace` (docs/TRACE.md, docs/CLI.md): a saved
+ * profile's traces, or a live window asked of gpuprofd, written as a
+ * Perfetto protobuf trace or Chrome trace-event JSON; and the in-memory
+ * trace (trace.h) those share with the idleness blame.
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/error.h"
+#include "gpuprof/record.h"
+
+void gpd_xtrace_init(gpd_xtrace_t *x) {
+  memset(x, 0, sizeof *x);
+  gpd_tree_init(&x->tree);
+}
+
+void gpd_xtrace_free(gpd_xtrace_t *x) {
+  gpd_tree_free(&x->tree);
+  free(x->ev);
+  free(x->la);
+  free(x->cs);
+  memset(x, 0, sizeof *x);
+}
+
+/* Room for one more element (doubling).  0 or -ENOMEM. */
+static int room(void **a, size_t n, size_t *cap, size_t sz) {
+  if (n < *cap)
+    return 0;
+  size_t nc = *cap ? *cap * 2 : 256;
+  void *na = realloc(*a, nc * sz);
+  if (na == NULL)
+    return -ENOMEM;
+  *a = na;
+  *cap = nc;
+  return 0;
+}
+#define ROOM(x, arr, n, cap) room((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
+
+static int has_table(sqlite3 *db, const char *name) {
+  sqlite3_stmt *q = NULL;
+  int yes = 0;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &q,
+                         NULL) == SQLITE_OK) {
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+    yes = sqlite3_step(q) == SQLITE_ROW;
+  }
+  sqlite3_finalize(q);
+  return yes;
+}
+
+static int has_column(sqlite3 *db, const char *table, const char *col) {
+  char sql[128];
+  sqlite3_stmt *q = NULL;
+  int yes = 0;
+  snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name=?1", table);
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
+    yes = sqlite3_step(q) == SQLITE_ROW;
+  }
+  sqlite3_finalize(q);
+  return yes;
+}
+
+static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *cs_sql) {
+  sqlite3_stmt *q = NULL;
+  int err = 0;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT start_ns, end_ns, stream, device, op, subkind, corr, node, bytes"
+                         " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
+                         -1, &q, NULL) != SQLITE_OK)
+    return -EIO;
+  sqlite3_bind_int64(q, 1, (int64_t)id);
+  while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, ev, nev, capev)) == 0) {
+    gpd_xev_t *e = &x->ev[x->nev++];
+    e->profile = id;
+    e->start = (uint64_t)sqlite3_column_int64(q, 0);
+    e->end = (uint64_t)sqlite3_column_int64(q, 1);
+    e->stream = (uint32_t)sqlite3_column_int64(q, 2);
+    e->device = (uint32_t)sqlite3_column_int64(q, 3);
+    e->op = (uint8_t)sqlite3_column_int(q, 4);
+    e->subkind = (uint8_t)sqlite3_column_int(q, 5);
+    e->corr = (uint64_t)sqlite3_column_int64(q, 6);
+    e->node = (uint64_t)sqlite3_column_int64(q, 7);
+    e->bytes = (uint64_t)sqlite3_column_int64(q, 8);
+  }
+  sqlite3_finalize(q);
+  if (err == 0 && sqlite3_prepare_v2(db,
+                                     "SELECT ts_ns, tid, corr, node, op FROM trace_launch"
+                                     " WHERE profile_id=?1 ORDER BY ts_ns",
+                                     -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, (int64_t)id);
+    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, la, nla, capla)) == 0) {
+      gpd_xlaunch_t *l = &x->la[x->nla++];
+      l->profile = id;
+      l->ts = (uint64_t)sqlite3_column_int64(q, 0);
+      l->tid = (uint32_t)sqlite3_column_int64(q, 1);
+      l->corr = (uint64_t)sqlite3_column_int64(q, 2);
+      l->node = (uint64_t)sqlite3_column_int64(q, 3);
+      l->op = (uint8_t)sqlite3_column_int(q, 4);
+    }
+    sqlite3_finalize(q);
+  }
+  if (err == 0 && cs_sql && sqlite3_prepare_v2(db, cs_sql, -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, (int64_t)id);
+    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, cs, ncs, capcs)) == 0) {
+      gpd_xsample_t *s = &x->cs[x->ncs++];
+      s->profile = id;
+      s->tid = (uint32_t)sqlite3_column_int64(q, 0);
+      s->ts = (uint64_t)sqlite3_column_int64(q, 1);
+      s->node = (uint64_t)sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+  }
+  if (err == 0 && sqlite3_prepare_v2(db, "SELECT dropped, refused FROM trace_stat WHERE profile_id=?1",
+                                     -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, (int64_t)id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+      x->dropped += (uint64_t)sqlite3_column_int64(q, 0);
+      x->refused += (uint64_t)sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+  }
+  return err;
+}
+
+static int ev_cmp(const void *a, const void *b) {
+  const gpd_xev_t *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+static int la_cmp(const void *a, const void *b) {
+  const gpd_xlaunch_t *x = a, *y = b;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+static int cs_cmp(const void *a, const void *b) {
+  const gpd_xsample_t *x = a, *y = b;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static void sort_all(gpd_xtrace_t *x) {
+  if (x->nev)
+    qsort(x->ev, x->nev, sizeof *x->ev, ev_cmp);
+  if (x->nla)
+    qsort(x->la, x->nla, sizeof *x->la, la_cmp);
+  if (x->ncs)
+    qsort(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
+}
+
+int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn) {
+  int r = gpd_report_load_all(&x->tree, path, pid, 1, err, errn);
+  if (r < 0)
+    return r;
+  if ((r = gpd_tree_finish(&x->tree, 0)) < 0) {
+    snprintf(err, errn, "%s: %s", path, gpd_strerror(r));
+    return r;
+  }
+  sqlite3 *db = NULL;
+  unsigned wal = gpd_report_wal_before(path);
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    snprintf(err, errn, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    gpd_report_wal_after(path, wal);
+    return -EIO;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  if (!has_table(db, "trace_event")) {
+    sqlite3_close(db);
+    gpd_report_wal_after(path, wal);
+    return 0; /* a profile from before traces: an empty trace */
+  }
+  /* CPU samples (the shim's CPU sampling) when the store has them */
+  const char *cs_sql = NULL;
+  if (has_table(db, "trace_cpu_sample"))
+    cs_sql = has_column(db, "trace_cpu_sample", "profile_id")
+                 ? "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile_id=?1"
+                 : "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile=?1";
+  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
+  for (size_t i = 0; i < x->tree.nprocs && r == 0; i++)
+    r = load_profile(x, db, x->tree.procs[i].profile_id, cs_sql);
+  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+  sqlite3_close(db);
+  gpd_report_wal_after(path, wal);
+  if (r < 0) {
+    snprintf(err, errn, "%s: reading the trace: %s", path, gpd_strerror(r));
+    return r;
+  }
+  sort_all(x);
+  return 0;
+}
+
+int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r) {
+  Gpuprof__TreeReply tr = GPUPROF__TREE_REPLY__INIT;
+  tr.nodes = r->nodes;
+  tr.n_nodes = r->n_nodes;
+  tr.procs = r->procs;
+  tr.n_procs = r->n_procs;
+  int err = gpd_client_tree_from_reply(&x->tree, &tr);
+  if (err == 0)
+    err = gpd_tree_finish(&x->tree, 0);
+  for (size_t i = 0; err == 0 && i < r->n_events; i++) {
+    const Gpuprof__TraceEvent *m = r->events[i];
+    if ((err = ROOM(x, ev, nev, capev)) < 0)
+      break;
+    x->ev[x->nev++] = (gpd_xev_t){.profile = m->profile_id, .start = m->start_ns, .end = m->end_ns,
+                                  .corr = m->corr, .node = m->node, .bytes = m->bytes,
+                                  .stream = m->stream, .device = m->device, .op = (uint8_t)m->op,
+                                  .subkind = (uint8_t)m->subkind};
+  }
+  for (size_t i = 0; err == 0 && i < r->n_launches; i++) {
+    const Gpuprof__TraceLaunch *m = r->launches[i];
+    if ((err = ROOM(x, la, nla, capla)) < 0)
+      break;
+    x->la[x->nla++] = (gpd_xlaunch_t){.profile = m->profile_id, .ts = m->ts_ns, .corr = m->corr,
+                                      .node = m->node, .tid = m->tid, .op = (uint8_t)m->op};
+  }
+  x->dropped = r->dropped;
+  x->refused = r->refused;
+  x->truncated = r->truncated;
+  sort_all(x);
+  return err;
+}
+
+uint64_t gpd_xtrace_t0(const gpd_xtrace_t *x) {
+  uint64_t t = UINT64_MAX;
+  if (x->nev && x->ev[0].start < t)
+    t = x->ev[0].start;
+  if (x->nla && x->la[0].ts < t)
+    t = x->la[0].ts;
+  if (x->ncs && x->cs[0].ts < t)
+    t = x->cs[0].ts;
+  return t == UINT64_MAX ? 0 : t;
+}
+
+void gpd_xtrace_window(gpd_xtrace_t *x, uint64_t from, uint64_t to) {
+  size_t w = 0;
+  if (to == 0)
+    to = UINT64_MAX;
+  for (size_t i = 0; i < x->nev; i++)
+    if (x->ev[i].start >= from && x->ev[i].start <= to)
+      x->ev[w++] = x->ev[i];
+  x->nev = w;
+  w = 0;
+  for (size_t i = 0; i < x->nla; i++)
+    if (x->la[i].ts >= from && x->la[i].ts <= to)
+      x->la[w++] = x->la[i];
+  x->nla = w;
+  w = 0;
+  for (size_t i = 0; i < x->ncs; i++)
+    if (x->cs[i].ts >= from && x->cs[i].ts <= to)
+      x->cs[w++] = x->cs[i];
+  x->ncs = w;
+}
+
+void gpd_xtrace_path(const gpd_xtrace_t *x, uint64_t node, int cpu_only, char *buf, size_t n) {
+  size_t chain[256], k = 0;
+  buf[0] = 0;
+  long i = node ? gpd_tree_find(&x->tree, node) : -1;
+  for (size_t j = i < 0 ? SIZE_MAX : (size_t)i; j != SIZE_MAX && k < 256; j = x->tree.nodes[j].parent) {
+    const gpd_tnode_t *nd = &x->tree.nodes[j];
+    if (nd->kind == GPD_NODE_ROOT)
+      break;
+    if (cpu_only && (nd->kind == GPD_NODE_PLACEHOLDER || nd->kind == GPD_NODE_KERNEL))
+      continue;
+    chain[k++] = j;
+  }
+  size_t len = 0;
+  while (k-- > 0 && len + 1 < n) {
+    char name[512];
+    gpd_render_node_name(name, sizeof name, &x->tree.nodes[chain[k]]);
+    int w = snprintf(buf + len, n - len, "%s%s", len ? " > " : "", name);
+    if (w < 0)
+      break;
+    len += (size_t)w < n - len ? (size_t)w : n - len - 1;
+  }
+}
+
+void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, size_t n) {
+  long i = e->node ? gpd_tree_find(&x->tree, e->node) : -1;
+  if (i >= 0 && x->tree.nodes[i].kind == GPD_NODE_KERNEL) {
+    gpd_render_node_name(buf, n, &x->tree.nodes[i]);
+    return;
+  }
+  const char *kind = e->op == GPD_OP_COPY ? gpd_copy_name(e->subkind)
+                     : e->op == GPD_OP_SYNC ? gpd_sync_name(e->subkind)
+                     : e->op == GPD_OP_KERNEL ? ""
+                                              : gpd_mem_name(e->subkind);
+  snprintf(buf, n, "%s%s%s", gpd_op_placeholder(e->op), kind[0] ? " " : "", kind);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static const char trace_usage[] =
+    "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--pid N] [--from T] [--to T] FILE.gpdb\n"
+    "       gpuprof trace -o OUT [--format perfetto|chrome] (--pid N | --job J) --duration D\n"
+    "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
+    "  launch to its kernel, the launch's call path as arguments, GPU idle intervals with\n"
+    "  their blame) as a Perfetto trace (ui.perfetto.dev) or Chrome trace-event JSON.\n"
+    "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
+    "  Live: ask gpuprofd for the window of the next D (e.g. 10s) of process N or job J.\n"
+    "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n";
+
+/* "1.5", "1.5s", "200ms", "10us", "5ns" -> ns; -1 on error */
+static int64_t parse_time(const char *s) {
+  char *e;
+  errno = 0;
+  double v = strtod(s, &e);
+  if (e == s || errno || v < 0)
+    return -1;
+  double mul = 1e9;
+  if (!strcmp(e, "ms"))
+    mul = 1e6;
+  else if (!strcmp(e, "us"))
+    mul = 1e3;
+  else if (!strcmp(e, "ns"))
+    mul = 1;
+  else if (*e && strcmp(e, "s"))
+    return -1;
+  return (int64_t)(v * mul);
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+}
+
+/* Ask the daemon for [from, to] until its tracing threads committed past
+ * `to` (or a deadline).  0 or an exit code. */
+static int live_trace(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
+                      gpd_xtrace_t *x) {
+  Gpuprof__TraceRequest tr = GPUPROF__TRACE_REQUEST__INIT;
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
+  tr.pid = pid;
+  tr.job_id = (char *)(job ? job : "");
+  tr.from_ns = from;
+  tr.to_ns = to;
+  req.body_case = GPUPROF__MSG__BODY_TRACE_REQ;
+  req.trace_req = &tr;
+  uint64_t deadline = gpd_clock_ns() + 10000000000ull;
+  for (;;) {
+    int r = gpd_client_call(sock, &req, &rep);
+    if (r)
+      return r;
+    if (rep->body_case != GPUPROF__MSG__BODY_TRACE) {
+      fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n",
+              (int)rep->body_case);
+      gpuprof__msg__free_unpacked(rep, NULL);
+      return GPD_EXIT_FAIL;
+    }
+    if (rep->trace->flushed_ns >= to || gpd_clock_ns() > deadline) {
+      if (rep->trace->flushed_ns < to)
+        fprintf(stderr, "gpuprof: gpuprofd's tracing threads had written only up to %.3f s before "
+                        "the window's end; the trace may miss its last events\n",
+                        (double)(to - rep->trace->flushed_ns) / 1e9);
+      break;
+    }
+    gpuprof__msg__free_unpacked(rep, NULL);
+    sleep_ns(100000000ull);
+  }
+  int err = gpd_xtrace_from_reply(x, rep->trace);
+  gpuprof__msg__free_unpacked(rep, NULL);
+  if (err < 0) {
+    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(err));
+    return GPD_EXIT_FAIL;
+  }
+  return 0;
+}
+
+static int ends_with(const char *s, const char *sfx) {
+  size_t a = strlen(s), b = strlen(sfx);
+  return a >= b && !strcmp(s + a - b, sfx);
+}
+
+int gpd_trace_main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
+      {"pid", required_argument, NULL, 'p'},    {"job", required_argument, NULL, 'j'},
+      {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
+      {"duration", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *out = NULL, *fmt = NULL, *job = NULL, *sock = NULL;
+  int pid = 0, c;
+  int64_t from = -1, to = -1, dur = -1;
+  long v;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+o:F:p:j:f:t:d:s:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case 'F': fmt = optarg; break;
+    case 'p':
+      if ((v = gpd_cli_parse_uint(optarg)) <= 0)
+        return gpd_cli_usage(trace_usage, "bad --pid '%s'", optarg);
+      pid = (int)v;
+      break;
+    case 'j': job = optarg; break;
+    case 'f':
+      if ((from = parse_time(optarg)) < 0)
+        return gpd_cli_usage(trace_usage, "bad --from '%s'", optarg);
+      break;
+    case 't':
+      if ((to = parse_time(optarg)) < 0)
+        return gpd_cli_usage(trace_usage, "bad --to '%s'", optarg);
+      break;
+    case 'd':
+      if ((dur = parse_time(optarg)) <= 0)
+        return gpd_cli_usage(trace_usage, "bad --duration '%s'", optarg);
+      break;
+    case 's': sock = optarg; break;
+    case 'h': fputs(trace_usage, stdout); return GPD_EXIT_OK;
+    default: return gpd_cli_usage(trace_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (out == NULL)
+    return gpd_cli_usage(trace_usage, "-o OUT is needed");
+  int chrome = 0;
+  if (fmt && !strcmp(fmt, "chrome"))
+    chrome = 1;
+  else if (fmt && strcmp(fmt, "perfetto"))
+    return gpd_cli_usage(trace_usage, "unknown --format '%s' (perfetto or chrome)", fmt);
+  else if (!fmt && ends_with(out, ".json"))
+    chrome = 1;
+  int live = optind >= argc;
+  if (live && dur < 0)
+    return gpd_cli_usage(trace_usage, "give a FILE.gpdb, or --duration D for a live trace");
+  if (!live && dur >= 0)
+    return gpd_cli_usage(trace_usage, "--duration is for a live trace (no FILE)");
+  if (live && pid == 0 && job == NULL)
+    return gpd_cli_usage(trace_usage, "a live trace needs --pid N or --job J");
+  if (from >= 0 && to >= 0 && to < from)
+    return gpd_cli_usage(trace_usage, "--to is before --from");
+  if (optind + 1 < argc)
+    return gpd_cli_usage(trace_usage, "one profile file at a time");
+
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  char err[1024];
+  int rc = GPD_EXIT_OK;
+  uint64_t t0 = 0;
+  if (live) {
+    t0 = gpd_clock_ns();
+    fprintf(stderr, "gpuprof: tracing %s %s for %.3g s\n", pid ? "process" : "job",
+            pid ? (snprintf(err, sizeof err, "%d", pid), err) : job, (double)dur / 1e9);
+    sleep_ns((uint64_t)dur);
+    if ((rc = live_trace(gpd_client_socket(sock), pid, job, t0, t0 + (uint64_t)dur, &x)) != 0)
+      goto out;
+  } else {
+    if (gpd_xtrace_load(&x, argv[optind], pid, err, sizeof err) < 0) {
+      fprintf(stderr, "gpuprof: %s\n", err);
+      rc = GPD_EXIT_FAIL;
+      goto out;
+    }
+    t0 = gpd_xtrace_t0(&x);
+    if (from >= 0 || to >= 0)
+      gpd_xtrace_window(&x, from >= 0 ? t0 + (uint64_t)from : 0, to >= 0 ? t0 + (uint64_t)to : 0);
+  }
+  if (x.nev == 0 && x.nla == 0)
+    fprintf(stderr, "gpuprof: no trace events %s; writing an empty trace\n",
+            live ? "in the window (no GPU activity of the selection, or tracing is off in gpuprofd)"
+                 : (from >= 0 || to >= 0) ? "in the window" : "in the profile");
+  if (x.dropped || x.refused)
+    fprintf(stderr, "gpuprof: the trace is incomplete: %llu events dropped (queue full), %llu "
+                    "refused (per-profile bound)\n",
+            (unsigned long long)x.dropped, (unsigned long long)x.refused);
+  if (x.truncated)
+    fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");
+  FILE *f = fopen(out, "wb");
+  if (f == NULL) {
+    fprintf(stderr, "gpuprof: %s: %s\n", out, strerror(errno));
+    rc = GPD_EXIT_FAIL;
+    goto out;
+  }
+  int r = chrome ? gpd_xtrace_write_chrome(f, &x) : gpd_xtrace_write_perfetto(f, &x);
+  if (fclose(f) != 0 && r == 0)
+    r = -errno;
+  if (r < 0) {
+    fprintf(stderr, "gpuprof: writing %s: %s\n", out, gpd_strerror(r));
+    rc = GPD_EXIT_FAIL;
+    goto out;
+  }
+  fprintf(stderr, "gpuprof: wrote %s (%s): %zu GPU events, %zu launches, %zu CPU samples\n", out,
+          chrome ? "Chrome JSON" : "Perfetto", x.nev, x.nla, x.ncs);
+out:
+  gpd_xtrace_free(&x);
+  return rc;
+}

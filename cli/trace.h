@@ -1,0 +1,108 @@
+/* trace.h - the CLI's in-memory trace (docs/TRACE.md): GPU events, the
+ * CPU side of each launch, CPU samples, and the contexts they refer to;
+ * loaded from a saved profile (trace.c) or a live TraceReply, written as
+ * Perfetto protobuf or Chrome JSON (trace-write.c), and read by the
+ * idleness blame (idle.c).  Times are ns on the gpuprof clock
+ * (CLOCK_MONOTONIC_RAW).  CLI thread only.
+ */
+#ifndef GPD_CLI_TRACE_H
+#define GPD_CLI_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+
+/** One GPU activity (trace_event row). */
+typedef struct gpd_xev_s {
+  uint64_t profile, start, end, corr, node, bytes;
+  uint32_t stream, device;
+  uint8_t op, subkind;
+} gpd_xev_t;
+
+/** A GPU API call's CPU side (trace_launch row). */
+typedef struct gpd_xlaunch_s {
+  uint64_t profile, ts, corr, node;
+  uint32_t tid;
+  uint8_t op;
+} gpd_xlaunch_t;
+
+/** A CPU sample (trace_cpu_sample row, when the shim samples CPU time). */
+typedef struct gpd_xsample_s {
+  uint64_t profile, ts, node;
+  uint32_t tid;
+} gpd_xsample_t;
+
+/** A trace: rows sorted by time (start / ts), tree = contexts + processes. */
+typedef struct gpd_xtrace_s {
+  gpd_tree_t tree;
+  gpd_xev_t *ev;
+  size_t nev, capev;
+  gpd_xlaunch_t *la;
+  size_t nla, capla;
+  gpd_xsample_t *cs;
+  size_t ncs, capcs;
+  uint64_t dropped, refused; /* at hand-off / by the per-profile bound */
+  int truncated;             /* the daemon left later events out */
+} gpd_xtrace_t;
+
+void gpd_xtrace_init(gpd_xtrace_t *x);
+void gpd_xtrace_free(gpd_xtrace_t *x);
+/** Load the traces of the profiles in file path (pid > 0: that process's
+ *  only).  0, or < 0 with err set. */
+int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn);
+/** Fill x from a live TraceReply.  0 or -ENOMEM. */
+int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r);
+/** Keep only rows starting in [from, to] (ns; to 0 = no upper bound). */
+void gpd_xtrace_window(gpd_xtrace_t *x, uint64_t from, uint64_t to);
+/** Earliest timestamp of any row (0 when empty). */
+uint64_t gpd_xtrace_t0(const gpd_xtrace_t *x);
+
+/** Call path of context id as "outer > ... > inner" (tree labels,
+ *  gpd_render_node_name); cpu_only stops at the CPU call site (drops
+ *  placeholders and kernels).  Writes "" for an unknown id. */
+void gpd_xtrace_path(const gpd_xtrace_t *x, uint64_t node, int cpu_only, char *buf, size_t n);
+/** Display name of a GPU event: the kernel's name, or its placeholder with
+ *  the copy / memory / sync kind ("<gpu copy> H2D"). */
+void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, size_t n);
+
+/** Perfetto protobuf trace (perfetto_trace.proto) / Chrome trace-event
+ *  JSON of x to f.  0 or -errno / -ENOMEM. */
+int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x);
+int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x);
+
+/* ---- idle.c: idleness blame ---- */
+
+/** An idle interval of one process's GPUs and the contexts it is blamed on. */
+typedef struct gpd_xgap_s {
+  uint64_t profile, start, end;
+  uint64_t node; /* its largest blame: CPU context id (0 none known) */
+  double ns;     /* that blame's ns */
+  int via_sync;  /* that context was waiting in a synchronization */
+} gpd_xgap_t;
+
+/** Blame of one CPU context: GPU idle ns of its process put on it. */
+typedef struct gpd_xblame_s {
+  uint64_t profile, node; /* node: a CPU context id (0: no CPU context known) */
+  double ns;
+  int via_sync;           /* 1: waiting in a synchronization, 0: running */
+} gpd_xblame_t;
+
+/** Idleness blame of every process of x (HPCToolkit GPU paper, section 7
+ *  "GPU Idleness Blame": when no GPU operation of the process is active
+ *  and a CPU thread is, the idle time is partitioned among the CPU
+ *  contexts the active threads are in).  gaps/ngaps: the idle intervals
+ *  (malloc'd, may be NULL); blame/nblame: per (profile, context, sync)
+ *  ns, largest first (malloc'd); *idle_ns / *span_ns: total idle time and
+ *  the span from each process's first GPU start to its last GPU end.
+ *  0 or -ENOMEM. */
+int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
+                    size_t *nblame, double *idle_ns, double *span_ns);
+/** `report` section: GPU idleness blame of the profiles in path (nothing
+ *  when they have no trace).  0, or < 0 with err set. */
+int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn);
+
+int gpd_trace_main(int argc, char **argv);
+
+#endif

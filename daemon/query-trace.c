@@ -1,0 +1,178 @@
+/* query-trace.c - the Trace query (docs/TRACE.md, proto TraceRequest).
+ *
+ * Two steps like every query (query.h): on the main thread, with the
+ * daemon lock, the access check (an explicit pid of another user is
+ * "permission denied", pid 0 selects only the peer's own processes unless
+ * it is an admin), the selected processes and their contexts (labels come
+ * from the live CCT, symbolized off the loop); then, in the thread pool,
+ * the events of the window are read from the store with a read-only
+ * connection of their own (never on the loop: the window is the client's
+ * choice).  The reply says up to when the tracing threads had committed
+ * (flushed_ns) so that a live `gpuprof trace --duration` can ask again
+ * until its window is complete.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/log.h"
+
+#include "daemon.h"
+#include "query-internal.h"
+
+/* events + launches per reply unless the request asks for fewer */
+#define QTRACE_MAX_EVENTS 1000000u
+
+struct gpd__qtrace_s {
+  char *db_path;
+  uint64_t *ids; /* profile ids */
+  size_t nids;
+  uint64_t from, to;
+  uint32_t max;
+};
+
+void gpd__query_trace_free(gpd__qtrace_t *tr) {
+  if (tr == NULL)
+    return;
+  free(tr->db_path);
+  free(tr->ids);
+  free(tr);
+}
+
+Gpuprof__Msg *gpd__query_trace_answer(gpd_daemon_t *d, const gpd_peer_t *peer,
+                                      const Gpuprof__TraceRequest *r, gpd__qtrace_t **out) {
+  *out = NULL;
+  Gpuprof__Msg *e = gpd__query_check_pid(d, peer, r->pid);
+  if (e)
+    return e;
+  Gpuprof__Msg *m = gpd__query_msg_new();
+  Gpuprof__TraceReply *t = gpd__query_alloc(sizeof *t);
+  Gpuprof__TreeReply *tree = gpd__query_tree_reply(d, peer, r->pid, r->job_id, 0, 0);
+  gpd__qtrace_t *tr = calloc(1, sizeof *tr);
+  if (m == NULL || t == NULL || tree == NULL || tr == NULL)
+    goto nomem;
+  gpuprof__trace_reply__init(t);
+  t->procs = tree->procs;
+  t->n_procs = tree->n_procs;
+  t->nodes = tree->nodes;
+  t->n_nodes = tree->n_nodes;
+  t->now_ns = gpd_clock_ns();
+  t->flushed_ns = d->trace ? gpd_trace_flushed_ns(d->trace) : t->now_ns;
+  for (gpd_proc_t *p = d->procs; p; p = p->next)
+    if (gpd__query_selected(p, peer, r->pid, r->job_id)) {
+      t->dropped += p->prof.trace_dropped;
+      t->refused += p->prof.trace_refused;
+    }
+  tr->db_path = strdup(d->db_path);
+  tr->ids = calloc(t->n_procs + 1, sizeof *tr->ids);
+  if (tr->db_path == NULL || tr->ids == NULL)
+    goto nomem;
+  for (size_t i = 0; i < t->n_procs; i++)
+    tr->ids[tr->nids++] = t->procs[i]->profile_id;
+  tr->from = r->from_ns;
+  tr->to = r->to_ns ? r->to_ns : INT64_MAX;
+  tr->max = r->max_events && r->max_events < QTRACE_MAX_EVENTS ? r->max_events : QTRACE_MAX_EVENTS;
+  m->body_case = GPUPROF__MSG__BODY_TRACE;
+  m->trace = t;
+  *out = tr;
+  return m;
+nomem:
+  gpd__query_trace_free(tr);
+  return NULL;
+}
+
+/* Rows of sql (bound: ?1 profile, ?2 from, ?3 to, ?4 limit) of every
+ * profile, each handed to fn; at most `room` in all.  Returns the count. */
+typedef void (*row_fn)(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile);
+
+static size_t read_rows(sqlite3 *db, const char *sql, gpd__qtrace_t *tr, Gpuprof__TraceReply *t,
+                        size_t room, row_fn fn) {
+  size_t n = 0;
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+    GPD_WARN("trace query: %s", sqlite3_errmsg(db));
+    return 0;
+  }
+  for (size_t i = 0; i < tr->nids && n < room; i++) {
+    sqlite3_bind_int64(q, 1, (int64_t)tr->ids[i]);
+    sqlite3_bind_int64(q, 2, (int64_t)tr->from);
+    sqlite3_bind_int64(q, 3, tr->to > INT64_MAX ? INT64_MAX : (int64_t)tr->to);
+    sqlite3_bind_int64(q, 4, (int64_t)(room - n));
+    while (n < room && sqlite3_step(q) == SQLITE_ROW) {
+      fn(t, q, tr->ids[i]);
+      n++;
+    }
+    sqlite3_reset(q);
+  }
+  sqlite3_finalize(q);
+  return n;
+}
+
+static void event_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
+  Gpuprof__TraceEvent *e = gpd__query_alloc(sizeof *e);
+  if (e == NULL)
+    return;
+  gpuprof__trace_event__init(e);
+  e->profile_id = profile;
+  e->start_ns = (uint64_t)sqlite3_column_int64(q, 0);
+  e->end_ns = (uint64_t)sqlite3_column_int64(q, 1);
+  e->stream = (uint32_t)sqlite3_column_int64(q, 2);
+  e->device = (uint32_t)sqlite3_column_int64(q, 3);
+  e->op = (uint32_t)sqlite3_column_int(q, 4);
+  e->subkind = (uint32_t)sqlite3_column_int(q, 5);
+  e->corr = (uint64_t)sqlite3_column_int64(q, 6);
+  e->node = (uint64_t)sqlite3_column_int64(q, 7);
+  e->bytes = (uint64_t)sqlite3_column_int64(q, 8);
+  t->events[t->n_events++] = e;
+}
+
+static void launch_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
+  Gpuprof__TraceLaunch *l = gpd__query_alloc(sizeof *l);
+  if (l == NULL)
+    return;
+  gpuprof__trace_launch__init(l);
+  l->profile_id = profile;
+  l->ts_ns = (uint64_t)sqlite3_column_int64(q, 0);
+  l->tid = (uint32_t)sqlite3_column_int64(q, 1);
+  l->corr = (uint64_t)sqlite3_column_int64(q, 2);
+  l->node = (uint64_t)sqlite3_column_int64(q, 3);
+  l->op = (uint32_t)sqlite3_column_int(q, 4);
+  t->launches[t->n_launches++] = l;
+}
+
+void gpd__query_trace_run(gpd__qtrace_t *tr, Gpuprof__Msg *reply) {
+  Gpuprof__TraceReply *t = reply->trace;
+  sqlite3 *db = NULL;
+  if (reply->body_case != GPUPROF__MSG__BODY_TRACE || tr->nids == 0)
+    goto out;
+  if (sqlite3_open_v2(tr->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) !=
+      SQLITE_OK) {
+    GPD_WARN("trace query: cannot open %s: %s", tr->db_path, db ? sqlite3_errmsg(db) : "no memory");
+    goto out;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  /* arrays sized for the bound (pointers only: 8 MB at 1 M events) */
+  t->events = gpd__query_calloc(tr->max + 1, sizeof *t->events);
+  t->launches = gpd__query_calloc(tr->max + 1, sizeof *t->launches);
+  if (t->events == NULL || t->launches == NULL)
+    goto out;
+  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL); /* one snapshot for both tables */
+  size_t ne = read_rows(db,
+                        "SELECT start_ns, end_ns, stream, device, op, subkind, corr, node, bytes"
+                        " FROM trace_event WHERE profile_id=?1 AND start_ns BETWEEN ?2 AND ?3"
+                        " ORDER BY start_ns LIMIT ?4",
+                        tr, t, tr->max, event_row);
+  size_t nl = read_rows(db,
+                        "SELECT ts_ns, tid, corr, node, op FROM trace_launch"
+                        " WHERE profile_id=?1 AND ts_ns BETWEEN ?2 AND ?3 ORDER BY ts_ns LIMIT ?4",
+                        tr, t, tr->max - ne, launch_row);
+  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+  t->truncated = ne + nl >= tr->max;
+out:
+  if (db)
+    sqlite3_close(db);
+  gpd__query_trace_free(tr);
+}

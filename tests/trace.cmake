@@ -1,0 +1,30 @@
+# tests/trace.cmake - traces (docs/TRACE.md): the daemon's tracing threads
+# and trace tables, `gpuprof trace` (Perfetto decoded back with the schema by
+# trace-decode, Chrome JSON), idleness blame in `gpuprof report`, the live
+# Trace request and its access check, a daemon killed mid-trace, and the
+# Chrome-format trace opened in speedscope by headless Chromium.
+set(GPD_TR ${CMAKE_CURRENT_LIST_DIR}/trace)
+add_executable(trace-decode ${GPD_TR}/trace-decode.c)
+target_link_libraries(trace-decode PRIVATE gpd_perfetto_proto)
+set_target_properties(trace-decode PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+add_executable(test-trace ${GPD_TR}/test-trace.c)
+target_link_libraries(test-trace PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+add_test(NAME trace.threads COMMAND test-trace)
+set_tests_properties(trace.threads PROPERTIES LABELS unit TIMEOUT 60)
+if(OpenCL_FOUND)
+  add_executable(ocl-gap ${GPD_TR}/ocl-gap.c)
+  target_link_libraries(ocl-gap PRIVATE OpenCL::OpenCL)
+  target_compile_options(ocl-gap PRIVATE -O1 -g -fno-omit-frame-pointer -fno-inline)
+  set_target_properties(ocl-gap PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+endif()
+foreach(t offline live killed)
+  add_test(NAME trace.${t} COMMAND bash ${GPD_TR}/${t}.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(trace.${t} PROPERTIES LABELS integration TIMEOUT 240
+    SKIP_RETURN_CODE 77
+    ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")
+endforeach()
+# the Chrome-format trace in speedscope (headless Chromium): label browser
+# like export.browser (the normal build's pass only)
+add_test(NAME trace.browser COMMAND bash ${GPD_TR}/browser.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(trace.browser PROPERTIES LABELS browser TIMEOUT 240 SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The Chrome-format trace of a real run (ocl-gap under `gpuprof record`)
+# opened in a real viewer: speedscope (npm, offline) in headless Chromium
+# (trace-browser.mjs): no error page, a coloured timeline, a profile per
+# CPU thread, GPU stream and the idle track.  SKIP without node,
+# viewer/node_modules or Chromium.  SHOT=path keeps the screenshot.
+source "$(dirname "$0")/../integration/lib.sh" "$1"
+have_opencl
+APP=$(app ocl-gap)
+SRC=$(cd "$HERE/../.." && pwd)
+command -v node >/dev/null || { echo "SKIP: no node"; exit 77; }
+[ -d "$SRC/viewer/node_modules/speedscope" ] && [ -d "$SRC/viewer/node_modules/playwright-core" ] ||
+  { echo "SKIP: viewer/node_modules not installed (scripts/viewer)"; exit 77; }
+"$GPUPROF" record -o "$T/g.gpdb" -- "$APP" 6 4 300 >/dev/null 2>"$T/rec.err" || { cat "$T/rec.err"; die "record failed"; }
+"$GPUPROF" trace --format chrome -o "$T/g.json" "$T/g.gpdb" 2>/dev/null || die "trace failed"
+"$GPUPROF" view --no-browser -o "$T/v.html" "$T/g.gpdb" >/dev/null || die "view failed"
+set +e
+node "$HERE/../trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$T/g.json" "${SHOT:-$T/shot.png}" \
+  "CPU thread" "GPU 0 stream" "GPU idle (blame)"
+rc=$?
+set -e
+[ $rc = 77 ] && exit 77
+[ $rc = 0 ] || die "speedscope did not show the trace"
+echo "PASS trace.browser"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# ocl-gap (two queues, a 300 ms GPU-idle gap while the CPU is in cpu_think)
+# under `gpuprof record`; its trace written as Perfetto and decoded back with
+# the schema (trace-decode), as Chrome JSON, and its idleness blame in
+# `gpuprof report`.  Exact counts: 2*6+1 ka on one stream, 2*4+1 kb on the
+# other, a flow from each launch to its kernel/copy/memset.
+source "$(dirname "$0")/../integration/lib.sh" "$1"
+have_opencl
+APP=$(app ocl-gap)
+DEC=$(app trace-decode)
+"$GPUPROF" record -o "$T/g.gpdb" -- "$APP" 6 4 300 >"$T/app.out" 2>"$T/rec.err" ||
+  { cat "$T/rec.err"; die "record failed"; }
+grep -q "^ocl-gap 6 4 300" "$T/app.out" || die "ocl-gap output: $(cat "$T/app.out")"
+
+# Perfetto, decoded with the schema
+"$GPUPROF" trace -o "$T/g.pftrace" "$T/g.gpdb" 2>"$T/tr.err" || { cat "$T/tr.err"; die "trace failed"; }
+"$DEC" "$T/g.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "trace-decode rejected the file"; }
+dec=$(<"$T/dec.txt")
+grep -q '^ok$' <<<"$dec" || die "no ok from trace-decode"
+grep -qP '^slices GPU 0 stream \d+\tka\t13$' <<<"$dec" || die "not 13 ka slices on one stream: $(grep ka <<<"$dec")"
+grep -qP '^slices GPU 0 stream \d+\tkb\t9$' <<<"$dec" || die "not 9 kb slices on one stream: $(grep kb <<<"$dec")"
+sa=$(grep -P '\tka\t' <<<"$dec" | cut -f1)
+sb=$(grep -P '\tkb\t' <<<"$dec" | cut -f1)
+[ "$sa" != "$sb" ] || die "ka and kb on the same track ($sa)"
+# kernels 13 + 9, two memsets (fills), one read: each launch flows to its operation
+grep -qx 'flows 25' <<<"$dec" || die "flows: $(grep flows <<<"$dec") (want 25)"
+grep -qP '^instants CPU thread \d+\tlaunch <gpu kernel>\t22$' <<<"$dec" || die "not 22 kernel launches on the CPU thread"
+# the gap: one idle slice of at least the 300 ms cpu_think spins (its own
+# clock; 290 ms leaves room for the clocks' rates), blamed on cpu_think
+# (no awk: under the ASan pass every process gets libasan preloaded, and
+# mawk reads past its buffers)
+gap=0
+while read -r _ _ dur path; do
+  [[ $dur -ge 290000000 && $path == *cpu_think* ]] && gap=1
+done < <(grep '^idle ' <<<"$dec")
+[ $gap = 1 ] || die "no >= 290 ms idle slice blamed on cpu_think: $(grep '^idle' <<<"$dec" | sort -k3 -n | tail -3)"
+
+# idleness blame in the report: cpu_think's context, running, >= 0.29 s
+"$GPUPROF" report "$T/g.gpdb" >"$T/rep.txt" || die "report failed"
+grep -q "GPU idleness blame" "$T/rep.txt" || die "report has no idleness blame section"
+$PY - "$T/rep.txt" <<'PYEOF' ||
+import sys
+ok = any("running" in l and "cpu_think" in l and float(l.split()[1]) >= 0.29
+         for l in open(sys.argv[1]) if l.strip().endswith(")") and "%" in l)
+sys.exit(0 if ok else 1)
+PYEOF
+  die "report does not blame >= 0.29 s on cpu_think: $(grep -A6 'idleness blame' "$T/rep.txt")"
+
+# Chrome JSON (chosen by the .json name, and by --format)
+"$GPUPROF" trace --format chrome -o "$T/g.trace" "$T/g.gpdb" 2>/dev/null || die "chrome trace failed"
+"$GPUPROF" trace -o "$T/g.json" "$T/g.gpdb" 2>/dev/null || die "chrome trace (.json) failed"
+cmp -s "$T/g.trace" "$T/g.json" || die "--format chrome and .json differ"
+$PY - "$T/g.json" <<'PYEOF' || die "chrome trace content"
+import json, sys, collections
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+x = collections.Counter((e["name"], e["tid"]) for e in ev if e["ph"] == "X" and e["name"] in ("ka", "kb"))
+byname = collections.Counter(n for (n, _t) in x.elements())
+assert byname == {"ka": 13, "kb": 9}, byname
+assert len({t for (_n, t) in x}) == 2, x
+assert sum(1 for e in ev if e["ph"] == "s") == 25 and sum(1 for e in ev if e["ph"] == "f") == 25
+gaps = [e for e in ev if e["ph"] == "X" and e["name"] == "GPU idle" and e["dur"] >= 290000
+        and "cpu_think" in e["args"]["blamed on"]]
+assert len(gaps) == 1, gaps
+PYEOF
+
+# a window with no events: a clear message and a valid, empty trace
+"$GPUPROF" trace --from 1000 -o "$T/empty.pftrace" "$T/g.gpdb" 2>"$T/empty.err" || die "empty window failed"
+grep -q "no trace events in the window" "$T/empty.err" || die "no message for an empty window: $(cat "$T/empty.err")"
+"$DEC" "$T/empty.pftrace" >"$T/empty.txt" || die "empty trace does not decode"
+! grep -q '^slices' "$T/empty.txt" || die "the empty window has slices"
+# a window that holds the second burst only (after the gap)
+"$GPUPROF" trace --from 0 --to 100s -o "$T/all.pftrace" "$T/g.gpdb" 2>/dev/null || die "window failed"
+"$DEC" "$T/all.pftrace" | grep -qP '\tka\t13$' || die "a window covering everything lost events"
+
+# bad input
+echo "not a profile" >"$T/bad.gpdb"
+set +e
+"$GPUPROF" trace -o "$T/x.pftrace" "$T/bad.gpdb" 2>"$T/bad.err"; rc=$?
+"$GPUPROF" trace -o "$T/x.pftrace" --format svg "$T/g.gpdb" 2>/dev/null; rc2=$?
+"$GPUPROF" trace -o "$T/x.pftrace" --pid 1 --duration 1ms --socket "$T/none.sock" 2>"$T/nod.err"; rc3=$?
+set -e
+[ $rc = 1 ] && [ -s "$T/bad.err" ] || die "a bad file: exit $rc, '$(cat "$T/bad.err")'"
+[ $rc2 = 64 ] || die "a bad --format: exit $rc2"
+[ $rc3 = 2 ] || die "live trace without a daemon: exit $rc3 ($(cat "$T/nod.err"))"
+echo "PASS trace.offline"
