@@ -467,7 +467,7 @@ static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, mat
     double side = ft < tg ? ft : tg;
     if (side > 0) {
       m += side;
-      gpd_adv_blame_t pseudo = {(uint32_t)b, (uint32_t)(ft < tg ? b + 1 : t), 0, GPD_ADV_BRANCH,
+      gpd_adv_blame_t pseudo = {(uint32_t)b, (uint32_t)(ft < tg ? b + 1 : t), 0, GPD_ADV__COUNT,
                                 side, 0};
       match_add(x, &pseudo, side, 0);
       x->m -= side; /* counted by the caller */

@@ -52,6 +52,8 @@ gpd_adv_reason_t gpd_adv_reason_from_vendor(const char *name, int *latency) {
 }
 
 const char *gpd_adv_reason_name(gpd_adv_reason_t r) {
+  if (r == GPD_ADV__COUNT)
+    return "divergent branch";
   for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
     if (reasons[i].r == r)
       return reasons[i].name;

@@ -40,6 +40,8 @@ typedef enum gpd_adv_reason_e {
  *  = 1 for the "_not_issued" subsets: samples taken while the scheduler
  *  issued nothing (GPA's latency samples).  Unknown names: GPD_ADV_OTHER. */
 gpd_adv_reason_t gpd_adv_reason_from_vendor(const char *name, int *latency);
+/** CUPTI's short name of a reason; "divergent branch" for GPD_ADV__COUNT
+ *  (a hotspot that is a branch, not a stall), "other" beyond. */
 const char *gpd_adv_reason_name(gpd_adv_reason_t r);
 
 /* ----------------------------------------------- SASS instruction model */
@@ -161,7 +163,8 @@ typedef enum gpd_adv_opt_e {
 /** A hotspot: def and use instructions with the samples of their edge. */
 typedef struct gpd_adv_hot_s {
   uint32_t def, use, dist;
-  uint32_t reason; /* gpd_adv_reason_t of the stall; GPD_ADV_BRANCH for a divergent branch's side */
+  uint32_t reason; /* gpd_adv_reason_t of the stall; GPD_ADV__COUNT: def is a divergent
+                      branch, use the first instruction of its shorter side */
   double samples;
 } gpd_adv_hot_t;
 

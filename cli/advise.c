@@ -276,9 +276,15 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
       const gpd_adv_hot_t *hs = &s->hot[h];
       double r = a->T > 0 ? hs->samples / a->T : 0;
       fprintf(f, "    %zu. Hot %s, ratio %.2f %%, speedup %.3fx, distance %u\n", h + 1,
-              hs->def == hs->use ? gpd_adv_reason_name(hs->reason) : "BLAME",
+              hs->reason == GPD_ADV__COUNT ? "DIVERGENCE"
+              : hs->def == hs->use         ? gpd_adv_reason_name(hs->reason)
+                                           : "BLAME",
               100 * r, r < 1 ? 1 / (1 - r) : 1, hs->dist);
-      if (hs->def != hs->use) {
+      if (hs->reason == GPD_ADV__COUNT) {
+        fprintf(f, "       divergent branch: its shorter side\n");
+        text_insn(f, "at  ", d, sec, c, section, klo, hs->def);
+        text_insn(f, "side", d, sec, c, section, klo, hs->use);
+      } else if (hs->def != hs->use) {
         fprintf(f, "       %s stall\n", gpd_adv_reason_name(hs->reason));
         text_insn(f, "from", d, sec, c, section, klo, hs->def);
         text_insn(f, "to  ", d, sec, c, section, klo, hs->use);

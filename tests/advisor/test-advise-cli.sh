@@ -94,6 +94,8 @@ k = json.load(open(sys.argv[1]))["kernels"][0]
 assert k["advice"][0]["optimization"] == sys.argv[2], (k["mangled"], k["advice"][0])
 assert k["control_bits"] and k["launch"]["sm"] == 90' "$T/$c.json" "$o" || fail "$c: $o not first"
 done
+"$GPUPROF" advise "$T/d/diverge.gpdb" | grep -A1 "Hot DIVERGENCE" | grep -q "divergent branch" ||
+  fail "diverge: no divergent-branch hotspot"
 # not a profile
 echo "not a database" >"$T/bad.gpdb"
 "$GPUPROF" advise "$T/bad.gpdb" >/dev/null 2>&1 && fail "garbage profile accepted"

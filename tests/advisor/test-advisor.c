@@ -451,6 +451,11 @@ static void test_divergence(void **state) {
   assert_non_null(g);
   assert_float_equal(g->matched, 20, 1e-9);
   assert_float_equal(g->speedup, 50.0 / 30.0, 1e-9);
+  assert_int_equal(g->nhot, 1);
+  assert_int_equal(g->hot[0].reason, GPD_ADV__COUNT);
+  assert_int_equal(g->hot[0].def, 4); /* the branch */
+  assert_int_equal(g->hot[0].use, 8); /* the shorter (else) side starts at .L_x_1 */
+  assert_string_equal(gpd_adv_reason_name(GPD_ADV__COUNT), "divergent branch");
   done(&x);
   static const char *const good[] = {
       "S2R R0, SR_TID.X", "SHF.R.U32.HI R1, RZ, 0x5, R0", "ISETP.NE.AND P0, PT, R1, RZ, PT",
