@@ -18,7 +18,7 @@
  *   3. write: statistics per (uid, context, metric) over the n profiles of
  *      that uid (absent = 0), then one new .gpdb (format 3).
  *
- * Ranks ship their part to rank 0 as one byte string (gpd_mpart_pack);
+ * Ranks ship their part to rank 0 in its byte form (gpd_mpart_segs);
  * every call here is single-threaded on its own part; parts are never
  * shared between threads while being built.
  */
@@ -52,6 +52,12 @@ typedef struct gpd_buf_s {
 int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n);
 /** Make room for n more bytes after b->n.  0 or -ENOMEM. */
 int gpd_buf_reserve(gpd_buf_t *b, size_t n);
+/** Fault in bytes [from, to) of the array at p now, in one system call
+ *  (madvise MADV_POPULATE_WRITE), for large arrays about to be filled: a
+ *  page fault per 4 KiB was a quarter of a merge's CPU on this project's
+ *  (paravirtualized) VM.  Only ranges of 1 MiB or more; a kernel without
+ *  it (before Linux 5.14) is left to fault as usual. */
+void gpd_mprefault(void *p, size_t from, size_t to);
 void gpd_buf_free(gpd_buf_t *b);
 
 /** Tables copied row by row from inputs to the output. */
@@ -148,6 +154,7 @@ typedef struct gpd_mpart_s {
   size_t ncv;
   uint64_t in_bytes; /* size of the inputs read */
   uint32_t ninputs;  /* inputs read (not counting skipped ones) */
+  uint8_t *wire;     /* adopted byte form the arrays point into (read-only), or NULL */
 } gpd_mpart_t;
 
 void gpd_mpart_init(gpd_mpart_t *p);
@@ -155,10 +162,31 @@ void gpd_mpart_free(gpd_mpart_t *p);
 /** Build key/cv (context-major grouping of pm) after the last input.
  *  0 or -ENOMEM. */
 int gpd_mpart_group(gpd_mpart_t *p);
-/** Serialize a grouped part into out / rebuild it from bytes (validated:
- *  -EINVAL on anything out of range).  0 or -errno. */
+/** Byte form of a part (part.c): a head of GPD_MPART_HEAD bytes (magic,
+ *  counts of the GPD_MPART_NARR arrays), then each array padded to 8. */
+#define GPD_MPART_NARR 9
+#define GPD_MPART_HEAD (24 + 8 * GPD_MPART_NARR)
+typedef struct gpd_mseg_s {
+  const void *p;
+  size_t n;
+} gpd_mseg_t;
+/** Head of p's byte form into head, and its arrays (p's own memory, to be
+ *  sent as they are; each followed by zeros to a multiple of 8 bytes).
+ *  Returns the byte form's total size. */
+size_t gpd_mpart_segs(const gpd_mpart_t *p, uint8_t head[GPD_MPART_HEAD], gpd_mseg_t seg[GPD_MPART_NARR]);
+/** From a received head: offset and length of each array in the byte form
+ *  and its total size.  0 or -EINVAL (not a part head, absurd sizes). */
+int gpd_mpart_layout(const uint8_t head[GPD_MPART_HEAD], uint64_t off[GPD_MPART_NARR], uint64_t len[GPD_MPART_NARR],
+                     uint64_t *total);
+/** Serialize a grouped part into out (appended) / rebuild it from bytes
+ *  (copied once) / from a malloc'd, 8-aligned buffer b that p then owns
+ *  (its arrays point into it; freed by gpd_mpart_free, also on failure).
+ *  Validated: -EINVAL on anything out of range.  0 or -errno.  A part
+ *  rebuilt so is read-only and has no context index (it is only folded:
+ *  gpd_mresult_write). */
 int gpd_mpart_pack(const gpd_mpart_t *p, gpd_buf_t *out);
 int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n);
+int gpd_mpart_adopt(gpd_mpart_t *p, uint8_t *b, size_t n);
 /** Rebuild p's context index from p->ctx[0..nctx).  0 or -ENOMEM. */
 int gpd_mpart_reindex(gpd_mpart_t *p);
 /** Append context (uid, id) whose encoded row is ctxrows[off, off+len)

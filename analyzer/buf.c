@@ -7,12 +7,23 @@
  * Host byte order (ranks of one job run on one architecture).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "analyzer.h"
 
 #define ROW_MAX ((size_t)64 << 20)
+
+void gpd_mprefault(void *p, size_t from, size_t to) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t a = ((uintptr_t)p + from + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)p + to) & ~(uintptr_t)4095;
+  if (p && to > from && to - from >= ((size_t)1 << 20) && e > a) madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+  (void)p, (void)from, (void)to;
+#endif
+}
 
 int gpd_buf_reserve(gpd_buf_t *b, size_t n) {
   if (b->n + n > b->cap) {
@@ -20,6 +31,7 @@ int gpd_buf_reserve(gpd_buf_t *b, size_t n) {
     while (cap < b->n + n) cap *= 2;
     uint8_t *p = realloc(b->p, cap);
     if (!p) return -ENOMEM;
+    gpd_mprefault(p, b->cap, cap);
     b->p = p;
     b->cap = cap;
   }

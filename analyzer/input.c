@@ -304,6 +304,7 @@ static int pm_push(gpd_mpart_t *p, int64_t ctx, int64_t metric, double v) {
     size_t nc = p->cappm ? p->cappm * 2 : 65536;
     gpd_mval_rec_t *n = realloc(p->pm, nc * sizeof(*n));
     if (!n) return -ENOMEM;
+    gpd_mprefault(n, p->cappm * sizeof(*n), nc * sizeof(*n));
     p->pm = n;
     p->cappm = nc;
   }

@@ -57,23 +57,43 @@ static void recv_idle(void *b, int n, MPI_Datatype t, int from, int tag) {
   wait_idle(&rq);
 }
 
-static void send_data(const uint8_t *p, size_t n) {
+static void send_bytes(const void *p, size_t n) {
   for (size_t o = 0; o < n; o += CHUNK) {
     size_t c = n - o < CHUNK ? n - o : CHUNK;
-    MPI_Send(p + o, (int)c, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+    MPI_Send((const uint8_t *)p + o, (int)c, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
   }
 }
 
-static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
-  uint8_t *b = malloc(n ? n : 1);
-  if (!b) return -ENOMEM;
+static void recv_bytes(void *p, size_t n, int from) {
   for (size_t o = 0; o < n; o += CHUNK) {
     size_t c = n - o < CHUNK ? n - o : CHUNK;
-    MPI_Recv(b + o, (int)c, MPI_BYTE, from, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv((uint8_t *)p + o, (int)c, MPI_BYTE, from, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
-  int err = gpd_mpart_unpack(p, b, n);
-  free(b);
-  return err;
+}
+
+/* A part goes as its head and then its arrays straight from the sender's
+ * memory into their places in one buffer on rank 0, which uses them there
+ * (gpd_mpart_adopt): no packing or unpacking copy. */
+static void send_part(const uint8_t head[GPD_MPART_HEAD], const gpd_mseg_t seg[GPD_MPART_NARR]) {
+  send_bytes(head, GPD_MPART_HEAD);
+  for (int i = 0; i < GPD_MPART_NARR; i++) send_bytes(seg[i].p, seg[i].n);
+}
+
+static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
+  uint8_t head[GPD_MPART_HEAD];
+  uint64_t off[GPD_MPART_NARR], len[GPD_MPART_NARR], total;
+  recv_bytes(head, sizeof(head), from);
+  /* the sender's own layout: a mismatch is a bug, not data to trust */
+  if (gpd_mpart_layout(head, off, len, &total) < 0 || total != n) MPI_Abort(MPI_COMM_WORLD, 1);
+  uint8_t *b = malloc(n);
+  if (!b) MPI_Abort(MPI_COMM_WORLD, 1); /* the sender is blocked in MPI_Send */
+  gpd_mprefault(b, 0, n);
+  memcpy(b, head, sizeof(head));
+  for (int i = 0; i < GPD_MPART_NARR; i++) {
+    recv_bytes(b + off[i], len[i], from);
+    memset(b + off[i] + len[i], 0, (8 - (len[i] & 7)) & 7);
+  }
+  return gpd_mpart_adopt(p, b, n);
 }
 
 int main(int argc, char **argv) {
@@ -102,16 +122,15 @@ int main(int argc, char **argv) {
   int e = gpd_merge_read_slice(&mine, &o, lo, hi, &skipped);
   if (rank != 0) {
     /* header, then the part when rank 0 says go */
-    gpd_buf_t b = {0};
+    uint8_t head[GPD_MPART_HEAD];
+    gpd_mseg_t seg[GPD_MPART_NARR];
     uint64_t hdr[3] = {FAILED, skipped, mine.in_bytes};
     int go = 0;
-    if (e >= 0 && (e = gpd_mpart_pack(&mine, &b)) < 0) fprintf(stderr, "gpuprof: rank %d: %s\n", rank, gpd_strerror(e));
-    gpd_mpart_free(&mine);
-    if (e >= 0) hdr[0] = b.n;
+    if (e >= 0) hdr[0] = gpd_mpart_segs(&mine, head, seg);
     send_idle(hdr, 3, MPI_UINT64_T, 0, TAG_HDR);
     recv_idle(&go, 1, MPI_INT, 0, TAG_GO);
-    if (go) send_data(b.p, b.n);
-    gpd_buf_free(&b);
+    if (go) send_part(head, seg);
+    gpd_mpart_free(&mine);
     MPI_Finalize();
     return e < 0 ? 1 : 0;
   }

@@ -3,6 +3,7 @@
  * the reduction to rank 0 (analyzer.h).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,12 @@
 void gpd_mpart_init(gpd_mpart_t *p) { memset(p, 0, sizeof(*p)); }
 
 void gpd_mpart_free(gpd_mpart_t *p) {
+  if (p->wire) { /* adopted: the arrays lie in it */
+    free(p->wire);
+    gpd_mindex_free(&p->ctx_ix);
+    memset(p, 0, sizeof(*p));
+    return;
+  }
   gpd_buf_free(&p->rows);
   gpd_buf_free(&p->bins);
   gpd_buf_free(&p->ctxrows);
@@ -87,6 +94,7 @@ int gpd_mpart_ctx_add(gpd_mpart_t *p, int64_t uid, int64_t id, uint64_t off, uin
     size_t nc = p->capctx ? p->capctx * 2 : 1024;
     gpd_mctx_t *n = realloc(p->ctx, nc * sizeof(*n));
     if (!n) return -ENOMEM;
+    gpd_mprefault(n, p->capctx * sizeof(*n), nc * sizeof(*n));
     p->ctx = n;
     p->capctx = nc;
   }
@@ -112,6 +120,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
   p->cv = NULL;
   p->nkey = p->ncv = 0;
   if (p->npm && !(kof = malloc(p->npm * sizeof(*kof)))) return -ENOMEM;
+  gpd_mprefault(kof, 0, p->npm * sizeof(*kof));
   /* pass 1: key of every value, count per key.  A profile's values are
    * sorted by (context, metric) and neighbouring processes hold mostly the
    * same contexts: the previous profile of the same uid is walked
@@ -172,6 +181,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
     err = -ENOMEM;
     goto done;
   }
+  gpd_mprefault(p->cv, 0, p->npm * sizeof(*p->cv));
   for (size_t pi = 0; pi < p->nprof; pi++) {
     const gpd_mprof_t *pr = &p->prof[pi];
     for (uint64_t j = pr->pm_off; j < pr->pm_off + pr->pm_n; j++) {
@@ -186,69 +196,103 @@ done:
   return err;
 }
 
-/* ---- byte form: magic, then each array as u64 count + raw elements ---- */
+/* ---- byte form ----
+ *
+ * A head of GPD_MPART_HEAD bytes: magic, inputs read, bytes read, then the
+ * element count (u64) of each of the GPD_MPART_NARR arrays; then the
+ * arrays' elements, each padded with zeros to a multiple of 8 bytes.  A
+ * received part is used in place (gpd_mpart_adopt: the arrays point into
+ * the buffer, which is why they are aligned), and a sender hands MPI the
+ * arrays themselves (gpd_mpart_segs): no copy on either side but MPI's. */
 
-static const char MAGIC[8] = "GPDPART2";
+static const char MAGIC[8] = "GPDPART3";
 
-static int put_arr(gpd_buf_t *b, const void *a, uint64_t n, size_t esz) {
-  int err = gpd_buf_put(b, &n, 8);
-  return err < 0 ? err : gpd_buf_put(b, a, n * esz);
+static size_t pad8(size_t n) { return (8 - (n & 7)) & 7; }
+
+/* the arrays of p in byte-form order: where, how many, element size */
+static void arrays(gpd_mpart_t *p, void ***a, size_t **cnt, size_t esz[GPD_MPART_NARR]) {
+  void **aa[GPD_MPART_NARR] = {(void **)&p->rows.p,      (void **)&p->bins.p,      (void **)&p->prof,
+                               (void **)&p->pm,          (void **)&p->ctx,         (void **)&p->ctxrows.p,
+                               (void **)&p->framerows.p, (void **)&p->key,         (void **)&p->cv};
+  size_t *cc[GPD_MPART_NARR] = {&p->rows.n, &p->bins.n, &p->nprof, &p->npm, &p->nctx,
+                                &p->ctxrows.n, &p->framerows.n, &p->nkey, &p->ncv};
+  size_t ee[GPD_MPART_NARR] = {1, 1, sizeof(*p->prof), sizeof(*p->pm), sizeof(*p->ctx), 1, 1, sizeof(*p->key),
+                               sizeof(*p->cv)};
+  memcpy(a, aa, sizeof(aa));
+  memcpy(cnt, cc, sizeof(cc));
+  memcpy(esz, ee, sizeof(ee));
+}
+
+size_t gpd_mpart_segs(const gpd_mpart_t *p, uint8_t head[GPD_MPART_HEAD], gpd_mseg_t seg[GPD_MPART_NARR]) {
+  void **a[GPD_MPART_NARR];
+  size_t *cnt[GPD_MPART_NARR], esz[GPD_MPART_NARR], total = GPD_MPART_HEAD;
+  uint64_t hdr[2] = {p->ninputs, p->in_bytes};
+  arrays((gpd_mpart_t *)p, a, cnt, esz);
+  memcpy(head, MAGIC, 8);
+  memcpy(head + 8, hdr, 16);
+  for (int i = 0; i < GPD_MPART_NARR; i++) {
+    uint64_t c = *cnt[i];
+    memcpy(head + 24 + 8 * i, &c, 8);
+    seg[i].p = *a[i];
+    seg[i].n = c * esz[i];
+    total += seg[i].n + pad8(seg[i].n);
+  }
+  return total;
 }
 
 int gpd_mpart_pack(const gpd_mpart_t *p, gpd_buf_t *out) {
-  uint64_t hdr[2] = {p->ninputs, p->in_bytes};
-  int err;
-  if ((err = gpd_buf_put(out, MAGIC, 8)) < 0 || (err = gpd_buf_put(out, hdr, sizeof(hdr))) < 0 ||
-      (err = put_arr(out, p->rows.p, p->rows.n, 1)) < 0 || (err = put_arr(out, p->bins.p, p->bins.n, 1)) < 0 ||
-      (err = put_arr(out, p->prof, p->nprof, sizeof(*p->prof))) < 0 ||
-      (err = put_arr(out, p->pm, p->npm, sizeof(*p->pm))) < 0 ||
-      (err = put_arr(out, p->ctx, p->nctx, sizeof(*p->ctx))) < 0 ||
-      (err = put_arr(out, p->ctxrows.p, p->ctxrows.n, 1)) < 0 ||
-      (err = put_arr(out, p->framerows.p, p->framerows.n, 1)) < 0 ||
-      (err = put_arr(out, p->key, p->nkey, sizeof(*p->key))) < 0 ||
-      (err = put_arr(out, p->cv, p->ncv, sizeof(*p->cv))) < 0)
-    return err;
+  uint8_t head[GPD_MPART_HEAD], zero[8] = {0};
+  gpd_mseg_t seg[GPD_MPART_NARR];
+  size_t total = gpd_mpart_segs(p, head, seg);
+  int err = gpd_buf_reserve(out, total);
+  if (err < 0 || (err = gpd_buf_put(out, head, sizeof(head))) < 0) return err;
+  for (int i = 0; i < GPD_MPART_NARR; i++)
+    if ((err = gpd_buf_put(out, seg[i].p, seg[i].n)) < 0 || (err = gpd_buf_put(out, zero, pad8(seg[i].n))) < 0)
+      return err;
   return 0;
 }
 
-static int get_arr(const uint8_t *b, size_t n, size_t *o, void **a, size_t *cnt, size_t esz) {
-  uint64_t c;
-  if (n - *o < 8) return -EINVAL;
-  memcpy(&c, b + *o, 8);
-  *o += 8;
-  if (c > (n - *o) / esz) return -EINVAL;
-  *a = NULL;
-  *cnt = (size_t)c;
-  if (c) {
-    if (!(*a = malloc(c * esz))) return -ENOMEM;
-    memcpy(*a, b + *o, c * esz);
+int gpd_mpart_layout(const uint8_t head[GPD_MPART_HEAD], uint64_t off[GPD_MPART_NARR], uint64_t len[GPD_MPART_NARR],
+                     uint64_t *total) {
+  gpd_mpart_t dummy;
+  void **a[GPD_MPART_NARR];
+  size_t *cnt[GPD_MPART_NARR], esz[GPD_MPART_NARR];
+  uint64_t o = GPD_MPART_HEAD;
+  if (memcmp(head, MAGIC, 8)) return -EINVAL;
+  arrays(&dummy, a, cnt, esz);
+  for (int i = 0; i < GPD_MPART_NARR; i++) {
+    uint64_t c;
+    memcpy(&c, head + 24 + 8 * i, 8);
+    if (c > ((uint64_t)1 << 46) / esz[i]) return -EINVAL; /* 64 TiB: no part is that large */
+    off[i] = o;
+    len[i] = c * esz[i];
+    o += len[i] + pad8(len[i]);
   }
-  *o += c * esz;
+  *total = o;
   return 0;
 }
 
 static int in_range(uint64_t off, uint64_t len, uint64_t n) { return off <= n && len <= n - off; }
 
-int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
-  size_t o = 8 + 16;
-  uint64_t hdr[2];
-  int err;
+int gpd_mpart_adopt(gpd_mpart_t *p, uint8_t *b, size_t n) {
+  uint64_t off[GPD_MPART_NARR], len[GPD_MPART_NARR], total, hdr[2];
+  void **a[GPD_MPART_NARR];
+  size_t *cnt[GPD_MPART_NARR], esz[GPD_MPART_NARR];
+  int err = -EINVAL;
   gpd_mpart_init(p);
-  if (n < o || memcmp(b, MAGIC, 8)) return -EINVAL;
+  p->wire = b;
+  if (n < GPD_MPART_HEAD || ((uintptr_t)b & 7) || gpd_mpart_layout(b, off, len, &total) < 0 || total != n) goto fail;
   memcpy(hdr, b + 8, 16);
-  if (hdr[0] > UINT32_MAX) return -EINVAL;
+  if (hdr[0] > UINT32_MAX) goto fail;
   p->ninputs = (uint32_t)hdr[0];
   p->in_bytes = hdr[1];
-  if ((err = get_arr(b, n, &o, (void **)&p->rows.p, &p->rows.n, 1)) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->bins.p, &p->bins.n, 1)) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->prof, &p->nprof, sizeof(*p->prof))) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->pm, &p->npm, sizeof(*p->pm))) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->ctx, &p->nctx, sizeof(*p->ctx))) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->ctxrows.p, &p->ctxrows.n, 1)) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->framerows.p, &p->framerows.n, 1)) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->key, &p->nkey, sizeof(*p->key))) < 0 ||
-      (err = get_arr(b, n, &o, (void **)&p->cv, &p->ncv, sizeof(*p->cv))) < 0)
-    goto fail;
+  arrays(p, a, cnt, esz);
+  for (int i = 0; i < GPD_MPART_NARR; i++) {
+    *a[i] = len[i] ? b + off[i] : NULL;
+    *cnt[i] = (size_t)(len[i] / esz[i]);
+    for (uint64_t z = off[i] + len[i]; z < off[i] + len[i] + pad8(len[i]); z++)
+      if (b[z]) goto fail; /* padding is zeros: a part packs back to the same bytes */
+  }
   p->rows.cap = p->rows.n;
   p->bins.cap = p->bins.n;
   p->ctxrows.cap = p->ctxrows.n;
@@ -256,8 +300,6 @@ int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
   p->capprof = p->nprof;
   p->cappm = p->npm;
   p->capctx = p->nctx;
-  err = -EINVAL;
-  if (o != n) goto fail;
   for (size_t i = 0; i < p->nprof; i++)
     if (!in_range(p->prof[i].pm_off, p->prof[i].pm_n, p->npm)) goto fail;
   for (size_t i = 0; i < p->nctx; i++)
@@ -268,9 +310,16 @@ int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
     if (!in_range(p->key[i].off, p->key[i].n, p->ncv)) goto fail;
   for (size_t i = 0; i < p->ncv; i++)
     if (p->cv[i].prof < 1 || p->cv[i].prof > p->nprof) goto fail;
-  if ((err = gpd_mpart_reindex(p)) < 0) goto fail;
-  return 0;
+  return 0; /* no context index: an adopted part is only folded */
 fail:
   gpd_mpart_free(p);
   return err;
+}
+
+int gpd_mpart_unpack(gpd_mpart_t *p, const uint8_t *b, size_t n) {
+  uint8_t *c = malloc(n ? n : 1); /* malloc's alignment: the arrays are used in place */
+  gpd_mpart_init(p);
+  if (!c) return -ENOMEM;
+  if (n) memcpy(c, b, n);
+  return gpd_mpart_adopt(p, c, n);
 }

@@ -37,8 +37,19 @@ static const char MERGED_SCHEMA[] =
     "CREATE TABLE stat(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL,"
     "  n INTEGER NOT NULL, nz INTEGER NOT NULL, sum REAL NOT NULL, min REAL NOT NULL, mean REAL NOT NULL,"
     "  max REAL NOT NULL, stddev REAL NOT NULL, cv REAL NOT NULL, min_profile INTEGER NOT NULL,"
-    "  max_profile INTEGER NOT NULL, vals BLOB NOT NULL);"
-    "CREATE UNIQUE INDEX stat_key ON stat(uid, context_id, metric_id);";
+    "  max_profile INTEGER NOT NULL, vals BLOB NOT NULL, PRIMARY KEY(uid, context_id, metric_id)) WITHOUT ROWID;";
+
+/* The merged file's contexts and frames: one B-tree each, keyed as the
+ * store's (which has a rowid table and its key's index: two inserts per
+ * row); created before GPD_STORE_SCHEMA, whose IF NOT EXISTS then keeps
+ * them.  Same columns (docs/FORMATS.md). */
+static const char MERGED_CONTEXT[] =
+    "CREATE TABLE context(uid INTEGER NOT NULL, id INTEGER NOT NULL, parent INTEGER NOT NULL,"
+    "  kind INTEGER NOT NULL, module TEXT, build_id TEXT, offset INTEGER, label TEXT, raw_name TEXT,"
+    "  PRIMARY KEY(uid, id)) WITHOUT ROWID;"
+    "CREATE TABLE frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
+    "  function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
+    "  PRIMARY KEY(uid, context_id, depth)) WITHOUT ROWID;";
 
 /* global context: (uid, id) -> first part that has it */
 typedef struct gctx_s {
@@ -145,7 +156,7 @@ static int fold(fold_t *f) {
     for (size_t i = 0; i < p->nctx; i++) {
       uint64_t h = gpd_mhash(p->ctx[i].uid, p->ctx[i].id, 0);
       int found = 0;
-      if (f->cix.cap)
+      if (k > 0 && f->cix.cap) /* a part's own contexts are distinct: the first part's are all new */
         for (size_t s = h & (f->cix.cap - 1); f->cix.slot[s]; s = (s + 1) & (f->cix.cap - 1)) {
           const gctx_t *g = &f->ctx[f->cix.slot[s] - 1];
           if (g->uid == p->ctx[i].uid && g->id == p->ctx[i].id) {
@@ -161,9 +172,12 @@ static int fold(fold_t *f) {
         f->ctx = n;
         capctx = nc;
       }
-      if ((err = gpd_mindex_reserve(&f->cix, f->nctx, gctx_hash, f)) < 0) return err;
-      f->ctx[f->nctx] = (gctx_t){p->ctx[i].uid, p->ctx[i].id, (uint32_t)k, (uint32_t)i};
-      gpd_mindex_insert(&f->cix, h, f->nctx++);
+      /* indexed for the parts still to come (none after the last) */
+      if (k + 1 < f->nparts) {
+        if ((err = gpd_mindex_reserve(&f->cix, f->nctx, gctx_hash, f)) < 0) return err;
+        gpd_mindex_insert(&f->cix, h, f->nctx);
+      }
+      f->ctx[f->nctx++] = (gctx_t){p->ctx[i].uid, p->ctx[i].id, (uint32_t)k, (uint32_t)i};
     }
   }
   /* keys: each part's (uid, context, metric) slices map to a global key */
@@ -174,7 +188,7 @@ static int fold(fold_t *f) {
       const gpd_mkey_t *x = &p->key[i];
       uint64_t h = gpd_mhash(x->uid, x->ctx, x->metric);
       size_t g = SIZE_MAX;
-      if (f->kix.cap)
+      if (k > 0 && f->kix.cap) /* likewise its keys */
         for (size_t s = h & (f->kix.cap - 1); f->kix.slot[s]; s = (s + 1) & (f->kix.cap - 1)) {
           const gkey_t *y = &f->key[f->kix.slot[s] - 1];
           if (y->uid == x->uid && y->ctx == x->ctx && y->metric == x->metric) {
@@ -190,10 +204,12 @@ static int fold(fold_t *f) {
           f->key = n;
           capkey = nc;
         }
-        if ((err = gpd_mindex_reserve(&f->kix, f->nkey, gkey_hash, f)) < 0) return err;
+        if (k + 1 < f->nparts) {
+          if ((err = gpd_mindex_reserve(&f->kix, f->nkey, gkey_hash, f)) < 0) return err;
+          gpd_mindex_insert(&f->kix, h, f->nkey);
+        }
         g = f->nkey++;
         f->key[g] = (gkey_t){x->uid, x->ctx, x->metric, 0, 0, 0};
-        gpd_mindex_insert(&f->kix, h, g);
       }
       f->key[g].n += x->n;
       f->key[g].nslice++;
@@ -211,6 +227,7 @@ static int fold(fold_t *f) {
     f->key[g].nslice = 0;
   }
   if (f->nslice && !(f->slice = malloc(f->nslice * sizeof(*f->slice)))) return -ENOMEM;
+  gpd_mprefault(f->slice, 0, f->nslice * sizeof(*f->slice));
   for (size_t k = 0; k < f->nparts; k++)
     for (size_t i = 0; i < f->parts[k].nkey; i++) {
       gkey_t *g = &f->key[f->pk[k][i]];
@@ -272,7 +289,7 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
   int err = 0;
   uint8_t used[GPD_M__COUNT] = {0};
 
-  if ((err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, GPD_PCSAMPLE_SCHEMA)) < 0 ||
+  if ((err = exec(f, db, MERGED_CONTEXT)) < 0 || (err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, GPD_PCSAMPLE_SCHEMA)) < 0 ||
       (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
       (err = exec(f, db, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
     return err;

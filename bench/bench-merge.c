@@ -4,7 +4,7 @@
  * merge").
  *
  *   bench-merge --gpuprof BIN/gpuprof [--mpirun mpirun] [--nodes 64]
- *               [--contexts 100000] [--procs 4] [--dir DIR] [--ranks 2,4]
+ *               [--contexts 100000] [--procs 4] [--dir DIR] [--ranks 2,4] [--repeat 3]
  *
  * Synthetic node profiles (format 2, the store's schema): each node file
  * holds --procs processes (ranks) and --contexts calling contexts, of which
@@ -157,7 +157,8 @@ typedef struct res_s {
 
 /* run cmd, stderr to a file, parse gpuprof's summary lines */
 static int run(const char *cmd, res_t *r) {
-  char full[8192], line[2048];
+  static char full[(1 << 17) + 256];
+  char line[2048];
   snprintf(full, sizeof(full), "%s 2>/tmp/bench-merge.%d.err", cmd, (int)getpid());
   struct rusage u0, u1;
   getrusage(RUSAGE_CHILDREN, &u0);
@@ -186,7 +187,7 @@ static int run(const char *cmd, res_t *r) {
 
 int main(int argc, char **argv) {
   const char *gpuprof = NULL, *mpirun = "mpirun", *dir = "/tmp/gpd-bench-merge", *ranks = "2,4";
-  int nodes = 64, procs = 4;
+  int nodes = 64, procs = 4, repeat = 3;
   long nctx = 100000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--gpuprof")) gpuprof = argv[i + 1];
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--nodes")) nodes = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--procs")) procs = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--contexts")) nctx = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[i + 1]);
     else {
       fprintf(stderr, "bench-merge: unknown option %s\n", argv[i]);
       return 64;
@@ -203,7 +205,7 @@ int main(int argc, char **argv) {
   }
   if (!gpuprof || nodes < 1 || procs < 1 || nctx < 10) {
     fprintf(stderr, "usage: bench-merge --gpuprof PATH [--mpirun P] [--nodes N] [--contexts C] [--procs P] "
-                    "[--dir D] [--ranks 2,4]\n");
+                    "[--dir D] [--ranks 2,4] [--repeat R]\n");
     return 64;
   }
   char sub[4096], path[4300], inputs[1 << 16] = "";
@@ -241,49 +243,82 @@ int main(int argc, char **argv) {
     if (f && fgets(l, sizeof(l), f)) fclose(f);
     printf("%s", l);
   }
-  printf("\n%-22s %8s %8s %8s %10s %10s %13s %15s %15s\n", "run", "wall s", "CPU s", "MB/s", "MB/s/core",
-         "MB/CPU-s", "efficiency", "read wall/CPU", "write wall/CPU");
+  printf("\n%-22s %8s %8s %8s %10s %10s %13s %10s %15s %15s\n", "run", "wall s", "CPU s", "MB/s", "MB/s/core",
+         "MB/CPU-s", "efficiency", "E (model)", "read wall/CPU", "write wall/CPU");
   char cmd[1 << 17], out[4400];
   snprintf(out, sizeof(out), "%s/merged.gpdb", sub);
-  res_t base = {0}, r;
-  /* threads: -j 1 (the baseline) and -j ncpu */
-  for (int j = 1; j <= ncpu && j <= 2; j++) {
-    memset(&r, 0, sizeof(r));
-    snprintf(cmd, sizeof(cmd), "%s merge -j %d -o %s %s", gpuprof, j, out, inputs);
-    if (run(cmd, &r) != 0) return 1;
-    if (j == 1) base = r;
-    double cores = j;
-    printf("%-22s %8.2f %8.2f %8.1f %10.1f %10.1f %12.0f%% %7.2f/%-7.2f %7.2f/%-7.2f\n",
-           j == 1 ? "threads -j 1 (base)" : "threads -j 2", r.secs, r.cpu, in_bytes / 1e6 / r.secs,
-           in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu, 100.0 * base.secs / (cores * r.secs), r.read_s,
-           r.read_cpu, r.write_s, r.write_cpu);
-  }
-  struct stat sb;
-  stat(out, &sb);
-  /* 1 rank = the -j 1 run: gpuprof runs the threaded path for one rank */
-  double t1 = base.secs;
-  for (const char *s = ranks; s && *s;) {
-    int np = atoi(s);
-    memset(&r, 0, sizeof(r));
-    snprintf(cmd, sizeof(cmd),
-             "OMPI_MCA_btl=self,vader OMPI_ALLOW_RUN_AS_ROOT=1 "
-             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s --oversubscribe -np %d %s merge -j 1 -o %s %s",
-             mpirun, np, gpuprof, out, inputs);
-    if (run(cmd, &r) != 0) return 1;
-    double cores = np < ncpu ? np : (double)ncpu;
-    char name[64];
-    snprintf(name, sizeof(name), "mpirun -np %d%s", np, np > ncpu ? " (oversub.)" : "");
-    printf("%-22s %8.2f %8.2f %8.1f %10.1f %10.1f %5.0f%% (%3.0f%%) %7.2f/%-7.2f %7.2f/%-7.2f\n", name, r.secs,
-           r.cpu, in_bytes / 1e6 / r.secs, in_bytes / 1e6 / r.secs / cores, in_bytes / 1e6 / r.cpu,
-           100.0 * t1 / (np * r.secs), 100.0 * t1 / (cores * r.secs), r.read_s, r.read_cpu, r.write_s, r.write_cpu);
+  /* runs: -j 1 (the baseline), -j 2, then mpirun -np N for each of --ranks;
+   * --repeat rounds, interleaved, so that a burst of load hits every run
+   * alike; each row is the round with the median wall time */
+  enum { MAXRUN = 16, MAXREP = 15 };
+  int np[MAXRUN], nrun = 0;
+  np[nrun++] = -1;
+  if (ncpu >= 2) np[nrun++] = -2;
+  for (const char *s = ranks; s && *s && nrun < MAXRUN;) {
+    np[nrun++] = atoi(s);
     s = strchr(s, ',');
     if (s) s++;
   }
-  printf("\nefficiency: T(1 rank) / (N x T(N ranks)); in parentheses per core used (min(N, %ld cores)).\n", ncpu);
+  if (repeat < 1) repeat = 1;
+  if (repeat > MAXREP) repeat = MAXREP;
+  static res_t all[MAXRUN][MAXREP];
+  for (int rep = 0; rep < repeat; rep++)
+    for (int k = 0; k < nrun; k++) {
+      res_t *r = &all[k][rep];
+      memset(r, 0, sizeof(*r));
+      if (np[k] < 0)
+        snprintf(cmd, sizeof(cmd), "%s merge -j %d -o %s %s", gpuprof, -np[k], out, inputs);
+      else
+        /* -j 1 as ranks: 1 rank = the -j 1 run (gpuprof runs the threaded path for one rank) */
+        snprintf(cmd, sizeof(cmd),
+                 "OMPI_MCA_btl=self,vader OMPI_ALLOW_RUN_AS_ROOT=1 "
+                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s --oversubscribe -np %d %s merge -j 1 -o %s %s",
+                 mpirun, np[k], gpuprof, out, inputs);
+      if (run(cmd, r) != 0) return 1;
+    }
+  res_t med[MAXRUN];
+  for (int k = 0; k < nrun; k++) {
+    /* the round with the median wall time */
+    int idx[MAXREP];
+    for (int i = 0; i < repeat; i++) idx[i] = i;
+    for (int i = 1; i < repeat; i++)
+      for (int j = i; j > 0 && all[k][idx[j]].secs < all[k][idx[j - 1]].secs; j--) {
+        int t = idx[j];
+        idx[j] = idx[j - 1];
+        idx[j - 1] = t;
+      }
+    med[k] = all[k][idx[repeat / 2]];
+  }
+  res_t base = med[0];
+  for (int k = 0; k < nrun; k++) {
+    const res_t *r = &med[k];
+    int n = np[k] < 0 ? -np[k] : np[k];
+    double cores = n < ncpu ? n : (double)ncpu;
+    char name[64];
+    if (np[k] < 0)
+      snprintf(name, sizeof(name), "threads -j %d%s", n, k == 0 ? " (base)" : "");
+    else
+      snprintf(name, sizeof(name), "mpirun -np %d%s", n, n > ncpu ? " (oversub.)" : "");
+    /* E (model): on n dedicated cores the run takes about rank 0's read
+     * plus its reduce + write (CPU seconds, which the load does not
+     * stretch); threads: the read's CPU over n threads plus the write */
+    double tmodel = np[k] < 0 ? r->read_cpu / n + r->write_cpu : r->read_cpu + r->write_cpu;
+    printf("%-22s %8.2f %8.2f %8.1f %10.1f %10.1f %5.0f%% (%3.0f%%) %9.0f%% %7.2f/%-7.2f %7.2f/%-7.2f\n", name,
+           r->secs, r->cpu, in_bytes / 1e6 / r->secs, in_bytes / 1e6 / r->secs / cores, in_bytes / 1e6 / r->cpu,
+           100.0 * base.secs / (n * r->secs), 100.0 * base.secs / (cores * r->secs),
+           tmodel > 0 ? 100.0 * base.cpu / (n * tmodel) : 0.0, r->read_s, r->read_cpu, r->write_s, r->write_cpu);
+  }
+  struct stat sb;
+  stat(out, &sb);
+  printf("\n%d round%s, interleaved; each row is the round with the median wall time.\n", repeat,
+         repeat == 1 ? "" : "s");
+  printf("efficiency: T(1 rank) / (N x T(N ranks)); in parentheses per core used (min(N, %ld cores)).\n", ncpu);
+  printf("E (model): CPU s of the base / (N x rank 0's read + reduce + write CPU s): what N dedicated cores\n"
+         "would give, from this run's own phase CPU times (threads: read CPU / N + write CPU).\n");
   printf("MB/CPU-s: input MB per CPU second (user + system, all processes): the per-core rate a loaded machine\n"
          "does not distort.  mpirun times include MPI start-up.  read: reading + grouping (threads: all of them;\n"
-         "MPI: rank 0, until every rank is done); write: reduce (receive, fold) + statistics + SQLite write, which\n"
-         "rank 0 does alone.  1 rank = the -j 1 row (gpuprof execs the MPI program only for > 1 rank).\n");
+         "MPI: rank 0's own reading, until every rank is done); write: reduce (receive, fold) + statistics + SQLite\n"
+         "write, which rank 0 does alone.  1 rank = the -j 1 row (gpuprof execs the MPI program only for > 1 rank).\n");
   printf("\nstorage: values %.1f MB sparse (profile-major + context-major blobs) vs %.1f MB dense "
          "(processes x contexts x metrics with a value x 8 B): %.1fx smaller; %.1fx against a dense array of all %d "
          "metrics; merged file %.1f MB, inputs %.1f MB\n",

@@ -15,7 +15,11 @@
 # rights* (root never writes into a folder the user controls, and
 # root-squashed NFS works).  On the controller (EpilogSlurmctld), once per
 # job: when every node's file is there (or after GPUPROF_WAIT s), the node
-# files are merged, as the user, into $GPUPROF_JOB_DIR/<job>.gpdb.
+# files are merged, as the user, into $GPUPROF_JOB_DIR/<job>.gpdb.  GPU
+# binaries the profiles refer to go to <job>/gpubins beside the node files
+# and then to $GPUPROF_JOB_DIR/gpubins beside the job file: that folder
+# must be the user's own (a note in the merge's output otherwise), so
+# give each user a GPUPROF_JOB_DIR of their own when jobs use PC sampling.
 # Always exits 0: a failing epilog would drain the node.
 
 [ -r /etc/default/gpuprof-epilog ] && . /etc/default/gpuprof-epilog
@@ -57,6 +61,14 @@ host=$(hostname -s 2>/dev/null || hostname)
 tmp=$(mktemp -d /tmp/gpuprof-epilog.XXXXXX) || exit 0
 if "$GPUPROF" merge -q --job "$JOB" --uid "$JUID" -o "$tmp/node.gpdb" "$STORE" 2>"$tmp/err"; then
   # root reads, the user writes: umask 077, a hidden name, renamed when complete
+  # the GPU binaries its profiles refer to (merge put them in $tmp/gpubins)
+  # go beside it first, unpacked by the user; the job-wide merge copies
+  # them on beside $JOB.gpdb
+  if [ -d "$tmp/gpubins" ]; then
+    (cd "$tmp" && tar -cf - gpubins) | as_user sh -c 'umask 077; mkdir -p "$1/$2" && cd "$1/$2" &&
+        exec tar -xf - --no-same-owner --no-same-permissions' _ "$DIR" "$JOB" ||
+      log "cannot write the GPU binaries to $DIR/$JOB/gpubins as uid $JUID"
+  fi
   as_user sh -c 'umask 077; mkdir -p "$1/$2" && cat > "$1/$2/.$3.tmp" && mv -f "$1/$2/.$3.tmp" "$1/$2/$3.gpdb"' \
       _ "$DIR" "$JOB" "$host" <"$tmp/node.gpdb" || log "cannot write $DIR/$JOB/$host.gpdb as uid $JUID"
 else

@@ -316,6 +316,15 @@ def case_slurm(tmp):
                        dict(id=3, pid=12, uid=65534, job="77", rank=1, values={(3, K): 1.0})],
                [(65534, 1, 0, 1, "main"), (65534, 2, 1, 1, "solve"), (65534, 3, 2, 3, "kern"),
                 (1000, 3, 0, 3, "secret_kernel")])
+    # a GPU binary job 77's first process loaded, in the store's gpubins/
+    db = sqlite3.connect(store)
+    db.execute("INSERT INTO gpubin VALUES(?, 'cubin', ?, ?, 1)",
+               (GPUBIN_H, len(read(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin"))),
+                "gpubins/%s.gpubin" % GPUBIN_H))
+    db.commit()
+    db.close()
+    os.mkdir(os.path.join(tmp, "gpubins"), 0o700)
+    shutil.copy(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin"), os.path.join(tmp, "gpubins"))
     os.chmod(store, 0o600)
     shared = os.path.join(tmp, "shared")
     os.mkdir(shared)
@@ -325,18 +334,24 @@ def case_slurm(tmp):
     env = {"GPUPROF": os.path.abspath(GPUPROF), "GPUPROF_JOB_DIR": shared, "GPUPROF_STORE": store,
            "SLURM_JOB_ID": "77", "SLURM_JOB_UID": "65534", "SLURM_JOB_GID": "65534"}
     rc, o, e = run(["sh", script], env=env)
-    node = [f for f in os.listdir(os.path.join(shared, "77"))]
+    node = [f for f in os.listdir(os.path.join(shared, "77")) if f != "gpubins"]
     check(rc == 0 and len(node) == 1 and node[0].endswith(".gpdb"), "node epilog: one node file (%s %s)" % (node, e))
     nf = os.path.join(shared, "77", node[0])
     st = os.stat(nf)
     check(st.st_uid == 65534 and st.st_mode & 0o077 == 0, "node file written as the user, private")
     check(rows(nf, "SELECT pid FROM profile ORDER BY id") == [(10,), (12,)], "node file: only job 77's processes")
     check(rows(nf, "SELECT DISTINCT uid FROM context") == [(65534,)], "node file: only the user's contexts")
+    nb = os.path.join(shared, "77", "gpubins", GPUBIN_H + ".gpubin")
+    check(os.path.exists(nb) and os.stat(nb).st_uid == 65534 and
+          read(nb) == read(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin")),
+          "node epilog: the job's GPU binary beside the node file, the user's, exact bytes")
     env.update({"SLURM_SCRIPT_CONTEXT": "epilog_slurmctld", "GPUPROF_WAIT": "1"})
     rc, o, e = run(["sh", script], env=env)
     job = os.path.join(shared, "77.gpdb")
     check(rc == 0 and os.path.exists(job) and os.stat(job).st_uid == 65534, "controller epilog: job file, user's")
     check(stat(job, 3, K, uid=65534)[:3] == (2, 2, 6.0), "job file: statistics over the job's 2 processes")
+    jb = os.path.join(shared, "gpubins", GPUBIN_H + ".gpubin")
+    check(os.path.exists(jb) and os.stat(jb).st_uid == 65534, "controller epilog: GPU binary beside the job file")
     rc, o, e = run(["sh", script], env={"GPUPROF_JOB_DIR": "", "SLURM_JOB_ID": "77"})
     check(rc == 0, "epilog without GPUPROF_JOB_DIR: does nothing, exits 0")
 
