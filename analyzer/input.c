@@ -133,6 +133,12 @@ static int check_metrics(rd_t *r) {
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0);
     const char *name = (const char *)sqlite3_column_text(st, 1);
+    /* the metrics from GINST on are computed by the CLI from the PC
+     * samples and never stored (metric.h): a file that describes one of
+     * them at some id stores no value under that id.  (CPUTIME's arrival
+     * at 51 renumbered them: files from before it say 51 is GINST.) */
+    int here = name ? gpd_metric_by_name(name) : -1;
+    if (here >= GPD_M_GINST) continue;
     const gpd_metric_desc_t *d = id >= 0 && id < GPD_M__COUNT ? gpd_metric_desc((unsigned)id) : NULL;
     if (!d || !name || strcmp(d->name, name)) {
       err = fail(r, GPD_EBADVERSION, "metric id %lld is '%s' there but %s%s%s in this gpuprof (another version)",
