@@ -28,15 +28,22 @@ typedef enum gpd_stall_e {
   GPD_STALL_NONE, GPD_STALL_IFET, GPD_STALL_IDEP, GPD_STALL_GMEM,
   GPD_STALL_TMEM, GPD_STALL_SYNC, GPD_STALL_CMEM, GPD_STALL_PIPE,
   GPD_STALL_MTHR, GPD_STALL_NSEL, GPD_STALL_OTHR, GPD_STALL_SLP,
-  GPD_STALL__COUNT
+  GPD_STALL__COUNT,
+  /* not a stall: the record is the exact execution count (warp-level
+   * instructions executed, CUPTI SASS metric smsp__sass_inst_executed)
+   * of the instruction at its pc, stored as the pseudo stall reason
+   * GPD_SASS_EXEC_NAME (shim/cupti/cupti-sass.c) */
+  GPD_STALL_EXEC_COUNT
 } gpd_stall_t;
+#define GPD_SASS_EXEC_NAME "sass:inst_executed"
 
 /** The GINST:STL_* stall of a vendor stall-reason name (CUPTI's
  *  "smsp__pcsamp_warps_issue_stalled_long_scoreboard" or its short form
  *  "long_scoreboard"); unknown names give GPD_STALL_OTHR.  A name ending
  *  in "_not_issued" counts a subset of the samples of its base reason
  *  (CUPTI reports both): it gives GPD_STALL__COUNT, "not a stall of its
- *  own, do not add".  The one mapping table lives in gpu-stall.c. */
+ *  own, do not add"; GPD_SASS_EXEC_NAME gives GPD_STALL_EXEC_COUNT.  The
+ *  one mapping table lives in gpu-stall.c. */
 gpd_stall_t gpd_stall_from_vendor(const char *name);
 /** "GINST:STL_GMEM" ... for a stall; "GINST:STL_OTHR" for out of range. */
 const char *gpd_stall_name(gpd_stall_t s);
@@ -255,7 +262,9 @@ void gpd_dccg_free(gpd_dccg_t *g);
 
 /** One aggregated PC sample of a kernel: `samples` warps seen at `pc`
  *  (bytes from the start of the kernel's function symbol, as CUPTI's
- *  pcOffset) in stall `stall` (GPD_STALL__COUNT: not counted). */
+ *  pcOffset) in stall `stall` (GPD_STALL__COUNT: not counted;
+ *  GPD_STALL_EXEC_COUNT: `samples` is the exact execution count of the
+ *  instruction, not samples: it weighs call edges, never GINST). */
 typedef struct gpd_pcs_s {
   uint64_t pc;
   uint32_t stall;
@@ -294,7 +303,11 @@ typedef struct gpd_gtree_s {
  *  and a note says so).  Samples at offsets outside every function, or a
  *  kernel the cubin does not have, go to an UNKNOWN node with a note.
  *  max_nodes bounds the calling-context tree; beyond it each function is
- *  shown once (the graph form) with a note.  0, -EINVAL, -ENOMEM. */
+ *  shown once (the graph form) with a note.  Call-edge weights are the
+ *  exact execution counts of the call instructions when the input has
+ *  GPD_STALL_EXEC_COUNT records for the kernel (a note says so), else the
+ *  call instructions' samples (Zhou et al. 2021, section 6.3 step 1).
+ *  0, -EINVAL, -ENOMEM. */
 int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *kernel,
                       const gpd_pcs_t *s, size_t n, size_t max_nodes, gpd_gtree_t **out);
 void gpd_gtree_free(gpd_gtree_t *t);

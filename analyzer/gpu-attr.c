@@ -5,7 +5,11 @@
  * A sample at an instruction of function f counts, in each calling
  * context of f, times that context's share (Zhou et al., Parallel
  * Computing 2021, section 6.3 step 4).  Samples on a call instruction are
- * that call site's weight.
+ * that call site's weight (step 1), unless the input carries exact
+ * execution counts of the kernel's instructions (GPD_STALL_EXEC_COUNT
+ * records, from CUPTI's SASS metrics): then a call site weighs its call
+ * instruction's count, which measures how often the call ran (samples on
+ * a CALL measure how long warps waited there).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -181,7 +185,7 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
     return -EINVAL;
   *out = NULL;
   build_t b = {0};
-  gpd_pcs_t *s = NULL;
+  gpd_pcs_t *s = NULL, *cnt = NULL;
   fn_t *fns = NULL;
   size_t nfns = 0;
   double *fsamples = NULL;
@@ -210,9 +214,19 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
    * of the kernel's section are set aside */
   if ((s = malloc((n ? n : 1) * sizeof *s)) == NULL)
     goto fail;
-  size_t ns = 0, outside = 0;
+  size_t ns = 0, outside = 0, ncnt = 0;
   int32_t unknown = -1;
+  for (size_t i = 0; i < n; i++)
+    ncnt += in[i].stall == GPD_STALL_EXEC_COUNT && in[i].pc < kf->hi - kf->lo;
+  if ((cnt = malloc((ncnt ? ncnt : 1) * sizeof *cnt)) == NULL)
+    goto fail;
+  ncnt = 0;
   for (size_t i = 0; i < n; i++) {
+    if (in[i].stall == GPD_STALL_EXEC_COUNT && in[i].pc < kf->hi - kf->lo) {
+      cnt[ncnt] = in[i];
+      cnt[ncnt++].pc = kf->lo + in[i].pc;
+      continue;
+    }
     if (in[i].stall >= GPD_STALL__COUNT || !(in[i].samples > 0))
       continue;
     uint64_t off = kf->lo + in[i].pc;
@@ -299,11 +313,17 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
       if (callee < 0)
         continue;
       /* call-edge weight: the samples of the call instruction (Zhou et
-       * al. 2021, section 6.3 step 1) */
+       * al. 2021, section 6.3 step 1), or its execution count */
       double w = 0;
-      for (size_t q = fns[j].s0; q < fns[j].s1; q++)
-        if (s[q].pc == g->calls[k])
-          w += s[q].samples;
+      if (ncnt) {
+        for (size_t q = 0; q < ncnt; q++)
+          if (cnt[q].pc == g->calls[k])
+            w += cnt[q].samples;
+      } else {
+        for (size_t q = fns[j].s0; q < fns[j].s1; q++)
+          if (s[q].pc == g->calls[k])
+            w += s[q].samples;
+      }
       if (nedges == capedges) {
         capedges = capedges ? 2 * capedges : 16;
         gpd_gcall_t *e = realloc(edges, capedges * sizeof *e);
@@ -314,6 +334,8 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
       edges[nedges++] = (gpd_gcall_t){(uint32_t)j, (uint32_t)callee, g->calls[k], w};
     }
   }
+  if (dsec && ncnt)
+    tnote(t, "call-edge weights: exact execution counts of the call instructions (SASS metrics)");
   if (dsec) {
     err = gpd_gcct_build((uint32_t)nfns, root, fsamples, edges, nedges, max_nodes, &tree);
     if (err == -E2BIG)
@@ -391,6 +413,7 @@ fail:
   free(fsamples);
   free(edges);
   free(s);
+  free(cnt);
   free(b.map);
   gpd_gcct_free(tree);
   if (err < 0) {

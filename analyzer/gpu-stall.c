@@ -54,6 +54,8 @@ gpd_stall_t gpd_stall_from_vendor(const char *name) {
   static const char subset[] = "_not_issued";
   if (name == NULL)
     return GPD_STALL_OTHR;
+  if (strcmp(name, GPD_SASS_EXEC_NAME) == 0)
+    return GPD_STALL_EXEC_COUNT;
   if (strncmp(name, prefix, sizeof prefix - 1) == 0)
     name += sizeof prefix - 1;
   size_t n = strlen(name);

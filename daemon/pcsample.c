@@ -89,7 +89,9 @@ static void add_row(gpd_pcsample_t *ps, const gpd_pcs_row_t *r) {
       return;
     }
     if (same_key(&s->r, r)) {
-      s->r.samples += r->samples;
+      /* saturating: SASS execution counts (cupti-sass.c) can pass 2^32 */
+      s->r.samples = s->r.samples + r->samples < s->r.samples ? UINT32_MAX
+                                                              : s->r.samples + r->samples;
       s->r.latency += r->latency;
       return;
     }

@@ -252,7 +252,9 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
       atomic_fetch_add(&c_ctx, 1);
       if (fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
       gpd_cupti_pcs_context_created(rd->context);
+      gpd_cupti_sass_context_created(rd->context);
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+      gpd_cupti_sass_stop(rd->context);
       gpd_cupti_pcs_context_destroy(rd->context);
       flush_request();
     } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
@@ -274,6 +276,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     return;
   if (!op) return;
   const CUpti_CallbackData *cd = data;
+  gpd_cupti_pcs_on_api(cd->context); /* a PC sampling window waits for it */
   if (cd->callbackSite == CUPTI_API_EXIT) {
     if (dom == tls_outer_dom && cd->correlationId == tls_outer) tls_outer_dom = 0;
     return;
@@ -425,6 +428,7 @@ int gpd_cupti_start(void) {
   void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (cu) *(void **)&fn.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
   gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
+  gpd_cupti_sass_setup(g_lib); /* GPUPROF_SASS_COUNTS=1 (cupti-sass.c) */
   if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS) {
     char why[160];
     snprintf(why, sizeof why, "cuptiSubscribe: %s (%d)%s", cupti_errstr(r), (int)r,
@@ -510,6 +514,7 @@ int gpd_cupti_init(void) {
 }
 
 void gpd_cupti_fini(void) {
+  gpd_cupti_sass_stop(NULL);
   gpd_cupti_pcs_fini();
   if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   static atomic_int printed;
@@ -534,8 +539,10 @@ static void cupti_fork_prepare(void) {
   pthread_mutex_lock(&g_pool_mu);
   pthread_mutex_lock(&g_flush_mu);
   gpd_cupti_pcs_fork_prepare();
+  gpd_cupti_sass_fork_prepare();
 }
 static void cupti_fork_parent(void) {
+  gpd_cupti_sass_fork_parent();
   gpd_cupti_pcs_fork_parent();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
@@ -544,11 +551,19 @@ static void cupti_fork_parent(void) {
  * flusher thread is gone: its condition variable may record it as a
  * waiter, so it is made fresh. */
 static void cupti_fork_child(void) {
+  gpd_cupti_sass_fork_child();
   gpd_cupti_pcs_fork_child();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
   g_flush_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
 }
+/* Control from the daemon (connection thread): PC sampling windows. */
+static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
+  if (c->kind != GPD_CONTROL_PC_SAMPLING || atomic_load(&g_state) != ST_RUNNING)
+    return -ENOTSUP;
+  return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+}
+
 static int cupti_status(char *why, size_t n) {
   int st = atomic_load(&g_state);
   if (why && n) why[0] = '\0';
@@ -565,4 +580,5 @@ const gpd_backend_t gpd_backend_cupti = {
     .fork_child = cupti_fork_child,
     .shutdown = gpd_cupti_fini,
     .status = cupti_status,
+    .control = cupti_control,
 };

@@ -79,17 +79,44 @@ unsigned gpd_cupti_classify(const char *name, int *multi);
  * mode, one configuration per context; samples are read and pushed by a
  * thread of its own.  All no-ops unless setup returned 1. */
 #include <cuda.h>
-/** Read the environment, dlsym the PC Sampling API from libcupti: 1 on,
- *  0 off (not asked for), negative: off (logged). */
+/** Read the environment, dlsym the PC Sampling API from libcupti: 1 on
+ *  for the process lifetime (GPUPROF_PC_SAMPLING=1), 0 available on
+ *  request (a Control) or off (GPUPROF_PC_SAMPLING=0), negative: the API
+ *  is missing. */
 int gpd_cupti_pcs_setup(void *libcupti);
-/** CUPTI context-created callback: enable and configure sampling. */
+/** CUPTI context-created callback: remember ctx; enable and configure
+ *  sampling when it is on (lifetime, or a window is open). */
 void gpd_cupti_pcs_context_created(CUcontext ctx);
+/** At every CUDA API entry (application thread, ctx current): when a
+ *  window waits for contexts (one relaxed atomic load otherwise), enable
+ *  ctx here, under a trylock (never waits). */
+void gpd_cupti_pcs_on_api(CUcontext ctx);
+/** A Control of kind PC_SAMPLING (connection thread): enable = open the
+ *  window (contexts are enabled at their next API call, *targets = known
+ *  contexts), 0 = read, disable and push every sampled context now.
+ *  0, or GPD_ENOVENDOR with msg. */
+int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uint32_t flags,
+                          uint32_t *targets, char *msg, size_t n);
 /** Context destroy starting: read its last samples, disable, push. */
 void gpd_cupti_pcs_context_destroy(CUcontext ctx);
 /** Module loaded: push a CUBIN record {cubinCrc, content hash}. */
 void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size);
 /** Exit: read, disable and push every context. */
 void gpd_cupti_pcs_fini(void);
+/* cupti-sass.c: exact SASS execution counts (CUPTI SASS Metrics API). */
+/** dlsym the API; 1 when on for the process lifetime (GPUPROF_SASS_COUNTS=1),
+ *  0 available on request or absent, negative: the API is missing. */
+int gpd_cupti_sass_setup(void *libcupti);
+/** Context created (its thread): start counting when on for the lifetime. */
+void gpd_cupti_sass_context_created(CUcontext ctx);
+/** Start counting in ctx (a thread where ctx is current); idempotent. */
+void gpd_cupti_sass_start(CUcontext ctx);
+/** Flush ctx's counts as PCSAMPLE records (stall "sass:inst_executed")
+ *  and stop; ctx NULL: every context.  Any thread. */
+void gpd_cupti_sass_stop(CUcontext ctx);
+void gpd_cupti_sass_fork_prepare(void);
+void gpd_cupti_sass_fork_parent(void);
+void gpd_cupti_sass_fork_child(void);
 void gpd_cupti_pcs_fork_prepare(void);
 void gpd_cupti_pcs_fork_parent(void);
 void gpd_cupti_pcs_fork_child(void);

@@ -2,12 +2,25 @@
  * (cuptiPCSampling*), continuous collection mode, one configuration per
  * CUDA context.
  *
- * On with GPUPROF_PC_SAMPLING=1; GPUPROF_PC_SAMPLING_PERIOD=N (5..31)
- * samples every 2^N cycles per SM (CUPTI's default otherwise);
- * GPUPROF_PC_SAMPLING_HWBUF_MB sizes the hardware buffer (default 256).
+ * On for the process lifetime with GPUPROF_PC_SAMPLING=1, or for a window
+ * on the daemon's request (`gpuprof sample`: a Control of kind
+ * PC_SAMPLING, gpd_cupti_pcs_control); GPUPROF_PC_SAMPLING_PERIOD=N
+ * (5..31) samples every 2^N cycles per SM (CUPTI's default otherwise; a
+ * Control's period wins); GPUPROF_PC_SAMPLING_HWBUF_MB sizes the hardware
+ * buffer (default 256).
  *
- * Threads: a context is enabled and configured in CUPTI's context-created
- * callback (the thread creating the context, once).  A drain thread of
+ * Threads: a context is enabled and configured on a thread where it is
+ * current: in CUPTI's context-created callback (lifetime mode, or a
+ * window that is open then), or, for a window opened later, at the next
+ * CUDA API call of an application thread in that context (the connection
+ * thread only sets g_want and g_pending; the API callback checks one
+ * atomic, and enables under a trylock, never waiting).  Every context
+ * CUPTI creates is remembered (g_known) so a window knows them.  A window
+ * ends softly: the connection thread only clears g_want (it never calls
+ * CUPTI: it must stay free to answer the daemon); samples read after that
+ * are dropped, and the contexts stay configured (sampling's cost stays)
+ * until they are destroyed or the process exits, where they are disabled
+ * as in lifetime mode.  A drain thread of
  * our own ("gpuprof-pcsamp") calls cuptiPCSamplingGetData every 100 ms,
  * adds the PCs into a bounded table and pushes the table as PCSAMPLE
  * records (deltas) plus a PCSTATS record every second, on its own ring:
@@ -36,8 +49,10 @@
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
+#include "backends.h"
 #include "cupti-internal.h"
 #include "gpuprof/clock.h"
+#include "gpuprof/error.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 #include "internal.h"
@@ -85,9 +100,20 @@ typedef struct pcs_key_s {
   uint32_t samples; /* 0 = empty slot */
 } pcs_key_t;
 
-static atomic_int g_on;
+static atomic_int g_on;      /* the API is there: contexts are tracked */
+static int g_always;          /* GPUPROF_PC_SAMPLING=1: every context, always */
+static atomic_int g_want;     /* a window is open: enable contexts */
+static atomic_int g_pending;  /* g_want and a known context is not on yet */
+static atomic_int g_win_period = -1; /* the window's period (-1: g_period) */
+static atomic_uint g_win_flags;      /* the window's GPD_CONTROL_F_* */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* contexts, table, CUPTI calls */
 static pcs_ctx_t *g_ctx[PCS_MAXCTX];
+/* Contexts CUPTI created (and not yet destroyed); enabling: one thread is
+ * configuring it outside the lock. */
+static struct {
+  CUcontext ctx;
+  int enabling;
+} g_known[PCS_MAXCTX];
 static pcs_key_t *g_tab;
 static uint32_t g_tab_n;
 static int g_thread_started;
@@ -96,6 +122,7 @@ static size_t g_hwbuf = 256u << 20;
 static atomic_ulong c_pcs_records, c_pcs_samples, c_pcs_full, c_pcs_err, c_pcs_pushfail;
 
 static void pcs_push_locked(void);
+static void pcs_finish(unsigned c);
 
 /* ------------------------------------------------------------- table */
 
@@ -230,7 +257,8 @@ static void pcs_drain_ctx(pcs_ctx_t *x) {
       GPD_DEBUG("cuptiPCSamplingGetData: %d", (int)r);
       return;
     }
-    pcs_take(x, &x->data);
+    if (g_always || atomic_load(&g_want))
+      pcs_take(x, &x->data); /* else: outside every window, dropped */
     if (x->data.remainingNumPcs == 0)
       return;
   }
@@ -256,11 +284,13 @@ static void *pcs_main(void *arg) {
 
 int gpd_cupti_pcs_setup(void *libcupti) {
   const char *e = getenv("GPUPROF_PC_SAMPLING");
-  if (e == NULL || *e != '1' || libcupti == NULL)
-    return 0;
+  int asked = e && *e == '1';
+  if (libcupti == NULL || (e && *e == '0'))
+    return 0; /* GPUPROF_PC_SAMPLING=0: not even on request */
 #define X(n, a)                                                            \
   if (!(*(void **)&pf.n = dlsym(libcupti, #n))) {                          \
-    GPD_WARN("PC sampling off: libcupti lacks %s", #n);                    \
+    if (asked)                                                             \
+      GPD_WARN("PC sampling off: libcupti lacks %s", #n);                  \
     return -ENOSYS;                                                        \
   }
   PCS_FUNCS(X)
@@ -280,10 +310,11 @@ int gpd_cupti_pcs_setup(void *libcupti) {
   const char *hb = getenv("GPUPROF_PC_SAMPLING_HWBUF_MB");
   if (hb && atol(hb) > 0 && atol(hb) <= 4096)
     g_hwbuf = (size_t)atol(hb) << 20;
-  if ((g_tab = calloc(PCS_TABLE, sizeof *g_tab)) == NULL)
+  if (asked && (g_tab = calloc(PCS_TABLE, sizeof *g_tab)) == NULL)
     return -ENOMEM;
+  g_always = asked;
   atomic_store(&g_on, 1);
-  return 1;
+  return asked;
 }
 
 static void ctx_free(pcs_ctx_t *x) {
@@ -309,9 +340,9 @@ static int set_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, size
   return (int)pf.cuptiPCSamplingSetConfigurationAttribute(&cp);
 }
 
-void gpd_cupti_pcs_context_created(CUcontext ctx) {
-  if (!atomic_load(&g_on))
-    return;
+/* Enable and configure sampling of ctx (current on this thread), and add
+ * it to g_ctx.  Takes g_mu only at the end.  0 or -1 (logged). */
+static int pcs_ctx_enable(CUcontext ctx) {
   pcs_ctx_t *x = calloc(1, sizeof *x);
   CUptiResult r;
   const char *what = "allocation";
@@ -390,9 +421,10 @@ void gpd_cupti_pcs_context_created(CUcontext ctx) {
   info[ni++].attributeData.samplingDataBufferData.samplingDataBuffer = &x->data;
   info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
   info[ni++].attributeData.enableStartStopControlData.enableStartStopControl = 0;
-  if (g_period > 0) {
+  int period = atomic_load(&g_win_period) > 0 ? atomic_load(&g_win_period) : g_period;
+  if (period > 0) {
     info[ni].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
-    info[ni++].attributeData.samplingPeriodData.samplingPeriod = (uint32_t)g_period;
+    info[ni++].attributeData.samplingPeriodData.samplingPeriod = (uint32_t)period;
   }
   what = "cuptiPCSamplingSetConfigurationAttribute";
   if ((r = (CUptiResult)set_attr(ctx, info, ni)) != CUPTI_SUCCESS)
@@ -423,7 +455,9 @@ void gpd_cupti_pcs_context_created(CUcontext ctx) {
   free(names);
   names = NULL;
   pthread_mutex_lock(&g_mu);
-  unsigned slot = PCS_MAXCTX;
+  if (g_tab == NULL)
+    g_tab = calloc(PCS_TABLE, sizeof *g_tab);
+  unsigned slot = g_tab ? PCS_MAXCTX : PCS_MAXCTX + 1;
   for (unsigned c = 0; c < PCS_MAXCTX && slot == PCS_MAXCTX; c++)
     if (g_ctx[c] == NULL)
       slot = c;
@@ -444,16 +478,17 @@ void gpd_cupti_pcs_context_created(CUcontext ctx) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
   }
   pthread_mutex_unlock(&g_mu);
-  if (slot == PCS_MAXCTX) {
-    GPD_WARN("PC sampling: more than %u CUDA contexts; not sampled", PCS_MAXCTX);
+  if (slot >= PCS_MAXCTX) {
+    GPD_WARN("PC sampling: %s; not sampled",
+             slot == PCS_MAXCTX ? "more than 16 CUDA contexts" : "no memory for the sample table");
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
     pf.cuptiPCSamplingDisable(&dp);
     ctx_free(x);
-    return;
+    return -1;
   }
   GPD_INFO("PC sampling on for a CUDA context (device %u, %u stall reasons, period 2^%u)",
            x->device, x->nstall, x->period_log2);
-  return;
+  return 0;
 fail_r:
   GPD_WARN("PC sampling off for a CUDA context: %s failed (%d)", what, (int)r);
   if (x && strcmp(what, "cuptiPCSamplingEnable") != 0) {
@@ -469,6 +504,77 @@ out:
       free(names[i]);
   free(names);
   ctx_free(x);
+  return -1;
+}
+
+/* Is ctx sampled now (lock held)? */
+static int ctx_on(CUcontext ctx) {
+  for (unsigned c = 0; c < PCS_MAXCTX; c++)
+    if (g_ctx[c] && g_ctx[c]->ctx == ctx)
+      return 1;
+  return 0;
+}
+
+/* g_pending = a window is open and a known context is not on (lock held). */
+static void pending_update(void) {
+  int p = 0;
+  if (atomic_load(&g_want))
+    for (unsigned k = 0; k < PCS_MAXCTX; k++)
+      if (g_known[k].ctx && !g_known[k].enabling && !ctx_on(g_known[k].ctx))
+        p = 1;
+  atomic_store(&g_pending, p);
+}
+
+/* Enable ctx from this thread (where it is current) when a window is open
+ * and it is not on yet; the configuration runs outside the lock.  wait =
+ * 0: a trylock (API callbacks). */
+static void ctx_sync_here(CUcontext ctx, int wait) {
+  if (wait)
+    pthread_mutex_lock(&g_mu);
+  else if (pthread_mutex_trylock(&g_mu) != 0)
+    return; /* the next API call tries again */
+  int k = -1;
+  for (unsigned i = 0; i < PCS_MAXCTX; i++)
+    if (g_known[i].ctx == ctx)
+      k = (int)i;
+  if (k < 0 || g_known[k].enabling || ctx_on(ctx) || !(g_always || atomic_load(&g_want))) {
+    pthread_mutex_unlock(&g_mu);
+    return;
+  }
+  g_known[k].enabling = 1;
+  pending_update();
+  pthread_mutex_unlock(&g_mu);
+  int rc = pcs_ctx_enable(ctx);
+  if (rc == 0 && !g_always && (atomic_load(&g_win_flags) & GPD_CONTROL_F_COUNTS))
+    gpd_cupti_sass_start(ctx); /* --counts: exact call counts too (read at exit) */
+  pthread_mutex_lock(&g_mu);
+  for (unsigned i = 0; i < PCS_MAXCTX; i++)
+    if (g_known[i].ctx == ctx)
+      g_known[i].enabling = 0;
+  pending_update();
+  pthread_mutex_unlock(&g_mu);
+}
+
+void gpd_cupti_pcs_context_created(CUcontext ctx) {
+  if (!atomic_load(&g_on))
+    return;
+  pthread_mutex_lock(&g_mu);
+  unsigned k = PCS_MAXCTX;
+  for (unsigned i = 0; i < PCS_MAXCTX && k == PCS_MAXCTX; i++)
+    if (g_known[i].ctx == NULL)
+      k = i;
+  if (k < PCS_MAXCTX)
+    g_known[k].ctx = ctx;
+  pthread_mutex_unlock(&g_mu);
+  if (k == PCS_MAXCTX)
+    GPD_WARN("PC sampling: more than %u CUDA contexts; not sampled", PCS_MAXCTX);
+  else if (g_always || atomic_load(&g_want))
+    ctx_sync_here(ctx, 1);
+}
+
+void gpd_cupti_pcs_on_api(CUcontext ctx) {
+  if (ctx && atomic_load_explicit(&g_pending, memory_order_relaxed))
+    ctx_sync_here(ctx, 0);
 }
 
 /* Last data of one context: GetData, then Disable, which leaves what was
@@ -479,7 +585,7 @@ static void pcs_finish(unsigned c) {
   x->data.totalNumPcs = 0;
   x->data.totalSamples = x->data.droppedSamples = x->data.nonUsrKernelsTotalSamples = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, x->ctx};
-  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS)
+  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS && (g_always || atomic_load(&g_want)))
     pcs_take(x, &x->data);
   pcs_push_locked();
   g_ctx[c] = NULL;
@@ -493,7 +599,56 @@ void gpd_cupti_pcs_context_destroy(CUcontext ctx) {
   for (unsigned c = 0; c < PCS_MAXCTX; c++)
     if (g_ctx[c] && g_ctx[c]->ctx == ctx)
       pcs_finish(c);
+  for (unsigned k = 0; k < PCS_MAXCTX; k++)
+    if (g_known[k].ctx == ctx)
+      g_known[k].ctx = NULL;
+  pending_update();
   pthread_mutex_unlock(&g_mu);
+}
+
+int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uint32_t flags,
+                          uint32_t *targets, char *msg, size_t n) {
+  if (!atomic_load(&g_on)) {
+    snprintf(msg, n, "PC sampling is not available (libcupti lacks the PC Sampling API, or "
+                     "GPUPROF_PC_SAMPLING=0)");
+    return GPD_ENOVENDOR;
+  }
+  if (g_always) {
+    snprintf(msg, n, "on for the process lifetime (GPUPROF_PC_SAMPLING=1); unchanged");
+    return 0;
+  }
+  unsigned known = 0, stopped = 0;
+  pthread_mutex_lock(&g_mu);
+  for (unsigned k = 0; k < PCS_MAXCTX; k++)
+    known += g_known[k].ctx != NULL;
+  if (enable) {
+    atomic_store(&g_win_period, period >= 5 && period <= 31 ? (int)period : -1);
+    atomic_store(&g_win_flags, flags);
+    atomic_store(&g_want, 1);
+    pending_update();
+    *targets = known;
+    if (known)
+      snprintf(msg, n, "%u CUDA context%s: sampling starts at the next CUDA call in each", known,
+               known == 1 ? "" : "s");
+    else
+      snprintf(msg, n, "no CUDA context yet: sampling starts with the first one");
+  } else {
+    /* Soft stop: samples are no longer kept (pcs_drain_ctx reads and
+     * drops them); the contexts stay configured until they end or the
+     * process exits.  No CUPTI call here: when this thread called
+     * cuptiPCSamplingDisable while the application kept the GPU busy, it
+     * never answered again (H100, docs/VALIDATION.md). */
+    atomic_store(&g_want, 0);
+    for (unsigned c = 0; c < PCS_MAXCTX; c++)
+      stopped += g_ctx[c] != NULL;
+    pending_update();
+    *targets = stopped;
+    snprintf(msg, n, "samples no longer kept on %u CUDA context%s (configured until exit)", stopped,
+             stopped == 1 ? "" : "s");
+  }
+  pthread_mutex_unlock(&g_mu);
+  (void)duration_ms; /* the shim core keeps the window */
+  return 0;
 }
 
 void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size) {
@@ -541,4 +696,6 @@ void gpd_cupti_pcs_fork_parent(void) { pthread_mutex_unlock(&g_mu); }
 void gpd_cupti_pcs_fork_child(void) {
   pthread_mutex_unlock(&g_mu);
   atomic_store(&g_on, 0);
+  atomic_store(&g_want, 0);
+  atomic_store(&g_pending, 0);
 }

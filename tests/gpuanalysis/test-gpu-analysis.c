@@ -102,6 +102,7 @@ static void test_stall_map(void **state) {
       GPD_STALL__COUNT);
   assert_int_equal(gpd_stall_from_vendor("memory_dependency"), GPD_STALL_GMEM);
   assert_int_equal(gpd_stall_from_vendor("something_new"), GPD_STALL_OTHR);
+  assert_int_equal(gpd_stall_from_vendor(GPD_SASS_EXEC_NAME), GPD_STALL_EXEC_COUNT);
   assert_string_equal(gpd_stall_name(GPD_STALL_GMEM), "GINST:STL_GMEM");
   assert_string_equal(gpd_stall_name((gpd_stall_t)99), "GINST:STL_OTHR");
   /* the enum follows the metric table (gpuprof/metric.h) name by name */
@@ -364,6 +365,37 @@ static void test_attribute_synthetic(void **state) {
   for (size_t i = 0; i < t->nnodes; i++)
     found_ldg |= t->nodes[i].kind == GPD_GNODE_INSN && strcmp(t->nodes[i].label, "0x00f0 LDG.E") == 0;
   assert_true(found_ldg);
+  gpd_gtree_free(t);
+
+  /* exact execution counts of the call instructions (SASS metrics) weigh
+   * the call sites instead of their samples: 1:1 here against 3:1
+   * samples; they are not samples (GINST unchanged), and a note says
+   * which rule the split used */
+  gpd_pcs_t sc[12];
+  memcpy(sc, s, sizeof s);
+  sc[10] = (gpd_pcs_t){0x80, GPD_STALL_EXEC_COUNT, 5120};
+  sc[11] = (gpd_pcs_t){0xd0, GPD_STALL_EXEC_COUNT, 5120};
+  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
+  assert_non_null(strstr(t->notes, "exact execution counts of the call instructions"));
+  assert_true(inclusive(t, 0) == 30 + 10 + 5 + 400 + 40 + 8 + 2 + 3);
+  h3 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0x80)");
+  h1 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0xd0)");
+  assert_true(h3 > 0 && h1 > 0);
+  assert_true(inclusive(t, (size_t)h3) == 0.5 * 440);
+  assert_true(inclusive(t, (size_t)h1) == 0.5 * 440);
+  gpd_gtree_free(t);
+  /* 3:1 counts against 1:1 samples: 3:1 */
+  sc[0].samples = sc[1].samples = 20;
+  sc[10].samples = 3 * 5120;
+  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
+  h3 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0x80)");
+  h1 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0xd0)");
+  assert_true(inclusive(t, (size_t)h3) == 0.75 * 440);
+  assert_true(inclusive(t, (size_t)h1) == 0.25 * 440);
+  gpd_gtree_free(t);
+  /* without counts the note is not there */
+  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
+  assert_null(strstr(t->notes, "exact execution counts"));
   gpd_gtree_free(t);
 
   /* without nvdisasm: functions flat under the kernel, and a note */
