@@ -153,13 +153,22 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* hand-off cost: 200 000 events into the 4 x 65 536 queue slots (room
-   * for all: no waits), timed as a whole */
+   * for all: no waits), timed as a whole, in steady state: a first lap of
+   * the same events (profile 3) touched the queues' pages and was written */
   uint64_t nh = 200000 < n ? 200000 : n, full = 0;
   gpd_trace_ev_t *pre = malloc(nh * sizeof *pre);
   if (pre == NULL)
     return 1;
   for (uint64_t i = 0; i < nh; i++)
-    make_ev(&pre[i], i, 2);
+    make_ev(&pre[i], i, 3);
+  for (uint64_t i = 0; i < nh; i++)
+    while (!gpd_trace_push(t, 0, &pre[i]))
+      usleep(50);
+  gpd_trace_counters_t c;
+  for (gpd_trace_counters(t, &c); c.written < nh && !c.write_errors; gpd_trace_counters(t, &c))
+    usleep(1000);
+  for (uint64_t i = 0; i < nh; i++)
+    pre[i].profile_id = 2;
   double c0 = cpu_s(), t0 = now_s();
   for (uint64_t i = 0; i < nh; i++)
     full += !gpd_trace_push(t, 0, &pre[i]);
@@ -173,16 +182,15 @@ int main(int argc, char **argv) {
       usleep(50);
     }
   }
-  gpd_trace_counters_t c;
   for (;;) {
     gpd_trace_counters(t, &c);
-    if (c.written >= n || c.write_errors)
+    if (c.written >= n + nh || c.write_errors)
       break;
     usleep(1000);
   }
-  double tt = now_s() - t0;
+  double tt = now_s() - t0; /* the warm-up lap's rows are not counted */
   gpd_trace_stop(t);
-  double tb = (db_bytes(p2) - empty2) / (double)n;
+  double tb = (db_bytes(p2) - empty2) / (double)(n + nh); /* with the warm-up lap */
   printf("| %-62s | %12s | %10s |\n", "trace write (2 M rows: 1 M GPU events + 1 M launches)", "rows/s",
          "bytes/row");
   printf("| %-62s | %12.0f | %10.1f |\n", "baseline: one thread, prepared INSERT, 64 K rows/txn", rb, bb);
