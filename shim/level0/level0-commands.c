@@ -10,10 +10,13 @@
  * from its own ring.  It polls every L0_POLL_NS while commands are armed,
  * at once when a host synchronization returned, and sleeps otherwise.
  *
- * Table: L0_MAX_CMDS slots, allocated once (first command); a mutex guards
- * the free list only; slot states change by CAS (level0.h), so the
- * collector and an application thread finishing a command early (event
- * reset, list reset) never both push it.  Scans walk [0, high water).
+ * Table: L0_MAX_CMDS slots, allocated once (first command, pthread_once);
+ * no lock per command (docs/SHIM.md: no lock per call): the free list is a
+ * lock-free stack (Treiber) whose head carries a change counter against
+ * ABA, fresh slots come from the high water by CAS.  Slot states change by
+ * CAS (level0.h), so the collector and an application thread finishing a
+ * command early (event reset, list reset) never both push it.  Scans walk
+ * [0, high water).
  *
  * Regular command lists run as often as they are executed: their commands
  * stay in the table (DONE after each completion) and are armed again by
@@ -21,6 +24,7 @@
  * Their INVOKE carries GPD_INVOKE_MULTI, so the daemon matches every run.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +43,11 @@
 #define L0_MAX_POOLS 256u            /* our event pools, all contexts */
 #define L0_POOL_EVENTS 256u
 
-static gpd_l0_cmd_t *l0_cmds;
-static _Atomic uint32_t l0_high; /* slots [0, high) were ever used */
-static uint32_t l0_free_head;    /* index + 1, under l0_lock */
-static pthread_mutex_t l0_lock = PTHREAD_MUTEX_INITIALIZER;
+static gpd_l0_cmd_t *l0_cmds;     /* set once (l0_cmds_once) */
+static pthread_once_t l0_cmds_once = PTHREAD_ONCE_INIT;
+static _Atomic uint32_t l0_high;  /* slots [0, high) were ever used */
+static _Atomic uint64_t l0_free;  /* free-list head: changes << 32 | (index + 1), 0 empty */
+static pthread_mutex_t l0_lock = PTHREAD_MUTEX_INITIALIZER; /* our events */
 static int l0_log_full, l0_log_ts, l0_log_ev;
 
 /* Collector thread. */
@@ -196,30 +201,45 @@ void gpd_l0_event_put(ze_context_handle_t ctx, ze_event_handle_t ev) {
 
 static inline uint32_t l0_idx(const gpd_l0_cmd_t *c) { return (uint32_t)(c - l0_cmds); }
 
+static void l0_cmds_alloc(void) { l0_cmds = calloc(L0_MAX_CMDS, sizeof *l0_cmds); }
+
+/* Free-list head after one more change, pointing at index + 1 = top. */
+static inline uint64_t l0_free_next(uint64_t head, uint32_t top) {
+  return (((head >> 32) + 1) << 32) | top;
+}
+
 gpd_l0_cmd_t *gpd_l0_cmd_get(void) {
   gpd_l0_cmd_t *c = NULL;
-  pthread_mutex_lock(&l0_lock);
-  if (!l0_cmds)
-    l0_cmds = calloc(L0_MAX_CMDS, sizeof *l0_cmds);
+  pthread_once(&l0_cmds_once, l0_cmds_alloc);
   if (l0_cmds) {
-    if (l0_free_head) {
-      c = &l0_cmds[l0_free_head - 1];
-      l0_free_head = c->next_free;
-    } else {
-      uint32_t h = atomic_load(&l0_high);
-      if (h < L0_MAX_CMDS) {
-        c = &l0_cmds[h];
-        atomic_store(&l0_high, h + 1);
+    /* pop: a slot popped and pushed again in between changes the counter,
+     * so the CAS fails instead of installing a stale next */
+    uint64_t h = atomic_load_explicit(&l0_free, memory_order_acquire);
+    while ((uint32_t)h != 0) {
+      gpd_l0_cmd_t *top = &l0_cmds[(uint32_t)h - 1];
+      uint32_t nx = atomic_load_explicit(&top->next_free, memory_order_relaxed);
+      if (atomic_compare_exchange_weak_explicit(&l0_free, &h, l0_free_next(h, nx),
+                                                memory_order_acquire, memory_order_acquire)) {
+        c = top;
+        break;
       }
     }
+    if (!c) {
+      uint32_t hw = atomic_load(&l0_high);
+      while (hw < L0_MAX_CMDS && !atomic_compare_exchange_weak(&l0_high, &hw, hw + 1))
+        ;
+      if (hw < L0_MAX_CMDS)
+        c = &l0_cmds[hw];
+    }
   }
-  pthread_mutex_unlock(&l0_lock);
   if (!c) {
     GPD_LOG_ONCE(l0_log_full, GPD_LOG_WARN, "Level Zero: too many commands in flight; some are not profiled");
     return NULL;
   }
-  /* FREE: only this thread holds it now; clear all but the state word. */
-  memset((char *)c + sizeof c->state, 0, sizeof *c - sizeof c->state);
+  /* FREE: only this thread holds it now; clear all but the state word and
+   * the link (a popper that lost the race may still read the link). */
+  size_t keep = offsetof(gpd_l0_cmd_t, next_free) + sizeof c->next_free;
+  memset((char *)c + keep, 0, sizeof *c - keep);
   return c;
 }
 
@@ -227,11 +247,13 @@ void gpd_l0_cmd_put(gpd_l0_cmd_t *c) {
   if (c->owned && c->event)
     gpd_l0_event_put(c->ctx, c->event);
   c->event = NULL;
-  pthread_mutex_lock(&l0_lock);
   atomic_store(&c->state, L0_FREE);
-  c->next_free = l0_free_head;
-  l0_free_head = l0_idx(c) + 1;
-  pthread_mutex_unlock(&l0_lock);
+  /* push (release: this slot's stores come before the next popper's use) */
+  uint64_t h = atomic_load_explicit(&l0_free, memory_order_relaxed);
+  do
+    atomic_store_explicit(&c->next_free, (uint32_t)h, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&l0_free, &h, l0_free_next(h, l0_idx(c) + 1),
+                                                memory_order_release, memory_order_relaxed));
 }
 
 static void l0_start_thread(void);
@@ -330,7 +352,7 @@ static int l0_listed(ze_command_list_handle_t l, ze_command_list_handle_t *lists
 
 void gpd_l0_cmd_execute(ze_command_list_handle_t *lists, uint32_t n, int after) {
   /* l0_cmds is read only once l0_high > 0 was seen (it is set first,
-   * under l0_lock, before the first store to l0_high). */
+   * by pthread_once, before the first CAS of l0_high). */
   uint32_t high = atomic_load(&l0_high);
   if (high == 0 || !lists)
     return;
@@ -536,7 +558,7 @@ void gpd_l0_cmd_fork_child(void) {
   if (l0_cmds)
     memset(l0_cmds, 0, (size_t)L0_MAX_CMDS * sizeof *l0_cmds);
   atomic_store(&l0_high, 0);
-  l0_free_head = 0;
+  atomic_store(&l0_free, 0);
   atomic_store(&l0_armed, 0);
   l0_thread_state = 0;
   l0_kicked = 0;

@@ -97,7 +97,7 @@ enum { L0_FREE = 0, L0_APPENDED, L0_ARMED, L0_BUSY, L0_DONE };
 
 typedef struct gpd_l0_cmd_s {
   _Atomic uint32_t state;
-  uint32_t next_free;         /* free-list link: index + 1 */
+  _Atomic uint32_t next_free; /* free-list link: index + 1 (a stale popper may read it) */
   uint64_t corr;
   uint64_t ts;                /* host ns of the append / last submission */
   uint64_t bytes;
