@@ -177,19 +177,22 @@ static int keep_old(const char *db) {
 }
 
 static const char record_usage[] =
-    "usage: gpuprof record [-o FILE] [--keep-socket] -- CMD [ARGS...]\n"
+    "usage: gpuprof record [-o FILE] [--cpu-sampling HZ] [--keep-socket] -- CMD [ARGS...]\n"
     "  Run CMD under a private gpuprofd (no root, no service needed) and save\n"
     "  its profile to FILE (default ./gpuprof-<cmd>-<pid>.gpdb).\n"
     "  -o, --output FILE  where to write the profile (an existing one is moved to FILE.old)\n"
+    "  --cpu-sampling HZ  also sample each thread's CPU time HZ times per CPU second\n"
+    "                     (CPUTIME and a CPU sample trace; sets GPUPROF_CPU_SAMPLING)\n"
     "  --keep-socket      keep the private socket folder (and the daemon's log)\n"
     "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n";
 
 int gpd_record_main(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                        {"keep-socket", no_argument, NULL, 'k'},
+                                       {"cpu-sampling", required_argument, NULL, 'c'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  const char *out_opt = NULL;
+  const char *out_opt = NULL, *cpu_hz = NULL;
   int keep = 0, c, code = GPD_EXIT_NODAEMON;
   char bindir[PATH_MAX], daemon[PATH_MAX], shim[PATH_MAX], tried[4096], db[PATH_MAX], tmp[PATH_MAX];
   char sock[PATH_MAX + 32], logp[PATH_MAX + 32], cwd[PATH_MAX], cand1[PATH_MAX + 32], cand2[PATH_MAX + 32], st_txt[128];
@@ -203,6 +206,11 @@ int gpd_record_main(int argc, char **argv) {
     switch (c) {
     case 'o': out_opt = optarg; break;
     case 'k': keep = 1; break;
+    case 'c':
+      if (gpd_cli_parse_uint(optarg) <= 0 || gpd_cli_parse_uint(optarg) > 10000)
+        return gpd_cli_usage(record_usage, "bad --cpu-sampling '%s' (1..10000 Hz)", optarg);
+      cpu_hz = optarg;
+      break;
     case 'h': fputs(record_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(record_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -368,6 +376,8 @@ int gpd_record_main(int argc, char **argv) {
     setenv("LD_PRELOAD", pl, 1);
     setenv("GPUPROF_SOCKET", sock, 1);
     setenv("GPUPROF_RECORD", "1", 1);
+    if (cpu_hz)
+      setenv("GPUPROF_CPU_SAMPLING", cpu_hz, 1);
     execvp(cmd[0], cmd);
     int e = errno;
     if (write(ep[1], &e, sizeof(e)) < 0) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPU-time sampling end to end (docs/SHIM.md "CPU sampling"):
-#   ratio    `gpuprof record` of burn_a 300 ms / burn_b 100 ms at 1000 Hz:
+#   ratio    `gpuprof record --cpu-sampling 1000` of burn_a 300 ms / burn_b 100 ms at 1000 Hz:
 #            CPUTIME 3:1 within the sampling error, the total close to the
 #            process's own CPU time (getrusage), one trace row per sample
 #   threads  a private gpuprofd, two threads: each thread's samples carry
@@ -33,9 +33,14 @@ nested)
   exit 0
   ;;
 ratio|signals|off|takeover)
-  [ "$MODE" = off ] || export GPUPROF_CPU_SAMPLING=$HZ
+  opt=()
+  case $MODE in
+  ratio) opt=(--cpu-sampling $HZ) ;; # the option sets the variable
+  off) ;;
+  *) export GPUPROF_CPU_SAMPLING=$HZ ;;
+  esac
   [ "$MODE" != takeover ] || export GPUPROF_CPU_SAMPLING_SIGNAL=PROF
-  out=$("$GPUPROF" record -o "$T/c.gpdb" -- "$APP" "$ARG" 2>"$T/rec.err") ||
+  out=$("$GPUPROF" record "${opt[@]}" -o "$T/c.gpdb" -- "$APP" "$ARG" 2>"$T/rec.err") ||
     { cat "$T/rec.err"; die "record failed"; }
   cat "$T/rec.err"
   echo "$out"
