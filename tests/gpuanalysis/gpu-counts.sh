@@ -67,17 +67,18 @@ PY
   gpuprofd --foreground --socket $D/s --db $D/p.gpdb --state-dir $D/st >$D/d.log 2>&1 &
   DP=$!
   for i in $(seq 100); do [ -S $D/s ] && break; sleep 0.1; done
-  LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$D/s "$B/bin/pcsamp-known" 400000 >$D/app.out 2>&1 &
+  LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$D/s GPUPROF_CUPTI_SELFTEST=1 "$B/bin/pcsamp-known" 400000 >$D/app.out 2>&1 &
   P=$!
   for i in $(seq 300); do gpuprof --socket $D/s ps 2>/dev/null | awk -v p=$P '$1==p{f=1} END{exit !f}' && break; sleep 0.1; done
   gpuprof --socket $D/s ps
   sleep 1
   gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["tree"]["metrics"]; print("before: GINST", m.get("GINST",{}).get("incl",0), "GKER:COUNT", m.get("GKER:COUNT",{}).get("incl",0))'
-  /usr/bin/time -f "sample window 1: %e s" gpuprof --socket $D/s sample --pid $P --duration 2s; echo "rc=$?"
-  /usr/bin/time -f "sample window 2: %e s" gpuprof --socket $D/s sample --pid $P --duration 1s --counts --period 12; echo "rc=$?"
+  timeout 20 /usr/bin/time -f "sample window 1: %e s" gpuprof --socket $D/s sample --pid $P --duration 2s; echo "rc=$?"
+  timeout 20 /usr/bin/time -f "sample window 2: %e s" gpuprof --socket $D/s sample --pid $P --duration 1s --counts --period 12; echo "rc=$?"
   sleep 1.5
   gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["tree"]["metrics"]; print("after: GINST", m.get("GINST",{}).get("incl",0), "GKER:COUNT", m.get("GKER:COUNT",{}).get("incl",0))'
-  kill -INT $P; wait $P; echo "app rc=$?"
+  # TERM, not INT: a script's background job ignores SIGINT
+  kill -TERM $P; sleep 0.5; kill -KILL $P 2>/dev/null; wait $P 2>/dev/null; echo "app ended"
   kill -TERM $DP; wait $DP; echo "daemon rc=$?"
   grep -iE "control|PC sampling|SASS|warn|error" $D/d.log | head -20
   grep -iE "control|PC sampling|SASS|warn" $D/app.out | head -20
