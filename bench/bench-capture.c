@@ -22,6 +22,7 @@
 #include "gpuprof/clock.h"
 #include "gpuprof/region.h"
 #include "shim.h"
+#include "bench-drain.h"
 
 int gpd_shim__attach_region(int fd);
 int gpd_shim__fp_backtrace(void **buf, int max);
@@ -31,30 +32,6 @@ static int nbatches = 201;
 static gpd_region_t R;
 static atomic_int stop;
 static volatile uint32_t sink_node;
-
-static void sink(void *arg, const void *rec, size_t n) {
-  (void)arg;
-  (void)rec;
-  (void)n;
-}
-
-/* Drains like gpuprofd's monitor: sleeps 200 us after a pass that found
- * fewer than 256 records (BENCH_SPIN=1: spin instead, the worst case for
- * the producer's cache lines). */
-static void *consumer(void *arg) {
-  (void)arg;
-  int spin = getenv("BENCH_SPIN") != NULL;
-  while (!atomic_load(&stop)) {
-    int n = 0;
-    for (uint32_t i = 0; i < R.nrings; i++) {
-      int r = gpd_ring_consume(&R, i, 4096, sink, NULL);
-      n += r > 0 ? r : 0;
-    }
-    if (!spin && n < 256)
-      usleep(200);
-  }
-  return NULL;
-}
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -128,7 +105,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   pthread_t th;
-  pthread_create(&th, NULL, consumer, NULL);
+  bench_drain_t drain = {&R, &stop};
+  pthread_create(&th, NULL, bench_drain, &drain);
   static const int depths[3] = {8, 32, 128};
   for (int r = 0; r < 3; r++)
     recurse(depths[r], r);
@@ -143,8 +121,8 @@ int main(int argc, char **argv) {
   for (int r = 0; r < 3; r++)
     printf("%-6d %14.1f %12.1f %10.1f %14.1f %10.1f %14.1f\n", depths[r], results[r][M_CAPTURE],
            results[r][M_CAPONLY], results[r][M_PUSH], results[r][M_UNW], results[r][M_FP], results[r][M_VARY]);
-  printf("# varying: each call reaches the capture through one of 16 call sites in turn (the stack never\n"
-         "# repeats within the 4 recorded unwinds), as under an interpreter\n");
+  printf("# varying: each call reaches the capture through one of 16 call sites in turn, as a loop's\n"
+         "# GPU operations do (replayed from the per-thread recorded unwinds, 64 of them)\n");
   printf("# ring drops during the run: %llu (consumer could not keep up)\n", (unsigned long long)drops);
   return 0;
 }

@@ -22,3 +22,11 @@ add_executable(bench-cpusample ${CMAKE_CURRENT_LIST_DIR}/bench-cpusample.c)
 target_compile_options(bench-cpusample PRIVATE -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls)
 target_link_libraries(bench-cpusample PRIVATE gpuprof gpd_common Threads::Threads)
 set_target_properties(bench-cpusample PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+# Training-loop shape: 64 ops per step, deep non-repeating native stacks
+# under Python frames (bench-torchloop.py loads it through ctypes).
+add_library(bench-torchloop SHARED ${CMAKE_CURRENT_LIST_DIR}/bench-torchloop.c)
+target_compile_options(bench-torchloop PRIVATE -O2 -fomit-frame-pointer -fno-optimize-sibling-calls)
+target_include_directories(bench-torchloop PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
+target_link_libraries(bench-torchloop PRIVATE gpuprof gpd_common Threads::Threads)
+set_target_properties(bench-torchloop PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)

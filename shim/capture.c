@@ -227,6 +227,28 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
   /* The outermost step may report ip 0 (end of stack): not a frame. */
   if (n > 1 && w->ip[n - 1] == 0)
     n--;
+  if (ok) {
+    /* Only a frame whose CFA is %rbp-based (CFA = rbp + 16, the standard
+     * frame: its caller's sp is its rbp + 16) needs its rbp to be the
+     * recorded one; code built without frame pointers uses %rbp as a
+     * general register whose saved value (a tensor's address ...) changes
+     * at every call, and checking it made those stacks miss every time
+     * (a full walk each, 72 us on the H100's PyTorch loop).  Keep the
+     * check of the slot that last restored %rbp below each such frame,
+     * drop the others (frame 0's rbp stays in the replay key). */
+    uint8_t need[GPD_CAPTURE_WALK_MAX];
+    memset(need, 0, n);
+    uint32_t src = 0;
+    for (uint32_t j = 0; j < n; j++) {
+      if (j && w->bploc[j])
+        src = j;
+      if (j + 1 < n && w->sp[j + 1] == w->bp[j] + 16)
+        need[src] = 1;
+    }
+    for (uint32_t j = 1; j < n; j++)
+      if (!need[j])
+        w->bploc[j] = 0;
+  }
   w->n = n;
   w->ok = (uint32_t)ok;
 }
@@ -245,23 +267,63 @@ static inline int capture_walk_same(const gpd_capture_walk_t *w, uintptr_t f_ip,
   return 1;
 }
 
+/* The way of 4-way set `set` to fill: an empty one (0), else one chosen
+ * by r (random replacement: a loop whose stacks outnumber a set's ways
+ * still keeps most of them). */
+static inline uint32_t capture_way(const uint64_t *set, uint64_t r) {
+  for (uint32_t i = 0; i < 4; i++)
+    if (!set[i])
+      return i;
+  return (uint32_t)(r % 4);
+}
+
+/* Frame-0 key of a walk: which recorded walks are worth verifying. */
+static inline uint64_t capture_wkey(uintptr_t f_ip, uintptr_t f_sp, uintptr_t f_bp) {
+  return ((f_sp * 0x9e3779b97f4a7c15ull) ^ (f_bp * 0xc2b2ae3d27d4eb4full) ^ f_ip) | 1;
+}
+
 /* This thread's current call stack as a recorded walk (replayed when the
  * stack is unchanged, else a full unwind into the next slot).  Needs a
- * frame pointer of its own: frame 0 = the caller's state at this call. */
+ * frame pointer of its own: frame 0 = the caller's state at this call.
+ *
+ * Lookup: a loop cycles through its stacks in the same order, so the walk
+ * that followed the last hit's walk last time is verified first; then
+ * every slot whose frame-0 key matches, newest first (a mismatch fails
+ * within the first frames that differ, the leaf-most, usually a dozen).
+ * Only a full walk (replayable) takes a slot; a miss's unw_backtrace goes
+ * to the scratch walk, so stacks that never repeat evict nothing. */
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) static gpd_capture_walk_t *
 capture_unwind(gpd_capture_memo_t *m) {
   void **fp = __builtin_frame_address(0);
   uintptr_t f_ip = (uintptr_t)__builtin_return_address(0);
   uintptr_t f_sp = (uintptr_t)(fp + 2), f_bp = (uintptr_t)fp[0];
-  for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++) {
-    gpd_capture_walk_t *w = &m->walks[(m->walk_next + GPD_CAPTURE_WALKS - 1 - i) % GPD_CAPTURE_WALKS];
-    if (capture_walk_same(w, f_ip, f_sp, f_bp))
-      return w;
+  uint64_t t0 = GPD_ST_T0();
+  uint64_t key = capture_wkey(f_ip, f_sp, f_bp);
+  uint32_t last = m->walk_last, tried = 0;
+  if (last && last <= GPD_CAPTURE_WALKS) {
+    uint32_t p = m->walks[last - 1].succ;
+    if (p && p <= GPD_CAPTURE_WALKS && m->wkey[p - 1] == key &&
+        capture_walk_same(&m->walks[p - 1], f_ip, f_sp, f_bp)) {
+      m->walk_last = p;
+      GPD_ST_ADD(GPD_ST_UNWIND_HIT, t0);
+      return &m->walks[p - 1];
+    }
+    tried = p;
   }
-  /* Miss: libunwind's fast path first (not replayable: ok = 0).  The slot
-   * is invalidated before it is refilled (an abandoned capture must not
-   * leave a half-written walk that still verifies). */
-  gpd_capture_walk_t *w = &m->walks[m->walk_next++ % GPD_CAPTURE_WALKS];
+  for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++) {
+    uint32_t x = (m->walk_next + GPD_CAPTURE_WALKS - 1 - i) % GPD_CAPTURE_WALKS;
+    if (m->wkey[x] != key || x + 1 == tried || !capture_walk_same(&m->walks[x], f_ip, f_sp, f_bp))
+      continue;
+    if (last && last <= GPD_CAPTURE_WALKS)
+      m->walks[last - 1].succ = x + 1;
+    m->walk_last = x + 1;
+    GPD_ST_ADD(GPD_ST_UNWIND_HIT, t0);
+    return &m->walks[x];
+  }
+  /* Miss: libunwind's fast path first (not replayable: ok = 0), into the
+   * scratch walk.  A walk is invalidated before it is refilled (an
+   * abandoned capture must not leave a half-written walk that verifies). */
+  gpd_capture_walk_t *w = &m->scratch;
   w->ok = 0;
   w->node = 0;
   w->n = 0;
@@ -271,14 +333,55 @@ capture_unwind(gpd_capture_memo_t *m) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ w->n;
   for (uint32_t j = 0; j < w->n; j++)
     h = (h ^ w->ip[j]) * 0x100000001b3ull;
-  for (uint32_t i = 0; i < GPD_CAPTURE_SEEN; i++)
-    if (m->seen[i] == h) {
-      /* A stack that repeats: record a replayable walk of it. */
-      capture_walk_full(m, w, f_ip, f_sp, f_bp);
-      return w;
-    }
-  m->seen[m->seen_next++ % GPD_CAPTURE_SEEN] = h;
+  h |= 1;
+  /* seen[] and bad[]: 4-way sets (a direct-mapped table let two stacks
+   * of one loop evict each other at every step: neither was ever seen) */
+  uint32_t hs = (uint32_t)(h ^ (h >> 32)) & (GPD_CAPTURE_SEEN - 4), hw = 0;
+  while (hw < 4 && m->seen[hs + hw] != h)
+    hw++;
+  int bad = 0;
+  for (uint32_t i = 0; i < 4; i++)
+    bad |= m->bad[hs + i] == h;
+  if (hw == 4 || bad) {
+    if (hw == 4)
+      m->seen[hs + capture_way(m->seen + hs, m->seq)] = h;
+    m->walk_last = 0;
+    GPD_ST_ADD(GPD_ST_UNWIND_MISS, t0);
+    return w;
+  }
+  /* A stack that repeats: record a replayable walk of it in the next slot. */
+  uint32_t x = m->walk_next++ % GPD_CAPTURE_WALKS;
+  w = &m->walks[x];
+  m->wkey[x] = 0;
+  w->ok = 0;
+  w->node = 0;
+  w->succ = 0;
+  w->id = ++m->walk_ids;
+  atomic_signal_fence(memory_order_seq_cst);
+  capture_walk_full(m, w, f_ip, f_sp, f_bp);
+  if (w->ok) {
+    m->wkey[x] = key;
+    if (last && last <= GPD_CAPTURE_WALKS)
+      m->walks[last - 1].succ = x + 1;
+    m->walk_last = x + 1;
+  } else {
+    m->bad[hs + capture_way(m->bad + hs, m->seq)] = h; /* never again: a full walk each time */
+    m->walk_last = 0;
+  }
+  GPD_ST_ADD(w->ok ? GPD_ST_UNWIND_FULL : GPD_ST_UNWIND_BAD, t0);
   return w;
+}
+
+/* Key of (recorded walk, this capture's Python frames) in the node cache:
+ * the walk's fill id and every Python key with its activation.  0 = none
+ * (a walk that cannot be replayed). */
+static uint64_t capture_pykey(const gpd_capture_walk_t *w, const gpd_pyframes_thread_t *t) {
+  if (!w->ok)
+    return 0;
+  uint64_t h = (w->id * 0x9e3779b97f4a7c15ull) ^ t->n ^ ((uint64_t)t->nact << 32);
+  for (uint32_t i = 0; i < t->n; i++)
+    h = (h ^ t->key[i] ^ ((uint64_t)t->act[i] << 40)) * 0x100000001b3ull;
+  return h | 1;
 }
 
 /* Intern key of call site ip: the module's address tag in bits 48..63. */
@@ -353,6 +456,9 @@ static int capture_reentered(gpd_capture_memo_t *m, uintptr_t sp) {
   m->path.verified = 0;
   for (uint32_t i = 0; i < GPD_CAPTURE_WALKS; i++)
     m->walks[i].node = 0;
+  m->scratch.node = 0;
+  for (uint32_t i = 0; i < GPD_CAPTURE_PYNODES; i++)
+    m->pynode[i].key = 0;
   m->abandoned++;
   return 0;
 }
@@ -466,6 +572,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
     return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
   if (__builtin_expect(m->stack_state == 0, 0))
     capture_stack_bounds(m);
+  uint64_t st_t0 = GPD_ST_T0(), st_t1;
   volatile uint64_t cookie;
   CAPTURE_BEGIN(m, sp, cookie);
   gpd_capture_walk_t *w = capture_unwind(m);
@@ -478,11 +585,38 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   uint32_t parent = 0;
   /* Python frames of this thread: the same native stack may run other
    * Python code, so a recorded walk's node is not reused then. */
+  st_t1 = GPD_ST_T0();
   int py = gpd_pyframes_walk(&m->py);
+  GPD_ST_ADD(GPD_ST_PYWALK, st_t1);
   if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
+    GPD_ST_ADD(GPD_ST_NODE_REUSE, st_t1);
     goto out;
   }
+  /* Same native stack and same Python frames as a recorded capture.  The
+   * key is a 64-bit hash of the walk's fill id and the Python keys: two
+   * different Python paths of one walk collide with probability 2^-64. */
+  uint64_t pk = py ? capture_pykey(w, &m->py) : 0;
+  uint32_t pslot = (uint32_t)(pk ^ (pk >> 29)) & (GPD_CAPTURE_PYNODES - 4); /* 4-way set */
+  uint32_t pway = 0;
+  for (; pk && pway < 4; pway++, pslot++)
+    if (m->pynode[pslot].key == pk) {
+      if (m->pynode[pslot].gen == gen && m->pynode[pslot].epoch == epoch && m->pynode[pslot].mgen == mgen &&
+          m->pynode[pslot].node) {
+        parent = m->pynode[pslot].node;
+        GPD_ST_ADD(GPD_ST_NODE_REUSE, st_t1);
+        goto out;
+      }
+      break; /* stale: refilled below */
+    }
+  if (pk && pway == 4) { /* not in its set: an empty way, else any */
+    pslot -= 4;
+    uint32_t e = 0;
+    while (e < 4 && m->pynode[pslot + e].key)
+      e++;
+    pslot += e < 4 ? e : (uint32_t)(m->seq % 4);
+  }
+  st_t1 = GPD_ST_T0();
   path_sync(&m->path, gen, epoch, mgen, 1);
   const uintptr_t *buf = w->ip;
   int n = (int)w->n;
@@ -500,17 +634,29 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   int complete;
   parent = path_intern(g, &m->path, &buf[s + depth - 1], (uint32_t)depth, epoch, 1, &complete);
   /* Replay the node only for a complete, fully announced path. */
-  if (complete) {
+  if (complete && !py) {
     w->gen = gen;
     w->epoch = epoch;
     w->mgen = mgen;
     w->node = parent;
+  } else if (complete && pk) {
+    /* written key last: an abandoned update leaves the entry empty */
+    m->pynode[pslot].key = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    m->pynode[pslot].node = parent;
+    m->pynode[pslot].gen = gen;
+    m->pynode[pslot].epoch = epoch;
+    m->pynode[pslot].mgen = mgen;
+    atomic_signal_fence(memory_order_seq_cst);
+    m->pynode[pslot].key = pk;
   } else {
     w->node = 0;
   }
+  GPD_ST_ADD(GPD_ST_INTERN, st_t1);
 out:
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = 0;
+  GPD_ST_ADD(GPD_ST_CAPTURE, st_t0);
   return parent;
 }
 

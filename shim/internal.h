@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gpuprof/clock.h"
 #include "gpuprof/intern.h"
 #include "gpuprof/region.h"
 #include "python-frames.h"
@@ -52,6 +53,34 @@ typedef struct gpd_shim_state_s {
 } gpd_shim_state_t;
 
 extern gpd_shim_state_t gpd_shim__g;
+
+/* -------------------------------------------------------------- stats.c */
+/** Per-phase cost counters of the shim (GPUPROF_SHIM_STATS=1; stats.c). */
+enum {
+  GPD_ST_CAPTURE, GPD_ST_UNWIND_HIT, GPD_ST_UNWIND_MISS, GPD_ST_UNWIND_FULL, GPD_ST_UNWIND_BAD, GPD_ST_NODE_REUSE,
+  GPD_ST_PYWALK, GPD_ST_INTERN, GPD_ST_PUSH_INVOKE, GPD_ST_CB_API, GPD_ST_CB_OTHER, GPD_ST_BUF_DONE,
+  GPD_ST_ACT_PUSH, GPD_ST_TS, GPD_ST_N
+};
+/** One phase: times entered and total ns (relaxed atomics). */
+typedef struct gpd_shim_stat_s {
+  _Atomic uint64_t n, ns;
+} gpd_shim_stat_t;
+extern int gpd_shim__stats_on;
+extern gpd_shim_stat_t gpd_shim__stats[GPD_ST_N];
+/** Read GPUPROF_SHIM_STATS (shim constructor). */
+void gpd_shim__stats_init(void);
+/** Print the totals to stderr if on (exit). */
+void gpd_shim__stats_print(void);
+/** Start of a timed phase: a clock read when stats are on, else 0. */
+#define GPD_ST_T0() (__builtin_expect(gpd_shim__stats_on, 0) ? gpd_clock_ns() : 0)
+/** End of phase `i` started at t0 (no-op when stats are off). */
+#define GPD_ST_ADD(i, t0)                                                                     \
+  do {                                                                                        \
+    if (__builtin_expect(gpd_shim__stats_on, 0)) {                                            \
+      atomic_fetch_add_explicit(&gpd_shim__stats[i].n, 1, memory_order_relaxed);              \
+      atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, gpd_clock_ns() - (t0), memory_order_relaxed); \
+    }                                                                                         \
+  } while (0)
 
 /* ----------------------------------------------------------------- shim.c */
 /** Attach a mapped region (takes r by value); makes the shim active.
@@ -154,8 +183,16 @@ void gpd_thread_exit_current(void);
 /* The load-module table, frame classes and mapping generations: module.h. */
 /** Frames one unwind records (the shim/vendor frames + the kept ones). */
 #define GPD_CAPTURE_WALK_MAX (GPD_CAPTURE_MAX_DEPTH + 32)
-/** Recorded unwinds kept per thread for the verified-replay fast path. */
-#define GPD_CAPTURE_WALKS 4
+/** Hashes of missed stacks remembered per thread (power of two, 4-way). */
+#define GPD_CAPTURE_SEEN 1024u
+/** (walk, Python frames) -> node entries per thread (power of two). */
+#define GPD_CAPTURE_PYNODES 512u
+/** Recorded unwinds kept per thread for the verified-replay fast path: a
+ *  training loop cycles through one distinct native stack per GPU
+ *  operation of its step (about 65 for tests/cuda/torch_train.py's CNN),
+ *  so fewer slots than that made every capture a miss.  Memory: a slot
+ *  is 9.2 KB, pages of slots never filled are never touched. */
+#define GPD_CAPTURE_WALKS 64
 
 /** One recorded unwind (capture.c): frame j has return address ip[j],
  *  stack pointer sp[j] (= CFA of frame j-1) and frame-base register
@@ -165,6 +202,8 @@ void gpd_thread_exit_current(void);
 typedef struct gpd_capture_walk_s {
   uint32_t n, ok;
   uint32_t node;             /* leaf node of this path, 0 = not interned yet */
+  uint32_t succ;             /* slot + 1 of the walk that came next last time */
+  uint64_t id;               /* unique per fill of the slot (node cache key) */
   uint32_t gen, epoch, mgen; /* node is valid and announced for these */
   uintptr_t ip[GPD_CAPTURE_WALK_MAX];
   uintptr_t sp[GPD_CAPTURE_WALK_MAX];
@@ -200,21 +239,35 @@ typedef struct gpd_capture_memo_s {
   uintptr_t busy_cookie_at; /* a local of its frame holding busy_cookie */
   uint64_t busy_cookie, seq;
   uint32_t abandoned; /* captures left by longjmp (statistics) */
-  /* Verified replay (capture.c): recorded unwinds, round robin. */
-  uint32_t walk_next;
+  /* Verified replay (capture.c): recorded unwinds, round robin; wkey[i]
+   * = frame-0 key of slot i (0 = empty or not replayable), scanned
+   * before any walk is verified; walk_last = slot + 1 of the last hit. */
+  uint32_t walk_next, walk_last;
+  uint64_t walk_ids;
   int stack_state;             /* 0 unknown, 1 bounds known, -1 unusable */
   uintptr_t stack_lo, stack_hi; /* this thread's stack [lo, hi) */
+  uint64_t wkey[GPD_CAPTURE_WALKS];
   gpd_capture_walk_t walks[GPD_CAPTURE_WALKS];
+  gpd_capture_walk_t scratch; /* a miss's unw_backtrace (not replayable) */
   /* On a miss the stack is unwound with unw_backtrace (fast); only a
-   * stack whose return addresses were seen before (hash among the last
-   * GPD_CAPTURE_SEEN misses) pays the full unw_step walk that makes replay
-   * possible.  A thread whose stacks rarely repeat (an interpreter) so
-   * never pays it. */
-  uint64_t seen[4];
-  uint32_t seen_next;
+   * stack whose return addresses were seen before (hash in the 4-way
+   * sets of seen[]) pays the full unw_step walk that makes replay
+   * possible, and one whose full walk could not be made replayable
+   * (bad[]) never pays it again.  A thread whose stacks rarely repeat
+   * (an interpreter) so never pays it. */
+  uint64_t seen[GPD_CAPTURE_SEEN];
+  uint64_t bad[GPD_CAPTURE_SEEN];
+  /* Leaf nodes of (recorded walk, Python frames) pairs: the same native
+   * stack runs many Python paths (3.11+ evaluates Python calls without
+   * native frames), so a walk alone cannot name the node when Python
+   * frames are spliced in.  4-way sets by key. */
+  struct {
+    uint64_t key;                 /* hash(walk id, Python frames); 0 = empty */
+    uint32_t node, gen, epoch, mgen;
+  } pynode[GPD_CAPTURE_PYNODES];
   gpd_pyframes_thread_t py; /* this thread's Python frames (python-frames.c) */
 } gpd_capture_memo_t;
-#define GPD_CAPTURE_SEEN 4u
+
 
 /** Init: libunwind caching policy, first module scan. */
 void gpd_capture_init(void);

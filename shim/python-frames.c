@@ -500,32 +500,46 @@ FOREIGN static uint64_t site_key(gpd_pyframes_thread_t *t, uintptr_t co, uintptr
 
 /* -------------------------------------------------------------- walk */
 
+/* The name and line-table pointers of code object co, folded (the walk
+ * memo's check that co still is the code object it saw); 0 for a pointer
+ * that is not an aligned object.  co was checked readable before. */
+FOREIGN static inline uintptr_t co_names(uintptr_t co) {
+  const pylayout_t *L = py.L;
+  if (!co || (co & 7))
+    return 0;
+  return ld_ptr(co + L->co_filename) ^ (ld_ptr(co + L->co_qualname) << 1) ^ (ld_ptr(co + L->co_linetable) << 2);
+}
+
 #define WALK_STEPS 1024 /* frames looked at, incomplete and entry frames included */
 
 /* The walk from frame f (innermost) with the process's layout. */
 FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
   const pylayout_t *L = py.L;
   uint32_t n = 0, act = 0;
-  int steps = 0, same = 1;
+  int steps = 0;
   for (; f && steps < WALK_STEPS; steps++) {
-    /* The frame the previous walk saw at this step (same address, code
-     * and instruction, every step before it the same too): its key is
-     * known and its pages were checked; only its links are read again. */
-    int memo = same && steps < GPD_PY_MEMO && (uint32_t)steps < t->msteps && t->memo[steps].f == f;
+    /* A frame an earlier walk saw at this address, with the same code
+     * object (and its name and line-table pointers) and instruction: its
+     * key is known and its pages were checked; only its links are read
+     * again.  Keyed by address, not by step: the innermost frames change
+     * at every call while the outer ones stay (a cache by step from the
+     * innermost frame missed for the whole walk; 0.3 us per capture on
+     * PyTorch). */
+    unsigned ms = (unsigned)((f >> 4) ^ (f >> 12)) & (GPD_PY_MEMO - 1);
+    int memo = t->memo[ms].f == f;
     if (!memo && ((f & 7) || !rd_ok(t, f, L->fr_size)))
       break; /* torn: keep what was read */
     uintptr_t co = ld_ptr(f + L->fr_code), prev = ld_ptr(f + L->fr_prev),
               instr = ld_ptr(f + L->fr_instr);
     int owner = *(const signed char *)(f + L->fr_owner);
-    if (memo && (co != t->memo[steps].co || instr != t->memo[steps].instr))
+    if (memo && (co != t->memo[ms].co || instr != t->memo[ms].instr || co_names(co) != t->memo[ms].names))
       memo = 0;
-    same = memo;
     if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
       act++; /* 3.12: the entry frame below an activation's first frame */
     } else {
       uint64_t k = 0;
       if (memo) {
-        k = t->memo[steps].key;
+        k = t->memo[ms].key;
       } else {
         if (!obj_ok(t, co, L->co_code, py.code_type))
           break;
@@ -539,24 +553,27 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
         t->act[n] = (uint16_t)(act < 0xffff ? act : 0xffff);
         n++;
       }
-      if (!memo && steps < GPD_PY_MEMO) {
-        t->memo[steps].f = f;
-        t->memo[steps].co = co;
-        t->memo[steps].instr = instr;
-        t->memo[steps].key = k;
+      if (!memo) {
+        t->memo[ms].f = 0; /* f last: an abandoned update leaves no entry */
+        t->memo[ms].co = co;
+        t->memo[ms].instr = instr;
+        t->memo[ms].names = co_names(co);
+        t->memo[ms].key = k;
+        t->memo[ms].f = f;
       }
       if (L->fr_entry >= 0 && *(const uint8_t *)(f + (unsigned)L->fr_entry))
         act++; /* 3.11: the first frame of an activation */
     }
-    if (!memo && L->owner_cstack >= 0 && owner == L->owner_cstack && steps < GPD_PY_MEMO) {
-      t->memo[steps].f = f;
-      t->memo[steps].co = co;
-      t->memo[steps].instr = instr;
-      t->memo[steps].key = 0;
+    if (!memo && L->owner_cstack >= 0 && owner == L->owner_cstack && (!co || (co & 7) || rd_ok(t, co, L->co_code))) {
+      t->memo[ms].f = 0;
+      t->memo[ms].co = co;
+      t->memo[ms].instr = instr;
+      t->memo[ms].names = co_names(co);
+      t->memo[ms].key = 0;
+      t->memo[ms].f = f;
     }
     f = prev;
   }
-  t->msteps = (uint32_t)(steps < GPD_PY_MEMO ? steps : GPD_PY_MEMO);
   t->n = n;
   t->nact = act;
   return (int)n;

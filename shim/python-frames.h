@@ -24,7 +24,7 @@
 #define GPD_PY_KEY_TAG 0xffffull
 /** Python frames kept per capture (innermost win). */
 #define GPD_PY_MAX 256
-/** Steps of the previous walk remembered per thread. */
+/** Frames of earlier walks remembered per thread (power of two). */
 #define GPD_PY_MEMO 256
 /** Per-thread (code object, instruction) -> site cache entries. */
 #define GPD_PY_CACHE 256
@@ -47,11 +47,11 @@ typedef struct gpd_pyframes_thread_s {
     uintptr_t names;           /* filename ^ qualname ^ linetable pointers */
     uint64_t key;
   } cache[GPD_PY_CACHE];
-  /* the previous walk, step by step (frame, code, instruction, key or 0):
-   * an unchanged prefix is not checked and looked up again */
-  uint32_t msteps;
+  /* frames of earlier walks by address (frame, code, instruction, code's
+   * name pointers, key or 0): an unchanged frame is not checked and
+   * looked up again (direct-mapped) */
   struct {
-    uintptr_t f, co, instr;
+    uintptr_t f, co, instr, names;
     uint64_t key;
   } memo[GPD_PY_MEMO];
   /* the merged path (native + Python), innermost first */

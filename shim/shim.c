@@ -354,6 +354,7 @@ static void atfork_child(void) {
 __attribute__((constructor)) static void shim_ctor(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
   gpd_log_init("gpuprof");
+  gpd_shim__stats_init();
   g->start_ns = gpd_clock_ns();
   const char *dis = getenv("GPUPROF_DISABLE");
   if (dis && *dis && strcmp(dis, "0") != 0) {
@@ -383,6 +384,7 @@ __attribute__((destructor)) static void shim_dtor(void) {
   for (size_t i = SHIM_NBACKENDS; i-- > 0;)
     if (shim_backends[i]->shutdown)
       shim_backends[i]->shutdown();
+  gpd_shim__stats_print();
   gpd_thread_exit_current();
   gpd_conn_stop();
 }

@@ -18,6 +18,12 @@ if(CMOCKA_FOUND)
     add_test(NAME cupti.${t} COMMAND test-cupti-${t})
     set_tests_properties(cupti.${t} PROPERTIES LABELS "unit" TIMEOUT 30 SKIP_RETURN_CODE 77)
   endforeach()
+  # GPUPROF_CUDA_TRACE modes, duty schedule and estimator (pure).
+  add_executable(test-cupti-mode ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-mode.c ${GPD_CUPTI_SRC}/cupti-mode.c)
+  target_include_directories(test-cupti-mode PRIVATE ${GPD_CUPTI_INCS})
+  target_link_libraries(test-cupti-mode PRIVATE PkgConfig::CMOCKA m)
+  add_test(NAME cupti.mode COMMAND test-cupti-mode)
+  set_tests_properties(cupti.mode PROPERTIES LABELS "unit" TIMEOUT 30)
 endif()
 
 # The CUDA back end with a counting stand-in for the shim core: GPU
@@ -25,10 +31,11 @@ endif()
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
             ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
-            ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c)
+            ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-mode.c
+            ${CMAKE_SOURCE_DIR}/shim/stats.c)
 target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
 target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)
-target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads m)
 set_target_properties(gpd_cupti_selftest PROPERTIES
   OUTPUT_NAME gpd-cupti-selftest LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
 

@@ -57,6 +57,7 @@
 #include "gpuprof/log.h"
 #include "shim.h"
 #include "backends.h"
+#include "internal.h"
 
 /* 1 MiB holds ~4000 kernel records = ~8000 ring slots: half of the
  * daemon's default ring (65536 slots), so one completed buffer fits. */
@@ -79,6 +80,7 @@
   X(cuptiGetCallbackName, CUptiResult, (CUpti_CallbackDomain, uint32_t, const char **))         \
   X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))                            \
   X(cuptiActivityEnable, CUptiResult, (CUpti_ActivityKind))                                     \
+  X(cuptiActivityDisable, CUptiResult, (CUpti_ActivityKind))                                    \
   X(cuptiActivityRegisterCallbacks, CUptiResult,                                                \
     (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                      \
   X(cuptiActivityRegisterTimestampCallback, CUptiResult, (CUpti_TimestampCallbackFunc))         \
@@ -122,6 +124,23 @@ static atomic_ulong c_alias, c_alias_diff, c_modules, c_ctx, c_dropped, c_nobuf,
  * or driver call of its own domain instead of switching capture off. */
 static __thread uint32_t tls_outer_dom;
 static __thread uint32_t tls_outer;
+static __thread uint32_t tls_epoch; /* g_epoch when tls_outer* were set */
+
+/* Tracing mode (GPUPROF_CUDA_TRACE, cupti-mode.c) and the attach state.
+ * API callbacks and activity kinds are switched on and off together under
+ * g_mode_mu by the controller thread (duty windows, on-demand windows);
+ * g_epoch counts attaches, so that an API whose EXIT callback was switched
+ * off cannot leave a stale "outer API" on its thread. */
+static gpd_cupti_mode_t g_mode;
+static pthread_mutex_t g_mode_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_mode_cv = PTHREAD_COND_INITIALIZER;
+static atomic_uint g_epoch;
+static int g_on;                      /* tracing attached now (g_mode_mu) */
+static uint64_t g_t0, g_on_since;     /* controller start, this window's start (ns) */
+static uint64_t g_window_ns, g_windows; /* closed windows: total length, count */
+static uint64_t g_attach_from, g_attach_until; /* on-demand window [from, until) (ns) */
+static int g_stopping;                /* exit: no more windows */
+static int g_ctl_started;
 
 /* Flushes requested at context destroy run on the shim's flusher thread,
  * never on the application's (a flush completes buffers on the calling
@@ -212,9 +231,9 @@ static void *flush_main(void *arg) {
   return NULL;
 }
 
-/* Start the flusher (all signals blocked, detached).  0 or -errno; on
- * failure flushes happen only at exit. */
-static int flush_start(void) {
+/* Start a thread of the back end (all signals blocked, detached, named).
+ * 0 or -errno. */
+static int thread_start(void *(*main_fn)(void *), const char *name) {
   pthread_t th;
   pthread_attr_t attr;
   sigset_t all, old;
@@ -223,13 +242,16 @@ static int flush_start(void) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  err = pthread_create(&th, &attr, flush_main, NULL);
+  err = pthread_create(&th, &attr, main_fn, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (err) return -err;
-  pthread_setname_np(th, "gpuprof-flush");
+  pthread_setname_np(th, name);
   return 0;
 }
+
+/* Start the flusher.  0 or -errno; on failure flushes happen only at exit. */
+static int flush_start(void) { return thread_start(flush_main, "gpuprof-flush"); }
 
 /* Any thread: ask for a flush and return (the lock is only ever held for
  * a flag update, never across a flush). */
@@ -239,6 +261,126 @@ static void flush_request(void) {
   g_flush_req = 1;
   pthread_cond_signal(&g_flush_cv);
   pthread_mutex_unlock(&g_flush_mu);
+}
+
+/* --- tracing controller (detached / duty modes) ------------------- */
+/* The correlation id the daemon sees: CUPTI's id with the attach epoch in
+ * bits 32..55.  A window's records are all delivered (a synchronous flush
+ * at detach) before the next window's epoch begins, so an INVOKE and its
+ * activity carry the same epoch; a launch caught half by a window's edge
+ * (an INVOKE without activity, or a late record) can then never pair with
+ * another window's operation, even if CUPTI's ids repeat across windows
+ * (seen on the H100: kernels of one context attributed to another in
+ * duty mode before this). */
+static atomic_uint g_rec_epoch; /* epoch of the records being delivered */
+static inline uint64_t trace_corr(uint32_t epoch, uint32_t corr) {
+  return GPD_CORR(GPD_API_CUDA, ((uint64_t)(epoch & 0xffffffu) << 32) | corr);
+}
+static void trace_set(int on);
+
+/* Switch tracing to what the schedule wants at `now`; returns the next
+ * time (ns) it must look again (UINT64_MAX: only when signalled).  Caller
+ * holds g_mode_mu. */
+static uint64_t ctl_step(uint64_t now) {
+  int duty_on = 0;
+  uint64_t next = UINT64_MAX;
+  if (g_mode.mode == GPD_CUPTI_DUTY)
+    next = gpd_cupti_duty_next(&g_mode, g_t0, now, &duty_on);
+  int req_on = g_attach_until && now >= g_attach_from && now < g_attach_until;
+  if (g_attach_until && now < g_attach_from && g_attach_from < next)
+    next = g_attach_from;
+  if (req_on && g_attach_until < next)
+    next = g_attach_until;
+  int want = (duty_on || req_on) && !g_stopping && atomic_load(&g_state) == ST_RUNNING;
+  /* A window counts from the end of the calls that open it to the start
+   * of those that close it: a launch is recorded whole (INVOKE and
+   * activity) only while every kind and callback is on. */
+  if (want && !g_on) {
+    trace_set(1);
+    g_on_since = gpd_clock_ns();
+  } else if (!want && g_on) {
+    uint64_t off = gpd_clock_ns();
+    trace_set(0);
+    g_window_ns += off > g_on_since ? off - g_on_since : 0;
+    g_windows++;
+    /* the window's records, here and now (see trace_corr) */
+    fn.cuptiActivityFlushAll(0);
+  }
+  return next;
+}
+
+static void *ctl_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mode_mu);
+  while (!g_stopping) {
+    uint64_t now = gpd_clock_ns();
+    uint64_t next = ctl_step(now);
+    if (next == UINT64_MAX) {
+      pthread_cond_wait(&g_mode_cv, &g_mode_mu);
+      continue;
+    }
+    uint64_t d = next > now ? next - now : 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + d;
+    ts.tv_sec = (time_t)(at / 1000000000ull);
+    ts.tv_nsec = (long)(at % 1000000000ull);
+    pthread_cond_timedwait(&g_mode_cv, &g_mode_mu, &ts);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return NULL;
+}
+
+/* Start the controller thread once (all signals blocked, detached); with
+ * g_mode_mu held.  0 or -errno. */
+static int ctl_start(void) {
+  if (g_ctl_started)
+    return 0;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_destroy(&g_mode_cv);
+  pthread_cond_init(&g_mode_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  int err = thread_start(ctl_main, "gpuprof-cuptictl");
+  if (err)
+    return err;
+  g_ctl_started = 1;
+  return 0;
+}
+
+/* On-demand tracing (the daemon's TRACE control): attach now for
+ * duration_ms (0 = until stopped), or detach (enable = 0).  Any thread
+ * but an application's API callback.  0, -ENOTSUP (not running, or full
+ * tracing: nothing to attach), -errno. */
+__attribute__((unused)) static int trace_control(int enable, uint32_t duration_ms) {
+  if (atomic_load(&g_state) != ST_RUNNING)
+    return -ENOTSUP;
+  if (g_mode.mode == GPD_CUPTI_FULL)
+    return enable ? 0 : -ENOTSUP; /* already tracing everything */
+  pthread_mutex_lock(&g_mode_mu);
+  uint64_t now = gpd_clock_ns();
+  int err = ctl_start();
+  if (!err) {
+    g_attach_from = enable ? now : 0;
+    g_attach_until = !enable ? 0 : duration_ms ? now + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
+    ctl_step(now);
+    pthread_cond_signal(&g_mode_cv);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return err;
+}
+
+/* The duty-cycle summary: windows, window fraction, elapsed (exit). */
+static void duty_summary(char *out, size_t n) {
+  uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0);
+  uint64_t el = now - g_t0;
+  double f = gpd_cupti_duty_fraction(win, el);
+  snprintf(out, n,
+           "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
+           "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches",
+           g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
+           (double)win / 1e9, (double)el / 1e9, f);
 }
 
 /* --- callbacks ----------------------------------------------------- */
@@ -277,8 +419,15 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   if (!op) return;
   const CUpti_CallbackData *cd = data;
   gpd_cupti_pcs_on_api(cd->context); /* a PC sampling window waits for it */
+  uint64_t st0 = GPD_ST_T0();
+  uint32_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+  if (__builtin_expect(tls_epoch != ep, 0)) {
+    tls_epoch = ep; /* attached since this thread's last traced API */
+    tls_outer_dom = 0;
+  }
   if (cd->callbackSite == CUPTI_API_EXIT) {
     if (dom == tls_outer_dom && cd->correlationId == tls_outer) tls_outer_dom = 0;
+    GPD_ST_ADD(GPD_ST_CB_OTHER, st0);
     return;
   }
   if (tls_outer_dom == CUPTI_CB_DOMAIN_RUNTIME_API && dom == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -287,6 +436,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
       atomic_fetch_add_explicit(&c_alias_diff, 1, memory_order_relaxed);
       alias_put(cd->correlationId, tls_outer);
     }
+    GPD_ST_ADD(GPD_ST_CB_OTHER, st0);
     return;
   }
   uint64_t ts = gpd_clock_ns();
@@ -295,8 +445,11 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
-  gpd_shim_push_invoke(GPD_CORR(GPD_API_CUDA, cd->correlationId), node, GPD_API_CUDA, o, ts,
+  uint64_t st1 = GPD_ST_T0();
+  gpd_shim_push_invoke(trace_corr(ep, cd->correlationId), node, GPD_API_CUDA, o, ts,
                        (op & 0x80) ? GPD_INVOKE_MULTI : 0);
+  GPD_ST_ADD(GPD_ST_PUSH_INVOKE, st1);
+  GPD_ST_ADD(GPD_ST_CB_API, st0);
 }
 
 static void CUPTIAPI cb_buf_requested(uint8_t **buf, size_t *size, size_t *maxrec) {
@@ -317,6 +470,7 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
                                       size_t valid) {
   CUpti_Activity *rec = NULL;
   uint64_t budget = GPD_CUPTI_WAIT_BUDGET_NS;
+  uint64_t st0 = GPD_ST_T0();
   (void)size;
   while (valid && fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
@@ -330,18 +484,24 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     gpd_rec_activity_t a;
     memset(&a, 0, sizeof a);
     if (gpd_cupti_translate(&g_xlate, rec, &a) != 1) continue;
+    a.corr = trace_corr(atomic_load_explicit(&g_rec_epoch, memory_order_relaxed), (uint32_t)a.corr);
     atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
       atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
     uint64_t t0 = gpd_clock_ns();
     int rc = gpd_shim_push_activity_wait(&a, budget);
     uint64_t waited = gpd_clock_ns() - t0;
+    if (__builtin_expect(gpd_shim__stats_on, 0)) {
+      atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_ACT_PUSH].n, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_ACT_PUSH].ns, waited, memory_order_relaxed);
+    }
     budget = waited < budget ? budget - waited : 0;
     if (rc < 0) atomic_fetch_add(&c_pushfail, 1);
   }
   size_t dropped = 0;
   if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
     atomic_fetch_add(&c_dropped, dropped);
+  GPD_ST_ADD(GPD_ST_BUF_DONE, st0);
   if (!buf) return;
   pthread_mutex_lock(&g_pool_mu);
   if (g_pool_nfree < GPD_CUPTI_NBUF)
@@ -351,7 +511,11 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   pthread_mutex_unlock(&g_pool_mu);
 }
 
-static uint64_t CUPTIAPI cb_timestamp(void) { return gpd_clock_ns(); }
+static uint64_t CUPTIAPI cb_timestamp(void) {
+  if (__builtin_expect(gpd_shim__stats_on, 0))
+    atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_TS].n, 1, memory_order_relaxed);
+  return gpd_clock_ns();
+}
 
 /* --- start / stop -------------------------------------------------- */
 static void *cupti_dlopen(void) {
@@ -366,30 +530,12 @@ static void *cupti_dlopen(void) {
   return h;
 }
 
-/* Which operation classes are traced: bit (1 << gpd_op_t).  From
- * GPUPROF_CUDA_TRACE, a comma list of kernel,copy,memset,alloc,sync
- * (default: all; "coarse" = kernel,copy,memset: no allocation or
- * synchronization callbacks and no MEMORY2 / SYNCHRONIZATION activity, the
- * parts of CUPTI that cost most on allocator- and sync-heavy programs). */
+/* Which operation classes are traced: bit (1 << gpd_op_t), from
+ * GPUPROF_CUDA_TRACE's class words (cupti-mode.c; default all; "coarse"
+ * = kernel,copy,memset: no allocation or synchronization callbacks and no
+ * MEMORY2 / SYNCHRONIZATION activity, the parts of CUPTI that cost most
+ * on allocator- and sync-heavy programs). */
 static unsigned g_trace = ~0u;
-
-static unsigned cupti_trace_mask(const char *e) {
-  static const char *const names[GPD_OP_MAX] = {NULL, "kernel", "copy", "memset", "alloc", "free", "sync"};
-  if (!e || !*e || !strcmp(e, "all")) return ~0u;
-  if (!strcmp(e, "coarse")) e = "kernel,copy,memset";
-  unsigned m = 0;
-  for (unsigned op = 1; op < GPD_OP_MAX; op++) {
-    const char *w = op == GPD_OP_FREE ? "alloc" : names[op];
-    for (const char *p = strstr(e, w); p; p = strstr(p + 1, w)) {
-      size_t n = strlen(w);
-      if ((p == e || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) {
-        m |= 1u << op;
-        break;
-      }
-    }
-  }
-  return m;
-}
 
 static void cupti_classify_domain(CUpti_CallbackDomain dom, uint8_t *tab, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
@@ -398,9 +544,53 @@ static void cupti_classify_domain(CUpti_CallbackDomain dom, uint8_t *tab, unsign
     int multi = 0;
     unsigned op = gpd_cupti_classify(name, &multi);
     if (op == GPD_OP_NONE || !(g_trace & (1u << op))) continue;
-    if (fn.cuptiEnableCallback(1, g_sub, dom, id) != CUPTI_SUCCESS) continue;
     tab[id] = (uint8_t)(op | (multi ? 0x80 : 0));
   }
+}
+
+static const struct {
+  unsigned op;
+  CUpti_ActivityKind kind;
+} g_kinds[] = {{GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_DEVICE},  {GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+               {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY},    {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY2},
+               {GPD_OP_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},  {GPD_OP_ALLOC, CUPTI_ACTIVITY_KIND_MEMORY2},
+               {GPD_OP_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}};
+
+/* Attach (on = 1) or detach tracing: the classified API callbacks and the
+ * activity kinds.  Caller holds g_mode_mu (or is the starting thread).
+ * Detaching asks the flusher for the records of the window. */
+static void trace_set(int on) {
+  static const struct {
+    CUpti_CallbackDomain dom;
+    const uint8_t *tab;
+    unsigned n;
+  } doms[] = {{CUPTI_CB_DOMAIN_RUNTIME_API, g_rt_op, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+              {CUPTI_CB_DOMAIN_DRIVER_API, g_drv_op, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+  CUptiResult r;
+  /* Callbacks on before the activity kinds, and off after them: a launch
+   * at a window's edge then has an INVOKE without activity (not counted
+   * anywhere), never an activity without INVOKE (<unknown context>). */
+  if (on) {
+    uint32_t e = atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed) + 1;
+    atomic_store_explicit(&g_rec_epoch, e, memory_order_relaxed);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == (on ? 0 : 1))
+      for (size_t d = 0; d < sizeof doms / sizeof *doms; d++)
+        for (unsigned id = 1; id < doms[d].n; id++)
+          if (doms[d].tab[id])
+            fn.cuptiEnableCallback(on ? 1 : 0, g_sub, doms[d].dom, id);
+    if (pass != (on ? 1 : 0))
+      continue;
+    for (size_t i = 0; i < sizeof g_kinds / sizeof *g_kinds; i++) {
+      if (!(g_trace & (1u << g_kinds[i].op)) || (!on && g_kinds[i].kind == CUPTI_ACTIVITY_KIND_DEVICE))
+        continue; /* DEVICE records come once; leaving it on costs nothing */
+      r = on ? fn.cuptiActivityEnable(g_kinds[i].kind) : fn.cuptiActivityDisable(g_kinds[i].kind);
+      if (r != CUPTI_SUCCESS)
+        GPD_WARN("cuptiActivity%s(%d): %s", on ? "Enable" : "Disable", (int)g_kinds[i].kind, cupti_errstr(r));
+    }
+  }
+  g_on = on;
 }
 
 static void cupti_atexit(void) { gpd_cupti_fini(); }
@@ -440,7 +630,11 @@ int gpd_cupti_start(void) {
     return GPD_EVENDOR;
   }
   g_alias = calloc(1u << GPD_CUPTI_ALIAS_BITS, sizeof *g_alias);
-  g_trace = cupti_trace_mask(getenv("GPUPROF_CUDA_TRACE"));
+  const char *tr = getenv("GPUPROF_CUDA_TRACE");
+  if (gpd_cupti_mode_parse(tr, &g_mode) != 0)
+    GPD_WARN("GPUPROF_CUDA_TRACE=%s not understood (full, detached, duty:W_MS/P_S, and kernel,copy,memset,"
+             "alloc,sync): full tracing", tr);
+  g_trace = g_mode.ops;
   gpd_shim_vendor_module("libcupti.so");
   gpd_shim_vendor_module("libcuda.so");
   gpd_shim_vendor_module("libcudart.so");
@@ -457,18 +651,27 @@ int gpd_cupti_start(void) {
     cupti_disable((int)r, "cuptiActivityRegisterCallbacks: %s", cupti_errstr(r));
     return GPD_EVENDOR;
   }
-  static const struct {
-    unsigned op;
-    CUpti_ActivityKind kind;
-  } kinds[] = {{GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_DEVICE},  {GPD_OP_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
-               {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY},    {GPD_OP_COPY, CUPTI_ACTIVITY_KIND_MEMCPY2},
-               {GPD_OP_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},  {GPD_OP_ALLOC, CUPTI_ACTIVITY_KIND_MEMORY2},
-               {GPD_OP_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION}};
-  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if ((g_trace & (1u << kinds[i].op)) && (r = fn.cuptiActivityEnable(kinds[i].kind)) != CUPTI_SUCCESS)
-      GPD_WARN("cuptiActivityEnable(%d): %s", (int)kinds[i].kind, cupti_errstr(r));
   atomic_store(&g_state, ST_RUNNING);
   if (flush_start() < 0) GPD_WARN("CUDA back end: no flusher thread; buffers flushed at exit only");
+  pthread_mutex_lock(&g_mode_mu);
+  g_t0 = gpd_clock_ns();
+  if (g_mode.mode == GPD_CUPTI_FULL) {
+    trace_set(1);
+  } else {
+    /* Test hook for the GPU validation of on-demand attach without a
+     * daemon: GPUPROF_CUDA_ATTACH=AFTER_MS:DURATION_MS. */
+    const char *at = getenv("GPUPROF_CUDA_ATTACH");
+    unsigned long a = 0, d = 0;
+    if (at && sscanf(at, "%lu:%lu", &a, &d) == 2 && d) {
+      g_attach_from = g_t0 + a * 1000000ull;
+      g_attach_until = g_attach_from + d * 1000000ull;
+    }
+    if ((g_mode.mode == GPD_CUPTI_DUTY || g_attach_until) && ctl_start() < 0)
+      GPD_WARN("CUDA back end: no tracing controller thread; tracing stays detached");
+    else if (g_mode.mode == GPD_CUPTI_DUTY)
+      GPD_INFO("CUDA tracing duty-cycled: %u ms every %u ms", g_mode.window_ms, g_mode.period_ms);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
   atexit(cupti_atexit);
   GPD_INFO("CUDA back end on (CUPTI)");
@@ -515,6 +718,20 @@ int gpd_cupti_init(void) {
 
 void gpd_cupti_fini(void) {
   gpd_cupti_sass_stop(NULL);
+  if (g_mode.mode != GPD_CUPTI_FULL && atomic_load(&g_state) == ST_RUNNING) {
+    char why[320];
+    pthread_mutex_lock(&g_mode_mu);
+    int first = !g_stopping;
+    g_stopping = 1;
+    duty_summary(why, sizeof why);
+    pthread_cond_signal(&g_mode_cv);
+    pthread_mutex_unlock(&g_mode_mu);
+    if (first) {
+      gpd_shim_backend_status(GPD_API_CUDA, 1, 0, why); /* the report shows f */
+      if (getenv("GPUPROF_CUPTI_SELFTEST") || gpd_shim__stats_on)
+        fprintf(stderr, "gpuprof-cupti: %s\n", why);
+    }
+  }
   gpd_cupti_pcs_fini();
   if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   static atomic_int printed;
@@ -536,6 +753,7 @@ void gpd_cupti_fini(void) {
 #include "backends.h"
 
 static void cupti_fork_prepare(void) {
+  pthread_mutex_lock(&g_mode_mu);
   pthread_mutex_lock(&g_pool_mu);
   pthread_mutex_lock(&g_flush_mu);
   gpd_cupti_pcs_fork_prepare();
@@ -546,6 +764,7 @@ static void cupti_fork_parent(void) {
   gpd_cupti_pcs_fork_parent();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
+  pthread_mutex_unlock(&g_mode_mu);
 }
 /* CUDA is not usable in a fork child; only the locks need to be sane.  The
  * flusher thread is gone: its condition variable may record it as a
@@ -555,7 +774,10 @@ static void cupti_fork_child(void) {
   gpd_cupti_pcs_fork_child();
   pthread_mutex_unlock(&g_flush_mu);
   pthread_mutex_unlock(&g_pool_mu);
+  pthread_mutex_unlock(&g_mode_mu);
   g_flush_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+  g_mode_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+  g_ctl_started = 0; /* the controller thread is gone too */
 }
 /* Control from the daemon (connection thread): PC sampling windows. */
 static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {

@@ -75,6 +75,37 @@ int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,
  *  graph launches (one invocation, many activities).  Pure. */
 unsigned gpd_cupti_classify(const char *name, int *multi);
 
+/* cupti-mode.c: GPUPROF_CUDA_TRACE and the duty-cycle estimator (pure). */
+/** Tracing modes (docs/CUDA.md). */
+enum { GPD_CUPTI_FULL = 0, GPD_CUPTI_DETACHED = 1, GPD_CUPTI_DUTY = 2 };
+/** What the CUDA back end traces, and when. */
+typedef struct gpd_cupti_mode_s {
+  unsigned mode;      /* GPD_CUPTI_FULL / _DETACHED / _DUTY */
+  unsigned ops;       /* traced operation classes: bit (1 << gpd_op_t) */
+  uint32_t window_ms; /* duty: window length, ms */
+  uint32_t period_ms; /* duty: window start to window start, ms (> window_ms) */
+} gpd_cupti_mode_t;
+/** Parse GPUPROF_CUDA_TRACE: comma list of at most one mode (full,
+ *  detached, duty:W/P with W ms and P s) and operation classes (kernel,
+ *  copy, memset, alloc, sync, all, coarse).  NULL or "" = full, all.
+ *  0, or -EINVAL (unknown word, bad numbers, two modes): *m then holds
+ *  the defaults.  Pure. */
+int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m);
+/** Duty-cycle estimate of one calling context (formula: cupti-mode.c). */
+typedef struct gpd_cupti_estimate_s {
+  double count, count_se;     /* launches: estimate, standard error */
+  double time_ns, time_se_ns; /* GPU time: estimate, standard error (ns) */
+} gpd_cupti_estimate_t;
+/** From n launches and t_ns of GPU time observed in windows (s2_ns2: sum
+ *  of squared durations, 0 = unknown) and window fraction f in (0, 1].
+ *  0 or -EINVAL.  Pure. */
+int gpd_cupti_duty_estimate(double n, double t_ns, double s2_ns2, double f, gpd_cupti_estimate_t *out);
+/** Window fraction: window_ns / elapsed_ns, in [0, 1] (0 if elapsed 0). */
+double gpd_cupti_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns);
+/** Duty schedule from t0 (ns): *on = 1 when `now` is inside a window;
+ *  returns the next window boundary (ns).  Pure. */
+uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, int *on);
+
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a
  * thread of its own.  All no-ops unless setup returned 1. */

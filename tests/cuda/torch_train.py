@@ -29,11 +29,12 @@ def train_step(model, opt, loss_fn, x, y):
     return loss
 
 
-def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-    warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    batch = int(sys.argv[3]) if len(sys.argv) > 3 else 64
-    width = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+def setup(argv):
+    """(steps, warmup, batch, width, dev, model, opt, loss_fn, xs, ys) from argv."""
+    steps = int(argv[1]) if len(argv) > 1 else 50
+    warmup = int(argv[2]) if len(argv) > 2 else 5
+    batch = int(argv[3]) if len(argv) > 3 else 64
+    width = int(argv[4]) if len(argv) > 4 else 1
     dev = torch.device("cuda")
     torch.manual_seed(0)
     model = make_model(width).to(dev)
@@ -41,6 +42,11 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     xs = torch.randn(batch, 3, 32, 32)        # host tensors: copied each step (H2D)
     ys = torch.randint(0, 10, (batch,))
+    return steps, warmup, batch, width, dev, model, opt, loss_fn, xs, ys
+
+
+def run(steps, warmup, batch, width, dev, model, opt, loss_fn, xs, ys):
+    """Warm-up steps, then the timed steps: (wall s of the timed steps, final loss)."""
     for _ in range(warmup):
         train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
     torch.cuda.synchronize()
@@ -49,8 +55,13 @@ def main():
         loss = train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
     final = loss.item()                        # D2H copy
     torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
-    print(f"torch_steps_s {dt:.4f} steps={steps} batch={batch} width={width} loss={final:.4f}")
+    return time.perf_counter() - t0, final
+
+
+def main():
+    a = setup(sys.argv)
+    dt, final = run(*a)
+    print(f"torch_steps_s {dt:.4f} steps={a[0]} batch={a[2]} width={a[3]} loss={final:.4f}")
 
 
 if __name__ == "__main__":

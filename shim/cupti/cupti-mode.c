@@ -1,0 +1,168 @@
+/* cupti-mode.c - GPUPROF_CUDA_TRACE (what the CUDA back end traces, and
+ * when) and the duty-cycle estimator.  Pure: no CUPTI and no shim calls,
+ * so the CPU tests link this file alone (tests/cupti/test-cupti-mode.c).
+ *
+ * Modes (docs/CUDA.md):
+ *   full        every API callback and activity kind on from the start
+ *   detached    CUPTI subscribed with only its resource callbacks (context
+ *               and module events, the timestamp callback): no API
+ *               callbacks, no activity; tracing is attached on request
+ *               (the daemon's TRACE control, `gpuprof trace --job J
+ *               --duration 10s`) for a window and detached after
+ *   duty:W/P    trace windows of W ms every P s (P may be fractional:
+ *               duty:20/0.5); between windows as detached
+ * combined with the operation classes: kernel,copy,memset,alloc,sync
+ * (default all; "coarse" = kernel,copy,memset).
+ *
+ * Duty-cycle estimator.  A window traces the GPU operations *launched*
+ * while it is open (CUPTI records an activity for work enqueued while its
+ * kind is enabled), so the sampling unit is the launch and the inclusion
+ * probability of a launch is the fraction f of the run's time covered by
+ * windows, f = (sum of window lengths) / (elapsed time), both measured by
+ * the controller.  For a calling context with n launches and kernel time
+ * T observed in windows, the Horvitz-Thompson estimates are
+ *     N^ = n / f,    T^ = T / f.
+ * Their error, with launches included independently with probability f
+ * (a launch-bound loop whose step is much shorter than W is sampled at
+ * least this well; a loop in step with P is not: aliasing, see
+ * docs/CUDA.md):
+ *     se(N^) = sqrt(n (1 - f)) / f                relative: sqrt((1-f)/n)
+ *     se(T^) = sqrt((1 - f) * S2) / f,  S2 = sum of squared durations,
+ * and with S2 unknown (the profile keeps sums), S2 ~= T^2 / n (durations
+ * equal within the context): relative se(T^) ~= sqrt((1-f)/n) as well.
+ * References: Horvitz & Thompson, "A generalization of sampling without
+ * replacement from a finite universe", JASA 47 (1952), eq. (2) and the
+ * Poisson-sampling variance; the same scaling is what a sampling profiler
+ * does with its period.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cupti-internal.h"
+
+static int tok_eq(const char *t, size_t n, const char *w) { return strlen(w) == n && !memcmp(t, w, n); }
+
+/* "duty:W/P": W ms (integer >= 1), P s (decimal, > W). */
+static int parse_duty(const char *t, size_t n, gpd_cupti_mode_t *m) {
+  char buf[64];
+  if (n >= sizeof buf)
+    return -EINVAL;
+  memcpy(buf, t, n);
+  buf[n] = 0;
+  char *end;
+  errno = 0;
+  unsigned long w = strtoul(buf + 5, &end, 10);
+  if (errno || end == buf + 5 || *end != '/' || w == 0 || w > 3600000ul)
+    return -EINVAL;
+  const char *ps = end + 1;
+  if (*ps < '0' || *ps > '9')
+    return -EINVAL;
+  double p = strtod(ps, &end);
+  if (*end || !(p > 0) || p > 3600.0)
+    return -EINVAL;
+  uint32_t pms = (uint32_t)(p * 1000.0 + 0.5);
+  if (pms <= w)
+    return -EINVAL; /* a window as long as the period is "full" */
+  m->mode = GPD_CUPTI_DUTY;
+  m->window_ms = (uint32_t)w;
+  m->period_ms = pms;
+  return 0;
+}
+
+static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
+  static const char *const names[GPD_OP_MAX] = {NULL, "kernel", "copy", "memset", "alloc", "free", "sync"};
+  unsigned ops = 0, nmode = 0;
+  int any_op = 0;
+  for (const char *t = s; *t;) {
+    const char *e = strchr(t, ',');
+    size_t n = e ? (size_t)(e - t) : strlen(t);
+    if (n == 0)
+      return -EINVAL;
+    if (tok_eq(t, n, "full")) {
+      m->mode = GPD_CUPTI_FULL;
+      nmode++;
+    } else if (tok_eq(t, n, "detached")) {
+      m->mode = GPD_CUPTI_DETACHED;
+      nmode++;
+    } else if (n > 5 && !memcmp(t, "duty:", 5)) {
+      if (parse_duty(t, n, m))
+        return -EINVAL;
+      nmode++;
+    } else if (tok_eq(t, n, "all")) {
+      ops |= ~0u;
+      any_op = 1;
+    } else if (tok_eq(t, n, "coarse")) {
+      ops |= 1u << GPD_OP_KERNEL | 1u << GPD_OP_COPY | 1u << GPD_OP_MEMSET;
+      any_op = 1;
+    } else {
+      unsigned op = 1;
+      for (; op < GPD_OP_MAX; op++)
+        if (op != GPD_OP_FREE && tok_eq(t, n, names[op]))
+          break;
+      if (op == GPD_OP_MAX)
+        return -EINVAL;
+      ops |= 1u << op;
+      if (op == GPD_OP_ALLOC)
+        ops |= 1u << GPD_OP_FREE;
+      any_op = 1;
+    }
+    t += n;
+    if (*t == ',')
+      t++;
+  }
+  if (nmode > 1)
+    return -EINVAL;
+  if (any_op)
+    m->ops = ops;
+  return 0;
+}
+
+int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m) {
+  if (!m)
+    return -EINVAL;
+  memset(m, 0, sizeof *m);
+  m->mode = GPD_CUPTI_FULL;
+  m->ops = ~0u;
+  if (!s || !*s)
+    return 0;
+  gpd_cupti_mode_t t = *m;
+  if (mode_parse(s, &t) != 0)
+    return -EINVAL; /* *m keeps the defaults */
+  *m = t;
+  return 0;
+}
+
+int gpd_cupti_duty_estimate(double n, double t_ns, double s2_ns2, double f, gpd_cupti_estimate_t *out) {
+  if (!out || !(f > 0) || f > 1 || n < 0 || t_ns < 0 || s2_ns2 < 0)
+    return -EINVAL;
+  memset(out, 0, sizeof *out);
+  out->count = n / f;
+  out->time_ns = t_ns / f;
+  out->count_se = sqrt(n * (1 - f)) / f;
+  if (s2_ns2 == 0 && n > 0)
+    s2_ns2 = t_ns * t_ns / n; /* equal durations within the context */
+  out->time_se_ns = sqrt((1 - f) * s2_ns2) / f;
+  return 0;
+}
+
+double gpd_cupti_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns) {
+  if (!elapsed_ns)
+    return 0;
+  double f = (double)window_ns / (double)elapsed_ns;
+  return f > 1 ? 1 : f;
+}
+
+/* Next event of the duty schedule: windows [t0 + k P, t0 + k P + W).  *on
+ * = 1 inside a window.  Returns the time of the next boundary (ns). */
+uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, int *on) {
+  uint64_t p = (uint64_t)m->period_ms * 1000000ull, w = (uint64_t)m->window_ms * 1000000ull;
+  if (now < t0) {
+    *on = 0;
+    return t0;
+  }
+  uint64_t k = (now - t0) / p, start = t0 + k * p;
+  *on = now - start < w;
+  return *on ? start + w : start + p;
+}

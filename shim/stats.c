@@ -1,0 +1,57 @@
+/* stats.c - where the shim's time goes, per phase (GPUPROF_SHIM_STATS=1).
+ *
+ * Off by default: every timed phase then costs one predictable branch on a
+ * read-mostly global.  On: each phase reads gpd_clock_ns() at its start and
+ * end and adds (1, ns) to its counter (relaxed atomics, no lock); at exit
+ * the totals are printed to stderr, one line per phase with count, total
+ * and mean ns, plus the cost of one clock read measured then (subtract
+ * about two of those from each mean).  For finding the cost per GPU
+ * operation on a real workload (docs/PERFORMANCE-CUDA.md), not for
+ * production use.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpuprof/clock.h"
+#include "internal.h"
+
+int gpd_shim__stats_on;
+gpd_shim_stat_t gpd_shim__stats[GPD_ST_N];
+
+static const char *const stat_names[GPD_ST_N] = {
+    [GPD_ST_CAPTURE] = "capture (whole)",
+    [GPD_ST_UNWIND_HIT] = "unwind: replayed walk",
+    [GPD_ST_UNWIND_MISS] = "unwind: unw_backtrace (miss)",
+    [GPD_ST_UNWIND_FULL] = "unwind: full walk (recorded)",
+    [GPD_ST_UNWIND_BAD] = "unwind: full walk (not replayable)",
+    [GPD_ST_NODE_REUSE] = "capture: node of walk reused",
+    [GPD_ST_PYWALK] = "python frame walk",
+    [GPD_ST_INTERN] = "cut + splice + intern + announce",
+    [GPD_ST_PUSH_INVOKE] = "push INVOKE",
+    [GPD_ST_CB_API] = "CUPTI API callback (traced op)",
+    [GPD_ST_CB_OTHER] = "CUPTI API callback (exit/nested)",
+    [GPD_ST_BUF_DONE] = "CUPTI buffer completed",
+    [GPD_ST_ACT_PUSH] = "activity translate + push",
+    [GPD_ST_TS] = "CUPTI timestamp callback",
+};
+
+void gpd_shim__stats_init(void) {
+  const char *e = getenv("GPUPROF_SHIM_STATS");
+  gpd_shim__stats_on = e && *e && *e != '0';
+}
+
+void gpd_shim__stats_print(void) {
+  if (!gpd_shim__stats_on)
+    return;
+  uint64_t t0 = gpd_clock_ns(), t1;
+  for (int i = 0; i < 100000; i++)
+    (void)gpd_clock_ns();
+  t1 = gpd_clock_ns();
+  fprintf(stderr, "gpuprof-stats: clock read %.1f ns\n", (double)(t1 - t0) / 100000.0);
+  for (int i = 0; i < GPD_ST_N; i++) {
+    uint64_t n = atomic_load(&gpd_shim__stats[i].n), ns = atomic_load(&gpd_shim__stats[i].ns);
+    if (n)
+      fprintf(stderr, "gpuprof-stats: %-34s n=%-10llu total=%.3f ms mean=%.1f ns\n", stat_names[i],
+              (unsigned long long)n, (double)ns / 1e6, (double)ns / (double)n);
+  }
+}

@@ -1,0 +1,29 @@
+#!/bin/sh
+# bundle-torchcost.sh BUILD OUT - copy a Release build made like
+# scripts/bundle-gpu's (RPATH $ORIGIN/../lib) into OUT (bin/, lib/,
+# env.sh) with its non-system libraries, plus the scripts of
+# tests/cuda/gpu-torchcost.sh.  OUT is meant to be /work/main/.device/NAME
+# (git-ignored), carried to the GPU machine by the device tool.
+set -eu
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$1 out=$2
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+for f in bin/gpuprofd bin/gpuprof bin/launch-bound; do cp "$build/$f" "$out/bin/"; done
+for f in lib/libgpuprof.so lib/libgpd-min-tracer.so; do cp "$build/$f" "$out/lib/"; done
+for f in "$build"/bin/bench-* "$build"/lib/libbench-*.so; do [ -e "$f" ] && cp "$f" "$out/$(basename "$(dirname "$f")")/"; done
+system='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda\.so|libcudart|libcupti|libnvidia)'
+for f in "$out"/bin/* "$out"/lib/*.so; do
+  ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  echo "$name" | grep -Eq "$system" && continue
+  [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
+done
+cp "$root"/tests/cuda/gpu-torchcost.sh "$root"/tests/cuda/torch_train.py "$root"/tests/cuda/torch_kineto.py \
+  "$root"/tests/cuda/check-duty.py "$out/"
+cat >"$out/env.sh" <<'ENV'
+B=$(cd "$(dirname "${BASH_SOURCE:-$0}")" && pwd)
+export PATH=$B/bin:$PATH
+export GPUPROF_SHIM=$B/lib/libgpuprof.so GPUPROF_DAEMON=$B/bin/gpuprofd
+ENV
+du -sh "$out"

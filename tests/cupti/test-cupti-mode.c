@@ -1,0 +1,166 @@
+/* test-cupti-mode.c - unit test of shim/cupti/cupti-mode.c: the
+ * GPUPROF_CUDA_TRACE parser (modes full / detached / duty:W/P with the
+ * operation classes, and the bad inputs), the duty schedule, and the
+ * duty-cycle estimator (exact numbers on a synthetic launch stream sampled
+ * by the schedule, and the error formula). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cupti-internal.h"
+
+#define OPS_ALL (~0u)
+#define B(op) (1u << (op))
+
+static void test_parse_modes(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  assert_int_equal(gpd_cupti_mode_parse(NULL, &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(m.ops, OPS_ALL);
+  assert_int_equal(gpd_cupti_mode_parse("", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(gpd_cupti_mode_parse("full", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(m.ops, OPS_ALL);
+  assert_int_equal(gpd_cupti_mode_parse("detached", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  assert_int_equal(m.ops, OPS_ALL);
+  assert_int_equal(gpd_cupti_mode_parse("duty:20/1", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DUTY);
+  assert_int_equal(m.window_ms, 20);
+  assert_int_equal(m.period_ms, 1000);
+  assert_int_equal(gpd_cupti_mode_parse("duty:5/0.25,coarse", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DUTY);
+  assert_int_equal(m.window_ms, 5);
+  assert_int_equal(m.period_ms, 250);
+  assert_int_equal(m.ops, B(GPD_OP_KERNEL) | B(GPD_OP_COPY) | B(GPD_OP_MEMSET));
+}
+
+static void test_parse_ops(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  assert_int_equal(gpd_cupti_mode_parse("kernel,copy", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(m.ops, B(GPD_OP_KERNEL) | B(GPD_OP_COPY));
+  assert_int_equal(gpd_cupti_mode_parse("alloc", &m), 0); /* alloc brings free */
+  assert_int_equal(m.ops, B(GPD_OP_ALLOC) | B(GPD_OP_FREE));
+  assert_int_equal(gpd_cupti_mode_parse("coarse", &m), 0);
+  assert_int_equal(m.ops, B(GPD_OP_KERNEL) | B(GPD_OP_COPY) | B(GPD_OP_MEMSET));
+  assert_int_equal(gpd_cupti_mode_parse("detached,sync,memset", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  assert_int_equal(m.ops, B(GPD_OP_SYNC) | B(GPD_OP_MEMSET));
+  assert_int_equal(gpd_cupti_mode_parse("all", &m), 0);
+  assert_int_equal(m.ops, OPS_ALL);
+}
+
+static void test_parse_bad(void **st) {
+  (void)st;
+  static const char *const bad[] = {"fulll",       "kernels",    "duty",       "duty:",     "duty:20",
+                                    "duty:20/",    "duty:0/1",   "duty:x/1",   "duty:20/-1", "duty:1000/1",
+                                    "duty:2000/1", "duty:20/1s", "kernel,,copy", ",",        "detached,full",
+                                    "duty:20/1,detached", "free", "duty:20/99999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    gpd_cupti_mode_t m;
+    m.mode = 77;
+    assert_int_equal(gpd_cupti_mode_parse(bad[i], &m), -EINVAL);
+    assert_int_equal(m.mode, GPD_CUPTI_FULL); /* defaults after a failure */
+  }
+  assert_int_equal(gpd_cupti_mode_parse("full", NULL), -EINVAL);
+}
+
+static void test_schedule(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  assert_int_equal(gpd_cupti_mode_parse("duty:20/1", &m), 0);
+  const uint64_t ms = 1000000ull, t0 = 5 * ms;
+  int on = -1;
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, 0, &on), t0); /* before start */
+  assert_int_equal(on, 0);
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, t0, &on), t0 + 20 * ms);
+  assert_int_equal(on, 1);
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, t0 + 19 * ms, &on), t0 + 20 * ms);
+  assert_int_equal(on, 1);
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, t0 + 20 * ms, &on), t0 + 1000 * ms);
+  assert_int_equal(on, 0);
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, t0 + 3010 * ms, &on), t0 + 3020 * ms);
+  assert_int_equal(on, 1);
+  assert_int_equal(gpd_cupti_duty_next(&m, t0, t0 + 3999 * ms, &on), t0 + 4000 * ms);
+  assert_int_equal(on, 0);
+}
+
+/* A steady loop: one launch of 100 us every 1 ms for 10 s, sampled by the
+ * schedule duty:20/1: exactly 20 launches per window, 10 windows, f = 0.02;
+ * the estimates are exact and the error is the formula's. */
+static void test_estimate_steady(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  assert_int_equal(gpd_cupti_mode_parse("duty:20/1", &m), 0);
+  const uint64_t ms = 1000000ull;
+  uint64_t win = 0, n = 0, t = 0;
+  int was_on = 0;
+  uint64_t since = 0;
+  for (uint64_t now = 0; now < 10000 * ms; now += ms) {
+    int on;
+    gpd_cupti_duty_next(&m, 0, now, &on);
+    if (on && !was_on)
+      since = now;
+    if (!on && was_on)
+      win += now - since;
+    was_on = on;
+    if (on) {
+      n++;
+      t += 100000;
+    }
+  }
+  if (was_on)
+    win += 10000 * ms - since;
+  assert_int_equal(n, 200);
+  assert_int_equal(win, 200 * ms);
+  double f = gpd_cupti_duty_fraction(win, 10000 * ms);
+  assert_true(fabs(f - 0.02) < 1e-12);
+  gpd_cupti_estimate_t e;
+  assert_int_equal(gpd_cupti_duty_estimate((double)n, (double)t, 0, f, &e), 0);
+  assert_true(fabs(e.count - 10000) < 1e-6);
+  assert_true(fabs(e.time_ns - 1e9) < 1e-3); /* 10000 x 100 us */
+  assert_true(fabs(e.count_se - sqrt(200 * 0.98) / 0.02) < 1e-9); /* 700 */
+  assert_true(fabs(e.count_se / e.count - sqrt(0.98 / 200)) < 1e-12);
+  assert_true(fabs(e.time_se_ns / e.time_ns - sqrt(0.98 / 200)) < 1e-12);
+  /* with the squared durations known: the same when all are equal */
+  gpd_cupti_estimate_t e2;
+  assert_int_equal(gpd_cupti_duty_estimate((double)n, (double)t, 200 * 1e10, f, &e2), 0);
+  assert_true(fabs(e2.time_se_ns - e.time_se_ns) < 1e-6);
+  /* unequal durations: a larger error than the equal-duration one */
+  assert_int_equal(gpd_cupti_duty_estimate(2, 300, 100 * 100 + 200 * 200, 0.5, &e2), 0);
+  assert_true(fabs(e2.time_ns - 600) < 1e-9);
+  assert_true(fabs(e2.time_se_ns - sqrt(0.5 * 50000) / 0.5) < 1e-9);
+}
+
+static void test_estimate_edges(void **st) {
+  (void)st;
+  gpd_cupti_estimate_t e;
+  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 0, &e), -EINVAL);
+  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 1.5, &e), -EINVAL);
+  assert_int_equal(gpd_cupti_duty_estimate(-1, 10, 0, 0.5, &e), -EINVAL);
+  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 0.5, NULL), -EINVAL);
+  assert_int_equal(gpd_cupti_duty_estimate(10, 1000, 0, 1.0, &e), 0); /* full: no error */
+  assert_true(e.count == 10 && e.time_ns == 1000 && e.count_se == 0 && e.time_se_ns == 0);
+  assert_int_equal(gpd_cupti_duty_estimate(0, 0, 0, 0.1, &e), 0); /* nothing seen */
+  assert_true(e.count == 0 && e.time_ns == 0 && e.time_se_ns == 0);
+  assert_true(gpd_cupti_duty_fraction(5, 0) == 0);
+  assert_true(gpd_cupti_duty_fraction(20, 10) == 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_parse_ops),
+      cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
+      cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_edges),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
