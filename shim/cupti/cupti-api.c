@@ -279,9 +279,10 @@ static inline uint64_t trace_corr(uint32_t epoch, uint32_t corr) {
 static void trace_set(int on);
 
 /* Switch tracing to what the schedule wants at `now`; returns the next
- * time (ns) it must look again (UINT64_MAX: only when signalled).  Caller
- * holds g_mode_mu. */
-static uint64_t ctl_step(uint64_t now) {
+ * time (ns) it must look again (UINT64_MAX: only when signalled); *flush
+ * = 1 after a detach (the caller flushes the window's records before
+ * anything else, outside the lock).  Controller thread, g_mode_mu held. */
+static uint64_t ctl_step(uint64_t now, int *flush) {
   int duty_on = 0;
   uint64_t next = UINT64_MAX;
   if (g_mode.mode == GPD_CUPTI_DUTY)
@@ -303,8 +304,7 @@ static uint64_t ctl_step(uint64_t now) {
     trace_set(0);
     g_window_ns += off > g_on_since ? off - g_on_since : 0;
     g_windows++;
-    /* the window's records, here and now (see trace_corr) */
-    fn.cuptiActivityFlushAll(0);
+    *flush = 1; /* the window's records, before the next window (trace_corr) */
   }
   return next;
 }
@@ -314,7 +314,16 @@ static void *ctl_main(void *arg) {
   pthread_mutex_lock(&g_mode_mu);
   while (!g_stopping) {
     uint64_t now = gpd_clock_ns();
-    uint64_t next = ctl_step(now);
+    int flush = 0;
+    uint64_t next = ctl_step(now, &flush);
+    if (flush) {
+      /* Outside the lock (a control request must not wait for it); only
+       * this thread attaches, so no window opens before it is done. */
+      pthread_mutex_unlock(&g_mode_mu);
+      fn.cuptiActivityFlushAll(0);
+      pthread_mutex_lock(&g_mode_mu);
+      continue;
+    }
     if (next == UINT64_MAX) {
       pthread_cond_wait(&g_mode_cv, &g_mode_mu);
       continue;
@@ -350,21 +359,21 @@ static int ctl_start(void) {
 }
 
 /* On-demand tracing (the daemon's TRACE control): attach now for
- * duration_ms (0 = until stopped), or detach (enable = 0).  Any thread
- * but an application's API callback.  0, -ENOTSUP (not running, or full
- * tracing: nothing to attach), -errno. */
-__attribute__((unused)) static int trace_control(int enable, uint32_t duration_ms) {
+ * duration_ms (0 = until stopped), or detach (enable = 0); the controller
+ * thread does it at once.  Any thread but an application's API callback;
+ * holds g_mode_mu only briefly.  0 (also under full tracing: nothing to
+ * switch), -ENOTSUP (the back end is not running), -errno. */
+static int trace_control(int enable, uint32_t duration_ms) {
   if (atomic_load(&g_state) != ST_RUNNING)
     return -ENOTSUP;
   if (g_mode.mode == GPD_CUPTI_FULL)
-    return enable ? 0 : -ENOTSUP; /* already tracing everything */
+    return 0; /* already tracing everything */
   pthread_mutex_lock(&g_mode_mu);
   uint64_t now = gpd_clock_ns();
   int err = ctl_start();
   if (!err) {
     g_attach_from = enable ? now : 0;
     g_attach_until = !enable ? 0 : duration_ms ? now + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
-    ctl_step(now);
     pthread_cond_signal(&g_mode_cv);
   }
   pthread_mutex_unlock(&g_mode_mu);
@@ -779,11 +788,26 @@ static void cupti_fork_child(void) {
   g_mode_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
   g_ctl_started = 0; /* the controller thread is gone too */
 }
-/* Control from the daemon (connection thread): PC sampling windows. */
+/* Control from the daemon (shim/control.c, connection thread): PC
+ * sampling windows (cupti-pcsampling.c) and TRACE, which attaches CUDA
+ * tracing for the window (`gpuprof trace --job J --duration 10s`); the
+ * shim core calls again with enable = 0 at the window's end. */
 static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
-  if (c->kind != GPD_CONTROL_PC_SAMPLING || atomic_load(&g_state) != ST_RUNNING)
+  if (atomic_load(&g_state) != ST_RUNNING)
     return -ENOTSUP;
-  return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+  if (c->kind == GPD_CONTROL_PC_SAMPLING)
+    return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+  if (c->kind != GPD_CONTROL_TRACE)
+    return -ENOTSUP;
+  int err = trace_control(c->enable, c->duration_ms);
+  if (err == 0 && targets)
+    *targets = 1;
+  if (msg && n)
+    snprintf(msg, n, "%s",
+             err ? "CUDA back end not running"
+             : g_mode.mode == GPD_CUPTI_FULL ? "CUDA tracing is full (always attached)"
+             : c->enable ? "CUDA tracing attached" : "CUDA tracing detached");
+  return err;
 }
 
 static int cupti_status(char *why, size_t n) {

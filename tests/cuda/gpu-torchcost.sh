@@ -9,16 +9,21 @@
 #   gpuprof       gpuprof record, full tracing
 #   stats         gpuprof record, GPUPROF_SHIM_STATS=1 (per-phase counters)
 #   nopy          gpuprof record, GPUPROF_PYTHON=0 (native frames only)
-#   duty          gpuprof record, GPUPROF_CUDA_TRACE=$DUTY
+#   duty          gpuprof record, GPUPROF_CUDA_TRACE=$DUTY (default duty:10/0.2)
 #   detached      gpuprof record, GPUPROF_CUDA_TRACE=detached
 #   kineto        torch.profiler (Kineto), CPU + CUDA activities
-# Each prints torch_steps_s (wall s of the timed steps).
+# Each prints torch_steps_s (wall s of the timed steps).  Then, if set:
+#   LONG=STEPS    full vs $LDUTY on a longer loop, per-context GPU time
+#                 compared by check-duty.py (report --json of both)
+#   ATTACH=A:D    detached, attached A ms after start for D ms
+#                 (GPUPROF_CUDA_ATTACH), the on-demand shape
+#   EXTRA=CMD     run at the end
 set -u
 B=$(cd "${BUNDLE:-.device/torchcost}" && pwd); O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$B/env.sh"
 export PYTHONUNBUFFERED=1
 MT=$B/lib/libgpd-min-tracer.so
-R=${R:-3}; ARGS=${TORCH_ARGS:-"300 10"}; DUTY=${DUTY:-duty:20/1}
+R=${R:-3}; ARGS=${TORCH_ARGS:-"300 10"}; DUTY=${DUTY:-duty:10/0.2}; LDUTY=${LDUTY:-$DUTY}
 PY="python3 $B/torch_train.py $ARGS"
 rec() { # ENV... -- record the loop, keep the stderr summary
   local n=$1; shift
@@ -50,10 +55,10 @@ CFGS=${CFGS:-"bare cupti gpuprof stats nopy"}
   done; done
   if [ -n "${LONG:-}" ]; then
     # Per-context GPU time, duty-cycled vs full, on a longer steady loop.
-    echo "== per-context GPU time: torch_train.py $LONG 10, full vs $DUTY"
+    echo "== per-context GPU time: torch_train.py $LONG 10, full vs $LDUTY"
     for c in full duty; do
       rm -f /tmp/$c.gpdb*
-      if [ $c = full ]; then e=GPUPROF_X=1; else e=GPUPROF_CUDA_TRACE=$DUTY; fi
+      if [ $c = full ]; then e=GPUPROF_X=1; else e=GPUPROF_CUDA_TRACE=$LDUTY; fi
       env $e GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o /tmp/$c.gpdb -- \
         python3 "$B/torch_train.py" $LONG 10 2>/tmp/$c.err | grep torch_steps_s
       grep -E "dropped|fraction" /tmp/$c.err | sed "s/^/    [$c] /"
