@@ -479,8 +479,10 @@ int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x) {
       te.has_track_uuid = 1;
       te.track_uuid = thread_uuid(s->profile, s->tid);
       gpd_xtrace_path(x, s->node, 1, path, sizeof path);
-      const char *leaf = strrchr(path, '>');
-      snprintf(name, sizeof name, "cpu sample: %.900s", leaf ? leaf + 2 : path[0] ? path : "?");
+      const char *leaf = path; /* the innermost frame: after the last " > " */
+      for (const char *q = strstr(path, " > "); q; q = strstr(q + 3, " > "))
+        leaf = q + 3;
+      snprintf(name, sizeof name, "cpu sample: %.900s", leaf[0] ? leaf : "?");
       te.name = name;
       cats[0] = "cpu";
       te.categories = cats;

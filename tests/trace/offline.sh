@@ -83,4 +83,20 @@ set -e
 [ $rc = 1 ] && [ -s "$T/bad.err" ] || die "a bad file: exit $rc, '$(cat "$T/bad.err")'"
 [ $rc2 = 64 ] || die "a bad --format: exit $rc2"
 [ $rc3 = 2 ] || die "live trace without a daemon: exit $rc3 ($(cat "$T/nod.err"))"
+# with CPU sampling (the shim's GPUPROF_CPU_SAMPLING): one instant per
+# trace_cpu_sample row on the thread's track, and the gap's blame goes to
+# the samples, which are in cpu_think's loop
+GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/c.gpdb" -- "$APP" 6 4 300 >/dev/null 2>"$T/crec.err" ||
+  { cat "$T/crec.err"; die "record with CPU sampling failed"; }
+"$GPUPROF" trace -o "$T/c.pftrace" "$T/c.gpdb" 2>/dev/null || die "trace with CPU samples failed"
+rows=$($PY -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM trace_cpu_sample").fetchone()[0])' "$T/c.gpdb")
+inst=$("$DEC" "$T/c.pftrace" | $PY -c 'import sys; print(sum(int(l.rsplit("\t", 1)[1]) for l in sys.stdin if l.startswith("instants CPU thread") and "\tcpu sample: " in l))')
+[ "$rows" -gt 0 ] && [ "$inst" = "$rows" ] || die "CPU sample instants $inst, rows $rows"
+"$GPUPROF" report "$T/c.gpdb" >"$T/crep.txt" || die "report with CPU samples failed"
+$PY - "$T/crep.txt" <<'PYEOF' || die "CPU-sample blame: $(grep -A6 'idleness blame' "$T/crep.txt")"
+import sys
+s = sum(float(l.split()[1]) for l in open(sys.argv[1])
+        if "%" in l and "running" in l and "cpu_think" in l)
+sys.exit(0 if s >= 0.29 else 1)
+PYEOF
 echo "PASS trace.offline"
