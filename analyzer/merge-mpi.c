@@ -9,7 +9,8 @@
  * folds the parts in rank order -- which is input order, so profile ids
  * and statistics equal those of the threaded merge -- and writes OUT.
  * Waiting ranks sleep between polls (wait_idle) instead of spinning in
- * MPI, so that oversubscribed ranks leave the cores to the readers.
+ * MPI, so that oversubscribed ranks leave the cores to the readers; so do
+ * the bulk transfers (xfer_wait).
  * Calling contexts are matched by their Merkle ids, so ranks never agree
  * on ids with each other first.  A rank's failure (without --keep-going)
  * stops all: rank 0 hears every rank's outcome before it asks for any
@@ -57,17 +58,34 @@ static void recv_idle(void *b, int n, MPI_Datatype t, int from, int tag) {
   wait_idle(&rq);
 }
 
-static void send_bytes(const void *p, size_t n) {
-  for (size_t o = 0; o < n; o += CHUNK) {
-    size_t c = n - o < CHUNK ? n - o : CHUNK;
-    MPI_Send((const uint8_t *)p + o, (int)c, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+/* Bulk transfers: every chunk (<= 1 GiB) of every segment is posted at
+ * once and the requests are waited for by sleeping between tests, like
+ * the small messages: blocking MPI_Send/MPI_Recv spin (or yield) until
+ * the peer is scheduled, which on an oversubscribed node doubled the CPU
+ * time of a 2-rank merge. */
+typedef struct xfer_s {
+  MPI_Request rq[64];
+  int n;
+} xfer_t;
+
+static void xfer_wait(xfer_t *x) {
+  struct timespec ts = {0, 2000000};
+  for (int done = 0; x->n;) {
+    MPI_Testall(x->n, x->rq, &done, MPI_STATUSES_IGNORE);
+    if (done) break;
+    nanosleep(&ts, NULL);
   }
+  x->n = 0;
 }
 
-static void recv_bytes(void *p, size_t n, int from) {
+static void xfer_post(xfer_t *x, void *p, size_t n, int peer, int send) {
   for (size_t o = 0; o < n; o += CHUNK) {
     size_t c = n - o < CHUNK ? n - o : CHUNK;
-    MPI_Recv((uint8_t *)p + o, (int)c, MPI_BYTE, from, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (x->n == 64) xfer_wait(x);
+    if (send)
+      MPI_Isend((uint8_t *)p + o, (int)c, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &x->rq[x->n++]);
+    else
+      MPI_Irecv((uint8_t *)p + o, (int)c, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &x->rq[x->n++]);
   }
 }
 
@@ -75,14 +93,18 @@ static void recv_bytes(void *p, size_t n, int from) {
  * memory into their places in one buffer on rank 0, which uses them there
  * (gpd_mpart_adopt): no packing or unpacking copy. */
 static void send_part(const uint8_t head[GPD_MPART_HEAD], const gpd_mseg_t seg[GPD_MPART_NARR]) {
-  send_bytes(head, GPD_MPART_HEAD);
-  for (int i = 0; i < GPD_MPART_NARR; i++) send_bytes(seg[i].p, seg[i].n);
+  xfer_t x = {.n = 0};
+  xfer_post(&x, (void *)head, GPD_MPART_HEAD, 0, 1);
+  for (int i = 0; i < GPD_MPART_NARR; i++) xfer_post(&x, (void *)seg[i].p, seg[i].n, 0, 1);
+  xfer_wait(&x);
 }
 
 static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
   uint8_t head[GPD_MPART_HEAD];
   uint64_t off[GPD_MPART_NARR], len[GPD_MPART_NARR], total;
-  recv_bytes(head, sizeof(head), from);
+  xfer_t x = {.n = 0};
+  xfer_post(&x, head, sizeof(head), from, 0);
+  xfer_wait(&x);
   /* the sender's own layout: a mismatch is a bug, not data to trust */
   if (gpd_mpart_layout(head, off, len, &total) < 0 || total != n) MPI_Abort(MPI_COMM_WORLD, 1);
   uint8_t *b = malloc(n);
@@ -90,9 +112,10 @@ static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
   gpd_mprefault(b, 0, n);
   memcpy(b, head, sizeof(head));
   for (int i = 0; i < GPD_MPART_NARR; i++) {
-    recv_bytes(b + off[i], len[i], from);
+    xfer_post(&x, b + off[i], len[i], from, 0);
     memset(b + off[i] + len[i], 0, (8 - (len[i] & 7)) & 7);
   }
+  xfer_wait(&x);
   return gpd_mpart_adopt(p, b, n);
 }
 
