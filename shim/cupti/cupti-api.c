@@ -283,16 +283,9 @@ static void trace_set(int on);
  * = 1 after a detach (the caller flushes the window's records before
  * anything else, outside the lock).  Controller thread, g_mode_mu held. */
 static uint64_t ctl_step(uint64_t now, int *flush) {
-  int duty_on = 0;
-  uint64_t next = UINT64_MAX;
-  if (g_mode.mode == GPD_CUPTI_DUTY)
-    next = gpd_cupti_duty_next(&g_mode, g_t0, now, &duty_on);
-  int req_on = g_attach_until && now >= g_attach_from && now < g_attach_until;
-  if (g_attach_until && now < g_attach_from && g_attach_from < next)
-    next = g_attach_from;
-  if (req_on && g_attach_until < next)
-    next = g_attach_until;
-  int want = (duty_on || req_on) && !g_stopping && atomic_load(&g_state) == ST_RUNNING;
+  uint64_t next;
+  int want = gpd_cupti_ctl_want(&g_mode, g_t0, g_attach_from, g_attach_until, now, &next) && !g_stopping &&
+             atomic_load(&g_state) == ST_RUNNING;
   /* A window counts from the end of the calls that open it to the start
    * of those that close it: a launch is recorded whole (INVOKE and
    * activity) only while every kind and callback is on. */

@@ -105,6 +105,13 @@ double gpd_cupti_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns);
 /** Duty schedule from t0 (ns): *on = 1 when `now` is inside a window;
  *  returns the next window boundary (ns).  Pure. */
 uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, int *on);
+/** The controller's decision at `now` (ns): 1 when tracing must be
+ *  attached: inside a duty window of m (from t0), or inside the on-demand
+ *  window [from, until) (until 0 = none, UINT64_MAX = until stopped);
+ *  *next = the next time the answer can change (UINT64_MAX: never by
+ *  itself).  Pure. */
+int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, uint64_t until, uint64_t now,
+                       uint64_t *next);
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a

@@ -166,3 +166,18 @@ uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t no
   *on = now - start < w;
   return *on ? start + w : start + p;
 }
+
+int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, uint64_t until, uint64_t now,
+                       uint64_t *next) {
+  int duty_on = 0;
+  uint64_t nx = UINT64_MAX;
+  if (m->mode == GPD_CUPTI_DUTY)
+    nx = gpd_cupti_duty_next(m, t0, now, &duty_on);
+  int req_on = until && now >= from && now < until;
+  if (until && now < from && from < nx)
+    nx = from;
+  if (req_on && until < nx)
+    nx = until;
+  *next = nx;
+  return duty_on || req_on;
+}

@@ -156,11 +156,50 @@ static void test_estimate_edges(void **st) {
   assert_true(gpd_cupti_duty_fraction(20, 10) == 1);
 }
 
+/* The controller's decision: detached with an on-demand window, duty with
+ * one overlapping its windows, a window "until stopped", and a stop. */
+static void test_ctl_want(void **st) {
+  (void)st;
+  const uint64_t ms = 1000000ull, NONE = UINT64_MAX;
+  gpd_cupti_mode_t det, duty;
+  assert_int_equal(gpd_cupti_mode_parse("detached", &det), 0);
+  assert_int_equal(gpd_cupti_mode_parse("duty:20/1", &duty), 0);
+  uint64_t next = 0;
+  /* detached, no request: off, nothing scheduled */
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 0, 0, 5 * ms, &next), 0);
+  assert_true(next == NONE);
+  /* detached, request [100, 600) ms: off before (wake at 100), on inside
+   * (wake at 600), off after */
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 100 * ms, 600 * ms, 50 * ms, &next), 0);
+  assert_true(next == 100 * ms);
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 100 * ms, 600 * ms, 100 * ms, &next), 1);
+  assert_true(next == 600 * ms);
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 100 * ms, 600 * ms, 599 * ms, &next), 1);
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 100 * ms, 600 * ms, 600 * ms, &next), 0);
+  assert_true(next == NONE);
+  /* until stopped */
+  assert_int_equal(gpd_cupti_ctl_want(&det, 0, 100 * ms, NONE, 99999 * ms, &next), 1);
+  assert_true(next == NONE);
+  /* duty + a request [1010, 1500) ms: the duty window [1000, 1020) and the
+   * request overlap; on from 1000 until the request ends at 1500, then the
+   * next duty window at 2000 */
+  assert_int_equal(gpd_cupti_ctl_want(&duty, 0, 1010 * ms, 1500 * ms, 1005 * ms, &next), 1);
+  assert_true(next == 1010 * ms);
+  assert_int_equal(gpd_cupti_ctl_want(&duty, 0, 1010 * ms, 1500 * ms, 1020 * ms, &next), 1);
+  assert_true(next == 1500 * ms);
+  assert_int_equal(gpd_cupti_ctl_want(&duty, 0, 1010 * ms, 1500 * ms, 1500 * ms, &next), 0);
+  assert_true(next == 2000 * ms);
+  /* a stop request (until = 0) leaves only the duty schedule */
+  assert_int_equal(gpd_cupti_ctl_want(&duty, 0, 0, 0, 1300 * ms, &next), 0);
+  assert_true(next == 2000 * ms);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_parse_ops),
       cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_edges),
+      cmocka_unit_test(test_ctl_want),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
