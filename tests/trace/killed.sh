@@ -4,7 +4,8 @@
 # is killed and restarted; the shim hands its region back, the second burst
 # runs; the stored profile and its trace hold every kernel exactly once
 # (7 + 6 ka, 5 + 4 kb: what was written before the kill is kept, what
-# the successor re-reads is not written twice) and the trace exports.
+# the successor re-reads is not written twice) and the trace exports; the
+# idle time (cpu_think spins through the restart) is blamed on cpu_think.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-gap)
@@ -41,4 +42,9 @@ $GPDQ "$DB" kernel-count kb 9
 "$GPUPROF" trace --pid "$apid" -o "$T/k.pftrace" "$DB" 2>"$T/tr.err" || { cat "$T/tr.err"; die "trace failed"; }
 "$DEC" "$T/k.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "trace does not decode"; }
 grep -qP '^slices GPU 0 stream \d+\tka\t13$' "$T/dec.txt" || die "exported ka: $(grep ka "$T/dec.txt")"
+# without CPU samples the gap (cpu_think spinning through the restart) is
+# blamed span by span on the call that ends it: cpu_think's clFinish
+"$GPUPROF" report "$DB" >"$T/rep.txt" || die "report failed"
+grep -A4 "GPU idleness blame" "$T/rep.txt" | grep "running" | head -1 | grep -q cpu_think ||
+  die "the largest blame is not on cpu_think: $(grep -A5 'idleness blame' "$T/rep.txt")"
 echo "PASS trace.killed"
