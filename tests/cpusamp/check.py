@@ -16,6 +16,10 @@
   check.py DB threads FA TID_A FB TID_B HZ
       every sample under FA is thread TID_A's and every one under FB is
       TID_B's; each thread has at least 70 % of its 200 ms as CPUTIME.
+  check.py DB chrome JSON FA TID_A FB TID_B
+      the Chrome trace `gpuprof trace` wrote has one "cpu sample" event per
+      trace row on the row's thread, and each thread's call paths go
+      through its own burner.
   check.py DB off
       no CPUTIME value and no trace row.
 """
@@ -32,6 +36,22 @@ def main():
     p = Profile(db)
     cpu = p.values("CPUTIME")
     rows = p.db.execute("SELECT tid, ts_ns, node FROM trace_cpu_sample").fetchall()
+    if mode == "chrome":
+        import collections
+        import json
+        doc = json.load(open(args[0]))
+        ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+        samples = [e for e in ev if e.get("name") == "cpu sample"]
+        got = collections.Counter(e["tid"] for e in samples)
+        want = collections.Counter(t for t, ts, c in rows)
+        print("chrome: cpu sample events per thread %s, trace rows %s" % (dict(got), dict(want)))
+        if got != want:
+            fail("the exported CPU sample tracks do not match the trace rows")
+        for f, t in ((args[1], int(args[2])), (args[3], int(args[4]))):
+            paths = [e["args"].get("call path", "") for e in samples if e["tid"] == t]
+            if not any(f + " (" in p for p in paths):
+                fail("no exported sample of thread %d goes through %s" % (t, f))
+        return
     if mode == "off":
         print("off: %d CPUTIME values, %d trace rows" % (len(cpu), len(rows)))
         if cpu or rows:

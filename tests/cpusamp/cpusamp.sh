@@ -4,7 +4,8 @@
 #            CPUTIME 3:1 within the sampling error, the total close to the
 #            process's own CPU time (getrusage), one trace row per sample
 #   threads  a private gpuprofd, two threads: each thread's samples carry
-#            its tid and lie under its own burner
+#            its tid and lie under its own burner; `gpuprof trace --format
+#            chrome` puts each thread's samples on its own track
 #   signals  the program takes SIGALRM and SIGPROF every ms itself: its
 #            output is unchanged and the samples are still 3:1
 #   nested   samples that arrive inside a capture of the same thread are
@@ -67,6 +68,9 @@ threads)
   tm=$(sed -n 's/.*tid_main=\([0-9]*\).*/\1/p' "$T/app.out")
   tw=$(sed -n 's/.*tid_worker=\([0-9]*\).*/\1/p' "$T/app.out")
   $CHECK "$T/c.gpdb" threads burn_a "$tm" burn_b "$tw" $HZ
+  # the trace exporter reads the table: one CPU sample track per thread
+  "$GPUPROF" trace --format chrome -o "$T/t.json" "$T/c.gpdb" 2>"$T/trace.err" || { cat "$T/trace.err"; die "trace failed"; }
+  $CHECK "$T/c.gpdb" chrome "$T/t.json" burn_a "$tm" burn_b "$tw"
   ;;
 *) die "unknown mode $MODE" ;;
 esac
