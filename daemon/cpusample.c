@@ -17,7 +17,9 @@
  * profile in this daemon's life; the rest are counted (trace_dropped in
  * cpu_sample_stat).  Rows reach the store in the writer's transaction
  * (checkpoint.c), so they are committed with the ring tails that cover
- * them.
+ * them; cpu_sample_stat is written as differences since the last
+ * snapshot (like pcsample), so its totals stay right when a restarted
+ * daemon reloads the profile and carries on.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ struct gpd_cpusample_s {
   gpd_cps_row_t *rows; /* trace rows since the last snapshot */
   uint32_t nrows, caprows;
   uint64_t samples, cputime_ns, trace_rows, trace_dropped, unknown;
+  /* the same as of the last snapshot: a snapshot writes the differences */
+  uint64_t s_samples, s_cputime_ns, s_trace_rows, s_trace_dropped, s_unknown;
 };
 
 static int grow(void **arr, uint32_t n, uint32_t *cap, size_t size) {
@@ -118,16 +122,29 @@ int gpd_cpusample_snap(gpd_cpusample_t *cs, gpd_cps_snap_t *out) {
   out->nrows = cs->nrows;
   cs->rows = NULL;
   cs->nrows = cs->caprows = 0;
-  out->samples = cs->samples;
-  out->cputime_ns = cs->cputime_ns;
-  out->trace_rows = cs->trace_rows;
-  out->trace_dropped = cs->trace_dropped;
-  out->unknown = cs->unknown;
+  out->samples = cs->samples - cs->s_samples;
+  out->cputime_ns = cs->cputime_ns - cs->s_cputime_ns;
+  out->trace_rows = cs->trace_rows - cs->s_trace_rows;
+  out->trace_dropped = cs->trace_dropped - cs->s_trace_dropped;
+  out->unknown = cs->unknown - cs->s_unknown;
+  cs->s_samples = cs->samples;
+  cs->s_cputime_ns = cs->cputime_ns;
+  cs->s_trace_rows = cs->trace_rows;
+  cs->s_trace_dropped = cs->trace_dropped;
+  cs->s_unknown = cs->unknown;
   return 0;
 }
 
 void gpd_cpusample_unsnap(gpd_cpusample_t *cs, gpd_cps_snap_t *s) {
-  if (cs == NULL || s->nrows == 0)
+  if (cs == NULL)
+    return;
+  /* its differences are written with the next snapshot */
+  cs->s_samples -= s->samples;
+  cs->s_cputime_ns -= s->cputime_ns;
+  cs->s_trace_rows -= s->trace_rows;
+  cs->s_trace_dropped -= s->trace_dropped;
+  cs->s_unknown -= s->unknown;
+  if (s->nrows == 0)
     return;
   /* the snapshot's rows go back in front of the ones that came since */
   gpd_cps_row_t *na = realloc(s->rows, ((size_t)s->nrows + cs->nrows) * sizeof *na);
@@ -168,7 +185,10 @@ static int run(sqlite3_stmt *st) {
 int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s) {
   static const char *sql[] = {
       "INSERT INTO trace_cpu_sample VALUES(?1,?2,?3,?4)",
-      "INSERT OR REPLACE INTO cpu_sample_stat VALUES(?1,?2,?3,?4,?5,?6)",
+      "INSERT INTO cpu_sample_stat VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET"
+      " samples=samples+excluded.samples, cputime_ns=cputime_ns+excluded.cputime_ns,"
+      " trace_rows=trace_rows+excluded.trace_rows, trace_dropped=trace_dropped+excluded.trace_dropped,"
+      " unknown=unknown+excluded.unknown",
   };
   sqlite3_stmt *st[2] = {0};
   int err = 0;

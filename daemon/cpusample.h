@@ -30,16 +30,16 @@ typedef struct gpd_cps_row_s {
   uint32_t tid;
 } gpd_cps_row_t;
 
-/** What one flush writes: trace rows since the previous snapshot and the
- *  totals (written whole). */
+/** What one flush writes: trace rows and the counters' increase since
+ *  the previous snapshot (added to cpu_sample_stat's totals). */
 typedef struct gpd_cps_snap_s {
   gpd_cps_row_t *rows;
   uint32_t nrows;
-  int have;                 /* the process had samples: write the totals */
-  uint64_t samples;         /* CPUSAMPLE records attributed */
-  uint64_t cputime_ns;      /* their weight: the process's CPUTIME */
-  uint64_t trace_rows;      /* rows kept (stored or in this snapshot) */
-  uint64_t trace_dropped;   /* rows not kept: the bound */
+  int have;                 /* the process had samples: write the counters */
+  uint64_t samples;         /* CPUSAMPLE records attributed (increase) */
+  uint64_t cputime_ns;      /* their weight: the process's CPUTIME (increase) */
+  uint64_t trace_rows;      /* rows kept (increase) */
+  uint64_t trace_dropped;   /* rows not kept: the bound (increase) */
   uint64_t unknown;         /* samples whose node never came: <unknown context> */
 } gpd_cps_snap_t;
 

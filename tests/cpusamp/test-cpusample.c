@@ -179,6 +179,23 @@ static void test_bound_and_snapshot(void **state) {
   assert_int_equal(sqlite3_column_int64(q, 3), 4);
   assert_int_equal(sqlite3_column_int64(q, 4), 2);
   sqlite3_finalize(q);
+  /* the next flush adds only what came since (a restarted daemon that
+   * reloads the profile does the same) */
+  gpd_cpusample_snap_free(&sn);
+  s = sample(1, 500, 100);
+  feed(&p, &s);
+  assert_int_equal(gpd_cpusample_snap(p.cps, &sn), 0);
+  assert_int_equal(sn.samples, 1);
+  assert_int_equal(sn.nrows, 1);
+  assert_int_equal(gpd_cpusample_write(db, 7, &sn), 0);
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT samples, cputime_ns, trace_rows FROM cpu_sample_stat", -1, &q,
+                                      NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int64(q, 0), 7);
+  assert_int_equal(sqlite3_column_int64(q, 1), 6500);
+  assert_int_equal(sqlite3_column_int64(q, 2), 5);
+  sqlite3_finalize(q);
   sqlite3_close(db);
   gpd_cpusample_snap_free(&sn);
   gpd_profile_free(&p);
