@@ -223,6 +223,20 @@ def case_mpi(tmp):
                    env=env, timeout=150)
     check(rc == 3 and os.path.exists(c) and rows(c, "SELECT count(*) FROM profile") == [(14,)],
           "MPI --keep-going: exit 3, the 14 good processes merged")
+    # GPU binaries and PC samples through the ranks: rank 0's input lacks
+    # the binary, rank 1's has it (its part carries where it lies)
+    fa, fb = fixture_copy(tmp, "fa", "missing"), fixture_copy(tmp, "fb")
+    os.mkdir(os.path.join(tmp, "mpiout"))
+    thr, mp = os.path.join(tmp, "thr-bins.gpdb"), os.path.join(tmp, "mpiout", "m.gpdb")
+    merge(thr, [fa, fb], "-j", "1")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "2", GPUPROF, "merge", "-o", mp, fa, fb], env=env, timeout=150)
+    check(rc == 0 and "note:" not in e, "MPI merge of PC-sampled profiles: exit 0, no note (%s)" % e.strip())
+    check(read(os.path.join(tmp, "mpiout", "gpubins", GPUBIN_H + ".gpubin")) ==
+          read(os.path.join(GPUBIN_FIX, "gpubins", GPUBIN_H + ".gpubin")),
+          "MPI: the binary from rank 1's input copied beside the output, exact bytes")
+    for t in ("pcsample", "pcsample_cubin", "pcsample_stat", "gpubin", "string"):
+        q = "SELECT * FROM %s ORDER BY 1, 2, 3" % t
+        check(rows(thr, q) == rows(mp, q), "MPI vs threads: %s identical" % t)
 
 
 def truncate_copy(src, dst):
