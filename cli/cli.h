@@ -136,7 +136,12 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t);
 /** `ps` table; all = 0 leaves out processes that never used a GPU API (no
  *  back end reported) and says how many. */
 void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all);
-void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total);
+/** Top table; ginst: GINST per entry (PC samples, gpd_client_ginst) shown
+ *  as a column, or NULL when no process has PC samples. */
+void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total, const double *ginst);
+/** GINST of a kernel's stall reasons (StallSamples; SASS execution counts
+ *  and "_not_issued" subsets are not counted). */
+double gpd_client_ginst(Gpuprof__StallSamples *const *s, size_t n);
 /** "%.4g"-style value in the unit of metric id (seconds for ns). */
 void gpd_render_value(char *buf, size_t n, unsigned id, double v);
 /** Display name of a node as the tree shows it, without metrics: a CPU
@@ -222,6 +227,13 @@ int gpd_client_devices_main(int argc, char **argv);
 void gpd_devices_header(FILE *f, const char *sock);
 /** Fill t from a TreeReply. 0 or -ENOMEM. */
 int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
+/** Place the reply's GPU PC samples (TreeReply.gpu_samples) on its kernel
+ *  nodes as GINST, GINST:STL_ANY and GINST:STL_* (the vendor reason mapped
+ *  by gpd_stall_from_vendor); detail: as one GPD_NODE_GPU_STALL child per
+ *  stall metric below the kernel instead of on the kernel itself.  Inclusive
+ *  values of the kernel's ancestors follow.  After
+ *  gpd_client_tree_from_reply, before gpd_tree_finish.  0 or -ENOMEM. */
+int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail);
 int gpd_client_ps_main(int argc, char **argv);
 int gpd_client_top_main(int argc, char **argv);
 int gpd_client_tree_main(int argc, char **argv);

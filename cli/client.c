@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gpu-analysis.h"
 #include "gpuprof/error.h"
 #include "gpuprof/frame.h"
+#include "gpuprof/hash.h"
 #include "gpuprof/metric.h"
 
 /* Reply timeout: a node-wide tree of many processes can take a while. */
@@ -153,11 +155,88 @@ int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
   return 0;
 }
 
+/* ---- GPU PC samples of the live tree / top (docs/ANALYZER-GPU.md) ---- */
+
+/* The GINST metrics of v samples in vendor stall reason `reason` into m:
+ * GINST, GINST:STL_<s> and, when s is a stall, GINST:STL_ANY (as the
+ * report: ANY = GINST - STL_NONE).  SASS execution counts and CUPTI's
+ * "_not_issued" subsets are not samples of their own: nothing.  0 or -ENOMEM. */
+static int stall_add(gpd_mvec_t *m, const char *reason, double v) {
+  gpd_stall_t s = gpd_stall_from_vendor(reason);
+  if ((unsigned)s >= GPD_STALL__COUNT || v == 0) return 0;
+  int err = gpd_mvec_add(m, GPD_M_GINST, v);
+  if (!err) err = gpd_mvec_add(m, GPD_M_GINST_STL_NONE + (unsigned)s, v);
+  if (!err && s != GPD_STALL_NONE) err = gpd_mvec_add(m, GPD_M_GINST_STL_ANY, v);
+  return err;
+}
+
+/* v added to node k's inclusive values and its ancestors' (when the reply
+ * gave inclusive values; else gpd_tree_finish sums the exclusive ones). */
+static int incl_up(gpd_tree_t *t, long k, const gpd_mvec_t *v) {
+  if (!t->have_incl) return 0;
+  for (size_t steps = 0; k >= 0 && steps <= t->n; steps++) {
+    for (uint32_t j = 0; j < v->n; j++)
+      if (gpd_mvec_add(&t->nodes[k].incl, v->v[j].id, v->v[j].v) < 0) return -ENOMEM;
+    uint64_t par = t->nodes[k].parent_id;
+    k = par ? gpd_tree_find(t, par) : -1;
+  }
+  return 0;
+}
+
+double gpd_client_ginst(Gpuprof__StallSamples *const *s, size_t n) {
+  gpd_mvec_t m = {0};
+  for (size_t i = 0; i < n; i++)
+    if (stall_add(&m, s[i]->reason, s[i]->samples) < 0) break;
+  double v = gpd_mvec_get(&m, GPD_M_GINST);
+  gpd_mvec_free(&m);
+  return v;
+}
+
+int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
+  for (size_t i = 0; i < r->n_gpu_samples; i++) {
+    const Gpuprof__KernelSamples *ks = r->gpu_samples[i];
+    long k = gpd_tree_find(t, ks->node);
+    if (k < 0 || t->nodes[k].kind != GPD_NODE_KERNEL) continue;
+    gpd_mvec_t all = {0};
+    int err = 0;
+    for (size_t j = 0; j < ks->n_stalls && !err; j++) {
+      const Gpuprof__StallSamples *ss = ks->stalls[j];
+      gpd_mvec_t one = {0};
+      if ((err = stall_add(&one, ss->reason, ss->samples)) < 0 || one.n == 0) {
+        gpd_mvec_free(&one);
+        continue;
+      }
+      for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&all, one.v[q].id, one.v[q].v);
+      if (detail && !err) {
+        /* one child per GINST:STL_* of the kernel, holding its samples */
+        gpd_stall_t s = gpd_stall_from_vendor(ss->reason);
+        char label[160];
+        snprintf(label, sizeof label, "%s (%s)", gpd_stall_name(s), gpd_stall_desc(s));
+        uint64_t key[2] = {ks->node, (uint64_t)s + 1};
+        uint64_t id = gpd_hash64(key, sizeof key, 0x7374616c6cull);
+        long c = gpd_tree_node_add(t, id ? id : 1, ks->node, GPD_NODE_GPU_STALL, label, "", 0, "");
+        if (c < 0) err = (int)c;
+        for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&t->nodes[c].excl, one.v[q].id, one.v[q].v);
+        if (!err && t->have_incl)
+          for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&t->nodes[c].incl, one.v[q].id, one.v[q].v);
+      }
+      gpd_mvec_free(&one);
+    }
+    k = gpd_tree_find(t, ks->node); /* nodes may have moved */
+    if (!err && !detail)
+      for (uint32_t q = 0; q < all.n && !err; q++) err = gpd_mvec_add(&t->nodes[k].excl, all.v[q].id, all.v[q].v);
+    if (!err) err = incl_up(t, k, &all);
+    gpd_mvec_free(&all);
+    if (err) return err;
+  }
+  return 0;
+}
+
 /* ---- option parsing shared by ps / top / tree ---- */
 
 typedef struct live_opts_s {
   const char *socket, *job;
-  int pid, json, all;
+  int pid, json, all, gpu_detail;
   unsigned limit, metric, depth;
 } live_opts_t;
 
@@ -169,7 +248,8 @@ enum {
   OPT_METRIC = 'm',
   OPT_JSON = 'J',
   OPT_DEPTH = 'd',
-  OPT_ALL = 'a'
+  OPT_ALL = 'a',
+  OPT_GPU_DETAIL = 'g'
 };
 
 /* allowed: the option letters this command takes. */
@@ -181,6 +261,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
                                        {"json", no_argument, NULL, OPT_JSON},
                                        {"depth", required_argument, NULL, OPT_DEPTH},
                                        {"all", no_argument, NULL, OPT_ALL},
+                                       {"gpu-detail", no_argument, NULL, OPT_GPU_DETAIL},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -215,6 +296,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
       break;
     case OPT_JSON: o->json = 1; break;
     case OPT_ALL: o->all = 1; break;
+    case OPT_GPU_DETAIL: o->gpu_detail = 1; break;
     case OPT_DEPTH:
       if ((v = gpd_cli_parse_uint(optarg)) < 0 || v > 100000) return gpd_cli_usage(usage, "bad --depth '%s'", optarg);
       o->depth = (unsigned)v;
@@ -252,8 +334,9 @@ int gpd_client_ps_main(int argc, char **argv) {
 }
 
 static const char tree_usage[] =
-    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--json] [--socket PATH]\n"
-    "  The live calling-context tree (node merge of the visible processes).\n";
+    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--json] [--socket PATH]\n"
+    "  The live calling-context tree (node merge of the visible processes).\n"
+    "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n";
 
 /* Ask for a tree; on success *t is finished.  Returns an exit code. */
 static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
@@ -268,6 +351,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   if ((r = gpd_client_call(o->socket, &req, &rep))) return r;
   if (!(r = expect(rep, GPUPROF__MSG__BODY_TREE))) {
     int e = gpd_client_tree_from_reply(t, rep->tree);
+    if (!e) e = gpd_client_tree_gpu(t, rep->tree, o->gpu_detail);
     if (!e) e = gpd_tree_finish(t, o->metric);
     if (e < 0) {
       fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
@@ -281,7 +365,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
 int gpd_client_tree_main(int argc, char **argv) {
   live_opts_t o;
   gpd_tree_t t;
-  int r = live_parse(argc, argv, "sjpmJd", tree_usage, &o);
+  int r = live_parse(argc, argv, "sjpmJdg", tree_usage, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {
@@ -328,7 +412,14 @@ int gpd_client_top_main(int argc, char **argv) {
         for (size_t j = 0; j < rep->top->entries[i]->n_metrics; j++)
           if (rep->top->entries[i]->metrics[j]->id == o.metric) total += rep->top->entries[i]->metrics[j]->value;
     gpd_devices_header(stdout, o.socket);
-    gpd_render_top(stdout, rep->top, o.metric, total);
+    /* GINST column when any kernel has PC samples */
+    double *ginst = NULL;
+    for (size_t i = 0; i < rep->top->n_entries && !ginst; i++)
+      if (rep->top->entries[i]->n_stalls) ginst = calloc(rep->top->n_entries, sizeof *ginst);
+    for (size_t i = 0; ginst && i < rep->top->n_entries; i++)
+      ginst[i] = gpd_client_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
+    gpd_render_top(stdout, rep->top, o.metric, total, ginst);
+    free(ginst);
   }
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;

@@ -89,6 +89,7 @@ static const char *kind_name(int k) {
   case GPD_NODE_GPU_LOOP: return "gpu_loop";
   case GPD_NODE_GPU_LINE: return "gpu_line";
   case GPD_NODE_GPU_INSN: return "gpu_instruction";
+  case GPD_NODE_GPU_STALL: return "gpu_stall";
   }
   return "?";
 }

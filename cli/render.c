@@ -66,15 +66,18 @@ static int mvec_zero(const gpd_mvec_t *m) {
   return 1;
 }
 
-/* The columns: the chosen metric first when it is not GPUOP or GKER, and
- * CPUTIME when the profile has CPU samples. */
-static size_t columns(const gpd_tree_t *t, const gpd_render_opts_t *o, unsigned cols[4]) {
+/* The columns: the chosen metric first when it is not GPUOP or GKER,
+ * CPUTIME when the profile has CPU samples and GINST when it has GPU PC
+ * samples. */
+static size_t columns(const gpd_tree_t *t, const gpd_render_opts_t *o, unsigned cols[5]) {
   size_t n = 0;
   if (o->metric != GPD_M_GPUOP && o->metric != GPD_M_GKER) cols[n++] = o->metric;
   cols[n++] = GPD_M_GPUOP;
   cols[n++] = GPD_M_GKER;
   if (o->metric != GPD_M_CPUTIME && t->root != SIZE_MAX && gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_CPUTIME) > 0)
     cols[n++] = GPD_M_CPUTIME;
+  if (o->metric != GPD_M_GINST && t->root != SIZE_MAX && gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) > 0)
+    cols[n++] = GPD_M_GINST;
   return n;
 }
 
@@ -218,7 +221,7 @@ static void tree_walk(FILE *f, const gpd_tree_t *t, const unsigned *cols, size_t
 }
 
 void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
-  unsigned cols[4];
+  unsigned cols[5];
   size_t nc = columns(t, o, cols);
   if (t->root == SIZE_MAX) {
     fprintf(f, "(empty profile)\n");
@@ -276,6 +279,7 @@ static const char *kind_name(int k) {
   case GPD_NODE_GPU_LOOP: return "gpu-loop";
   case GPD_NODE_GPU_LINE: return "gpu-line";
   case GPD_NODE_GPU_INSN: return "gpu-insn";
+  case GPD_NODE_GPU_STALL: return "gpu-stall";
   }
   return "?";
 }
@@ -342,7 +346,7 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
 }
 
 void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
-  unsigned cols[4];
+  unsigned cols[5];
   size_t nc = columns(t, o, cols);
   flat_row_t *rows;
   if (t->root == SIZE_MAX) {
@@ -494,11 +498,13 @@ static double metrics_get(Gpuprof__Metric **m, size_t n, unsigned id) {
   return v;
 }
 
-void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total) {
+void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total, const double *ginst) {
   char head[64];
   snprintf(head, sizeof(head), "%s%s", metric_name(metric),
            gpd_metric_desc(metric) && gpd_metric_desc(metric)->unit == GPD_UNIT_NS ? " (s)" : "");
-  fprintf(f, "%4s  %-48s %12s %6s %8s  %s\n", "#", "KERNEL/OP", head, "%", "COUNT", "HEAVIEST CPU PATH");
+  fprintf(f, "%4s  %-48s %12s %6s %8s  ", "#", "KERNEL/OP", head, "%", "COUNT");
+  if (ginst) fprintf(f, "%10s  ", "GINST");
+  fprintf(f, "%s\n", "HEAVIEST CPU PATH");
   for (size_t i = 0; i < r->n_entries; i++) {
     const Gpuprof__TopEntry *e = r->entries[i];
     char val[48], pv[16], label[64], path[512];
@@ -535,7 +541,9 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
       len += (size_t)w;
     }
     if (!nf) snprintf(path, sizeof(path), "-");
-    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  %s\n", i + 1, label, val, pv, cnt, path);
+    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  ", i + 1, label, val, pv, cnt);
+    if (ginst) fprintf(f, "%10.0f  ", ginst[i]);
+    fprintf(f, "%s\n", path);
   }
   if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
 }

@@ -216,6 +216,13 @@ static const uint32_t *mprof_at(const gpd_merge_t *m, const gpd_profile_t *p) {
   return gpd_map_get(&m->prof_by_ptr, (uint64_t)(uintptr_t)p, &v) ? m->profs[v - 1].at : NULL;
 }
 
+uint32_t gpd_merge_index(const gpd_merge_t *m, const gpd_profile_t *p, uint32_t i) {
+  uint64_t v;
+  if (!gpd_map_get(&m->prof_by_ptr, (uint64_t)(uintptr_t)p, &v) || i >= m->profs[v - 1].n)
+    return GPD_NONE;
+  return m->profs[v - 1].at[i];
+}
+
 /* Mark merged node j for node i of profile p: the first profile holding it
  * lends its labels; the first owner in view order keeps the plain id of a
  * Merkle id several owners share.  0 or -ENOMEM. */

@@ -92,6 +92,8 @@ int gpd_merge_finish(gpd_merge_t *m);
 void gpd_merge_free(gpd_merge_t *m);
 /** Merged index of the node with reply id `id` in the view, or GPD_NONE. */
 uint32_t gpd_merge_find(const gpd_merge_t *m, uint64_t id);
+/** Merged index of node i of profile p (added to this view), or GPD_NONE. */
+uint32_t gpd_merge_index(const gpd_merge_t *m, const gpd_profile_t *p, uint32_t i);
 /** Is merged node j in the view? */
 static inline int gpd_merge_in_view(const gpd_merge_t *m, uint32_t j) {
   return m->view[j].gen == m->gen;

@@ -35,6 +35,11 @@ struct gpd_pcsample_s {
   gpd_pcs_stat_t stats[GPD_PCS_MAX_DEV]; /* deltas; device = index */
   uint8_t stat_dirty[GPD_PCS_MAX_DEV];
   uint64_t lost;
+  /* running totals per (func, stall) for the live replies: dense array
+   * and an index (slot = array index + 1, 0 empty; 2x GPD_PCS_MAX_TOTALS) */
+  gpd_pcs_total_t *tot;
+  uint32_t ntot, captot;
+  uint32_t *totix;
 };
 
 static uint32_t row_hash(const gpd_pcs_row_t *r) {
@@ -98,6 +103,44 @@ static void add_row(gpd_pcsample_t *ps, const gpd_pcs_row_t *r) {
   }
 }
 
+#define PCS_TOTIX (2u * GPD_PCS_MAX_TOTALS)
+
+/* Add samples to the running total of (func, stall); a key past the bound
+ * or a failed allocation is not counted there (the store still has it). */
+static void total_add(gpd_pcsample_t *ps, uint32_t func, uint32_t stall, uint64_t samples) {
+  if (ps->totix == NULL && (ps->totix = calloc(PCS_TOTIX, sizeof *ps->totix)) == NULL)
+    return;
+  uint64_t h = ((uint64_t)func << 32 | stall) * 0x9e3779b97f4a7c15ull;
+  for (uint32_t j = (uint32_t)(h >> 40) & (PCS_TOTIX - 1);; j = (j + 1) & (PCS_TOTIX - 1)) {
+    uint32_t v = ps->totix[j];
+    if (v == 0) {
+      if (ps->ntot >= GPD_PCS_MAX_TOTALS)
+        return;
+      if (ps->ntot == ps->captot) {
+        uint32_t cap = ps->captot ? 2 * ps->captot : 16;
+        gpd_pcs_total_t *t = realloc(ps->tot, cap * sizeof *t);
+        if (t == NULL)
+          return;
+        ps->tot = t;
+        ps->captot = cap;
+      }
+      ps->tot[ps->ntot] = (gpd_pcs_total_t){func, stall, samples};
+      ps->totix[j] = ++ps->ntot;
+      return;
+    }
+    gpd_pcs_total_t *t = &ps->tot[v - 1];
+    if (t->func == func && t->stall == stall) {
+      t->samples = t->samples + samples < t->samples ? UINT64_MAX : t->samples + samples;
+      return;
+    }
+  }
+}
+
+const gpd_pcs_total_t *gpd_pcsample_totals(const gpd_pcsample_t *ps, uint32_t *n) {
+  *n = ps ? ps->ntot : 0;
+  return *n ? ps->tot : NULL;
+}
+
 void gpd_pcsample_ingest(gpd_pcsample_t **pps, const void *rec) {
   const gpd_rec_hdr_t *h = rec;
   gpd_pcsample_t *ps = *pps;
@@ -110,6 +153,8 @@ void gpd_pcsample_ingest(gpd_pcsample_t **pps, const void *rec) {
                          r->latency};
     if (r->samples || r->latency)
       add_row(ps, &row);
+    if (r->samples)
+      total_add(ps, r->func, r->stall, r->samples);
     break;
   }
   case GPD_REC_PCSTATS: {
@@ -213,6 +258,8 @@ void gpd_pcsample_free(gpd_pcsample_t *ps) {
     return;
   free(ps->tab);
   free(ps->cubins);
+  free(ps->tot);
+  free(ps->totix);
   free(ps);
 }
 

@@ -43,6 +43,20 @@ typedef struct gpd_pcs_snap_s {
 
 typedef struct gpd_pcsample_s gpd_pcsample_t;
 
+/** Samples of one (function, stall reason) since the process started
+ *  (string ids of the profile): what the live tree and top show. */
+typedef struct gpd_pcs_total_s {
+  uint32_t func, stall;
+  uint64_t samples;
+} gpd_pcs_total_t;
+
+/** The running totals of ps (never reset by a snapshot; at most
+ *  GPD_PCS_MAX_TOTALS keys, samples of further keys are not counted
+ *  there).  *n = how many; NULL and 0 when ps is NULL or has none.  Valid
+ *  until the next ingest.  Under the daemon lock. */
+const gpd_pcs_total_t *gpd_pcsample_totals(const gpd_pcsample_t *ps, uint32_t *n);
+#define GPD_PCS_MAX_TOTALS 4096u
+
 /** Add a validated PCSAMPLE / PCSTATS / CUBIN record; *ps is allocated on
  *  first use (NULL stays NULL on -ENOMEM: the record is lost). */
 void gpd_pcsample_ingest(gpd_pcsample_t **ps, const void *rec);

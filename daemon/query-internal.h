@@ -46,6 +46,19 @@ Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, con
 Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
                                           const char *job, uint32_t max_depth, int with_metrics);
 
+/* ---- query-gpu.c ---- */
+struct gpd_merge_s;
+/** GPU PC samples of the kernel nodes of merge view m that reply t holds
+ *  (depth <= max_depth, 0 all) into t->gpu_samples: per node the stall
+ *  reasons (vendor names) and their samples, each process's samples of a
+ *  function shared over its kernel nodes of that name by GKER time.
+ *  0 or -ENOMEM.  d->lock. */
+int gpd__query_tree_gpu(const struct gpd_merge_s *m, uint32_t max_depth, Gpuprof__TreeReply *t);
+/** PC samples of the kernel with mangled name raw in the given (selected,
+ *  visible) profiles into e->stalls.  0 or -ENOMEM.  d->lock. */
+int gpd__query_top_gpu(const gpd_profile_t *const *profs, size_t nprofs, const char *raw,
+                       Gpuprof__TopEntry *e);
+
 /* ---- query-trace.c ---- */
 /** The store read of a trace query, done off the loop. */
 typedef struct gpd__qtrace_s gpd__qtrace_t;

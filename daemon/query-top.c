@@ -259,7 +259,8 @@ Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, con
   Gpuprof__Msg *e = gpd__query_check_pid(d, peer, r->pid);
   if (e)
     return e;
-  unsigned metric = r->metric < GPD_M__COUNT ? r->metric : GPD_M_GPUOP;
+  /* a CLI-only id (GINST on, >= 64) is in no node's mask: sort by GPUOP */
+  unsigned metric = r->metric < GPD_M__COUNT && r->metric < 64 ? r->metric : GPD_M_GPUOP;
   unsigned limit = r->limit ? r->limit : 10;
   if (top_ix.d != d) {
     top_ix_reset();
@@ -404,6 +405,11 @@ again:
         o->path[o->n_path++] = nm;
     }
     free(chain);
+    if (g->kind == GPD_NODE_KERNEL &&
+        gpd__query_top_gpu((const gpd_profile_t *const *)sel.profs, sel.n, g->key, o) < 0) {
+      m = NULL;
+      goto out;
+    }
     t->entries[t->n_entries++] = o;
   }
   m->body_case = GPUPROF__MSG__BODY_TOP;

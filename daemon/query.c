@@ -534,6 +534,8 @@ Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *pee
     if (nm)
       t->nodes[t->n_nodes++] = nm;
   }
+  if (with_metrics && gpd__query_tree_gpu(mg, max_depth, t) < 0)
+    return NULL;
   return t;
 }
 

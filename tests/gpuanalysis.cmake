@@ -38,3 +38,13 @@ set_target_properties(test-pcsample-store PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${
 add_test(NAME gpuanalysis.pcsample-store COMMAND test-pcsample-store)
 set_tests_properties(gpuanalysis.pcsample-store PROPERTIES LABELS "unit" TIMEOUT 120
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
+# The live side: PCSAMPLE records through a real daemon's rings (the fake
+# shim of tests/daemon) -> GINST and GINST:STL_* in `gpuprof tree` / `top`.
+if(TARGET gpd_dclient AND TARGET gpuprofd)
+  add_executable(pcsamp-live-app ${GPD_GA_DIR}/pcsamp-live-app.c)
+  target_link_libraries(pcsamp-live-app PRIVATE gpd_dclient)
+  add_test(NAME gpuanalysis.pcsample-live
+    COMMAND ${GPD_GA_DIR}/pcsamp-live.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(gpuanalysis.pcsample-live PROPERTIES LABELS "integration" TIMEOUT 180
+                       SKIP_RETURN_CODE ${GPD_SKIP_RC})
+endif()

@@ -164,10 +164,55 @@ static void test_key_bound(void **state) {
   gpd_profile_free(&p);
 }
 
+/* Running totals per (func, stall) for the live replies: summed over
+ * records, kept across snapshots (a flush moves the deltas out, not the
+ * totals), not doubled by a failed flush put back; bounded. */
+static uint64_t total_of(const gpd_profile_t *p, uint32_t func, uint32_t stall) {
+  uint32_t n;
+  const gpd_pcs_total_t *t = gpd_pcsample_totals(p->pcs, &n);
+  for (uint32_t i = 0; i < n; i++)
+    if (t[i].func == func && t[i].stall == stall)
+      return t[i].samples;
+  return 0;
+}
+
+static void test_live_totals(void **state) {
+  (void)state;
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  uint32_t n;
+  assert_null(gpd_pcsample_totals(p.pcs, &n));
+  assert_int_equal(n, 0);
+  assert_int_equal(sample(&p, 5, 6, 1, 0x10, 7), 0);
+  assert_int_equal(sample(&p, 5, 6, 1, 0x20, 3), 0);
+  assert_int_equal(sample(&p, 5, 8, 1, 0x10, 4), 0);
+  gpd_pcs_snap_t s;
+  assert_int_equal(gpd_pcsample_snap(p.pcs, &s), 0);
+  assert_int_equal(total_of(&p, 5, 6), 10); /* snap leaves the totals */
+  gpd_pcsample_unsnap(p.pcs, &s);           /* a failed flush: not doubled */
+  gpd_pcsample_snap_free(&s);
+  assert_int_equal(total_of(&p, 5, 6), 10);
+  assert_int_equal(total_of(&p, 5, 8), 4);
+  assert_int_equal(sample(&p, 5, 6, 1, 0x10, 1), 0);
+  assert_int_equal(total_of(&p, 5, 6), 11);
+  gpd_pcsample_totals(p.pcs, &n);
+  assert_int_equal(n, 2);
+  /* the bound: keys past GPD_PCS_MAX_TOTALS are not added, nothing breaks */
+  for (uint32_t f = 0; f < GPD_PCS_MAX_TOTALS + 100; f++)
+    assert_int_equal(sample(&p, 100 + f, 6, 1, 0, 1), 0);
+  gpd_pcsample_totals(p.pcs, &n);
+  assert_int_equal(n, GPD_PCS_MAX_TOTALS);
+  assert_int_equal(total_of(&p, 5, 6), 11);
+  assert_int_equal(sample(&p, 5, 6, 1, 0x10, 2), 0); /* known keys still count */
+  assert_int_equal(total_of(&p, 5, 6), 13);
+  gpd_profile_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_deltas),
       cmocka_unit_test(test_key_bound),
+      cmocka_unit_test(test_live_totals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,8 @@ enum { GPD_NODE_ROOT = 0, GPD_NODE_FRAME = 1, GPD_NODE_PLACEHOLDER = 2,
        GPD_NODE_KERNEL = 3, GPD_NODE_UNKNOWN = 4, GPD_NODE_PYTHON = 5 };
 /* The GPU part below a kernel (PC samples, cli/report-gpu.c): report-side
  * kinds only, never stored or sent. */
-enum { GPD_NODE_GPU_FUNC = 6, GPD_NODE_GPU_LOOP = 7, GPD_NODE_GPU_LINE = 8, GPD_NODE_GPU_INSN = 9 };
+enum { GPD_NODE_GPU_FUNC = 6, GPD_NODE_GPU_LOOP = 7, GPD_NODE_GPU_LINE = 8, GPD_NODE_GPU_INSN = 9,
+       GPD_NODE_GPU_STALL = 10 /* live tree --gpu-detail: one stall reason (cli/client.c) */ };
 
 #define GPD_UNKNOWN_LABEL "<unknown context>"
 
