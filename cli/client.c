@@ -236,7 +236,7 @@ int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) 
 
 typedef struct live_opts_s {
   const char *socket, *job;
-  int pid, json, all, gpu_detail;
+  int pid, json, all, gpu_detail, metric_set;
   unsigned limit, metric, depth;
 } live_opts_t;
 
@@ -293,6 +293,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
     case OPT_METRIC:
       if ((v = gpd_cli_metric(optarg)) < 0) return gpd_cli_usage(usage, "unknown metric '%s'", optarg);
       o->metric = (unsigned)v;
+      o->metric_set = 1;
       break;
     case OPT_JSON: o->json = 1; break;
     case OPT_ALL: o->all = 1; break;
@@ -304,6 +305,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
     }
   }
   if (optind < argc) return gpd_cli_usage(usage, "unexpected argument '%s'", argv[optind]);
+  if (o->gpu_detail && !o->metric_set) o->metric = GPD_M_GINST; /* as report --gpu-detail */
   o->socket = gpd_client_socket(o->socket);
   return 0;
 }

@@ -34,6 +34,10 @@ grep -E "_Z10pcs_kernelPfi|pcs_kernel" "$T/tree.txt" | grep -qE "[[:space:]]90\b
 grep -q "GINST:STL_GMEM" "$T/detail.txt" && grep -q "GINST:STL_NONE" "$T/detail.txt" ||
   die "no stall breakdown below the kernels: $(cat "$T/detail.txt")"
 ! grep -q "GINST:STL_OTHR" "$T/detail.txt" || die "an exec count or subset counted as a stall"
+# sorted by GINST (as report --gpu-detail): each kernel's GMEM line before its NONE line
+[ "$(grep -oE "GINST:STL_(GMEM|NONE)" "$T/detail.txt" | tr '\n' ' ')" = \
+  "GINST:STL_GMEM GINST:STL_NONE GINST:STL_GMEM GINST:STL_NONE " ] ||
+  die "stall lines not sorted by GINST: $(cat "$T/detail.txt")"
 
 "$GPUPROF" --socket "$S" top --pid "$APP_PID" >"$T/top.txt"
 grep -q "GINST" "$T/top.txt" || die "top without a GINST column: $(cat "$T/top.txt")"
