@@ -29,7 +29,7 @@ start() { # NAME INTERVAL_MS
   gpuprofd --foreground --socket "$W/$1.sock" --db "$W/$1.gpdb" --state-dir "$W/st" --config "$W/$1.conf" \
     > "$W/$1.log" 2>&1 &
   D=$!
-  wait_until 10 "gpuprofd $1 answering" daemon_up "$W/$1.sock"
+  wait_until 10 "gpuprofd $1 answering" daemon_up "$W/$1.sock" || exit 1
 }
 measure() { # LABEL SECONDS (D set)
   local s0 p0 s1 p1 t0 t1
@@ -46,7 +46,7 @@ start load 100
 LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$W/load.sock GPUPROF_JOB_ID=job-cost \
   python3 "$B/devload.py" 36 > "$W/load.out" 2>&1 &
 P=$!
-wait_until 60 "the PyTorch load starting" phase_started "$W/load.out"
+wait_until 60 "the PyTorch load starting" phase_started "$W/load.out" || exit 1
 measure "10 Hz, PyTorch load" 30
 nvidia-smi pmon -c 1 >> "$R" 2>&1
 gpuprof --socket "$W/load.sock" devices | sed -n '1,12p' >> "$R"
@@ -55,7 +55,7 @@ kill -TERM $D; wait $D
 grep -E "devices:|papi|PAPI" "$W/load.log" | head -5 >> "$R"
 # 2. idle daemon, 10 Hz vs off
 start idle 100
-wait_until 10 "a first device sample" sampled "$W/idle.sock" 1
+wait_until 10 "a first device sample" sampled "$W/idle.sock" 1 || exit 1
 measure "10 Hz, idle" 20
 kill -TERM $D; wait $D
 start off 0

@@ -29,7 +29,7 @@ phase() { # NAME INTERVAL_MS
   gpuprofd --foreground --socket "$W/$name.sock" --db "$W/$name.gpdb" --state-dir "$W/st" \
     --config "$W/$name.conf" > "$R/$name.daemon.log" 2>&1 &
   D=$!
-  wait_until 10 "gpuprofd $name answering" daemon_up "$W/$name.sock"
+  wait_until 10 "gpuprofd $name answering" daemon_up "$W/$name.sock" || exit 1
   if [ "$name" = on ]; then
     nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,memory.used,memory.total,power.draw,temperature.gpu,clocks.sm \
       --format=csv,nounits -lms 200 > "$R/smi.csv" 2>&1 &
@@ -38,7 +38,7 @@ phase() { # NAME INTERVAL_MS
   LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$W/$name.sock GPUPROF_JOB_ID=job-$name \
     python3 "$B/devload.py" 36 > "$R/$name.load.txt" 2>&1 &
   P=$!
-  wait_until 60 "the PyTorch load starting" phase_started "$R/$name.load.txt"
+  wait_until 60 "the PyTorch load starting" phase_started "$R/$name.load.txt" || exit 1
   c0=$(ticks $D); n0=$(sched_ns $D); t0=$(date +%s.%N)
   for k in 1 2 3; do
     sleep 9 # part of the measured window

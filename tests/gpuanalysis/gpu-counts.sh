@@ -13,6 +13,7 @@
 #  4. gpuprof sample --pid on a running process (a daemon of our own):
 #     two windows (the second with --counts), samples only from them.
 set -u
+. tests/devices/gpu-wait.sh # waits with deadlines; run from the repo root
 B=$(cd "$1" && pwd); O=${OUT:-/tmp/out}; F=$O/f; mkdir -p "$F"
 source "$B/env.sh"
 export PYTHONUNBUFFERED=1
@@ -66,19 +67,18 @@ PY
   D=/tmp/gpd7; rm -rf $D; mkdir -p $D
   gpuprofd --foreground --socket $D/s --db $D/p.gpdb --state-dir $D/st >$D/d.log 2>&1 &
   DP=$!
-  for i in $(seq 100); do [ -S $D/s ] && break; sleep 0.1; done
+  wait_until 10 "gpuprofd answering" daemon_up $D/s || exit 1
   LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$D/s GPUPROF_CUPTI_SELFTEST=1 "$B/bin/pcsamp-known" 400000 >$D/app.out 2>&1 &
   P=$!
-  for i in $(seq 300); do gpuprof --socket $D/s ps 2>/dev/null | awk -v p=$P '$1==p{f=1} END{exit !f}' && break; sleep 0.1; done
+  wait_until 30 "pid $P registered" proc_listed $D/s $P || exit 1
   gpuprof --socket $D/s ps
-  sleep 1
+  wait_until 30 "first kernels of $P" tree_metric_ge $D/s $P GKER:COUNT 1 || exit 1
   gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["tree"]["metrics"]; print("before: GINST", m.get("GINST",{}).get("incl",0), "GKER:COUNT", m.get("GKER:COUNT",{}).get("incl",0))'
   timeout 20 /usr/bin/time -f "sample window 1: %e s" gpuprof --socket $D/s sample --pid $P --duration 2s; echo "rc=$?"
   timeout 20 /usr/bin/time -f "sample window 2: %e s" gpuprof --socket $D/s sample --pid $P --duration 1s --counts --period 12; echo "rc=$?"
-  sleep 1.5
+  wait_until 10 "PC samples of the windows in the live tree" tree_metric_ge $D/s $P GINST 1
   gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; m=json.load(sys.stdin)["tree"]["metrics"]; print("after: GINST", m.get("GINST",{}).get("incl",0), "GKER:COUNT", m.get("GKER:COUNT",{}).get("incl",0))'
-  # TERM, not INT: a script's background job ignores SIGINT
-  kill -TERM $P; sleep 0.5; kill -KILL $P 2>/dev/null; wait $P 2>/dev/null; echo "app ended"
+  stop_proc $P 5; echo "app ended"
   kill -TERM $DP; wait $DP; echo "daemon rc=$?"
   grep -iE "control|PC sampling|SASS|warn|error" $D/d.log | head -20
   grep -iE "control|PC sampling|SASS|warn" $D/app.out | head -20

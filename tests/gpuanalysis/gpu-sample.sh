@@ -5,6 +5,7 @@
 # 2. gpuprof sample --pid on a running pcsamp-known: two windows (the
 # second with --counts), the daemon's store afterwards.
 set -u
+. tests/devices/gpu-wait.sh # waits with deadlines; run from the repo root
 B=$(cd "$1" && pwd); O=${OUT:-/tmp/out}; F=$O/f; mkdir -p "$F"
 source "$B/env.sh"
 NVD=$(command -v nvdisasm || ls /usr/local/cuda*/bin/nvdisasm 2>/dev/null | head -1)
@@ -36,17 +37,17 @@ PY
   D=/tmp/gpd7s; rm -rf $D; mkdir -p $D
   gpuprofd --foreground --socket $D/s --db $D/p.gpdb --state-dir $D/st >$D/d.log 2>&1 &
   DP=$!
-  for i in $(seq 100); do [ -S $D/s ] && break; sleep 0.1; done
+  wait_until 10 "gpuprofd answering" daemon_up $D/s || exit 1
   LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$D/s GPUPROF_CUPTI_SELFTEST=1 "$B/bin/pcsamp-known" 400000 >$D/app.out 2>&1 &
   P=$!
-  for i in $(seq 300); do gpuprof --socket $D/s ps 2>/dev/null | awk -v p=$P '$1==p{f=1} END{exit !f}' && break; sleep 0.1; done
-  sleep 1
+  wait_until 30 "pid $P registered" proc_listed $D/s $P || exit 1
+  wait_until 30 "first kernels of $P" tree_metric_ge $D/s $P GKER:COUNT 1 || exit 1
   timeout 20 /usr/bin/time -f "window 1: %e s" gpuprof --socket $D/s sample --pid $P --duration 2s; echo "rc=$?"
   timeout 20 /usr/bin/time -f "window 2: %e s" gpuprof --socket $D/s sample --pid $P --duration 1s --counts; echo "rc=$?"
-  sleep 1
+  wait_until 10 "PC samples of the windows in the live tree" tree_metric_ge $D/s $P GINST 1
   timeout 10 gpuprof --socket $D/s sample --pid $P --kind 2 --no-wait; echo "trace kind rc=$?"
-  kill -TERM $P; sleep 0.5; kill -KILL $P 2>/dev/null; wait $P 2>/dev/null
-  kill -TERM $DP; for i in $(seq 100); do kill -0 $DP 2>/dev/null || break; sleep 0.1; done
+  stop_proc $P 5
+  stop_proc $DP 10
   grep -iE "control|PC sampling|SASS|warn|error" $D/d.log $D/app.out | head -20
   counts $D/p.gpdb
   python3 -c 'import sqlite3,sys; print("pcsample_stat", sqlite3.connect(sys.argv[1]).execute("select * from pcsample_stat").fetchall())' $D/p.gpdb
