@@ -207,6 +207,15 @@ int main(int argc, char **argv) {
   /* the live view goes on across a restart: stored profiles come back */
   (void)gpd_store_restore(&D, 256);
   D.loop = uv_default_loop();
+  /* Signals are caught before the socket exists: a SIGTERM sent as soon as
+   * the socket appears (systemd, a test) must stop the daemon cleanly, not
+   * kill it while the threads below start.  It is handled once uv_run runs. */
+  uv_signal_init(D.loop, &sig_term);
+  uv_signal_init(D.loop, &sig_int);
+  uv_signal_init(D.loop, &sig_hup);
+  uv_signal_start(&sig_term, on_signal, SIGTERM);
+  uv_signal_start(&sig_int, on_signal, SIGINT);
+  uv_signal_start(&sig_hup, on_signal, SIGHUP);
 
   int e = gpd_server_start(&D, &activated);
   if (e < 0) {
@@ -227,12 +236,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
   }
-  uv_signal_init(D.loop, &sig_term);
-  uv_signal_init(D.loop, &sig_int);
-  uv_signal_init(D.loop, &sig_hup);
-  uv_signal_start(&sig_term, on_signal, SIGTERM);
-  uv_signal_start(&sig_int, on_signal, SIGINT);
-  uv_signal_start(&sig_hup, on_signal, SIGHUP);
   uv_timer_init(D.loop, &tick);
   uv_timer_start(&tick, on_tick, 100, 100);
   GPD_INFO("listening on %s%s, store %s", D.cfg.socket, activated ? " (socket activation)" : "",
