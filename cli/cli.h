@@ -158,6 +158,9 @@ void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path);
 void gpd_json_str(FILE *f, const char *s);
 /** Tree + processes + back ends + gpubins as one JSON document. */
 void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
+/** gpd_json_tree without the object's closing "}\n": the caller adds
+ *  members (",\"name\":...") and closes it. */
+void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 
 /* ---- report.c ---- */
 /** Load one profile file into t (adds to what is there: contexts are
@@ -240,11 +243,17 @@ int gpd_client_tree_main(int argc, char **argv);
 
 /* ---- sample.c ---- */
 /** Send ControlRequest{pid or job, ctl} and print one line per process
- *  ("pid N: <what> (...)" or "pid N: not done: <why>").  0 when every
- *  process applied it, else an exit code; *reply: the reply (a
- *  ControlReply; free with gpuprof__msg__free_unpacked) or NULL. */
+ *  to `to` ("pid N: <what> (...)" or "pid N: not done: <why>").  0 when
+ *  every process applied it, else an exit code; *reply: the reply (a
+ *  ControlReply; free with gpuprof__msg__free_unpacked) or NULL (the
+ *  daemon refused the request or did not answer: said on stderr). */
 int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
-                       const char *what, Gpuprof__Msg **reply);
+                       const char *what, FILE *to, Gpuprof__Msg **reply);
+/** 1 while a process that applied the control of creply (a ControlReply)
+ *  is running with control kind `kind` still on (`ps`, the shim's last
+ *  word), 0 when none is, -1 when the daemon does not answer (said on
+ *  stderr). */
+int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind);
 /** `gpuprof sample`. */
 int gpd_sample_main(int argc, char **argv);
 

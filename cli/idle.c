@@ -267,13 +267,16 @@ static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, dou
   return err;
 }
 
-int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
-                    size_t *nblame, double *idle_ns, double *span_ns) {
+/* gpd_xtrace_idle over the profiles of x, or over profile `only` alone
+ * (only != 0). */
+static int idle_of(const gpd_xtrace_t *x, uint64_t only, gpd_xgap_t **gaps, size_t *ngaps,
+                   gpd_xblame_t **blame, size_t *nblame, double *idle_ns, double *span_ns) {
   acc_t acc = {0};
   int err = 0;
   *idle_ns = *span_ns = 0;
   for (size_t i = 0; i < x->tree.nprocs && err == 0; i++)
-    err = idle_profile(x, x->tree.procs[i].profile_id, &acc, idle_ns, span_ns);
+    if (only == 0 || x->tree.procs[i].profile_id == only)
+      err = idle_profile(x, x->tree.procs[i].profile_id, &acc, idle_ns, span_ns);
   if (err < 0) {
     free(acc.gaps);
     free(acc.bl);
@@ -300,6 +303,66 @@ int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd
   *blame = acc.bl;
   *nblame = w;
   return 0;
+}
+
+int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
+                    size_t *nblame, double *idle_ns, double *span_ns) {
+  return idle_of(x, 0, gaps, ngaps, blame, nblame, idle_ns, span_ns);
+}
+
+/* Most blamed contexts per process in `report --json`. */
+#define IDLE_JSON_CONTEXTS 100u
+
+/* One process of `report --json`'s "gpu_idleness" (docs/CLI.md): GIDLE
+ * and its split by where the blamed CPU context was, GIDLE:RUN (running)
+ * and GIDLE:SYNC (waiting in a synchronization), in seconds; the span
+ * from the first to the last GPU operation; the idle intervals; the
+ * contexts largest first.  0 or -ENOMEM. */
+static int idle_json_proc(FILE *f, const gpd_xtrace_t *x, const gpd_tproc_t *p) {
+  gpd_xblame_t *bl = NULL;
+  size_t nbl = 0, ngaps = 0;
+  double idle = 0, span = 0, run = 0, sync = 0;
+  int r = idle_of(x, p->profile_id, NULL, &ngaps, &bl, &nbl, &idle, &span);
+  if (r < 0)
+    return r;
+  for (size_t i = 0; i < nbl; i++)
+    *(bl[i].via_sync ? &sync : &run) += bl[i].ns;
+  fprintf(f, "{\"profile_id\":%llu,\"pid\":%d,\"GIDLE\":%.9f,\"GIDLE:RUN\":%.9f,\"GIDLE:SYNC\":%.9f,"
+             "\"span\":%.9f,\"intervals\":%zu,\"contexts\":[",
+          (unsigned long long)p->profile_id, p->pid, idle / 1e9, run / 1e9, sync / 1e9, span / 1e9, ngaps);
+  for (size_t i = 0; i < nbl && i < IDLE_JSON_CONTEXTS; i++) {
+    char path_s[2048];
+    gpd_xtrace_path(x, bl[i].node, 1, path_s, sizeof path_s);
+    fprintf(f, "%s{\"context_id\":%llu,\"GIDLE\":%.9f,\"share\":%.6f,\"cpu\":\"%s\",\"path\":",
+            i ? "," : "", (unsigned long long)bl[i].node, bl[i].ns / 1e9, idle > 0 ? bl[i].ns / idle : 0.0,
+            bl[i].via_sync ? "waiting" : "running");
+    gpd_json_str(f, path_s);
+    fputc('}', f);
+  }
+  fprintf(f, "],\"more_contexts\":%zu}", nbl > IDLE_JSON_CONTEXTS ? nbl - IDLE_JSON_CONTEXTS : 0);
+  free(bl);
+  return 0;
+}
+
+int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn) {
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  int r = gpd_xtrace_load(&x, path, pid, err, errn);
+  for (size_t i = 0; r == 0 && i < x.tree.nprocs; i++) {
+    const gpd_tproc_t *p = &x.tree.procs[i];
+    int has = 0;
+    for (size_t j = 0; j < x.nev && !has; j++)
+      has = x.ev[j].profile == p->profile_id;
+    if (!has)
+      continue; /* no trace: nothing to blame */
+    if (!*first)
+      fputc(',', f);
+    *first = 0;
+    if ((r = idle_json_proc(f, &x, p)) < 0)
+      snprintf(err, errn, "idleness blame: out of memory");
+  }
+  gpd_xtrace_free(&x);
+  return r;
 }
 
 int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn) {

@@ -173,6 +173,11 @@ static void json_node(FILE *f, const gpd_tree_t *t, size_t root, const gpd_rende
 }
 
 void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
+  gpd_json_tree_open(f, t, o);
+  fputs("}\n", f);
+}
+
+void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   const gpd_metric_desc_t *md = gpd_metric_desc(o->metric);
   fputs("{\"format\":\"gpuprof-tree\",\"version\":1,\"sort_metric\":", f);
   gpd_json_str(f, md ? md->name : "GPUOP");
@@ -243,5 +248,4 @@ void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     fputs("null", f);
   else
     json_node(f, t, t->root, o);
-  fputs("}\n", f);
 }

@@ -404,7 +404,14 @@ int gpd_report_main(int argc, char **argv) {
     return r < 0 ? GPD_EXIT_FAIL : GPD_EXIT_OK;
   }
   if (json) {
-    gpd_json_tree(stdout, &t, &o);
+    gpd_json_tree_open(stdout, &t, &o);
+    /* profiles with traces: GPU idleness blame per process */
+    fputs(",\"gpu_idleness\":{\"metric\":\"GIDLE\",\"unit\":\"s\",\"processes\":[", stdout);
+    int first = 1;
+    for (int i = optind; i < argc; i++)
+      if (gpd_report_idle_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
+        fprintf(stderr, "gpuprof: %s\n", err);
+    fputs("]}}\n", stdout);
   } else {
     if (argc - optind == 1)
       printf("Profile %s: %zu process%s\n\n", argv[optind], t.nprocs, t.nprocs == 1 ? "" : "es");

@@ -57,7 +57,7 @@ static long parse_duration_ms(const char *s) {
 }
 
 int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
-                       const char *what, Gpuprof__Msg **out) {
+                       const char *what, FILE *to, Gpuprof__Msg **out) {
   Gpuprof__ControlRequest r = GPUPROF__CONTROL_REQUEST__INIT;
   Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
   r.pid = pid;
@@ -78,15 +78,15 @@ int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof
   for (size_t i = 0; i < cr->n_results; i++) {
     const Gpuprof__ControlResult *x = cr->results[i];
     if (x->code == 0) {
-      printf("pid %d: %s", (int)x->pid, what);
+      fprintf(to, "pid %d: %s", (int)x->pid, what);
       if (x->targets)
-        printf(" (%u target%s)", x->targets, x->targets == 1 ? "" : "s");
+        fprintf(to, " (%u target%s)", x->targets, x->targets == 1 ? "" : "s");
       if (x->message && x->message[0])
-        printf(": %s", x->message);
-      printf("\n");
+        fprintf(to, ": %s", x->message);
+      fprintf(to, "\n");
     } else {
       code = GPD_EXIT_FAIL;
-      printf("pid %d: not done: %s\n", (int)x->pid,
+      fprintf(to, "pid %d: not done: %s\n", (int)x->pid,
              x->message && x->message[0] ? x->message : gpd_strerror(x->code));
     }
   }
@@ -94,9 +94,7 @@ int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof
   return code;
 }
 
-/* 1 while any process of the reply still has kind on (ps), 0 when none,
- * -1 when the daemon does not answer. */
-static int still_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind) {
+int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind) {
   Gpuprof__PsRequest pr = GPUPROF__PS_REQUEST__INIT;
   Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
   m.body_case = GPUPROF__MSG__BODY_PS_REQ;
@@ -194,7 +192,7 @@ int gpd_sample_main(int argc, char **argv) {
   else
     snprintf(what, sizeof what, "control kind %u on for %.3g s", (unsigned)ctl.kind, dur / 1000.0);
   Gpuprof__Msg *reply = NULL;
-  int code = gpd_client_control(sock, (int)pid, job, &ctl, what, &reply);
+  int code = gpd_client_control(sock, (int)pid, job, &ctl, what, stdout, &reply);
   if (reply == NULL)
     return code;
   int any = 0;
@@ -206,7 +204,7 @@ int gpd_sample_main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
       nanosleep(&step, NULL);
-      int on = still_on(sock, reply, (unsigned)ctl.kind);
+      int on = gpd_client_control_on(sock, reply, (unsigned)ctl.kind);
       if (on <= 0) {
         if (on == 0)
           printf("window ended; the samples are in the live tree and the saved profile "

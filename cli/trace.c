@@ -9,13 +9,17 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/record.h"
+#include "gpuprof/trace-row.h" /* the decoders, now that sqlite3.h is in */
 
 void gpd_xtrace_init(gpd_xtrace_t *x) {
   memset(x, 0, sizeof *x);
@@ -73,39 +77,21 @@ static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *c
   sqlite3_stmt *q = NULL;
   int err = 0;
   if (sqlite3_prepare_v2(db,
-                         "SELECT start_ns, end_ns, stream, device, op, subkind, corr, node, bytes"
+                         "SELECT " GPD_TRACE_ROW_COLS
                          " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
                          -1, &q, NULL) != SQLITE_OK)
     return -EIO;
   sqlite3_bind_int64(q, 1, (int64_t)id);
-  while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, ev, nev, capev)) == 0) {
-    gpd_xev_t *e = &x->ev[x->nev++];
-    e->profile = id;
-    e->start = (uint64_t)sqlite3_column_int64(q, 0);
-    e->end = (uint64_t)sqlite3_column_int64(q, 1);
-    e->stream = (uint32_t)sqlite3_column_int64(q, 2);
-    e->device = (uint32_t)sqlite3_column_int64(q, 3);
-    e->op = (uint8_t)sqlite3_column_int(q, 4);
-    e->subkind = (uint8_t)sqlite3_column_int(q, 5);
-    e->corr = (uint64_t)sqlite3_column_int64(q, 6);
-    e->node = (uint64_t)sqlite3_column_int64(q, 7);
-    e->bytes = (uint64_t)sqlite3_column_int64(q, 8);
-  }
+  while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, ev, nev, capev)) == 0)
+    gpd_trace_row_read(q, id, &x->ev[x->nev++]);
   sqlite3_finalize(q);
   if (err == 0 && sqlite3_prepare_v2(db,
-                                     "SELECT ts_ns, tid, corr, node, op FROM trace_launch"
+                                     "SELECT " GPD_TRACE_LROW_COLS " FROM trace_launch"
                                      " WHERE profile_id=?1 ORDER BY ts_ns",
                                      -1, &q, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(q, 1, (int64_t)id);
-    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, la, nla, capla)) == 0) {
-      gpd_xlaunch_t *l = &x->la[x->nla++];
-      l->profile = id;
-      l->ts = (uint64_t)sqlite3_column_int64(q, 0);
-      l->tid = (uint32_t)sqlite3_column_int64(q, 1);
-      l->corr = (uint64_t)sqlite3_column_int64(q, 2);
-      l->node = (uint64_t)sqlite3_column_int64(q, 3);
-      l->op = (uint8_t)sqlite3_column_int(q, 4);
-    }
+    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, la, nla, capla)) == 0)
+      gpd_trace_lrow_read(q, id, &x->la[x->nla++]);
     sqlite3_finalize(q);
   }
   if (err == 0 && cs_sql && sqlite3_prepare_v2(db, cs_sql, -1, &q, NULL) == SQLITE_OK) {
@@ -303,8 +289,14 @@ static const char trace_usage[] =
     "  launch to its kernel, the launch's call path as arguments, GPU idle intervals with\n"
     "  their blame) as a Perfetto trace (ui.perfetto.dev) or Chrome trace-event JSON.\n"
     "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
-    "  Live: ask gpuprofd for the window of the next D (e.g. 10s) of process N or job J.\n"
+    "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
+    "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
+    "  write the window's events as gpuprofd stored them.\n"
     "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n";
+
+/* Longest live window: the daemon's bound on a control window
+ * (daemon/control.h GPD_CONTROL_MAX_MS). */
+#define GPD_TRACE_MAX_WINDOW_NS 3600000000000ull
 
 /* "1.5", "1.5s", "200ms", "10us", "5ns" -> ns; -1 on error */
 static int64_t parse_time(const char *s) {
@@ -332,7 +324,7 @@ static void sleep_ns(uint64_t ns) {
 }
 
 /* Ask the daemon for [from, to] until its tracing threads committed past
- * `to` (or a deadline).  0 or an exit code. */
+ * `to` (or a deadline).  0 or an exit code (said on stderr). */
 static int live_trace(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
                       gpd_xtrace_t *x) {
   Gpuprof__TraceRequest tr = GPUPROF__TRACE_REQUEST__INIT;
@@ -371,6 +363,97 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
     return GPD_EXIT_FAIL;
   }
   return 0;
+}
+
+/* A live window (docs/TRACE.md, "Live windows"): the TRACE control to the
+ * selected processes first (a CUDA process running detached or
+ * duty-cycled attaches CUPTI for the window; OpenCL and Level Zero, always
+ * traced, answer with a no-op ack: for them the window is only the time
+ * filter), then a wait for the window's end that keeps asking gpuprofd
+ * (`ps`, every 250 ms: a daemon gone mid-window is an error at once, not
+ * after the window), then the window's events.  A process that did not
+ * switch tracing on is said on stderr and traced with what it traces
+ * anyway.  0 or an exit code (said on stderr; then nothing is written). */
+static int live_window(const char *sock, int pid, const char *job, uint64_t dur, gpd_xtrace_t *x) {
+  Gpuprof__Control ctl = GPUPROF__CONTROL__INIT;
+  Gpuprof__Msg *reply = NULL;
+  char what[64], who[96];
+  ctl.kind = GPUPROF__CONTROL_KIND__CONTROL_TRACE;
+  ctl.enable = 1;
+  ctl.duration_ms = (uint32_t)((dur + 999999u) / 1000000u);
+  snprintf(what, sizeof what, "tracing on for %.3g s", (double)dur / 1e9);
+  if (pid)
+    snprintf(who, sizeof who, "process %d", pid);
+  else
+    snprintf(who, sizeof who, "job %s", job);
+  uint64_t from = gpd_clock_ns(), to = from + dur;
+  int rc = gpd_client_control(sock, pid, job, &ctl, what, stderr, &reply);
+  if (reply == NULL)
+    return rc ? rc : GPD_EXIT_FAIL; /* refused (access, no such process) or no daemon: said */
+  if (rc)
+    fprintf(stderr, "gpuprof: a process that did not switch tracing on is traced with what it "
+                    "traces anyway (OpenCL, Level Zero, CUDA in full mode: everything)\n");
+  fprintf(stderr, "gpuprof: tracing %s for %.3g s\n", who, (double)dur / 1e9);
+  uint64_t deadline = to + 10000000000ull;
+  for (;;) {
+    int on = gpd_client_control_on(sock, reply, ctl.kind);
+    uint64_t now = gpd_clock_ns();
+    if (on < 0) {
+      fprintf(stderr, "gpuprof: gpuprofd stopped answering %.3f s into the %.3f s window (stopped "
+                      "or restarted?); no trace written\n",
+              (double)(now - from) / 1e9, (double)dur / 1e9);
+      rc = GPD_EXIT_FAIL;
+      goto out;
+    }
+    if (now >= to && on == 0)
+      break; /* every window has ended (the shims said so) */
+    if (now >= deadline) {
+      fprintf(stderr, "gpuprof: a process had not ended its window 10 s after the window's end; "
+                      "writing what gpuprofd stored\n");
+      break;
+    }
+    sleep_ns(now < to && to - now < 250000000ull ? to - now : 250000000ull);
+  }
+  if ((rc = live_trace(sock, pid, job, from, to, x)) != 0)
+    fprintf(stderr, "gpuprof: no trace written\n");
+out:
+  gpuprof__msg__free_unpacked(reply, NULL);
+  return rc;
+}
+
+/* Write x to path through a temporary file beside it, renamed over path
+ * once complete: a failure (disk full, a signal) leaves no partial trace.
+ * An existing path that is not a regular file (a FIFO, /dev/stdout) is
+ * written directly.  0 or -errno. */
+static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome) {
+  struct stat st;
+  char tmp[4096];
+  FILE *f = NULL;
+  int r, direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  if (direct) {
+    if ((f = fopen(path, "wb")) == NULL)
+      return -errno;
+  } else {
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= sizeof tmp)
+      return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+      return -errno;
+    if ((f = fdopen(fd, "wb")) == NULL) {
+      r = -errno;
+      close(fd);
+      unlink(tmp);
+      return r;
+    }
+  }
+  r = chrome ? gpd_xtrace_write_chrome(f, x) : gpd_xtrace_write_perfetto(f, x);
+  if (fclose(f) != 0 && r == 0)
+    r = -errno;
+  if (!direct && r == 0 && rename(tmp, path) < 0)
+    r = -errno;
+  if (!direct && r < 0)
+    unlink(tmp);
+  return r;
 }
 
 static int ends_with(const char *s, const char *sfx) {
@@ -438,6 +521,8 @@ int gpd_trace_main(int argc, char **argv) {
     return gpd_cli_usage(trace_usage, "--to is before --from");
   if (optind + 1 < argc)
     return gpd_cli_usage(trace_usage, "one profile file at a time");
+  if (dur > (int64_t)GPD_TRACE_MAX_WINDOW_NS)
+    return gpd_cli_usage(trace_usage, "--duration: at most 1 h");
 
   gpd_xtrace_t x;
   gpd_xtrace_init(&x);
@@ -445,11 +530,7 @@ int gpd_trace_main(int argc, char **argv) {
   int rc = GPD_EXIT_OK;
   uint64_t t0 = 0;
   if (live) {
-    t0 = gpd_clock_ns();
-    fprintf(stderr, "gpuprof: tracing %s %s for %.3g s\n", pid ? "process" : "job",
-            pid ? (snprintf(err, sizeof err, "%d", pid), err) : job, (double)dur / 1e9);
-    sleep_ns((uint64_t)dur);
-    if ((rc = live_trace(gpd_client_socket(sock), pid, job, t0, t0 + (uint64_t)dur, &x)) != 0)
+    if ((rc = live_window(gpd_client_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
       goto out;
   } else {
     if (gpd_xtrace_load(&x, argv[optind], pid, err, sizeof err) < 0) {
@@ -471,17 +552,9 @@ int gpd_trace_main(int argc, char **argv) {
             (unsigned long long)x.dropped, (unsigned long long)x.refused);
   if (x.truncated)
     fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");
-  FILE *f = fopen(out, "wb");
-  if (f == NULL) {
-    fprintf(stderr, "gpuprof: %s: %s\n", out, strerror(errno));
-    rc = GPD_EXIT_FAIL;
-    goto out;
-  }
-  int r = chrome ? gpd_xtrace_write_chrome(f, &x) : gpd_xtrace_write_perfetto(f, &x);
-  if (fclose(f) != 0 && r == 0)
-    r = -errno;
+  int r = write_trace(out, &x, chrome);
   if (r < 0) {
-    fprintf(stderr, "gpuprof: writing %s: %s\n", out, gpd_strerror(r));
+    fprintf(stderr, "gpuprof: writing %s: %s (nothing written)\n", out, gpd_strerror(r));
     rc = GPD_EXIT_FAIL;
     goto out;
   }

@@ -13,20 +13,14 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "gpuprof/trace-row.h"
 
-/** One GPU activity (trace_event row). */
-typedef struct gpd_xev_s {
-  uint64_t profile, start, end, corr, node, bytes;
-  uint32_t stream, device;
-  uint8_t op, subkind;
-} gpd_xev_t;
+/** One GPU activity (trace_event row; the store's decoder is shared with
+ *  the daemon's Trace query: gpuprof/trace-row.h). */
+typedef gpd_trace_row_t gpd_xev_t;
 
 /** A GPU API call's CPU side (trace_launch row). */
-typedef struct gpd_xlaunch_s {
-  uint64_t profile, ts, corr, node;
-  uint32_t tid;
-  uint8_t op;
-} gpd_xlaunch_t;
+typedef gpd_trace_lrow_t gpd_xlaunch_t;
 
 /** A CPU sample (trace_cpu_sample row, when the shim samples CPU time). */
 typedef struct gpd_xsample_s {
@@ -102,6 +96,11 @@ int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd
 /** `report` section: GPU idleness blame of the profiles in path (nothing
  *  when they have no trace).  0, or < 0 with err set. */
 int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn);
+/** `report --json` part: one JSON object per process of path that has a
+ *  trace (profile_id, pid, GIDLE, GIDLE:RUN, GIDLE:SYNC and span in s,
+ *  intervals, contexts largest first: docs/CLI.md), each preceded by a
+ *  comma unless *first (then cleared).  0, or < 0 with err set. */
+int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
 
 int gpd_trace_main(int argc, char **argv);
 

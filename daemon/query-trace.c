@@ -19,6 +19,7 @@
 
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
+#include "gpuprof/trace-row.h"
 
 #include "daemon.h"
 #include "query-internal.h"
@@ -113,33 +114,37 @@ static size_t read_rows(sqlite3 *db, const char *sql, gpd__qtrace_t *tr, Gpuprof
 
 static void event_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
   Gpuprof__TraceEvent *e = gpd__query_alloc(sizeof *e);
+  gpd_trace_row_t r;
   if (e == NULL)
     return;
+  gpd_trace_row_read(q, profile, &r);
   gpuprof__trace_event__init(e);
-  e->profile_id = profile;
-  e->start_ns = (uint64_t)sqlite3_column_int64(q, 0);
-  e->end_ns = (uint64_t)sqlite3_column_int64(q, 1);
-  e->stream = (uint32_t)sqlite3_column_int64(q, 2);
-  e->device = (uint32_t)sqlite3_column_int64(q, 3);
-  e->op = (uint32_t)sqlite3_column_int(q, 4);
-  e->subkind = (uint32_t)sqlite3_column_int(q, 5);
-  e->corr = (uint64_t)sqlite3_column_int64(q, 6);
-  e->node = (uint64_t)sqlite3_column_int64(q, 7);
-  e->bytes = (uint64_t)sqlite3_column_int64(q, 8);
+  e->profile_id = r.profile;
+  e->start_ns = r.start;
+  e->end_ns = r.end;
+  e->stream = r.stream;
+  e->device = r.device;
+  e->op = r.op;
+  e->subkind = r.subkind;
+  e->corr = r.corr;
+  e->node = r.node;
+  e->bytes = r.bytes;
   t->events[t->n_events++] = e;
 }
 
 static void launch_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
   Gpuprof__TraceLaunch *l = gpd__query_alloc(sizeof *l);
+  gpd_trace_lrow_t r;
   if (l == NULL)
     return;
+  gpd_trace_lrow_read(q, profile, &r);
   gpuprof__trace_launch__init(l);
-  l->profile_id = profile;
-  l->ts_ns = (uint64_t)sqlite3_column_int64(q, 0);
-  l->tid = (uint32_t)sqlite3_column_int64(q, 1);
-  l->corr = (uint64_t)sqlite3_column_int64(q, 2);
-  l->node = (uint64_t)sqlite3_column_int64(q, 3);
-  l->op = (uint32_t)sqlite3_column_int(q, 4);
+  l->profile_id = r.profile;
+  l->ts_ns = r.ts;
+  l->tid = r.tid;
+  l->corr = r.corr;
+  l->node = r.node;
+  l->op = r.op;
   t->launches[t->n_launches++] = l;
 }
 
@@ -161,12 +166,12 @@ void gpd__query_trace_run(gpd__qtrace_t *tr, Gpuprof__Msg *reply) {
     goto out;
   sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL); /* one snapshot for both tables */
   size_t ne = read_rows(db,
-                        "SELECT start_ns, end_ns, stream, device, op, subkind, corr, node, bytes"
-                        " FROM trace_event WHERE profile_id=?1 AND start_ns BETWEEN ?2 AND ?3"
+                        "SELECT " GPD_TRACE_ROW_COLS " FROM trace_event"
+                        " WHERE profile_id=?1 AND start_ns BETWEEN ?2 AND ?3"
                         " ORDER BY start_ns LIMIT ?4",
                         tr, t, tr->max, event_row);
   size_t nl = read_rows(db,
-                        "SELECT ts_ns, tid, corr, node, op FROM trace_launch"
+                        "SELECT " GPD_TRACE_LROW_COLS " FROM trace_launch"
                         " WHERE profile_id=?1 AND ts_ns BETWEEN ?2 AND ?3 ORDER BY ts_ns LIMIT ?4",
                         tr, t, tr->max - ne, launch_row);
   sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);

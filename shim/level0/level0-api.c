@@ -19,6 +19,7 @@
  * destroyed anyway.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +213,17 @@ static void l0_fork_child(void) {
   pthread_mutex_unlock(&l0_init_lock);
 }
 
+/* Control from the daemon (shim/control.c, connection thread).  Level
+ * Zero is always traced once the tracer runs, so TRACE is a no-op ack
+ * then; -ENOTSUP before that and for every other kind. */
+static int l0_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
+  (void)targets;
+  if (c->kind != GPD_CONTROL_TRACE || atomic_load(&l0_state) != 1)
+    return -ENOTSUP;
+  snprintf(msg, n, "always traced");
+  return 0;
+}
+
 /** The Level Zero back end for the shim core (backends.h).  No init hook:
  *  the tracing layer is requested by level0-wrappers.c's constructor and
  *  the tracer is created after the application's zeInit. */
@@ -222,4 +234,5 @@ const gpd_backend_t gpd_backend_level0 = {
     .fork_parent = l0_fork_parent,
     .fork_child = l0_fork_child,
     .status = l0_status,
+    .control = l0_control,
 };

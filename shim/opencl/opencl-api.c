@@ -12,6 +12,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ static gpd_ocl_api_t ocl_next;
 static uintptr_t ocl_next_base; /* module of the next definitions */
 static pthread_once_t ocl_once = PTHREAD_ONCE_INIT;
 static int ocl_log_sym, ocl_log_slab, ocl_log_cb;
+static atomic_int ocl_ready; /* 1: the event API was found (OpenCL in use) */
 
 _Atomic long gpd_ocl_pending_n;
 
@@ -59,6 +61,7 @@ static void ocl_resolve(void) {
   int ok = a->clSetEventCallback && a->clGetEventProfilingInfo && a->clReleaseEvent && a->clRetainEvent;
   gpd_shim_backend_status(GPD_API_OPENCL, ok, ok ? 0 : GPD_ENOVENDOR,
                           ok ? NULL : "OpenCL event API not found");
+  atomic_store(&ocl_ready, ok);
 }
 
 const gpd_ocl_api_t *gpd_ocl_next(void) {
@@ -275,6 +278,18 @@ static void ocl_fork_child(void) {
   gpd_ocl_atfork_child();
 }
 
+/* Control from the daemon (shim/control.c, connection thread).  OpenCL
+ * is always traced (every command's profiling event), so TRACE (`gpuprof
+ * trace --pid N --duration D`) is a no-op ack once the program uses
+ * OpenCL; -ENOTSUP before that and for every other kind. */
+static int ocl_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
+  (void)targets;
+  if (c->kind != GPD_CONTROL_TRACE || !atomic_load(&ocl_ready))
+    return -ENOTSUP;
+  snprintf(msg, n, "always traced");
+  return 0;
+}
+
 /** The OpenCL back end for the shim core (backends.h).  No init hook: the
  *  loader layer is requested by opencl-layer.c's own constructor, which
  *  must run before shim_ctor starts the connection thread (setenv), and
@@ -285,4 +300,5 @@ const gpd_backend_t gpd_backend_opencl = {
     .fork_prepare = ocl_fork_prepare,
     .fork_parent = ocl_fork_parent,
     .fork_child = ocl_fork_child,
+    .control = ocl_control,
 };

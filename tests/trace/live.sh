@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# The live Trace request: ocl-gap under a node daemon, `gpuprof trace --pid
-# --duration` opened while the program waits in cpu_think (a gate file),
-# so the window holds exactly the second burst (6 ka, 4 kb, decoded with
-# the schema).  Access: another uid (nobody) asking for this root-owned pid
-# is denied with a clear message and writes no file; an unknown pid is
-# "no profiled process".
+# Live traces (`gpuprof trace (--pid N | --job J) --duration D`): ocl-gap
+# under a node daemon, waiting in cpu_think on a gate file.
+#  - access: another uid (nobody) asking for this root-owned pid is denied
+#    with a clear message and writes no file; an unknown pid is "no
+#    profiled process", an unknown job "no running process of job";
+#  - a window with no events (the program spins in cpu_think): the TRACE
+#    control is acked by the OpenCL back end ("always traced"), exit 0,
+#    a note on stderr and a valid trace without slices;
+#  - the window of job J opened before the gate: exactly the second burst
+#    (6 ka, 4 kb, 11 flows, decoded with the schema);
+#  - gpuprofd killed mid-window (the program waits on a second gate):
+#    a clear error at once, exit 1, no file (nor a temporary one); the
+#    program carries on without its daemon.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
 APP=$(app ocl-gap)
@@ -13,7 +20,8 @@ chmod 0755 "$T"
 mkdir -m 0777 "$T/sock"
 S=$T/sock/gpd.sock
 start_daemon "$S" "$T/node.gpdb"
-preload_bg "$S" "$T/app.out" env OCL_GAP_GATE="$T/gate" "$APP" 6 4 0
+preload_bg "$S" "$T/app.out" env OCL_GAP_GATE="$T/gate" OCL_GAP_GATE2="$T/gate2" \
+  GPUPROF_JOB_ID=tj12 "$APP" 6 4 0
 APP_PID=$APID
 wait_for "$WAIT" "ocl-gap in cpu_think" grep -q thinking "$T/app.out"
 wait_for "$WAIT" "ocl-gap registered" ps_is "$S" "$APP_PID" running
@@ -26,6 +34,8 @@ setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/ \
 rc=$?
 "$GPUPROF" --socket "$S" trace --pid 999999999 --duration 1ms -o "$T/none.pftrace" 2>"$T/none.err"
 rc2=$?
+"$GPUPROF" --socket "$S" trace --job nosuchjob --duration 1ms -o "$T/nojob.pftrace" 2>"$T/nojob.err"
+rc3=$?
 set -e
 [ $rc = 1 ] || die "another uid's trace request: exit $rc ($(cat "$T/other.err"))"
 grep -q "permission denied: process $APP_PID belongs to uid 0" "$T/other.err" ||
@@ -33,19 +43,47 @@ grep -q "permission denied: process $APP_PID belongs to uid 0" "$T/other.err" ||
 [ ! -e "$T/sock/other.pftrace" ] || die "a denied request wrote a file"
 [ $rc2 = 1 ] && grep -q "no profiled process 999999999" "$T/none.err" ||
   die "unknown pid: exit $rc2 ($(cat "$T/none.err"))"
+[ $rc3 = 1 ] && grep -q "no running process of job nosuchjob" "$T/nojob.err" ||
+  die "unknown job: exit $rc3 ($(cat "$T/nojob.err"))"
+[ ! -e "$T/none.pftrace" ] && [ ! -e "$T/nojob.pftrace" ] || die "a refused request wrote a file"
 
-# the window: opened now, the second burst runs inside it
-"$GPUPROF" --socket "$S" trace --pid "$APP_PID" --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
+# a window with no events: acked, a note, a valid empty trace
+"$GPUPROF" --socket "$S" trace --pid "$APP_PID" --duration 300ms -o "$T/empty.pftrace" \
+  2>"$T/empty.err" || die "empty window: exit $? ($(cat "$T/empty.err"))"
+grep -q "^pid $APP_PID: tracing on for 0.3 s: opencl: always traced" "$T/empty.err" ||
+  die "no ack of the TRACE control: $(cat "$T/empty.err")"
+grep -q "no trace events in the window" "$T/empty.err" || die "no note: $(cat "$T/empty.err")"
+"$DEC" "$T/empty.pftrace" >"$T/empty.txt" || die "the empty window's trace does not decode"
+! grep -q '^slices' "$T/empty.txt" || die "the empty window has slices: $(cat "$T/empty.txt")"
+
+# the window of the job: opened now, the second burst runs inside it
+"$GPUPROF" --socket "$S" trace --job tj12 --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
 TR_PID=$!
-wait_for "$WAIT" "the live trace started" grep -q "tracing process" "$T/live.err"
+wait_for "$WAIT" "the live trace started" grep -q "tracing job tj12" "$T/live.err"
 touch "$T/gate"
-wait_exit "$APP_PID" "ocl-gap"
-[ "$RC" = 0 ] || die "ocl-gap exited with $RC: $(cat "$T/app.out.err")"
+wait_for "$WAIT" "ocl-gap's second burst" grep -q "^ocl-gap 6 4 0" "$T/app.out"
 wait_exit "$TR_PID" "gpuprof trace --duration"
 [ "$RC" = 0 ] || die "live trace exited with $RC: $(cat "$T/live.err")"
+grep -q "^pid $APP_PID: tracing on for 2 s: opencl: always traced" "$T/live.err" ||
+  die "the job's process did not ack: $(cat "$T/live.err")"
 "$DEC" "$T/live.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "live trace does not decode"; }
 grep -qP '^slices GPU 0 stream \d+\tka\t6$' "$T/dec.txt" || die "live window: $(grep -P '\tk[ab]\t' "$T/dec.txt")"
 grep -qP '^slices GPU 0 stream \d+\tkb\t9$' "$T/dec.txt" && die "the window holds the first burst too"
 grep -qP '^slices GPU 0 stream \d+\tkb\t4$' "$T/dec.txt" || die "live window kb: $(grep kb "$T/dec.txt")"
 grep -qx 'flows 11' "$T/dec.txt" || die "live flows: $(grep flows "$T/dec.txt") (6 + 4 kernels + the read)"
+
+# gpuprofd killed mid-window: a clear error, exit 1, no file
+"$GPUPROF" --socket "$S" trace --pid "$APP_PID" --duration 60s -o "$T/killed.pftrace" \
+  2>"$T/killed.err" &
+TR_PID=$!
+wait_for "$WAIT" "the window opened" grep -q "tracing process $APP_PID" "$T/killed.err"
+kill_daemon
+wait_exit "$TR_PID" "gpuprof trace after its daemon was killed" 30
+[ "$RC" = 1 ] || die "trace with its daemon killed: exit $RC ($(cat "$T/killed.err"))"
+grep -q "gpuprofd stopped answering .* into the 60.000 s window .*; no trace written" "$T/killed.err" ||
+  die "no clear error: $(cat "$T/killed.err")"
+! ls "$T"/killed.pftrace* >/dev/null 2>&1 || die "a file was left: $(ls "$T"/killed.pftrace*)"
+touch "$T/gate2"
+wait_exit "$APP_PID" "ocl-gap"
+[ "$RC" = 0 ] || die "ocl-gap exited with $RC: $(cat "$T/app.out.err")"
 echo "PASS trace.live"

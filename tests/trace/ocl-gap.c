@@ -14,7 +14,9 @@
  * Usage: ocl-gap [N1 N2 THINK_MS] (defaults 6 4 300).  cpu_think prints
  * "thinking" when it starts; with OCL_GAP_GATE=FILE it also spins until
  * FILE exists (live tests open their window while it waits).  Prints
- * "ocl-gap N1 N2 THINK_MS sum".  Exit 77 without an OpenCL device.
+ * "ocl-gap N1 N2 THINK_MS sum"; with OCL_GAP_GATE2=FILE it then spins
+ * (no GPU call) until FILE exists, before releasing anything.  Exit 77
+ * without an OpenCL device.
  */
 #include <stdint.h>
 #include <string.h>
@@ -103,6 +105,10 @@ int main(int argc, char **argv) {
   float out[4];
   OCL_CHECK(clEnqueueReadBuffer(q2, b2, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
   printf("ocl-gap %d %d %d %.1f\n", n1, n2, think, (double)out[0]);
+  fflush(stdout);
+  const char *gate2 = getenv("OCL_GAP_GATE2");
+  while (gate2 && access(gate2, F_OK) != 0)
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
   clReleaseKernel(ka);
   clReleaseKernel(kb);
   clReleaseMemObject(b1);

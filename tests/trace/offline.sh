@@ -47,6 +47,27 @@ s = sum(float(l.split()[1]) for l in open(sys.argv[1])
 sys.exit(0 if s >= 0.29 else 1)
 PYEOF
   die "report does not blame >= 0.29 s on cpu_think: $(grep -A6 'idleness blame' "$T/rep.txt")"
+# the same in `report --json` (gpu_idleness): one traced process, GIDLE as
+# the text says it, = GIDLE:RUN + GIDLE:SYNC = the sum of its contexts,
+# cpu_think's running contexts >= 0.29 s
+"$GPUPROF" report --json "$T/g.gpdb" >"$T/rep.json" || die "report --json failed"
+$PY - "$T/rep.json" "$T/rep.txt" <<'PYEOF' || die "report --json gpu_idleness: $(head -c 2000 "$T/rep.json")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+g = d["gpu_idleness"]
+assert g["metric"] == "GIDLE" and g["unit"] == "s", g
+ps = g["processes"]
+assert len(ps) == 1, ps
+p = ps[0]
+txt = re.search(r"GPU idle ([0-9.]+) s of ([0-9.]+) s .*, (\d+) interval", open(sys.argv[2]).read())
+assert "%.6f" % p["GIDLE"] == txt.group(1) and "%.6f" % p["span"] == txt.group(2), (p, txt.groups())
+assert p["intervals"] == int(txt.group(3)) and p["more_contexts"] == 0, p
+assert abs(p["GIDLE:RUN"] + p["GIDLE:SYNC"] - p["GIDLE"]) < 1e-6, p
+assert abs(sum(c["GIDLE"] for c in p["contexts"]) - p["GIDLE"]) < 1e-6, p
+run = sum(c["GIDLE"] for c in p["contexts"] if c["cpu"] == "running" and "cpu_think" in c["path"])
+assert run >= 0.29 and p["GIDLE:RUN"] >= run, (run, p)
+assert p["pid"] in [q["pid"] for q in d["processes"]], p
+PYEOF
 
 # Chrome JSON (chosen by the .json name, and by --format)
 "$GPUPROF" trace --format chrome -o "$T/g.trace" "$T/g.gpdb" 2>/dev/null || die "chrome trace failed"
