@@ -70,6 +70,11 @@ typedef enum gpd_mtable_e {
   GPD_MT_PCSAMPLE, /* the PC-sample tables: only from inputs that have them */
   GPD_MT_PCSAMPLE_CUBIN,
   GPD_MT_PCSAMPLE_STAT,
+  GPD_MT_TRACE_EVENT, /* the trace tables (GPD_TRACE_SCHEMA): from inputs that have them */
+  GPD_MT_TRACE_LAUNCH,
+  GPD_MT_TRACE_STAT,
+  GPD_MT_TRACE_CPU_SAMPLE,
+  GPD_MT_CPU_SAMPLE_STAT,
   GPD_MT_CONTEXT,
   GPD_MT_FRAME,
   GPD_MT__COUNT
@@ -134,8 +139,8 @@ typedef struct gpd_mindex_s {
 } gpd_mindex_t;
 
 typedef struct gpd_mpart_s {
-  /* profile, backend, module, string, gpubin and pcsample* rows, profile
-   * ids local */
+  /* profile, backend, module, string, gpubin, pcsample* and trace rows,
+   * profile ids local */
   gpd_buf_t rows;
   /* GPU binaries the selected profiles refer to, where they lie: records
    * of the 32-character hash, u32 length, the input's folder (bytes) */

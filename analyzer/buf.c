@@ -69,6 +69,14 @@ static const struct {
                               "profile_id, device, period_log2, sm_count, clock_khz, total, dropped, non_user, "
                               "lost_keys",
                               0, 9},
+    [GPD_MT_TRACE_EVENT] = {"trace_event",
+                            "profile_id, start_ns, stream, corr, end_ns, device, op, subkind, node, name, bytes", 0,
+                            11},
+    [GPD_MT_TRACE_LAUNCH] = {"trace_launch", "profile_id, ts_ns, tid, corr, node, op", 0, 6},
+    [GPD_MT_TRACE_STAT] = {"trace_stat", "profile_id, events, dropped, refused", 0, 4},
+    [GPD_MT_TRACE_CPU_SAMPLE] = {"trace_cpu_sample", "profile, tid, ts_ns, node", 0, 4},
+    [GPD_MT_CPU_SAMPLE_STAT] = {"cpu_sample_stat", "profile_id, samples, cputime_ns, trace_rows, trace_dropped, unknown",
+                                0, 6},
     [GPD_MT_CONTEXT] = {"context", "uid, id, parent, kind, module, build_id, offset, label, raw_name", -1, 9},
     [GPD_MT_FRAME] = {"frame", "uid, context_id, depth, function, file, line, inlined", -1, 7},
 };

@@ -33,6 +33,7 @@ typedef struct rd_s {
   size_t nids;
   size_t base;
   int has_pcs; /* the input has the PC-sample tables */
+  uint32_t has_trace; /* bit t - GPD_MT_TRACE_EVENT: the input has trace table t with every column */
   char *err;
   size_t errn;
 } rd_t;
@@ -166,6 +167,20 @@ static int has_pcsample(rd_t *r) {
   return err;
 }
 
+/* Trace tables: a daemon older than traces (or CPU sampling) did not make
+ * them; one whose columns differ from ours is left out too (carried only
+ * whole, never guessed). */
+static void has_traces(rd_t *r) {
+  r->has_trace = 0;
+  for (int t = GPD_MT_TRACE_EVENT; t <= GPD_MT_CPU_SAMPLE_STAT; t++) {
+    char sql[256];
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", gpd_mtable_cols(t), gpd_mtable_name(t));
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) == SQLITE_OK) r->has_trace |= 1u << (t - GPD_MT_TRACE_EVENT);
+    sqlite3_finalize(st);
+  }
+}
+
 static int put_tagged(gpd_buf_t *b, gpd_mtable_t t, sqlite3_stmt *st, int64_t pid_local) {
   uint8_t tag = (uint8_t)t;
   int err = gpd_buf_put(b, &tag, 1);
@@ -227,14 +242,18 @@ static int add_bin(rd_t *r, const unsigned char *hash) {
   return err < 0 ? err : gpd_buf_put(&r->p->bins, dir, len);
 }
 
-/* backend, module, string, gpubin and pcsample* rows of the selected
- * profiles.  A GPU binary is taken when a selected profile loaded it
+/* backend, module, string, gpubin, pcsample* and trace rows of the
+ * selected profiles.  A GPU binary is taken when a selected profile loaded it
  * first or sampled in it (pcsample_cubin); its row then names the first
  * such profile. */
 static int read_side(rd_t *r, gpd_mtable_t t) {
   sqlite3_stmt *st = NULL;
   char sql[1024];
   int err = 0, rc, pcol = gpd_mtable_pcol(t);
+  const char *cols = gpd_mtable_cols(t);
+  int plen = (int)strcspn(cols, ","); /* the profile column: the first (trace_cpu_sample's is `profile`) */
+  if (t >= GPD_MT_TRACE_EVENT && t <= GPD_MT_CPU_SAMPLE_STAT && !(r->has_trace & (1u << (t - GPD_MT_TRACE_EVENT))))
+    return 0;
   if (t == GPD_MT_GPUBIN && r->has_pcs)
     snprintf(sql, sizeof(sql),
              "SELECT hash, kind, size, path, COALESCE(CASE WHEN profile_id IN (" SEL_PROFILES
@@ -242,8 +261,8 @@ static int read_side(rd_t *r, gpd_mtable_t t) {
              "AND c.profile_id IN (" SEL_PROFILES "))) FROM gpubin WHERE profile_id IN (" SEL_PROFILES
              ") OR hash IN (SELECT hash FROM pcsample_cubin WHERE profile_id IN (" SEL_PROFILES "))");
   else
-    snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE profile_id IN (" SEL_PROFILES ")", gpd_mtable_cols(t),
-             gpd_mtable_name(t));
+    snprintf(sql, sizeof(sql), "SELECT %s FROM %s WHERE %.*s IN (" SEL_PROFILES ")", cols, gpd_mtable_name(t), plen,
+             cols);
   if ((err = prep(r, &st, sql)) < 0) return err;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t l = local_of(r, sqlite3_column_int64(st, pcol));
@@ -371,7 +390,7 @@ static int read_metrics(rd_t *r, int version) {
 }
 
 int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, char *err, size_t errn) {
-  rd_t r = {p, NULL, path, f, NULL, 0, p->nprof, 0, err, errn};
+  rd_t r = {.p = p, .path = path, .f = f, .base = p->nprof, .err = err, .errn = errn};
   /* what to take back on failure */
   size_t rows_n = p->rows.n, bins_n = p->bins.n, nprof = p->nprof, npm = p->npm, nctx = p->nctx, cr = p->ctxrows.n,
          fr = p->framerows.n;
@@ -424,6 +443,7 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
   /* reads through a mapping (no pread + copy per page), a larger cache */
   sqlite3_exec(r.db, "PRAGMA mmap_size=1073741824; PRAGMA cache_size=-32768", NULL, NULL, NULL);
   if ((e = read_meta(&r, &version)) < 0 || (e = check_metrics(&r)) < 0 || (e = has_pcsample(&r)) < 0) goto done;
+  has_traces(&r);
   /* one read transaction: a daemon's commits in between are not seen half */
   if (sqlite3_exec(r.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
     e = fail(&r, GPD_ESTORE, "cannot read: %s", sqlite3_errmsg(r.db));
@@ -435,6 +455,9 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
       (e = read_side(&r, GPD_MT_GPUBIN)) < 0 ||
       (r.has_pcs && ((e = read_side(&r, GPD_MT_PCSAMPLE)) < 0 || (e = read_side(&r, GPD_MT_PCSAMPLE_CUBIN)) < 0 ||
                      (e = read_side(&r, GPD_MT_PCSAMPLE_STAT)) < 0)) ||
+      (e = read_side(&r, GPD_MT_TRACE_EVENT)) < 0 || (e = read_side(&r, GPD_MT_TRACE_LAUNCH)) < 0 ||
+      (e = read_side(&r, GPD_MT_TRACE_STAT)) < 0 || (e = read_side(&r, GPD_MT_TRACE_CPU_SAMPLE)) < 0 ||
+      (e = read_side(&r, GPD_MT_CPU_SAMPLE_STAT)) < 0 ||
       (e = read_contexts(&r, src)) < 0 ||
       (e = read_frames(&r, src)) < 0 || (e = read_metrics(&r, version)) < 0)
     goto done;

@@ -290,6 +290,7 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
   uint8_t used[GPD_M__COUNT] = {0};
 
   if ((err = exec(f, db, MERGED_CONTEXT)) < 0 || (err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, GPD_PCSAMPLE_SCHEMA)) < 0 ||
+      (err = exec(f, db, GPD_TRACE_SCHEMA)) < 0 ||
       (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
       (err = exec(f, db, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
     return err;

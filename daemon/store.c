@@ -55,27 +55,11 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     "  event TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY(profile_id, event, t_ns))"
     "  WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS cpu_counter_t ON cpu_counter(t_ns);"
-    /* traces (daemon/trace.c, docs/TRACE.md, docs/FORMATS.md) */
-    "CREATE TABLE IF NOT EXISTS trace_event(profile_id INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
-    "  stream INTEGER NOT NULL, corr INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
-    "  device INTEGER NOT NULL, op INTEGER NOT NULL, subkind INTEGER NOT NULL,"
-    "  node INTEGER NOT NULL, name INTEGER NOT NULL, bytes INTEGER NOT NULL,"
-    "  PRIMARY KEY(profile_id, start_ns, stream, corr)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS trace_launch(profile_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL,"
-    "  tid INTEGER NOT NULL, corr INTEGER NOT NULL, node INTEGER NOT NULL, op INTEGER NOT NULL,"
-    "  PRIMARY KEY(profile_id, ts_ns, tid, corr)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS trace_stat(profile_id INTEGER PRIMARY KEY,"
-    "  events INTEGER NOT NULL, dropped INTEGER NOT NULL, refused INTEGER NOT NULL);"
     /* GPU PC samples (daemon/pcsample.c, docs/FORMATS.md) */
     GPD_PCSAMPLE_SCHEMA
-    /* CPU-time samples (daemon/cpusample.c, docs/FORMATS.md): the trace
-     * rows (node = context id) and per-profile totals */
-    "CREATE TABLE IF NOT EXISTS trace_cpu_sample(profile INTEGER NOT NULL, tid INTEGER NOT NULL,"
-    "  ts_ns INTEGER NOT NULL, node INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS trace_cpu_sample_pt ON trace_cpu_sample(profile, tid, ts_ns);"
-    "CREATE TABLE IF NOT EXISTS cpu_sample_stat(profile_id INTEGER PRIMARY KEY, samples INTEGER NOT NULL,"
-    "  cputime_ns INTEGER NOT NULL, trace_rows INTEGER NOT NULL, trace_dropped INTEGER NOT NULL,"
-    "  unknown INTEGER NOT NULL);";
+    /* traces (daemon/trace.c, docs/TRACE.md) and CPU-time samples
+     * (daemon/cpusample.c): docs/FORMATS.md */
+    GPD_TRACE_SCHEMA;
 
 _Thread_local int gpd__store_quiet;
 

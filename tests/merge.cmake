@@ -16,3 +16,10 @@ if(GPD_PYTHON3_MERGE AND TARGET gpuprof_cli)
   endforeach()
   set_tests_properties(merge.mpi PROPERTIES LABELS "mpi" TIMEOUT 180)
 endif()
+# merge.traces (tests/merge/traces.sh): two real recordings of ocl-gap
+# (PoCL, CPU sampling) merged: every trace table's rows carried exactly under
+# the renumbered profile ids, `gpuprof trace` of the merged file decoded with
+# the Perfetto schema (both processes' tracks, exact kernel and flow counts).
+add_test(NAME merge.traces COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/merge/traces.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(merge.traces PROPERTIES LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77
+  ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")

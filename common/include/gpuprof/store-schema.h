@@ -56,4 +56,26 @@
     "  dropped INTEGER NOT NULL, non_user INTEGER NOT NULL, lost_keys INTEGER NOT NULL," \
     "  PRIMARY KEY(profile_id, device)) WITHOUT ROWID;"
 
+/** The trace tables (daemon/trace.c: GPU activities, their launches and
+ *  per-profile counts; daemon/cpusample.c: CPU-time samples and their
+ *  totals; docs/FORMATS.md; carried by `gpuprof merge`).  trace_cpu_sample
+ *  names its profile column `profile`. */
+#define GPD_TRACE_SCHEMA \
+    "CREATE TABLE IF NOT EXISTS trace_event(profile_id INTEGER NOT NULL, start_ns INTEGER NOT NULL," \
+    "  stream INTEGER NOT NULL, corr INTEGER NOT NULL, end_ns INTEGER NOT NULL," \
+    "  device INTEGER NOT NULL, op INTEGER NOT NULL, subkind INTEGER NOT NULL," \
+    "  node INTEGER NOT NULL, name INTEGER NOT NULL, bytes INTEGER NOT NULL," \
+    "  PRIMARY KEY(profile_id, start_ns, stream, corr)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS trace_launch(profile_id INTEGER NOT NULL, ts_ns INTEGER NOT NULL," \
+    "  tid INTEGER NOT NULL, corr INTEGER NOT NULL, node INTEGER NOT NULL, op INTEGER NOT NULL," \
+    "  PRIMARY KEY(profile_id, ts_ns, tid, corr)) WITHOUT ROWID;" \
+    "CREATE TABLE IF NOT EXISTS trace_stat(profile_id INTEGER PRIMARY KEY," \
+    "  events INTEGER NOT NULL, dropped INTEGER NOT NULL, refused INTEGER NOT NULL);" \
+    "CREATE TABLE IF NOT EXISTS trace_cpu_sample(profile INTEGER NOT NULL, tid INTEGER NOT NULL," \
+    "  ts_ns INTEGER NOT NULL, node INTEGER NOT NULL);" \
+    "CREATE INDEX IF NOT EXISTS trace_cpu_sample_pt ON trace_cpu_sample(profile, tid, ts_ns);" \
+    "CREATE TABLE IF NOT EXISTS cpu_sample_stat(profile_id INTEGER PRIMARY KEY, samples INTEGER NOT NULL," \
+    "  cputime_ns INTEGER NOT NULL, trace_rows INTEGER NOT NULL, trace_dropped INTEGER NOT NULL," \
+    "  unknown INTEGER NOT NULL);"
+
 #endif
