@@ -7,10 +7,10 @@
  * sampling signal to that thread, and the handler attributes the period
  * (times 1 + the timer's overrun) to the context the thread was in
  * (gpd_capture_sample) with a CPUSAMPLE record pushed on the thread's own
- * ring.  A thread is sampled from the moment the shim first sees it: the
- * main thread from the constructor on, every other thread from its first
- * capture (its first GPU API call or vendor callback); threads that never
- * enter the shim are not sampled.  This mirrors HPCToolkit's CPUTIME
+ * ring.  The main thread is sampled from the constructor on, a thread the
+ * application creates afterwards from its start (the interposed
+ * pthread_create, pthread-wrappers.c), any other thread from its first
+ * capture (its first GPU API call or vendor callback).  This mirrors HPCToolkit's CPUTIME
  * event (hpcrun -e CPUTIME), which also samples a per-thread CPU clock.
  *
  * The handler is async-signal-safe: no allocation, no lock, no stdio.  It
@@ -216,6 +216,15 @@ void gpd_cpusample_thread_start(void) {
     gpd_cpusample_thread_stop();
 }
 
+int gpd_cpusample_wanted(void) {
+  return cs.on && !atomic_load_explicit(&cs.stopped, memory_order_relaxed) ? cs.sig : 0;
+}
+
+void gpd_cpusample_thread_begin(void) {
+  if (gpd_cpusample_wanted())
+    (void)gpd_thread_memo(); /* its allocation starts the timer */
+}
+
 void gpd_cpusample_thread_stop(void) {
   if (!cs.on || t_slot < 0)
     return;
@@ -297,6 +306,15 @@ void gpd_cpusample_init(void) {
   cs.on = 1;
   GPD_INFO("CPU sampling at %llu Hz of CPU time (signal %d)", (unsigned long long)hz, sig);
   (void)gpd_thread_memo(); /* the main thread: memo and timer now */
+}
+
+/** Test hook (exported): the number of CPU-time timers the sampler holds
+ *  now (one per live sampled thread of this process image). */
+GPD_EXPORT int gpd_shim__cpusample_timers(void) {
+  int n = 0;
+  for (int i = 0; i < GPD_CPUSAMPLE_TIMERS; i++)
+    n += atomic_load(&cs.timers[i].used) != 0;
+  return n;
 }
 
 /** Test hook (exported): the sampler's counters: out[0] signals, [1]

@@ -303,6 +303,14 @@ void gpd_cpusample_init(void);
 /** Start the calling thread's CPU-time timer if sampling is on and it has
  *  none (thread.c, once per thread when its memo is allocated). */
 void gpd_cpusample_thread_start(void);
+/** The sampling signal while sampling is on (configured, not backed off
+ *  or stopped), else 0 (pthread-wrappers.c asks before wrapping). */
+int gpd_cpusample_wanted(void);
+/** A new thread's first step (pthread-wrappers.c): its memo and timer when
+ *  sampling is on; without them (OOM, no timer) it runs unsampled. */
+void gpd_cpusample_thread_begin(void);
+/** Test hook: CPU-time timers held now (one per live sampled thread). */
+GPD_EXPORT int gpd_shim__cpusample_timers(void);
 /** Delete the calling thread's timer (thread exit; blocks the signal). */
 void gpd_cpusample_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */

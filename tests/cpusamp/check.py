@@ -22,6 +22,15 @@
       through its own burner.
   check.py DB off
       no CPUTIME value and no trace row.
+  check.py DB workers APP_OUT
+      threads that never called the shim (cpusamp-app workers, lines "wK
+      tid=T cpu_ns=C"): every sample under burn_wK is thread T's, and the
+      CPUTIME under burn_wK lies in [0.6 C - 10 ms, 1.2 C + 10 ms] (C =
+      the thread's own CPU time; Linux checks CPU-time timers at its tick,
+      so each end of a burn may lose or gain up to a tick's worth).
+  check.py TREE_JSON live APP_OUT
+      the same band for the live daemon's tree (`gpuprof tree --pid --json`):
+      the exclusive CPUTIME of the nodes at or below each burn_wK.
 """
 import math
 import os
@@ -31,8 +40,53 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gpdq import Profile, fail  # noqa: E402
 
 
+def workers_of(path):
+    """{burn_wK: (tid, cpu_ns)} from cpusamp-app workers' output"""
+    w = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) == 3 and f[0][:1] == "w" and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
+            w["burn_" + f[0]] = (int(f[1][4:]), int(f[2][7:]))
+    if len(w) != 3:
+        fail("%s: not three workers' lines (%s)" % (path, w))
+    return w
+
+
+def in_band(what, got, cpu):
+    lo, hi = 0.6 * cpu - 10e6, 1.2 * cpu + 10e6
+    print("%s: CPUTIME %.1f ms, the thread's CPU time %.1f ms (band %.1f .. %.1f)"
+          % (what, got / 1e6, cpu / 1e6, lo / 1e6, hi / 1e6))
+    if not lo <= got <= hi:
+        fail("%s: CPUTIME %.1f ms outside [%.1f, %.1f] ms" % (what, got / 1e6, lo / 1e6, hi / 1e6))
+
+
+def live(tree_json, app_out):
+    import json
+    w = workers_of(app_out)
+    doc = json.load(open(tree_json))
+    got = dict.fromkeys(w, 0.0)
+
+    def walk(n, under):
+        fns = [fr.get("function") or "" for fr in n.get("frames", [])] + [n.get("label") or ""]
+        for f in fns:
+            b = f.split("(")[0]
+            if b in got:
+                under = b
+        if under:
+            got[under] += float(n.get("metrics", {}).get("CPUTIME", {}).get("excl", 0) or 0)
+        for c in n.get("children", []):
+            walk(c, under)
+    walk(doc["tree"], None)
+    unit = doc["tree"].get("metrics", {}).get("CPUTIME", {}).get("unit", "ns")
+    scale = 1e9 if unit in ("s", "seconds") else 1.0
+    for f, (tid, cpu) in sorted(w.items()):
+        in_band("live %s (thread %d)" % (f, tid), got[f] * scale, cpu)
+
+
 def main():
     db, mode, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if mode == "live":
+        return live(db, args[0])
     p = Profile(db)
     cpu = p.values("CPUTIME")
     rows = p.db.execute("SELECT tid, ts_ns, node FROM trace_cpu_sample").fetchall()
@@ -112,6 +166,16 @@ def main():
                 fail("samples under %s come from threads %s, expected only %d" % (f, tids, t))
             if w < 0.7 * 200e6:
                 fail("%s has %.1f ms of CPUTIME, expected about 200" % (f, w / 1e6))
+    elif mode == "workers":
+        w = workers_of(args[0])
+        args = sorted(w)  # the burners, for under_of
+        for f, (tid, tcpu) in sorted(w.items()):
+            tids = sorted(set(t for t, ts, c in rows if under_of(c) == f))
+            n = sum(1 for t, ts, c in rows if under_of(c) == f)
+            print("%s: %d samples from threads %s (want only %d)" % (f, n, tids, tid))
+            if tids != [tid]:
+                fail("samples under %s come from threads %s, expected only %d" % (f, tids, tid))
+            in_band("%s (thread %d)" % (f, tid), sum(v for c, v in cpu.items() if under_of(c) == f), tcpu)
     else:
         fail("unknown mode " + mode)
 

@@ -13,6 +13,19 @@
  *                          30 ms of CPU in the middle of it): the capture
  *                          gives the same node every time, and the shim
  *                          counts the nested samples it declined
+ *   cpusamp-app workers [GO]  three threads that never call the shim
+ *                          burn burn_w1 150 ms, burn_w2 100 ms, burn_w3
+ *                          50 ms of CPU time (the interposed pthread_create
+ *                          samples them from their start); each prints its
+ *                          tid and its own CPU time ("w1 tid=T cpu_ns=C");
+ *                          "timers_live=N" (the shim's CPU-time timers while
+ *                          the workers are alive, done burning: 4 = main +
+ *                          3) and "timers_after=M" once they were joined (1:
+ *                          each worker's timer deleted at its exit), with
+ *                          /proc/self/timers' counts beside them when the
+ *                          kernel has that file (-1 if not); with GO, the
+ *                          program then stays until file GO exists (the
+ *                          live daemon is asked meanwhile; at most 100 s)
  *   cpusamp-app signals   ratio, while the program itself takes SIGALRM
  *                          (ITIMER_REAL) and SIGPROF (ITIMER_PROF) every
  *                          millisecond and sleeps in between bursts; it
@@ -76,6 +89,76 @@ static void *worker(void *arg) {
   out[0] = (uint64_t)syscall(SYS_gettid);
   out[1] = burn_b(200);
   return NULL;
+}
+
+__attribute__((noinline)) uint64_t burn_w1(uint64_t ms) { return spin(ms, 11); }
+__attribute__((noinline)) uint64_t burn_w2(uint64_t ms) { return spin(ms, 12); }
+__attribute__((noinline)) uint64_t burn_w3(uint64_t ms) { return spin(ms, 13); }
+
+/* workers: burn, meet at `burnt` (all alive, done burning), wait at
+ * `leave` until main has counted the timers */
+static pthread_barrier_t burnt, leave;
+typedef struct wk_s {
+  int k;
+  uint64_t tid, cpu, sum;
+} wk_t;
+
+static void *wk_main(void *arg) {
+  wk_t *w = arg;
+  uint64_t c0 = thread_cpu_ns();
+  w->tid = (uint64_t)syscall(SYS_gettid);
+  w->sum = w->k == 1 ? burn_w1(150) : w->k == 2 ? burn_w2(100) : burn_w3(50);
+  w->cpu = thread_cpu_ns() - c0;
+  pthread_barrier_wait(&burnt);
+  pthread_barrier_wait(&leave);
+  return NULL;
+}
+
+/* posix timers of this process in /proc/self/timers (-1: no such file) */
+static int proc_timers(void) {
+  FILE *f = fopen("/proc/self/timers", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    n += strncmp(line, "ID:", 3) == 0;
+  fclose(f);
+  return n;
+}
+
+static int workers(const char *go) {
+  int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+  int (*timers)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_timers");
+  for (int i = 0; active && i < 500 && !active(); i++)
+    usleep(10000);
+  pthread_barrier_init(&burnt, NULL, 4);
+  pthread_barrier_init(&leave, NULL, 4);
+  pthread_t th[3];
+  wk_t w[3];
+  for (int k = 0; k < 3; k++) {
+    w[k] = (wk_t){.k = k + 1};
+    if (pthread_create(&th[k], NULL, wk_main, &w[k]) != 0)
+      return 2;
+  }
+  pthread_barrier_wait(&burnt);
+  int live = timers ? timers() : -1, plive = proc_timers();
+  pthread_barrier_wait(&leave);
+  uint64_t sum = 0;
+  for (int k = 0; k < 3; k++) {
+    pthread_join(th[k], NULL);
+    sum ^= w[k].sum;
+  }
+  int after = timers ? timers() : -1, pafter = proc_timers();
+  for (int k = 0; k < 3; k++)
+    printf("w%d tid=%llu cpu_ns=%llu\n", k + 1, (unsigned long long)w[k].tid, (unsigned long long)w[k].cpu);
+  printf("timers_live=%d proc_timers_live=%d\ntimers_after=%d proc_timers_after=%d\n", live, plive, after,
+         pafter);
+  printf("sum=%llu\n", (unsigned long long)sum);
+  fflush(stdout);
+  for (int i = 0; go && i < 10000 && access(go, F_OK) != 0; i++)
+    usleep(10000);
+  return 0;
 }
 
 static void hook_burn(void) { sink = burn_b(30); }
@@ -142,6 +225,8 @@ int main(int argc, char **argv) {
   uint64_t sum = 0;
   if (strcmp(mode, "nested") == 0)
     return nested();
+  if (strcmp(mode, "workers") == 0)
+    return workers(argc > 2 ? argv[2] : NULL);
   if (strcmp(mode, "threads") == 0) {
     /* the main thread waits for the region too, so both are sampled */
     int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");

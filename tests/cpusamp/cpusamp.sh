@@ -10,6 +10,14 @@
 #            output is unchanged and the samples are still 3:1
 #   nested   samples that arrive inside a capture of the same thread are
 #            declined (counted) and the capture's answer is unchanged
+#   workers  `gpuprof record --cpu-sampling 1000` of three threads that never
+#            call the shim (the interposed pthread_create samples them from
+#            their start): each one's samples carry its tid and lie under its
+#            own burner, its CPUTIME within a band of its CPU time; the shim
+#            holds 4 timers while they live, 1 after they were joined
+#   live     the same threads under a private gpuprofd, asked live: the
+#            daemon's tree (`gpuprof tree --pid --json`) has each burner's
+#            CPUTIME in the band while the process still runs
 #   off      no GPUPROF_CPU_SAMPLING: no CPUTIME, no trace rows
 #   takeover sampling on SIGPROF, which the program then takes for its own
 #            handler: the shim notices, stops sampling (one log line) and
@@ -22,7 +30,16 @@ HZ=1000
 
 ARG=${MODE/off/ratio}
 ARG=${ARG/takeover/signals}
+ARG=${ARG/live/workers}
 bare=$("$APP" "$ARG" | grep '^sum=') || die "the program fails without the shim"
+# check_timers OUT: the shim held a timer per live thread (main + 3
+# workers) and deleted each worker's at its exit (the kernel's own list
+# says the same where it has /proc/self/timers)
+check_timers() {
+  grep -qx 'timers_live=4 proc_timers_live=\(4\|-1\)' "$1" || die "not 4 timers while the workers lived: $(grep timers "$1")"
+  grep -qx 'timers_after=1 proc_timers_after=\(1\|-1\)' "$1" || die "worker timers left after their exit: $(grep timers "$1")"
+}
+
 case $MODE in
 nested)
   export GPUPROF_CPU_SAMPLING=$HZ
@@ -57,6 +74,34 @@ ratio|signals|off|takeover)
     $CHECK "$T/c.gpdb" ratio burn_a burn_b 3 "$cpu" $HZ "$main_cpu"
   fi
   ;;
+workers)
+  "$GPUPROF" record --cpu-sampling $HZ -o "$T/c.gpdb" -- "$APP" workers >"$T/app.out" 2>"$T/rec.err" ||
+    { cat "$T/app.out" "$T/rec.err"; die "record failed"; }
+  cat "$T/app.out" "$T/rec.err"
+  grep -qxF "$bare" "$T/app.out" || die "program output changed under the shim"
+  check_timers "$T/app.out"
+  $CHECK "$T/c.gpdb" workers "$T/app.out"
+  ;;
+live)
+  export GPUPROF_CPU_SAMPLING=$HZ
+  start_daemon "$T/c.sock" "$T/c.gpdb"
+  preload_bg "$T/c.sock" "$T/app.out" "$APP" workers "$T/go"
+  wait_for "$WAIT" "the workers burnt" grep -q '^sum=' "$T/app.out"
+  cat "$T/app.out"
+  check_timers "$T/app.out"
+  live_band() {
+    "$GPUPROF" --socket "$T/c.sock" tree --pid "$APID" --json >"$T/live.json" &&
+      $CHECK "$T/live.json" live "$T/app.out"
+  }
+  # the samples reach the daemon's tree (ingest) some time after the burns
+  wait_for "$WAIT" "the live tree's CPUTIME of each burner within its band" live_band
+  cat "$T/wait.out"
+  touch "$T/go"
+  wait_exit "$APID" "cpusamp-app workers"
+  [ "$RC" -eq 0 ] || { cat "$T/app.out.err"; die "app exited $RC"; }
+  stop_daemon
+  $CHECK "$T/c.gpdb" workers "$T/app.out"
+  ;;
 threads)
   export GPUPROF_CPU_SAMPLING=$HZ
   start_daemon "$T/c.sock" "$T/c.gpdb"
@@ -77,6 +122,8 @@ esac
 "$GPUPROF" report --metric CPUTIME "$T/c.gpdb" >"$T/report.txt" || die "report failed"
 if [ "$MODE" != off ] && [ "$MODE" != takeover ]; then
   grep -q "CPUTIME" "$T/report.txt" || { cat "$T/report.txt"; die "report has no CPUTIME column"; }
-  grep -q "burn_a" "$T/report.txt" || { cat "$T/report.txt"; die "report does not show burn_a"; }
+  f=burn_a
+  [ "$ARG" != workers ] || f=burn_w1
+  grep -q "$f" "$T/report.txt" || { cat "$T/report.txt"; die "report does not show $f"; }
 fi
 echo "PASS cpusamp.$MODE"
