@@ -86,7 +86,9 @@ live)
   export GPUPROF_CPU_SAMPLING=$HZ
   start_daemon "$T/c.sock" "$T/c.gpdb"
   preload_bg "$T/c.sock" "$T/app.out" "$APP" workers "$T/go"
-  wait_for "$WAIT" "the workers burnt" grep -q '^sum=' "$T/app.out"
+  # (done burning, or ended early: then its error is shown below)
+  wait_for "$WAIT" "the workers burnt" eval "grep -q '^sum=' '$T/app.out' || not_alive $APID"
+  grep -q '^sum=' "$T/app.out" || { cat "$T/app.out.err"; die "cpusamp-app workers ended early"; }
   cat "$T/app.out"
   check_timers "$T/app.out"
   live_band() {
