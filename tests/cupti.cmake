@@ -24,6 +24,12 @@ if(CMOCKA_FOUND)
   target_link_libraries(test-cupti-mode PRIVATE PkgConfig::CMOCKA m)
   add_test(NAME cupti.mode COMMAND test-cupti-mode)
   set_tests_properties(cupti.mode PROPERTIES LABELS "unit" TIMEOUT 30)
+  add_executable(test-cupti-sassdec ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-sassdec.c
+                 ${GPD_CUPTI_SRC}/cupti-sassdec.c)
+  target_include_directories(test-cupti-sassdec PRIVATE ${GPD_CUPTI_INCS})
+  target_link_libraries(test-cupti-sassdec PRIVATE PkgConfig::CMOCKA)
+  add_test(NAME cupti.sassdec COMMAND test-cupti-sassdec)
+  set_tests_properties(cupti.sassdec PROPERTIES LABELS "unit" TIMEOUT 30)
 endif()
 
 # The CUDA back end with a counting stand-in for the shim core: GPU
@@ -31,7 +37,7 @@ endif()
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
             ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
-            ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-mode.c
+            ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
             ${CMAKE_SOURCE_DIR}/shim/stats.c)
 target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
 target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)

@@ -401,6 +401,8 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
       gpd_cupti_sass_stop(rd->context);
       gpd_cupti_pcs_context_destroy(rd->context);
       flush_request();
+    } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+      gpd_cupti_sass_module_unloading(); /* its counts, before they go */
     } else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
       const CUpti_ModuleResourceData *m = rd->resourceDescriptor;
       atomic_fetch_add(&c_modules, 1);
@@ -421,6 +423,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   if (!op) return;
   const CUpti_CallbackData *cd = data;
   gpd_cupti_pcs_on_api(cd->context); /* a PC sampling window waits for it */
+  gpd_cupti_sass_on_api(cd->context); /* SASS counts start at a context's first call */
   uint64_t st0 = GPD_ST_T0();
   uint32_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
   if (__builtin_expect(tls_epoch != ep, 0)) {
@@ -429,6 +432,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   }
   if (cd->callbackSite == CUPTI_API_EXIT) {
     if (dom == tls_outer_dom && cd->correlationId == tls_outer) tls_outer_dom = 0;
+    if ((op & 0x7f) == GPD_OP_SYNC) gpd_cupti_sass_on_sync(cd->context); /* SASS counts so far */
     GPD_ST_ADD(GPD_ST_CB_OTHER, st0);
     return;
   }
@@ -587,9 +591,13 @@ static void trace_set(int on) {
     for (size_t i = 0; i < sizeof g_kinds / sizeof *g_kinds; i++) {
       if (!(g_trace & (1u << g_kinds[i].op)) || (!on && g_kinds[i].kind == CUPTI_ACTIVITY_KIND_DEVICE))
         continue; /* DEVICE records come once; leaving it on costs nothing */
-      r = on ? fn.cuptiActivityEnable(g_kinds[i].kind) : fn.cuptiActivityDisable(g_kinds[i].kind);
+      CUpti_ActivityKind kind = g_kinds[i].kind;
+      if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+          (kind = (CUpti_ActivityKind)gpd_cupti_sass_kernel_kind()) == 0)
+        continue; /* SASS counts on: no kernel records (cupti-sass.c) */
+      r = on ? fn.cuptiActivityEnable(kind) : fn.cuptiActivityDisable(kind);
       if (r != CUPTI_SUCCESS)
-        GPD_WARN("cuptiActivity%s(%d): %s", on ? "Enable" : "Disable", (int)g_kinds[i].kind, cupti_errstr(r));
+        GPD_WARN("cuptiActivity%s(%d): %s", on ? "Enable" : "Disable", (int)kind, cupti_errstr(r));
     }
   }
   g_on = on;
@@ -646,6 +654,7 @@ int gpd_cupti_start(void) {
   fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE,
                          CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
   fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
   if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) !=
       CUPTI_SUCCESS) {

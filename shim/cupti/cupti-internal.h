@@ -152,9 +152,65 @@ void gpd_cupti_sass_start(CUcontext ctx);
 /** Flush ctx's counts as PCSAMPLE records (stall "sass:inst_executed")
  *  and stop; ctx NULL: every context.  Any thread. */
 void gpd_cupti_sass_stop(CUcontext ctx);
+/** Module loaded: remember its cuptiGetCubinCrc value (at most 256), so
+ *  that a SASS record's 32-bit cubinCrc maps to it.  Any thread. */
+void gpd_cupti_sass_module(uint64_t crc);
+/** End of a synchronizing API call on an application thread (ctx
+ *  current): flush ctx's counts so far, at most once a second; never
+ *  waits for the lock. */
+void gpd_cupti_sass_on_sync(CUcontext ctx);
+/** An API callback of an application thread in ctx: a context created
+ *  in lifetime mode is enabled here (its first callback).  Never waits. */
+void gpd_cupti_sass_on_api(CUcontext ctx);
+/** The kernel activity kind the back end may enable: CONCURRENT_KERNEL,
+ *  or with lifetime counts none (0) or KERNEL (GPUPROF_SASS_KERNEL_ACTIVITY
+ *  =serial): CUPTI gives zero counts while CONCURRENT_KERNEL is on. */
+int gpd_cupti_sass_kernel_kind(void);
+/** A module is about to be unloaded: flush every counting context. */
+void gpd_cupti_sass_module_unloading(void);
 void gpd_cupti_sass_fork_prepare(void);
 void gpd_cupti_sass_fork_parent(void);
 void gpd_cupti_sass_fork_child(void);
+
+/* cupti-sassdec.c: flushed SASS records -> PCSAMPLE records (pure). */
+struct CUpti_SassMetrics_Data;
+/** What gpd_cupti_sass_decode did with the records, stage by stage: of
+ *  `records`, `noname` had no function name, `zero` a zero count (the rest
+ *  `nonzero`, `sum` executions in all); of those, the binary id matched a
+ *  loaded module exactly (`crc_exact`), by its low 32 bits (`crc_low32`)
+ *  or not at all (`crc_none`, pushed as it is); `nofunc` got no string id
+ *  (not pushed); `pushed` were pushed whole, `pushfail` lost a record to a
+ *  full ring; `recs_pushed` ring records in all.  `metric_other` counts
+ *  values of a metric id other than the configured one (added anyway). */
+typedef struct gpd_sass_stats_s {
+  size_t records, noname, zero, nonzero, crc_exact, crc_low32, crc_none, nofunc, pushed, pushfail,
+      recs_pushed, metric_other;
+  uint64_t sum;
+} gpd_sass_stats_t;
+/** Where decoded counts go.  intern: a name's string id (0 = none);
+ *  push: one record, 0 or negative (lost).  stall: the string id of
+ *  "sass:inst_executed"; metric: the configured metric id (0 = any);
+ *  crcs/ncrcs: cuptiGetCubinCrc of the loaded modules. */
+typedef struct gpd_sass_sink_s {
+  uint32_t (*intern)(void *ud, const char *text, unsigned kind);
+  int (*push)(void *ud, const gpd_rec_pcsample_t *r);
+  void *ud;
+  uint32_t stall, device;
+  uint64_t metric;
+  const uint64_t *crcs;
+  size_t ncrcs;
+} gpd_sass_sink_t;
+/** Map a SASS record's cubinCrc to a loaded module's id: 0 equal, 1 the
+ *  one module whose low 32 bits equal it, -1 none or ambiguous (*out =
+ *  crc).  Pure. */
+int gpd_cupti_sass_crc_map(uint32_t crc, const uint64_t *known, size_t n, uint64_t *out);
+/** Turn `n` flushed records of `inst` instances each into PCSAMPLE records
+ *  (func = the function name's id, pc = pcOffset, samples = the summed
+ *  count, split in records of at most 2^32-1) through s->push; fills *st.
+ *  Pure apart from the hooks; any thread. */
+void gpd_cupti_sass_decode(const gpd_sass_sink_t *s, const struct CUpti_SassMetrics_Data *d,
+                           size_t n, size_t inst, gpd_sass_stats_t *st);
+
 void gpd_cupti_pcs_fork_prepare(void);
 void gpd_cupti_pcs_fork_parent(void);
 void gpd_cupti_pcs_fork_child(void);

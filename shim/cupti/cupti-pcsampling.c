@@ -15,12 +15,13 @@
  * CUDA API call of an application thread in that context (the connection
  * thread only sets g_want and g_pending; the API callback checks one
  * atomic, and enables under a trylock, never waiting).  Every context
- * CUPTI creates is remembered (g_known) so a window knows them.  A window
- * ends softly: the connection thread only clears g_want (it never calls
- * CUPTI: it must stay free to answer the daemon); samples read after that
- * are dropped, and the contexts stay configured (sampling's cost stays)
- * until they are destroyed or the process exits, where they are disabled
- * as in lifetime mode.  A drain thread of
+ * CUPTI creates is remembered (g_known) so a window knows them.  At a
+ * window's end the connection thread only clears g_want (it never calls
+ * CUPTI: it must stay free to answer the daemon); each sampled context is
+ * read one last time and disabled at its next CUDA API call, on that
+ * application thread, so sampling's cost ends with the window (samples
+ * read in between are kept; a context with no further API call stays
+ * configured until it is destroyed or the process exits).  A drain thread of
  * our own ("gpuprof-pcsamp") calls cuptiPCSamplingGetData every 100 ms,
  * adds the PCs into a bounded table and pushes the table as PCSAMPLE
  * records (deltas) plus a PCSTATS record every second, on its own ring:
@@ -103,7 +104,10 @@ typedef struct pcs_key_s {
 static atomic_int g_on;      /* the API is there: contexts are tracked */
 static int g_always;          /* GPUPROF_PC_SAMPLING=1: every context, always */
 static atomic_int g_want;     /* a window is open: enable contexts */
-static atomic_int g_pending;  /* g_want and a known context is not on yet */
+static atomic_int g_pending;  /* a context's state differs from the window's: on at the
+                                 next API call (g_want), or off (window ended) */
+static atomic_int g_tail;     /* a window ended and a context is still on: its last samples
+                                 are kept until that context is disabled */
 static atomic_int g_win_period = -1; /* the window's period (-1: g_period) */
 static atomic_uint g_win_flags;      /* the window's GPD_CONTROL_F_* */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* contexts, table, CUPTI calls */
@@ -123,6 +127,11 @@ static atomic_ulong c_pcs_records, c_pcs_samples, c_pcs_full, c_pcs_err, c_pcs_p
 
 static void pcs_push_locked(void);
 static void pcs_finish(unsigned c);
+
+/* Samples read now belong to a window (or to lifetime sampling). */
+static int pcs_keep(void) {
+  return g_always || atomic_load(&g_want) || atomic_load(&g_tail);
+}
 
 /* ------------------------------------------------------------- table */
 
@@ -257,7 +266,7 @@ static void pcs_drain_ctx(pcs_ctx_t *x) {
       GPD_DEBUG("cuptiPCSamplingGetData: %d", (int)r);
       return;
     }
-    if (g_always || atomic_load(&g_want))
+    if (pcs_keep())
       pcs_take(x, &x->data); /* else: outside every window, dropped */
     if (x->data.remainingNumPcs == 0)
       return;
@@ -518,10 +527,17 @@ static int ctx_on(CUcontext ctx) {
 /* g_pending = a window is open and a known context is not on (lock held). */
 static void pending_update(void) {
   int p = 0;
-  if (atomic_load(&g_want))
+  if (atomic_load(&g_want)) {
     for (unsigned k = 0; k < PCS_MAXCTX; k++)
       if (g_known[k].ctx && !g_known[k].enabling && !ctx_on(g_known[k].ctx))
         p = 1;
+  } else if (!g_always) {
+    for (unsigned c = 0; c < PCS_MAXCTX; c++)
+      if (g_ctx[c])
+        p = 1; /* a window ended: disable at the context's next API call */
+    if (!p)
+      atomic_store(&g_tail, 0);
+  }
   atomic_store(&g_pending, p);
 }
 
@@ -533,6 +549,19 @@ static void ctx_sync_here(CUcontext ctx, int wait) {
     pthread_mutex_lock(&g_mu);
   else if (pthread_mutex_trylock(&g_mu) != 0)
     return; /* the next API call tries again */
+  if (!g_always && !atomic_load(&g_want)) {
+    /* the window ended: read this context's last samples and disable it
+     * here, on an application thread where it is current (the connection
+     * thread never calls CUPTI; docs/ANALYZER-GPU.md) */
+    for (unsigned c = 0; c < PCS_MAXCTX; c++)
+      if (g_ctx[c] && g_ctx[c]->ctx == ctx) {
+        pcs_finish(c);
+        GPD_INFO("PC sampling off for a CUDA context (the window ended)");
+      }
+    pending_update();
+    pthread_mutex_unlock(&g_mu);
+    return;
+  }
   int k = -1;
   for (unsigned i = 0; i < PCS_MAXCTX; i++)
     if (g_known[i].ctx == ctx)
@@ -544,9 +573,7 @@ static void ctx_sync_here(CUcontext ctx, int wait) {
   g_known[k].enabling = 1;
   pending_update();
   pthread_mutex_unlock(&g_mu);
-  int rc = pcs_ctx_enable(ctx);
-  if (rc == 0 && !g_always && (atomic_load(&g_win_flags) & GPD_CONTROL_F_COUNTS))
-    gpd_cupti_sass_start(ctx); /* --counts: exact call counts too (read at exit) */
+  (void)pcs_ctx_enable(ctx);
   pthread_mutex_lock(&g_mu);
   for (unsigned i = 0; i < PCS_MAXCTX; i++)
     if (g_known[i].ctx == ctx)
@@ -585,7 +612,7 @@ static void pcs_finish(unsigned c) {
   x->data.totalNumPcs = 0;
   x->data.totalSamples = x->data.droppedSamples = x->data.nonUsrKernelsTotalSamples = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, x->ctx};
-  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS && (g_always || atomic_load(&g_want)))
+  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS && pcs_keep())
     pcs_take(x, &x->data);
   pcs_push_locked();
   g_ctx[c] = NULL;
@@ -627,23 +654,31 @@ int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uin
     atomic_store(&g_want, 1);
     pending_update();
     *targets = known;
+    /* --counts is refused: SASS patching and PC sampling in one process
+     * lost the patched kernels' samples, and the counts were all zero
+     * while kernel records are traced (H100, docs/VALIDATION.md) */
+    const char *nc = (flags & GPD_CONTROL_F_COUNTS)
+                         ? "; --counts refused (no SASS counts with PC sampling or kernel tracing)"
+                         : "";
     if (known)
-      snprintf(msg, n, "%u CUDA context%s: sampling starts at the next CUDA call in each", known,
-               known == 1 ? "" : "s");
+      snprintf(msg, n, "%u CUDA context%s: sampling starts at the next CUDA call in each%s", known,
+               known == 1 ? "" : "s", nc);
     else
-      snprintf(msg, n, "no CUDA context yet: sampling starts with the first one");
+      snprintf(msg, n, "no CUDA context yet: sampling starts with the first one%s", nc);
   } else {
-    /* Soft stop: samples are no longer kept (pcs_drain_ctx reads and
-     * drops them); the contexts stay configured until they end or the
-     * process exits.  No CUPTI call here: when this thread called
-     * cuptiPCSamplingDisable while the application kept the GPU busy, it
-     * never answered again (H100, docs/VALIDATION.md). */
+    /* Stop: each sampled context is read one last time and disabled at
+     * its next CUDA API call, on that application thread (ctx_sync_here);
+     * until then its samples are kept (g_tail).  No CUPTI call here: when
+     * this thread called cuptiPCSamplingDisable while the application
+     * kept the GPU busy, it never answered again (H100,
+     * docs/VALIDATION.md). */
     atomic_store(&g_want, 0);
     for (unsigned c = 0; c < PCS_MAXCTX; c++)
       stopped += g_ctx[c] != NULL;
+    atomic_store(&g_tail, stopped > 0);
     pending_update();
     *targets = stopped;
-    snprintf(msg, n, "samples no longer kept on %u CUDA context%s (configured until exit)", stopped,
+    snprintf(msg, n, "sampling stops at the next CUDA call in %u CUDA context%s", stopped,
              stopped == 1 ? "" : "s");
   }
   pthread_mutex_unlock(&g_mu);
@@ -661,6 +696,7 @@ void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size) {
   cp.cubin = cubin;
   if (pf.cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS)
     return;
+  gpd_cupti_sass_module(cp.cubinCrc); /* SASS counts name modules by a 32-bit CRC */
   char hex[33];
   gpd_hash128_hex(cubin, size, hex);
   gpd_rec_cubin_t r;
@@ -698,4 +734,5 @@ void gpd_cupti_pcs_fork_child(void) {
   atomic_store(&g_on, 0);
   atomic_store(&g_want, 0);
   atomic_store(&g_pending, 0);
+  atomic_store(&g_tail, 0);
 }

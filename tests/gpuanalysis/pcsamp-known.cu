@@ -7,7 +7,7 @@
 //   hot() holds one loop (the hot line is marked HOT-LINE); fact() is
 //   recursive.
 // Built with nvcc -cubin by the tests (structure only) and as a program
-// for the GPU machine: ./pcsamp-known [iterations].
+// for the GPU machine: ./pcsamp-known [iterations] | --steps SECONDS.
 #include <cstdio>
 #include <cstdlib>
 
@@ -38,6 +38,38 @@ __global__ void known_calls(const float *a, int n, int reps, float *o) {
 }
 
 #ifndef PCSAMP_STRUCTURE_ONLY
+#include <cstring>
+#include <ctime>
+
+static double now_s(clockid_t c) {
+  struct timespec t;
+  clock_gettime(c, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// --steps SECONDS: a loop of equal steps (10 known_calls launches of
+// ~0.2 ms each, then a synchronize) for SECONDS, one line per step with the wall-clock time
+// it ended (CLOCK_REALTIME, to line up with a sampling window) and its
+// duration: the application's own speed before, during and after a
+// `gpuprof sample` window.
+static int steps(const float *a, float *o, double secs) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  double t0 = now_s(CLOCK_MONOTONIC);
+  for (int k = 0; now_s(CLOCK_MONOTONIC) - t0 < secs; k++) {
+    double s0 = now_s(CLOCK_MONOTONIC);
+    for (int i = 0; i < 10; i++)
+      known_calls<<<80, 256>>>(a, 2048, 3, o);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      printf("pcsamp-known: %s\n", cudaGetErrorString(e));
+      return 1;
+    }
+    printf("step %d end %.6f ms %.3f\n", k, now_s(CLOCK_REALTIME),
+           1e3 * (now_s(CLOCK_MONOTONIC) - s0));
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 50;
   float *a, *o;
@@ -47,6 +79,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   cudaMemset(a, 0, 1024 * sizeof(float));
+  if (argc > 2 && strcmp(argv[1], "--steps") == 0)
+    return steps(a, o, atof(argv[2]));
   for (int i = 0; i < iters; i++)
     known<<<80, 256>>>(a, 4096, o);
   for (int i = 0; i < 5 * iters; i++)
