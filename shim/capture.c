@@ -702,15 +702,23 @@ uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why) {
   *why = GPD_SAMPLE_NO_FRAME;
   int i = n > 0 ? sample_frame(m->samp_raw, n, pc) : -1;
   if (i >= 0) {
-    uintptr_t *buf = &m->samp_raw[i];
+    m->samp_raw[i] = pc + 1;
+    const uintptr_t *buf = &m->samp_raw[i];
     n -= i;
-    buf[0] = pc + 1;
     uint32_t gen = atomic_load_explicit(&g->gen, memory_order_acquire);
     uint32_t epoch = atomic_load_explicit(&g->epoch, memory_order_acquire);
     uint32_t mgen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
     path_sync(&m->samp, gen, epoch, mgen, 0);
     int s = gpd_module_cut(buf, n, 0);
     int depth = n - s;
+    /* Python frames, as a capture splices them (the interpreter's frames
+     * for the native frames of _PyEval_EvalFrameDefault, the leaf too:
+     * a thread running bytecode is sampled inside it), from the
+     * handler-safe walk on the sample's own state */
+    if (depth > 0 && gpd_pyframes_walk_signal(&m->spy) > 0) {
+      depth = gpd_pyframes_splice(&m->spy, &buf[s], depth, GPD_CAPTURE_WALK_MAX + GPD_PY_MAX, &buf);
+      s = 0;
+    }
     if (depth > GPD_CAPTURE_MAX_DEPTH)
       depth = GPD_CAPTURE_MAX_DEPTH;
     if (depth > 0) {

@@ -243,6 +243,7 @@ void gpd_cpusample_stop(void) {
     return;
   atomic_store(&cs.stopped, 1);
   gpd_cpusample_thread_stop();
+  gpd_pyframes_service(); /* the Python line, if no service pass said it yet */
 }
 
 void gpd_cpusample_atfork_child(void) {
@@ -266,6 +267,8 @@ void gpd_cpusample_service(void) {
   uintptr_t ip = atomic_exchange_explicit(&cs.want_ip, 0, memory_order_relaxed);
   if (ip)
     (void)gpd_module_cut(&ip, 1, 1); /* refreshes the table on a miss */
+  if (cs.on)
+    gpd_pyframes_service(); /* a CPU-only Python program makes no capture */
   if (cs.on && !atomic_load_explicit(&cs.stopped, memory_order_relaxed) && !cs_handler_ours()) {
     /* the application took the signal: its handler must not get our
      * timers' signals for longer than one pass of this thread (~100 ms) */
@@ -305,6 +308,7 @@ void gpd_cpusample_init(void) {
   cs.period_ns = 1000000000ull / hz;
   cs.on = 1;
   GPD_INFO("CPU sampling at %llu Hz of CPU time (signal %d)", (unsigned long long)hz, sig);
+  gpd_pyframes_service(); /* the interpreter, if the program is one (its samples' Python frames) */
   (void)gpd_thread_memo(); /* the main thread: memo and timer now */
 }
 

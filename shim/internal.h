@@ -266,6 +266,7 @@ typedef struct gpd_capture_memo_s {
     uint32_t node, gen, epoch, mgen;
   } pynode[GPD_CAPTURE_PYNODES];
   gpd_pyframes_thread_t py; /* this thread's Python frames (python-frames.c) */
+  gpd_pyframes_thread_t spy; /* the same for CPU samples (their handler's own) */
 } gpd_capture_memo_t;
 
 
@@ -325,6 +326,11 @@ void gpd_cpusample_service(void);
 
 /* -------------------------------------------------------------- strings.c */
 void gpd_strings_init(void);
+/** gpd_shim_string for a permanent text[0..len) (never freed or changed:
+ *  Python site texts): kept by pointer, no allocation, no logging, so
+ *  async-signal-safe (the CPU sampler announces Python nodes).  0 when not
+ *  active or the table is full. */
+uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind);
 void gpd_strings_atfork_child(void);
 
 /* ------------------------------------------------------------------ job.c */

@@ -95,6 +95,7 @@ static struct {
   uintptr_t code_type, str_type, bytes_type;
   uintptr_t eval_lo, eval_hi;       /* _PyEval_EvalFrameDefault */
   pthread_key_t key;
+  _Atomic int logged; /* "Python frames captured" said */
 } py;
 static int py_log_once, py_log_sites;
 static int vm_readv_ok = 1; /* process_vm_readv works here (else mincore) */
@@ -201,6 +202,109 @@ FOREIGN static int tss_check(gpd_pyframes_thread_t *t, uintptr_t tss) {
 
 static uintptr_t sym(const char *name) { return (uintptr_t)dlsym(RTLD_DEFAULT, name); }
 
+/* Stage 0 -> 2: find the interpreter's symbols and layout (dlsym,
+ * dladdr1, getenv, logging: never from a signal handler).  0 not there
+ * (yet), -1 off for good, 1 found (state 2 or later). */
+static int py_find(void) {
+  int st = atomic_load_explicit(&py.state, memory_order_acquire);
+  if (st != 0)
+    return st < 0 ? -1 : 1;
+  const char *off = getenv("GPUPROF_PYTHON");
+  if (off && strcmp(off, "0") == 0) {
+    atomic_store(&py.state, -1); /* native frames only, by request */
+    return -1;
+  }
+  const unsigned long *ver = (const unsigned long *)sym("Py_Version");
+  uintptr_t rt = sym("_PyRuntime");
+  if (!rt)
+    return 0; /* no Python (yet) */
+  if (!ver) {
+    GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
+                 "python: interpreter older than 3.11 (no Py_Version); Python frames not captured");
+    atomic_store(&py.state, -1);
+    return -1;
+  }
+  unsigned hex = (unsigned)(*ver >> 16);
+  const pylayout_t *L = NULL;
+  for (size_t i = 0; i < sizeof pylayouts / sizeof pylayouts[0]; i++)
+    if (pylayouts[i].hex == hex)
+      L = &pylayouts[i];
+  uintptr_t ev = sym("_PyEval_EvalFrameDefault");
+  Dl_info info;
+  const ElfW(Sym) *es = NULL;
+  if (!L || !ev || !dladdr1((void *)ev, &info, (void **)&es, RTLD_DL_SYMENT) || !es || es->st_size == 0) {
+    GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
+                 "python %u.%u: frame layout unknown (3.11 and 3.12 are known); Python frames not "
+                 "captured, native frames only",
+                 hex >> 8, hex & 0xff);
+    atomic_store(&py.state, -1);
+    return -1;
+  }
+  py.L = L;
+  py.runtime = rt;
+  py.code_type = sym("PyCode_Type");
+  py.str_type = sym("PyUnicode_Type");
+  py.bytes_type = sym("PyBytes_Type");
+  py.eval_lo = ev;
+  py.eval_hi = ev + es->st_size;
+  if (!py.code_type || !py.str_type || !py.bytes_type) {
+    GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN, "python %s: type objects not found; Python frames not captured",
+                 L->name);
+    atomic_store(&py.state, -1);
+    return -1;
+  }
+  int z = 0;
+  atomic_compare_exchange_strong_explicit(&py.state, &z, 2, memory_order_release, memory_order_relaxed);
+  return 1;
+}
+
+/* Stage 2 -> 1: find the TSS key with a thread that has a thread state.
+ * Reads checked memory and the calling thread's own pthread key slot
+ * only: async-signal-safe when may_log is 0 (the CPU sampler's handler;
+ * then the connection thread logs the result, gpd_pyframes_service; the
+ * handler only checks the recorded offset and never turns Python off).
+ * Returns 1 when on. */
+static int py_find_tss(gpd_pyframes_thread_t *t, int may_log) {
+  int c = tss_check(t, py.runtime + py.L->rt_tss);
+  uintptr_t tss = 0;
+  if (c == 1) {
+    tss = py.runtime + py.L->rt_tss;
+  } else if (c == 0 && !may_log) {
+    /* the sampler: a "no" may come from an interpreter still starting
+     * (key not made yet, no main interpreter): never concluded here, and
+     * no search per sample; a capture searches (a moved key) */
+    return 0;
+  } else if (c == 0) {
+    /* a patch release may have moved it: search nearby (4-byte steps) */
+    int unknown = 0;
+    for (unsigned off = 64; off < 8192 && !tss; off += 4) {
+      int r = tss_check(t, py.runtime + off);
+      if (r == 1)
+        tss = py.runtime + off;
+      else if (r < 0)
+        unknown = 1;
+    }
+    if (!tss) {
+      if (unknown)
+        return 0; /* some candidate slot empty on this thread: retry on another */
+      if (may_log)
+        GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
+                     "python %s: thread-state key not found; Python frames not captured", py.L->name);
+      atomic_store(&py.state, -1);
+      return 0;
+    }
+  } else {
+    return 0; /* this thread has no thread state: ask again later */
+  }
+  py.tss = tss;
+  int two = 2;
+  atomic_compare_exchange_strong_explicit(&py.state, &two, 1, memory_order_release, memory_order_relaxed);
+  if (may_log && !atomic_exchange(&py.logged, 1))
+    GPD_LOG(GPD_LOG_INFO, "python %s: Python frames captured (thread-state key at _PyRuntime+%lu)", py.L->name,
+            (unsigned long)(py.tss - py.runtime));
+  return atomic_load_explicit(&py.state, memory_order_acquire) == 1;
+}
+
 /* Look up the interpreter (once; again every 4096 captures while it is
  * not there: a program may load libpython later).  Returns 1 when on. */
 static int py_setup(gpd_pyframes_thread_t *t) {
@@ -212,84 +316,10 @@ static int py_setup(gpd_pyframes_thread_t *t) {
   if (st == 0) {
     if ((atomic_fetch_add_explicit(&py.tries, 1, memory_order_relaxed) & 4095) != 0)
       return 0;
-    const char *off = getenv("GPUPROF_PYTHON");
-    if (off && strcmp(off, "0") == 0) {
-      atomic_store(&py.state, -1); /* native frames only, by request */
+    if (py_find() <= 0)
       return 0;
-    }
-    const unsigned long *ver = (const unsigned long *)sym("Py_Version");
-    uintptr_t rt = sym("_PyRuntime");
-    if (!rt)
-      return 0; /* no Python (yet) */
-    if (!ver) {
-      GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
-                   "python: interpreter older than 3.11 (no Py_Version); Python frames not captured");
-      atomic_store(&py.state, -1);
-      return 0;
-    }
-    unsigned hex = (unsigned)(*ver >> 16);
-    const pylayout_t *L = NULL;
-    for (size_t i = 0; i < sizeof pylayouts / sizeof pylayouts[0]; i++)
-      if (pylayouts[i].hex == hex)
-        L = &pylayouts[i];
-    uintptr_t ev = sym("_PyEval_EvalFrameDefault");
-    Dl_info info;
-    const ElfW(Sym) *es = NULL;
-    if (!L || !ev || !dladdr1((void *)ev, &info, (void **)&es, RTLD_DL_SYMENT) || !es ||
-        es->st_size == 0) {
-      GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
-                   "python %u.%u: frame layout unknown (3.11 and 3.12 are known); Python frames not "
-                   "captured, native frames only",
-                   hex >> 8, hex & 0xff);
-      atomic_store(&py.state, -1);
-      return 0;
-    }
-    py.L = L;
-    py.runtime = rt;
-    py.code_type = sym("PyCode_Type");
-    py.str_type = sym("PyUnicode_Type");
-    py.bytes_type = sym("PyBytes_Type");
-    py.eval_lo = ev;
-    py.eval_hi = ev + es->st_size;
-    if (!py.code_type || !py.str_type || !py.bytes_type) {
-      GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN, "python %s: type objects not found; Python frames not captured",
-                   L->name);
-      atomic_store(&py.state, -1);
-      return 0;
-    }
-    atomic_store_explicit(&py.state, 2, memory_order_release);
   }
-  /* state 2: find the TSS key with a thread that has a thread state. */
-  int c = tss_check(t, py.runtime + py.L->rt_tss);
-  if (c == 1) {
-    py.tss = py.runtime + py.L->rt_tss;
-  } else if (c == 0) {
-    /* a patch release may have moved it: search nearby (4-byte steps) */
-    int found = 0, unknown = 0;
-    for (unsigned off = 64; off < 8192 && !found; off += 4) {
-      int r = tss_check(t, py.runtime + off);
-      if (r == 1) {
-        py.tss = py.runtime + off;
-        found = 1;
-      } else if (r < 0) {
-        unknown = 1;
-      }
-    }
-    if (!found) {
-      if (unknown)
-        return 0; /* some candidate slot empty on this thread: retry on another */
-      GPD_LOG_ONCE(py_log_once, GPD_LOG_WARN,
-                   "python %s: thread-state key not found; Python frames not captured", py.L->name);
-      atomic_store(&py.state, -1);
-      return 0;
-    }
-  } else {
-    return 0; /* this thread has no thread state: ask again later */
-  }
-  GPD_LOG(GPD_LOG_INFO, "python %s: Python frames captured (thread-state key at _PyRuntime+%lu)", py.L->name,
-          (unsigned long)(py.tss - py.runtime));
-  atomic_store_explicit(&py.state, 1, memory_order_release);
-  return 1;
+  return py_find_tss(t, 1);
 }
 
 /* ------------------------------------------------------------- lines */
@@ -350,6 +380,12 @@ FOREIGN int gpd_pyframes__addr2line(const uint8_t *tab, size_t len, int first, l
 
 #define SITES_CAP 65536u /* power of two */
 #define SITE_TEXT_MAX 1024u
+/* Site texts live in one arena (bump allocated, never freed: sites are
+ * forever), not in malloc'd blocks: a site may be made by the CPU
+ * sampler's signal handler.  Pages are touched only as texts fill them. */
+#define SITE_ARENA (4u << 20)
+static char site_arena[SITE_ARENA];
+static _Atomic size_t site_arena_used;
 
 typedef struct site_s {
   _Atomic uint64_t hash; /* 0 = empty */
@@ -360,9 +396,10 @@ typedef struct site_s {
 } site_t;
 static site_t sites[SITES_CAP];
 
-/* Index of site (text, line), inserting it.  -1 when the table is full or
- * memory is short (the frame is then left out). */
-static long site_get(const char *text, uint32_t len, uint32_t line) {
+/* Index of site (text, line), inserting it.  -1 when the table or the
+ * text arena is full (the frame is then left out).  No allocation, no
+ * lock: async-signal-safe when may_log is 0. */
+static long site_get(const char *text, uint32_t len, uint32_t line, int may_log) {
   uint64_t h = gpd_hash64(text, len, line) | 1;
   for (uint32_t probe = 0; probe < 64; probe++) {
     uint32_t i = (uint32_t)(h + probe) & (SITES_CAP - 1);
@@ -370,7 +407,8 @@ static long site_get(const char *text, uint32_t len, uint32_t line) {
     uint64_t eh = atomic_load_explicit(&s->hash, memory_order_acquire);
     if (eh == 0) {
       if (atomic_compare_exchange_strong(&s->hash, &eh, h)) {
-        s->text = malloc(len + 1);
+        size_t at = atomic_fetch_add_explicit(&site_arena_used, (size_t)len + 1, memory_order_relaxed);
+        s->text = at + len + 1 <= SITE_ARENA ? site_arena + at : NULL;
         if (s->text) {
           memcpy(s->text, text, len);
           s->text[len] = 0;
@@ -390,7 +428,8 @@ static long site_get(const char *text, uint32_t len, uint32_t line) {
     if (r == 1 && s->line == line && s->len == len && memcmp(s->text, text, len) == 0)
       return (long)i;
   }
-  GPD_LOG_ONCE(py_log_sites, GPD_LOG_WARN, "python: site table full; some Python frames left out");
+  if (may_log)
+    GPD_LOG_ONCE(py_log_sites, GPD_LOG_WARN, "python: site table full; some Python frames left out");
   return -1;
 }
 
@@ -398,7 +437,9 @@ int gpd_pyframes_node(gpd_rec_node_t *r, uint64_t key) {
   uint64_t i = key & 0xffffffffffffull;
   if (!gpd_pyframes_is_key(key) || i >= SITES_CAP || atomic_load(&sites[i].ready) != 1)
     return -ENOENT;
-  uint32_t sid = gpd_shim_string(sites[i].text, GPD_STR_PYCODE);
+  /* the site's text is permanent: the string table keeps the pointer
+   * (no allocation: a CPU sample's handler announces nodes too) */
+  uint32_t sid = gpd_shim__string_static(sites[i].text, sites[i].len, GPD_STR_PYCODE);
   if (!sid)
     return -ENOSPC;
   r->h.flags = GPD_NODE_F_PYTHON;
@@ -457,7 +498,7 @@ FOREIGN static int str_read(gpd_pyframes_thread_t *t, uintptr_t o, char *out, si
 }
 
 /* Site key of code object co at instruction pointer instr; 0 = leave out. */
-FOREIGN static uint64_t site_key(gpd_pyframes_thread_t *t, uintptr_t co, uintptr_t instr) {
+FOREIGN static uint64_t site_key(gpd_pyframes_thread_t *t, uintptr_t co, uintptr_t instr, int may_log) {
   const pylayout_t *L = py.L;
   uintptr_t fn = ld_ptr(co + L->co_filename), qn = ld_ptr(co + L->co_qualname),
             lt = ld_ptr(co + L->co_linetable);
@@ -487,7 +528,7 @@ FOREIGN static uint64_t site_key(gpd_pyframes_thread_t *t, uintptr_t co, uintptr
   int b = str_read(t, fn, text + a + 1, sizeof text - (size_t)a - 1);
   if (b < 0)
     return 0;
-  long i = site_get(text, (uint32_t)(a + 1 + b), (uint32_t)line);
+  long i = site_get(text, (uint32_t)(a + 1 + b), (uint32_t)line, may_log);
   if (i < 0)
     return 0;
   uint64_t key = GPD_PY_KEY_TAG << 48 | (uint64_t)i;
@@ -513,7 +554,7 @@ FOREIGN static inline uintptr_t co_names(uintptr_t co) {
 #define WALK_STEPS 1024 /* frames looked at, incomplete and entry frames included */
 
 /* The walk from frame f (innermost) with the process's layout. */
-FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
+FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log) {
   const pylayout_t *L = py.L;
   uint32_t n = 0, act = 0;
   int steps = 0;
@@ -546,7 +587,7 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
         int firsttr = ld_int(co + L->co_firsttraceable);
         int complete = owner == OWNER_GENERATOR ||
                        instr >= co + L->co_code + 2 * (uintptr_t)(firsttr > 0 ? firsttr : 0);
-        k = complete ? site_key(t, co, instr) : 0;
+        k = complete ? site_key(t, co, instr, may_log) : 0;
       }
       if (k && n < GPD_PY_MAX) {
         t->key[n] = k;
@@ -579,18 +620,39 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f) {
   return (int)n;
 }
 
-int gpd_pyframes_walk(gpd_pyframes_thread_t *t) {
-  t->n = 0;
-  t->nact = 0;
-  if (!py_setup(t))
-    return 0;
+/* The walk of the calling thread's chain, once the interpreter is known. */
+static int walk_thread(gpd_pyframes_thread_t *t, int may_log) {
   uintptr_t ts = tss_tstate(py.tss);
   if (!ts || (ts & 7) || !rd_ok(t, ts, py.L->ts_cframe + 8))
     return 0;
   uintptr_t cf = ld_ptr(ts + py.L->ts_cframe);
   if (!cf || (cf & 7) || !rd_ok(t, cf, py.L->cf_current + 8))
     return 0;
-  return walk_from(t, ld_ptr(cf + py.L->cf_current));
+  return walk_from(t, ld_ptr(cf + py.L->cf_current), may_log);
+}
+
+int gpd_pyframes_walk(gpd_pyframes_thread_t *t) {
+  t->n = 0;
+  t->nact = 0;
+  if (!py_setup(t))
+    return 0;
+  return walk_thread(t, 1);
+}
+
+int gpd_pyframes_walk_signal(gpd_pyframes_thread_t *t) {
+  t->n = 0;
+  t->nact = 0;
+  int st = atomic_load_explicit(&py.state, memory_order_acquire);
+  if (st != 1 && (st != 2 || !py_find_tss(t, 0)))
+    return 0;
+  return walk_thread(t, 0);
+}
+
+void gpd_pyframes_service(void) {
+  if (py_find() > 0 && atomic_load_explicit(&py.state, memory_order_acquire) == 1 &&
+      !atomic_exchange(&py.logged, 1))
+    GPD_LOG(GPD_LOG_INFO, "python %s: Python frames captured (thread-state key at _PyRuntime+%lu)", py.L->name,
+            (unsigned long)(py.tss - py.runtime));
 }
 
 int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
@@ -635,7 +697,7 @@ GPD_EXPORT int gpd_shim__pywalk(unsigned hex, uintptr_t f, uintptr_t code_type, 
   py.str_type = str_type;
   py.bytes_type = bytes_type;
   memset(&t, 0, sizeof t);
-  int n = walk_from(&t, f);
+  int n = walk_from(&t, f, 1);
   for (int i = 0; i < n && i < max; i++)
     keys[i] = t.key[i];
   return n;

@@ -66,6 +66,21 @@ typedef struct gpd_pyframes_thread_s {
  *  state (a page not seen before costs one process_vm_readv). */
 int gpd_pyframes_walk(gpd_pyframes_thread_t *t);
 
+/** The same walk from the CPU sampler's signal handler (cpusample.c):
+ *  async-signal-safe -- no allocation (site texts live in a static
+ *  arena), no lock, no logging, no symbol lookup; the only system calls
+ *  are process_vm_readv / mincore for a page not seen before, and the one
+ *  library call pthread_getspecific (glibc: a read of the calling thread's
+ *  own key array).  0 frames until the interpreter was found by a capture
+ *  or by gpd_pyframes_service; the thread-state key it may find itself.
+ *  t must be the thread's sample-only state (never the captures'). */
+int gpd_pyframes_walk_signal(gpd_pyframes_thread_t *t);
+
+/** From the constructor and the connection thread while CPU sampling is
+ *  on: look up the interpreter (a CPU-only Python program makes no
+ *  capture that would), and log once when Python frames are on. */
+void gpd_pyframes_service(void);
+
 /** Splice the walked Python frames into native path ips[0..n) (return
  *  addresses, innermost first, shim frames already cut): each native
  *  frame inside _PyEval_EvalFrameDefault is replaced by the Python frames

@@ -4,7 +4,8 @@
  * Lock-free open addressing over a fixed table (STRINGS_CAP entries): a
  * lookup hashes the text (XXH3) and probes; an insert claims an empty
  * entry with one CAS on its hash word, copies the text (malloc: first
- * sight of a text only) and publishes the id.  Full table: returns 0.
+ * sight of a text only; gpd_shim__string_static keeps the caller's
+ * permanent text instead) and publishes the id.  Full table: returns 0.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ typedef struct string_entry_s {
   uint32_t kind;
   uint32_t len;
   char *text;
+  int borrowed; /* text is the caller's permanent copy (never freed) */
 } string_entry_t;
 
 static string_entry_t strings[STRINGS_CAP];
@@ -33,7 +35,8 @@ void gpd_strings_init(void) {}
 
 void gpd_strings_atfork_child(void) {
   for (uint32_t i = 0; i < STRINGS_CAP; i++) {
-    free(strings[i].text);
+    if (!strings[i].borrowed)
+      free(strings[i].text);
     memset(&strings[i], 0, sizeof strings[i]);
   }
 }
@@ -58,10 +61,9 @@ static int string_announce(string_entry_t *e) {
   return ok;
 }
 
-GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
-  if (!text || !gpd_shim_active())
-    return 0;
-  size_t len = strnlen(text, STRINGS_TEXT_MAX);
+/* Id of text[0..len) of kind, inserted if new: its text copied (malloc),
+ * or kept by pointer when `keep` (text permanent, no allocation). */
+static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep) {
   uint64_t h = gpd_hash64(text, len, kind);
   if (h == 0)
     h = 1;
@@ -73,8 +75,9 @@ GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
         if (eh != h)
           continue;
       } else {
-        e->text = malloc(len + 1);
-        if (e->text) {
+        e->borrowed = keep;
+        e->text = keep ? (char *)text : malloc(len + 1);
+        if (e->text && !keep) {
           memcpy(e->text, text, len);
           e->text[len] = '\0';
         }
@@ -99,6 +102,19 @@ GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
       return id;
     }
   }
-  GPD_LOG_ONCE(strings_log_full, GPD_LOG_WARN, "string table full; names dropped");
+  if (!keep)
+    GPD_LOG_ONCE(strings_log_full, GPD_LOG_WARN, "string table full; names dropped");
   return 0;
+}
+
+GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
+  if (!text || !gpd_shim_active())
+    return 0;
+  return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0);
+}
+
+uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind) {
+  if (!text || !atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire))
+    return 0;
+  return string_get(text, len < STRINGS_TEXT_MAX ? len : STRINGS_TEXT_MAX, kind, 1);
 }

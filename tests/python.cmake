@@ -21,3 +21,8 @@ foreach(t "frames-311;/usr/bin/python3;record" "live-311;/usr/bin/python3;live"
   set_tests_properties(python.${name} PROPERTIES LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77
     ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")
 endforeach()
+# python.cpusamp-311: Python frames in CPU samples of a CPU-only script
+# (tests/python/cpu-sample.sh; no PoCL): the sampler's handler-safe walk
+add_test(NAME python.cpusamp-311 COMMAND bash ${GPD_PYT}/cpu-sample.sh ${CMAKE_BINARY_DIR} /usr/bin/python3)
+set_tests_properties(python.cpusamp-311 PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPD_IT_LIMIT=100")

@@ -24,10 +24,13 @@
       no CPUTIME value and no trace row.
   check.py DB workers APP_OUT
       threads that never called the shim (cpusamp-app workers, lines "wK
-      tid=T cpu_ns=C"): every sample under burn_wK is thread T's, and the
-      CPUTIME under burn_wK lies in [0.6 C - 10 ms, 1.2 C + 10 ms] (C =
-      the thread's own CPU time; Linux checks CPU-time timers at its tick,
-      so each end of a burn may lose or gain up to a tick's worth).
+      tid=T cpu_ns=C"; tests/python/cpu-py.py, lines "fn=NAME tid=T
+      cpu_ns=C" naming Python functions): every sample under burn_wK
+      (NAME) is thread T's, and the CPUTIME under it lies in [0.6 C - 10
+      ms, 1.2 C + 10 ms] (C = the burn's own thread CPU time; Linux checks
+      CPU-time timers at its tick, so each end of a burn may lose or gain
+      up to a tick's worth).  A Python frame's context is labelled
+      "NAME (file:line)".
   check.py TREE_JSON live APP_OUT
       the same band for the live daemon's tree (`gpuprof tree --pid --json`):
       the exclusive CPUTIME of the nodes at or below each burn_wK.
@@ -47,6 +50,8 @@ def workers_of(path):
         f = line.split()
         if len(f) == 3 and f[0][:1] == "w" and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
             w["burn_" + f[0]] = (int(f[1][4:]), int(f[2][7:]))
+        elif len(f) == 3 and f[0].startswith("fn=") and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
+            w[f[0][3:]] = (int(f[1][4:]), int(f[2][7:]))
     if len(w) != 3:
         fail("%s: not three workers' lines (%s)" % (path, w))
     return w
@@ -117,7 +122,7 @@ def main():
     def under_of(c):
         if c not in under:
             fns = p.path_functions(c)
-            under[c] = next((f for f in args if f in fns), None)
+            under[c] = next((f for f in args if any(n == f or n.startswith(f + " (") for n in fns)), None)
         return under[c]
 
     stat = p.db.execute("SELECT SUM(samples), SUM(cputime_ns), SUM(trace_rows), SUM(trace_dropped),"

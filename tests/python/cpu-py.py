@@ -1,0 +1,71 @@
+"""cpu-py.py - a CPU-only Python program of known structure for the CPU
+sampling test with Python frames (tests/python/cpu-sample.sh): no GPU call,
+so the shim sees its Python frames only through CPU samples.
+
+  py_burn_a: 300 ms of the main thread's CPU time, then py_burn_b 100 ms;
+  meanwhile a threading.Thread (a pthread the shim samples from its start)
+  burns py_burn_w 150 ms.
+
+Prints "fn=NAME tid=T cpu_ns=C" per burner (C: the burn's own thread CPU
+time) and "ok"."""
+import ctypes
+import threading
+import time
+
+
+def spin(ms):
+    end = time.thread_time_ns() + ms * 1000000
+    x = 1
+    while time.thread_time_ns() < end:
+        for i in range(200):
+            x = (x * 1103515245 + i) & 0xffffffff
+    return x
+
+
+def py_burn_a(ms):
+    return spin(ms)
+
+
+def py_burn_b(ms):
+    return spin(ms)
+
+
+def py_burn_w(ms):
+    return spin(ms)
+
+
+def timed(fn, ms):
+    t0 = time.thread_time_ns()
+    fn(ms)
+    return time.thread_time_ns() - t0
+
+
+def worker(out):
+    out["tid"] = threading.get_native_id()
+    out["w"] = timed(py_burn_w, 150)
+
+
+def main():
+    # samples are recorded once the shim is attached to the daemon
+    try:
+        active = ctypes.CDLL(None).gpd_shim_active
+        for _ in range(500):
+            if active():
+                break
+            time.sleep(0.01)
+    except AttributeError:
+        pass
+    out = {}
+    t = threading.Thread(target=worker, args=(out,))
+    t.start()
+    a = timed(py_burn_a, 300)
+    b = timed(py_burn_b, 100)
+    t.join()
+    me = threading.get_native_id()
+    print("fn=py_burn_a tid=%d cpu_ns=%d" % (me, a))
+    print("fn=py_burn_b tid=%d cpu_ns=%d" % (me, b))
+    print("fn=py_burn_w tid=%d cpu_ns=%d" % (out["tid"], out["w"]))
+    print("ok")
+
+
+main()
