@@ -8,7 +8,7 @@ target_link_libraries(cpusamp-app PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 # no inlining of the burners, frame pointers kept: the test names them
 target_compile_options(cpusamp-app PRIVATE -O1 -g -fno-omit-frame-pointer)
 set_target_properties(cpusamp-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
-foreach(t ratio threads signals off takeover nested workers live)
+foreach(t ratio threads signals off takeover nested workers live fork)
   add_test(NAME cpusamp.${t} COMMAND bash ${GPD_CPS}/cpusamp.sh ${CMAKE_BINARY_DIR} ${t})
   set_tests_properties(cpusamp.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "GPD_IT_LIMIT=100")

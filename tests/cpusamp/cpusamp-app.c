@@ -26,6 +26,10 @@
  *                          kernel has that file (-1 if not); with GO, the
  *                          program then stays until file GO exists (the
  *                          live daemon is asked meanwhile; at most 100 s)
+ *   cpusamp-app forkworkers  the same in a fork child (the parent waits
+ *                          for the shim, forks, and waits for the child;
+ *                          exit = the child's): the child's timer table
+ *                          starts afresh and its new threads are sampled
  *   cpusamp-app signals   ratio, while the program itself takes SIGALRM
  *                          (ITIMER_REAL) and SIGPROF (ITIMER_PROF) every
  *                          millisecond and sleeps in between bursts; it
@@ -48,6 +52,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -227,6 +232,21 @@ int main(int argc, char **argv) {
     return nested();
   if (strcmp(mode, "workers") == 0)
     return workers(argc > 2 ? argv[2] : NULL);
+  if (strcmp(mode, "forkworkers") == 0) {
+    int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+    for (int i = 0; active && i < 500 && !active(); i++)
+      usleep(10000);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+      return 2;
+    if (pid == 0)
+      exit(workers(NULL));
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+      ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+  }
   if (strcmp(mode, "threads") == 0) {
     /* the main thread waits for the region too, so both are sampled */
     int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");

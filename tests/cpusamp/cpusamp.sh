@@ -15,6 +15,9 @@
 #            their start): each one's samples carry its tid and lie under its
 #            own burner, its CPUTIME within a band of its CPU time; the shim
 #            holds 4 timers while they live, 1 after they were joined
+#   fork     the same threads started in a fork child of the recorded
+#            program: the child's timers (4 while they live, 1 after) and
+#            samples are its own
 #   live     the same threads under a private gpuprofd, asked live: the
 #            daemon's tree (`gpuprof tree --pid --json`) has each burner's
 #            CPUTIME in the band while the process still runs
@@ -31,6 +34,7 @@ HZ=1000
 ARG=${MODE/off/ratio}
 ARG=${ARG/takeover/signals}
 ARG=${ARG/live/workers}
+ARG=${ARG/fork/forkworkers}
 bare=$("$APP" "$ARG" | grep '^sum=') || die "the program fails without the shim"
 # check_timers OUT: the shim held a timer per live thread (main + 3
 # workers) and deleted each worker's at its exit (the kernel's own list
@@ -74,8 +78,8 @@ ratio|signals|off|takeover)
     $CHECK "$T/c.gpdb" ratio burn_a burn_b 3 "$cpu" $HZ "$main_cpu"
   fi
   ;;
-workers)
-  "$GPUPROF" record --cpu-sampling $HZ -o "$T/c.gpdb" -- "$APP" workers >"$T/app.out" 2>"$T/rec.err" ||
+workers|fork)
+  "$GPUPROF" record --cpu-sampling $HZ -o "$T/c.gpdb" -- "$APP" "$ARG" >"$T/app.out" 2>"$T/rec.err" ||
     { cat "$T/app.out" "$T/rec.err"; die "record failed"; }
   cat "$T/app.out" "$T/rec.err"
   grep -qxF "$bare" "$T/app.out" || die "program output changed under the shim"
@@ -125,7 +129,7 @@ esac
 if [ "$MODE" != off ] && [ "$MODE" != takeover ]; then
   grep -q "CPUTIME" "$T/report.txt" || { cat "$T/report.txt"; die "report has no CPUTIME column"; }
   f=burn_a
-  [ "$ARG" != workers ] || f=burn_w1
+  [ "$ARG" != workers ] && [ "$ARG" != forkworkers ] || f=burn_w1
   grep -q "$f" "$T/report.txt" || { cat "$T/report.txt"; die "report does not show $f"; }
 fi
 echo "PASS cpusamp.$MODE"
