@@ -4,8 +4,8 @@
 // the profile, not an error:
 //  - speedscope's toolbar names a GPU metric's profile and its error panel
 //    ("Something went wrong") and import alerts never appear;
-//  - the flame graph area of a screenshot is mostly coloured frame
-//    rectangles (pixel count), not an empty page;
+//  - the flame graph area of a screenshot shows drawn frame rectangles
+//    (pixel count, pixels.mjs), not an empty page;
 //  - hovering over the frames, speedscope's tooltips (DOM text) name
 //    every NAME given (a frame name: main, <gpu kernel>, a kernel...).
 // Saves the screenshot (with the tooltip of the last NAME found) to SHOT.
@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { colouredShare } from './pixels.mjs';
+import { pct, waitDrawn } from './pixels.mjs';
 
 const [viewer, page, shot, ...rest] = process.argv.slice(2);
 const pprof = rest.filter((a) => a.startsWith('--pprof=')).map((a) => a.slice(8))[0];
@@ -32,7 +32,8 @@ if (!exe) {
   process.exit(77);
 }
 const W = 1200, H = 700;
-const flamePixels = (p) => colouredShare(p, W, H);
+// drawn share of the chart area, polled for up to 20 s (pixels.mjs)
+const flamePixels = (p) => waitDrawn(p, W, H, 0.02, 20000);
 const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
 // root needs --no-sandbox; no GPU here: WebGL runs on SwiftShader
 const browser = await chromium.launch({
@@ -51,9 +52,9 @@ try {
   const text = await p.evaluate(() => document.body.innerText);
   if (/Something went wrong/.test(text)) fail('speedscope shows its error panel');
   if (alerts.length) fail(`speedscope alerted: ${alerts.join(' | ')}`);
-  const colored = await flamePixels(p);
-  console.log(`coloured pixels: ${(100 * colored).toFixed(1)} %`);
-  if (colored < 0.02) fail(`the page shows no flame graph (${(100 * colored).toFixed(2)} % coloured pixels)`);
+  const px = await flamePixels(p);
+  console.log(`drawn pixels: ${pct(px.drawn)} (vivid ${pct(px.vivid)})`);
+  if (px.drawn < 0.02) fail(`the page shows no flame graph (${pct(px.drawn)} drawn pixels)`);
   // tooltips: the rows of the flame graph (20 px high, the first centred
   // at y = 153) at a few x positions, down to the first empty row
   const base = await p.evaluate(() => document.body.innerText);
@@ -90,8 +91,8 @@ try {
     if (/Something went wrong/.test(await q.evaluate(() => document.body.innerText)) || alerts.length)
       fail(`speedscope cannot read the pprof export ${alerts.join(' | ')}`);
     const cp = await flamePixels(q);
-    console.log(`pprof in speedscope: coloured pixels: ${(100 * cp).toFixed(1)} %`);
-    if (cp < 0.02) fail('speedscope draws no flame graph of the pprof export');
+    console.log(`pprof in speedscope: drawn pixels: ${pct(cp.drawn)} (vivid ${pct(cp.vivid)})`);
+    if (cp.drawn < 0.02) fail(`speedscope draws no flame graph of the pprof export (${pct(cp.drawn)} drawn pixels)`);
   }
 } finally {
   await browser.close();

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Chrome-format trace of a real run (ocl-gap under `gpuprof record`)
 # opened in a real viewer: speedscope (npm, offline) in headless Chromium
-# (trace-browser.mjs): no error page, a coloured timeline, a profile per
-# CPU thread, GPU stream and the idle track.  SKIP without node,
+# (trace-browser.mjs): no error page, a profile per CPU thread, GPU stream
+# and the idle track, and the idle track drawn (its picture is known from
+# the trace: cpu_think's 300 ms gap covers most of its range; the pixel
+# count is checked against a pale and a nearly empty synthetic chart).  SKIP without node,
 # viewer/node_modules or Chromium.  SHOT=path keeps the screenshot.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl

@@ -4,18 +4,31 @@
 // `gpuprof view` wrote (speedscope's app, self-contained) is given the
 // trace instead of its embedded profile through speedscope's own
 // window.speedscope.loadFileFromBase64, so that speedscope's Chrome trace
-// importer reads the file.  Checks: no error panel, no import alert, the
-// timeline area is mostly coloured slices (pixel count), and every NAME (a
-// thread / stream track name) is among speedscope's profiles, stepped
-// through with its 'n' key.  Saves a screenshot of the profile of the
-// last NAME.
+// importer reads the file.  Checks: no error panel, no import alert, every
+// NAME (a thread / stream track name) is among speedscope's profiles,
+// stepped through with its 'n' key, and the profile of the last NAME is
+// drawn.
+//
+// The picture that profile must give is known before the browser starts:
+// it is computed from the trace file (the track's slices, the share of its
+// time range they cover; speedscope shows each profile over its own
+// range), and the run's workload makes it mostly covered (ocl-gap's 300 ms
+// cpu_think gap on the idle track): a track covering less than half its
+// range fails as a bad input, not as a bad viewer.  "Drawn" is a pixel
+// count that does not depend on the colour speedscope happens to pick
+// (pixels.mjs: a third of its palette is pale).  A synthetic trace loaded
+// into the same page afterwards keeps the count honest: one long frame
+// given a pale colour must count as drawn, and two 1 us slices 300 ms
+// apart (a nearly empty chart) must not.  On failure the evidence is printed
+// (drawn and vivid pixel shares, the slices' share of the range, the long
+// frame's colour rank).  Saves a screenshot of the last NAME's profile.
 // Exits 0, 1 with the reason, 77 without Chromium.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { colouredShare } from '../export/pixels.mjs';
+import { pct, waitDrawn, waitShare } from '../export/pixels.mjs';
 
 const [viewer, view, trace, shot, ...names] = process.argv.slice(2);
 const { chromium } = createRequire(resolve(viewer) + '/')('playwright-core');
@@ -26,36 +39,116 @@ if (!exe) {
   process.exit(77);
 }
 const W = 1200, H = 700;
+const MIN_DRAWN = 0.02;  // share of the chart area a mostly covered track draws (~13 %)
+const WAIT_MS = 20000;   // speedscope's redraw on a loaded machine
 const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
-const b64 = readFileSync(trace).toString('base64');
-const html = readFileSync(view, 'utf8')
+
+// ---------------------------------------------------- the known picture
+// speedscope's frame key (chrome importer: name + ' ' + JSON of args) and
+// colour: rank r of n frames sorted by key -> bucket t = floor(255 r / n)
+// / 255, chroma 0.25 + 0.2 * triangle(30 t) (theme colorForBucket), in
+// 0..255 (about: the WebGL shader converts HCL with clamping).
+const frameKey = (e) => `${e.name || '(unnamed)'}${e.args ? ` ${JSON.stringify(e.args)}` : ''}`;
+const chroma = (r, n) => {
+  const t = Math.floor((255 * r) / n) / 255, f = (30 * t) % 1;
+  return 255 * (0.25 + 0.2 * (2 * Math.abs(f - 0.5) - 1));
+};
+// track(events, name): what speedscope will show for the thread named
+// `name`: its slices' share of the profile's own range and the colour
+// rank of its longest frame.
+function track(events, name) {
+  const tn = events.find((e) => e.ph === 'M' && e.name === 'thread_name' && e.args &&
+                                String(e.args.name).includes(name));
+  if (!tn) return null;
+  const xs = events.filter((e) => e.ph === 'X' && e.pid === tn.pid && e.tid === tn.tid)
+    .sort((a, b) => a.ts - b.ts);
+  if (!xs.length) return { name, slices: 0, rangeUs: 0, covered: 0 };
+  let lo = Infinity, hi = -Infinity, cov = 0, end = -Infinity;
+  const frames = new Map();
+  for (const e of xs) {
+    const a = e.ts, b = e.ts + (e.dur || 0);
+    lo = Math.min(lo, a); hi = Math.max(hi, b);
+    if (b > end) { cov += b - Math.max(a, end); end = b; } // union of the slices
+    frames.set(frameKey(e), (frames.get(frameKey(e)) || 0) + (e.dur || 0));
+  }
+  const keys = [...frames.keys()].sort((a, b) => (a > b ? 1 : -1));
+  const big = keys.reduce((m, k) => (frames.get(k) > frames.get(m) ? k : m), keys[0]);
+  const r = keys.indexOf(big);
+  return { name, slices: xs.length, rangeUs: hi - lo, covered: hi > lo ? cov / (hi - lo) : 0,
+           frames: keys.length, bigRank: r, bigShare: hi > lo ? frames.get(big) / (hi - lo) : 0,
+           bigChroma: chroma(r, keys.length) };
+}
+const describe = (k) => k && `'${k.name}': ${k.slices} slices cover ${pct(k.covered)} of its ` +
+  `${(k.rangeUs / 1000).toFixed(1)} ms; longest frame ${pct(k.bigShare)} of it, colour rank ` +
+  `${k.bigRank} of ${k.frames} (chroma ~${k.bigChroma.toFixed(0)}/255)`;
+
+const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents;
+const last = names.length ? names[names.length - 1] : null;
+const known = last ? track(events, last) : null;
+if (last && !known) fail(`the trace has no thread named '${last}'`);
+if (known) {
+  console.log(`trace: ${describe(known)}`);
+  if (known.covered < 0.5) {
+    fail(`bad input: the track '${last}' covers only ${pct(known.covered)} of its range (expected ` +
+         'mostly covered: the workload\'s long GPU-idle gap is missing)');
+  }
+}
+
+// --------------------------------------------------------------- pages
+const template = readFileSync(view, 'utf8')
   .replace(/#localProfilePath=gpuprof-embedded-profile&view=left-heavy/,
-           '#localProfilePath=gpuprof-embedded-profile')
-  .replace(/loadFileFromBase64\("[^"]*", "[A-Za-z0-9+/=]*"\)/,
-           () => `loadFileFromBase64("gpuprof-trace.json", "${b64}")`);
-const page = `${view}.trace.html`;
-writeFileSync(page, html);
+           '#localProfilePath=gpuprof-embedded-profile');
+// open(tag, json, ready): a page of speedscope that imports `json` (a
+// string) as a Chrome trace; waits (deadline) until the page's text
+// matches `ready` (the toolbar's profile title) or shows the error panel.
+// Returns {p, alerts}.
+async function open(browser, tag, json, ready) {
+  const b64 = Buffer.from(json).toString('base64');
+  const file = `${view}.${tag}.html`;
+  writeFileSync(file, template.replace(/loadFileFromBase64\("[^"]*", "[A-Za-z0-9+/=]*"\)/,
+                                       () => `loadFileFromBase64("gpuprof-trace.json", "${b64}")`));
+  const p = await browser.newPage({ viewport: { width: W, height: H } });
+  const alerts = [];
+  p.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
+  await p.goto(pathToFileURL(resolve(file)).href);
+  await p.waitForFunction((re) => new RegExp(`${re}|Something went wrong`).test(document.body.innerText),
+                          ready.source, { timeout: 60000 });
+  if (/Something went wrong/.test(await p.evaluate(() => document.body.innerText)))
+    fail(`${tag}: speedscope shows its error panel`);
+  if (alerts.length) fail(`${tag}: speedscope alerted: ${alerts.join(' | ')}`);
+  return { p, alerts };
+}
+
+// A synthetic trace of two threads, loaded into the same page after the
+// run's trace (window.speedscope.loadFileFromBase64 again: no second page
+// load): 'pale', a 300 ms frame with a pale colour (rank 9 of 11 frames,
+// the others 1 us each after it: drawn with chroma below 30 by speedscope
+// 1.25 (viewer/package-lock.json), as is rank 2; measured, the shader's
+// colour differs a little from the formula above), and 'empty', a nearly
+// empty chart (two 1 us slices 300 ms apart).
+function controls() {
+  const ev = [{ ph: 'M', name: 'thread_name', pid: 1, tid: 1, args: { name: 'pale' } },
+              { ph: 'M', name: 'thread_name', pid: 1, tid: 2, args: { name: 'empty' } }];
+  const n = 11, r = 9;
+  for (let k = 0; k < n; k++) {
+    const ts = k === r ? 0 : 300000 + 10 * k;
+    ev.push({ ph: 'X', name: `f${String(k).padStart(2, '0')}`, pid: 1, tid: 1, ts, dur: k === r ? 300000 : 1 });
+  }
+  ev.push({ ph: 'X', name: 'a', pid: 1, tid: 2, ts: 0, dur: 1 },
+          { ph: 'X', name: 'b', pid: 1, tid: 2, ts: 300000, dur: 1 });
+  return JSON.stringify({ traceEvents: ev });
+}
+
 const browser = await chromium.launch({
   executablePath: exe, headless: true, timeout: 60000,
   args: ['--no-sandbox', '--disable-gpu', '--headless=new', `--window-size=${W},${H}`],
 });
 try {
-  const p = await browser.newPage({ viewport: { width: W, height: H } });
-  const alerts = [];
-  p.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
-  await p.goto(pathToFileURL(resolve(page)).href);
+  const { p } = await open(browser, 'trace', readFileSync(trace, 'utf8'), /\(1\/\d+\)/);
   // loaded: the toolbar shows "NAME (1/N)", one profile per thread
-  await p.waitForFunction(() => /\(1\/\d+\)|Something went wrong/.test(document.body.innerText),
-                          null, { timeout: 60000 });
-  const text = await p.evaluate(() => document.body.innerText);
-  if (/Something went wrong/.test(text)) fail('speedscope shows its error panel');
-  if (alerts.length) fail(`speedscope alerted: ${alerts.join(' | ')}`);
-  // speedscope makes one profile per (pid, tid) and names it after the
-  // thread_name metadata: its profile selector lists them
   // speedscope makes one profile per (pid, tid), named after the
-  // thread_name metadata; 'n' steps to the next one: collect the titles,
-  // and stay on the one named by the last NAME for the screenshot
-  // the toolbar line "NAME (k/N)"
+  // thread_name metadata; 'n' steps to the next one: collect the titles
+  // (the toolbar line "NAME (k/N)"), then go back to the last NAME's
   const barOf = () => document.body.innerText.split('\n').find((l) => /\(\d+\/\d+\)/.test(l)) || '';
   const bar = () => p.evaluate(barOf);
   const titles = [];
@@ -72,26 +165,44 @@ try {
   const all = titles.join(' | ');
   console.log(`speedscope profiles: ${all}`);
   for (const n of names) if (!all.includes(n)) fail(`no profile named '${n}' in speedscope`);
-  const target = names.length ? titles.findIndex((t) => t.includes(names[names.length - 1])) : -1;
+  const target = last ? titles.findIndex((t) => t.includes(last)) : -1;
   for (let k = titles.length - 1; target >= 0 && k > target; k--) {
     const t = await bar();
     await p.keyboard.press('p');
     await p.waitForFunction(([src, old]) => (0, eval)(src)() !== old, [`(${barOf})`, t],
                             { timeout: 20000 });
   }
-  // the shown profile (the last NAME's: the idle track spans the run)
-  // draws its slices: mostly coloured pixels, not an empty page
-  // (polled with a deadline: speedscope redraws on a later frame)
-  let colored = 0;
-  for (let k = 0; k < 40 && colored < 0.02; k++) {
-    if (k) await p.waitForTimeout(250);
-    colored = await colouredShare(p, W, H);
+  const shown = await bar();
+  if (target >= 0 && !shown.includes(last)) fail(`speedscope shows '${shown}', not '${last}'`);
+  // the shown profile draws its slices (polled with a deadline: speedscope
+  // redraws on a later frame)
+  const s = await waitDrawn(p, W, H, MIN_DRAWN, WAIT_MS);
+  console.log(`drawn pixels of '${shown}': ${pct(s.drawn)} (vivid ${pct(s.vivid)})`);
+  if (s.drawn < MIN_DRAWN) {
+    fail(`the page shows no timeline (${pct(s.drawn)} drawn pixels, ${pct(s.vivid)} vivid; ` +
+         `${describe(known) || 'no track'})`);
   }
-  console.log(`coloured pixels of '${titles[target] || titles[0]}': ${(100 * colored).toFixed(1)} %`);
-  if (colored < 0.02) fail(`the page shows no timeline (${(100 * colored).toFixed(2)} % coloured pixels)`);
   if (/Something went wrong/.test(await p.evaluate(() => document.body.innerText)))
     fail('speedscope shows its error panel');
   await p.screenshot({ path: shot });
+
+  // the measure itself: a pale frame is drawn, a nearly empty chart is not
+  await p.evaluate((b64) => window.speedscope.loadFileFromBase64('controls.json', b64),
+                   Buffer.from(controls()).toString('base64'));
+  await p.waitForFunction(() => /pale \(pid 1, tid 1\) \(1\/2\)/.test(document.body.innerText), null,
+                          { timeout: 60000 });
+  const qs = await waitDrawn(p, W, H, MIN_DRAWN, WAIT_MS);
+  console.log(`control: a 300 ms frame of a pale colour: drawn ${pct(qs.drawn)} (vivid ${pct(qs.vivid)})`);
+  if (qs.drawn < MIN_DRAWN) fail(`the pixel measure misses speedscope's pale frame (${pct(qs.drawn)} drawn)`);
+  if (qs.vivid >= MIN_DRAWN) fail(`the control frame is not pale (vivid ${pct(qs.vivid)}): speedscope's palette changed`);
+  await p.keyboard.press('n');
+  await p.waitForFunction(() => /empty \(pid 1, tid 2\) \(2\/2\)/.test(document.body.innerText), null,
+                          { timeout: 20000 });
+  // painted: its grid lines and time labels are there (not white)
+  const es = await waitShare(p, W, H, (x) => x.ink >= 0.005 && x.drawn < MIN_DRAWN, WAIT_MS);
+  console.log(`control: a nearly empty chart: drawn ${pct(es.drawn)} (not white ${pct(es.ink)})`);
+  if (es.ink < 0.005) fail('the nearly empty chart was never painted (no grid lines)');
+  if (es.drawn >= MIN_DRAWN) fail(`the pixel measure sees a nearly empty chart as drawn (${pct(es.drawn)})`);
 } finally {
   await browser.close();
 }
