@@ -18,9 +18,11 @@
  *   3. write: statistics per (uid, context, metric) over the n profiles of
  *      that uid (absent = 0), then one new .gpdb (format 3).
  *
- * Ranks ship their part to rank 0 in its byte form (gpd_mpart_segs);
- * every call here is single-threaded on its own part; parts are never
- * shared between threads while being built.
+ * Under MPI the reduction is partitioned by context-id range (shard.c):
+ * each rank reduces one range into an in-memory shard, and rank 0 appends
+ * the shards to the file it writes.  Every call here is single-threaded
+ * on its own part; parts are never shared between threads while being
+ * built.
  */
 #ifndef GPD_ANALYZER_H
 #define GPD_ANALYZER_H
@@ -30,6 +32,8 @@
 #include <time.h>
 
 #include <sqlite3.h>
+
+#include "gpuprof/metric.h"
 
 /** Format of a merged file: 3 (format 2 + pmetric and stat tables; its
  *  `metric` table is empty, docs/FORMATS.md). */
@@ -261,6 +265,102 @@ typedef struct gpd_mwrite_info_s {
 } gpd_mwrite_info_t;
 int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs,
                       gpd_mwrite_info_t *info, char *err, size_t errn);
+
+/** The merged file being written (result.c): a private temporary file
+ *  beside `out` (mkstemp, 0600), no journal, one transaction, renamed over
+ *  `out` only by gpd_mout_finish.  The threaded merge and rank 0 of the
+ *  MPI merge write through it, so both give the same rows.  Single thread. */
+typedef struct gpd_mout_s {
+  sqlite3 *db;
+  sqlite3_stmt *ins[GPD_MT__COUNT], *pm, *stq;
+  int fd;
+  char tmp[8500];
+  const char *out;
+  char *err;
+  size_t errn;
+  unsigned char *img;             /* a shard's copied image (sqlite3_free), or NULL */
+  gpd_mwrite_info_t *info;        /* counts: contexts, keys, values, sparse bytes as rows go in */
+  uint8_t used[GPD_M__COUNT];     /* metrics with a value (set by gpd_pmetric_blob; for dense_bytes) */
+} gpd_mout_t;
+
+/** Create the temporary file, its schema, meta (next_profile_id =
+ *  nprof + 1, merged_inputs) and metric_desc, and begin the transaction.
+ *  info is zeroed and then counts what is written.  0 or -errno /
+ *  GPD_ESTORE with err set (nothing is left behind). */
+int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mwrite_info_t *info,
+                  char *err, size_t errn);
+/** Insert encoded side rows p[0..n) (gpd_row_encode with a table byte
+ *  before each); profile ids get poff added.  0, -EINVAL or GPD_ESTORE. */
+int gpd_mout_rows(gpd_mout_t *o, const uint8_t *p, size_t n, int64_t poff);
+/** Insert one context (its encoded row) and its encoded frame rows. */
+int gpd_mout_context(gpd_mout_t *o, const uint8_t *row, size_t rn, const uint8_t *frames, size_t fn);
+/** Build profile i of p's pmetric blob (GPD_PMETRIC_REC records) into
+ *  blob (replacing its content); marks the metrics seen in used.  0 or
+ *  -ENOMEM. */
+int gpd_pmetric_blob(const gpd_mpart_t *p, size_t i, gpd_buf_t *blob, uint8_t used[GPD_M__COUNT]);
+/** Insert profile profile_id's pmetric blob of n bytes. */
+int gpd_mout_pmetric(gpd_mout_t *o, int64_t profile_id, const uint8_t *blob, size_t n);
+/** Encode n context-major values as stat.vals records (GPD_CVAL_REC
+ *  bytes each) at dst. */
+void gpd_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n);
+/** Insert the stat row of (uid, ctx, metric) with statistics s and its
+ *  encoded values vals[0..n) (bytes). */
+int gpd_mout_stat(gpd_mout_t *o, int64_t uid, int64_t ctx, uint32_t metric, const gpd_mstat_t *s,
+                  const uint8_t *vals, size_t n);
+/** Commit, close, copy the GPU binaries the parts refer to
+ *  (gpd_mbins_copy), fsync and rename over `out`; info->profiles and the
+ *  dense sizes are set from nprof and the counts.  0 or < 0 with err
+ *  set; gpd_mout_close is still to be called. */
+int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, size_t nparts);
+/** A shard: an in-memory database (SQLite's memdb) with only the
+ *  context, frame and stat tables of a merged file, written through
+ *  gpd_mout_context / gpd_mout_stat (gpd_mshard_write) by an owner rank of
+ *  the MPI merge, in parallel with the other owners.  0 or GPD_ESTORE. */
+int gpd_mout_open_shard(gpd_mout_t *o, gpd_mwrite_info_t *info, char *err, size_t errn);
+/** Commit shard o and point *img at its database image of *n bytes
+ *  (owned by o, valid until gpd_mout_close).  0 or < 0. */
+int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n);
+/** Append the rows of shard image img[0..n) (gpd_mout_image; read-only,
+ *  the caller's, kept until this returns) to o's context, frame and stat
+ *  tables: ATTACH, INSERT ... SELECT, DETACH.  Shards come in range order,
+ *  so each appends to the B-trees.  0 or GPD_ESTORE (a malformed image
+ *  included) with err set. */
+int gpd_mout_shard_add(gpd_mout_t *o, uint8_t *img, size_t n);
+/** Release o; the temporary file is removed unless finished. */
+void gpd_mout_close(gpd_mout_t *o);
+
+/* ---- shard.c: the partitioned reduction of the MPI merge ---- */
+
+/** Owner (0..nown-1) of context id ctx: consecutive ranges of the signed
+ *  64-bit id order, so that owners' sorted outputs follow each other in
+ *  key order; owner 0 (the writer, which also appends the other shards)
+ *  gets half the range of each other owner. */
+uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown);
+/** Append part p's contexts (with their encoded rows and frames) and keys
+ *  (with their values, profile ids made global: local + base) to out[j],
+ *  j = the owner of the context (out has nown buffers).  0, -ENOMEM or
+ *  -E2BIG (a context's rows over 4 GiB). */
+int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf_t *out);
+/** Reduce the split buffers in[0..nin) an owner received, in rank order
+ *  (= input order), into a write stream appended to out: its contexts
+ *  once each (the first rank's rows), sorted by (uid, id), then one stat
+ *  row per (uid, context, metric), sorted, with the statistics of
+ *  gpd_mstat_compute over the uid's profiles and the values in profile
+ *  order.  uids[i] is the uid of global profile i + 1 (nprof of them).
+ *  Counts go to *nctx, *nkey.  0, -ENOMEM or -EINVAL (malformed). */
+int gpd_mshard_reduce(const gpd_buf_t *in, size_t nin, const int64_t *uids, uint32_t nprof, gpd_buf_t *out,
+                      uint64_t *nctx, uint64_t *nkey);
+/** Insert write stream p[0..n) (gpd_mshard_reduce) into o.  0, -EINVAL
+ *  or GPD_ESTORE (err of o set). */
+int gpd_mshard_write(gpd_mout_t *o, const uint8_t *p, size_t n);
+/** A rank's profile-major side for the writer, appended to out: its side
+ *  rows, GPU-binary records, pmetric blobs and the metrics they use.
+ *  0 or -ENOMEM. */
+int gpd_mshard_early(const gpd_mpart_t *p, gpd_buf_t *out);
+/** Insert an early stream p[0..n) of the rank whose profiles start after
+ *  global id base; *bins is pointed at its GPU-binary records (inside p,
+ *  not owned) for gpd_mout_finish.  0, -EINVAL or GPD_ESTORE. */
+int gpd_mshard_early_write(gpd_mout_t *o, const uint8_t *p, size_t n, uint32_t base, gpd_buf_t *bins);
 
 /* ---- mbins.c: the GPU binaries beside a merged file ---- */
 

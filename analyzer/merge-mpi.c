@@ -3,18 +3,29 @@
  * program when it finds itself started by mpirun).  docs/ANALYZER.md.
  *
  * Rank r reads inputs [n*r/N, n*(r+1)/N) into a part and groups it by
- * (uid, context, metric), all ranks at once.  The reduction is a stream to
- * rank 0 (Zhou et al., "Scalable Analysis of GPU-accelerated Applications
- * with HPCToolkit", sec. 6.1): each rank sends its packed part, rank 0
- * folds the parts in rank order -- which is input order, so profile ids
- * and statistics equal those of the threaded merge -- and writes OUT.
- * Waiting ranks sleep between polls (wait_idle) instead of spinning in
- * MPI, so that oversubscribed ranks leave the cores to the readers; so do
- * the bulk transfers (xfer_wait).
+ * (uid, context, metric), all ranks at once; then every rank hears every
+ * rank's outcome (a failure without --keep-going stops all, and nothing is
+ * written) and the profile counts and uids.  The reduction is partitioned
+ * (Zhou et al., "Scalable Analysis of GPU-accelerated Applications with
+ * HPCToolkit", sec. 6.1-6.2; shard.c): the context-id space is cut into
+ * N consecutive ranges, rank j owning range j (rank 0's half as wide: it
+ * is also the writer); every rank sends each owner its contexts and
+ * (context, metric) values in that range (all-to-all), and its
+ * profile-major side (side rows, pmetric blobs) straight to rank 0.  Each
+ * owner matches contexts by (uid, Merkle id), concatenates values in rank
+ * order -- which is input order, so profile ids and statistics equal
+ * those of the threaded merge -- computes the statistics and writes its
+ * rows, sorted, into a shard: an in-memory SQLite database (memdb), built
+ * by all owners at once, whose image it sends rank 0.  Rank 0 writes the
+ * profile-major side and its own range into the output while the owners
+ * work, then appends the shards in range order (ATTACH, INSERT ... SELECT:
+ * B-tree appends, no bind per value).
+ * With a core per rank, waits are MPI's own (it progresses transfers as
+ * fast as it can); on an oversubscribed node waiting ranks sleep between
+ * polls (wait_idle, xfer_wait) instead of spinning in MPI, so that they
+ * leave the cores to the others.
  * Calling contexts are matched by their Merkle ids, so ranks never agree
- * on ids with each other first.  A rank's failure (without --keep-going)
- * stops all: rank 0 hears every rank's outcome before it asks for any
- * part, and then nothing is written.
+ * on ids with each other first.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -22,23 +33,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analyzer.h"
 #include "gpuprof/error.h"
 
 #define CHUNK ((size_t)1 << 30) /* bytes per MPI message (int counts) */
-#define TAG_HDR 1                /* rank k -> 0: part size, skipped inputs, bytes read; or failed */
-#define TAG_GO 2                 /* 0 -> rank k: send your part (1) or give up (0) */
-#define TAG_DATA 3
-#define FAILED UINT64_MAX
+#define TAG_XCHG 1               /* rank k -> owner j: k's contexts and values in j's range */
+#define TAG_ESIZE 2              /* rank k -> 0: bytes of its profile-major side */
+#define TAG_EARLY 3              /* rank k -> 0: the side (gpd_mshard_early) */
+#define TAG_WSIZE 4              /* owner -> 0: bytes of its write stream */
+#define TAG_WRITE 5              /* owner -> 0: the stream (gpd_mshard_reduce) */
 
-/* Wait for a request without spinning: a rank that waits for rank 0 (or
- * rank 0 for a slow reader) sleeps between tests, so that on an
- * oversubscribed node the waiting ranks leave the cores to those still
- * reading.  Large transfers use blocking calls once both sides are there. */
+static void need(int e, const char *what) {
+  if (e < 0) {
+    fprintf(stderr, "gpuprof: %s: %s\n", what, gpd_strerror(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+/* 1: a core per rank on this node, so waits spin in MPI.  0: more ranks
+ * than cores; waits sleep POLL_NS between tests.  A sleep between tests
+ * also stops the progress of transfers that move in fragments (no
+ * single-copy mechanism): on the 16-core GPU machine 2 ms sleeps made a
+ * 4-rank merge of 16 nodes wait 4 s of its 6 (docs/PERFORMANCE.md). */
+static int spin;
+#define POLL_NS 200000
+
+static void choose_wait(void) {
+  MPI_Comm node;
+  int local = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+  }
+  spin = local <= sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* Wait for a request; oversubscribed, without spinning: a rank that waits
+ * for the others sleeps between tests, so that the waiting ranks leave
+ * the cores to those still reading. */
 static void wait_idle(MPI_Request *rq) {
   int done = 0;
-  struct timespec ts = {0, 2000000};
+  struct timespec ts = {0, POLL_NS};
+  if (spin) {
+    MPI_Wait(rq, MPI_STATUS_IGNORE);
+    return;
+  }
   for (;;) {
     MPI_Test(rq, &done, MPI_STATUS_IGNORE);
     if (done) return;
@@ -46,31 +87,21 @@ static void wait_idle(MPI_Request *rq) {
   }
 }
 
-static void send_idle(const void *b, int n, MPI_Datatype t, int to, int tag) {
-  MPI_Request rq;
-  MPI_Isend(b, n, t, to, tag, MPI_COMM_WORLD, &rq);
-  wait_idle(&rq);
-}
-
-static void recv_idle(void *b, int n, MPI_Datatype t, int from, int tag) {
-  MPI_Request rq;
-  MPI_Irecv(b, n, t, from, tag, MPI_COMM_WORLD, &rq);
-  wait_idle(&rq);
-}
-
-/* Bulk transfers: every chunk (<= 1 GiB) of every segment is posted at
- * once and the requests are waited for by sleeping between tests, like
- * the small messages: blocking MPI_Send/MPI_Recv spin (or yield) until
+/* Transfers: every chunk (<= 1 GiB) of every buffer is posted at once and
+ * the requests are waited for like the small messages (oversubscribed:
+ * sleeping between tests; blocking MPI_Send/MPI_Recv spin or yield until
  * the peer is scheduled, which on an oversubscribed node doubled the CPU
- * time of a 2-rank merge. */
+ * time of a 2-rank merge).  All of a rank's receives and sends of the exchange are
+ * posted before it waits for any (no order between ranks to deadlock on). */
 typedef struct xfer_s {
-  MPI_Request rq[64];
-  int n;
+  MPI_Request *rq;
+  int n, cap;
 } xfer_t;
 
 static void xfer_wait(xfer_t *x) {
-  struct timespec ts = {0, 2000000};
-  for (int done = 0; x->n;) {
+  struct timespec ts = {0, POLL_NS};
+  if (spin && x->n) MPI_Waitall(x->n, x->rq, MPI_STATUSES_IGNORE);
+  for (int done = 0; x->n && !spin;) {
     MPI_Testall(x->n, x->rq, &done, MPI_STATUSES_IGNORE);
     if (done) break;
     nanosleep(&ts, NULL);
@@ -78,45 +109,58 @@ static void xfer_wait(xfer_t *x) {
   x->n = 0;
 }
 
-static void xfer_post(xfer_t *x, void *p, size_t n, int peer, int send) {
+static MPI_Request *xfer_slot(xfer_t *x) {
+  if (x->n == x->cap) {
+    int nc = x->cap ? x->cap * 2 : 16;
+    MPI_Request *n = realloc(x->rq, (size_t)nc * sizeof(*n));
+    if (!n) need(-ENOMEM, "requests");
+    x->rq = n;
+    x->cap = nc;
+  }
+  return &x->rq[x->n++];
+}
+
+static void xfer_free(xfer_t *x) {
+  free(x->rq);
+  memset(x, 0, sizeof(*x));
+}
+
+static void xfer_send(xfer_t *x, const void *p, size_t n, int peer, int tag) {
   for (size_t o = 0; o < n; o += CHUNK) {
     size_t c = n - o < CHUNK ? n - o : CHUNK;
-    if (x->n == 64) xfer_wait(x);
-    if (send)
-      MPI_Isend((uint8_t *)p + o, (int)c, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &x->rq[x->n++]);
-    else
-      MPI_Irecv((uint8_t *)p + o, (int)c, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &x->rq[x->n++]);
+    MPI_Isend((const uint8_t *)p + o, (int)c, MPI_BYTE, peer, tag, MPI_COMM_WORLD, xfer_slot(x));
   }
 }
 
-/* A part goes as its head and then its arrays straight from the sender's
- * memory into their places in one buffer on rank 0, which uses them there
- * (gpd_mpart_adopt): no packing or unpacking copy. */
-static void send_part(const uint8_t head[GPD_MPART_HEAD], const gpd_mseg_t seg[GPD_MPART_NARR]) {
-  xfer_t x = {.n = 0};
-  xfer_post(&x, (void *)head, GPD_MPART_HEAD, 0, 1);
-  for (int i = 0; i < GPD_MPART_NARR; i++) xfer_post(&x, (void *)seg[i].p, seg[i].n, 0, 1);
-  xfer_wait(&x);
-}
-
-static int recv_part(int from, uint64_t n, gpd_mpart_t *p) {
-  uint8_t head[GPD_MPART_HEAD];
-  uint64_t off[GPD_MPART_NARR], len[GPD_MPART_NARR], total;
-  xfer_t x = {.n = 0};
-  xfer_post(&x, head, sizeof(head), from, 0);
-  xfer_wait(&x);
-  /* the sender's own layout: a mismatch is a bug, not data to trust */
-  if (gpd_mpart_layout(head, off, len, &total) < 0 || total != n) MPI_Abort(MPI_COMM_WORLD, 1);
-  uint8_t *b = malloc(n);
-  if (!b) MPI_Abort(MPI_COMM_WORLD, 1); /* the sender is blocked in MPI_Send */
+/* Post the receive of n bytes into a new buffer (returned). */
+static uint8_t *xfer_recv(xfer_t *x, uint64_t n, int peer, int tag) {
+  uint8_t *b = malloc(n ? n : 1);
+  if (!b) need(-ENOMEM, "receive buffer");
   gpd_mprefault(b, 0, n);
-  memcpy(b, head, sizeof(head));
-  for (int i = 0; i < GPD_MPART_NARR; i++) {
-    xfer_post(&x, b + off[i], len[i], from, 0);
-    memset(b + off[i] + len[i], 0, (8 - (len[i] & 7)) & 7);
+  for (size_t o = 0; o < n; o += CHUNK) {
+    size_t c = n - o < CHUNK ? n - o : CHUNK;
+    MPI_Irecv(b + o, (int)c, MPI_BYTE, peer, tag, MPI_COMM_WORLD, xfer_slot(x));
   }
+  return b;
+}
+
+/* Post a sized send to rank 0: *size (which must live until the wait)
+ * with tag_size, then the bytes with tag. */
+static void send_sized(xfer_t *x, const gpd_buf_t *b, uint64_t *size, int tag_size, int tag) {
+  *size = b->n;
+  MPI_Isend(size, 1, MPI_UINT64_T, 0, tag_size, MPI_COMM_WORLD, xfer_slot(x));
+  xfer_send(x, b->p, b->n, 0, tag);
+}
+
+/* Receive rank k's sized message into a new buffer. */
+static uint8_t *recv_sized(int k, int tag_size, int tag, uint64_t *n) {
+  xfer_t x = {0};
+  MPI_Irecv(n, 1, MPI_UINT64_T, k, tag_size, MPI_COMM_WORLD, xfer_slot(&x));
   xfer_wait(&x);
-  return gpd_mpart_adopt(p, b, n);
+  uint8_t *b = xfer_recv(&x, *n, k, tag);
+  xfer_wait(&x);
+  xfer_free(&x);
+  return b;
 }
 
 int main(int argc, char **argv) {
@@ -126,6 +170,7 @@ int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  choose_wait();
   double t[3], c[3];
   t[0] = gpd_merge_clock(CLOCK_MONOTONIC);
   c[0] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
@@ -138,76 +183,197 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return r < 0 ? 64 : 0;
   }
+  if (size == 1) { /* one rank: the threaded merge, one thread */
+    gpd_mwrite_info_t info;
+    o.threads = 1;
+    r = gpd_merge_run(&o, &info);
+    if (r >= 0) gpd_merge_summary(&o, &info, gpd_merge_clock(CLOCK_MONOTONIC) - t[0], gpd_merge_in_bytes);
+    MPI_Finalize();
+    return r < 0 ? 1 : r ? 3 : 0;
+  }
   gpd_mpart_t mine;
   size_t skipped = 0;
   gpd_mpart_init(&mine);
   size_t lo = o.ninputs * (size_t)rank / (size_t)size, hi = o.ninputs * (size_t)(rank + 1) / (size_t)size;
   int e = gpd_merge_read_slice(&mine, &o, lo, hi, &skipped);
-  if (rank != 0) {
-    /* header, then the part when rank 0 says go */
-    uint8_t head[GPD_MPART_HEAD];
-    gpd_mseg_t seg[GPD_MPART_NARR];
-    uint64_t hdr[3] = {FAILED, skipped, mine.in_bytes};
-    int go = 0;
-    if (e >= 0) hdr[0] = gpd_mpart_segs(&mine, head, seg);
-    send_idle(hdr, 3, MPI_UINT64_T, 0, TAG_HDR);
-    recv_idle(&go, 1, MPI_INT, 0, TAG_GO);
-    if (go) send_part(head, seg);
-    gpd_mpart_free(&mine);
-    MPI_Finalize();
-    return e < 0 ? 1 : 0;
-  }
-  /* rank 0: every rank's outcome first; a failure anywhere (without
-   * --keep-going) means nothing is written */
-  uint64_t(*hdr)[3] = calloc((size_t)size, sizeof(*hdr));
-  gpd_mpart_t *parts = calloc((size_t)size, sizeof(*parts));
-  if (!hdr || !parts) MPI_Abort(MPI_COMM_WORLD, 1);
-  int all_ok = e >= 0;
-  unsigned long long sk_all = skipped, inb_all = mine.in_bytes;
-  for (int k = 1; k < size; k++) {
-    recv_idle(hdr[k], 3, MPI_UINT64_T, k, TAG_HDR);
-    all_ok &= hdr[k][0] != FAILED;
-    sk_all += hdr[k][1];
-    inb_all += hdr[k][2];
-  }
+  /* every rank's outcome, profile count, skipped inputs, bytes read, inputs read */
+  uint64_t my[5] = {e >= 0, mine.nprof, skipped, mine.in_bytes, mine.ninputs};
+  uint64_t(*all)[5] = calloc((size_t)size, sizeof(*all));
+  uint32_t *base = calloc((size_t)size + 1, sizeof(*base));
+  if (!all || !base) need(-ENOMEM, "ranks");
+  MPI_Request rq;
+  MPI_Iallgather(my, 5, MPI_UINT64_T, all, 5, MPI_UINT64_T, MPI_COMM_WORLD, &rq);
+  wait_idle(&rq);
   t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
   c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-  parts[0] = mine;
-  for (int k = 1; k < size; k++) {
-    int go = all_ok;
-    send_idle(&go, 1, MPI_INT, k, TAG_GO);
-    if (go && (e = recv_part(k, hdr[k][0], &parts[k])) < 0) {
-      fprintf(stderr, "gpuprof: part of rank %d: %s\n", k, gpd_strerror(e));
-      all_ok = 0;
-    }
+  int all_ok = 1;
+  unsigned long long sk_all = 0, inb_all = 0, nin_all = 0;
+  for (int k = 0; k < size; k++) {
+    all_ok &= all[k][0] == 1;
+    sk_all += all[k][2];
+    inb_all += all[k][3];
+    nin_all += all[k][4];
+    if (all[k][1] > (uint64_t)INT32_MAX - base[k]) need(-EOVERFLOW, "too many profiles");
+    base[k + 1] = base[k] + (uint32_t)all[k][1];
   }
-  if (!all_ok) {
-    if (!o.quiet) fprintf(stderr, "gpuprof: nothing written (--keep-going merges the other inputs)\n");
+  if (!all_ok || nin_all == 0) {
+    if (rank == 0 && !all_ok && !o.quiet)
+      fprintf(stderr, "gpuprof: nothing written (--keep-going merges the other inputs)\n");
+    if (rank == 0 && all_ok) fprintf(stderr, "gpuprof: no input could be read; nothing written\n");
+    gpd_mpart_free(&mine);
+    free(all);
+    free(base);
+    MPI_Finalize();
+    return rank == 0 || e < 0 ? 1 : 0;
+  }
+  uint32_t nprof = base[size];
+  /* the uid of every profile, in global id order (statistics per uid) */
+  int64_t *uids = malloc(((size_t)nprof + 1) * sizeof(*uids)), *myu = malloc((mine.nprof + 1) * sizeof(*myu));
+  int *cnt = malloc((size_t)size * sizeof(int)), *dsp = malloc((size_t)size * sizeof(int));
+  if (!uids || !myu || !cnt || !dsp) need(-ENOMEM, "profiles");
+  for (size_t i = 0; i < mine.nprof; i++) myu[i] = mine.prof[i].uid;
+  for (int k = 0; k < size; k++) cnt[k] = (int)all[k][1], dsp[k] = (int)base[k];
+  MPI_Iallgatherv(myu, (int)mine.nprof, MPI_INT64_T, uids, cnt, dsp, MPI_INT64_T, MPI_COMM_WORLD, &rq);
+  wait_idle(&rq);
+  /* split by owner: rank j owns context range j */
+  uint32_t nown = (uint32_t)size;
+  gpd_buf_t *to = calloc(nown, sizeof(*to)), early = {0};
+  uint64_t *ssz = calloc((size_t)size, sizeof(*ssz)), *rsz = calloc((size_t)size, sizeof(*rsz));
+  if (!to || !ssz || !rsz) need(-ENOMEM, "split");
+  need(gpd_mshard_split(&mine, base[rank], nown, to), "split");
+  for (uint32_t j = 0; j < nown; j++) ssz[j] = to[j].n;
+  MPI_Ialltoall(ssz, 1, MPI_UINT64_T, rsz, 1, MPI_UINT64_T, MPI_COMM_WORLD, &rq);
+  wait_idle(&rq);
+  /* the exchange: every rank's range-j values to owner j, at once */
+  xfer_t x = {0}, xe = {0};
+  gpd_buf_t *from = calloc((size_t)size, sizeof(*from));
+  if (!from) need(-ENOMEM, "exchange");
+  for (int k = 0; k < size; k++)
+    if (rsz[k] && k != rank) from[k].p = xfer_recv(&x, rsz[k], k, TAG_XCHG), from[k].n = rsz[k];
+  for (int k = 0; k < size; k++)
+    if (ssz[k] && k != rank) xfer_send(&x, to[k].p, to[k].n, k, TAG_XCHG);
+  from[rank] = to[rank]; /* own range from itself: no copy */
+  to[rank] = (gpd_buf_t){0};
+  int ret = 0;
+  gpd_buf_t ws = {0};
+  uint64_t nc, nk;
+  if (rank != 0) {
+    /* the profile-major side to the writer (not waited for), then the
+     * owned range once every rank's part of it is here */
+    uint64_t esz, wsz;
+    need(gpd_mshard_early(&mine, &early), "profile-major side");
+    send_sized(&xe, &early, &esz, TAG_ESIZE, TAG_EARLY);
+    xfer_wait(&x);
+    need(gpd_mshard_reduce(from, (size_t)size, uids, nprof, &ws, &nc, &nk), "reduce");
+    for (int k = 0; k < size; k++) gpd_buf_free(&from[k]);
+    /* its rows into a shard (in memory), whose image goes to rank 0 */
+    gpd_mout_t sh;
+    gpd_mwrite_info_t si;
+    const uint8_t *img;
+    size_t imgn;
+    gpd_buf_t msg = {0};
+    if ((e = gpd_mout_open_shard(&sh, &si, err, sizeof(err))) < 0 || (e = gpd_mshard_write(&sh, ws.p, ws.n)) < 0 ||
+        (e = gpd_mout_image(&sh, &img, &imgn)) < 0) {
+      fprintf(stderr, "gpuprof: rank %d: %s\n", rank, e == -EINVAL ? "malformed data from a rank" : err);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    gpd_buf_free(&ws);
+    uint64_t counts[3] = {si.contexts, si.keys, si.sparse_bytes};
+    need(gpd_buf_put(&msg, counts, sizeof(counts)), "shard");
+    need(gpd_buf_put(&msg, img, imgn), "shard");
+    gpd_mout_close(&sh);
+    send_sized(&xe, &msg, &wsz, TAG_WSIZE, TAG_WRITE);
+    xfer_wait(&xe);
+    gpd_buf_free(&msg);
+    gpd_buf_free(&early);
   } else {
+    /* rank 0: the writer.  Its own profile-major side while the sends go */
     gpd_mwrite_info_t info;
-    uint32_t ninputs = 0;
-    for (int k = 0; k < size; k++) ninputs += parts[k].ninputs;
-    if (ninputs == 0) {
-      fprintf(stderr, "gpuprof: no input could be read; nothing written\n");
-      e = GPD_ESTORE;
-    } else if ((e = gpd_mresult_write(parts, (size_t)size, o.out, ninputs, &info, err, sizeof(err))) < 0) {
-      fprintf(stderr, "gpuprof: %s\n", err);
-    } else {
-      char who[64];
-      t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
-      c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-      gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
-      snprintf(who, sizeof(who), "%d ranks, rank 0", size);
-      gpd_merge_phases(&o, who, t, c);
-      if (sk_all)
-        fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %u\n", sk_all, o.ninputs, o.out,
-                ninputs);
+    gpd_mout_t out;
+    gpd_mpart_t *bins = calloc((size_t)size, sizeof(*bins)); /* only .bins, pointing into early streams */
+    uint8_t **eb = calloc((size_t)size, sizeof(*eb));
+    gpd_buf_t blob = {0};
+    if (!bins || !eb) need(-ENOMEM, "writer");
+    if ((ret = gpd_mout_open(&out, o.out, nprof, (uint32_t)nin_all, &info, err, sizeof(err))) < 0) goto wfail;
+    if ((ret = gpd_mout_rows(&out, mine.rows.p, mine.rows.n, 0)) < 0) goto wfail;
+    for (size_t i = 0; i < mine.nprof; i++)
+      if ((ret = gpd_pmetric_blob(&mine, i, &blob, out.used)) < 0 ||
+          (ret = gpd_mout_pmetric(&out, (int64_t)i + 1, blob.p, blob.n)) < 0)
+        goto wfail;
+    bins[0].bins = mine.bins;
+    /* the other ranks' profile-major sides, all posted at once */
+    uint64_t *esz = calloc((size_t)size, sizeof(*esz));
+    if (!esz) need(-ENOMEM, "writer");
+    for (int k = 1; k < size; k++) MPI_Irecv(&esz[k], 1, MPI_UINT64_T, k, TAG_ESIZE, MPI_COMM_WORLD, xfer_slot(&xe));
+    xfer_wait(&xe);
+    for (int k = 1; k < size; k++) eb[k] = xfer_recv(&xe, esz[k], k, TAG_EARLY);
+    xfer_wait(&xe);
+    for (int k = 1; k < size; k++)
+      if ((ret = gpd_mshard_early_write(&out, eb[k], esz[k], base[k], &bins[k].bins)) < 0) break;
+    free(esz);
+    if (ret < 0) goto wfail;
+    /* range 0, its own: straight into the file, first (the lowest ids) */
+    xfer_wait(&x);
+    if ((ret = gpd_mshard_reduce(from, (size_t)size, uids, nprof, &ws, &nc, &nk)) < 0) goto wfail;
+    for (int k = 0; k < size; k++) gpd_buf_free(&from[k]);
+    if ((ret = gpd_mshard_write(&out, ws.p, ws.n)) < 0) goto wfail;
+    gpd_buf_free(&ws);
+    /* the owners' rows, in range order, each as it comes */
+    for (int k = 1; k < size; k++) {
+      uint64_t n;
+      uint8_t *w = recv_sized(k, TAG_WSIZE, TAG_WRITE, &n);
+      if (n < 24) {
+        ret = -EINVAL;
+      } else {
+        uint64_t counts[3];
+        memcpy(counts, w, sizeof(counts));
+        info.contexts += counts[0];
+        info.keys += counts[1];
+        info.sparse_bytes += counts[2];
+        ret = gpd_mout_shard_add(&out, w + 24, n - 24);
+      }
+      free(w);
+      if (ret < 0) goto wfail;
     }
-    rc = e < 0 ? 1 : sk_all ? 3 : 0;
+    ret = gpd_mout_finish(&out, nprof, bins, (size_t)size);
+  wfail:
+    if (ret == -EINVAL) snprintf(err, sizeof(err), "malformed data from a rank");
+    if (ret == -ENOMEM) snprintf(err, sizeof(err), "out of memory");
+    gpd_mout_close(&out);
+    gpd_buf_free(&blob);
+    gpd_buf_free(&ws);
+    for (int k = 0; k < size; k++) free(eb[k]);
+    free(eb);
+    free(bins); /* its .bins point into mine and eb: not freed through it */
+    if (ret < 0) {
+      fprintf(stderr, "gpuprof: %s\n", err);
+      MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may wait on rank 0 */
+    }
+    char who[64];
+    t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
+    c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
+    gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
+    snprintf(who, sizeof(who), "%d ranks, rank 0", size);
+    gpd_merge_phases(&o, who, t, c);
+    if (sk_all)
+      fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %llu\n", sk_all, o.ninputs, o.out,
+              nin_all);
+    rc = sk_all ? 3 : 0;
   }
-  for (int k = 0; k < size; k++) gpd_mpart_free(&parts[k]);
-  free(parts);
-  free(hdr);
+  for (uint32_t j = 0; j < nown; j++) gpd_buf_free(&to[j]);
+  free(to);
+  free(from);
+  xfer_free(&x);
+  xfer_free(&xe);
+  free(ssz);
+  free(rsz);
+  free(uids);
+  free(myu);
+  free(cnt);
+  free(dsp);
+  free(all);
+  free(base);
+  gpd_mpart_free(&mine);
   MPI_Finalize();
-  return rc;
+  return rank == 0 ? rc : 0;
 }

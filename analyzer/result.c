@@ -263,36 +263,47 @@ static int cmp_gkey(const void *a, const void *b) {
   return x->metric < y->metric ? -1 : x->metric > y->metric;
 }
 
-static int exec(fold_t *f, sqlite3 *db, const char *sql) {
+/* ---- the merged file being written (gpd_mout_t) ---- */
+
+static int ofail(gpd_mout_t *o, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int ofail(gpd_mout_t *o, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(o->err, o->errn, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static int exec(gpd_mout_t *o, const char *sql) {
   char *msg = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    int e = fail(f, GPD_ESTORE, "%s", msg ? msg : sqlite3_errmsg(db));
+  if (sqlite3_exec(o->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    int e = ofail(o, GPD_ESTORE, "%s", msg ? msg : sqlite3_errmsg(o->db));
     sqlite3_free(msg);
     return e;
   }
   return 0;
 }
 
-static int step(fold_t *f, sqlite3 *db, sqlite3_stmt *st) {
+static int step(gpd_mout_t *o, sqlite3_stmt *st) {
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  return rc == SQLITE_DONE ? 0 : fail(f, GPD_ESTORE, "%s", sqlite3_errmsg(db));
+  return rc == SQLITE_DONE ? 0 : ofail(o, GPD_ESTORE, "%s", sqlite3_errmsg(o->db));
 }
 
-static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t *info) {
-  sqlite3_stmt *ins[GPD_MT__COUNT] = {0}, *pm = NULL, *stq = NULL, *md = NULL;
-  gpd_buf_t blob = {0};
-  gpd_cval_rec_t *v = NULL; /* one key's values */
-  size_t capv = 0;
-  char sql[1024];
-  int err = 0;
-  uint8_t used[GPD_M__COUNT] = {0};
+static int prepare(gpd_mout_t *o, const char *sql, sqlite3_stmt **st) {
+  return sqlite3_prepare_v2(o->db, sql, -1, st, NULL) == SQLITE_OK ? 0
+                                                                    : ofail(o, GPD_ESTORE, "%s", sqlite3_errmsg(o->db));
+}
 
-  if ((err = exec(f, db, MERGED_CONTEXT)) < 0 || (err = exec(f, db, GPD_STORE_SCHEMA)) < 0 || (err = exec(f, db, GPD_PCSAMPLE_SCHEMA)) < 0 ||
-      (err = exec(f, db, GPD_TRACE_SCHEMA)) < 0 ||
-      (err = exec(f, db, MERGED_SCHEMA)) < 0 ||
-      (err = exec(f, db, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
+static int write_head(gpd_mout_t *o, uint32_t nprof, uint32_t ninputs) {
+  sqlite3_stmt *md = NULL;
+  char sql[1024];
+  int err;
+  if ((err = exec(o, MERGED_CONTEXT)) < 0 || (err = exec(o, GPD_STORE_SCHEMA)) < 0 ||
+      (err = exec(o, GPD_PCSAMPLE_SCHEMA)) < 0 || (err = exec(o, GPD_TRACE_SCHEMA)) < 0 ||
+      (err = exec(o, MERGED_SCHEMA)) < 0 ||
+      (err = exec(o, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
     return err;
   {
     char host[256] = "";
@@ -303,80 +314,273 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
         "INSERT INTO meta VALUES('format','gpuprof'),('format_version','" GPD_STR(GPD_MERGE_FORMAT) "'),"
         "('host',%Q),('created_ns','%llu'),('clock','CLOCK_MONOTONIC_RAW'),('next_profile_id','%u'),"
         "('merged_inputs','%u');",
-        host, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec, f->nprof + 1,
-        ninputs);
-    err = q ? exec(f, db, q) : -ENOMEM;
+        host, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec, nprof + 1, ninputs);
+    err = q ? exec(o, q) : -ENOMEM;
     sqlite3_free(q);
-    if (err < 0) goto out;
+    if (err < 0) return err;
   }
-  if (sqlite3_prepare_v2(db, "INSERT INTO metric_desc VALUES(?1, ?2, ?3, ?4)", -1, &md, NULL) != SQLITE_OK) goto sqlerr;
-  for (unsigned i = 0; i < GPD_M__COUNT; i++) {
+  if ((err = prepare(o, "INSERT INTO metric_desc VALUES(?1, ?2, ?3, ?4)", &md)) < 0) return err;
+  for (unsigned i = 0; i < GPD_M__COUNT && !err; i++) {
     const gpd_metric_desc_t *d = gpd_metric_desc(i);
     sqlite3_bind_int(md, 1, (int)i);
     sqlite3_bind_text(md, 2, d->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(md, 3, gpd_metric_unit_name(d->unit), -1, SQLITE_STATIC);
     sqlite3_bind_text(md, 4, d->desc, -1, SQLITE_STATIC);
-    if ((err = step(f, db, md)) < 0) goto out;
+    err = step(o, md);
   }
-  for (int t = 0; t < GPD_MT__COUNT; t++) {
+  sqlite3_finalize(md);
+  for (int t = 0; t < GPD_MT__COUNT && !err; t++) {
     char q[64] = "";
     for (int c = 0; c < gpd_mtable_ncols(t); c++) snprintf(q + strlen(q), sizeof(q) - strlen(q), "%s?", c ? "," : "");
     snprintf(sql, sizeof(sql), "INSERT %sINTO %s(%s) VALUES(%s)", t == GPD_MT_GPUBIN ? "OR IGNORE " : "",
              gpd_mtable_name(t), gpd_mtable_cols(t), q);
-    if (sqlite3_prepare_v2(db, sql, -1, &ins[t], NULL) != SQLITE_OK) goto sqlerr;
+    err = prepare(o, sql, &o->ins[t]);
   }
+  if (!err) err = prepare(o, "INSERT INTO pmetric VALUES(?1, ?2)", &o->pm);
+  if (!err) err = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq);
+  return err;
+}
+
+int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mwrite_info_t *info,
+                  char *err, size_t errn) {
+  char dir[4200];
+  int e;
+  memset(o, 0, sizeof(*o));
+  o->fd = -1;
+  o->out = out;
+  o->err = err;
+  o->errn = errn;
+  o->info = info;
+  memset(info, 0, sizeof(*info));
+  snprintf(dir, sizeof(dir), "%s", out);
+  char *base = strrchr(dir, '/');
+  if (base) {
+    *base++ = 0;
+    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.XXXXXX", *dir ? dir : "/", base);
+  } else {
+    snprintf(o->tmp, sizeof(o->tmp), ".%s.XXXXXX", out);
+  }
+  /* private, new, never a planted link: mkstemp makes it 0600 with O_EXCL */
+  if ((o->fd = mkstemp(o->tmp)) < 0) {
+    e = ofail(o, -errno, "%s: cannot create a file beside it: %s", out, strerror(errno));
+    o->tmp[0] = 0;
+    return e;
+  }
+  if (sqlite3_open_v2(o->tmp, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    e = ofail(o, GPD_ESTORE, "%s: %s", o->tmp, o->db ? sqlite3_errmsg(o->db) : "out of memory");
+    gpd_mout_close(o);
+    return e;
+  }
+  /* a new private file, renamed into place only when complete: no
+   * journal is needed; fsync before the rename */
+  if ((e = exec(o, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                   "PRAGMA locking_mode=EXCLUSIVE;")) < 0 ||
+      (e = write_head(o, nprof, ninputs)) < 0)
+    gpd_mout_close(o);
+  return e;
+}
+
+int gpd_mout_open_shard(gpd_mout_t *o, gpd_mwrite_info_t *info, char *err, size_t errn) {
+  int e;
+  memset(o, 0, sizeof(*o));
+  o->fd = -1;
+  o->err = err;
+  o->errn = errn;
+  o->info = info;
+  memset(info, 0, sizeof(*info));
+  /* memdb: one contiguous image that sqlite3_serialize hands out as it is */
+  if (sqlite3_open_v2("file:gpd-shard?vfs=memdb", &o->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                      NULL) != SQLITE_OK) {
+    e = ofail(o, GPD_ESTORE, "shard: %s", o->db ? sqlite3_errmsg(o->db) : "out of memory");
+    gpd_mout_close(o);
+    return e;
+  }
+  if ((e = exec(o, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")) < 0 ||
+      (e = exec(o, MERGED_CONTEXT)) < 0 || (e = exec(o, MERGED_SCHEMA)) < 0 || (e = exec(o, "BEGIN")) < 0 ||
+      (e = prepare(o, "INSERT INTO context VALUES(?,?,?,?,?,?,?,?,?)", &o->ins[GPD_MT_CONTEXT])) < 0 ||
+      (e = prepare(o, "INSERT INTO frame VALUES(?,?,?,?,?,?,?)", &o->ins[GPD_MT_FRAME])) < 0 ||
+      (e = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq)) < 0)
+    gpd_mout_close(o);
+  return e;
+}
+
+int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n) {
+  sqlite3_int64 sz = 0;
+  int e;
+  if ((e = exec(o, "COMMIT")) < 0) return e;
+  unsigned char *p = sqlite3_serialize(o->db, "main", &sz, SQLITE_SERIALIZE_NOCOPY);
+  if (!p) { /* not one contiguous image: a copy */
+    if (!(p = o->img = sqlite3_serialize(o->db, "main", &sz, 0))) return ofail(o, -ENOMEM, "shard: out of memory");
+  }
+  *img = p;
+  *n = (size_t)sz;
+  return 0;
+}
+
+int gpd_mout_shard_add(gpd_mout_t *o, uint8_t *img, size_t n) {
+  int e, rc;
+  /* ATTACH is refused inside a transaction: the rows so far are written
+   * (no journal: that is only their pages) and a new one begins */
+  if ((e = exec(o, "COMMIT; ATTACH ':memory:' AS shard")) < 0) return e;
+  rc = sqlite3_deserialize(o->db, "shard", img, (sqlite3_int64)n, (sqlite3_int64)n, SQLITE_DESERIALIZE_READONLY);
+  if (rc != SQLITE_OK) e = ofail(o, GPD_ESTORE, "shard: %s", sqlite3_errmsg(o->db));
+  /* the first shard's rows go into empty tables: SQLite copies them as
+   * records (its transfer optimization); later ones are appended in order */
+  if (!e)
+    e = exec(o, "BEGIN; INSERT INTO main.context SELECT * FROM shard.context;"
+                "INSERT INTO main.frame SELECT * FROM shard.frame; INSERT INTO main.stat SELECT * FROM shard.stat;"
+                "COMMIT");
+  if (!sqlite3_get_autocommit(o->db)) sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
+  int d = exec(o, "DETACH shard");
+  if (!e) e = d;
+  if (!e) e = exec(o, "BEGIN");
+  return e;
+}
+
+int gpd_mout_rows(gpd_mout_t *o, const uint8_t *p, size_t n, int64_t poff) {
+  size_t off = 0;
+  int err;
+  while (off < n) {
+    int t = p[off++];
+    if (t >= GPD_MT__COUNT || gpd_row_bind(p, n, &off, o->ins[t], gpd_mtable_pcol(t), poff) < 0)
+      return ofail(o, -EINVAL, "malformed row");
+    if ((err = step(o, o->ins[t])) < 0) return err;
+  }
+  return 0;
+}
+
+int gpd_mout_context(gpd_mout_t *o, const uint8_t *row, size_t rn, const uint8_t *frames, size_t fn) {
+  size_t off = 0;
+  int err;
+  if (gpd_row_bind(row, rn, &off, o->ins[GPD_MT_CONTEXT], -1, 0) < 0) return ofail(o, -EINVAL, "malformed context row");
+  if ((err = step(o, o->ins[GPD_MT_CONTEXT])) < 0) return err;
+  for (off = 0; off < fn;) {
+    if (gpd_row_bind(frames, fn, &off, o->ins[GPD_MT_FRAME], -1, 0) < 0) return ofail(o, -EINVAL, "malformed frame row");
+    if ((err = step(o, o->ins[GPD_MT_FRAME])) < 0) return err;
+  }
+  o->info->contexts++;
+  return 0;
+}
+
+int gpd_pmetric_blob(const gpd_mpart_t *p, size_t i, gpd_buf_t *blob, uint8_t used[GPD_M__COUNT]) {
+  int err;
+  blob->n = 0;
+  if ((err = gpd_buf_reserve(blob, p->prof[i].pm_n * GPD_PMETRIC_REC)) < 0) return err;
+  for (uint64_t j = p->prof[i].pm_off; j < p->prof[i].pm_off + p->prof[i].pm_n; j++) {
+    const gpd_mval_rec_t *r = &p->pm[j];
+    uint8_t *rec = blob->p + blob->n;
+    memcpy(rec, &r->ctx, 8);
+    memcpy(rec + 8, &r->metric, 4);
+    memcpy(rec + 12, &r->v, 8);
+    blob->n += GPD_PMETRIC_REC;
+    if (r->metric < GPD_M__COUNT) used[r->metric] = 1;
+  }
+  return 0;
+}
+
+int gpd_mout_pmetric(gpd_mout_t *o, int64_t profile_id, const uint8_t *blob, size_t n) {
+  o->info->sparse_bytes += n;
+  o->info->values += n / GPD_PMETRIC_REC;
+  sqlite3_bind_int64(o->pm, 1, profile_id);
+  sqlite3_bind_blob(o->pm, 2, n ? (const void *)blob : "", (int)n, SQLITE_STATIC);
+  return step(o, o->pm);
+}
+
+void gpd_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n) {
+  for (size_t j = 0; j < n; j++, dst += GPD_CVAL_REC) {
+    memcpy(dst, &v[j].prof, 4);
+    memcpy(dst + 4, &v[j].v, 8);
+  }
+}
+
+int gpd_mout_stat(gpd_mout_t *o, int64_t uid, int64_t ctx, uint32_t metric, const gpd_mstat_t *s,
+                  const uint8_t *vals, size_t n) {
+  sqlite3_stmt *stq = o->stq;
+  o->info->sparse_bytes += n;
+  o->info->keys++;
+  sqlite3_bind_int64(stq, 1, uid);
+  sqlite3_bind_int64(stq, 2, ctx);
+  sqlite3_bind_int64(stq, 3, metric);
+  sqlite3_bind_int64(stq, 4, (int64_t)s->n);
+  sqlite3_bind_int64(stq, 5, (int64_t)s->nz);
+  sqlite3_bind_double(stq, 6, s->sum);
+  sqlite3_bind_double(stq, 7, s->min);
+  sqlite3_bind_double(stq, 8, s->mean);
+  sqlite3_bind_double(stq, 9, s->max);
+  sqlite3_bind_double(stq, 10, s->stddev);
+  sqlite3_bind_double(stq, 11, s->cv);
+  sqlite3_bind_int64(stq, 12, s->min_profile);
+  sqlite3_bind_int64(stq, 13, s->max_profile);
+  sqlite3_bind_blob(stq, 14, n ? (const void *)vals : "", (int)n, SQLITE_STATIC);
+  return step(o, stq);
+}
+
+int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, size_t nparts) {
+  gpd_mwrite_info_t *info = o->info;
+  uint64_t nm = 0;
+  int e;
+  for (unsigned m = 0; m < GPD_M__COUNT; m++) nm += o->used[m];
+  info->profiles = nprof;
+  info->dense_bytes = (uint64_t)nprof * info->contexts * nm * 8;
+  info->dense_all_bytes = (uint64_t)nprof * info->contexts * GPD_M__COUNT * 8;
+  if ((e = exec(o, "COMMIT")) < 0) return e;
+  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(o->ins[t]), o->ins[t] = NULL;
+  sqlite3_finalize(o->pm);
+  sqlite3_finalize(o->stq);
+  o->pm = o->stq = NULL;
+  if (sqlite3_close(o->db) != SQLITE_OK) return ofail(o, GPD_ESTORE, "%s: cannot close", o->tmp);
+  o->db = NULL;
+  /* the binaries first: the merged file appears with them in place */
+  if ((e = gpd_mbins_copy(parts, nparts, o->out, info)) < 0) return ofail(o, e, "out of memory");
+  if (fsync(o->fd) < 0 || rename(o->tmp, o->out) < 0) return ofail(o, -errno, "%s: %s", o->out, strerror(errno));
+  o->tmp[0] = 0;
+  return 0;
+}
+
+void gpd_mout_close(gpd_mout_t *o) {
+  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(o->ins[t]);
+  sqlite3_finalize(o->pm);
+  sqlite3_finalize(o->stq);
+  if (o->db) sqlite3_close(o->db);
+  sqlite3_free(o->img);
+  o->img = NULL;
+  if (o->fd >= 0) close(o->fd);
+  if (o->tmp[0]) unlink(o->tmp);
+  memset(o->ins, 0, sizeof(o->ins));
+  o->pm = o->stq = NULL;
+  o->db = NULL;
+  o->fd = -1;
+  o->tmp[0] = 0;
+}
+
+/* the threaded merge's write: every part's rows, then the folded
+ * contexts and keys in key order */
+static int write_all(fold_t *f, gpd_mout_t *o) {
+  gpd_buf_t blob = {0};
+  gpd_cval_rec_t *v = NULL; /* one key's values */
+  size_t capv = 0;
+  int err = 0;
+
   /* profiles and their side rows, part by part */
-  for (size_t k = 0; k < f->nparts; k++) {
-    const gpd_buf_t *b = &f->parts[k].rows;
-    size_t o = 0;
-    while (o < b->n) {
-      int t = b->p[o++];
-      if (t >= GPD_MT__COUNT || gpd_row_bind(b->p, b->n, &o, ins[t], gpd_mtable_pcol(t), f->base[k]) < 0) {
-        err = fail(f, -EINVAL, "malformed row in part %zu", k);
-        goto out;
-      }
-      if ((err = step(f, db, ins[t])) < 0) goto out;
-    }
-  }
+  for (size_t k = 0; k < f->nparts; k++)
+    if ((err = gpd_mout_rows(o, f->parts[k].rows.p, f->parts[k].rows.n, f->base[k])) < 0) goto out;
   /* contexts and frames, in key order */
   qsort(f->ctx, f->nctx, sizeof(*f->ctx), cmp_gctx);
   for (size_t i = 0; i < f->nctx; i++) {
     const gpd_mpart_t *p = &f->parts[f->ctx[i].part];
     const gpd_mctx_t *c = &p->ctx[f->ctx[i].idx];
-    size_t o = c->off;
-    if (gpd_row_bind(p->ctxrows.p, c->off + c->len, &o, ins[GPD_MT_CONTEXT], -1, 0) < 0) goto bad;
-    if ((err = step(f, db, ins[GPD_MT_CONTEXT])) < 0) goto out;
-    for (o = c->foff; o < c->foff + c->flen;) {
-      if (gpd_row_bind(p->framerows.p, c->foff + c->flen, &o, ins[GPD_MT_FRAME], -1, 0) < 0) goto bad;
-      if ((err = step(f, db, ins[GPD_MT_FRAME])) < 0) goto out;
-    }
+    if ((err = gpd_mout_context(o, p->ctxrows.p + c->off, c->len, p->framerows.p + c->foff, c->flen)) < 0) goto out;
   }
   /* profile-major values */
-  if (sqlite3_prepare_v2(db, "INSERT INTO pmetric VALUES(?1, ?2)", -1, &pm, NULL) != SQLITE_OK) goto sqlerr;
   for (size_t k = 0; k < f->nparts; k++) {
     const gpd_mpart_t *p = &f->parts[k];
-    for (size_t i = 0; i < p->nprof; i++) {
-      blob.n = 0;
-      if ((err = gpd_buf_reserve(&blob, p->prof[i].pm_n * GPD_PMETRIC_REC)) < 0) goto out;
-      for (uint64_t j = p->prof[i].pm_off; j < p->prof[i].pm_off + p->prof[i].pm_n; j++) {
-        const gpd_mval_rec_t *r = &p->pm[j];
-        uint8_t *rec = blob.p + blob.n;
-        memcpy(rec, &r->ctx, 8);
-        memcpy(rec + 8, &r->metric, 4);
-        memcpy(rec + 12, &r->v, 8);
-        blob.n += GPD_PMETRIC_REC;
-        used[r->metric] = 1;
-      }
-      info->sparse_bytes += blob.n;
-      sqlite3_bind_int64(pm, 1, (int64_t)(f->base[k] + i + 1));
-      sqlite3_bind_blob(pm, 2, blob.p ? (const void *)blob.p : "", (int)blob.n, SQLITE_STATIC);
-      if ((err = step(f, db, pm)) < 0) goto out;
-    }
+    for (size_t i = 0; i < p->nprof; i++)
+      if ((err = gpd_pmetric_blob(p, i, &blob, o->used)) < 0 ||
+          (err = gpd_mout_pmetric(o, (int64_t)(f->base[k] + i + 1), blob.p, blob.n)) < 0)
+        goto out;
   }
   /* context-major values and statistics */
-  if (sqlite3_prepare_v2(db, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", -1, &stq,
-                         NULL) != SQLITE_OK)
-    goto sqlerr;
   qsort(f->key, f->nkey, sizeof(*f->key), cmp_gkey);
   for (size_t i = 0; i < f->nkey; i++) {
     const gkey_t *g = &f->key[i];
@@ -405,53 +609,12 @@ static int write_all(fold_t *f, sqlite3 *db, uint32_t ninputs, gpd_mwrite_info_t
         v[nv++] = (gpd_cval_rec_t){src[j].prof + f->base[x->part], 0, src[j].v};
     }
     gpd_mstat_compute(&s, v, nv, u->prof, u->n);
-    blob.n = 0;
     if ((err = gpd_buf_reserve(&blob, nv * GPD_CVAL_REC)) < 0) goto out;
-    for (size_t j = 0; j < nv; j++) {
-      uint8_t *rec = blob.p + blob.n;
-      memcpy(rec, &v[j].prof, 4);
-      memcpy(rec + 4, &v[j].v, 8);
-      blob.n += GPD_CVAL_REC;
-    }
-    info->sparse_bytes += blob.n;
-    sqlite3_bind_int64(stq, 1, g->uid);
-    sqlite3_bind_int64(stq, 2, g->ctx);
-    sqlite3_bind_int64(stq, 3, g->metric);
-    sqlite3_bind_int64(stq, 4, (int64_t)s.n);
-    sqlite3_bind_int64(stq, 5, (int64_t)s.nz);
-    sqlite3_bind_double(stq, 6, s.sum);
-    sqlite3_bind_double(stq, 7, s.min);
-    sqlite3_bind_double(stq, 8, s.mean);
-    sqlite3_bind_double(stq, 9, s.max);
-    sqlite3_bind_double(stq, 10, s.stddev);
-    sqlite3_bind_double(stq, 11, s.cv);
-    sqlite3_bind_int64(stq, 12, s.min_profile);
-    sqlite3_bind_int64(stq, 13, s.max_profile);
-    sqlite3_bind_blob(stq, 14, blob.p ? (const void *)blob.p : "", (int)blob.n, SQLITE_STATIC);
-    if ((err = step(f, db, stq)) < 0) goto out;
+    gpd_cval_encode(blob.p, v, nv);
+    if ((err = gpd_mout_stat(o, g->uid, g->ctx, g->metric, &s, blob.p, nv * GPD_CVAL_REC)) < 0) goto out;
   }
-  err = exec(f, db, "COMMIT");
-  {
-    uint64_t nm = 0;
-    for (unsigned m = 0; m < GPD_M__COUNT; m++) nm += used[m];
-    info->profiles = f->nprof;
-    info->contexts = f->nctx;
-    info->keys = f->nkey;
-    info->values = f->ncv;
-    info->dense_bytes = (uint64_t)f->nprof * f->nctx * nm * 8;
-    info->dense_all_bytes = (uint64_t)f->nprof * f->nctx * GPD_M__COUNT * 8;
-  }
-  goto out;
-bad:
-  err = fail(f, -EINVAL, "malformed context row");
-  goto out;
-sqlerr:
-  err = fail(f, GPD_ESTORE, "%s", sqlite3_errmsg(db));
 out:
-  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(ins[t]);
-  sqlite3_finalize(pm);
-  sqlite3_finalize(stq);
-  sqlite3_finalize(md);
+  if (err == -ENOMEM) ofail(o, err, "out of memory");
   gpd_buf_free(&blob);
   free(v);
   return err;
@@ -461,59 +624,18 @@ int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32
                       char *err, size_t errn) {
   fold_t f = {.parts = parts, .nparts = nparts, .err = err, .errn = errn};
   gpd_mwrite_info_t dummy;
-  sqlite3 *db = NULL;
-  char tmp[8500], dir[4200];
-  int fd = -1, e;
+  gpd_mout_t o;
+  int e;
   if (!info) info = &dummy;
   memset(info, 0, sizeof(*info));
-  snprintf(dir, sizeof(dir), "%s", out);
-  char *base = strrchr(dir, '/');
-  if (base) {
-    *base++ = 0;
-    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", *dir ? dir : "/", base);
-  } else {
-    snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", out);
-  }
   if ((e = fold(&f)) < 0) {
     if (e == -ENOMEM || e == -EOVERFLOW) fail(&f, e, "%s", e == -ENOMEM ? "out of memory" : "too many profiles");
     goto done;
   }
-  /* private, new, never a planted link: mkstemp makes it 0600 with O_EXCL */
-  if ((fd = mkstemp(tmp)) < 0) {
-    e = fail(&f, -errno, "%s: cannot create a file beside it: %s", out, strerror(errno));
-    tmp[0] = 0;
-    goto done;
-  }
-  if (sqlite3_open_v2(tmp, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-    e = fail(&f, GPD_ESTORE, "%s: %s", tmp, db ? sqlite3_errmsg(db) : "out of memory");
-    goto done;
-  }
-  /* a new private file, renamed into place only when complete: no
-   * journal is needed; fsync before the rename */
-  if ((e = exec(&f, db, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                        "PRAGMA locking_mode=EXCLUSIVE;")) < 0 ||
-      (e = write_all(&f, db, ninputs, info)) < 0)
-    goto done;
-  if (sqlite3_close(db) != SQLITE_OK) {
-    e = fail(&f, GPD_ESTORE, "%s: cannot close", tmp);
-    db = NULL;
-    goto done;
-  }
-  db = NULL;
-  /* the binaries first: the merged file appears with them in place */
-  if ((e = gpd_mbins_copy(parts, nparts, out, info)) < 0) {
-    fail(&f, e, "out of memory");
-    goto done;
-  }
-  if (fsync(fd) < 0 || rename(tmp, out) < 0) {
-    e = fail(&f, -errno, "%s: %s", out, strerror(errno));
-    goto done;
-  }
-  tmp[0] = 0;
+  if ((e = gpd_mout_open(&o, out, f.nprof, ninputs, info, err, errn)) < 0) goto done;
+  if ((e = write_all(&f, &o)) >= 0) e = gpd_mout_finish(&o, f.nprof, parts, nparts);
+  gpd_mout_close(&o);
 done:
-  if (db) sqlite3_close(db);
-  if (fd >= 0) close(fd);
-  if (tmp[0] && e < 0) unlink(tmp);
   fold_free(&f);
   return e;
 }

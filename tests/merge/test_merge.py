@@ -191,22 +191,28 @@ def case_threads(tmp):
     check((n, nz, s) == (14, 13, sum(i + 1 + 0.5 * i for i in range(7))), "kern over 14 processes, one zero")
 
 
-def case_mpi(tmp):
+# Open MPI's own allocations (MCA components it unloads) are reported as
+# leaks in an ASan build; gpuprof's are checked by the other cases
+MPI_ENV = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "ASAN_OPTIONS": "detect_leaks=0"}
+
+
+def need_mpi():
     if not MPIRUN:
         print("SKIP: no mpirun")
         sys.exit(77)
     if not os.path.exists(os.path.join(os.path.dirname(GPUPROF), "gpuprof-merge-mpi")):
         print("SKIP: gpuprof built without MPI")
         sys.exit(77)
+
+
+def case_mpi(tmp):
+    need_mpi()
     ins = many_inputs(tmp)
     a, b = os.path.join(tmp, "thr.gpdb"), os.path.join(tmp, "mpi.gpdb")
     merge(a, ins, "-j", "1")
-    env = {"OMPI_MCA_btl": "self,vader", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
-           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           # Open MPI's own allocations (MCA components it unloads) are reported
-           # as leaks in an ASan build; gpuprof's are checked by the other cases
-           "ASAN_OPTIONS": "detect_leaks=0"}
+    env = MPI_ENV
     rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", b] + ins, env=env, timeout=150)
     print(o + e)
     check(rc == 0 and "4 ranks" in e, "mpirun -np 4 gpuprof merge: 4 ranks, exit 0")
@@ -237,6 +243,66 @@ def case_mpi(tmp):
     for t in ("pcsample", "pcsample_cubin", "pcsample_stat", "gpubin", "string"):
         q = "SELECT * FROM %s ORDER BY 1, 2, 3" % t
         check(rows(thr, q) == rows(mp, q), "MPI vs threads: %s identical" % t)
+
+
+def spread_inputs(tmp, n=8):
+    """n node files, 2 processes each (node 5's of uid 1001), 48 contexts
+    whose ids spread over the whole signed 64-bit range (every owner's
+    range of the partitioned MPI reduction holds some), frames, labels
+    that differ per node (the first input's must win), node-own contexts."""
+    K, G = M["GKER"], M["GPUOP"]
+    ids = [(c * 0x0555555555555557 + 0x1234567) & 0xFFFFFFFFFFFFFFFF for c in range(48)]
+    paths = []
+    for i in range(n):
+        uid = 1001 if i == 5 else 1000
+        p = os.path.join(tmp, "spread%d.gpdb" % i)
+        own = (0x8000000000000000 + 977 * (i + 1)) & 0xFFFFFFFFFFFFFFFF  # near the lowest signed id
+        ctx = [(uid, cid, 0, 3, "k%d@node%d" % (c, i)) for c, cid in enumerate(ids)] + [(uid, own, 0, 1, "own%d" % i)]
+        frames = [(uid, cid, d, "f%d_%d" % (c, d), "src%d.c" % i, c * 10 + d) for c, cid in enumerate(ids[:12])
+                  for d in range(2)]
+        procs = []
+        for j in range(2):
+            vals = {(cid, K): float((c * 7 + i * 3 + j) % 11) for c, cid in enumerate(ids) if (c + i + j) % 3}
+            vals.update({(cid, G): 0.25 * (c + 1) * (i + 1) for c, cid in enumerate(ids) if c % 4 == j})
+            vals[(own, K)] = 5.0 + i
+            vals = {k: v for k, v in vals.items() if v}
+            procs.append(dict(id=j + 1, pid=3000 + 2 * i + j, uid=uid, rank=2 * i + j, values=vals))
+        gpdb.write(p, procs, ctx, frames)
+        paths.append(p)
+    return paths
+
+
+def case_mpiranks(tmp):
+    """-np 1, 2, 3, 4 = one thread: every table, `report --json`, and
+    `report --stats` per metric; labels from the first input."""
+    need_mpi()
+    ins = spread_inputs(tmp)
+    ref = os.path.join(tmp, "ref.gpdb")
+    merge(ref, ins, "-j", "1")
+    check(rows(ref, "SELECT count(*) FROM context") == [(48 * 2 + 8,)], "48 shared contexts per uid, 8 node-own")
+    check(rows(ref, "SELECT DISTINCT substr(label, instr(label, '@')) FROM context WHERE uid = 1000 AND label LIKE "
+                    "'k%'") == [("@node0",)], "labels of uid 1000 from the first input")
+
+    def texts(path):
+        out = []
+        for args in (["--json"], ["--stats", "--metric", "GKER"], ["--stats", "--metric", "GPUOP"]):
+            rc, o, e = run([GPUPROF, "report"] + args + [path])
+            check(rc == 0 and o, "report %s %s" % (" ".join(args), os.path.basename(path)))
+            out.append(o.replace(path, "FILE"))  # the file's name is in both
+        return out
+
+    want = texts(ref)
+    for np_ in (1, 2, 3, 4):
+        out = os.path.join(tmp, "np%d.gpdb" % np_)
+        rc, o, e = run([MPIRUN, "--oversubscribe", "-np", str(np_), GPUPROF, "merge", "-o", out] + ins, env=MPI_ENV,
+                       timeout=150)
+        print(e)
+        check(rc == 0 and ("%d ranks" % np_ in e or np_ == 1), "mpirun -np %d gpuprof merge: exit 0" % np_)
+        same_tables(ref, out, "one thread vs %d ranks" % np_)
+        check(rows(ref, "SELECT * FROM meta WHERE key NOT IN ('created_ns', 'host') ORDER BY key") ==
+              rows(out, "SELECT * FROM meta WHERE key NOT IN ('created_ns', 'host') ORDER BY key"),
+              "%d ranks: meta identical" % np_)
+        check(texts(out) == want, "%d ranks: report --json and --stats identical" % np_)
 
 
 def truncate_copy(src, dst):
