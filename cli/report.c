@@ -411,6 +411,12 @@ int gpd_report_main(int argc, char **argv) {
     for (int i = optind; i < argc; i++)
       if (gpd_report_idle_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
         fprintf(stderr, "gpuprof: %s\n", err);
+    /* duty-cycled processes: their kernel contexts scaled by 1/f */
+    fputs("]},\"duty_estimates\":{\"estimate\":\"observed / f\",\"unit\":\"s\",\"processes\":[", stdout);
+    first = 1;
+    for (int i = optind; i < argc; i++)
+      if (gpd_report_duty_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
+        fprintf(stderr, "gpuprof: %s\n", err);
     fputs("]}}\n", stdout);
   } else {
     if (argc - optind == 1)
@@ -425,6 +431,8 @@ int gpd_report_main(int argc, char **argv) {
     if (gpd_report_gpu_notes()[0]) printf("\nGPU samples:\n%s", gpd_report_gpu_notes());
     for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
       if (gpd_report_idle(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+    for (int i = optind; i < argc; i++) /* duty-cycled processes: scaled estimates */
+      if (gpd_report_duty(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
   }
   if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());
   gpd_tree_free(&t);

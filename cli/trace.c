@@ -34,8 +34,7 @@ void gpd_xtrace_free(gpd_xtrace_t *x) {
   memset(x, 0, sizeof *x);
 }
 
-/* Room for one more element (doubling).  0 or -ENOMEM. */
-static int room(void **a, size_t n, size_t *cap, size_t sz) {
+int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz) {
   if (n < *cap)
     return 0;
   size_t nc = *cap ? *cap * 2 : 256;
@@ -46,7 +45,7 @@ static int room(void **a, size_t n, size_t *cap, size_t sz) {
   *cap = nc;
   return 0;
 }
-#define ROOM(x, arr, n, cap) room((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
+#define ROOM(x, arr, n, cap) gpd_xgrow((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
 
 static int has_table(sqlite3 *db, const char *name) {
   sqlite3_stmt *q = NULL;

@@ -41,6 +41,10 @@ typedef struct gpd_xtrace_s {
   int truncated;             /* the daemon left later events out */
 } gpd_xtrace_t;
 
+/** Room for one more element in array *a of n elements of sz bytes
+ *  (capacity *cap, doubled from 256 when full).  0 or -ENOMEM (*a kept). */
+int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz);
+
 void gpd_xtrace_init(gpd_xtrace_t *x);
 void gpd_xtrace_free(gpd_xtrace_t *x);
 /** Load the traces of the profiles in file path (pid > 0: that process's
@@ -101,6 +105,18 @@ int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn);
  *  intervals, contexts largest first: docs/CLI.md), each preceded by a
  *  comma unless *first (then cleared).  0, or < 0 with err set. */
 int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
+
+/* ---- duty.c: duty-cycled estimates ---- */
+
+/** `report` section: kernel launches and GKER per calling context of the
+ *  processes of path that traced in duty-cycle windows, scaled by 1/f
+ *  with their standard errors (cli/duty.c gives the estimators; nothing
+ *  when there are none).  0, or < 0 with err set. */
+int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn);
+/** `report --json` part: one object per duty process of path (docs/CLI.md
+ *  "duty_estimates"), each preceded by a comma unless *first (then
+ *  cleared).  0, or < 0 with err set. */
+int gpd_report_duty_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
 
 int gpd_trace_main(int argc, char **argv);
 

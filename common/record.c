@@ -142,6 +142,14 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
       return GPD_EBADRECORD;
     return 0;
   }
+  case GPD_REC_TRACEWIN: {
+    const gpd_rec_tracewin_t *r = buf;
+    if (h->nslots != 1 || h->len != 0 || (h->flags & ~GPD_TRACEWIN_F_FINAL) || r->api >= GPD_API_MAX ||
+        r->duty > 1 || r->t0 > r->start || r->start > r->end || r->window_ns > r->end - r->t0 ||
+        ((h->flags & GPD_TRACEWIN_F_FINAL) && r->start != r->end))
+      return GPD_EBADRECORD;
+    return 0;
+  }
   default:
     return GPD_EBADRECORD;
   }
@@ -149,7 +157,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
 
 static const char *const type_names[] = {"none",   "node",     "string",  "module", "invoke",
                                          "activity", "status", "pcsample", "pcstats", "cubin",
-                                         "cpusample"};
+                                         "cpusample", "tracewin"};
 static const char *const api_names[] = {"none", "opencl", "cuda", "level0"};
 static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
 static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",

@@ -91,6 +91,7 @@ typedef struct snap_proc_s {
   uint32_t npend;
   gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
   gpd_cps_snap_t cps; /* CPU sample trace rows and totals (cpusample.c) */
+  gpd_tw_snap_t tw;   /* tracing windows (tracewin.c) */
   uint64_t *pdel;        /* row ids to delete */
   uint32_t npdel;
 } snap_proc_t;
@@ -119,12 +120,14 @@ static void snap_proc_free(snap_proc_t *s) {
   free(s->pend);
   gpd_pcsample_snap_free(&s->pcs);
   gpd_cpusample_snap_free(&s->cps);
+  gpd_tracewin_snap_free(&s->tw);
   free(s->pdel);
 }
 
 /* After a failed or skipped write: everything of p is written next time. */
 static void proc_rewrite_all(gpd_proc_t *p) {
   p->prof.nmods_saved = p->prof.nstrs_saved = p->prof.nlocals_saved = 0;
+  p->prof.tw.nwin_saved = 0;
   for (uint32_t k = 0; k < p->prof.nnodes; k++) {
     p->prof.nodes[k].saved = 0;
     p->prof.nodes[k].dirty = 1;
@@ -291,6 +294,8 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
     s->incomplete = 1;
   if (gpd_cpusample_snap(pr->cps, &s->cps) < 0)
+    s->incomplete = 1;
+  if (gpd_tracewin_snap(&pr->tw, &s->tw) < 0)
     s->incomplete = 1;
   p->meta_dirty = 0;
 }
@@ -502,6 +507,8 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
   if (gpd_pcsample_write(db, (int64_t)p->id, &p->pcs) < 0)
     return GPD_ESTORE;
   if (gpd_cpusample_write(db, (int64_t)p->id, &p->cps) < 0)
+    return GPD_ESTORE;
+  if (gpd_tracewin_write(db, (int64_t)p->id, &p->tw) < 0)
     return GPD_ESTORE;
   return 0;
 }

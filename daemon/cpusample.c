@@ -30,6 +30,7 @@
 #include "gpuprof/record.h"
 
 #include "cpusample.h"
+#include "store-internal.h"
 #include "profile.h"
 
 _Atomic uint64_t gpd_cpusample_trace_max = GPD_CPS_TRACE_MAX_DEFAULT;
@@ -176,12 +177,6 @@ void gpd_cpusample_free(gpd_cpusample_t *cs) {
   free(cs);
 }
 
-static int run(sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
 int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s) {
   static const char *sql[] = {
       "INSERT INTO trace_cpu_sample VALUES(?1,?2,?3,?4)",
@@ -204,7 +199,7 @@ int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s
     sqlite3_bind_int64(st[0], 2, s->rows[i].tid);
     sqlite3_bind_int64(st[0], 3, (int64_t)s->rows[i].ts);
     sqlite3_bind_int64(st[0], 4, (int64_t)s->rows[i].ctx);
-    err = run(st[0]);
+    err = gpd__db_run(st[0]);
   }
   if (err == 0) {
     sqlite3_bind_int64(st[1], 1, profile_id);
@@ -213,7 +208,7 @@ int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s
     sqlite3_bind_int64(st[1], 4, (int64_t)s->trace_rows);
     sqlite3_bind_int64(st[1], 5, (int64_t)s->trace_dropped);
     sqlite3_bind_int64(st[1], 6, (int64_t)s->unknown);
-    err = run(st[1]);
+    err = gpd__db_run(st[1]);
   }
 out:
   for (int i = 0; i < 2; i++)

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "pcsample.h"
+#include "store-internal.h"
 
 #define GPD_PCS_MAX_KEYS (1u << 18)
 #define GPD_PCS_MAX_CUBINS 4096u
@@ -263,12 +264,6 @@ void gpd_pcsample_free(gpd_pcsample_t *ps) {
   free(ps);
 }
 
-static int run(sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
 int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s) {
   static const char *sql[] = {
       "INSERT INTO pcsample VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT DO UPDATE SET"
@@ -299,13 +294,13 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
     sqlite3_bind_int64(st[0], 6, r->device);
     sqlite3_bind_int64(st[0], 7, (int64_t)r->samples);
     sqlite3_bind_int64(st[0], 8, (int64_t)r->latency);
-    err = run(st[0]);
+    err = gpd__db_run(st[0]);
   }
   for (uint32_t i = 0; i < s->ncubins && err == 0; i++) {
     sqlite3_bind_int64(st[1], 1, profile_id);
     sqlite3_bind_int64(st[1], 2, (int64_t)s->cubins[i].cubin_id);
     sqlite3_bind_text(st[1], 3, s->cubins[i].hash, -1, SQLITE_STATIC);
-    err = run(st[1]);
+    err = gpd__db_run(st[1]);
   }
   /* lost keys ride on device 0's row when no device reported stats */
   gpd_pcs_stat_t none = {0};
@@ -326,7 +321,7 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
     sqlite3_bind_int64(st[2], 7, (int64_t)x->dropped);
     sqlite3_bind_int64(st[2], 8, (int64_t)x->non_user);
     sqlite3_bind_int64(st[2], 9, i == 0 ? (int64_t)s->lost : 0);
-    err = run(st[2]);
+    err = gpd__db_run(st[2]);
   }
 out:
   for (int i = 0; i < 3; i++)

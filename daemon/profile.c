@@ -398,6 +398,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->trace_streams);
   gpd_pcsample_free(p->pcs);
   gpd_cpusample_free(p->cps);
+  gpd_tracewin_free(&p->tw);
   memset(p, 0, sizeof *p);
 }
 
@@ -408,7 +409,7 @@ size_t gpd_profile_bytes(const gpd_profile_t *p) {
              (size_t)p->caplocals * sizeof *p->locals + (size_t)p->capstrs * sizeof *p->strs +
              (size_t)p->capmods * sizeof *p->mods + p->str_bytes +
              (size_t)p->cappnodes * sizeof *p->pnodes + (size_t)p->cappacts * sizeof *p->pacts +
-             (size_t)p->corr_capfifo * sizeof *p->corr_fifo;
+             (size_t)p->corr_capfifo * sizeof *p->corr_fifo + gpd_tracewin_bytes(&p->tw);
   const gpd_map_t *maps[] = {&p->corr, &p->pend_corr, &p->str_by_id, &p->mod_by_id};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
     b += maps[i]->cap * 16;
@@ -1074,6 +1075,9 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     break;
   case GPD_REC_CPUSAMPLE:
     gpd_cpusample_ingest(p, rec);
+    break;
+  case GPD_REC_TRACEWIN:
+    gpd_tracewin_ingest(&p->tw, rec);
     break;
   default:
     break;

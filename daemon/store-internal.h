@@ -45,6 +45,8 @@ struct gpd_store_s {
 extern _Thread_local int gpd__store_quiet;
 /** sqlite3_exec, logged unless quiet.  0 or GPD_ESTORE. */
 int gpd__db_exec(sqlite3 *db, const char *sql);
+/** Step a bound INSERT / UPDATE once and reset it.  0 or -EIO. */
+int gpd__db_run(sqlite3_stmt *st);
 /** Raise meta.next_profile_id to at least hw (in the caller's
  *  transaction).  0, GPD_ESTORE or -ENOMEM. */
 int gpd__store_id_hw(sqlite3 *db, uint64_t hw);

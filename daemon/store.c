@@ -32,6 +32,7 @@
 
 #include "daemon.h"
 #include "store-internal.h"
+#include "tracewin.h"
 
 #define GPD_STR_(x) #x
 #define GPD_STR(x) GPD_STR_(x)
@@ -59,7 +60,9 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     GPD_PCSAMPLE_SCHEMA
     /* traces (daemon/trace.c, docs/TRACE.md) and CPU-time samples
      * (daemon/cpusample.c): docs/FORMATS.md */
-    GPD_TRACE_SCHEMA;
+    GPD_TRACE_SCHEMA
+    /* tracing windows (daemon/tracewin.c, docs/FORMATS.md) */
+    GPD_TRACEWIN_SCHEMA;
 
 _Thread_local int gpd__store_quiet;
 
@@ -72,6 +75,12 @@ int gpd__db_exec(sqlite3 *db, const char *sql) {
     return GPD_ESTORE;
   }
   return 0;
+}
+
+int gpd__db_run(sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 static int db_open(sqlite3 **db, const char *path) {

@@ -173,6 +173,28 @@ GPD_EXPORT int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_w
   return err ? err : gpd_thread_push_wait(a, sizeof *a, max_wait_ns);
 }
 
+GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
+                                      uint64_t end, uint64_t windows, uint64_t window_ns) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  if (gpd_shim__g.region.hdr->rec_types <= GPD_REC_TRACEWIN)
+    return -ENOTSUP;
+  gpd_rec_tracewin_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_TRACEWIN;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = 1;
+  r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
+  r.api = (uint8_t)api;
+  r.duty = duty ? 1 : 0;
+  r.windows = windows > UINT32_MAX ? UINT32_MAX : (uint32_t)windows;
+  r.t0 = t0;
+  r.start = final ? end : start;
+  r.end = end;
+  r.window_ns = window_ns;
+  return gpd_thread_push(&r, sizeof r);
+}
+
 static void status_push(unsigned api, int enabled, int code, const char *why) {
   gpd_rec_status_t r;
   memset(&r, 0, sizeof r);

@@ -29,6 +29,7 @@ target_link_libraries(test-hash PRIVATE PkgConfig::XXHASH)
 gpd_common_test(frame)
 gpd_common_test(common-metric)
 gpd_common_test(common-log)
+gpd_common_test(duty)
 
 # ThreadSanitizer copy of the concurrent ring test: the library sources are
 # compiled again into the executable with per-target flags, so the normal
@@ -49,7 +50,7 @@ if(GPD_HAVE_TSAN AND GPD_COMMON_SOURCES AND NOT GPD_ASAN AND NOT GPD_TSAN)
   # (checked by hand: with head stored relaxed, -O0 reports, -O1 does not).
   target_compile_options(test-ring-tsan PRIVATE -fsanitize=thread -O0 -g)
   target_link_options(test-ring-tsan PRIVATE -fsanitize=thread)
-  target_link_libraries(test-ring-tsan PRIVATE PkgConfig::XXHASH Threads::Threads PkgConfig::CMOCKA)
+  target_link_libraries(test-ring-tsan PRIVATE PkgConfig::XXHASH Threads::Threads PkgConfig::CMOCKA m)
   set_target_properties(test-ring-tsan PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
   # TSan of GCC 12 cannot run with the 28+ ASLR bits of newer kernels:
   # setarch -R turns ASLR off for the test process only.

@@ -21,7 +21,7 @@ if(CMOCKA_FOUND)
   # GPUPROF_CUDA_TRACE modes, duty schedule and estimator (pure).
   add_executable(test-cupti-mode ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-mode.c ${GPD_CUPTI_SRC}/cupti-mode.c)
   target_include_directories(test-cupti-mode PRIVATE ${GPD_CUPTI_INCS})
-  target_link_libraries(test-cupti-mode PRIVATE PkgConfig::CMOCKA m)
+  target_link_libraries(test-cupti-mode PRIVATE gpd_common PkgConfig::CMOCKA m)
   add_test(NAME cupti.mode COMMAND test-cupti-mode)
   set_tests_properties(cupti.mode PROPERTIES LABELS "unit" TIMEOUT 30)
   add_executable(test-cupti-sassdec ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-sassdec.c
@@ -38,7 +38,7 @@ add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-st
             ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
-            ${CMAKE_SOURCE_DIR}/shim/stats.c)
+            ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)
 target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
 target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)
 target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads m)

@@ -28,3 +28,13 @@ endforeach()
 add_test(NAME trace.browser COMMAND bash ${GPD_TR}/browser.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(trace.browser PROPERTIES LABELS browser TIMEOUT 240 SKIP_RETURN_CODE 77
   ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")
+# duty-cycled estimates: a fake shim reports duty windows and the kernels
+# in them through a real daemon; `gpuprof report` scales them by 1/f
+if(TARGET gpd_dclient)
+  add_executable(duty-client ${GPD_TR}/duty-client.c)
+  target_link_libraries(duty-client PRIVATE gpd_dclient)
+  set_target_properties(duty-client PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
+  add_test(NAME trace.duty COMMAND bash ${GPD_TR}/duty.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(trace.duty PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "GPD_IT_LIMIT=100")
+endif()

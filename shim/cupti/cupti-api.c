@@ -53,6 +53,7 @@
 
 #include "cupti-internal.h"
 #include "gpuprof/clock.h"
+#include "gpuprof/duty.h"
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 #include "shim.h"
@@ -297,6 +298,9 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
     trace_set(0);
     g_window_ns += off > g_on_since ? off - g_on_since : 0;
     g_windows++;
+    /* the window for the report's duty-cycle estimate (daemon/tracewin.c) */
+    (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since,
+                                 off > g_on_since ? off : g_on_since, g_windows, g_window_ns);
     *flush = 1; /* the window's records, before the next window (trace_corr) */
   }
   return next;
@@ -377,7 +381,7 @@ static int trace_control(int enable, uint32_t duration_ms) {
 static void duty_summary(char *out, size_t n) {
   uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0);
   uint64_t el = now - g_t0;
-  double f = gpd_cupti_duty_fraction(win, el);
+  double f = gpd_duty_fraction(win, el);
   snprintf(out, n,
            "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
            "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches",
@@ -735,6 +739,16 @@ void gpd_cupti_fini(void) {
     int first = !g_stopping;
     g_stopping = 1;
     duty_summary(why, sizeof why);
+    if (first) {
+      /* the open window (its records are flushed below) and the run's end:
+       * the daemon's summary takes the record with the most windows */
+      uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on && now > g_on_since ? now - g_on_since : 0);
+      int duty = g_mode.mode == GPD_CUPTI_DUTY;
+      if (g_on)
+        (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 0, g_t0, g_on_since, now > g_on_since ? now : g_on_since,
+                                     g_windows + 1, win);
+      (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 1, g_t0, now, now, g_windows + (g_on ? 1 : 0), win);
+    }
     pthread_cond_signal(&g_mode_cv);
     pthread_mutex_unlock(&g_mode_mu);
     if (first) {

@@ -91,17 +91,6 @@ typedef struct gpd_cupti_mode_s {
  *  0, or -EINVAL (unknown word, bad numbers, two modes): *m then holds
  *  the defaults.  Pure. */
 int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m);
-/** Duty-cycle estimate of one calling context (formula: cupti-mode.c). */
-typedef struct gpd_cupti_estimate_s {
-  double count, count_se;     /* launches: estimate, standard error */
-  double time_ns, time_se_ns; /* GPU time: estimate, standard error (ns) */
-} gpd_cupti_estimate_t;
-/** From n launches and t_ns of GPU time observed in windows (s2_ns2: sum
- *  of squared durations, 0 = unknown) and window fraction f in (0, 1].
- *  0 or -EINVAL.  Pure. */
-int gpd_cupti_duty_estimate(double n, double t_ns, double s2_ns2, double f, gpd_cupti_estimate_t *out);
-/** Window fraction: window_ns / elapsed_ns, in [0, 1] (0 if elapsed 0). */
-double gpd_cupti_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns);
 /** Duty schedule from t0 (ns): *on = 1 when `now` is inside a window;
  *  returns the next window boundary (ns).  Pure. */
 uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, int *on);

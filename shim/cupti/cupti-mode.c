@@ -14,29 +14,11 @@
  * combined with the operation classes: kernel,copy,memset,alloc,sync
  * (default all; "coarse" = kernel,copy,memset).
  *
- * Duty-cycle estimator.  A window traces the GPU operations *launched*
- * while it is open (CUPTI records an activity for work enqueued while its
- * kind is enabled), so the sampling unit is the launch and the inclusion
- * probability of a launch is the fraction f of the run's time covered by
- * windows, f = (sum of window lengths) / (elapsed time), both measured by
- * the controller.  For a calling context with n launches and kernel time
- * T observed in windows, the Horvitz-Thompson estimates are
- *     N^ = n / f,    T^ = T / f.
- * Their error, with launches included independently with probability f
- * (a launch-bound loop whose step is much shorter than W is sampled at
- * least this well; a loop in step with P is not: aliasing, see
- * docs/CUDA.md):
- *     se(N^) = sqrt(n (1 - f)) / f                relative: sqrt((1-f)/n)
- *     se(T^) = sqrt((1 - f) * S2) / f,  S2 = sum of squared durations,
- * and with S2 unknown (the profile keeps sums), S2 ~= T^2 / n (durations
- * equal within the context): relative se(T^) ~= sqrt((1-f)/n) as well.
- * References: Horvitz & Thompson, "A generalization of sampling without
- * replacement from a finite universe", JASA 47 (1952), eq. (2) and the
- * Poisson-sampling variance; the same scaling is what a sampling profiler
- * does with its period.
+ * The duty-cycle estimates (and the window fraction the exit summary
+ * prints) are common/duty.c's (gpuprof/duty.h), shared with `gpuprof
+ * report`.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,26 +114,6 @@ int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m) {
     return -EINVAL; /* *m keeps the defaults */
   *m = t;
   return 0;
-}
-
-int gpd_cupti_duty_estimate(double n, double t_ns, double s2_ns2, double f, gpd_cupti_estimate_t *out) {
-  if (!out || !(f > 0) || f > 1 || n < 0 || t_ns < 0 || s2_ns2 < 0)
-    return -EINVAL;
-  memset(out, 0, sizeof *out);
-  out->count = n / f;
-  out->time_ns = t_ns / f;
-  out->count_se = sqrt(n * (1 - f)) / f;
-  if (s2_ns2 == 0 && n > 0)
-    s2_ns2 = t_ns * t_ns / n; /* equal durations within the context */
-  out->time_se_ns = sqrt((1 - f) * s2_ns2) / f;
-  return 0;
-}
-
-double gpd_cupti_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns) {
-  if (!elapsed_ns)
-    return 0;
-  double f = (double)window_ns / (double)elapsed_ns;
-  return f > 1 ? 1 : f;
 }
 
 /* Next event of the duty schedule: windows [t0 + k P, t0 + k P + W).  *on

@@ -70,6 +70,11 @@ int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
   (void)max_wait_ns;
   return gpd_shim_push_activity(a);
 }
+int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
+                           uint64_t end, uint64_t windows, uint64_t window_ns) {
+  (void)api, (void)duty, (void)final, (void)t0, (void)start, (void)end, (void)windows, (void)window_ns;
+  return 0;
+}
 uint32_t gpd_shim_string(const char *text, unsigned kind) {
   atomic_fetch_add(&n_str, 1);
   if (dump) fprintf(stderr, "STRING kind=%u %s\n", kind, text);

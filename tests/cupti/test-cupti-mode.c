@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cupti-internal.h"
+#include "gpuprof/duty.h"
 
 #define OPS_ALL (~0u)
 #define B(op) (1u << (op))
@@ -122,38 +123,38 @@ static void test_estimate_steady(void **st) {
     win += 10000 * ms - since;
   assert_int_equal(n, 200);
   assert_int_equal(win, 200 * ms);
-  double f = gpd_cupti_duty_fraction(win, 10000 * ms);
+  double f = gpd_duty_fraction(win, 10000 * ms);
   assert_true(fabs(f - 0.02) < 1e-12);
-  gpd_cupti_estimate_t e;
-  assert_int_equal(gpd_cupti_duty_estimate((double)n, (double)t, 0, f, &e), 0);
+  gpd_duty_estimate_t e;
+  assert_int_equal(gpd_duty_poisson((double)n, (double)t, 0, f, &e), 0);
   assert_true(fabs(e.count - 10000) < 1e-6);
   assert_true(fabs(e.time_ns - 1e9) < 1e-3); /* 10000 x 100 us */
   assert_true(fabs(e.count_se - sqrt(200 * 0.98) / 0.02) < 1e-9); /* 700 */
   assert_true(fabs(e.count_se / e.count - sqrt(0.98 / 200)) < 1e-12);
   assert_true(fabs(e.time_se_ns / e.time_ns - sqrt(0.98 / 200)) < 1e-12);
   /* with the squared durations known: the same when all are equal */
-  gpd_cupti_estimate_t e2;
-  assert_int_equal(gpd_cupti_duty_estimate((double)n, (double)t, 200 * 1e10, f, &e2), 0);
+  gpd_duty_estimate_t e2;
+  assert_int_equal(gpd_duty_poisson((double)n, (double)t, 200 * 1e10, f, &e2), 0);
   assert_true(fabs(e2.time_se_ns - e.time_se_ns) < 1e-6);
   /* unequal durations: a larger error than the equal-duration one */
-  assert_int_equal(gpd_cupti_duty_estimate(2, 300, 100 * 100 + 200 * 200, 0.5, &e2), 0);
+  assert_int_equal(gpd_duty_poisson(2, 300, 100 * 100 + 200 * 200, 0.5, &e2), 0);
   assert_true(fabs(e2.time_ns - 600) < 1e-9);
   assert_true(fabs(e2.time_se_ns - sqrt(0.5 * 50000) / 0.5) < 1e-9);
 }
 
 static void test_estimate_edges(void **st) {
   (void)st;
-  gpd_cupti_estimate_t e;
-  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 0, &e), -EINVAL);
-  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 1.5, &e), -EINVAL);
-  assert_int_equal(gpd_cupti_duty_estimate(-1, 10, 0, 0.5, &e), -EINVAL);
-  assert_int_equal(gpd_cupti_duty_estimate(10, 10, 0, 0.5, NULL), -EINVAL);
-  assert_int_equal(gpd_cupti_duty_estimate(10, 1000, 0, 1.0, &e), 0); /* full: no error */
+  gpd_duty_estimate_t e;
+  assert_int_equal(gpd_duty_poisson(10, 10, 0, 0, &e), -EINVAL);
+  assert_int_equal(gpd_duty_poisson(10, 10, 0, 1.5, &e), -EINVAL);
+  assert_int_equal(gpd_duty_poisson(-1, 10, 0, 0.5, &e), -EINVAL);
+  assert_int_equal(gpd_duty_poisson(10, 10, 0, 0.5, NULL), -EINVAL);
+  assert_int_equal(gpd_duty_poisson(10, 1000, 0, 1.0, &e), 0); /* full: no error */
   assert_true(e.count == 10 && e.time_ns == 1000 && e.count_se == 0 && e.time_se_ns == 0);
-  assert_int_equal(gpd_cupti_duty_estimate(0, 0, 0, 0.1, &e), 0); /* nothing seen */
+  assert_int_equal(gpd_duty_poisson(0, 0, 0, 0.1, &e), 0); /* nothing seen */
   assert_true(e.count == 0 && e.time_ns == 0 && e.time_se_ns == 0);
-  assert_true(gpd_cupti_duty_fraction(5, 0) == 0);
-  assert_true(gpd_cupti_duty_fraction(20, 10) == 1);
+  assert_true(gpd_duty_fraction(5, 0) == 0);
+  assert_true(gpd_duty_fraction(20, 10) == 1);
 }
 
 /* The controller's decision: detached with an on-demand window, duty with

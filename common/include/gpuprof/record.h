@@ -44,7 +44,8 @@ typedef enum gpd_rec_type_e {
   GPD_REC_PCSTATS = 8,  /* GPU PC sampling totals of a device  (1 slot)  */
   GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (1 slot)  */
   GPD_REC_CPUSAMPLE = 10, /* CPU-time sample of a thread       (1 slot)  */
-  GPD_REC_TYPE_MAX = 11
+  GPD_REC_TRACEWIN = 11,  /* a closed tracing window           (1 slot)  */
+  GPD_REC_TYPE_MAX = 12
 } gpd_rec_type_t;
 
 /** GPU programming interfaces. */
@@ -272,6 +273,32 @@ typedef struct gpd_rec_cpusample_s {
  *  corrupt or hostile record cannot add years of CPU time to a context. */
 #define GPD_CPUSAMPLE_MAX_WEIGHT 1000000000ull
 
+/** TRACEWIN: back end `api` (one that traces in windows: CUDA detached or
+ *  duty-cycled, shim/cupti) closed the tracing window [start, end) ns;
+ *  with h.flags & GPD_TRACEWIN_F_FINAL instead the run's end (start = end
+ *  = the exit time, no window).  `duty`: 1 when the windows are the
+ *  duty cycle's (a sample of the run: docs/CUDA.md, the duty-cycle
+ *  estimate), 0 on-demand windows only.  Cumulative, so the latest record
+ *  says it all: `t0` the back end's start (the schedule's origin),
+ *  `windows` / `window_ns` the count and total length of the windows
+ *  closed so far, this one included.  Valid: t0 <= start <= end,
+ *  window_ns <= end - t0.  Only pushed when the region's daemon accepts
+ *  the type (gpd_region_hdr_t.rec_types > GPD_REC_TRACEWIN). */
+typedef struct gpd_rec_tracewin_s {
+  gpd_rec_hdr_t h;
+  uint8_t api;
+  uint8_t duty;
+  uint16_t reserved;
+  uint32_t windows;
+  uint64_t t0;
+  uint64_t start;
+  uint64_t end;
+  uint64_t window_ns;
+  uint8_t pad[16];
+} gpd_rec_tracewin_t;
+#define GPD_TRACEWIN_F_FINAL 0x01u
+
+_Static_assert(sizeof(gpd_rec_tracewin_t) == 64, "tracewin");
 _Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
 _Static_assert(sizeof(gpd_rec_cpusample_t) == 64, "cpusample");
 _Static_assert(sizeof(gpd_rec_pcsample_t) == 64, "pcsample");

@@ -1,0 +1,390 @@
+/* duty.c - duty-cycled estimates in `gpuprof report` (docs/CLI.md,
+ * docs/CUDA.md "The duty-cycle estimate").
+ *
+ * A CUDA process run with GPUPROF_CUDA_TRACE=duty:W/P traces only the
+ * GPU operations launched inside its windows, so its stored kernel time
+ * (GKER) and launch counts (GKER:COUNT) are those of the windows.  The
+ * daemon keeps what its back end said about the windows (trace_duty: the
+ * schedule's origin t0, the count and total length of the windows, the
+ * run's end; trace_window: each window, daemon/tracewin.c).  Here, per
+ * such process and kernel calling context:
+ *
+ *   f  = window_ns / (end - t0)     the observed window fraction of the
+ *                                   process's (back end's) lifetime
+ *   N^ = n / f,  T^ = T / f         n launches and T ns observed
+ *
+ * and the error of each estimate:
+ *   - per window (cluster sampling, common/duty.c gpd_duty_cluster) when
+ *     every window is stored (m = windows >= 2) and the trace holds every
+ *     observed launch of the context (its trace_event rows number n:
+ *     nothing dropped or refused): y_i = the context's launches / ns of
+ *     the rows whose start falls in window i (the last window that
+ *     started before it: a kernel may run after its window closed), 0 in
+ *     windows without any;
+ *       se(Y^) = sqrt(m (1 - f) s2) / f,  s2 = sample variance of the y_i;
+ *   - else per launch (Poisson / Horvitz-Thompson, gpd_duty_poisson):
+ *       se(N^) = sqrt(n (1 - f)) / f,  se(T^) ~= T^ sqrt((1 - f) / n).
+ * Both formulas and their sources are in common/duty.c.  Processes whose
+ * windows were on demand only (detached mode) are not scaled: those
+ * windows are no sample of the run.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "gpuprof/duty.h"
+#include "gpuprof/error.h"
+#include "gpuprof/metric.h"
+#include "gpuprof/record.h"
+
+#include "trace.h"
+
+/* Most contexts per process: in the text report / in --json. */
+#define DUTY_TEXT_CONTEXTS 20u
+#define DUTY_JSON_CONTEXTS 100u
+
+/* One kernel context of a duty process. */
+typedef struct {
+  uint64_t ctx;
+  double n, t;            /* observed launches, ns (metric table) */
+  double rows;            /* its kernel rows in the trace */
+  double sn, sn2, st, st2; /* sums over windows of y and y^2: launches, ns */
+  int cluster;            /* per-window error */
+  gpd_duty_estimate_t e;
+} dctx_t;
+
+/* One duty process. */
+typedef struct {
+  uint64_t profile;
+  int pid, api, final;
+  uint64_t t0, end, windows, window_ns, stored;
+  double f;
+  dctx_t *c;
+  size_t nc;
+} dproc_t;
+
+/* (context index, window index, ns) of one kernel row */
+typedef struct {
+  size_t ci;
+  uint64_t wi;
+  double ns;
+} drow_t;
+
+static int ctx_cmp(const void *a, const void *b) {
+  const dctx_t *x = a, *y = b;
+  return x->ctx < y->ctx ? -1 : x->ctx > y->ctx;
+}
+static int row_cmp(const void *a, const void *b) {
+  const drow_t *x = a, *y = b;
+  if (x->ci != y->ci)
+    return x->ci < y->ci ? -1 : 1;
+  return x->wi < y->wi ? -1 : x->wi > y->wi;
+}
+static int est_desc(const void *a, const void *b) {
+  const dctx_t *x = a, *y = b;
+  return x->e.time_ns > y->e.time_ns ? -1 : x->e.time_ns < y->e.time_ns;
+}
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The kernel contexts of profile p->profile (GKER, GKER:COUNT), sorted by
+ * id.  0 or -ENOMEM / -EIO. */
+static int load_contexts(sqlite3 *db, dproc_t *p) {
+  sqlite3_stmt *q = NULL;
+  size_t cap = 0;
+  int err = 0;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT context_id, metric_id, value FROM metric WHERE profile_id=?1"
+                         " AND metric_id IN (?2, ?3) ORDER BY context_id",
+                         -1, &q, NULL) != SQLITE_OK)
+    return -EIO;
+  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
+  sqlite3_bind_int(q, 2, GPD_M_GKER);
+  sqlite3_bind_int(q, 3, GPD_M_GKER_COUNT);
+  while (err == 0 && sqlite3_step(q) == SQLITE_ROW) {
+    uint64_t ctx = (uint64_t)sqlite3_column_int64(q, 0);
+    if (p->nc == 0 || p->c[p->nc - 1].ctx != ctx) {
+      if ((err = gpd_xgrow((void **)&p->c, p->nc, &cap, sizeof *p->c)) < 0)
+        break;
+      p->c[p->nc++] = (dctx_t){.ctx = ctx};
+    }
+    double v = sqlite3_column_double(q, 2);
+    if (sqlite3_column_int(q, 1) == GPD_M_GKER)
+      p->c[p->nc - 1].t = v;
+    else
+      p->c[p->nc - 1].n = v;
+  }
+  sqlite3_finalize(q);
+  if (err == 0 && p->nc) /* SQL sorted the ids as signed integers */
+    qsort(p->c, p->nc, sizeof *p->c, ctx_cmp);
+  return err;
+}
+
+/* The windows' starts of p, sorted (NULL when none).  -ENOMEM/-EIO. */
+static int load_windows(sqlite3 *db, dproc_t *p, uint64_t **out) {
+  sqlite3_stmt *q = NULL;
+  uint64_t *w = NULL;
+  size_t n = 0, cap = 0;
+  int err = 0;
+  *out = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT start_ns FROM trace_window WHERE profile_id=?1 ORDER BY start_ns",
+                         -1, &q, NULL) != SQLITE_OK)
+    return -EIO;
+  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    if ((err = gpd_xgrow((void **)&w, n, &cap, sizeof *w)) < 0)
+      break;
+    w[n++] = (uint64_t)sqlite3_column_int64(q, 0);
+  }
+  sqlite3_finalize(q);
+  if (err) {
+    free(w);
+    return err;
+  }
+  qsort(w, n, sizeof *w, u64_cmp);
+  p->stored = n;
+  *out = w;
+  return 0;
+}
+
+/* Per-window sums of every context of p from the trace x (its kernel
+ * rows).  0 or -ENOMEM. */
+static int window_sums(const gpd_xtrace_t *x, dproc_t *p, const uint64_t *ws) {
+  drow_t *r = NULL;
+  size_t nr = 0, cap = 0;
+  for (size_t i = 0; i < x->nev; i++) {
+    const gpd_xev_t *e = &x->ev[i];
+    if (e->profile != p->profile || e->op != GPD_OP_KERNEL)
+      continue;
+    dctx_t key = {.ctx = e->node};
+    dctx_t *c = bsearch(&key, p->c, p->nc, sizeof *p->c, ctx_cmp);
+    if (c == NULL)
+      continue;
+    c->rows++;
+    /* the last window that started at or before the kernel's start */
+    size_t lo = 0, hi = p->stored;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (ws[mid] <= e->start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == 0)
+      continue; /* before the first window: counted in rows, so not complete */
+    if (gpd_xgrow((void **)&r, nr, &cap, sizeof *r) < 0) {
+      free(r);
+      return -ENOMEM;
+    }
+    r[nr++] = (drow_t){(size_t)(c - p->c), lo - 1, e->end > e->start ? (double)(e->end - e->start) : 0};
+  }
+  if (nr)
+    qsort(r, nr, sizeof *r, row_cmp);
+  for (size_t i = 0; i < nr;) {
+    size_t j = i;
+    double yn = 0, yt = 0;
+    for (; j < nr && r[j].ci == r[i].ci && r[j].wi == r[i].wi; j++) {
+      yn += 1;
+      yt += r[j].ns;
+    }
+    dctx_t *c = &p->c[r[i].ci];
+    c->sn += yn;
+    c->sn2 += yn * yn;
+    c->st += yt;
+    c->st2 += yt * yt;
+    i = j;
+  }
+  free(r);
+  return 0;
+}
+
+/* Estimates of every context of p: per window where the windows and the
+ * context's rows are complete, else per launch; largest T^ first. */
+static void estimate(dproc_t *p, int trace_complete) {
+  int windows_ok = trace_complete && p->stored == p->windows && p->windows >= 2;
+  for (size_t i = 0; i < p->nc; i++) {
+    dctx_t *c = &p->c[i];
+    c->cluster = windows_ok && c->rows == c->n && c->sn == c->n;
+    if (c->cluster) {
+      double m = (double)p->windows;
+      /* c->sn == c->n; time: the metric's T (the rows' sum may differ by
+       * rounding of the stored ns) */
+      gpd_duty_cluster(m, c->sn, c->sn2, p->f, &c->e.count, &c->e.count_se);
+      gpd_duty_cluster(m, c->st, c->st2, p->f, &c->e.time_ns, &c->e.time_se_ns);
+      c->e.time_ns = c->t / p->f;
+    } else {
+      gpd_duty_poisson(c->n, c->t, 0, p->f, &c->e);
+    }
+  }
+  qsort(p->c, p->nc, sizeof *p->c, est_desc);
+}
+
+/* The duty processes of the store at path (pid > 0: that process's),
+ * their contexts estimated; *x the file's trace (for the call paths).
+ * 0 (none: *n = 0), or < 0 with err set. */
+static int duty_load(const char *path, int pid, gpd_xtrace_t *x, dproc_t **out, size_t *n, char *err,
+                     size_t errn) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  dproc_t *ps = NULL;
+  size_t np = 0, cap = 0;
+  uint64_t *ws = NULL;
+  int r = 0;
+  *out = NULL;
+  *n = 0;
+  unsigned wal = gpd_report_wal_before(path);
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    snprintf(err, errn, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+    r = -EIO;
+    goto out;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  if (sqlite3_prepare_v2(db,
+                         "SELECT d.profile_id, p.pid, d.api, d.final, d.t0_ns, d.end_ns, d.windows,"
+                         " d.window_ns FROM trace_duty d JOIN profile p ON p.id = d.profile_id"
+                         " WHERE d.duty = 1 AND (?1 = 0 OR p.pid = ?1) ORDER BY d.profile_id",
+                         -1, &q, NULL) != SQLITE_OK)
+    goto out; /* a store from before duty windows: nothing to estimate */
+  sqlite3_bind_int(q, 1, pid);
+  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
+  while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
+    if ((r = gpd_xgrow((void **)&ps, np, &cap, sizeof *ps)) < 0)
+      break;
+    dproc_t *p = &ps[np++];
+    *p = (dproc_t){.profile = (uint64_t)sqlite3_column_int64(q, 0),
+                   .pid = sqlite3_column_int(q, 1),
+                   .api = sqlite3_column_int(q, 2),
+                   .final = sqlite3_column_int(q, 3),
+                   .t0 = (uint64_t)sqlite3_column_int64(q, 4),
+                   .end = (uint64_t)sqlite3_column_int64(q, 5),
+                   .windows = (uint64_t)sqlite3_column_int64(q, 6),
+                   .window_ns = (uint64_t)sqlite3_column_int64(q, 7)};
+    p->f = gpd_duty_fraction(p->window_ns, p->end > p->t0 ? p->end - p->t0 : 0);
+    if ((r = load_contexts(db, p)) == 0)
+      r = load_windows(db, p, &ws);
+    if (r == 0 && p->f > 0)
+      r = window_sums(x, p, ws);
+    free(ws);
+    ws = NULL;
+  }
+  sqlite3_finalize(q);
+  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+  if (r < 0)
+    snprintf(err, errn, "%s: duty-cycled estimates: %s", path, gpd_strerror(r));
+  for (size_t i = 0; r == 0 && i < np; i++)
+    if (ps[i].f > 0)
+      estimate(&ps[i], x->dropped == 0 && x->refused == 0);
+out:
+  sqlite3_close(db);
+  gpd_report_wal_after(path, wal);
+  if (r < 0) {
+    for (size_t i = 0; i < np; i++)
+      free(ps[i].c);
+    free(ps);
+    return r;
+  }
+  *out = ps;
+  *n = np;
+  return 0;
+}
+
+static void duty_free(dproc_t *ps, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(ps[i].c);
+  free(ps);
+}
+
+/* Load path's trace and its duty processes.  0 or < 0 with err set. */
+static int duty_open(const char *path, int pid, gpd_xtrace_t *x, dproc_t **ps, size_t *np, char *err,
+                     size_t errn) {
+  gpd_xtrace_init(x);
+  int r = gpd_xtrace_load(x, path, pid, err, errn);
+  if (r == 0)
+    r = duty_load(path, pid, x, ps, np, err, errn);
+  if (r < 0)
+    gpd_xtrace_free(x);
+  return r;
+}
+
+int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn) {
+  gpd_xtrace_t x;
+  dproc_t *ps = NULL;
+  size_t np = 0;
+  int r = duty_open(path, pid, &x, &ps, &np, err, errn);
+  if (r < 0)
+    return r;
+  if (np)
+    fprintf(f, "\nDuty-cycled estimates (GPU kernels launched inside the tracing windows, scaled to "
+               "the run: estimate = observed / f; f = traced / elapsed; docs/CUDA.md):\n");
+  for (size_t i = 0; i < np; i++) {
+    const dproc_t *p = &ps[i];
+    fprintf(f, "  process %d (profile %llu): %llu windows, %.6f s traced of %.6f s (f = %.6f)%s\n", p->pid,
+            (unsigned long long)p->profile, (unsigned long long)p->windows, (double)p->window_ns / 1e9,
+            (double)(p->end - p->t0) / 1e9, p->f,
+            p->final ? "" : "; the run's end not recorded: f counted to its last window");
+    if (p->f <= 0) {
+      fprintf(f, "    no window closed: nothing to estimate\n");
+      continue;
+    }
+    if (p->nc)
+      fprintf(f, "    %-25s%-38s%-8s%s\n", "launches ± se", "GKER (s) ± se (relative)", "error",
+              "calling context"); /* "±" is 2 bytes: one more of width */
+    for (size_t j = 0; j < p->nc && j < DUTY_TEXT_CONTEXTS; j++) {
+      const dctx_t *c = &p->c[j];
+      char path_s[2048];
+      gpd_xtrace_path(&x, c->ctx, 0, path_s, sizeof path_s);
+      fprintf(f, "    %11.1f ± %-8.1f  %12.6f ± %-10.6f (%4.1f%%)  %-7s %s\n", c->e.count, c->e.count_se,
+              c->e.time_ns / 1e9, c->e.time_se_ns / 1e9,
+              c->e.time_ns > 0 ? 100.0 * c->e.time_se_ns / c->e.time_ns : 0.0,
+              c->cluster ? "window" : "launch", path_s[0] ? path_s : "<unknown context>");
+    }
+    if (p->nc > DUTY_TEXT_CONTEXTS)
+      fprintf(f, "    (%zu more contexts)\n", p->nc - DUTY_TEXT_CONTEXTS);
+  }
+  if (np)
+    fprintf(f, "  error: \"window\" = per-window (cluster sampling) standard error, \"launch\" = "
+               "per-launch (Poisson) one where the windows or the context's trace rows are incomplete\n");
+  duty_free(ps, np);
+  gpd_xtrace_free(&x);
+  return 0;
+}
+
+int gpd_report_duty_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn) {
+  gpd_xtrace_t x;
+  dproc_t *ps = NULL;
+  size_t np = 0;
+  int r = duty_open(path, pid, &x, &ps, &np, err, errn);
+  if (r < 0)
+    return r;
+  for (size_t i = 0; i < np; i++) {
+    const dproc_t *p = &ps[i];
+    fprintf(f, "%s{\"profile_id\":%llu,\"pid\":%d,\"api\":", *first ? "" : ",",
+            (unsigned long long)p->profile, p->pid);
+    *first = 0;
+    gpd_json_str(f, gpd_api_name((unsigned)p->api));
+    fprintf(f, ",\"windows\":%llu,\"windows_stored\":%llu,\"traced\":%.9f,\"elapsed\":%.9f,\"f\":%.17g,"
+               "\"final\":%s,\"contexts\":[",
+            (unsigned long long)p->windows, (unsigned long long)p->stored, (double)p->window_ns / 1e9,
+            (double)(p->end - p->t0) / 1e9, p->f, p->final ? "true" : "false");
+    for (size_t j = 0; p->f > 0 && j < p->nc && j < DUTY_JSON_CONTEXTS; j++) {
+      const dctx_t *c = &p->c[j];
+      char path_s[2048];
+      gpd_xtrace_path(&x, c->ctx, 0, path_s, sizeof path_s);
+      fprintf(f, "%s{\"context_id\":%llu,\"error\":\"%s\",\"observed_count\":%.0f,\"observed_GKER\":%.17g,"
+                 "\"count\":%.17g,\"count_se\":%.17g,\"GKER\":%.17g,\"GKER_se\":%.17g,\"path\":",
+              j ? "," : "", (unsigned long long)c->ctx, c->cluster ? "window" : "launch", c->n, c->t / 1e9,
+              c->e.count, c->e.count_se, c->e.time_ns / 1e9, c->e.time_se_ns / 1e9);
+      gpd_json_str(f, path_s);
+      fputc('}', f);
+    }
+    fprintf(f, "],\"more_contexts\":%zu}", p->nc > DUTY_JSON_CONTEXTS ? p->nc - DUTY_JSON_CONTEXTS : 0);
+  }
+  duty_free(ps, np);
+  gpd_xtrace_free(&x);
+  return 0;
+}
