@@ -12,7 +12,9 @@
  * queries exactly as the CLI sends them (new connection, length-prefixed
  * protobuf, gpd_frame_send/recv, reply unpacked): Top (limit 10, default
  * metric), Tree of all processes (node merge), Tree --pid of one process,
- * Ps.  Each `reps` times; median and max in ms, reply size, and a check
+ * Ps, and Tree of all / Top again with every process changed before each
+ * repetition (each client pushes one more pair, Ps shows it arrived; the
+ * merged view cannot be reused).  Each `reps` times; median and max in ms, reply size, and a check
  * that Top's GKER:COUNT sum equals the launches pushed.  Prints the
  * daemon's VmRSS / RssAnon after loading.  Scenarios: 1 x N (baseline)
  * and P x N.
@@ -70,9 +72,31 @@ static uint64_t records_per_proc(void) {
 
 static uint64_t launches_per_proc(void) { return (uint64_t)opt_pairs * opt_nodes; }
 
+/* One more INVOKE+ACTIVITY pair at node `i` (1..N) at time *t. */
+static void push_pair(gpd_dclient_t *c, uint32_t i, uint64_t *t) {
+  uint64_t corr = gpd_dclient_corr(c);
+  gpd_rec_invoke_t v;
+  gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, corr);
+  v.ts = *t;
+  v.tid = (uint32_t)getpid();
+  gpd_dclient_push(&c->ring[0], &v, sizeof v);
+  gpd_rec_activity_t a;
+  gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
+  a.start = *t;
+  a.end = *t + 1000 + 100 * (i % 13);
+  *t = a.end + 10;
+  a.name = 1 + (uint32_t)((i * 7u) % opt_kernels);
+  a.stream = 1;
+  a.blocks = 64;
+  a.block_threads = 256;
+  gpd_dclient_push(&c->ring[1], &a, sizeof a);
+}
+
 /* Child: register, push everything, tell the parent, stay connected until
- * the parent closes `hold`. */
+ * the parent closes `hold` (its own pipe); each byte read from it pushes
+ * one more pair (the "every process changed" rows). */
 static void client_main(const char *sock, int ready, int hold) {
+  gpd_dclient_hello_ms = 120000; /* 64 registering on a loaded 2-core VM */
   gpd_dclient_t c;
   memset(&c, 0, sizeof c);
   gpd_dclient_register(&c, sock);
@@ -89,32 +113,18 @@ static void client_main(const char *sock, int ready, int hold) {
     gpd_dclient_node(&c, i, node_parent(i), 1, 0x1000 + 0x1000ull * f + 0x10ull * cs);
   }
   uint64_t t = 0;
-  for (unsigned r = 0; r < opt_pairs; r++) {
-    for (uint32_t i = 1; i <= opt_nodes; i++) {
-      uint64_t corr = gpd_dclient_corr(&c);
-      gpd_rec_invoke_t v;
-      gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, corr);
-      v.ts = t;
-      v.tid = (uint32_t)getpid();
-      gpd_dclient_push(&c.ring[0], &v, sizeof v);
-      gpd_rec_activity_t a;
-      gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
-      a.start = t;
-      a.end = t + 1000 + 100 * (i % 13);
-      t = a.end + 10;
-      a.name = 1 + (uint32_t)((i * 7u) % opt_kernels);
-      a.stream = 1;
-      a.blocks = 64;
-      a.block_threads = 256;
-      gpd_dclient_push(&c.ring[1], &a, sizeof a);
-    }
-  }
+  for (unsigned r = 0; r < opt_pairs; r++)
+    for (uint32_t i = 1; i <= opt_nodes; i++)
+      push_pair(&c, i, &t);
   char b = 'r';
   if (write(ready, &b, 1) != 1)
     _exit(2);
   close(ready);
-  while (read(hold, &b, 1) > 0)
-    ;
+  uint32_t next = 1;
+  while (read(hold, &b, 1) > 0) {
+    push_pair(&c, next, &t);
+    next = next % opt_nodes + 1;
+  }
   _exit(0);
 }
 
@@ -215,6 +225,52 @@ static int thread_cpu(pid_t pid, double *ms, int max) {
   return n < max ? n : max;
 }
 
+/* CPU ms so far of the threads of pid that answer queries: all but the
+ * monitor and writer (the second and third thread: main.c starts them
+ * first) and the device sampler (named gpd-devices), whose background
+ * work (the writer's flush of the changed processes) is not the query's.
+ * From the schedulers' ns counters in /proc/<pid>/task/<tid>/schedstat:
+ * exact, unlike the stat ticks. */
+static double proc_cpu_ms(pid_t pid) {
+  char path[96], comm[32];
+  int tids[256], n = 0;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL && n < 256)
+    if (e->d_name[0] != '.')
+      tids[n++] = atoi(e->d_name);
+  if (d)
+    closedir(d);
+  qsort(tids, (size_t)n, sizeof *tids, cmp_int);
+  double ms = 0;
+  for (int i = 0; i < n; i++) {
+    if (i == 1 || i == 2)
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, tids[i]);
+    FILE *f = fopen(path, "r");
+    int dev = f && fgets(comm, sizeof comm, f) && strncmp(comm, "gpd-devices", 11) == 0;
+    if (f)
+      fclose(f);
+    if (dev)
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, tids[i]);
+    f = fopen(path, "r");
+    unsigned long long ns = 0;
+    if (f && fscanf(f, "%llu", &ns) == 1)
+      ms += (double)ns * 1e-6;
+    if (f)
+      fclose(f);
+  }
+  return ms;
+}
+
+static double self_cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 static long status_kb(pid_t pid, const char *key) {
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
@@ -232,13 +288,39 @@ static long status_kb(pid_t pid, const char *key) {
 typedef struct qres_s {
   const char *name;
   double med, max, first;
+  double dcpu, ccpu; /* mean CPU ms per query (not the cold one): daemon, client */
   size_t bytes;
   size_t items;
   const char *err;
 } qres_t;
 
-#define NQ 5
+#define NQ 7
 static char errbuf[NQ][160];
+
+/* The running clients' pipes (one each): a byte makes the client push one
+ * more pair, so that every profile changed before the next query. */
+static int *g_hold;
+static unsigned g_nprocs, g_pokes;
+static uint64_t g_want;
+
+/* Every client pushes one more pair; returns once Ps counts them all
+ * (deadline 60 s; -1 if not reached). */
+static int poke_all(const char *sock) {
+  char b = 'p';
+  for (unsigned i = 0; i < g_nprocs; i++)
+    if (write(g_hold[i], &b, 1) != 1)
+      return -1;
+  g_pokes++;
+  uint64_t want = g_want + 2ull * g_pokes;
+  double t0 = now_ms();
+  unsigned seen;
+  while (ps_done(sock, want, &seen) != g_nprocs) {
+    if (now_ms() - t0 > 60000)
+      return -1;
+    usleep(1000);
+  }
+  return 0;
+}
 
 /* Sum of GKER:COUNT over every Top entry (limit 1000 >= kernels). */
 static double top_kernel_count(const char *sock) {
@@ -278,6 +360,8 @@ static double top_kernel_count(const char *sock) {
   return sum;
 }
 
+static pid_t g_dpid;
+
 static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT;
   Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
@@ -307,6 +391,17 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
     req.tree_req = &tree;
     q->name = "tree --pid (one process)";
     break;
+  case 5:
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree, all, each changed";
+    break;
+  case 6:
+    top.limit = 10;
+    req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+    req.top_req = &top;
+    q->name = "top, each changed";
+    break;
   default:
     req.body_case = GPUPROF__MSG__BODY_PS_REQ;
     req.ps_req = &ps;
@@ -318,7 +413,17 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
   for (unsigned i = 0; i <= opt_reps; i++) {
     double ms;
     size_t bytes;
+    if (which >= 5 && poke_all(sock) < 0) {
+      q->err = "the clients' new records did not arrive";
+      break;
+    }
+    double d0 = proc_cpu_ms(g_dpid), c0 = self_cpu_ms();
     Gpuprof__Msg *r = query(sock, &req, &ms, &bytes);
+    double c1 = self_cpu_ms(), d1 = proc_cpu_ms(g_dpid);
+    if (i > 0) {
+      q->dcpu += (d1 - d0) / opt_reps;
+      q->ccpu += (c1 - c0) / opt_reps;
+    }
     if (r == NULL) {
       q->err = "no reply";
     } else if (r->body_case == GPUPROF__MSG__BODY_ERROR) {
@@ -360,10 +465,19 @@ static int scenario(unsigned nprocs) {
   snprintf(db, sizeof db, "%s/d.gpdb", dir);
   snprintf(conf, sizeof conf, "%s/d.conf", dir);
   snprintf(logp, sizeof logp, "%s/daemon.log", dir);
+  /* The daemon's config: BENCH_TOP_CONF, by default no tracing threads
+   * (bench-trace measures those).  With them, on the 2-core VM at load
+   * 10-12, some of the 64 clients got no HelloReply within their 10 s and
+   * the daemon logged its tracing threads' writes failing on "database is
+   * locked"; without them all 64 registered (2026-11-24, twice each). */
   FILE *cf = fopen(conf, "w");
-  if (cf)
+  if (cf) {
+    const char *text = getenv("BENCH_TOP_CONF");
+    fprintf(cf, "%s\n", text ? text : "[trace]\nthreads = 0");
     fclose(cf);
+  }
   pid_t dpid = fork();
+  g_dpid = dpid;
   if (dpid == 0) {
     int lf = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (lf >= 0) {
@@ -383,27 +497,48 @@ static int scenario(unsigned nprocs) {
   }
 
   double t0 = now_ms();
-  int ready[2], hold[2];
-  if (pipe(ready) < 0 || pipe(hold) < 0)
+  int ready[2];
+  if (pipe(ready) < 0)
     return -1;
   pid_t *kids = calloc(nprocs, sizeof *kids);
+  int (*hold)[2] = calloc(nprocs, sizeof *hold);
+  for (unsigned i = 0; i < nprocs; i++)
+    if (pipe(hold[i]) < 0)
+      return -1;
+  unsigned got = 0;
+  char b;
   for (unsigned i = 0; i < nprocs; i++) {
+    /* at most 8 registering at once: 64 Hellos at once on a loaded 2-core
+     * machine took the daemon past the clients' 10 s Hello deadline (each
+     * registration creates and pre-faults its rings) */
+    if (i >= 8 && read(ready[0], &b, 1) == 1)
+      got++;
     kids[i] = fork();
     if (kids[i] == 0) {
       close(ready[0]);
-      close(hold[1]);
-      client_main(sock, ready[1], hold[0]);
+      for (unsigned k = 0; k < nprocs; k++) { /* EOF on its pipe = stop */
+        close(hold[k][1]);
+        if (k != i)
+          close(hold[k][0]);
+      }
+      client_main(sock, ready[1], hold[i][0]);
     }
   }
   close(ready[1]);
-  close(hold[0]);
-  unsigned got = 0;
-  char b;
+  g_hold = calloc(nprocs, sizeof *g_hold);
+  for (unsigned i = 0; i < nprocs; i++) {
+    close(hold[i][0]);
+    g_hold[i] = hold[i][1];
+  }
+  free(hold);
+  g_nprocs = nprocs;
+  g_pokes = 0;
   while (got < nprocs && read(ready[0], &b, 1) == 1)
     got++;
   close(ready[0]);
   double t_pushed = now_ms();
   uint64_t want = records_per_proc();
+  g_want = want;
   unsigned done = 0, seen = 0;
   for (int i = 0; i < 6000; i++) { /* <= 10 min */
     done = ps_done(sock, want, &seen);
@@ -443,17 +578,20 @@ static int scenario(unsigned nprocs) {
   for (int w = 0; w < NQ; w++)
     time_query(sock, &q[w], w, kids[0]);
   double gker = top_kernel_count(sock);
-  printf("  %-26s %9s %9s %9s %11s %8s\n", "query", "median ms", "max ms", "cold ms",
-         "reply bytes", "items");
+  /* CPU ms: mean per query of the daemon's query threads (main and the
+   * pool: proc_cpu_ms) and of this client (receive and unpack); unlike
+   * the wall times they do not grow with other load */
+  printf("  %-26s %9s %9s %9s %9s %9s %11s %8s\n", "query", "median ms", "max ms", "cold ms",
+         "d-CPU ms", "c-CPU ms", "reply bytes", "items");
   for (int w = 0; w < NQ; w++) {
     if (q[w].err)
       printf("  %-26s %9.2f %9.2f %9.2f  %s\n", q[w].name, q[w].med, q[w].max, q[w].first,
              q[w].err);
     else
-      printf("  %-26s %9.2f %9.2f %9.2f %11zu %8zu\n", q[w].name, q[w].med, q[w].max,
-             q[w].first, q[w].bytes, q[w].items);
+      printf("  %-26s %9.2f %9.2f %9.2f %9.2f %9.2f %11zu %8zu\n", q[w].name, q[w].med,
+             q[w].max, q[w].first, q[w].dcpu, q[w].ccpu, q[w].bytes, q[w].items);
   }
-  uint64_t want_l = launches_per_proc() * nprocs;
+  uint64_t want_l = (launches_per_proc() + g_pokes) * nprocs;
   printf("  check: top (limit 1000) GKER:COUNT sum %.0f, launches pushed %" PRIu64 " %s\n", gker, want_l,
          (uint64_t)gker == want_l ? "(ok)" : "(MISMATCH)");
   printf("  daemon VmRSS %.1f MiB after the queries\n", status_kb(dpid, "VmRSS") / 1024.0);
@@ -469,10 +607,13 @@ static int scenario(unsigned nprocs) {
     kill(dpid, SIGKILL);
     waitpid(dpid, &st, 0);
   }
-  close(hold[1]);
+  for (unsigned i = 0; i < nprocs; i++)
+    close(g_hold[i]);
   for (unsigned i = 0; i < nprocs; i++)
     waitpid(kids[i], NULL, 0);
   free(kids);
+  free(g_hold);
+  g_hold = NULL;
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)

@@ -242,7 +242,7 @@ static void client_free(gpd_client_t *c) {
     c->out_head = o->next;
     if (o->fd >= 0)
       close(o->fd);
-    free(o->data);
+    gpd_query_frame_free(o->data);
     free(o);
   }
   gpd_gpubin_abort(&c->gpubin);
@@ -342,7 +342,7 @@ static void set_events(gpd_client_t *c) {
 static int client_queue(gpd_client_t *c, uint8_t *buf, size_t len, int fd) {
   outbuf_t *o = calloc(1, sizeof *o);
   if (o == NULL) {
-    free(buf);
+    gpd_query_frame_free(buf);
     return -ENOMEM;
   }
   o->data = buf;
@@ -458,7 +458,7 @@ static void client_flush(gpd_client_t *c) {
     if (c->out_head == NULL)
       c->out_tail = NULL;
     c->out_bytes -= o->len;
-    free(o->data);
+    gpd_query_frame_free(o->data);
     free(o);
     progress = 1;
   }

@@ -46,6 +46,24 @@ Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, con
 Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
                                           const char *job, uint32_t max_depth, int with_metrics);
 
+/* ---- query-encode.c ---- (any thread, no lock: reads only the reply) */
+
+/** Wire size in bytes of Node o without its own tag and length, exactly
+ *  gpuprof__node__get_packed_size(o). */
+size_t gpd__query_node_size(const Gpuprof__Node *o);
+/** Writes Node o's fields at p (gpd__query_node_size(o) bytes, the bytes
+ *  gpuprof__node__pack writes); returns the end. */
+uint8_t *gpd__query_node_put(const Gpuprof__Node *o, uint8_t *p);
+/** Packed size of Msg m whose body is a TreeReply (m->tree), exactly
+ *  gpuprof__msg__get_packed_size(m); fills sizes[i] (one per m->tree->nodes
+ *  entry) and *body_len (the TreeReply's size) for the pack.  SIZE_MAX if a
+ *  node is over 4 GiB. */
+size_t gpd__query_tree_msg_size(const Gpuprof__Msg *m, uint32_t *sizes, size_t *body_len);
+/** Writes Msg m (the size taken above) at out: the bytes gpuprof__msg__pack
+ *  writes; returns the length. */
+size_t gpd__query_tree_msg_pack(const Gpuprof__Msg *m, const uint32_t *sizes, size_t body_len,
+                                uint8_t *out);
+
 /* ---- query-gpu.c ---- */
 struct gpd_merge_s;
 /** GPU PC samples of the kernel nodes of merge view m that reply t holds

@@ -135,6 +135,56 @@ static q_chunk_t *q_chunk_new(size_t cap) {
   return c;
 }
 
+/* One large reply frame kept between replies (q_pool_lock): q_frame, its
+ * capacity, lent while a client's send holds it.  Frames of at least
+ * Q_FRAME_MIN bytes and at most Q_FRAME_KEEP are kept. */
+#define Q_FRAME_MIN (256u << 10)
+#define Q_FRAME_KEEP (32u << 20)
+static uint8_t *q_frame;
+static size_t q_frame_cap;
+static int q_frame_lent;
+
+static uint8_t *q_frame_take(size_t n) {
+  uint8_t *old = NULL, *b = NULL;
+  if (n >= Q_FRAME_MIN && n <= Q_FRAME_KEEP) {
+    pthread_mutex_lock(&q_pool_lock);
+    if (q_frame && !q_frame_lent && q_frame_cap >= n) {
+      q_frame_lent = 1;
+      b = q_frame;
+    } else if (!q_frame_lent) { /* idle and too small (or none): replace */
+      old = q_frame;
+      q_frame = NULL;
+      q_frame_cap = 0;
+    }
+    pthread_mutex_unlock(&q_pool_lock);
+    free(old);
+    if (b)
+      return b;
+  }
+  if ((b = malloc(n)) == NULL || n < Q_FRAME_MIN || n > Q_FRAME_KEEP)
+    return b;
+  pthread_mutex_lock(&q_pool_lock);
+  if (q_frame == NULL) {
+    q_frame = b;
+    q_frame_cap = n;
+    q_frame_lent = 1;
+  }
+  pthread_mutex_unlock(&q_pool_lock);
+  return b;
+}
+
+void gpd_query_frame_free(uint8_t *buf) {
+  if (buf == NULL)
+    return;
+  pthread_mutex_lock(&q_pool_lock);
+  int kept = buf == q_frame;
+  if (kept)
+    q_frame_lent = 0;
+  pthread_mutex_unlock(&q_pool_lock);
+  if (!kept)
+    free(buf);
+}
+
 void *gpd__query_alloc(size_t n) {
   n = (n + 15) & ~(size_t)15;
   if (q_arena == NULL || q_arena->cap - q_arena->used < n) {
@@ -270,20 +320,38 @@ static void q_symbolize_pending(gpd_query_t *q) {
  * large tree), an Error up to GPD_FRAME_MAX (as client.c sends frames). */
 static void q_encode(gpd_query_t *q) {
   const Gpuprof__Msg *m = q->reply;
-  size_t n = gpuprof__msg__get_packed_size(m);
+  /* a tree's nodes are written by query-encode.c (each size taken once) */
+  int tree = m->body_case == GPUPROF__MSG__BODY_TREE && m->tree && m->tree->n_nodes;
+  uint32_t *sizes = NULL;
+  size_t body = 0, n;
+  if (tree) {
+    if ((sizes = malloc(m->tree->n_nodes * sizeof *sizes)) == NULL) {
+      q->frame_err = -ENOMEM;
+      return;
+    }
+    n = gpd__query_tree_msg_size(m, sizes, &body);
+  } else {
+    n = gpuprof__msg__get_packed_size(m);
+  }
   int reply = m->body_case == GPUPROF__MSG__BODY_PS || m->body_case == GPUPROF__MSG__BODY_TREE ||
               m->body_case == GPUPROF__MSG__BODY_TOP;
   if (n > (reply ? GPD_REPLY_MAX : GPD_FRAME_MAX)) {
+    free(sizes);
     q->frame_err = GPD_EFRAMETOOBIG;
     return;
   }
-  uint8_t *buf = malloc(GPD_FRAME_HDR + n);
+  uint8_t *buf = q_frame_take(GPD_FRAME_HDR + n);
   if (buf == NULL) {
+    free(sizes);
     q->frame_err = -ENOMEM;
     return;
   }
   gpd_frame_put_header(buf, (uint32_t)n);
-  gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
+  if (tree)
+    gpd__query_tree_msg_pack(m, sizes, body, buf + GPD_FRAME_HDR);
+  else
+    gpuprof__msg__pack(m, buf + GPD_FRAME_HDR);
+  free(sizes);
   q->frame = buf;
   q->frame_len = GPD_FRAME_HDR + n;
   q->frame_err = 0;
@@ -648,6 +716,6 @@ void gpd_query_free(gpd_query_t *q) {
   q_arena_free(q->arena);
   gpd__query_trace_free(q->trace);
   free(q->pend);
-  free(q->frame);
+  gpd_query_frame_free(q->frame);
   free(q);
 }

@@ -37,10 +37,16 @@ int gpd_query_slow(const gpd_query_t *q);
 void gpd_query_run(gpd_query_t *q);
 /** Ask a running gpd_query_run to stop early (any thread). */
 void gpd_query_cancel(gpd_query_t *q);
-/** The frame gpd_query_run encoded: 0 with *buf (malloc'd, the caller's,
- *  header included) and *len; GPD_EFRAMETOOBIG when the reply is above
- *  GPD_REPLY_MAX; -ENOMEM; -ECANCELED after gpd_query_cancel. */
+/** The frame gpd_query_run encoded: 0 with *buf (the caller's, header
+ *  included; release it with gpd_query_frame_free) and *len;
+ *  GPD_EFRAMETOOBIG when the reply is above GPD_REPLY_MAX; -ENOMEM;
+ *  -ECANCELED after gpd_query_cancel. */
 int gpd_query_take_frame(gpd_query_t *q, uint8_t **buf, size_t *len);
+/** Release a frame buffer: one from gpd_query_take_frame, or any malloc'd
+ *  one (freed).  The largest recent reply frame (up to 32 MiB) is kept for
+ *  the next reply instead: a 4 MB tree reply written to fresh memory paid
+ *  a page fault per 4 KiB.  Any thread. */
+void gpd_query_frame_free(uint8_t *buf);
 /** Free q (NULL is fine); its arena and anything not taken. */
 void gpd_query_free(gpd_query_t *q);
 /** Label of node i of profile p: a FRAME node's physical function (the

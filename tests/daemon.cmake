@@ -7,6 +7,11 @@ if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   target_compile_options(test-daemon-profile PRIVATE -g) # test_symbols needs DWARF
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
   set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+  # the Tree reply's direct encoder against protobuf-c's bytes
+  add_executable(test-daemon-encode ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-encode.c)
+  target_link_libraries(test-daemon-encode PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.encode COMMAND test-daemon-encode)
+  set_tests_properties(daemon.encode PROPERTIES LABELS "unit" TIMEOUT 60)
 endif()
 # gpd_dclient: the fake shim's protocol + record helpers (daemon-client-lib.h),
 # shared by test-daemon-client and bench/bench-top.

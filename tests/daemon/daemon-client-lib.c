@@ -14,6 +14,8 @@
 
 #include "daemon-client-lib.h"
 
+int gpd_dclient_hello_ms = 10000;
+
 int gpd_dclient_connect(const char *path) {
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -46,7 +48,7 @@ uint64_t gpd_dclient_hello(gpd_dclient_t *c, int handback, uint64_t id, int *fd_
   if (buf == NULL)
     exit(2);
   gpuprof__msg__pack(&m, buf);
-  if (gpd_frame_send(c->sock, buf, (uint32_t)n, handback ? c->region.fd : -1, 10000) < 0) {
+  if (gpd_frame_send(c->sock, buf, (uint32_t)n, handback ? c->region.fd : -1, gpd_dclient_hello_ms) < 0) {
     fprintf(stderr, "client: send Hello failed\n");
     exit(2);
   }
@@ -54,7 +56,7 @@ uint64_t gpd_dclient_hello(gpd_dclient_t *c, int handback, uint64_t id, int *fd_
   uint8_t *in = NULL;
   size_t inn = 0;
   int fd = -1;
-  if (gpd_frame_recv(c->sock, &in, &inn, &fd, 10000) < 0) {
+  if (gpd_frame_recv(c->sock, &in, &inn, &fd, gpd_dclient_hello_ms) < 0) {
     fprintf(stderr, "client: no HelloReply\n");
     exit(2);
   }

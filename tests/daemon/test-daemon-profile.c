@@ -327,8 +327,38 @@ static void test_merge(void **state) {
   assert_int_equal(gpd_merge_add(&m, &a), 0);
   assert_int_equal(gpd_merge_add(&m, &b), 0);
   assert_int_equal(gpd_merge_finish(&m), 0);
-  assert_true(m.gen != g);
+  assert_int_equal(m.nview, a.nnodes); /* the same nodes, sums taken again */
   assert_true(gpd_merge_value(&m, gpd_merge_find(&m, k_kern), 0, GPD_M_GKER) == 1606.0);
+  assert_true(gpd_merge_value(&m, 0, 1, GPD_M_GKER) == root_gker + 6.0);
+  /* new nodes in one profile of the same selection: the earlier marks
+   * stand, the new nodes join the view; every value as a fresh merge's */
+  uint32_t na = a.nnodes;
+  feed_node(&a, 50, 1, 1, 0x500);
+  feed_invoke(&a, C(30), 50, GPD_OP_KERNEL, 0);
+  feed_act(&a, C(30), GPD_OP_KERNEL, 0, 70, 0, 7);
+  assert_true(a.nnodes > na);
+  gpd_merge_begin(&m);
+  assert_int_equal(gpd_merge_add(&m, &a), 0);
+  assert_int_equal(gpd_merge_add(&m, &b), 0);
+  assert_int_equal(gpd_merge_finish(&m), 0);
+  assert_int_equal(m.nview, a.nnodes);
+  gpd_merge_t fresh;
+  memset(&fresh, 0, sizeof fresh);
+  gpd_merge_begin(&fresh);
+  assert_int_equal(gpd_merge_add(&fresh, &a), 0);
+  assert_int_equal(gpd_merge_add(&fresh, &b), 0);
+  assert_int_equal(gpd_merge_finish(&fresh), 0);
+  assert_int_equal(fresh.nview, m.nview);
+  for (uint32_t i = 0; i < a.nnodes; i++) {
+    uint32_t j = gpd_merge_find(&m, a.nodes[i].id), jf = gpd_merge_find(&fresh, a.nodes[i].id);
+    assert_int_not_equal(j, GPD_NONE);
+    assert_int_not_equal(jf, GPD_NONE);
+    for (unsigned id = 0; id < 64; id++)
+      for (int incl = 0; incl < 2; incl++)
+        assert_true(gpd_merge_value(&m, j, incl, id) == gpd_merge_value(&fresh, jf, incl, id));
+  }
+  assert_true(gpd_merge_value(&m, 0, 1, GPD_M_GKER) == root_gker + 76.0);
+  gpd_merge_free(&fresh);
   /* another selection of the same profiles is computed, not reused */
   gpd_merge_begin(&m);
   assert_int_equal(gpd_merge_add(&m, &a), 0);
