@@ -429,7 +429,14 @@ int gpd_report_gpu_load(gpd_tree_t *t, sqlite3 *db, const char *path, int pid,
   size_t nkg = 0, capkg = 0;
   if (sqlite3_prepare_v2(
           db,
-          "SELECT fs.text, COALESCE(c.hash, ''), s.pc, ss.text, SUM(s.samples) FROM pcsample s "
+          /* a binary id with no hash in its own process takes the hash
+           * the other processes of the profile agree on for that id (the
+           * CRC of the same binary): SASS counts come from a process of
+           * their own (docs/ANALYZER-GPU.md) that may not have pushed the
+           * binary's CUBIN record */
+          "SELECT fs.text, COALESCE(c.hash, (SELECT CASE WHEN COUNT(DISTINCT o.hash) = 1 THEN "
+          "MIN(o.hash) END FROM pcsample_cubin o WHERE o.cubin_id = s.cubin_id), ''), s.pc, "
+          "ss.text, SUM(s.samples) FROM pcsample s "
           "JOIN string fs ON fs.profile_id = s.profile_id AND fs.id = s.func "
           "JOIN string ss ON ss.profile_id = s.profile_id AND ss.id = s.stall "
           "LEFT JOIN pcsample_cubin c ON c.profile_id = s.profile_id AND c.cubin_id = s.cubin_id "

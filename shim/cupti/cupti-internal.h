@@ -152,8 +152,8 @@ void gpd_cupti_sass_on_sync(CUcontext ctx);
  *  in lifetime mode is enabled here (its first callback).  Never waits. */
 void gpd_cupti_sass_on_api(CUcontext ctx);
 /** The kernel activity kind the back end may enable: CONCURRENT_KERNEL,
- *  or with lifetime counts none (0) or KERNEL (GPUPROF_SASS_KERNEL_ACTIVITY
- *  =serial): CUPTI gives zero counts while CONCURRENT_KERNEL is on. */
+ *  or with lifetime counts KERNEL (serialized; GPUPROF_SASS_KERNEL_ACTIVITY
+ *  =off: none, 0): CUPTI gives zero counts while CONCURRENT_KERNEL is on. */
 int gpd_cupti_sass_kernel_kind(void);
 /** A module is about to be unloaded: flush every counting context. */
 void gpd_cupti_sass_module_unloading(void);

@@ -84,7 +84,7 @@ static atomic_uint s_nctx; /* contexts counting (a lock-free early out) */
 static CUcontext s_defer[SASS_MAXCTX]; /* created, enabled at their first API call */
 static atomic_int s_ndefer;            /* s_defer is not empty */
 static int s_enable_created;           /* GPUPROF_SASS_ENABLE=created */
-static int s_kernel_serial;            /* GPUPROF_SASS_KERNEL_ACTIVITY=serial */
+static int s_kernel_serial;            /* serialized kernel records (default; =off: none) */
 static int s_log_fail;
 static int s_debug; /* GPUPROF_SASS_DEBUG=1: every stage on stderr */
 static uint64_t s_crc[SASS_MAXCRC]; /* cuptiGetCubinCrc of loaded modules */
@@ -121,7 +121,7 @@ int gpd_cupti_sass_setup(void *lib) {
     s_always = 0;
   }
   const char *ka = getenv("GPUPROF_SASS_KERNEL_ACTIVITY");
-  s_kernel_serial = ka && strcmp(ka, "serial") == 0;
+  s_kernel_serial = !(ka && strcmp(ka, "off") == 0);
   if (s_always)
     GPD_WARN("SASS counts on: kernel activity records %s (CUPTI returns only zero counts while "
              "concurrent-kernel records are on: H100, CUDA 13.0)",
@@ -428,7 +428,10 @@ void gpd_cupti_sass_on_api(CUcontext ctx) {
 /* With the SASS Metrics API counting, every count CUPTI returned was 0
  * while CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL was enabled, in the shim
  * and in a program of CUPTI calls alone (tests/gpuanalysis/sass-probe.cu
- * "act", H100, CUDA 13.0, driver 580; docs/VALIDATION.md 2026-11-24). */
+ * "act", H100, CUDA 13.0, driver 580; docs/VALIDATION.md 2026-11-24);
+ * with CUPTI_ACTIVITY_KIND_KERNEL (serialized) instead the counts were
+ * exact ("actk", and the shim), and with no kernel records at all the
+ * shim got no patched instruction (GPUPROF_SASS_KERNEL_ACTIVITY=off). */
 int gpd_cupti_sass_kernel_kind(void) {
   if (!s_always)
     return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;

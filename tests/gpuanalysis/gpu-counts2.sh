@@ -93,7 +93,7 @@ PY
   if has split; then
     echo "== split: one session, counts then PC samples; the report"
     timeout 240 gpuprof record -o "$F/ks.gpdb" -- sh -c \
-      "GPUPROF_SASS_COUNTS=1 GPUPROF_PC_SAMPLING=0 $B/bin/pcsamp-known $N && GPUPROF_PC_SAMPLING=1 $B/bin/pcsamp-known $((4 * N))" 2>&1 | grep -vE "^gpuprof:  "
+      "GPUPROF_SASS_COUNTS=1 $B/bin/pcsamp-known $N && GPUPROF_PC_SAMPLING=1 $B/bin/pcsamp-known $((4 * N))" 2>&1 | grep -vE "^gpuprof:  "
     calls "$F/ks.gpdb"
     timeout 60 gpuprof report --gpu-detail --json "$F/ks.gpdb" >"$F/ks.json" 2>"$F/ks.notes"; cat "$F/ks.notes"
     python3 "$B/check-pcsamp.py" "$F/ks.json" "$B/pcsamp-known.cu"; echo "check rc=$?"

@@ -5,7 +5,8 @@
 # GPU part below the kernels against the stored samples exactly
 # (check-report-gpu.py), then bad input: no nvdisasm, a truncated binary,
 # a missing binary, garbage in place of the binary -- a note each, the
-# samples still counted, exit 0.   usage: test-report-gpu.sh GPUPROF FIXTURES
+# samples still counted, exit 0; SASS counts of another process weigh the
+# call sites.   usage: test-report-gpu.sh GPUPROF FIXTURES
 set -u
 GPUPROF=$1; FIX=$(cd "$2" && pwd); HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -47,4 +48,25 @@ for how in truncate garbage missing; do
   grep -Eq "GPU binary $H (unreadable|not found)" "$T/b.err" || fail "$how: no note: $(cat "$T/b.err")"
   python3 "$HERE/check-report-gpu.py" unplaced "$T/b.json" "$T/p/known.gpdb" || fail "$how: totals"
 done
+# SASS counts from a process of their own whose binary id has no hash in
+# that process (its CUBIN record missing): the report takes the hash the
+# other processes of the profile give that id, and known_calls' call sites
+# weigh their exact counts (960000 : 320000 -> its hot() contexts 3:1)
+setup
+python3 - "$T/p/known.gpdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+cub = db.execute("SELECT cubin_id FROM pcsample_cubin").fetchone()[0]
+db.execute("INSERT INTO profile(id, pid, uid, gid, state) VALUES (2, 99999, 0, 0, 'exited')")
+db.execute("INSERT INTO string VALUES (2, 1, 1, '_Z11known_callsPKfiiPf'), (2, 2, 4, 'sass:inst_executed')")
+db.executemany("INSERT INTO pcsample VALUES (2, ?, 1, ?, 2, 0, ?, 0)",
+               [(cub, 0x100, 960000), (cub, 0x160, 320000), (cub, 0x0, 320000)])
+db.commit()
+PY
+"$GPUPROF" report --gpu-detail --json "$T/p/known.gpdb" >"$T/s.json" 2>"$T/s.err" || fail "report with counts"
+grep -q "_Z11known_callsPKfiiPf: call-edge weights: exact execution counts" "$T/s.err" ||
+  fail "counts of another process not used: $(cat "$T/s.err")"
+grep -q "no GPU binary" "$T/s.err" && fail "counts without a binary: $(cat "$T/s.err")"
+python3 "$HERE/check-pcsamp.py" "$T/s.json" "$HERE/pcsamp-known.cu" >"$T/s.out" || fail "split: $(cat "$T/s.out")"
+grep -q "PASS: call-site ratio 3.000" "$T/s.out" || fail "split not 3:1: $(cat "$T/s.out")"
 echo PASS
