@@ -21,8 +21,18 @@
  *                         own signal delivery
  * Slowdown: the CPU loop with GPUPROF_CPU_SAMPLING=100 and =1000 (the real
  * CPU-time timers) against bare, and the signals each took.
+ *
+ * Thread start: the interposed pthread_create (shim/pthread-wrappers.c)
+ * gives each new thread its memo and timer while sampling is on.  A child
+ * creates and joins BENCH_THREADS empty threads one after the other; CPU
+ * ns per thread (the process's CPU time, the threads' own included) with
+ * sampling off (the wrapper passes the call through:
+ * the baseline) and at 1000 Hz (start block, memo, timer_create, and at
+ * exit timer_delete and the memo unmapped); "timers after" = the timers the
+ * shim holds once all are joined (at 1000 Hz: 1, the main thread's).
  * Usage: bench-cpusample [rounds] [steps]
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -109,9 +119,40 @@ static int wall_timer(int sig, long hz) {
   return timer_settime(id, 0, &its, NULL);
 }
 
+static void *empty(void *arg) { return arg; }
+
+/* The process's CPU time: the exited threads' included (wall time per
+ * create + join is mostly waiting for a CPU on a loaded machine). */
+static uint64_t pcpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Child of the thread-start rows: n empty threads created and joined one
+ * after the other; prints CPU ns per thread (the process's, its threads'
+ * included) and the timers the shim holds after. */
+static int child_threads(long n) {
+  int (*timers)(void) = NULL;
+  *(void **)&timers = dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_timers");
+  uint64_t t0 = pcpu_ns();
+  for (long i = 0; i < n; i++) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, empty, NULL) != 0)
+      return 1;
+    pthread_join(t, NULL);
+  }
+  uint64_t t1 = pcpu_ns();
+  printf("%llu %d 0 0\n", (unsigned long long)((t1 - t0) / (uint64_t)n), timers ? timers() : -1);
+  return 0;
+}
+
 /* Child: attach a region, run the work at depth 32, print the figures.
  * BENCH_WALL=sample|noop: the 20 kHz wall-clock timer (file comment). */
 static int child(uint64_t steps) {
+  const char *nth = getenv("BENCH_THREADS");
+  if (nth)
+    return child_threads(atol(nth) > 0 ? atol(nth) : 1000);
   const char *wall = getenv("BENCH_WALL");
   if (wall && strcmp(wall, "noop") == 0) {
     struct sigaction sa;
@@ -149,7 +190,7 @@ typedef struct {
   double cpu_ms, signals, pushed, declined;
 } fig_t;
 
-static fig_t run(const char *self, const char *hz, const char *wall, uint64_t steps) {
+static fig_t run(const char *self, const char *hz, const char *wall, uint64_t steps, const char *threads) {
   fig_t f = {-1, 0, 0, 0};
   int fds[2];
   if (pipe(fds))
@@ -166,6 +207,10 @@ static fig_t run(const char *self, const char *hz, const char *wall, uint64_t st
       setenv("BENCH_WALL", wall, 1);
     else
       unsetenv("BENCH_WALL");
+    if (threads)
+      setenv("BENCH_THREADS", threads, 1);
+    else
+      unsetenv("BENCH_THREADS");
     setenv("GPUPROF_SOCKET", "/nonexistent/gpuprofd.sock", 1);
     setenv("GPUPROF_LOG", "error", 1);
     char s[32];
@@ -216,7 +261,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < rounds; r++) {
     fig_t f[NC];
     for (int c = 0; c < NC; c++) {
-      f[c] = run(argv[0], cf[c].hz, cf[c].wall, steps);
+      f[c] = run(argv[0], cf[c].hz, cf[c].wall, steps, NULL);
       if (f[c].cpu_ms < 0) {
         fprintf(stderr, "bench-cpusample: run failed\n");
         return 1;
@@ -248,5 +293,21 @@ int main(int argc, char **argv) {
            median(sig[c], rounds), ps_);
   }
   printf("gpuprof's handler per sample (sample - no-op per signal): %.0f ns\n", ps - pn);
+  /* thread start (file comment): off = the wrapper passing through */
+  double tns[2][99], left[2][99];
+  for (int r = 0; r < rounds; r++)
+    for (int c = 0; c < 2; c++) {
+      fig_t f = run(argv[0], c ? "1000" : NULL, NULL, steps, "2000");
+      if (f.cpu_ms < 0) {
+        fprintf(stderr, "bench-cpusample: thread run failed\n");
+        return 1;
+      }
+      tns[c][r] = f.cpu_ms * 1e6; /* the child printed ns per thread */
+      left[c][r] = f.signals;     /* timers left after the joins */
+    }
+  printf("%-26s %14s %12s\n", "thread create + join", "CPU ns/thread", "timers after");
+  printf("%-26s %14.0f %12.0f\n", "sampling off (baseline)", median(tns[0], rounds), median(left[0], rounds));
+  printf("%-26s %14.0f %12.0f\n", "sampling 1000 Hz", median(tns[1], rounds), median(left[1], rounds));
+  printf("gpuprof's cost per thread start (1000 Hz - off): %.0f ns\n", median(tns[1], rounds) - median(tns[0], rounds));
   return 0;
 }

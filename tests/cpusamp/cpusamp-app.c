@@ -135,8 +135,15 @@ static int proc_timers(void) {
 static int workers(const char *go) {
   int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
   int (*timers)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_timers");
-  for (int i = 0; active && i < 500 && !active(); i++)
+  int (*stats)(uint64_t *) = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_stats");
+  /* samples count only once the shim is attached (registration may take
+   * seconds under ASan on a loaded machine): wait for it, bounded */
+  for (int i = 0; active && i < 6000 && !active(); i++)
     usleep(10000);
+  if (active && !active()) {
+    fprintf(stderr, "cpusamp-app: the shim never attached to the daemon\n");
+    return 6;
+  }
   pthread_barrier_init(&burnt, NULL, 4);
   pthread_barrier_init(&leave, NULL, 4);
   pthread_t th[3];
@@ -159,6 +166,13 @@ static int workers(const char *go) {
     printf("w%d tid=%llu cpu_ns=%llu\n", k + 1, (unsigned long long)w[k].tid, (unsigned long long)w[k].cpu);
   printf("timers_live=%d proc_timers_live=%d\ntimers_after=%d proc_timers_after=%d\n", live, plive, after,
          pafter);
+  uint64_t st[9] = {0};
+  if (stats && stats(st) >= 0) /* for a failure's diagnosis */
+    printf("samples: signals %llu pushed %llu failed %llu declined %llu (busy %llu, not attached %llu, nested "
+           "%llu, incomplete %llu)\n",
+           (unsigned long long)st[0], (unsigned long long)st[1], (unsigned long long)st[2],
+           (unsigned long long)st[3], (unsigned long long)st[4], (unsigned long long)st[5],
+           (unsigned long long)st[7], (unsigned long long)st[8]);
   printf("sum=%llu\n", (unsigned long long)sum);
   fflush(stdout);
   for (int i = 0; go && i < 10000 && access(go, F_OK) != 0; i++)

@@ -46,15 +46,18 @@ def worker(out):
 
 
 def main():
-    # samples are recorded once the shim is attached to the daemon
+    # samples are recorded once the shim is attached to the daemon (that
+    # may take seconds under ASan on a loaded machine): wait, bounded
     try:
         active = ctypes.CDLL(None).gpd_shim_active
-        for _ in range(500):
-            if active():
-                break
-            time.sleep(0.01)
     except AttributeError:
-        pass
+        active = None
+    for _ in range(6000 if active else 0):
+        if active():
+            break
+        time.sleep(0.01)
+    if active and not active():
+        raise SystemExit("cpu-py.py: the shim never attached to the daemon")
     out = {}
     t = threading.Thread(target=worker, args=(out,))
     t.start()
