@@ -28,7 +28,9 @@
 
 void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r) {
   int final = (r->h.flags & GPD_TRACEWIN_F_FINAL) != 0;
-  if (!tw->seen || r->windows >= tw->windows) {
+  /* the furthest record: most windows, then most window time (the same
+   * last window is reported by the exiting thread and the controller) */
+  if (!tw->seen || r->windows > tw->windows || (r->windows == tw->windows && r->window_ns >= tw->window_ns)) {
     tw->api = r->api;
     tw->duty = r->duty;
     tw->t0 = r->t0;

@@ -54,7 +54,8 @@ typedef struct gpd_tw_snap_s {
 } gpd_tw_snap_t;
 
 /** Take a validated TRACEWIN record (gpd_rec_validate): the summary from
- *  the record with the most windows, the window appended (a window with
+ *  the record with the most windows (then the most window time), the
+ *  window appended (a window with
  *  the start of the last one kept replaces it: the same window reported
  *  twice at exit).  Never fails: past the bound a window is counted. */
 void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r);

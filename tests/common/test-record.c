@@ -71,6 +71,19 @@ static gpd_rec_status_t *status(void) {
   return s;
 }
 
+static gpd_rec_tracewin_t *tracewin(void) {
+  mk_hdr(GPD_REC_TRACEWIN, 1, 0);
+  gpd_rec_tracewin_t *w = (gpd_rec_tracewin_t *)buf;
+  w->api = GPD_API_CUDA;
+  w->duty = 1;
+  w->windows = 2;
+  w->t0 = 100;
+  w->start = 300;
+  w->end = 310;
+  w->window_ns = 20; /* <= end - t0 = 210 */
+  return w;
+}
+
 #define V(n) gpd_rec_validate(buf, (size_t)(n)*GPD_SLOT_SIZE)
 
 static void test_valid(void **state) {
@@ -196,6 +209,38 @@ static void test_invalid(void **state) {
   assert_int_equal(V(1), GPD_EBADRECORD);
 }
 
+/* TRACEWIN: a window, the final record, and each rule of record.c */
+static void test_tracewin(void **state) {
+  (void)state;
+  tracewin();
+  assert_int_equal(V(1), 0);
+  gpd_rec_tracewin_t *w = tracewin();
+  w->h.flags = GPD_TRACEWIN_F_FINAL;
+  w->start = w->end = 400;
+  assert_int_equal(V(1), 0);
+  tracewin()->h.flags = GPD_TRACEWIN_F_FINAL; /* final with start != end */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->h.flags = 0x2;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->api = GPD_API_MAX;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->duty = 2;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->t0 = 301; /* after the window's start */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->start = 311; /* after its end */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->window_ns = 211; /* more window than time */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->window_ns = 210;
+  assert_int_equal(V(1), 0);
+  tracewin()->h.nslots = 2;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  tracewin()->h.len = 8;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_string_equal(gpd_rec_type_name(GPD_REC_TRACEWIN), "tracewin");
+}
+
 static void test_names(void **state) {
   (void)state;
   assert_string_equal(gpd_rec_type_name(GPD_REC_ACTIVITY), "activity");
@@ -217,6 +262,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_valid),
     cmocka_unit_test(test_invalid),
+    cmocka_unit_test(test_tracewin),
     cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,10 +60,13 @@ ps = g["processes"]
 assert len(ps) == 1, ps
 p = ps[0]
 txt = re.search(r"GPU idle ([0-9.]+) s of ([0-9.]+) s .*, (\d+) interval", open(sys.argv[2]).read())
-assert "%.6f" % p["GIDLE"] == txt.group(1) and "%.6f" % p["span"] == txt.group(2), (p, txt.groups())
-assert p["intervals"] == int(txt.group(3)) and p["more_contexts"] == 0, p
+# the text rounds to 6 decimals, the JSON to 9
+assert abs(p["GIDLE"] - float(txt.group(1))) <= 6e-7 and abs(p["span"] - float(txt.group(2))) <= 6e-7, (p, txt.groups())
+assert p["intervals"] == int(txt.group(3)), p
 assert abs(p["GIDLE:RUN"] + p["GIDLE:SYNC"] - p["GIDLE"]) < 1e-6, p
-assert abs(sum(c["GIDLE"] for c in p["contexts"]) - p["GIDLE"]) < 1e-6, p
+# contexts past the first 100 (CPU samples in many places) are only counted
+shown = sum(c["GIDLE"] for c in p["contexts"])
+assert (abs(shown - p["GIDLE"]) < 1e-6) if p["more_contexts"] == 0 else (shown <= p["GIDLE"] + 1e-6), p
 run = sum(c["GIDLE"] for c in p["contexts"] if c["cpu"] == "running" and "cpu_think" in c["path"])
 assert run >= 0.29 and p["GIDLE:RUN"] >= run, (run, p)
 assert p["pid"] in [q["pid"] for q in d["processes"]], p
