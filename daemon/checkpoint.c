@@ -28,6 +28,7 @@
 
 #include <sqlite3.h>
 
+#include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 #include "gpuprof/metric.h"
@@ -520,6 +521,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   snap_proc_t *snaps = NULL;
   uint32_t n = 0;
   int err = 0;
+  uint64_t t_snap = gpd_clock_ns();
   pthread_mutex_lock(&d->lock);
   if (d->nprocs)
     snaps = calloc(d->nprocs, sizeof *snaps);
@@ -540,6 +542,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   /* Symbolize before BEGIN: the resolver opens client-named module files
    * (with the owner's rights) and may be slow; the write transaction must
    * not wait on it. */
+  uint64_t t_sym = gpd_clock_ns();
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t k = 0; !snaps[i].incomplete && k < snaps[i].nctxs; k++) {
       snap_ctx_t *c = &snaps[i].ctxs[k];
@@ -547,6 +550,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
         gpd_symbols_resolve(c->module, (uid_t)snaps[i].uid, (gid_t)snaps[i].gid, c->offset, &c->fr,
                             &c->nfr);
     }
+  t_sym = gpd_clock_ns() - t_sym;
+  s->wr_sym_max_ns = t_sym > s->wr_sym_max_ns ? t_sym : s->wr_sym_max_ns;
 
   gpd__store_quiet = s->failing;
   char why[128] = "";
@@ -558,8 +563,12 @@ int gpd_store_flush(gpd_daemon_t *d) {
       goto fin;
     }
   }
+  uint64_t t_begin = gpd_clock_ns();
   if ((err = gpd__db_exec(s->wdb, "BEGIN IMMEDIATE;")) < 0)
     goto fin;
+  t_begin = gpd_clock_ns() - t_begin;
+  if (t_begin > s->wr_begin_max_ns)
+    s->wr_begin_max_ns = t_begin;
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
       err = write_proc(s, st, &snaps[i]);
@@ -653,6 +662,13 @@ fin:
   }
   s->flushes++;
   pthread_mutex_unlock(&d->lock);
+  if (err == 0) {
+    uint64_t dt = gpd_clock_ns() - t_snap;
+    s->wr_n++;
+    s->wr_ns += dt;
+    s->wr_max_ns = dt > s->wr_max_ns ? dt : s->wr_max_ns;
+    s->wr_slow += dt > 50000000ull;
+  }
 out:;
   size_t copied = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -720,5 +736,14 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   pthread_mutex_unlock(&d->lock);
   pthread_join(d->writer_tid, NULL);
   d->writer_started = 0;
+  gpd_store_t *s = d->store;
+  if (s && s->wr_n)
+    GPD_INFO("store: %llu writes (%llu asked early by rings half full), snapshot to ring release "
+             "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms",
+             (unsigned long long)s->wr_n,
+             (unsigned long long)__atomic_load_n(&d->early_flushes, __ATOMIC_RELAXED),
+             (double)s->wr_ns / (double)s->wr_n / 1e6, (double)s->wr_max_ns / 1e6,
+             (unsigned long long)s->wr_slow, (double)s->wr_sym_max_ns / 1e6,
+             (double)s->wr_begin_max_ns / 1e6);
 }
 

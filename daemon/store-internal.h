@@ -30,6 +30,12 @@ struct gpd_store_s {
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
+  /* writer thread, logged at its stop: flushes that wrote something,
+   * their time from the snapshot to the rings' release (total, longest,
+   * how many over 50 ms: a CUPTI buffer's wait budget in the shim), and
+   * the longest wait for the file in BEGIN IMMEDIATE and the longest
+   * symbolization before it (a large library's first lookup: seconds) */
+  uint64_t wr_n, wr_ns, wr_max_ns, wr_slow, wr_begin_max_ns, wr_sym_max_ns;
   int bindir;        /* gpubins/ (verified dirfd), -1 until needed; main thread */
   uint64_t id_hw;    /* ids below this are reserved durably (meta), d->lock */
   uint64_t first_id; /* first id this daemon hands out */

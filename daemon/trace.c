@@ -56,6 +56,7 @@ typedef struct tracer_s {
   size_t nbuf, capbuf;
   gpd_trace_ev_t *st; /* thread 0: changed stats (TRACE_STATS) */
   _Atomic uint64_t flushed_ns, written, flushes, write_errors;
+  uint64_t txn_max_ns, begin_max_ns; /* this thread's longest write, BEGIN wait */
 } tracer_t;
 
 /* Per-profile counters (trace_stat) the producer publishes without the
@@ -297,7 +298,10 @@ static void flush(tracer_t *tr, uint64_t t0, int all_drained) {
   size_t nst = tr->st ? stats_changed(tr, tr->st) : 0;
   if (tr->nbuf || nst) {
     qsort(tr->buf, tr->nbuf, sizeof *tr->buf, ev_cmp);
+    uint64_t tb = gpd_clock_ns();
     int err = db_exec(tr->db, "BEGIN IMMEDIATE;");
+    uint64_t tw = gpd_clock_ns() - tb;
+    tr->begin_max_ns = tw > tr->begin_max_ns ? tw : tr->begin_max_ns;
     for (size_t i = 0; i < tr->nbuf && err == 0; i++)
       err = write_one(tr, &tr->buf[i]);
     for (size_t i = 0; i < nst && err == 0; i++)
@@ -317,6 +321,8 @@ static void flush(tracer_t *tr, uint64_t t0, int all_drained) {
     } else {
       atomic_fetch_add(&tr->written, tr->nbuf);
       atomic_fetch_add(&tr->flushes, 1);
+      tw = gpd_clock_ns() - tb;
+      tr->txn_max_ns = tw > tr->txn_max_ns ? tw : tr->txn_max_ns;
     }
     tr->nbuf = 0;
   }
@@ -451,9 +457,14 @@ void gpd_trace_stop(gpd_trace_t *t) {
     return;
   atomic_store(&t->stop, 1);
   for (unsigned i = 0; i < t->n; i++) {
-    if (t->tr[i].started)
-      pthread_join(t->tr[i].tid, NULL);
-    tracer_close(&t->tr[i]);
+    tracer_t *tr = &t->tr[i];
+    if (tr->started)
+      pthread_join(tr->tid, NULL);
+    if (tr->flushes)
+      GPD_INFO("trace thread %u: %llu rows in %llu writes, longest write %.2f ms, longest wait in "
+               "BEGIN %.2f ms", i, (unsigned long long)tr->written, (unsigned long long)tr->flushes,
+               (double)tr->txn_max_ns / 1e6, (double)tr->begin_max_ns / 1e6);
+    tracer_close(tr);
   }
   free(t->tr);
   free(t);

@@ -162,6 +162,9 @@ gpd_producer_t *gpd_thread_producer(void);
 int gpd_thread_push(const void *rec, size_t len);
 /** Push that may wait for ring space (see gpd_shim_push_activity_wait). */
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
+/** The same; the wait also ends (the record counted as dropped) once
+ *  *stop is non-zero (stop may be NULL). */
+int gpd_thread_push_wait_stop(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop);
 /** Cached gettid(). */
 uint32_t gpd_thread_tid(void);
 /** Per-thread capture memo (allocated on first capture; NULL on OOM).

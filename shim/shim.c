@@ -169,8 +169,13 @@ int gpd_shim_push_host_op(uint32_t node, gpd_rec_activity_t *a) {
 }
 
 GPD_EXPORT int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
+  return gpd_shim_push_activity_wait_stop(a, max_wait_ns, NULL);
+}
+
+GPD_EXPORT int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t max_wait_ns,
+                                                const atomic_int *stop) {
   int err = activity_prepare(a);
-  return err ? err : gpd_thread_push_wait(a, sizeof *a, max_wait_ns);
+  return err ? err : gpd_thread_push_wait_stop(a, sizeof *a, max_wait_ns, stop);
 }
 
 GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,

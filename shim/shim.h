@@ -11,6 +11,7 @@
 #ifndef GPUPROF_SHIM_H
 #define GPUPROF_SHIM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,10 @@ int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint6
  *  if it still does not fit.  Only for a vendor's own completion thread
  *  (CUPTI's buffer thread), never on an application thread. */
 int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns);
+/** The same, but the wait also ends (the record counted as dropped) as
+ *  soon as *stop is non-zero (stop may be NULL): a long wait that must
+ *  end when the process starts to exit. */
+int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t max_wait_ns, const atomic_int *stop);
 
 /** Intern a string: returns its id (> 0), pushing a STRING record the
  *  first time this text is seen in the process (kind: gpd_str_t).  Uses a

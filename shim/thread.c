@@ -96,7 +96,7 @@ gpd_producer_t *gpd_thread_producer(void) {
   return &tls.p;
 }
 
-static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
+static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop);
 
 /* A ring has one producer: a signal handler that pushes while its thread
  * is inside a push (or claiming its ring) would interleave two records in
@@ -127,20 +127,24 @@ int gpd_thread_push(const void *rec, size_t len) {
 }
 
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
+  return gpd_thread_push_wait_stop(rec, len, max_wait_ns, NULL);
+}
+
+int gpd_thread_push_wait_stop(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop) {
   if (push_begin() < 0)
     return -EBUSY;
-  int rc = thread_push_wait(rec, len, max_wait_ns);
+  int rc = thread_push_wait(rec, len, max_wait_ns, stop);
   push_end();
   return rc;
 }
 
-static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
+static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop) {
   gpd_producer_t *p = gpd_thread_producer();
   if (!p)
     return gpd_shim_active() ? -ENOSPC : -ENOTCONN;
   int rc;
   for (uint64_t waited = 0; (rc = gpd_producer_try_push(p, rec, len)) == -ENOSPC; waited += 100000) {
-    if (waited >= max_wait_ns) {
+    if (waited >= max_wait_ns || (stop && atomic_load_explicit(stop, memory_order_relaxed))) {
       gpd_producer_count_drop(p);
       break;
     }

@@ -64,10 +64,26 @@
  * daemon's default ring (65536 slots), so one completed buffer fits. */
 #define GPD_CUPTI_BUFSZ (1u << 20) /* bytes per activity buffer */
 #define GPD_CUPTI_NBUF 64u         /* at most this many outstanding */
-/* A full ring on the completing thread (CUPTI's own, or ours at a flush):
- * wait for the daemon to drain it, 100 us at a time, at most 50 ms per
- * buffer; then drop (counted).  Never on an application API call. */
-#define GPD_CUPTI_WAIT_BUDGET_NS 50000000ull /* per completed buffer */
+/* A full ring on the thread that completes a buffer: wait for the daemon
+ * to give slots back, 100 us at a time.  The daemon frees a ring's slots
+ * only after it committed what it read, and a commit waits for the
+ * symbolization of new call sites: on the H100 (2026-11-24, a 1500-step
+ * PyTorch loop) the first lookups in libtorch held a commit 2.5-4.0 s, and
+ * a budget of 50 ms per buffer lost 11 000 to 33 000 of the run's 92 000
+ * records (none with this policy, same loop).  So CUPTI's own thread
+ * (and the back end's flusher and controller threads) waits up to
+ * GPD_CUPTI_STALL_NS per record, every record that fits starting the wait
+ * afresh: it waits as long as the daemon makes progress.  A record that
+ * waited that long in vain marks the daemon stalled: no record waits
+ * again until one fits.  CUPTI's buffers (GPD_CUPTI_NBUF) hold what
+ * arrives meanwhile; when none is left CUPTI drops records (nobuf,
+ * counted).  The exit flush runs on the application's thread: it keeps
+ * 50 ms per buffer, and the exit ends every other wait (g_push_stop). */
+#define GPD_CUPTI_WAIT_BUDGET_NS 50000000ull /* exit flush: per completed buffer */
+#define GPD_CUPTI_STALL_NS 10000000000ull    /* other threads: per record */
+static atomic_int g_push_stop;               /* exit begun: waits end */
+static atomic_int g_push_stalled;            /* a record waited STALL_NS in vain */
+static __thread int tls_exit_flush;          /* this thread runs the exit flush */
 #define GPD_CUPTI_MAXDEV 64u
 #define GPD_CUPTI_ALIAS_BITS 18u
 
@@ -139,6 +155,8 @@ static atomic_uint g_epoch;
 static int g_on;                      /* tracing attached now (g_mode_mu) */
 static uint64_t g_t0, g_on_since;     /* controller start, this window's start (ns) */
 static uint64_t g_window_ns, g_windows; /* closed windows: total length, count */
+static uint64_t g_edge_on_ns, g_edge_off_ns, g_edge_flush_ns; /* switching cost, summed */
+static uint64_t g_edge_max_ns;        /* the longest attach, detach or flush */
 static uint64_t g_attach_from, g_attach_until; /* on-demand window [from, until) (ns) */
 static int g_stopping;                /* exit: no more windows */
 static int g_ctl_started;
@@ -283,6 +301,11 @@ static void trace_set(int on);
  * time (ns) it must look again (UINT64_MAX: only when signalled); *flush
  * = 1 after a detach (the caller flushes the window's records before
  * anything else, outside the lock).  Controller thread, g_mode_mu held. */
+static void edge_add(uint64_t *sum, uint64_t dt) {
+  *sum += dt;
+  g_edge_max_ns = dt > g_edge_max_ns ? dt : g_edge_max_ns;
+}
+
 static uint64_t ctl_step(uint64_t now, int *flush) {
   uint64_t next;
   int want = gpd_cupti_ctl_want(&g_mode, g_t0, g_attach_from, g_attach_until, now, &next) && !g_stopping &&
@@ -291,11 +314,14 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
    * of those that close it: a launch is recorded whole (INVOKE and
    * activity) only while every kind and callback is on. */
   if (want && !g_on) {
+    uint64_t t = gpd_clock_ns();
     trace_set(1);
     g_on_since = gpd_clock_ns();
+    edge_add(&g_edge_on_ns, g_on_since - t);
   } else if (!want && g_on) {
     uint64_t off = gpd_clock_ns();
     trace_set(0);
+    edge_add(&g_edge_off_ns, gpd_clock_ns() - off);
     g_window_ns += off > g_on_since ? off - g_on_since : 0;
     g_windows++;
     /* the window for the report's duty-cycle estimate (daemon/tracewin.c) */
@@ -317,8 +343,11 @@ static void *ctl_main(void *arg) {
       /* Outside the lock (a control request must not wait for it); only
        * this thread attaches, so no window opens before it is done. */
       pthread_mutex_unlock(&g_mode_mu);
+      uint64_t t = gpd_clock_ns();
       fn.cuptiActivityFlushAll(0);
+      t = gpd_clock_ns() - t;
       pthread_mutex_lock(&g_mode_mu);
+      edge_add(&g_edge_flush_ns, t);
       continue;
     }
     if (next == UINT64_MAX) {
@@ -382,11 +411,14 @@ static void duty_summary(char *out, size_t n) {
   uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0);
   uint64_t el = now - g_t0;
   double f = gpd_duty_fraction(win, el);
+  double nw = g_windows ? (double)g_windows : 1.0;
   snprintf(out, n,
            "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
-           "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches",
+           "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches; "
+           "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms)",
            g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
-           (double)win / 1e9, (double)el / 1e9, f);
+           (double)win / 1e9, (double)el / 1e9, f, (double)g_edge_on_ns / nw / 1e6, (double)g_edge_off_ns / nw / 1e6,
+           (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6);
 }
 
 /* --- callbacks ----------------------------------------------------- */
@@ -499,14 +531,22 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
       atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
     uint64_t t0 = gpd_clock_ns();
-    int rc = gpd_shim_push_activity_wait(&a, budget);
+    int stalled = atomic_load_explicit(&g_push_stalled, memory_order_relaxed);
+    uint64_t wait = tls_exit_flush ? budget : stalled ? 0 : GPD_CUPTI_STALL_NS;
+    int rc = gpd_shim_push_activity_wait_stop(&a, wait, tls_exit_flush ? NULL : &g_push_stop);
     uint64_t waited = gpd_clock_ns() - t0;
     if (__builtin_expect(gpd_shim__stats_on, 0)) {
       atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_ACT_PUSH].n, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_ACT_PUSH].ns, waited, memory_order_relaxed);
     }
     budget = waited < budget ? budget - waited : 0;
-    if (rc < 0) atomic_fetch_add(&c_pushfail, 1);
+    if (rc < 0) {
+      atomic_fetch_add(&c_pushfail, 1);
+      if (rc == -ENOSPC && wait && !tls_exit_flush && !atomic_load(&g_push_stop))
+        atomic_store(&g_push_stalled, 1);
+    } else if (stalled) {
+      atomic_store(&g_push_stalled, 0);
+    }
   }
   size_t dropped = 0;
   if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
@@ -734,7 +774,7 @@ int gpd_cupti_init(void) {
 void gpd_cupti_fini(void) {
   gpd_cupti_sass_stop(NULL);
   if (g_mode.mode != GPD_CUPTI_FULL && atomic_load(&g_state) == ST_RUNNING) {
-    char why[320];
+    char why[512];
     pthread_mutex_lock(&g_mode_mu);
     int first = !g_stopping;
     g_stopping = 1;
@@ -758,7 +798,12 @@ void gpd_cupti_fini(void) {
     }
   }
   gpd_cupti_pcs_fini();
+  /* exit: CUPTI's thread stops waiting for ring space; this thread's
+   * completions wait at most 50 ms per buffer */
+  atomic_store(&g_push_stop, 1);
+  tls_exit_flush = 1;
   if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  tls_exit_flush = 0;
   static atomic_int printed;
   if (getenv("GPUPROF_CUPTI_SELFTEST") && !atomic_exchange(&printed, 1)) {
     fprintf(stderr,

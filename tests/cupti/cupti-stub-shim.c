@@ -75,6 +75,10 @@ int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint6
   (void)api, (void)duty, (void)final, (void)t0, (void)start, (void)end, (void)windows, (void)window_ns;
   return 0;
 }
+int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t max_wait_ns, const atomic_int *stop) {
+  (void)max_wait_ns; (void)stop;
+  return gpd_shim_push_activity(a);
+}
 uint32_t gpd_shim_string(const char *text, unsigned kind) {
   atomic_fetch_add(&n_str, 1);
   if (dump) fprintf(stderr, "STRING kind=%u %s\n", kind, text);
@@ -103,6 +107,10 @@ int gpd_thread_push(const void *rec, size_t len) {
 }
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns) {
   (void)max_wait_ns;
+  return gpd_thread_push(rec, len);
+}
+int gpd_thread_push_wait_stop(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop) {
+  (void)max_wait_ns; (void)stop;
   return gpd_thread_push(rec, len);
 }
 void gpd_hash128_hex(const void *data, size_t n, char out[33]) {
