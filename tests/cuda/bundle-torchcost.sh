@@ -20,7 +20,7 @@ done | sort -u | while read -r name path; do
   [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
 done
 cp "$root"/tests/cuda/gpu-torchcost.sh "$root"/tests/cuda/torch_train.py "$root"/tests/cuda/torch_kineto.py \
-  "$root"/tests/cuda/check-duty.py "$out/"
+  "$root"/tests/cuda/check-duty.py "$root"/tests/devices/gpu-wait.sh "$out/"
 cat >"$out/env.sh" <<'ENV'
 B=$(cd "$(dirname "${BASH_SOURCE:-$0}")" && pwd)
 export PATH=$B/bin:$PATH

@@ -7,9 +7,13 @@
 #   cupti         minimal CUPTI tracer (bench/cuda/min-tracer.c), same
 #                 callbacks and activity kinds as gpuprof
 #   gpuprof       gpuprof record, full tracing
+#   daemon        full tracing under a node daemon this script starts
+#                 (LD_PRELOAD of the shim, GPUPROF_SOCKET: the node-service
+#                 shape; its log and `gpuprof ps` printed at the end)
 #   stats         gpuprof record, GPUPROF_SHIM_STATS=1 (per-phase counters)
 #   nopy          gpuprof record, GPUPROF_PYTHON=0 (native frames only)
 #   duty          gpuprof record, GPUPROF_CUDA_TRACE=$DUTY (default duty:10/0.2)
+#   duty2         the same with $DUTY2 (default duty:10/1)
 #   detached      gpuprof record, GPUPROF_CUDA_TRACE=detached
 #   kineto        torch.profiler (Kineto), CPU + CUDA activities
 # Each prints torch_steps_s (wall s of the timed steps).  Then, if set:
@@ -17,13 +21,26 @@
 #                 compared by check-duty.py (report --json of both)
 #   ATTACH=A:D    detached, attached A ms after start for D ms
 #                 (GPUPROF_CUDA_ATTACH), the on-demand shape
+#   ONCE=CFGS     configurations run once after the rounds (e.g. stats)
+#   DROPS=STEPS   full tracing on a long loop under each daemon of DROPV
+#                 (default "new": bin/gpuprofd; "main": bin/gpuprofd-main,
+#                 "main-notrace": gpuprofd-main with [trace] threads = 0):
+#                 records dropped, the shim's buffer/push counters and the
+#                 daemon's writer and tracing-thread timings from its log
+#   TRACE=STEPS   gpuprof trace of a STEPS-step run: $OUT/torch.pftrace.gz,
+#                 torch.json.gz (Chrome) and the profile torch.gpdb
+#   LIVE=STEPS    on-demand tracing: a detached STEPS-step run under a node
+#                 daemon, `gpuprof trace --pid --duration 2s` once it runs
+#                 (block times before, during and after the window;
+#                 $OUT/live.pftrace.gz)
 #   EXTRA=CMD     run at the end
 set -u
 B=$(cd "${BUNDLE:-.device/torchcost}" && pwd); O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$B/env.sh"
+source "$B/gpu-wait.sh"
 export PYTHONUNBUFFERED=1
 MT=$B/lib/libgpd-min-tracer.so
-R=${R:-3}; ARGS=${TORCH_ARGS:-"300 10"}; DUTY=${DUTY:-duty:10/0.2}; LDUTY=${LDUTY:-$DUTY}
+R=${R:-3}; ARGS=${TORCH_ARGS:-"300 10"}; DUTY=${DUTY:-duty:10/0.2}; DUTY2=${DUTY2:-duty:10/1}; LDUTY=${LDUTY:-$DUTY}
 PY="python3 $B/torch_train.py $ARGS"
 rec() { # ENV... -- record the loop, keep the stderr summary
   local n=$1; shift
@@ -37,22 +54,74 @@ run_cfg() {
     bare) $PY ;;
     cupti) CUDA_INJECTION64_PATH=$MT $PY ;;
     gpuprof) rec gpuprof GPUPROF_X=1 ;;
+    daemon)
+      env LD_PRELOAD="$GPUPROF_SHIM" GPUPROF_SOCKET="$NODE/s" GPUPROF_CUPTI_SELFTEST=1 $PY 2>/tmp/dmn.err
+      grep -E "pushfail" /tmp/dmn.err | sed -n 's/.*\(dropped=.*pushfail=[0-9]*\).*/    [daemon] \1/p' ;;
     stats) rec stats GPUPROF_SHIM_STATS=1 ;;
     nopy) rec nopy GPUPROF_PYTHON=0 ;;
     duty) rec duty GPUPROF_CUDA_TRACE=$DUTY GPUPROF_CUPTI_SELFTEST=1 ;;
+    duty2) rec duty2 GPUPROF_CUDA_TRACE=$DUTY2 GPUPROF_CUPTI_SELFTEST=1 ;;
     detached) rec detached GPUPROF_CUDA_TRACE=detached GPUPROF_CUPTI_SELFTEST=1 ;;
     kineto) python3 "$B/torch_kineto.py" $ARGS ;;
   esac
 }
 CFGS=${CFGS:-"bare cupti gpuprof stats nopy"}
+NODE=/tmp/node
+# daemon CONF LOG ARGS...: start gpuprofd (REAL, default bin/gpuprofd) in
+# the foreground with its log at info level in LOG
+logged_daemon() {
+  local conf=$1 log=$2; shift 2
+  GPUPROF_LOG=info "${REAL:-$B/bin/gpuprofd}" --foreground ${conf:+--config "$conf"} "$@" >>"$log" 2>&1 &
+}
 {
   date -u; nvidia-smi -L; python3 -c 'import sys, torch; print(sys.version.split()[0], torch.__version__)'
   echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   echo "perf: $(command -v perf || echo none)"
+  case " $CFGS " in *" daemon "*)
+    rm -rf "$NODE"; mkdir -p "$NODE/state"
+    logged_daemon "" "$NODE/log" --socket "$NODE/s" --db "$NODE/node.gpdb" --state-dir "$NODE/state"
+    NODE_PID=$!
+    wait_until 60 "node daemon answering" daemon_up "$NODE/s" || exit 1 ;;
+  esac
   echo "== torch_train.py $ARGS, wall s (torch_steps_s)"
   for r in $(seq "$R"); do for c in $CFGS; do
     printf '%-9s r%d: ' "$c" "$r"; run_cfg "$c" 2>&1 | grep -E "torch_steps_s|^    \[|Error|error" | head -40
   done; done
+  for c in ${ONCE:-}; do
+    printf '%-9s once: ' "$c"; run_cfg "$c" 2>&1 | grep -E "torch_steps_s|^    \[|Error|error" | head -40
+  done
+  if [ -n "${NODE_PID:-}" ]; then
+    echo "== node daemon: gpuprof ps, then its log (stopped with TERM)"
+    gpuprof --socket "$NODE/s" ps
+    stop_proc "$NODE_PID" 30
+    grep -vE "registered|hello" "$NODE/log" | tail -20
+  fi
+  if [ -n "${DROPS:-}" ]; then
+    # Full tracing on a long loop: did records get lost to full rings?
+    echo "== full tracing, torch_train.py $DROPS 10: dropped records per daemon"
+    printf '[trace]\nthreads = 0\n' >/tmp/notrace.conf
+    cat >/tmp/gpuprofd-logged <<'W'
+#!/bin/sh
+# gpuprof record's private daemon, its log kept: $GPD_REAL, $GPD_CONF, $GPD_LOG
+exec env GPUPROF_LOG=info "$GPD_REAL" ${GPD_CONF:+--config "$GPD_CONF"} "$@" 2>>"$GPD_LOG"
+W
+    chmod +x /tmp/gpuprofd-logged
+    for v in ${DROPV:-new}; do
+      case $v in
+        new) real=$B/bin/gpuprofd conf= ;;
+        main) real=$B/bin/gpuprofd-main conf= ;;
+        main-notrace) real=$B/bin/gpuprofd-main conf=/tmp/notrace.conf ;;
+        new-notrace) real=$B/bin/gpuprofd conf=/tmp/notrace.conf ;;
+      esac
+      rm -f /tmp/drops.gpdb* /tmp/drops.$v.log
+      printf '%-13s ' "$v"
+      GPUPROF_DAEMON=/tmp/gpuprofd-logged GPD_REAL=$real GPD_CONF=$conf GPD_LOG=/tmp/drops.$v.log \
+        GPUPROF_SHIM_STATS=1 GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o /tmp/drops.gpdb -- \
+        python3 "$B/torch_train.py" "$DROPS" 10 2>/tmp/drops.err | grep torch_steps_s
+      grep -E "pushfail|buffer completed|translate \+ push|GPU ops" /tmp/drops.err | sed "s/^/    [$v] /"
+      { grep -E "store:|trace thread|ended:" /tmp/drops.$v.log; tail -2 /tmp/drops.$v.log; } | sed "s/^/    [$v log] /"
+    done
+  fi
   if [ -n "${LONG:-}" ]; then
     # Per-context GPU time, duty-cycled vs full, on a longer steady loop.
     echo "== per-context GPU time: torch_train.py $LONG 10, full vs $LDUTY"
@@ -75,6 +144,60 @@ CFGS=${CFGS:-"bare cupti gpuprof stats nopy"}
     GPUPROF_CUDA_TRACE=detached GPUPROF_CUDA_ATTACH=$ATTACH GPUPROF_CUPTI_SELFTEST=1 timeout 300 \
       gpuprof record -o /tmp/att.gpdb -- python3 "$B/torch_train.py" $LONG 10 2>/tmp/att.err | grep torch_steps_s
     grep -E "dropped|fraction|gpuprof-cupti: state" /tmp/att.err | sed "s/^/    [attach] /"
+  fi
+  if [ -n "${TRACE:-}" ]; then
+    # A trace of a real CUDA run, written both ways and brought back.
+    echo "== gpuprof trace of torch_train.py $TRACE 5"
+    rm -f /tmp/t.gpdb*
+    GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o /tmp/t.gpdb -- python3 "$B/torch_train.py" "$TRACE" 5 \
+      2>/tmp/t.err | grep torch_steps_s
+    grep -E "pushfail|GPU ops" /tmp/t.err | sed "s/^/    [trace] /"
+    gpuprof trace -o "$O/torch.pftrace" /tmp/t.gpdb; echo "trace perfetto rc=$?"
+    gpuprof trace --format chrome -o "$O/torch.json" /tmp/t.gpdb; echo "trace chrome rc=$?"
+    python3 - /tmp/t.gpdb <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+print("trace_event per (device, stream, op):",
+      db.execute("SELECT device, stream, op, COUNT(*) FROM trace_event GROUP BY 1, 2, 3").fetchall())
+print("trace_launch per (tid, op):", db.execute("SELECT tid, op, COUNT(*) FROM trace_launch GROUP BY 1, 2").fetchall())
+print("trace_stat:", db.execute("SELECT * FROM trace_stat").fetchall())
+PY
+    cp /tmp/t.gpdb "$O/torch.gpdb"
+    gzip -f "$O/torch.pftrace" "$O/torch.json"   # 38 MB each at 50 steps: call paths as arguments
+    gpuprof report /tmp/t.gpdb | grep -A8 "idleness blame"
+    ls -l "$O"
+  fi
+  if [ -n "${LIVE:-}" ]; then
+    # Detached under the node service, traced on request for 2 s.
+    echo "== live trace: detached torch_train.py $LIVE 10 under a node daemon, a 2 s window"
+    L=/tmp/live; rm -rf "$L"; mkdir -p "$L/state"
+    logged_daemon "" "$L/log" --socket "$L/s" --db "$L/node.gpdb" --state-dir "$L/state"
+    LPID=$!
+    wait_until 60 "live daemon answering" daemon_up "$L/s" || exit 1
+    env LD_PRELOAD="$GPUPROF_SHIM" GPUPROF_SOCKET="$L/s" GPUPROF_CUDA_TRACE=detached GPUPROF_CUPTI_SELFTEST=1 \
+      TORCH_BLOCK=200 python3 "$B/torch_train.py" "$LIVE" 10 >"$L/app.out" 2>"$L/app.err" &
+    APP=$!
+    wait_until 120 "first timed block" grep -q '^block' "$L/app.out" &&
+      wait_until 30 "second timed block" sh -c "[ \$(grep -c '^block' $L/app.out) -ge 2 ]" &&
+      wait_until 30 "pid $APP registered" proc_listed "$L/s" "$APP"
+    echo "window asked at $(date +%s.%N)"
+    gpuprof --socket "$L/s" trace --pid "$APP" --duration 2s -o "$O/live.pftrace"; echo "live trace rc=$?"
+    gzip -f "$O/live.pftrace"
+    echo "trace written at $(date +%s.%N)"
+    wait "$APP"; echo "app rc=$?"
+    cat "$L/app.out"
+    grep -E "gpuprof-cupti|rror" "$L/app.err" | sed "s/^/    [live] /"
+    gpuprof --socket "$L/s" ps
+    stop_proc "$LPID" 30
+    python3 - "$L/node.gpdb" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("node store trace_event per (profile, op):",
+      db.execute("SELECT profile_id, op, COUNT(*), MIN(start_ns), MAX(end_ns) FROM trace_event GROUP BY 1, 2").fetchall())
+print("trace_launch per (profile, op):", db.execute("SELECT profile_id, op, COUNT(*) FROM trace_launch GROUP BY 1, 2").fetchall())
+PY
+    grep -E "store:|trace thread|control|TRACE" "$L/log" | sed "s/^/    [live log] /"
   fi
   [ -n "${EXTRA:-}" ] && eval "$EXTRA"
 } 2>&1 | tee "$O/torchcost.log"

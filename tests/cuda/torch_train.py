@@ -2,11 +2,15 @@
 training steps of a small CNN + MLP on random CIFAR-sized data (CUDA).
 
 Prints "torch_steps_s <seconds>" for the timed steps (after warm-up) so the
-wall time can be compared with and without gpuprof.  Usage:
+wall time can be compared with and without gpuprof.  With TORCH_BLOCK=N
+it also prints "block <step> <unix time s> <s for the last N steps>" every
+N timed steps (no synchronization added), to see a tracing window come
+and go in a long run.  Usage:
   python3 torch_train.py [steps] [warmup] [batch] [width]
 batch (default 64) and width (channel multiplier, default 1) make the
 kernels larger, so the run is less bound by launch cost.
 """
+import os
 import sys
 import time
 
@@ -50,9 +54,14 @@ def run(steps, warmup, batch, width, dev, model, opt, loss_fn, xs, ys):
     for _ in range(warmup):
         train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(steps):
+    block = int(os.environ.get("TORCH_BLOCK", "0"))
+    t0 = tb = time.perf_counter()
+    for i in range(steps):
         loss = train_step(model, opt, loss_fn, xs.to(dev), ys.to(dev))
+        if block and (i + 1) % block == 0:
+            t = time.perf_counter()
+            print(f"block {i + 1} {time.time():.3f} {t - tb:.4f}", flush=True)
+            tb = t
     final = loss.item()                        # D2H copy
     torch.cuda.synchronize()
     return time.perf_counter() - t0, final
