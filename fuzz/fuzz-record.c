@@ -42,6 +42,11 @@ static void check_rec(void *arg, const void *rec, size_t nbytes) {
     if (c->node == 0 || c->weight == 0 || c->weight > GPD_CPUSAMPLE_MAX_WEIGHT)
       __builtin_trap();
   }
+  if (h->type == GPD_REC_TRACEWIN) {
+    const gpd_rec_tracewin_t *w = rec; /* the report divides by end - t0 */
+    if (w->t0 > w->start || w->start > w->end || w->window_ns > w->end - w->t0 || w->api >= GPD_API_MAX)
+      __builtin_trap();
+  }
   (*n)++;
 }
 

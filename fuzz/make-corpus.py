@@ -81,7 +81,10 @@ pynode = pad(struct.pack("<BBBBI", 1, 1, 1, 1, 0) + struct.pack("<IIIIQ", 9, 7, 
 # a CPU-time sample (record.h CPUSAMPLE): node 7, tid 99, ts, 1 ms of CPU time, 1 expiration
 cpusample = pad(hdr(10, 1) + struct.pack("<IIQQI", 7, 99, 5000, 1000000, 1), 64)
 
-records = {"cpusample": cpusample, "node": node, "string": string, "module": module, "invoke": invoke,
+# a closed duty window (record.h TRACEWIN): CUDA, duty, 3 windows, t0, [start, end), 30 ms in all
+tracewin = pad(hdr(11, 1) + struct.pack("<BBHIQQQQ", 2, 1, 0, 3, 1000, 200001000, 200011000, 30000000), 64)
+
+records = {"cpusample": cpusample, "tracewin": tracewin, "node": node, "string": string, "module": module, "invoke": invoke,
            "activity": activity, "copy": copy, "status": status, "pystring": pystring, "pynode": pynode}
 
 
@@ -102,7 +105,7 @@ for k, v in frames.items():
     write("fuzz-frame", k, v)
 for k, v in records.items():
     write("fuzz-record", "rec-" + k, b"\x00" + v)
-write("fuzz-record", "ring-mixed", ring([node, string, invoke, activity, module, copy, status, cpusample]))
+write("fuzz-record", "ring-mixed", ring([node, string, invoke, activity, module, copy, status, cpusample, tracewin]))
 write("fuzz-record", "ring-retired-empty", b"\x01" + struct.pack("<QQB", 64, 64, 2))
 # a ring whose records straddle the end: tail at slot 62
 wrap = [invoke, invoke, activity, string]
