@@ -314,7 +314,8 @@ int gpd_record_main(int argc, char **argv) {
     else
       unsetenv("LD_PRELOAD");
     unsetenv("GPUPROF_SOCKET");
-    char *dargv[] = {daemon, "--foreground", "--socket", sock, "--db", db, "--exit-when-idle", NULL};
+    char *dargv[] = {daemon, "--foreground", "--socket", sock, "--db", db, "--exit-when-idle",
+                     "--release-on-consume", NULL};
     execv(daemon, dargv);
     fprintf(stderr, "exec %s: %s\n", daemon, strerror(errno));
     _exit(127);

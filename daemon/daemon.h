@@ -41,6 +41,12 @@ typedef struct gpd_daemon_s {
   int config_explicit;
   char db_path[PATH_MAX + 300];
   int exit_when_idle;
+  /* --release-on-consume (gpuprof record): the monitor gives ring slots
+   * back as soon as it consumed them, not after the writer committed
+   * them.  No successor daemon will re-read a private recorder's rings,
+   * so waiting for the commit (symbolization + SQLite, hundreds of ms
+   * under load) only made a fast producer's ring overflow. */
+  int release_on_consume;
   int foreground;
   pthread_mutex_t lock;
   pthread_cond_t writer_cv;

@@ -1,7 +1,7 @@
 /* main.c - gpuprofd: wiring only (arguments, config, threads, signals).
  *
  *   gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]
- *            [--foreground] [--exit-when-idle]
+ *            [--foreground] [--exit-when-idle] [--release-on-consume]
  *
  * SIGTERM/SIGINT: stop accepting, drain every ring, persist, release the
  * rings to what was persisted, exit 0 (running processes are stored as
@@ -10,7 +10,10 @@
  * exit 78 (EX_CONFIG, systemd's RestartPreventExitStatus) before the
  * socket is bound.  SIGPIPE is ignored.  --exit-when-idle (gpuprof
  * record): exit once a process registered and every registered process
- * ended and was flushed.
+ * ended and was flushed.  --release-on-consume (gpuprof record): ring
+ * slots go back to the producer as soon as the monitor consumed them
+ * (monitor.c), not after the commit: a daemon killed then loses what it
+ * had not committed, which no successor of a private recorder re-reads.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,7 +44,7 @@ static int stopping;
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
-             "                [--foreground] [--exit-when-idle]\n");
+             "                [--foreground] [--exit-when-idle] [--release-on-consume]\n");
 }
 
 /* Create the parents of dir (0755, as system directories are) and dir
@@ -132,6 +135,7 @@ int main(int argc, char **argv) {
       {"socket", required_argument, NULL, 's'},  {"config", required_argument, NULL, 'c'},
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
+      {"release-on-consume", no_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   const char *sock = NULL, *state_dir = NULL, *db = NULL;
   int rc = 1, activated = 0;
@@ -141,7 +145,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxh", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrh", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -152,6 +156,7 @@ int main(int argc, char **argv) {
     case 'd': db = optarg; break;
     case 'f': D.foreground = 1; break;
     case 'x': D.exit_when_idle = 1; break;
+    case 'r': D.release_on_consume = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }

@@ -9,7 +9,10 @@
  * committed (store.c), so that a daemon killed at any moment loses
  * nothing: its successor re-reads from the tail.  Since tail now moves
  * only at a flush, a ring more than half full of consumed-but-unreleased
- * slots wakes the writer early (back-pressure, d->flush_now).
+ * slots wakes the writer early (back-pressure, d->flush_now).  A private
+ * recorder (--release-on-consume, gpuprof record) has no successor: its
+ * monitor releases each ring right after consuming it, so the producer's
+ * room does not wait for the writer's symbolization and commit.
  *
  * A ring that fails validation marks its process bad (the error is kept,
  * logged once, the region is no longer read); everything consumed before
@@ -80,6 +83,9 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       break;
     }
     total += (uint64_t)n;
+    /* a private recorder: give the slots back now (daemon.h) */
+    if (d && d->release_on_consume)
+      gpd_ring_release(r, i, p->cursor[i]);
     uint64_t tail = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
     if (p->cursor[i] > tail && p->cursor[i] - tail > r->ring_slots / 2)
       pressure = 1;

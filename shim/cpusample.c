@@ -99,6 +99,7 @@ static int cs_parse_sig(const char *v) {
 static void cs_handler(int sig, siginfo_t *si, void *ucv) {
   (void)sig;
   int saved = errno;
+  int nowait = gpd_thread_nowait(1); /* a handler never waits for ring room */
   if (!si || si->si_code != SI_TIMER || t_slot < 0) /* not our timer (kill(2), a stale one) */
     goto out;
   atomic_fetch_add_explicit(&cs.signals, 1, memory_order_relaxed);
@@ -143,6 +144,7 @@ static void cs_handler(int sig, siginfo_t *si, void *ucv) {
   else
     atomic_fetch_add_explicit(&cs.failed, 1, memory_order_relaxed);
 out:
+  gpd_thread_nowait(nowait);
   errno = saved;
 }
 

@@ -26,6 +26,13 @@
 #define GPD_SHIM_INTERN_CAP (1u << 20)
 /** Connection timings (ms). */
 #define GPD_SHIM_CTOR_WAIT_MS 200
+/* Record mode (GPUPROF_RECORD=1): how long a push waits for ring room by
+ * default (GPUPROF_RECORD_WAIT_MS overrides it, 0..GPD_RECORD_WAIT_MAX_MS;
+ * thread.c).  The monitor of `gpuprof record`'s daemon releases slots as
+ * it consumes them (every 0.2-2 ms): a full ring that stays full this long
+ * means a starved or dead consumer. */
+#define GPD_RECORD_WAIT_MS 500
+#define GPD_RECORD_WAIT_MAX_MS 10000
 #define GPD_SHIM_RETRY_NODAEMON_MS 1000
 #define GPD_SHIM_RETRY_HANDBACK_MS 500
 
@@ -59,7 +66,7 @@ extern gpd_shim_state_t gpd_shim__g;
 enum {
   GPD_ST_CAPTURE, GPD_ST_UNWIND_HIT, GPD_ST_UNWIND_MISS, GPD_ST_UNWIND_FULL, GPD_ST_UNWIND_BAD, GPD_ST_NODE_REUSE,
   GPD_ST_PYWALK, GPD_ST_INTERN, GPD_ST_PUSH_INVOKE, GPD_ST_CB_API, GPD_ST_CB_OTHER, GPD_ST_BUF_DONE,
-  GPD_ST_ACT_PUSH, GPD_ST_TS, GPD_ST_N
+  GPD_ST_ACT_PUSH, GPD_ST_TS, GPD_ST_RING_WAIT, GPD_ST_N
 };
 /** One phase: times entered and total ns (relaxed atomics). */
 typedef struct gpd_shim_stat_s {
@@ -158,8 +165,16 @@ void gpd_shim__control_atfork_child(void);
 /** This thread's producer for the current region, claiming a ring on first
  *  use; NULL when not active or no ring is free (counted). */
 gpd_producer_t *gpd_thread_producer(void);
-/** Push one record from this thread's ring: 0, -ENOTCONN, -ENOSPC. */
+/** Push one record from this thread's ring: 0, -ENOTCONN, -ENOSPC.  In
+ *  record mode (gpd_thread_record_wait) a full ring first waits for room,
+ *  bounded; never inside gpd_thread_nowait(1). */
 int gpd_thread_push(const void *rec, size_t len);
+/** Record mode: a full ring makes gpd_thread_push wait up to ns (0: never)
+ *  for room before it drops the record (thread.c).  Constructor only. */
+void gpd_thread_record_wait(uint64_t ns);
+/** This thread's pushes never wait while on (a signal handler sets it
+ *  around its pushes); returns the previous value.  Async-signal-safe. */
+int gpd_thread_nowait(int on);
 /** Push that may wait for ring space (see gpd_shim_push_activity_wait). */
 int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
 /** The same; the wait also ends (the record counted as dropped) once

@@ -378,6 +378,26 @@ static void atfork_child(void) {
 
 /* ------------------------------------------------------- ctor and dtor */
 
+/* Record mode: GPUPROF_RECORD=1 (set by `gpuprof record`) makes a full
+ * ring wait for room up to GPUPROF_RECORD_WAIT_MS (default
+ * GPD_RECORD_WAIT_MS; 0 never waits; capped) before dropping. */
+static uint64_t record_wait_ms(void) {
+  const char *rec = getenv("GPUPROF_RECORD");
+  if (!rec || strcmp(rec, "1") != 0)
+    return 0;
+  const char *w = getenv("GPUPROF_RECORD_WAIT_MS");
+  if (!w || !*w)
+    return GPD_RECORD_WAIT_MS;
+  char *end;
+  errno = 0;
+  unsigned long long ms = strtoull(w, &end, 10);
+  if (errno || end == w || *end || w[0] == '-') {
+    GPD_WARN("GPUPROF_RECORD_WAIT_MS=%s is not a number of ms; using %d", w, GPD_RECORD_WAIT_MS);
+    return GPD_RECORD_WAIT_MS;
+  }
+  return ms > GPD_RECORD_WAIT_MAX_MS ? GPD_RECORD_WAIT_MAX_MS : ms;
+}
+
 __attribute__((constructor)) static void shim_ctor(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
   gpd_log_init("gpuprof");
@@ -392,6 +412,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
   snprintf(g->socket_path, sizeof g->socket_path, "%s",
            (sock && *sock) ? sock : "/run/gpuprofd/gpuprofd.sock");
   gpd_thread_init();
+  gpd_thread_record_wait(record_wait_ms() * 1000000ull);
   gpd_capture_init();
   gpd_strings_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

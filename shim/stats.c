@@ -33,6 +33,7 @@ static const char *const stat_names[GPD_ST_N] = {
     [GPD_ST_BUF_DONE] = "CUPTI buffer completed",
     [GPD_ST_ACT_PUSH] = "activity translate + push",
     [GPD_ST_TS] = "CUPTI timestamp callback",
+    [GPD_ST_RING_WAIT] = "ring full: waited for room",
 };
 
 void gpd_shim__stats_init(void) {

@@ -30,6 +30,8 @@ typedef struct thread_state_s {
   uintptr_t in_shim_sp; /* frame address of the gpd_thread_enter that set it */
   int key_set;
   volatile sig_atomic_t pushing; /* a push (or ring claim) is under way */
+  volatile sig_atomic_t nowait;  /* a signal handler runs: never wait for room */
+  int stalled;       /* record mode: a wait for room timed out, no success since */
   gpd_capture_memo_t *memo;
 } thread_state_t;
 
@@ -98,6 +100,49 @@ gpd_producer_t *gpd_thread_producer(void) {
 
 static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop);
 
+/* Record mode (GPUPROF_RECORD=1: `gpuprof record`, whose private daemon
+ * sees only this application): a full ring makes the pushing thread wait
+ * up to record_wait_ns for the consumer to make room, instead of dropping
+ * the record at once.  The record is dropped (and counted) only when that
+ * time passes without room; the thread then takes the consumer for
+ * stalled (a dead or stopped daemon) and drops at once, as outside record
+ * mode, until a push finds room again, so a dead daemon costs each thread
+ * one wait.  Signal handlers (CPU samples) never wait (tls.nowait).  Set
+ * once by the constructor, before any push. */
+static uint64_t record_wait_ns;
+
+void gpd_thread_record_wait(uint64_t ns) { record_wait_ns = ns; }
+
+int gpd_thread_nowait(int on) {
+  int prev = tls.nowait;
+  tls.nowait = on;
+  return prev;
+}
+
+static int push_room(gpd_producer_t *p, const void *rec, size_t len) {
+  int rc = gpd_producer_try_push(p, rec, len);
+  if (rc != -ENOSPC) {
+    if (rc == 0)
+      tls.stalled = 0;
+    return rc;
+  }
+  if (!tls.stalled) {
+    uint64_t t0 = gpd_clock_ns(), end = t0 + record_wait_ns;
+    do {
+      struct timespec ts = {0, 50000}; /* the monitor polls every 0.2-2 ms */
+      nanosleep(&ts, NULL);
+      rc = gpd_producer_try_push(p, rec, len);
+    } while (rc == -ENOSPC && gpd_clock_ns() < end);
+    GPD_ST_ADD(GPD_ST_RING_WAIT, t0);
+    if (rc == 0)
+      return 0;
+    tls.stalled = rc == -ENOSPC;
+  }
+  if (rc == -ENOSPC)
+    gpd_producer_count_drop(p);
+  return rc;
+}
+
 /* A ring has one producer: a signal handler that pushes while its thread
  * is inside a push (or claiming its ring) would interleave two records in
  * one slot sequence.  Such a nested push is dropped and counted instead. */
@@ -121,7 +166,13 @@ int gpd_thread_push(const void *rec, size_t len) {
   if (push_begin() < 0)
     return -EBUSY;
   gpd_producer_t *p = gpd_thread_producer();
-  int rc = p ? gpd_producer_push(p, rec, len) : gpd_shim_active() ? -ENOSPC : -ENOTCONN;
+  int rc;
+  if (!p)
+    rc = gpd_shim_active() ? -ENOSPC : -ENOTCONN;
+  else if (record_wait_ns && !tls.nowait)
+    rc = push_room(p, rec, len);
+  else
+    rc = gpd_producer_push(p, rec, len);
   push_end();
   return rc;
 }
