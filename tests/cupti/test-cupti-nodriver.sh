@@ -48,14 +48,24 @@ record)
   # live: `gpuprof ps` shows the back end disabled, and why
   "$arg/bin/gpuprofd" --foreground --socket "$tmp/live.sock" --db "$tmp/live.gpdb" --state-dir "$tmp" 2>/dev/null &
   dp=$!
-  for _ in $(seq 100); do [ -S "$tmp/live.sock" ] && break; sleep 0.05; done
+  # deadlines, not fixed sleeps (a loaded 2-core CI machine, ASan): the
+  # socket within 60 s, then ps polled until the program's STATUS record
+  # is drained (it ran before: the monitor reads its ring soon after)
+  end=$(($(date +%s) + 60))
+  while [ ! -S "$tmp/live.sock" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.05; done
+  [ -S "$tmp/live.sock" ] || { echo "FAIL: gpuprofd made no socket within 60 s"; kill "$dp"; exit 1; }
   LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$arg/lib/libgpuprof.so" GPUPROF_SOCKET="$tmp/live.sock" "$prog" >/dev/null 2>&1
-  sleep 0.2
-  "$cli" --socket "$tmp/live.sock" ps >"$tmp/ps.txt" 2>&1
+  end=$(($(date +%s) + 60))
+  while :; do
+    "$cli" --socket "$tmp/live.sock" ps >"$tmp/ps.txt" 2>&1
+    grep -Eq '^ +[0-9]+ .* -cuda ' "$tmp/ps.txt" && grep -Eq 'cuda disabled: .+' "$tmp/ps.txt" && break
+    [ "$(date +%s)" -lt "$end" ] || break
+    sleep 0.1
+  done
   kill "$dp"; wait "$dp"
   cat "$tmp/ps.txt"
-  grep -Eq '^ +[0-9]+ .* -cuda ' "$tmp/ps.txt" || { echo "FAIL: ps does not mark cuda disabled"; fail=1; }
-  grep -Eq 'cuda disabled: .+' "$tmp/ps.txt" || { echo "FAIL: ps does not say why cuda is disabled"; fail=1; }
+  grep -Eq '^ +[0-9]+ .* -cuda ' "$tmp/ps.txt" || { echo "FAIL: ps does not mark cuda disabled (60 s)"; fail=1; }
+  grep -Eq 'cuda disabled: .+' "$tmp/ps.txt" || { echo "FAIL: ps does not say why cuda is disabled (60 s)"; fail=1; }
   ;;
 *) echo "usage"; exit 2 ;;
 esac
