@@ -28,14 +28,21 @@ sb=$(grep -P '\tkb\t' <<<"$dec" | cut -f1)
 grep -qx 'flows 25' <<<"$dec" || die "flows: $(grep flows <<<"$dec") (want 25)"
 grep -qP '^instants CPU thread \d+\tlaunch <gpu kernel>\t22$' <<<"$dec" || die "not 22 kernel launches on the CPU thread"
 # the gap: one idle slice of at least the 300 ms cpu_think spins (its own
-# clock; 290 ms leaves room for the clocks' rates), blamed on cpu_think
-# (no awk: under the ASan pass every process gets libasan preloaded, and
-# mawk reads past its buffers)
+# clock; 290 ms leaves room for the clocks' rates).  A slice is labelled
+# with the context that holds the largest share of its blame: cpu_think
+# (running), or, on a loaded machine where PoCL starts the second burst's
+# kernels late, the same interval's wait in burst's clFinish can hold more
+# than cpu_think's CPU-time samples (seen once in ~30 runs under 3 busy
+# loops).  Either is a right answer; anything else (main, no context) is
+# wrong.  That cpu_think gets >= 0.29 s of the idleness is checked exactly
+# below in the report's sums (text and JSON).  (No awk: under the ASan
+# pass every process gets libasan preloaded, and mawk reads past its
+# buffers.)
 gap=0
 while read -r _ _ dur path; do
-  [[ $dur -ge 290000000 && $path == *cpu_think* ]] && gap=1
+  [[ $dur -ge 290000000 && ( $path == *cpu_think* || $path == *"burst (ocl-gap.c"* ) ]] && gap=1
 done < <(grep '^idle ' <<<"$dec")
-[ $gap = 1 ] || die "no >= 290 ms idle slice blamed on cpu_think: $(grep '^idle' <<<"$dec" | sort -k3 -n | tail -3)"
+[ $gap = 1 ] || die "no >= 290 ms idle slice blamed on cpu_think (or burst's clFinish): $(grep '^idle' <<<"$dec" | sort -k3 -n | tail -3)"
 
 # idleness blame in the report: cpu_think's contexts (its samples), running, >= 0.29 s
 "$GPUPROF" report "$T/g.gpdb" >"$T/rep.txt" || die "report failed"
@@ -86,8 +93,8 @@ assert byname == {"ka": 13, "kb": 9}, byname
 assert len({t for (_n, t) in x}) == 2, x
 assert sum(1 for e in ev if e["ph"] == "s") == 25 and sum(1 for e in ev if e["ph"] == "f") == 25
 gaps = [e for e in ev if e["ph"] == "X" and e["name"] == "GPU idle" and e["dur"] >= 290000
-        and "cpu_think" in e["args"]["blamed on"]]
-assert len(gaps) == 1, gaps
+        and ("cpu_think" in e["args"]["blamed on"] or "burst (ocl-gap.c" in e["args"]["blamed on"])]
+assert len(gaps) == 1, gaps  # the label rule: see the Perfetto check above
 PYEOF
 
 # a window with no events: a clear message and a valid, empty trace
