@@ -77,6 +77,8 @@ static const struct {
     [GPD_MT_TRACE_CPU_SAMPLE] = {"trace_cpu_sample", "profile, tid, ts_ns, node", 0, 4},
     [GPD_MT_CPU_SAMPLE_STAT] = {"cpu_sample_stat", "profile_id, samples, cputime_ns, trace_rows, trace_dropped, unknown",
                                 0, 6},
+    [GPD_MT_TRACE_DUTY] = {"trace_duty", "profile_id, api, duty, t0_ns, end_ns, final, windows, window_ns", 0, 8},
+    [GPD_MT_TRACE_WINDOW] = {"trace_window", "profile_id, start_ns, end_ns", 0, 3},
     [GPD_MT_CONTEXT] = {"context", "uid, id, parent, kind, module, build_id, offset, label, raw_name", -1, 9},
     [GPD_MT_FRAME] = {"frame", "uid, context_id, depth, function, file, line, inlined", -1, 7},
 };

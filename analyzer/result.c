@@ -302,6 +302,7 @@ static int write_head(gpd_mout_t *o, uint32_t nprof, uint32_t ninputs) {
   int err;
   if ((err = exec(o, MERGED_CONTEXT)) < 0 || (err = exec(o, GPD_STORE_SCHEMA)) < 0 ||
       (err = exec(o, GPD_PCSAMPLE_SCHEMA)) < 0 || (err = exec(o, GPD_TRACE_SCHEMA)) < 0 ||
+      (err = exec(o, GPD_TRACEWIN_SCHEMA)) < 0 ||
       (err = exec(o, MERGED_SCHEMA)) < 0 ||
       (err = exec(o, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
     return err;

@@ -13,19 +13,15 @@
 #include <sqlite3.h>
 
 #include "gpuprof/record.h"
+#include "gpuprof/store-schema.h"
 
 /** Most windows kept per process (16 bytes each: 512 KiB); past it only
  *  the summary moves on (the report then falls back to the estimator
  *  that needs no windows). */
 #define GPD_TRACEWIN_MAX 32768u
 
-/** Tables (in the store's schema, daemon/store.c; docs/FORMATS.md). */
-#define GPD_TRACEWIN_SCHEMA                                                                        \
-  "CREATE TABLE IF NOT EXISTS trace_duty(profile_id INTEGER PRIMARY KEY, api INTEGER NOT NULL,"    \
-  "  duty INTEGER NOT NULL, t0_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                      \
-  "  final INTEGER NOT NULL, windows INTEGER NOT NULL, window_ns INTEGER NOT NULL);"               \
-  "CREATE TABLE IF NOT EXISTS trace_window(profile_id INTEGER NOT NULL, start_ns INTEGER NOT NULL," \
-  "  end_ns INTEGER NOT NULL, PRIMARY KEY(profile_id, start_ns)) WITHOUT ROWID;"
+/* Tables: GPD_TRACEWIN_SCHEMA (gpuprof/store-schema.h; also written by
+ * `gpuprof merge`). */
 
 /** One window, ns on the gpuprof clock. */
 typedef struct gpd_tw_win_s {

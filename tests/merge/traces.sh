@@ -2,8 +2,8 @@
 # merge.traces: `gpuprof merge` carries the trace tables (docs/FORMATS.md,
 # "Merged profiles").  Two real recordings of ocl-gap (PoCL, CPU sampling
 # on) with different launch counts are merged; every input profile's
-# trace_event, trace_launch, trace_cpu_sample, trace_stat and
-# cpu_sample_stat rows are in the merged file under its renumbered profile
+# trace_event, trace_launch, trace_cpu_sample, trace_stat,
+# cpu_sample_stat, trace_duty and trace_window rows are in the merged file under its renumbered profile
 # id, exactly as many, and nothing else; `gpuprof trace` of the merged
 # file decodes with the schema and shows both processes' tracks (the
 # kernels of both, each launch's flow, every CPU sample), and its Chrome
@@ -19,6 +19,19 @@ GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/a.gpdb" -- "$APP" 3 2 40 >"$T
   { cat "$T/a.err"; die "record a failed"; }
 GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/b.gpdb" -- "$APP" 2 5 40 >"$T/b.out" 2>"$T/b.err" ||
   { cat "$T/b.err"; die "record b failed"; }
+# the tracing-window tables (trace_duty, trace_window) are written only
+# for duty-cycled or on-demand CUDA processes, which need a GPU: b's
+# ocl-gap profile gets a duty summary and three windows here (the rows a
+# `duty:10/100` CUDA run stores, docs/FORMATS.md), so that the merge's
+# carrying of them is checked like the other tables
+$PY - "$T/b.gpdb" <<'PYEOF' || die "could not add the window rows"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(pid,) = db.execute("SELECT id FROM profile WHERE exe LIKE '%ocl-gap'").fetchone()
+db.execute("INSERT INTO trace_duty VALUES (?, 1, 1, 1000, 901000, 1, 3, 30000)", (pid,))
+db.executemany("INSERT INTO trace_window VALUES (?, ?, ?)", [(pid, s, s + 10000) for s in (1000, 101000, 201000)])
+db.commit()
+PYEOF
 "$GPUPROF" merge -o "$T/m.gpdb" "$T/a.gpdb" "$T/b.gpdb" 2>"$T/merge.err" || { cat "$T/merge.err"; die "merge failed"; }
 cat "$T/merge.err"
 
@@ -27,7 +40,8 @@ cat "$T/merge.err"
 $PY - "$T/a.gpdb" "$T/b.gpdb" "$T/m.gpdb" <<'PYEOF' || die "trace tables not carried exactly"
 import sqlite3, sys
 TABLES = {"trace_event": "profile_id", "trace_launch": "profile_id", "trace_stat": "profile_id",
-          "trace_cpu_sample": "profile", "cpu_sample_stat": "profile_id"}
+          "trace_cpu_sample": "profile", "cpu_sample_stat": "profile_id",
+          "trace_duty": "profile_id", "trace_window": "profile_id"}
 m = sqlite3.connect("file:%s?mode=ro" % sys.argv[3], uri=True)
 def rows(db, t, pid):
     col = TABLES[t]
@@ -52,6 +66,8 @@ for path in sys.argv[1:3]:
             a, b = (3, 2) if path.endswith("a.gpdb") else (2, 5)
             assert ev == 2 * a + 1 + 2 * b + 1 + 16, "ocl-gap %d %d: %d trace events" % (a, b, ev)
             assert len(rows(db, "trace_cpu_sample", old)) > 0, "no CPU samples in %s" % path
+            nw = len(rows(db, "trace_window", old))
+            assert nw == (3 if path.endswith("b.gpdb") else 0), "%s: %d windows" % (path, nw)
 for t in TABLES:
     n = m.execute("SELECT COUNT(*) FROM %s" % t).fetchone()[0]
     print("merged %s: %d rows, inputs %d" % (t, n, total[t]))

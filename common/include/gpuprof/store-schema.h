@@ -78,4 +78,14 @@
     "  cputime_ns INTEGER NOT NULL, trace_rows INTEGER NOT NULL, trace_dropped INTEGER NOT NULL," \
     "  unknown INTEGER NOT NULL);"
 
+/** Duty-cycled / on-demand tracing windows per process (daemon/tracewin.c
+ *  writes them, `gpuprof merge` carries them, cli/duty.c reads them;
+ *  docs/FORMATS.md). */
+#define GPD_TRACEWIN_SCHEMA                                                                        \
+  "CREATE TABLE IF NOT EXISTS trace_duty(profile_id INTEGER PRIMARY KEY, api INTEGER NOT NULL,"    \
+  "  duty INTEGER NOT NULL, t0_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                      \
+  "  final INTEGER NOT NULL, windows INTEGER NOT NULL, window_ns INTEGER NOT NULL);"               \
+  "CREATE TABLE IF NOT EXISTS trace_window(profile_id INTEGER NOT NULL, start_ns INTEGER NOT NULL," \
+  "  end_ns INTEGER NOT NULL, PRIMARY KEY(profile_id, start_ns)) WITHOUT ROWID;"
+
 #endif
