@@ -33,6 +33,12 @@ import json, sys
 m = json.load(sys.stdin)["tree"]["metrics"]
 sys.exit(0 if m.get(sys.argv[1], {}).get("incl", 0) >= float(sys.argv[2]) else 1)' "$3" "$4"
 }
+# steps_after FILE T N: FILE (pcsamp-known --steps output, "step K end
+# TIME ms D" with TIME on CLOCK_REALTIME) shows at least N steps that
+# ended after T (seconds since the epoch, as `date +%s.%N`)
+steps_after() {
+  awk -v t="$2" -v n="$3" '$1 == "step" && $3 == "end" && $4 + 0 > t + 0 { c++ } END { exit !(c >= n) }' "$1"
+}
 # not_alive PID
 not_alive() { ! kill -0 "$1" 2>/dev/null; }
 # stop_proc PID SECONDS: TERM, wait up to SECONDS for it to end, then KILL

@@ -110,7 +110,8 @@ PY
     P=$!
     wait_until 30 "pid $P registered" proc_listed $D/s $P || exit 1
     wait_until 30 "first kernels of $P" tree_metric_ge $D/s $P GKER:COUNT 1 || exit 1
-    sleep 5 # measured: steps before the window
+    # the app's own speed before the window: 2 000 steps (~1 ms each)
+    wait_until 60 "2000 steps before the window" steps_after $D/app.out 0 2000 || exit 1
     T0=$(date +%s.%N); echo "window asked at $T0"
     timeout 30 gpuprof --socket $D/s sample --pid $P --duration 4s >$D/sample.out 2>&1 &
     SP=$!
@@ -119,12 +120,13 @@ PY
     wait $SP; RC=$?; T1=$(date +%s.%N); echo "sample rc=$RC at $T1"; cat $D/sample.out
     G1=$(gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tree"]["metrics"].get("GINST",{}).get("incl",0))')
     echo "GINST at the window's end: $G1"
-    sleep 6 # measured: steps after the window
+    # after the window: 2 000 steps, then 2 000 more; GINST must not move
+    wait_until 60 "2000 steps after the window" steps_after $D/app.out $T1 2000 || exit 1
     G2=$(gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tree"]["metrics"].get("GINST",{}).get("incl",0))')
-    echo "GINST 6 s later: $G2"
-    sleep 2
+    echo "GINST 2000 steps after the window: $G2"
+    wait_until 60 "4000 steps after the window" steps_after $D/app.out $T1 4000 || exit 1
     G3=$(gpuprof --socket $D/s tree --pid $P --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tree"]["metrics"].get("GINST",{}).get("incl",0))')
-    echo "GINST 8 s later: $G3 (unchanged since 6 s: nothing sampled after the window's end)"
+    echo "GINST 4000 steps after the window: $G3 (unchanged: nothing sampled after the window's end)"
     stop_proc $P 10; echo "app ended"
     stop_proc $DP 10; echo "daemon ended"
     grep -E "PC sampling|SASS|WARN|gpuprof-pcsamp" $D/app.err | head -12
