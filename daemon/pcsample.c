@@ -279,11 +279,8 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
   int err = 0;
   if (s->nrows == 0 && s->ncubins == 0 && s->nstats == 0 && s->lost == 0)
     return 0;
-  for (int i = 0; i < 3; i++)
-    if (sqlite3_prepare_v2(db, sql[i], -1, &st[i], NULL) != SQLITE_OK) {
-      err = -EIO;
-      goto out;
-    }
+  if ((err = gpd__db_prepare(db, sql, st, 3)) < 0)
+    goto out;
   for (uint32_t i = 0; i < s->nrows && err == 0; i++) {
     const gpd_pcs_row_t *r = &s->rows[i];
     sqlite3_bind_int64(st[0], 1, profile_id);

@@ -53,6 +53,9 @@ extern _Thread_local int gpd__store_quiet;
 int gpd__db_exec(sqlite3 *db, const char *sql);
 /** Step a bound INSERT / UPDATE once and reset it.  0 or -EIO. */
 int gpd__db_run(sqlite3_stmt *st);
+/** Prepare n statements sql[0..n-1] into st[0..n-1] (st zeroed by the
+ *  caller, who finalizes every st[i] in any case).  0 or -EIO. */
+int gpd__db_prepare(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int n);
 /** Raise meta.next_profile_id to at least hw (in the caller's
  *  transaction).  0, GPD_ESTORE or -ENOMEM. */
 int gpd__store_id_hw(sqlite3 *db, uint64_t hw);

@@ -83,6 +83,13 @@ int gpd__db_run(sqlite3_stmt *st) {
   return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+int gpd__db_prepare(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int n) {
+  for (int i = 0; i < n; i++)
+    if (sqlite3_prepare_v2(db, sql[i], -1, &st[i], NULL) != SQLITE_OK)
+      return -EIO;
+  return 0;
+}
+
 static int db_open(sqlite3 **db, const char *path) {
   /* NOFOLLOW: a database path that is a symbolic link is refused */
   if (sqlite3_open_v2(path, db,

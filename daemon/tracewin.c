@@ -104,11 +104,8 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
   int err = 0;
   if (!s->have)
     return 0;
-  for (int i = 0; i < 2; i++)
-    if (sqlite3_prepare_v2(db, sql[i], -1, &st[i], NULL) != SQLITE_OK) {
-      err = -EIO;
-      goto out;
-    }
+  if ((err = gpd__db_prepare(db, sql, st, 2)) < 0)
+    goto out;
   sqlite3_bind_int64(st[0], 1, profile_id);
   sqlite3_bind_int(st[0], 2, s->api);
   sqlite3_bind_int(st[0], 3, s->duty);
