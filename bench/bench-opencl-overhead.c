@@ -48,22 +48,40 @@ int main(int argc, char **argv) {
   char *env_bare[] = {NULL};
   char *env_nod[] = {pre, "GPUPROF_SOCKET=/nonexistent/gpuprofd.sock", NULL};
   char *env_shim[] = {pre, sockv, NULL};
-  run_t bare = median_of(env_bare, loop, iters, runs);
-  if (bare.ns == -77) {
-    printf("bench-opencl-overhead: no OpenCL device: SKIP\n");
-    return 77;
+  /* the configurations alternate (bare, no daemon, profiling, bare, ...),
+   * so that a change of the machine's load during the runs falls on all
+   * three alike */
+  run_t *v[3];
+  for (int c = 0; c < 3; c++)
+    if ((v[c] = calloc((size_t)runs, sizeof(run_t))) == NULL)
+      return 1;
+  double la0[1] = {0}, la1[1] = {0};
+  getloadavg(la0, 1);
+  for (int i = 0; i < runs; i++) {
+    char *const *envs[3] = {env_bare, env_nod, env_shim};
+    for (int c = 0; c < (sock ? 3 : 2); c++) {
+      v[c][i] = run_once(envs[c], loop, iters);
+      if (v[c][i].ns == -77) {
+        printf("bench-opencl-overhead: no OpenCL device: SKIP\n");
+        return 77;
+      }
+      if (v[c][i].ns <= 0) {
+        fprintf(stderr, "bench-opencl-overhead: %s failed\n", loop);
+        return 1;
+      }
+    }
   }
-  if (bare.ns <= 0) {
-    fprintf(stderr, "bench-opencl-overhead: %s failed\n", loop);
-    return 1;
+  getloadavg(la1, 1);
+  run_t med[3] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
+  for (int c = 0; c < (sock ? 3 : 2); c++) {
+    qsort(v[c], (size_t)runs, sizeof(run_t), bench_cmp_run);
+    med[c] = v[c][runs / 2];
   }
-  run_t nod = median_of(env_nod, loop, iters, runs);
-  run_t prof = {-1, 0, 0};
-  if (sock)
-    prof = median_of(env_shim, loop, iters, runs);
-  printf("# bench-opencl-overhead: ocl-loop %ld launches, median of %d runs (CPU and faults: the whole\n"
-         "# process of that run, start-up and PoCL's compile included; faults: minor page faults per launch above bare's)\n",
-         iters, runs);
+  run_t bare = med[0], nod = med[1], prof = med[2];
+  printf("# bench-opencl-overhead: ocl-loop %ld launches, median of %d runs, configurations alternating\n"
+         "# (load %.1f before, %.1f after; CPU and faults: the whole process of that run, start-up and\n"
+         "# PoCL's compile included; faults: minor page faults per launch above bare's)\n",
+         iters, runs, la0[0], la1[0]);
   printf("%-28s %14s %8s %12s %16s\n", "configuration", "ns/launch", "ratio", "CPU s (run)", "+faults/launch");
   row("bare", bare, bare, iters);
   row("shim, no daemon", nod, bare, iters);

@@ -1,6 +1,6 @@
 /* bench-ring.c - cross-process ring throughput and consumer ingest.
  *
- *   bench-ring [-n RECORDS] [-s RING_SLOTS] [--spin] [--build DIR (ignored)]
+ *   bench-ring [-n RECORDS] [-s RING_SLOTS] [--spin] [--experiments] [--build DIR (ignored)]
  *
  * 1. ring, drop:  a forked producer pushes N 1-slot INVOKE records into one
  *    ring as fast as it can (shim semantics: a full ring drops); the parent
@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -42,6 +43,7 @@
 static uint64_t n_rec = 50000000ull;
 static uint32_t ring_slots = 1u << 16;
 static int spin_only = 0;
+static int experiments = 0; /* --experiments: the EXP_* rows */
 
 #define POLL_US 200u       /* gpuprofd's default poll_us */
 #define SLEEP_BELOW 256    /* the monitor sleeps after a pass below this */
@@ -92,7 +94,82 @@ typedef struct {
   double cons_cpu_ns; /* consumer CPU time (parent, getrusage delta) */
 } result_t;
 
-static int run_ring(int lossless, int spin, result_t *res) {
+/* Experiments (--experiments): what limits the cross-process rate.  Not
+ * the shim's protocol: a bench-local producer writes the slots and head
+ * directly (lossless, waiting for room), and for two of them a
+ * bench-local consumer replaces gpd_ring_consume.
+ *   EXP_BATCH : head published once per 16 records, not per record;
+ *   EXP_NOREAD: the consumer moves the tail without reading the slots (no
+ *               slot line goes to the consumer's core and back);
+ *   EXP_HALF  : two 32-B records per 64-B slot (half the lines per record).
+ * The ring is populated at once (madvise) instead of ahead. */
+enum { EXP_NONE, EXP_BATCH, EXP_NOREAD, EXP_HALF };
+#define EXP_BATCH_N 16u
+
+static void raw_publish(gpd_ring_ctl_t *c, uint64_t head) {
+  atomic_store_explicit(&c->head, head, memory_order_release);
+}
+
+static void raw_produce(gpd_producer_t *p, int exp) {
+  gpd_ring_ctl_t *c = p->ctl;
+  const uint64_t cap = p->mask + 1;
+  uint64_t head = p->head, tail = p->tail_cache, pub = head;
+#ifdef MADV_POPULATE_WRITE
+  madvise(p->slots, (size_t)cap * GPD_SLOT_SIZE, MADV_POPULATE_WRITE);
+#endif
+  gpd_rec_invoke_t v = mk_invoke(1);
+  v.h.nslots = 1;
+  unsigned per = exp == EXP_HALF ? 2 : 1;
+  for (uint64_t s = 1; s <= n_rec; s += per) {
+    while (head + 1 - tail > cap) {
+      if (pub != head) /* never wait on records not yet published */
+        raw_publish(c, pub = head);
+      tail = atomic_load_explicit(&c->tail, memory_order_acquire);
+      if (head + 1 - tail > cap)
+        __builtin_ia32_pause();
+    }
+    uint8_t *dst = p->slots + (head & p->mask) * GPD_SLOT_SIZE;
+    if (exp == EXP_HALF) { /* {corr, 24 B} twice */
+      uint64_t two[8] = {s, 0, 0, 0, s + 1, 0, 0, 0};
+      memcpy(dst, two, sizeof two);
+    } else {
+      v.corr = s;
+      memcpy(dst, &v, sizeof v);
+    }
+    head++;
+    if (exp != EXP_BATCH || head % EXP_BATCH_N == 0)
+      raw_publish(c, pub = head);
+  }
+  raw_publish(c, head);
+}
+
+/* Bench-local consumer of EXP_NOREAD / EXP_HALF: up to 8192 slots per
+ * pass, tail published after the pass.  Records taken, or -1. */
+static int raw_consume(gpd_region_t *r, int exp, sink_t *s) {
+  gpd_ring_ctl_t *c = &r->ctl[0];
+  const uint8_t *slots = gpd_region_ring_data(r, 0);
+  uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+  if (head < tail || head - tail > r->ring_slots)
+    return -1;
+  uint64_t n = head - tail < 8192 ? head - tail : 8192;
+  int got = (int)n;
+  if (exp == EXP_HALF) {
+    for (uint64_t k = 0; k < n; k++) {
+      uint64_t two[8];
+      memcpy(two, slots + ((tail + k) & (r->ring_slots - 1)) * GPD_SLOT_SIZE, sizeof two);
+      sink_fn(s, &(gpd_rec_invoke_t){.corr = two[0]}, 64);
+      sink_fn(s, &(gpd_rec_invoke_t){.corr = two[4]}, 64);
+    }
+    got *= 2;
+  } else {
+    s->n += n;
+  }
+  atomic_store_explicit(&c->tail, tail + n, memory_order_release);
+  return got;
+}
+
+static int run_ring(int lossless, int spin, int exp, result_t *res) {
   gpd_region_t r;
   int err = gpd_region_create(&r, 1, ring_slots, (int32_t)getpid(), 1);
   if (err)
@@ -108,6 +185,10 @@ static int run_ring(int lossless, int spin, result_t *res) {
     gpd_producer_t p;
     if (gpd_region_map(&cr, dup(r.fd)) || gpd_producer_claim(&cr, &p, (uint32_t)getpid()) < 0)
       _exit(2);
+    if (exp != EXP_NONE) {
+      raw_produce(&p, exp);
+      _exit(0);
+    }
     gpd_rec_invoke_t v = mk_invoke(1);
     for (uint64_t s = 1; s <= n_rec; s++) {
       v.corr = s;
@@ -123,8 +204,12 @@ static int run_ring(int lossless, int spin, result_t *res) {
   }
   sink_t s = {0};
   int exited = 0, status = 0;
+  uint64_t next_wait = 0; /* wait4 at most once per ms: a syscall per empty
+                             poll (~10 us on a PVM guest) made the spinning
+                             consumer a syscall loop */
   for (;;) {
-    int got = gpd_ring_consume(&r, 0, 8192, sink_fn, &s);
+    int got = exp == EXP_NOREAD || exp == EXP_HALF ? raw_consume(&r, exp, &s)
+                                                   : gpd_ring_consume(&r, 0, 8192, sink_fn, &s);
     if (got < 0) {
       fprintf(stderr, "consume: %d\n", got);
       break;
@@ -132,8 +217,12 @@ static int run_ring(int lossless, int spin, result_t *res) {
     if (got == 0) {
       if (exited)
         break;
-      if (wait4(pid, &status, WNOHANG, &cru) == pid)
-        exited = 1; /* drain once more */
+      uint64_t now = gpd_clock_ns();
+      if (now >= next_wait) {
+        next_wait = now + 1000000;
+        if (wait4(pid, &status, WNOHANG, &cru) == pid)
+          exited = 1; /* drain once more */
+      }
     }
     if (!spin && got < SLEEP_BELOW)
       usleep(POLL_US);
@@ -304,6 +393,8 @@ int main(int argc, char **argv) {
       ring_slots = (uint32_t)strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--spin"))
       spin_only = 1;
+    else if (!strcmp(argv[i], "--experiments"))
+      experiments = 1;
     else if (!strcmp(argv[i], "--build") && i + 1 < argc)
       i++;
   }
@@ -328,19 +419,22 @@ int main(int argc, char **argv) {
          (4u << 20) / 4096, run_first_lap());
   int rc = 0;
   static const struct {
-    int lossless, spin;
+    int lossless, spin, exp;
     const char *what;
-  } modes[3] = {
-      {0, 0, "drop when full"},
-      {1, 0, "lossless (retry)"},
-      {1, 1, "lossless, spinning consumer"},
+  } modes[6] = {
+      {0, 0, EXP_NONE, "drop when full"},
+      {1, 0, EXP_NONE, "lossless (retry)"},
+      {1, 1, EXP_NONE, "lossless, spinning consumer"},
+      {1, 0, EXP_BATCH, "experiment: head published per 16 records"},
+      {1, 0, EXP_NOREAD, "experiment: consumer does not read the slots"},
+      {1, 0, EXP_HALF, "experiment: two 32-B records per 64-B slot"},
   };
-  for (int m = spin_only ? 2 : 0; m < 3; m++) {
+  for (int m = spin_only ? 2 : 0; m < (experiments ? 6 : 3); m++) {
     /* 3 runs, the median by rate is shown (the VM is shared and noisy) */
     result_t res[3] = {0};
     double rate[3];
     for (int k = 0; k < 3; k++) {
-      int err = run_ring(modes[m].lossless, modes[m].spin, &res[k]);
+      int err = run_ring(modes[m].lossless, modes[m].spin, modes[m].exp, &res[k]);
       if (err || res[k].bad) {
         fprintf(stderr, "ring run failed: %d, %llu out of order\n", err, (unsigned long long)res[k].bad);
         rc = 1;

@@ -255,8 +255,10 @@ static void mark_dirty(gpd_profile_t *p, uint32_t i) {
     p->dirtyv[p->ndirtyv++] = i;
 }
 
-/* gpd_profile_metrics_add where only the ids in cand can be non-zero. */
-static int metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint64_t cand) {
+/* gpd_profile_metrics_add where only the ids in cand can be non-zero.
+ * Returns the ids of v that are non-zero (added, or lost when *err is
+ * set to -ENOMEM; *err is left alone otherwise). */
+static uint64_t metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint64_t cand, int *err) {
   uint64_t add = 0;
   for (uint64_t bits = cand; bits; bits &= bits - 1)
     if (v[__builtin_ctzll(bits)] != 0)
@@ -267,13 +269,17 @@ static int metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint6
   p->tree_gen++;
   gpd_node_t *n = &p->nodes[i];
   uint64_t old = n->mb ? p->mw[n->mb].mask : 0;
-  if (n->mb == 0 && GROW(p->mnodes, p->nmnodes, p->capmnodes, 64) < 0)
-    return -ENOMEM;
+  if (n->mb == 0 && GROW(p->mnodes, p->nmnodes, p->capmnodes, 64) < 0) {
+    *err = -ENOMEM;
+    return add;
+  }
   if ((old | add) != old) {
     uint64_t nmask = old | add;
     uint32_t nb = mblk_alloc(p, (unsigned)__builtin_popcountll(nmask) + 1);
-    if (nb == 0)
-      return -ENOMEM;
+    if (nb == 0) {
+      *err = -ENOMEM;
+      return add;
+    }
     gpd_mword_t *w = p->mw; /* after the (re)allocation */
     w[nb].mask = nmask;
     unsigned k = 1, j = 1;
@@ -296,13 +302,15 @@ static int metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint6
     if (add & bits & -bits)
       blk[k].v += v[__builtin_ctzll(bits)];
   mark_dirty(p, i);
-  return 0;
+  return add;
 }
 
 #define GPD_M_ALL (GPD_M__COUNT >= 64 ? ~0ull : (1ull << GPD_M__COUNT) - 1)
 
 int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v) {
-  return metrics_add_mask(p, i, v, GPD_M_ALL);
+  int err = 0;
+  metrics_add_mask(p, i, v, GPD_M_ALL, &err);
+  return err;
 }
 
 int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v) {
@@ -354,7 +362,34 @@ static uint32_t add_node(gpd_profile_t *p, uint64_t id, uint32_t parent, uint8_t
   return i;
 }
 
+/* Metric ids gpd_metric_accumulate can make non-zero, per op: derived
+ * once from the rule itself (every subkind, every input field non-zero),
+ * so attribute_at scans ~11 ids instead of all GPD_M__COUNT and the two
+ * cannot disagree. */
+static uint64_t op_ids[GPD_OP_MAX];
+static pthread_once_t op_ids_once = PTHREAD_ONCE_INIT;
+
+static void op_ids_init(void) {
+  for (unsigned op = 0; op < GPD_OP_MAX; op++) {
+    for (unsigned sk = 0; sk < 256; sk++) {
+      double v[GPD_M__COUNT];
+      gpd_rec_activity_t a;
+      memset(v, 0, sizeof v);
+      memset(&a, 0x01, sizeof a);
+      a.op = (uint8_t)op;
+      a.subkind = (uint8_t)sk;
+      a.start = 1;
+      a.end = 2;
+      gpd_metric_accumulate(v, &a);
+      for (unsigned m = 0; m < GPD_M__COUNT && m < 64; m++) /* daemon metric ids < 64 */
+        if (v[m] != 0)
+          op_ids[op] |= 1ull << m;
+    }
+  }
+}
+
 int gpd_profile_init(gpd_profile_t *p, uint64_t profile_id) {
+  pthread_once(&op_ids_once, op_ids_init); /* attribute_at reads op_ids */
   memset(p, 0, sizeof *p);
   p->profile_id = profile_id;
   p->max_corr = GPD_PROFILE_MAX_CORR;
@@ -420,12 +455,16 @@ uint32_t gpd_profile_find(const gpd_profile_t *p, uint64_t ctx) {
   return ix_get(&p->by_ctx, p, ctx, key_ctx);
 }
 
-uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) {
+/* gpd_profile_local, inlined into the attribution path (one call per
+ * activity was 7 % of its CPU, perf, pairs). */
+static inline __attribute__((always_inline)) uint32_t local_node(const gpd_profile_t *p, uint32_t local) {
   if (local == 0)
     return 0; /* "none": the root */
   uint32_t k = ix_get(&p->by_local, p, local, key_local);
   return k == GPD_NONE ? GPD_NONE : p->locals[k].node;
 }
+
+uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) { return local_node(p, local); }
 
 const char *gpd_profile_string(const gpd_profile_t *p, uint32_t id) {
   uint64_t v;
@@ -674,31 +713,10 @@ static uint32_t target_of(gpd_profile_t *p, uint32_t at, unsigned op, uint32_t n
   return target;
 }
 
-/* Metric ids gpd_metric_accumulate can make non-zero, per op: derived
- * once from the rule itself (every subkind, every input field non-zero),
- * so attribute_at scans ~11 ids instead of all GPD_M__COUNT and the two
- * cannot disagree. */
-static uint64_t op_ids[GPD_OP_MAX];
-static pthread_once_t op_ids_once = PTHREAD_ONCE_INIT;
-
-static void op_ids_init(void) {
-  for (unsigned op = 0; op < GPD_OP_MAX; op++) {
-    for (unsigned sk = 0; sk < 256; sk++) {
-      double v[GPD_M__COUNT];
-      gpd_rec_activity_t a;
-      memset(v, 0, sizeof v);
-      memset(&a, 0x01, sizeof a);
-      a.op = (uint8_t)op;
-      a.subkind = (uint8_t)sk;
-      a.start = 1;
-      a.end = 2;
-      gpd_metric_accumulate(v, &a);
-      for (unsigned m = 0; m < GPD_M__COUNT && m < 64; m++) /* daemon metric ids < 64 */
-        if (v[m] != 0)
-          op_ids[op] |= 1ull << m;
-    }
-  }
-}
+/* attribute_at's metric values, indexed by metric id: all zero between
+ * calls (it zeroes the ~3 ids an activity writes instead of the ~11 its
+ * op may write before each call); one per monitor thread. */
+static _Thread_local double attr_v[GPD_M__COUNT];
 
 /* 1 attributed; 0 not yet (!force, the kernel's name string unknown). */
 static int attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t *a, uint8_t inv_op,
@@ -725,11 +743,8 @@ static int attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t 
    * that rule's whole write set (op_ids_init runs it on an activity with
    * every field non-zero).  A memset of all GPD_M__COUNT doubles per
    * activity was a tenth of attribute_at's samples (perf, pairs). */
-  pthread_once(&op_ids_once, op_ids_init);
-  const uint64_t ids = op_ids[op];
-  double v[GPD_M__COUNT];
-  for (uint64_t b = ids; b; b &= b - 1)
-    v[__builtin_ctzll(b)] = 0;
+  const uint64_t ids = op_ids[op]; /* filled by gpd_profile_init */
+  double *v = attr_v; /* all zero between calls */
   if (a->op == op) {
     gpd_metric_accumulate(v, a);
   } else {
@@ -737,7 +752,10 @@ static int attribute_at(gpd_profile_t *p, uint32_t at, const gpd_rec_activity_t 
     eff.op = (uint8_t)op; /* an activity without op takes its invocation's */
     gpd_metric_accumulate(v, &eff);
   }
-  metrics_add_mask(p, target, v, ids);
+  int err = 0; /* out of memory: these values are lost, as before */
+  uint64_t nz = metrics_add_mask(p, target, v, ids, &err);
+  for (uint64_t b = nz; b; b &= b - 1) /* back to all zero: the ~3 ids written */
+    v[__builtin_ctzll(b)] = 0;
   p->activities++;
   if (p->trace)
     gpd_trace_activity(p, target, a, op);
@@ -769,6 +787,22 @@ static void corr_del(gpd_profile_t *p, uint64_t corr, uint64_t val) {
   gpd_map_del(&p->corr, corr);
 }
 
+/* corr left the map: if it is the fifo's newest entry (an activity that
+ * follows its invocation, the common order), drop that entry now, so
+ * corr_track need not look it up in the map when it reaches the fifo's
+ * head.  An entry from before the last snapshot leaves corr_old's count
+ * with it. */
+static inline void corr_unlast(gpd_profile_t *p, uint64_t corr) {
+  if (p->corr_nfifo == 0)
+    return;
+  uint32_t last = (p->corr_head + p->corr_nfifo - 1) & (p->corr_capfifo - 1);
+  if (p->corr_fifo[last].corr != corr)
+    return;
+  p->corr_nfifo--;
+  if (p->corr_old > p->corr_nfifo)
+    p->corr_old = p->corr_nfifo;
+}
+
 static uint32_t unknown_node(gpd_profile_t *p) {
   return gpd_profile_child(p, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, GPD_UNKNOWN_LABEL, NULL);
 }
@@ -783,7 +817,7 @@ enum {
 /* Attribute a under the invocation packed in v (GPD_CORR_PACK); the
  * caller removes a single-activity invocation.  force: as activity_try. */
 static int activity_at(gpd_profile_t *p, const gpd_rec_activity_t *a, uint64_t v, int force) {
-  uint32_t at = gpd_profile_local(p, (uint32_t)v);
+  uint32_t at = local_node(p, (uint32_t)v);
   if (at == GPD_NONE) {
     if (!force)
       return ACT_BLOCKED;
@@ -813,6 +847,7 @@ static int activity_try(gpd_profile_t *p, const gpd_rec_activity_t *a, int force
     if (v & GPD_CORR_STORED)
       pend_gone(p, GPD_PEND_SEQ(1, a->corr) | GPD_PEND_STORED);
     gpd_map_del_ref(&p->corr, ref);
+    corr_unlast(p, a->corr);
   }
   return r;
 }
@@ -955,9 +990,11 @@ static void corr_track(gpd_profile_t *p, uint64_t corr) {
   }
   while (p->corr_nfifo > 0) {
     gpd_corr_age_t *e = &p->corr_fifo[p->corr_head];
+    int over = p->corr.n > p->max_corr || p->records - e->seq > p->max_corr_age;
+    if (e->corr == corr && !over)
+      break; /* the entry just added: in the map, no lookup needed */
     uint64_t val;
     int present = gpd_map_get(&p->corr, e->corr, &val);
-    int over = p->corr.n > p->max_corr || p->records - e->seq > p->max_corr_age;
     if (present && !over)
       break;
     if (present) {

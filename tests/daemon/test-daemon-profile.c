@@ -788,6 +788,45 @@ static void test_pending_delta(void **state) {
   gpd_profile_free(&p);
 }
 
+/* An activity that follows its invocation takes the correlation fifo's
+ * newest entry out at once (no map lookup when the fifo reaches it); one
+ * from before the last flush leaves the flushed count with it, so the next
+ * invocation's row is still written (it would be skipped if the count
+ * stayed). */
+static void test_pending_fifo_tail(void **state) {
+  (void)state;
+  gpd_profile_t p;
+  int full;
+  const uint64_t A = GPD_CORR(GPD_API_OPENCL, 1), B = GPD_CORR(GPD_API_OPENCL, 2),
+                 C = GPD_CORR(GPD_API_OPENCL, 3), D = GPD_CORR(GPD_API_OPENCL, 4);
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_node(&p, 1, 0, 1, 0x10);
+  feed_invoke(&p, A, 1, GPD_OP_KERNEL, 0);
+  feed_invoke(&p, B, 1, GPD_OP_KERNEL, 0);
+  ntrows = 0;
+  assert_int_equal(tab_apply(&p, &full), 2); /* first flush: A, B */
+  tab_check(&p);
+  feed_act(&p, B, GPD_OP_KERNEL, 0, 10, 0, 0); /* the newest, stored */
+  feed_invoke(&p, C, 1, GPD_OP_KERNEL, 0);
+  assert_int_equal(tab_apply(&p, &full), 2); /* B deleted, C added */
+  assert_false(full);
+  assert_int_equal(ntrows, 2);
+  tab_check(&p);
+  feed_act(&p, A, GPD_OP_KERNEL, 0, 10, 0, 0); /* not the newest */
+  feed_act(&p, C, GPD_OP_KERNEL, 0, 10, 0, 0); /* the newest */
+  assert_int_equal(tab_apply(&p, &full), 2);
+  assert_int_equal(ntrows, 0);
+  tab_check(&p);
+  feed_invoke(&p, D, 1, GPD_OP_KERNEL, 0); /* A's stale fifo entry goes */
+  assert_int_equal(tab_apply(&p, &full), 1);
+  assert_int_equal(ntrows, 1);
+  tab_check(&p);
+  assert_int_equal(p.activities, 3);
+  assert_int_equal(p.corr.n, 1);
+  gpd_profile_free(&p);
+}
+
 /* Activities that wait for their invocations, matched in order (popped off
  * the front of the pending list), out of order (tombstones, compaction),
  * blocked on a node announced later (rescanned only then), with appends
@@ -989,6 +1028,7 @@ int main(void) {
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
       cmocka_unit_test(test_pending_delta),
+      cmocka_unit_test(test_pending_fifo_tail),
       cmocka_unit_test(test_pending_order),
       cmocka_unit_test(test_store_format),
   };
