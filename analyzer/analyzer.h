@@ -330,6 +330,56 @@ int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n);
 int gpd_mout_shard_add(gpd_mout_t *o, uint8_t *img, size_t n);
 /** Release o; the temporary file is removed unless finished. */
 void gpd_mout_close(gpd_mout_t *o);
+/** A shard file of a sharded merged file, as its writer reports it to
+ *  rank 0 (sent as bytes between ranks of one program). */
+typedef struct gpd_shard_rec_s {
+  int32_t ok;                 /* 1: written and renamed into place */
+  char name[212];             /* its name beside the output (gpd_shard_name) */
+  uint64_t bytes, xxh64;      /* file size; XXH3-64 of its bytes */
+  uint64_t contexts, keys, profiles, values, sparse_bytes;
+  uint8_t used[GPD_M__COUNT]; /* metrics with a value in its pmetric blobs */
+} gpd_shard_rec_t;
+/** Name of shard ord (1..) of output out: basename(out) + ".shard-NNN"
+ *  into name[n].  0, or -EINVAL when the name would not pass
+ *  gpd_shard_name_ok (then the merge writes one file). */
+int gpd_shard_name(const char *out, uint32_t ord, char *name, size_t n);
+/** Save shard o (gpd_mout_open_shard, rows written) as shard ord of
+ *  output out: tags it (shard_of: nonce, ord), commits, writes its image
+ *  to a private temporary file beside out (mkstemp), fsyncs it and
+ *  renames it to its name; rec gets name, size, hash and o's counts.  On
+ *  failure nothing is left.  0 or < 0 with o's err set. */
+int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char *nonce, gpd_shard_rec_t *rec);
+/** Record shards rec[0..n) (ord 1..n) with nonce in o's `shard` table and
+ *  add their counts to o's info and used metrics. */
+int gpd_mout_shards(gpd_mout_t *o, const gpd_shard_rec_t *rec, size_t n, const char *nonce);
+/** Remove the shard files rec[0..n) beside out that were written (ok). */
+void gpd_shards_remove(const char *out, const gpd_shard_rec_t *rec, size_t n);
+
+
+/* ---- profile.c: opening a saved profile, its shards attached ---- */
+
+/** The tables a sharded merged file splits over its shard files. */
+#define GPD_SHARD_NTABLES 4
+extern const char *const gpd_shard_tables[GPD_SHARD_NTABLES]; /* context, frame, stat, pmetric */
+/** 1 if name may name a shard: 1..200 of [A-Za-z0-9._-], no leading '.',
+ *  no "..", so no '/' (a plain name in the main file's directory). */
+int gpd_shard_name_ok(const char *name);
+/** Open the saved profile at path read-only (SQLITE_OPEN_NOFOLLOW on the
+ *  file a link resolves to) and attach its shards (gpd_profile_attach).
+ *  Every reader of saved profiles opens them through this.  *db is NULL
+ *  on failure.  0, GPD_ESTORE, -EINVAL, -E2BIG or -errno with err set
+ *  (naming the file: the main file or the shard at fault). */
+int gpd_profile_open(const char *path, sqlite3 **db, char *err, size_t errn);
+/** If db's main file (at path) has a `shard` table: attach each shard
+ *  it lists (read-only, with db's open flags) from the directory of
+ *  path's target, after checking its name (gpd_shard_name_ok), that it is
+ *  a regular file (lstat) of the recorded size and that its shard_of row
+ *  holds this file's nonce and its place; then create TEMP VIEWs named
+ *  context, frame, stat and pmetric over main's and the shards' rows
+ *  (UNION ALL, range order = key order).  At most
+ *  sqlite3_limit(SQLITE_LIMIT_ATTACHED) shards.  *nshards (may be NULL)
+ *  gets their count (0: not sharded).  Single thread per db. */
+int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, size_t errn);
 
 /* ---- shard.c: the partitioned reduction of the MPI merge ---- */
 
@@ -356,9 +406,10 @@ int gpd_mshard_reduce(const gpd_buf_t *in, size_t nin, const int64_t *uids, uint
  *  or GPD_ESTORE (err of o set). */
 int gpd_mshard_write(gpd_mout_t *o, const uint8_t *p, size_t n);
 /** A rank's profile-major side for the writer, appended to out: its side
- *  rows, GPU-binary records, pmetric blobs and the metrics they use.
+ *  rows, GPU-binary records, and (with_pmetric) its pmetric blobs and the
+ *  metrics they use (a sharded output keeps them in the rank's shard).
  *  0 or -ENOMEM. */
-int gpd_mshard_early(const gpd_mpart_t *p, gpd_buf_t *out);
+int gpd_mshard_early(const gpd_mpart_t *p, int with_pmetric, gpd_buf_t *out);
 /** Insert an early stream p[0..n) of the rank whose profiles start after
  *  global id base; *bins is pointed at its GPU-binary records (inside p,
  *  not owned) for gpd_mout_finish.  0, -EINVAL or GPD_ESTORE. */
@@ -386,6 +437,7 @@ typedef struct gpd_mopts_s {
   int keep_going; /* skip unreadable inputs (reported) instead of failing */
   int threads;    /* 0: one per online CPU, at most the inputs */
   int quiet;
+  int single_file; /* MPI: rank 0 writes every row into out (no shard files) */
 } gpd_mopts_t;
 
 /** Read inputs [lo, hi) of o into part p (single thread).  Each failing

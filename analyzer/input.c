@@ -417,7 +417,9 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
   snprintf(walp, sizeof(walp), "%s-wal", path);
   int has_wal = wal && stat(walp, &sb2) == 0;
   {
-    char *q = sqlite3_mprintf("%s", path);
+    char *rp = realpath(path, NULL); /* the file itself: NOFOLLOW below holds for its shards */
+    char *q = sqlite3_mprintf("%s", rp ? rp : path);
+    free(rp);
     size_t o = 0;
     o += (size_t)snprintf(uri + o, sizeof(uri) - o, "file:");
     for (const char *s = q; *s && o + 4 < sizeof(uri); s++) {
@@ -430,8 +432,8 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
     sqlite3_free(q);
     snprintf(uri + o, sizeof(uri) - o, "?mode=ro%s", has_wal ? "" : "&immutable=1");
   }
-  if (sqlite3_open_v2(uri, &r.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(uri, &r.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                      NULL) != SQLITE_OK) {
     e = fail(&r, GPD_ESTORE, "cannot open: %s", r.db ? sqlite3_errmsg(r.db) : "out of memory");
     goto done;
   }
@@ -440,6 +442,14 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
     goto done;
   }
   sqlite3_busy_timeout(r.db, 5000); /* a daemon may be writing */
+  /* a sharded merged file: its shards attached, read as one (profile.c) */
+  {
+    char aerr[600];
+    if ((e = gpd_profile_attach(r.db, path, NULL, aerr, sizeof(aerr))) < 0) {
+      snprintf(r.err, r.errn, "%s", aerr); /* it names the file at fault */
+      goto done;
+    }
+  }
   /* reads through a mapping (no pread + copy per page), a larger cache */
   sqlite3_exec(r.db, "PRAGMA mmap_size=1073741824; PRAGMA cache_size=-32768", NULL, NULL, NULL);
   if ((e = read_meta(&r, &version)) < 0 || (e = check_metrics(&r)) < 0 || (e = has_pcsample(&r)) < 0) goto done;

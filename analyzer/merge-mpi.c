@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@
 #define TAG_EARLY 3              /* rank k -> 0: the side (gpd_mshard_early) */
 #define TAG_WSIZE 4              /* owner -> 0: bytes of its write stream */
 #define TAG_WRITE 5              /* owner -> 0: the stream (gpd_mshard_reduce) */
+#define TAG_SHARD 6              /* owner -> 0: its shard file written (gpd_shard_rec_t) */
 
 static void need(int e, const char *what) {
   if (e < 0) {
@@ -163,6 +165,28 @@ static uint8_t *recv_sized(int k, int tag_size, int tag, uint64_t *n) {
   return b;
 }
 
+/* SQLite's bound on attached files: readers attach every shard */
+static int attach_limit(void) {
+  sqlite3 *db = NULL;
+  int n = 0;
+  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+    n = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
+  sqlite3_close(db);
+  return n;
+}
+
+/* 32 hex digits that tie the shards to this merge's main file */
+static void make_nonce(char nonce[40]) {
+  uint8_t b[16] = {0};
+  if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+    uint64_t t = (uint64_t)gpd_merge_clock(CLOCK_REALTIME) * 1000000000u ^ (uint64_t)getpid() << 32;
+    memcpy(b, &t, 8);
+    t = (uint64_t)(gpd_merge_clock(CLOCK_MONOTONIC) * 1e9);
+    memcpy(b + 8, &t, 8);
+  }
+  for (int i = 0; i < 16; i++) snprintf(nonce + 2 * i, 3, "%02x", b[i]);
+}
+
 int main(int argc, char **argv) {
   int rank, size, rc = 1;
   gpd_mopts_t o;
@@ -227,6 +251,17 @@ int main(int argc, char **argv) {
     return rank == 0 || e < 0 ? 1 : 0;
   }
   uint32_t nprof = base[size];
+  /* a sharded output: rank k > 0 writes shard k of the file beside it
+   * (docs/ANALYZER.md); one file when asked, or when a reader could not
+   * attach them all or the output's name makes no shard name */
+  char sname[256], nonce[40] = "";
+  int shards = !o.single_file && size - 1 <= attach_limit() &&
+               gpd_shard_name(o.out, (uint32_t)size - 1, sname, sizeof(sname)) == 0;
+  if (shards) {
+    if (rank == 0) make_nonce(nonce);
+    MPI_Ibcast(nonce, sizeof(nonce), MPI_CHAR, 0, MPI_COMM_WORLD, &rq);
+    wait_idle(&rq);
+  }
   /* the uid of every profile, in global id order (statistics per uid) */
   int64_t *uids = malloc(((size_t)nprof + 1) * sizeof(*uids)), *myu = malloc((mine.nprof + 1) * sizeof(*myu));
   int *cnt = malloc((size_t)size * sizeof(int)), *dsp = malloc((size_t)size * sizeof(int));
@@ -261,7 +296,7 @@ int main(int argc, char **argv) {
     /* the profile-major side to the writer (not waited for), then the
      * owned range once every rank's part of it is here */
     uint64_t esz, wsz;
-    need(gpd_mshard_early(&mine, &early), "profile-major side");
+    need(gpd_mshard_early(&mine, !shards, &early), "profile-major side");
     send_sized(&xe, &early, &esz, TAG_ESIZE, TAG_EARLY);
     xfer_wait(&x);
     need(gpd_mshard_reduce(from, (size_t)size, uids, nprof, &ws, &nc, &nk), "reduce");
@@ -272,11 +307,36 @@ int main(int argc, char **argv) {
     const uint8_t *img;
     size_t imgn;
     gpd_buf_t msg = {0};
-    if ((e = gpd_mout_open_shard(&sh, &si, err, sizeof(err))) < 0 || (e = gpd_mshard_write(&sh, ws.p, ws.n)) < 0 ||
-        (e = gpd_mout_image(&sh, &img, &imgn)) < 0) {
+    if (shards) {
+      /* its range and the pmetric blobs of its profiles into its own file */
+      gpd_shard_rec_t rec = {0};
+      gpd_buf_t blob = {0};
+      if ((e = gpd_mout_open_shard(&sh, &si, err, sizeof(err))) < 0 || (e = gpd_mshard_write(&sh, ws.p, ws.n)) < 0)
+        goto shfail;
+      gpd_buf_free(&ws);
+      for (size_t i = 0; i < mine.nprof; i++)
+        if ((e = gpd_pmetric_blob(&mine, i, &blob, sh.used)) < 0 ||
+            (e = gpd_mout_pmetric(&sh, (int64_t)base[rank] + (int64_t)i + 1, blob.p, blob.n)) < 0)
+          goto shfail;
+      e = gpd_mout_shard_save(&sh, o.out, (uint32_t)rank, nonce, &rec);
+    shfail:
+      if (e < 0) {
+        fprintf(stderr, "gpuprof: rank %d: %s\n", rank,
+                e == -EINVAL ? "malformed data from a rank" : e == -ENOMEM ? "out of memory" : err);
+        rec.ok = 0;
+      }
+      rec.profiles = mine.nprof;
+      gpd_buf_free(&blob);
+      gpd_buf_free(&ws);
+      gpd_mout_close(&sh); /* a shard not renamed into place is removed */
+      MPI_Isend(&rec, sizeof(rec), MPI_BYTE, 0, TAG_SHARD, MPI_COMM_WORLD, xfer_slot(&xe));
+      xfer_wait(&xe);
+      gpd_buf_free(&early);
+    } else if ((e = gpd_mout_open_shard(&sh, &si, err, sizeof(err))) < 0 ||
+               (e = gpd_mshard_write(&sh, ws.p, ws.n)) < 0 || (e = gpd_mout_image(&sh, &img, &imgn)) < 0) {
       fprintf(stderr, "gpuprof: rank %d: %s\n", rank, e == -EINVAL ? "malformed data from a rank" : err);
       MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    } else {
     gpd_buf_free(&ws);
     uint64_t counts[3] = {si.contexts, si.keys, si.sparse_bytes};
     need(gpd_buf_put(&msg, counts, sizeof(counts)), "shard");
@@ -286,6 +346,7 @@ int main(int argc, char **argv) {
     xfer_wait(&xe);
     gpd_buf_free(&msg);
     gpd_buf_free(&early);
+    }
   } else {
     /* rank 0: the writer.  Its own profile-major side while the sends go */
     gpd_mwrite_info_t info;
@@ -293,7 +354,8 @@ int main(int argc, char **argv) {
     gpd_mpart_t *bins = calloc((size_t)size, sizeof(*bins)); /* only .bins, pointing into early streams */
     uint8_t **eb = calloc((size_t)size, sizeof(*eb));
     gpd_buf_t blob = {0};
-    if (!bins || !eb) need(-ENOMEM, "writer");
+    gpd_shard_rec_t *recs = calloc((size_t)size, sizeof(*recs)); /* recs[k - 1]: rank k's shard */
+    if (!bins || !eb || !recs) need(-ENOMEM, "writer");
     if ((ret = gpd_mout_open(&out, o.out, nprof, (uint32_t)nin_all, &info, err, sizeof(err))) < 0) goto wfail;
     if ((ret = gpd_mout_rows(&out, mine.rows.p, mine.rows.n, 0)) < 0) goto wfail;
     for (size_t i = 0; i < mine.nprof; i++)
@@ -318,6 +380,22 @@ int main(int argc, char **argv) {
     for (int k = 0; k < size; k++) gpd_buf_free(&from[k]);
     if ((ret = gpd_mshard_write(&out, ws.p, ws.n)) < 0) goto wfail;
     gpd_buf_free(&ws);
+    if (shards) {
+      /* the owners' reports: every shard in place, or none is kept */
+      for (int k = 1; k < size; k++)
+        MPI_Irecv(&recs[k - 1], sizeof(*recs), MPI_BYTE, k, TAG_SHARD, MPI_COMM_WORLD, xfer_slot(&xe));
+      xfer_wait(&xe);
+      for (int k = 1; k < size && ret >= 0; k++)
+        if (recs[k - 1].ok != 1 || !gpd_shard_name_ok(recs[k - 1].name)) {
+          recs[k - 1].ok = 0;
+          snprintf(err, sizeof(err), "rank %d could not write its shard; nothing written", k);
+          ret = -EIO;
+        }
+      if (ret >= 0) ret = gpd_mout_shards(&out, recs, (size_t)size - 1, nonce);
+      if (ret >= 0) ret = gpd_mout_finish(&out, nprof, bins, (size_t)size);
+      if (ret < 0) gpd_shards_remove(o.out, recs, (size_t)size - 1);
+      goto wfail;
+    }
     /* the owners' rows, in range order, each as it comes */
     for (int k = 1; k < size; k++) {
       uint64_t n;
@@ -345,6 +423,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < size; k++) free(eb[k]);
     free(eb);
     free(bins); /* its .bins point into mine and eb: not freed through it */
+    free(recs);
     if (ret < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
       MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may wait on rank 0 */
@@ -353,7 +432,7 @@ int main(int argc, char **argv) {
     t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
     c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
     gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
-    snprintf(who, sizeof(who), "%d ranks, rank 0", size);
+    snprintf(who, sizeof(who), "%d ranks%s, rank 0", size, shards ? " (sharded)" : "");
     gpd_merge_phases(&o, who, t, c);
     if (sk_all)
       fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %llu\n", sk_all, o.ninputs, o.out,

@@ -142,7 +142,7 @@ out:
 }
 
 const char gpd_merge_usage[] =
-    "usage: gpuprof merge -o OUT.gpdb [--job J] [--uid U] [--keep-going] [-j N] [-q] INPUT...\n"
+    "usage: gpuprof merge -o OUT.gpdb [--job J] [--uid U] [--keep-going] [-j N] [--single-file] [-q] INPUT...\n"
     "  Merge saved profiles (node stores, `gpuprof record` files, merged files) into one\n"
     "  file with per-context statistics over the processes (docs/ANALYZER.md).\n"
     "  -o FILE        the merged profile (written beside it, then renamed into place)\n"
@@ -151,7 +151,10 @@ const char gpd_merge_usage[] =
     "  --keep-going   skip inputs that cannot be read (named on stderr), merge the rest\n"
     "  -j N           N reading threads (default: one per CPU)\n"
     "  -q             no summary on stderr\n"
-    "  Under mpirun the ranks split the inputs and rank 0 writes OUT.\n"
+    "  Under mpirun the ranks split the inputs; each rank writes its share beside OUT as\n"
+    "  OUT.shard-NNN and rank 0 writes OUT, which names them (readers attach them);\n"
+    "  --single-file: rank 0 writes everything into OUT alone.  A merge of one sharded\n"
+    "  file assembles it into one ordinary file.\n"
     "  Exit: 0 merged, 1 nothing written, 3 written with inputs skipped (--keep-going), 64 usage.\n";
 
 static long parse_num(const char *s) {
@@ -177,6 +180,8 @@ int gpd_merge_parse(int argc, char **argv, gpd_mopts_t *o, char *err, size_t err
       o->keep_going = 1;
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       o->quiet = 1;
+    } else if (!strcmp(a, "--single-file")) {
+      o->single_file = 1;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       return 1;
     } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--job") || !strcmp(a, "--uid") ||

@@ -29,6 +29,8 @@
 #include "gpuprof/metric.h"
 #include "gpuprof/store-schema.h"
 
+#include <xxhash.h>
+
 #define GPD_STR_(x) #x
 #define GPD_STR(x) GPD_STR_(x)
 
@@ -401,9 +403,108 @@ int gpd_mout_open_shard(gpd_mout_t *o, gpd_mwrite_info_t *info, char *err, size_
       (e = exec(o, MERGED_CONTEXT)) < 0 || (e = exec(o, MERGED_SCHEMA)) < 0 || (e = exec(o, "BEGIN")) < 0 ||
       (e = prepare(o, "INSERT INTO context VALUES(?,?,?,?,?,?,?,?,?)", &o->ins[GPD_MT_CONTEXT])) < 0 ||
       (e = prepare(o, "INSERT INTO frame VALUES(?,?,?,?,?,?,?)", &o->ins[GPD_MT_FRAME])) < 0 ||
-      (e = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq)) < 0)
+      (e = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq)) < 0 ||
+      (e = prepare(o, "INSERT INTO pmetric VALUES(?1, ?2)", &o->pm)) < 0)
     gpd_mout_close(o);
   return e;
+}
+
+/* out's directory into dir[n] ("." when none) and its base name */
+static const char *split_out(const char *out, char *dir, size_t n) {
+  const char *b = strrchr(out, '/');
+  if (!b) {
+    snprintf(dir, n, ".");
+    return out;
+  }
+  snprintf(dir, n, "%.*s", b == out ? 1 : (int)(b - out), out);
+  return b + 1;
+}
+
+int gpd_shard_name(const char *out, uint32_t ord, char *name, size_t n) {
+  char dir[8];
+  const char *b = split_out(out, dir, sizeof(dir));
+  int w = snprintf(name, n, "%s.shard-%03u", b, ord);
+  return w > 0 && (size_t)w < n && gpd_shard_name_ok(name) ? 0 : -EINVAL;
+}
+
+int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char *nonce, gpd_shard_rec_t *rec) {
+  char dir[4200], path[4500];
+  const uint8_t *img;
+  size_t n;
+  int e;
+  memset(rec, 0, sizeof(*rec));
+  split_out(out, dir, sizeof(dir));
+  if (gpd_shard_name(out, ord, rec->name, sizeof(rec->name)) < 0) return ofail(o, -EINVAL, "%s: no shard name", out);
+  char *q = sqlite3_mprintf("CREATE TABLE shard_of(nonce TEXT NOT NULL, ord INTEGER NOT NULL);"
+                            "INSERT INTO shard_of VALUES(%Q, %u)", nonce, ord);
+  e = q ? exec(o, q) : ofail(o, -ENOMEM, "out of memory");
+  sqlite3_free(q);
+  if (e < 0 || (e = gpd_mout_image(o, &img, &n)) < 0) return e;
+  snprintf(path, sizeof(path), "%s/%s", dir, rec->name);
+  snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.XXXXXX", dir, rec->name);
+  /* private and new (mkstemp: 0600, O_EXCL), renamed into place when whole */
+  if ((o->fd = mkstemp(o->tmp)) < 0) {
+    e = ofail(o, -errno, "%s: cannot create a file beside it: %s", path, strerror(errno));
+    o->tmp[0] = 0;
+    return e;
+  }
+  for (size_t off = 0; off < n;) {
+    ssize_t w = write(o->fd, img + off, n - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return ofail(o, w < 0 ? -errno : -EIO, "%s: %s", o->tmp, w < 0 ? strerror(errno) : "short write");
+    off += (size_t)w;
+  }
+  if (fsync(o->fd) < 0 || rename(o->tmp, path) < 0) return ofail(o, -errno, "%s: %s", path, strerror(errno));
+  o->tmp[0] = 0;
+  rec->ok = 1;
+  rec->bytes = n;
+  rec->xxh64 = XXH3_64bits(img, n);
+  rec->contexts = o->info->contexts;
+  rec->keys = o->info->keys;
+  rec->values = o->info->values;
+  rec->sparse_bytes = o->info->sparse_bytes;
+  memcpy(rec->used, o->used, sizeof(rec->used));
+  return 0;
+}
+
+int gpd_mout_shards(gpd_mout_t *o, const gpd_shard_rec_t *rec, size_t n, const char *nonce) {
+  sqlite3_stmt *st = NULL;
+  int e;
+  if ((e = exec(o, "CREATE TABLE shard(ord INTEGER PRIMARY KEY, name TEXT NOT NULL, bytes INTEGER NOT NULL,"
+                   "  xxh64 TEXT NOT NULL, nonce TEXT NOT NULL, contexts INTEGER NOT NULL, keys INTEGER NOT NULL,"
+                   "  profiles INTEGER NOT NULL)")) < 0 ||
+      (e = prepare(o, "INSERT INTO shard VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &st)) < 0)
+    return e;
+  for (size_t i = 0; i < n && !e; i++) {
+    char h[20];
+    snprintf(h, sizeof(h), "%016llx", (unsigned long long)rec[i].xxh64);
+    sqlite3_bind_int64(st, 1, (int64_t)i + 1);
+    sqlite3_bind_text(st, 2, rec[i].name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (int64_t)rec[i].bytes);
+    sqlite3_bind_text(st, 4, h, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, nonce, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (int64_t)rec[i].contexts);
+    sqlite3_bind_int64(st, 7, (int64_t)rec[i].keys);
+    sqlite3_bind_int64(st, 8, (int64_t)rec[i].profiles);
+    e = step(o, st);
+    o->info->contexts += rec[i].contexts;
+    o->info->keys += rec[i].keys;
+    o->info->values += rec[i].values;
+    o->info->sparse_bytes += rec[i].sparse_bytes;
+    for (unsigned m = 0; m < GPD_M__COUNT; m++) o->used[m] |= rec[i].used[m] != 0;
+  }
+  sqlite3_finalize(st);
+  return e;
+}
+
+void gpd_shards_remove(const char *out, const gpd_shard_rec_t *rec, size_t n) {
+  char dir[4200], path[4500];
+  split_out(out, dir, sizeof(dir));
+  for (size_t i = 0; i < n; i++)
+    if (rec[i].ok && gpd_shard_name_ok(rec[i].name)) {
+      snprintf(path, sizeof(path), "%s/%s", dir, rec[i].name);
+      unlink(path);
+    }
 }
 
 int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n) {

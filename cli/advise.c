@@ -19,6 +19,7 @@
 
 #include "advisor.h"
 #include "cli.h"
+#include "analyzer.h"
 #include "gpuprof/metric.h"
 
 static const char usage[] =
@@ -393,8 +394,9 @@ int gpd_advise_main(int argc, char **argv) {
   kern_t *ks = NULL;
   size_t nk = 0;
   int rc = 0;
-  if (sqlite3_open_v2(x.path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    fprintf(stderr, "gpuprof: %s: %s\n", x.path, db ? sqlite3_errmsg(db) : "cannot open");
+  char oerr[512];
+  if (gpd_profile_open(x.path, &db, oerr, sizeof(oerr)) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", oerr);
     rc = 1;
     goto out;
   }

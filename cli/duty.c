@@ -41,6 +41,7 @@
 #include "gpuprof/record.h"
 
 #include "trace.h"
+#include "analyzer.h"
 
 /* Most contexts per process: in the text report / in --json. */
 #define DUTY_TEXT_CONTEXTS 20u
@@ -238,8 +239,7 @@ static int duty_load(const char *path, int pid, gpd_xtrace_t *x, dproc_t **out, 
   *out = NULL;
   *n = 0;
   unsigned wal = gpd_report_wal_before(path);
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    snprintf(err, errn, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+  if (gpd_profile_open(path, &db, err, errn) < 0) {
     r = -EIO;
     goto out;
   }

@@ -32,8 +32,8 @@ int gpd_report_stats(FILE *f, const gpd_tree_t *t, const char *path, unsigned me
   int r = 0, rc, rows = 0;
   /* the loader has checked the file; merged files have no WAL, so a
    * read-only open creates nothing beside it */
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
+  if ((r = gpd_profile_open(path, &db, err, errn)) < 0) return r;
+  if (sqlite3_prepare_v2(db,
                          "WITH tot AS (SELECT TOTAL(sum) AS s FROM stat WHERE metric_id = ?1) "
                          "SELECT s.context_id, s.n, s.sum, s.mean, s.stddev, s.cv, s.min, s.max, "
                          "  s.min_profile, a.rank, a.hostname, a.pid, s.max_profile, b.rank, b.hostname, b.pid "

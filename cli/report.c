@@ -243,10 +243,7 @@ int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char 
   }
   had_wal = exists_suffix(path, "-wal");
   had_shm = exists_suffix(path, "-shm");
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    r = fail(err, errn, GPD_ESTORE, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-    goto done;
-  }
+  if ((r = gpd_profile_open(path, &db, err, errn)) < 0) goto done;
   if (stat(path, &sb2) < 0 || sb2.st_dev != sb.st_dev || sb2.st_ino != sb.st_ino) {
     r = fail(err, errn, GPD_ESTORE, "%s changed while being opened", path);
     goto done;

@@ -4,6 +4,7 @@
  * trace (trace.h) those share with the idleness blame.
  */
 #include "trace.h"
+#include "analyzer.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -148,9 +149,7 @@ int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_
   }
   sqlite3 *db = NULL;
   unsigned wal = gpd_report_wal_before(path);
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    snprintf(err, errn, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close(db);
+  if (gpd_profile_open(path, &db, err, errn) < 0) {
     gpd_report_wal_after(path, wal);
     return -EIO;
   }

@@ -8,13 +8,13 @@
 find_program(GPD_PYTHON3_MERGE NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(GPD_MPIRUN mpirun)
 if(GPD_PYTHON3_MERGE AND TARGET gpuprof_cli)
-  foreach(case stats one threads bad select reportstats slurm mpi mpiranks gpubins)
+  foreach(case stats one threads bad select reportstats slurm mpi mpiranks shards shardread gpubins)
     add_test(NAME merge.${case}
       COMMAND ${GPD_PYTHON3_MERGE} ${CMAKE_CURRENT_LIST_DIR}/merge/test_merge.py
               --gpuprof $<TARGET_FILE:gpuprof_cli> $<$<BOOL:${GPD_MPIRUN}>:--mpirun=${GPD_MPIRUN}> ${case})
     set_tests_properties(merge.${case} PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
-  set_tests_properties(merge.mpi merge.mpiranks PROPERTIES LABELS "mpi" TIMEOUT 180)
+  set_tests_properties(merge.mpi merge.mpiranks merge.shards PROPERTIES LABELS "mpi" TIMEOUT 180)
 endif()
 # merge.traces (tests/merge/traces.sh): two real recordings of ocl-gap
 # (PoCL, CPU sampling) merged: every trace table's rows carried exactly under

@@ -58,3 +58,66 @@ def write(path, profiles, contexts, frames=(), version=2, metric_desc=None):
         db.execute("INSERT INTO frame VALUES(?,?,?,?,?,?,0)", (uid, s64(cid), depth, fn, file, line))
     db.commit()
     db.close()
+
+
+def connect(path):
+    """Open a saved profile read-only as gpuprof's readers do
+    (analyzer/profile.c): a sharded merged file's shards attached and its
+    split tables shadowed by TEMP VIEWs over main's and the shards' rows."""
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='shard'").fetchall():
+        return db
+    d = os.path.dirname(os.path.realpath(path))
+    names = [r[0] for r in db.execute("SELECT name FROM shard ORDER BY ord")]
+    for i, n in enumerate(names):
+        assert "/" not in n and ".." not in n, n
+        db.execute("ATTACH ? AS s%d" % i, ("file:%s?mode=ro" % os.path.join(d, n),))
+    for t in ("context", "frame", "stat", "pmetric"):
+        db.execute("CREATE TEMP VIEW %s AS SELECT * FROM main.%s%s" %
+                   (t, t, "".join(" UNION ALL SELECT * FROM s%d.%s" % (i, t) for i in range(len(names)))))
+    return db
+
+
+def shard_split(src, dst, n):
+    """Copy merged file src to dst as a sharded file of n shards laid out
+    as `mpirun -np n+1 gpuprof merge` writes them (docs/FORMATS.md): shard
+    k holds the contexts, frames and stat rows of the k-th of n+1
+    consecutive id ranges and the pmetric blobs of the k-th of n+1 profile
+    ranges; dst keeps range 0 and a `shard` table.  Returns the names."""
+    import shutil
+    shutil.copy(src, dst)
+    db = sqlite3.connect(dst)
+    ids = sorted({r[0] for r in db.execute("SELECT id FROM context")})
+    pids = sorted(r[0] for r in db.execute("SELECT profile_id FROM pmetric"))
+    schema = {r[0]: r[1] for r in db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
+    nonce = "%032x" % (hash(dst) & (2 ** 128 - 1))
+    names = []
+    for k in range(1, n + 1):
+        name = "%s.shard-%03d" % (os.path.basename(dst), k)
+        path = os.path.join(os.path.dirname(dst), name)
+        if os.path.exists(path):
+            os.unlink(path)
+        lo, hi = ids[len(ids) * k // (n + 1)], ids[len(ids) * (k + 1) // (n + 1) - 1]
+        plo, phi = pids[len(pids) * k // (n + 1)], pids[len(pids) * (k + 1) // (n + 1) - 1]
+        db.execute("ATTACH ? AS s", (path,))
+        for t in ("context", "frame", "stat", "pmetric"):
+            db.execute(schema[t].replace("CREATE TABLE %s" % t, "CREATE TABLE s.%s" % t, 1))
+        db.execute("CREATE TABLE s.shard_of(nonce TEXT NOT NULL, ord INTEGER NOT NULL)")
+        db.execute("INSERT INTO s.shard_of VALUES(?, ?)", (nonce, k))
+        for t, col in (("context", "id"), ("frame", "context_id"), ("stat", "context_id")):
+            db.execute("INSERT INTO s.%s SELECT * FROM main.%s WHERE %s BETWEEN ? AND ?" % (t, t, col), (lo, hi))
+            db.execute("DELETE FROM main.%s WHERE %s BETWEEN ? AND ?" % (t, col), (lo, hi))
+        db.execute("INSERT INTO s.pmetric SELECT * FROM main.pmetric WHERE profile_id BETWEEN ? AND ?", (plo, phi))
+        db.execute("DELETE FROM main.pmetric WHERE profile_id BETWEEN ? AND ?", (plo, phi))
+        db.commit()
+        db.execute("DETACH s")
+        names.append(name)
+    db.execute("CREATE TABLE shard(ord INTEGER PRIMARY KEY, name TEXT NOT NULL, bytes INTEGER NOT NULL,"
+               " xxh64 TEXT NOT NULL, nonce TEXT NOT NULL, contexts INTEGER NOT NULL, keys INTEGER NOT NULL,"
+               " profiles INTEGER NOT NULL)")
+    for k, name in enumerate(names, 1):
+        size = os.path.getsize(os.path.join(os.path.dirname(dst), name))
+        db.execute("INSERT INTO shard VALUES(?, ?, ?, '0', ?, 0, 0, 0)", (k, name, size, nonce))
+    db.commit()
+    db.close()
+    return names

@@ -49,7 +49,7 @@ def merge(out, inputs, *opts, rc_want=0):
 
 
 def rows(path, sql):
-    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    db = gpdb.connect(path)  # a sharded output read as one file
     r = db.execute(sql).fetchall()
     db.close()
     return r
@@ -303,6 +303,129 @@ def case_mpiranks(tmp):
               rows(out, "SELECT * FROM meta WHERE key NOT IN ('created_ns', 'host') ORDER BY key"),
               "%d ranks: meta identical" % np_)
         check(texts(out) == want, "%d ranks: report --json and --stats identical" % np_)
+
+
+def sharded_outputs(tmp, path):
+    """What the readers make of a profile: report --json, --stats, --pid,
+    export folded, trace (Chrome JSON); the file's name masked."""
+    out = []
+    for args in (["report", "--json"], ["report", "--stats", "--metric", "GKER"],
+                 ["report", "--pid", "3003"], ["export", "--format", "folded"]):
+        rc, o, e = run([GPUPROF] + args + [path])
+        check(rc == 0 and o, "%s of %s" % (" ".join(args), os.path.basename(path)))
+        out.append(o.replace(path, "FILE"))
+    t = os.path.join(tmp, "t.json")
+    rc, o, e = run([GPUPROF, "trace", "-o", t, "--format", "chrome", path])
+    check(rc == 0, "trace of %s (%s)" % (os.path.basename(path), e.strip()))
+    out.append(read(t))
+    return out
+
+
+def sharded_reads(tmp, ref, job, names, refusals=True):
+    """job (sharded, shard files `names` beside it) reads as ref everywhere;
+    merge of it alone is one ordinary file with ref's tables; (refusals) a
+    deleted, truncated, linked or badly named shard is a clear error
+    naming it."""
+    same_tables(ref, job, "one thread vs sharded")
+    want = sharded_outputs(tmp, ref)
+    check(sharded_outputs(tmp, job) == want, "sharded: report, --stats, --pid, export folded, trace as one file")
+    one = os.path.join(tmp, "one.gpdb")
+    merge(one, [job])
+    check(rows(one, "SELECT count(*) FROM sqlite_master WHERE name = 'shard'") == [(0,)] and
+          not os.path.exists(one + ".shard-001"), "merge of a sharded file alone: one file")
+    same_tables(ref, one, "one thread vs the sharded file assembled")
+    if not refusals:
+        return
+
+    def refused(path, what, *needles, every=False):
+        """every reader (report, --stats, export, merge) or report alone"""
+        for args in (["report"], ["report", "--stats"], ["export", "--format", "folded"])[:3 if every else 1]:
+            rc, o, e = run([GPUPROF] + args + [path])
+            check(rc != 0 and all(n in e for n in needles), "%s %s: %s" % (" ".join(args), what, e.strip()))
+        x = os.path.join(tmp, "x.gpdb")
+        if every:
+            rc, o, e = run([GPUPROF, "merge", "-o", x, path])
+            check(rc != 0 and all(n in e for n in needles) and not os.path.exists(x), "merge %s: refused" % what)
+
+    s2 = os.path.join(os.path.dirname(job), names[1])
+    os.rename(s2, s2 + ".keep")
+    refused(job, "with a deleted shard", names[1], "No such file", every=True)
+    shutil.copy(s2 + ".keep", s2)
+    os.truncate(s2, os.path.getsize(s2) - 4096)
+    refused(job, "with a truncated shard", names[1], "truncated")
+    os.unlink(s2)
+    os.symlink(s2 + ".keep", s2)
+    refused(job, "with a shard that is a link", names[1], "not a regular file")
+    os.unlink(s2)
+    with open(s2 + ".keep", "rb") as f, open(s2, "wb") as g:  # same size, other bytes: not a database
+        g.write(b"x" * len(f.read()))
+    refused(job, "with a shard that is no database", names[1])
+    os.rename(s2 + ".keep", s2)
+    check(sharded_outputs(tmp, job) == want, "shard back in place: read again")
+    # names that leave the directory are refused before any file is opened
+    for bad in ("../" + names[0], "sub/" + names[0], "..", ".hidden", ""):
+        b = os.path.join(os.path.dirname(job), "bad.gpdb")
+        shutil.copy(job, b)
+        db = sqlite3.connect(b)
+        db.execute("UPDATE shard SET name = ? WHERE ord = 1", (bad,))
+        db.commit()
+        db.close()
+        refused(b, "with shard name %r" % bad, "refused name", every=bad == "..")
+        os.unlink(b)
+
+
+def case_shards(tmp):
+    """A sharded MPI output (each rank k > 0 writes OUT.shard-00k): the
+    files, rank 0's own range only, every reader as the one-thread merge
+    (sharded_reads); --single-file."""
+    need_mpi()
+    ins = spread_inputs(tmp)
+    ref = os.path.join(tmp, "ref.gpdb")
+    merge(ref, ins, "-j", "1")
+    job = os.path.join(tmp, "job.gpdb")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", job] + ins, env=MPI_ENV,
+                   timeout=150)
+    print(e)
+    check(rc == 0 and "4 ranks (sharded)" in e, "mpirun -np 4 gpuprof merge: sharded, exit 0")
+    names = ["job.gpdb.shard-%03d" % k for k in (1, 2, 3)]
+    raw = sqlite3.connect("file:%s?mode=ro" % job, uri=True)
+    check([r[0] for r in raw.execute("SELECT name FROM shard ORDER BY ord")] == names and
+          all(os.path.isfile(os.path.join(tmp, n)) for n in names), "3 shard files beside the output, listed")
+    own = raw.execute("SELECT count(*) FROM context").fetchone()[0]
+    listed = raw.execute("SELECT sum(contexts), sum(profiles) FROM shard").fetchone()
+    raw.close()
+    total = rows(ref, "SELECT count(*) FROM context")[0][0]
+    check(0 < own < total and own + listed[0] == total and listed[1] == 12,
+          "rank 0's file holds its own range only (%d of %d contexts); the shards the rest" % (own, total))
+    sharded_reads(tmp, ref, job, names, refusals=False)  # merge.shardread: the refusals
+    single = os.path.join(tmp, "single.gpdb")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "3", GPUPROF, "merge", "--single-file", "-o", single] + ins,
+                   env=MPI_ENV, timeout=150)
+    check(rc == 0 and "(sharded)" not in e and not os.path.exists(single + ".shard-001"), "--single-file: one file")
+    same_tables(ref, single, "one thread vs 3 ranks --single-file")
+
+
+def case_shardread(tmp):
+    """The readers of sharded files without MPI (so under ASan too): the
+    one-thread merge split into a main file and 3 shards by
+    gpdb.shard_split, the way the MPI merge lays them out; every refusal,
+    and a shard of another merge (its nonce) in place of one."""
+    ins = spread_inputs(tmp)
+    ref = os.path.join(tmp, "ref.gpdb")
+    merge(ref, ins, "-j", "1")
+    job = os.path.join(tmp, "job.gpdb")
+    names = gpdb.shard_split(ref, job, 3)
+    check(rows(job, "SELECT count(*) FROM context") == rows(ref, "SELECT count(*) FROM context"), "split: all rows")
+    sharded_reads(tmp, ref, job, names)
+    # a shard of another split (another nonce) in place of this one's
+    other = os.path.join(tmp, "o", "job.gpdb")
+    os.mkdir(os.path.dirname(other))
+    gpdb.shard_split(ref, other, 3)
+    s2 = os.path.join(tmp, names[1])
+    check(os.path.getsize(other + ".shard-002") == os.path.getsize(s2), "another split: same sizes")
+    shutil.copy(other + ".shard-002", s2)
+    rc, o, e = run([GPUPROF, "report", job])
+    check(rc != 0 and names[1] in e and "another merge" in e, "another merge's shard refused: " + e.strip())
 
 
 def truncate_copy(src, dst):
