@@ -338,6 +338,7 @@ typedef struct gpd_shard_rec_s {
   uint64_t bytes, xxh64;      /* file size; XXH3-64 of its bytes */
   uint64_t contexts, keys, profiles, values, sparse_bytes;
   uint8_t used[GPD_M__COUNT]; /* metrics with a value in its pmetric blobs */
+  double wall_s, cpu_s;       /* the rank's seconds from its start to the shard in place */
 } gpd_shard_rec_t;
 /** Name of shard ord (1..) of output out: basename(out) + ".shard-NNN"
  *  into name[n].  0, or -EINVAL when the name would not pass
@@ -385,14 +386,15 @@ int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, s
 
 /** Owner (0..nown-1) of context id ctx: consecutive ranges of the signed
  *  64-bit id order, so that owners' sorted outputs follow each other in
- *  key order; owner 0 (the writer, which also appends the other shards)
- *  gets half the range of each other owner. */
-uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown);
+ *  key order.  even: nown equal ranges (a sharded output, where every
+ *  owner writes its own file); else owner 0 (the writer, which also
+ *  appends the other shards) gets half the range of each other owner. */
+uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown, int even);
 /** Append part p's contexts (with their encoded rows and frames) and keys
  *  (with their values, profile ids made global: local + base) to out[j],
  *  j = the owner of the context (out has nown buffers).  0, -ENOMEM or
  *  -E2BIG (a context's rows over 4 GiB). */
-int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf_t *out);
+int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, int even, gpd_buf_t *out);
 /** Reduce the split buffers in[0..nin) an owner received, in rank order
  *  (= input order), into a write stream appended to out: its contexts
  *  once each (the first rank's rows), sorted by (uid, id), then one stat

@@ -165,13 +165,16 @@ static uint8_t *recv_sized(int k, int tag_size, int tag, uint64_t *n) {
   return b;
 }
 
-/* SQLite's bound on attached files: readers attach every shard */
+/* SQLite's bound on attached files: readers attach every shard.
+ * GPD_MERGE_MAX_SHARDS lowers it (tests: more ranks than shards). */
 static int attach_limit(void) {
   sqlite3 *db = NULL;
   int n = 0;
   if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
     n = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
   sqlite3_close(db);
+  const char *e = getenv("GPD_MERGE_MAX_SHARDS");
+  if (e && atoi(e) >= 1 && atoi(e) < n) n = atoi(e);
   return n;
 }
 
@@ -251,12 +254,17 @@ int main(int argc, char **argv) {
     return rank == 0 || e < 0 ? 1 : 0;
   }
   uint32_t nprof = base[size];
-  /* a sharded output: rank k > 0 writes shard k of the file beside it
-   * (docs/ANALYZER.md); one file when asked, or when a reader could not
-   * attach them all or the output's name makes no shard name */
+  /* a sharded output: owner k > 0 writes shard k of the file beside it
+   * (docs/ANALYZER.md).  Readers attach at most attach_limit() shards:
+   * with more ranks only the first limit + 1 own ranges (the others read
+   * and hand their rows to the owners, their pmetric blobs to rank 0).
+   * One file when asked or when the output's name makes no shard name. */
   char sname[256], nonce[40] = "";
-  int shards = !o.single_file && size - 1 <= attach_limit() &&
-               gpd_shard_name(o.out, (uint32_t)size - 1, sname, sizeof(sname)) == 0;
+  int lim = attach_limit();
+  uint32_t nown = (uint32_t)(size - 1 <= lim ? size : lim + 1);
+  int shards = !o.single_file && lim > 0 && gpd_shard_name(o.out, nown - 1, sname, sizeof(sname)) == 0;
+  if (!shards) nown = (uint32_t)size;
+  int owner = rank < (int)nown;
   if (shards) {
     if (rank == 0) make_nonce(nonce);
     MPI_Ibcast(nonce, sizeof(nonce), MPI_CHAR, 0, MPI_COMM_WORLD, &rq);
@@ -271,11 +279,10 @@ int main(int argc, char **argv) {
   MPI_Iallgatherv(myu, (int)mine.nprof, MPI_INT64_T, uids, cnt, dsp, MPI_INT64_T, MPI_COMM_WORLD, &rq);
   wait_idle(&rq);
   /* split by owner: rank j owns context range j */
-  uint32_t nown = (uint32_t)size;
   gpd_buf_t *to = calloc(nown, sizeof(*to)), early = {0};
   uint64_t *ssz = calloc((size_t)size, sizeof(*ssz)), *rsz = calloc((size_t)size, sizeof(*rsz));
   if (!to || !ssz || !rsz) need(-ENOMEM, "split");
-  need(gpd_mshard_split(&mine, base[rank], nown, to), "split");
+  need(gpd_mshard_split(&mine, base[rank], nown, shards, to), "split");
   for (uint32_t j = 0; j < nown; j++) ssz[j] = to[j].n;
   MPI_Ialltoall(ssz, 1, MPI_UINT64_T, rsz, 1, MPI_UINT64_T, MPI_COMM_WORLD, &rq);
   wait_idle(&rq);
@@ -287,12 +294,23 @@ int main(int argc, char **argv) {
     if (rsz[k] && k != rank) from[k].p = xfer_recv(&x, rsz[k], k, TAG_XCHG), from[k].n = rsz[k];
   for (int k = 0; k < size; k++)
     if (ssz[k] && k != rank) xfer_send(&x, to[k].p, to[k].n, k, TAG_XCHG);
-  from[rank] = to[rank]; /* own range from itself: no copy */
-  to[rank] = (gpd_buf_t){0};
+  if (owner) { /* own range from itself: no copy */
+    from[rank] = to[rank];
+    to[rank] = (gpd_buf_t){0};
+  }
   int ret = 0;
   gpd_buf_t ws = {0};
   uint64_t nc, nk;
-  if (rank != 0) {
+  if (!owner) {
+    /* a reader only (sharded, more ranks than shards): its profile-major
+     * side with its blobs to rank 0, its ranges' rows to their owners */
+    uint64_t esz;
+    need(gpd_mshard_early(&mine, 1, &early), "profile-major side");
+    send_sized(&xe, &early, &esz, TAG_ESIZE, TAG_EARLY);
+    xfer_wait(&x);
+    xfer_wait(&xe);
+    gpd_buf_free(&early);
+  } else if (rank != 0) {
     /* the profile-major side to the writer (not waited for), then the
      * owned range once every rank's part of it is here */
     uint64_t esz, wsz;
@@ -326,6 +344,8 @@ int main(int argc, char **argv) {
         rec.ok = 0;
       }
       rec.profiles = mine.nprof;
+      rec.wall_s = gpd_merge_clock(CLOCK_MONOTONIC) - t[0];
+      rec.cpu_s = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID) - c[0];
       gpd_buf_free(&blob);
       gpd_buf_free(&ws);
       gpd_mout_close(&sh); /* a shard not renamed into place is removed */
@@ -382,18 +402,18 @@ int main(int argc, char **argv) {
     gpd_buf_free(&ws);
     if (shards) {
       /* the owners' reports: every shard in place, or none is kept */
-      for (int k = 1; k < size; k++)
+      for (int k = 1; k < (int)nown; k++)
         MPI_Irecv(&recs[k - 1], sizeof(*recs), MPI_BYTE, k, TAG_SHARD, MPI_COMM_WORLD, xfer_slot(&xe));
       xfer_wait(&xe);
-      for (int k = 1; k < size && ret >= 0; k++)
+      for (int k = 1; k < (int)nown && ret >= 0; k++)
         if (recs[k - 1].ok != 1 || !gpd_shard_name_ok(recs[k - 1].name)) {
           recs[k - 1].ok = 0;
           snprintf(err, sizeof(err), "rank %d could not write its shard; nothing written", k);
           ret = -EIO;
         }
-      if (ret >= 0) ret = gpd_mout_shards(&out, recs, (size_t)size - 1, nonce);
+      if (ret >= 0) ret = gpd_mout_shards(&out, recs, nown - 1, nonce);
       if (ret >= 0) ret = gpd_mout_finish(&out, nprof, bins, (size_t)size);
-      if (ret < 0) gpd_shards_remove(o.out, recs, (size_t)size - 1);
+      if (ret < 0) gpd_shards_remove(o.out, recs, nown - 1);
       goto wfail;
     }
     /* the owners' rows, in range order, each as it comes */
@@ -423,7 +443,6 @@ int main(int argc, char **argv) {
     for (int k = 0; k < size; k++) free(eb[k]);
     free(eb);
     free(bins); /* its .bins point into mine and eb: not freed through it */
-    free(recs);
     if (ret < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
       MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may wait on rank 0 */
@@ -432,12 +451,22 @@ int main(int argc, char **argv) {
     t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
     c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
     gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
-    snprintf(who, sizeof(who), "%d ranks%s, rank 0", size, shards ? " (sharded)" : "");
+    char sh[48] = "";
+    if (shards) snprintf(sh, sizeof(sh), " (sharded: %u files)", nown);
+    snprintf(who, sizeof(who), "%d ranks%s, rank 0", size, sh);
     gpd_merge_phases(&o, who, t, c);
+    if (shards && !o.quiet) { /* the other ranks' critical paths: each writes its own file */
+      int sl = 1;
+      for (int k = 2; k < (int)nown; k++)
+        if (recs[k - 1].cpu_s > recs[sl - 1].cpu_s) sl = k;
+      fprintf(stderr, "gpuprof: shard ranks: slowest %d: %.2f s (CPU %.2f s) until its shard was written\n", sl,
+              recs[sl - 1].wall_s, recs[sl - 1].cpu_s);
+    }
     if (sk_all)
       fprintf(stderr, "gpuprof: %llu of %zu inputs skipped; %s holds the other %llu\n", sk_all, o.ninputs, o.out,
               nin_all);
     rc = sk_all ? 3 : 0;
+    free(recs);
   }
   for (uint32_t j = 0; j < nown; j++) gpd_buf_free(&to[j]);
   free(to);

@@ -28,9 +28,10 @@
 
 #include "analyzer.h"
 
-uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown) {
+uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown, int even) {
   uint64_t u = (uint64_t)ctx ^ ((uint64_t)1 << 63); /* signed order as unsigned */
   if (nown < 2) return 0;
+  if (even) return (uint32_t)(((unsigned __int128)u * nown) >> 64);
   /* 2 nown - 1 equal slices: owner 0 (the writer, which also appends the
    * others' shards) one, every other owner two */
   uint32_t slice = (uint32_t)(((unsigned __int128)u * (2 * nown - 1)) >> 64);
@@ -79,7 +80,7 @@ static int put_u32(gpd_buf_t *b, uint32_t v) { return gpd_buf_put(b, &v, 4); }
  * u32 nv, nv stat.vals records (GPD_CVAL_REC: u32 global profile id, f64
  * value)}.  Contexts and keys in the part's order. */
 
-int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf_t *out) {
+int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, int even, gpd_buf_t *out) {
   uint64_t *cnt = calloc(2 * (size_t)nown, sizeof(*cnt));
   int err = 0;
   if (!cnt) return -ENOMEM;
@@ -90,12 +91,12 @@ int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf
   }
   /* counts and sizes first: each buffer is allocated (and faulted in) once */
   for (size_t i = 0; i < p->nctx; i++) {
-    uint32_t j = gpd_mshard_owner(p->ctx[i].id, nown);
+    uint32_t j = gpd_mshard_owner(p->ctx[i].id, nown, even);
     cnt[2 * j]++;
     bytes[j] += 24 + p->ctx[i].len + p->ctx[i].flen;
   }
   for (size_t i = 0; i < p->nkey; i++) {
-    uint32_t j = gpd_mshard_owner(p->key[i].ctx, nown);
+    uint32_t j = gpd_mshard_owner(p->key[i].ctx, nown, even);
     cnt[2 * j + 1]++;
     bytes[j] += 24 + p->key[i].n * GPD_CVAL_REC;
   }
@@ -105,7 +106,7 @@ int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf
   free(bytes);
   for (size_t i = 0; i < p->nctx && !err; i++) {
     const gpd_mctx_t *c = &p->ctx[i];
-    gpd_buf_t *b = &out[gpd_mshard_owner(c->id, nown)];
+    gpd_buf_t *b = &out[gpd_mshard_owner(c->id, nown, even)];
     if (c->len > UINT32_MAX || c->flen > UINT32_MAX) {
       err = -E2BIG;
       break;
@@ -120,7 +121,7 @@ int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, gpd_buf
   }
   for (size_t i = 0; i < p->nkey && !err; i++) {
     const gpd_mkey_t *k = &p->key[i];
-    gpd_buf_t *b = &out[gpd_mshard_owner(k->ctx, nown)];
+    gpd_buf_t *b = &out[gpd_mshard_owner(k->ctx, nown, even)];
     if ((err = gpd_buf_reserve(b, 24 + k->n * GPD_CVAL_REC)) < 0) break;
     put_u64(b, (uint64_t)k->uid);
     put_u64(b, (uint64_t)k->ctx);

@@ -386,7 +386,7 @@ def case_shards(tmp):
     rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", job] + ins, env=MPI_ENV,
                    timeout=150)
     print(e)
-    check(rc == 0 and "4 ranks (sharded)" in e, "mpirun -np 4 gpuprof merge: sharded, exit 0")
+    check(rc == 0 and "4 ranks (sharded: 4 files)" in e, "mpirun -np 4 gpuprof merge: sharded, exit 0")
     names = ["job.gpdb.shard-%03d" % k for k in (1, 2, 3)]
     raw = sqlite3.connect("file:%s?mode=ro" % job, uri=True)
     check([r[0] for r in raw.execute("SELECT name FROM shard ORDER BY ord")] == names and
@@ -403,6 +403,15 @@ def case_shards(tmp):
                    env=MPI_ENV, timeout=150)
     check(rc == 0 and "(sharded)" not in e and not os.path.exists(single + ".shard-001"), "--single-file: one file")
     same_tables(ref, single, "one thread vs 3 ranks --single-file")
+    # more ranks than shards (SQLite's attach limit, lowered here to 2):
+    # ranks 0-2 own the ranges, rank 3 only reads and hands its rows over
+    grp = os.path.join(tmp, "grp.gpdb")
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", grp] + ins,
+                   env=dict(MPI_ENV, GPD_MERGE_MAX_SHARDS="2"), timeout=150)
+    check(rc == 0 and "4 ranks (sharded: 3 files)" in e and os.path.exists(grp + ".shard-002") and
+          not os.path.exists(grp + ".shard-003"), "4 ranks, at most 2 shards: 3 files (%s)" % e.strip())
+    same_tables(ref, grp, "one thread vs 4 ranks in 3 files")
+    check(sharded_outputs(tmp, grp) == sharded_outputs(tmp, ref), "4 ranks in 3 files: every reader as one file")
 
 
 def case_shardread(tmp):
