@@ -10,10 +10,21 @@
  * distinct call sites, then pushes an INVOKE, as the CUDA callback does.
  * The ns spent in gpd_shim_capture() + gpd_shim_push_invoke() are summed
  * here (bt_take() returns and clears the sum and the count).
+ *
+ * Cold caches (bt_evict_set): between two GPU operations PyTorch's own
+ * work (dispatcher, allocator, interpreter, the CUDA driver: ~30 us of
+ * CPU per operation on the H100 run) evicts the shim's per-thread walks,
+ * memo lines, Python frames and ring lines from L1/L2, and each one is
+ * reused only once per step (64 operations later).  With KB > 0 each
+ * operation first writes one byte per cache line of KB of other memory
+ * (a moving window over a buffer 4x that size, so that it is not the same
+ * lines each time), outside the timed part.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gpuprof/clock.h"
@@ -22,9 +33,11 @@
 #include "bench-drain.h"
 
 int gpd_shim__attach_region(int fd);
+void gpd_shim__stats_reset(void);
 
 static gpd_region_t R;
-static uint64_t acc_ns, acc_n;
+static uint64_t acc_ns, acc_n, acc_push_ns;
+static int split; /* BENCH_TL_SPLIT=1: time the push alone too (one more clock read) */
 static atomic_int stop; /* never set: the consumer runs until exit */
 static bench_drain_t drain = {&R, &stop};
 static volatile uint32_t last_node;
@@ -32,6 +45,7 @@ static volatile uint32_t last_node;
 /** Attach a region created here and start its consumer: 0 or -1. */
 int bt_setup(void) {
   pthread_t th;
+  split = getenv("BENCH_TL_SPLIT") != NULL;
   if (gpd_region_create(&R, 8, 1u << 16, (int32_t)getpid(), 1) != 0 || gpd_shim__attach_region(dup(R.fd)) != 0)
     return -1;
   return pthread_create(&th, NULL, bench_drain, &drain) == 0 ? 0 : -1;
@@ -40,8 +54,12 @@ int bt_setup(void) {
 __attribute__((noinline)) static void op_leaf(unsigned k) {
   uint64_t t0 = gpd_clock_ns();
   uint32_t node = gpd_shim_capture();
+  uint64_t t1 = split ? gpd_clock_ns() : 0;
   gpd_shim_push_invoke(gpd_shim_corr_next(GPD_API_CUDA), node, GPD_API_CUDA, GPD_OP_KERNEL, t0, 0);
-  acc_ns += gpd_clock_ns() - t0;
+  uint64_t t2 = gpd_clock_ns();
+  acc_ns += t2 - t0;
+  if (split)
+    acc_push_ns += t2 - t1;
   acc_n++;
   last_node = node;
   __asm__ volatile("" ::: "memory");
@@ -75,8 +93,52 @@ __attribute__((noinline)) static void descend(unsigned d, unsigned k) {
   __asm__ volatile("" ::: "memory");
 }
 
+static uint8_t *ev_buf;
+static size_t ev_len, ev_bytes, ev_off;
+
+/** Cold-cache mode: each bt_op first writes one byte per 64-byte line
+ *  of kb KB of other memory (0: off).  0 or -1 (no memory). */
+int bt_evict_set(unsigned kb) {
+  ev_bytes = (size_t)kb * 1024;
+  if (!kb)
+    return 0;
+  ev_len = ev_bytes * 4;
+  free(ev_buf);
+  if (!(ev_buf = aligned_alloc(64, ev_len)))
+    return -1;
+  memset(ev_buf, 1, ev_len);
+  ev_off = 0;
+  return 0;
+}
+
+static void evict(void) {
+  size_t off = ev_off;
+  for (size_t i = 0; i < ev_bytes; i += 64) {
+    ev_buf[off]++;
+    off += 64;
+    if (off >= ev_len)
+      off = 0;
+  }
+  ev_off = off;
+}
+
 /** One GPU operation: through `depth` native frames to call site k. */
-void bt_op(unsigned k, unsigned depth) { descend(depth, k); }
+void bt_op(unsigned k, unsigned depth) {
+  if (ev_bytes)
+    evict();
+  descend(depth, k);
+}
+
+/** Zero the shim's per-phase counters (GPUPROF_SHIM_STATS=1) after the
+ *  warm-up, so that its exit table shows the steady loop only. */
+void bt_stats_reset(void) { gpd_shim__stats_reset(); }
+
+/** ns spent pushing since the last call (BENCH_TL_SPLIT=1; else 0). */
+double bt_take_push(void) {
+  double ns = (double)acc_push_ns;
+  acc_push_ns = 0;
+  return ns;
+}
 
 /** ns spent capturing + pushing since the last call, and how many ops;
  *  *node = the last capture's node (0: none). */

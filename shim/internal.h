@@ -78,6 +78,8 @@ extern gpd_shim_stat_t gpd_shim__stats[GPD_ST_N];
 void gpd_shim__stats_init(void);
 /** Print the totals to stderr if on (exit). */
 void gpd_shim__stats_print(void);
+/** Test hook (exported): zero the counters (bench-torchloop, after warm-up). */
+GPD_EXPORT void gpd_shim__stats_reset(void);
 /** Start of a timed phase: a clock read when stats are on, else 0. */
 #define GPD_ST_T0() (__builtin_expect(gpd_shim__stats_on, 0) ? gpd_clock_ns() : 0)
 /** End of phase `i` started at t0 (no-op when stats are off). */

@@ -41,6 +41,16 @@ void gpd_shim__stats_init(void) {
   gpd_shim__stats_on = e && *e && *e != '0';
 }
 
+/** Test hook (exported): zero every counter (bench-torchloop calls it
+ *  after its warm-up).  Not atomic as a whole: call it while no other
+ *  thread is inside a timed phase. */
+GPD_EXPORT void gpd_shim__stats_reset(void) {
+  for (int i = 0; i < GPD_ST_N; i++) {
+    atomic_store(&gpd_shim__stats[i].n, 0);
+    atomic_store(&gpd_shim__stats[i].ns, 0);
+  }
+}
+
 void gpd_shim__stats_print(void) {
   if (!gpd_shim__stats_on)
     return;
