@@ -33,7 +33,8 @@
 #include "bench-drain.h"
 
 int gpd_shim__attach_region(int fd);
-void gpd_shim__stats_reset(void);
+/* weak: an older libgpuprof.so (before/after runs) lacks it */
+void gpd_shim__stats_reset(void) __attribute__((weak));
 
 static gpd_region_t R;
 static uint64_t acc_ns, acc_n, acc_push_ns;
@@ -131,7 +132,10 @@ void bt_op(unsigned k, unsigned depth) {
 
 /** Zero the shim's per-phase counters (GPUPROF_SHIM_STATS=1) after the
  *  warm-up, so that its exit table shows the steady loop only. */
-void bt_stats_reset(void) { gpd_shim__stats_reset(); }
+void bt_stats_reset(void) {
+  if (gpd_shim__stats_reset)
+    gpd_shim__stats_reset();
+}
 
 /** ns spent pushing since the last call (BENCH_TL_SPLIT=1; else 0). */
 double bt_take_push(void) {

@@ -10,7 +10,8 @@ operations, each from its own Python line and its own native call site,
 40 native frames below the Python call.  Prints the median over steps of
 the ns per op spent in gpd_shim_capture() + push, with Python frames and
 native only.  --lib NAME=DIR runs the same in a child with
-LD_LIBRARY_PATH=DIR (another libgpuprof.so: before/after in one run);
+LD_LIBRARY_PATH=DIR (another libgpuprof.so: before/after in one run;
+DIR's own copy of LIBBENCH if it has one, for a DT_RPATH build);
 rounds alternate between the libraries.  --evict KB: before each op,
 write one byte per cache line of KB of other memory (PyTorch's own work
 between two launches evicts the shim's lines; bench-torchloop.c), one
@@ -113,6 +114,8 @@ def run_child(lib, steps, d, mode, evict, stats):
     if stats:
         env["GPUPROF_SHIM_STATS"] = "1"
         env["BENCH_TL_SPLIT"] = "1"
+    if d and os.path.exists(os.path.join(d, os.path.basename(lib))):
+        lib = os.path.join(d, os.path.basename(lib))  # its RPATH may name its own libgpuprof.so
     p = subprocess.run([sys.executable, __file__, lib, str(steps), str(evict)], env=env, check=True,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     phases = {}

@@ -132,7 +132,8 @@ static void node_count(uint32_t id) {
  * the thread starts from the same state if gpd_shim_capture's own frame
  * has the same (ip, sp, rbp); then frame j+1 is the recorded one exactly
  * when the stack still holds the recorded return address at sp[j+1] - 8
- * and the recorded %rbp at bploc[j+1]: the unwind rule of a frame depends
+ * and the recorded %rbp at its slot (gpd_capture_walk_t: vf[], bpc[]):
+ * the unwind rule of a frame depends
  * only on its ip, and its CFA on sp and rbp, all equal by induction, so
  * the unwinder would read the same slots.  Every frame up to the root is
  * checked (two loads and compares per frame, no DWARF lookup); stopping
@@ -158,7 +159,9 @@ static void capture_stack_bounds(gpd_capture_memo_t *m) {
   pthread_attr_destroy(&attr);
 }
 
-/* Full unwind from frame 0 (state f_ip/f_sp/f_bp) into w. */
+/* Full unwind from frame 0 (state f_ip/f_sp/f_bp) into w.  While
+ * walking, bpc[j] holds frame j's (slot %rbp was restored from or 0, %rbp);
+ * at the end only the slots the replay must check are kept, compacted. */
 __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, gpd_capture_walk_t *w,
                                                          uintptr_t f_ip, uintptr_t f_sp, uintptr_t f_bp) {
   unw_context_t ctx;
@@ -166,6 +169,7 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
   w->n = 0;
   w->ok = 0;
   w->node = 0;
+  w->nbp = 0;
   if (unw_getcontext(&ctx) != 0 || unw_init_local(&c, &ctx) != 0)
     return;
   /* Step up to gpd_shim_capture's frame (ours and libunwind's are below). */
@@ -190,33 +194,36 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
     prev_loc = loc.u.addr;
   uint32_t n = 0;
   w->ip[0] = ip;
-  w->sp[0] = sp;
-  w->bp[0] = bp;
-  w->bploc[0] = 0;
+  w->vf[0].ret = ip;
+  w->vf[0].sp = sp;
+  w->bp0 = bp;
+  w->bpc[0].loc = 0;
+  w->bpc[0].val = bp;
   n = 1;
   while (n < GPD_CAPTURE_WALK_MAX && unw_step(&c) > 0) {
     unw_get_reg(&c, UNW_REG_IP, &ip);
     unw_get_reg(&c, UNW_REG_SP, &sp);
     unw_get_reg(&c, UNW_X86_64_RBP, &bp);
     w->ip[n] = ip;
-    w->sp[n] = sp;
-    w->bp[n] = bp;
-    w->bploc[n] = 0;
+    w->vf[n].ret = ip;
+    w->vf[n].sp = sp;
+    w->bpc[n].val = bp;
+    w->bpc[n].loc = 0;
     if (ok) {
       /* The return address must have come from sp - 8 (not a signal
        * frame), the stack grows up, and %rbp is either unchanged or
        * restored from a slot of the frame below. */
-      if (sp <= w->sp[n - 1] || sp > m->stack_hi || unw_is_signal_frame(&c) > 0 ||
+      if (sp <= w->vf[n - 1].sp || sp > m->stack_hi || unw_is_signal_frame(&c) > 0 ||
           unw_get_save_loc(&c, UNW_X86_64_RIP, &loc) != 0 || loc.type != UNW_SLT_MEMORY ||
           loc.u.addr != sp - 8 || unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 ||
           loc.type != UNW_SLT_MEMORY) {
         ok = 0;
       } else if (loc.u.addr != prev_loc) {
-        if (loc.u.addr < w->sp[0] || loc.u.addr + sizeof(uintptr_t) > sp)
+        if (loc.u.addr < w->vf[0].sp || loc.u.addr + sizeof(uintptr_t) > sp)
           ok = 0;
-        w->bploc[n] = loc.u.addr;
+        w->bpc[n].loc = loc.u.addr;
         prev_loc = loc.u.addr;
-      } else if (bp != w->bp[n - 1]) {
+      } else if (bp != w->bpc[n - 1].val) {
         ok = 0;
       }
     }
@@ -240,30 +247,37 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
     memset(need, 0, n);
     uint32_t src = 0;
     for (uint32_t j = 0; j < n; j++) {
-      if (j && w->bploc[j])
+      if (j && w->bpc[j].loc)
         src = j;
-      if (j + 1 < n && w->sp[j + 1] == w->bp[j] + 16)
+      if (j + 1 < n && w->vf[j + 1].sp == w->bpc[j].val + 16)
         need[src] = 1;
     }
+    uint32_t k = 0; /* compact in place: k < j */
     for (uint32_t j = 1; j < n; j++)
-      if (!need[j])
-        w->bploc[j] = 0;
+      if (need[j] && w->bpc[j].loc)
+        w->bpc[k++] = w->bpc[j];
+    w->nbp = k;
   }
   w->n = n;
   w->ok = (uint32_t)ok;
 }
 
-/* Re-verify walk w against the current stack; 1 = identical. */
+/* Re-verify walk w against the current stack; 1 = identical.  The frames
+ * and the %rbp slots are checked in two passes (all must hold, so the
+ * order does not matter; the slots lie above the current stack pointer in
+ * this thread's stack, checked when the walk was recorded). */
 static inline int capture_walk_same(const gpd_capture_walk_t *w, uintptr_t f_ip, uintptr_t f_sp,
                                     uintptr_t f_bp) {
-  if (!w->ok || w->sp[0] != f_sp || w->ip[0] != f_ip || w->bp[0] != f_bp)
+  if (!w->ok || w->vf[0].sp != f_sp || w->vf[0].ret != f_ip || w->bp0 != f_bp)
     return 0;
-  for (uint32_t j = 1; j < w->n; j++) {
-    if (*(const uintptr_t *)(w->sp[j] - sizeof(uintptr_t)) != w->ip[j])
+  const gpd_capture_vframe_t *vf = w->vf;
+  uint32_t n = w->n;
+  for (uint32_t j = 1; j < n; j++)
+    if (*(const uintptr_t *)(vf[j].sp - sizeof(uintptr_t)) != vf[j].ret)
       return 0;
-    if (w->bploc[j] && *(const uintptr_t *)w->bploc[j] != w->bp[j])
+  for (uint32_t k = 0; k < w->nbp; k++)
+    if (*(const uintptr_t *)w->bpc[k].loc != w->bpc[k].val)
       return 0;
-  }
   return 1;
 }
 
@@ -297,15 +311,24 @@ capture_unwind(gpd_capture_memo_t *m) {
   void **fp = __builtin_frame_address(0);
   uintptr_t f_ip = (uintptr_t)__builtin_return_address(0);
   uintptr_t f_sp = (uintptr_t)(fp + 2), f_bp = (uintptr_t)fp[0];
-  uint64_t t0 = GPD_ST_T0();
+  uint64_t t0 = GPD_ST_IN_T0();
   uint64_t key = capture_wkey(f_ip, f_sp, f_bp);
   uint32_t last = m->walk_last, tried = 0;
   if (last && last <= GPD_CAPTURE_WALKS) {
     uint32_t p = m->walks[last - 1].succ;
+    if (p && p <= GPD_CAPTURE_WALKS) {
+      /* The walk of a loop's next operation was last touched a whole
+       * step ago: its lines are cold.  Ask for the first 48 frames at
+       * once (the header read would otherwise come first, then the
+       * frames one miss after another as the loop reaches them). */
+      const char *v = (const char *)&m->walks[p - 1];
+      for (uint32_t l = 0; l < 13; l++)
+        __builtin_prefetch(v + 64 * l, 0, 3);
+    }
     if (p && p <= GPD_CAPTURE_WALKS && m->wkey[p - 1] == key &&
         capture_walk_same(&m->walks[p - 1], f_ip, f_sp, f_bp)) {
       m->walk_last = p;
-      GPD_ST_ADD(GPD_ST_UNWIND_HIT, t0);
+      GPD_ST_IN_ADD(GPD_ST_UNWIND_HIT, t0);
       return &m->walks[p - 1];
     }
     tried = p;
@@ -317,7 +340,7 @@ capture_unwind(gpd_capture_memo_t *m) {
     if (last && last <= GPD_CAPTURE_WALKS)
       m->walks[last - 1].succ = x + 1;
     m->walk_last = x + 1;
-    GPD_ST_ADD(GPD_ST_UNWIND_HIT, t0);
+    GPD_ST_IN_ADD(GPD_ST_UNWIND_HIT, t0);
     return &m->walks[x];
   }
   /* Miss: libunwind's fast path first (not replayable: ok = 0), into the
@@ -346,7 +369,7 @@ capture_unwind(gpd_capture_memo_t *m) {
     if (hw == 4)
       m->seen[hs + capture_way(m->seen + hs, m->seq)] = h;
     m->walk_last = 0;
-    GPD_ST_ADD(GPD_ST_UNWIND_MISS, t0);
+    GPD_ST_IN_ADD(GPD_ST_UNWIND_MISS, t0);
     return w;
   }
   /* A stack that repeats: record a replayable walk of it in the next slot. */
@@ -368,7 +391,7 @@ capture_unwind(gpd_capture_memo_t *m) {
     m->bad[hs + capture_way(m->bad + hs, m->seq)] = h; /* never again: a full walk each time */
     m->walk_last = 0;
   }
-  GPD_ST_ADD(w->ok ? GPD_ST_UNWIND_FULL : GPD_ST_UNWIND_BAD, t0);
+  GPD_ST_IN_ADD(w->ok ? GPD_ST_UNWIND_FULL : GPD_ST_UNWIND_BAD, t0);
   return w;
 }
 
@@ -572,7 +595,13 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
     return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
   if (__builtin_expect(m->stack_state == 0, 0))
     capture_stack_bounds(m);
-  uint64_t st_t0 = GPD_ST_T0(), st_t1;
+  /* Cold lines first: a loop's next operation finds the shim's lines
+   * evicted by the application's own work since the last one.  The
+   * INVOKE that follows, the Python frames (their walk is a chain of
+   * dependent loads): their misses overlap the native replay. */
+  gpd_thread_push_prefetch();
+  gpd_pyframes_prefetch(&m->py);
+  uint64_t st_t0 = GPD_ST_IN_T0(), st_t1;
   volatile uint64_t cookie;
   CAPTURE_BEGIN(m, sp, cookie);
   gpd_capture_walk_t *w = capture_unwind(m);
@@ -585,12 +614,13 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   uint32_t parent = 0;
   /* Python frames of this thread: the same native stack may run other
    * Python code, so a recorded walk's node is not reused then. */
-  st_t1 = GPD_ST_T0();
+  st_t1 = GPD_ST_IN_T0();
   int py = gpd_pyframes_walk(&m->py);
-  GPD_ST_ADD(GPD_ST_PYWALK, st_t1);
+  GPD_ST_IN_ADD(GPD_ST_PYWALK, st_t1);
+  st_t1 = GPD_ST_IN_T0();
   if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
-    GPD_ST_ADD(GPD_ST_NODE_REUSE, st_t1);
+    GPD_ST_IN_ADD(GPD_ST_NODE_REUSE, st_t1);
     goto out;
   }
   /* Same native stack and same Python frames as a recorded capture.  The
@@ -604,7 +634,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
       if (m->pynode[pslot].gen == gen && m->pynode[pslot].epoch == epoch && m->pynode[pslot].mgen == mgen &&
           m->pynode[pslot].node) {
         parent = m->pynode[pslot].node;
-        GPD_ST_ADD(GPD_ST_NODE_REUSE, st_t1);
+        GPD_ST_IN_ADD(GPD_ST_NODE_REUSE, st_t1);
         goto out;
       }
       break; /* stale: refilled below */
@@ -616,7 +646,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
       e++;
     pslot += e < 4 ? e : (uint32_t)(m->seq % 4);
   }
-  st_t1 = GPD_ST_T0();
+  st_t1 = GPD_ST_IN_T0();
   path_sync(&m->path, gen, epoch, mgen, 1);
   const uintptr_t *buf = w->ip;
   int n = (int)w->n;
@@ -652,11 +682,11 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   } else {
     w->node = 0;
   }
-  GPD_ST_ADD(GPD_ST_INTERN, st_t1);
+  GPD_ST_IN_ADD(GPD_ST_INTERN, st_t1);
 out:
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = 0;
-  GPD_ST_ADD(GPD_ST_CAPTURE, st_t0);
+  GPD_ST_IN_ADD(GPD_ST_CAPTURE, st_t0);
   return parent;
 }
 

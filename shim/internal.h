@@ -72,7 +72,7 @@ enum {
 typedef struct gpd_shim_stat_s {
   _Atomic uint64_t n, ns;
 } gpd_shim_stat_t;
-extern int gpd_shim__stats_on;
+extern int gpd_shim__stats_on; /* 0 off, 1 every phase, 2 outer phases only */
 extern gpd_shim_stat_t gpd_shim__stats[GPD_ST_N];
 /** Read GPUPROF_SHIM_STATS (shim constructor). */
 void gpd_shim__stats_init(void);
@@ -80,16 +80,30 @@ void gpd_shim__stats_init(void);
 void gpd_shim__stats_print(void);
 /** Test hook (exported): zero the counters (bench-torchloop, after warm-up). */
 GPD_EXPORT void gpd_shim__stats_reset(void);
+/** Inner phases (inside another timed phase: capture and its parts, the
+ *  INVOKE push, an activity's translation) are timed only at level 1
+ *  (GPUPROF_SHIM_STATS=1); at level 2 (GPUPROF_SHIM_STATS=outer) only the
+ *  outermost ones (API callback, buffer completed, timestamp callback,
+ *  ring wait): the whole cost per operation with two clock reads, where
+ *  level 1 adds two per inner phase (about 12 per traced call). */
+#define GPD_ST_IN_T0() (__builtin_expect(gpd_shim__stats_on == 1, 0) ? gpd_clock_ns() : 0)
+#define GPD_ST_IN_ADD(i, t0)                                                                  \
+  do {                                                                                        \
+    if (__builtin_expect(gpd_shim__stats_on == 1, 0))                                         \
+      gpd_shim__stat_add(i, t0);                                                              \
+  } while (0)
 /** Start of a timed phase: a clock read when stats are on, else 0. */
 #define GPD_ST_T0() (__builtin_expect(gpd_shim__stats_on, 0) ? gpd_clock_ns() : 0)
 /** End of phase `i` started at t0 (no-op when stats are off). */
 #define GPD_ST_ADD(i, t0)                                                                     \
   do {                                                                                        \
-    if (__builtin_expect(gpd_shim__stats_on, 0)) {                                            \
-      atomic_fetch_add_explicit(&gpd_shim__stats[i].n, 1, memory_order_relaxed);              \
-      atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, gpd_clock_ns() - (t0), memory_order_relaxed); \
-    }                                                                                         \
+    if (__builtin_expect(gpd_shim__stats_on, 0))                                              \
+      gpd_shim__stat_add(i, t0);                                                              \
   } while (0)
+static inline void gpd_shim__stat_add(int i, uint64_t t0) {
+  atomic_fetch_add_explicit(&gpd_shim__stats[i].n, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, gpd_clock_ns() - t0, memory_order_relaxed);
+}
 
 /* ----------------------------------------------------------------- shim.c */
 /** Attach a mapped region (takes r by value); makes the shim active.
@@ -182,6 +196,10 @@ int gpd_thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns);
 /** The same; the wait also ends (the record counted as dropped) once
  *  *stop is non-zero (stop may be NULL). */
 int gpd_thread_push_wait_stop(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop);
+/** Prefetch (for writing) the ring slot and head of this thread's next
+ *  push, so that their cache misses overlap the work before it (a capture
+ *  of ~0.3-1 us).  Never faults, never claims a ring. */
+void gpd_thread_push_prefetch(void);
 /** Cached gettid(). */
 uint32_t gpd_thread_tid(void);
 /** Per-thread capture memo (allocated on first capture; NULL on OOM).
@@ -211,24 +229,43 @@ void gpd_thread_exit_current(void);
  *  training loop cycles through one distinct native stack per GPU
  *  operation of its step (about 65 for tests/cuda/torch_train.py's CNN),
  *  so fewer slots than that made every capture a miss.  Memory: a slot
- *  is 9.2 KB, pages of slots never filled are never touched. */
+ *  is 11.5 KB of address space, of which a walk of n frames with b %rbp
+ *  checks touches ~16 (n + b) + 8 n bytes; pages never filled are never
+ *  touched. */
 #define GPD_CAPTURE_WALKS 64
 
-/** One recorded unwind (capture.c): frame j has return address ip[j],
- *  stack pointer sp[j] (= CFA of frame j-1) and frame-base register
- *  bp[j]; bploc[j] is the stack slot bp[j] was restored from (0: same
- *  register value as frame j-1).  Frame 0 is gpd_shim_capture at its
- *  unwind call.  `ok`: every frame can be re-verified from memory. */
+/** One frame of a recorded unwind as the replay checks it: the stack
+ *  slot sp - 8 must still hold return address ret. */
+typedef struct gpd_capture_vframe_s {
+  uintptr_t sp, ret;
+} gpd_capture_vframe_t;
+
+/** A %rbp value the replay checks: the stack slot at `loc` must still
+ *  hold `val` (frames whose CFA is %rbp-based only; capture.c). */
+typedef struct gpd_capture_bpcheck_s {
+  uintptr_t loc, val;
+} gpd_capture_bpcheck_t;
+
+/** One recorded unwind (capture.c): frame j has return address ip[j]
+ *  (= vf[j].ret) and stack pointer vf[j].sp (= CFA of frame j-1); bpc[0
+ *  .. nbp) are the saved %rbp slots the replay checks.  Frame 0 is
+ *  gpd_shim_capture at its unwind call, keyed by (ip, sp, rbp) in wkey.
+ *  `ok`: every frame can be re-verified from memory.  Laid out for a
+ *  cold cache (the replay touches each walk once per step of a loop):
+ *  the header shares its line with vf[0], the replay reads vf[1..n) (4
+ *  frames per line) and bpc[0..nbp), never ip[] (read only when a path
+ *  is interned). */
 typedef struct gpd_capture_walk_s {
-  uint32_t n, ok;
+  _Alignas(64) uint32_t n, ok;
   uint32_t node;             /* leaf node of this path, 0 = not interned yet */
   uint32_t succ;             /* slot + 1 of the walk that came next last time */
   uint64_t id;               /* unique per fill of the slot (node cache key) */
   uint32_t gen, epoch, mgen; /* node is valid and announced for these */
+  uint32_t nbp;              /* entries of bpc */
+  uintptr_t bp0;             /* frame 0's %rbp (its sp and ip: vf[0]) */
+  gpd_capture_vframe_t vf[GPD_CAPTURE_WALK_MAX];
+  gpd_capture_bpcheck_t bpc[GPD_CAPTURE_WALK_MAX];
   uintptr_t ip[GPD_CAPTURE_WALK_MAX];
-  uintptr_t sp[GPD_CAPTURE_WALK_MAX];
-  uintptr_t bp[GPD_CAPTURE_WALK_MAX];
-  uintptr_t bploc[GPD_CAPTURE_WALK_MAX];
 } gpd_capture_walk_t;
 
 /** gpd_capture_memo_t.busy: what the thread's capture is doing now. */

@@ -572,6 +572,10 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log)
       break; /* torn: keep what was read */
     uintptr_t co = ld_ptr(f + L->fr_code), prev = ld_ptr(f + L->fr_prev),
               instr = ld_ptr(f + L->fr_instr);
+    if (steps < GPD_PY_PF) {
+      t->pf_f[steps] = f;
+      t->pf_co[steps] = co;
+    }
     int owner = *(const signed char *)(f + L->fr_owner);
     if (memo && (co != t->memo[ms].co || instr != t->memo[ms].instr || co_names(co) != t->memo[ms].names))
       memo = 0;
@@ -615,9 +619,26 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log)
     }
     f = prev;
   }
+  t->pf_n = steps < GPD_PY_PF ? (uint32_t)steps : GPD_PY_PF;
   t->n = n;
   t->nact = act;
   return (int)n;
+}
+
+void gpd_pyframes_prefetch(const gpd_pyframes_thread_t *t) {
+  if (atomic_load_explicit(&py.state, memory_order_relaxed) != 1 || !t->pf_ts)
+    return;
+  const pylayout_t *L = py.L;
+  __builtin_prefetch((const void *)(t->pf_ts + L->ts_cframe), 0, 3);
+  __builtin_prefetch((const void *)(t->pf_cf + L->cf_current), 0, 3);
+  for (uint32_t i = 0; i < t->pf_n && i < GPD_PY_PF; i++) {
+    uintptr_t f = t->pf_f[i], co = t->pf_co[i];
+    __builtin_prefetch((const void *)(f + L->fr_code), 0, 3);
+    __builtin_prefetch((const void *)(f + L->fr_size - 1), 0, 3);
+    __builtin_prefetch(&t->memo[(unsigned)((f >> 4) ^ (f >> 12)) & (GPD_PY_MEMO - 1)], 0, 3);
+    __builtin_prefetch((const void *)(co + L->co_filename), 0, 3);
+    __builtin_prefetch((const void *)(co + L->co_linetable + 7), 0, 3);
+  }
 }
 
 /* The walk of the calling thread's chain, once the interpreter is known. */
@@ -628,6 +649,8 @@ static int walk_thread(gpd_pyframes_thread_t *t, int may_log) {
   uintptr_t cf = ld_ptr(ts + py.L->ts_cframe);
   if (!cf || (cf & 7) || !rd_ok(t, cf, py.L->cf_current + 8))
     return 0;
+  t->pf_ts = ts;
+  t->pf_cf = cf;
   return walk_from(t, ld_ptr(cf + py.L->cf_current), may_log);
 }
 

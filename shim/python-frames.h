@@ -30,6 +30,8 @@
 #define GPD_PY_CACHE 256
 /** Per-thread cache of pages known readable (4-way sets). */
 #define GPD_PY_PAGES 512
+/** Frames of the last walk the next one prefetches (innermost first). */
+#define GPD_PY_PF 32
 
 static inline int gpd_pyframes_is_key(uint64_t k) { return (k >> 48) == GPD_PY_KEY_TAG; }
 
@@ -54,6 +56,12 @@ typedef struct gpd_pyframes_thread_s {
     uintptr_t f, co, instr, names;
     uint64_t key;
   } memo[GPD_PY_MEMO];
+  /* the last walk's thread state, frame-chain holder, and first frames
+   * and their code objects: where the next walk will most likely read
+   * (gpd_pyframes_prefetch) */
+  uint32_t pf_n;
+  uintptr_t pf_ts, pf_cf;
+  uintptr_t pf_f[GPD_PY_PF], pf_co[GPD_PY_PF];
   /* the merged path (native + Python), innermost first */
   uintptr_t merged[GPD_PY_MAX + 288];
 } gpd_pyframes_thread_t;
@@ -65,6 +73,15 @@ typedef struct gpd_pyframes_thread_s {
  *  stays off.  Application thread, no locks, no syscalls in the steady
  *  state (a page not seen before costs one process_vm_readv). */
 int gpd_pyframes_walk(gpd_pyframes_thread_t *t);
+
+/** Prefetch what the next gpd_pyframes_walk on t will most likely read
+ *  (the last walk's thread state, frames, their memo entries and code
+ *  objects' name fields), so that the walk's chain of dependent loads
+ *  finds them in cache instead of missing one after another (a loop's
+ *  consecutive operations share most outer frames).  Only prefetch
+ *  instructions (never fault); call it early in a capture.  Application
+ *  thread that owns t. */
+void gpd_pyframes_prefetch(const gpd_pyframes_thread_t *t);
 
 /** The same walk from the CPU sampler's signal handler (cpusample.c):
  *  async-signal-safe -- no allocation (site texts live in a static

@@ -2,7 +2,10 @@
  *
  * Off by default: every timed phase then costs one predictable branch on a
  * read-mostly global.  On: each phase reads gpd_clock_ns() at its start and
- * end and adds (1, ns) to its counter (relaxed atomics, no lock); at exit
+ * end and adds (1, ns) to its counter (relaxed atomics, no lock);
+ * GPUPROF_SHIM_STATS=outer times only the phases that no other timed phase
+ * contains (internal.h: GPD_ST_IN_*), so that the cost per operation is
+ * measured with two clock reads instead of about a dozen; at exit
  * the totals are printed to stderr, one line per phase with count, total
  * and mean ns, plus the cost of one clock read measured then (subtract
  * about two of those from each mean).  For finding the cost per GPU
@@ -11,6 +14,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpuprof/clock.h"
 #include "internal.h"
@@ -38,7 +42,7 @@ static const char *const stat_names[GPD_ST_N] = {
 
 void gpd_shim__stats_init(void) {
   const char *e = getenv("GPUPROF_SHIM_STATS");
-  gpd_shim__stats_on = e && *e && *e != '0';
+  gpd_shim__stats_on = !e || !*e || *e == '0' ? 0 : strcmp(e, "outer") == 0 || strcmp(e, "2") == 0 ? 2 : 1;
 }
 
 /** Test hook (exported): zero every counter (bench-torchloop calls it
@@ -58,7 +62,8 @@ void gpd_shim__stats_print(void) {
   for (int i = 0; i < 100000; i++)
     (void)gpd_clock_ns();
   t1 = gpd_clock_ns();
-  fprintf(stderr, "gpuprof-stats: clock read %.1f ns\n", (double)(t1 - t0) / 100000.0);
+  fprintf(stderr, "gpuprof-stats: clock read %.1f ns%s\n", (double)(t1 - t0) / 100000.0,
+          gpd_shim__stats_on == 2 ? " (outer phases only)" : "");
   for (int i = 0; i < GPD_ST_N; i++) {
     uint64_t n = atomic_load(&gpd_shim__stats[i].n), ns = atomic_load(&gpd_shim__stats[i].ns);
     if (n)

@@ -98,6 +98,13 @@ gpd_producer_t *gpd_thread_producer(void) {
   return &tls.p;
 }
 
+void gpd_thread_push_prefetch(void) {
+  if (__builtin_expect(tls.state == 1, 1) && tls.gen == atomic_load_explicit(&gpd_shim__g.gen, memory_order_relaxed)) {
+    __builtin_prefetch(gpd_producer_slot(&tls.p, tls.p.head), 1, 3);
+    __builtin_prefetch((const void *)&tls.p.ctl->head, 1, 3);
+  }
+}
+
 static int thread_push_wait(const void *rec, size_t len, uint64_t max_wait_ns, const atomic_int *stop);
 
 /* Record mode (GPUPROF_RECORD=1: `gpuprof record`, whose private daemon

@@ -130,7 +130,11 @@ static uint8_t *g_pool_free[GPD_CUPTI_NBUF];
 static unsigned g_pool_nfree, g_pool_nalloc;
 
 /* Counters (selftest / logs). */
-static atomic_ulong c_invoke[GPD_OP_MAX], c_act[GPD_OP_MAX], c_copy_bytes[GPD_COPY_MAX];
+/* c_invoke: written by application threads at every traced call, c_act by
+ * CUPTI's buffer thread: lines of their own (no false sharing) */
+static _Alignas(64) atomic_ulong c_invoke[GPD_OP_MAX];
+static _Alignas(64) atomic_ulong c_act[GPD_OP_MAX];
+static atomic_ulong c_copy_bytes[GPD_COPY_MAX];
 static atomic_ulong c_alias, c_alias_diff, c_modules, c_ctx, c_dropped, c_nobuf, c_pushfail;
 
 /* The outermost traced API in progress on this thread: its domain (0 =
@@ -487,10 +491,10 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
-  uint64_t st1 = GPD_ST_T0();
+  uint64_t st1 = GPD_ST_IN_T0();
   gpd_shim_push_invoke(trace_corr(ep, cd->correlationId), node, GPD_API_CUDA, o, ts,
                        (op & 0x80) ? GPD_INVOKE_MULTI : 0);
-  GPD_ST_ADD(GPD_ST_PUSH_INVOKE, st1);
+  GPD_ST_IN_ADD(GPD_ST_PUSH_INVOKE, st1);
   GPD_ST_ADD(GPD_ST_CB_API, st0);
 }
 

@@ -4,6 +4,10 @@
 # env.sh) with its non-system libraries, plus the scripts of
 # tests/cuda/gpu-torchcost.sh.  OUT is meant to be /work/main/.device/NAME
 # (git-ignored), carried to the GPU machine by the device tool.
+# OLD_SHIM=FILE: another libgpuprof.so (built the same way): OUT/old/lib
+# is a copy of OUT/lib with it in place of the new one (RPATH $ORIGIN/../lib
+# then finds the old shim from old/lib), for the before/after configurations
+# (old, outer_old, stats_old, BENCH).
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1 out=$2
@@ -19,6 +23,12 @@ done | sort -u | while read -r name path; do
   echo "$name" | grep -Eq "$system" && continue
   [ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
 done
+if [ -n "${OLD_SHIM:-}" ]; then
+  mkdir -p "$out/old"
+  cp -a "$out/lib" "$out/old/lib"
+  cp "$OLD_SHIM" "$out/old/lib/libgpuprof.so"
+fi
+cp "$root"/bench/bench-torchloop.py "$out/"
 cp "$root"/tests/cuda/gpu-torchcost.sh "$root"/tests/cuda/torch_train.py "$root"/tests/cuda/torch_kineto.py \
   "$root"/tests/cuda/check-duty.py "$root"/tests/devices/gpu-wait.sh "$out/"
 cat >"$out/env.sh" <<'ENV'

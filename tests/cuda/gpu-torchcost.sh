@@ -11,6 +11,10 @@
 #                 (LD_PRELOAD of the shim, GPUPROF_SOCKET: the node-service
 #                 shape; its log and `gpuprof ps` printed at the end)
 #   stats         gpuprof record, GPUPROF_SHIM_STATS=1 (per-phase counters)
+#   outer         gpuprof record, GPUPROF_SHIM_STATS=outer (the callbacks
+#                 only: the whole cost per call with two clock reads)
+#   old, outer_old, stats_old   gpuprof, outer, stats with the shim of
+#                 OLD_SHIM (bundle-torchcost.sh: $B/old/lib/libgpuprof.so)
 #   nopy          gpuprof record, GPUPROF_PYTHON=0 (native frames only)
 #   duty          gpuprof record, GPUPROF_CUDA_TRACE=$DUTY (default duty:10/0.2)
 #   duty2         the same with $DUTY2 (default duty:10/1)
@@ -33,6 +37,8 @@
 #                 daemon, `gpuprof trace --pid --duration 2s` once it runs
 #                 (block times before, during and after the window;
 #                 $OUT/live.pftrace.gz)
+#   BENCH=STEPS   bench-torchloop on this machine's CPU (old and new shim,
+#                 interleaved rounds, warm and cold caches: BENCH_EVICT KB)
 #   EXTRA=CMD     run at the end
 set -u
 B=$(cd "${BUNDLE:-.device/torchcost}" && pwd); O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -58,6 +64,10 @@ run_cfg() {
       env LD_PRELOAD="$GPUPROF_SHIM" GPUPROF_SOCKET="$NODE/s" GPUPROF_CUPTI_SELFTEST=1 $PY 2>/tmp/dmn.err
       grep -E "pushfail" /tmp/dmn.err | sed -n 's/.*\(dropped=.*pushfail=[0-9]*\).*/    [daemon] \1/p' ;;
     stats) rec stats GPUPROF_SHIM_STATS=1 ;;
+    outer) rec outer GPUPROF_SHIM_STATS=outer ;;
+    old) rec old GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;
+    outer_old) rec outer_old GPUPROF_SHIM_STATS=outer GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;
+    stats_old) rec stats_old GPUPROF_SHIM_STATS=1 GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;
     nopy) rec nopy GPUPROF_PYTHON=0 ;;
     duty) rec duty GPUPROF_CUDA_TRACE=$DUTY GPUPROF_CUPTI_SELFTEST=1 ;;
     duty2) rec duty2 GPUPROF_CUDA_TRACE=$DUTY2 GPUPROF_CUPTI_SELFTEST=1 ;;
@@ -198,6 +208,11 @@ print("node store trace_event per (profile, op):",
 print("trace_launch per (profile, op):", db.execute("SELECT profile_id, op, COUNT(*) FROM trace_launch GROUP BY 1, 2").fetchall())
 PY
     grep -E "store:|trace thread|control|TRACE" "$L/log" | sed "s/^/    [live log] /"
+  fi
+  if [ -n "${BENCH:-}" ]; then
+    echo "== bench-torchloop $BENCH steps on this CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
+    python3 "$B/bench-torchloop.py" "$B/lib/libbench-torchloop.so" "$BENCH" --rounds "${BENCH_R:-3}" \
+      --evict "${BENCH_EVICT:-0,2048}" --lib old="$B/old/lib" --lib new="$B/lib" --stats 2>&1 | grep -v WARN
   fi
   [ -n "${EXTRA:-}" ] && eval "$EXTRA"
 } 2>&1 | tee "$O/torchcost.log"
