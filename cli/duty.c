@@ -62,7 +62,9 @@ typedef struct {
   uint64_t profile;
   int pid, api, final;
   uint64_t t0, end, windows, window_ns, stored;
-  double f;
+  uint64_t launches, launches_in; /* counted kernel launches (trace_duty_launch; 0 = none) */
+  double f, f_time;               /* f: the fraction used; f_time = window_ns / (end - t0) */
+  int by_launch;                  /* f is the launch fraction */
   dctx_t *c;
   size_t nc;
 } dproc_t;
@@ -228,6 +230,24 @@ static void estimate(dproc_t *p, int trace_complete) {
 /* The duty processes of the store at path (pid > 0: that process's),
  * their contexts estimated; *x the file's trace (for the call paths).
  * 0 (none: *n = 0), or < 0 with err set. */
+/* The counted launches of p's process (trace_duty_launch), if any: a
+ * store without the table, or a process without counts, leaves 0. */
+static void load_launches(sqlite3 *db, dproc_t *p) {
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT launches, launches_in FROM trace_duty_launch WHERE profile_id = ?1", -1, &q,
+                         NULL) != SQLITE_OK)
+    return;
+  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
+  if (sqlite3_step(q) == SQLITE_ROW) {
+    int64_t a = sqlite3_column_int64(q, 0), i = sqlite3_column_int64(q, 1);
+    if (a > 0 && i >= 0 && i <= a) {
+      p->launches = (uint64_t)a;
+      p->launches_in = (uint64_t)i;
+    }
+  }
+  sqlite3_finalize(q);
+}
+
 static int duty_load(const char *path, int pid, gpd_xtrace_t *x, dproc_t **out, size_t *n, char *err,
                      size_t errn) {
   sqlite3 *db = NULL;
@@ -264,7 +284,11 @@ static int duty_load(const char *path, int pid, gpd_xtrace_t *x, dproc_t **out, 
                    .end = (uint64_t)sqlite3_column_int64(q, 5),
                    .windows = (uint64_t)sqlite3_column_int64(q, 6),
                    .window_ns = (uint64_t)sqlite3_column_int64(q, 7)};
-    p->f = gpd_duty_fraction(p->window_ns, p->end > p->t0 ? p->end - p->t0 : 0);
+    p->f = p->f_time = gpd_duty_fraction(p->window_ns, p->end > p->t0 ? p->end - p->t0 : 0);
+    load_launches(db, p);
+    double fl = gpd_duty_launch_fraction(p->launches_in, p->launches);
+    if (fl > 0 && p->f_time > 0)
+      p->f = fl, p->by_launch = 1; /* counted launches: unbiased where tracing slows the program (common/duty.c) */
     if ((r = load_contexts(db, p)) == 0)
       r = load_windows(db, p, &ws);
     if (r == 0 && p->f > 0)
@@ -320,13 +344,17 @@ int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn) 
     return r;
   if (np)
     fprintf(f, "\nDuty-cycled estimates (GPU kernels launched inside the tracing windows, scaled to "
-               "the run: estimate = observed / f; f = traced / elapsed; docs/CUDA.md):\n");
+               "the run: estimate = observed / f; f = traced / elapsed, or counted launches inside windows / all "
+               "counted launches where the back end counted them; docs/CUDA.md):\n");
   for (size_t i = 0; i < np; i++) {
     const dproc_t *p = &ps[i];
-    fprintf(f, "  process %d (profile %llu): %llu windows, %.6f s traced of %.6f s (f = %.6f)%s\n", p->pid,
+    fprintf(f, "  process %d (profile %llu): %llu windows, %.6f s traced of %.6f s (f = %.6f", p->pid,
             (unsigned long long)p->profile, (unsigned long long)p->windows, (double)p->window_ns / 1e9,
-            (double)(p->end - p->t0) / 1e9, p->f,
-            p->final ? "" : "; the run's end not recorded: f counted to its last window");
+            (double)(p->end - p->t0) / 1e9, p->f);
+    if (p->by_launch)
+      fprintf(f, " from counted launches: %llu of %llu inside windows; time fraction %.6f",
+              (unsigned long long)p->launches_in, (unsigned long long)p->launches, p->f_time);
+    fprintf(f, ")%s\n", p->final ? "" : "; the run's end not recorded: f counted to its last window");
     if (p->f <= 0) {
       fprintf(f, "    no window closed: nothing to estimate\n");
       continue;
@@ -368,9 +396,11 @@ int gpd_report_duty_json(FILE *f, const char *path, int pid, int *first, char *e
     *first = 0;
     gpd_json_str(f, gpd_api_name((unsigned)p->api));
     fprintf(f, ",\"windows\":%llu,\"windows_stored\":%llu,\"traced\":%.9f,\"elapsed\":%.9f,\"f\":%.17g,"
+               "\"f_source\":\"%s\",\"f_time\":%.17g,\"launches\":%llu,\"launches_in\":%llu,"
                "\"final\":%s,\"contexts\":[",
             (unsigned long long)p->windows, (unsigned long long)p->stored, (double)p->window_ns / 1e9,
-            (double)(p->end - p->t0) / 1e9, p->f, p->final ? "true" : "false");
+            (double)(p->end - p->t0) / 1e9, p->f, p->by_launch ? "launches" : "time", p->f_time,
+            (unsigned long long)p->launches, (unsigned long long)p->launches_in, p->final ? "true" : "false");
     for (size_t j = 0; p->f > 0 && j < p->nc && j < DUTY_JSON_CONTEXTS; j++) {
       const dctx_t *c = &p->c[j];
       char path_s[2048];

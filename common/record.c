@@ -146,7 +146,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
     const gpd_rec_tracewin_t *r = buf;
     if (h->nslots != 1 || h->len != 0 || (h->flags & ~GPD_TRACEWIN_F_FINAL) || r->api >= GPD_API_MAX ||
         r->duty > 1 || r->t0 > r->start || r->start > r->end || r->window_ns > r->end - r->t0 ||
-        ((h->flags & GPD_TRACEWIN_F_FINAL) && r->start != r->end))
+        ((h->flags & GPD_TRACEWIN_F_FINAL) && r->start != r->end) || r->launches_in > r->launches)
       return GPD_EBADRECORD;
     return 0;
   }

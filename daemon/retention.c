@@ -33,7 +33,7 @@ static int delete_profile(sqlite3 *db, int64_t id) {
   static const char *tabs[] = {"metric", "cct_local", "string", "module", "backend", "pending",
                                "ring_cursor", "cpu_counter",
                                "pcsample", "pcsample_cubin", "pcsample_stat", "cpu_sample_stat",
-                               "trace_event", "trace_launch", "trace_stat", "trace_duty",
+                               "trace_event", "trace_launch", "trace_stat", "trace_duty", "trace_duty_launch",
                                "trace_window"};
   char sql[128];
   for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {

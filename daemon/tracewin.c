@@ -7,8 +7,9 @@
  * the schedule's origin t0), so the summary is the latest record's and a
  * lost or reordered record (the records come from two threads' rings: the
  * controller thread and the exiting one) costs nothing but its window's
- * row.  The window fraction f = window_ns / (end - t0) is computed by the
- * reader (cli/duty.c), from the stored summary.
+ * row.  The window fraction f = window_ns / (end - t0), or with launch
+ * counts f = launches_in / launches (table trace_duty_launch), is
+ * computed by the reader (cli/duty.c), from the stored summary.
  *
  * Windows are kept in memory up to GPD_TRACEWIN_MAX per process and
  * written by the writer's transaction (checkpoint.c) past a watermark;
@@ -36,6 +37,10 @@ void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r) {
     tw->t0 = r->t0;
     tw->windows = r->windows;
     tw->window_ns = r->window_ns;
+  }
+  if (r->launches >= tw->launches) { /* counted up to the latest record's end */
+    tw->launches = r->launches;
+    tw->launches_in = r->launches_in;
   }
   tw->seen = 1;
   if (r->end > tw->end)
@@ -86,6 +91,8 @@ int gpd_tracewin_snap(gpd_tracewin_t *tw, gpd_tw_snap_t *out) {
   out->end = tw->end;
   out->windows = tw->windows;
   out->window_ns = tw->window_ns;
+  out->launches = tw->launches;
+  out->launches_in = tw->launches_in;
   tw->nwin_saved = tw->nwin;
   return 0;
 }
@@ -99,12 +106,13 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
   static const char *sql[] = {
       "INSERT OR REPLACE INTO trace_duty VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
       "INSERT OR IGNORE INTO trace_window VALUES(?1,?2,?3)",
+      "INSERT OR REPLACE INTO trace_duty_launch VALUES(?1,?2,?3)",
   };
-  sqlite3_stmt *st[2] = {0};
+  sqlite3_stmt *st[3] = {0};
   int err = 0;
   if (!s->have)
     return 0;
-  if ((err = gpd__db_prepare(db, sql, st, 2)) < 0)
+  if ((err = gpd__db_prepare(db, sql, st, 3)) < 0)
     goto out;
   sqlite3_bind_int64(st[0], 1, profile_id);
   sqlite3_bind_int(st[0], 2, s->api);
@@ -115,6 +123,12 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
   sqlite3_bind_int64(st[0], 7, (int64_t)s->windows);
   sqlite3_bind_int64(st[0], 8, (int64_t)s->window_ns);
   err = gpd__db_run(st[0]);
+  if (err == 0 && s->launches) {
+    sqlite3_bind_int64(st[2], 1, profile_id);
+    sqlite3_bind_int64(st[2], 2, (int64_t)s->launches);
+    sqlite3_bind_int64(st[2], 3, (int64_t)s->launches_in);
+    err = gpd__db_run(st[2]);
+  }
   for (uint32_t i = 0; i < s->nwin && err == 0; i++) {
     sqlite3_bind_int64(st[1], 1, profile_id);
     sqlite3_bind_int64(st[1], 2, (int64_t)s->win[i].start);
@@ -122,7 +136,7 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
     err = gpd__db_run(st[1]);
   }
 out:
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     sqlite3_finalize(st[i]);
   return err;
 }

@@ -34,6 +34,7 @@ typedef struct gpd_tracewin_s {
   uint8_t api, duty, final; /* final: the back end said the run ended */
   uint64_t t0, end;         /* back end's start; latest end seen (ns) */
   uint64_t windows, window_ns; /* cumulative, from the latest record */
+  uint64_t launches, launches_in; /* counted kernel launches: all, inside windows (latest) */
   gpd_tw_win_t *win;        /* windows in arrival order (bounded) */
   uint32_t nwin, capwin;
   uint32_t nwin_saved;      /* writer watermark: [0, nwin_saved) are stored */
@@ -44,13 +45,14 @@ typedef struct gpd_tracewin_s {
 typedef struct gpd_tw_snap_s {
   int have;
   uint8_t api, duty, final;
-  uint64_t t0, end, windows, window_ns;
+  uint64_t t0, end, windows, window_ns, launches, launches_in;
   gpd_tw_win_t *win;
   uint32_t nwin;
 } gpd_tw_snap_t;
 
 /** Take a validated TRACEWIN record (gpd_rec_validate): the summary from
  *  the record with the most windows (then the most window time), the
+ *  launch counts from the record with the most launches (the latest), the
  *  window appended (a window with
  *  the start of the last one kept replaces it: the same window reported
  *  twice at exit).  Never fails: past the bound a window is counted. */

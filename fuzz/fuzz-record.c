@@ -44,7 +44,8 @@ static void check_rec(void *arg, const void *rec, size_t nbytes) {
   }
   if (h->type == GPD_REC_TRACEWIN) {
     const gpd_rec_tracewin_t *w = rec; /* the report divides by end - t0 */
-    if (w->t0 > w->start || w->start > w->end || w->window_ns > w->end - w->t0 || w->api >= GPD_API_MAX)
+    if (w->t0 > w->start || w->start > w->end || w->window_ns > w->end - w->t0 || w->api >= GPD_API_MAX ||
+        w->launches_in > w->launches) /* the launch fraction is at most 1 */
       __builtin_trap();
   }
   (*n)++;

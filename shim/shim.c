@@ -179,7 +179,8 @@ GPD_EXPORT int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t 
 }
 
 GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
-                                      uint64_t end, uint64_t windows, uint64_t window_ns) {
+                                      uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
+                                      uint64_t launches_in) {
   if (!gpd_shim_active())
     return -ENOTCONN;
   if (gpd_shim__g.region.hdr->rec_types <= GPD_REC_TRACEWIN)
@@ -197,6 +198,8 @@ GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_
   r.start = final ? end : start;
   r.end = end;
   r.window_ns = window_ns;
+  r.launches = launches;
+  r.launches_in = launches_in > launches ? launches : launches_in;
   return gpd_thread_push(&r, sizeof r);
 }
 

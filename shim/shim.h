@@ -55,11 +55,13 @@ int gpd_shim_push_host_op(uint32_t node, gpd_rec_activity_t *a);
 /** Push a TRACEWIN (gpuprof/record.h): back end `api` closed the tracing
  *  window [start, end) ns, or with final = 1 the run ends (start = end =
  *  now); t0, windows, window_ns are cumulative (the back end's start, the
- *  count and total length of the windows closed so far); duty = 1 when
- *  the windows are a duty cycle's.  0, -ENOTCONN (no daemon), -ENOTSUP
+ *  count and total length of the windows closed so far, and the kernel
+ *  launches counted since t0 and inside the windows: 0, 0 when not
+ *  counted); duty = 1 when the windows are a duty cycle's.  0, -ENOTCONN (no daemon), -ENOTSUP
  *  (the daemon predates the record) or -ENOSPC.  Any thread. */
 int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
-                           uint64_t end, uint64_t windows, uint64_t window_ns);
+                           uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
+                           uint64_t launches_in);
 
 /** Same, but when the ring is full wait for the daemon to drain it, in
  *  steps of 100 us, up to `max_wait_ns`; the record counts as dropped only

@@ -35,7 +35,7 @@ endif()
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
-            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-translate.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
             ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)
@@ -44,6 +44,26 @@ target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)
 target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads m)
 set_target_properties(gpd_cupti_selftest PROPERTIES
   OUTPUT_NAME gpd-cupti-selftest LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+# The counting interposers of libcudart's launch, copy and memset calls
+# (shim/cupti/cupti-count.c) against a stand-in libcudart.so.13 built here
+# (symbol version libcudart.so.13, like NVIDIA's): the program, linked
+# against the fake and run with libgpuprof.so preloaded, checks every
+# return value (computed from every argument), the fake's call count and
+# the shim's counters exactly (4 threads included).
+add_library(gpd_fake_cudart SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/fake-cudart.c)
+target_include_directories(gpd_fake_cudart PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_options(gpd_fake_cudart PRIVATE
+  -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cupti/fake-cudart.map)
+set_target_properties(gpd_fake_cudart PROPERTIES OUTPUT_NAME cudart SOVERSION 13
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
+add_executable(count-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/count-app.c)
+target_include_directories(count-app PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_libraries(count-app PRIVATE gpd_fake_cudart Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(count-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
+add_test(NAME cupti.count COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-count.sh
+  $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app>)
+set_tests_properties(cupti.count PROPERTIES LABELS "integration" TIMEOUT 60)
 
 # CUDA test programs, built with nvcc for sm_90 (+ compute_90 PTX), shared
 # cudart (so that the shim sees a CUDA program before its first call).

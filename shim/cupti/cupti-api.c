@@ -104,7 +104,8 @@ static __thread int tls_exit_flush;          /* this thread runs the exit flush 
   X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))            \
   X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))            \
   X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                             \
-  X(cuptiGetDeviceId, CUptiResult, (CUcontext, uint32_t *))
+  X(cuptiGetDeviceId, CUptiResult, (CUcontext, uint32_t *))                                    \
+  X(cuptiFinalize, CUptiResult, (void))
 
 static struct {
 #define X(n, r, a) r(CUPTIAPI *n) a;
@@ -135,6 +136,11 @@ static unsigned g_pool_nfree, g_pool_nalloc;
 static _Alignas(64) atomic_ulong c_invoke[GPD_OP_MAX];
 static _Alignas(64) atomic_ulong c_act[GPD_OP_MAX];
 static atomic_ulong c_copy_bytes[GPD_COPY_MAX];
+static _Alignas(64) atomic_ulong c_invoke_rt[GPD_OP_MAX]; /* of which runtime API (GPUPROF_CUPTI_SELFTEST) */
+static atomic_ulong c_rt_counted;            /* runtime kernel launches the counters saw (below) */
+static __thread uint64_t tls_counted_seen;   /* gpd_cupti__tls_counted at this thread's last such */
+static int g_count_check;                    /* GPUPROF_CUPTI_SELFTEST: the counters' check on */
+static atomic_ulong c_incomplete; /* records without times (forced flush) */
 static atomic_ulong c_alias, c_alias_diff, c_modules, c_ctx, c_dropped, c_nobuf, c_pushfail;
 
 /* The outermost traced API in progress on this thread: its domain (0 =
@@ -164,6 +170,26 @@ static uint64_t g_edge_max_ns;        /* the longest attach, detach or flush */
 static uint64_t g_attach_from, g_attach_until; /* on-demand window [from, until) (ns) */
 static int g_stopping;                /* exit: no more windows */
 static int g_ctl_started;
+/* Launches counted by cupti-count.c (kernel launches through libcudart):
+ * at the controller's start, at this window's opening, and inside the
+ * closed windows (summed): the launch-based window fraction
+ * f = g_cnt_in / (count now - g_cnt_t0) (common/duty.c). */
+static uint64_t g_cnt_t0, g_cnt_open, g_cnt_in;
+static double g_real_on, g_real_off; /* the last window, unix s (the exit summary) */
+/* API callbacks attached (g_mode_mu writes; cb_api reads): while the
+ * back end only waits for a finalize (below), an API callback pushes
+ * nothing. */
+static atomic_int g_api_on;
+/* Detach by cuptiFinalize ("finalize" in GPUPROF_CUDA_TRACE): after a
+ * window's records are flushed the controller arms the kernel-launch
+ * callbacks, and the next such API's EXIT callback calls cuptiFinalize
+ * on the application's thread (where CUPTI's own attach/detach sample
+ * calls it: in the exit callsite of a driver or runtime API); the next
+ * attach subscribes again (cupti_subscribe).  FIN_* states, g_fin. */
+enum { FIN_NONE = 0, FIN_ARMED, FIN_RUNNING, FIN_DONE, FIN_BROKEN };
+static atomic_int g_fin;
+static atomic_ulong g_fin_ns, g_fin_n;   /* time in cuptiFinalize, count */
+static uint64_t g_resub_ns, g_resub_n;   /* time to subscribe again (g_mode_mu) */
 
 /* Flushes requested at context destroy run on the shim's flusher thread,
  * never on the application's (a flush completes buffers on the calling
@@ -247,7 +273,8 @@ static void *flush_main(void *arg) {
     while (!g_flush_req) pthread_cond_wait(&g_flush_cv, &g_flush_mu);
     g_flush_req = 0; /* this flush serves every request made before it */
     pthread_mutex_unlock(&g_flush_mu);
-    if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(0);
+    if (atomic_load(&g_state) == ST_RUNNING && atomic_load(&g_fin) < FIN_RUNNING)
+      fn.cuptiActivityFlushAll(0); /* not after a finalize: it would load CUPTI again */
     atomic_fetch_add(&c_flush_done, 1);
     pthread_mutex_lock(&g_flush_mu);
   }
@@ -310,6 +337,20 @@ static void edge_add(uint64_t *sum, uint64_t dt) {
   g_edge_max_ns = dt > g_edge_max_ns ? dt : g_edge_max_ns;
 }
 
+static double real_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t count_kernels(void) {
+  uint64_t c[GPD_CUPTI_NCOUNT];
+  gpd_cupti_count_read(c);
+  return c[GPD_CUPTI_COUNT_KERNEL];
+}
+
+static int fin_reattach(void);
+
 static uint64_t ctl_step(uint64_t now, int *flush) {
   uint64_t next;
   int want = gpd_cupti_ctl_want(&g_mode, g_t0, g_attach_from, g_attach_until, now, &next) && !g_stopping &&
@@ -319,21 +360,106 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
    * activity) only while every kind and callback is on. */
   if (want && !g_on) {
     uint64_t t = gpd_clock_ns();
+    int err = fin_reattach();
+    if (err == -EAGAIN)
+      return now + 1000000; /* a finalize is still running: look again in 1 ms */
+    if (err < 0)
+      return UINT64_MAX; /* CUPTI could not be subscribed again: stays detached */
     trace_set(1);
     g_on_since = gpd_clock_ns();
+    g_cnt_open = count_kernels();
+    g_real_on = real_s();
     edge_add(&g_edge_on_ns, g_on_since - t);
   } else if (!want && g_on) {
+    uint64_t cnt_off = count_kernels();
+    g_cnt_in += cnt_off - g_cnt_open;
     uint64_t off = gpd_clock_ns();
+    g_real_off = real_s();
     trace_set(0);
     edge_add(&g_edge_off_ns, gpd_clock_ns() - off);
     g_window_ns += off > g_on_since ? off - g_on_since : 0;
     g_windows++;
     /* the window for the report's duty-cycle estimate (daemon/tracewin.c) */
     (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since,
-                                 off > g_on_since ? off : g_on_since, g_windows, g_window_ns);
+                                 off > g_on_since ? off : g_on_since, g_windows, g_window_ns, cnt_off - g_cnt_t0,
+                                 g_cnt_in);
     *flush = 1; /* the window's records, before the next window (trace_corr) */
   }
   return next;
+}
+
+/* --- detach by cuptiFinalize (g_fin) -------------------------------- */
+/* Controller, g_mode_mu held, tracing detached and the window flushed:
+ * switch on the kernel-launch callbacks so that the next launch's EXIT
+ * finalizes (fin_run). */
+static void fin_arm(void) {
+  int e = FIN_NONE;
+  if (!atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED))
+    return;
+  for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
+    if ((g_rt_op[id] & 0x7f) == GPD_OP_KERNEL)
+      fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+    if ((g_drv_op[id] & 0x7f) == GPD_OP_KERNEL)
+      fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+}
+
+/* An API's EXIT callback while detached (an application thread): the
+ * armed finalize, once.  No lock: the controller may hold g_mode_mu
+ * while it waits for this to end (fin_reattach). */
+static void fin_run(void) {
+  int e = FIN_ARMED;
+  if (!atomic_compare_exchange_strong(&g_fin, &e, FIN_RUNNING))
+    return;
+  uint64_t t = gpd_clock_ns();
+  CUptiResult r = fn.cuptiFinalize();
+  atomic_fetch_add(&g_fin_ns, gpd_clock_ns() - t);
+  atomic_fetch_add(&g_fin_n, 1);
+  if (r != CUPTI_SUCCESS) {
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+      GPD_WARN("cuptiFinalize: %s; CUPTI stays loaded between windows", cupti_errstr(r));
+  }
+  atomic_store(&g_fin, r == CUPTI_SUCCESS ? FIN_DONE : FIN_NONE);
+}
+
+/* Wait (bounded, ms) while a finalize runs; returns the state after. */
+static int fin_wait(unsigned ms) {
+  int s;
+  for (unsigned i = 0; i < ms * 10 && (s = atomic_load(&g_fin)) == FIN_RUNNING; i++)
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  return atomic_load(&g_fin);
+}
+
+static CUptiResult cupti_subscribe(const char **step);
+
+/* Controller, g_mode_mu held, before an attach: an armed finalize is
+ * called off (its callbacks are among those the attach enables), a
+ * finished one is followed by a new subscription.  0, -EAGAIN (a
+ * finalize still runs after 100 ms: try later), -EIO (CUPTI could not
+ * be subscribed again: tracing stays detached for good, logged). */
+static int fin_reattach(void) {
+  int s = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&g_fin, &s, FIN_NONE) || s == FIN_NONE)
+    return 0;
+  if (s == FIN_BROKEN)
+    return -EIO;
+  if ((s = fin_wait(100)) == FIN_RUNNING)
+    return -EAGAIN;
+  if (s != FIN_DONE)
+    return 0;
+  uint64_t t = gpd_clock_ns();
+  const char *step = NULL;
+  CUptiResult r = cupti_subscribe(&step);
+  if (r != CUPTI_SUCCESS) {
+    atomic_store(&g_fin, FIN_BROKEN);
+    GPD_WARN("CUDA tracing: %s after cuptiFinalize: %s; no more windows", step, cupti_errstr(r));
+    return -EIO;
+  }
+  g_resub_ns += gpd_clock_ns() - t;
+  g_resub_n++;
+  atomic_store(&g_fin, FIN_NONE);
+  return 0;
 }
 
 static void *ctl_main(void *arg) {
@@ -347,11 +473,17 @@ static void *ctl_main(void *arg) {
       /* Outside the lock (a control request must not wait for it); only
        * this thread attaches, so no window opens before it is done. */
       pthread_mutex_unlock(&g_mode_mu);
+      /* Forced: the buffer being filled comes back too.  Unforced, the
+       * H100 run of 2026-11-24 (duty:20/0.2) delivered 40 % of the
+       * observed GPU time a window late, under the next epoch: activities
+       * without their INVOKE (<unknown context>). */
       uint64_t t = gpd_clock_ns();
-      fn.cuptiActivityFlushAll(0);
+      fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
       t = gpd_clock_ns() - t;
       pthread_mutex_lock(&g_mode_mu);
       edge_add(&g_edge_flush_ns, t);
+      if (g_mode.finalize && !g_on && !g_stopping)
+        fin_arm();
       continue;
     }
     if (next == UINT64_MAX) {
@@ -416,13 +548,23 @@ static void duty_summary(char *out, size_t n) {
   uint64_t el = now - g_t0;
   double f = gpd_duty_fraction(win, el);
   double nw = g_windows ? (double)g_windows : 1.0;
-  snprintf(out, n,
+  uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? count_kernels() - g_cnt_open : 0);
+  unsigned long fin_n = atomic_load(&g_fin_n);
+  int len = snprintf(out, n,
            "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
            "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches; "
-           "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms)",
+           "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms); "
+           "launches counted (cudart): %llu in windows of %llu (launch fraction f_launch = %.5f)",
            g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
            (double)win / 1e9, (double)el / 1e9, f, (double)g_edge_on_ns / nw / 1e6, (double)g_edge_off_ns / nw / 1e6,
-           (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6);
+           (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6, (unsigned long long)in,
+           (unsigned long long)all, gpd_duty_fraction(in, all));
+  if (g_windows && len > 0 && (size_t)len < n)
+    len += snprintf(out + len, n - (size_t)len, "; last window unix %.3f-%.3f", g_real_on, g_real_off);
+  if (g_mode.finalize && len > 0 && (size_t)len < n)
+    snprintf(out + len, n - (size_t)len, "; finalize: %lu, %.2f ms each, subscribe again %.2f ms each", fin_n,
+             fin_n ? (double)atomic_load(&g_fin_ns) / (double)fin_n / 1e6 : 0.0,
+             g_resub_n ? (double)g_resub_ns / (double)g_resub_n / 1e6 : 0.0);
 }
 
 /* --- callbacks ----------------------------------------------------- */
@@ -451,6 +593,12 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
         gpd_cupti_pcs_module_loaded(m->pCubin, m->cubinSize);
       }
     }
+    return;
+  }
+  if (!atomic_load_explicit(&g_api_on, memory_order_relaxed)) {
+    /* detached: only the armed finalize's launch callbacks are on */
+    if (((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+      fin_run();
     return;
   }
   unsigned op;
@@ -491,6 +639,17 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
+  if (__builtin_expect(g_count_check, 0) && dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    atomic_fetch_add_explicit(&c_invoke_rt[o], 1, memory_order_relaxed);
+    /* the first runtime launch callback after a counted call on this
+     * thread is that call's (the static cudart inside cuBLAS or cuDNN
+     * also calls back, but through no counted call): full tracing then
+     * checks the counters exactly (selftest line) */
+    if (o == GPD_OP_KERNEL && gpd_cupti__tls_counted != tls_counted_seen) {
+      tls_counted_seen = gpd_cupti__tls_counted;
+      atomic_fetch_add_explicit(&c_rt_counted, 1, memory_order_relaxed);
+    }
+  }
   uint64_t st1 = GPD_ST_IN_T0();
   gpd_shim_push_invoke(trace_corr(ep, cd->correlationId), node, GPD_API_CUDA, o, ts,
                        (op & 0x80) ? GPD_INVOKE_MULTI : 0);
@@ -530,6 +689,12 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     gpd_rec_activity_t a;
     memset(&a, 0, sizeof a);
     if (gpd_cupti_translate(&g_xlate, rec, &a) != 1) continue;
+    if ((a.op == GPD_OP_KERNEL || a.op == GPD_OP_COPY || a.op == GPD_OP_MEMSET) && (a.start == 0 || a.end < a.start)) {
+      /* a forced flush (a duty window's end) returns the records of work
+       * still running with unknown times: counted, not pushed */
+      atomic_fetch_add_explicit(&c_incomplete, 1, memory_order_relaxed);
+      continue;
+    }
     a.corr = trace_corr(atomic_load_explicit(&g_rec_epoch, memory_order_relaxed), (uint32_t)a.corr);
     atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
@@ -630,6 +795,8 @@ static void trace_set(int on) {
   }
   for (int pass = 0; pass < 2; pass++) {
     if (pass == (on ? 0 : 1))
+      atomic_store(&g_api_on, on);
+    if (pass == (on ? 0 : 1))
       for (size_t d = 0; d < sizeof doms / sizeof *doms; d++)
         for (unsigned id = 1; id < doms[d].n; id++)
           if (doms[d].tab[id])
@@ -653,6 +820,26 @@ static void trace_set(int on) {
 
 static void cupti_atexit(void) { gpd_cupti_fini(); }
 
+/* Subscribe cb_api with the resource callbacks (context, module), the
+ * timestamp callback and the activity buffer callbacks: at start, and
+ * again after a finalize.  CUPTI's result; *step names the call that
+ * failed (unsubscribed again if it was not the subscription). */
+static CUptiResult cupti_subscribe(const char **step) {
+  static const CUpti_CallbackId res[] = {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                         CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING};
+  CUptiResult r;
+  *step = "cuptiSubscribe";
+  if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS)
+    return r;
+  for (size_t i = 0; i < sizeof res / sizeof *res; i++)
+    fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
+  fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
+  *step = "cuptiActivityRegisterCallbacks";
+  if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) != CUPTI_SUCCESS)
+    fn.cuptiUnsubscribe(g_sub);
+  return r;
+}
+
 /** Start the CUDA back end once: load libcupti, subscribe, enable.
  *  Returns 0 (running or already started), or a negative code after
  *  disabling the back end.  Any thread; idempotent. */
@@ -675,11 +862,13 @@ int gpd_cupti_start(void) {
 #undef X
   void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (cu) *(void **)&fn.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
+  g_count_check = getenv("GPUPROF_CUPTI_SELFTEST") != NULL; /* runtime launches vs counters */
   gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
   gpd_cupti_sass_setup(g_lib); /* GPUPROF_SASS_COUNTS=1 (cupti-sass.c) */
-  if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS) {
-    char why[160];
-    snprintf(why, sizeof why, "cuptiSubscribe: %s (%d)%s", cupti_errstr(r), (int)r,
+  const char *step = NULL;
+  if ((r = cupti_subscribe(&step)) != CUPTI_SUCCESS) {
+    char why[200];
+    snprintf(why, sizeof why, "%s: %s (%d)%s", step, cupti_errstr(r), (int)r,
              r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED
                  ? " (no CUDA driver or GPU?)"
              : r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? " (another CUDA profiler?)"
@@ -693,27 +882,23 @@ int gpd_cupti_start(void) {
     GPD_WARN("GPUPROF_CUDA_TRACE=%s not understood (full, detached, duty:W_MS/P_S, and kernel,copy,memset,"
              "alloc,sync): full tracing", tr);
   g_trace = g_mode.ops;
+  const char *pcs = getenv("GPUPROF_PC_SAMPLING"), *sass = getenv("GPUPROF_SASS_COUNTS");
+  if (g_mode.finalize && ((pcs && *pcs && *pcs != '0') || (sass && *sass && *sass != '0'))) {
+    GPD_WARN("GPUPROF_CUDA_TRACE: finalize ignored with PC sampling or SASS counts (they keep CUPTI loaded)");
+    g_mode.finalize = 0;
+  }
+  if (g_mode.mode == GPD_CUPTI_FULL)
+    g_mode.finalize = 0;
   gpd_shim_vendor_module("libcupti.so");
   gpd_shim_vendor_module("libcuda.so");
   gpd_shim_vendor_module("libcudart.so");
   cupti_classify_domain(CUPTI_CB_DOMAIN_RUNTIME_API, g_rt_op, CUPTI_RUNTIME_TRACE_CBID_SIZE);
   cupti_classify_domain(CUPTI_CB_DOMAIN_DRIVER_API, g_drv_op, CUPTI_DRIVER_TRACE_CBID_SIZE);
-  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE,
-                         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
-  fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
-  fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
-  if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) !=
-      CUPTI_SUCCESS) {
-    fn.cuptiUnsubscribe(g_sub);
-    cupti_disable((int)r, "cuptiActivityRegisterCallbacks: %s", cupti_errstr(r));
-    return GPD_EVENDOR;
-  }
   atomic_store(&g_state, ST_RUNNING);
   if (flush_start() < 0) GPD_WARN("CUDA back end: no flusher thread; buffers flushed at exit only");
   pthread_mutex_lock(&g_mode_mu);
   g_t0 = gpd_clock_ns();
+  g_cnt_t0 = count_kernels();
   if (g_mode.mode == GPD_CUPTI_FULL) {
     trace_set(1);
   } else {
@@ -787,11 +972,12 @@ void gpd_cupti_fini(void) {
       /* the open window (its records are flushed below) and the run's end:
        * the daemon's summary takes the record with the most windows */
       uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on && now > g_on_since ? now - g_on_since : 0);
+      uint64_t cnt = count_kernels(), all = cnt - g_cnt_t0, in = g_cnt_in + (g_on ? cnt - g_cnt_open : 0);
       int duty = g_mode.mode == GPD_CUPTI_DUTY;
       if (g_on)
         (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 0, g_t0, g_on_since, now > g_on_since ? now : g_on_since,
-                                     g_windows + 1, win);
-      (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 1, g_t0, now, now, g_windows + (g_on ? 1 : 0), win);
+                                     g_windows + 1, win, all, in);
+      (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 1, g_t0, now, now, g_windows + (g_on ? 1 : 0), win, all, in);
     }
     pthread_cond_signal(&g_mode_cv);
     pthread_mutex_unlock(&g_mode_mu);
@@ -806,7 +992,12 @@ void gpd_cupti_fini(void) {
    * completions wait at most 50 ms per buffer */
   atomic_store(&g_push_stop, 1);
   tls_exit_flush = 1;
-  if (atomic_load(&g_state) == ST_RUNNING) fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  int fin = FIN_ARMED; /* an armed finalize is called off; a running one ends first */
+  if (!atomic_compare_exchange_strong(&g_fin, &fin, FIN_NONE))
+    fin = fin_wait(1000);
+  /* after a finalize nothing is left to flush (and a flush would load CUPTI again) */
+  if (atomic_load(&g_state) == ST_RUNNING && (fin == FIN_ARMED || fin == FIN_NONE))
+    fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   tls_exit_flush = 0;
   static atomic_int printed;
   if (getenv("GPUPROF_CUPTI_SELFTEST") && !atomic_exchange(&printed, 1)) {
@@ -820,6 +1011,13 @@ void gpd_cupti_fini(void) {
             c_copy_bytes[GPD_COPY_H2D], c_copy_bytes[GPD_COPY_D2H], c_copy_bytes[GPD_COPY_D2D],
             c_copy_bytes[GPD_COPY_P2P], c_alias, c_alias_diff, c_ctx, c_modules, c_dropped,
             c_nobuf, c_pushfail, c_flush_req, c_flush_done);
+    uint64_t cnt[GPD_CUPTI_NCOUNT];
+    gpd_cupti_count_read(cnt);
+    fprintf(stderr,
+            "gpuprof-cupti: incomplete records (forced flush, not pushed) %lu | runtime-API invokes kernel=%lu (of which after a counted call: %lu) copy=%lu memset=%lu | "
+            "cudart calls counted (since load) kernel=%llu copy=%llu memset=%llu\n",
+            c_incomplete, c_invoke_rt[1], c_rt_counted, c_invoke_rt[2], c_invoke_rt[3], (unsigned long long)cnt[GPD_CUPTI_COUNT_KERNEL],
+            (unsigned long long)cnt[GPD_CUPTI_COUNT_COPY], (unsigned long long)cnt[GPD_CUPTI_COUNT_MEMSET]);
   }
 }
 
@@ -860,6 +1058,11 @@ static void cupti_fork_child(void) {
 static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
   if (atomic_load(&g_state) != ST_RUNNING)
     return -ENOTSUP;
+  if (c->kind == GPD_CONTROL_PC_SAMPLING && g_mode.finalize) {
+    if (msg && n)
+      snprintf(msg, n, "CUDA tracing detaches with cuptiFinalize (GPUPROF_CUDA_TRACE=...,finalize): no PC sampling");
+    return -ENOTSUP;
+  }
   if (c->kind == GPD_CONTROL_PC_SAMPLING)
     return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
   if (c->kind != GPD_CONTROL_TRACE)

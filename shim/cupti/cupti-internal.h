@@ -84,10 +84,14 @@ typedef struct gpd_cupti_mode_s {
   unsigned ops;       /* traced operation classes: bit (1 << gpd_op_t) */
   uint32_t window_ms; /* duty: window length, ms */
   uint32_t period_ms; /* duty: window start to window start, ms (> window_ms) */
+  unsigned finalize;  /* detach with cuptiFinalize: detached/duty unless "keep" */
 } gpd_cupti_mode_t;
 /** Parse GPUPROF_CUDA_TRACE: comma list of at most one mode (full,
- *  detached, duty:W/P with W ms and P s) and operation classes (kernel,
- *  copy, memset, alloc, sync, all, coarse).  NULL or "" = full, all.
+ *  detached, duty:W/P with W ms and P s), operation classes (kernel,
+ *  copy, memset, alloc, sync, all, coarse), and "keep" or "finalize":
+ *  whether a detach of the detached and duty modes keeps CUPTI loaded or
+ *  unloads it with cuptiFinalize (the default; the next attach subscribes
+ *  again).  Full tracing never finalizes.  NULL or "" = full, all.
  *  0, or -EINVAL (unknown word, bad numbers, two modes): *m then holds
  *  the defaults.  Pure. */
 int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m);
@@ -101,6 +105,18 @@ uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t no
  *  itself).  Pure. */
 int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, uint64_t until, uint64_t now,
                        uint64_t *next);
+
+/* cupti-count.c: counting interposers of libcudart's launch, copy and
+ * memset calls (the duty-cycle estimate's launch-based fraction). */
+enum { GPD_CUPTI_COUNT_KERNEL = 0, GPD_CUPTI_COUNT_COPY, GPD_CUPTI_COUNT_MEMSET, GPD_CUPTI_NCOUNT };
+/** The calls counted since load, per GPD_CUPTI_COUNT_* (kernel launches
+ *  of cudaLaunchKernel[ExC][_ptsz] and __cudaLaunchKernel[_ptsz],
+ *  cudaMemcpyAsync[_ptsz], cudaMemsetAsync[_ptsz]).  Any thread. */
+void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]);
+/** This thread's latest kernel-launch count (0 before its first counted
+ *  launch): CUPTI's runtime callbacks tell the counted launches from the
+ *  static cudart's inside cuBLAS or cuDNN with it (cupti-api.c). */
+extern __thread uint64_t gpd_cupti__tls_counted;
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a

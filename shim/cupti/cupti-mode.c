@@ -12,7 +12,11 @@
  *   duty:W/P    trace windows of W ms every P s (P may be fractional:
  *               duty:20/0.5); between windows as detached
  * combined with the operation classes: kernel,copy,memset,alloc,sync
- * (default all; "coarse" = kernel,copy,memset).
+ * (default all; "coarse" = kernel,copy,memset).  In the detached and
+ * duty modes a detach ends with cuptiFinalize (CUPTI unloaded until the
+ * next attach: the cost of a window does not stay, H100 2026-11-24,
+ * docs/PERFORMANCE-CUDA.md); "keep" keeps CUPTI loaded between windows
+ * instead ("finalize" says the default explicitly).
  *
  * The duty-cycle estimates (and the window fraction the exit summary
  * prints) are common/duty.c's (gpuprof/duty.h), shared with `gpuprof
@@ -55,7 +59,7 @@ static int parse_duty(const char *t, size_t n, gpd_cupti_mode_t *m) {
 
 static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
   static const char *const names[GPD_OP_MAX] = {NULL, "kernel", "copy", "memset", "alloc", "free", "sync"};
-  unsigned ops = 0, nmode = 0;
+  unsigned ops = 0, nmode = 0, nfin = 0;
   int any_op = 0;
   for (const char *t = s; *t;) {
     const char *e = strchr(t, ',');
@@ -72,6 +76,12 @@ static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
       if (parse_duty(t, n, m))
         return -EINVAL;
       nmode++;
+    } else if (tok_eq(t, n, "finalize") || tok_eq(t, n, "keep")) {
+      unsigned want = t[0] == 'f' ? 1 : 2;
+      if (nfin && m->finalize != want)
+        return -EINVAL; /* both */
+      m->finalize = want;
+      nfin++;
     } else if (tok_eq(t, n, "all")) {
       ops |= ~0u;
       any_op = 1;
@@ -98,6 +108,8 @@ static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
     return -EINVAL;
   if (any_op)
     m->ops = ops;
+  /* detached and duty modes finalize unless told to keep CUPTI loaded */
+  m->finalize = m->mode != GPD_CUPTI_FULL && m->finalize != 2;
   return 0;
 }
 

@@ -234,6 +234,16 @@ static void test_tracewin(void **state) {
   assert_int_equal(V(1), GPD_EBADRECORD);
   tracewin()->window_ns = 210;
   assert_int_equal(V(1), 0);
+  gpd_rec_tracewin_t *lw = tracewin(); /* counted launches: at most all inside windows */
+  lw->launches = 100;
+  lw->launches_in = 100;
+  assert_int_equal(V(1), 0);
+  lw = tracewin();
+  lw->launches = 100;
+  lw->launches_in = 101;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  tracewin()->launches_in = 1; /* inside windows, but none counted at all */
+  assert_int_equal(V(1), GPD_EBADRECORD);
   tracewin()->h.nslots = 2;
   assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->h.len = 8;

@@ -15,6 +15,10 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 for f in bin/gpuprofd bin/gpuprof bin/launch-bound; do cp "$build/$f" "$out/bin/"; done
 for f in lib/libgpuprof.so lib/libgpd-min-tracer.so; do cp "$build/$f" "$out/lib/"; done
+# the cudart launch counters' bench (tests/cupti/count-app.c, its stand-in libcudart)
+if [ -e "$build/tests/fake-cudart/count-app" ]; then
+  mkdir -p "$out/fake-cudart" && cp -P "$build"/tests/fake-cudart/count-app "$build"/tests/fake-cudart/libcudart.so* "$out/fake-cudart/"
+fi
 for f in "$build"/bin/bench-* "$build"/lib/libbench-*.so; do [ -e "$f" ] && cp "$f" "$out/$(basename "$(dirname "$f")")/"; done
 system='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda\.so|libcudart|libcupti|libnvidia)'
 for f in "$out"/bin/* "$out"/lib/*.so; do

@@ -18,13 +18,25 @@
 #   nopy          gpuprof record, GPUPROF_PYTHON=0 (native frames only)
 #   duty          gpuprof record, GPUPROF_CUDA_TRACE=$DUTY (default duty:10/0.2)
 #   duty2         the same with $DUTY2 (default duty:10/1)
+#   dutyk, duty2k the same as duty, duty2 with ",keep" (CUPTI stays loaded
+#                 between windows; the default finalizes, docs/CUDA.md;
+#                 the logs of 2026-11-24 duty12 runs 1-2 predate that
+#                 default: their duty/duty2 are dutyk/duty2k, their
+#                 dutyf/duty2f the ",finalize" that is now the default)
+#   dutystats     duty2 with GPUPROF_SHIM_STATS=1 (CUPTI's timestamp
+#                 callbacks while detached, among the shim's counters)
 #   detached      gpuprof record, GPUPROF_CUDA_TRACE=detached
 #   kineto        torch.profiler (Kineto), CPU + CUDA activities
 # Each prints torch_steps_s (wall s of the timed steps).  Then, if set:
 #   LONG=STEPS    full vs $LDUTY on a longer loop, per-context GPU time
 #                 compared by check-duty.py (report --json of both)
 #   ATTACH=A:D    detached, attached A ms after start for D ms
-#                 (GPUPROF_CUDA_ATTACH), the on-demand shape
+#                 (GPUPROF_CUDA_ATTACH), the on-demand shape; with
+#                 ATTACH_BLOCK=N the loop prints its block times
+#                 (TORCH_BLOCK) and ATTACH_MODES (default "detached")
+#                 lists the modes run (e.g. "detached,keep detached")
+#   COUNTS=STEPS  full tracing with GPUPROF_CUPTI_SELFTEST=1: CUPTI's
+#                 runtime-API launches against the cudart launch counters
 #   ONCE=CFGS     configurations run once after the rounds (e.g. stats)
 #   DROPS=STEPS   full tracing on a long loop under each daemon of DROPV
 #                 (default "new": bin/gpuprofd; "main": bin/gpuprofd-main,
@@ -71,9 +83,21 @@ run_cfg() {
     nopy) rec nopy GPUPROF_PYTHON=0 ;;
     duty) rec duty GPUPROF_CUDA_TRACE=$DUTY GPUPROF_CUPTI_SELFTEST=1 ;;
     duty2) rec duty2 GPUPROF_CUDA_TRACE=$DUTY2 GPUPROF_CUPTI_SELFTEST=1 ;;
+    dutyk) rec dutyk GPUPROF_CUDA_TRACE=$DUTY,keep GPUPROF_CUPTI_SELFTEST=1 ;;
+    duty2k) rec duty2k GPUPROF_CUDA_TRACE=$DUTY2,keep GPUPROF_CUPTI_SELFTEST=1 ;;
+    dutystats) rec dutystats GPUPROF_CUDA_TRACE=$DUTY2 GPUPROF_SHIM_STATS=1 GPUPROF_CUPTI_SELFTEST=1 ;;
     detached) rec detached GPUPROF_CUDA_TRACE=detached GPUPROF_CUPTI_SELFTEST=1 ;;
     kineto) python3 "$B/torch_kineto.py" $ARGS ;;
   esac
+}
+# selftest_rec TAG DB STEPS WARMUP PATTERN: gpuprof record of torch_train.py
+# with the back end's counters (GPUPROF_CUPTI_SELFTEST), lines matching
+# PATTERN of its stderr printed as "    [TAG] ..."
+selftest_rec() {
+  rm -f "$2"*
+  GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o "$2" -- python3 "$B/torch_train.py" "$3" "$4" \
+    2>"/tmp/$1.err" | grep torch_steps_s
+  grep -E "$5" "/tmp/$1.err" | sed "s/^/    [$1] /"
 }
 CFGS=${CFGS:-"bare cupti gpuprof stats nopy"}
 NODE=/tmp/node
@@ -100,6 +124,23 @@ logged_daemon() {
   for c in ${ONCE:-}; do
     printf '%-9s once: ' "$c"; run_cfg "$c" 2>&1 | grep -E "torch_steps_s|^    \[|Error|error" | head -40
   done
+  # medians, spread (min-max) and the median of the per-round ratios to
+  # the same round's bare run, from the lines above
+  python3 - "$O/torchcost.log" <<'PY'
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+)\s+r(\d+): torch_steps_s ([0-9.]+)", line)
+    if m:
+        rows.setdefault(m.group(1), {})[int(m.group(2))] = float(m.group(3))
+bare = rows.get("bare", {})
+print("== summary: config, rounds, median s, min-max s, median of per-round ratio to bare (min-max)")
+for c, r in rows.items():
+    v = list(r.values())
+    rat = [r[k] / bare[k] for k in r if k in bare]
+    print("%-9s %d  %.4f  %.4f-%.4f  %s" % (c, len(v), statistics.median(v), min(v), max(v),
+          "%.4f (%.4f-%.4f)" % (statistics.median(rat), min(rat), max(rat)) if rat else "-"))
+PY
   if [ -n "${NODE_PID:-}" ]; then
     echo "== node daemon: gpuprof ps, then its log (stopped with TERM)"
     gpuprof --socket "$NODE/s" ps
@@ -144,24 +185,28 @@ W
       gpuprof report --json /tmp/$c.gpdb >"$O/$c.json" 2>/dev/null || echo "report $c failed"
     done
     f=$(sed -n 's/.*fraction f = \([0-9.]*\).*/\1/p' /tmp/duty.err | head -1)
+    fl=$(sed -n 's/.*f_launch = \([0-9.]*\).*/\1/p' /tmp/duty.err | head -1)
+    echo "-- with the time fraction f = $f"
     python3 "$B/check-duty.py" "$O/full.json" "$O/duty.json" "${f:-0}"
+    echo "-- with the launch fraction f_launch = $fl (cudart launch counters)"
+    python3 "$B/check-duty.py" "$O/full.json" "$O/duty.json" "${fl:-0}"
   fi
   if [ -n "${ATTACH:-}" ]; then
     # Detached, attached for a window (the on-demand shape without a
     # daemon request: GPUPROF_CUDA_ATTACH=AFTER_MS:DURATION_MS).
-    echo "== detached, attach window $ATTACH: torch_train.py $LONG 10"
-    rm -f /tmp/att.gpdb*
-    GPUPROF_CUDA_TRACE=detached GPUPROF_CUDA_ATTACH=$ATTACH GPUPROF_CUPTI_SELFTEST=1 timeout 300 \
-      gpuprof record -o /tmp/att.gpdb -- python3 "$B/torch_train.py" $LONG 10 2>/tmp/att.err | grep torch_steps_s
-    grep -E "dropped|fraction|gpuprof-cupti: state" /tmp/att.err | sed "s/^/    [attach] /"
+    for am in ${ATTACH_MODES:-detached}; do
+      echo "== $am, attach window $ATTACH: torch_train.py $LONG 10 (TORCH_BLOCK=${ATTACH_BLOCK:-0})"
+      rm -f /tmp/att.gpdb*
+      GPUPROF_CUDA_TRACE=$am GPUPROF_CUDA_ATTACH=$ATTACH GPUPROF_CUPTI_SELFTEST=1 TORCH_BLOCK=${ATTACH_BLOCK:-0} \
+        timeout 300 gpuprof record -o /tmp/att.gpdb -- python3 "$B/torch_train.py" $LONG 10 2>/tmp/att.err |
+        grep -E "torch_steps_s|^block"
+      grep -E "dropped|fraction|gpuprof-cupti: state|rror" /tmp/att.err | sed "s/^/    [attach] /"
+    done
   fi
   if [ -n "${TRACE:-}" ]; then
     # A trace of a real CUDA run, written both ways and brought back.
     echo "== gpuprof trace of torch_train.py $TRACE 5"
-    rm -f /tmp/t.gpdb*
-    GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o /tmp/t.gpdb -- python3 "$B/torch_train.py" "$TRACE" 5 \
-      2>/tmp/t.err | grep torch_steps_s
-    grep -E "pushfail|GPU ops" /tmp/t.err | sed "s/^/    [trace] /"
+    selftest_rec trace /tmp/t.gpdb "$TRACE" 5 "pushfail|GPU ops"
     gpuprof trace -o "$O/torch.pftrace" /tmp/t.gpdb; echo "trace perfetto rc=$?"
     gpuprof trace --format chrome -o "$O/torch.json" /tmp/t.gpdb; echo "trace chrome rc=$?"
     python3 - /tmp/t.gpdb <<'PY'
@@ -213,6 +258,13 @@ PY
     echo "== bench-torchloop $BENCH steps on this CPU ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2))"
     python3 "$B/bench-torchloop.py" "$B/lib/libbench-torchloop.so" "$BENCH" --rounds "${BENCH_R:-3}" \
       --evict "${BENCH_EVICT:-0,2048}" --lib old="$B/old/lib" --lib new="$B/lib" --stats 2>&1 | grep -v WARN
+  fi
+  if [ -n "${COUNTS:-}" ]; then
+    # The cudart launch counters against CUPTI's runtime-API callbacks:
+    # full tracing sees every runtime launch; those that follow a counted
+    # call on their thread ("after a counted call") must equal the count.
+    echo "== launch counters: full tracing, torch_train.py $COUNTS 10"
+    selftest_rec counts /tmp/cnt.gpdb "$COUNTS" 10 "gpuprof-cupti"
   fi
   [ -n "${EXTRA:-}" ] && eval "$EXTRA"
 } 2>&1 | tee "$O/torchcost.log"

@@ -71,8 +71,10 @@ int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
   return gpd_shim_push_activity(a);
 }
 int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
-                           uint64_t end, uint64_t windows, uint64_t window_ns) {
+                           uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
+                           uint64_t launches_in) {
   (void)api, (void)duty, (void)final, (void)t0, (void)start, (void)end, (void)windows, (void)window_ns;
+  (void)launches, (void)launches_in;
   return 0;
 }
 int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t max_wait_ns, const atomic_int *stop) {

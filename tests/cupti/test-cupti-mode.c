@@ -41,6 +41,33 @@ static void test_parse_modes(void **st) {
   assert_int_equal(m.window_ms, 5);
   assert_int_equal(m.period_ms, 250);
   assert_int_equal(m.ops, B(GPD_OP_KERNEL) | B(GPD_OP_COPY) | B(GPD_OP_MEMSET));
+  /* detach by cuptiFinalize: the default of the detached and duty modes,
+   * "keep" keeps CUPTI loaded, "finalize" says the default; never with
+   * full tracing */
+  assert_int_equal(m.finalize, 1);
+  assert_int_equal(gpd_cupti_mode_parse("detached", &m), 0);
+  assert_int_equal(m.finalize, 1);
+  assert_int_equal(gpd_cupti_mode_parse("full", &m), 0);
+  assert_int_equal(m.finalize, 0);
+  assert_int_equal(gpd_cupti_mode_parse("full,finalize", &m), 0);
+  assert_int_equal(m.finalize, 0);
+  assert_int_equal(gpd_cupti_mode_parse("kernel", &m), 0);
+  assert_int_equal(m.finalize, 0);
+  assert_int_equal(gpd_cupti_mode_parse("duty:10/0.2,keep", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DUTY);
+  assert_int_equal(m.window_ms, 10);
+  assert_int_equal(m.period_ms, 200);
+  assert_int_equal(m.finalize, 0);
+  assert_int_equal(m.ops, OPS_ALL);
+  assert_int_equal(gpd_cupti_mode_parse("finalize,detached,kernel", &m), 0);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  assert_int_equal(m.finalize, 1);
+  assert_int_equal(m.ops, B(GPD_OP_KERNEL));
+  assert_int_equal(gpd_cupti_mode_parse("keep,keep,detached", &m), 0);
+  assert_int_equal(m.finalize, 0);
+  assert_int_equal(gpd_cupti_mode_parse("finalizer", &m), -EINVAL);
+  assert_int_equal(m.finalize, 0); /* the defaults: full */
+  assert_int_equal(gpd_cupti_mode_parse("detached,keep,finalize", &m), -EINVAL);
 }
 
 static void test_parse_ops(void **st) {
@@ -142,6 +169,46 @@ static void test_estimate_steady(void **st) {
   assert_true(fabs(e2.time_se_ns - sqrt(0.5 * 50000) / 0.5) < 1e-9);
 }
 
+/* Tracing slows the loop inside windows (the H100 run of 2026-11-24: 13 %
+ * fewer launches per second): one launch every 1 ms outside windows, one
+ * every 1.25 ms inside, duty:20/1 for 10 s.  The time fraction (0.02)
+ * then underestimates by a fifth; the launch fraction that the launch
+ * counters give (launches inside windows / all launches, cupti-count.c)
+ * gives the exact totals. */
+static void test_estimate_slowed(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  assert_int_equal(gpd_cupti_mode_parse("duty:20/1", &m), 0);
+  const uint64_t us = 1000ull, ms = 1000 * us;
+  uint64_t all = 0, in = 0, win = 0, next = 0;
+  for (uint64_t now = 0; now < 10000 * ms; now = next) {
+    int on;
+    uint64_t edge = gpd_cupti_duty_next(&m, 0, now, &on);
+    if (on) {
+      win += edge - now;
+      for (uint64_t t = now; t < edge; t += 1250 * us) /* launches inside the window */
+        in++, all++;
+    } else {
+      for (uint64_t t = now; t < edge && t < 10000 * ms; t += ms)
+        all++;
+    }
+    next = edge;
+  }
+  assert_int_equal(win, 200 * ms);
+  assert_int_equal(in, 160);      /* 10 windows x 16 */
+  assert_int_equal(all, 9960);    /* + 10 x 980 outside */
+  double ft = gpd_duty_fraction(win, 10000 * ms), fl = gpd_duty_fraction(in, all);
+  assert_true(fabs(ft - 0.02) < 1e-12);
+  assert_true(fabs(fl - 160.0 / 9960.0) < 1e-15);
+  gpd_duty_estimate_t et, el;
+  assert_int_equal(gpd_duty_poisson((double)in, (double)in * 100 * us, 0, ft, &et), 0);
+  assert_int_equal(gpd_duty_poisson((double)in, (double)in * 100 * us, 0, fl, &el), 0);
+  assert_true(fabs(et.count - 8000) < 1e-6);            /* -19.7 %: the bias */
+  assert_true(fabs(el.count - 9960) < 1e-6);            /* exact */
+  assert_true(fabs(el.time_ns - 9960 * 100e3) < 1e-3);  /* 996 ms of GPU time */
+  assert_true(fabs(el.count_se / el.count - sqrt((1 - fl) / 160)) < 1e-12);
+}
+
 static void test_estimate_edges(void **st) {
   (void)st;
   gpd_duty_estimate_t e;
@@ -199,7 +266,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_parse_ops),
       cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
-      cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_edges),
+      cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_slowed),
+      cmocka_unit_test(test_estimate_edges),
       cmocka_unit_test(test_ctl_want),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

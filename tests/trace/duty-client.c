@@ -4,8 +4,11 @@
  * (call site A: 3 1 2 2 3 1 2 2 3 1 launches of kern_a, 1000 ns each;
  * call site B: one kern_b of 5000 ns per window), a TRACEWIN record
  * after each window and a final one at the run's end (t0 + 1 s), so
- * f = 0.1 exactly.  Usage: duty-client SOCKET.  Exit 0, or 2 on failure
- * (the library says why).  tests/trace/duty.sh checks the report.
+ * f = 0.1 exactly.  Usage: duty-client SOCKET [launches]: with
+ * "launches" the TRACEWIN records also carry the kernel launches the back
+ * end counted (20 inside each window of 250 per 100 ms: 200 of 2500, so
+ * the launch fraction 0.08).  Exit 0, or 2 on failure (the library says
+ * why).  tests/trace/duty.sh checks the report.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +39,7 @@ static void kernel(gpd_dclient_t *c, uint32_t node, uint32_t name, uint32_t stre
 }
 
 static void tracewin(gpd_dclient_t *c, int final, uint64_t t0, uint64_t start, uint64_t end,
-                     uint32_t windows, uint64_t window_ns) {
+                     uint32_t windows, uint64_t window_ns, uint64_t launches, uint64_t launches_in) {
   gpd_rec_tracewin_t r;
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_TRACEWIN;
@@ -50,14 +53,17 @@ static void tracewin(gpd_dclient_t *c, int final, uint64_t t0, uint64_t start, u
   r.start = start;
   r.end = end;
   r.window_ns = window_ns;
+  r.launches = launches;
+  r.launches_in = launches_in;
   gpd_dclient_push(&c->ring[0], &r, sizeof r);
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: duty-client SOCKET\n");
+  if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "launches"))) {
+    fprintf(stderr, "usage: duty-client SOCKET [launches]\n");
     return 2;
   }
+  int counted = argc == 3;
   gpd_dclient_t c;
   memset(&c, 0, sizeof c);
   gpd_dclient_register(&c, argv[1]);
@@ -72,9 +78,9 @@ int main(int argc, char **argv) {
     for (int k = 0; k < per_window_a[i]; k++)
       kernel(&c, 1, 1, 1, ws + 1000 + (uint64_t)k * 2000, 1000);
     kernel(&c, 2, 2, 2, ws + 8 * MS, 5000);
-    tracewin(&c, 0, t0, ws, we, i + 1, (i + 1) * 10 * MS);
+    tracewin(&c, 0, t0, ws, we, i + 1, (i + 1) * 10 * MS, counted ? 250ull * i + 20 : 0, counted ? 20ull * (i + 1) : 0);
   }
-  tracewin(&c, 1, t0, t0 + 1000 * MS, t0 + 1000 * MS, 10, 100 * MS);
+  tracewin(&c, 1, t0, t0 + 1000 * MS, t0 + 1000 * MS, 10, 100 * MS, counted ? 2500 : 0, counted ? 200 : 0);
   printf("duty-client %d sent\n", (int)getpid());
   fflush(stdout);
   return 0;

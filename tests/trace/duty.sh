@@ -63,4 +63,34 @@ $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("delete fr
   "$T/notrace.gpdb"
 "$GPUPROF" report --json "$T/notrace.gpdb" >"$T/notrace.json" || die "report --json (no trace) failed"
 check "$T/notrace.json" launch || die "per-launch estimates: $(head -c 3000 "$T/notrace.json")"
+
+# The back end counted its kernel launches (shim/cupti/cupti-count.c):
+# 200 of 2500 inside the windows, so f = 0.08 (not the time fraction 0.1)
+# and the per-window error of A is sqrt(10 (1 - 0.08) 2/3) / 0.08.
+S2=$T/gpd2.sock
+start_daemon "$S2" "$T/d2.gpdb"
+"$CLIENT" "$S2" launches >"$T/client2.out" 2>&1 || die "duty-client launches: $(cat "$T/client2.out")"
+CPID2=$(sed -n 's/^duty-client \([0-9]*\) sent$/\1/p' "$T/client2.out")
+[ -n "$CPID2" ] || die "duty-client output: $(cat "$T/client2.out")"
+wait_for "$WAIT" "the counting client's profile stored" db_exited "$T/d2.gpdb" "$CPID2" kern_a 20
+stop_daemon
+"$GPUPROF" report "$T/d2.gpdb" >"$T/rep2.txt" || die "report (launches) failed"
+grep -q "process $CPID2 (profile [0-9]*): 10 windows, 0.100000 s traced of 1.000000 s (f = 0.080000 from counted \
+launches: 200 of 2500 inside windows; time fraction 0.100000)$" "$T/rep2.txt" ||
+  die "duty summary with launches: $(grep -A4 '^Duty' "$T/rep2.txt")"
+"$GPUPROF" report --json "$T/d2.gpdb" >"$T/rep2.json" || die "report --json (launches) failed"
+$PY - "$T/rep2.json" "$CPID2" <<'PYEOF' || die "launch-fraction estimates: $(head -c 3000 "$T/rep2.json")"
+import json, math, sys
+(p,) = json.load(open(sys.argv[1]))["duty_estimates"]["processes"]
+assert p["pid"] == int(sys.argv[2]) and p["f_source"] == "launches", p
+assert abs(p["f"] - 0.08) < 1e-12 and abs(p["f_time"] - 0.1) < 1e-12, p
+assert p["launches"] == 2500 and p["launches_in"] == 200, p
+by = {c["path"].rsplit(" > ", 1)[-1]: c for c in p["contexts"]}
+a, b = by["kern_a"], by["kern_b"]
+def near(x, y):
+    return abs(x - y) <= 1e-9 * max(1.0, abs(y))
+assert a["error"] == "window" and near(a["count"], 250) and near(a["GKER"], 250e-6), a
+assert near(a["count_se"], math.sqrt(10 * 0.92 * 6 / 9) / 0.08), a
+assert near(b["count"], 125) and near(b["GKER"], 625e-6) and b["count_se"] == 0, b
+PYEOF
 echo "PASS trace.duty"

@@ -145,6 +145,31 @@ static void test_store(void **st) {
   assert_int_equal(q1(db, "SELECT end_ns FROM trace_duty WHERE profile_id=7"), 3000);
   assert_int_equal(q1(db, "SELECT final FROM trace_duty WHERE profile_id=7"), 1);
   assert_int_equal(q1(db, "SELECT duty FROM trace_duty WHERE profile_id=7"), 1);
+  /* no launch counts: no trace_duty_launch row (the report keeps the time fraction) */
+  assert_int_equal(q1(db, "SELECT count(*) FROM trace_duty_launch"), 0);
+  gpd_tracewin_free(&tw);
+
+  /* counted launches: the latest record's pair (most launches), whatever
+   * the order: the exit's final record, then the controller's last window */
+  memset(&tw, 0, sizeof tw);
+  r = rec(0, 1, 2000, 2010, 10);
+  r.launches = 50, r.launches_in = 5;
+  gpd_tracewin_ingest(&tw, &r);
+  r = rec(1, 2, 3000, 3000, 20);
+  r.launches = 300, r.launches_in = 12;
+  gpd_tracewin_ingest(&tw, &r);
+  r = rec(0, 2, 2500, 2510, 20);
+  r.launches = 260, r.launches_in = 12;
+  gpd_tracewin_ingest(&tw, &r);
+  assert_int_equal(tw.launches, 300);
+  assert_int_equal(tw.launches_in, 12);
+  assert_int_equal(gpd_tracewin_snap(&tw, &snap), 0);
+  assert_int_equal(gpd_tracewin_write(db, 8, &snap), 0);
+  assert_int_equal(gpd_tracewin_write(db, 8, &snap), 0); /* a rewrite replaces */
+  gpd_tracewin_snap_free(&snap);
+  assert_int_equal(q1(db, "SELECT count(*) FROM trace_duty_launch"), 1);
+  assert_int_equal(q1(db, "SELECT launches FROM trace_duty_launch WHERE profile_id=8"), 300);
+  assert_int_equal(q1(db, "SELECT launches_in FROM trace_duty_launch WHERE profile_id=8"), 12);
   gpd_tracewin_free(&tw);
   sqlite3_close(db);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -16,8 +16,23 @@ typedef struct gpd_duty_estimate_s {
 } gpd_duty_estimate_t;
 
 /** Window fraction f = window_ns / elapsed_ns, in [0, 1] (0 if elapsed
- *  is 0): the inclusion probability of a launch. */
+ *  is 0): the inclusion probability of a launch.  Also the launch
+ *  fraction: gpd_duty_fraction(launches inside windows, all launches)
+ *  (counted by shim/cupti/cupti-count.c), which stays unbiased when
+ *  tracing slows the program inside windows. */
 double gpd_duty_fraction(uint64_t window_ns, uint64_t elapsed_ns);
+
+/** Fewest counted launches for which the launch fraction is used. */
+#define GPD_DUTY_MIN_LAUNCHES 100u
+
+/** The launch fraction f = in / all of a run whose back end counted its
+ *  kernel launches (all, and `in` inside windows: TRACEWIN's launches and
+ *  launches_in), or 0 when it cannot be used (fewer than
+ *  GPD_DUTY_MIN_LAUNCHES counted, none inside a window, or in > all):
+ *  the caller then falls back to the time fraction.  Tracing slows a
+ *  launch-bound program inside its windows, which the time fraction
+ *  misses and this one does not (common/duty.c). */
+double gpd_duty_launch_fraction(uint64_t in, uint64_t all);
 
 /** Per-launch estimate (launches sampled independently with probability
  *  f; common/duty.c gives the formulas and their source): from n launches

@@ -282,8 +282,13 @@ typedef struct gpd_rec_cpusample_s {
  *  says it all: `t0` the back end's start (the schedule's origin),
  *  `windows` / `window_ns` the count and total length of the windows
  *  closed so far, this one included.  Valid: t0 <= start <= end,
- *  window_ns <= end - t0.  Only pushed when the region's daemon accepts
- *  the type (gpd_region_hdr_t.rec_types > GPD_REC_TRACEWIN). */
+ *  window_ns <= end - t0.  `launches` / `launches_in`: the kernel launches
+ *  the back end counted (shim/cupti/cupti-count.c: libcudart's launch
+ *  calls) from t0 to `end` and inside the windows, cumulative too
+ *  (launches_in <= launches; both 0 from a back end that does not count,
+ *  or an older one: the report then uses the time fraction).  Only
+ *  pushed when the region's daemon accepts the type
+ *  (gpd_region_hdr_t.rec_types > GPD_REC_TRACEWIN). */
 typedef struct gpd_rec_tracewin_s {
   gpd_rec_hdr_t h;
   uint8_t api;
@@ -294,7 +299,8 @@ typedef struct gpd_rec_tracewin_s {
   uint64_t start;
   uint64_t end;
   uint64_t window_ns;
-  uint8_t pad[16];
+  uint64_t launches;    /* kernel launches counted since t0 (0 = not counted) */
+  uint64_t launches_in; /* of which inside windows (<= launches) */
 } gpd_rec_tracewin_t;
 #define GPD_TRACEWIN_F_FINAL 0x01u
 

@@ -80,12 +80,16 @@
 
 /** Duty-cycled / on-demand tracing windows per process (daemon/tracewin.c
  *  writes them, `gpuprof merge` carries them, cli/duty.c reads them;
- *  docs/FORMATS.md). */
+ *  docs/FORMATS.md).  trace_duty_launch: the kernel launches the back end
+ *  counted, all and inside windows (the launch fraction; not carried by
+ *  merge: a merged file's report uses the time fraction). */
 #define GPD_TRACEWIN_SCHEMA                                                                        \
   "CREATE TABLE IF NOT EXISTS trace_duty(profile_id INTEGER PRIMARY KEY, api INTEGER NOT NULL,"    \
   "  duty INTEGER NOT NULL, t0_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                      \
   "  final INTEGER NOT NULL, windows INTEGER NOT NULL, window_ns INTEGER NOT NULL);"               \
   "CREATE TABLE IF NOT EXISTS trace_window(profile_id INTEGER NOT NULL, start_ns INTEGER NOT NULL," \
-  "  end_ns INTEGER NOT NULL, PRIMARY KEY(profile_id, start_ns)) WITHOUT ROWID;"
+  "  end_ns INTEGER NOT NULL, PRIMARY KEY(profile_id, start_ns)) WITHOUT ROWID;"                   \
+  "CREATE TABLE IF NOT EXISTS trace_duty_launch(profile_id INTEGER PRIMARY KEY,"                   \
+  "  launches INTEGER NOT NULL, launches_in INTEGER NOT NULL);"
 
 #endif
