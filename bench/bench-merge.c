@@ -314,6 +314,10 @@ int main(int argc, char **argv) {
            100.0 * base.secs / (n * r->secs), 100.0 * base.secs / (cores * r->secs),
            tmodel > 0 ? 100.0 * base.cpu / (n * tmodel) : 0.0, r->read_s, r->read_cpu, r->write_s, r->write_cpu);
   }
+  for (int k = 0; k < nrun; k++)
+    if (med[k].shard_s > 0)
+      printf("mpirun -np %d (sharded): slowest other rank %.2f s wall / %.2f CPU-s from its start to its shard "
+             "written\n", np[k], med[k].shard_s, med[k].shard_cpu);
   struct stat sb;
   stat(out, &sb);
   printf("\n%d round%s, interleaved; each row is the round with the median wall time.\n", repeat,
