@@ -407,11 +407,14 @@ int gpd_mshard_reduce(const gpd_buf_t *in, size_t nin, const int64_t *uids, uint
 /** Insert write stream p[0..n) (gpd_mshard_reduce) into o.  0, -EINVAL
  *  or GPD_ESTORE (err of o set). */
 int gpd_mshard_write(gpd_mout_t *o, const uint8_t *p, size_t n);
+/** What gpd_mshard_early puts in its stream. */
+enum { GPD_EARLY_ALL = 0,   /* side rows, GPU-binary records, pmetric blobs */
+       GPD_EARLY_SIDE = 1,  /* no blobs: a sharded output keeps them in a shard */
+       GPD_EARLY_BLOBS = 2 /* only the blobs: a reader rank's for its owner's shard */ };
 /** A rank's profile-major side for the writer, appended to out: its side
- *  rows, GPU-binary records, and (with_pmetric) its pmetric blobs and the
- *  metrics they use (a sharded output keeps them in the rank's shard).
- *  0 or -ENOMEM. */
-int gpd_mshard_early(const gpd_mpart_t *p, int with_pmetric, gpd_buf_t *out);
+ *  rows and GPU-binary records, and its pmetric blobs with the metrics
+ *  they use, as `what` says (GPD_EARLY_*).  0 or -ENOMEM. */
+int gpd_mshard_early(const gpd_mpart_t *p, int what, gpd_buf_t *out);
 /** Insert an early stream p[0..n) of the rank whose profiles start after
  *  global id base; *bins is pointed at its GPU-binary records (inside p,
  *  not owned) for gpd_mout_finish.  0, -EINVAL or GPD_ESTORE. */

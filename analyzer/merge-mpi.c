@@ -46,6 +46,8 @@
 #define TAG_WSIZE 4              /* owner -> 0: bytes of its write stream */
 #define TAG_WRITE 5              /* owner -> 0: the stream (gpd_mshard_reduce) */
 #define TAG_SHARD 6              /* owner -> 0: its shard file written (gpd_shard_rec_t) */
+#define TAG_BSIZE 7              /* reader -> its owner: bytes of its pmetric blobs */
+#define TAG_BLOBS 8              /* reader -> its owner: the blobs (gpd_mshard_early, blobs only) */
 
 static void need(int e, const char *what) {
   if (e < 0) {
@@ -302,19 +304,30 @@ int main(int argc, char **argv) {
   gpd_buf_t ws = {0};
   uint64_t nc, nk;
   if (!owner) {
-    /* a reader only (sharded, more ranks than shards): its profile-major
-     * side with its blobs to rank 0, its ranges' rows to their owners */
-    uint64_t esz;
-    need(gpd_mshard_early(&mine, 1, &early), "profile-major side");
+    /* a reader only (sharded, more ranks than shards): its side rows to
+     * rank 0, its ranges' rows to their owners, its pmetric blobs to
+     * owner rank % nown (the blobs are half the bytes: spread, not all
+     * on rank 0) */
+    uint64_t esz, bsz;
+    uint32_t my_owner = (uint32_t)rank % nown;
+    gpd_buf_t blobs = {0};
+    need(gpd_mshard_early(&mine, my_owner == 0 ? GPD_EARLY_ALL : GPD_EARLY_SIDE, &early), "profile-major side");
     send_sized(&xe, &early, &esz, TAG_ESIZE, TAG_EARLY);
+    if (my_owner != 0) {
+      need(gpd_mshard_early(&mine, GPD_EARLY_BLOBS, &blobs), "pmetric blobs");
+      bsz = blobs.n;
+      MPI_Isend(&bsz, 1, MPI_UINT64_T, (int)my_owner, TAG_BSIZE, MPI_COMM_WORLD, xfer_slot(&xe));
+      xfer_send(&xe, blobs.p, blobs.n, (int)my_owner, TAG_BLOBS);
+    }
     xfer_wait(&x);
     xfer_wait(&xe);
     gpd_buf_free(&early);
+    gpd_buf_free(&blobs);
   } else if (rank != 0) {
     /* the profile-major side to the writer (not waited for), then the
      * owned range once every rank's part of it is here */
     uint64_t esz, wsz;
-    need(gpd_mshard_early(&mine, !shards, &early), "profile-major side");
+    need(gpd_mshard_early(&mine, shards ? GPD_EARLY_SIDE : GPD_EARLY_ALL, &early), "profile-major side");
     send_sized(&xe, &early, &esz, TAG_ESIZE, TAG_EARLY);
     xfer_wait(&x);
     need(gpd_mshard_reduce(from, (size_t)size, uids, nprof, &ws, &nc, &nk), "reduce");
@@ -336,14 +349,25 @@ int main(int argc, char **argv) {
         if ((e = gpd_pmetric_blob(&mine, i, &blob, sh.used)) < 0 ||
             (e = gpd_mout_pmetric(&sh, (int64_t)base[rank] + (int64_t)i + 1, blob.p, blob.n)) < 0)
           goto shfail;
-      e = gpd_mout_shard_save(&sh, o.out, (uint32_t)rank, nonce, &rec);
+      /* and those of the readers it serves (rank % nown == its rank) */
+      uint64_t served = 0;
+      for (int r = (int)nown + rank; r < size && e >= 0; r += (int)nown) {
+        uint64_t n;
+        gpd_buf_t nb = {0};
+        uint8_t *b = recv_sized(r, TAG_BSIZE, TAG_BLOBS, &n);
+        e = gpd_mshard_early_write(&sh, b, n, base[r], &nb);
+        served += all[r][1];
+        free(b);
+      }
+      if (e >= 0) e = gpd_mout_shard_save(&sh, o.out, (uint32_t)rank, nonce, &rec);
+      rec.profiles = served;
     shfail:
       if (e < 0) {
         fprintf(stderr, "gpuprof: rank %d: %s\n", rank,
                 e == -EINVAL ? "malformed data from a rank" : e == -ENOMEM ? "out of memory" : err);
         rec.ok = 0;
       }
-      rec.profiles = mine.nprof;
+      rec.profiles += mine.nprof;
       rec.wall_s = gpd_merge_clock(CLOCK_MONOTONIC) - t[0];
       rec.cpu_s = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID) - c[0];
       gpd_buf_free(&blob);

@@ -359,15 +359,15 @@ int gpd_mshard_write(gpd_mout_t *o, const uint8_t *p, size_t n) {
  * u64 rows bytes, rows; u64 bins bytes, bins; u64 nprof, then per profile
  * u64 blob bytes, blob; GPD_M__COUNT bytes of metrics used. */
 
-int gpd_mshard_early(const gpd_mpart_t *p, int with_pmetric, gpd_buf_t *out) {
+int gpd_mshard_early(const gpd_mpart_t *p, int what, gpd_buf_t *out) {
   gpd_buf_t blob = {0};
   uint8_t used[GPD_M__COUNT] = {0};
-  int err;
-  if ((err = put_u64(out, p->rows.n)) < 0 || (err = gpd_buf_put(out, p->rows.p, p->rows.n)) < 0 ||
-      (err = put_u64(out, p->bins.n)) < 0 || (err = gpd_buf_put(out, p->bins.p, p->bins.n)) < 0 ||
-      (err = put_u64(out, with_pmetric ? p->nprof : 0)) < 0)
+  int err, side = what != GPD_EARLY_BLOBS, blobs = what != GPD_EARLY_SIDE;
+  if ((err = put_u64(out, side ? p->rows.n : 0)) < 0 || (side && (err = gpd_buf_put(out, p->rows.p, p->rows.n)) < 0) ||
+      (err = put_u64(out, side ? p->bins.n : 0)) < 0 || (side && (err = gpd_buf_put(out, p->bins.p, p->bins.n)) < 0) ||
+      (err = put_u64(out, blobs ? p->nprof : 0)) < 0)
     return err;
-  for (size_t i = 0; with_pmetric && i < p->nprof && !err; i++)
+  for (size_t i = 0; blobs && i < p->nprof && !err; i++)
     if (!(err = gpd_pmetric_blob(p, i, &blob, used)) && !(err = put_u64(out, blob.n)))
       err = gpd_buf_put(out, blob.p, blob.n);
   if (!err) err = gpd_buf_put(out, used, sizeof(used));

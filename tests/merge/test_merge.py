@@ -404,14 +404,21 @@ def case_shards(tmp):
     check(rc == 0 and "(sharded)" not in e and not os.path.exists(single + ".shard-001"), "--single-file: one file")
     same_tables(ref, single, "one thread vs 3 ranks --single-file")
     # more ranks than shards (SQLite's attach limit, lowered here to 2):
-    # ranks 0-2 own the ranges, rank 3 only reads and hands its rows over
+    # ranks 0-2 own the ranges, ranks 3 and 4 only read and hand their
+    # rows to the owners, their blobs to ranks 0 and 1 (rank % 3)
     grp = os.path.join(tmp, "grp.gpdb")
-    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "4", GPUPROF, "merge", "-o", grp] + ins,
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "5", GPUPROF, "merge", "-o", grp] + ins,
                    env=dict(MPI_ENV, GPD_MERGE_MAX_SHARDS="2"), timeout=150)
-    check(rc == 0 and "4 ranks (sharded: 3 files)" in e and os.path.exists(grp + ".shard-002") and
-          not os.path.exists(grp + ".shard-003"), "4 ranks, at most 2 shards: 3 files (%s)" % e.strip())
-    same_tables(ref, grp, "one thread vs 4 ranks in 3 files")
-    check(sharded_outputs(tmp, grp) == sharded_outputs(tmp, ref), "4 ranks in 3 files: every reader as one file")
+    check(rc == 0 and "5 ranks (sharded: 3 files)" in e and os.path.exists(grp + ".shard-002") and
+          not os.path.exists(grp + ".shard-003"), "5 ranks, at most 2 shards: 3 files (%s)" % e.strip())
+    raw = sqlite3.connect("file:%s?mode=ro" % grp, uri=True)
+    # inputs per rank 1, 2, 1, 2, 2 (2 processes each)
+    check(raw.execute("SELECT profiles FROM shard ORDER BY ord").fetchall() == [(8,), (2,)] and
+          raw.execute("SELECT count(*) FROM pmetric").fetchone() == (6,),
+          "blobs: rank 1's shard holds its and rank 4's processes, rank 0's file its and rank 3's")
+    raw.close()
+    same_tables(ref, grp, "one thread vs 5 ranks in 3 files")
+    check(sharded_outputs(tmp, grp) == sharded_outputs(tmp, ref), "5 ranks in 3 files: every reader as one file")
 
 
 def case_shardread(tmp):
