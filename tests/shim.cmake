@@ -13,6 +13,10 @@ add_test(NAME shim.capture COMMAND test-capture)
 set_tests_properties(shim.capture PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
 
+# GPUPROF_SHIM_STATS levels: every phase (=1), the outermost only (=outer), none
+add_test(NAME shim.stats COMMAND bash ${GPD_SHIM_APPS}/shim-stats.sh $<TARGET_FILE:test-capture>)
+set_tests_properties(shim.stats PROPERTIES LABELS "unit" TIMEOUT 60)
+
 add_executable(test-shim-job ${GPD_SHIM_APPS}/test-shim-job.c)
 target_include_directories(test-shim-job PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
 target_link_libraries(test-shim-job PRIVATE gpuprof gpd_common)
