@@ -61,8 +61,28 @@ add_executable(count-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/count-app.c)
 target_include_directories(count-app PRIVATE ${CUDA_INCLUDE_DIR})
 target_link_libraries(count-app PRIVATE gpd_fake_cudart Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(count-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
+# Two runtimes in one process: a library linked against a stand-in
+# libcudart.so.12 (version libcudart.so.12, values + 100) beside the
+# program's libcudart.so.13; each call must reach its caller's runtime.
+add_library(gpd_fake_cudart12 SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/fake-cudart.c)
+target_compile_definitions(gpd_fake_cudart12 PRIVATE FAKE_CUDART12)
+target_include_directories(gpd_fake_cudart12 PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_options(gpd_fake_cudart12 PRIVATE
+  -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cupti/fake-cudart12.map)
+set_target_properties(gpd_fake_cudart12 PROPERTIES OUTPUT_NAME cudart SOVERSION 12
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart12)
+add_library(gpd_caller12 SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/caller12.c)
+target_include_directories(gpd_caller12 PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_libraries(gpd_caller12 PRIVATE gpd_fake_cudart12)
+set_target_properties(gpd_caller12 PROPERTIES OUTPUT_NAME caller12
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart12)
+add_executable(count-app2 ${CMAKE_CURRENT_SOURCE_DIR}/cupti/count-app.c)
+target_compile_definitions(count-app2 PRIVATE TWO_CUDARTS)
+target_include_directories(count-app2 PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_libraries(count-app2 PRIVATE gpd_fake_cudart gpd_caller12 Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(count-app2 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
 add_test(NAME cupti.count COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-count.sh
-  $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app>)
+  $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app> $<TARGET_FILE:count-app2>)
 set_tests_properties(cupti.count PROPERTIES LABELS "integration" TIMEOUT 60)
 
 # CUDA test programs, built with nvcc for sm_90 (+ compute_90 PTX), shared

@@ -2,10 +2,19 @@
  * like NVIDIA's) exporting the runtime functions that libgpuprof.so's
  * counting interposers wrap (shim/cupti/cupti-count.c).  Each returns a
  * value computed from all of its arguments (fake-cudart.h) and counts the
- * calls it received.  Test cupti.count. */
+ * calls it received.  Built a second time as libcudart.so.12
+ * (-DFAKE_CUDART12: version libcudart.so.12, every value + 100) for the
+ * process with two runtimes.  Test cupti.count. */
 #include <stdatomic.h>
 
 #include "fake-cudart.h"
+
+#ifdef FAKE_CUDART12
+#define fake_cudart_calls fake_cudart12_calls
+#define RC(x) ((cudaError_t)((x) + 100))
+#else
+#define RC(x) (x)
+#endif
 
 static atomic_ulong g_calls;
 uint64_t fake_cudart_calls(void) { return atomic_load(&g_calls); }
@@ -14,7 +23,7 @@ uint64_t fake_cudart_calls(void) { return atomic_load(&g_calls); }
   cudaError_t name(const void *f, dim3 g, dim3 b, void **a, size_t smem, cudaStream_t s);                    \
   cudaError_t name(const void *f, dim3 g, dim3 b, void **a, size_t smem, cudaStream_t s) {                   \
     atomic_fetch_add(&g_calls, 1);                                                                          \
-    return fake_launch_rc(f, g, b, a, smem, s);                                                             \
+    return RC(fake_launch_rc(f, g, b, a, smem, s));                                                         \
   }
 LAUNCH(cudaLaunchKernel)
 LAUNCH(cudaLaunchKernel_ptsz)
@@ -25,7 +34,7 @@ LAUNCH(__cudaLaunchKernel_ptsz)
   cudaError_t name(const cudaLaunchConfig_t *c, const void *f, void **a);                                   \
   cudaError_t name(const cudaLaunchConfig_t *c, const void *f, void **a) {                                  \
     atomic_fetch_add(&g_calls, 1);                                                                          \
-    return fake_launch_rc(f, c->gridDim, c->blockDim, a, c->dynamicSmemBytes, c->stream);                   \
+    return RC(fake_launch_rc(f, c->gridDim, c->blockDim, a, c->dynamicSmemBytes, c->stream));               \
   }
 LAUNCHEX(cudaLaunchKernelExC)
 LAUNCHEX(cudaLaunchKernelExC_ptsz)
@@ -34,7 +43,7 @@ LAUNCHEX(cudaLaunchKernelExC_ptsz)
   cudaError_t name(void *d, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s);               \
   cudaError_t name(void *d, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s) {              \
     atomic_fetch_add(&g_calls, 1);                                                                          \
-    return fake_copy_rc(d, src, n, k, s);                                                                   \
+    return RC(fake_copy_rc(d, src, n, k, s));                                                               \
   }
 COPY(cudaMemcpyAsync)
 COPY(cudaMemcpyAsync_ptsz)
@@ -43,7 +52,7 @@ COPY(cudaMemcpyAsync_ptsz)
   cudaError_t name(void *d, int v, size_t n, cudaStream_t s);                                               \
   cudaError_t name(void *d, int v, size_t n, cudaStream_t s) {                                              \
     atomic_fetch_add(&g_calls, 1);                                                                          \
-    return fake_set_rc(d, v, n, s);                                                                         \
+    return RC(fake_set_rc(d, v, n, s));                                                                     \
   }
 SET(cudaMemsetAsync)
 SET(cudaMemsetAsync_ptsz)
