@@ -392,16 +392,19 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
 /* Controller, g_mode_mu held, tracing detached and the window flushed:
  * switch on the kernel-launch callbacks so that the next launch's EXIT
  * finalizes (fin_run). */
-static void fin_arm(void) {
-  int e = FIN_NONE;
-  if (!atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED))
-    return;
+static void fin_launch_callbacks(uint32_t on) {
   for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
     if ((g_rt_op[id] & 0x7f) == GPD_OP_KERNEL)
-      fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
     if ((g_drv_op[id] & 0x7f) == GPD_OP_KERNEL)
-      fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+}
+
+static void fin_arm(void) {
+  int e = FIN_NONE;
+  if (atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED))
+    fin_launch_callbacks(1);
 }
 
 /* An API's EXIT callback while detached (an application thread): the
@@ -561,7 +564,7 @@ static void duty_summary(char *out, size_t n) {
            (unsigned long long)all, gpd_duty_fraction(in, all));
   if (g_windows && len > 0 && (size_t)len < n)
     len += snprintf(out + len, n - (size_t)len, "; last window unix %.3f-%.3f", g_real_on, g_real_off);
-  if (g_mode.finalize && len > 0 && (size_t)len < n)
+  if ((g_mode.finalize || fin_n) && len > 0 && (size_t)len < n)
     snprintf(out + len, n - (size_t)len, "; finalize: %lu, %.2f ms each, subscribe again %.2f ms each", fin_n,
              fin_n ? (double)atomic_load(&g_fin_ns) / (double)fin_n / 1e6 : 0.0,
              g_resub_n ? (double)g_resub_ns / (double)g_resub_n / 1e6 : 0.0);
@@ -1058,10 +1061,18 @@ static void cupti_fork_child(void) {
 static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
   if (atomic_load(&g_state) != ST_RUNNING)
     return -ENOTSUP;
-  if (c->kind == GPD_CONTROL_PC_SAMPLING && g_mode.finalize) {
-    if (msg && n)
-      snprintf(msg, n, "CUDA tracing detaches with cuptiFinalize (GPUPROF_CUDA_TRACE=...,finalize): no PC sampling");
-    return -ENOTSUP;
+  if (c->kind == GPD_CONTROL_PC_SAMPLING && c->enable) {
+    /* PC sampling needs CUPTI loaded: no more finalizes in this process
+     * (an armed one is called off; a finalized CUPTI comes back at the
+     * next window's attach, whose API callbacks start the sampling) */
+    pthread_mutex_lock(&g_mode_mu);
+    if (g_mode.finalize)
+      GPD_INFO("CUDA tracing: PC sampling asked for: CUPTI stays loaded between windows from now on");
+    g_mode.finalize = 0;
+    int armed = FIN_ARMED;
+    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on)
+      fin_launch_callbacks(0); /* called off: detached, no callback left on */
+    pthread_mutex_unlock(&g_mode_mu);
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING)
     return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
