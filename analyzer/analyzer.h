@@ -283,6 +283,7 @@ typedef struct gpd_mout_s {
   unsigned char *img;             /* a shard's copied image (sqlite3_free), or NULL */
   gpd_mwrite_info_t *info;        /* counts: contexts, keys, values, sparse bytes as rows go in */
   uint8_t used[GPD_M__COUNT];     /* metrics with a value (set by gpd_pmetric_blob; for dense_bytes) */
+  uint32_t nshards;               /* shard files out names (gpd_mout_shards) */
 } gpd_mout_t;
 
 /** Create the temporary file, its schema, meta (next_profile_id =
@@ -310,7 +311,9 @@ void gpd_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n);
 int gpd_mout_stat(gpd_mout_t *o, int64_t uid, int64_t ctx, uint32_t metric, const gpd_mstat_t *s,
                   const uint8_t *vals, size_t n);
 /** Commit, close, copy the GPU binaries the parts refer to
- *  (gpd_mbins_copy), fsync and rename over `out`; info->profiles and the
+ *  (gpd_mbins_copy), fsync and rename over `out`, then remove the shard
+ *  files an earlier merge left under out's name beyond the ones out
+ *  names (out.shard-NNN from NNN = nshards + 1 on, until one is missing); info->profiles and the
  *  dense sizes are set from nprof and the counts.  0 or < 0 with err
  *  set; gpd_mout_close is still to be called. */
 int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, size_t nparts);

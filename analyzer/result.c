@@ -493,6 +493,7 @@ int gpd_mout_shards(gpd_mout_t *o, const gpd_shard_rec_t *rec, size_t n, const c
     o->info->sparse_bytes += rec[i].sparse_bytes;
     for (unsigned m = 0; m < GPD_M__COUNT; m++) o->used[m] |= rec[i].used[m] != 0;
   }
+  o->nshards = (uint32_t)n;
   sqlite3_finalize(st);
   return e;
 }
@@ -637,6 +638,14 @@ int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, siz
   if ((e = gpd_mbins_copy(parts, nparts, o->out, info)) < 0) return ofail(o, e, "out of memory");
   if (fsync(o->fd) < 0 || rename(o->tmp, o->out) < 0) return ofail(o, -errno, "%s: %s", o->out, strerror(errno));
   o->tmp[0] = 0;
+  /* an earlier merge's shards under this name that out does not name:
+   * nothing reads them any more */
+  char dir[4200], name[256], path[4500];
+  split_out(o->out, dir, sizeof(dir));
+  for (uint32_t k = o->nshards + 1; k < 1000 && gpd_shard_name(o->out, k, name, sizeof(name)) == 0; k++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (unlink(path) < 0) break;
+  }
   return 0;
 }
 

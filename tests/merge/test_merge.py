@@ -419,6 +419,14 @@ def case_shards(tmp):
     raw.close()
     same_tables(ref, grp, "one thread vs 5 ranks in 3 files")
     check(sharded_outputs(tmp, grp) == sharded_outputs(tmp, ref), "5 ranks in 3 files: every reader as one file")
+    # a new merge under the same name removes the shards it does not name
+    rc, o, e = run([MPIRUN, "--oversubscribe", "-np", "2", GPUPROF, "merge", "-o", job] + ins, env=MPI_ENV,
+                   timeout=150)
+    check(rc == 0 and os.path.exists(job + ".shard-001") and not os.path.exists(job + ".shard-002") and
+          not os.path.exists(job + ".shard-003"), "2 ranks over the 4-rank output: 1 shard left")
+    same_tables(ref, job, "one thread vs 2 ranks")
+    merge(job, ins, "-j", "1")
+    check(not os.path.exists(job + ".shard-001"), "one thread over it: no shard left")
 
 
 def case_shardread(tmp):
