@@ -8,18 +8,24 @@
  * written) and the profile counts and uids.  The reduction is partitioned
  * (Zhou et al., "Scalable Analysis of GPU-accelerated Applications with
  * HPCToolkit", sec. 6.1-6.2; shard.c): the context-id space is cut into
- * N consecutive ranges, rank j owning range j (rank 0's half as wide: it
- * is also the writer); every rank sends each owner its contexts and
- * (context, metric) values in that range (all-to-all), and its
- * profile-major side (side rows, pmetric blobs) straight to rank 0.  Each
+ * consecutive ranges, owner j owning range j (--single-file: rank 0's
+ * half as wide, it is also the writer); every rank sends each owner its
+ * contexts and (context, metric) values in that range (all-to-all), and
+ * its profile-major side (side rows; pmetric blobs with --single-file)
+ * straight to rank 0.  Each
  * owner matches contexts by (uid, Merkle id), concatenates values in rank
  * order -- which is input order, so profile ids and statistics equal
  * those of the threaded merge -- computes the statistics and writes its
  * rows, sorted, into a shard: an in-memory SQLite database (memdb), built
- * by all owners at once, whose image it sends rank 0.  Rank 0 writes the
- * profile-major side and its own range into the output while the owners
- * work, then appends the shards in range order (ATTACH, INSERT ... SELECT:
- * B-tree appends, no bind per value).
+ * by all owners at once.  By default (a sharded output, docs/ANALYZER.md)
+ * the ranges are equal and each owner k > 0 adds the pmetric blobs of the
+ * processes it read and saves its shard as OUT.shard-00k, reporting it to
+ * rank 0, which writes the profiles, side rows, its own blobs and range
+ * and the `shard` table, and renames OUT into place last.  With
+ * --single-file each owner sends rank 0 its shard's image and its blobs
+ * instead; rank 0 writes the profile-major side and its own range while
+ * the owners work, then appends the shards in range order (ATTACH,
+ * INSERT ... SELECT: B-tree appends, no bind per value).
  * With a core per rank, waits are MPI's own (it progresses transfers as
  * fast as it can); on an oversubscribed node waiting ranks sleep between
  * polls (wait_idle, xfer_wait) instead of spinning in MPI, so that they
