@@ -4,7 +4,10 @@
 # profile) with and without --keep-going, --job / --uid selection and
 # per-user contexts, `report --stats`, the Slurm epilog example (root), the GPU
 # binaries and PC samples carried beside / into the merged file (gpubins).  merge.mpi runs 4 ranks under
-# mpirun (label mpi) and SKIPs without mpirun or gpuprof-merge-mpi.
+# mpirun (label mpi) and SKIPs without mpirun or gpuprof-merge-mpi; merge.shards
+# (mpi) the sharded output (files, readers, --single-file, more ranks than
+# shards), merge.shardread (unit, so ASan too) the readers of sharded files
+# and their refusals on a file split by tests/merge/gpdb.py.
 find_program(GPD_PYTHON3_MERGE NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(GPD_MPIRUN mpirun)
 if(GPD_PYTHON3_MERGE AND TARGET gpuprof_cli)
