@@ -81,6 +81,7 @@ typedef enum gpd_mtable_e {
   GPD_MT_CPU_SAMPLE_STAT,
   GPD_MT_TRACE_DUTY, /* the tracing windows (GPD_TRACEWIN_SCHEMA): from inputs that have them */
   GPD_MT_TRACE_WINDOW,
+  GPD_MT_TRACE_DUTY_LAUNCH, /* the last of the trace tables (has_trace bits) */
   GPD_MT_CONTEXT,
   GPD_MT_FRAME,
   GPD_MT__COUNT

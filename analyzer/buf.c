@@ -79,6 +79,7 @@ static const struct {
                                 0, 6},
     [GPD_MT_TRACE_DUTY] = {"trace_duty", "profile_id, api, duty, t0_ns, end_ns, final, windows, window_ns", 0, 8},
     [GPD_MT_TRACE_WINDOW] = {"trace_window", "profile_id, start_ns, end_ns", 0, 3},
+    [GPD_MT_TRACE_DUTY_LAUNCH] = {"trace_duty_launch", "profile_id, launches, launches_in", 0, 3},
     [GPD_MT_CONTEXT] = {"context", "uid, id, parent, kind, module, build_id, offset, label, raw_name", -1, 9},
     [GPD_MT_FRAME] = {"frame", "uid, context_id, depth, function, file, line, inlined", -1, 7},
 };

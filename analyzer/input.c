@@ -172,7 +172,7 @@ static int has_pcsample(rd_t *r) {
  * whole, never guessed). */
 static void has_traces(rd_t *r) {
   r->has_trace = 0;
-  for (int t = GPD_MT_TRACE_EVENT; t <= GPD_MT_TRACE_WINDOW; t++) {
+  for (int t = GPD_MT_TRACE_EVENT; t <= GPD_MT_TRACE_DUTY_LAUNCH; t++) {
     char sql[256];
     sqlite3_stmt *st = NULL;
     snprintf(sql, sizeof(sql), "SELECT %s FROM %s LIMIT 0", gpd_mtable_cols(t), gpd_mtable_name(t));
@@ -252,7 +252,7 @@ static int read_side(rd_t *r, gpd_mtable_t t) {
   int err = 0, rc, pcol = gpd_mtable_pcol(t);
   const char *cols = gpd_mtable_cols(t);
   int plen = (int)strcspn(cols, ","); /* the profile column: the first (trace_cpu_sample's is `profile`) */
-  if (t >= GPD_MT_TRACE_EVENT && t <= GPD_MT_TRACE_WINDOW && !(r->has_trace & (1u << (t - GPD_MT_TRACE_EVENT))))
+  if (t >= GPD_MT_TRACE_EVENT && t <= GPD_MT_TRACE_DUTY_LAUNCH && !(r->has_trace & (1u << (t - GPD_MT_TRACE_EVENT))))
     return 0;
   if (t == GPD_MT_GPUBIN && r->has_pcs)
     snprintf(sql, sizeof(sql),
@@ -468,7 +468,7 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
       (e = read_side(&r, GPD_MT_TRACE_EVENT)) < 0 || (e = read_side(&r, GPD_MT_TRACE_LAUNCH)) < 0 ||
       (e = read_side(&r, GPD_MT_TRACE_STAT)) < 0 || (e = read_side(&r, GPD_MT_TRACE_CPU_SAMPLE)) < 0 ||
       (e = read_side(&r, GPD_MT_CPU_SAMPLE_STAT)) < 0 || (e = read_side(&r, GPD_MT_TRACE_DUTY)) < 0 ||
-      (e = read_side(&r, GPD_MT_TRACE_WINDOW)) < 0 ||
+      (e = read_side(&r, GPD_MT_TRACE_WINDOW)) < 0 || (e = read_side(&r, GPD_MT_TRACE_DUTY_LAUNCH)) < 0 ||
       (e = read_contexts(&r, src)) < 0 ||
       (e = read_frames(&r, src)) < 0 || (e = read_metrics(&r, version)) < 0)
     goto done;

@@ -19,7 +19,7 @@ GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/a.gpdb" -- "$APP" 3 2 40 >"$T
   { cat "$T/a.err"; die "record a failed"; }
 GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/b.gpdb" -- "$APP" 2 5 40 >"$T/b.out" 2>"$T/b.err" ||
   { cat "$T/b.err"; die "record b failed"; }
-# the tracing-window tables (trace_duty, trace_window) are written only
+# the tracing-window tables (trace_duty, trace_window, trace_duty_launch) are written only
 # for duty-cycled or on-demand CUDA processes, which need a GPU: b's
 # ocl-gap profile gets a duty summary and three windows here (the rows a
 # `duty:10/100` CUDA run stores, docs/FORMATS.md), so that the merge's
@@ -30,6 +30,7 @@ db = sqlite3.connect(sys.argv[1])
 (pid,) = db.execute("SELECT id FROM profile WHERE exe LIKE '%ocl-gap'").fetchone()
 db.execute("INSERT INTO trace_duty VALUES (?, 1, 1, 1000, 901000, 1, 3, 30000)", (pid,))
 db.executemany("INSERT INTO trace_window VALUES (?, ?, ?)", [(pid, s, s + 10000) for s in (1000, 101000, 201000)])
+db.execute("INSERT INTO trace_duty_launch VALUES (?, 2500, 200)", (pid,))  # counted launches
 db.commit()
 PYEOF
 "$GPUPROF" merge -o "$T/m.gpdb" "$T/a.gpdb" "$T/b.gpdb" 2>"$T/merge.err" || { cat "$T/merge.err"; die "merge failed"; }
@@ -41,7 +42,7 @@ $PY - "$T/a.gpdb" "$T/b.gpdb" "$T/m.gpdb" <<'PYEOF' || die "trace tables not car
 import sqlite3, sys
 TABLES = {"trace_event": "profile_id", "trace_launch": "profile_id", "trace_stat": "profile_id",
           "trace_cpu_sample": "profile", "cpu_sample_stat": "profile_id",
-          "trace_duty": "profile_id", "trace_window": "profile_id"}
+          "trace_duty": "profile_id", "trace_window": "profile_id", "trace_duty_launch": "profile_id"}
 m = sqlite3.connect("file:%s?mode=ro" % sys.argv[3], uri=True)
 def rows(db, t, pid):
     col = TABLES[t]

@@ -81,8 +81,7 @@
 /** Duty-cycled / on-demand tracing windows per process (daemon/tracewin.c
  *  writes them, `gpuprof merge` carries them, cli/duty.c reads them;
  *  docs/FORMATS.md).  trace_duty_launch: the kernel launches the back end
- *  counted, all and inside windows (the launch fraction; not carried by
- *  merge: a merged file's report uses the time fraction). */
+ *  counted, all and inside windows (the launch fraction). */
 #define GPD_TRACEWIN_SCHEMA                                                                        \
   "CREATE TABLE IF NOT EXISTS trace_duty(profile_id INTEGER PRIMARY KEY, api INTEGER NOT NULL,"    \
   "  duty INTEGER NOT NULL, t0_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"                      \
