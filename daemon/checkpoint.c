@@ -522,7 +522,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   uint32_t n = 0;
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   if (d->nprocs)
     snaps = calloc(d->nprocs, sizeof *snaps);
   for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
@@ -530,12 +530,14 @@ int gpd_store_flush(gpd_daemon_t *d) {
       continue; /* written already, or restored from the store unchanged */
     snap_copy(d, p, &snaps[n++]);
   }
-  gpubin_row_t *gbrows = s->gpubins;
-  s->gpubins = NULL;
   /* keep a reserved block of profile ids ahead of the registry */
   uint64_t id_hw = 0;
+  pthread_mutex_lock(&d->reg_lock);
+  gpubin_row_t *gbrows = s->gpubins;
+  s->gpubins = NULL;
   if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
+  pthread_mutex_unlock(&d->reg_lock);
   pthread_mutex_unlock(&d->lock);
   if (n == 0 && gbrows == NULL && id_hw == 0)
     goto out;
@@ -606,6 +608,7 @@ fin:
     s->failing = 0;
   }
   pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->reg_lock);
   if (err < 0 && gbrows) { /* again at the next flush */
     gpubin_row_t **t = &gbrows;
     while (*t)
@@ -616,6 +619,7 @@ fin:
   }
   if (err == 0 && id_hw > s->id_hw)
     s->id_hw = id_hw;
+  pthread_mutex_unlock(&d->reg_lock);
   for (uint32_t i = 0; i < n; i++) {
     gpd_proc_t *p = NULL;
     for (p = d->procs; p && p != snaps[i].proc; p = p->next)
@@ -695,7 +699,9 @@ static void *writer_main(void *arg) {
   gpd_daemon_t *d = arg;
   for (;;) {
     pthread_mutex_lock(&d->lock);
-    if (!d->flush_now && !d->writer_stop) {
+    /* flush_now: atomic (set without the lock by the registry, gpubin.c
+     * and the monitor's back-pressure) */
+    if (!__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) && !d->writer_stop) {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
       uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
@@ -708,7 +714,7 @@ static void *writer_main(void *arg) {
       }
       pthread_cond_timedwait(&d->writer_cv, &d->lock, &ts);
     }
-    d->flush_now = 0;
+    __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);
     int stop = d->writer_stop;
     pthread_mutex_unlock(&d->lock);
     if (gpd_store_flush(d) == 0)

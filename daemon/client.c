@@ -264,7 +264,7 @@ static void client_close(gpd_client_t *c) {
     if (!c->d->shutting_down)
       gpd_registry_eof(c->d, c->proc);
     else {
-      pthread_mutex_lock(&c->d->lock);
+      gpd_daemon_lock(c->d);
       c->proc->client = NULL;
       pthread_mutex_unlock(&c->d->lock);
     }

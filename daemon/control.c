@@ -160,7 +160,7 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     return refuse(cli, -EINVAL, "control period %u outside 0..31", c->period);
 
   /* the targets, under the lock: running processes with a connection */
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   unsigned n = 0;
   for (gpd_proc_t *p = d->procs; p; p = p->next)
     n++;

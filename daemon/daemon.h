@@ -8,6 +8,9 @@
  * gpd_daemon_t.lock.  The monitor holds it for a pass (helper monitors
  * drain under the leader's hold, monitor.c); queries
  * and the writer take it briefly (the writer copies, then writes outside).
+ * A Hello never waits for it (registry.c): a new process goes on the
+ * incoming list under the small reg_lock, and whoever holds lock next
+ * (gpd_daemon_lock) moves it into the registry.
  * Each noun has its own header saying which lock its functions need.
  */
 #ifndef GPD_DAEMON_DAEMON_H
@@ -52,7 +55,16 @@ typedef struct gpd_daemon_s {
   pthread_cond_t writer_cv;
   gpd_proc_t *procs;    /* registry list, newest first */
   uint32_t nprocs;
-  uint64_t next_profile_id;
+  /* reg_lock: taken alone or inside lock, never the other way round;
+   * held only for a few pointer moves */
+  pthread_mutex_t reg_lock;
+  gpd_proc_t *incoming; /* registered, not yet in procs, newest first (reg_lock) */
+  gpd_proc_t *eofs;     /* EOFs while lock was busy, linked by eof_next (reg_lock) */
+  uint64_t next_profile_id; /* reg_lock, like the store's id_hw */
+  /* tests only (GPUPROF_TEST_MONITOR_HOLD_MS, daemon.register64): every
+   * monitor pass keeps the lock this long and the next follows at once,
+   * as on a loaded machine while processes load (0: off) */
+  unsigned test_hold_ms;
   int stop;             /* threads: stop after a last pass */
   int had_client;       /* exit-when-idle: a process registered once */
   int flush_now;        /* wake the writer: a process ended, or a ring is

@@ -278,7 +278,7 @@ static void base_name(char *out, size_t n, const char *path) {
 static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
   gpd_daemon_t *d = v->d;
   uint32_t nrun = 0, maxrun = v->papi || v->perf ? d->cfg.dev_papi_max_procs : 0;
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   for (uint32_t k = 0; k < ndevs; k++) {
     gpd_dev_sample_t *s = &v->scratch[k];
     for (uint32_t j = 0; j < s->nprocs; j++) {

@@ -67,12 +67,12 @@ static void gpubin_queue_row(gpd_daemon_t *d, const gpd_gpubin_t *g, uint64_t pr
   snprintf(row->kind, sizeof row->kind, "%s", g->kind);
   row->size = g->total;
   row->profile_id = (int64_t)profile_id;
-  pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->reg_lock); /* never the daemon lock on the loop thread */
   row->next = d->store->gpubins;
   d->store->gpubins = row;
-  d->flush_now = 1; /* soon, not at the next interval */
+  pthread_mutex_unlock(&d->reg_lock);
+  __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED); /* soon, not at the next interval */
   pthread_cond_signal(&d->writer_cv);
-  pthread_mutex_unlock(&d->lock);
 }
 
 /* The gpubins directory beside the database, opened once and verified

@@ -120,7 +120,11 @@ static void on_signal(uv_signal_t *s, int signum) {
 
 static void on_tick(uv_timer_t *t) {
   (void)t;
-  pthread_mutex_lock(&D.lock);
+  /* never waits for the lock on the loop thread: a busy monitor pass
+   * (seconds while many processes load on a loaded machine) would hold
+   * every Hello behind this tick; the next tick trims instead */
+  if (gpd_daemon_trylock(&D) != 0)
+    return;
   gpd_registry_trim(&D, 256);
   unsigned live = gpd_registry_live(&D);
   int idle = D.exit_when_idle && D.had_client && live == 0;
@@ -200,6 +204,9 @@ int main(int argc, char **argv) {
   }
 
   pthread_mutex_init(&D.lock, NULL);
+  pthread_mutex_init(&D.reg_lock, NULL);
+  if (getenv("GPUPROF_TEST_MONITOR_HOLD_MS"))
+    D.test_hold_ms = (unsigned)strtoul(getenv("GPUPROF_TEST_MONITOR_HOLD_MS"), NULL, 10) % 10000u;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -195,7 +195,9 @@ static void *helper_main(void *arg) {
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   uint64_t total = 0;
   gpd_mpool_t *m = d->mpool;
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d); /* and the processes registered since the last pass */
+  if (d->test_hold_ms)
+    usleep(d->test_hold_ms * 1000u);
   if (m == NULL || m->nhelpers == 0) {
     for (gpd_proc_t *p = d->procs; p; p = p->next)
       if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
@@ -302,7 +304,7 @@ static void *monitor_main(void *arg) {
      * application's thread).  A ring holds 65536 slots by default, so
      * poll_us (200 us) of sleep cannot overflow it at any rate a GPU API
      * reaches. */
-    if (n < GPD_MONITOR_SLEEP_BELOW) {
+    if (n < GPD_MONITOR_SLEEP_BELOW && !d->test_hold_ms) {
       /* idle passes back off from poll_us up to 10x poll_us (a node's
        * daemon mostly waits); any record brings it back to poll_us */
       uint32_t us = __atomic_load_n(&d->cfg.poll_us, __ATOMIC_RELAXED);
@@ -335,7 +337,7 @@ void gpd_monitor_stop(gpd_daemon_t *d) {
   d->monitor_started = 0;
   gpd_monitor_helpers_stop(d);
   /* drain what is left so the last flush has it */
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   for (gpd_proc_t *p = d->procs; p; p = p->next) {
     if (p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING)
       continue;

@@ -642,7 +642,7 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
   Gpuprof__Msg *m = NULL;
   q_arena = NULL;
   q_cur = q;
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   switch (req->body_case) {
   case GPUPROF__MSG__BODY_PS_REQ:
     m = answer_ps(d, peer, req->ps_req);

@@ -12,6 +12,18 @@
  * the position the previous daemon committed with its state: records it
  * consumed but did not store are read again, exactly once (monitor.c,
  * store.c).
+ *
+ * A plain Hello never waits for the daemon lock: the monitor holds it for
+ * a whole pass over every process and the writer for its snapshot (with
+ * 64 processes loading 10 K contexts each, 140-270 ms per hold on the
+ * 2-core VM at load 2, and a Hello took it twice); the Hellos are served
+ * one after the other on the loop thread, so at load 10-20 the last of 64
+ * waited past the shim's 10 s deadline.  The new process goes on the
+ * incoming list (reg_lock, a few pointer moves), is adopted at once when
+ * the daemon lock is free (trylock), else by the next thread that takes
+ * it through gpd_daemon_lock (the monitor within its poll interval).  Its
+ * profile id comes from the block the writer keeps reserved ahead
+ * (gpd_store_take_profile_id, reg_lock).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +37,50 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+
+static void eof_apply(gpd_proc_t *p) {
+  p->client = NULL;
+  if (p->state == GPD_PROC_RUNNING)
+    p->state = GPD_PROC_ENDING;
+}
+
+/* The incoming list moved into the registry, then the EOFs that came
+ * meanwhile applied (d->lock held). */
+static void registry_adopt(gpd_daemon_t *d) {
+  pthread_mutex_lock(&d->reg_lock);
+  gpd_proc_t *in = d->incoming;
+  d->incoming = NULL;
+  if (in) {
+    gpd_proc_t *last = in;
+    uint32_t n = 1;
+    for (; last->next; last = last->next)
+      n++;
+    last->next = d->procs; /* both newest first: the incoming are newer */
+    d->procs = in;
+    d->nprocs += n;
+    d->had_client = 1;
+  }
+  for (gpd_proc_t *p = d->eofs, *next; p; p = next) {
+    next = p->eof_next;
+    p->eof_next = NULL;
+    p->eof_pending = 0;
+    eof_apply(p);
+  }
+  d->eofs = NULL;
+  pthread_mutex_unlock(&d->reg_lock);
+}
+
+void gpd_daemon_lock(gpd_daemon_t *d) {
+  pthread_mutex_lock(&d->lock);
+  registry_adopt(d);
+}
+
+int gpd_daemon_trylock(gpd_daemon_t *d) {
+  if (pthread_mutex_trylock(&d->lock) != 0)
+    return -EBUSY;
+  registry_adopt(d);
+  return 0;
+}
 
 gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id) {
   for (gpd_proc_t *p = d->procs; p; p = p->next)
@@ -218,7 +274,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
 
   if (h->handback) {
     uint64_t want = h->profile_id;
-    pthread_mutex_lock(&d->lock);
+    gpd_daemon_lock(d);
     gpd_proc_t *old = want != 0 ? gpd_registry_find(d, want) : NULL;
     /* Only the very process the entry was made for may take it over: same
      * uid and pid (SO_PEERCRED) and the same kernel start time (a reused
@@ -305,8 +361,10 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       p->prof.gid = p->gid;
     }
     pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->reg_lock);
     if (loaded && want >= d->next_profile_id)
       d->next_profile_id = want + 1; /* cannot happen: ids are reserved */
+    pthread_mutex_unlock(&d->reg_lock);
     GPD_INFO("pid %d handed back its region (profile %llu, %s)", (int)p->pid,
              (unsigned long long)p->profile_id, loaded ? "reloaded" : "new profile");
   } else {
@@ -333,9 +391,19 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     p->prof.uid = p->uid;
     p->prof.gid = p->gid;
     *reply_fd = p->region.fd;
-    pthread_mutex_lock(&d->lock);
+    p->state = GPD_PROC_RUNNING;
+    p->meta_dirty = 1;
+    p->client = c;
+    /* no wait for the daemon lock (top of this file) */
+    pthread_mutex_lock(&d->reg_lock);
+    p->next = d->incoming;
+    d->incoming = p;
+    pthread_mutex_unlock(&d->reg_lock);
+    if (gpd_daemon_trylock(d) == 0)
+      pthread_mutex_unlock(&d->lock);
+    goto registered;
   }
-  /* d->lock held */
+  /* hand-back: d->lock held */
   p->state = GPD_PROC_RUNNING;
   p->meta_dirty = 1;
   p->client = c;
@@ -344,6 +412,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   d->nprocs++;
   d->had_client = 1;
   pthread_mutex_unlock(&d->lock);
+registered:
   gpd_client_set_proc(c, p);
   *profile_id = p->profile_id;
   GPD_INFO("registered pid %d uid %u exe %s as profile %llu", (int)p->pid, (unsigned)p->uid,
@@ -357,9 +426,16 @@ fail:
 }
 
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p) {
-  pthread_mutex_lock(&d->lock);
-  p->client = NULL;
-  if (p->state == GPD_PROC_RUNNING)
-    p->state = GPD_PROC_ENDING;
-  pthread_mutex_unlock(&d->lock);
+  if (gpd_daemon_trylock(d) == 0) { /* p may have been incoming: adopted now */
+    eof_apply(p);
+    pthread_mutex_unlock(&d->lock);
+    return;
+  }
+  pthread_mutex_lock(&d->reg_lock); /* applied by the next gpd_daemon_lock */
+  if (!p->eof_pending) {
+    p->eof_pending = 1;
+    p->eof_next = d->eofs;
+    d->eofs = p;
+  }
+  pthread_mutex_unlock(&d->reg_lock);
 }

@@ -56,9 +56,18 @@ typedef struct gpd_proc_s {
                          * first end; only a commit of the latest end may
                          * mark it flushed (lock held) */
   struct gpd_client_s *client; /* NULL after EOF */
+  struct gpd_proc_s *eof_next; /* on d->eofs: EOF seen, not yet applied (reg_lock) */
+  int eof_pending;             /* (reg_lock) */
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
 } gpd_proc_t;
+
+/** Take d->lock and move the processes registered meanwhile (the
+ *  incoming list) into the registry.  Every thread that looks for a
+ *  process, or may find the registry empty, takes the lock this way. */
+void gpd_daemon_lock(gpd_daemon_t *d);
+/** The same without waiting: 0 (locked, caller unlocks) or -EBUSY. */
+int gpd_daemon_trylock(gpd_daemon_t *d);
 
 /** Registry (caller holds d->lock unless noted). */
 gpd_proc_t *gpd_registry_add(gpd_daemon_t *d);
@@ -82,7 +91,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpu
 /** Start time of process pid (clock ticks after boot, /proc/pid/stat
  *  field 22), 0 if unknown.  Any thread. */
 uint64_t gpd_registry_proc_start(pid_t pid);
-/** EOF on a process's connection: request the final drain. */
+/** EOF on a process's connection: request the final drain (main thread;
+ *  never waits for d->lock: when busy, applied by gpd_daemon_lock). */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
 /** Allocate p->cursor / p->cursor_saved for p->region, both at each
  *  ring's shared tail (a new or adopted region).  0 or -ENOMEM. */

@@ -60,7 +60,7 @@ int gpd_store_retain(gpd_daemon_t *d) {
   /* ids that live in memory and are not finished: never deleted */
   uint64_t *live = NULL;
   size_t nlive = 0;
-  pthread_mutex_lock(&d->lock);
+  gpd_daemon_lock(d);
   live = calloc(d->nprocs + 1, sizeof *live);
   for (gpd_proc_t *p = d->procs; p && live; p = p->next)
     if (p->state != GPD_PROC_EXITED)

@@ -26,7 +26,7 @@ struct gpd_store_s {
   sqlite3 *wdb; /* writer thread */
   sqlite3 *rdb; /* main thread: reads, and a profile-id reservation when
                    the writer fell behind (gpd_store_take_profile_id) */
-  gpubin_row_t *gpubins; /* pending rows, under d->lock */
+  gpubin_row_t *gpubins; /* pending rows, under d->reg_lock */
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
@@ -37,7 +37,7 @@ struct gpd_store_s {
    * symbolization before it (a large library's first lookup: seconds) */
   uint64_t wr_n, wr_ns, wr_max_ns, wr_slow, wr_begin_max_ns, wr_sym_max_ns;
   int bindir;        /* gpubins/ (verified dirfd), -1 until needed; main thread */
-  uint64_t id_hw;    /* ids below this are reserved durably (meta), d->lock */
+  uint64_t id_hw;    /* ids below this are reserved durably (meta), d->reg_lock */
   uint64_t first_id; /* first id this daemon hands out */
   int failing;       /* the last flush failed (writer thread) */
   char why[160];     /* its reason, for the processes' error text */

@@ -353,14 +353,21 @@ uint64_t gpd_store_first_profile_id(gpd_store_t *s) { return s->first_id; }
 
 int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
   gpd_store_t *s = d->store;
-  pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->reg_lock);
   if (s == NULL || d->next_profile_id < s->id_hw) {
     *id = d->next_profile_id++;
-    pthread_mutex_unlock(&d->lock);
+    /* under half a block left: the writer reserves the next one now, not
+     * at its next interval (a lost wake-up costs one interval) */
+    int low = s && s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2;
+    pthread_mutex_unlock(&d->reg_lock);
+    if (low) {
+      __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
+      pthread_cond_signal(&d->writer_cv);
+    }
     return 0;
   }
   uint64_t hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&d->reg_lock);
   /* The writer did not keep the reservation ahead (more than half a block
    * of registrations within one flush interval): reserve here, once per
    * block, on the main thread's own connection. */
@@ -371,11 +378,11 @@ int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
     gpd__db_exec(s->rdb, "ROLLBACK;");
     return err;
   }
-  pthread_mutex_lock(&d->lock);
+  pthread_mutex_lock(&d->reg_lock);
   if (s->id_hw < hw)
     s->id_hw = hw;
   *id = d->next_profile_id++;
-  pthread_mutex_unlock(&d->lock);
+  pthread_mutex_unlock(&d->reg_lock);
   return 0;
 }
 

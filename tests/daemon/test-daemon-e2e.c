@@ -6,6 +6,10 @@
  *   restart      daemon SIGKILLed while a client holds its region; a new
  *                daemon adopts the handed-back region; all pairs counted,
  *                invocations pending across the kill included (table pending)
+ *   register64   64 processes register at once while the daemon lock is
+ *                busy and the writer and tracing threads write: every Hello
+ *                answered within the client's deadline, every profile exact;
+ *                Top over them asked again unchanged and after a change
  * Waits are bounded (a test timeout), never timing assertions. */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,7 +68,7 @@ static int try_connect(void) {
 
 /* Every process a test starts is killed and reaped at exit, whatever path
  * the test took (a failed check, a timeout, exit(1) in a helper). */
-static pid_t kids[16];
+static pid_t kids[80];
 static int nkids;
 
 static void kids_track(pid_t pid) {
@@ -600,6 +604,107 @@ static void t_monitors(void) {
   }
 }
 
+/* Top of every process (limit 10, sort metric `metric`): the value of
+ * `want` in my_kernel's entry, -1 if none. */
+static double top_kernel(unsigned metric, unsigned want) {
+  int s = try_connect();
+  if (s < 0)
+    return -1;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
+  top.metric = metric;
+  m.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+  m.top_req = &top;
+  Gpuprof__Msg *rep = request(s, &m);
+  close(s);
+  double v = -1;
+  for (size_t i = 0; rep && rep->body_case == GPUPROF__MSG__BODY_TOP && i < rep->top->n_entries; i++)
+    if (strcmp(rep->top->entries[i]->label, "my_kernel(float*, int)") == 0)
+      for (size_t k = 0; k < rep->top->entries[i]->n_metrics; k++)
+        if (rep->top->entries[i]->metrics[k]->id == want)
+          v = rep->top->entries[i]->metrics[k]->value;
+  if (rep)
+    gpuprof__msg__free_unpacked(rep, NULL);
+  return v;
+}
+
+/* 64 processes register at once (each client waits 10 s for its
+ * HelloReply, the shim's deadline, and exits 2 without one) while two
+ * others record 1000 pairs each (the writer and the two tracing threads
+ * write) and the monitor keeps the daemon lock 300 ms per pass with the
+ * next pass at once (GPUPROF_TEST_MONITOR_HOLD_MS: as while 64 processes
+ * load 10 K contexts each, when a pass finds a full batch it does not
+ * sleep and takes the lock again at once; holds of 140-270 ms on the
+ * 2-core VM at load 2).  Hellos are answered one after the other on the
+ * loop thread: a Hello that waited for the lock (it used to, twice) lost
+ * to the monitor taking it again, and the last of 64 missed its deadline. */
+static void t_register64(void) {
+  enum { BUSY = 2, N = 64 };
+  setup("register64");
+  setenv("GPUPROF_TEST_MONITOR_HOLD_MS", "300", 1);
+  pid_t d = start_daemon(0);
+  unsetenv("GPUPROF_TEST_MONITOR_HOLD_MS");
+  FILE *out[BUSY + N], *in[BUSY + N];
+  pid_t c[BUSY + N];
+  for (int i = 0; i < BUSY; i++)
+    c[i] = start_client(&out[i], &in[i], "honest", "1000", NULL, NULL);
+  for (int i = BUSY; i < BUSY + N; i++)
+    c[i] = start_client(&out[i], &in[i], "honest", "100", NULL, NULL);
+  for (int i = 0; i < BUSY + N; i++) {
+    int st = wait_for(c[i], 120000);
+    CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "client %d status %d (2: no HelloReply within its 10 s, or refused)", i, st);
+  }
+  /* Top over the profiles, asked twice unchanged (the second from the
+   * kept sums), then after one of them (registered, held) recorded, and
+   * with another sort metric: exact launch counts each time (100 ns per
+   * activity: GPUOP = 100 x) */
+  FILE *lo, *li;
+  pid_t late = start_client(&lo, &li, "honest", "50", "hold", NULL);
+  char line[128] = "";
+  CHECK(fgets(line, sizeof line, lo) != NULL && strncmp(line, "READY", 5) == 0, "late client registered");
+  double launches = BUSY * 1000.0 + N * 100.0;
+  for (int t = 0; t < 600 && top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT) != launches; t++)
+    msleep(100); /* the last EOFs' drains */
+  CHECK(top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT) == launches, "Top: %g launches",
+        top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT));
+  CHECK(top_kernel(GPD_M_GPUOP, GPD_M_GPUOP) == 100.0 * launches, "Top again: GPUOP %g",
+        top_kernel(GPD_M_GPUOP, GPD_M_GPUOP));
+  fputs("go\n", li);
+  fflush(li);
+  int lst = wait_for(late, 120000);
+  CHECK(lst >= 0 && WIFEXITED(lst) && WEXITSTATUS(lst) == 0, "late client status %d", lst);
+  for (int t = 0; t < 600 && top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT) != launches + 50; t++)
+    msleep(100);
+  CHECK(top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT) == launches + 50,
+        "Top after the held process recorded: %g launches",
+        top_kernel(GPD_M_GPUOP, GPD_M_GKER_COUNT));
+  CHECK(top_kernel(GPD_M_GKER_COUNT, GPD_M_GKER_COUNT) == launches + 50,
+        "Top sorted by GKER:COUNT: %g", top_kernel(GPD_M_GKER_COUNT, GPD_M_GKER_COUNT));
+  fclose(lo);
+  fclose(li);
+  kill(d, SIGTERM);
+  int st = wait_for(d, 120000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon SIGTERM exit %d", st);
+  CHECK(q1("SELECT count(*) FROM profile") == BUSY + N + 1, "%d profiles: %g", BUSY + N + 1,
+        q1("SELECT count(*) FROM profile"));
+  CHECK(q1("SELECT count(DISTINCT id) FROM profile") == BUSY + N + 1, "profile ids unique");
+  /* 1 module + 1 string + 3 nodes + 1 status + the pairs + 1 copy pair */
+  CHECK(q1("SELECT count(*) FROM profile WHERE records = 2008 AND state = 'exited'") == BUSY,
+        "the busy profiles exited with 2008 records");
+  CHECK(q1("SELECT count(*) FROM profile WHERE records = 208 AND state = 'exited'") == N,
+        "every registering profile exited with 208 records");
+  CHECK(q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GKER_COUNT) ==
+            BUSY * 1000.0 + N * 100.0 + 50,
+        "every launch counted once: %g",
+        q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GKER_COUNT));
+  CHECK(q1("SELECT count(*) FROM trace_event") > 0, "the tracing threads wrote");
+  for (int i = 0; i < BUSY + N; i++) {
+    fclose(out[i]);
+    fclose(in[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return 2;
@@ -615,6 +720,8 @@ int main(int argc, char **argv) {
     t_restart();
   else if (strcmp(argv[1], "monitors") == 0)
     t_monitors();
+  else if (strcmp(argv[1], "register64") == 0)
+    t_register64();
   else
     return 2;
   dump_log();
