@@ -14,12 +14,17 @@
  * metric), Tree of all processes (node merge), Tree --pid of one process,
  * Ps, and Tree of all / Top again with every process changed before each
  * repetition (each client pushes one more pair, Ps shows it arrived; the
- * merged view cannot be reused).  Each `reps` times; median and max in ms, reply size, and a check
+ * merged view cannot be reused).  Replies are unpacked into an arena as
+ * the CLI does (cli/arena.h); one more Tree row unpacks with protobuf-c's
+ * malloc per object, as the CLI did before.  Each `reps` times; median and max in ms, reply size, and a check
  * that Top's GKER:COUNT sum equals the launches pushed.  Prints the
  * daemon's VmRSS / RssAnon after loading.  Scenarios: 1 x N (baseline)
  * and P x N.
  *
- *   bench-top [--daemon PATH] [--procs 64] [--nodes 10000] [--kernels 50]
+ * Last, `gpuprof tree` and `gpuprof top` run as CLI processes (--cli
+ * PATH, else beside the daemon), their own CPU from wait4.
+ *
+ *   bench-top [--daemon PATH] [--cli PATH] [--procs 64] [--nodes 10000] [--kernels 50]
  *             [--pairs 1] [--reps 20]
  */
 #include <errno.h>
@@ -32,6 +37,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +46,7 @@
 #include "gpuprof/metric.h"
 #include "gpuprof.pb-c.h"
 
+#include "arena.h"
 #include "daemon-client-lib.h"
 
 #define MODPATH "/nonexistent/bench-top-app"
@@ -47,7 +54,7 @@
 
 static unsigned opt_nodes = 10000, opt_kernels = 50, opt_pairs = 1, opt_reps = 20;
 static unsigned opt_procs = 64;
-static char daemon_path[PATH_MAX];
+static char daemon_path[PATH_MAX], cli_path[PATH_MAX];
 
 static double now_ms(void) {
   struct timespec ts;
@@ -96,10 +103,15 @@ static void push_pair(gpd_dclient_t *c, uint32_t i, uint64_t *t) {
  * the parent closes `hold` (its own pipe); each byte read from it pushes
  * one more pair (the "every process changed" rows). */
 static void client_main(const char *sock, int ready, int hold) {
-  gpd_dclient_hello_ms = 120000; /* 64 registering on a loaded 2-core VM */
+  const char *hm = getenv("BENCH_TOP_HELLO_MS");
+  gpd_dclient_hello_ms = hm ? atoi(hm) : 120000;
   gpd_dclient_t c;
   memset(&c, 0, sizeof c);
+  double h0 = now_ms();
   gpd_dclient_register(&c, sock);
+  double h1 = now_ms() - h0;
+  if (h1 > 1000)
+    fprintf(stderr, "bench-top: pid %d: HelloReply after %.0f ms\n", (int)getpid(), h1);
   gpd_dclient_module(&c, 0, 1, MODPATH);
   for (unsigned k = 1; k <= opt_kernels; k++) {
     char name[64];
@@ -130,8 +142,24 @@ static void client_main(const char *sock, int ready, int hold) {
 
 /* --------------------------------------------------------- queries */
 
+/* The unpack of the query being timed: into an arena as the CLI's tree and
+ * top (cli/arena.h), or protobuf-c's malloc per object (g_malloc_unpack). */
+static int g_malloc_unpack;
+static gpd_arena_t *g_arena;
+static size_t g_arena_bytes;
+
+static void reply_free(Gpuprof__Msg *r) {
+  if (g_arena) {
+    gpd_arena_free(g_arena);
+    g_arena = NULL;
+  } else {
+    gpuprof__msg__free_unpacked(r, NULL);
+  }
+}
+
 /* One query as the CLI makes it: connect, send, receive, unpack.  Returns
- * the reply (caller frees) and *ms, *bytes; NULL on a transport error. */
+ * the reply (free it with reply_free) and *ms, *bytes; NULL on a
+ * transport error. */
 static Gpuprof__Msg *query(const char *sock, const Gpuprof__Msg *req, double *ms, size_t *bytes) {
   size_t n = gpuprof__msg__get_packed_size(req);
   uint8_t *buf = malloc(n + 1);
@@ -145,8 +173,14 @@ static Gpuprof__Msg *query(const char *sock, const Gpuprof__Msg *req, double *ms
   size_t inn = 0;
   int fd = -1;
   if (gpd_frame_send(s, buf, (uint32_t)n, -1, 60000) == 0 &&
-      gpd_frame_recv_max(s, &in, &inn, &fd, 60000, GPD_REPLY_MAX) == 0)
-    r = gpuprof__msg__unpack(NULL, inn, in);
+      gpd_frame_recv_max(s, &in, &inn, &fd, 60000, GPD_REPLY_MAX) == 0) {
+    if (g_malloc_unpack) {
+      r = gpuprof__msg__unpack(NULL, inn, in);
+    } else {
+      r = gpd_arena_unpack_msg(inn, in, &g_arena);
+      g_arena_bytes = gpd_arena_size(g_arena);
+    }
+  }
   *ms = now_ms() - t0;
   *bytes = inn;
   close(s);
@@ -179,7 +213,7 @@ static unsigned ps_done(const char *sock, uint64_t want, unsigned *nprocs) {
       if (r->ps->procs[i]->running && r->ps->procs[i]->records == want)
         done++;
   }
-  gpuprof__msg__free_unpacked(r, NULL);
+  reply_free(r);
   return done;
 }
 
@@ -291,10 +325,11 @@ typedef struct qres_s {
   double dcpu, ccpu; /* mean CPU ms per query (not the cold one): daemon, client */
   size_t bytes;
   size_t items;
+  size_t abytes; /* the unpack's arena (tree, all) */
   const char *err;
 } qres_t;
 
-#define NQ 7
+#define NQ 10
 static char errbuf[NQ][160];
 
 /* The running clients' pipes (one each): a byte makes the client push one
@@ -356,11 +391,56 @@ static double top_kernel_count(const char *sock) {
     }
   if (df)
     fclose(df);
-  gpuprof__msg__free_unpacked(r, NULL);
+  reply_free(r);
   return sum;
 }
 
 static pid_t g_dpid;
+
+/* `gpuprof tree` / `gpuprof top` as a user runs them: a fresh CLI process
+ * each time (its heap is new: every page of the unpacked reply and of the
+ * rendered tree is faulted in), output to /dev/null.  c-CPU is the
+ * process's user + system time (wait4), receive + unpack + render. */
+static void time_cli(const char *sock, qres_t *q, const char *cmd) {
+  q->name = strcmp(cmd, "tree") == 0 ? "gpuprof tree (CLI process)" : "gpuprof top (CLI process)";
+  q->err = NULL;
+  if (cli_path[0] == 0 || access(cli_path, X_OK) != 0) {
+    q->err = "no gpuprof CLI (--cli PATH)";
+    return;
+  }
+  double *t = calloc(opt_reps + 1, sizeof *t);
+  for (unsigned i = 0; i <= opt_reps; i++) {
+    double d0 = proc_cpu_ms(g_dpid), t0 = now_ms();
+    pid_t pid = fork();
+    if (pid == 0) {
+      int nul = open("/dev/null", O_WRONLY);
+      if (nul >= 0)
+        dup2(nul, 1);
+      execl(cli_path, "gpuprof", cmd, "--socket", sock, (char *)NULL);
+      _exit(127);
+    }
+    struct rusage ru;
+    int st = 0;
+    if (pid < 0 || wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      q->err = "the CLI failed";
+      break;
+    }
+    double ms = now_ms() - t0, d1 = proc_cpu_ms(g_dpid);
+    double c = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-3;
+    if (i == 0) {
+      q->first = ms;
+    } else {
+      t[i - 1] = ms;
+      q->dcpu += (d1 - d0) / opt_reps;
+      q->ccpu += c / opt_reps;
+    }
+  }
+  qsort(t, opt_reps, sizeof *t, cmp_double);
+  q->med = opt_reps % 2 ? t[opt_reps / 2] : (t[opt_reps / 2 - 1] + t[opt_reps / 2]) / 2;
+  q->max = t[opt_reps - 1];
+  free(t);
+}
 
 static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT;
@@ -396,6 +476,11 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
     req.tree_req = &tree;
     q->name = "tree, all, each changed";
     break;
+  case 7:
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree, all, malloc unpack";
+    break;
   case 6:
     top.limit = 10;
     req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
@@ -413,10 +498,11 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
   for (unsigned i = 0; i <= opt_reps; i++) {
     double ms;
     size_t bytes;
-    if (which >= 5 && poke_all(sock) < 0) {
+    if ((which == 5 || which == 6) && poke_all(sock) < 0) {
       q->err = "the clients' new records did not arrive";
       break;
     }
+    g_malloc_unpack = which == 7;
     double d0 = proc_cpu_ms(g_dpid), c0 = self_cpu_ms();
     Gpuprof__Msg *r = query(sock, &req, &ms, &bytes);
     double c1 = self_cpu_ms(), d1 = proc_cpu_ms(g_dpid);
@@ -432,6 +518,8 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
       q->err = errbuf[which];
     } else {
       q->bytes = bytes;
+      if (which == 1)
+        q->abytes = g_arena_bytes;
       if (r->body_case == GPUPROF__MSG__BODY_TOP) {
         q->items = r->top->n_entries;
       } else if (r->body_case == GPUPROF__MSG__BODY_TREE) {
@@ -440,7 +528,8 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
         q->items = r->ps->n_procs;
       }
     }
-    gpuprof__msg__free_unpacked(r, NULL);
+    reply_free(r);
+    g_malloc_unpack = 0;
     if (i == 0)
       q->first = ms; /* cold: symbolization cache, allocator */
     else
@@ -465,6 +554,8 @@ static int scenario(unsigned nprocs) {
   snprintf(db, sizeof db, "%s/d.gpdb", dir);
   snprintf(conf, sizeof conf, "%s/d.conf", dir);
   snprintf(logp, sizeof logp, "%s/daemon.log", dir);
+  if (getenv("BENCH_TOP_LOG")) /* the daemon's log kept there */
+    snprintf(logp, sizeof logp, "%s", getenv("BENCH_TOP_LOG"));
   /* The daemon's config: BENCH_TOP_CONF, by default no tracing threads
    * (bench-trace measures those).  With them, on the 2-core VM at load
    * 10-12, some of the 64 clients got no HelloReply within their 10 s and
@@ -507,11 +598,13 @@ static int scenario(unsigned nprocs) {
       return -1;
   unsigned got = 0;
   char b;
+  const char *ao = getenv("BENCH_TOP_AT_ONCE");
+  unsigned at_once = ao ? (unsigned)atoi(ao) : 8;
   for (unsigned i = 0; i < nprocs; i++) {
     /* at most 8 registering at once: 64 Hellos at once on a loaded 2-core
      * machine took the daemon past the clients' 10 s Hello deadline (each
      * registration creates and pre-faults its rings) */
-    if (i >= 8 && read(ready[0], &b, 1) == 1)
+    if (i >= at_once && read(ready[0], &b, 1) == 1)
       got++;
     kids[i] = fork();
     if (kids[i] == 0) {
@@ -575,8 +668,10 @@ static int scenario(unsigned nprocs) {
 
   qres_t q[NQ];
   memset(q, 0, sizeof q);
-  for (int w = 0; w < NQ; w++)
+  for (int w = 0; w < NQ - 2; w++)
     time_query(sock, &q[w], w, kids[0]);
+  time_cli(sock, &q[NQ - 2], "tree");
+  time_cli(sock, &q[NQ - 1], "top");
   double gker = top_kernel_count(sock);
   /* CPU ms: mean per query of the daemon's query threads (main and the
    * pool: proc_cpu_ms) and of this client (receive and unpack); unlike
@@ -591,6 +686,10 @@ static int scenario(unsigned nprocs) {
       printf("  %-26s %9.2f %9.2f %9.2f %9.2f %9.2f %11zu %8zu\n", q[w].name, q[w].med,
              q[w].max, q[w].first, q[w].dcpu, q[w].ccpu, q[w].bytes, q[w].items);
   }
+  printf("  tree, all: the reply unpacked into a %.1f MiB arena (%.2f x its %zu bytes); "
+         "c-CPU is the client's receive + unpack + free\n",
+         q[1].abytes / 1048576.0, q[1].bytes ? (double)q[1].abytes / (double)q[1].bytes : 0,
+         q[1].bytes);
   uint64_t want_l = (launches_per_proc() + g_pokes) * nprocs;
   printf("  check: top (limit 1000) GKER:COUNT sum %.0f, launches pushed %" PRIu64 " %s\n", gker, want_l,
          (uint64_t)gker == want_l ? "(ok)" : "(MISMATCH)");
@@ -629,6 +728,9 @@ int main(int argc, char **argv) {
     if (strcmp(a, "--daemon") == 0 && v) {
       snprintf(daemon_path, sizeof daemon_path, "%s", v);
       i++;
+    } else if (strcmp(a, "--cli") == 0 && v) {
+      snprintf(cli_path, sizeof cli_path, "%s", v);
+      i++;
     } else if (strcmp(a, "--procs") == 0 && v) {
       opt_procs = (unsigned)atoi(v), i++;
     } else if (strcmp(a, "--nodes") == 0 && v) {
@@ -640,7 +742,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--reps") == 0 && v) {
       opt_reps = (unsigned)atoi(v), i++;
     } else {
-      fprintf(stderr, "usage: %s [--daemon PATH] [--procs N] [--nodes N] [--kernels K] "
+      fprintf(stderr, "usage: %s [--daemon PATH] [--cli PATH] [--procs N] [--nodes N] [--kernels K] "
                       "[--pairs P] [--reps R]\n", argv[0]);
       return 2;
     }
@@ -658,6 +760,12 @@ int main(int argc, char **argv) {
     if (slash)
       *slash = 0;
     snprintf(daemon_path, sizeof daemon_path, "%s/gpuprofd", self);
+  }
+  if (cli_path[0] == 0) { /* the CLI beside the daemon */
+    snprintf(cli_path, sizeof cli_path, "%s", daemon_path);
+    char *slash = strrchr(cli_path, '/');
+    if (slash && (size_t)(slash - cli_path) + 9 < sizeof cli_path)
+      strcpy(slash + 1, "gpuprof");
   }
   if (access(daemon_path, X_OK) != 0) {
     fprintf(stderr, "bench-top: no daemon at %s (use --daemon PATH)\n", daemon_path);

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "cli.h"
 #include "gpu-analysis.h"
 #include "gpuprof/error.h"
@@ -38,7 +39,11 @@ static int nodaemon(const char *sock, int err) {
 
 int gpd_client_quiet;
 
-int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
+/* One request, one reply; arena: NULL to unpack with malloc (free with
+ * gpuprof__msg__free_unpacked), else *arena is set to the reply's arena
+ * (free with gpd_arena_free; NULL when there is no reply). */
+static int client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply,
+                       gpd_arena_t **arena) {
   struct sockaddr_un sa;
   uint8_t *buf = NULL, *in = NULL;
   size_t n, inn = 0;
@@ -78,7 +83,7 @@ int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **re
     goto done;
   }
   if (rfd >= 0) close(rfd); /* CLI replies carry no fds */
-  *reply = gpuprof__msg__unpack(NULL, inn, in);
+  *reply = arena ? gpd_arena_unpack_msg(inn, in, arena) : gpuprof__msg__unpack(NULL, inn, in);
   if (!*reply) {
     fprintf(stderr, "gpuprof: gpuprofd sent a reply that does not decode (%zu bytes)\n", inn);
     goto done;
@@ -87,7 +92,12 @@ int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **re
     const Gpuprof__Error *e = (*reply)->error;
     if (!gpd_client_quiet)
       fprintf(stderr, "gpuprof: %s\n", e->message[0] ? e->message : gpd_strerror(e->code));
-    gpuprof__msg__free_unpacked(*reply, NULL);
+    if (arena) {
+      gpd_arena_free(*arena);
+      *arena = NULL;
+    } else {
+      gpuprof__msg__free_unpacked(*reply, NULL);
+    }
     *reply = NULL;
     goto done;
   }
@@ -97,6 +107,10 @@ done:
   free(in);
   if (fd >= 0) close(fd);
   return code;
+}
+
+int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
+  return client_call(sock, req, reply, NULL);
 }
 
 int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
@@ -340,17 +354,19 @@ static const char tree_usage[] =
     "  The live calling-context tree (node merge of the visible processes).\n"
     "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n";
 
-/* Ask for a tree; on success *t is finished.  Returns an exit code. */
+/* Ask for a tree; on success *t is finished.  Returns an exit code.  The
+ * reply (4 MB for 64 processes) is unpacked into an arena (arena.h). */
 static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TreeRequest tr = GPUPROF__TREE_REQUEST__INIT;
+  gpd_arena_t *arena = NULL;
   int r;
   tr.pid = o->pid;
   if (o->job) tr.job_id = (char *)o->job;
   tr.max_depth = o->depth;
   req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
   req.tree_req = &tr;
-  if ((r = gpd_client_call(o->socket, &req, &rep))) return r;
+  if ((r = client_call(o->socket, &req, &rep, &arena))) return r;
   if (!(r = expect(rep, GPUPROF__MSG__BODY_TREE))) {
     int e = gpd_client_tree_from_reply(t, rep->tree);
     if (!e) e = gpd_client_tree_gpu(t, rep->tree, o->gpu_detail);
@@ -360,7 +376,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
       r = GPD_EXIT_FAIL;
     }
   }
-  gpuprof__msg__free_unpacked(rep, NULL);
+  gpd_arena_free(arena);
   return r;
 }
 
