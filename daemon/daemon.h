@@ -61,10 +61,11 @@ typedef struct gpd_daemon_s {
   gpd_proc_t *incoming; /* registered, not yet in procs, newest first (reg_lock) */
   gpd_proc_t *eofs;     /* EOFs while lock was busy, linked by eof_next (reg_lock) */
   uint64_t next_profile_id; /* reg_lock, like the store's id_hw */
-  /* tests only (GPUPROF_TEST_MONITOR_HOLD_MS, daemon.register64): every
-   * monitor pass keeps the lock this long and the next follows at once,
-   * as on a loaded machine while processes load (0: off) */
-  unsigned test_hold_ms;
+  /* tests only (GPUPROF_TEST_MONITOR_HOLD=MS,PROCS, daemon.register64):
+   * until PROCS processes are registered, every monitor pass keeps the
+   * lock MS longer and the next follows at once, as on a loaded machine
+   * while processes load (0: off) */
+  unsigned test_hold_ms, test_hold_procs;
   int stop;             /* threads: stop after a last pass */
   int had_client;       /* exit-when-idle: a process registered once */
   int flush_now;        /* wake the writer: a process ended, or a ring is

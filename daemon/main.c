@@ -205,8 +205,10 @@ int main(int argc, char **argv) {
 
   pthread_mutex_init(&D.lock, NULL);
   pthread_mutex_init(&D.reg_lock, NULL);
-  if (getenv("GPUPROF_TEST_MONITOR_HOLD_MS"))
-    D.test_hold_ms = (unsigned)strtoul(getenv("GPUPROF_TEST_MONITOR_HOLD_MS"), NULL, 10) % 10000u;
+  if (getenv("GPUPROF_TEST_MONITOR_HOLD") && /* tests only: monitor.c test_hold */
+      sscanf(getenv("GPUPROF_TEST_MONITOR_HOLD"), "%u,%u", &D.test_hold_ms, &D.test_hold_procs) != 2)
+    D.test_hold_ms = 0;
+  D.test_hold_ms %= 10000u;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -192,16 +192,29 @@ static void *helper_main(void *arg) {
   return NULL;
 }
 
+/* Tests only (daemon.register64): until d->test_hold_procs processes are
+ * registered, every pass keeps the lock d->test_hold_ms longer and the
+ * next follows at once, as passes over many loading processes on a loaded
+ * machine do (lock held). */
+static int test_holding(gpd_daemon_t *d) {
+  return d->test_hold_ms && d->nprocs < d->test_hold_procs;
+}
+
+static void test_hold(gpd_daemon_t *d, uint64_t total) {
+  (void)total;
+  if (test_holding(d))
+    usleep(d->test_hold_ms * 1000u);
+}
+
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   uint64_t total = 0;
   gpd_mpool_t *m = d->mpool;
   gpd_daemon_lock(d); /* and the processes registered since the last pass */
-  if (d->test_hold_ms)
-    usleep(d->test_hold_ms * 1000u);
   if (m == NULL || m->nhelpers == 0) {
     for (gpd_proc_t *p = d->procs; p; p = p->next)
       if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
         total += pass_proc(d, p);
+    test_hold(d, total);
     pthread_mutex_unlock(&d->lock);
     return total;
   }
@@ -238,6 +251,7 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
     pool_claim(m, 0);
   }
   total += m->total;
+  test_hold(d, total);
   pthread_mutex_unlock(&d->lock);
   return total;
 }
@@ -298,13 +312,20 @@ static void *monitor_main(void *arg) {
     uint64_t n = gpd_monitor_pass(d);
     if (__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
       break;
+    if (d->test_hold_ms) { /* tests only: test_hold */
+      pthread_mutex_lock(&d->lock);
+      int holding = test_holding(d);
+      pthread_mutex_unlock(&d->lock);
+      if (holding)
+        continue;
+    }
     /* Sleep unless the pass found a real batch: draining a trickle record
      * by record makes the monitor and every producer bounce the ring's
      * head cache line on each push (measured: ~100 ns per push on the
      * application's thread).  A ring holds 65536 slots by default, so
      * poll_us (200 us) of sleep cannot overflow it at any rate a GPU API
      * reaches. */
-    if (n < GPD_MONITOR_SLEEP_BELOW && !d->test_hold_ms) {
+    if (n < GPD_MONITOR_SLEEP_BELOW) {
       /* idle passes back off from poll_us up to 10x poll_us (a node's
        * daemon mostly waits); any record brings it back to poll_us */
       uint32_t us = __atomic_load_n(&d->cfg.poll_us, __ATOMIC_RELAXED);

@@ -631,19 +631,20 @@ static double top_kernel(unsigned metric, unsigned want) {
 /* 64 processes register at once (each client waits 10 s for its
  * HelloReply, the shim's deadline, and exits 2 without one) while two
  * others record 1000 pairs each (the writer and the two tracing threads
- * write) and the monitor keeps the daemon lock 300 ms per pass with the
- * next pass at once (GPUPROF_TEST_MONITOR_HOLD_MS: as while 64 processes
- * load 10 K contexts each, when a pass finds a full batch it does not
- * sleep and takes the lock again at once; holds of 140-270 ms on the
- * 2-core VM at load 2).  Hellos are answered one after the other on the
+ * write) and, until all 66 are registered, the monitor keeps the daemon
+ * lock 300 ms longer in each pass and starts the next at once
+ * (GPUPROF_TEST_MONITOR_HOLD=300,66: as while 64 processes load 10 K
+ * contexts each, when a pass that finds a full batch does not sleep and
+ * takes the lock again at once; holds of 140-270 ms on the 2-core VM at
+ * load 2).  Hellos are answered one after the other on the
  * loop thread: a Hello that waited for the lock (it used to, twice) lost
  * to the monitor taking it again, and the last of 64 missed its deadline. */
 static void t_register64(void) {
   enum { BUSY = 2, N = 64 };
   setup("register64");
-  setenv("GPUPROF_TEST_MONITOR_HOLD_MS", "300", 1);
+  setenv("GPUPROF_TEST_MONITOR_HOLD", "300,66", 1); /* BUSY + N */
   pid_t d = start_daemon(0);
-  unsetenv("GPUPROF_TEST_MONITOR_HOLD_MS");
+  unsetenv("GPUPROF_TEST_MONITOR_HOLD");
   FILE *out[BUSY + N], *in[BUSY + N];
   pid_t c[BUSY + N];
   for (int i = 0; i < BUSY; i++)
