@@ -81,8 +81,15 @@ target_compile_definitions(count-app2 PRIVATE TWO_CUDARTS)
 target_include_directories(count-app2 PRIVATE ${CUDA_INCLUDE_DIR})
 target_link_libraries(count-app2 PRIVATE gpd_fake_cudart gpd_caller12 Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(count-app2 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
+# The CUDA 12 library dlopen'ed after the first launches (a late plugin).
+add_executable(count-app3 ${CMAKE_CURRENT_SOURCE_DIR}/cupti/count-app.c)
+target_compile_definitions(count-app3 PRIVATE "LATE_CUDART=\"$<TARGET_FILE:gpd_caller12>\"")
+target_include_directories(count-app3 PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_libraries(count-app3 PRIVATE gpd_fake_cudart Threads::Threads ${CMAKE_DL_LIBS})
+add_dependencies(count-app3 gpd_caller12)
+set_target_properties(count-app3 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cudart)
 add_test(NAME cupti.count COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-count.sh
-  $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app> $<TARGET_FILE:count-app2>)
+  $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app> $<TARGET_FILE:count-app2> $<TARGET_FILE:count-app3>)
 set_tests_properties(cupti.count PROPERTIES LABELS "integration" TIMEOUT 60)
 
 # CUDA test programs, built with nvcc for sm_90 (+ compute_90 PTX), shared

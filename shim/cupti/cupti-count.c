@@ -27,16 +27,14 @@
  * Several libcudart in one process (a library built against CUDA 12
  * beside PyTorch's 13): their callers' versioned references all bind to
  * these unversioned wrappers, and RTLD_NEXT would send every call to the
- * first of them.  So when a wrapper is first called and more than one
- * libcudart is mapped, every call is sent to the caller's own libcudart
- * instead: the calling object (_dl_find_object of the return address,
- * lock-free) is looked up in a small per-wrapper cache, and on a miss the
- * name is resolved in that object's own scope (dlsym on its handle: the
- * object and its dependencies, where the preloaded shim is not).  Known
- * gaps (docs/CUDA.md): a caller that reaches the wrapper by a tail call
- * is seen as its own caller (nvcc's launch stubs pass an argument array
- * on their stack, so they never tail-call); a second libcudart loaded
- * after a wrapper's first call is not noticed.
+ * first of them.  So each call site (return address) is given its
+ * definition when it first calls: the default next one while one
+ * libcudart is mapped, else the caller's own (its object's scope); a
+ * lock-free table of call sites keeps the choice (see "Call sites"
+ * below), so a libcudart loaded late is handled too.  Known gap
+ * (docs/CUDA.md): a caller that reaches the wrapper by a tail call is
+ * seen as its own caller (nvcc's launch stubs pass an argument array on
+ * their stack, so they never tail-call).
  *
  * A call whose next definition cannot be found (no libcudart in the
  * process: only a program that looked the name up itself can get here)
@@ -70,31 +68,18 @@ void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]) {
 /** Test hook (tests/cupti/count-app.c): the counters since load. */
 EXPORT void gpd_shim__cuda_counts(uint64_t out[GPD_CUPTI_NCOUNT]) { gpd_cupti_count_read(out); }
 
-/* The next definition of `name`, cached in *slot (a benign race: every
- * thread finds the same address). */
-static __attribute__((noinline)) void *next_fn_slow(_Atomic(void *) *slot, const char *name) {
-  void *p = dlsym(RTLD_NEXT, name);
-  if (p == NULL) {
-    static atomic_int warned;
-    if (!atomic_exchange(&warned, 1))
-      GPD_WARN("CUDA launch counter: no next definition of %s", name);
-    return NULL;
-  }
-  atomic_store_explicit(slot, p, memory_order_release);
-  return p;
-}
-
-static inline __attribute__((always_inline)) void *next_fn(_Atomic(void *) *slot, const char *name) {
-  void *p = atomic_load_explicit(slot, memory_order_acquire);
-  return __builtin_expect(p != NULL, 1) ? p : next_fn_slow(slot, name);
-}
-
-__thread uint64_t gpd_cupti__tls_counted;
-
 /* A kernel launch also leaves its count in the thread's
  * gpd_cupti__tls_counted (the full-tracing check in cupti-api.c). */
-/* -1 not looked yet, 0 one libcudart (or none) mapped, 1 several */
-static atomic_int g_multi = -1;
+__thread uint64_t gpd_cupti__tls_counted;
+
+/* The shim's mapping generation (module.c; it moves when a dlclose
+ * unmapped something).  Weak: the CUPTI self-test library links this
+ * file without the shim core, and then reads generation 0. */
+extern _Atomic uint32_t gpd_module__gen __attribute__((weak));
+
+static inline uint32_t map_gen(void) {
+  return &gpd_module__gen ? atomic_load_explicit(&gpd_module__gen, memory_order_acquire) : 0;
+}
 
 static int cudart_cb(struct dl_phdr_info *i, size_t n, void *arg) {
   (void)n;
@@ -103,54 +88,117 @@ static int cudart_cb(struct dl_phdr_info *i, size_t n, void *arg) {
   return 0;
 }
 
-static __attribute__((noinline)) int multi_cudart_slow(void) {
-  int n = 0;
-  dl_iterate_phdr(cudart_cb, &n);
-  int m = n > 1;
-  atomic_store(&g_multi, m);
-  if (m)
-    GPD_INFO("CUDA launch counter: %d libcudart mapped, each call goes to its caller's", n);
-  return m;
-}
-
-static inline __attribute__((always_inline)) int multi_cudart(void) {
-  int m = atomic_load_explicit(&g_multi, memory_order_relaxed);
-  return __builtin_expect(m >= 0, 1) ? m : multi_cudart_slow();
-}
-
-/* The caller's own definition of `name` (several libcudart mapped):
- * cached per calling object in `cache` (32 entries, then uncached). */
-typedef struct {
-  _Atomic(void *) obj, fn;
-} caller_slot_t;
-static void *caller_fn(caller_slot_t *cache, const void *ret, const char *name, void *self) {
+/* The caller's own definition of `name`: resolved in the scope of the
+ * object that holds `ret` (dlsym on that object's handle: the object and
+ * its dependencies, where the preloaded shim is not).  NULL when the
+ * object has no name (the main program) or its scope finds only this
+ * wrapper: the caller then takes the default next definition. */
+static void *caller_fn(const void *ret, const char *name, void *self) {
   struct dl_find_object fo;
   if (_dl_find_object((void *)ret, &fo) != 0 || !fo.dlfo_link_map)
     return NULL;
-  void *obj = fo.dlfo_link_map;
-  for (int i = 0; i < 32; i++) {
-    void *o = atomic_load_explicit(&cache[i].obj, memory_order_acquire);
-    if (o == obj)
-      return atomic_load_explicit(&cache[i].fn, memory_order_relaxed);
-    if (!o)
-      break;
-  }
   const char *path = fo.dlfo_link_map->l_name;
   void *h = path && *path ? dlopen(path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
   void *fn = h ? dlsym(h, name) : NULL;
   if (h)
     dlclose(h); /* NOLOAD: only the reference it took */
-  if (fn == self)
-    fn = NULL; /* the caller's scope found this wrapper: the default next one */
-  for (int i = 0; i < 32; i++) {
-    void *expect = NULL;
-    if (atomic_load_explicit(&cache[i].obj, memory_order_acquire) == obj)
-      break;
-    if (atomic_load_explicit(&cache[i].obj, memory_order_relaxed) == NULL) {
-      atomic_store_explicit(&cache[i].fn, fn, memory_order_relaxed);
-      if (atomic_compare_exchange_strong(&cache[i].obj, &expect, obj))
-        break;
+  return fn == self ? NULL : fn;
+}
+
+/* Call sites.  Every call goes to the definition its call site was given
+ * the first time it called (in this mapping generation): the default next
+ * definition (dlsym(RTLD_NEXT): another interposer preloaded after us, or
+ * libcudart) while one libcudart is mapped, the caller's own libcudart
+ * when several are (a library built against CUDA 12 beside PyTorch's 13:
+ * their callers' versioned references all bind to these unversioned
+ * wrappers).  Deciding per call site, when the site first calls, also
+ * covers a second libcudart loaded late (dlopen of a plugin after the
+ * first launch): the plugin's sites are new.  A site's object cannot gain
+ * a different libcudart without being unloaded, and an unload moves the
+ * mapping generation, which retires every site.
+ *
+ * Table: a fixed pool of immutable entries (never freed or reused), found
+ * through linearly probed slots holding pointers to them; readers
+ * need no lock (acquire load of the slot, then the entry's fields, which
+ * never change after the release store that published it).  A full pool
+ * (SITE_POOL sites x generations: not met by real programs) leaves new
+ * sites uncached: correct, a few microseconds a call. */
+#define SITE_BITS 11
+#define SITE_SLOTS (1u << SITE_BITS)
+#define SITE_POOL 4096
+#define SITE_PROBE 16 /* linear probing: a site lives within 16 slots of its hash */
+typedef struct {
+  const void *ret, *self;
+  void *fn;
+  uint32_t gen;
+} site_t;
+static site_t g_site_pool[SITE_POOL];
+static atomic_uint g_site_used;
+static _Atomic(site_t *) g_site_slot[SITE_SLOTS];
+
+static inline size_t site_hash(const void *ret, const void *self) {
+  uint64_t k = (uint64_t)(uintptr_t)ret ^ ((uint64_t)(uintptr_t)self << 7);
+  return (size_t)((k * 0x9E3779B97F4A7C15ull) >> (64 - SITE_BITS));
+}
+
+static inline __attribute__((always_inline)) void *site_find(const void *ret, const void *self, uint32_t gen) {
+  size_t h = site_hash(ret, self);
+  for (size_t k = 0; k < SITE_PROBE; k++) {
+    const site_t *e = atomic_load_explicit(&g_site_slot[(h + k) & (SITE_SLOTS - 1)], memory_order_acquire);
+    if (!e)
+      return NULL;
+    if (e->ret == ret && e->self == self && e->gen == gen)
+      return e->fn;
+  }
+  return NULL;
+}
+
+/* First call of a site in this generation: decide, then publish. */
+static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const char *name, const void *ret,
+                                                 void *self, uint32_t gen) {
+  void *fn = NULL;
+  int n = 0;
+  dl_iterate_phdr(cudart_cb, &n);
+  if (n > 1)
+    fn = caller_fn(ret, name, self);
+  if (!fn) {
+    fn = atomic_load_explicit(next, memory_order_acquire);
+    if (!fn) {
+      fn = dlsym(RTLD_NEXT, name);
+      if (!fn) {
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+          GPD_WARN("CUDA launch counter: no next definition of %s", name);
+        return NULL; /* not cached: a libcudart loaded later is found then */
+      }
+      atomic_store_explicit(next, fn, memory_order_release);
     }
+  }
+  /* checked before the add too, so that the count cannot wrap around */
+  unsigned i = atomic_load_explicit(&g_site_used, memory_order_relaxed);
+  if (i < SITE_POOL)
+    i = atomic_fetch_add_explicit(&g_site_used, 1, memory_order_relaxed);
+  if (i >= SITE_POOL) {
+    static atomic_int full;
+    if (!atomic_exchange(&full, 1))
+      GPD_INFO("CUDA launch counter: %u call sites cached, further ones resolved per call", SITE_POOL);
+    return fn;
+  }
+  site_t *e = &g_site_pool[i];
+  e->ret = ret;
+  e->self = self;
+  e->fn = fn;
+  e->gen = gen;
+  /* the first empty slot, or one of an older generation, in the site's
+   * probe window; none (16 live sites there: not met at this table's
+   * load) leaves the site uncached */
+  size_t h = site_hash(ret, self);
+  for (size_t k = 0; k < SITE_PROBE; k++) {
+    _Atomic(site_t *) *slot = &g_site_slot[(h + k) & (SITE_SLOTS - 1)];
+    site_t *o = atomic_load_explicit(slot, memory_order_acquire);
+    if ((o == NULL || o->gen != gen) && atomic_compare_exchange_strong_explicit(slot, &o, e, memory_order_release,
+                                                                                 memory_order_relaxed))
+      break;
   }
   return fn;
 }
@@ -167,16 +215,14 @@ static void *caller_fn(caller_slot_t *cache, const void *ret, const char *name, 
 #define WRAP(kind, name, params, args)                                                         \
   typedef cudaError_t (*name##_fn) params;                                                     \
   static _Atomic(void *) name##_next;                                                          \
-  static caller_slot_t name##_callers[32];                                                     \
   EXPORT cudaError_t name params;                                                              \
   cudaError_t name params {                                                                    \
     COUNT(kind);                                                                               \
-    name##_fn f = (name##_fn)next_fn(&name##_next, #name);                                     \
-    if (__builtin_expect(multi_cudart(), 0)) {                                                 \
-      name##_fn c = (name##_fn)caller_fn(name##_callers, __builtin_return_address(0), #name,     \
-                                         (void *)name);                                       \
-      f = c ? c : f;                                                                           \
-    }                                                                                          \
+    const void *ret_ = __builtin_return_address(0);                                           \
+    uint32_t gen_ = map_gen();                                                                 \
+    name##_fn f = (name##_fn)site_find(ret_, (void *)name, gen_);                              \
+    if (__builtin_expect(f == NULL, 0))                                                        \
+      f = (name##_fn)site_miss(&name##_next, #name, ret_, (void *)name, gen_);                 \
     return f ? f args : cudaErrorInitializationError;                                          \
   }
 

@@ -13,6 +13,10 @@
  * libcaller12.so and through it a stand-in libcudart.so.12: check then
  * also launches through the library, whose calls must reach its own
  * runtime (values + 100) while the program's reach libcudart.so.13.
+ * Built a third time as count-app3 (-DLATE_CUDART=path of libcaller12.so):
+ * the library and its libcudart.so.12 are dlopen'ed only after the
+ * program's first launches went to libcudart.so.13 (a plugin loaded
+ * late); its launches must still reach its own runtime.
  * Exit 0 = pass, 1 = fail (a message says what). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -31,7 +35,7 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const void *f,
 cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s);
 cudaError_t cudaMemsetAsync_ptsz(void *d, int v, size_t n, cudaStream_t s);
 
-#ifdef TWO_CUDARTS
+#if defined TWO_CUDARTS || defined LATE_CUDART
 cudaError_t caller12_launch(const void *f, dim3 g, dim3 b, void **a, size_t smem, cudaStream_t s);
 #endif
 
@@ -134,11 +138,23 @@ int main(int argc, char **argv) {
     CHECK(r1 == fake_set_rc(d, (int)i - 2, 100 + i, (cudaStream_t)(uintptr_t)i), "cudaMemsetAsync call %u", i);
     CHECK(r2 == fake_set_rc(d, (int)i - 2, 100 + i, (cudaStream_t)(uintptr_t)i), "cudaMemsetAsync_ptsz call %u", i);
   }
-#ifdef TWO_CUDARTS
+#if defined TWO_CUDARTS || defined LATE_CUDART
+#ifdef LATE_CUDART
+  void *lib12 = dlopen(LATE_CUDART, RTLD_NOW | RTLD_LOCAL);
+  CHECK(lib12 != NULL, "dlopen %s: %s", LATE_CUDART, dlerror());
+  if (!lib12)
+    return 1;
+  launch_fn caller12 = (launch_fn)dlsym(lib12, "caller12_launch");
+  CHECK(caller12 != NULL, "caller12_launch not found");
+  if (!caller12)
+    return 1;
+#else
+  launch_fn caller12 = caller12_launch;
+#endif
   for (unsigned i = 0; i < 10; i++, kernels++) {
     dim3 g = {i + 3, 1, 1}, b = {32, 2, 1};
     void **a = (void **)(uintptr_t)(0x7000 + 8 * i);
-    cudaError_t rc = caller12_launch((void *)(uintptr_t)0x99, g, b, a, i, (cudaStream_t)(uintptr_t)i);
+    cudaError_t rc = caller12((void *)(uintptr_t)0x99, g, b, a, i, (cudaStream_t)(uintptr_t)i);
     CHECK(rc == 100 + fake_launch_rc((void *)(uintptr_t)0x99, g, b, a, i, (cudaStream_t)(uintptr_t)i),
           "the CUDA 12 library's launch %u returned %d: not its own runtime's value", i, (int)rc);
   }

@@ -1,6 +1,6 @@
 #!/bin/sh
-# test-cupti-count.sh SHIM APP APP2 - run count-app check and count-app2
-# check (tests/cupti/count-app.c: one stand-in libcudart, and two) with
+# test-cupti-count.sh SHIM APP APP2 APP3 - run count-app, count-app2 and count-app3
+# check (tests/cupti/count-app.c: one stand-in libcudart, two, and a second loaded late) with
 # libgpuprof.so preloaded after whatever LD_PRELOAD already holds (the
 # ASan runtime in scripts/test's preloaded pass); no daemon listens.
 shim=$1
