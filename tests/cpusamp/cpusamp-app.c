@@ -1,8 +1,11 @@
 /* cpusamp-app.c - a CPU-bound program of known structure for the CPU
  * sampling tests (tests/cpusamp/cpusamp.sh).
  *
- *   cpusamp-app ratio     burn_a 300 ms then burn_b 100 ms of thread CPU
- *                          time on the main thread
+ *   cpusamp-app ratio     4 rounds of burn_a 150 ms then burn_b 50 ms of
+ *                          thread CPU time on the main thread (rounds, so
+ *                          that the expirations still pending at exit, and
+ *                          the long stretches one signal carries under
+ *                          load, do not all fall on one function)
  *   cpusamp-app threads   burn_a 200 ms on the main thread while a second
  *                          thread burns burn_b 200 ms; the worker first
  *                          makes one capture (what a GPU API call does:
@@ -36,7 +39,7 @@
  *                          checks its handlers ran and its sums are exact
  *
  * Prints "cpu_ns=N" (getrusage: user + system time of the whole process at
- * the end), "main_cpu_ns=M" (the main thread's CPU time since main began), "sum=S" (a deterministic checksum) and, for threads, the two
+ * the end), "main_cpu_ns=M" (the main thread's CPU time since main began; for ratio and signals since the shim attached), "sum=S" (a deterministic checksum) and, for threads, the two
  * thread ids "tid_main=A tid_worker=B".  Exit 0 when the program's own
  * checks pass.  Without the shim it runs the same (the capture is skipped).
  */
@@ -238,6 +241,14 @@ static uint64_t cpu_ns(void) {
          ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
 }
 
+/* Wait (at most 5 s) until the preloaded shim is attached to its daemon:
+ * it samples only from then on.  Without the shim (the bare run) at once. */
+static void wait_shim(void) {
+  int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
+  for (int i = 0; active && i < 500 && !active(); i++)
+    usleep(10000);
+}
+
 int main(int argc, char **argv) {
   uint64_t main0 = thread_cpu_ns();
   const char *mode = argc > 1 ? argv[1] : "ratio";
@@ -247,9 +258,7 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "workers") == 0)
     return workers(argc > 2 ? argv[2] : NULL);
   if (strcmp(mode, "forkworkers") == 0) {
-    int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
-    for (int i = 0; active && i < 500 && !active(); i++)
-      usleep(10000);
+    wait_shim();
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0)
@@ -263,9 +272,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(mode, "threads") == 0) {
     /* the main thread waits for the region too, so both are sampled */
-    int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gpd_shim_active");
-    for (int i = 0; active && i < 500 && !active(); i++)
-      usleep(10000);
+    wait_shim();
     pthread_t t;
     uint64_t w[2];
     if (pthread_create(&t, NULL, worker, w) != 0)
@@ -275,6 +282,9 @@ int main(int argc, char **argv) {
     sum ^= w[1];
     printf("tid_main=%ld tid_worker=%llu\n", (long)syscall(SYS_gettid), (unsigned long long)w[0]);
   } else if (strcmp(mode, "signals") == 0) {
+    /* sampled from the shim's attach on: main_cpu_ns counts from there */
+    wait_shim();
+    main0 = thread_cpu_ns();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alrm; /* no SA_RESTART: the program copes with EINTR itself */
@@ -300,8 +310,12 @@ int main(int argc, char **argv) {
       return 3;
     }
   } else {
-    sum = burn_a(300);
-    sum ^= burn_b(100);
+    wait_shim();
+    main0 = thread_cpu_ns();
+    for (int k = 0; k < 4; k++) {
+      sum += burn_a(150);
+      sum += burn_b(50);
+    }
   }
   printf("sum=%llu\n", (unsigned long long)sum);
   printf("main_cpu_ns=%llu\n", (unsigned long long)(thread_cpu_ns() - main0));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CPU-time sampling end to end (docs/SHIM.md "CPU sampling"):
-#   ratio    `gpuprof record --cpu-sampling 1000` of burn_a 300 ms / burn_b 100 ms at 1000 Hz:
+#   ratio    `gpuprof record --cpu-sampling 1000` of 4 x (burn_a 150 ms, burn_b 50 ms) at 1000 Hz:
 #            CPUTIME 3:1 within the sampling error, the total close to the
 #            process's own CPU time (getrusage), one trace row per sample
 #   threads  a private gpuprofd, two threads: each thread's samples carry
