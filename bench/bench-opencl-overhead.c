@@ -2,7 +2,8 @@
  * bare vs. under the shim.
  *
  * Usage: bench-opencl-overhead --loop PATH --shim PATH [--socket PATH]
- *                              [--iters N] [--runs R]
+ *                              [--iters N] [--runs R] [--cpu C]
+ *                              [--warmup W]
  * Without --socket the shim runs with no daemon (passthrough cost only:
  * capture is off until a region exists).  With --socket pointing at a
  * running gpuprofd it measures full profiling.  Each configuration runs R
@@ -12,9 +13,22 @@
  * are the first writes into the shared ring pages (~3 slots of 64 B per
  * launch: INVOKE + ACTIVITY, one fault per ~21 launches until a ring has
  * wrapped once); where a fault is expensive (a PVM guest: ~24 us) they are
- * much of the ratio of a short run (docs/PERFORMANCE.md).  Exit 77 without
- * an OpenCL device.
+ * much of the ratio of a short run (docs/PERFORMANCE.md).  --cpu C pins
+ * the bench and so every run (the loop, PoCL's worker threads, the shim's
+ * connection thread) to CPU C; start the daemon on another CPU.  On a
+ * loaded 2-core machine the unpinned loop's time depends mostly on how the
+ * scheduler spreads PoCL's threads over the cores, pinned it is stable to
+ * a few % (docs/PERFORMANCE.md "Reading the OpenCL row").  --warmup W
+ * runs W untimed launches first (default 100: PoCL's compile): with W
+ * larger than a ring's first lap (~33 000 launches: 4-MiB rings, an
+ * ACTIVITY is 128 B) the figure is the steady state, without the one-time
+ * cost of the fresh ring pages.  Exit 77 without an OpenCL device.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#endif
+#include <sched.h>
+
 #include "bench-run.h"
 
 static void row(const char *what, run_t r, run_t bare, long iters) {
@@ -24,8 +38,8 @@ static void row(const char *what, run_t r, run_t bare, long iters) {
 
 int main(int argc, char **argv) {
   const char *loop = NULL, *shim = NULL, *sock = NULL;
-  long iters = 20000;
-  int runs = 5;
+  long iters = 20000, warm = 0;
+  int runs = 5, cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--loop"))
       loop = argv[i + 1];
@@ -37,10 +51,24 @@ int main(int argc, char **argv) {
       iters = atol(argv[i + 1]);
     else if (!strcmp(argv[i], "--runs"))
       runs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--cpu"))
+      cpu = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--warmup"))
+      warm = atol(argv[i + 1]);
   }
-  if (!loop || !shim || runs < 1) {
-    fprintf(stderr, "usage: %s --loop PATH --shim PATH [--socket PATH] [--iters N] [--runs R]\n", argv[0]);
+  if (!loop || !shim || runs < 1 || cpu >= CPU_SETSIZE) {
+    fprintf(stderr, "usage: %s --loop PATH --shim PATH [--socket PATH] [--iters N] [--runs R] [--cpu C] [--warmup W]\n",
+            argv[0]);
     return 2;
+  }
+  if (cpu >= 0) { /* the children inherit it */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      perror("bench-opencl-overhead: sched_setaffinity");
+      return 1;
+    }
   }
   char pre[2048], sockv[2048];
   snprintf(pre, sizeof pre, "LD_PRELOAD=%s", shim);
@@ -60,7 +88,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < runs; i++) {
     char *const *envs[3] = {env_bare, env_nod, env_shim};
     for (int c = 0; c < (sock ? 3 : 2); c++) {
-      v[c][i] = run_once(envs[c], loop, iters);
+      v[c][i] = run_once_warm(envs[c], loop, iters, warm);
       if (v[c][i].ns == -77) {
         printf("bench-opencl-overhead: no OpenCL device: SKIP\n");
         return 77;
@@ -78,10 +106,13 @@ int main(int argc, char **argv) {
     med[c] = v[c][runs / 2];
   }
   run_t bare = med[0], nod = med[1], prof = med[2];
-  printf("# bench-opencl-overhead: ocl-loop %ld launches, median of %d runs, configurations alternating\n"
-         "# (load %.1f before, %.1f after; CPU and faults: the whole process of that run, start-up and\n"
-         "# PoCL's compile included; faults: minor page faults per launch above bare's)\n",
-         iters, runs, la0[0], la1[0]);
+  char pin[32] = "unpinned";
+  if (cpu >= 0)
+    snprintf(pin, sizeof pin, "pinned to CPU %d", cpu);
+  printf("# bench-opencl-overhead: ocl-loop %ld launches after %ld untimed, median of %d runs, configurations\n"
+         "# alternating, %s (load %.1f before, %.1f after; CPU and faults: the whole process of that run,\n"
+         "# start-up, warm-up and PoCL's compile included; faults: minor page faults per launch above bare's)\n",
+         iters, warm > 0 ? warm : 100, runs, pin, la0[0], la1[0]);
   printf("%-28s %14s %8s %12s %16s\n", "configuration", "ns/launch", "ratio", "CPU s (run)", "+faults/launch");
   row("bare", bare, bare, iters);
   row("shim, no daemon", nod, bare, iters);

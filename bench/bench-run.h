@@ -2,7 +2,8 @@
  * (bench-opencl-overhead, bench-level0-overhead).
  *
  * The program prints "launches <n> ns_per_launch <x>" and is started as
- * `loop <iters> 100` with `env` applied: a NULL-terminated list of "K=V"
+ * `loop <iters> 100` (run_once_warm: `loop <iters> 100 <warmup>`) with
+ * `env` applied: a NULL-terminated list of "K=V"
  * (set) or "K=" (unset) entries; its stderr goes to /dev/null.  wait4's
  * rusage gives the whole process's CPU time and minor page faults.
  */
@@ -24,8 +25,9 @@ typedef struct {
 
 static inline double bench_tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
 
-/* One run; ns = -1 on failure, -77 when the program exited 77 (no device). */
-static inline run_t run_once(char *const *env, const char *loop, long iters) {
+/* One run; ns = -1 on failure, -77 when the program exited 77 (no device).
+ * warm > 0: that many untimed launches first (a third argument). */
+static inline run_t run_once_warm(char *const *env, const char *loop, long iters, long warm) {
   run_t r = {-1, 0, 0};
   int fds[2];
   if (pipe(fds))
@@ -37,8 +39,9 @@ static inline run_t run_once(char *const *env, const char *loop, long iters) {
     return r;
   }
   if (pid == 0) {
-    char a1[32];
+    char a1[32], a3[32];
     snprintf(a1, sizeof a1, "%ld", iters);
+    snprintf(a3, sizeof a3, "%ld", warm);
     for (char *const *e = env; *e; e++) {
       const char *eq = strchr(*e, '=');
       if (eq && eq[1] == '\0') {
@@ -54,7 +57,10 @@ static inline run_t run_once(char *const *env, const char *loop, long iters) {
     close(fds[1]);
     if (!freopen("/dev/null", "w", stderr))
       _exit(126);
-    execl(loop, loop, a1, "100", (char *)NULL);
+    if (warm > 0)
+      execl(loop, loop, a1, "100", a3, (char *)NULL);
+    else
+      execl(loop, loop, a1, "100", (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -75,6 +81,10 @@ static inline run_t run_once(char *const *env, const char *loop, long iters) {
   if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
     r.ns = -77;
   return r;
+}
+
+static inline run_t run_once(char *const *env, const char *loop, long iters) {
+  return run_once_warm(env, loop, iters, 0);
 }
 
 static inline int bench_cmp_run(const void *a, const void *b) {

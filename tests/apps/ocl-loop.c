@@ -1,6 +1,9 @@
 /* ocl-loop - a tight loop of small kernel launches (launch-bound), for
- * the overhead bench.  Usage: ocl-loop [iterations] [sync_every]
- * (defaults 20000, 100).  Prints "launches <n> ns_per_launch <x>".
+ * the overhead bench.  Usage: ocl-loop [iterations] [sync_every] [warmup]
+ * (defaults 20000, 100, 100).  The warm-up launches run before the timed
+ * ones (the first compiles the kernel); a long warm-up takes one-time costs
+ * out of the figure (under the shim: the first lap through fresh ring
+ * pages, docs/PERFORMANCE.md).  Prints "launches <n> ns_per_launch <x>".
  * Exit 77 without a device. */
 #include <time.h>
 
@@ -27,6 +30,7 @@ __attribute__((noinline)) static void loop(ocl_env_t *e, cl_kernel k, long iters
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 20000;
   long sync_every = argc > 2 ? atol(argv[2]) : 100;
+  long warmup = argc > 3 ? atol(argv[3]) : 100;
   if (sync_every < 1)
     sync_every = 1;
   ocl_env_t e;
@@ -40,7 +44,7 @@ int main(int argc, char **argv) {
   cl_kernel k = clCreateKernel(e.prog, "tiny", &err);
   OCL_CHECK(err);
   OCL_CHECK(clSetKernelArg(k, 0, sizeof b, &b));
-  loop(&e, k, 100, sync_every); /* warm-up: PoCL compiles on first launch */
+  loop(&e, k, warmup > 0 ? warmup : 1, sync_every); /* warm-up: PoCL compiles on first launch */
   double t0 = now_ns();
   loop(&e, k, iters, sync_every);
   double t1 = now_ns();
