@@ -64,3 +64,20 @@ endforeach()
 add_test(NAME opencl.intercept-nolayer COMMAND test-opencl)
 set_tests_properties(opencl.intercept-nolayer PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock;GPUPROF_OPENCL_LAYER=0")
+
+# The pending lists (issue 13: no callback per command): every command one
+# ACTIVITY with device times, harvested at clFinish / clWaitForEvents / a
+# blocking read / the list's bound / queue release / exit; the
+# application's events and callbacks untouched.  Both routes.
+add_executable(test-ocl-pending ${CMAKE_CURRENT_LIST_DIR}/opencl/test-ocl-pending.c)
+target_compile_options(test-ocl-pending PRIVATE ${GPD_APP_FLAGS})
+target_include_directories(test-ocl-pending PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim ${GPD_SHIM_APPS}
+  ${OpenCL_INCLUDE_DIRS})
+target_link_libraries(test-ocl-pending PRIVATE gpuprof gpd_common ${OpenCL_LIBRARIES} Threads::Threads)
+set_target_properties(test-ocl-pending PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+add_test(NAME opencl.pending COMMAND test-ocl-pending)
+add_test(NAME opencl.pending-nolayer COMMAND test-ocl-pending)
+set_tests_properties(opencl.pending opencl.pending-nolayer PROPERTIES LABELS "unit" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+set_tests_properties(opencl.pending-nolayer PROPERTIES
+  ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock;GPUPROF_OPENCL_LAYER=0")

@@ -23,7 +23,7 @@
 
 #define OCL_SLAB 4096u
 #define OCL_MAX_SLABS 64u
-#define OCL_MAX_QUEUES 4096u /* power of two */
+#define OCL_MAX_QUEUES GPD_OCL_MAX_QUEUES
 #define OCL_MAX_DEVICES 64u
 
 static gpd_ocl_api_t ocl_next;
@@ -34,7 +34,9 @@ static atomic_int ocl_ready; /* 1: the event API was found (OpenCL in use) */
 
 _Atomic long gpd_ocl_pending_n;
 
-GPD_EXPORT long gpd_shim__ocl_pending(void) { return atomic_load(&gpd_ocl_pending_n); }
+/* Commands whose ACTIVITY is not pushed yet: waiting for a callback or in
+ * a pending list. */
+GPD_EXPORT long gpd_shim__ocl_pending(void) { return atomic_load(&gpd_ocl_pending_n) + gpd_ocl_pend_count(); }
 
 static void ocl_resolve(void) {
   void *h = NULL;
@@ -135,6 +137,7 @@ typedef struct queue_entry_s {
   _Atomic uintptr_t key;
   _Atomic uint32_t id;
   _Atomic uint32_t device;
+  _Atomic(gpd_ocl_pend_t *) pend; /* made on the first deferred command; kept for a reused handle */
 } queue_entry_t;
 
 static queue_entry_t ocl_queues[OCL_MAX_QUEUES];
@@ -155,16 +158,21 @@ static uint32_t ocl_device_index(cl_device_id d) {
   return 0;
 }
 
+/* The queue's slot; a new one is claimed (*fresh = 1) unless fresh is
+ * NULL (then NULL for an unknown queue). */
 static queue_entry_t *ocl_queue_slot(cl_command_queue q, int *fresh) {
   uintptr_t key = (uintptr_t)q;
   uint64_t h = (key >> 4) * 0x9e3779b97f4a7c15ull;
-  *fresh = 0;
+  if (fresh)
+    *fresh = 0;
   for (uint32_t i = 0; i < OCL_MAX_QUEUES; i++) {
     queue_entry_t *e = &ocl_queues[(h + i) & (OCL_MAX_QUEUES - 1)];
     uintptr_t k = atomic_load_explicit(&e->key, memory_order_acquire);
     if (k == key)
       return e;
     if (k == 0) {
+      if (!fresh)
+        return NULL;
       if (atomic_compare_exchange_strong(&e->key, &k, key)) {
         *fresh = 1;
         return e;
@@ -174,6 +182,11 @@ static queue_entry_t *ocl_queue_slot(cl_command_queue q, int *fresh) {
     }
   }
   return NULL;
+}
+
+gpd_ocl_pend_t *gpd_ocl_queue_pend(cl_command_queue q) {
+  queue_entry_t *e = q ? ocl_queue_slot(q, NULL) : NULL;
+  return e ? atomic_load_explicit(&e->pend, memory_order_acquire) : NULL;
 }
 
 void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev) {
@@ -186,12 +199,22 @@ void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev) {
   atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
 }
 
-uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device) {
+uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device) { return gpd_ocl_queue_get(q, device, NULL); }
+
+uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t **pend) {
   int fresh;
   queue_entry_t *e = ocl_queue_slot(q, &fresh);
   *device = 0;
+  if (pend)
+    *pend = NULL;
   if (!e)
     return 0;
+  if (pend && (*pend = atomic_load_explicit(&e->pend, memory_order_acquire)) == NULL) {
+    gpd_ocl_pend_t *l = gpd_ocl_pend_new(), *none = NULL;
+    if (l && !atomic_compare_exchange_strong(&e->pend, &none, l))
+      l = none; /* another thread's list (ours stays registered, empty) */
+    *pend = l;
+  }
   if (fresh) { /* a queue we did not see created */
     cl_device_id d = NULL;
     const gpd_ocl_api_t *api = gpd_ocl_api();
@@ -264,6 +287,7 @@ void gpd_ocl_atfork_child(void) {
       gpd_ocl_ctx_put(&ocl_slabs[s][i]);
   atomic_store(&gpd_ocl_pending_n, 0);
   memset(ocl_queues, 0, sizeof ocl_queues);
+  gpd_ocl_pend_fork_child();
   atomic_store(&ocl_next_queue, 0);
 }
 

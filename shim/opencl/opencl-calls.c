@@ -9,10 +9,14 @@
  * for device commands, host times for alloc/free/sync).
  *
  * Event semantics: if the application passes an event pointer it gets its
- * event as usual; we retain it for our callback and release that retain in
- * the callback.  If it passes NULL we pass our own and release it in the
- * callback.  Queues are created with CL_QUEUE_PROFILING_ENABLE added
- * (visible to clGetCommandQueueInfo(CL_QUEUE_PROPERTIES): docs/SHIM.md).
+ * event as usual; we retain it and release that retain when its ACTIVITY
+ * is pushed.  If it passes NULL we pass our own and release it then.  The
+ * command then waits in its queue's pending list (opencl-pending.c) until
+ * a clFinish, clWaitForEvents, blocking transfer, queue release or exit
+ * harvests it; a full list of incomplete commands hands it to a
+ * CL_COMPLETE callback instead.  Queues are created with
+ * CL_QUEUE_PROFILING_ENABLE added (visible to
+ * clGetCommandQueueInfo(CL_QUEUE_PROPERTIES): docs/SHIM.md).
  */
 #include <string.h>
 
@@ -49,27 +53,43 @@ static inline int ocl_begin(ocl_call_t *c) {
 
 static inline void ocl_leave(ocl_call_t *c) { gpd_thread_leave(c->prev); }
 
-/* After a successful enqueue: INVOKE + callback for its event. */
+/* After a successful enqueue: INVOKE, and the command with a reference to
+ * its event in the queue's pending list (or, that full, a callback).  With
+ * `sync` (a blocking transfer) the queue's completed commands are
+ * harvested. */
 static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, cl_event mine, unsigned op,
-                         unsigned subkind, uint64_t bytes, cl_kernel k) {
+                         unsigned subkind, uint64_t bytes, cl_kernel k, int sync) {
   cl_event e = user_ev ? *user_ev : mine;
   (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
   if (!e)
     return;
-  gpd_ocl_ctx_t *x = gpd_ocl_ctx_get();
-  if (!x) {
-    if (!user_ev)
-      gpd_ocl_api()->clReleaseEvent(mine);
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  if (user_ev && api->clRetainEvent(e) != CL_SUCCESS)
+    return;
+  gpd_ocl_ctx_t x;
+  memset(&x, 0, sizeof x);
+  x.corr = c->corr;
+  x.ts = c->ts;
+  x.bytes = bytes;
+  x.op = (uint8_t)op;
+  x.subkind = (uint8_t)subkind;
+  gpd_ocl_pend_t *l;
+  x.stream = gpd_ocl_queue_get(q, &x.device, &l);
+  x.name = k ? gpd_ocl_kernel_name(k) : 0;
+  if (l && gpd_ocl_pend_add(l, e, &x) == 0) {
+    if (sync)
+      gpd_ocl_pend_completed(l);
     return;
   }
-  x->corr = c->corr;
-  x->ts = c->ts;
-  x->bytes = bytes;
-  x->op = (uint8_t)op;
-  x->subkind = (uint8_t)subkind;
-  x->stream = gpd_ocl_queue_id(q, &x->device);
-  x->name = k ? gpd_ocl_kernel_name(k) : 0;
-  (void)gpd_ocl_watch(e, user_ev == NULL, x);
+  gpd_ocl_ctx_t *cb = gpd_ocl_ctx_get();
+  if (!cb) {
+    api->clReleaseEvent(e);
+    return;
+  }
+  uint32_t self = cb->self;
+  *cb = x;
+  cb->self = self;
+  (void)gpd_ocl_watch(e, 1, cb);
 }
 
 /* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */
@@ -175,10 +195,11 @@ cl_command_queue gpd_ocl_call_clCreateCommandQueueWithProperties(const gpd_ocl_a
 
 /* The body every clEnqueue* call shares: call through when not
  * profiling; else pass our own event when the application passed none,
- * and on success push the INVOKE and hook the event.  `q` and `ev` are the
+ * and on success push the INVOKE and defer the event (`sync`: the call
+ * blocked until its command completed).  `q` and `ev` are the
  * body's queue and event-out parameters; the variadic part is the
  * application's arguments before `ev`. */
-#define OCL_ENQUEUE(fn, op, subkind, bytes, kernel, ...)                                                          \
+#define OCL_ENQUEUE(fn, op, subkind, bytes, kernel, sync, ...)                                                    \
   do {                                                                                                            \
     if (!next->fn)                                                                                                \
       return CL_INVALID_OPERATION;                                                                                \
@@ -188,7 +209,7 @@ cl_command_queue gpd_ocl_call_clCreateCommandQueueWithProperties(const gpd_ocl_a
     cl_event mine_ = NULL;                                                                                        \
     cl_int ret_ = next->fn(__VA_ARGS__, ev ? ev : &mine_);                                                        \
     if (ret_ == CL_SUCCESS)                                                                                       \
-      ocl_enqueued(&c_, q, ev, mine_, (op), (subkind), (bytes), (kernel));                                        \
+      ocl_enqueued(&c_, q, ev, mine_, (op), (subkind), (bytes), (kernel), (sync));                                \
     ocl_leave(&c_);                                                                                               \
     return ret_;                                                                                                  \
   } while (0)
@@ -198,12 +219,12 @@ cl_command_queue gpd_ocl_call_clCreateCommandQueueWithProperties(const gpd_ocl_a
 cl_int gpd_ocl_call_clEnqueueNDRangeKernel(const gpd_ocl_api_t *next, cl_command_queue q, cl_kernel k, cl_uint dim,
                                            const size_t *off, const size_t *gws, const size_t *lws, cl_uint nw,
                                            const cl_event *wl, cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueNDRangeKernel, GPD_OP_KERNEL, 0, 0, k, q, k, dim, off, gws, lws, nw, wl);
+  OCL_ENQUEUE(clEnqueueNDRangeKernel, GPD_OP_KERNEL, 0, 0, k, 0, q, k, dim, off, gws, lws, nw, wl);
 }
 
 cl_int gpd_ocl_call_clEnqueueTask(const gpd_ocl_api_t *next, cl_command_queue q, cl_kernel k, cl_uint nw,
                                   const cl_event *wl, cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueTask, GPD_OP_KERNEL, 0, 0, k, q, k, nw, wl);
+  OCL_ENQUEUE(clEnqueueTask, GPD_OP_KERNEL, 0, 0, k, 0, q, k, nw, wl);
 }
 
 /* ------------------------------------------------------------ copies */
@@ -211,19 +232,19 @@ cl_int gpd_ocl_call_clEnqueueTask(const gpd_ocl_api_t *next, cl_command_queue q,
 cl_int gpd_ocl_call_clEnqueueReadBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, cl_bool blocking,
                                         size_t off, size_t size, void *ptr, cl_uint nw, const cl_event *wl,
                                         cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueReadBuffer, GPD_OP_COPY, GPD_COPY_D2H, size, NULL, q, b, blocking, off, size, ptr, nw, wl);
+  OCL_ENQUEUE(clEnqueueReadBuffer, GPD_OP_COPY, GPD_COPY_D2H, size, NULL, blocking, q, b, blocking, off, size, ptr, nw, wl);
 }
 
 cl_int gpd_ocl_call_clEnqueueWriteBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, cl_bool blocking,
                                          size_t off, size_t size, const void *ptr, cl_uint nw, const cl_event *wl,
                                          cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueWriteBuffer, GPD_OP_COPY, GPD_COPY_H2D, size, NULL, q, b, blocking, off, size, ptr, nw, wl);
+  OCL_ENQUEUE(clEnqueueWriteBuffer, GPD_OP_COPY, GPD_COPY_H2D, size, NULL, blocking, q, b, blocking, off, size, ptr, nw, wl);
 }
 
 cl_int gpd_ocl_call_clEnqueueCopyBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem src, cl_mem dst,
                                         size_t soff, size_t doff, size_t size, cl_uint nw, const cl_event *wl,
                                         cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueCopyBuffer, GPD_OP_COPY, GPD_COPY_D2D, size, NULL, q, src, dst, soff, doff, size, nw, wl);
+  OCL_ENQUEUE(clEnqueueCopyBuffer, GPD_OP_COPY, GPD_COPY_D2D, size, NULL, 0, q, src, dst, soff, doff, size, nw, wl);
 }
 
 cl_int gpd_ocl_call_clEnqueueReadBufferRect(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b,
@@ -231,7 +252,7 @@ cl_int gpd_ocl_call_clEnqueueReadBufferRect(const gpd_ocl_api_t *next, cl_comman
                                             const size_t *region, size_t brow, size_t bslice, size_t hrow,
                                             size_t hslice, void *ptr, cl_uint nw, const cl_event *wl,
                                             cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueReadBufferRect, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL, q, b, blocking,
+  OCL_ENQUEUE(clEnqueueReadBufferRect, GPD_OP_COPY, GPD_COPY_D2H, ocl_region_bytes(region), NULL, blocking, q, b, blocking,
               boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
 }
 
@@ -240,7 +261,7 @@ cl_int gpd_ocl_call_clEnqueueWriteBufferRect(const gpd_ocl_api_t *next, cl_comma
                                              const size_t *region, size_t brow, size_t bslice, size_t hrow,
                                              size_t hslice, const void *ptr, cl_uint nw, const cl_event *wl,
                                              cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueWriteBufferRect, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL, q, b, blocking,
+  OCL_ENQUEUE(clEnqueueWriteBufferRect, GPD_OP_COPY, GPD_COPY_H2D, ocl_region_bytes(region), NULL, blocking, q, b, blocking,
               boff, hoff, region, brow, bslice, hrow, hslice, ptr, nw, wl);
 }
 
@@ -248,14 +269,14 @@ cl_int gpd_ocl_call_clEnqueueCopyBufferRect(const gpd_ocl_api_t *next, cl_comman
                                             const size_t *soff, const size_t *doff, const size_t *region,
                                             size_t srow, size_t sslice, size_t drow, size_t dslice, cl_uint nw,
                                             const cl_event *wl, cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueCopyBufferRect, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL, q, src, dst,
+  OCL_ENQUEUE(clEnqueueCopyBufferRect, GPD_OP_COPY, GPD_COPY_D2D, ocl_region_bytes(region), NULL, 0, q, src, dst,
               soff, doff, region, srow, sslice, drow, dslice, nw, wl);
 }
 
 cl_int gpd_ocl_call_clEnqueueFillBuffer(const gpd_ocl_api_t *next, cl_command_queue q, cl_mem b, const void *pat,
                                         size_t psize, size_t off, size_t size, cl_uint nw, const cl_event *wl,
                                         cl_event *ev) {
-  OCL_ENQUEUE(clEnqueueFillBuffer, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL, q, b, pat, psize, off, size, nw, wl);
+  OCL_ENQUEUE(clEnqueueFillBuffer, GPD_OP_MEMSET, GPD_MEM_DEV, size, NULL, 0, q, b, pat, psize, off, size, nw, wl);
 }
 
 /* ------------------------------------------------------------ memory */
@@ -295,16 +316,23 @@ cl_int gpd_ocl_call_clReleaseMemObject(const gpd_ocl_api_t *next, cl_mem m) {
 
 /* ------------------------------------------------------------ sync */
 
+/* The harvests below run whether or not this call is recorded (a list
+ * made while profiling is emptied also after the daemon went away). */
+
 cl_int gpd_ocl_call_clFinish(const gpd_ocl_api_t *next, cl_command_queue q) {
   if (!next->clFinish)
     return CL_INVALID_OPERATION;
+  gpd_ocl_pend_t *l = gpd_ocl_queue_pend(q);
+  uint64_t upto = l ? gpd_ocl_pend_seq(l) : 0;
   ocl_call_t c;
-  if (!ocl_begin(&c))
-    return next->clFinish(q);
+  int rec = ocl_begin(&c);
   cl_int ret = next->clFinish(q);
-  if (ret == CL_SUCCESS)
+  if (ret == CL_SUCCESS && rec)
     ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_STR, 0, q);
-  ocl_leave(&c);
+  if (ret == CL_SUCCESS && l)
+    gpd_ocl_pend_finish(l, upto);
+  if (rec)
+    ocl_leave(&c);
   return ret;
 }
 
@@ -312,11 +340,24 @@ cl_int gpd_ocl_call_clWaitForEvents(const gpd_ocl_api_t *next, cl_uint n, const 
   if (!next->clWaitForEvents)
     return CL_INVALID_OPERATION;
   ocl_call_t c;
-  if (!ocl_begin(&c))
-    return next->clWaitForEvents(n, list);
+  int rec = ocl_begin(&c);
   cl_int ret = next->clWaitForEvents(n, list);
-  if (ret == CL_SUCCESS)
+  if (ret == CL_SUCCESS && rec)
     ocl_hosted(&c, GPD_OP_SYNC, GPD_SYNC_EVT, 0, NULL);
-  ocl_leave(&c);
+  if (ret == CL_SUCCESS)
+    gpd_ocl_pend_completed_all();
+  if (rec)
+    ocl_leave(&c);
   return ret;
+}
+
+/* ------------------------------------------------------------ queues */
+
+cl_int gpd_ocl_call_clReleaseCommandQueue(const gpd_ocl_api_t *next, cl_command_queue q) {
+  if (!next->clReleaseCommandQueue)
+    return CL_INVALID_OPERATION;
+  gpd_ocl_pend_t *l = gpd_ocl_queue_pend(q);
+  if (l) /* before the handle can be reused by a new queue */
+    gpd_ocl_pend_release(l);
+  return next->clReleaseCommandQueue(q);
 }

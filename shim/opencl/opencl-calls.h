@@ -55,3 +55,4 @@ GPD_OCL_CALL(cl_mem, clCreateBuffer, (cl_context ctx, cl_mem_flags flags, size_t
 GPD_OCL_CALL(cl_int, clReleaseMemObject, (cl_mem m), (m))
 GPD_OCL_CALL(cl_int, clFinish, (cl_command_queue q), (q))
 GPD_OCL_CALL(cl_int, clWaitForEvents, (cl_uint n, const cl_event *list), (n, list))
+GPD_OCL_CALL(cl_int, clReleaseCommandQueue, (cl_command_queue q), (q))

@@ -31,9 +31,11 @@ GPD_OCL_FN(cl_mem, clCreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl
 GPD_OCL_FN(cl_int, clReleaseMemObject, (cl_mem))
 GPD_OCL_FN(cl_int, clFinish, (cl_command_queue))
 GPD_OCL_FN(cl_int, clWaitForEvents, (cl_uint, const cl_event *))
+GPD_OCL_FN(cl_int, clReleaseCommandQueue, (cl_command_queue))
 /* used, not intercepted */
 GPD_OCL_FN(cl_int, clSetEventCallback, (cl_event, cl_int, void(CL_CALLBACK *)(cl_event, cl_int, void *), void *))
 GPD_OCL_FN(cl_int, clGetEventProfilingInfo, (cl_event, cl_profiling_info, size_t, void *, size_t *))
+GPD_OCL_FN(cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *))
 GPD_OCL_FN(cl_int, clRetainEvent, (cl_event))
 GPD_OCL_FN(cl_int, clReleaseEvent, (cl_event))
 GPD_OCL_FN(cl_int, clGetKernelInfo, (cl_kernel, cl_kernel_info, size_t, void *, size_t *))

@@ -8,6 +8,8 @@
  *                       callback contexts (slab + lock-free free list),
  *                       the CL_COMPLETE event callback
  *   opencl-translate.c  event profiling info -> gpd_rec_activity_t
+ *   opencl-pending.c    per-queue lists of commands whose ACTIVITY is
+ *                       still to be pushed (harvested at synchronization)
  */
 #ifndef GPUPROF_SHIM_OPENCL_H
 #define GPUPROF_SHIM_OPENCL_H
@@ -59,7 +61,10 @@ int gpd_ocl_layer_covers(void);
 #include "opencl-calls.h"
 #undef GPD_OCL_CALL
 
-/** Callback context of one enqueued command (slab-allocated). */
+#define GPD_OCL_MAX_QUEUES 4096u /* queue table slots (power of two) */
+
+/** Callback context of one enqueued command (slab-allocated), also the
+ *  command's fields in a pending list. */
 typedef struct gpd_ocl_ctx_s {
   _Atomic uint32_t next; /* free-list link: index + 1, 0 = end */
   uint32_t self;         /* own index */
@@ -75,8 +80,15 @@ typedef struct gpd_ocl_ctx_s {
 gpd_ocl_ctx_t *gpd_ocl_ctx_get(void);
 void gpd_ocl_ctx_put(gpd_ocl_ctx_t *c);
 
+typedef struct gpd_ocl_pend_s gpd_ocl_pend_t;
+
 /** Process-local queue id (stream) and device index of a queue. */
 uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device);
+/** The same, and the queue's pending list in *pend (made on first use;
+ *  NULL when out of memory or the queue table is full). */
+uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t **pend);
+/** The pending list of a known queue, or NULL (never makes one). */
+gpd_ocl_pend_t *gpd_ocl_queue_pend(cl_command_queue q);
 /** Record a new queue (created through our wrappers). */
 void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev);
 
@@ -87,6 +99,32 @@ int gpd_ocl_watch(cl_event e, int owned, gpd_ocl_ctx_t *c);
 /** Fill an ACTIVITY from the completed event (device times) or, when
  *  profiling info is missing, from host times with GPD_ACTIVITY_HOST_TIME. */
 void gpd_ocl_translate(const gpd_ocl_ctx_t *c, cl_event e, cl_int status, gpd_rec_activity_t *a);
+
+/* ---- pending lists (opencl-pending.c); any thread ---- */
+
+/** A new empty list (registers the exit harvest on the first). */
+gpd_ocl_pend_t *gpd_ocl_pend_new(void);
+/** Defer command `c` with event `e` (the caller's reference passes to the
+ *  list).  0, or -1 when the list is full of incomplete commands: the
+ *  caller keeps its reference (then use gpd_ocl_watch). */
+int gpd_ocl_pend_add(gpd_ocl_pend_t *l, cl_event e, const gpd_ocl_ctx_t *c);
+/** Sequence number the next added command gets (snapshot before a
+ *  clFinish). */
+uint64_t gpd_ocl_pend_seq(gpd_ocl_pend_t *l);
+/** After clFinish succeeded: push and release the commands added before
+ *  the snapshot `upto` (complete, no query). */
+void gpd_ocl_pend_finish(gpd_ocl_pend_t *l, uint64_t upto);
+/** Push and release the commands whose event has completed (one
+ *  CL_EVENT_COMMAND_EXECUTION_STATUS query each): of one list / every list. */
+void gpd_ocl_pend_completed(gpd_ocl_pend_t *l);
+void gpd_ocl_pend_completed_all(void);
+/** Queue release: completed commands pushed, the others handed to the
+ *  CL_COMPLETE callback; the list is left empty. */
+void gpd_ocl_pend_release(gpd_ocl_pend_t *l);
+/** Commands in all lists (tests: gpd_shim__ocl_pending). */
+long gpd_ocl_pend_count(void);
+/** Fork child: drop every list. */
+void gpd_ocl_pend_fork_child(void);
 
 /** Kernel name string id (0 if unknown). */
 uint32_t gpd_ocl_kernel_name(cl_kernel k);
