@@ -160,16 +160,18 @@ static void capture_stack_bounds(gpd_capture_memo_t *m) {
 }
 
 /* Full unwind from frame 0 (state f_ip/f_sp/f_bp) into w.  While
- * walking, bpc[j] holds frame j's (slot %rbp was restored from or 0, %rbp);
- * at the end only the slots the replay must check are kept, compacted. */
+ * walking, m->fullw holds frame j's stack pointer and (slot %rbp was
+ * restored from or 0, %rbp); at the end the words the replay must check
+ * are written to w->chk, ascending by address. */
 __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, gpd_capture_walk_t *w,
                                                          uintptr_t f_ip, uintptr_t f_sp, uintptr_t f_bp) {
   unw_context_t ctx;
   unw_cursor_t c;
+  gpd_capture_fullwalk_t *fw = &m->fullw;
   w->n = 0;
   w->ok = 0;
   w->node = 0;
-  w->nbp = 0;
+  w->nchk = 0;
   if (unw_getcontext(&ctx) != 0 || unw_init_local(&c, &ctx) != 0)
     return;
   /* Step up to gpd_shim_capture's frame (ours and libunwind's are below). */
@@ -194,36 +196,36 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
     prev_loc = loc.u.addr;
   uint32_t n = 0;
   w->ip[0] = ip;
-  w->vf[0].ret = ip;
-  w->vf[0].sp = sp;
+  w->ip0 = ip;
+  w->sp0 = sp;
   w->bp0 = bp;
-  w->bpc[0].loc = 0;
-  w->bpc[0].val = bp;
+  fw->sp[0] = sp;
+  fw->bp[0].at = 0;
+  fw->bp[0].val = bp;
   n = 1;
   while (n < GPD_CAPTURE_WALK_MAX && unw_step(&c) > 0) {
     unw_get_reg(&c, UNW_REG_IP, &ip);
     unw_get_reg(&c, UNW_REG_SP, &sp);
     unw_get_reg(&c, UNW_X86_64_RBP, &bp);
     w->ip[n] = ip;
-    w->vf[n].ret = ip;
-    w->vf[n].sp = sp;
-    w->bpc[n].val = bp;
-    w->bpc[n].loc = 0;
+    fw->sp[n] = sp;
+    fw->bp[n].val = bp;
+    fw->bp[n].at = 0;
     if (ok) {
       /* The return address must have come from sp - 8 (not a signal
        * frame), the stack grows up, and %rbp is either unchanged or
        * restored from a slot of the frame below. */
-      if (sp <= w->vf[n - 1].sp || sp > m->stack_hi || unw_is_signal_frame(&c) > 0 ||
+      if (sp <= fw->sp[n - 1] || sp > m->stack_hi || unw_is_signal_frame(&c) > 0 ||
           unw_get_save_loc(&c, UNW_X86_64_RIP, &loc) != 0 || loc.type != UNW_SLT_MEMORY ||
           loc.u.addr != sp - 8 || unw_get_save_loc(&c, UNW_X86_64_RBP, &loc) != 0 ||
           loc.type != UNW_SLT_MEMORY) {
         ok = 0;
       } else if (loc.u.addr != prev_loc) {
-        if (loc.u.addr < w->vf[0].sp || loc.u.addr + sizeof(uintptr_t) > sp)
+        if (loc.u.addr < fw->sp[0] || loc.u.addr + sizeof(uintptr_t) > sp)
           ok = 0;
-        w->bpc[n].loc = loc.u.addr;
+        fw->bp[n].at = loc.u.addr;
         prev_loc = loc.u.addr;
-      } else if (bp != w->bpc[n - 1].val) {
+      } else if (bp != fw->bp[n - 1].val) {
         ok = 0;
       }
     }
@@ -242,41 +244,58 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
      * at every call, and checking it made those stacks miss every time
      * (a full walk each, 72 us on the H100's PyTorch loop).  Keep the
      * check of the slot that last restored %rbp below each such frame,
-     * drop the others (frame 0's rbp stays in the replay key). */
+     * drop the others (frame 0's rbp stays in the replay key).  Every
+     * frame's return address is checked (sp - 8).  A restored slot lies
+     * in the frame below its frame's return address, so the checks come
+     * out in address order. */
     uint8_t need[GPD_CAPTURE_WALK_MAX];
     memset(need, 0, n);
     uint32_t src = 0;
     for (uint32_t j = 0; j < n; j++) {
-      if (j && w->bpc[j].loc)
+      if (j && fw->bp[j].at)
         src = j;
-      if (j + 1 < n && w->vf[j + 1].sp == w->bpc[j].val + 16)
+      if (j + 1 < n && fw->sp[j + 1] == fw->bp[j].val + 16)
         need[src] = 1;
     }
-    uint32_t k = 0; /* compact in place: k < j */
-    for (uint32_t j = 1; j < n; j++)
-      if (need[j] && w->bpc[j].loc)
-        w->bpc[k++] = w->bpc[j];
-    w->nbp = k;
+    uint32_t k = 0;
+    for (uint32_t j = 1; j < n; j++) {
+      if (need[j] && fw->bp[j].at)
+        w->chk[k++] = fw->bp[j];
+      w->chk[k].at = fw->sp[j] - sizeof(uintptr_t);
+      w->chk[k++].val = w->ip[j];
+    }
+    w->nchk = k;
   }
   w->n = n;
-  w->ok = (uint32_t)ok;
+  w->ok = (uint16_t)ok;
 }
 
-/* Re-verify walk w against the current stack; 1 = identical.  The frames
- * and the %rbp slots are checked in two passes (all must hold, so the
- * order does not matter; the slots lie above the current stack pointer in
- * this thread's stack, checked when the walk was recorded). */
+/* Lines of w that a replay reads: its header and chk[0 .. nchk). */
+static inline uint16_t capture_walk_lines(const gpd_capture_walk_t *w) {
+  return (uint16_t)(1 + (w->nchk * sizeof(gpd_capture_check_t) + 63) / 64);
+}
+
+/* Walk slot x came after walk w: w's successor (prefetched next time). */
+static inline void capture_walk_follows(gpd_capture_walk_t *w, const gpd_capture_memo_t *m, uint32_t x) {
+  w->succ = x + 1;
+  w->succ_lines = capture_walk_lines(&m->walks[x]);
+}
+
+/* Re-verify walk w against the current stack; 1 = identical.  Every
+ * stack word of w->chk is compared, one list for the return addresses
+ * and the %rbp slots (the words lie above the current stack pointer in
+ * this thread's stack, checked when the walk was recorded).  Unrolled:
+ * a compare and a branch per word and few loop instructions (the
+ * xor/or of several words per branch was slower on the VM's EPYC). */
 static inline int capture_walk_same(const gpd_capture_walk_t *w, uintptr_t f_ip, uintptr_t f_sp,
                                     uintptr_t f_bp) {
-  if (!w->ok || w->vf[0].sp != f_sp || w->vf[0].ret != f_ip || w->bp0 != f_bp)
+  if (!w->ok || w->sp0 != f_sp || w->ip0 != f_ip || w->bp0 != f_bp)
     return 0;
-  const gpd_capture_vframe_t *vf = w->vf;
-  uint32_t n = w->n;
-  for (uint32_t j = 1; j < n; j++)
-    if (*(const uintptr_t *)(vf[j].sp - sizeof(uintptr_t)) != vf[j].ret)
-      return 0;
-  for (uint32_t k = 0; k < w->nbp; k++)
-    if (*(const uintptr_t *)w->bpc[k].loc != w->bpc[k].val)
+  const gpd_capture_check_t *c = w->chk;
+  uint32_t n = w->nchk;
+#pragma GCC unroll 8
+  for (uint32_t k = 0; k < n; k++)
+    if (*(const uintptr_t *)c[k].at != c[k].val)
       return 0;
   return 1;
 }
@@ -315,14 +334,19 @@ capture_unwind(gpd_capture_memo_t *m) {
   uint64_t key = capture_wkey(f_ip, f_sp, f_bp);
   uint32_t last = m->walk_last, tried = 0;
   if (last && last <= GPD_CAPTURE_WALKS) {
-    uint32_t p = m->walks[last - 1].succ;
+    const gpd_capture_walk_t *lw = &m->walks[last - 1];
+    uint32_t p = lw->succ;
     if (p && p <= GPD_CAPTURE_WALKS) {
       /* The walk of a loop's next operation was last touched a whole
-       * step ago: its lines are cold.  Ask for the first 48 frames at
-       * once (the header read would otherwise come first, then the
-       * frames one miss after another as the loop reaches them). */
+       * step ago: its lines are cold.  Ask for all that its replay reads
+       * at once (the header read would otherwise come first, then the
+       * checks one miss after another); how many, the last walk says
+       * from the line just read.  Every other line: the adjacent-line
+       * prefetcher brings its pair (bench-torchloop --evict 2048 on the
+       * VM: as fast cold as every line, ~1.5 ns less warm). */
       const char *v = (const char *)&m->walks[p - 1];
-      for (uint32_t l = 0; l < 13; l++)
+      uint32_t nl = lw->succ_lines < 24 ? lw->succ_lines : 24;
+      for (uint32_t l = 0; l < nl; l += 2)
         __builtin_prefetch(v + 64 * l, 0, 3);
     }
     if (p && p <= GPD_CAPTURE_WALKS && m->wkey[p - 1] == key &&
@@ -338,7 +362,7 @@ capture_unwind(gpd_capture_memo_t *m) {
     if (m->wkey[x] != key || x + 1 == tried || !capture_walk_same(&m->walks[x], f_ip, f_sp, f_bp))
       continue;
     if (last && last <= GPD_CAPTURE_WALKS)
-      m->walks[last - 1].succ = x + 1;
+      capture_walk_follows(&m->walks[last - 1], m, x);
     m->walk_last = x + 1;
     GPD_ST_IN_ADD(GPD_ST_UNWIND_HIT, t0);
     return &m->walks[x];
@@ -385,7 +409,7 @@ capture_unwind(gpd_capture_memo_t *m) {
   if (w->ok) {
     m->wkey[x] = key;
     if (last && last <= GPD_CAPTURE_WALKS)
-      m->walks[last - 1].succ = x + 1;
+      capture_walk_follows(&m->walks[last - 1], m, x);
     m->walk_last = x + 1;
   } else {
     m->bad[hs + capture_way(m->bad + hs, m->seq)] = h; /* never again: a full walk each time */

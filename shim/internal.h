@@ -234,39 +234,49 @@ void gpd_thread_exit_current(void);
  *  touched. */
 #define GPD_CAPTURE_WALKS 64
 
-/** One frame of a recorded unwind as the replay checks it: the stack
- *  slot sp - 8 must still hold return address ret. */
-typedef struct gpd_capture_vframe_s {
-  uintptr_t sp, ret;
-} gpd_capture_vframe_t;
+/** One check of a recorded unwind's replay: the stack word at `at` must
+ *  still hold `val` (a frame's return address, or a saved %rbp that a
+ *  %rbp-based frame's CFA depends on; capture.c). */
+typedef struct gpd_capture_check_s {
+  uintptr_t at, val;
+} gpd_capture_check_t;
 
-/** A %rbp value the replay checks: the stack slot at `loc` must still
- *  hold `val` (frames whose CFA is %rbp-based only; capture.c). */
-typedef struct gpd_capture_bpcheck_s {
-  uintptr_t loc, val;
-} gpd_capture_bpcheck_t;
+/** Most checks of one walk: a return address per frame above frame 0 and
+ *  at most one saved %rbp per frame. */
+#define GPD_CAPTURE_CHECKS (2 * GPD_CAPTURE_WALK_MAX)
 
-/** One recorded unwind (capture.c): frame j has return address ip[j]
- *  (= vf[j].ret) and stack pointer vf[j].sp (= CFA of frame j-1); bpc[0
- *  .. nbp) are the saved %rbp slots the replay checks.  Frame 0 is
- *  gpd_shim_capture at its unwind call, keyed by (ip, sp, rbp) in wkey.
- *  `ok`: every frame can be re-verified from memory.  Laid out for a
- *  cold cache (the replay touches each walk once per step of a loop):
- *  the header shares its line with vf[0], the replay reads vf[1..n) (4
- *  frames per line) and bpc[0..nbp), never ip[] (read only when a path
- *  is interned). */
+/** One recorded unwind (capture.c): frame j has return address ip[j] and
+ *  frame 0 (gpd_shim_capture at its unwind call) ip0, stack pointer sp0
+ *  and %rbp bp0, keyed by them in the memo's wkey.  chk[0 ..
+ *  nchk) are every stack word the replay compares, ascending by address
+ *  (leaf-most first: a changed stack fails in its first checks).  `ok`:
+ *  every frame can be re-verified from memory.  Laid out for a cold cache
+ *  (the replay touches each walk once per step of a loop): the header is
+ *  one line, the replay reads it and chk[0 .. nchk) (4 per line, one
+ *  contiguous run), never ip[] (read only when a path is interned). */
 typedef struct gpd_capture_walk_s {
-  _Alignas(64) uint32_t n, ok;
+  _Alignas(64) uint32_t n;   /* frames in ip[] */
+  uint16_t ok;
+  uint16_t succ_lines;       /* lines the successor's replay reads (prefetch) */
   uint32_t node;             /* leaf node of this path, 0 = not interned yet */
   uint32_t succ;             /* slot + 1 of the walk that came next last time */
   uint64_t id;               /* unique per fill of the slot (node cache key) */
   uint32_t gen, epoch, mgen; /* node is valid and announced for these */
-  uint32_t nbp;              /* entries of bpc */
-  uintptr_t bp0;             /* frame 0's %rbp (its sp and ip: vf[0]) */
-  gpd_capture_vframe_t vf[GPD_CAPTURE_WALK_MAX];
-  gpd_capture_bpcheck_t bpc[GPD_CAPTURE_WALK_MAX];
+  uint32_t nchk;             /* entries of chk */
+  uintptr_t ip0, sp0, bp0;   /* frame 0's ip (= ip[0]), stack pointer, %rbp */
+  gpd_capture_check_t chk[GPD_CAPTURE_CHECKS];
   uintptr_t ip[GPD_CAPTURE_WALK_MAX];
 } gpd_capture_walk_t;
+
+_Static_assert(offsetof(gpd_capture_walk_t, chk) == 64, "a walk's header is one line");
+
+/** What a full unwind gathers per frame before its checks are chosen
+ *  (capture.c, capture_walk_full): frame j's stack pointer and the slot
+ *  its %rbp was restored from (0: unchanged) with the value. */
+typedef struct gpd_capture_fullwalk_s {
+  uintptr_t sp[GPD_CAPTURE_WALK_MAX];
+  gpd_capture_check_t bp[GPD_CAPTURE_WALK_MAX];
+} gpd_capture_fullwalk_t;
 
 /** gpd_capture_memo_t.busy: what the thread's capture is doing now. */
 #define GPD_CAPTURE_BUSY_UNWIND 1u /* in libunwind (its per-thread cache in use) */
@@ -305,6 +315,7 @@ typedef struct gpd_capture_memo_s {
   uintptr_t stack_lo, stack_hi; /* this thread's stack [lo, hi) */
   uint64_t wkey[GPD_CAPTURE_WALKS];
   gpd_capture_walk_t walks[GPD_CAPTURE_WALKS];
+  gpd_capture_fullwalk_t fullw; /* a full unwind's per-frame scratch */
   gpd_capture_walk_t scratch; /* a miss's unw_backtrace (not replayable) */
   /* On a miss the stack is unwound with unw_backtrace (fast); only a
    * stack whose return addresses were seen before (hash in the 4-way

@@ -89,7 +89,6 @@ static const pylayout_t pylayouts[] = {
 /* Process-wide state: found once, read by every thread. */
 static struct {
   _Atomic int state;  /* 0 not looked, 1 on, -1 off for good, 2 symbols found, TSS not yet */
-  _Atomic unsigned tries;
   const pylayout_t *L;
   uintptr_t runtime, tss;           /* &_PyRuntime, &autoTSSkey */
   uintptr_t code_type, str_type, bytes_type;
@@ -305,8 +304,9 @@ static int py_find_tss(gpd_pyframes_thread_t *t, int may_log) {
   return atomic_load_explicit(&py.state, memory_order_acquire) == 1;
 }
 
-/* Look up the interpreter (once; again every 4096 captures while it is
- * not there: a program may load libpython later).  Returns 1 when on. */
+/* Look up the interpreter (once; again every 4096 captures of a thread
+ * while it is not there: a program may load libpython later).  Returns 1
+ * when on. */
 static int py_setup(gpd_pyframes_thread_t *t) {
   int st = atomic_load_explicit(&py.state, memory_order_acquire);
   if (st == 1)
@@ -314,7 +314,10 @@ static int py_setup(gpd_pyframes_thread_t *t) {
   if (st == -1)
     return 0;
   if (st == 0) {
-    if ((atomic_fetch_add_explicit(&py.tries, 1, memory_order_relaxed) & 4095) != 0)
+    /* counted per thread: a shared counter was a locked add on one line
+     * written by every thread at every capture of a process without
+     * Python, the common case */
+    if ((t->tries++ & 4095) != 0)
       return 0;
     if (py_find() <= 0)
       return 0;

@@ -40,6 +40,7 @@ static inline int gpd_pyframes_is_key(uint64_t k) { return (k >> 48) == GPD_PY_K
 typedef struct gpd_pyframes_thread_s {
   uint32_t n;                  /* Python frames of the last walk */
   uint32_t nact;               /* evaluation activations seen */
+  uint32_t tries;              /* walks while no interpreter is known */
   uint64_t key[GPD_PY_MAX];    /* intern keys, innermost first */
   uint16_t act[GPD_PY_MAX];    /* activation of each frame (0 = innermost) */
   uint32_t checks;             /* page checks since the page cache was emptied */
