@@ -917,6 +917,15 @@ int gpd_cupti_start(void) {
       GPD_WARN("CUDA back end: no tracing controller thread; tracing stays detached");
     else if (g_mode.mode == GPD_CUPTI_DUTY)
       GPD_INFO("CUDA tracing duty-cycled: %u ms every %u ms", g_mode.window_ms, g_mode.period_ms);
+    /* Detached from the start, so finalized from the first launch on as
+     * between two windows: CUPTI left subscribed with only its resource
+     * and timestamp callbacks cost 1.015x-1.035x bare per step on the
+     * H100's PyTorch loop, finalized 1.009x (2026-11-24, interleaved
+     * turns of tests/cuda/torch-turns.py, docs/PERFORMANCE-CUDA.md).  A
+     * window (duty, on-demand) calls it off or subscribes again
+     * (fin_reattach). */
+    if (g_mode.finalize)
+      fin_arm();
   }
   pthread_mutex_unlock(&g_mode_mu);
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
