@@ -91,6 +91,11 @@ set_target_properties(count-app3 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 add_test(NAME cupti.count COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-count.sh
   $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app> $<TARGET_FILE:count-app2> $<TARGET_FILE:count-app3>)
 set_tests_properties(cupti.count PROPERTIES LABELS "integration" TIMEOUT 60)
+# tests/cuda/torch-turns.py (the GPU machine's cost driver: turns, long
+# runs, the tables' intervals) with stand-in workers of known costs, the
+# non-bare ones under the real gpuprof record (no GPU needed)
+add_test(NAME cupti.turns COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-turns.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cupti.turns PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 # CUDA test programs, built with nvcc for sm_90 (+ compute_90 PTX), shared
 # cudart (so that the shim sees a CUDA program before its first call).

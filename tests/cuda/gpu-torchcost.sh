@@ -51,6 +51,17 @@
 #                 $OUT/live.pftrace.gz)
 #   BENCH=STEPS   bench-torchloop on this machine's CPU (old and new shim,
 #                 interleaved rounds, warm and cold caches: BENCH_EVICT KB)
+#   TURNS=CFGS    the steady-state cost resolved to ~1 %: torch-turns.py
+#                 (its docstring): TURN_PROCS (2) processes per
+#                 configuration of CFGS (bare detached duty:10/1 ...) take
+#                 turns of TURN_STEPS (400) steps on the GPU for
+#                 TURN_BUDGET s (300); per-round ratios to bare with 95 %
+#                 intervals, start-up apart; $OUT/turns.tsv.  Then
+#                 TURN_LONG_ROUNDS rounds of one TURN_LONG-step run per
+#                 process, each step timed: the cost of bursts (duty
+#                 windows) over a running median; $OUT/longs.tsv.gz.
+#                 TURN_OPTS: more options (--parallel-start).  CFGS=""
+#                 skips the rounds above.
 #   EXTRA=CMD     run at the end
 set -u
 B=$(cd "${BUNDLE:-.device/torchcost}" && pwd); O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -99,7 +110,7 @@ selftest_rec() {
     2>"/tmp/$1.err" | grep torch_steps_s
   grep -E "$5" "/tmp/$1.err" | sed "s/^/    [$1] /"
 }
-CFGS=${CFGS:-"bare cupti gpuprof stats nopy"}
+CFGS=${CFGS-"bare cupti gpuprof stats nopy"}
 NODE=/tmp/node
 # daemon CONF LOG ARGS...: start gpuprofd (REAL, default bin/gpuprofd) in
 # the foreground with its log at info level in LOG
@@ -265,6 +276,15 @@ PY
     # call on their thread ("after a counted call") must equal the count.
     echo "== launch counters: full tracing, torch_train.py $COUNTS 10"
     selftest_rec counts /tmp/cnt.gpdb "$COUNTS" 10 "gpuprof-cupti"
+  fi
+  if [ -n "${TURNS:-}" ]; then
+    echo "== turns: $TURNS, ${TURN_PROCS:-2} processes each, ${TURN_STEPS:-400} steps per turn, ${TURN_BUDGET:-300} s"
+    python3 "$B/torch-turns.py" --bundle "$B" --out /tmp/turns --steps "${TURN_STEPS:-400}" \
+      --warmup "${TURN_WARMUP:-50}" --procs "${TURN_PROCS:-2}" --budget "${TURN_BUDGET:-300}" \
+      --long "${TURN_LONG:-0}" --long-rounds "${TURN_LONG_ROUNDS:-0}" ${TURN_OPTS:-} $TURNS |
+      grep -v "round"
+    cp /tmp/turns/turns.tsv "$O/turns.tsv"
+    [ -e /tmp/turns/longs.tsv ] && gzip -c /tmp/turns/longs.tsv >"$O/longs.tsv.gz"
   fi
   [ -n "${EXTRA:-}" ] && eval "$EXTRA"
 } 2>&1 | tee "$O/torchcost.log"
