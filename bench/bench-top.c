@@ -14,7 +14,7 @@
  * metric), Tree of all processes (node merge), Tree --pid of one process,
  * Ps, and Tree of all / Top again with every process changed before each
  * repetition (each client pushes one more pair, Ps shows it arrived; the
- * merged view cannot be reused).  Replies are unpacked into an arena as
+ * last view's sums cannot be reused as they are).  Replies are unpacked into an arena as
  * the CLI does (cli/arena.h); one more Tree row unpacks with protobuf-c's
  * malloc per object, as the CLI did before.  Each `reps` times; median and max in ms, reply size, and a check
  * that Top's GKER:COUNT sum equals the launches pushed.  Prints the
@@ -24,8 +24,15 @@
  * Last, `gpuprof tree` and `gpuprof top` run as CLI processes (--cli
  * PATH, else beside the daemon), their own CPU from wait4.
  *
- *   bench-top [--daemon PATH] [--cli PATH] [--procs 64] [--nodes 10000] [--kernels 50]
- *             [--pairs 1] [--reps 20]
+ * Tree requests are made as the CLI makes them (packed metrics, no
+ * inclusive values for a whole tree); one row asks the old way (a Metric
+ * message per value, inclusive values too).  --base DIR runs the
+ * P-process scenario again with DIR/gpuprofd and DIR/gpuprof (an older
+ * build: the baseline in the same run; a daemon that predates the packed
+ * form answers every tree request the old way).
+ *
+ *   bench-top [--daemon PATH] [--cli PATH] [--base DIR] [--procs 64] [--nodes 10000]
+ *             [--kernels 50] [--pairs 1] [--reps 20]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +61,7 @@
 
 static unsigned opt_nodes = 10000, opt_kernels = 50, opt_pairs = 1, opt_reps = 20;
 static unsigned opt_procs = 64;
-static char daemon_path[PATH_MAX], cli_path[PATH_MAX];
+static char daemon_path[PATH_MAX], cli_path[PATH_MAX], base_dir[PATH_MAX - 16];
 
 static double now_ms(void) {
   struct timespec ts;
@@ -329,7 +336,7 @@ typedef struct qres_s {
   const char *err;
 } qres_t;
 
-#define NQ 10
+#define NQ 11
 static char errbuf[NQ][160];
 
 /* The running clients' pipes (one each): a byte makes the client push one
@@ -459,6 +466,11 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
     req.tree_req = &tree;
     q->name = "tree, all processes";
     break;
+  case 8:
+    req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
+    req.tree_req = &tree;
+    q->name = "tree, each changed, 1-msg";
+    break;
   case 2:
     tree.max_depth = 12;
     req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
@@ -493,12 +505,19 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
     q->name = "ps";
     break;
   }
+  /* tree requests as the CLI sends them (cli/client.c live_tree): metrics
+   * packed, and no inclusive values for a whole tree (the CLI sums them);
+   * row 8 as before (a Metric message per value, inclusive ones too) */
+  if (req.body_case == GPUPROF__MSG__BODY_TREE_REQ && which != 8) {
+    tree.packed_metrics = 1;
+    tree.no_incl = tree.max_depth == 0;
+  }
   double *t = calloc(opt_reps + 1, sizeof *t);
   q->err = NULL;
   for (unsigned i = 0; i <= opt_reps; i++) {
     double ms;
     size_t bytes;
-    if ((which == 5 || which == 6) && poke_all(sock) < 0) {
+    if ((which == 5 || which == 6 || which == 8) && poke_all(sock) < 0) {
       q->err = "the clients' new records did not arrive";
       break;
     }
@@ -728,6 +747,9 @@ int main(int argc, char **argv) {
     if (strcmp(a, "--daemon") == 0 && v) {
       snprintf(daemon_path, sizeof daemon_path, "%s", v);
       i++;
+    } else if (strcmp(a, "--base") == 0 && v) {
+      snprintf(base_dir, sizeof base_dir, "%s", v);
+      i++;
     } else if (strcmp(a, "--cli") == 0 && v) {
       snprintf(cli_path, sizeof cli_path, "%s", v);
       i++;
@@ -742,8 +764,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--reps") == 0 && v) {
       opt_reps = (unsigned)atoi(v), i++;
     } else {
-      fprintf(stderr, "usage: %s [--daemon PATH] [--cli PATH] [--procs N] [--nodes N] [--kernels K] "
-                      "[--pairs P] [--reps R]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--daemon PATH] [--cli PATH] [--base DIR] [--procs N] [--nodes N] "
+                      "[--kernels K] [--pairs P] [--reps R]\n", argv[0]);
       return 2;
     }
   }
@@ -778,5 +800,11 @@ int main(int argc, char **argv) {
   int rc = scenario(1);
   if (opt_procs > 1)
     rc |= scenario(opt_procs);
+  if (base_dir[0]) { /* the baseline: the same P-process scenario, another build */
+    snprintf(daemon_path, sizeof daemon_path, "%s/gpuprofd", base_dir);
+    snprintf(cli_path, sizeof cli_path, "%s/gpuprof", base_dir);
+    printf("\nbaseline: %s (daemon and CLI), same scenario\n", base_dir);
+    rc |= scenario(opt_procs);
+  }
   return rc;
 }

@@ -75,8 +75,13 @@ void gpd_merge_free(gpd_merge_t *m) {
   free(m->sig);
   free(m->excl);
   free(m->incl);
+  free(m->dirty);
+  free(m->anc);
+  free(m->vat);
   gpd_map_free(&m->owner);
+  int nolog = m->nolog;
   memset(m, 0, sizeof *m);
+  m->nolog = nolog;
 }
 
 void gpd_merge_begin(gpd_merge_t *m) {
@@ -88,6 +93,7 @@ void gpd_merge_begin(gpd_merge_t *m) {
   m->gen++;
   m->nvprofs = 0;
   m->nview = 0;
+  m->reshare = 0;
   /* umask, slot, the sums and the owner map stay: finish may reuse the
    * last view or its marks */
 }
@@ -153,6 +159,12 @@ static uint32_t mnode_new(gpd_merge_t *m, uint64_t key, const gpd_node_t *n, uin
   mn->kind = n->kind;
   mn->uid = uid;
   mn->depth = par == GPD_NONE ? 0 : m->nodes[par].depth + 1;
+  mn->kid = GPD_NONE;
+  mn->sib = GPD_NONE;
+  if (par != GPD_NONE) { /* j is the highest index: the list stays decreasing */
+    mn->sib = m->nodes[par].kid;
+    m->nodes[par].kid = j;
+  }
   memset(&m->view[j], 0, sizeof m->view[j]);
   m->n++;
   return j;
@@ -175,6 +187,9 @@ static int mprof_extend(gpd_merge_t *m, gpd_mprof_t *mp, const gpd_profile_t *p)
     uint64_t key = n->id, v;
     uint32_t j = gpd_map_get(&m->by_key, key, &v) ? (uint32_t)v : GPD_NONE;
     if (j != GPD_NONE && n->parent != GPD_NONE && m->nodes[j].uid != p->uid) {
+      /* newly shared: its owner must claim the plain id (merge_mark), so
+       * the view's marks are taken again */
+      m->reshare |= !m->nodes[j].shared;
       m->nodes[j].shared = 1;
       key = gpd_merge_key(n->id, p->uid); /* another user's node: keep apart */
       j = gpd_map_get(&m->by_key, key, &v) ? (uint32_t)v : GPD_NONE;
@@ -245,6 +260,111 @@ static int merge_mark(gpd_merge_t *m, uint32_t j, const gpd_profile_t *p, uint32
   return 0;
 }
 
+/* Put merged node j on list *l (stamp *st == gen: on it already).  0 or
+ * -ENOMEM. */
+static int list_add(uint32_t **l, uint32_t *n, uint32_t *cap, uint32_t *st, uint32_t gen, uint32_t j) {
+  if (*st == gen)
+    return 0;
+  if (*n == *cap) {
+    uint32_t nc = *cap ? *cap * 2 : 256;
+    uint32_t *na = realloc(*l, (size_t)nc * sizeof *na);
+    if (na == NULL)
+      return -ENOMEM;
+    *l = na;
+    *cap = nc;
+  }
+  (*l)[(*n)++] = j;
+  *st = gen;
+  return 0;
+}
+
+static int dirty_add(gpd_merge_t *m, uint32_t j) {
+  return list_add(&m->dirty, &m->ndirty, &m->capdirty, &m->view[j].dstamp, m->dgen, j);
+}
+
+static int u32_desc(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x < y) - (x > y);
+}
+
+/* The full sums of the view: exclusive values summed over the profiles in
+ * view order, each profile's nodes in index order; inclusive = exclusive,
+ * then every view node's inclusive row added to its parent's, from the
+ * highest merged index down (children follow parents).  merge_recompute
+ * repeats exactly these additions for the nodes it redoes. */
+static void merge_sum_all(gpd_merge_t *m, size_t need) {
+  const uint32_t ns = m->nslot;
+  memset(m->excl, 0, need * sizeof *m->excl);
+  for (uint32_t k = 0; k < m->nvprofs; k++) {
+    const gpd_profile_t *p = m->vprofs[k];
+    const uint32_t *at = m->vat[k];
+    for (uint32_t i = 0; at && i < p->nnodes; i++) {
+      const gpd_node_t *n = &p->nodes[i];
+      if (n->mb == 0)
+        continue;
+      const gpd_mword_t *w = gpd_node_vals(p, n);
+      double *e = &m->excl[(size_t)at[i] * ns];
+      unsigned q = 0;
+      for (uint64_t b = gpd_node_mask(p, n); b; b &= b - 1, q++)
+        e[m->slot[__builtin_ctzll(b)]] += w[q].v;
+    }
+  }
+  memcpy(m->incl, m->excl, need * sizeof *m->incl);
+  for (uint32_t j = m->n; j-- > 1;) {
+    uint32_t par = m->nodes[j].parent;
+    if (par == GPD_NONE || m->view[j].gen != m->gen)
+      continue;
+    double *c = &m->incl[(size_t)j * ns], *pc = &m->incl[(size_t)par * ns];
+    for (uint32_t q = 0; q < ns; q++)
+      pc[q] += c[q];
+  }
+}
+
+/* The sums of the dirty merged nodes and the inclusive sums of them and
+ * their ancestors, by the additions merge_sum_all makes for them: a dirty
+ * node's exclusive row is its profile nodes' values added in view order
+ * (each profile holds a Merkle id once: gpd_profile_find), an inclusive
+ * row its exclusive row plus its view children's inclusive rows from the
+ * highest index down (the kid list's order), ancestors after their
+ * children (decreasing index).  0 or -ENOMEM (sums invalid). */
+static int merge_recompute(gpd_merge_t *m) {
+  const uint32_t ns = m->nslot;
+  for (uint32_t d = 0; d < m->ndirty; d++) {
+    uint32_t j = m->dirty[d];
+    const gpd_mnode_t *mn = &m->nodes[j];
+    double *e = &m->excl[(size_t)j * ns];
+    memset(e, 0, ns * sizeof *e);
+    for (uint32_t k = 0; k < m->nvprofs; k++) {
+      const gpd_profile_t *p = m->vprofs[k];
+      uint32_t i = m->vat[k] ? gpd_profile_find(p, mn->id) : GPD_NONE;
+      if (i == GPD_NONE || m->vat[k][i] != j || p->nodes[i].mb == 0)
+        continue;
+      const gpd_node_t *n = &p->nodes[i];
+      const gpd_mword_t *w = gpd_node_vals(p, n);
+      unsigned q = 0;
+      for (uint64_t b = gpd_node_mask(p, n); b; b &= b - 1, q++)
+        e[m->slot[__builtin_ctzll(b)]] += w[q].v;
+    }
+    for (uint32_t x = j; x != GPD_NONE && m->view[x].astamp != m->dgen; x = m->nodes[x].parent)
+      if (list_add(&m->anc, &m->nanc, &m->capanc, &m->view[x].astamp, m->dgen, x) < 0)
+        return -ENOMEM;
+  }
+  qsort(m->anc, m->nanc, sizeof *m->anc, u32_desc);
+  for (uint32_t a = 0; a < m->nanc; a++) {
+    uint32_t x = m->anc[a];
+    double *c = &m->incl[(size_t)x * ns];
+    memcpy(c, &m->excl[(size_t)x * ns], ns * sizeof *c);
+    for (uint32_t k = m->nodes[x].kid; k != GPD_NONE; k = m->nodes[k].sib) {
+      if (m->view[k].gen != m->gen)
+        continue;
+      const double *kc = &m->incl[(size_t)k * ns];
+      for (uint32_t q = 0; q < ns; q++)
+        c[q] += kc[q];
+    }
+  }
+  return 0;
+}
+
 int gpd_merge_finish(gpd_merge_t *m) {
   /* forget profiles that are gone; rebuild when their nodes dominate */
   uint64_t live = 0;
@@ -275,11 +395,12 @@ int gpd_merge_finish(gpd_merge_t *m) {
   }
   /* The same profiles, some changed (new nodes, new metric values): the
    * marks of the last view stand (profile nodes are append-only and keep
-   * their merged node), so only the nodes added since are marked, and the
-   * sums are taken again over the nodes that hold metrics.  64 processes
-   * x 30 K nodes, every one changed: the mark pass was a random access
-   * into the view per profile node. */
-  int same_set = m->sig_ok && m->nsig == m->nvprofs;
+   * their merged node), so only the nodes added since are marked, and
+   * the sums of the merged nodes that changed are taken again (below).
+   * 64 processes x 30 K nodes, every one changed: the mark pass was a
+   * random access into the view per profile node. */
+  int prev_ok = m->sig_ok;
+  int same_set = m->sig_ok && m->nsig == m->nvprofs && !m->reshare;
   for (uint32_t k = 0; same_set && k < m->nvprofs; k++)
     same_set = m->sig[k].prof == m->vprofs[k] &&
                m->sig[k].profile_id == m->vprofs[k]->profile_id &&
@@ -298,16 +419,54 @@ int gpd_merge_finish(gpd_merge_t *m) {
     m->sig = ns;
     m->capsig = m->nvprofs;
   }
-  /* metric columns: the ids present in the view's profiles */
-  m->umask = 0;
+  if (m->nvprofs > m->capvat) {
+    const uint32_t **nv = realloc(m->vat, m->nvprofs * sizeof *nv);
+    if (nv == NULL)
+      return -ENOMEM;
+    m->vat = nv;
+    m->capvat = m->nvprofs;
+  }
   for (uint32_t k = 0; k < m->nvprofs; k++)
-    m->umask |= m->vprofs[k]->mmask;
-  m->nslot = 0;
-  memset(m->slot, 0xff, sizeof m->slot);
-  for (uint64_t b = m->umask; b; b &= b - 1)
-    m->slot[__builtin_ctzll(b)] = (uint8_t)m->nslot++;
+    m->vat[k] = mprof_at(m, m->vprofs[k]);
+  /* metric columns: the ids present in the view's profiles */
+  uint64_t umask = 0;
+  for (uint32_t k = 0; k < m->nvprofs; k++)
+    umask |= m->vprofs[k]->mmask;
+  /* Incremental when the last sums are of this view's profiles with the
+   * same columns: the merged nodes of the profile nodes that changed
+   * (change logs) or are new are summed again. */
+  int inc = same_set && prev_ok && !m->nolog && umask == m->umask && m->nslot > 0;
+  if (++m->dgen == 0) { /* stamps wrapped: none may look current */
+    for (uint32_t j = 0; j < m->n; j++)
+      m->view[j].dstamp = m->view[j].astamp = 0;
+    m->dgen = 1;
+  }
+  m->ndirty = m->nanc = 0;
+  uint64_t pnodes = 0;
+  for (uint32_t k = 0; k < m->nvprofs; k++) {
+    gpd_profile_t *p = (gpd_profile_t *)m->vprofs[k]; /* its log is ours (merge.h) */
+    pnodes += p->nnodes;
+    if (m->nolog)
+      continue;
+    const uint32_t *v;
+    uint32_t nv;
+    int over;
+    gpd_profile_qlog_take(p, GPD_QLOG_TREE, &v, &nv, &over);
+    if (over)
+      inc = 0;
+    for (uint32_t c = 0; inc && c < nv; c++)
+      if (v[c] < p->nnodes && m->vat[k] && dirty_add(m, m->vat[k][v[c]]) < 0)
+        inc = 0;
+  }
+  if (!inc) {
+    m->umask = umask;
+    m->nslot = 0;
+    memset(m->slot, 0xff, sizeof m->slot);
+    for (uint64_t b = m->umask; b; b &= b - 1)
+      m->slot[__builtin_ctzll(b)] = (uint8_t)m->nslot++;
+  }
   size_t need = (size_t)m->n * m->nslot;
-  if (need > m->capsums) {
+  if (need > m->capsums) { /* realloc keeps the rows: same columns when inc */
     double *e = realloc(m->excl, need * sizeof *e);
     if (e)
       m->excl = e;
@@ -318,49 +477,39 @@ int gpd_merge_finish(gpd_merge_t *m) {
       return -ENOMEM;
     m->capsums = need;
   }
-  if (need)
-    memset(m->excl, 0, need * sizeof *m->excl);
-  /* one pass over the selected profiles' nodes, in add order (every index
-   * was extended first: an owner sharing a Merkle id may come later) */
-  const uint32_t ns = m->nslot;
+  /* mark the nodes added since the last view (every index was extended
+   * first: an owner sharing a Merkle id may come later); new view nodes
+   * are summed again like changed ones */
   for (uint32_t k = 0; k < m->nvprofs; k++) {
     const gpd_profile_t *p = m->vprofs[k];
-    const uint32_t *at = mprof_at(m, p);
+    const uint32_t *at = m->vat[k];
     uint32_t marked = same_set ? m->sig[k].nnodes : 0;
-    for (uint32_t i = marked; at && i < p->nnodes; i++)
+    for (uint32_t i = marked; at && i < p->nnodes; i++) {
       if (m->view[at[i]].gen != m->gen && merge_mark(m, at[i], p, i) < 0)
         return -ENOMEM;
-    for (uint32_t i = 0; at && i < p->nnodes; i++) {
-      const gpd_node_t *n = &p->nodes[i];
-      uint32_t j = at[i];
-      if (n->mb == 0)
-        continue;
-      const gpd_mword_t *w = gpd_node_vals(p, n);
-      double *e = &m->excl[(size_t)j * ns];
-      unsigned q = 0;
-      for (uint64_t b = gpd_node_mask(p, n); b; b &= b - 1, q++)
-        e[m->slot[__builtin_ctzll(b)]] += w[q].v;
+      if (inc && dirty_add(m, at[i]) < 0)
+        inc = 0;
     }
   }
+  /* a dirty node costs a lookup per view profile: past a quarter of a
+   * full pass over the profiles' nodes, take the full sums */
+  if (inc && (uint64_t)m->ndirty * m->nvprofs > pnodes / 4)
+    inc = 0;
   for (uint32_t k = 0; k < m->nvprofs; k++)
     m->sig[k] = (struct gpd_msig_s){m->vprofs[k], m->vprofs[k]->profile_id,
                                     m->vprofs[k]->tree_gen, m->vprofs[k]->nnodes};
   m->nsig = m->nvprofs;
   m->sig_gen = m->gen;
-  if (need == 0) {
-    m->sig_nview = m->nview;
-    m->sig_ok = 1;
-    return 0;
+  if (need) {
+    if (inc && merge_recompute(m) < 0)
+      inc = 0;
+    if (!inc)
+      merge_sum_all(m, need);
   }
-  memcpy(m->incl, m->excl, need * sizeof *m->incl);
-  for (uint32_t j = m->n; j-- > 1;) {
-    uint32_t par = m->nodes[j].parent;
-    if (par == GPD_NONE || m->view[j].gen != m->gen)
-      continue;
-    double *c = &m->incl[(size_t)j * ns], *pc = &m->incl[(size_t)par * ns];
-    for (uint32_t q = 0; q < ns; q++)
-      pc[q] += c[q];
-  }
+  if (inc)
+    m->ninc++;
+  else
+    m->nfull++;
   m->sig_nview = m->nview;
   m->sig_ok = 1;
   return 0;

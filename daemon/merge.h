@@ -7,9 +7,18 @@
  * costs a pass over the selected profiles' node arrays (no hashing, no
  * allocation per node); the index is kept between views.
  *
- * Lock: gpd_merge_add and gpd_merge_finish read profiles, and the view
- * borrows their labels: hold gpd_daemon_t.lock from begin to the last use
- * of the view.  One thread at a time per gpd_merge_t. */
+ * When the same profiles are viewed again and some changed, the sums are
+ * updated from the profiles' change logs (GPD_QLOG_TREE, profile.h): only
+ * the merged nodes whose profile nodes changed or are new are summed again
+ * and the inclusive sums of their ancestors, in the same order of additions
+ * as a full sum, so the numbers are bit for bit those of a full re-merge.
+ * One gpd_merge_t per profile reads their tree change log (set nolog in
+ * any other).
+ *
+ * Lock: gpd_merge_add and gpd_merge_finish read profiles (and take their
+ * change logs), and the view borrows their labels: hold
+ * gpd_daemon_t.lock from begin to the last use of the view.  One thread
+ * at a time per gpd_merge_t. */
 #ifndef GPD_DAEMON_MERGE_H
 #define GPD_DAEMON_MERGE_H
 
@@ -30,6 +39,8 @@ typedef struct gpd_mnode_s {
   uid_t uid;       /* owner: only profiles of this uid merge here */
   uint8_t kind;
   uint8_t shared;  /* another owner has a node with the same Merkle id */
+  uint32_t kid;    /* first child (the highest index), GPD_NONE */
+  uint32_t sib;    /* next sibling (a lower index), GPD_NONE */
 } gpd_mnode_t;
 
 /** Per merged node, the current view's part. */
@@ -38,6 +49,7 @@ typedef struct gpd_mview_s {
   uint64_t out;               /* id in the reply (Merkle id, or gpd_merge_key) */
   const gpd_profile_t *prof;  /* first selected profile holding it (labels) */
   uint32_t pidx;              /* its node index there */
+  uint32_t dstamp, astamp;    /* == gpd_merge_t.dgen: on the dirty / ancestor list */
 } gpd_mview_t;
 
 typedef struct gpd_mprof_s gpd_mprof_t;
@@ -51,6 +63,7 @@ typedef struct gpd_merge_s {
   uint32_t nprofs, capprofs;
   gpd_map_t prof_by_ptr; /* (uintptr_t)profile -> index + 1 */
   int reset;          /* too many nodes of gone profiles: rebuild at begin */
+  int reshare;        /* a node became shared by owners in this view's adds */
   /* the view */
   uint64_t gen;
   const gpd_profile_t **vprofs; /* selected, in add order */
@@ -66,9 +79,20 @@ typedef struct gpd_merge_s {
   uint64_t prev_gen;
   struct gpd_msig_s *sig; /* per view profile: identity and tree_gen */
   uint32_t nsig, capsig;
-  int sig_ok;           /* sig describes the view of gen sig_gen */
+  int sig_ok;           /* sig describes the view of gen sig_gen, sums valid */
   uint64_t sig_gen;
   uint32_t sig_nview;
+  /* incremental sums (gpd_merge_finish): merged nodes whose exclusive sums
+   * are taken again (dirty) and their ancestors (anc), stamped with dgen */
+  uint32_t dgen;
+  uint32_t *dirty, ndirty, capdirty;
+  uint32_t *anc, nanc, capanc;
+  const uint32_t **vat; /* per view profile: its node -> merged node map */
+  uint32_t capvat;
+  int nolog;            /* never read the profiles' change logs: full sums
+                           every time (a second merge of the same profiles,
+                           tests' reference) */
+  uint64_t nfull, ninc; /* views summed in full / incrementally */
 } gpd_merge_t;
 
 /** Merged-view key of Merkle id `id` for a node of user `uid` when another

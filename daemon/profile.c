@@ -255,6 +255,60 @@ static void mark_dirty(gpd_profile_t *p, uint32_t i) {
     p->dirtyv[p->ndirtyv++] = i;
 }
 
+/* ------------------------------------------------- query change logs */
+
+/* At most this many distinct nodes per change log: past it a reader
+ * re-reads every node anyway (merge.c's full sum), so a longer log would
+ * only cost memory (bounded to 1/8 of the nodes: 0.5 byte a node). */
+static uint32_t qlog_max(const gpd_profile_t *p) { return p->nnodes / 8 > 256 ? p->nnodes / 8 : 256; }
+
+/* Node i's metrics change: append it to each armed log it is not in. */
+static void qlog_slow(gpd_profile_t *p, uint32_t i) {
+  if (i >= p->capqbit) {
+    uint32_t nc = p->capnodes > i ? p->capnodes : i + 1;
+    uint8_t *nb = realloc(p->qbit, nc);
+    if (nb == NULL) {
+      for (unsigned c = 0; c < GPD_QLOG_N; c++)
+        p->qlog[c].over |= (p->qarmed >> c) & 1;
+      p->qarmed = 0;
+      return;
+    }
+    memset(nb + p->capqbit, 0, nc - p->capqbit);
+    p->qbit = nb;
+    p->capqbit = nc;
+  }
+  uint8_t want = p->qarmed & (uint8_t)~p->qbit[i];
+  for (unsigned c = 0; c < GPD_QLOG_N; c++) {
+    gpd_qlog_t *l = &p->qlog[c];
+    if (!((want >> c) & 1))
+      continue;
+    if (l->n >= qlog_max(p) || GROW(l->v, l->n, l->cap, 64) < 0) {
+      l->over = 1; /* incomplete: no more logging until the next take */
+      p->qarmed &= (uint8_t)~(1u << c);
+      continue;
+    }
+    l->v[l->n++] = i;
+    p->qbit[i] |= (uint8_t)(1u << c);
+  }
+}
+
+static inline void qlog_note(gpd_profile_t *p, uint32_t i) {
+  if (p->qarmed && (i >= p->capqbit || (p->qbit[i] & p->qarmed) != p->qarmed))
+    qlog_slow(p, i);
+}
+
+void gpd_profile_qlog_take(gpd_profile_t *p, unsigned c, const uint32_t **v, uint32_t *n, int *over) {
+  gpd_qlog_t *l = &p->qlog[c];
+  *over = l->over || !((p->qarmed >> c) & 1);
+  p->qarmed |= (uint8_t)(1u << c);
+  for (uint32_t k = 0; k < l->n; k++)
+    p->qbit[l->v[k]] &= (uint8_t)~(1u << c);
+  *v = l->v;
+  *n = *over ? 0 : l->n;
+  l->n = 0;
+  l->over = 0;
+}
+
 /* gpd_profile_metrics_add where only the ids in cand can be non-zero.
  * Returns the ids of v that are non-zero (added, or lost when *err is
  * set to -ENOMEM; *err is left alone otherwise). */
@@ -267,6 +321,7 @@ static uint64_t metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, 
     return 0;
   p->mmask |= add;
   p->tree_gen++;
+  qlog_note(p, i);
   gpd_node_t *n = &p->nodes[i];
   uint64_t old = n->mb ? p->mw[n->mb].mask : 0;
   if (n->mb == 0 && GROW(p->mnodes, p->nmnodes, p->capmnodes, 64) < 0) {
@@ -410,6 +465,9 @@ void gpd_profile_free(gpd_profile_t *p) {
   free(p->mnodes);
   free(p->lp);
   free(p->dirtyv);
+  free(p->qbit);
+  for (unsigned c = 0; c < GPD_QLOG_N; c++)
+    free(p->qlog[c].v);
   for (uint32_t i = 0; i < p->nstrs; i++)
     free(p->strs[i].text);
   free(p->strs);
@@ -439,7 +497,8 @@ void gpd_profile_free(gpd_profile_t *p) {
 
 size_t gpd_profile_bytes(const gpd_profile_t *p) {
   size_t b = (size_t)p->capnodes * sizeof *p->nodes + (size_t)p->capmw * sizeof *p->mw + p->caplp +
-             ((size_t)p->capdirtyv + p->capmnodes) * 4 +
+             ((size_t)p->capdirtyv + p->capmnodes + p->qlog[0].cap + p->qlog[1].cap) * 4 +
+             p->capqbit +
              ((size_t)p->by_ctx.cap + p->by_local.cap + p->lp_ix.cap + p->targets.cap) * 4 +
              (size_t)p->caplocals * sizeof *p->locals + (size_t)p->capstrs * sizeof *p->strs +
              (size_t)p->capmods * sizeof *p->mods + p->str_bytes +

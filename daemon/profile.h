@@ -118,6 +118,22 @@ typedef struct gpd_pact_s {
 /* Correlation-map value bit: the INVOKE's row is stored. */
 #define GPD_CORR_STORED (1ull << 41)
 
+/** Change logs of the live queries: GPD_QLOG_TREE is read by merge.c
+ *  (the node view), GPD_QLOG_TOP reserved for query-top.c.  Once a reader
+ *  arms its log (gpd_profile_qlog_take), every node whose metrics change
+ *  is appended to it once (qbit dedups) until the reader takes the log
+ *  again; past GPD_QLOG_MAX(p) distinct nodes, or out of memory, `over`
+ *  is set instead and the reader re-reads every node.  Memory: 1 byte per
+ *  node and at most 4 bytes per GPD_QLOG_MAX node per armed log. */
+#define GPD_QLOG_TREE 0
+#define GPD_QLOG_TOP 1
+#define GPD_QLOG_N 2
+typedef struct gpd_qlog_s {
+  uint32_t *v;  /* node indices, each at most once */
+  uint32_t n, cap;
+  int over;     /* a change was not logged: the reader must read every node */
+} gpd_qlog_t;
+
 /** Per-process profile: the CCT rebuilt from NODE records, strings and
  *  modules, the correlation map and the pending lists.  Single-threaded:
  *  the caller holds the daemon lock (or owns it exclusively, tests). */
@@ -136,6 +152,12 @@ typedef struct gpd_profile_s {
   uint64_t tree_gen;  /* bumped by every new node and metric change (merge.c's view cache) */
   uint32_t *mnodes;   /* nodes holding metrics, in the order they got their first */
   uint32_t nmnodes, capmnodes;
+  /* change logs of the live queries (gpd_qlog_t): bit c of qbit[i] = node
+   * i is in qlog[c]; qarmed: bit c = log c is kept (taken, not over) */
+  gpd_qlog_t qlog[GPD_QLOG_N];
+  uint8_t *qbit;
+  uint32_t capqbit;
+  uint8_t qarmed;
   char *lp;           /* label pool: NUL-terminated strings, id = offset + 1 */
   uint32_t nlp, caplp;
   gpd_ix_t lp_ix;     /* label text -> id (dedup) */
@@ -306,6 +328,12 @@ double gpd_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id)
 int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v);
 /** Add v to metric id (< GPD_M__COUNT) of node i.  0, -EINVAL, -ENOMEM. */
 int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v);
+/** The nodes whose metrics changed since the last call for log c
+ *  (GPD_QLOG_*), and arm it: *v and *n (owned by p, valid until p changes or
+ *  the next take), *over = 1 when the log is incomplete (the first take,
+ *  a bound or ENOMEM hit): then the caller must treat every node as
+ *  changed.  Empties the log.  Daemon lock. */
+void gpd_profile_qlog_take(gpd_profile_t *p, unsigned c, const uint32_t **v, uint32_t *n, int *over);
 /** Heap bytes the profile holds (arrays, pools, indexes, strings). */
 size_t gpd_profile_bytes(const gpd_profile_t *p);
 

@@ -16,7 +16,8 @@
  * daemon.encode checks that on nodes with every field set and unset.
  *
  * Field numbers and types: proto/gpuprof.proto (Node, Frame, Metric,
- * TreeReply, Msg.tree).  Any thread; no allocation but the size array. */
+ * TreeReply, Msg.tree); Node's fields 11-14 are packed repeated scalars
+ * (one length-delimited field each, absent when empty).  Any thread; no allocation but the size array. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,40 @@ static size_t metrics_size(Gpuprof__Metric *const *ms, size_t n) {
   return s;
 }
 
+/* packed repeated uint32 / double (Node.excl_ids ...): absent when empty */
+static size_t packed_u32_size(const uint32_t *v, size_t n) {
+  if (n == 0)
+    return 0;
+  size_t b = 0;
+  for (size_t i = 0; i < n; i++)
+    b += varint_size(v[i]);
+  return 1 + varint_size(b) + b;
+}
+
+static uint8_t *packed_u32_put(uint8_t *p, unsigned field, const uint32_t *v, size_t n) {
+  if (n == 0)
+    return p;
+  size_t b = 0;
+  for (size_t i = 0; i < n; i++)
+    b += varint_size(v[i]);
+  *p++ = TAG(field, WT_LEN);
+  p = varint_put(p, b);
+  for (size_t i = 0; i < n; i++)
+    p = varint_put(p, v[i]);
+  return p;
+}
+
+static size_t packed_f64_size(size_t n) { return n ? 1 + varint_size(8 * n) + 8 * n : 0; }
+
+static uint8_t *packed_f64_put(uint8_t *p, unsigned field, const double *v, size_t n) {
+  if (n == 0)
+    return p;
+  *p++ = TAG(field, WT_LEN);
+  p = varint_put(p, 8 * n);
+  memcpy(p, v, 8 * n); /* little-endian doubles (x86-64, aarch64) */
+  return p + 8 * n;
+}
+
 static size_t frame_size(const Gpuprof__Frame *f) {
   return str_size(f->function) + str_size(f->file) + (f->line ? 1 + varint_size(f->line) : 0) +
          (f->inlined ? 2 : 0);
@@ -121,7 +156,9 @@ size_t gpd__query_node_size(const Gpuprof__Node *o) {
     s += 1 + varint_size(f) + f;
   }
   s += metrics_size(o->excl, o->n_excl) + metrics_size(o->incl, o->n_incl);
-  return s + str_size(o->raw_name);
+  s += str_size(o->raw_name);
+  s += packed_u32_size(o->excl_ids, o->n_excl_ids) + packed_f64_size(o->n_excl_values);
+  return s + packed_u32_size(o->incl_ids, o->n_incl_ids) + packed_f64_size(o->n_incl_values);
 }
 
 uint8_t *gpd__query_node_put(const Gpuprof__Node *o, uint8_t *p) {
@@ -160,7 +197,11 @@ uint8_t *gpd__query_node_put(const Gpuprof__Node *o, uint8_t *p) {
   }
   p = metrics_put(p, 8, o->excl, o->n_excl);
   p = metrics_put(p, 9, o->incl, o->n_incl);
-  return str_put(p, 10, o->raw_name);
+  p = str_put(p, 10, o->raw_name);
+  p = packed_u32_put(p, 11, o->excl_ids, o->n_excl_ids);
+  p = packed_f64_put(p, 12, o->excl_values, o->n_excl_values);
+  p = packed_u32_put(p, 13, o->incl_ids, o->n_incl_ids);
+  return packed_f64_put(p, 14, o->incl_values, o->n_incl_values);
 }
 
 size_t gpd__query_tree_msg_size(const Gpuprof__Msg *m, uint32_t *sizes, size_t *body_len) {

@@ -40,11 +40,17 @@ Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx);
 /** The Top answer (query-top.c).  d->lock. */
 Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r);
 
+/* What a tree reply's nodes carry (gpd__query_tree_reply's `metrics`). */
+#define GPD__QTREE_METRICS 1u /* exclusive and inclusive metrics, PC samples */
+#define GPD__QTREE_PACKED 2u  /* as Node.excl_ids/excl_values/... (TreeRequest.packed_metrics) */
+#define GPD__QTREE_NO_INCL 4u /* no inclusive metrics (TreeRequest.no_incl, max_depth 0) */
+
 /** Tree reply (procs + nodes) of the processes selected by (pid, job)
- *  that peer may see, nodes to max_depth (0 all), metrics if asked; in the
- *  arena.  NULL on ENOMEM.  d->lock. */
+ *  that peer may see, nodes to max_depth (0 all), metrics as the
+ *  GPD__QTREE_* bits say (0: none); in the arena.  NULL on ENOMEM.
+ *  d->lock. */
 Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
-                                          const char *job, uint32_t max_depth, int with_metrics);
+                                          const char *job, uint32_t max_depth, unsigned metrics);
 
 /* ---- query-encode.c ---- (any thread, no lock: reads only the reply) */
 

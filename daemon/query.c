@@ -500,7 +500,31 @@ static Gpuprof__Metric **metric_msgs(const gpd_mval_t *v, unsigned n, size_t *ou
   return a;
 }
 
-static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t j, int with_metrics) {
+/* Metrics of view node j as parallel arrays (TreeRequest.packed_metrics):
+ * *ids and *vals in the arena, *n of them (0: both NULL). */
+static void metric_arrays(const gpd_merge_t *m, uint32_t j, int incl, uint32_t **ids, double **vals,
+                          size_t *n) {
+  gpd_mval_t mv[GPD_M__COUNT];
+  unsigned k = gpd_merge_metrics(m, j, incl, mv);
+  *n = 0;
+  *ids = NULL;
+  *vals = NULL;
+  if (k == 0)
+    return;
+  uint32_t *a = gpd__query_alloc(k * sizeof *a);
+  double *b = gpd__query_alloc(k * sizeof *b);
+  if (a == NULL || b == NULL)
+    return;
+  for (unsigned i = 0; i < k; i++) {
+    a[i] = mv[i].id;
+    b[i] = mv[i].v;
+  }
+  *ids = a;
+  *vals = b;
+  *n = k;
+}
+
+static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t j, unsigned metrics) {
   const gpd_mnode_t *mn = &m->nodes[j];
   const gpd_mview_t *v = &m->view[j];
   Gpuprof__Node *o = gpd__query_node_msg(v->prof, v->pidx);
@@ -510,10 +534,21 @@ static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t j, int with_metric
   o->id = v->out;
   o->parent = mn->parent == GPD_NONE ? 0 : m->view[mn->parent].out;
   o->kind = (Gpuprof__NodeKind)mn->kind;
-  if (with_metrics) {
+  if (!(metrics & GPD__QTREE_METRICS))
+    return o;
+  int incl = !(metrics & GPD__QTREE_NO_INCL);
+  if (metrics & GPD__QTREE_PACKED) {
+    size_t ni = 0;
+    metric_arrays(m, j, 0, &o->excl_ids, &o->excl_values, &o->n_excl_ids);
+    o->n_excl_values = o->n_excl_ids;
+    if (incl)
+      metric_arrays(m, j, 1, &o->incl_ids, &o->incl_values, &ni);
+    o->n_incl_ids = o->n_incl_values = ni;
+  } else {
     gpd_mval_t mv[GPD_M__COUNT];
     o->excl = metric_msgs(mv, gpd_merge_metrics(m, j, 0, mv), &o->n_excl);
-    o->incl = metric_msgs(mv, gpd_merge_metrics(m, j, 1, mv), &o->n_incl);
+    if (incl)
+      o->incl = metric_msgs(mv, gpd_merge_metrics(m, j, 1, mv), &o->n_incl);
   }
   return o;
 }
@@ -586,7 +621,7 @@ static Gpuprof__Msg *answer_ps(gpd_daemon_t *d, const gpd_peer_t *peer, const Gp
 }
 
 Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
-                                          const char *job, uint32_t max_depth, int with_metrics) {
+                                          const char *job, uint32_t max_depth, unsigned metrics) {
   gpd_merge_t *mg;
   Gpuprof__TreeReply *t = gpd__query_alloc(sizeof *t);
   if (t == NULL)
@@ -598,11 +633,11 @@ Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *pee
   for (uint32_t i = 0; t->nodes && i < mg->n; i++) {
     if (!gpd_merge_in_view(mg, i) || (max_depth && mg->nodes[i].depth > max_depth))
       continue;
-    Gpuprof__Node *nm = node_msg(mg, i, with_metrics);
+    Gpuprof__Node *nm = node_msg(mg, i, metrics);
     if (nm)
       t->nodes[t->n_nodes++] = nm;
   }
-  if (with_metrics && gpd__query_tree_gpu(mg, max_depth, t) < 0)
+  if ((metrics & GPD__QTREE_METRICS) && gpd__query_tree_gpu(mg, max_depth, t) < 0)
     return NULL;
   return t;
 }
@@ -613,7 +648,11 @@ static Gpuprof__Msg *answer_tree(gpd_daemon_t *d, const gpd_peer_t *peer,
   if (e)
     return e;
   Gpuprof__Msg *m = gpd__query_msg_new();
-  Gpuprof__TreeReply *t = gpd__query_tree_reply(d, peer, r->pid, r->job_id, r->max_depth, 1);
+  /* inclusive values are left out only where the client can sum them:
+   * the whole tree (a cut one needs them at the cut) */
+  unsigned metrics = GPD__QTREE_METRICS | (r->packed_metrics ? GPD__QTREE_PACKED : 0) |
+                     (r->no_incl && r->max_depth == 0 ? GPD__QTREE_NO_INCL : 0);
+  Gpuprof__TreeReply *t = gpd__query_tree_reply(d, peer, r->pid, r->job_id, r->max_depth, metrics);
   if (m == NULL || t == NULL)
     return NULL;
   m->body_case = GPUPROF__MSG__BODY_TREE;

@@ -107,6 +107,24 @@ static Gpuprof__Node *random_node(void) {
   o->excl = metrics(o->n_excl);
   o->n_incl = next() % 6;
   o->incl = metrics(o->n_incl);
+  /* the packed form (TreeRequest.packed_metrics): ids of 1 to 5 varint
+   * bytes, any doubles; either array may be empty */
+  for (int w = 0; w < 2; w++) {
+    size_t n = next() % 3 == 0 ? 0 : next() % 12;
+    uint32_t *ids = calloc(n + 1, sizeof *ids);
+    double *vals = calloc(n + 1, sizeof *vals);
+    for (size_t i = 0; i < n; i++) {
+      ids[i] = next() % 4 == 0 ? 0 : (uint32_t)(next() >> (next() % 33 + 31));
+      vals[i] = pick_double();
+    }
+    if (w == 0) {
+      o->excl_ids = ids, o->n_excl_ids = n;
+      o->excl_values = vals, o->n_excl_values = n;
+    } else {
+      o->incl_ids = ids, o->n_incl_ids = n;
+      o->incl_values = vals, o->n_incl_values = n;
+    }
+  }
   return o;
 }
 
@@ -120,6 +138,10 @@ static void free_node(Gpuprof__Node *o) {
   free(o->frames);
   free(o->excl);
   free(o->incl);
+  free(o->excl_ids);
+  free(o->excl_values);
+  free(o->incl_ids);
+  free(o->incl_values);
   free(o);
 }
 
@@ -185,6 +207,11 @@ static void check_msg(size_t nnodes) {
   for (size_t i = 0; i < nnodes; i++) {
     assert_true(r->tree->nodes[i]->id == t.nodes[i]->id);
     assert_int_equal(r->tree->nodes[i]->n_excl, t.nodes[i]->n_excl);
+    assert_int_equal(r->tree->nodes[i]->n_excl_ids, t.nodes[i]->n_excl_ids);
+    assert_int_equal(r->tree->nodes[i]->n_incl_values, t.nodes[i]->n_incl_values);
+    if (t.nodes[i]->n_excl_values)
+      assert_memory_equal(r->tree->nodes[i]->excl_values, t.nodes[i]->excl_values,
+                          t.nodes[i]->n_excl_values * sizeof(double));
   }
   gpuprof__msg__free_unpacked(r, NULL);
   free(a);

@@ -344,6 +344,7 @@ static void test_merge(void **state) {
   assert_int_equal(m.nview, a.nnodes);
   gpd_merge_t fresh;
   memset(&fresh, 0, sizeof fresh);
+  fresh.nolog = 1; /* m reads the profiles' change logs */
   gpd_merge_begin(&fresh);
   assert_int_equal(gpd_merge_add(&fresh, &a), 0);
   assert_int_equal(gpd_merge_add(&fresh, &b), 0);
@@ -367,6 +368,133 @@ static void test_merge(void **state) {
   gpd_merge_free(&m);
   gpd_profile_free(&a);
   gpd_profile_free(&b);
+}
+
+/* ---- incremental merge against a full one (merge.c) ---- */
+
+static uint64_t mi_rng = 0x9e3779b97f4a7c15ull;
+static uint32_t mi_rand(uint32_t n) {
+  mi_rng ^= mi_rng << 13;
+  mi_rng ^= mi_rng >> 7;
+  mi_rng ^= mi_rng << 17;
+  return (uint32_t)(mi_rng % n);
+}
+
+/* A node below a random node of p (an existing one when the key repeats:
+ * profiles share paths), with a fractional value of one of ids[] now and
+ * then. */
+static void mi_grow(gpd_profile_t *p, const unsigned *ids, unsigned nids) {
+  char key[16];
+  uint32_t par = mi_rand(p->nnodes);
+  snprintf(key, sizeof key, "k%u", mi_rand(6));
+  uint8_t kind = mi_rand(3) == 0 ? GPD_NODE_KERNEL : GPD_NODE_FRAME;
+  uint32_t c = gpd_profile_child(p, par, kind, key, key, NULL);
+  assert_int_not_equal(c, GPD_NONE);
+  if (mi_rand(2))
+    assert_int_equal(gpd_profile_metric_add(p, c, ids[mi_rand(nids)], (double)mi_rand(100000) / 7.0), 0);
+}
+
+/* Every node of full's view is in m's view at the same index with the
+ * same reply id and bit for bit the same exclusive and inclusive values. */
+static void mi_same(const gpd_merge_t *m, const gpd_merge_t *full) {
+  assert_int_equal(m->nview, full->nview);
+  for (uint32_t jf = 0; jf < full->n; jf++) {
+    if (!gpd_merge_in_view(full, jf))
+      continue;
+    uint32_t j = jf; /* the same index, the same reply id */
+    assert_true(gpd_merge_in_view(m, j));
+    assert_true(m->view[j].out == full->view[jf].out);
+    for (unsigned id = 0; id < 64; id++)
+      for (int incl = 0; incl < 2; incl++) {
+        double a = gpd_merge_value(m, j, incl, id), b = gpd_merge_value(full, jf, incl, id);
+        if (memcmp(&a, &b, sizeof a) != 0)
+          fail_msg("node %u metric %u incl %d: incremental %.17g, full %.17g", jf, id, incl, a, b);
+      }
+  }
+}
+
+static void mi_view(gpd_merge_t *m, gpd_profile_t *ps, unsigned np, unsigned skip) {
+  gpd_merge_begin(m);
+  for (unsigned k = 0; k < np; k++) {
+    if (k == skip)
+      gpd_merge_live(m, &ps[k]);
+    else
+      assert_int_equal(gpd_merge_add(m, &ps[k]), 0);
+  }
+  assert_int_equal(gpd_merge_finish(m), 0);
+}
+
+/* The merge of the same profiles after random changes (fractional values
+ * on random nodes, new nodes, another owner's nodes with the same Merkle
+ * ids, a new metric id, a selection of fewer profiles, more changes than
+ * the change log holds): the incremental sums equal a full merge's bit
+ * for bit, and the incremental path was taken where it can be. */
+static void test_merge_incremental(void **state) {
+  (void)state;
+  enum { NP = 5 };
+  static const unsigned ids[] = {GPD_M_GPUOP, GPD_M_GKER, GPD_M_GKER_OCC_THR, GPD_M_GKER_COUNT};
+  gpd_profile_t ps[NP];
+  for (unsigned k = 0; k < NP; k++) {
+    assert_int_equal(gpd_profile_init(&ps[k], 100 + k), 0);
+    ps[k].uid = k == 2 ? 1001 : 1000; /* profile 2: another user, same paths */
+    for (int t = 0; t < 3000; t++)
+      mi_grow(&ps[k], ids, 3);
+  }
+  /* the reference sees the same views, so its merged index is the same
+   * (a node's index orders the additions into its parent's inclusive
+   * sums), and takes the full sums every time */
+  gpd_merge_t m, full;
+  memset(&m, 0, sizeof m);
+  memset(&full, 0, sizeof full);
+  full.nolog = 1;
+  uint64_t inc_rounds = 0;
+  for (int round = 0; round < 120; round++) {
+    unsigned skip = NP; /* all selected */
+    int expect_inc = round > 0;
+    if (round % 29 == 7) {
+      skip = (unsigned)round % NP; /* another selection: full sums */
+      expect_inc = 0;
+    } else if (round % 29 == 8) {
+      expect_inc = 0; /* back to all: full sums again */
+    }
+    int kind = mi_rand(10);
+    for (unsigned k = 0; k < NP; k++) {
+      if (mi_rand(3) == 0)
+        continue; /* unchanged */
+      gpd_profile_t *p = &ps[k];
+      unsigned nch = 1 + mi_rand(8);
+      for (unsigned c = 0; c < nch; c++)
+        assert_int_equal(gpd_profile_metric_add(p, mi_rand(p->nnodes), ids[mi_rand(3)],
+                                                (double)mi_rand(1000000) / 3.0), 0);
+      if (kind == 0)
+        mi_grow(p, ids, 3); /* new nodes */
+    }
+    if (round == 50) { /* a metric id no profile had: new columns */
+      assert_int_equal(gpd_profile_metric_add(&ps[1], 3, ids[3], 2.5), 0);
+      expect_inc = 0;
+    }
+    if (round == 80) { /* every node of one profile: past its log's bound */
+      for (uint32_t i = 0; i < ps[3].nnodes; i++)
+        assert_int_equal(gpd_profile_metric_add(&ps[3], i, GPD_M_GKER, 0.125), 0);
+      expect_inc = 0;
+    }
+    uint64_t ninc = m.ninc;
+    mi_view(&m, ps, NP, skip);
+    mi_view(&full, ps, NP, skip);
+    mi_same(&m, &full);
+    assert_int_equal(full.ninc, 0);
+    if (expect_inc && kind != 0) /* new nodes may share an id with another owner: full */
+      assert_int_equal(m.ninc, ninc + 1);
+    else if (!expect_inc)
+      assert_int_equal(m.ninc, ninc);
+    inc_rounds += m.ninc - ninc;
+  }
+  assert_true(inc_rounds >= 90);
+  assert_true(ps[0].nnodes > 1000);
+  gpd_merge_free(&full);
+  gpd_merge_free(&m);
+  for (unsigned k = 0; k < NP; k++)
+    gpd_profile_free(&ps[k]);
 }
 
 static void test_map(void **state) {
@@ -1024,6 +1152,7 @@ int main(void) {
       cmocka_unit_test(test_attribution),
       cmocka_unit_test(test_multi_and_bounds),
       cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_merge_incremental),
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
