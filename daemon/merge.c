@@ -67,6 +67,7 @@ static void merge_index_free(gpd_merge_t *m) {
   m->nodes = NULL;
   m->view = NULL;
   m->n = m->cap = m->nprofs = m->capprofs = 0;
+  m->epoch++;
 }
 
 void gpd_merge_free(gpd_merge_t *m) {
@@ -80,8 +81,10 @@ void gpd_merge_free(gpd_merge_t *m) {
   free(m->vat);
   gpd_map_free(&m->owner);
   int nolog = m->nolog;
+  uint64_t epoch = m->epoch;
   memset(m, 0, sizeof *m);
   m->nolog = nolog;
+  m->epoch = epoch;
 }
 
 void gpd_merge_begin(gpd_merge_t *m) {
@@ -510,6 +513,8 @@ int gpd_merge_finish(gpd_merge_t *m) {
     m->ninc++;
   else
     m->nfull++;
+  m->last_inc = inc;
+  m->sums_gen++;
   m->sig_nview = m->nview;
   m->sig_ok = 1;
   return 0;

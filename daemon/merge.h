@@ -93,6 +93,12 @@ typedef struct gpd_merge_s {
                            every time (a second merge of the same profiles,
                            tests' reference) */
   uint64_t nfull, ninc; /* views summed in full / incrementally */
+  /* for readers of the sums (query-top.c): epoch changes when merged
+   * indices are renumbered (the index rebuilt); sums_gen counts the
+   * views whose sums were taken (not the reused ones); when last_inc, the
+   * last one changed only dirty[0, ndirty) and their ancestors */
+  uint64_t epoch, sums_gen;
+  int last_inc;
 } gpd_merge_t;
 
 /** Merged-view key of Merkle id `id` for a node of user `uid` when another

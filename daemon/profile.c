@@ -497,13 +497,14 @@ void gpd_profile_free(gpd_profile_t *p) {
 
 size_t gpd_profile_bytes(const gpd_profile_t *p) {
   size_t b = (size_t)p->capnodes * sizeof *p->nodes + (size_t)p->capmw * sizeof *p->mw + p->caplp +
-             ((size_t)p->capdirtyv + p->capmnodes + p->qlog[0].cap + p->qlog[1].cap) * 4 +
-             p->capqbit +
+             ((size_t)p->capdirtyv + p->capmnodes) * 4 + p->capqbit +
              ((size_t)p->by_ctx.cap + p->by_local.cap + p->lp_ix.cap + p->targets.cap) * 4 +
              (size_t)p->caplocals * sizeof *p->locals + (size_t)p->capstrs * sizeof *p->strs +
              (size_t)p->capmods * sizeof *p->mods + p->str_bytes +
              (size_t)p->cappnodes * sizeof *p->pnodes + (size_t)p->cappacts * sizeof *p->pacts +
              (size_t)p->corr_capfifo * sizeof *p->corr_fifo + gpd_tracewin_bytes(&p->tw);
+  for (unsigned c = 0; c < GPD_QLOG_N; c++)
+    b += (size_t)p->qlog[c].cap * 4;
   const gpd_map_t *maps[] = {&p->corr, &p->pend_corr, &p->str_by_id, &p->mod_by_id};
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
     b += maps[i]->cap * 16;

@@ -118,16 +118,15 @@ typedef struct gpd_pact_s {
 /* Correlation-map value bit: the INVOKE's row is stored. */
 #define GPD_CORR_STORED (1ull << 41)
 
-/** Change logs of the live queries: GPD_QLOG_TREE is read by merge.c
- *  (the node view), GPD_QLOG_TOP reserved for query-top.c.  Once a reader
+/** Change logs of the live queries, one per reader: GPD_QLOG_TREE is read
+ *  by merge.c (the node view, which Top reads too).  Once a reader
  *  arms its log (gpd_profile_qlog_take), every node whose metrics change
  *  is appended to it once (qbit dedups) until the reader takes the log
  *  again; past GPD_QLOG_MAX(p) distinct nodes, or out of memory, `over`
  *  is set instead and the reader re-reads every node.  Memory: 1 byte per
  *  node and at most 4 bytes per GPD_QLOG_MAX node per armed log. */
 #define GPD_QLOG_TREE 0
-#define GPD_QLOG_TOP 1
-#define GPD_QLOG_N 2
+#define GPD_QLOG_N 1 /* at most 8 (a bit each in gpd_profile_t.qbit) */
 typedef struct gpd_qlog_s {
   uint32_t *v;  /* node indices, each at most once */
   uint32_t n, cap;

@@ -52,6 +52,14 @@ Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, con
 Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid,
                                           const char *job, uint32_t max_depth, unsigned metrics);
 
+struct gpd_merge_s;
+/** The node view (merge.h) of the processes selected by (pid, job) that
+ *  peer may see, oldest first, summed; kept between queries (tree and
+ *  top share it).  procs: NULL, or gets their Process messages (arena).
+ *  0 or -ENOMEM.  d->lock, main thread. */
+int gpd__query_merge(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid, const char *job,
+                     struct gpd_merge_s **out, Gpuprof__Process ***procs, size_t *nprocs);
+
 /* ---- query-encode.c ---- (any thread, no lock: reads only the reply) */
 
 /** Wire size in bytes of Node o without its own tag and length, exactly

@@ -1,4 +1,4 @@
-/* query-top.c - the Top answer and its node-merged index (see below).
+/* query-top.c - the Top answer, from the node view (merge.h).
  * Main thread only, under d->lock (called from gpd_query_start).
  */
 #include <errno.h>
@@ -17,107 +17,82 @@
 
 /* ---------------------------------------------------------------- Top
  *
- * Top used to merge every visible tree (gpd_merge_add over all nodes of all
- * processes, then inclusive sums) on each request: 64 processes x 30 K
- * nodes took ~115 ms on a 2-core VM.  Top needs neither the tree nor
- * inclusive values: only the exclusive metrics of KERNEL and PLACEHOLDER
- * nodes, grouped by (kind, key), and per Merkle id ("merged instance") the
- * sort metric's sum, to pick the heaviest instance.  So the daemon keeps a
- * node-merged index (below, main thread only, under d->lock):
+ * Top lists the groups (kind, key: a kernel's mangled name, a
+ * placeholder's label) of KERNEL and PLACEHOLDER nodes by their summed
+ * exclusive metrics, each with its heaviest instance (one calling context
+ * of one owner) and that instance's CPU path.  The node view of the
+ * selected processes (merge.h, shared with Tree) already holds one merged
+ * node per (Merkle id, owner) with its exclusive sums over the selected
+ * profiles, kept up to date incrementally: an instance is a merged node,
+ * and a group's sums are its member instances' exclusive rows added in
+ * merged-index order.
  *
- *   per profile: its KERNEL/PLACEHOLDER nodes that hold metrics
- *     (gpd_profile_t.mnodes) as {node index, group,
- *     instance, Merkle id}, extended incrementally (nodes are append-only
- *     and a node's kind, key and id never change);
- *   groups (kind, key) and instances (Merkle id), shared by all profiles.
- *
- * A request walks the index of each selected profile and adds the nodes'
- * current values into the groups/instances it touches (stamped with the
- * request's generation, so nothing is cleared between requests): no hashing,
- * no tree, no allocation per node, live values.  Each indexed node's id is
- * checked against the profile on every use, so a profile whose memory was
- * reused is re-indexed rather than misread.
- *
- * The last request's sums are kept (the groups' m, best and their order):
- * a request that selects the same profiles, none changed since
- * (gpd_profile_t.tree_gen, which every new node and metric change bumps,
- * as for merge.c's view), with the same sort metric, skips the walk over
- * the indexed nodes (64 x 10 K: 640 K nodes, the whole of Top's ~10 ms)
- * and only builds the reply (paths and PC samples from the live profiles).
+ * top_ix maps merged nodes to groups (resolved once per merged node: its
+ * kind and key never change) and keeps each group's members in increasing
+ * merged index, its sums, and its heaviest member for the sort metric
+ * (ties: the lowest index).  A request brings the view up to date
+ * (gpd__query_merge), then:
+ *   - the view's sums were not taken again since the last request, same
+ *     metric: the last sorted groups stand (no work);
+ *   - the view's last sums were incremental and directly follow the ones
+ *     top_ix holds: only the groups of its dirty merged nodes (and those
+ *     that got new members) are summed again, over their members, in the
+ *     same order (bit for bit the full result);
+ *   - else every group is summed again (a pass over the view's merged
+ *     nodes: 30 K for 64 x 10 K contexts, not 640 K profile nodes).
+ * Labels and paths come from the view's label profile of the instance
+ * (the oldest selected profile holding it, as Tree); the path's frames
+ * from the oldest selected profile of the same owner holding each.
+ * Bounded: per merged node 4 bytes, per member 4 bytes, per group its
+ * metric sums; rebuilt when the view's index is (merge.h epoch).
  */
-
-typedef struct top_pnode_s {
-  uint64_t id;    /* Merkle id of p->nodes[pidx], checked on use */
-  uint32_t pidx;  /* node index in its profile */
-  uint32_t inst;  /* index into top_ix.insts */
-} top_pnode_t;
-
-typedef struct top_prof_s {
-  const gpd_profile_t *prof;
-  uint64_t profile_id;
-  uint32_t scanned; /* nodes [0, scanned) are indexed */
-  top_pnode_t *v;
-  uint32_t n, cap;
-  uint64_t seen; /* last request that found it in the registry */
-} top_prof_t;
 
 typedef struct top_group_s {
   uint8_t kind;
-  char *key;                 /* raw name or placeholder label (owned) */
-  uint64_t gen;              /* request that last touched it */
-  double m[GPD_M__COUNT];    /* summed exclusive metrics (valid if gen) */
-  uint32_t best;             /* heaviest instance */
-  double best_v;
+  char *key;                /* raw name or placeholder label (owned) */
+  double m[GPD_M__COUNT];   /* summed exclusive metrics of the view */
+  uint32_t best;            /* heaviest member in the view, GPD_NONE */
+  int live;                 /* a member in the view holds metrics */
+  uint32_t *mem;            /* merged indices, increasing */
+  uint32_t nmem, capmem;
+  uint32_t dstamp;          /* == top_ix.dgen: on the dirty list */
 } top_group_t;
 
-typedef struct top_inst_s {
-  uint64_t id;
-  uint32_t group;
-  uint64_t gen;
-  double v;                  /* sort metric, summed (valid if gen) */
-  const gpd_profile_t *rep;  /* oldest selected profile holding it */
-  uint32_t rep_pidx;
-} top_inst_t;
+/* gof[j]: 0 = merged node j not resolved yet, 1 = not a Top node,
+ * 2 + g = member of group g */
+#define TOP_UNRESOLVED 0u
+#define TOP_NOT 1u
 
 static struct {
   gpd_daemon_t *d;
-  uint64_t gen;
-  top_prof_t *profs;
-  uint32_t nprofs, capprofs;
-  gpd_map_t prof_by_ptr; /* (uintptr_t)profile -> index + 1 */
+  uint64_t epoch;           /* the view's index epoch these indices are of */
+  uint32_t *gof;            /* per merged node (below) */
+  uint32_t capgof;
   top_group_t *groups;
   uint32_t ngroups, capgroups;
-  gpd_map_t group_by_hash; /* hash(kind, key) (+2 per collision) -> group */
-  top_inst_t *insts;
-  uint32_t ninsts, capinsts;
-  gpd_map_t inst_by_id; /* Merkle id -> instance */
-  /* the last request's sums (top of this file): valid while last_ok */
-  int last_ok;
-  uint64_t last_sig;    /* gpd_hash64 of the selection's top_sig_t + metric */
-  uint32_t *last_groups; /* its groups, sorted */
-  uint32_t last_ngroups;
+  gpd_map_t group_by_hash;  /* hash(kind, key) (+2 per collision) -> group */
+  uint32_t *dirty;          /* groups to sum again */
+  uint32_t ndirty, capdirty, dgen;
+  /* what the sums are of: valid while ok */
+  int ok;
+  uint64_t sums_gen;        /* the view's sums_gen they were taken from */
+  uint64_t view_gen;        /* ... and its view generation */
+  unsigned metric;          /* best member by this metric */
+  uint32_t *sorted;         /* live groups by m[metric], decreasing */
+  uint32_t nsorted, capsorted;
 } top_ix;
 
-/* What the last request's sums depend on, per selected profile. */
-typedef struct top_sig_s {
-  uint64_t prof, profile_id, tree_gen, nmnodes;
-} top_sig_t;
-
 static void top_ix_reset(void) {
-  for (uint32_t i = 0; i < top_ix.nprofs; i++)
-    free(top_ix.profs[i].v);
-  free(top_ix.profs);
-  for (uint32_t i = 0; i < top_ix.ngroups; i++)
+  for (uint32_t i = 0; i < top_ix.ngroups; i++) {
     free(top_ix.groups[i].key);
+    free(top_ix.groups[i].mem);
+  }
   free(top_ix.groups);
-  free(top_ix.insts);
-  free(top_ix.last_groups);
-  gpd_map_free(&top_ix.prof_by_ptr);
+  free(top_ix.gof);
+  free(top_ix.dirty);
+  free(top_ix.sorted);
   gpd_map_free(&top_ix.group_by_hash);
-  gpd_map_free(&top_ix.inst_by_id);
-  uint64_t gen = top_ix.gen;
   memset(&top_ix, 0, sizeof top_ix);
-  top_ix.gen = gen;
 }
 
 /* Group of (kind, key); GPD_NONE when out of memory. */
@@ -136,29 +111,13 @@ static uint32_t top_group_get(uint8_t kind, const char *key) {
   top_group_t *g = &top_ix.groups[top_ix.ngroups];
   memset(g, 0, sizeof *g);
   g->kind = kind;
+  g->best = GPD_NONE;
   g->key = strdup(key);
   if (g->key == NULL || gpd_map_put(&top_ix.group_by_hash, h, top_ix.ngroups) < 0) {
     free(g->key);
     return GPD_NONE;
   }
   return top_ix.ngroups++;
-}
-
-/* Instance of Merkle id (in group); GPD_NONE when out of memory. */
-static uint32_t top_inst_get(uint64_t id, uint32_t group) {
-  uint64_t v;
-  if (gpd_map_get(&top_ix.inst_by_id, id, &v))
-    return (uint32_t)v;
-  if (top_ix.ninsts == top_ix.capinsts &&
-      gpd__query_grow((void **)&top_ix.insts, &top_ix.capinsts, sizeof *top_ix.insts, 256) < 0)
-    return GPD_NONE;
-  top_inst_t *in = &top_ix.insts[top_ix.ninsts];
-  memset(in, 0, sizeof *in);
-  in->id = id;
-  in->group = group;
-  if (gpd_map_put(&top_ix.inst_by_id, id, top_ix.ninsts) < 0)
-    return GPD_NONE;
-  return top_ix.ninsts++;
 }
 
 /* Group key of a node as Top groups it (NULL: not a Top node). */
@@ -170,99 +129,98 @@ static const char *top_key(const gpd_profile_t *p, const gpd_node_t *n) {
   return NULL;
 }
 
-/* The index of profile p, extended to its current nodes.  NULL: ENOMEM. */
-static top_prof_t *top_prof_get(const gpd_profile_t *p) {
-  uint64_t v;
-  top_prof_t *tp;
-  uint64_t key = (uint64_t)(uintptr_t)p;
-  if (gpd_map_get(&top_ix.prof_by_ptr, key, &v)) {
-    tp = &top_ix.profs[v - 1];
-  } else {
-    if (top_ix.nprofs == top_ix.capprofs &&
-        gpd__query_grow((void **)&top_ix.profs, &top_ix.capprofs, sizeof *top_ix.profs, 16) < 0)
-      return NULL;
-    if (gpd_map_put(&top_ix.prof_by_ptr, key, top_ix.nprofs + 1) < 0)
-      return NULL;
-    tp = &top_ix.profs[top_ix.nprofs++];
-    memset(tp, 0, sizeof *tp);
-    tp->prof = p;
-    tp->profile_id = p->profile_id;
-  }
-  if (tp->profile_id != p->profile_id || tp->scanned > p->nmnodes ||
-      (tp->n && (tp->v[tp->n - 1].pidx >= p->nnodes ||
-                 p->nodes[tp->v[tp->n - 1].pidx].id != tp->v[tp->n - 1].id))) {
-    tp->profile_id = p->profile_id; /* another profile at this address */
-    tp->scanned = tp->n = 0;
-  }
-  /* only nodes that hold metrics (p->mnodes, in the order they got their
-   * first one): a placeholder above a named kernel never does */
-  for (uint32_t mi = tp->scanned; mi < p->nmnodes; mi++) {
-    uint32_t i = p->mnodes[mi];
-    const gpd_node_t *n = &p->nodes[i];
-    const char *k = top_key(p, n);
-    if (k == NULL)
-      continue;
-    uint32_t g = top_group_get(n->kind, k);
-    /* instances are per owner: another user's node with the same Merkle
-     * id (a forged module key) never lends its labels or path to this one */
-    uint32_t in = g == GPD_NONE ? GPD_NONE : top_inst_get(gpd_merge_key(n->id, p->uid), g);
-    if (in == GPD_NONE)
-      return NULL;
-    if (tp->n == tp->cap && gpd__query_grow((void **)&tp->v, &tp->cap, sizeof *tp->v, 64) < 0)
-      return NULL;
-    tp->v[tp->n++] = (top_pnode_t){.id = n->id, .pidx = i, .inst = in};
-    tp->scanned = mi + 1;
-  }
-  tp->scanned = p->nmnodes;
-  return tp;
+static int top_dirty(uint32_t g) {
+  top_group_t *gr = &top_ix.groups[g];
+  if (gr->dstamp == top_ix.dgen)
+    return 0;
+  if (top_ix.ndirty == top_ix.capdirty &&
+      gpd__query_grow((void **)&top_ix.dirty, &top_ix.capdirty, sizeof *top_ix.dirty, 64) < 0)
+    return -ENOMEM;
+  top_ix.dirty[top_ix.ndirty++] = g;
+  gr->dstamp = top_ix.dgen;
+  return 0;
 }
 
-/* Drop the indexes of profiles no longer in the registry; when that leaves
- * many orphaned instances, start over (bounded memory). */
-static void top_ix_trim(gpd_daemon_t *d) {
-  uint64_t stamp = top_ix.gen;
-  uint64_t v;
-  for (gpd_proc_t *p = d->procs; p; p = p->next)
-    if (gpd_map_get(&top_ix.prof_by_ptr, (uint64_t)(uintptr_t)&p->prof, &v))
-      top_ix.profs[v - 1].seen = stamp;
-  uint64_t live = 0;
-  int dropped = 0;
-  for (uint32_t i = 0; i < top_ix.nprofs; i++) {
-    if (top_ix.profs[i].seen == stamp) {
-      live += top_ix.profs[i].n;
+/* Resolve the view's merged nodes not looked at yet (a node out of the
+ * view stays unresolved until it is in one: its labels come from a view
+ * profile); a node that joins a group makes the group dirty.  0 or
+ * -ENOMEM. */
+static int top_resolve(const gpd_merge_t *m) {
+  if (m->n > top_ix.capgof) {
+    uint32_t nc = top_ix.capgof ? top_ix.capgof : 1024;
+    while (nc < m->n)
+      nc *= 2;
+    uint32_t *na = realloc(top_ix.gof, (size_t)nc * sizeof *na);
+    if (na == NULL)
+      return -ENOMEM;
+    memset(na + top_ix.capgof, 0, (size_t)(nc - top_ix.capgof) * sizeof *na);
+    top_ix.gof = na;
+    top_ix.capgof = nc;
+  }
+  /* new merged nodes, and earlier ones that were out of every view (a
+   * pass over the merged nodes: 30 K for 64 x 10 K contexts) */
+  for (uint32_t j = 0; j < m->n; j++) {
+    if (top_ix.gof[j] != TOP_UNRESOLVED || !gpd_merge_in_view(m, j))
+      continue;
+    const gpd_mview_t *v = &m->view[j];
+    const gpd_node_t *n = &v->prof->nodes[v->pidx];
+    const char *key = top_key(v->prof, n);
+    if (key == NULL) {
+      top_ix.gof[j] = TOP_NOT;
       continue;
     }
-    dropped = 1;
-    gpd_map_del(&top_ix.prof_by_ptr, (uint64_t)(uintptr_t)top_ix.profs[i].prof);
-    free(top_ix.profs[i].v);
-    top_ix.profs[i] = top_ix.profs[--top_ix.nprofs];
-    if (i < top_ix.nprofs)
-      gpd_map_put(&top_ix.prof_by_ptr, (uint64_t)(uintptr_t)top_ix.profs[i].prof, i + 1);
-    i--;
+    uint32_t g = top_group_get(n->kind, key);
+    if (g == GPD_NONE)
+      return -ENOMEM;
+    top_group_t *gr = &top_ix.groups[g];
+    if (gr->nmem == gr->capmem && gpd__query_grow((void **)&gr->mem, &gr->capmem, sizeof *gr->mem, 8) < 0)
+      return -ENOMEM;
+    uint32_t at = gr->nmem; /* keep increasing order (a late resolve) */
+    while (at > 0 && gr->mem[at - 1] > j)
+      at--;
+    memmove(&gr->mem[at + 1], &gr->mem[at], (gr->nmem - at) * sizeof *gr->mem);
+    gr->mem[at] = j;
+    gr->nmem++;
+    top_ix.gof[j] = 2 + g;
+    if (top_dirty(g) < 0)
+      return -ENOMEM;
   }
-  if (dropped && top_ix.ninsts > 2 * live + 1024)
-    top_ix_reset();
+  return 0;
 }
 
-typedef struct top_sel_s {
-  const gpd_profile_t **profs; /* selected, oldest first */
-  size_t n;
-} top_sel_t;
-
-/* The oldest selected profile of owner uid holding Merkle id (and its node
- * index): labels never cross users. */
-static const gpd_profile_t *top_oldest(const top_sel_t *sel, uint64_t id, uid_t uid,
-                                       uint32_t *pidx) {
-  for (size_t i = 0; i < sel->n; i++) {
-    if (sel->profs[i]->uid != uid)
+/* Sum group g again over its members in the view (merged-index order) and
+ * pick its heaviest member by metric (ties: the lowest index). */
+static void top_group_sum(const gpd_merge_t *m, uint32_t g, unsigned metric) {
+  top_group_t *gr = &top_ix.groups[g];
+  memset(gr->m, 0, sizeof gr->m);
+  gr->best = GPD_NONE;
+  gr->live = 0;
+  double best_v = -1;
+  if (m->nslot == 0)
+    return;
+  for (uint32_t k = 0; k < gr->nmem; k++) {
+    uint32_t j = gr->mem[k];
+    if (!gpd_merge_in_view(m, j))
       continue;
-    uint32_t j = gpd_profile_find(sel->profs[i], id);
-    if (j != GPD_NONE) {
-      *pidx = j;
-      return sel->profs[i];
+    const double *row = &m->excl[(size_t)j * m->nslot];
+    int any = 0;
+    for (uint64_t b = m->umask; b; b &= b - 1) {
+      unsigned id = (unsigned)__builtin_ctzll(b);
+      double x = row[m->slot[id]];
+      if (x != 0) {
+        gr->m[id] += x;
+        any = 1;
+      }
+    }
+    if (!any)
+      continue; /* no metric here: not an instance */
+    gr->live = 1;
+    double x = metric < 64 && m->slot[metric] != 0xff ? row[m->slot[metric]] : 0;
+    if (x > best_v) {
+      best_v = x;
+      gr->best = j;
     }
   }
-  return NULL;
 }
 
 static unsigned top_metric; /* sort key of the request being answered */
@@ -270,7 +228,85 @@ static unsigned top_metric; /* sort key of the request being answered */
 static int top_group_cmp(const void *a, const void *b) {
   double x = top_ix.groups[*(const uint32_t *)a].m[top_metric];
   double y = top_ix.groups[*(const uint32_t *)b].m[top_metric];
-  return x < y ? 1 : x > y ? -1 : 0;
+  if (x != y)
+    return x < y ? 1 : -1;
+  uint32_t p = *(const uint32_t *)a, q = *(const uint32_t *)b;
+  return (p > q) - (p < q);
+}
+
+/* Bring the groups' sums and the sorted list up to date with view m.
+ * 0 or -ENOMEM (top_ix reset). */
+static int top_update(const gpd_merge_t *m, unsigned metric) {
+  if (top_ix.epoch != m->epoch) { /* merged indices renumbered */
+    gpd_daemon_t *d = top_ix.d;
+    top_ix_reset();
+    top_ix.d = d;
+    top_ix.epoch = m->epoch;
+  }
+  int same = top_ix.ok && top_ix.sums_gen == m->sums_gen && top_ix.view_gen == m->gen;
+  if (same && top_ix.metric == metric)
+    return 0;
+  /* only the dirty groups: the view's last sums were incremental and
+   * follow the ones held (the same view generation: the same marks) */
+  int inc = top_ix.ok && top_ix.metric == metric && m->last_inc &&
+            top_ix.sums_gen + 1 == m->sums_gen && top_ix.view_gen == m->gen;
+  top_ix.ok = 0;
+  if (++top_ix.dgen == 0) {
+    for (uint32_t g = 0; g < top_ix.ngroups; g++)
+      top_ix.groups[g].dstamp = 0;
+    top_ix.dgen = 1;
+  }
+  top_ix.ndirty = 0;
+  if (top_resolve(m) < 0)
+    goto nomem;
+  if (inc) {
+    for (uint32_t d = 0; d < m->ndirty; d++) {
+      uint32_t j = m->dirty[d], go = top_ix.gof[j];
+      if (go >= 2 && top_dirty(go - 2) < 0)
+        goto nomem;
+    }
+    for (uint32_t d = 0; d < top_ix.ndirty; d++)
+      top_group_sum(m, top_ix.dirty[d], metric);
+  } else {
+    for (uint32_t g = 0; g < top_ix.ngroups; g++)
+      top_group_sum(m, g, metric);
+  }
+  /* the live groups by the metric, decreasing (ties: the older group) */
+  top_ix.nsorted = 0;
+  for (uint32_t g = 0; g < top_ix.ngroups; g++) {
+    if (!top_ix.groups[g].live)
+      continue;
+    if (top_ix.nsorted == top_ix.capsorted &&
+        gpd__query_grow((void **)&top_ix.sorted, &top_ix.capsorted, sizeof *top_ix.sorted, 64) < 0)
+      goto nomem;
+    top_ix.sorted[top_ix.nsorted++] = g;
+  }
+  top_metric = metric;
+  if (top_ix.nsorted)
+    qsort(top_ix.sorted, top_ix.nsorted, sizeof *top_ix.sorted, top_group_cmp);
+  top_ix.ok = 1;
+  top_ix.sums_gen = m->sums_gen;
+  top_ix.view_gen = m->gen;
+  top_ix.metric = metric;
+  return 0;
+nomem:
+  top_ix.ok = 0;
+  return -ENOMEM;
+}
+
+/* The oldest selected profile of owner uid holding Merkle id (and its node
+ * index): labels never cross users. */
+static const gpd_profile_t *top_oldest(const gpd_merge_t *m, uint64_t id, uid_t uid, uint32_t *pidx) {
+  for (uint32_t i = 0; i < m->nvprofs; i++) {
+    if (m->vprofs[i]->uid != uid)
+      continue;
+    uint32_t j = gpd_profile_find(m->vprofs[i], id);
+    if (j != GPD_NONE) {
+      *pidx = j;
+      return m->vprofs[i];
+    }
+  }
+  return NULL;
 }
 
 Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r) {
@@ -284,141 +320,23 @@ Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, con
     top_ix_reset();
     top_ix.d = d;
   }
-  int retried = 0;
-  uint64_t gen = ++top_ix.gen;
-  top_ix_trim(d);
-  top_ix.d = d; /* trim may have reset the index */
-  Gpuprof__Msg *m = NULL;
-  top_sel_t sel = {0};
-  uint32_t *groups = NULL, *insts = NULL;
-  uint32_t ngroups = 0, ninsts = 0, capgroups = 0, capinsts = 0;
-  /* oldest first: labels and paths come from the first registrant */
-  size_t nall = 0;
-  for (gpd_proc_t *p = d->procs; p; p = p->next)
-    nall++;
-  sel.profs = calloc(nall + 1, sizeof *sel.profs);
-  if (sel.profs == NULL)
-    goto out;
-  size_t k = nall;
-  for (gpd_proc_t *p = d->procs; p; p = p->next) {
-    k--;
-    if (gpd__query_selected(p, peer, r->pid, r->job_id))
-      sel.profs[k] = &p->prof;
-  }
-  for (size_t i = 0; i < nall; i++)
-    if (sel.profs[i])
-      sel.profs[sel.n++] = sel.profs[i];
-  /* the same profiles, unchanged, the same metric: the last sums hold */
-  uint64_t sig = 0;
-  {
-    top_sig_t *sv = calloc(sel.n + 1, sizeof *sv);
-    if (sv == NULL)
-      goto out;
-    for (size_t i = 0; i < sel.n; i++)
-      sv[i] = (top_sig_t){(uint64_t)(uintptr_t)sel.profs[i], sel.profs[i]->profile_id,
-                          sel.profs[i]->tree_gen, sel.profs[i]->nmnodes};
-    sv[sel.n].prof = metric;
-    sig = gpd_hash64(sv, (sel.n + 1) * sizeof *sv, 0x746f70);
-    free(sv);
-  }
-  if (top_ix.last_ok && top_ix.last_sig == sig) {
-    if (top_ix.last_ngroups &&
-        gpd__query_grow((void **)&groups, &capgroups, sizeof *groups, top_ix.last_ngroups) < 0)
-      goto out;
-    ngroups = top_ix.last_ngroups;
-    if (ngroups)
-      memcpy(groups, top_ix.last_groups, ngroups * sizeof *groups);
-    goto reply;
-  }
-  top_ix.last_ok = 0;
-again:
-  for (size_t i = 0; i < sel.n; i++) {
-    const gpd_profile_t *p = sel.profs[i];
-    top_prof_t *tp = top_prof_get(p);
-    if (tp == NULL)
-      goto out;
-    for (uint32_t j = 0; j < tp->n; j++) {
-      const top_pnode_t *pn = &tp->v[j];
-      const gpd_node_t *n = &p->nodes[pn->pidx];
-      if (n->id != pn->id) { /* cannot happen: nodes are append-only */
-        GPD_WARN("top index of profile %" PRIu64 " out of date; rebuilt", p->profile_id);
-        top_ix_reset();
-        top_ix.d = d;
-        if (retried++)
-          goto out;
-        gen = ++top_ix.gen;
-        ngroups = ninsts = 0;
-        goto again;
-      }
-      if (n->mb == 0)
-        continue;
-      top_inst_t *in = &top_ix.insts[pn->inst];
-      top_group_t *g = &top_ix.groups[in->group];
-      if (g->gen != gen) {
-        if (ngroups == capgroups && gpd__query_grow((void **)&groups, &capgroups, sizeof *groups, 64) < 0)
-          goto out;
-        groups[ngroups++] = in->group;
-        g->gen = gen;
-        memset(g->m, 0, sizeof g->m);
-        g->best = GPD_NONE;
-        g->best_v = -1;
-      }
-      if (in->gen != gen) {
-        if (ninsts == capinsts && gpd__query_grow((void **)&insts, &capinsts, sizeof *insts, 256) < 0)
-          goto out;
-        insts[ninsts++] = pn->inst;
-        in->gen = gen;
-        in->v = 0;
-        in->rep = p;
-        in->rep_pidx = pn->pidx;
-      }
-      const gpd_mword_t *w = gpd_node_vals(p, n);
-      uint64_t mask = gpd_node_mask(p, n);
-      unsigned q = 0;
-      for (uint64_t b = mask; b; b &= b - 1, q++)
-        g->m[__builtin_ctzll(b)] += w[q].v;
-      if (mask & (1ull << metric))
-        in->v += w[__builtin_popcountll(mask & ((1ull << metric) - 1))].v;
-    }
-  }
-  /* heaviest instance per group; ties: the first merged (oldest profile) */
-  for (size_t i = 0; i < ninsts; i++) {
-    top_inst_t *in = &top_ix.insts[insts[i]];
-    top_group_t *g = &top_ix.groups[in->group];
-    if (in->v > g->best_v) {
-      g->best_v = in->v;
-      g->best = insts[i];
-    }
-  }
-  top_metric = metric;
-  if (ngroups)
-    qsort(groups, ngroups, sizeof *groups, top_group_cmp);
-  {
-    uint32_t *lg = ngroups ? realloc(top_ix.last_groups, ngroups * sizeof *lg) : top_ix.last_groups;
-    if (lg) {
-      top_ix.last_groups = lg;
-      if (ngroups)
-        memcpy(lg, groups, ngroups * sizeof *lg);
-      top_ix.last_ngroups = ngroups;
-      top_ix.last_sig = sig;
-      top_ix.last_ok = 1;
-    }
-  }
-reply:
-  m = gpd__query_msg_new();
+  gpd_merge_t *mg;
+  if (gpd__query_merge(d, peer, r->pid, r->job_id, &mg, NULL, NULL) < 0)
+    return NULL;
+  if (top_update(mg, metric) < 0)
+    return NULL;
+  Gpuprof__Msg *m = gpd__query_msg_new();
   Gpuprof__TopReply *t = gpd__query_alloc(sizeof *t);
-  if (m == NULL || t == NULL) {
-    m = NULL;
-    goto out;
-  }
+  if (m == NULL || t == NULL)
+    return NULL;
   gpuprof__top_reply__init(t);
-  size_t n = ngroups < limit ? ngroups : limit;
+  size_t n = top_ix.nsorted < limit ? top_ix.nsorted : limit;
   t->entries = gpd__query_calloc(n + 1, sizeof *t->entries);
   for (size_t i = 0; t->entries && i < n; i++) {
-    top_group_t *g = &top_ix.groups[groups[i]];
-    const top_inst_t *bi = &top_ix.insts[g->best];
-    const gpd_profile_t *bp = bi->rep;
-    const gpd_node_t *bn = &bp->nodes[bi->rep_pidx];
+    top_group_t *g = &top_ix.groups[top_ix.sorted[i]];
+    const gpd_mview_t *bv = &mg->view[g->best];
+    const gpd_profile_t *bp = bv->prof;
+    const gpd_node_t *bn = &bp->nodes[bv->pidx];
     Gpuprof__TopEntry *o = gpd__query_alloc(sizeof *o);
     if (o == NULL)
       break;
@@ -452,25 +370,18 @@ reply:
       if (cn->kind != GPD_NODE_FRAME && cn->kind != GPD_NODE_UNKNOWN && cn->kind != GPD_NODE_PYTHON)
         continue;
       uint32_t pidx = chain[c];
-      const gpd_profile_t *op = top_oldest(&sel, cn->id, bp->uid, &pidx);
+      const gpd_profile_t *op = top_oldest(mg, cn->id, bp->uid, &pidx);
       Gpuprof__Node *nm = gpd__query_node_msg(op ? op : bp, op ? pidx : chain[c]);
       if (nm)
         o->path[o->n_path++] = nm;
     }
     free(chain);
     if (g->kind == GPD_NODE_KERNEL &&
-        gpd__query_top_gpu((const gpd_profile_t *const *)sel.profs, sel.n, g->key, o) < 0) {
-      m = NULL;
-      goto out;
-    }
+        gpd__query_top_gpu(mg->vprofs, mg->nvprofs, g->key, o) < 0)
+      return NULL;
     t->entries[t->n_entries++] = o;
   }
   m->body_case = GPUPROF__MSG__BODY_TOP;
   m->top = t;
-out:
-  free(groups);
-  free(insts);
-  free(sel.profs);
   return m;
 }
-

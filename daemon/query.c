@@ -553,13 +553,14 @@ static Gpuprof__Node *node_msg(const gpd_merge_t *m, uint32_t j, unsigned metric
   return o;
 }
 
-/* The node view of the last tree query, kept between queries (main thread,
- * under d->lock): merged nodes and per-profile maps are only extended. */
+/* The node view of the last tree or top query, kept between queries (main
+ * thread, under d->lock): merged nodes and per-profile maps are only
+ * extended. */
 static gpd_merge_t q_merge;
 static gpd_daemon_t *q_merge_d;
 
-static int merge_visible(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid, const char *job,
-                         gpd_merge_t **out, Gpuprof__Process ***procs, size_t *nprocs) {
+int gpd__query_merge(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid, const char *job,
+                     gpd_merge_t **out, Gpuprof__Process ***procs, size_t *nprocs) {
   if (q_merge_d != d) {
     gpd_merge_free(&q_merge);
     q_merge_d = d;
@@ -627,7 +628,7 @@ Gpuprof__TreeReply *gpd__query_tree_reply(gpd_daemon_t *d, const gpd_peer_t *pee
   if (t == NULL)
     return NULL;
   gpuprof__tree_reply__init(t);
-  if (merge_visible(d, peer, pid, job, &mg, &t->procs, &t->n_procs) < 0)
+  if (gpd__query_merge(d, peer, pid, job, &mg, &t->procs, &t->n_procs) < 0)
     return NULL;
   t->nodes = gpd__query_calloc(mg->nview + 1, sizeof *t->nodes);
   for (uint32_t i = 0; t->nodes && i < mg->n; i++) {

@@ -23,6 +23,9 @@
 
 #include "daemon.h"
 #include "gpuprof/hash.h"
+#include "gpuprof/frame.h"
+#include "gpuprof.pb-c.h"
+#include "query.h"
 
 /* ------------------------------------------------------- record builders */
 
@@ -495,6 +498,129 @@ static void test_merge_incremental(void **state) {
   gpd_merge_free(&m);
   for (unsigned k = 0; k < NP; k++)
     gpd_profile_free(&ps[k]);
+}
+
+/* ---- Top from the node view, incremental against full (query-top.c) ---- */
+
+/* One query answered in-process as gpuprofd does (start, run, frame),
+ * unpacked (free with gpuprof__msg__free_unpacked). */
+static Gpuprof__Msg *tq_ask(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg *req) {
+  gpd_query_t *q = NULL;
+  assert_int_equal(gpd_query_start(d, peer, req, &q), 0);
+  gpd_query_run(q);
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(gpd_query_take_frame(q, &buf, &len), 0);
+  Gpuprof__Msg *r = gpuprof__msg__unpack(NULL, len - GPD_FRAME_HDR, buf + GPD_FRAME_HDR);
+  gpd_query_frame_free(buf);
+  gpd_query_free(q);
+  assert_non_null(r);
+  return r;
+}
+
+static Gpuprof__Msg *tq_top(gpd_daemon_t *d, const gpd_peer_t *peer, unsigned metric) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT;
+  Gpuprof__TopRequest top = GPUPROF__TOP_REQUEST__INIT;
+  top.limit = 1000;
+  top.metric = metric;
+  req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
+  req.top_req = &top;
+  Gpuprof__Msg *r = tq_ask(d, peer, &req);
+  assert_int_equal(r->body_case, GPUPROF__MSG__BODY_TOP);
+  return r;
+}
+
+/* a and b list the same groups with bit for bit the same values and the
+ * same heaviest path */
+static void tq_same(const Gpuprof__TopReply *a, const Gpuprof__TopReply *b) {
+  assert_int_equal(a->n_entries, b->n_entries);
+  for (size_t i = 0; i < a->n_entries; i++) {
+    const Gpuprof__TopEntry *x = a->entries[i], *y = b->entries[i];
+    assert_string_equal(x->label, y->label);
+    assert_int_equal(x->n_metrics, y->n_metrics);
+    for (size_t k = 0; k < x->n_metrics; k++) {
+      assert_int_equal(x->metrics[k]->id, y->metrics[k]->id);
+      if (memcmp(&x->metrics[k]->value, &y->metrics[k]->value, sizeof(double)) != 0)
+        fail_msg("%s metric %u: incremental %.17g, full %.17g", x->label, x->metrics[k]->id,
+                 x->metrics[k]->value, y->metrics[k]->value);
+    }
+    assert_int_equal(x->n_path, y->n_path);
+    for (size_t k = 0; k < x->n_path; k++)
+      assert_true(x->path[k]->id == y->path[k]->id);
+  }
+}
+
+/* Top of 4 processes (two users) after random changes (fractional GKER,
+ * whole GKER:COUNT, new kernel nodes): the answer that follows the view's
+ * incremental sums equals, bit for bit, the one summed in full (another
+ * metric asked in between), and each group's GKER:COUNT is the exact sum
+ * of its kernel nodes over the processes. */
+static void test_top_incremental(void **state) {
+  (void)state;
+  enum { NP = 4, NK = 7 };
+  gpd_daemon_t *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  gpd_proc_t *pr[NP];
+  for (unsigned k = 0; k < NP; k++) {
+    pr[k] = calloc(1, sizeof *pr[k]);
+    assert_non_null(pr[k]);
+    assert_int_equal(gpd_profile_init(&pr[k]->prof, 500 + k), 0);
+    pr[k]->profile_id = 500 + k;
+    pr[k]->pid = 4000 + (pid_t)k;
+    pr[k]->uid = pr[k]->prof.uid = k == 1 ? 1001 : 1000;
+    pr[k]->state = GPD_PROC_RUNNING;
+    pr[k]->next = d->procs; /* newest first, as the registry */
+    d->procs = pr[k];
+    d->nprocs++;
+  }
+  gpd_peer_t peer = {.pid = 1, .uid = 0, .gid = 0, .admin = 1};
+  double count[NK] = {0}; /* GKER:COUNT per kernel name, all processes */
+  char key[32];
+  for (int round = 0; round < 40; round++) {
+    for (unsigned k = 0; k < NP; k++) {
+      gpd_profile_t *p = &pr[k]->prof;
+      unsigned nch = round == 0 ? 300 : mi_rand(4) == 0 ? 0 : 1 + mi_rand(6);
+      for (unsigned c = 0; c < nch; c++) {
+        /* a frame (maybe new) below a random frame, a kernel below it */
+        uint32_t par = mi_rand(p->nnodes);
+        while (p->nodes[par].kind == GPD_NODE_KERNEL)
+          par = p->nodes[par].parent;
+        snprintf(key, sizeof key, "f%u", mi_rand(5));
+        uint32_t f = gpd_profile_child(p, par, GPD_NODE_FRAME, key, key, NULL);
+        unsigned kn = mi_rand(NK);
+        snprintf(key, sizeof key, "kernel_%u", kn);
+        uint32_t kk = gpd_profile_child(p, f, GPD_NODE_KERNEL, key, key, NULL);
+        assert_int_not_equal(kk, GPD_NONE);
+        unsigned n = 1 + mi_rand(3);
+        assert_int_equal(gpd_profile_metric_add(p, kk, GPD_M_GKER, (double)mi_rand(100000) / 7.0), 0);
+        assert_int_equal(gpd_profile_metric_add(p, kk, GPD_M_GKER_COUNT, n), 0);
+        count[kn] += n;
+      }
+    }
+    Gpuprof__Msg *inc = tq_top(d, &peer, GPD_M_GKER); /* follows the last view */
+    Gpuprof__Msg *other = tq_top(d, &peer, GPD_M_GKER_COUNT);
+    Gpuprof__Msg *full = tq_top(d, &peer, GPD_M_GKER); /* another metric since: in full */
+    tq_same(inc->top, full->top);
+    assert_int_equal(inc->top->n_entries, NK);
+    for (size_t i = 0; i < inc->top->n_entries; i++) {
+      const Gpuprof__TopEntry *e = inc->top->entries[i];
+      unsigned kn = (unsigned)atoi(e->label + strlen("kernel_"));
+      double c = 0;
+      for (size_t q = 0; q < e->n_metrics; q++)
+        if (e->metrics[q]->id == GPD_M_GKER_COUNT)
+          c = e->metrics[q]->value;
+      assert_true(kn < NK && c == count[kn]);
+      assert_true(e->n_path >= 1);
+    }
+    gpuprof__msg__free_unpacked(inc, NULL);
+    gpuprof__msg__free_unpacked(other, NULL);
+    gpuprof__msg__free_unpacked(full, NULL);
+  }
+  for (unsigned k = 0; k < NP; k++) {
+    gpd_profile_free(&pr[k]->prof);
+    free(pr[k]);
+  }
+  free(d);
 }
 
 static void test_map(void **state) {
@@ -1153,6 +1279,7 @@ int main(void) {
       cmocka_unit_test(test_multi_and_bounds),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_merge_incremental),
+      cmocka_unit_test(test_top_incremental),
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_corr_bounds),
