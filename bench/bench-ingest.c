@@ -251,9 +251,12 @@ static void run_monitor(const char *name, unsigned nodes, unsigned inflight) {
 /* Monitor threads: nprocs processes with pre-filled rings drained by
  * gpd_monitor_pass with nthreads monitor threads (the calling thread and
  * nthreads - 1 helpers, gpd_monitor_helpers_start).  Wall rate, and CPU
- * time of the whole process (every monitor thread) per record. */
+ * time of the whole process (every monitor thread) per record; with
+ * from_start, the threads claim the processes from the list's start (the
+ * old order) instead of each its own share first, and how many process
+ * passes ran on another thread than the pass before is printed. */
 #define TSLOTS (1u << 19)
-static void run_threads(unsigned nthreads, unsigned nprocs) {
+static void run_threads(unsigned nthreads, unsigned nprocs, int from_start) {
   static gpd_daemon_t d;
   memset(&d, 0, sizeof d);
   pthread_mutex_init(&d.lock, NULL);
@@ -279,6 +282,7 @@ static void run_threads(unsigned nthreads, unsigned nprocs) {
   }
   if (gpd_monitor_helpers_start(&d, nthreads) < 0)
     exit(1);
+  gpd_monitor_claim_from_start(&d, from_start);
   unsigned pairs = TSLOTS / 3 - 16;
   double total_t = 0, total_c = 0;
   uint64_t total_r = 0;
@@ -301,14 +305,20 @@ static void run_threads(unsigned nthreads, unsigned nprocs) {
       total_r += recs;
     }
   }
+  uint64_t passes = 0, moved = 0;
+  gpd_monitor_moves(&d, &passes, &moved);
   gpd_monitor_helpers_stop(&d);
   double kcount = 0;
   for (unsigned k = 0; k < nprocs; k++)
     for (uint32_t i = 0; i < ps[k]->prof.nnodes; i++)
       kcount += gpd_node_metric(&ps[k]->prof, &ps[k]->prof.nodes[i], GPD_M_GKER_COUNT);
   char name[64];
-  snprintf(name, sizeof name, "monitor threads: %u, %u processes", nthreads, nprocs);
+  snprintf(name, sizeof name, "monitor threads: %u, %u processes%s", nthreads, nprocs,
+           nthreads > 1 && from_start ? " (a)" : "");
   row(name, 4096, total_r, total_t, total_c, kcount == 5.0 * pairs * nprocs);
+  if (nthreads > 1)
+    printf("|   + process passes on another thread than the pass before: %llu of %llu\n",
+           (unsigned long long)moved, (unsigned long long)passes);
   for (unsigned k = 0; k < nprocs; k++)
     gpd_registry_free_proc(ps[k]);
   pthread_mutex_destroy(&d.lock);
@@ -340,9 +350,12 @@ int main(int argc, char **argv) {
     if (getloadavg(la, 3) > 0)
       printf("| load average %.2f before the monitor-thread rows (CPU ns: all threads) |\n", la[0]);
     for (int r = 0; r < 2; r++) {
-      run_threads(1, 4);
-      run_threads(2, 4);
+      run_threads(1, 4, 0);
+      run_threads(2, 4, 0);
+      run_threads(2, 4, 1);
     }
+    printf("| (a): every thread claims from the list's start, as before each one took its own share "
+           "first |\n");
   }
   printf("target: >= 25 M records/s per monitor thread for pairs, >= 10 M for activities first "
          "(docs/PERFORMANCE.md, issue 13)\n");

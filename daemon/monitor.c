@@ -25,14 +25,20 @@
  * Several monitor threads ([monitor] threads = N): thread 0 leads each
  * pass.  It takes the daemon lock, lists the RUNNING/ENDING processes and
  * hands the list to the N - 1 helpers; every thread claims processes one
- * at a time (an atomic index) and drains and, if ENDING, finishes each
- * one it claimed; the leader releases the lock only after every helper
- * reported the pass done.  So for everything else (writer, queries,
- * registry) the lock means what it meant with one monitor, and a profile
- * is written by exactly one thread in a pass, with a happens-before edge
- * to the next pass (leader's lock -> pass mutex -> helper -> pass mutex
- * -> leader's unlock).  The only daemon fields helpers write are
- * flush_now and early_flushes, with atomics.
+ * at a time (an atomic flag per list entry) and drains and, if ENDING,
+ * finishes each one it claimed; the leader releases the lock only after
+ * every helper reported the pass done.  So for everything else (writer,
+ * queries, registry) the lock means what it meant with one monitor, and a
+ * profile is written by exactly one thread in a pass, with a
+ * happens-before edge to the next pass (leader's lock -> pass mutex ->
+ * helper -> pass mutex -> leader's unlock).  The only daemon fields
+ * helpers write are flush_now and early_flushes, with atomics.  Thread t
+ * starts its claims at entry t * n / N and goes round: while the list
+ * does not change, each thread drains the same processes pass after pass,
+ * so that a profile's nodes, maps and attribution cache stay in one
+ * core's cache (claiming from one shared index moved them between cores
+ * from pass to pass); a thread done early takes what the others have not
+ * claimed yet.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -139,6 +145,12 @@ static uint64_t pass_proc(gpd_daemon_t *d, gpd_proc_t *p) {
   return n;
 }
 
+/* A helper thread's pool and its number t (1 .. nhelpers). */
+typedef struct {
+  struct gpd_mpool_s *m;
+  unsigned t;
+} gpd_mhelper_t;
+
 /* Helper monitors and the pass they are handed (the leader holds the
  * daemon lock from listing the processes until every helper is done). */
 typedef struct gpd_mpool_s {
@@ -149,31 +161,50 @@ typedef struct gpd_mpool_s {
   unsigned ndone;    /* helpers done with pass gen (mu) */
   int stop;          /* (mu) */
   gpd_proc_t **work; /* the pass's processes, capacity capwork */
+  unsigned char *claimed; /* atomic flags: work[i] taken in this pass */
+  gpd_proc_t **lastp;      /* lastp[i] drained by thread lastt[i] in the pass before */
+  unsigned char *lastt;
   unsigned nwork, capwork;
-  unsigned next;     /* atomic: next index of work to claim */
+  uint64_t passes, moved;  /* atomic: process passes, on another thread than before */
+  int from_start;          /* gpd_monitor_claim_from_start */
   uint64_t total;    /* atomic: records consumed in the pass */
   uint64_t helped;    /* atomic: processes drained by helpers (logged at stop) */
   unsigned nhelpers;
   pthread_t tids[GPD_MONITOR_MAX_THREADS - 1];
+  gpd_mhelper_t args[GPD_MONITOR_MAX_THREADS - 1];
 } gpd_mpool_t;
 
-static void pool_claim(gpd_mpool_t *m, int helper) {
-  uint64_t total = 0, procs = 0;
-  for (;;) {
-    unsigned i = __atomic_fetch_add(&m->next, 1, __ATOMIC_RELAXED);
-    if (i >= m->nwork)
-      break;
+/* Thread t (0 = the leader) of the pool's 1 + nhelpers: drain the
+ * processes of the pass it claims, its own share of the list first. */
+static void pool_claim(gpd_mpool_t *m, unsigned t) {
+  uint64_t total = 0, procs = 0, moved = 0;
+  unsigned n = m->nwork, start = m->from_start ? 0 : (unsigned)((uint64_t)t * n / (m->nhelpers + 1u));
+  for (unsigned j = 0; j < n; j++) {
+    unsigned i = start + j < n ? start + j : start + j - n;
+    if (__atomic_load_n(&m->claimed[i], __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&m->claimed[i], 1, __ATOMIC_RELAXED))
+      continue;
     total += pass_proc(m->d, m->work[i]);
     procs++;
+    /* entry i is this thread's alone until the pass ends (lastp: compared,
+     * never dereferenced; a statistic only) */
+    moved += m->lastp[i] == m->work[i] && m->lastt[i] != t;
+    m->lastp[i] = m->work[i];
+    m->lastt[i] = (unsigned char)t;
   }
+  __atomic_fetch_add(&m->passes, procs, __ATOMIC_RELAXED);
+  if (moved)
+    __atomic_fetch_add(&m->moved, moved, __ATOMIC_RELAXED);
   if (total)
     __atomic_fetch_add(&m->total, total, __ATOMIC_RELAXED);
-  if (helper && procs)
+  if (t && procs)
     __atomic_fetch_add(&m->helped, procs, __ATOMIC_RELAXED);
 }
 
 static void *helper_main(void *arg) {
-  gpd_mpool_t *m = arg;
+  gpd_mhelper_t *h = arg;
+  gpd_mpool_t *m = h->m;
+  unsigned t = h->t;
   uint64_t seen = 0;
   pthread_mutex_lock(&m->mu);
   for (;;) {
@@ -183,7 +214,7 @@ static void *helper_main(void *arg) {
       break;
     seen = m->gen;
     pthread_mutex_unlock(&m->mu);
-    pool_claim(m, 1);
+    pool_claim(m, t);
     pthread_mutex_lock(&m->mu);
     m->ndone++;
     pthread_cond_signal(&m->done_cv);
@@ -225,16 +256,27 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
     if (m->nwork == m->capwork) {
       unsigned nc = m->capwork ? m->capwork * 2 : 64;
       gpd_proc_t **nw = realloc(m->work, (size_t)nc * sizeof *nw);
-      if (nw == NULL) { /* out of memory: this pass on this thread alone */
+      if (nw)
+        m->work = nw;
+      gpd_proc_t **nlp = nw ? realloc(m->lastp, (size_t)nc * sizeof *nlp) : NULL;
+      if (nlp)
+        m->lastp = nlp;
+      unsigned char *ncl = nlp ? realloc(m->claimed, nc) : NULL;
+      if (ncl)
+        m->claimed = ncl;
+      unsigned char *nlt = ncl ? realloc(m->lastt, nc) : NULL;
+      if (nlt == NULL) { /* out of memory: this process on this thread alone */
         total += pass_proc(d, p);
         continue;
       }
-      m->work = nw;
+      m->lastt = nlt;
+      memset(m->lastp + m->capwork, 0, (size_t)(nc - m->capwork) * sizeof *nlp);
       m->capwork = nc;
     }
     m->work[m->nwork++] = p;
   }
-  m->next = 0;
+  if (m->nwork)
+    memset(m->claimed, 0, m->nwork);
   m->total = 0;
   if (m->nwork > 1) { /* one process: no hand-off (nothing to share) */
     pthread_mutex_lock(&m->mu);
@@ -269,7 +311,9 @@ int gpd_monitor_helpers_start(gpd_daemon_t *d, unsigned nthreads) {
   pthread_cond_init(&m->start_cv, NULL);
   pthread_cond_init(&m->done_cv, NULL);
   for (unsigned k = 0; k + 1 < nthreads; k++) {
-    int err = pthread_create(&m->tids[k], NULL, helper_main, m);
+    m->args[k].m = m;
+    m->args[k].t = k + 1;
+    int err = pthread_create(&m->tids[k], NULL, helper_main, &m->args[k]);
     if (err) {
       d->mpool = m;
       gpd_monitor_helpers_stop(d);
@@ -280,6 +324,17 @@ int gpd_monitor_helpers_start(gpd_daemon_t *d, unsigned nthreads) {
   d->mpool = m;
   GPD_INFO("monitor: %u threads", nthreads);
   return 0;
+}
+
+void gpd_monitor_claim_from_start(gpd_daemon_t *d, int on) {
+  if (d->mpool)
+    d->mpool->from_start = on;
+}
+
+void gpd_monitor_moves(const gpd_daemon_t *d, uint64_t *passes, uint64_t *moved) {
+  const gpd_mpool_t *m = d->mpool;
+  *passes = m ? __atomic_load_n(&m->passes, __ATOMIC_RELAXED) : 0;
+  *moved = m ? __atomic_load_n(&m->moved, __ATOMIC_RELAXED) : 0;
 }
 
 void gpd_monitor_helpers_stop(gpd_daemon_t *d) {
@@ -293,12 +348,17 @@ void gpd_monitor_helpers_stop(gpd_daemon_t *d) {
   for (unsigned k = 0; k < m->nhelpers; k++)
     pthread_join(m->tids[k], NULL);
   if (m->nhelpers)
-    GPD_INFO("monitor: %u helper threads drained %llu process passes", m->nhelpers,
-             (unsigned long long)m->helped);
+    GPD_INFO("monitor: %u helper threads drained %llu of %llu process passes (%llu on another thread "
+             "than the pass before)",
+             m->nhelpers, (unsigned long long)m->helped, (unsigned long long)m->passes,
+             (unsigned long long)m->moved);
   pthread_mutex_destroy(&m->mu);
   pthread_cond_destroy(&m->start_cv);
   pthread_cond_destroy(&m->done_cv);
   free(m->work);
+  free(m->claimed);
+  free(m->lastp);
+  free(m->lastt);
   free(m);
   d->mpool = NULL;
 }

@@ -24,6 +24,16 @@ int gpd_monitor_start(gpd_daemon_t *d);
  *  says why that keeps every profile single-writer).  Tests and benches
  *  call it without gpd_monitor_start.  0 or -errno (nothing started). */
 int gpd_monitor_helpers_start(gpd_daemon_t *d, unsigned nthreads);
+/** Process passes of the helper pool so far (both 0 without helpers):
+ *  *passes = every process drained in a shared pass, *moved = of those,
+ *  the ones drained by another thread than in the process's pass before
+ *  (its profile's lines then come over from another core's cache).  Call
+ *  between passes. */
+void gpd_monitor_moves(const gpd_daemon_t *d, uint64_t *passes, uint64_t *moved);
+/** Bench hook (bench-ingest's A/B): every thread claims from the list's
+ *  start (1; the claim order before the own-share-first claims) or its
+ *  own share first (0, the default).  Call between passes. */
+void gpd_monitor_claim_from_start(gpd_daemon_t *d, int on);
 /** Stop and join the helpers (no pass may be running). */
 void gpd_monitor_helpers_stop(gpd_daemon_t *d);
 void gpd_monitor_stop(gpd_daemon_t *d);
