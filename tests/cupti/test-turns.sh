@@ -7,9 +7,9 @@
 # bare and two duty:10/1 processes, the latter under the real `gpuprof
 # record` (stdin/stdout passed through, a profile written at quit).
 # Checks the rounds and long runs that came back and that the tables
-# find the costs that were put in: median ratio 1.03-1.07, bare half
-# against half 0.97-1.03, the burst excess minus bare's 1.5-2.5 %, and a
-# clear message for a worker that dies.  No timing is measured: every
+# find the costs that were put in: median ratio and trimmed mean
+# 1.03-1.07, bare half against half 0.97-1.03, the burst excess minus
+# bare's 1.5-2.5 %, and a clear message for a worker that dies.  No timing is measured: every
 # time is the worker's own number.
 set -u
 b=$1
@@ -37,7 +37,9 @@ med() { awk -v c="$1" '/^== per-step mean/ {t = 1} /^== median step/ {t = 0} t &
 exc() { awk -v c="$1" '/^== long runs/ {t = 1} t && $1 == c {sub("%", "", $4); print $4; exit}' "$tmp/out"; }
 within() { awk -v v="$2" -v lo="$3" -v hi="$4" 'BEGIN {exit !(v != "" && v + 0 >= lo && v + 0 <= hi)}' ||
   { echo "FAIL: $1 = '$2', want $3..$4"; fail=1; }; }
+trm() { awk -v c="$1" '/^== per-step mean: 20 %-trimmed/ {t = 1} /^== long/ {t = 0} t && $1 == c {print $2; exit}' "$tmp/out"; }
 within "duty:10/1 ratio" "$(med duty:10/1)" 1.03 1.07
+within "duty:10/1 trimmed log ratio" "$(trm duty:10/1)" 1.03 1.07
 within "bare half/half" "$(med 'bare(half/half)')" 0.97 1.03
 within "duty:10/1 burst excess - bare (%)" "$(exc duty:10/1)" 1.5 2.5
 within "bare burst excess - bare (%)" "$(exc bare)" -0.01 0.01
