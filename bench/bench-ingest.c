@@ -61,7 +61,7 @@ static void fill(gpd_producer_t *pi, gpd_producer_t *pa, unsigned pairs, unsigne
     memset(&v, 0, sizeof v);
     v.h.type = GPD_REC_INVOKE;
     v.h.version = GPD_REC_VERSION;
-    v.h.nslots = 1;
+    v.h.nslots = GPD_REC_NSLOTS(v);
     v.api = GPD_API_OPENCL;
     v.op = GPD_OP_KERNEL;
     v.node = 1 + (uint32_t)(k % nodes);
@@ -71,7 +71,7 @@ static void fill(gpd_producer_t *pi, gpd_producer_t *pa, unsigned pairs, unsigne
     memset(&a, 0, sizeof a);
     a.h.type = GPD_REC_ACTIVITY;
     a.h.version = GPD_REC_VERSION;
-    a.h.nslots = 2;
+    a.h.nslots = GPD_REC_NSLOTS(a);
     a.api = GPD_API_OPENCL;
     a.op = GPD_OP_KERNEL;
     a.corr = v.corr;
@@ -103,7 +103,7 @@ static void announce(gpd_profile_t *p, unsigned nodes) {
     memset(&n, 0, sizeof n);
     n.h.type = GPD_REC_NODE;
     n.h.version = GPD_REC_VERSION;
-    n.h.nslots = 1;
+    n.h.nslots = GPD_REC_NSLOTS(n);
     n.id = i;
     n.parent = i > 1 ? (i - 1) / 2 : 0;
     n.module = 1;

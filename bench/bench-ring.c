@@ -2,9 +2,10 @@
  *
  *   bench-ring [-n RECORDS] [-s RING_SLOTS] [--spin] [--experiments] [--build DIR (ignored)]
  *
- * 1. ring, drop:  a forked producer pushes N 1-slot INVOKE records into one
- *    ring as fast as it can (shim semantics: a full ring drops); the parent
- *    drains with gpd_ring_consume.  Rate = records received / parent time.
+ * 1. ring, drop:  a forked producer pushes N 1-slot INVOKE records (32 B,
+ *    record format 2) into one ring as fast as it can (shim semantics: a
+ *    full ring drops); the parent drains with gpd_ring_consume.  Rate =
+ *    records received / parent time.
  * 2. ring, lossless: the same, the producer retries on -ENOSPC (the most
  *    the consumer can take).
  *    The consumer polls as gpuprofd's monitor does (daemon/monitor.c): it
@@ -15,15 +16,19 @@
  *    they are written (the worst case).
  *    Besides the rate, CPU ns per record of each side (getrusage / wait4:
  *    not inflated by other processes' load) are shown.
- * 3. ingest: the consumer alone, ring pre-filled (INVOKE + ACTIVITY mix),
+ * 3. baseline in the same run: the lossless row with 64-byte records (a
+ *    2-slot CPUSAMPLE: the bytes per record of format 1, whose INVOKE
+ *    filled a 64-byte slot), through the same ring code.
+ * 4. ingest: the consumer alone, ring pre-filled (INVOKE + ACTIVITY mix),
  *    validate + dispatch to a no-op callback; refills are not timed.
- * Baselines in the same run: memcpy of 64-B slots in one process, and a
- * pipe(2) carrying the same records between two processes (4 KiB writes).
+ * Baselines in the same run: memcpy of the records into a ring-sized
+ * buffer in one process (32-B and 64-B records), and a pipe(2) carrying
+ * the same 32-B records between two processes (4 KiB writes).
  * Also: the cost of the first write to each 4-KiB page of a fresh shared
  * memfd mapping (a page fault; a ring's pages are each written for the
  * first time during its first lap), CPU us per page, and the same for a
  * producer's first lap through a fresh ring.
- * Target (docs/DESIGN.md): >= 30 M records/s cross-process, >= 10 M/s
+ * Target (docs/DESIGN.md): >= 100 M records/s cross-process, >= 25 M/s
  * ingest per monitor thread. */
 #include <errno.h>
 #include <sched.h>
@@ -41,7 +46,7 @@
 #include "gpuprof/region.h"
 
 static uint64_t n_rec = 50000000ull;
-static uint32_t ring_slots = 1u << 16;
+static uint32_t ring_slots = 1u << 17; /* 4 MiB of 32-B slots: gpuprofd's default ring */
 static int spin_only = 0;
 static int experiments = 0; /* --experiments: the EXP_* rows */
 
@@ -63,6 +68,19 @@ static gpd_rec_invoke_t mk_invoke(uint64_t corr) {
   return v;
 }
 
+/* The baseline's 64-byte record: a CPUSAMPLE (2 slots), sequence in ts. */
+static gpd_rec_cpusample_t mk_wide(uint64_t seq) {
+  gpd_rec_cpusample_t c;
+  memset(&c, 0, sizeof c);
+  c.h.type = GPD_REC_CPUSAMPLE;
+  c.h.version = GPD_REC_VERSION;
+  c.node = 1;
+  c.ts = seq;
+  c.weight = 1;
+  c.expirations = 1;
+  return c;
+}
+
 typedef struct {
   uint64_t n;
   uint64_t last;
@@ -71,11 +89,13 @@ typedef struct {
 
 static void sink_fn(void *arg, const void *rec, size_t nbytes) {
   sink_t *s = arg;
-  const gpd_rec_invoke_t *v = rec;
+  const gpd_rec_hdr_t *h = rec;
+  uint64_t seq = h->type == GPD_REC_INVOKE ? ((const gpd_rec_invoke_t *)rec)->corr
+                                           : ((const gpd_rec_cpusample_t *)rec)->ts;
   (void)nbytes;
-  if (v->corr <= s->last)
+  if (seq <= s->last)
     s->bad++;
-  s->last = v->corr;
+  s->last = seq;
   s->n++;
 }
 
@@ -95,15 +115,14 @@ typedef struct {
 } result_t;
 
 /* Experiments (--experiments): what limits the cross-process rate.  Not
- * the shim's protocol: a bench-local producer writes the slots and head
- * directly (lossless, waiting for room), and for two of them a
+ * the shim's protocol: a bench-local producer writes the 32-B INVOKE slots
+ * and head directly (lossless, waiting for room), and for one of them a
  * bench-local consumer replaces gpd_ring_consume.
  *   EXP_BATCH : head published once per 16 records, not per record;
  *   EXP_NOREAD: the consumer moves the tail without reading the slots (no
- *               slot line goes to the consumer's core and back);
- *   EXP_HALF  : two 32-B records per 64-B slot (half the lines per record).
+ *               slot line goes to the consumer's core and back).
  * The ring is populated at once (madvise) instead of ahead. */
-enum { EXP_NONE, EXP_BATCH, EXP_NOREAD, EXP_HALF };
+enum { EXP_NONE, EXP_BATCH, EXP_NOREAD };
 #define EXP_BATCH_N 16u
 
 static void raw_publish(gpd_ring_ctl_t *c, uint64_t head) {
@@ -118,9 +137,8 @@ static void raw_produce(gpd_producer_t *p, int exp) {
   madvise(p->slots, (size_t)cap * GPD_SLOT_SIZE, MADV_POPULATE_WRITE);
 #endif
   gpd_rec_invoke_t v = mk_invoke(1);
-  v.h.nslots = 1;
-  unsigned per = exp == EXP_HALF ? 2 : 1;
-  for (uint64_t s = 1; s <= n_rec; s += per) {
+  v.h.nslots = GPD_REC_NSLOTS(v);
+  for (uint64_t s = 1; s <= n_rec; s++) {
     while (head + 1 - tail > cap) {
       if (pub != head) /* never wait on records not yet published */
         raw_publish(c, pub = head);
@@ -128,14 +146,8 @@ static void raw_produce(gpd_producer_t *p, int exp) {
       if (head + 1 - tail > cap)
         __builtin_ia32_pause();
     }
-    uint8_t *dst = p->slots + (head & p->mask) * GPD_SLOT_SIZE;
-    if (exp == EXP_HALF) { /* {corr, 24 B} twice */
-      uint64_t two[8] = {s, 0, 0, 0, s + 1, 0, 0, 0};
-      memcpy(dst, two, sizeof two);
-    } else {
-      v.corr = s;
-      memcpy(dst, &v, sizeof v);
-    }
+    v.corr = s;
+    memcpy(p->slots + (head & p->mask) * GPD_SLOT_SIZE, &v, sizeof v);
     head++;
     if (exp != EXP_BATCH || head % EXP_BATCH_N == 0)
       raw_publish(c, pub = head);
@@ -143,33 +155,21 @@ static void raw_produce(gpd_producer_t *p, int exp) {
   raw_publish(c, head);
 }
 
-/* Bench-local consumer of EXP_NOREAD / EXP_HALF: up to 8192 slots per
- * pass, tail published after the pass.  Records taken, or -1. */
-static int raw_consume(gpd_region_t *r, int exp, sink_t *s) {
+/* Bench-local consumer of EXP_NOREAD: up to 8192 slots per pass, tail
+ * published after the pass.  Records taken, or -1. */
+static int raw_consume(gpd_region_t *r, sink_t *s) {
   gpd_ring_ctl_t *c = &r->ctl[0];
-  const uint8_t *slots = gpd_region_ring_data(r, 0);
   uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
   if (head < tail || head - tail > r->ring_slots)
     return -1;
   uint64_t n = head - tail < 8192 ? head - tail : 8192;
-  int got = (int)n;
-  if (exp == EXP_HALF) {
-    for (uint64_t k = 0; k < n; k++) {
-      uint64_t two[8];
-      memcpy(two, slots + ((tail + k) & (r->ring_slots - 1)) * GPD_SLOT_SIZE, sizeof two);
-      sink_fn(s, &(gpd_rec_invoke_t){.corr = two[0]}, 64);
-      sink_fn(s, &(gpd_rec_invoke_t){.corr = two[4]}, 64);
-    }
-    got *= 2;
-  } else {
-    s->n += n;
-  }
+  s->n += n;
   atomic_store_explicit(&c->tail, tail + n, memory_order_release);
-  return got;
+  return (int)n;
 }
 
-static int run_ring(int lossless, int spin, int exp, result_t *res) {
+static int run_ring(int lossless, int spin, int exp, int wide, result_t *res) {
   gpd_region_t r;
   int err = gpd_region_create(&r, 1, ring_slots, (int32_t)getpid(), 1);
   if (err)
@@ -190,13 +190,17 @@ static int run_ring(int lossless, int spin, int exp, result_t *res) {
       _exit(0);
     }
     gpd_rec_invoke_t v = mk_invoke(1);
+    gpd_rec_cpusample_t w = mk_wide(1);
+    const void *rec = wide ? (const void *)&w : (const void *)&v;
+    size_t len = wide ? sizeof w : sizeof v;
     for (uint64_t s = 1; s <= n_rec; s++) {
       v.corr = s;
+      w.ts = s;
       if (lossless) {
-        while (gpd_producer_push(&p, &v, sizeof v) == -ENOSPC)
+        while (gpd_producer_push(&p, rec, len) == -ENOSPC)
           __builtin_ia32_pause(); /* don't steal the tail's line */
       } else {
-        gpd_producer_push(&p, &v, sizeof v);
+        gpd_producer_push(&p, rec, len);
       }
     }
     gpd_producer_retire(&p);
@@ -208,8 +212,7 @@ static int run_ring(int lossless, int spin, int exp, result_t *res) {
                              poll (~10 us on a PVM guest) made the spinning
                              consumer a syscall loop */
   for (;;) {
-    int got = exp == EXP_NOREAD || exp == EXP_HALF ? raw_consume(&r, exp, &s)
-                                                   : gpd_ring_consume(&r, 0, 8192, sink_fn, &s);
+    int got = exp == EXP_NOREAD ? raw_consume(&r, &s) : gpd_ring_consume(&r, 0, 8192, sink_fn, &s);
     if (got < 0) {
       fprintf(stderr, "consume: %d\n", got);
       break;
@@ -325,15 +328,23 @@ static double run_first_lap(void) {
   return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
 }
 
-static double run_memcpy(void) {
+/* memcpy of `rec_bytes`-byte records into a ring-sized buffer, one
+ * process (the copy the producer makes, with no one reading). */
+static double run_memcpy(size_t rec_bytes) {
   size_t slots = ring_slots;
-  uint8_t *ring = aligned_alloc(64, slots * 64);
+  uint8_t *ring = aligned_alloc(64, slots * rec_bytes);
+  uint8_t rec[64];
   gpd_rec_invoke_t v = mk_invoke(1);
-  memset(ring, 0, slots * 64);
+  memset(rec, 0, sizeof rec);
+  memset(ring, 0, slots * rec_bytes);
   uint64_t t0 = gpd_clock_ns();
   for (uint64_t s = 0; s < n_rec; s++) {
     v.corr = s;
-    memcpy(ring + (s & (slots - 1)) * 64, &v, 64);
+    memcpy(rec, &v, sizeof v);
+    if (rec_bytes == 64)
+      memcpy(ring + (s & (slots - 1)) * 64, rec, 64);
+    else
+      memcpy(ring + (s & (slots - 1)) * 32, rec, 32);
     __asm__ __volatile__("" ::"r"(ring) : "memory");
   }
   double secs = (double)(gpd_clock_ns() - t0) / 1e9;
@@ -349,11 +360,12 @@ static double run_pipe(uint64_t *got_out) {
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    gpd_rec_invoke_t batch[64];
-    for (int i = 0; i < 64; i++)
+    gpd_rec_invoke_t batch[4096 / sizeof(gpd_rec_invoke_t)];
+    const int nb = (int)(sizeof batch / sizeof batch[0]);
+    for (int i = 0; i < nb; i++)
       batch[i] = mk_invoke(1);
-    for (uint64_t s = 0; s < n_rec; s += 64) {
-      for (int i = 0; i < 64; i++)
+    for (uint64_t s = 0; s < n_rec; s += (uint64_t)nb) {
+      for (int i = 0; i < nb; i++)
         batch[i].corr = s + (uint64_t)i;
       size_t off = 0, len = sizeof batch;
       while (off < len) {
@@ -381,7 +393,7 @@ static double run_pipe(uint64_t *got_out) {
   }
   waitpid(pid, NULL, 0);
   close(fds[0]);
-  *got_out = bytes / 64;
+  *got_out = bytes / sizeof(gpd_rec_invoke_t);
   return (double)(gpd_clock_ns() - t0) / 1e9;
 }
 
@@ -398,19 +410,22 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--build") && i + 1 < argc)
       i++;
   }
-  printf("records per run: %llu (64-B INVOKE), ring: %u slots (%u KiB), %ld CPUs\n\n",
-         (unsigned long long)n_rec, ring_slots, ring_slots / 16, sysconf(_SC_NPROCESSORS_ONLN));
+  printf("records per run: %llu (32-B INVOKE, record format %u), ring: %u slots of %u B (%u KiB), %ld CPUs\n\n",
+         (unsigned long long)n_rec, GPD_REC_VERSION, ring_slots, GPD_SLOT_SIZE, ring_slots / (1024 / GPD_SLOT_SIZE),
+         sysconf(_SC_NPROCESSORS_ONLN));
   printf("| what | records | s | M records/s | drops | vs baseline |\n");
   printf("|---|---:|---:|---:|---:|---|\n");
 
-  double t_memcpy = run_memcpy();
-  double r_memcpy = (double)n_rec / t_memcpy / 1e6;
+  double t_memcpy = run_memcpy(32), t_memcpy64 = run_memcpy(64);
+  double r_memcpy = (double)n_rec / t_memcpy / 1e6, r_memcpy64 = (double)n_rec / t_memcpy64 / 1e6;
   uint64_t pipe_n = 0;
   double t_pipe = run_pipe(&pipe_n);
   double r_pipe = (double)pipe_n / t_pipe / 1e6;
-  printf("| baseline: memcpy 64-B slots, same process | %llu | %.3f | %.1f | - | 1.00x |\n",
+  printf("| baseline: memcpy 32-B records, same process | %llu | %.3f | %.1f | - | 1.00x |\n",
          (unsigned long long)n_rec, t_memcpy, r_memcpy);
-  printf("| baseline: pipe(2) 4 KiB writes, 2 processes | %llu | %.3f | %.1f | - | 1.00x |\n",
+  printf("| baseline: memcpy 64-B records, same process | %llu | %.3f | %.1f | - | 1.00x |\n",
+         (unsigned long long)n_rec, t_memcpy64, r_memcpy64);
+  printf("| baseline: pipe(2) of 32-B records, 4 KiB writes, 2 processes | %llu | %.3f | %.1f | - | 1.00x |\n",
          (unsigned long long)pipe_n, t_pipe, r_pipe);
 
   printf("| baseline: first write to each 4-KiB page of a fresh 4-MiB shared mapping | %u pages | - | %.2f CPU us/page | - | - |\n",
@@ -418,45 +433,58 @@ int main(int argc, char **argv) {
   printf("| ring: producer's first lap through a fresh 4-MiB ring (pages populated ahead) | %u pages | - | %.2f CPU us/page | - | - |\n",
          (4u << 20) / 4096, run_first_lap());
   int rc = 0;
+  enum { NMODES = 6 };
   static const struct {
-    int lossless, spin, exp;
+    int lossless, spin, exp, wide, expt;
     const char *what;
-  } modes[6] = {
-      {0, 0, EXP_NONE, "drop when full"},
-      {1, 0, EXP_NONE, "lossless (retry)"},
-      {1, 1, EXP_NONE, "lossless, spinning consumer"},
-      {1, 0, EXP_BATCH, "experiment: head published per 16 records"},
-      {1, 0, EXP_NOREAD, "experiment: consumer does not read the slots"},
-      {1, 0, EXP_HALF, "experiment: two 32-B records per 64-B slot"},
+  } modes[NMODES] = {
+      {0, 0, EXP_NONE, 0, 0, "drop when full"},
+      {1, 0, EXP_NONE, 0, 0, "lossless (retry)"},
+      {1, 0, EXP_NONE, 1, 0, "baseline: lossless, 64-B records (2 slots: format 1's bytes per INVOKE)"},
+      {1, 1, EXP_NONE, 0, 0, "lossless, spinning consumer"},
+      {1, 0, EXP_BATCH, 0, 1, "experiment: head published per 16 records"},
+      {1, 0, EXP_NOREAD, 0, 1, "experiment: consumer does not read the slots"},
   };
-  for (int m = spin_only ? 2 : 0; m < (experiments ? 6 : 3); m++) {
-    /* 3 runs, the median by rate is shown (the VM is shared and noisy) */
-    result_t res[3] = {0};
-    double rate[3];
-    for (int k = 0; k < 3; k++) {
-      int err = run_ring(modes[m].lossless, modes[m].spin, modes[m].exp, &res[k]);
-      if (err || res[k].bad) {
-        fprintf(stderr, "ring run failed: %d, %llu out of order\n", err, (unsigned long long)res[k].bad);
+  /* 3 rounds, each running every mode once (modes alternate, so a change
+   * of the machine's load falls on all of them); the median by rate is
+   * shown (the VM is shared and noisy) */
+  result_t res[NMODES][3];
+  double rate[NMODES][3];
+  memset(res, 0, sizeof res);
+  memset(rate, 0, sizeof rate);
+  for (int k = 0; k < 3; k++) {
+    for (int m = 0; m < NMODES; m++) {
+      if ((spin_only && !modes[m].spin) || (modes[m].expt && !experiments))
+        continue;
+      int err = run_ring(modes[m].lossless, modes[m].spin, modes[m].exp, modes[m].wide, &res[m][k]);
+      if (err || res[m][k].bad) {
+        fprintf(stderr, "ring run failed: %d, %llu out of order\n", err, (unsigned long long)res[m][k].bad);
         rc = 1;
       }
-      rate[k] = (double)res[k].received / res[k].secs / 1e6;
+      rate[m][k] = (double)res[m][k].received / res[m][k].secs / 1e6;
     }
+  }
+  for (int m = 0; m < NMODES; m++) {
+    if ((spin_only && !modes[m].spin) || (modes[m].expt && !experiments))
+      continue;
     int lo = 0, hi = 0;
     for (int k = 1; k < 3; k++) {
-      if (rate[k] < rate[lo])
+      if (rate[m][k] < rate[m][lo])
         lo = k;
-      if (rate[k] > rate[hi])
+      if (rate[m][k] > rate[m][hi])
         hi = k;
     }
     int med = 3 - lo - hi;
     if (lo == hi)
       med = lo;
-    const result_t *x = &res[med];
+    const result_t *x = &res[m][med];
+    double rm = modes[m].wide ? r_memcpy64 : r_memcpy;
     printf("| ring, cross-process, %s (median of 3; range %.1f-%.1f) | %llu | %.3f | %.1f | %llu%s | %.2fx pipe, "
-           "%.2fx memcpy; CPU ns/record: producer %.1f, consumer %.1f |\n",
-           modes[m].what, rate[lo], rate[hi], (unsigned long long)x->received, x->secs, rate[med],
-           (unsigned long long)x->drops, modes[m].lossless ? " retries" : "", rate[med] / r_pipe, rate[med] / r_memcpy,
-           x->prod_cpu_ns / (double)n_rec, x->cons_cpu_ns / (double)(x->received ? x->received : 1));
+           "%.2fx memcpy of the same records; CPU ns/record: producer %.1f, consumer %.1f |\n",
+           modes[m].what, rate[m][lo], rate[m][hi], (unsigned long long)x->received, x->secs, rate[m][med],
+           (unsigned long long)x->drops, modes[m].lossless ? " retries" : "", rate[m][med] / r_pipe,
+           rate[m][med] / rm, x->prod_cpu_ns / (double)n_rec,
+           x->cons_cpu_ns / (double)(x->received ? x->received : 1));
   }
   uint64_t in_n = 0;
   double t_in = run_ingest(&in_n);

@@ -92,7 +92,6 @@ static void push_pair(gpd_dclient_t *c, uint32_t i, uint64_t *t) {
   gpd_rec_invoke_t v;
   gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, corr);
   v.ts = *t;
-  v.tid = (uint32_t)getpid();
   gpd_dclient_push(&c->ring[0], &v, sizeof v);
   gpd_rec_activity_t a;
   gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);

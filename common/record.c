@@ -43,8 +43,10 @@ static unsigned op_subkind_max(unsigned op) {
 static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
 
 /* Rules (all must hold, else GPD_EBADRECORD; wrong version: GPD_EBADVERSION):
- *   nbytes >= nslots*64;
- *   NODE/INVOKE/STATUS/PCSAMPLE/PCSTATS/CUBIN: nslots 1, len 0;  ACTIVITY: nslots 2, len 0;
+ *   nbytes >= nslots*GPD_SLOT_SIZE;
+ *   fixed records (all but STRING/MODULE): nslots == GPD_REC_NSLOTS of the
+ *   type's struct (NODE/INVOKE/STATUS 1, PCSAMPLE/PCSTATS/CUBIN/CPUSAMPLE/
+ *   TRACEWIN 2, ACTIVITY 3), len 0;
  *   PCSAMPLE func and stall != 0; CUBIN hash lowercase hex;
  *   STRING/MODULE: nslots == gpd_rec_slots_for(fixed, len), len <= max;
  *   api < GPD_API_MAX; op in 1..GPD_OP_MAX-1; subkind in the op's enum;
@@ -53,7 +55,7 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
  *   MODULE build_id_len <= 20; INVOKE node != 0 and corr != 0;
  *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
  *   > 1000 are let through (gpd_metric_accumulate clamps them);
- *   CPUSAMPLE: nslots 1, len 0, flags 0, node != 0, expirations != 0,
+ *   CPUSAMPLE: flags 0, node != 0, expirations != 0,
  *   0 < weight <= GPD_CPUSAMPLE_MAX_WEIGHT. */
 int gpd_rec_validate(const void *buf, size_t nbytes) {
   const gpd_rec_hdr_t *h = buf;
@@ -67,7 +69,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   switch (h->type) {
   case GPD_REC_NODE: {
     const gpd_rec_node_t *n = buf;
-    if (h->nslots != 1 || h->len != 0 || n->id == 0 ||
+    if (h->nslots != GPD_REC_NSLOTS(*n) || h->len != 0 || n->id == 0 ||
         ((h->flags & GPD_NODE_F_PYTHON) && n->module == 0))
       return GPD_EBADRECORD;
     return 0;
@@ -92,7 +94,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   }
   case GPD_REC_INVOKE: {
     const gpd_rec_invoke_t *v = buf;
-    if (h->nslots != 1 || h->len != 0)
+    if (h->nslots != GPD_REC_NSLOTS(*v) || h->len != 0)
       return GPD_EBADRECORD;
     if (v->api >= GPD_API_MAX || !valid_op(v->op) || v->node == 0 || v->corr == 0)
       return GPD_EBADRECORD;
@@ -100,7 +102,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   }
   case GPD_REC_ACTIVITY: {
     const gpd_rec_activity_t *a = buf;
-    if (h->nslots != sizeof(gpd_rec_activity_t) / GPD_SLOT_SIZE || h->len != 0)
+    if (h->nslots != GPD_REC_NSLOTS(*a) || h->len != 0)
       return GPD_EBADRECORD;
     if (a->api >= GPD_API_MAX || !valid_op(a->op) || a->corr == 0)
       return GPD_EBADRECORD;
@@ -110,7 +112,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   }
   case GPD_REC_STATUS: {
     const gpd_rec_status_t *s = buf;
-    if (h->nslots != 1 || h->len != 0)
+    if (h->nslots != GPD_REC_NSLOTS(*s) || h->len != 0)
       return GPD_EBADRECORD;
     if (s->api >= GPD_API_MAX || s->state > 1)
       return GPD_EBADRECORD;
@@ -118,17 +120,17 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   }
   case GPD_REC_PCSAMPLE: {
     const gpd_rec_pcsample_t *r = buf;
-    if (h->nslots != 1 || h->len != 0 || r->func == 0 || r->stall == 0)
+    if (h->nslots != GPD_REC_NSLOTS(*r) || h->len != 0 || r->func == 0 || r->stall == 0)
       return GPD_EBADRECORD;
     return 0;
   }
   case GPD_REC_PCSTATS:
-    if (h->nslots != 1 || h->len != 0)
+    if (h->nslots != GPD_REC_NSLOTS(gpd_rec_pcstats_t) || h->len != 0)
       return GPD_EBADRECORD;
     return 0;
   case GPD_REC_CUBIN: {
     const gpd_rec_cubin_t *r = buf;
-    if (h->nslots != 1 || h->len != 0)
+    if (h->nslots != GPD_REC_NSLOTS(*r) || h->len != 0)
       return GPD_EBADRECORD;
     for (size_t i = 0; i < sizeof r->hash; i++)
       if (!((r->hash[i] >= '0' && r->hash[i] <= '9') || (r->hash[i] >= 'a' && r->hash[i] <= 'f')))
@@ -137,14 +139,15 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   }
   case GPD_REC_CPUSAMPLE: {
     const gpd_rec_cpusample_t *r = buf;
-    if (h->nslots != 1 || h->len != 0 || h->flags != 0 || r->node == 0 || r->weight == 0 ||
+    if (h->nslots != GPD_REC_NSLOTS(*r) || h->len != 0 || h->flags != 0 || r->node == 0 || r->weight == 0 ||
         r->weight > GPD_CPUSAMPLE_MAX_WEIGHT || r->expirations == 0)
       return GPD_EBADRECORD;
     return 0;
   }
   case GPD_REC_TRACEWIN: {
     const gpd_rec_tracewin_t *r = buf;
-    if (h->nslots != 1 || h->len != 0 || (h->flags & ~GPD_TRACEWIN_F_FINAL) || r->api >= GPD_API_MAX ||
+    if (h->nslots != GPD_REC_NSLOTS(*r) || h->len != 0 || (h->flags & ~GPD_TRACEWIN_F_FINAL) ||
+        r->api >= GPD_API_MAX ||
         r->duty > 1 || r->t0 > r->start || r->start > r->end || r->window_ns > r->end - r->t0 ||
         ((h->flags & GPD_TRACEWIN_F_FINAL) && r->start != r->end) || r->launches_in > r->launches)
       return GPD_EBADRECORD;

@@ -43,7 +43,7 @@ static int region_layout(uint64_t nrings, uint64_t ring_slots, uint64_t *data_of
   if (nrings < 1 || nrings > NRINGS_MAX || !is_pow2(ring_slots) || ring_slots < RING_SLOTS_MIN ||
       ring_slots > RING_SLOTS_MAX)
     return -EINVAL;
-  /* nrings <= 2^16, ring_slots*64 <= 2^30: no overflow in 64 bits. */
+  /* nrings <= 2^16, ring_slots*GPD_SLOT_SIZE <= 2^30: no overflow in 64 bits. */
   uint64_t ctl_end = GPD_REGION_HDR_SIZE + nrings * GPD_RING_CTL_SIZE;
   *data_off = (ctl_end + PAGE - 1) & ~(uint64_t)(PAGE - 1);
   *size = *data_off + nrings * ring_slots * GPD_SLOT_SIZE;
@@ -108,6 +108,7 @@ int gpd_region_create(gpd_region_t *r, uint32_t nrings, uint32_t ring_slots, int
   h->profile_id = profile_id;
   h->pid = pid;
   h->rec_types = GPD_REC_TYPE_MAX;
+  h->slot_size = GPD_SLOT_SIZE;
   region_fill(r, fd, base, size, nrings, ring_slots, GPD_REGION_HDR_SIZE, data_off);
   return 0;
 
@@ -149,12 +150,13 @@ int gpd_region_map(gpd_region_t *r, int fd) {
   const volatile gpd_region_hdr_t *h = base;
   uint64_t magic = h->magic, hsize = h->size, ctl_off = h->ctl_off, data_off = h->data_off;
   uint32_t version = h->version, hdr_size = h->hdr_size, nrings = h->nrings, ring_slots = h->ring_slots;
+  uint32_t slot_size = h->slot_size;
   uint64_t want_data_off, want_size;
 
   err = GPD_EBADREGION;
   if (magic != GPD_REGION_MAGIC || hdr_size != GPD_REGION_HDR_SIZE)
     goto fail;
-  if (version != GPD_REGION_VERSION) {
+  if (version != GPD_REGION_VERSION || slot_size != GPD_SLOT_SIZE) {
     err = GPD_EBADVERSION;
     goto fail;
   }
@@ -201,7 +203,7 @@ int gpd_producer_claim(gpd_region_t *r, gpd_producer_t *p, uint32_t tid) {
     if (!atomic_compare_exchange_strong_explicit(&c->state, &expect, GPD_RING_OWNED, memory_order_acq_rel,
                                                  memory_order_relaxed))
       continue;
-    c->tid = tid;
+    atomic_store_explicit(&c->tid, tid, memory_order_relaxed); /* before any head store (release) */
     /* Rings are claimed lowest index first, so the monitor need only look
      * below the high-water mark. */
     uint32_t hwm = atomic_load_explicit(&r->hdr->ring_hwm, memory_order_relaxed);
@@ -338,7 +340,7 @@ int gpd_producer_try_push(gpd_producer_t *p, const void *rec, size_t len) {
 #define GPD_RING_PF_AHEAD 12u
 
 int gpd_ring_consume_pf(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max, gpd_ring_fn fn,
-                        gpd_ring_pf_fn pf, void *arg) {
+                        gpd_ring_pf_fn pf, void *arg, uint32_t *owner) {
   _Alignas(64) uint8_t buf[GPD_REC_MAX_BYTES];
   if (!r || i >= r->nrings || !fn || !cursor)
     return -EINVAL;
@@ -353,6 +355,9 @@ int gpd_ring_consume_pf(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned 
 
   if (tail > head || head - tail > cap || pos < tail || pos > head)
     return GPD_EBADRING;
+  /* after the head (acquire): the claim stored tid before its first push */
+  if (owner)
+    *owner = atomic_load_explicit(&c->tid, memory_order_relaxed);
 
   /* pf sees the first slot of the record GPD_RING_PF_AHEAD records past
    * the one handed to fn (unvalidated: a bad nslots advances by one) */
@@ -397,7 +402,7 @@ int gpd_ring_consume_pf(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned 
 
 int gpd_ring_consume_at(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max, gpd_ring_fn fn,
                         void *arg) {
-  return gpd_ring_consume_pf(r, i, cursor, max, fn, NULL, arg);
+  return gpd_ring_consume_pf(r, i, cursor, max, fn, NULL, arg, NULL);
 }
 
 /* Only the consumer stores tail, so a plain load + store is enough for

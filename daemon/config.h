@@ -20,7 +20,7 @@ typedef struct gpd_config_s {
   char state_dir[PATH_MAX];  /* [daemon] state_dir; env GPUPROF_STATE_DIR wins */
   char db_name[256];         /* [store] db = gpuprofd.gpdb (relative to state_dir) */
   uint32_t rings;            /* [shm] rings_per_process = 64 */
-  uint32_t ring_slots;       /* [shm] ring_slots = 65536 (4 MiB) (power of two) */
+  uint32_t ring_slots;       /* [shm] ring_slots = 131072 (4 MiB of 32-byte slots) (power of two) */
   char admin_group[64];      /* [access] admin_group = "" (none)  live */
   uint32_t flush_ms;         /* [store] flush_interval_ms = 1000  live */
   uint64_t retain_age_s;     /* [store] retention_max_age_s = 604800 live */

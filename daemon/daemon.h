@@ -35,7 +35,7 @@
 #include "symbols.h"
 #include "trace.h"
 
-#define GPD_PROTO_VERSION 1u
+/* GPD_PROTO_VERSION: gpuprof/region.h (the shim checks the same one) */
 
 /** The daemon. */
 typedef struct gpd_daemon_s {

@@ -1204,7 +1204,7 @@ void gpd_profile_prefetch(void *arg, const void *slot) {
 
 int gpd_profile_consume(gpd_profile_t *p, gpd_region_t *r, uint32_t ring, uint64_t *cursor,
                         unsigned max) {
-  return gpd_ring_consume_pf(r, ring, cursor, max, gpd_profile_ingest, gpd_profile_prefetch, p);
+  return gpd_ring_consume_pf(r, ring, cursor, max, gpd_profile_ingest, gpd_profile_prefetch, p, &p->ring_tid);
 }
 
 static void retry(gpd_profile_t *p, int force) {
@@ -1295,7 +1295,7 @@ static void prec_invoke(gpd_prec_t *v, uint64_t corr, uint64_t val) {
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_INVOKE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = ((val >> 40) & 1) ? GPD_INVOKE_MULTI : 0;
   unsigned api = GPD_CORR_API(corr); /* not kept in the map; unused */
   r.api = (uint8_t)(api < GPD_API_MAX ? api : GPD_API_NONE);
@@ -1382,7 +1382,7 @@ int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd
 }
 
 int gpd_profile_restore_pending(gpd_profile_t *p, const void *rec, size_t nbytes) {
-  _Alignas(64) uint8_t buf[2 * GPD_SLOT_SIZE];
+  _Alignas(64) uint8_t buf[GPD_REC_FIXED_MAX];
   if (rec == NULL || nbytes < GPD_SLOT_SIZE || nbytes > sizeof buf || nbytes % GPD_SLOT_SIZE)
     return GPD_EBADRECORD;
   memcpy(buf, rec, nbytes);

@@ -224,12 +224,15 @@ typedef struct gpd_profile_s {
   gpd_map_t trace_streams;
   uint64_t trace_n, trace_dropped, trace_refused;
   int trace_stat_dirty;
+  /* thread id of the ring being ingested (gpd_profile_consume: the ring's
+   * owner, gpd_ring_consume_pf): the thread of its INVOKE records */
+  uint32_t ring_tid;
 } gpd_profile_t;
 
-/** One unmatched record as raw record bytes (NODE / INVOKE: 64 bytes,
- *  ACTIVITY: 128 bytes), for the store's `pending` table. */
+/** One unmatched record as raw record bytes (NODE / INVOKE: 32 bytes,
+ *  ACTIVITY: 96 bytes), for the store's `pending` table. */
 typedef struct gpd_prec_s {
-  _Alignas(64) uint8_t b[2 * GPD_SLOT_SIZE];
+  _Alignas(64) uint8_t b[GPD_REC_FIXED_MAX];
   uint32_t len; /* bytes used: a multiple of GPD_SLOT_SIZE */
   uint64_t seq; /* its row id (GPD_PEND_SEQ) */
 } gpd_prec_t;

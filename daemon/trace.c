@@ -186,9 +186,9 @@ void gpd_trace_invoke(gpd_profile_t *p, const gpd_rec_invoke_t *r) {
     return;
   uint32_t at = gpd_profile_local(p, r->node);
   gpd_trace_ev_t ev = {.profile_id = p->profile_id, .start = r->ts, .corr = r->corr,
-                       .node = at != GPD_NONE ? p->nodes[at].id : 0, .stream = r->tid,
+                       .node = at != GPD_NONE ? p->nodes[at].id : 0, .stream = p->ring_tid,
                        .kind = GPD_TEV_LAUNCH, .op = r->op};
-  emit(t, p, GPD_TRACE_KEY_TID(r->tid), &ev);
+  emit(t, p, GPD_TRACE_KEY_TID(p->ring_tid), &ev);
 }
 
 /* ------------------------------------------------------------ consumer */

@@ -83,6 +83,8 @@ void gpd_trace_stop(gpd_trace_t *t);
  *  full and refused (counted) when p holds max_events. */
 void gpd_trace_activity(struct gpd_profile_s *p, uint32_t target, const gpd_rec_activity_t *a,
                         unsigned op);
+/** A launch event of thread p->ring_tid (the owner of the ring r came
+ *  from) at r->ts; nothing for ts 0 (re-fed from the pending table). */
 void gpd_trace_invoke(struct gpd_profile_s *p, const gpd_rec_invoke_t *r);
 /** Push p's drop/refusal counters if they changed (at the process's end). */
 void gpd_trace_stat(struct gpd_profile_s *p);

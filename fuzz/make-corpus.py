@@ -36,9 +36,9 @@ def frame(p):
     return struct.pack("<I", len(p)) + p
 
 
-hello = (field(1, 0, 1) + field(2, 0, 4242) + field(3, 2, b"/usr/bin/app") + field(4, 2, b"app")
+hello = (field(1, 0, 2) + field(2, 0, 4242) + field(3, 2, b"/usr/bin/app") + field(4, 2, b"app")
          + field(4, 2, b"--x") + field(7, 0, 3) + field(10, 0, 123456789) + field(13, 2, b"node1"))
-reply = field(1, 0, 1) + field(2, 0, 77)
+reply = field(1, 0, 2) + field(2, 0, 77)
 gpubin = field(1, 2, b"99aa06d3014798d86001c324468d497f") + field(2, 2, b"cubin") + field(3, 0, 4) + field(5, 2, b"\x7fELF")
 tree_req = field(1, 0, 0) + field(3, 0, 8)
 err = field(1, 0, (1 << 64) - 4199) + field(2, 2, b"bad ring")
@@ -50,39 +50,41 @@ frames = {
     "partial": b"\xff" + frame(msg(1, hello))[:-3],
 }
 
-SLOT = 64
+SLOT = 32  # record.h GPD_SLOT_SIZE (record format 2)
+VERSION = 2  # record.h GPD_REC_VERSION
 
 
-def hdr(typ, nslots, length=0):
-    return struct.pack("<BBBBI", typ, 1, nslots, 0, length)
+def hdr(typ, nslots, length=0, flags=0):
+    return struct.pack("<BBBBI", typ, VERSION, nslots, flags, length)
 
 
-def pad(b, n):
-    return b + b"\0" * (n - len(b))
+def rec(typ, body, length=0, flags=0, nslots=None):
+    """A record of `body` after its header, padded to whole slots; nslots
+    as record.h counts them (a fixed record: its struct's size)."""
+    n = nslots or (8 + len(body) + SLOT - 1) // SLOT
+    return (hdr(typ, n, length, flags) + body).ljust(n * SLOT, b"\0")
 
 
-node = pad(hdr(1, 1) + struct.pack("<IIIIQ", 7, 0, 1, 0, 0x1234), 64)
+node = rec(1, struct.pack("<IIIIQ", 7, 0, 1, 0, 0x1234))
 text = b"_Z6kernelPfi"
-string = pad(hdr(2, 1, len(text)) + struct.pack("<II", 3, 1) + text, 64)
+string = rec(2, struct.pack("<II", 3, 1) + text, len(text))
 path = b"/usr/lib/x86_64-linux-gnu/libOpenCL.so.1.0.0"
-mod_fixed = hdr(3, 0, len(path)) + struct.pack("<IB3xQQ", 1, 20, 0x7F0000000000, 0x10000) + bytes(range(20)) + b"\0" * 4
-nsl = (len(mod_fixed) + len(path) + SLOT - 1) // SLOT
-module = pad(hdr(3, nsl, len(path)) + mod_fixed[8:] + path, nsl * SLOT)
-invoke = pad(hdr(4, 1) + struct.pack("<BBHIQQI", 2, 1, 0, 7, (2 << 56) | 5, 1000, 99), 64)
-activity = pad(hdr(5, 2) + struct.pack("<BBBBIQQQQIII7I", 2, 1, 0, 0, 0, (2 << 56) | 5, 1000, 2000, 0,
-                                       3, 3, 0, 80, 256, 32, 1024, 0, 0, 750), 128)
-copy = pad(hdr(5, 2) + struct.pack("<BBBBIQQQQ", 1, 2, 1, 0, 0, 9, 10, 50, 4096), 128)
-status = pad(hdr(6, 1) + struct.pack("<BBHiI", 1, 0, 0, -1001, 3), 64)
+module = rec(3, struct.pack("<IB3xQQ", 1, 20, 0x7F0000000000, 0x10000) + bytes(range(20)) + b"\0" * 4 + path, len(path))
+invoke = rec(4, struct.pack("<BBHIQQ", 2, 1, 0, 7, (2 << 56) | 5, 1000))
+activity = rec(5, struct.pack("<BBBBIQQQQIII7I", 2, 1, 0, 0, 0, (2 << 56) | 5, 1000, 2000, 0,
+                              3, 3, 0, 80, 256, 32, 1024, 0, 0, 750), nslots=3)
+copy = rec(5, struct.pack("<BBBBIQQQQ", 1, 2, 1, 0, 0, 9, 10, 50, 4096), nslots=3)
+status = rec(6, struct.pack("<BBHiI", 1, 0, 0, -1001, 3))
 # a Python frame (docs/PYTHON.md): NODE flag 1, module = PYCODE string 8, offset = line
 pytext = b"Net.forward\t/x/train.py"
-pystring = pad(hdr(2, 1, len(pytext)) + struct.pack("<II", 8, 3) + pytext, 64)
-pynode = pad(struct.pack("<BBBBI", 1, 1, 1, 1, 0) + struct.pack("<IIIIQ", 9, 7, 8, 0, 42), 64)
+pystring = rec(2, struct.pack("<II", 8, 3) + pytext, len(pytext))
+pynode = rec(1, struct.pack("<IIIIQ", 9, 7, 8, 0, 42), flags=1)
 
-# a CPU-time sample (record.h CPUSAMPLE): node 7, tid 99, ts, 1 ms of CPU time, 1 expiration
-cpusample = pad(hdr(10, 1) + struct.pack("<IIQQI", 7, 99, 5000, 1000000, 1), 64)
+# a CPU-time sample (record.h CPUSAMPLE, 2 slots): node 7, tid 99, ts, 1 ms of CPU time, 1 expiration
+cpusample = rec(10, struct.pack("<IIQQI", 7, 99, 5000, 1000000, 1), nslots=2)
 
-# a closed duty window (record.h TRACEWIN): CUDA, duty, 3 windows, t0, [start, end), 30 ms in all
-tracewin = pad(hdr(11, 1) + struct.pack("<BBHIQQQQ", 2, 1, 0, 3, 1000, 200001000, 200011000, 30000000), 64)
+# a closed duty window (record.h TRACEWIN, 2 slots): CUDA, duty, 3 windows, t0, [start, end), 30 ms in all
+tracewin = rec(11, struct.pack("<BBHIQQQQ", 2, 1, 0, 3, 1000, 200001000, 200011000, 30000000), nslots=2)
 
 records = {"cpusample": cpusample, "tracewin": tracewin, "node": node, "string": string, "module": module, "invoke": invoke,
            "activity": activity, "copy": copy, "status": status, "pystring": pystring, "pynode": pynode}

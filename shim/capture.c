@@ -105,7 +105,7 @@ static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoc
   if (ok) {
     r.h.type = GPD_REC_NODE;
     r.h.version = GPD_REC_VERSION;
-    r.h.nslots = 1;
+    r.h.nslots = GPD_REC_NSLOTS(r);
     r.id = id;
     r.parent = parent;
     if (!r.h.flags)

@@ -49,7 +49,6 @@
 #include "gpuprof/log.h"
 #include "internal.h"
 
-#define CONN_PROTO_VERSION 1
 #define CONN_CONNECT_MS 100
 #define CONN_REPLY_MS 5000
 #define CONN_SEND_MS 5000
@@ -265,7 +264,7 @@ static int conn_register(const gpd_fdid_t *sock, int region_fd) {
   size_t argc = conn_argv(&abuf, &argv);
 
   Gpuprof__Hello h = GPUPROF__HELLO__INIT;
-  h.proto_version = CONN_PROTO_VERSION;
+  h.proto_version = GPD_PROTO_VERSION; /* gpuprof/region.h */
   h.pid = (int32_t)getpid();
   h.ppid = (int32_t)getppid();
   h.exe = exe;
@@ -312,6 +311,15 @@ static int conn_register(const gpd_fdid_t *sock, int region_fd) {
     err = GPD_EDENIED;
     goto out;
   }
+  /* a daemon of another release (its rings in another record format):
+   * refused like a refusal, not retried */
+  if (hr->proto_version != GPD_PROTO_VERSION) {
+    GPD_LOG_ONCE(conn_log_refused, GPD_LOG_WARN,
+                 "daemon at %s speaks protocol version %u, this shim %u (another gpuprof release); not profiling",
+                 g->socket_path, hr->proto_version, GPD_PROTO_VERSION);
+    err = GPD_EDENIED;
+    goto out;
+  }
   if (handback) {
     /* The new daemon saw none of our announcements: announce again on
      * first use (nodes, modules, strings). */
@@ -328,6 +336,12 @@ static int conn_register(const gpd_fdid_t *sock, int region_fd) {
     }
     gpd_region_t r;
     err = gpd_region_map(&r, rfd);
+    if (err == GPD_EBADVERSION) {
+      GPD_LOG_ONCE(conn_log_refused, GPD_LOG_WARN,
+                   "daemon at %s sent a shared region of another version or slot size (another gpuprof "
+                   "release); not profiling", g->socket_path);
+      err = GPD_EDENIED;
+    }
     if (err)
       goto out;
     rfd = -1;

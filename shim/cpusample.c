@@ -133,7 +133,7 @@ static void cs_handler(int sig, siginfo_t *si, void *ucv) {
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_CPUSAMPLE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.node = node;
   r.tid = gpd_thread_tid();
   r.ts = gpd_clock_ns();

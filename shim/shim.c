@@ -132,14 +132,13 @@ GPD_EXPORT int gpd_shim_push_invoke(uint64_t corr, uint32_t node, unsigned api, 
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_INVOKE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = (uint8_t)flags;
   r.api = (uint8_t)api;
   r.op = (uint8_t)op;
   r.node = node;
   r.corr = corr;
   r.ts = ts;
-  r.tid = gpd_thread_tid();
   return gpd_thread_push(&r, sizeof r);
 }
 
@@ -189,7 +188,7 @@ GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_TRACEWIN;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
   r.api = (uint8_t)api;
   r.duty = duty ? 1 : 0;
@@ -208,7 +207,7 @@ static void status_push(unsigned api, int enabled, int code, const char *why) {
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_STATUS;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.api = (uint8_t)api;
   r.state = enabled ? 1 : 0;
   r.code = code;

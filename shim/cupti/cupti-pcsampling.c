@@ -186,7 +186,7 @@ static void pcs_push_locked(void) {
     memset(&r, 0, sizeof r);
     r.h.type = GPD_REC_PCSTATS;
     r.h.version = GPD_REC_VERSION;
-    r.h.nslots = 1;
+    r.h.nslots = GPD_REC_NSLOTS(r);
     r.device = x->device;
     r.period_log2 = x->period_log2;
     r.total = x->total;
@@ -205,7 +205,7 @@ static void pcs_push_locked(void) {
     memset(&r, 0, sizeof r);
     r.h.type = GPD_REC_PCSAMPLE;
     r.h.version = GPD_REC_VERSION;
-    r.h.nslots = 1;
+    r.h.nslots = GPD_REC_NSLOTS(r);
     r.func = k->func;
     r.stall = k->stall;
     r.cubin_id = k->cubin;
@@ -703,7 +703,7 @@ void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size) {
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_CUBIN;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.cubin_id = cp.cubinCrc;
   memcpy(r.hash, hex, sizeof r.hash);
   (void)gpd_thread_push(&r, sizeof r);

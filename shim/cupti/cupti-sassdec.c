@@ -86,7 +86,7 @@ void gpd_cupti_sass_decode(const gpd_sass_sink_t *s, const struct CUpti_SassMetr
       memset(&p, 0, sizeof p);
       p.h.type = GPD_REC_PCSAMPLE;
       p.h.version = GPD_REC_VERSION;
-      p.h.nslots = 1;
+      p.h.nslots = GPD_REC_NSLOTS(p);
       p.func = func;
       p.stall = s->stall;
       p.cubin_id = cubin;

@@ -52,7 +52,7 @@ static Gpuprof__Hello *recv_hello(int c, int *fd, Gpuprof__Msg **keep) {
 
 static void reply(int c, uint64_t profile, int fd) {
   Gpuprof__HelloReply r = GPUPROF__HELLO_REPLY__INIT;
-  r.proto_version = 1;
+  r.proto_version = GPD_PROTO_VERSION;
   r.profile_id = profile;
   Gpuprof__Msg m = GPUPROF__MSG__INIT;
   m.body_case = GPUPROF__MSG__BODY_HELLO_REPLY;

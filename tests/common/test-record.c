@@ -12,6 +12,9 @@
 
 static _Alignas(64) uint8_t buf[GPD_REC_MAX_BYTES];
 
+/* slots of each fixed record (32-byte slots, record format 2) */
+#define NS(t) GPD_REC_NSLOTS(gpd_rec_##t##_t)
+
 static void mk_hdr(unsigned type, unsigned nslots, uint32_t len) {
   memset(buf, 0, sizeof buf);
   gpd_rec_hdr_t *h = (gpd_rec_hdr_t *)buf;
@@ -22,14 +25,14 @@ static void mk_hdr(unsigned type, unsigned nslots, uint32_t len) {
 }
 
 static gpd_rec_node_t *node(void) {
-  mk_hdr(GPD_REC_NODE, 1, 0);
+  mk_hdr(GPD_REC_NODE, NS(node), 0);
   gpd_rec_node_t *n = (gpd_rec_node_t *)buf;
   n->id = 5;
   n->parent = 0;
   return n;
 }
 static gpd_rec_invoke_t *invoke(void) {
-  mk_hdr(GPD_REC_INVOKE, 1, 0);
+  mk_hdr(GPD_REC_INVOKE, NS(invoke), 0);
   gpd_rec_invoke_t *v = (gpd_rec_invoke_t *)buf;
   v->api = GPD_API_CUDA;
   v->op = GPD_OP_COPY;
@@ -38,7 +41,7 @@ static gpd_rec_invoke_t *invoke(void) {
   return v;
 }
 static gpd_rec_activity_t *activity(unsigned op, unsigned sub) {
-  mk_hdr(GPD_REC_ACTIVITY, 2, 0);
+  mk_hdr(GPD_REC_ACTIVITY, NS(activity), 0);
   gpd_rec_activity_t *a = (gpd_rec_activity_t *)buf;
   a->api = GPD_API_OPENCL;
   a->op = (uint8_t)op;
@@ -63,7 +66,7 @@ static gpd_rec_module_t *module(uint32_t len) {
   return m;
 }
 static gpd_rec_status_t *status(void) {
-  mk_hdr(GPD_REC_STATUS, 1, 0);
+  mk_hdr(GPD_REC_STATUS, NS(status), 0);
   gpd_rec_status_t *s = (gpd_rec_status_t *)buf;
   s->api = GPD_API_LEVEL0;
   s->state = 1;
@@ -72,7 +75,7 @@ static gpd_rec_status_t *status(void) {
 }
 
 static gpd_rec_tracewin_t *tracewin(void) {
-  mk_hdr(GPD_REC_TRACEWIN, 1, 0);
+  mk_hdr(GPD_REC_TRACEWIN, NS(tracewin), 0);
   gpd_rec_tracewin_t *w = (gpd_rec_tracewin_t *)buf;
   w->api = GPD_API_CUDA;
   w->duty = 1;
@@ -96,26 +99,40 @@ static void test_valid(void **state) {
   assert_int_equal(V(1), 0);
   for (unsigned op = 1; op < GPD_OP_MAX; op++) {
     activity(op, 0);
-    assert_int_equal(V(2), 0);
+    assert_int_equal(V(3), 0);
   }
   activity(GPD_OP_COPY, GPD_COPY_P2P);
-  assert_int_equal(V(2), 0);
+  assert_int_equal(V(3), 0);
   activity(GPD_OP_FREE, GPD_MEM_MST);
-  assert_int_equal(V(2), 0);
+  assert_int_equal(V(3), 0);
   activity(GPD_OP_SYNC, GPD_SYNC_CTX);
-  assert_int_equal(V(2), 0);
+  assert_int_equal(V(3), 0);
+  /* the format: an INVOKE is one 32-byte slot, every fixed record whole slots */
+  assert_int_equal(GPD_SLOT_SIZE, 32);
+  assert_int_equal(NS(node), 1);
+  assert_int_equal(NS(invoke), 1);
+  assert_int_equal(NS(status), 1);
+  assert_int_equal(NS(activity), 3);
+  assert_int_equal(NS(pcsample), 2);
+  assert_int_equal(NS(pcstats), 2);
+  assert_int_equal(NS(cubin), 2);
+  assert_int_equal(NS(cpusample), 2);
+  assert_int_equal(NS(tracewin), 2);
+  assert_int_equal(GPD_REC_FIXED_MAX, 96);
   /* string / module sizes: exact slot counts, up to the max */
-  uint32_t lens[] = {0, 1, 48, 49, 100, GPD_REC_MAX_BYTES - 16};
+  uint32_t lens[] = {0, 1, 16, 17, 48, 49, 100, GPD_REC_MAX_BYTES - 16};
+  unsigned want[] = {1, 1, 1, 2, 2, 3, 4, 255};
   for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
     gpd_rec_string_t *s = string(lens[i]);
-    assert_int_equal(gpd_rec_validate(buf, (size_t)s->h.nslots * 64), 0);
+    assert_int_equal(s->h.nslots, want[i]);
+    assert_int_equal(gpd_rec_validate(buf, (size_t)s->h.nslots * GPD_SLOT_SIZE), 0);
   }
   gpd_rec_module_t *m = module(GPD_REC_MAX_BYTES - 56);
   assert_int_equal(m->h.nslots, 255);
   assert_int_equal(V(255), 0);
   m = module(8);
-  assert_int_equal(m->h.nslots, 1);
-  assert_int_equal(V(1), 0);
+  assert_int_equal(m->h.nslots, 2);
+  assert_int_equal(V(2), 0);
   /* a larger buffer than the record is fine */
   assert_int_equal(V(4), 0);
 }
@@ -123,7 +140,9 @@ static void test_valid(void **state) {
 static void test_invalid(void **state) {
   (void)state;
   /* header-level */
-  node()->h.version = 2;
+  node()->h.version = GPD_REC_VERSION - 1; /* 1: the 64-byte-slot format */
+  assert_int_equal(V(1), GPD_EBADVERSION);
+  node()->h.version = GPD_REC_VERSION + 1;
   assert_int_equal(V(1), GPD_EBADVERSION);
   node()->h.type = GPD_REC_NONE;
   assert_int_equal(V(1), GPD_EBADRECORD);
@@ -139,8 +158,8 @@ static void test_invalid(void **state) {
   ((gpd_rec_node_t *)buf)->module = 7;
   assert_int_equal(V(1), 0);
   node();
-  assert_int_equal(gpd_rec_validate(buf, 63), GPD_EBADRECORD);
-  assert_int_equal(gpd_rec_validate(NULL, 64), GPD_EBADRECORD);
+  assert_int_equal(gpd_rec_validate(buf, GPD_SLOT_SIZE - 1), GPD_EBADRECORD);
+  assert_int_equal(gpd_rec_validate(NULL, GPD_SLOT_SIZE), GPD_EBADRECORD);
   node()->h.len = 4;
   assert_int_equal(V(1), GPD_EBADRECORD);
   node()->id = 0;
@@ -157,29 +176,33 @@ static void test_invalid(void **state) {
   invoke()->corr = 0;
   assert_int_equal(V(1), GPD_EBADRECORD);
   /* activity */
-  activity(GPD_OP_KERNEL, 0)->h.nslots = 1;
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  activity(GPD_OP_KERNEL, 0)->h.nslots = 2; /* the 64-byte format's count */
+  assert_int_equal(V(3), GPD_EBADRECORD);
+  activity(GPD_OP_KERNEL, 0)->h.nslots = 4;
+  assert_int_equal(V(4), GPD_EBADRECORD);
   activity(GPD_OP_KERNEL, 0);
-  assert_int_equal(V(1), GPD_EBADRECORD); /* buffer shorter than nslots */
+  assert_int_equal(V(2), GPD_EBADRECORD); /* buffer shorter than nslots */
   activity(GPD_OP_KERNEL, 1);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_COPY, GPD_COPY_MAX);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_ALLOC, GPD_MEM_MAX);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_MEMSET, GPD_MEM_MAX);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_SYNC, GPD_SYNC_MAX);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(0, 0);
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_KERNEL, 0)->corr = 0;
-  assert_int_equal(V(2), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   activity(GPD_OP_KERNEL, 0)->api = 9;
+  assert_int_equal(V(3), GPD_EBADRECORD);
+  invoke()->h.nslots = 2; /* a fixed record spans exactly its slots */
   assert_int_equal(V(2), GPD_EBADRECORD);
   /* string */
-  string(100)->h.nslots = 3; /* needs 2 */
-  assert_int_equal(V(3), GPD_EBADRECORD);
+  string(100)->h.nslots = 5; /* needs 4 */
+  assert_int_equal(V(5), GPD_EBADRECORD);
   string(100)->h.nslots = 1;
   assert_int_equal(V(1), GPD_EBADRECORD);
   string(10)->id = 0;
@@ -195,11 +218,13 @@ static void test_invalid(void **state) {
   assert_int_equal(V(255), GPD_EBADRECORD);
   /* module */
   module(10)->build_id_len = 21;
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(3), GPD_EBADRECORD);
   module(10)->id = 0;
+  assert_int_equal(V(3), GPD_EBADRECORD);
+  module(8)->h.nslots = 3; /* 56 + 8 bytes need exactly 2 */
+  assert_int_equal(V(3), GPD_EBADRECORD);
+  module(8)->h.nslots = 1;
   assert_int_equal(V(1), GPD_EBADRECORD);
-  module(8)->h.nslots = 2; /* 56 + 8 bytes need exactly 1 */
-  assert_int_equal(V(2), GPD_EBADRECORD);
   /* status */
   status()->api = GPD_API_MAX;
   assert_int_equal(V(1), GPD_EBADRECORD);
@@ -213,41 +238,43 @@ static void test_invalid(void **state) {
 static void test_tracewin(void **state) {
   (void)state;
   tracewin();
-  assert_int_equal(V(1), 0);
+  assert_int_equal(V(2), 0);
   gpd_rec_tracewin_t *w = tracewin();
   w->h.flags = GPD_TRACEWIN_F_FINAL;
   w->start = w->end = 400;
-  assert_int_equal(V(1), 0);
+  assert_int_equal(V(2), 0);
   tracewin()->h.flags = GPD_TRACEWIN_F_FINAL; /* final with start != end */
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->h.flags = 0x2;
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->api = GPD_API_MAX;
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->duty = 2;
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->t0 = 301; /* after the window's start */
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->start = 311; /* after its end */
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->window_ns = 211; /* more window than time */
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   tracewin()->window_ns = 210;
-  assert_int_equal(V(1), 0);
+  assert_int_equal(V(2), 0);
   gpd_rec_tracewin_t *lw = tracewin(); /* counted launches: at most all inside windows */
   lw->launches = 100;
   lw->launches_in = 100;
-  assert_int_equal(V(1), 0);
+  assert_int_equal(V(2), 0);
   lw = tracewin();
   lw->launches = 100;
   lw->launches_in = 101;
-  assert_int_equal(V(1), GPD_EBADRECORD);
-  tracewin()->launches_in = 1; /* inside windows, but none counted at all */
-  assert_int_equal(V(1), GPD_EBADRECORD);
-  tracewin()->h.nslots = 2;
   assert_int_equal(V(2), GPD_EBADRECORD);
+  tracewin()->launches_in = 1; /* inside windows, but none counted at all */
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  tracewin()->h.nslots = 1;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  tracewin()->h.nslots = 3;
+  assert_int_equal(V(3), GPD_EBADRECORD);
   tracewin()->h.len = 8;
-  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_int_equal(V(2), GPD_EBADRECORD);
   assert_string_equal(gpd_rec_type_name(GPD_REC_TRACEWIN), "tracewin");
 }
 

@@ -31,7 +31,10 @@ static void test_create_geometry(void **state) {
   assert_int_equal(r.hdr->profile_id, 77);
   assert_int_equal(r.hdr->size, r.size);
   assert_int_equal(r.hdr->data_off % 4096, 0);
-  assert_true((uint8_t *)r.data + 3 * 256 * 64 <= (uint8_t *)r.base + r.size);
+  assert_int_equal(r.hdr->version, GPD_REGION_VERSION);
+  assert_int_equal(r.hdr->slot_size, GPD_SLOT_SIZE);
+  assert_int_equal(r.size, r.hdr->data_off + 3 * 256 * GPD_SLOT_SIZE);
+  assert_true((uint8_t *)r.data + 3 * 256 * GPD_SLOT_SIZE <= (uint8_t *)r.base + r.size);
   /* sealed: cannot shrink or grow */
   int seals = fcntl(r.fd, F_GET_SEALS);
   assert_true(seals & F_SEAL_SHRINK);
@@ -81,8 +84,16 @@ static void test_map_rejects(void **state) {
   uint32_t v32;
   v64 = 0x1234;
   assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, magic), &v64, 8), GPD_EBADREGION);
-  v32 = 2;
+  /* another release's region: version 1 (64-byte slots, no slot_size),
+   * a later version, or another slot size */
+  v32 = GPD_REGION_VERSION - 1;
   assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, version), &v32, 4), GPD_EBADVERSION);
+  v32 = GPD_REGION_VERSION + 1;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, version), &v32, 4), GPD_EBADVERSION);
+  v32 = 64;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, slot_size), &v32, 4), GPD_EBADVERSION);
+  v32 = 0;
+  assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, slot_size), &v32, 4), GPD_EBADVERSION);
   v32 = 8192;
   assert_int_equal(map_with(&r, offsetof(gpd_region_hdr_t, hdr_size), &v32, 4), GPD_EBADREGION);
   v64 = r.size + 64;
@@ -166,13 +177,13 @@ static void test_claim_retire_reclaim(void **state) {
 }
 
 /* reserve / slot / commit: a record written in place across the end */
-/* A NODE (1 slot) / an OpenCL kernel ACTIVITY (2 slots) record. */
+/* A NODE (1 slot) / an OpenCL kernel ACTIVITY (3 slots) record. */
 static gpd_rec_node_t rec_node(uint32_t id) {
   gpd_rec_node_t nd;
   memset(&nd, 0, sizeof nd);
   nd.h.type = GPD_REC_NODE;
   nd.h.version = GPD_REC_VERSION;
-  nd.h.nslots = 1;
+  nd.h.nslots = GPD_REC_NSLOTS(nd);
   nd.id = id;
   return nd;
 }
@@ -182,7 +193,7 @@ static gpd_rec_activity_t rec_act(uint64_t corr) {
   memset(&a, 0, sizeof a);
   a.h.type = GPD_REC_ACTIVITY;
   a.h.version = GPD_REC_VERSION;
-  a.h.nslots = 2;
+  a.h.nslots = GPD_REC_NSLOTS(a);
   a.api = GPD_API_OPENCL;
   a.op = GPD_OP_KERNEL;
   a.corr = corr;
@@ -205,12 +216,13 @@ static void test_reserve_commit(void **state) {
   int n = 0;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 63);
   gpd_rec_activity_t a = rec_act(9);
-  assert_int_equal(gpd_producer_reserve(&p, 2, &seq), 0);
+  const unsigned ns = GPD_REC_NSLOTS(a);
+  assert_int_equal(gpd_producer_reserve(&p, ns, &seq), 0);
   assert_int_equal(seq, 63);
-  memcpy(gpd_producer_slot(&p, seq), &a, 64);
-  memcpy(gpd_producer_slot(&p, seq + 1), (uint8_t *)&a + 64, 64);
+  for (unsigned k = 0; k < ns; k++)
+    memcpy(gpd_producer_slot(&p, seq + k), (uint8_t *)&a + k * GPD_SLOT_SIZE, GPD_SLOT_SIZE);
   assert_ptr_equal(gpd_producer_slot(&p, seq + 1), gpd_region_ring_data(&r, 0));
-  gpd_producer_commit(&p, 2);
+  gpd_producer_commit(&p, ns);
   assert_int_equal(gpd_ring_consume(&r, 0, 100, nop_fn, &n), 1);
   gpd_region_close(&r);
 }
@@ -245,8 +257,8 @@ static void test_consume_prefetch(void **state) {
   gpd_region_t r;
   gpd_producer_t p;
   assert_int_equal(gpd_region_create(&r, 1, 128, 1, 1), 0);
-  assert_int_equal(gpd_producer_claim(&r, &p, 1), 0);
-  for (uint64_t k = 1; k <= 40; k++) { /* NODEs (1 slot) and ACTIVITYs (2) alternate */
+  assert_int_equal(gpd_producer_claim(&r, &p, 4711), 0);
+  for (uint64_t k = 1; k <= 40; k++) { /* NODEs (1 slot) and ACTIVITYs (3) alternate */
     if (k % 2) {
       gpd_rec_node_t nd = rec_node((uint32_t)k);
       assert_int_equal(gpd_producer_push(&p, &nd, sizeof nd), 0);
@@ -258,7 +270,9 @@ static void test_consume_prefetch(void **state) {
   pfseen_t s;
   memset(&s, 0, sizeof s);
   uint64_t cur = 0;
-  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 25, pf_fn, pf_hook, &s), 25);
+  uint32_t owner = 0;
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 25, pf_fn, pf_hook, &s, &owner), 25);
+  assert_int_equal(owner, 4711); /* the ring's producer (its claim) */
   assert_int_equal(s.nfn, 25);
   assert_int_equal(s.npf, 25); /* not past max */
   assert_true(s.lead > 1);     /* ahead of fn */
@@ -267,14 +281,14 @@ static void test_consume_prefetch(void **state) {
     assert_int_equal(s.pf[i], i + 1);
   }
   memset(&s, 0, sizeof s);
-  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, pf_hook, &s), 15);
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, pf_hook, &s, NULL), 15);
   assert_int_equal(s.npf, 15); /* not past head */
   for (unsigned i = 0; i < 15; i++)
     assert_int_equal(s.pf[i], s.fn[i]);
   assert_int_equal(s.fn[14], 40);
-  assert_int_equal(cur, 60);
+  assert_int_equal(cur, 20 * 1 + 20 * 3);
   /* no hook: gpd_ring_consume_at */
-  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, NULL, &s), 0);
+  assert_int_equal(gpd_ring_consume_pf(&r, 0, &cur, 100, pf_fn, NULL, &s, NULL), 0);
   gpd_region_close(&r);
 }
 
@@ -290,18 +304,19 @@ static unsigned resident_pages(gpd_region_t *r, unsigned n) {
 }
 
 /* The first lap populates the pages ahead in batches of 1, 2, 4 .. 64
- * pages (64 slots per page), never beyond the ring and never again after
+ * pages (SPP slots per page), never beyond the ring and never again after
  * the first lap; a ring claimed after it wrapped is not populated. */
+#define SPP (4096u / GPD_SLOT_SIZE)
 static void test_first_lap_populate(void **state) {
   (void)state;
   gpd_region_t r;
   gpd_producer_t p;
-  const uint32_t slots = 1024u * 64; /* 1024 pages */
+  const uint32_t slots = 1024u * SPP; /* 1024 pages */
   assert_int_equal(gpd_region_create(&r, 1, slots, 1, 1), 0);
   assert_int_equal(resident_pages(&r, 1024), 0);
   assert_int_equal(gpd_producer_claim(&r, &p, 1), 0);
   gpd_rec_hdr_t h = {.type = GPD_REC_STATUS, .version = GPD_REC_VERSION};
-  uint8_t rec[64] = {0};
+  uint8_t rec[GPD_SLOT_SIZE] = {0}; /* one slot each */
   memcpy(rec, &h, sizeof h);
   assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
 #ifdef MADV_POPULATE_WRITE
@@ -309,15 +324,15 @@ static void test_first_lap_populate(void **state) {
     gpd_region_close(&r);
     skip();
   }
-  assert_int_equal(p.populated, 64);   /* 1 page */
+  assert_int_equal(p.populated, SPP);   /* 1 page */
   assert_int_equal(resident_pages(&r, 1024), 1);
-  for (int i = 0; i < 64; i++)         /* into page 2: 2 more pages */
+  for (unsigned i = 0; i < SPP; i++)     /* into page 2: 2 more pages */
     assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
-  assert_int_equal(p.populated, 3 * 64);
+  assert_int_equal(p.populated, 3 * SPP);
   assert_int_equal(resident_pages(&r, 1024), 3);
   /* batches of 4, 8, 16, 32, then 64 pages to the end of the ring (the
    * last one clipped there) */
-  for (uint32_t i = 65; i < slots; i++) {
+  for (uint32_t i = SPP + 1; i < slots; i++) {
     assert_int_equal(gpd_producer_push(&p, rec, sizeof rec), 0);
     atomic_store(&r.ctl[0].tail, i);
   }

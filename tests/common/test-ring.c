@@ -92,7 +92,7 @@ static void test_wrap_multislot(void **state) {
   str_check_t c = {.next_id = 1};
   uint32_t id = 1;
   int crossed = 0;
-  /* Records of 1..5 slots; consume after each so the ring keeps wrapping. */
+  /* Records of 1..10 slots; consume after each so the ring keeps wrapping. */
   for (int round = 0; round < 2000; round++) {
     uint32_t len = (uint32_t)((round * 37) % 300);
     size_t n = mk_string(buf, id, len);
@@ -277,6 +277,82 @@ static void test_concurrent_lagged(void **state) {
   free(c);
 }
 
+/* A ring changing owners while the consumer reads it: every record a
+ * consume_pf call delivers was pushed by the owner it reports (INVOKE
+ * carries no thread id: the daemon takes the ring's).  A producer thread
+ * claims the one ring as thread 1000 + round, pushes 1..7 records stamped
+ * with that id (ts), retires; the ring comes back FREE only once the
+ * consumer released everything.  Also run under TSan (the tid store at
+ * claim against the consumer's load). */
+typedef struct {
+  gpd_region_t r;
+  uint32_t rounds;
+  uint64_t pushed;
+  _Atomic int done;
+} own_t;
+
+static void *owner_main(void *arg) {
+  own_t *o = arg;
+  for (uint32_t round = 1; round <= o->rounds; round++) {
+    gpd_producer_t p;
+    while (gpd_producer_claim(&o->r, &p, 1000 + round) < 0)
+      sched_yield(); /* RETIRED until the consumer released it */
+    for (uint32_t k = 0; k < 1 + round % 7; k++) {
+      gpd_rec_invoke_t v = mk_invoke(++o->pushed);
+      v.ts = 1000 + round;
+      while (gpd_producer_try_push(&p, &v, sizeof v) == -ENOSPC) /* waits, counts no drop */
+        sched_yield();
+    }
+    gpd_producer_retire(&p);
+  }
+  atomic_store_explicit(&o->done, 1, memory_order_release);
+  return NULL;
+}
+
+typedef struct {
+  uint32_t owner;
+  uint64_t n, bad, last;
+} own_check_t;
+
+static void own_fn(void *arg, const void *rec, size_t nbytes) {
+  own_check_t *c = arg;
+  const gpd_rec_invoke_t *v = rec;
+  if (nbytes != GPD_SLOT_SIZE || v->ts != c->owner || v->corr != c->last + 1)
+    c->bad++;
+  c->last = v->corr;
+  c->n++;
+}
+
+static void test_owner_handover(void **state) {
+  (void)state;
+  own_t *o = calloc(1, sizeof *o);
+  assert_non_null(o);
+  o->rounds = RING_TEST_N / 2000;
+  assert_int_equal(gpd_region_create(&o->r, 1, 64, 1, 1), 0);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, owner_main, o), 0);
+  own_check_t c = {0};
+  for (;;) {
+    int done = atomic_load_explicit(&o->done, memory_order_acquire);
+    uint64_t cur = atomic_load(&o->r.ctl[0].tail);
+    int got = gpd_ring_consume_pf(&o->r, 0, &cur, 5, own_fn, NULL, &c, &c.owner);
+    assert_true(got >= 0);
+    gpd_ring_release(&o->r, 0, cur); /* a drained RETIRED ring goes FREE here */
+    if (done && got == 0)
+      break;
+    if (got == 0)
+      sched_yield();
+  }
+  pthread_join(th, NULL);
+  assert_int_equal(c.bad, 0);
+  assert_int_equal(c.n, o->pushed);
+  assert_int_equal(atomic_load(&o->r.ctl[0].drops), 0);
+  assert_int_equal(atomic_load(&o->r.ctl[0].state), GPD_RING_FREE);
+  print_message("owner handover: %u owners, %llu records\n", o->rounds, (unsigned long long)c.n);
+  gpd_region_close(&o->r);
+  free(o);
+}
+
 /* ----------------------------------------------------------- corrupt */
 
 static void fill_valid(gpd_region_t *r, unsigned n) {
@@ -322,24 +398,24 @@ static void test_corrupt_records(void **state) {
   gpd_ring_ctl_t *c = &r.ctl[0];
   uint8_t *d = gpd_region_ring_data(&r, 0);
   /* record 3 gets nslots 0: 2 delivered, then an error, tail stays at 2 */
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->nslots = 0;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->nslots = 0;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), GPD_EBADRECORD);
   assert_int_equal(n, 2);
   assert_int_equal(atomic_load(&c->tail), 2);
   /* nslots beyond what head published */
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->nslots = 3;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->nslots = 3;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), GPD_EBADRECORD);
   /* nslots in range but wrong for the type */
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->nslots = 2;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->nslots = 2;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), GPD_EBADRECORD);
   /* bad type */
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->nslots = 1;
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->type = 99;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->nslots = 1;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->type = 99;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), GPD_EBADRECORD);
   assert_int_equal(n, 2);
   assert_int_equal(atomic_load(&c->tail), 2);
   /* repaired: the rest is consumed */
-  ((gpd_rec_hdr_t *)(d + 2 * 64))->type = GPD_REC_INVOKE;
+  ((gpd_rec_hdr_t *)(d + 2 * GPD_SLOT_SIZE))->type = GPD_REC_INVOKE;
   assert_int_equal(gpd_ring_consume(&r, 0, 100, count_fn, &n), 2);
   assert_int_equal(n, 4);
   gpd_region_close(&r);
@@ -356,13 +432,13 @@ static void test_garbage(void **state) {
   srand(12345);
   int errors = 0;
   for (int it = 0; it < 20000; it++) {
-    for (int i = 0; i < 64 * 64; i++)
+    for (int i = 0; i < 64 * (int)GPD_SLOT_SIZE; i++)
       d[i] = (uint8_t)rand();
     if (it % 4 == 0) { /* plausible headers to get past the first checks */
       for (int s = 0; s < 64; s++) {
-        d[s * 64 + 1] = GPD_REC_VERSION;
-        d[s * 64] = (uint8_t)(1 + rand() % 6);
-        d[s * 64 + 2] = (uint8_t)(1 + rand() % 4);
+        d[s * GPD_SLOT_SIZE + 1] = GPD_REC_VERSION;
+        d[s * GPD_SLOT_SIZE] = (uint8_t)(1 + rand() % 6);
+        d[s * GPD_SLOT_SIZE + 2] = (uint8_t)(1 + rand() % 4);
       }
     }
     uint64_t t = (uint64_t)rand() * 1000u;
@@ -397,15 +473,15 @@ static void test_wrapped_garbage(void **state) {
     assert_int_equal(gpd_producer_push(&p, &v, sizeof v), 0);
   }
   assert_int_equal(gpd_ring_consume(&r, 0, 1000, count_fn, &n), 62);
-  size_t len = mk_string(buf, 5, 150); /* 3 slots: 62, 63, 0 */
+  size_t len = mk_string(buf, 5, 70); /* 3 slots: 62, 63, 0 */
   assert_int_equal(gpd_producer_push(&p, buf, len), 0);
   str_check_t sc = {.next_id = 5};
   assert_int_equal(gpd_ring_consume(&r, 0, 1000, check_string, &sc), 1);
   assert_int_equal(sc.bad, 0);
   /* now corrupt a wrapped record's len so it claims more slots than it has */
-  len = mk_string(buf, 6, 150); /* slots 1,2,3 */
+  len = mk_string(buf, 6, 70); /* slots 1,2,3 */
   assert_int_equal(gpd_producer_push(&p, buf, len), 0);
-  gpd_rec_string_t *s = (gpd_rec_string_t *)(gpd_region_ring_data(&r, 0) + 1 * 64);
+  gpd_rec_string_t *s = (gpd_rec_string_t *)(gpd_region_ring_data(&r, 0) + 1 * GPD_SLOT_SIZE);
   s->h.len = 10000;
   assert_int_equal(gpd_ring_consume(&r, 0, 1000, check_string, &sc), GPD_EBADRECORD);
   gpd_region_close(&r);
@@ -537,7 +613,7 @@ static void test_release_bounds(void **state) {
 
   assert_int_equal(gpd_region_create(&r, 1, 64, 1, 1), 0);
   fill_valid(&r, 4);
-  ((gpd_rec_hdr_t *)(gpd_region_ring_data(&r, 0) + 2 * 64))->nslots = 0;
+  ((gpd_rec_hdr_t *)(gpd_region_ring_data(&r, 0) + 2 * GPD_SLOT_SIZE))->nslots = 0;
   cur = 0;
   n = 0;
   assert_int_equal(gpd_ring_consume_at(&r, 0, &cur, 100, count_fn, &n), GPD_EBADRECORD);
@@ -700,6 +776,7 @@ int main(void) {
 #endif
     cmocka_unit_test(test_concurrent),
     cmocka_unit_test(test_concurrent_lagged),
+    cmocka_unit_test(test_owner_handover),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

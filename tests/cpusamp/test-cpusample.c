@@ -31,7 +31,7 @@ static gpd_rec_cpusample_t sample(uint32_t node, uint64_t weight, uint64_t ts) {
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_CPUSAMPLE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.node = node;
   r.tid = 77;
   r.ts = ts;
@@ -42,9 +42,11 @@ static gpd_rec_cpusample_t sample(uint32_t node, uint64_t weight, uint64_t ts) {
 
 static void feed(gpd_profile_t *p, const void *rec) {
   _Alignas(64) uint8_t b[64];
-  memcpy(b, rec, 64);
-  assert_int_equal(gpd_rec_validate(b, 64), 0);
-  gpd_profile_ingest(p, b, 64);
+  size_t n = (size_t)((const gpd_rec_hdr_t *)rec)->nslots * GPD_SLOT_SIZE; /* NODE 32, CPUSAMPLE 64 */
+  assert_true(n <= sizeof b);
+  memcpy(b, rec, n);
+  assert_int_equal(gpd_rec_validate(b, n), 0);
+  gpd_profile_ingest(p, b, n);
 }
 
 static void feed_node(gpd_profile_t *p, uint32_t id, uint32_t parent, uint64_t off) {
@@ -52,7 +54,7 @@ static void feed_node(gpd_profile_t *p, uint32_t id, uint32_t parent, uint64_t o
   memset(&n, 0, sizeof n);
   n.h.type = GPD_REC_NODE;
   n.h.version = GPD_REC_VERSION;
-  n.h.nslots = 1;
+  n.h.nslots = GPD_REC_NSLOTS(n);
   n.id = id;
   n.parent = parent;
   n.offset = off; /* module 0: offset is the address */
@@ -71,14 +73,15 @@ static void test_validate(void **state) {
   gpd_rec_cpusample_t r = sample(3, 1000000, 5);
   memcpy(b, &r, 64);
   assert_int_equal(gpd_rec_validate(b, 64), 0);
-  gpd_rec_cpusample_t bad[6] = {r, r, r, r, r, r};
+  gpd_rec_cpusample_t bad[7] = {r, r, r, r, r, r, r};
   bad[0].node = 0;
   bad[1].weight = 0;
   bad[2].weight = GPD_CPUSAMPLE_MAX_WEIGHT + 1;
   bad[3].expirations = 0;
   bad[4].h.flags = 1;
-  bad[5].h.nslots = 2;
-  for (int i = 0; i < 6; i++) {
+  bad[5].h.nslots = 1; /* two slots, exactly */
+  bad[6].h.nslots = 3;
+  for (int i = 0; i < 7; i++) {
     memset(b, 0, sizeof b);
     memcpy(b, &bad[i], 64);
     assert_int_equal(gpd_rec_validate(b, 128), GPD_EBADRECORD);

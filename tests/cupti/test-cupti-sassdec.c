@@ -108,7 +108,7 @@ static void test_decode_stages(void **st) {
   assert_int_equal(s.n, 4);
   assert_int_equal(s.recs[0].h.type, GPD_REC_PCSAMPLE);
   assert_int_equal(s.recs[0].h.version, GPD_REC_VERSION);
-  assert_int_equal(s.recs[0].h.nslots, 1);
+  assert_int_equal(s.recs[0].h.nslots, 2); /* a PCSAMPLE: two 32-byte slots */
   assert_int_equal(s.recs[0].func, 100 + strlen("_Z11known_callsPKfiiPf"));
   assert_int_equal(s.recs[0].stall, 7);
   assert_int_equal(s.recs[0].device, 3);

@@ -31,7 +31,7 @@ uint64_t gpd_dclient_hello(gpd_dclient_t *c, int handback, uint64_t id, int *fd_
   Gpuprof__Msg m = GPUPROF__MSG__INIT;
   Gpuprof__Hello h = GPUPROF__HELLO__INIT;
   char *argv[] = {"test-daemon-client", "arg \"quoted\""};
-  h.proto_version = 1;
+  h.proto_version = GPD_PROTO_VERSION;
   h.pid = 1; /* a lie: the daemon must use SO_PEERCRED */
   h.exe = "/nonexistent/test-app";
   h.n_argv = 2;
@@ -159,7 +159,7 @@ void gpd_dclient_node_init(gpd_rec_node_t *n, uint32_t id, uint32_t parent, uint
   memset(n, 0, sizeof *n);
   n->h.type = GPD_REC_NODE;
   n->h.version = GPD_REC_VERSION;
-  n->h.nslots = 1;
+  n->h.nslots = GPD_REC_NSLOTS(*n);
   n->id = id;
   n->parent = parent;
   n->module = module;
@@ -177,7 +177,7 @@ void gpd_dclient_invoke_init(gpd_rec_invoke_t *v, unsigned op, uint32_t node, ui
   memset(v, 0, sizeof *v);
   v->h.type = GPD_REC_INVOKE;
   v->h.version = GPD_REC_VERSION;
-  v->h.nslots = 1;
+  v->h.nslots = GPD_REC_NSLOTS(*v);
   v->api = GPD_API_OPENCL;
   v->op = (uint8_t)op;
   v->node = node;
@@ -188,7 +188,7 @@ void gpd_dclient_activity_init(gpd_rec_activity_t *a, unsigned op, uint64_t corr
   memset(a, 0, sizeof *a);
   a->h.type = GPD_REC_ACTIVITY;
   a->h.version = GPD_REC_VERSION;
-  a->h.nslots = 2;
+  a->h.nslots = GPD_REC_NSLOTS(*a);
   a->api = GPD_API_OPENCL;
   a->op = (uint8_t)op;
   a->corr = corr;

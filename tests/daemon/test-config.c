@@ -46,7 +46,7 @@ static void test_defaults(void **state) {
   assert_string_equal(c.state_dir, GPD_DEFAULT_STATE_DIR);
   assert_string_equal(c.db_name, "gpuprofd.gpdb");
   assert_int_equal(c.rings, 64);
-  assert_int_equal(c.ring_slots, 65536);
+  assert_int_equal(c.ring_slots, 131072);
   assert_string_equal(c.admin_group, "");
   assert_int_equal(c.flush_ms, 1000);
   assert_int_equal(c.retain_age_s, 604800);

@@ -37,7 +37,6 @@ static void kinvoke(uint64_t corr) {
   gpd_rec_invoke_t v;
   gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 3, corr);
   v.ts = 1;
-  v.tid = (uint32_t)getpid();
   gpd_dclient_push(&C.ring[0], &v, sizeof v);
 }
 
@@ -78,7 +77,7 @@ static void status(void) {
   memset(&s, 0, sizeof s);
   s.h.type = GPD_REC_STATUS;
   s.h.version = GPD_REC_VERSION;
-  s.h.nslots = 1;
+  s.h.nslots = GPD_REC_NSLOTS(s);
   s.api = GPD_API_CUDA;
   s.state = 0;
   s.code = 999;

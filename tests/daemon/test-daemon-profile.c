@@ -82,7 +82,7 @@ static void feed_node(gpd_profile_t *p, uint32_t id, uint32_t parent, uint32_t m
   memset(&n, 0, sizeof n);
   n.h.type = GPD_REC_NODE;
   n.h.version = GPD_REC_VERSION;
-  n.h.nslots = 1;
+  n.h.nslots = GPD_REC_NSLOTS(n);
   n.id = id;
   n.parent = parent;
   n.module = mod;
@@ -95,14 +95,13 @@ static void feed_invoke(gpd_profile_t *p, uint64_t corr, uint32_t node, unsigned
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_INVOKE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = multi ? GPD_INVOKE_MULTI : 0;
   r.api = GPD_API_OPENCL;
   r.op = (uint8_t)op;
   r.node = node;
   r.corr = corr;
   r.ts = 1;
-  r.tid = 1;
   feed(p, &r, sizeof r);
 }
 
@@ -112,7 +111,7 @@ static void feed_act(gpd_profile_t *p, uint64_t corr, unsigned op, unsigned sub,
   memset(&a, 0, sizeof a);
   a.h.type = GPD_REC_ACTIVITY;
   a.h.version = GPD_REC_VERSION;
-  a.h.nslots = 2;
+  a.h.nslots = GPD_REC_NSLOTS(a);
   a.api = GPD_API_OPENCL;
   a.op = (uint8_t)op;
   a.subkind = (uint8_t)sub;
@@ -830,13 +829,14 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(atomic_load(&r->ctl[0].tail), 0);
   assert_int_equal(atomic_load(&r->ctl[1].tail), 0);
   assert_int_equal(p->cursor[0], atomic_load(&r->ctl[0].head));
-  assert_int_equal(p->cursor[1], 8);
+  const uint64_t AS = GPD_REC_NSLOTS(gpd_rec_activity_t); /* slots per ACTIVITY */
+  assert_int_equal(p->cursor[1], 4 * AS);
   assert_int_equal(gpd_store_flush(&d), 0);
   /* committed, then released */
   assert_int_equal(atomic_load(&r->ctl[0].tail), p->cursor[0]);
-  assert_int_equal(atomic_load(&r->ctl[1].tail), 8);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), 4 * AS);
   assert_int_equal(db_q1(path, "SELECT count(*) FROM pending WHERE profile_id=1"), 3);
-  assert_int_equal(db_q1(path, "SELECT pos FROM ring_cursor WHERE profile_id=1 AND ring=1"), 8);
+  assert_int_equal(db_q1(path, "SELECT pos FROM ring_cursor WHERE profile_id=1 AND ring=1"), 4 * AS);
   char sql[128];
   snprintf(sql, sizeof sql, "SELECT SUM(value) FROM metric WHERE profile_id=1 AND metric_id=%d",
            (int)GPD_M_GKER_COUNT);
@@ -847,8 +847,8 @@ static void test_commit_cursor(void **state) {
   ring_act(&p1, 4);
   assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
   assert_int_equal(gpd_store_flush(&d), 0);
-  assert_int_equal(atomic_load(&r->ctl[1].tail), 10);
-  atomic_store(&r->ctl[1].tail, 8);
+  assert_int_equal(atomic_load(&r->ctl[1].tail), 5 * AS);
+  atomic_store(&r->ctl[1].tail, 4 * AS);
   /* activity 5 consumed, never flushed; invoke 6 never consumed */
   ring_act(&p1, 5);
   assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
@@ -858,11 +858,11 @@ static void test_commit_cursor(void **state) {
 
   /* daemon 2 adopts the handed-back region and reloads the profile */
   gpd_proc_t *q = restart_proc(dup(r->fd));
-  assert_int_equal(q->cursor[1], 8);
+  assert_int_equal(q->cursor[1], 4 * AS);
   assert_int_equal(gpd_profile_init(&q->prof, 1), 0);
   assert_int_equal(gpd_store_load(d.store, q, getuid()), 1);
-  assert_int_equal(q->cursor[1], 10); /* skipped what was stored */
-  assert_int_equal(atomic_load(&q->region.ctl[1].tail), 10);
+  assert_int_equal(q->cursor[1], 5 * AS); /* skipped what was stored */
+  assert_int_equal(atomic_load(&q->region.ctl[1].tail), 5 * AS);
   assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 4.0);
   d.procs = q;
   assert_int_equal(gpd_monitor_drain(&d, q, 4096), 2); /* act 5 again, invoke 6 */
@@ -929,7 +929,7 @@ static void test_commit_cursor(void **state) {
 typedef struct trow_s {
   uint64_t seq;
   uint32_t len;
-  uint8_t b[2 * GPD_SLOT_SIZE];
+  uint8_t b[GPD_REC_FIXED_MAX];
 } trow_t;
 static trow_t trows[512];
 static unsigned ntrows;

@@ -30,7 +30,6 @@ static void launch(uint32_t node) {
   gpd_rec_invoke_t v;
   gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, node, corr);
   v.ts = 1;
-  v.tid = (uint32_t)getpid();
   gpd_dclient_push(&C.ring[0], &v, sizeof v);
   gpd_rec_activity_t a;
   gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
@@ -45,7 +44,7 @@ static void launch(uint32_t node) {
 static void sample(uint32_t func, uint32_t stall, uint64_t pc, uint32_t n) {
   gpd_rec_pcsample_t r;
   memset(&r, 0, sizeof r);
-  r.h = (gpd_rec_hdr_t){GPD_REC_PCSAMPLE, GPD_REC_VERSION, 1, 0, 0};
+  r.h = (gpd_rec_hdr_t){GPD_REC_PCSAMPLE, GPD_REC_VERSION, GPD_REC_NSLOTS(gpd_rec_pcsample_t), 0, 0};
   r.func = func;
   r.stall = stall;
   r.cubin_id = 0x1234;

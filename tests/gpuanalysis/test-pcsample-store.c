@@ -24,7 +24,7 @@
 #include "store.h"
 
 typedef struct {
-  _Alignas(64) uint8_t b[GPD_SLOT_SIZE];
+  _Alignas(64) uint8_t b[sizeof(gpd_rec_pcsample_t)]; /* PCSAMPLE, CUBIN, PCSTATS: 2 slots each */
 } slot_t;
 
 static int feed(gpd_profile_t *p, const void *rec) {
@@ -40,7 +40,7 @@ static int sample(gpd_profile_t *p, uint32_t func, uint32_t stall, uint64_t cubi
                   uint32_t n) {
   gpd_rec_pcsample_t r;
   memset(&r, 0, sizeof r);
-  r.h = (gpd_rec_hdr_t){GPD_REC_PCSAMPLE, GPD_REC_VERSION, 1, 0, 0};
+  r.h = (gpd_rec_hdr_t){GPD_REC_PCSAMPLE, GPD_REC_VERSION, GPD_REC_NSLOTS(gpd_rec_pcsample_t), 0, 0};
   r.func = func;
   r.stall = stall;
   r.cubin_id = cubin;
@@ -91,7 +91,7 @@ static void test_store_deltas(void **state) {
   assert_int_equal(sample(&p, 5, 0, 1, 0, 5), GPD_EBADRECORD);
   gpd_rec_cubin_t cb;
   memset(&cb, 0, sizeof cb);
-  cb.h = (gpd_rec_hdr_t){GPD_REC_CUBIN, GPD_REC_VERSION, 1, 0, 0};
+  cb.h = (gpd_rec_hdr_t){GPD_REC_CUBIN, GPD_REC_VERSION, GPD_REC_NSLOTS(gpd_rec_cubin_t), 0, 0};
   cb.cubin_id = 0xabc;
   memcpy(cb.hash, "C093BEAF1608AC1626D8F4A117D40950", 32); /* upper case */
   assert_int_equal(feed(&p, &cb), GPD_EBADRECORD);
@@ -105,7 +105,7 @@ static void test_store_deltas(void **state) {
   assert_int_equal(sample(&p, 5, 6, 0xabc, 0x110, 1), 0);
   gpd_rec_pcstats_t ps;
   memset(&ps, 0, sizeof ps);
-  ps.h = (gpd_rec_hdr_t){GPD_REC_PCSTATS, GPD_REC_VERSION, 1, 0, 0};
+  ps.h = (gpd_rec_hdr_t){GPD_REC_PCSTATS, GPD_REC_VERSION, GPD_REC_NSLOTS(gpd_rec_pcstats_t), 0, 0};
   ps.total = 100;
   ps.dropped = 3;
   ps.period_log2 = 11;

@@ -44,7 +44,7 @@ static void tracewin(gpd_dclient_t *c, int final, uint64_t t0, uint64_t start, u
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_TRACEWIN;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
   r.api = GPD_API_CUDA;
   r.duty = 1;

@@ -63,7 +63,7 @@ static gpd_rec_activity_t act(uint64_t corr, uint32_t stream, uint64_t start) {
   memset(&a, 0, sizeof a);
   a.h.type = GPD_REC_ACTIVITY;
   a.h.version = GPD_REC_VERSION;
-  a.h.nslots = 2;
+  a.h.nslots = GPD_REC_NSLOTS(a);
   a.api = GPD_API_OPENCL;
   a.op = GPD_OP_COPY;
   a.subkind = GPD_COPY_H2D;
@@ -76,17 +76,16 @@ static gpd_rec_activity_t act(uint64_t corr, uint32_t stream, uint64_t start) {
   return a;
 }
 
-static gpd_rec_invoke_t inv(uint64_t corr, uint32_t tid, uint64_t ts) {
+static gpd_rec_invoke_t inv(uint64_t corr, uint64_t ts) {
   gpd_rec_invoke_t r;
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_INVOKE;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.api = GPD_API_OPENCL;
   r.op = GPD_OP_COPY;
   r.corr = corr;
   r.ts = ts;
-  r.tid = tid;
   return r;
 }
 
@@ -105,13 +104,14 @@ static void test_rows(void **state) {
   memset(&nd, 0, sizeof nd);
   nd.h.type = GPD_REC_NODE;
   nd.h.version = GPD_REC_VERSION;
-  nd.h.nslots = 1;
+  nd.h.nslots = GPD_REC_NSLOTS(nd);
   nd.id = 1;
   nd.offset = 0x1234;
   gpd_profile_ingest(&p, &nd, sizeof nd);
+  p.ring_tid = 1234; /* as gpd_profile_consume sets it: the ring's owner */
   for (unsigned i = 0; i < 30; i++) {
     uint64_t corr = GPD_CORR(GPD_API_OPENCL, i + 1);
-    gpd_rec_invoke_t r = inv(corr, 1234, 1000 + 10 * i);
+    gpd_rec_invoke_t r = inv(corr, 1000 + 10 * i);
     r.node = 1;
     gpd_profile_ingest(&p, &r, sizeof r);
     /* three streams, out of time order within the batch */

@@ -24,7 +24,7 @@ static gpd_rec_tracewin_t rec(int final, uint32_t windows, uint64_t start, uint6
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_TRACEWIN;
   r.h.version = GPD_REC_VERSION;
-  r.h.nslots = 1;
+  r.h.nslots = GPD_REC_NSLOTS(r);
   r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
   r.api = GPD_API_CUDA;
   r.duty = 1;

@@ -1,9 +1,16 @@
 /* record.h - fixed-size ring records shared by shim and daemon.
  *
  * Every record starts with gpd_rec_hdr_t and occupies `nslots` consecutive
- * 64-byte slots of one ring (GPD_SLOT_SIZE).  Fixed records use one or two
- * slots; variable records (strings, module paths) carry their payload after
- * the fixed part and span as many slots as needed, up to GPD_REC_MAX_SLOTS.
+ * 32-byte slots of one ring (GPD_SLOT_SIZE).  A fixed record spans exactly
+ * sizeof(its struct) / GPD_SLOT_SIZE slots (GPD_REC_NSLOTS): NODE, INVOKE
+ * and STATUS one, PCSAMPLE, PCSTATS, CUBIN, CPUSAMPLE and TRACEWIN two,
+ * ACTIVITY three; variable records (strings, module paths) carry their
+ * payload after the fixed part and span as many slots as needed, up to
+ * GPD_REC_MAX_SLOTS.  The INVOKE, the record of every GPU API call, fills
+ * one slot: a ring moves half the bytes per call that a 64-byte slot did
+ * (issue 13: the consumer's cost per slot line bounded the ring's rate).
+ * Version 2 of the format (GPD_REC_VERSION); version 1 had 64-byte slots
+ * and a `tid` in INVOKE (now the ring's owner, gpd_ring_ctl_t.tid).
  * A slot sequence may wrap around the end of the ring; the consumer copies
  * the slots out before it looks at them (the region is untrusted input).
  *
@@ -26,8 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPD_SLOT_SIZE 64u
-#define GPD_REC_VERSION 1u
+#define GPD_SLOT_SIZE 32u
+#define GPD_REC_VERSION 2u
 #define GPD_REC_MAX_SLOTS 255u
 #define GPD_REC_MAX_BYTES (GPD_REC_MAX_SLOTS * GPD_SLOT_SIZE)
 
@@ -38,13 +45,13 @@ typedef enum gpd_rec_type_e {
   GPD_REC_STRING = 2,   /* interned string                     (n slots) */
   GPD_REC_MODULE = 3,   /* load module                         (n slots) */
   GPD_REC_INVOKE = 4,   /* GPU API invocation at a CPU context (1 slot)  */
-  GPD_REC_ACTIVITY = 5, /* completed GPU / GPU-API activity    (2 slots) */
+  GPD_REC_ACTIVITY = 5, /* completed GPU / GPU-API activity    (3 slots) */
   GPD_REC_STATUS = 6,   /* vendor back-end state change        (1 slot)  */
-  GPD_REC_PCSAMPLE = 7, /* aggregated GPU PC samples           (1 slot)  */
-  GPD_REC_PCSTATS = 8,  /* GPU PC sampling totals of a device  (1 slot)  */
-  GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (1 slot)  */
-  GPD_REC_CPUSAMPLE = 10, /* CPU-time sample of a thread       (1 slot)  */
-  GPD_REC_TRACEWIN = 11,  /* a closed tracing window           (1 slot)  */
+  GPD_REC_PCSAMPLE = 7, /* aggregated GPU PC samples           (2 slots) */
+  GPD_REC_PCSTATS = 8,  /* GPU PC sampling totals of a device  (2 slots) */
+  GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (2 slots) */
+  GPD_REC_CPUSAMPLE = 10, /* CPU-time sample of a thread       (2 slots) */
+  GPD_REC_TRACEWIN = 11,  /* a closed tracing window           (2 slots) */
   GPD_REC_TYPE_MAX = 12
 } gpd_rec_type_t;
 
@@ -123,7 +130,6 @@ typedef struct gpd_rec_node_s {
   uint32_t module;
   uint32_t reserved;
   uint64_t offset;
-  uint8_t pad[32];
 } gpd_rec_node_t;
 
 /** STRING: `h.len` bytes of text (no NUL) follow the fixed part. */
@@ -148,9 +154,12 @@ typedef struct gpd_rec_module_s {
   char path[]; /* h.len bytes */
 } gpd_rec_module_t;
 
-/** INVOKE: GPU API call `corr` of kind `op` made by thread `tid` in CCT
- *  context `node`, at host time `ts` ns.  flags & GPD_INVOKE_MULTI: the call
- *  may produce many activities (graph launch); keep it after a match. */
+/** INVOKE: GPU API call `corr` of kind `op` made in CCT context `node`, at
+ *  host time `ts` ns, by the thread that owns the ring it is on (the shim
+ *  pushes it on the calling thread's own ring, so the consumer takes the
+ *  thread id from the ring: gpd_ring_ctl_t.tid, gpd_ring_consume_pf's
+ *  `owner`).  One 32-byte slot.  flags & GPD_INVOKE_MULTI: the call may
+ *  produce many activities (graph launch); keep it after a match. */
 #define GPD_INVOKE_MULTI 0x01u
 typedef struct gpd_rec_invoke_s {
   gpd_rec_hdr_t h;
@@ -160,9 +169,6 @@ typedef struct gpd_rec_invoke_s {
   uint32_t node;
   uint64_t corr;
   uint64_t ts;
-  uint32_t tid;
-  uint32_t reserved2;
-  uint8_t pad[24];
 } gpd_rec_invoke_t;
 
 /** ACTIVITY: the completed operation of invocation `corr`.
@@ -193,7 +199,7 @@ typedef struct gpd_rec_activity_s {
   uint32_t dynamic_smem;    /* GKER:DYMEM   bytes per block         */
   uint32_t local_mem;       /* GKER:LMEM    bytes per thread        */
   uint32_t occ_permille;    /* GKER:OCC_THR 0..1000                 */
-  uint8_t pad[36];
+  uint8_t pad[8];
 } gpd_rec_activity_t;
 
 /** STATUS: back end `api` is now enabled (state 1) or disabled (state 0)
@@ -205,7 +211,7 @@ typedef struct gpd_rec_status_s {
   uint16_t reserved;
   int32_t code;
   uint32_t reason;
-  uint8_t pad[44];
+  uint8_t pad[12];
 } gpd_rec_status_t;
 
 /** PCSAMPLE: `samples` GPU PC samples (of which `latency` were latency
@@ -304,24 +310,31 @@ typedef struct gpd_rec_tracewin_s {
 } gpd_rec_tracewin_t;
 #define GPD_TRACEWIN_F_FINAL 0x01u
 
-_Static_assert(sizeof(gpd_rec_tracewin_t) == 64, "tracewin");
+/** Slots a fixed record spans: `x` is its struct type or an object of it. */
+#define GPD_REC_NSLOTS(x) ((uint8_t)(sizeof(x) / GPD_SLOT_SIZE))
+
 _Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
+_Static_assert(sizeof(gpd_rec_node_t) == 32, "node");
+_Static_assert(sizeof(gpd_rec_invoke_t) == 32, "invoke");
+_Static_assert(sizeof(gpd_rec_status_t) == 32, "status");
+_Static_assert(sizeof(gpd_rec_activity_t) == 96, "activity");
+_Static_assert(sizeof(gpd_rec_tracewin_t) == 64, "tracewin");
 _Static_assert(sizeof(gpd_rec_cpusample_t) == 64, "cpusample");
 _Static_assert(sizeof(gpd_rec_pcsample_t) == 64, "pcsample");
 _Static_assert(sizeof(gpd_rec_pcstats_t) == 64, "pcstats");
 _Static_assert(sizeof(gpd_rec_cubin_t) == 64, "cubin");
-_Static_assert(sizeof(gpd_rec_node_t) == 64, "node");
 _Static_assert(sizeof(gpd_rec_string_t) == 16, "string");
 _Static_assert(sizeof(gpd_rec_module_t) == 56, "module");
-_Static_assert(sizeof(gpd_rec_invoke_t) == 64, "invoke");
-_Static_assert(sizeof(gpd_rec_activity_t) == 128, "activity");
-_Static_assert(sizeof(gpd_rec_status_t) == 64, "status");
+_Static_assert(GPD_SLOT_SIZE % 8 == 0 && 64 % GPD_SLOT_SIZE == 0, "slot size");
 
 /** Slots needed by a variable record with a `fixed`-byte head and `len`
  *  payload bytes. */
 static inline unsigned gpd_rec_slots_for(size_t fixed, size_t len) {
   return (unsigned)((fixed + len + GPD_SLOT_SIZE - 1) / GPD_SLOT_SIZE);
 }
+
+/** Largest fixed record (ACTIVITY), bytes. */
+#define GPD_REC_FIXED_MAX sizeof(gpd_rec_activity_t)
 
 /** Validate a record copied out of a ring into `buf` (`nbytes` =
  *  nslots * GPD_SLOT_SIZE).  Checks type, version, nslots against the

@@ -36,7 +36,14 @@
 #include "gpuprof/record.h"
 
 #define GPD_REGION_MAGIC 0x314e474552445047ull /* "GPDREGN1" */
-#define GPD_REGION_VERSION 1u
+/* Version 2: 32-byte slots (record.h GPD_SLOT_SIZE, GPD_REC_VERSION 2) and
+ * hdr.slot_size.  A shim and a daemon of different versions refuse each
+ * other: the daemon's Hello check (GPD_PROTO_VERSION) and gpd_region_map's
+ * version check on either side (GPD_EBADVERSION). */
+#define GPD_REGION_VERSION 2u
+/* Protocol version of the shim's Hello (proto/gpuprof.proto), bumped with
+ * GPD_REGION_VERSION: 2 = regions and records of version 2. */
+#define GPD_PROTO_VERSION 2u
 #define GPD_REGION_HDR_SIZE 4096u
 #define GPD_RING_CTL_SIZE 256u
 
@@ -68,6 +75,7 @@ typedef struct gpd_region_hdr_s {
   _Atomic uint32_t next_string;   /* shim's last string / module id */
   uint32_t rec_types; /* daemon: record types it accepts (its GPD_REC_TYPE_MAX);
                          0 from a daemon before this field: no CPUSAMPLE */
+  uint32_t slot_size; /* GPD_SLOT_SIZE: bytes per ring slot (checked by map) */
 } gpd_region_hdr_t;
 
 /** One ring's control block, 4 cache lines so producer and consumer
@@ -77,7 +85,10 @@ typedef struct gpd_ring_ctl_s {
   _Atomic uint64_t pushed;            /* producer: records pushed */
   _Atomic uint64_t drops;             /* producer: records dropped (full) */
   _Atomic uint32_t state;             /* GPD_RING_* */
-  uint32_t tid;                       /* producer thread id (gettid) */
+  _Atomic uint32_t tid;               /* producer thread id (gettid), stored at
+                                         claim before the first head store;
+                                         the owner of every record in the ring
+                                         (gpd_ring_consume_pf's `owner`) */
   _Alignas(64) _Atomic uint64_t tail; /* consumer: next slot to read */
   _Atomic uint64_t consumed;          /* consumer: records consumed */
   _Alignas(64) uint8_t reserved[128];
@@ -105,8 +116,10 @@ int gpd_region_create(gpd_region_t *r, uint32_t nrings, uint32_t ring_slots,
                       int32_t pid, uint64_t profile_id);
 
 /** Either side: map an existing region fd (takes ownership of fd on
- *  success) and validate its header: magic, version, sizes consistent with
- *  fstat().  Returns 0, -errno, or GPD_EBADREGION. */
+ *  success) and validate its header: magic, version, slot size, sizes
+ *  consistent with fstat().  Returns 0, -errno, GPD_EBADVERSION (another
+ *  version or slot size: a shim or daemon of another release) or
+ *  GPD_EBADREGION. */
 int gpd_region_map(gpd_region_t *r, int fd);
 
 /** Unmap and close. Safe on a zeroed struct. */
@@ -214,9 +227,14 @@ typedef void (*gpd_ring_pf_fn)(void *arg, const void *slot);
 /** gpd_ring_consume_at that also calls pf (may be NULL) on each record a
  *  few records before fn gets it, so that the lookups fn will make can be
  *  prefetched (the daemon's correlation maps miss the cache with ~1 M
- *  entries).  Same results and rules as gpd_ring_consume_at. */
+ *  entries), and, when `owner` is not NULL, stores in *owner before the
+ *  first fn call the thread id of the producer that pushed every record of
+ *  this call (ctl->tid read after head: a ring changes owner only once the
+ *  consumer drained and released it to FREE, serialized with this call; an
+ *  untrusted value like the records).  Same results and rules as
+ *  gpd_ring_consume_at. */
 int gpd_ring_consume_pf(gpd_region_t *r, uint32_t i, uint64_t *cursor, unsigned max,
-                        gpd_ring_fn fn, gpd_ring_pf_fn pf, void *arg);
+                        gpd_ring_fn fn, gpd_ring_pf_fn pf, void *arg, uint32_t *owner);
 
 /** Daemon: publish tail = upto for ring i (release store), returning the
  *  slots before `upto` to the producer.  Monotonic: an `upto` at or below
