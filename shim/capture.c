@@ -132,7 +132,7 @@ static void node_count(uint32_t id) {
  * the thread starts from the same state if gpd_shim_capture's own frame
  * has the same (ip, sp, rbp); then frame j+1 is the recorded one exactly
  * when the stack still holds the recorded return address at sp[j+1] - 8
- * and the recorded %rbp at its slot (gpd_capture_walk_t: vf[], bpc[]):
+ * and the recorded %rbp at its slot (gpd_capture_walk_t: chk[]):
  * the unwind rule of a frame depends
  * only on its ip, and its CFA on sp and rbp, all equal by induction, so
  * the unwinder would read the same slots.  Every frame up to the root is
