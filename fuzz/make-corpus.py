@@ -43,8 +43,17 @@ gpubin = field(1, 2, b"99aa06d3014798d86001c324468d497f") + field(2, 2, b"cubin"
 tree_req = field(1, 0, 0) + field(3, 0, 8)
 err = field(1, 0, (1 << 64) - 4199) + field(2, 2, b"bad ring")
 
+# a tree reply in the packed form (TreeRequest.packed_metrics / no_incl):
+# Node.excl_ids (11) and excl_values (12) as packed fields
+packed_node = (field(1, 0, 0x1234) + field(2, 0, 1) + field(3, 0, 3) + field(4, 2, b"k(float*)")
+               + field(11, 2, varint(0) + varint(1) + varint(49))
+               + field(12, 2, struct.pack("<ddd", 1500.0, 1500.0, 3.0)))
+tree_packed = field(1, 2, packed_node) + field(1, 2, field(1, 0, 1) + field(3, 0, 1))
+tree_req_packed = field(3, 0, 0) + field(4, 0, 1) + field(5, 0, 1)
+
 frames = {
     "hello": b"\x00" + frame(msg(1, hello)),
+    "tree-packed": b"\x20" + frame(msg(12, tree_req_packed)) + frame(msg(13, tree_packed)),
     "reply-split": b"\x02" + frame(msg(2, reply)) + frame(msg(3, gpubin)),
     "many": b"\x10" + frame(msg(12, tree_req)) + frame(msg(10, b"")) + frame(msg(20, err)) + frame(b""),
     "partial": b"\xff" + frame(msg(1, hello))[:-3],
