@@ -94,6 +94,7 @@ static struct {
 /* Set on the connection thread: gpd_conn_start never waits on itself. */
 static __thread int conn_on_thread;
 
+static atomic_int conn_nolistener; /* gpd_conn_no_listener */
 static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin, conn_log_fdlost,
     conn_log_off;
 
@@ -530,6 +531,8 @@ static int conn_attempt(void) {
   }
   gpd_fdid_t id;
   int err = conn_connect(g->socket_path, &id);
+  atomic_store_explicit(&conn_nolistener, err && !conn.ever && (err == -ENOENT || err == -ECONNREFUSED),
+                        memory_order_relaxed);
   if (err) {
     if (!conn.ever)
       GPD_LOG_ONCE(conn_log_nodaemon, GPD_LOG_WARN, "no daemon at %s, not profiling", g->socket_path);
@@ -736,3 +739,5 @@ void gpd_conn_atfork_child(void) {
   conn.q_inflight = 0;
   conn.nseen = 0;
 }
+
+int gpd_conn_no_listener(void) { return atomic_load_explicit(&conn_nolistener, memory_order_relaxed); }

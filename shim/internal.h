@@ -147,6 +147,11 @@ void gpd_conn_atfork_prepare(void);
 void gpd_conn_atfork_parent(void);
 /** Stop at exit (no join: never block the host). */
 void gpd_conn_stop(void);
+/** 1 while no daemon has registered this process and the last connection
+ *  attempt found nothing listening at the socket (ENOENT, ECONNREFUSED);
+ *  0 otherwise (connected, never tried, or a daemon that is slow to
+ *  answer).  Any thread, lock-free. */
+int gpd_conn_no_listener(void);
 /** In the fork child: forget the parent's connection (close its fd if it
  *  is still ours), release the lock taken in prepare, reset state.  The
  *  child's gpd_conn_start() (lazily, shim.c) registers it anew. */

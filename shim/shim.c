@@ -72,6 +72,12 @@ GPD_EXPORT int gpd_shim_active(void) {
   return 0;
 }
 
+int gpd_shim_may_record(void) {
+  if (atomic_load_explicit(&gpd_shim__g.disabled, memory_order_relaxed))
+    return 0;
+  return gpd_shim_active() || !gpd_conn_no_listener();
+}
+
 uint32_t gpd_shim__id_next(void) {
   uint32_t id = atomic_fetch_add_explicit(&gpd_shim__g.next_id, 1, memory_order_relaxed) + 1;
   if (gpd_shim_active()) {

@@ -20,6 +20,14 @@
 /** True once the shim holds a region (registered with a daemon). */
 int gpd_shim_active(void);
 
+/** 0 when the shim will not record what is set up now: disabled
+ *  (GPUPROF_DISABLE=1), or not registered and no daemon listening at the
+ *  socket (gpd_conn_no_listener); else 1 (registered, or a daemon that
+ *  has not answered yet).  A back end asks before it makes a vendor object
+ *  costlier for the sake of profiling (an OpenCL queue with
+ *  CL_QUEUE_PROFILING_ENABLE).  Any thread. */
+int gpd_shim_may_record(void);
+
 /** Capture the calling context of the current thread: unwind with
  *  libunwind (unw_backtrace), drop the innermost frames that lie in the
  *  shim itself or in a registered vendor module (gpd_shim_vendor_module),

@@ -138,6 +138,7 @@ typedef struct queue_entry_s {
   _Atomic uint32_t id;
   _Atomic uint32_t device;
   _Atomic(gpd_ocl_pend_t *) pend; /* made on the first deferred command; kept for a reused handle */
+  _Atomic uint32_t prof;          /* CL_QUEUE_PROFILING_ENABLE is set */
 } queue_entry_t;
 
 static queue_entry_t ocl_queues[OCL_MAX_QUEUES];
@@ -189,12 +190,22 @@ gpd_ocl_pend_t *gpd_ocl_queue_pend(cl_command_queue q) {
   return e ? atomic_load_explicit(&e->pend, memory_order_acquire) : NULL;
 }
 
+/* Whether the queue was made with profiling (device times). */
+static uint32_t ocl_queue_profiled(cl_command_queue q) {
+  cl_command_queue_properties p = 0;
+  const gpd_ocl_api_t *api = gpd_ocl_api();
+  return api->clGetCommandQueueInfo &&
+         api->clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof p, &p, NULL) == CL_SUCCESS &&
+         (p & CL_QUEUE_PROFILING_ENABLE);
+}
+
 void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev) {
   int fresh;
   queue_entry_t *e = ocl_queue_slot(q, &fresh);
   if (!e)
     return;
   atomic_store(&e->device, ocl_device_index(dev));
+  atomic_store(&e->prof, ocl_queue_profiled(q));
   /* A reused handle is a new queue: new stream id. */
   atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
 }
@@ -209,18 +220,13 @@ uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t 
     *pend = NULL;
   if (!e)
     return 0;
-  if (pend && (*pend = atomic_load_explicit(&e->pend, memory_order_acquire)) == NULL) {
-    gpd_ocl_pend_t *l = gpd_ocl_pend_new(), *none = NULL;
-    if (l && !atomic_compare_exchange_strong(&e->pend, &none, l))
-      l = none; /* another thread's list (ours stays registered, empty) */
-    *pend = l;
-  }
   if (fresh) { /* a queue we did not see created */
     cl_device_id d = NULL;
     const gpd_ocl_api_t *api = gpd_ocl_api();
     if (api->clGetCommandQueueInfo)
       api->clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof d, &d, NULL);
     atomic_store(&e->device, ocl_device_index(d));
+    atomic_store(&e->prof, ocl_queue_profiled(q));
     atomic_store_explicit(&e->id, atomic_fetch_add(&ocl_next_queue, 1) + 1, memory_order_release);
   }
   uint32_t id;
@@ -228,6 +234,14 @@ uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t 
   while ((id = atomic_load_explicit(&e->id, memory_order_acquire)) == 0 && spin++ < 100000)
     ;
   *device = atomic_load(&e->device);
+  /* A list only for a queue with device times: the others' commands take
+   * the callback, whose host times end at completion, not at a harvest. */
+  if (pend && atomic_load(&e->prof) && (*pend = atomic_load_explicit(&e->pend, memory_order_acquire)) == NULL) {
+    gpd_ocl_pend_t *l = gpd_ocl_pend_new(), *none = NULL;
+    if (l && !atomic_compare_exchange_strong(&e->pend, &none, l))
+      l = none; /* another thread's list (ours stays registered, empty) */
+    *pend = l;
+  }
   return id;
 }
 

@@ -85,7 +85,8 @@ typedef struct gpd_ocl_pend_s gpd_ocl_pend_t;
 /** Process-local queue id (stream) and device index of a queue. */
 uint32_t gpd_ocl_queue_id(cl_command_queue q, uint32_t *device);
 /** The same, and the queue's pending list in *pend (made on first use;
- *  NULL when out of memory or the queue table is full). */
+ *  NULL for a queue without CL_QUEUE_PROFILING_ENABLE, when out of memory
+ *  or when the queue table is full). */
 uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t **pend);
 /** The pending list of a known queue, or NULL (never makes one). */
 gpd_ocl_pend_t *gpd_ocl_queue_pend(cl_command_queue q);

@@ -8,6 +8,9 @@
  * OpenCL and exits; the parent drains the region after the child's exit,
  * so the ACTIVITYs pushed by the child's exit harvest count.
  * The child:
+ *   q0  made before the region is attached, with no daemon listening: the
+ *       shim does not force CL_QUEUE_PROFILING_ENABLE on it; after the
+ *       attach 5 kernels on it take the callback (host times, flagged)
  *   q1  300 kernels without an event and without a wait (more than a
  *       list holds: harvest of the completed at the bound, or callbacks),
  *       20 with the application's own events and CL_COMPLETE callbacks,
@@ -20,8 +23,9 @@
  *   q4  50 kernels, the last with an event polled (clGetEventInfo, not
  *       intercepted) until complete: all 50 still pending; exit without a
  *       clFinish (the exit harvest pushes them)
- * The parent checks: 585 kernel INVOKEs and ACTIVITYs, each ACTIVITY
- * matching one INVOKE, device times, per queue 320 / 200 / 15 / 50.
+ * The parent checks: 590 kernel INVOKEs and ACTIVITYs, each ACTIVITY
+ * matching one INVOKE, per queue 320 / 200 / 15 / 50 with device times
+ * and 5 with host times (q0).
  * Exit 77 without an OpenCL device. */
 #include <pthread.h>
 #include <spawn.h>
@@ -32,6 +36,7 @@
 #include "ocl-common.h"
 
 long gpd_shim__ocl_pending(void);
+#define OCL_HOST_TIME 0x01u /* GPD_ACTIVITY_HOST_TIME (shim/internal.h) */
 
 static const char *src = "__kernel void tiny(__global int *y) { y[get_global_id(0)] += 1; }\n";
 
@@ -70,13 +75,20 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static cl_command_queue_properties queue_props(cl_command_queue q) {
+  cl_command_queue_properties p = 0;
+  OCL_CHECK(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof p, &p, NULL));
+  return p;
+}
+
 static int child(int fd) {
+  if (ocl_env_open(&E, src)) /* E.q is q0 */
+    return 77;
+  DR_CHECK(!(queue_props(E.q) & CL_QUEUE_PROFILING_ENABLE), "profiling forced with no daemon listening");
   if (gpd_shim__attach_region(fd) != 0) {
     fprintf(stderr, "child: attach failed\n");
     return 1;
   }
-  if (ocl_env_open(&E, src))
-    return 77;
   cl_int err;
   cl_mem b = clCreateBuffer(E.ctx, CL_MEM_READ_WRITE, 64 * sizeof(int), NULL, &err);
   OCL_CHECK(err);
@@ -86,6 +98,8 @@ static int child(int fd) {
   OCL_CHECK(clFinish(E.q)); /* nothing enqueued on the env's queue */
 
   cl_command_queue q1 = new_queue(), q2 = new_queue(), q3 = new_queue(), q4 = new_queue();
+  DR_CHECK(queue_props(q1) & CL_QUEUE_PROFILING_ENABLE, "profiling not forced while recording");
+  launch(E.q, 5, NULL);
   launch(q1, 300, NULL);
   cl_event uev[20];
   for (int i = 0; i < 20; i++) {
@@ -161,7 +175,7 @@ int main(int argc, char **argv) {
   DR_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status %d)", st);
   dr_drain(&D);
 
-  int ninv = 0, nact = 0;
+  int ninv = 0, nact = 0, nhost = 0;
   for (int i = 0; i < D.ninv; i++)
     ninv += D.inv[i].op == GPD_OP_KERNEL;
   uint32_t streams[8] = {0};
@@ -171,8 +185,12 @@ int main(int argc, char **argv) {
     if (a->op != GPD_OP_KERNEL)
       continue;
     nact++;
-    DR_CHECK(a->h.flags == 0, "kernel %d with host times", i);
     DR_CHECK(a->end >= a->start && a->start > 0, "times");
+    if (a->h.flags == OCL_HOST_TIME) { /* q0's */
+      nhost++;
+      continue;
+    }
+    DR_CHECK(a->h.flags == 0, "kernel %d: flags %#x", i, a->h.flags);
     int match = 0;
     for (int j = 0; j < D.ninv; j++)
       match += D.inv[j].corr == a->corr && D.inv[j].op == GPD_OP_KERNEL;
@@ -185,8 +203,9 @@ int main(int argc, char **argv) {
       streams[ns++] = a->stream;
     per[s]++;
   }
-  DR_CHECK(ninv == 585, "kernel invokes %d", ninv);
-  DR_CHECK(nact == 585, "kernel activities %d", nact);
+  DR_CHECK(ninv == 590, "kernel invokes %d", ninv);
+  DR_CHECK(nact == 590, "kernel activities %d", nact);
+  DR_CHECK(nhost == 5, "%d kernels with host times, not q0's 5", nhost);
   DR_CHECK(ns == 4, "%d queues seen", ns);
   /* streams are numbered in creation order: q1 < q2 < q3 < q4 */
   int want[4] = {320, 200, 15, 50}, order[4] = {0, 1, 2, 3};
@@ -199,6 +218,6 @@ int main(int argc, char **argv) {
       }
   for (int i = 0; i < 4; i++)
     DR_CHECK(per[order[i]] == want[i], "queue %d: %d kernels, not %d", i + 1, per[order[i]], want[i]);
-  printf("test-ocl-pending: 585 kernels, one ACTIVITY each (320 / 200 / 15 / 50 per queue)\n");
+  printf("test-ocl-pending: 590 kernels, one ACTIVITY each (320 / 200 / 15 / 50 per queue, 5 host-timed)\n");
   return 0;
 }
