@@ -92,14 +92,8 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
       return GPD_EBADRECORD;
     return 0;
   }
-  case GPD_REC_INVOKE: {
-    const gpd_rec_invoke_t *v = buf;
-    if (h->nslots != GPD_REC_NSLOTS(*v) || h->len != 0)
-      return GPD_EBADRECORD;
-    if (v->api >= GPD_API_MAX || !valid_op(v->op) || v->node == 0 || v->corr == 0)
-      return GPD_EBADRECORD;
-    return 0;
-  }
+  case GPD_REC_INVOKE:
+    return gpd_rec_invoke_ok(buf) ? 0 : GPD_EBADRECORD; /* version checked above */
   case GPD_REC_ACTIVITY: {
     const gpd_rec_activity_t *a = buf;
     if (h->nslots != GPD_REC_NSLOTS(*a) || h->len != 0)

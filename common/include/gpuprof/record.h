@@ -336,6 +336,14 @@ static inline unsigned gpd_rec_slots_for(size_t fixed, size_t len) {
 /** Largest fixed record (ACTIVITY), bytes. */
 #define GPD_REC_FIXED_MAX sizeof(gpd_rec_activity_t)
 
+/** gpd_rec_validate's rules for an INVOKE (`v` a private copy of one
+ *  slot whose h.type is GPD_REC_INVOKE): 1 if valid.  Inline so that the
+ *  ring's consumer checks the most frequent record without a call. */
+static inline int gpd_rec_invoke_ok(const gpd_rec_invoke_t *v) {
+  return v->h.version == GPD_REC_VERSION && v->h.nslots == GPD_REC_NSLOTS(*v) && v->h.len == 0 &&
+         v->api < GPD_API_MAX && v->op > GPD_OP_NONE && v->op < GPD_OP_MAX && v->node != 0 && v->corr != 0;
+}
+
 /** Validate a record copied out of a ring into `buf` (`nbytes` =
  *  nslots * GPD_SLOT_SIZE).  Checks type, version, nslots against the
  *  type's fixed size, len against nslots, enum ranges, and that ids that
