@@ -21,6 +21,9 @@
 #include "gpuprof/region.h"
 
 #define SLOTS (1u << 21)
+/* slots of an INVOKE + ACTIVITY pair in one ring, and of an ACTIVITY alone */
+#define PAIR_SLOTS (GPD_REC_NSLOTS(gpd_rec_invoke_t) + GPD_REC_NSLOTS(gpd_rec_activity_t))
+#define ACT_SLOTS GPD_REC_NSLOTS(gpd_rec_activity_t)
 
 static double now_s(void) {
   struct timespec ts;
@@ -124,7 +127,7 @@ static void run(const char *name, int split, unsigned nodes) {
   gpd_profile_t prof;
   gpd_profile_init(&prof, 1);
   announce(&prof, nodes);
-  unsigned pairs = split ? SLOTS / 2 - 16 : SLOTS / 3 - 16;
+  unsigned pairs = split ? SLOTS / ACT_SLOTS - 16 : SLOTS / PAIR_SLOTS - 16;
   double total_t = 0, total_c = 0;
   uint64_t total_r = 0;
   for (int rep = 0; rep < 5; rep++) {
@@ -181,7 +184,7 @@ static void run_monitor(const char *name, unsigned nodes, unsigned inflight) {
   gpd_producer_claim(&p->region, &p0, 1);
   gpd_producer_claim(&p->region, &p1, 2);
   announce(&p->prof, nodes);
-  unsigned pairs = SLOTS / 3 - 16 - inflight;
+  unsigned pairs = SLOTS / PAIR_SLOTS - 16 - inflight;
   double total_t = 0, total_c = 0, snap_t = 0, full_t = 0;
   uint64_t total_r = 0, snap_recs = 0, full_n = 0;
   for (int rep = 0; rep < 5; rep++) {
@@ -283,7 +286,7 @@ static void run_threads(unsigned nthreads, unsigned nprocs, int from_start) {
   if (gpd_monitor_helpers_start(&d, nthreads) < 0)
     exit(1);
   gpd_monitor_claim_from_start(&d, from_start);
-  unsigned pairs = TSLOTS / 3 - 16;
+  unsigned pairs = TSLOTS / PAIR_SLOTS - 16;
   double total_t = 0, total_c = 0;
   uint64_t total_r = 0;
   for (int rep = 0; rep < 5; rep++) {
