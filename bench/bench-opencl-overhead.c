@@ -10,9 +10,9 @@
  * times (default 5); the table gives the median ns per launch and the
  * ratio to bare, and, from wait4's rusage of the median run, the process's
  * CPU time and its minor page faults per launch above bare's.  The faults
- * are the first writes into the shared ring pages (~3 slots of 64 B per
- * launch: INVOKE + ACTIVITY, one fault per ~21 launches until a ring has
- * wrapped once); where a fault is expensive (a PVM guest: ~24 us) they are
+ * are the first writes into the shared ring pages (128 B per launch:
+ * INVOKE 32 + ACTIVITY 96, one fault per 32 launches until a ring has
+ * wrapped once; 192 B and one per ~21 before the 32-byte slots); where a fault is expensive (a PVM guest: ~24 us) they are
  * much of the ratio of a short run (docs/PERFORMANCE.md).  --cpu C pins
  * the bench and so every run (the loop, PoCL's worker threads, the shim's
  * connection thread) to CPU C; start the daemon on another CPU.  On a
