@@ -34,4 +34,8 @@ if(OpenCL_FOUND)
   add_test(NAME shim.handback
     COMMAND test-handback ${CMAKE_BINARY_DIR}/shim-handback.sock $<TARGET_FILE:gpuprof> $<TARGET_FILE:ocl-loop>)
   set_tests_properties(shim.handback PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+  # a daemon of another release (HelloReply proto_version 1): refused, not retried
+  add_test(NAME shim.oldversion
+    COMMAND test-handback ${CMAKE_BINARY_DIR}/shim-oldversion.sock $<TARGET_FILE:gpuprof> $<TARGET_FILE:ocl-loop> oldversion)
+  set_tests_properties(shim.oldversion PROPERTIES LABELS "unit" TIMEOUT 150 SKIP_RETURN_CODE 77)
 endif()

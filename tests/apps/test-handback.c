@@ -4,7 +4,14 @@
  * the connection and the listener), comes back, and must receive a
  * hand-back Hello with the same memfd and profile id; records must flow
  * again and announcements must be repeated.
- * Usage: test-handback SOCKET SHIM OCL-LOOP.  Exit 77 without a device. */
+ * With a 4th argument `oldversion` the fake daemon is of another release
+ * instead: it answers the first Hello with proto_version
+ * GPD_PROTO_VERSION - 1 (64-byte slots) and a region; the shim must
+ * refuse it: nothing pushed into the region (no ring claimed), no second
+ * connection (a refusal is not retried), and the application runs to its
+ * end unprofiled (exit 0).
+ * Usage: test-handback SOCKET SHIM OCL-LOOP [oldversion].  Exit 77 without
+ * a device. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -50,9 +57,11 @@ static Gpuprof__Hello *recv_hello(int c, int *fd, Gpuprof__Msg **keep) {
   return m->hello;
 }
 
+static uint32_t reply_version = GPD_PROTO_VERSION;
+
 static void reply(int c, uint64_t profile, int fd) {
   Gpuprof__HelloReply r = GPUPROF__HELLO_REPLY__INIT;
-  r.proto_version = GPD_PROTO_VERSION;
+  r.proto_version = reply_version;
   r.profile_id = profile;
   Gpuprof__Msg m = GPUPROF__MSG__INIT;
   m.body_case = GPUPROF__MSG__BODY_HELLO_REPLY;
@@ -72,7 +81,9 @@ static void drain_for(int ms) {
 }
 
 int main(int argc, char **argv) {
-  DR_CHECK(argc == 4, "usage: test-handback SOCKET SHIM OCL-LOOP");
+  DR_CHECK(argc == 4 || (argc == 5 && strcmp(argv[4], "oldversion") == 0),
+           "usage: test-handback SOCKET SHIM OCL-LOOP [oldversion]");
+  int oldversion = argc == 5;
   signal(SIGPIPE, SIG_IGN);
   int ls = listen_on(argv[1]);
   pid_t pid = fork();
@@ -86,7 +97,7 @@ int main(int argc, char **argv) {
     }
     setenv("GPUPROF_SOCKET", argv[1], 1);
     setenv("GPUPROF_JOB_ID", "hb-test", 1);
-    execl(argv[3], argv[3], "300000", "10", (char *)NULL);
+    execl(argv[3], argv[3], oldversion ? "20000" : "300000", "10", (char *)NULL);
     _exit(127);
   }
   int c = accept_within(ls, 5000);
@@ -97,6 +108,26 @@ int main(int argc, char **argv) {
   DR_CHECK(strcmp(h->job_id, "hb-test") == 0 && h->n_argv == 3 && strstr(h->exe, "ocl-loop"), "hello fields");
   gpuprof__msg__free_unpacked(keep, NULL);
   DR_CHECK(gpd_region_create(&D.r, 16, 1u << 14, pid, 42) == 0, "region");
+  if (oldversion) {
+    reply_version = GPD_PROTO_VERSION - 1;
+    reply(c, 42, D.r.fd);
+    /* the application ends by itself (20 000 launches), unprofiled */
+    int st = 0;
+    uint64_t end = gpd_clock_ns() + 120000000000ull;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+      DR_CHECK(gpd_clock_ns() < end, "ocl-loop did not end within 120 s");
+      struct pollfd p = {.fd = ls, .events = POLLIN};
+      DR_CHECK(poll(&p, 1, 50) == 0, "the shim connected again after a version refusal");
+    }
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+      return 77;
+    DR_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ocl-loop status %d", st);
+    DR_CHECK(atomic_load(&D.r.hdr->ring_hwm) == 0, "the shim pushed into another version's region (%u rings)",
+             (unsigned)atomic_load(&D.r.hdr->ring_hwm));
+    printf("test-handback oldversion: ok (refused, not retried, the application ran unprofiled)\n");
+    unlink(argv[1]);
+    return 0;
+  }
   reply(c, 42, D.r.fd);
   /* Wait for the first records (PoCL compiles first: slow under ASan/load). */
   for (int i = 0; i < 100 && D.ninv_all == 0; i++)
