@@ -417,6 +417,7 @@ static void time_cli(const char *sock, qres_t *q, const char *cmd) {
   double *t = calloc(opt_reps + 1, sizeof *t);
   for (unsigned i = 0; i <= opt_reps; i++) {
     double d0 = proc_cpu_ms(g_dpid), t0 = now_ms();
+    fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
       int nul = open("/dev/null", O_WRONLY);
@@ -585,6 +586,7 @@ static int scenario(unsigned nprocs) {
     fprintf(cf, "%s\n", text ? text : "[trace]\nthreads = 0");
     fclose(cf);
   }
+  fflush(NULL); /* a forked child that exits must not print the parent's buffer again */
   pid_t dpid = fork();
   g_dpid = dpid;
   if (dpid == 0) {
@@ -647,6 +649,24 @@ static int scenario(unsigned nprocs) {
   while (got < nprocs && read(ready[0], &b, 1) == 1)
     got++;
   close(ready[0]);
+  if (got < nprocs) { /* every client died: e.g. a daemon of another format refused them */
+    fprintf(stderr, "bench-top: %u of %u clients did not register with %s (see above): scenario skipped\n",
+            nprocs - got, nprocs, daemon_path);
+    for (unsigned i = 0; i < nprocs; i++)
+      close(g_hold[i]);
+    kill(dpid, SIGKILL);
+    waitpid(dpid, NULL, 0);
+    for (unsigned i = 0; i < nprocs; i++)
+      waitpid(kids[i], NULL, 0);
+    free(kids);
+    free(g_hold);
+    g_hold = NULL;
+    char rm[PATH_MAX + 16];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0)
+      fprintf(stderr, "bench-top: could not remove %s\n", dir);
+    return -1;
+  }
   double t_pushed = now_ms();
   uint64_t want = records_per_proc();
   g_want = want;
