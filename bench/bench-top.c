@@ -562,6 +562,22 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
 
 /* ------------------------------------------------------------ scenario */
 
+/* End of a scenario, after its daemon is gone: EOF on every client's hold
+ * pipe (they exit), reap them, remove the scenario's folder. */
+static void release_clients(pid_t *kids, unsigned nprocs, const char *dir) {
+  for (unsigned i = 0; i < nprocs; i++)
+    close(g_hold[i]);
+  for (unsigned i = 0; i < nprocs; i++)
+    waitpid(kids[i], NULL, 0);
+  free(kids);
+  free(g_hold);
+  g_hold = NULL;
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "bench-top: could not remove %s\n", dir);
+}
+
 static int scenario(unsigned nprocs) {
   char dir[] = "/tmp/bench-top.XXXXXX";
   if (mkdtemp(dir) == NULL) {
@@ -652,19 +668,9 @@ static int scenario(unsigned nprocs) {
   if (got < nprocs) { /* every client died: e.g. a daemon of another format refused them */
     fprintf(stderr, "bench-top: %u of %u clients did not register with %s (see above): scenario skipped\n",
             nprocs - got, nprocs, daemon_path);
-    for (unsigned i = 0; i < nprocs; i++)
-      close(g_hold[i]);
     kill(dpid, SIGKILL);
     waitpid(dpid, NULL, 0);
-    for (unsigned i = 0; i < nprocs; i++)
-      waitpid(kids[i], NULL, 0);
-    free(kids);
-    free(g_hold);
-    g_hold = NULL;
-    char rm[PATH_MAX + 16];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    if (system(rm) != 0)
-      fprintf(stderr, "bench-top: could not remove %s\n", dir);
+    release_clients(kids, nprocs, dir);
     return -1;
   }
   double t_pushed = now_ms();
@@ -744,17 +750,7 @@ static int scenario(unsigned nprocs) {
     kill(dpid, SIGKILL);
     waitpid(dpid, &st, 0);
   }
-  for (unsigned i = 0; i < nprocs; i++)
-    close(g_hold[i]);
-  for (unsigned i = 0; i < nprocs; i++)
-    waitpid(kids[i], NULL, 0);
-  free(kids);
-  free(g_hold);
-  g_hold = NULL;
-  char cmd[PATH_MAX + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "bench-top: could not remove %s\n", dir);
+  release_clients(kids, nprocs, dir);
   return done == nprocs && (uint64_t)gker == want_l ? 0 : 1;
 }
 
