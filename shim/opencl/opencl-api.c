@@ -272,12 +272,16 @@ static void CL_CALLBACK ocl_event_cb(cl_event e, cl_int status, void *arg) {
   gpd_thread_leave(prev);
 }
 
-int gpd_ocl_watch(cl_event e, int owned, gpd_ocl_ctx_t *c) {
+int gpd_ocl_watch(cl_event e, const gpd_ocl_ctx_t *f) {
   const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!owned && api->clRetainEvent(e) != CL_SUCCESS) {
-    gpd_ocl_ctx_put(c);
+  gpd_ocl_ctx_t *c = gpd_ocl_ctx_get();
+  if (!c) {
+    api->clReleaseEvent(e);
     return -1;
   }
+  uint32_t self = c->self;
+  *c = *f;
+  c->self = self;
   atomic_fetch_add_explicit(&gpd_ocl_pending_n, 1, memory_order_relaxed);
   cl_int rc = api->clSetEventCallback(e, CL_COMPLETE, ocl_event_cb, c);
   if (rc != CL_SUCCESS) {

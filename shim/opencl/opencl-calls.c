@@ -84,15 +84,7 @@ static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, c
       gpd_ocl_pend_completed(l);
     return;
   }
-  gpd_ocl_ctx_t *cb = gpd_ocl_ctx_get();
-  if (!cb) {
-    api->clReleaseEvent(e);
-    return;
-  }
-  uint32_t self = cb->self;
-  *cb = x;
-  cb->self = self;
-  (void)gpd_ocl_watch(e, 1, cb);
+  (void)gpd_ocl_watch(e, &x);
 }
 
 /* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */

@@ -100,21 +100,6 @@ static void pend_push(const ocl_pend_t *out, const cl_int *status, uint32_t n) {
   }
 }
 
-/* Hand an entry to the CL_COMPLETE callback (its reference goes with it).
- * 0, or -1 when no callback context is left (the reference is released,
- * the ACTIVITY lost; logged once). */
-static int pend_to_callback(const ocl_pend_t *p) {
-  gpd_ocl_ctx_t *x = gpd_ocl_ctx_get();
-  if (!x) {
-    gpd_ocl_api()->clReleaseEvent(p->e);
-    return -1;
-  }
-  uint32_t self = x->self;
-  *x = p->c;
-  x->self = self;
-  return gpd_ocl_watch(p->e, 1, x);
-}
-
 /* Remove from `l` the entries with seq < upto (complete by the caller's
  * knowledge) and, when `query`, those whose event has left the queue
  * (CL_COMPLETE or an error status); push them outside the lock.  With
@@ -158,7 +143,7 @@ static void pend_harvest(gpd_ocl_pend_t *l, uint64_t upto, int query, int rest_t
   pend_push(out, st, nout);
   int lost = 0;
   for (uint32_t i = 0; i < ncb; i++)
-    lost |= pend_to_callback(&out[OCL_PEND_MAX - 1 - i]) != 0;
+    lost |= gpd_ocl_watch(out[OCL_PEND_MAX - 1 - i].e, &out[OCL_PEND_MAX - 1 - i].c) != 0;
   if (lost)
     GPD_LOG_ONCE(ocl_log_fallback, GPD_LOG_WARN, "OpenCL: too many commands in flight; some are not profiled");
   gpd_thread_leave(prev);
@@ -214,16 +199,18 @@ static gpd_ocl_pend_t *pend_list(uint32_t i) {
 }
 
 void gpd_ocl_pend_completed_all(void) {
-  for (uint32_t i = 0; i < GPD_OCL_MAX_QUEUES && i < atomic_load(&ocl_nlists); i++)
-    if (pend_list(i))
-      gpd_ocl_pend_completed(pend_list(i));
+  gpd_ocl_pend_t *l;
+  for (uint32_t i = 0, n = atomic_load(&ocl_nlists); i < n; i++)
+    if ((l = pend_list(i)) != NULL)
+      gpd_ocl_pend_completed(l);
 }
 
 long gpd_ocl_pend_count(void) {
   long sum = 0;
-  for (uint32_t i = 0; i < GPD_OCL_MAX_QUEUES && i < atomic_load(&ocl_nlists); i++)
-    if (pend_list(i))
-      sum += atomic_load_explicit(&pend_list(i)->n, memory_order_relaxed);
+  gpd_ocl_pend_t *l;
+  for (uint32_t i = 0, n = atomic_load(&ocl_nlists); i < n; i++)
+    if ((l = pend_list(i)) != NULL)
+      sum += atomic_load_explicit(&l->n, memory_order_relaxed);
   return sum;
 }
 
@@ -231,9 +218,10 @@ long gpd_ocl_pend_count(void) {
  * the ELF destructors; this one was registered after the runtime made its
  * first queue). */
 static void ocl_pend_atexit(void) {
-  for (uint32_t i = 0; i < GPD_OCL_MAX_QUEUES && i < atomic_load(&ocl_nlists); i++)
-    if (pend_list(i))
-      gpd_ocl_pend_release(pend_list(i));
+  gpd_ocl_pend_t *l;
+  for (uint32_t i = 0, n = atomic_load(&ocl_nlists); i < n; i++)
+    if ((l = pend_list(i)) != NULL)
+      gpd_ocl_pend_release(l);
 }
 
 void gpd_ocl_pend_fork_child(void) {

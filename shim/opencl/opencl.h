@@ -93,9 +93,12 @@ gpd_ocl_pend_t *gpd_ocl_queue_pend(cl_command_queue q);
 /** Record a new queue (created through our wrappers). */
 void gpd_ocl_queue_new(cl_command_queue q, cl_device_id dev);
 
-/** Set up the completion callback for event e (ours if owned, else we
- *  retain it).  On failure releases what it took and returns nonzero. */
-int gpd_ocl_watch(cl_event e, int owned, gpd_ocl_ctx_t *c);
+/** Set up the completion callback for event e with a copy of the
+ *  command's fields `f` (its next/self unused) in a callback context.
+ *  Takes the caller's reference to e: the callback releases it.  0, or -1
+ *  when no context is left or the runtime refused the callback (the
+ *  reference is released and the ACTIVITY lost). */
+int gpd_ocl_watch(cl_event e, const gpd_ocl_ctx_t *f);
 
 /** Fill an ACTIVITY from the completed event (device times) or, when
  *  profiling info is missing, from host times with GPD_ACTIVITY_HOST_TIME. */
