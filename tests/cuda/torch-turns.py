@@ -284,12 +284,7 @@ def boot_ci(d, cfg, rounds, pc, pb, nb=1000, seed=1):
         rr = [rng.choice(rounds) for _ in rounds]
         c = [rng.choice(pc) for _ in pc]
         b = [rng.choice(pb) for _ in pb]
-        v = []
-        for r in rr:
-            cv = [d[cfg][r][i] for i in c if i in d[cfg].get(r, {})]
-            bv = [d["bare"][r][i] for i in b if i in d["bare"].get(r, {})]
-            if cv and bv:
-                v.append(statistics.fmean(cv) / statistics.fmean(bv))
+        v = ratios(d, cfg, rr, c, b)
         if v:
             meds.append(statistics.median(v))
     meds.sort()
