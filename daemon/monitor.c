@@ -231,8 +231,7 @@ static int test_holding(gpd_daemon_t *d) {
   return d->test_hold_ms && d->nprocs < d->test_hold_procs;
 }
 
-static void test_hold(gpd_daemon_t *d, uint64_t total) {
-  (void)total;
+static void test_hold(gpd_daemon_t *d) {
   if (test_holding(d))
     usleep(d->test_hold_ms * 1000u);
 }
@@ -245,7 +244,7 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
     for (gpd_proc_t *p = d->procs; p; p = p->next)
       if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
         total += pass_proc(d, p);
-    test_hold(d, total);
+    test_hold(d);
     pthread_mutex_unlock(&d->lock);
     return total;
   }
@@ -293,7 +292,7 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
     pool_claim(m, 0);
   }
   total += m->total;
-  test_hold(d, total);
+  test_hold(d);
   pthread_mutex_unlock(&d->lock);
   return total;
 }
