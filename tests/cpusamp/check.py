@@ -30,7 +30,9 @@
       (NAME) is thread T's, and the CPUTIME under it lies in [0.6 C - 10
       ms, 1.2 C + 10 ms] (C = the burn's own thread CPU time; Linux checks
       CPU-time timers at its tick, so each end of a burn may lose or gain
-      up to a tick's worth).  A Python frame's context is labelled
+      up to a tick's worth); for burns that one thread runs back to back,
+      their sum lies in the band of their summed C (one signal may carry
+      tens of ms across the boundary between them on a loaded VM).  A Python frame's context is labelled
       "NAME (file:line)".
   check.py TREE_JSON live APP_OUT
       the same band for the live daemon's tree (`gpuprof tree --pid --json`):
@@ -185,13 +187,28 @@ def main():
     elif mode == "workers":
         w = workers_of(args[0])
         args = sorted(w)  # the burners, for under_of
+        per_tid = {}
         for f, (tid, tcpu) in sorted(w.items()):
             tids = sorted(set(t for t, ts, c in rows if under_of(c) == f))
             n = sum(1 for t, ts, c in rows if under_of(c) == f)
             print("%s: %d samples from threads %s (want only %d)" % (f, n, tids, tid))
             if tids != [tid]:
                 fail("samples under %s come from threads %s, expected only %d" % (f, tids, tid))
-            in_band("%s (thread %d)" % (f, tid), sum(v for c, v in cpu.items() if under_of(c) == f), tcpu)
+            per_tid.setdefault(tid, []).append((f, sum(v for c, v in cpu.items() if under_of(c) == f), tcpu))
+        # Burners that one thread runs back to back (cpu-py.py: py_burn_a
+        # then py_burn_b) share a boundary: the signal that carries the
+        # expirations across it falls on one side, and on a loaded VM one
+        # signal can carry tens of ms (seen: 82 ms, the thread's clock
+        # charged with a stretch of stolen time).  Their sum is checked
+        # against the band; each one only has samples from its own thread.
+        for tid, bs in sorted(per_tid.items()):
+            if len(bs) == 1:
+                in_band("%s (thread %d)" % (bs[0][0], tid), bs[0][1], bs[0][2])
+            else:
+                for f, got, tcpu in bs:
+                    print("%s (thread %d): CPUTIME %.1f ms, its own CPU time %.1f ms" % (f, tid, got / 1e6, tcpu / 1e6))
+                in_band("%s (thread %d)" % ("+".join(f for f, g, c in bs), tid), sum(g for f, g, c in bs),
+                        sum(c for f, g, c in bs))
     else:
         fail("unknown mode " + mode)
 
