@@ -76,18 +76,22 @@ int main(int argc, char **argv) {
   char *env_bare[] = {NULL};
   char *env_nod[] = {pre, "GPUPROF_SOCKET=/nonexistent/gpuprofd.sock", NULL};
   char *env_shim[] = {pre, sockv, NULL};
-  /* the configurations alternate (bare, no daemon, profiling, bare, ...),
-   * so that a change of the machine's load during the runs falls on all
-   * three alike */
-  run_t *v[3];
-  for (int c = 0; c < 3; c++)
+  /* the floor: no shim, but the runtime does what timing every kernel
+   * needs (profiling queue, an event per launch, its times read) */
+  char *env_floor[] = {"OCL_LOOP_PROFILE=1", NULL};
+  /* the configurations alternate (bare, no daemon, floor, profiling, bare,
+   * ...), so that a change of the machine's load during the runs falls on
+   * all of them alike */
+  enum { NCFG = 4 };
+  run_t *v[NCFG];
+  for (int c = 0; c < NCFG; c++)
     if ((v[c] = calloc((size_t)runs, sizeof(run_t))) == NULL)
       return 1;
   double la0[1] = {0}, la1[1] = {0};
   getloadavg(la0, 1);
   for (int i = 0; i < runs; i++) {
-    char *const *envs[3] = {env_bare, env_nod, env_shim};
-    for (int c = 0; c < (sock ? 3 : 2); c++) {
+    char *const *envs[NCFG] = {env_bare, env_nod, env_floor, env_shim};
+    for (int c = 0; c < (sock ? NCFG : NCFG - 1); c++) {
       v[c][i] = run_once_warm(envs[c], loop, iters, warm);
       if (v[c][i].ns == -77) {
         printf("bench-opencl-overhead: no OpenCL device: SKIP\n");
@@ -100,12 +104,12 @@ int main(int argc, char **argv) {
     }
   }
   getloadavg(la1, 1);
-  run_t med[3] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
-  for (int c = 0; c < (sock ? 3 : 2); c++) {
+  run_t med[NCFG] = {{-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
+  for (int c = 0; c < (sock ? NCFG : NCFG - 1); c++) {
     qsort(v[c], (size_t)runs, sizeof(run_t), bench_cmp_run);
     med[c] = v[c][runs / 2];
   }
-  run_t bare = med[0], nod = med[1], prof = med[2];
+  run_t bare = med[0], nod = med[1], floor_ = med[2], prof = med[3];
   char pin[32] = "unpinned";
   if (cpu >= 0)
     snprintf(pin, sizeof pin, "pinned to CPU %d", cpu);
@@ -116,9 +120,14 @@ int main(int argc, char **argv) {
   printf("%-28s %14s %8s %12s %16s\n", "configuration", "ns/launch", "ratio", "CPU s (run)", "+faults/launch");
   row("bare", bare, bare, iters);
   row("shim, no daemon", nod, bare, iters);
-  if (sock)
+  row("bare, profiling floor", floor_, bare, iters);
+  if (sock) {
     row("shim + daemon (profiling)", prof, bare, iters);
-  else
+    printf("# profiling floor: no shim; the queue made with CL_QUEUE_PROFILING_ENABLE, an event per launch,\n"
+           "# its start and end read after each clFinish (what timing every kernel costs in the runtime);\n"
+           "# shim + daemon against it: %.3fx (the shim's own part)\n", prof.ns / floor_.ns);
+  } else {
     printf("%-28s %14s %8s\n", "shim + daemon (profiling)", "n/a", "(--socket)");
+  }
   return 0;
 }

@@ -120,9 +120,11 @@ typedef struct {
  * bench-local consumer replaces gpd_ring_consume.
  *   EXP_BATCH : head published once per 16 records, not per record;
  *   EXP_NOREAD: the consumer moves the tail without reading the slots (no
- *               slot line goes to the consumer's core and back).
+ *               slot line goes to the consumer's core and back);
+ *   EXP_RAW   : the same bench-local producer, head published per record
+ *               (EXP_BATCH's own baseline: what the batching alone buys).
  * The ring is populated at once (madvise) instead of ahead. */
-enum { EXP_NONE, EXP_BATCH, EXP_NOREAD };
+enum { EXP_NONE, EXP_BATCH, EXP_NOREAD, EXP_RAW };
 #define EXP_BATCH_N 16u
 
 static void raw_publish(gpd_ring_ctl_t *c, uint64_t head) {
@@ -433,7 +435,7 @@ int main(int argc, char **argv) {
   printf("| ring: producer's first lap through a fresh 4-MiB ring (pages populated ahead) | %u pages | - | %.2f CPU us/page | - | - |\n",
          (4u << 20) / 4096, run_first_lap());
   int rc = 0;
-  enum { NMODES = 6 };
+  enum { NMODES = 7 };
   static const struct {
     int lossless, spin, exp, wide, expt;
     const char *what;
@@ -442,6 +444,7 @@ int main(int argc, char **argv) {
       {1, 0, EXP_NONE, 0, 0, "lossless (retry)"},
       {1, 0, EXP_NONE, 1, 0, "baseline: lossless, 64-B records (2 slots: format 1's bytes per INVOKE)"},
       {1, 1, EXP_NONE, 0, 0, "lossless, spinning consumer"},
+      {1, 0, EXP_RAW, 0, 1, "experiment: bench-local producer, head published per record"},
       {1, 0, EXP_BATCH, 0, 1, "experiment: head published per 16 records"},
       {1, 0, EXP_NOREAD, 0, 1, "experiment: consumer does not read the slots"},
   };
