@@ -404,6 +404,17 @@ void gpd_strings_init(void);
  *  async-signal-safe (the CPU sampler announces Python nodes).  0 when not
  *  active or the table is full. */
 uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind);
+/** gpd_shim_string that also gives the entry's place in the table
+ *  (*slot: index + 1, 0 when none) for gpd_shim__string_again: a caller
+ *  that keeps the id of a text it will name again (the OpenCL kernel-name
+ *  cache) asks by slot instead of hashing the text each time.  Any
+ *  thread; lock-free. */
+uint32_t gpd_shim__string_slot(const char *text, unsigned kind, uint32_t *slot);
+/** The id of the entry at `slot` (from gpd_shim__string_slot), its STRING
+ *  record pushed again on this thread's ring if a daemon restart started
+ *  a new announcement epoch since; 0 when the slot is empty (the table
+ *  was wiped in a fork child) or not active: ask by text then. */
+uint32_t gpd_shim__string_again(uint32_t slot);
 void gpd_strings_atfork_child(void);
 
 /* ------------------------------------------------------------------ job.c */

@@ -62,8 +62,11 @@ static int string_announce(string_entry_t *e) {
 }
 
 /* Id of text[0..len) of kind, inserted if new: its text copied (malloc),
- * or kept by pointer when `keep` (text permanent, no allocation). */
-static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep) {
+ * or kept by pointer when `keep` (text permanent, no allocation).  *slot
+ * (when not NULL): the entry's index + 1, 0 when none. */
+static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep, uint32_t *slot) {
+  if (slot)
+    *slot = 0;
   uint64_t h = gpd_hash64(text, len, kind);
   if (h == 0)
     h = 1;
@@ -85,6 +88,8 @@ static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep
         e->kind = kind;
         atomic_store_explicit(&e->id, gpd_shim__id_next(), memory_order_release);
         string_announce(e);
+        if (slot)
+          *slot = (uint32_t)(e - strings) + 1;
         return atomic_load(&e->id);
       }
     }
@@ -99,6 +104,8 @@ static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep
     if (e->kind == kind && e->len == len && e->text && memcmp(e->text, text, len) == 0) {
       if (atomic_load_explicit(&e->ann, memory_order_acquire) != atomic_load(&gpd_shim__g.epoch))
         string_announce(e);
+      if (slot)
+        *slot = (uint32_t)(e - strings) + 1;
       return id;
     }
   }
@@ -110,11 +117,29 @@ static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep
 GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
   if (!text || !gpd_shim_active())
     return 0;
-  return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0);
+  return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0, NULL);
 }
 
 uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind) {
   if (!text || !atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire))
     return 0;
-  return string_get(text, len < STRINGS_TEXT_MAX ? len : STRINGS_TEXT_MAX, kind, 1);
+  return string_get(text, len < STRINGS_TEXT_MAX ? len : STRINGS_TEXT_MAX, kind, 1, NULL);
+}
+
+uint32_t gpd_shim__string_slot(const char *text, unsigned kind, uint32_t *slot) {
+  *slot = 0;
+  if (!text || !gpd_shim_active())
+    return 0;
+  return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0, slot);
+}
+
+uint32_t gpd_shim__string_again(uint32_t slot) {
+  if (slot == 0 || slot > STRINGS_CAP || !atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire))
+    return 0;
+  string_entry_t *e = &strings[slot - 1];
+  /* entries are never removed but by a fork child's wipe (then id 0) */
+  uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+  if (id && atomic_load_explicit(&e->ann, memory_order_acquire) != atomic_load(&gpd_shim__g.epoch))
+    string_announce(e);
+  return id;
 }

@@ -65,19 +65,30 @@ add_test(NAME opencl.intercept-nolayer COMMAND test-opencl)
 set_tests_properties(opencl.intercept-nolayer PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock;GPUPROF_OPENCL_LAYER=0")
 
+# An in-process OpenCL test (a child attached to a local region, drained by
+# the parent: tests/apps/drain.h dr_run_child) run twice: through the loader
+# layer as NAME and through the interposed symbols as NAME-nolayer.
+function(gpd_ocl_region_test name exe src)
+  add_executable(${exe} ${src})
+  target_compile_options(${exe} PRIVATE ${GPD_APP_FLAGS})
+  target_include_directories(${exe} PRIVATE ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../shim ${GPD_SHIM_APPS}
+    ${OpenCL_INCLUDE_DIRS})
+  target_link_libraries(${exe} PRIVATE gpuprof gpd_common ${OpenCL_LIBRARIES} Threads::Threads)
+  set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+  set(env "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
+  add_test(NAME ${name} COMMAND ${exe})
+  add_test(NAME ${name}-nolayer COMMAND ${exe})
+  set_tests_properties(${name} ${name}-nolayer PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}")
+  set_tests_properties(${name}-nolayer PROPERTIES ENVIRONMENT "${env};GPUPROF_OPENCL_LAYER=0")
+endfunction()
+
 # The pending lists (issue 13: no callback per command): every command one
 # ACTIVITY with device times, harvested at clFinish / clWaitForEvents / a
 # blocking read / the list's bound / queue release / exit; the
 # application's events and callbacks untouched.  Both routes.
-add_executable(test-ocl-pending ${CMAKE_CURRENT_LIST_DIR}/opencl/test-ocl-pending.c)
-target_compile_options(test-ocl-pending PRIVATE ${GPD_APP_FLAGS})
-target_include_directories(test-ocl-pending PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim ${GPD_SHIM_APPS}
-  ${OpenCL_INCLUDE_DIRS})
-target_link_libraries(test-ocl-pending PRIVATE gpuprof gpd_common ${OpenCL_LIBRARIES} Threads::Threads)
-set_target_properties(test-ocl-pending PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
-add_test(NAME opencl.pending COMMAND test-ocl-pending)
-add_test(NAME opencl.pending-nolayer COMMAND test-ocl-pending)
-set_tests_properties(opencl.pending opencl.pending-nolayer PROPERTIES LABELS "unit" TIMEOUT 120
-  SKIP_RETURN_CODE 77 ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock")
-set_tests_properties(opencl.pending-nolayer PROPERTIES
-  ENVIRONMENT "GPUPROF_SOCKET=${CMAKE_BINARY_DIR}/no-such-daemon.sock;GPUPROF_OPENCL_LAYER=0")
+gpd_ocl_region_test(opencl.pending test-ocl-pending ${CMAKE_CURRENT_LIST_DIR}/opencl/test-ocl-pending.c)
+
+# Kernel names through the shim's per-kernel name cache: a handle released
+# and made again for another kernel gets its own name (both routes).
+gpd_ocl_region_test(opencl.kname test-ocl-kname ${CMAKE_CURRENT_LIST_DIR}/opencl/test-ocl-kname.c)

@@ -245,15 +245,90 @@ uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t 
   return id;
 }
 
+/* ------------------------------------------------------ kernel names */
+
+/* Kernel handle -> its name's place in the string table, so that a launch
+ * asks the runtime for the name (clGetKernelInfo) and hashes it only the
+ * first time a kernel is launched: ~100 ns of the ~300 ns the shim added
+ * per launch above PoCL's own profiling on the pinned ocl-loop (bench-
+ * opencl-overhead, docs/PERFORMANCE.md).  A handle is only ever reused
+ * for a new kernel after clReleaseKernel, which the shim intercepts
+ * (gpd_ocl_kname_forget): entries never outlive their kernel.  Fixed
+ * table of OCL_KN_BUCKETS buckets, one cache line each (4 entries); a
+ * full bucket caches nothing more (the lookup then asks the runtime, as
+ * before).  Lock-free: an entry is claimed by a CAS of its key from 0 to
+ * OCL_KN_BUSY, filled, then published by a release store of the key. */
+#define OCL_KN_BUCKETS 1024u
+#define OCL_KN_WAYS 4u
+#define OCL_KN_BUSY ((uintptr_t)1)
+
+typedef struct ocl_kn_s {
+  _Atomic uintptr_t key; /* cl_kernel; 0 empty; OCL_KN_BUSY being filled */
+  _Atomic uint32_t slot; /* gpd_shim__string_slot's */
+  uint32_t pad;
+} ocl_kn_t;
+
+static _Alignas(64) ocl_kn_t ocl_kn[OCL_KN_BUCKETS][OCL_KN_WAYS];
+
+static ocl_kn_t *ocl_kn_bucket(cl_kernel k) {
+  uintptr_t h = (uintptr_t)k;
+  h ^= h >> 17;
+  h *= 0x9e3779b97f4a7c15ull;
+  return ocl_kn[(h >> 40) & (OCL_KN_BUCKETS - 1)];
+}
+
+static uint32_t ocl_kn_lookup(cl_kernel k) {
+  ocl_kn_t *b = ocl_kn_bucket(k);
+  for (unsigned i = 0; i < OCL_KN_WAYS; i++)
+    if (atomic_load_explicit(&b[i].key, memory_order_acquire) == (uintptr_t)k) {
+      uint32_t slot = atomic_load_explicit(&b[i].slot, memory_order_relaxed);
+      /* the key again: the entry was not forgotten and refilled meanwhile */
+      if (atomic_load_explicit(&b[i].key, memory_order_acquire) == (uintptr_t)k)
+        return slot;
+    }
+  return 0;
+}
+
+static void ocl_kn_insert(cl_kernel k, uint32_t slot) {
+  ocl_kn_t *b = ocl_kn_bucket(k);
+  for (unsigned i = 0; i < OCL_KN_WAYS; i++) {
+    uintptr_t want = 0;
+    if (atomic_compare_exchange_strong(&b[i].key, &want, OCL_KN_BUSY)) {
+      atomic_store_explicit(&b[i].slot, slot, memory_order_relaxed);
+      atomic_store_explicit(&b[i].key, (uintptr_t)k, memory_order_release);
+      return;
+    }
+  }
+}
+
+void gpd_ocl_kname_forget(cl_kernel k) {
+  if (!k)
+    return;
+  ocl_kn_t *b = ocl_kn_bucket(k);
+  for (unsigned i = 0; i < OCL_KN_WAYS; i++) {
+    uintptr_t want = (uintptr_t)k;
+    (void)atomic_compare_exchange_strong(&b[i].key, &want, 0);
+  }
+}
+
 uint32_t gpd_ocl_kernel_name(cl_kernel k) {
+  if (!k)
+    return 0;
+  uint32_t slot = ocl_kn_lookup(k), id;
+  if (slot && (id = gpd_shim__string_again(slot)) != 0)
+    return id;
   char name[512];
   size_t n = 0;
   const gpd_ocl_api_t *api = gpd_ocl_api();
-  if (!k || !api->clGetKernelInfo ||
-      api->clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &n) != CL_SUCCESS)
+  if (!api->clGetKernelInfo || api->clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, sizeof name, name, &n) != CL_SUCCESS)
     return 0;
   name[sizeof name - 1] = '\0';
-  return gpd_shim_string(name, GPD_STR_KERNEL);
+  id = gpd_shim__string_slot(name, GPD_STR_KERNEL, &slot);
+  if (id && slot) {
+    gpd_ocl_kname_forget(k); /* a stale entry (its slot wiped by a fork) */
+    ocl_kn_insert(k, slot);
+  }
+  return id;
 }
 
 /* ------------------------------------------------------------- callback */
@@ -305,6 +380,7 @@ void gpd_ocl_atfork_child(void) {
       gpd_ocl_ctx_put(&ocl_slabs[s][i]);
   atomic_store(&gpd_ocl_pending_n, 0);
   memset(ocl_queues, 0, sizeof ocl_queues);
+  memset(ocl_kn, 0, sizeof ocl_kn); /* the string table was wiped too */
   gpd_ocl_pend_fork_child();
   atomic_store(&ocl_next_queue, 0);
 }

@@ -356,3 +356,14 @@ cl_int gpd_ocl_call_clReleaseCommandQueue(const gpd_ocl_api_t *next, cl_command_
     gpd_ocl_pend_release(l);
   return next->clReleaseCommandQueue(q);
 }
+
+/* ------------------------------------------------------------ kernels */
+
+/* Not recorded: the kernel-name cache forgets the handle before the
+ * runtime may free it (and a later clCreateKernel may return it again). */
+cl_int gpd_ocl_call_clReleaseKernel(const gpd_ocl_api_t *next, cl_kernel k) {
+  if (!next->clReleaseKernel)
+    return CL_INVALID_OPERATION;
+  gpd_ocl_kname_forget(k);
+  return next->clReleaseKernel(k);
+}

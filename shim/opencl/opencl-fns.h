@@ -32,6 +32,7 @@ GPD_OCL_FN(cl_int, clReleaseMemObject, (cl_mem))
 GPD_OCL_FN(cl_int, clFinish, (cl_command_queue))
 GPD_OCL_FN(cl_int, clWaitForEvents, (cl_uint, const cl_event *))
 GPD_OCL_FN(cl_int, clReleaseCommandQueue, (cl_command_queue))
+GPD_OCL_FN(cl_int, clReleaseKernel, (cl_kernel))
 /* used, not intercepted */
 GPD_OCL_FN(cl_int, clSetEventCallback, (cl_event, cl_int, void(CL_CALLBACK *)(cl_event, cl_int, void *), void *))
 GPD_OCL_FN(cl_int, clGetEventProfilingInfo, (cl_event, cl_profiling_info, size_t, void *, size_t *))

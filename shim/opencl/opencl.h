@@ -130,8 +130,13 @@ long gpd_ocl_pend_count(void);
 /** Fork child: drop every list. */
 void gpd_ocl_pend_fork_child(void);
 
-/** Kernel name string id (0 if unknown). */
+/** Kernel name string id (0 if unknown).  Cached per kernel handle after
+ *  the first call (clGetKernelInfo and the string table's hash only then);
+ *  any thread. */
 uint32_t gpd_ocl_kernel_name(cl_kernel k);
+/** clReleaseKernel(k) is about to run: forget k's cached name (its handle
+ *  may then name another kernel).  Any thread. */
+void gpd_ocl_kname_forget(cl_kernel k);
 
 extern _Atomic long gpd_ocl_pending_n;
 

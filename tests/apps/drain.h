@@ -3,9 +3,11 @@
 #ifndef TEST_DRAIN_H
 #define TEST_DRAIN_H
 
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpuprof/record.h"
@@ -135,6 +137,31 @@ static inline const char *dr_string(const dr_t *d, uint32_t id) {
     if (d->str_id[i] == id)
       return d->str_text[i];
   return NULL;
+}
+
+/* Make a local region (16 rings x 16 K slots) and run this program again
+ * as `argv0 child FD` (posix_spawn, not fork: the shim's connection thread
+ * may hold ASan's allocator lock) with the region's descriptor; the child
+ * attaches it (gpd_shim__attach_region), runs, exits.  Then drain
+ * everything it pushed, its exit handlers' records included.  Returns 0,
+ * or 77 when the child exited 77 (no device); fails the test otherwise. */
+static inline int dr_run_child(dr_t *d, char *argv0) {
+  extern char **environ;
+  int err = gpd_region_create(&d->r, 16, 1u << 14, (int32_t)getpid(), 1);
+  DR_CHECK(err == 0, "gpd_region_create %d", err);
+  char fdarg[16];
+  snprintf(fdarg, sizeof fdarg, "%d", dup(d->r.fd)); /* dup: without close-on-exec */
+  char *cargv[] = {argv0, "child", fdarg, NULL};
+  pid_t pid;
+  fflush(stdout);
+  DR_CHECK(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, cargv, environ) == 0, "posix_spawn");
+  int st = 0;
+  DR_CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+    return 77;
+  DR_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status %d)", st);
+  dr_drain(d);
+  return 0;
 }
 
 #endif

@@ -59,6 +59,14 @@ static Gpuprof__Hello *recv_hello(int c, int *fd, Gpuprof__Msg **keep) {
 
 static uint32_t reply_version = GPD_PROTO_VERSION;
 
+/* STRING records with this text drained so far. */
+static int count_string(const dr_t *d, const char *text) {
+  int n = 0;
+  for (int i = 0; i < d->nstr; i++)
+    n += strcmp(d->str_text[i], text) == 0;
+  return n;
+}
+
 static void reply(int c, uint64_t profile, int fd) {
   Gpuprof__HelloReply r = GPUPROF__HELLO_REPLY__INIT;
   r.proto_version = reply_version;
@@ -162,6 +170,8 @@ int main(int argc, char **argv) {
       return 77;
   }
   DR_CHECK(inv1 > 0 && nodes1 > 0, "no records before restart (%ld invokes)", inv1);
+  int names1 = count_string(&D, "tiny");
+  DR_CHECK(names1 >= 1, "the kernel name was not announced");
 
   /* The daemon dies: connection and listener gone for 700 ms. */
   close(c);
@@ -186,6 +196,11 @@ int main(int argc, char **argv) {
   dr_drain(&D);
   DR_CHECK(D.ninv_all > inv2, "no invokes after hand-back");
   DR_CHECK(D.nnodes_all > nodes1, "nodes were not re-announced after hand-back");
+  /* the kernel's name comes from the shim's per-kernel cache after the
+   * first launch: it must still be announced again in the new epoch */
+  for (int i = 0; i < 100 && count_string(&D, "tiny") == names1; i++)
+    drain_for(100);
+  DR_CHECK(count_string(&D, "tiny") > names1, "the kernel name was not re-announced after hand-back");
   kill(pid, SIGTERM);
   int st;
   waitpid(pid, &st, 0);

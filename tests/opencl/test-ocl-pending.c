@@ -28,8 +28,6 @@
  * and 5 with host times (q0).
  * Exit 77 without an OpenCL device. */
 #include <pthread.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "drain.h"
@@ -154,26 +152,13 @@ static int child(int fd) {
 
 static dr_t D;
 
-extern char **environ;
-
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "child") == 0)
     return child(atoi(argv[2]));
-  int err = gpd_region_create(&D.r, 16, 1u << 14, (int32_t)getpid(), 1);
-  DR_CHECK(err == 0, "gpd_region_create %d", err);
-  char fdarg[16];
-  snprintf(fdarg, sizeof fdarg, "%d", dup(D.r.fd)); /* dup: without close-on-exec */
-  char *cargv[] = {argv[0], "child", fdarg, NULL};
-  pid_t pid;
-  DR_CHECK(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, cargv, environ) == 0, "posix_spawn");
-  int st = 0;
-  DR_CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+  if (dr_run_child(&D, argv[0]) == 77) {
     fprintf(stderr, "test-ocl-pending: no OpenCL device: SKIP\n");
     return 77;
   }
-  DR_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status %d)", st);
-  dr_drain(&D);
 
   int ninv = 0, nact = 0, nhost = 0;
   for (int i = 0; i < D.ninv; i++)
