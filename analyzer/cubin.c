@@ -456,7 +456,9 @@ static int read_lines(gpd_cubin_t *c, Elf *e, size_t shstrndx, size_t nsec) {
         if (gelf_getsym(symd, (int)GELF_R_SYM(info), &s) == NULL || s.st_shndx == SHN_UNDEF ||
             s.st_shndx >= nsec)
           continue;
-        rel[x.nrel++] = (reloc_t){off, s.st_shndx, (int64_t)s.st_value + add};
+        /* S + A modulo 2^64 (address arithmetic; a hostile cubin may
+         * overflow a signed sum) */
+        rel[x.nrel++] = (reloc_t){off, s.st_shndx, (int64_t)((uint64_t)s.st_value + (uint64_t)add)};
       }
       qsort(rel, x.nrel, sizeof *rel, reloc_cmp);
       x.rel = rel;
