@@ -249,9 +249,9 @@ uint32_t gpd_ocl_queue_get(cl_command_queue q, uint32_t *device, gpd_ocl_pend_t 
 
 /* Kernel handle -> its name's place in the string table, so that a launch
  * asks the runtime for the name (clGetKernelInfo) and hashes it only the
- * first time a kernel is launched: ~100 ns of the ~300 ns the shim added
- * per launch above PoCL's own profiling on the pinned ocl-loop (bench-
- * opencl-overhead, docs/PERFORMANCE.md).  A handle is only ever reused
+ * first time a kernel is launched (callgrind, ocl-loop: 356 of the 1 733
+ * instructions per launch the shim added above PoCL's own profiling;
+ * docs/PERFORMANCE.md, docs/SHIM.md "Kernel names").  A handle is only ever reused
  * for a new kernel after clReleaseKernel, which the shim intercepts
  * (gpd_ocl_kname_forget): entries never outlive their kernel.  Fixed
  * table of OCL_KN_BUCKETS buckets, one cache line each (4 entries); a
