@@ -68,6 +68,7 @@ static struct {
 
 static __thread int t_slot = -1;   /* this thread's entry in cs.timers */
 static __thread uint32_t t_gen;    /* fork generation the timer belongs to */
+static __thread uint64_t t_pushed_ns; /* CPU time this thread's pushed samples carry (test hook) */
 static _Atomic uint32_t cs_forkgen;
 static int cs_log_taken, cs_log_timer, cs_log_old;
 
@@ -139,9 +140,10 @@ static void cs_handler(int sig, siginfo_t *si, void *ucv) {
   r.ts = gpd_clock_ns();
   r.weight = exp * cs.period_ns;
   r.expirations = (uint32_t)exp;
-  if (gpd_thread_push(&r, sizeof r) == 0)
+  if (gpd_thread_push(&r, sizeof r) == 0) {
     atomic_fetch_add_explicit(&cs.pushed, 1, memory_order_relaxed);
-  else
+    t_pushed_ns += r.weight;
+  } else
     atomic_fetch_add_explicit(&cs.failed, 1, memory_order_relaxed);
 out:
   gpd_thread_nowait(nowait);
@@ -322,6 +324,13 @@ GPD_EXPORT int gpd_shim__cpusample_timers(void) {
     n += atomic_load(&cs.timers[i].used) != 0;
   return n;
 }
+
+/** Test hook (exported): the CPU time (ns) that the calling thread's
+ *  pushed CPUSAMPLE records carry so far (the sum of their weights).  It
+ *  lags the thread's CPU clock by what the kernel has not signalled yet:
+ *  a CPU-time timer is checked at a scheduler tick while the thread runs,
+ *  so the expirations of its last stretch before it blocks wait there. */
+GPD_EXPORT uint64_t gpd_shim__cpusample_thread_ns(void) { return t_pushed_ns; }
 
 /** Test hook (exported): the sampler's counters: out[0] signals, [1]
  *  pushed, [2] push failed, [3] declined (all reasons), [4] inside a push,

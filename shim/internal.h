@@ -385,6 +385,8 @@ int gpd_cpusample_wanted(void);
 void gpd_cpusample_thread_begin(void);
 /** Test hook: CPU-time timers held now (one per live sampled thread). */
 GPD_EXPORT int gpd_shim__cpusample_timers(void);
+/** Test hook: CPU time (ns) the calling thread's pushed samples carry. */
+GPD_EXPORT uint64_t gpd_shim__cpusample_thread_ns(void);
 /** Delete the calling thread's timer (thread exit; blocks the signal). */
 void gpd_cpusample_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */

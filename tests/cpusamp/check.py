@@ -25,15 +25,19 @@
       no CPUTIME value and no trace row.
   check.py DB workers APP_OUT
       threads that never called the shim (cpusamp-app workers, lines "wK
-      tid=T cpu_ns=C"; tests/python/cpu-py.py, lines "fn=NAME tid=T
-      cpu_ns=C" naming Python functions): every sample under burn_wK
+      tid=T cpu_ns=C sampled_ns=S"; tests/python/cpu-py.py, lines "fn=NAME
+      tid=T cpu_ns=C" naming Python functions): every sample under burn_wK
       (NAME) is thread T's, and the CPUTIME under it lies in [0.6 C - 10
       ms, 1.2 C + 10 ms] (C = the burn's own thread CPU time; Linux checks
       CPU-time timers at its tick, so each end of a burn may lose or gain
       up to a tick's worth); for burns that one thread runs back to back,
       their sum lies in the band of their summed C (one signal may carry
-      tens of ms across the boundary between them on a loaded VM).  A Python frame's context is labelled
-      "NAME (file:line)".
+      tens of ms across the boundary between them on a loaded VM).  Where
+      the line says S (the CPU time the samples the shim pushed on that
+      thread carry, read as the burn ended), the CPUTIME under burn_wK is
+      S within SAMPLED_SLACK (nothing pushed is lost on the way; the slack
+      covers a signal at the thread's start or just after the read).  A
+      Python frame's context is labelled "NAME (file:line)".
   check.py TREE_JSON live APP_OUT
       the same band for the live daemon's tree (`gpuprof tree --pid --json`):
       the exclusive CPUTIME of the nodes at or below each burn_wK.
@@ -46,18 +50,39 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from gpdq import Profile, fail  # noqa: E402
 
 
+# A worker's CPUTIME against what the shim pushed on its thread: a signal
+# may land between the thread's start and its burner, or right after the
+# burn ended and before the count was read (1000 Hz: a few periods).
+SAMPLED_SLACK = 5e6
+
+SAMPLED = {}  # burn_wK: S (ns) from the "sampled_ns=S" field, where given
+
+
 def workers_of(path):
-    """{burn_wK: (tid, cpu_ns)} from cpusamp-app workers' output"""
+    """{burn_wK: (tid, cpu_ns)} from cpusamp-app workers' output; SAMPLED
+    gets each line's sampled_ns where it has one (>= 0)"""
     w = {}
     for line in open(path):
         f = line.split()
-        if len(f) == 3 and f[0][:1] == "w" and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
+        if len(f) >= 3 and f[0][:1] == "w" and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
             w["burn_" + f[0]] = (int(f[1][4:]), int(f[2][7:]))
+            if len(f) == 4 and f[3].startswith("sampled_ns=") and int(f[3][11:]) >= 0:
+                SAMPLED["burn_" + f[0]] = int(f[3][11:])
         elif len(f) == 3 and f[0].startswith("fn=") and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
             w[f[0][3:]] = (int(f[1][4:]), int(f[2][7:]))
     if len(w) != 3:
         fail("%s: not three workers' lines (%s)" % (path, w))
     return w
+
+
+def as_pushed(what, f, got):
+    """got (ns under burner f) equals what the shim pushed, within the slack"""
+    if f not in SAMPLED:
+        return
+    s = SAMPLED[f]
+    print("%s: CPUTIME %.1f ms, the shim pushed %.1f ms on its thread" % (what, got / 1e6, s / 1e6))
+    if abs(got - s) > SAMPLED_SLACK:
+        fail("%s: CPUTIME %.1f ms, but the shim pushed %.1f ms on that thread" % (what, got / 1e6, s / 1e6))
 
 
 def in_band(what, got, cpu):
@@ -88,6 +113,7 @@ def live(tree_json, app_out):
     unit = doc["tree"].get("metrics", {}).get("CPUTIME", {}).get("unit", "ns")
     scale = 1e9 if unit in ("s", "seconds") else 1.0
     for f, (tid, cpu) in sorted(w.items()):
+        as_pushed("live %s (thread %d)" % (f, tid), f, got[f] * scale)
         in_band("live %s (thread %d)" % (f, tid), got[f] * scale, cpu)
 
 
@@ -195,6 +221,7 @@ def main():
             if tids != [tid]:
                 fail("samples under %s come from threads %s, expected only %d" % (f, tids, tid))
             per_tid.setdefault(tid, []).append((f, sum(v for c, v in cpu.items() if under_of(c) == f), tcpu))
+            as_pushed("%s (thread %d)" % (f, tid), f, per_tid[tid][-1][1])
         # Burners that one thread runs back to back (cpu-py.py: py_burn_a
         # then py_burn_b) share a boundary: the signal that carries the
         # expirations across it falls on one side, and on a loaded VM one

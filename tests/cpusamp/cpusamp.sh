@@ -13,7 +13,8 @@
 #   workers  `gpuprof record --cpu-sampling 1000` of three threads that never
 #            call the shim (the interposed pthread_create samples them from
 #            their start): each one's samples carry its tid and lie under its
-#            own burner, its CPUTIME within a band of its CPU time; the shim
+#            own burner, its CPUTIME equals what the shim pushed on its thread
+#            (within 5 ms) and lies within a band of its CPU time; the shim
 #            holds 4 timers while they live, 1 after they were joined
 #   fork     the same threads started in a fork child of the recorded
 #            program: the child's timers (4 while they live, 1 after) and
