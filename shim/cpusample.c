@@ -68,7 +68,9 @@ static struct {
 
 static __thread int t_slot = -1;   /* this thread's entry in cs.timers */
 static __thread uint32_t t_gen;    /* fork generation the timer belongs to */
-static __thread uint64_t t_pushed_ns; /* CPU time this thread's pushed samples carry (test hook) */
+/* CPU time (ns) that this thread's timer signals carried, and the part
+ * its pushed samples carry (test hook gpd_shim__cpusample_thread_ns) */
+static __thread uint64_t t_signalled_ns, t_pushed_ns;
 static _Atomic uint32_t cs_forkgen;
 static int cs_log_taken, cs_log_timer, cs_log_old;
 
@@ -104,6 +106,12 @@ static void cs_handler(int sig, siginfo_t *si, void *ucv) {
   if (!si || si->si_code != SI_TIMER || t_slot < 0) /* not our timer (kill(2), a stale one) */
     goto out;
   atomic_fetch_add_explicit(&cs.signals, 1, memory_order_relaxed);
+  /* si_overrun: expirations the kernel folded into this one signal */
+  uint64_t exp = 1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+  uint64_t maxexp = GPD_CPUSAMPLE_MAX_WEIGHT / cs.period_ns;
+  if (exp > maxexp)
+    exp = maxexp;
+  t_signalled_ns += exp * cs.period_ns;
   if (atomic_load_explicit(&cs.stopped, memory_order_relaxed))
     goto out;
   if (!atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire)) {
@@ -125,11 +133,6 @@ static void cs_handler(int sig, siginfo_t *si, void *ucv) {
     atomic_fetch_add_explicit(&cs.declined[why < 5 ? why : 0], 1, memory_order_relaxed);
     goto out;
   }
-  /* si_overrun: expirations the kernel folded into this one signal */
-  uint64_t exp = 1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0);
-  uint64_t maxexp = GPD_CPUSAMPLE_MAX_WEIGHT / cs.period_ns;
-  if (exp > maxexp)
-    exp = maxexp;
   gpd_rec_cpusample_t r;
   memset(&r, 0, sizeof r);
   r.h.type = GPD_REC_CPUSAMPLE;
@@ -325,12 +328,18 @@ GPD_EXPORT int gpd_shim__cpusample_timers(void) {
   return n;
 }
 
-/** Test hook (exported): the CPU time (ns) that the calling thread's
- *  pushed CPUSAMPLE records carry so far (the sum of their weights).  It
- *  lags the thread's CPU clock by what the kernel has not signalled yet:
- *  a CPU-time timer is checked at a scheduler tick while the thread runs,
- *  so the expirations of its last stretch before it blocks wait there. */
-GPD_EXPORT uint64_t gpd_shim__cpusample_thread_ns(void) { return t_pushed_ns; }
+/** Test hook (exported): out[0] the CPU time (ns) that the calling
+ *  thread's timer signals carried so far (period x expirations, whether
+ *  the sample was pushed or not), out[1] the part that its pushed
+ *  CPUSAMPLE records carry (the sum of their weights).  out[0] lags the
+ *  thread's CPU clock by what the kernel has not signalled yet: a CPU-time
+ *  timer is checked at a scheduler tick that finds the thread running, so
+ *  the expirations of its last stretch before it blocks wait there
+ *  (docs/SHIM.md, "Late signals"). */
+GPD_EXPORT void gpd_shim__cpusample_thread_ns(uint64_t out[2]) {
+  out[0] = t_signalled_ns;
+  out[1] = t_pushed_ns;
+}
 
 /** Test hook (exported): the sampler's counters: out[0] signals, [1]
  *  pushed, [2] push failed, [3] declined (all reasons), [4] inside a push,

@@ -385,8 +385,9 @@ int gpd_cpusample_wanted(void);
 void gpd_cpusample_thread_begin(void);
 /** Test hook: CPU-time timers held now (one per live sampled thread). */
 GPD_EXPORT int gpd_shim__cpusample_timers(void);
-/** Test hook: CPU time (ns) the calling thread's pushed samples carry. */
-GPD_EXPORT uint64_t gpd_shim__cpusample_thread_ns(void);
+/** Test hook: CPU time (ns) the calling thread's timer signals carried
+ *  (out[0]) and its pushed samples carry (out[1]). */
+GPD_EXPORT void gpd_shim__cpusample_thread_ns(uint64_t out[2]);
 /** Delete the calling thread's timer (thread exit; blocks the signal). */
 void gpd_cpusample_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */

@@ -13,12 +13,25 @@ import threading
 import time
 
 
-try:  # the CPU time the samples the shim pushed on this thread carry
-    SAMPLED = ctypes.CDLL(None).gpd_shim__cpusample_thread_ns
-    SAMPLED.restype = ctypes.c_uint64
-    SAMPLED.argtypes = []
+try:  # the CPU time this thread's timer signals carried ([0]) and its pushed samples carry ([1])
+    _lib = ctypes.CDLL(None)
+    _hook, _stats = _lib.gpd_shim__cpusample_thread_ns, _lib.gpd_shim__cpusample_stats
 except AttributeError:
-    SAMPLED = None
+    _hook = _stats = None
+
+
+def sampling_on():
+    st = (ctypes.c_uint64 * 9)()
+    return _stats is not None and _stats(st) == 1
+
+
+def signalled_ns():
+    v = (ctypes.c_uint64 * 2)()
+    _hook(v)
+    return v[0]
+
+
+SAMPLED = _hook is not None and sampling_on()
 
 
 def spin(ms):
@@ -28,14 +41,14 @@ def spin(ms):
     of ms of the thread's CPU time, and a thread that stops burning keeps
     that stretch unsignalled (docs/SHIM.md, "Late signals")"""
     t0 = time.thread_time_ns()
-    owed0 = max(t0 - SAMPLED(), 0) if SAMPLED else 0
+    owed0 = max(t0 - signalled_ns(), 0) if SAMPLED else 0
     end = t0 + ms * 1000000
     x = 1
     while time.thread_time_ns() < end:
         for i in range(200):
             x = (x * 1103515245 + i) & 0xffffffff
-    while SAMPLED and time.thread_time_ns() - SAMPLED() > owed0 + 3000000 and \
-            time.thread_time_ns() < end + 1000000000:
+    while SAMPLED and time.thread_time_ns() - signalled_ns() > owed0 + 3000000 and \
+            time.thread_time_ns() < end + 1000000000 and sampling_on():
         for i in range(200):
             x = (x * 1103515245 + i) & 0xffffffff
     return x
