@@ -2,7 +2,8 @@
 """check.py - assertions on a profile with CPU samples (tests/cpusamp/cpusamp.sh).
 
   check.py DB ratio FA FB R CPU_NS HZ MAIN_CPU_NS
-      CPUTIME under FA : under FB is R : 1 within 4 standard errors of the
+      CPUTIME under FA : under FB is R : 1 (R: the ratio of the two burners'
+      own CPU times, cpusamp-app's burn_cpu_ns) within 4 standard errors of the
       sampled fraction (binomial: sd = sqrt(p (1 - p) / n), p = R / (R + 1),
       n = signals under FA or FB: the kernel checks CPU timers at its tick,
       so one signal may stand for several expirations of one stretch of

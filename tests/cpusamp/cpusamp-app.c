@@ -38,6 +38,9 @@
  *                          millisecond and sleeps in between bursts; it
  *                          checks its handlers ran and its sums are exact
  *
+ * ratio and signals also print "burn_cpu_ns=A B", the CPU time all burn_a
+ * and all burn_b calls took (each burn may run on past its nominal length
+ * until the kernel's late signals came, spin()).
  * Prints "cpu_ns=N" (getrusage: user + system time of the whole process at
  * the end), "main_cpu_ns=M" (the main thread's CPU time since main began; for ratio and signals since the shim attached), "sum=S" (a deterministic checksum) and, for threads, the two
  * thread ids "tid_main=A tid_worker=B".  Exit 0 when the program's own
@@ -309,7 +312,7 @@ int main(int argc, char **argv) {
   sampler_stats = (int (*)(uint64_t *))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_stats");
   if (sampling_on()) /* the burners wait for the kernel's late signals */
     thread_sampled = (void (*)(uint64_t *))dlsym(RTLD_DEFAULT, "gpd_shim__cpusample_thread_ns");
-  uint64_t sum = 0;
+  uint64_t sum = 0, cpu_a = 0, cpu_b = 0;
   if (strcmp(mode, "nested") == 0)
     return nested();
   if (strcmp(mode, "workers") == 0)
@@ -352,12 +355,16 @@ int main(int argc, char **argv) {
     setitimer(ITIMER_REAL, &it, NULL);
     setitimer(ITIMER_PROF, &it, NULL);
     for (int k = 0; k < 3; k++) {
+      uint64_t t0 = thread_cpu_ns();
       sum ^= burn_a(100);
+      cpu_a += thread_cpu_ns() - t0;
       struct timespec ts = {0, 2000000};
       while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
     }
+    uint64_t t0 = thread_cpu_ns();
     sum ^= burn_b(100);
+    cpu_b += thread_cpu_ns() - t0;
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     setitimer(ITIMER_PROF, &off, NULL);
@@ -370,10 +377,16 @@ int main(int argc, char **argv) {
     wait_shim();
     main0 = thread_cpu_ns();
     for (int k = 0; k < 4; k++) {
+      uint64_t t0 = thread_cpu_ns();
       sum += burn_a(150);
+      uint64_t t1 = thread_cpu_ns();
       sum += burn_b(50);
+      cpu_a += t1 - t0;
+      cpu_b += thread_cpu_ns() - t1;
     }
   }
+  if (cpu_a && cpu_b) /* the burns' own CPU time: each may burn on (spin) */
+    printf("burn_cpu_ns=%llu %llu\n", (unsigned long long)cpu_a, (unsigned long long)cpu_b);
   printf("sum=%llu\n", (unsigned long long)sum);
   printf("main_cpu_ns=%llu\n", (unsigned long long)(thread_cpu_ns() - main0));
   printf("cpu_ns=%llu\n", (unsigned long long)cpu_ns());
