@@ -408,7 +408,8 @@ void gpd_strings_init(void);
  *  active or the table is full. */
 uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind);
 /** gpd_shim_string that also gives the entry's place in the table
- *  (*slot: index + 1, 0 when none) for gpd_shim__string_again: a caller
+ *  (*slot, when slot is not NULL: index + 1, 0 when none) for
+ *  gpd_shim__string_again: a caller
  *  that keeps the id of a text it will name again (the OpenCL kernel-name
  *  cache) asks by slot instead of hashing the text each time.  Any
  *  thread; lock-free. */

@@ -114,11 +114,7 @@ static uint32_t string_get(const char *text, size_t len, unsigned kind, int keep
   return 0;
 }
 
-GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) {
-  if (!text || !gpd_shim_active())
-    return 0;
-  return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0, NULL);
-}
+GPD_EXPORT uint32_t gpd_shim_string(const char *text, unsigned kind) { return gpd_shim__string_slot(text, kind, NULL); }
 
 uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind) {
   if (!text || !atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire))
@@ -127,7 +123,8 @@ uint32_t gpd_shim__string_static(const char *text, size_t len, unsigned kind) {
 }
 
 uint32_t gpd_shim__string_slot(const char *text, unsigned kind, uint32_t *slot) {
-  *slot = 0;
+  if (slot)
+    *slot = 0;
   if (!text || !gpd_shim_active())
     return 0;
   return string_get(text, strnlen(text, STRINGS_TEXT_MAX), kind, 0, slot);

@@ -325,7 +325,7 @@ uint32_t gpd_ocl_kernel_name(cl_kernel k) {
   name[sizeof name - 1] = '\0';
   id = gpd_shim__string_slot(name, GPD_STR_KERNEL, &slot);
   if (id && slot) {
-    gpd_ocl_kname_forget(k); /* a stale entry (its slot wiped by a fork) */
+    gpd_ocl_kname_forget(k); /* one entry per handle: another thread's first launch of k may have put one */
     ocl_kn_insert(k, slot);
   }
   return id;

@@ -164,4 +164,18 @@ static inline int dr_run_child(dr_t *d, char *argv0) {
   return 0;
 }
 
+/* The entry of a test that runs in two processes: as `PROG child FD` run
+ * child(FD) and exit with its status; else dr_run_child.  Returns 0 for
+ * the parent to go on checking D, or 77 (no device; "NAME: ... SKIP"
+ * printed) for main to return. */
+static inline int dr_start(dr_t *d, int argc, char **argv, int (*child)(int fd), const char *name) {
+  if (argc == 3 && strcmp(argv[1], "child") == 0)
+    exit(child(atoi(argv[2])));
+  if (dr_run_child(d, argv[0]) == 77) {
+    fprintf(stderr, "%s: no OpenCL device: SKIP\n", name);
+    return 77;
+  }
+  return 0;
+}
+
 #endif

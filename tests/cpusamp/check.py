@@ -56,31 +56,27 @@ from gpdq import Profile, fail  # noqa: E402
 # burn ended and before the count was read (1000 Hz: a few periods).
 SAMPLED_SLACK = 5e6
 
-SAMPLED = {}  # burn_wK: S (ns) from the "sampled_ns=S" field, where given
-
-
 def workers_of(path):
-    """{burn_wK: (tid, cpu_ns)} from cpusamp-app workers' output; SAMPLED
-    gets each line's sampled_ns where it has one (>= 0)"""
+    """{burn_wK: (tid, cpu_ns, sampled_ns or None)} from cpusamp-app
+    workers' output (sampled_ns: the line's "sampled_ns=S" where given)"""
     w = {}
     for line in open(path):
         f = line.split()
         if len(f) >= 3 and f[0][:1] == "w" and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
-            w["burn_" + f[0]] = (int(f[1][4:]), int(f[2][7:]))
-            if len(f) == 4 and f[3].startswith("sampled_ns=") and int(f[3][11:]) >= 0:
-                SAMPLED["burn_" + f[0]] = int(f[3][11:])
+            s = int(f[3][11:]) if len(f) == 4 and f[3].startswith("sampled_ns=") else -1
+            w["burn_" + f[0]] = (int(f[1][4:]), int(f[2][7:]), s if s >= 0 else None)
         elif len(f) == 3 and f[0].startswith("fn=") and f[1].startswith("tid=") and f[2].startswith("cpu_ns="):
-            w[f[0][3:]] = (int(f[1][4:]), int(f[2][7:]))
+            w[f[0][3:]] = (int(f[1][4:]), int(f[2][7:]), None)
     if len(w) != 3:
         fail("%s: not three workers' lines (%s)" % (path, w))
     return w
 
 
-def as_pushed(what, f, got):
-    """got (ns under burner f) equals what the shim pushed, within the slack"""
-    if f not in SAMPLED:
+def as_pushed(what, got, s):
+    """got (ns under a burner) equals s, what the shim pushed on its
+    thread, within the slack (nothing to check when s is None)"""
+    if s is None:
         return
-    s = SAMPLED[f]
     print("%s: CPUTIME %.1f ms, the shim pushed %.1f ms on its thread" % (what, got / 1e6, s / 1e6))
     if abs(got - s) > SAMPLED_SLACK:
         fail("%s: CPUTIME %.1f ms, but the shim pushed %.1f ms on that thread" % (what, got / 1e6, s / 1e6))
@@ -113,8 +109,8 @@ def live(tree_json, app_out):
     walk(doc["tree"], None)
     unit = doc["tree"].get("metrics", {}).get("CPUTIME", {}).get("unit", "ns")
     scale = 1e9 if unit in ("s", "seconds") else 1.0
-    for f, (tid, cpu) in sorted(w.items()):
-        as_pushed("live %s (thread %d)" % (f, tid), f, got[f] * scale)
+    for f, (tid, cpu, pushed) in sorted(w.items()):
+        as_pushed("live %s (thread %d)" % (f, tid), got[f] * scale, pushed)
         in_band("live %s (thread %d)" % (f, tid), got[f] * scale, cpu)
 
 
@@ -215,14 +211,14 @@ def main():
         w = workers_of(args[0])
         args = sorted(w)  # the burners, for under_of
         per_tid = {}
-        for f, (tid, tcpu) in sorted(w.items()):
+        for f, (tid, tcpu, pushed) in sorted(w.items()):
             tids = sorted(set(t for t, ts, c in rows if under_of(c) == f))
             n = sum(1 for t, ts, c in rows if under_of(c) == f)
             print("%s: %d samples from threads %s (want only %d)" % (f, n, tids, tid))
             if tids != [tid]:
                 fail("samples under %s come from threads %s, expected only %d" % (f, tids, tid))
             per_tid.setdefault(tid, []).append((f, sum(v for c, v in cpu.items() if under_of(c) == f), tcpu))
-            as_pushed("%s (thread %d)" % (f, tid), f, per_tid[tid][-1][1])
+            as_pushed("%s (thread %d)" % (f, tid), per_tid[tid][-1][1], pushed)
         # Burners that one thread runs back to back (cpu-py.py: py_burn_a
         # then py_burn_b) share a boundary: the signal that carries the
         # expirations across it falls on one side, and on a loaded VM one

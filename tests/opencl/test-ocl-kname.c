@@ -62,12 +62,8 @@ static int child(int fd) {
 static dr_t D;
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "child") == 0)
-    return child(atoi(argv[2]));
-  if (dr_run_child(&D, argv[0]) == 77) {
-    fprintf(stderr, "test-ocl-kname: no OpenCL device: SKIP\n");
+  if (dr_start(&D, argc, argv, child, "test-ocl-kname"))
     return 77;
-  }
 
   /* the kernel INVOKEs in launch order (correlation ids grow per call) */
   uint64_t corr[64];

@@ -153,12 +153,8 @@ static int child(int fd) {
 static dr_t D;
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "child") == 0)
-    return child(atoi(argv[2]));
-  if (dr_run_child(&D, argv[0]) == 77) {
-    fprintf(stderr, "test-ocl-pending: no OpenCL device: SKIP\n");
+  if (dr_start(&D, argc, argv, child, "test-ocl-pending"))
     return 77;
-  }
 
   int ninv = 0, nact = 0, nhost = 0;
   for (int i = 0; i < D.ninv; i++)
