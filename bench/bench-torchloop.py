@@ -18,7 +18,10 @@ between two launches evicts the shim's lines; bench-torchloop.c), one
 table row per value (0 = warm caches).  --stats: after the rounds, one
 more child per row with GPUPROF_SHIM_STATS=1 (counters zeroed after the
 warm-up): the mean ns per phase of the steady loop, counters included
-(two clock reads per phase; the clock read's cost is printed).
+(two clock reads per phase; the clock read's cost is printed), and the
+frames per capture with how many of the outermost a return-address
+trampoline could at best not read again (shim/capture.c,
+capture_stat_frames).
 """
 import ctypes
 import os
@@ -103,6 +106,13 @@ STATS_ROWS = [  # (label, stats.c phase name)
     ("push INVOKE (bench clock)", "push INVOKE"),
 ]
 
+FRAME_ROWS = [  # (label, stats.c frame-count name): mean frames per capture
+    ("native frames / capture", "frames: native (replayable walks)"),
+    ("  of them interpreter & above", "frames: native, outer from interp."),
+    ("python frames / capture", "frames: python"),
+    ("  of them unchanged (outer)", "frames: python, unchanged outer part"),
+]
+
 
 def run_child(lib, steps, d, mode, evict, stats):
     env = dict(os.environ, BENCH_TL_CHILD="1", GPUPROF_SOCKET="/nonexistent/gpuprofd.sock")
@@ -121,6 +131,9 @@ def run_child(lib, steps, d, mode, evict, stats):
     phases = {}
     for line in p.stderr.splitlines():
         m = re.match(r"gpuprof-stats: (.*?)\s+n=(\d+)\s+total=\S+ ms mean=([\d.]+) ns", line)
+        if m:
+            phases[m.group(1)] = (int(m.group(2)), float(m.group(3)))
+        m = re.match(r"gpuprof-stats: (.*?)\s+n=(\d+)\s+total=\d+ frames mean=([\d.]+) frames", line)
         if m:
             phases[m.group(1)] = (int(m.group(2)), float(m.group(3)))
         m = re.match(r"gpuprof-stats: clock read ([\d.]+) ns", line)
@@ -192,6 +205,11 @@ def main():
                                    "%.1f [%.2f]" % (mean, n / ops[c])))
         print("%-32s %s" % (label, " ".join(cells)))
     print("%-32s %s" % ("one clock read", " ".join("%15.1f" % got[c][1].get("clock", (0, 0.0))[1] for c in cols)))
+    # frames per capture and the outermost ones unchanged since the
+    # thread's last capture (what a return-address trampoline could skip)
+    for label, key in FRAME_ROWS:
+        print("%-32s %s" % (label, " ".join("%15s" % ("%.1f" % got[c][1][key][1] if key in got[c][1] else "-")
+                                            for c in cols)))
 
 
 main()

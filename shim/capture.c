@@ -595,6 +595,52 @@ static uint32_t path_intern(gpd_shim_state_t *g, gpd_capture_path_t *p, const ui
   return parent;
 }
 
+/* GPUPROF_SHIM_STATS=1: frames per capture, and how many of the
+ * outermost a return-address trampoline (Froyd, Mellor-Crummey and
+ * Fowler, "Low-overhead call path profiling of unmodified, optimized
+ * code", ICS 2005, section 3) could at best leave unread because they
+ * were not returned through since the thread's last capture.  Which were
+ * is not observable without the trampoline, so the counts are bounds:
+ * native, the frames from the innermost _PyEval_EvalFrameDefault outward
+ * (a GPU operation called from Python returns to the interpreter before
+ * the next: everything below it is new; 0 on threads without Python);
+ * Python, the outermost frames whose keys (code, line) are the same at
+ * the same distance from the outermost as at the last capture (the
+ * innermost frame's line moves on).  Replayable walks only. */
+typedef struct {
+  uint32_t npy;
+  uint64_t py[GPD_PY_MAX]; /* outermost first */
+} capture_stat_prev_t;
+static __thread capture_stat_prev_t *stat_prev;
+
+__attribute__((noinline, cold)) static void capture_stat_frames(const gpd_capture_walk_t *w,
+                                                                const gpd_pyframes_thread_t *py, int npy) {
+  if (!stat_prev && !(stat_prev = calloc(1, sizeof *stat_prev)))
+    return;
+  capture_stat_prev_t *p = stat_prev;
+  if (w->ok) {
+    int e = npy > 0 ? gpd_pyframes_eval_frame(w->ip, (int)w->n) : -1;
+    gpd_shim__stat_add_n(GPD_ST_FR_NATIVE, w->n);
+    gpd_shim__stat_add_n(GPD_ST_FR_NATIVE_SAME, e >= 0 ? w->n - (uint32_t)e : 0);
+  }
+  uint32_t m = npy > 0 ? (uint32_t)npy : 0, same = 0;
+  if (m > GPD_PY_MAX)
+    m = GPD_PY_MAX;
+  while (same < m && same < p->npy && p->py[same] == py->key[m - 1 - same])
+    same++;
+  for (uint32_t i = 0; i < m; i++)
+    p->py[i] = py->key[m - 1 - i];
+  p->npy = m;
+  if (m) {
+    gpd_shim__stat_add_n(GPD_ST_FR_PY, m);
+    gpd_shim__stat_add_n(GPD_ST_FR_PY_SAME, same);
+  }
+}
+
+/* GPUPROF_SHIM_STATS=floor: this thread's first captured node, returned
+ * for every later API call without unwinding (a measuring mode). */
+static __thread uint32_t stat_floor_node;
+
 /* Mark the thread busy in a capture whose frame address is sp, with a
  * cookie in the caller's frame (capture_reentered). */
 #define CAPTURE_BEGIN(m, sp, cookie)                                                                       \
@@ -614,6 +660,8 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_capture_memo_t *m = gpd_thread_memo();
   if (!m)
     return 0;
+  if (__builtin_expect(gpd_shim__stats_on == 3, 0) && stat_floor_node)
+    return stat_floor_node;
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if (m->busy && capture_reentered(m, sp))
     return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
@@ -641,6 +689,8 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   st_t1 = GPD_ST_IN_T0();
   int py = gpd_pyframes_walk(&m->py);
   GPD_ST_IN_ADD(GPD_ST_PYWALK, st_t1);
+  if (__builtin_expect(gpd_shim__stats_on == 1, 0))
+    capture_stat_frames(w, &m->py, py);
   st_t1 = GPD_ST_IN_T0();
   if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
@@ -711,6 +761,8 @@ out:
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = 0;
   GPD_ST_IN_ADD(GPD_ST_CAPTURE, st_t0);
+  if (__builtin_expect(gpd_shim__stats_on == 3, 0))
+    stat_floor_node = parent;
   return parent;
 }
 

@@ -66,13 +66,19 @@ extern gpd_shim_state_t gpd_shim__g;
 enum {
   GPD_ST_CAPTURE, GPD_ST_UNWIND_HIT, GPD_ST_UNWIND_MISS, GPD_ST_UNWIND_FULL, GPD_ST_UNWIND_BAD, GPD_ST_NODE_REUSE,
   GPD_ST_PYWALK, GPD_ST_INTERN, GPD_ST_PUSH_INVOKE, GPD_ST_CB_API, GPD_ST_CB_OTHER, GPD_ST_BUF_DONE,
-  GPD_ST_ACT_PUSH, GPD_ST_TS, GPD_ST_RING_WAIT, GPD_ST_N
+  GPD_ST_ACT_PUSH, GPD_ST_TS, GPD_ST_RING_WAIT,
+  /* frame counts, not times (level 1; capture.c, capture_stat_frames):
+   * n = captures, ns = frames summed */
+  GPD_ST_FR_NATIVE, GPD_ST_FR_NATIVE_SAME, GPD_ST_FR_PY, GPD_ST_FR_PY_SAME, GPD_ST_N
 };
+/** First of the frame-count entries (printed as frames, not ns). */
+#define GPD_ST_FRAMES_FIRST GPD_ST_FR_NATIVE
 /** One phase: times entered and total ns (relaxed atomics). */
 typedef struct gpd_shim_stat_s {
   _Atomic uint64_t n, ns;
 } gpd_shim_stat_t;
-extern int gpd_shim__stats_on; /* 0 off, 1 every phase, 2 outer phases only */
+extern int gpd_shim__stats_on; /* 0 off, 1 every phase, 2 outer phases only,
+                                  3 = 2 with call paths not captured (floor) */
 extern gpd_shim_stat_t gpd_shim__stats[GPD_ST_N];
 /** Read GPUPROF_SHIM_STATS (shim constructor). */
 void gpd_shim__stats_init(void);
@@ -100,6 +106,11 @@ GPD_EXPORT void gpd_shim__stats_reset(void);
     if (__builtin_expect(gpd_shim__stats_on, 0))                                              \
       gpd_shim__stat_add(i, t0);                                                              \
   } while (0)
+/** Add one event carrying v (frames) to entry i (the frame counts). */
+static inline void gpd_shim__stat_add_n(int i, uint64_t v) {
+  atomic_fetch_add_explicit(&gpd_shim__stats[i].n, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, v, memory_order_relaxed);
+}
 static inline void gpd_shim__stat_add(int i, uint64_t t0) {
   atomic_fetch_add_explicit(&gpd_shim__stats[i].n, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, gpd_clock_ns() - t0, memory_order_relaxed);

@@ -703,6 +703,13 @@ int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, i
   return w;
 }
 
+int gpd_pyframes_eval_frame(const uintptr_t *ips, int n) {
+  for (int i = 0; i < n; i++)
+    if (ips[i] - 1 >= py.eval_lo && ips[i] - 1 < py.eval_hi)
+      return i;
+  return -1;
+}
+
 /* ------------------------------------------------------- test hooks */
 
 /** Test hook (exported): walk a frame chain from frame f with the layout

@@ -108,6 +108,11 @@ void gpd_pyframes_service(void);
 int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
                         const uintptr_t **out);
 
+/** Index of the innermost frame of ips[0..n) (return addresses,
+ *  innermost first) inside _PyEval_EvalFrameDefault, or -1 (none, or
+ *  Python not known).  Statistics (capture.c, GPUPROF_SHIM_STATS=1). */
+int gpd_pyframes_eval_frame(const uintptr_t *ips, int n);
+
 /** Fill NODE record r for Python key `key` (flags GPD_NODE_F_PYTHON, module
  *  = string id of "qualname\tfilename", offset = line), announcing the
  *  string first.  0, or -ENOENT (unknown key) / -ENOSPC (string not

@@ -5,7 +5,13 @@
  * end and adds (1, ns) to its counter (relaxed atomics, no lock);
  * GPUPROF_SHIM_STATS=outer times only the phases that no other timed phase
  * contains (internal.h: GPD_ST_IN_*), so that the cost per operation is
- * measured with two clock reads instead of about a dozen; at exit
+ * measured with two clock reads instead of about a dozen;
+ * GPUPROF_SHIM_STATS=floor is `outer` with the call path captured only
+ * at a thread's first API call and reused for all after (a wrong
+ * profile: the cost of everything but the call path, to measure the
+ * floor under it).  Level 1 also counts frames per capture and how many
+ * of the outermost ones are unchanged since the thread's last capture
+ * (what a return-address trampoline could skip at best).  At exit
  * the totals are printed to stderr, one line per phase with count, total
  * and mean ns, plus the cost of one clock read measured then (subtract
  * about two of those from each mean).  For finding the cost per GPU
@@ -38,11 +44,18 @@ static const char *const stat_names[GPD_ST_N] = {
     [GPD_ST_ACT_PUSH] = "activity translate + push",
     [GPD_ST_TS] = "CUPTI timestamp callback",
     [GPD_ST_RING_WAIT] = "ring full: waited for room",
+    [GPD_ST_FR_NATIVE] = "frames: native (replayable walks)",
+    [GPD_ST_FR_NATIVE_SAME] = "frames: native, outer from interp.",
+    [GPD_ST_FR_PY] = "frames: python",
+    [GPD_ST_FR_PY_SAME] = "frames: python, unchanged outer part",
 };
 
 void gpd_shim__stats_init(void) {
   const char *e = getenv("GPUPROF_SHIM_STATS");
-  gpd_shim__stats_on = !e || !*e || *e == '0' ? 0 : strcmp(e, "outer") == 0 || strcmp(e, "2") == 0 ? 2 : 1;
+  gpd_shim__stats_on = !e || !*e || *e == '0'                        ? 0
+                       : strcmp(e, "outer") == 0 || strcmp(e, "2") == 0 ? 2
+                       : strcmp(e, "floor") == 0 || strcmp(e, "3") == 0 ? 3
+                                                                        : 1;
 }
 
 /** Test hook (exported): zero every counter (bench-torchloop calls it
@@ -63,10 +76,16 @@ void gpd_shim__stats_print(void) {
     (void)gpd_clock_ns();
   t1 = gpd_clock_ns();
   fprintf(stderr, "gpuprof-stats: clock read %.1f ns%s\n", (double)(t1 - t0) / 100000.0,
-          gpd_shim__stats_on == 2 ? " (outer phases only)" : "");
+          gpd_shim__stats_on == 3   ? " (outer phases only; floor: call paths NOT captured, every API on its "
+                                      "thread's first path)"
+          : gpd_shim__stats_on == 2 ? " (outer phases only)"
+                                    : "");
   for (int i = 0; i < GPD_ST_N; i++) {
     uint64_t n = atomic_load(&gpd_shim__stats[i].n), ns = atomic_load(&gpd_shim__stats[i].ns);
-    if (n)
+    if (n && i >= GPD_ST_FRAMES_FIRST)
+      fprintf(stderr, "gpuprof-stats: %-34s n=%-10llu total=%llu frames mean=%.2f frames\n", stat_names[i],
+              (unsigned long long)n, (unsigned long long)ns, (double)ns / (double)n);
+    else if (n)
       fprintf(stderr, "gpuprof-stats: %-34s n=%-10llu total=%.3f ms mean=%.1f ns\n", stat_names[i],
               (unsigned long long)n, (double)ns / 1e6, (double)ns / (double)n);
   }

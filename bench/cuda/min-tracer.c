@@ -10,6 +10,7 @@
  *   MIN_TRACER_KINDS=kernel,memcpy,memset,memory,sync   activity kinds (default all;
  *                    "none" for no activity at all)
  *   MIN_TRACER_NOCB=1   no API callbacks
+ *   MIN_TRACER_DOMAINS=runtime|driver   API callbacks of one domain only
  *   MIN_TRACER_NOTS=1   no timestamp callback (CUPTI's own clock)
  */
 #include <stdint.h>
@@ -67,9 +68,12 @@ static int want(const char *kinds, const char *k) {
 __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char *kinds = getenv("MIN_TRACER_KINDS");
   if (cuptiSubscribe(&sub, cb, NULL) != CUPTI_SUCCESS) return 1;
+  const char *doms = getenv("MIN_TRACER_DOMAINS");
   if (!getenv("MIN_TRACER_NOCB")) {
-    enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
-    enable_domain(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    if (!doms || strcmp(doms, "driver") != 0)
+      enable_domain(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    if (!doms || strcmp(doms, "runtime") != 0)
+      enable_domain(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
   }
   cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);

@@ -103,10 +103,31 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
+/* TEST_CAPTURE_FLOOR=1 (shim-stats.sh): under GPUPROF_SHIM_STATS=floor
+ * every capture after a thread's first returns the first one's node,
+ * whatever the call path; without it two call sites differ.  Exit 0 when
+ * the floor held, 3 when the sites got their own nodes. */
+static int floor_check(void) {
+  uint32_t got[4];
+  /* one call instruction: leaf a twice, then b twice (the drain also
+   * keeps the compiler from unrolling the loop into four call sites) */
+  for (int i = 0; i < 4; i++) {
+    got[i] = cap_top(i >= 2);
+    dr_drain(&D);
+  }
+  DR_CHECK(got[0] != 0 && got[2] != 0, "capture returned 0");
+  DR_CHECK(got[0] == got[1] && got[2] == got[3], "one path, two nodes: %u %u, %u %u", got[0], got[1], got[2],
+           got[3]);
+  printf("test-capture floor: leaf a %u, leaf b %u\n", got[0], got[2]);
+  return got[0] == got[2] ? 0 : 3;
+}
+
 int main(void) {
   DR_CHECK(gpd_shim_capture() == 0, "capture before a region must return 0");
   dr_attach(&D, 8, 4096);
   DR_CHECK(gpd_shim_active(), "shim not active after attach");
+  if (getenv("TEST_CAPTURE_FLOOR"))
+    return floor_check();
 
   uint32_t a1 = cap_top(0);
   dr_drain(&D);

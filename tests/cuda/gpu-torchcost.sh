@@ -13,6 +13,10 @@
 #   stats         gpuprof record, GPUPROF_SHIM_STATS=1 (per-phase counters)
 #   outer         gpuprof record, GPUPROF_SHIM_STATS=outer (the callbacks
 #                 only: the whole cost per call with two clock reads)
+#   outer_nopy    outer with GPUPROF_PYTHON=0 (native frames only)
+#   floor         gpuprof record, GPUPROF_SHIM_STATS=floor: outer, with the
+#                 call path captured once per thread and reused (a wrong
+#                 profile; the cost of all but the call path)
 #   old, outer_old, stats_old   gpuprof, outer, stats with the shim of
 #                 OLD_SHIM (bundle-torchcost.sh: $B/old/lib/libgpuprof.so)
 #   nopy          gpuprof record, GPUPROF_PYTHON=0 (native frames only)
@@ -88,6 +92,8 @@ run_cfg() {
       grep -E "pushfail" /tmp/dmn.err | sed -n 's/.*\(dropped=.*pushfail=[0-9]*\).*/    [daemon] \1/p' ;;
     stats) rec stats GPUPROF_SHIM_STATS=1 ;;
     outer) rec outer GPUPROF_SHIM_STATS=outer ;;
+    outer_nopy) rec outer_nopy GPUPROF_SHIM_STATS=outer GPUPROF_PYTHON=0 ;;
+    floor) rec floor GPUPROF_SHIM_STATS=floor ;;
     old) rec old GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;
     outer_old) rec outer_old GPUPROF_SHIM_STATS=outer GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;
     stats_old) rec stats_old GPUPROF_SHIM_STATS=1 GPUPROF_SHIM="$B/old/lib/libgpuprof.so" ;;

@@ -47,8 +47,10 @@ machine's slower speed changes and without a cost spread evenly over all
 steps (which the turns measure).
 
 Usage: torch-turns.py [options] CFG...   CFG = bare | full | detached |
-duty:W/P[,keep] (GPUPROF_CUDA_TRACE of a gpuprof record), several may
-repeat.  Options: --bundle DIR (torch_train.py, bin/gpuprof: default this
+duty:W/P[,keep] (GPUPROF_CUDA_TRACE of a gpuprof record) | mt (the
+minimal CUPTI tracer, bench/cuda/min-tracer.c), each optionally followed
+by +NAME=VALUE... (more environment: full+GPUPROF_SHIM_STATS=floor,
+mt+MIN_TRACER_DOMAINS=driver), several may repeat.  Options: --bundle DIR (torch_train.py, bin/gpuprof: default this
 file's folder), --steps N per turn (400), --warmup N (50), --procs N per
 configuration (2), --rounds N (1000, cut by --budget), --budget S of turns
 (300), --seed N, --out DIR (turns.tsv, per-process stderr), --worker CMD
@@ -63,6 +65,7 @@ import argparse
 import math
 import os
 import random
+import re
 import select
 import shlex
 import statistics
@@ -110,7 +113,14 @@ def worker_argv(cfg, i, a, outdir):
     env = dict(os.environ, TORCH_TURNS="1", PYTHONUNBUFFERED="1", TORCH_T0="%.6f" % time.time())
     loop = shlex.split(a.worker) if a.worker else [sys.executable, os.path.join(a.bundle, "torch_train.py"),
                                                    str(a.steps), str(a.warmup)]
+    cfg, *extra = cfg.split("+")
+    for kv in extra:  # CFG+NAME=VALUE...: more environment
+        k, _, v = kv.partition("=")
+        env[k] = v
     if cfg == "bare":
+        return loop, env
+    if cfg == "mt":  # the minimal CUPTI tracer (bench/cuda/min-tracer.c)
+        env["CUDA_INJECTION64_PATH"] = os.path.join(a.bundle, "lib", "libgpd-min-tracer.so")
         return loop, env
     if cfg != "full":
         env["GPUPROF_CUDA_TRACE"] = cfg
@@ -118,7 +128,7 @@ def worker_argv(cfg, i, a, outdir):
     gp = os.path.join(a.bundle, "bin", "gpuprof")
     if not os.access(gp, os.X_OK):
         gp = "gpuprof"
-    db = os.path.join(outdir, "turns-%s-%d.gpdb" % (cfg.replace(":", "_").replace("/", "_").replace(",", "_"), i))
+    db = os.path.join(outdir, "turns-%s-%d.gpdb" % (re.sub(r"[^A-Za-z0-9_.-]", "_", "+".join([cfg] + extra)), i))
     for f in (db, db + "-wal", db + "-shm"):
         if os.path.exists(f):
             os.unlink(f)
