@@ -580,8 +580,17 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log)
       t->pf_co[steps] = co;
     }
     int owner = *(const signed char *)(f + L->fr_owner);
-    if (memo && (co != t->memo[ms].co || instr != t->memo[ms].instr || co_names(co) != t->memo[ms].names))
+    /* known_co: the frame an earlier walk saw here runs the same code
+     * object, now at another instruction (the innermost frame at every
+     * capture): that code object was checked then (readable, of the code
+     * type: entries with a key only), as a memo hit's is trusted; only
+     * its new line is looked up (a cold page-cache line and the object's
+     * header line less per capture) */
+    int known_co = 0;
+    if (memo && (co != t->memo[ms].co || instr != t->memo[ms].instr || co_names(co) != t->memo[ms].names)) {
+      known_co = co == t->memo[ms].co && t->memo[ms].key && co_names(co) == t->memo[ms].names;
       memo = 0;
+    }
     if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
       act++; /* 3.12: the entry frame below an activation's first frame */
     } else {
@@ -589,7 +598,7 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log)
       if (memo) {
         k = t->memo[ms].key;
       } else {
-        if (!obj_ok(t, co, L->co_code, py.code_type))
+        if (!known_co && !obj_ok(t, co, L->co_code, py.code_type))
           break;
         int firsttr = ld_int(co + L->co_firsttraceable);
         int complete = owner == OWNER_GENERATOR ||
@@ -646,11 +655,15 @@ void gpd_pyframes_prefetch(const gpd_pyframes_thread_t *t) {
 
 /* The walk of the calling thread's chain, once the interpreter is known. */
 static int walk_thread(gpd_pyframes_thread_t *t, int may_log) {
+  /* The thread state and C frame of the last walk were checked readable
+   * then; the same addresses are not checked again (this thread's own
+   * state, alive while it runs Python; its C frame, in its stack or in
+   * the state): two cold page-cache lines less per capture. */
   uintptr_t ts = tss_tstate(py.tss);
-  if (!ts || (ts & 7) || !rd_ok(t, ts, py.L->ts_cframe + 8))
+  if (!ts || (ts & 7) || (ts != t->pf_ts && !rd_ok(t, ts, py.L->ts_cframe + 8)))
     return 0;
   uintptr_t cf = ld_ptr(ts + py.L->ts_cframe);
-  if (!cf || (cf & 7) || !rd_ok(t, cf, py.L->cf_current + 8))
+  if (!cf || (cf & 7) || (cf != t->pf_cf && !rd_ok(t, cf, py.L->cf_current + 8)))
     return 0;
   t->pf_ts = ts;
   t->pf_cf = cf;
