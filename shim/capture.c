@@ -607,17 +607,8 @@ static uint32_t path_intern(gpd_shim_state_t *g, gpd_capture_path_t *p, const ui
  * Python, the outermost frames whose keys (code, line) are the same at
  * the same distance from the outermost as at the last capture (the
  * innermost frame's line moves on).  Replayable walks only. */
-typedef struct {
-  uint32_t npy;
-  uint64_t py[GPD_PY_MAX]; /* outermost first */
-} capture_stat_prev_t;
-static __thread capture_stat_prev_t *stat_prev;
-
-__attribute__((noinline, cold)) static void capture_stat_frames(const gpd_capture_walk_t *w,
+__attribute__((noinline, cold)) static void capture_stat_frames(gpd_capture_memo_t *p, const gpd_capture_walk_t *w,
                                                                 const gpd_pyframes_thread_t *py, int npy) {
-  if (!stat_prev && !(stat_prev = calloc(1, sizeof *stat_prev)))
-    return;
-  capture_stat_prev_t *p = stat_prev;
   if (w->ok) {
     int e = npy > 0 ? gpd_pyframes_eval_frame(w->ip, (int)w->n) : -1;
     gpd_shim__stat_add_n(GPD_ST_FR_NATIVE, w->n);
@@ -626,20 +617,16 @@ __attribute__((noinline, cold)) static void capture_stat_frames(const gpd_captur
   uint32_t m = npy > 0 ? (uint32_t)npy : 0, same = 0;
   if (m > GPD_PY_MAX)
     m = GPD_PY_MAX;
-  while (same < m && same < p->npy && p->py[same] == py->key[m - 1 - same])
+  while (same < m && same < p->stat_npy && p->stat_py[same] == py->key[m - 1 - same])
     same++;
   for (uint32_t i = 0; i < m; i++)
-    p->py[i] = py->key[m - 1 - i];
-  p->npy = m;
+    p->stat_py[i] = py->key[m - 1 - i];
+  p->stat_npy = m;
   if (m) {
     gpd_shim__stat_add_n(GPD_ST_FR_PY, m);
     gpd_shim__stat_add_n(GPD_ST_FR_PY_SAME, same);
   }
 }
-
-/* GPUPROF_SHIM_STATS=floor: this thread's first captured node, returned
- * for every later API call without unwinding (a measuring mode). */
-static __thread uint32_t stat_floor_node;
 
 /* Mark the thread busy in a capture whose frame address is sp, with a
  * cookie in the caller's frame (capture_reentered). */
@@ -660,8 +647,10 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_capture_memo_t *m = gpd_thread_memo();
   if (!m)
     return 0;
-  if (__builtin_expect(gpd_shim__stats_on == 3, 0) && stat_floor_node)
-    return stat_floor_node;
+  /* GPUPROF_SHIM_STATS=floor (a measuring mode): the thread's first node
+   * for every later API call, without unwinding */
+  if (__builtin_expect(gpd_shim__stats_on == 3, 0) && m->stat_floor_node)
+    return m->stat_floor_node;
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   if (m->busy && capture_reentered(m, sp))
     return capture_nested(g, m->busy == GPD_CAPTURE_BUSY_UNWIND);
@@ -690,7 +679,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   int py = gpd_pyframes_walk(&m->py);
   GPD_ST_IN_ADD(GPD_ST_PYWALK, st_t1);
   if (__builtin_expect(gpd_shim__stats_on == 1, 0))
-    capture_stat_frames(w, &m->py, py);
+    capture_stat_frames(m, w, &m->py, py);
   st_t1 = GPD_ST_IN_T0();
   if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
@@ -762,7 +751,7 @@ out:
   m->busy = 0;
   GPD_ST_IN_ADD(GPD_ST_CAPTURE, st_t0);
   if (__builtin_expect(gpd_shim__stats_on == 3, 0))
-    stat_floor_node = parent;
+    m->stat_floor_node = parent;
   return parent;
 }
 

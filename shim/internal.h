@@ -351,6 +351,11 @@ typedef struct gpd_capture_memo_s {
   } pynode[GPD_CAPTURE_PYNODES];
   gpd_pyframes_thread_t py; /* this thread's Python frames (python-frames.c) */
   gpd_pyframes_thread_t spy; /* the same for CPU samples (their handler's own) */
+  /* GPUPROF_SHIM_STATS=1 only (capture.c, capture_stat_frames): the last
+   * capture's Python keys, outermost first */
+  uint32_t stat_npy;
+  uint64_t stat_py[GPD_PY_MAX];
+  uint32_t stat_floor_node; /* GPUPROF_SHIM_STATS=floor: the first node */
 } gpd_capture_memo_t;
 
 
