@@ -130,10 +130,8 @@ def run_child(lib, steps, d, mode, evict, stats):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     phases = {}
     for line in p.stderr.splitlines():
-        m = re.match(r"gpuprof-stats: (.*?)\s+n=(\d+)\s+total=\S+ ms mean=([\d.]+) ns", line)
-        if m:
-            phases[m.group(1)] = (int(m.group(2)), float(m.group(3)))
-        m = re.match(r"gpuprof-stats: (.*?)\s+n=(\d+)\s+total=\d+ frames mean=([\d.]+) frames", line)
+        # a phase (mean ns) or a frame count (mean frames per capture)
+        m = re.match(r"gpuprof-stats: (.*?)\s+n=(\d+)\s+total=\S+ (?:ms|frames) mean=([\d.]+) (?:ns|frames)", line)
         if m:
             phases[m.group(1)] = (int(m.group(2)), float(m.group(3)))
         m = re.match(r"gpuprof-stats: clock read ([\d.]+) ns", line)

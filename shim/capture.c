@@ -606,24 +606,26 @@ static uint32_t path_intern(gpd_shim_state_t *g, gpd_capture_path_t *p, const ui
  * the next: everything below it is new; 0 on threads without Python);
  * Python, the outermost frames whose keys (code, line) are the same at
  * the same distance from the outermost as at the last capture (the
- * innermost frame's line moves on).  Replayable walks only. */
-__attribute__((noinline, cold)) static void capture_stat_frames(gpd_capture_memo_t *p, const gpd_capture_walk_t *w,
+ * innermost frame's line moves on).  Native frames of replayable walks
+ * only: the steady state (a missed walk is a first step's, or a stack
+ * that never repeats). */
+__attribute__((noinline, cold)) static void capture_stat_frames(gpd_capture_memo_t *m, const gpd_capture_walk_t *w,
                                                                 const gpd_pyframes_thread_t *py, int npy) {
   if (w->ok) {
     int e = npy > 0 ? gpd_pyframes_eval_frame(w->ip, (int)w->n) : -1;
     gpd_shim__stat_add_n(GPD_ST_FR_NATIVE, w->n);
     gpd_shim__stat_add_n(GPD_ST_FR_NATIVE_SAME, e >= 0 ? w->n - (uint32_t)e : 0);
   }
-  uint32_t m = npy > 0 ? (uint32_t)npy : 0, same = 0;
-  if (m > GPD_PY_MAX)
-    m = GPD_PY_MAX;
-  while (same < m && same < p->stat_npy && p->stat_py[same] == py->key[m - 1 - same])
+  uint32_t np = npy > 0 ? (uint32_t)npy : 0, same = 0;
+  if (np > GPD_PY_MAX)
+    np = GPD_PY_MAX;
+  while (same < np && same < m->stat_npy && m->stat_py[same] == py->key[np - 1 - same])
     same++;
-  for (uint32_t i = 0; i < m; i++)
-    p->stat_py[i] = py->key[m - 1 - i];
-  p->stat_npy = m;
-  if (m) {
-    gpd_shim__stat_add_n(GPD_ST_FR_PY, m);
+  for (uint32_t i = 0; i < np; i++)
+    m->stat_py[i] = py->key[np - 1 - i];
+  m->stat_npy = np;
+  if (np) {
+    gpd_shim__stat_add_n(GPD_ST_FR_PY, np);
     gpd_shim__stat_add_n(GPD_ST_FR_PY_SAME, same);
   }
 }

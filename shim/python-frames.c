@@ -586,11 +586,9 @@ FOREIGN static int walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log)
      * type: entries with a key only), as a memo hit's is trusted; only
      * its new line is looked up (a cold page-cache line and the object's
      * header line less per capture) */
-    int known_co = 0;
-    if (memo && (co != t->memo[ms].co || instr != t->memo[ms].instr || co_names(co) != t->memo[ms].names)) {
-      known_co = co == t->memo[ms].co && t->memo[ms].key && co_names(co) == t->memo[ms].names;
-      memo = 0;
-    }
+    int same_co = memo && co == t->memo[ms].co && co_names(co) == t->memo[ms].names;
+    memo = same_co && instr == t->memo[ms].instr;
+    int known_co = same_co && !memo && t->memo[ms].key;
     if (L->owner_cstack >= 0 && owner == L->owner_cstack) {
       act++; /* 3.12: the entry frame below an activation's first frame */
     } else {
@@ -694,6 +692,11 @@ void gpd_pyframes_service(void) {
             (unsigned long)(py.tss - py.runtime));
 }
 
+/* Does return address ret lie in _PyEval_EvalFrameDefault (its call
+ * site ret - 1, so that a call as the function's last instruction
+ * counts)? */
+static inline int in_eval(uintptr_t ret) { return ret - 1 >= py.eval_lo && ret - 1 < py.eval_hi; }
+
 int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
                         const uintptr_t **out) {
   int cap = (int)(sizeof t->merged / sizeof t->merged[0]);
@@ -702,7 +705,7 @@ int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, i
   int w = 0;
   uint32_t a = 0, j = 0; /* next activation, next Python frame */
   for (int i = 0; i < n && w < max; i++) {
-    if (ips[i] - 1 >= py.eval_lo && ips[i] - 1 < py.eval_hi && a < t->nact) {
+    if (in_eval(ips[i]) && a < t->nact) {
       while (j < t->n && t->act[j] < a)
         j++;
       while (j < t->n && t->act[j] == a && w < max)
@@ -718,7 +721,7 @@ int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, i
 
 int gpd_pyframes_eval_frame(const uintptr_t *ips, int n) {
   for (int i = 0; i < n; i++)
-    if (ips[i] - 1 >= py.eval_lo && ips[i] - 1 < py.eval_hi)
+    if (in_eval(ips[i]))
       return i;
   return -1;
 }
