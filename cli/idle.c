@@ -100,6 +100,22 @@ static int blame_desc(const void *a, const void *b) {
   return x->ns > y->ns ? -1 : x->ns < y->ns;
 }
 
+/* Sort bl[0..n) by (profile, node, sync) and add up equal entries in
+ * place; returns how many are left. */
+static size_t merge_blame(gpd_xblame_t *bl, size_t n) {
+  size_t w = 0;
+  if (n == 0)
+    return 0;
+  qsort(bl, n, sizeof *bl, blame_cmp);
+  for (size_t i = 0; i < n; i++) {
+    if (w && blame_cmp(&bl[w - 1], &bl[i]) == 0)
+      bl[w - 1].ns += bl[i].ns;
+    else
+      bl[w++] = bl[i];
+  }
+  return w;
+}
+
 typedef struct {
   gpd_xgap_t *gaps;
   size_t ngaps, capgaps;
@@ -247,9 +263,13 @@ static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, dou
       gpd_xgap_t g = {.profile = profile, .start = cur, .end = e->start};
       size_t before = acc->nbl;
       err = blame_gap(acc, profile, th, nth, cur, e->start);
-      /* the gap's main culprit: its largest blame entry */
+      /* the gap's main culprit: the context with the largest blame summed
+       * over the gap (its CPU samples are one entry each: a single entry
+       * would let a 1 ms wait outweigh 300 samples of 1 ms in one place) */
+      if (err == 0)
+        acc->nbl = before + merge_blame(acc->bl + before, acc->nbl - before);
       for (size_t k = before; k < acc->nbl; k++)
-        if (g.node == 0 || acc->bl[k].ns > g.ns) {
+        if (k == before || acc->bl[k].ns > g.ns) {
           g.node = acc->bl[k].node;
           g.ns = acc->bl[k].ns;
           g.via_sync = acc->bl[k].via_sync;
@@ -283,17 +303,9 @@ static int idle_of(const gpd_xtrace_t *x, uint64_t only, gpd_xgap_t **gaps, size
     return err;
   }
   /* merge equal (profile, node, sync) entries, largest first */
-  size_t w = 0;
-  if (acc.nbl) {
-    qsort(acc.bl, acc.nbl, sizeof *acc.bl, blame_cmp);
-    for (size_t i = 0; i < acc.nbl; i++) {
-      if (w && blame_cmp(&acc.bl[w - 1], &acc.bl[i]) == 0)
-        acc.bl[w - 1].ns += acc.bl[i].ns;
-      else
-        acc.bl[w++] = acc.bl[i];
-    }
+  size_t w = merge_blame(acc.bl, acc.nbl);
+  if (w)
     qsort(acc.bl, w, sizeof *acc.bl, blame_desc);
-  }
   if (gaps)
     *gaps = acc.gaps;
   else
