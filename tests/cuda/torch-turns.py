@@ -211,8 +211,11 @@ def start_all(a, outdir):
                 break
         print("started %-16s %s" % (p.name, p.startup), flush=True)
 
-    for cfg in a.cfgs:
-        for i in range(a.procs):
+    seen = {}
+    for cfg in a.cfgs:  # a configuration named k times runs k * --procs workers
+        base = seen.get(cfg, 0)
+        seen[cfg] = base + a.procs
+        for i in range(base, base + a.procs):
             tag = "%s-%d" % (cfg.replace(":", "_").replace("/", "_").replace(",", "_"), i)
             argv, env = worker_argv(cfg, i, a, outdir)
             procs.append(Proc(cfg, i, argv, env, os.path.join(outdir, "turns-%s.err" % tag)))
