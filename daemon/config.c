@@ -741,6 +741,9 @@ int gpd_config_key_describe(size_t i, char *out, size_t outlen) {
                    k->def[0] ? k->def : "\"\"");
   if (k->type == CT_STRING || k->type == CT_LOGLEVEL || k->type == CT_MODE)
     n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "-");
+  else if (k->type == CT_PERCENT)
+    n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "%" PRIu64 "%%..%" PRIu64 "%%", k->min / 100,
+                  k->max / 100);
   else
     n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "%" PRIu64 "..%" PRIu64, k->min,
                   k->max);

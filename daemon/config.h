@@ -48,7 +48,7 @@ typedef struct gpd_collect_rule_s {
   uint32_t kind;        /* GPD_COLLECT_EXE / _UID / _JOB */
   char pattern[256];    /* exe: fnmatch(3) pattern; uid: decimal; job: exact */
   uint32_t set;         /* keys this section sets */
-  int line;             /* where it starts (0: `gpuprof policy set`) */
+  int line;             /* line of its first key (0: `gpuprof policy set`) */
   int runtime;          /* set at run time, not from the file */
   gpd_collect_t v;
 } gpd_collect_rule_t;
