@@ -328,15 +328,17 @@ static double policy_overhead(const gpd_proc_policy_t *pp, char *how, size_t n) 
     return -1;
   }
   if (pp->gov_ran && pp->gov.how == GPD_GOV_MEASURED) {
-    uint32_t per = 0;
-    if (sscanf(r->mode, "duty:%*u/%u", &per) != 1 || per == 0)
-      per = pp->period_ms ? pp->period_ms : pp->pol.v.period_ms;
+    /* at what the process runs now ("duty:W/P", P in s), else the policy */
+    unsigned w = 0;
+    double ps = 0;
+    uint32_t per = pp->period_ms ? pp->period_ms : pp->pol.v.period_ms;
+    if (sscanf(r->mode, "duty:%u/%lf", &w, &ps) == 2 && w > 0 && ps > 0 && ps <= 3600)
+      per = (uint32_t)(ps * 1000 + 0.5);
+    else
+      w = pp->pol.v.window_ms;
     snprintf(how, n, "measured: window vs between (c_window %.3f, switch %.1f ms/window, c_between %.5f)%s",
              pp->gov.c_window, pp->gov.t_switch_ns / 1e6, pp->gov.c_between,
              pp->gov.over ? "; budget cannot be held" : "");
-    uint32_t w = 0;
-    if (sscanf(r->mode, "duty:%u/", &w) != 1 || w == 0)
-      w = pp->pol.v.window_ms;
     return gpd_governor_slowdown(&pp->gov, w, per);
   }
   if (pp->gov_ran && pp->gov.how == GPD_GOV_UNKNOWN) {

@@ -329,7 +329,7 @@ static int conn_register(const gpd_fdid_t *sock, int region_fd) {
   {
     gpd_shim_policy_t sp;
     conn.collect_ok = hr->policy != NULL;
-    if (gpd_shim__policy_set(hr->policy, &sp)) {
+    if (gpd_shim__policy_set(hr->policy, 1, &sp)) {
       gpd_control_t pc = {.kind = GPD_CONTROL_POLICY, .enable = 1, .policy = &sp};
       gpd_control_ack_t ack;
       gpd_shim__control_apply(&pc, &ack);
@@ -537,7 +537,7 @@ static int conn_handle_frame(const gpd_fdid_t *sock, const uint8_t *p, size_t n)
     gpd_shim_policy_t sp;
     if (c.kind == GPD_CONTROL_POLICY) {
       c.duration_ms = 0; /* a policy is no window */
-      if (gpd_shim__policy_set(mc->policy, &sp))
+      if (gpd_shim__policy_set(mc->policy, 0, &sp))
         c.policy = &sp;
     }
     gpd_control_ack_t ack;

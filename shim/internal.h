@@ -415,9 +415,11 @@ void gpd_cpusample_atfork_child(void);
 struct Gpuprof__CollectPolicy;
 struct gpd_shim_policy_s;
 struct gpd_shim_collect_s;
-/** Keep the policy of a HelloReply or CONTROL_POLICY (m NULL or without a
- *  mode: ignored, 0); 1 and *out (may be NULL) filled.  Connection thread. */
-int gpd_shim__policy_set(const struct Gpuprof__CollectPolicy *m, struct gpd_shim_policy_s *out);
+/** Keep the policy of a HelloReply (hello = 1: also kept as the text the
+ *  shim reports as received in Hello) or of a CONTROL_POLICY (m NULL or
+ *  without a mode: ignored, 0); 1 and *out (may be NULL) filled.
+ *  Connection thread. */
+int gpd_shim__policy_set(const struct Gpuprof__CollectPolicy *m, int hello, struct gpd_shim_policy_s *out);
 /** The policy's CPU sampling rate (0: none or off). */
 uint32_t gpd_shim__policy_cpu_hz(void);
 /** Fork child: the lock is made fresh (the policy is kept). */

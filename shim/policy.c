@@ -20,7 +20,16 @@ static struct {
   pthread_mutex_t mu;
   int have;
   gpd_shim_policy_t p;
+  char hello[160]; /* what the latest HelloReply carried, as text */
 } pol = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* "duty 10 ms / 3000 ms" */
+static void policy_mode_text(const gpd_shim_policy_t *p, char *out, size_t n) {
+  if (!strcmp(p->mode, "duty"))
+    snprintf(out, n, "duty %u ms / %u ms", p->window_ms, p->period_ms);
+  else
+    snprintf(out, n, "%s", p->mode);
+}
 
 int gpd_shim_policy(gpd_shim_policy_t *out) {
   pthread_mutex_lock(&pol.mu);
@@ -31,7 +40,7 @@ int gpd_shim_policy(gpd_shim_policy_t *out) {
   return have;
 }
 
-int gpd_shim__policy_set(const Gpuprof__CollectPolicy *m, gpd_shim_policy_t *out) {
+int gpd_shim__policy_set(const Gpuprof__CollectPolicy *m, int hello, gpd_shim_policy_t *out) {
   gpd_shim_policy_t p;
   if (!m || !m->mode || !*m->mode)
     return 0;
@@ -44,9 +53,14 @@ int gpd_shim__policy_set(const Gpuprof__CollectPolicy *m, gpd_shim_policy_t *out
   p.cpu_hz = m->cpu_sample_hz;
   p.budget_bp = m->budget_bp;
   snprintf(p.rule, sizeof p.rule, "%s", m->rule ? m->rule : "");
+  char mode[48];
+  policy_mode_text(&p, mode, sizeof mode);
   pthread_mutex_lock(&pol.mu);
   pol.p = p;
   pol.have = 1;
+  if (hello)
+    snprintf(pol.hello, sizeof pol.hello, "%s, budget %u.%02u %%, cpu %u Hz, pc %u ms / %u s", mode,
+             p.budget_bp / 100, p.budget_bp % 100, p.cpu_hz, p.pc_window_ms, p.pc_period_s);
   pthread_mutex_unlock(&pol.mu);
   if (out)
     *out = p;
@@ -73,12 +87,10 @@ static void core_report(gpd_shim_collect_t *o) {
     return;
   }
   snprintf(o->source, sizeof o->source, "daemon");
-  if (!strcmp(p.mode, "duty"))
-    snprintf(o->mode, sizeof o->mode, "duty %u ms / %u ms", p.window_ms, p.period_ms);
-  else
-    snprintf(o->mode, sizeof o->mode, "%s", p.mode);
-  snprintf(o->note, sizeof o->note, "received: budget %u.%02u %%, cpu %u Hz, pc %u ms / %u s; %.100s",
-           p.budget_bp / 100, p.budget_bp % 100, p.cpu_hz, p.pc_window_ms, p.pc_period_s, p.rule);
+  policy_mode_text(&p, o->mode, sizeof o->mode);
+  pthread_mutex_lock(&pol.mu);
+  snprintf(o->note, sizeof o->note, "in Hello: %.140s", pol.hello);
+  pthread_mutex_unlock(&pol.mu);
 }
 
 size_t gpd_shim__policy_collect(gpd_shim_collect_t *out, unsigned *api, size_t max) {
