@@ -185,27 +185,42 @@ void gpd_policy_proc_free(gpd_proc_t *p) {
   p->policy = NULL;
 }
 
-/* Send p's current policy as a CONTROL_POLICY (fire and forget: the ack
- * matches no pending request and only says the shim applied it).  Caller
- * holds d->lock; the send only queues.  0 or negative. */
-static int policy_send(gpd_proc_t *p) {
+/* A CONTROL_POLICY to send once d->lock is released: sending may close
+ * the connection, which takes the lock (client.c).  Main thread only, so
+ * the client cannot go away between the two. */
+typedef struct policy_out_s {
+  struct gpd_client_s *client;
+  gpd_proc_policy_t pp; /* a copy: the message's strings point into it */
+} policy_out_t;
+
+/* Queue p's current policy in *o (caller holds d->lock).  0 or -ESRCH. */
+static int policy_take(gpd_proc_t *p, policy_out_t *o) {
+  if (!p->client || p->state != GPD_PROC_RUNNING || !p->policy)
+    return -ESRCH;
+  o->client = p->client;
+  o->pp = *p->policy;
+  return 0;
+}
+
+/* Send o (fire and forget: the ack matches no pending request and only
+ * says the shim applied it).  d->lock not held.  0 or negative. */
+static int policy_send(policy_out_t *o) {
   Gpuprof__CollectPolicy cp;
   Gpuprof__Control ctl = GPUPROF__CONTROL__INIT;
   Gpuprof__Msg m = GPUPROF__MSG__INIT;
-  if (!p->client || p->state != GPD_PROC_RUNNING || !p->policy)
-    return -ESRCH;
-  policy_msg(p->policy, &cp);
+  policy_msg(&o->pp, &cp);
   ctl.id = gpd_control_next_id();
   ctl.kind = GPUPROF__CONTROL_KIND__CONTROL_POLICY;
   ctl.enable = 1;
   ctl.policy = &cp;
   m.body_case = GPUPROF__MSG__BODY_CONTROL;
   m.control = &ctl;
-  return gpd_client_send_msg(p->client, &m);
+  return gpd_client_send_msg(o->client, &m);
 }
 
-/* Resolve p again under the current config; send when it changed. */
-static int policy_refresh(gpd_daemon_t *d, gpd_proc_t *p) {
+/* Resolve p again under the current config; 1 (and *o filled) when it
+ * changed.  d->lock held. */
+static int policy_refresh(gpd_daemon_t *d, gpd_proc_t *p, policy_out_t *o) {
   gpd_policy_t np;
   gpd_proc_policy_t *pp = proc_policy(d, p);
   if (!pp)
@@ -217,28 +232,35 @@ static int policy_refresh(gpd_daemon_t *d, gpd_proc_t *p) {
   pp->period_ms = 0; /* the governor starts again from the new policy */
   pp->gov_ran = 0;
   gpd_policy_why(&d->cfg, &pp->pol, pp->why, sizeof pp->why);
-  return policy_send(p) == 0;
+  return policy_take(p, o) == 0;
 }
 
 unsigned gpd_policy_push_all(gpd_daemon_t *d) {
-  unsigned n = 0;
+  unsigned n = 0, sent = 0, cap = 0;
+  policy_out_t *out = NULL;
   gpd_daemon_lock(d);
   for (gpd_proc_t *p = d->procs; p; p = p->next)
+    cap++;
+  out = calloc(cap ? cap : 1, sizeof *out);
+  for (gpd_proc_t *p = d->procs; out && p && n < cap; p = p->next)
     if (p->state == GPD_PROC_RUNNING && p->client)
-      n += (unsigned)policy_refresh(d, p);
+      n += (unsigned)policy_refresh(d, p, &out[n]);
   pthread_mutex_unlock(&d->lock);
-  return n;
+  for (unsigned i = 0; i < n; i++)
+    sent += policy_send(&out[i]) == 0;
+  free(out);
+  return sent;
 }
 
 /* ---------------------------------------------------------- governor */
 
-/* Run the governor on p's CUDA report; send the new period when it moved
- * by more than 5 % (or to the smallest duty).  d->lock held. */
-static void policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp) {
+/* Run the governor on p's CUDA report; 1 and *o filled when the period
+ * moved by more than 5 % (or to the smallest duty).  d->lock held. */
+static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) {
   const policy_rep_t *r = &pp->rep[GPD_API_CUDA];
   const gpd_collect_t *v = &pp->pol.v;
   if (!r->set || strcmp(r->source, "daemon") != 0 || v->mode != GPD_COLLECT_DUTY)
-    return;
+    return 0;
   uint32_t cur = pp->period_ms ? pp->period_ms : v->period_ms;
   gpd_governor_in_t in = {.elapsed_ns = r->elapsed_ns,
                           .window_ns = r->window_ns,
@@ -252,18 +274,18 @@ static void policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp) {
                           .period_max_ms = v->period_max_ms,
                           .budget_bp = v->budget_bp};
   if (gpd_governor_size(&in, &pp->gov) < 0)
-    return;
+    return 0;
   pp->gov_ran = 1;
   if (!v->governor || pp->gov.period_ms == cur)
-    return;
+    return 0;
   uint64_t diff = pp->gov.period_ms > cur ? pp->gov.period_ms - cur : cur - pp->gov.period_ms;
   if (diff * 20 <= cur && pp->gov.how == GPD_GOV_MEASURED)
-    return; /* within 5 %: not worth a restart of the schedule */
+    return 0; /* within 5 %: not worth a restart of the schedule */
   pp->period_ms = pp->gov.period_ms;
-  if (policy_send(p) == 0)
-    GPD_INFO("pid %d: governor: period %u ms (window %u ms, budget %u.%02u %%, %s)", (int)p->pid,
-             pp->period_ms, v->window_ms, v->budget_bp / 100, v->budget_bp % 100,
-             pp->gov.how == GPD_GOV_MEASURED ? "measured" : "no estimate: smallest duty");
+  GPD_INFO("pid %d: governor: period %u ms (window %u ms, budget %u.%02u %%, %s)", (int)p->pid, pp->period_ms,
+           v->window_ms, v->budget_bp / 100, v->budget_bp % 100,
+           pp->gov.how == GPD_GOV_MEASURED ? "measured" : "no estimate: smallest duty");
+  return policy_take(p, o) == 0;
 }
 
 static void copy_cut(char *dst, size_t n, const char *src) {
@@ -297,9 +319,12 @@ void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectRep
     x->pc_window_ns = c->pc_window_ns;
     x->pc_launches = c->pc_launches;
   }
-  if (pp)
-    policy_govern(p, pp);
+  policy_out_t *o = pp ? malloc(sizeof *o) : NULL;
+  int send = o && policy_govern(p, pp, o);
   pthread_mutex_unlock(&d->lock);
+  if (send)
+    (void)policy_send(o);
+  free(o);
 }
 
 /* Estimated overhead of p and how: fraction (< 0 unknown) and text. */
@@ -487,8 +512,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   Gpuprof__CollectReport rs[GPD_API_MAX], *rp[GPD_API_MAX];
   gpd_proc_policy_t snap;
   lines_t lines = {0};
-  char msg[512] = "", how[256], deep[64];
-  int locked = 0;
+  char msg[512] = "", how[256], deep[64], *exe = NULL, *job = NULL;
 
   if (!r) {
     gpd_client_send_error(cli, -EINVAL, "empty policy request");
@@ -501,7 +525,6 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   }
   if (r->pid > 0) {
     gpd_daemon_lock(d);
-    locked = 1;
     gpd_proc_t *p = gpd_registry_find_pid(d, r->pid);
     /* another user's process reads exactly like one that does not exist */
     if (!p || !gpd_access_may_see(peer, p->uid) || !proc_policy(d, p)) {
@@ -511,12 +534,16 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
       gpd_client_send_error(cli, -ESRCH, e);
       return;
     }
+    /* a copy: the reply is sent without the lock (a send may close) */
     snap = *p->policy;
+    exe = strdup(p->exe ? p->exe : "");
+    job = strdup(p->job_id ? p->job_id : "");
     pp_msg.pid = p->pid;
     pp_msg.profile_id = p->profile_id;
-    pp_msg.exe = p->exe;
-    pp_msg.job_id = p->job_id;
     pp_msg.uid = p->uid;
+    pthread_mutex_unlock(&d->lock);
+    pp_msg.exe = exe ? exe : "";
+    pp_msg.job_id = job ? job : "";
     policy_msg(&snap, &procpol);
     pp_msg.policy = &procpol;
     pp_msg.n_reports = reports_msg(&snap, rs, rp);
@@ -545,7 +572,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     if (gpd_client_send_msg(cli, &m) < 0)
       gpd_client_send_error(cli, -ENOMEM, "out of memory");
   }
-  if (locked)
-    pthread_mutex_unlock(&d->lock);
   lines_free(&lines);
+  free(exe);
+  free(job);
 }
