@@ -260,9 +260,7 @@ void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p,
   unsigned kind = (unsigned)a->kind;
   if (a->ended) { /* a window closed by the shim itself */
     proc_control_on(d, p, kind, 0);
-    pthread_mutex_lock(&d->lock);
-    gpd_policy_deep_dive(p, 0, 0);
-    pthread_mutex_unlock(&d->lock);
+    gpd_policy_deep_dive(p, 0, 0); /* policy state: main thread only */
     return;
   }
   for (ctl_op_t *op = ops; op; op = op->next)

@@ -9,6 +9,13 @@
  * What a shim reports is untrusted: it only changes the view and the
  * governor's sizing of that same process (its own slowdown), strings are
  * cut to fixed buffers, and one report per known api is kept (overwritten).
+ *
+ * Threads: a process's policy state (gpd_proc_t.policy) is read and
+ * written on the main thread only (Hello, reports, requests, and the
+ * query replies, which are built there under the daemon lock), so Hello
+ * and the once-a-second reports never wait for the daemon lock (a monitor
+ * pass may hold it for hundreds of ms: daemon.register64).  The lock is
+ * taken only to walk or search the registry (policy set, reload, --pid).
  */
 #include "policy.h"
 
@@ -172,11 +179,9 @@ static gpd_proc_policy_t *proc_policy(gpd_daemon_t *d, gpd_proc_t *p) {
 
 int gpd_policy_hello(gpd_daemon_t *d, gpd_proc_t *p, Gpuprof__CollectPolicy *out) {
   gpuprof__collect_policy__init(out);
-  gpd_daemon_lock(d);
-  gpd_proc_policy_t *pp = proc_policy(d, p);
+  gpd_proc_policy_t *pp = proc_policy(d, p); /* main thread: no lock (see the top) */
   if (pp)
     policy_msg(pp, out);
-  pthread_mutex_unlock(&d->lock);
   return pp ? 0 : -ENOMEM;
 }
 
@@ -298,8 +303,7 @@ static void copy_cut(char *dst, size_t n, const char *src) {
 void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectReports *r) {
   if (!r)
     return;
-  gpd_daemon_lock(d);
-  gpd_proc_policy_t *pp = proc_policy(d, p);
+  gpd_proc_policy_t *pp = proc_policy(d, p); /* main thread: no lock (see the top) */
   for (size_t i = 0; pp && i < r->n_reports && i < GPD_API_MAX; i++) {
     const Gpuprof__CollectReport *c = r->reports[i];
     if (!c || c->api >= GPD_API_MAX)
@@ -321,7 +325,6 @@ void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectRep
   }
   policy_out_t *o = pp ? malloc(sizeof *o) : NULL;
   int send = o && policy_govern(p, pp, o);
-  pthread_mutex_unlock(&d->lock);
   if (send)
     (void)policy_send(o);
   free(o);

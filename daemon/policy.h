@@ -5,9 +5,9 @@
  * (governor.h) from what the shim reports (CollectReports).
  *
  * Threads: gpd_policy_resolve / _why / _section_name are pure (any
- * thread).  The rest run on the main thread (libuv loop) and take
- * gpd_daemon_t.lock where they touch a process, except gpd_policy_proc_msg
- * whose caller holds it. */
+ * thread).  The rest run on the main thread (libuv loop), which alone
+ * touches gpd_proc_t.policy; they take gpd_daemon_t.lock only to walk or
+ * search the registry (never in Hello or a report). */
 #ifndef GPD_DAEMON_POLICY_H
 #define GPD_DAEMON_POLICY_H
 
@@ -56,8 +56,8 @@ void gpd_policy_why(const gpd_config_t *c, const gpd_policy_t *p, char *out, siz
 void gpd_policy_describe(const gpd_config_t *c, void (*emit)(const char *line, void *arg), void *arg);
 
 /** Hello of process p succeeded: resolve its policy (kept with p) and fill
- *  `out` (strings point into p's state: valid until p changes).  Takes
- *  d->lock.  0 or -ENOMEM (out then left empty). */
+ *  `out` (strings point into p's state: valid until p changes).  Never
+ *  waits for d->lock.  0 or -ENOMEM (out then left empty). */
 int gpd_policy_hello(gpd_daemon_t *d, struct gpd_proc_s *p, struct Gpuprof__CollectPolicy *out);
 
 /** A CollectReports from p's shim: keep the latest per api, run the
@@ -72,13 +72,13 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
                         const struct Gpuprof__PolicyRequest *r);
 
 /** A deep dive (TRACE / PC_SAMPLING window someone asked for) of
- *  duration_ms (0: until stopped) starts (enable) or ends in p.  Caller
- *  holds d->lock. */
+ *  duration_ms (0: until stopped) starts (enable) or ends in p.  Main
+ *  thread. */
 void gpd_policy_deep_dive(struct gpd_proc_s *p, int enable, uint32_t duration_ms);
 
 /** Fill the Process fields of the policy (collect_mode, overhead,
- *  overhead_how, deep_dive) with strings from gpd__query_strdup.  Caller
- *  holds d->lock. */
+ *  overhead_how, deep_dive) with strings from gpd__query_strdup.  Main
+ *  thread (query replies are built there). */
 void gpd_policy_proc_msg(const struct gpd_proc_s *p, struct Gpuprof__Process *m);
 
 /** SIGHUP reloaded the policy: resolve every running process again and
