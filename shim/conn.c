@@ -478,10 +478,18 @@ static int conn_send_ack(const gpd_fdid_t *sock, const gpd_control_ack_t *a) {
 }
 
 /* Send what the back ends run and cost (CollectReports), at most once per
- * GPD_SHIM_COLLECT_MS.  0, -errno (-EBADF: the socket is not ours). */
+ * GPD_SHIM_COLLECT_MS and only when it changed (a process that never uses
+ * a GPU sends it once per connection).  0, -errno (-EBADF: the socket is
+ * not ours). */
 #define GPD_SHIM_COLLECT_MS 1000u
+enum { CONN_NREP = 8 };
+static struct {
+  size_t n;
+  unsigned api[CONN_NREP];
+  gpd_shim_collect_t rep[CONN_NREP];
+} conn_collect_last;
 static int conn_send_collect(const gpd_fdid_t *sock) {
-  enum { NREP = 8 };
+  enum { NREP = CONN_NREP };
   gpd_shim_collect_t rep[NREP];
   unsigned api[NREP];
   Gpuprof__CollectReport cr[NREP], *crp[NREP];
@@ -490,8 +498,16 @@ static int conn_send_collect(const gpd_fdid_t *sock) {
     return 0; /* an older daemon: it would take the message for a bad one */
   if (conn.collect_ns && now - conn.collect_ns < GPD_SHIM_COLLECT_MS * 1000000ull)
     return 0;
+  int fresh = conn.collect_ns == 0; /* a new connection or a new policy */
   conn.collect_ns = now;
+  memset(rep, 0, sizeof rep);
   size_t n = gpd_shim__policy_collect(rep, api, NREP);
+  if (!fresh && n == conn_collect_last.n && !memcmp(api, conn_collect_last.api, n * sizeof *api) &&
+      !memcmp(rep, conn_collect_last.rep, n * sizeof *rep))
+    return 0;
+  conn_collect_last.n = n;
+  memcpy(conn_collect_last.api, api, sizeof api);
+  memcpy(conn_collect_last.rep, rep, sizeof rep);
   for (size_t i = 0; i < n; i++) {
     gpuprof__collect_report__init(&cr[i]);
     cr[i].api = api[i];
