@@ -475,7 +475,7 @@ static size_t reports_msg(const gpd_proc_policy_t *pp, Gpuprof__CollectReport *r
 /* `policy set`: admins only; applies and pushes to running processes. */
 static void policy_set(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_peer_t *peer,
                        const Gpuprof__PolicyRequest *r, Gpuprof__PolicyReply *pr, char *msg, size_t n) {
-  char rule[300] = "", why[256];
+  char rule[sizeof ((gpd_collect_rule_t *)0)->pattern + 8] = "", why[256];
   int nsel = (r->job_id && *r->job_id) + (r->has_uid != 0) + (r->exe && *r->exe);
   if (!peer->admin) {
     GPD_WARN("peer pid %d uid %u: policy set refused (not root or admin_group)", (int)peer->pid,
@@ -487,12 +487,17 @@ static void policy_set(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_peer
     gpd_client_send_error(cli, -EINVAL, "policy set: give at most one of --job, --uid, --exe");
     return;
   }
+  const char *sel = r->job_id && *r->job_id ? r->job_id : r->exe && *r->exe ? r->exe : NULL;
+  if (sel && strlen(sel) >= sizeof ((gpd_collect_rule_t *)0)->pattern) {
+    gpd_client_send_error(cli, -EINVAL, "policy set: the job or exe pattern is longer than 255 bytes");
+    return;
+  }
   if (r->job_id && *r->job_id)
-    snprintf(rule, sizeof rule, "job=%.250s", r->job_id);
+    snprintf(rule, sizeof rule, "job=%s", r->job_id);
   else if (r->has_uid)
     snprintf(rule, sizeof rule, "uid=%u", (unsigned)r->uid);
   else if (r->exe && *r->exe)
-    snprintf(rule, sizeof rule, "exe=%.250s", r->exe);
+    snprintf(rule, sizeof rule, "exe=%s", r->exe);
   int err = gpd_config_collect_set(&d->cfg, rule, r->key ? r->key : "", r->value ? r->value : "", why,
                                    sizeof why);
   if (err) {
