@@ -256,6 +256,11 @@ int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof
 int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind);
 /** `gpuprof sample`. */
 int gpd_sample_main(int argc, char **argv);
+/** `gpuprof policy` (policy.c). */
+int gpd_policy_main(int argc, char **argv);
+/** `top`'s last line: the visible processes' estimated collection
+ *  overhead (mean, max, how many have no estimate; deep dives). */
+void gpd_policy_node_line(FILE *f, const char *sock, const char *job);
 
 /* ---- export.c ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0

@@ -451,6 +451,7 @@ int gpd_client_top_main(int argc, char **argv) {
       ginst[i] = gpd_client_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
     gpd_render_top(stdout, rep->top, o.metric, total, ginst);
     free(ginst);
+    gpd_policy_node_line(stdout, o.socket, o.job);
   }
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;

@@ -21,6 +21,7 @@ static const char main_usage[] =
     "  devices [--job J] [--prometheus]             GPUs, their jobs and PAPI counters now\n"
     "  sample --pid N|--job J [--duration 10s]      GPU PC sampling in running processes\n"
     "  trace -o OUT [--format perfetto|chrome] (FILE | --pid N --duration D)   GPU timeline\n"
+    "  policy [--pid N] [--json] | policy set KEY=VALUE [--job J|--uid U|--exe P]   collection policy\n"
     "  metrics                                      list metric names\n"
     "Live commands talk to $GPUPROF_SOCKET or --socket PATH (default " GPD_CLI_DEFAULT_SOCKET ").\n"
     "Exit codes: 0 ok, 1 error reply / unreadable profile, 2 no gpuprofd, 64 usage;\n"
@@ -66,6 +67,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);
   if (!strcmp(c, "devices")) return gpd_client_devices_main(argc, argv);
   if (!strcmp(c, "sample")) return gpd_sample_main(argc, argv);
+  if (!strcmp(c, "policy")) return gpd_policy_main(argc, argv);
   if (!strcmp(c, "metrics")) return metrics_main();
   if (!strcmp(c, "trace")) return gpd_trace_main(argc, argv);
   if (!strcmp(c, "help") || !strcmp(c, "--help") || !strcmp(c, "-h")) {

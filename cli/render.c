@@ -442,6 +442,21 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
 
 /* ---- ps ---- */
 
+/* The collection line of a running process under `ps`: its CUDA mode,
+ * the estimated overhead and how it was estimated, a deep dive. */
+static void gpd_render_ps_collect(FILE *f, const Gpuprof__Process *p) {
+  if (!p->running || (!p->collect_mode[0] && !p->overhead_how[0]))
+    return;
+  fprintf(f, "%8s collect: %s; overhead ", "", p->collect_mode[0] ? p->collect_mode : "-");
+  if (p->overhead >= 0)
+    fprintf(f, "~%.2f %%", p->overhead * 100);
+  else
+    fprintf(f, "unknown");
+  fprintf(f, " (%s)\n", p->overhead_how);
+  if (p->deep_dive[0]) fprintf(f, "%8s %s\n", "", p->deep_dive);
+  if (p->pcs_state[0]) fprintf(f, "%8s PC sampling: %s\n", "", p->pcs_state);
+}
+
 void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
   size_t hidden = 0;
   fprintf(f, "%8s %-10s %-10s %5s %-8s %5s %10s %8s %-16s %s\n", "PID", "USER", "JOB", "RANK", "STATE", "RINGS",
@@ -477,6 +492,7 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
             p->job_id[0] ? p->job_id : "-", rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
             p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
     if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
+    gpd_render_ps_collect(f, p);
     /* a disabled back end ("-cuda" above) says why on its own line */
     for (size_t j = 0; j < p->n_backends; j++)
       if (!p->backends[j]->enabled)

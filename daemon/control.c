@@ -29,6 +29,7 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "policy.h"
 
 #define CTL_KINDS 32u /* shim/backends.h GPD_CONTROL_KINDS */
 
@@ -54,6 +55,8 @@ typedef struct ctl_op_s {
 
 static ctl_op_t *ops;
 static uint64_t next_id = 1;
+
+uint64_t gpd_control_next_id(void) { return next_id++; }
 
 static void op_closed(uv_handle_t *h) { free(h->data); }
 
@@ -153,6 +156,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   unsigned kind = (unsigned)c->kind;
   if (kind == 0 || kind >= CTL_KINDS)
     return refuse(cli, -EINVAL, "unknown control kind %u", kind);
+  if (kind == GPUPROF__CONTROL_KIND__CONTROL_POLICY) /* policy.c sends these; CLIs use PolicyRequest */
+    return refuse(cli, -EINVAL, "control kind %u: use gpuprof policy set", kind);
   if (c->enable && c->duration_ms > GPD_CONTROL_MAX_MS)
     return refuse(cli, -EINVAL, "control window of %u ms is longer than %u ms", c->duration_ms,
                   GPD_CONTROL_MAX_MS);
@@ -185,12 +190,15 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
       snprintf(why, sizeof why, "process %d has ended", (int)r->pid);
     } else {
       op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
+      gpd_policy_deep_dive(p, c->enable, c->duration_ms);
     }
   } else {
     for (gpd_proc_t *p = d->procs; p && op->n < n; p = p->next)
       if (p->state == GPD_PROC_RUNNING && p->client && p->job_id && !strcmp(p->job_id, r->job_id) &&
-          gpd_access_may_see(peer, p->uid))
+          gpd_access_may_see(peer, p->uid)) {
         op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
+        gpd_policy_deep_dive(p, c->enable, c->duration_ms);
+      }
     if (op->n == 0) {
       code = -ESRCH;
       snprintf(why, sizeof why, "no running process of job %s that you may control", r->job_id);
@@ -252,6 +260,7 @@ void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p,
   unsigned kind = (unsigned)a->kind;
   if (a->ended) { /* a window closed by the shim itself */
     proc_control_on(d, p, kind, 0);
+    gpd_policy_deep_dive(p, 0, 0); /* policy state: main thread only */
     return;
   }
   for (ctl_op_t *op = ops; op; op = op->next)

@@ -23,6 +23,7 @@
 #include "access.h"
 #include "config.h"
 #include "control.h"
+#include "policy.h"
 #include "devices.h"
 #include "map.h"
 #include "merge.h"

@@ -44,7 +44,20 @@ static int stopping;
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
-             "                [--foreground] [--exit-when-idle] [--release-on-consume]\n");
+             "                [--foreground] [--exit-when-idle] [--release-on-consume]\n"
+             "                [--collect full|detached|duty]\n");
+}
+
+/* --collect MODE (`gpuprof record`'s embedded daemon: full): [collect]
+ * mode for every process, override sections dropped; also after a
+ * reload.  0 or -1 (not a mode). */
+static const char *collect_forced;
+static int collect_force(gpd_config_t *c) {
+  char why[200];
+  if (!collect_forced)
+    return 0;
+  c->ncollect_rules = 0;
+  return gpd_config_collect_set(c, NULL, "mode", collect_forced, why, sizeof why) ? -1 : 0;
 }
 
 /* Create the parents of dir (0755, as system directories are) and dir
@@ -95,7 +108,7 @@ static void on_signal(uv_signal_t *s, int signum) {
      * the state lock with atomic stores: the monitor (poll_us) and the
      * writer (flush_ms, retention) read them with atomic loads. */
     gpd_config_t fresh = D.cfg;
-    if (gpd_config_reload(&fresh, D.config_path, err, sizeof err) < 0) {
+    if (gpd_config_reload(&fresh, D.config_path, err, sizeof err) < 0 || collect_force(&fresh) < 0) {
       GPD_ERR("reload failed, keeping the old settings: %s", err);
     } else {
       pthread_mutex_lock(&D.lock);
@@ -110,7 +123,13 @@ static void on_signal(uv_signal_t *s, int signum) {
       pthread_mutex_unlock(&D.lock);
       if (!getenv("GPUPROF_LOG"))
         gpd_log_level = fresh.log_level;
-      GPD_INFO("reloaded %s", D.config_path);
+      /* the collection policy (main thread only): running processes
+       * whose resolved policy changed are sent the new one */
+      D.cfg.collect = fresh.collect;
+      D.cfg.collect_set = fresh.collect_set;
+      D.cfg.ncollect_rules = fresh.ncollect_rules;
+      memcpy(D.cfg.collect_rules, fresh.collect_rules, sizeof D.cfg.collect_rules);
+      GPD_INFO("reloaded %s; collection policy sent to %u process(es)", D.config_path, gpd_policy_push_all(&D));
     }
     gpd_notify_ready();
     return;
@@ -139,7 +158,7 @@ int main(int argc, char **argv) {
       {"socket", required_argument, NULL, 's'},  {"config", required_argument, NULL, 'c'},
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
-      {"release-on-consume", no_argument, NULL, 'r'},
+      {"release-on-consume", no_argument, NULL, 'r'}, {"collect", required_argument, NULL, 'C'},
       {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
   const char *sock = NULL, *state_dir = NULL, *db = NULL;
   int rc = 1, activated = 0;
@@ -149,7 +168,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrh", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:h", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -161,6 +180,7 @@ int main(int argc, char **argv) {
     case 'f': D.foreground = 1; break;
     case 'x': D.exit_when_idle = 1; break;
     case 'r': D.release_on_consume = 1; break;
+    case 'C': collect_forced = optarg; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -168,6 +188,10 @@ int main(int argc, char **argv) {
   gpd_config_defaults(&D.cfg);
   if (gpd_config_load(&D.cfg, D.config_path, D.config_explicit, err, sizeof err) < 0) {
     fprintf(stderr, "gpuprofd: %s\n", err);
+    return EXIT_CONFIG;
+  }
+  if (collect_force(&D.cfg) < 0) {
+    fprintf(stderr, "gpuprofd: --collect %s: expected full, detached or duty\n", collect_forced);
     return EXIT_CONFIG;
   }
   if (!getenv("GPUPROF_LOG"))

@@ -397,6 +397,7 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   m->start_ns = p->start_ns;
   m->end_ns = p->end_ns;
   m->control_on = p->state == GPD_PROC_RUNNING ? p->control_on : 0;
+  gpd_policy_proc_msg(p, m);
   if (p->argc) {
     m->argv = gpd__query_calloc(p->argc, sizeof *m->argv);
     for (size_t i = 0; m->argv && i < p->argc; i++)

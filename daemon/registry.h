@@ -60,6 +60,7 @@ typedef struct gpd_proc_s {
   int eof_pending;             /* (reg_lock) */
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
+  struct gpd_proc_policy_s *policy; /* collection policy state (policy.c; lock) */
 } gpd_proc_t;
 
 /** Take d->lock and move the processes registered meanwhile (the
