@@ -18,3 +18,9 @@ add_test(NAME advisor.cli
           ${CMAKE_CURRENT_LIST_DIR}/gpuanalysis/fixtures)
 set_tests_properties(advisor.cli PROPERTIES LABELS "integration" TIMEOUT 60
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
+# tests/advisor/eval-suite.py (the validation suite's scoring, issue 25) on
+# the stored H100 profiles, advised again with this gpuprof.
+add_test(NAME advisor.suite-eval
+  COMMAND ${GPD_ADV_DIR}/test-suite-eval.sh $<TARGET_FILE:gpuprof_cli> ${CMAKE_CURRENT_LIST_DIR})
+set_tests_properties(advisor.suite-eval PROPERTIES LABELS "integration" TIMEOUT 60
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})

@@ -448,14 +448,16 @@ __global__ void unroll_fixed(const float *in, const float *w, float *out, int k,
 // Loop Unrolling, Rodinia kmeans (kmeansPoint): the nearest of 5 clusters
 // over 32 features, the feature loop kept rolled | unroll 8.
 #define KM_NP (1 << 20)
-__global__ void kmeans_bad(const float *feat, const float *clus, int *member, int nclus, int nfeat) {
+template <int U>
+__device__ __forceinline__ void kmeans_body(const float *feat, const float *clus, int *member, int nclus,
+                                            int nfeat) {
   int pid = gtid();
   int best = 0;
   float dmin = FLT_MAX;
   for (int c = 0; c < nclus; c++) {
     float d = 0.f;
-#pragma unroll 1
-    for (int l = 0; l < nfeat; l++) {  // KMEANS-BAD
+#pragma unroll U
+    for (int l = 0; l < nfeat; l++) {  // KMEANS-LOOP
       float diff = feat[(size_t)l * KM_NP + pid] - clus[c * nfeat + l];
       d += diff * diff;
     }
@@ -466,24 +468,11 @@ __global__ void kmeans_bad(const float *feat, const float *clus, int *member, in
   }
   member[pid] = best;
 }
-
+__global__ void kmeans_bad(const float *feat, const float *clus, int *member, int nclus, int nfeat) {
+  kmeans_body<1>(feat, clus, member, nclus, nfeat);  // KMEANS-BAD
+}
 __global__ void kmeans_fixed(const float *feat, const float *clus, int *member, int nclus, int nfeat) {
-  int pid = gtid();
-  int best = 0;
-  float dmin = FLT_MAX;
-  for (int c = 0; c < nclus; c++) {
-    float d = 0.f;
-#pragma unroll 8
-    for (int l = 0; l < nfeat; l++) {  // KMEANS-FIXED
-      float diff = feat[(size_t)l * KM_NP + pid] - clus[c * nfeat + l];
-      d += diff * diff;
-    }
-    if (d < dmin) {
-      dmin = d;
-      best = c;
-    }
-  }
-  member[pid] = best;
+  kmeans_body<8>(feat, clus, member, nclus, nfeat);  // KMEANS-FIXED
 }
 
 // ----------------------------------------------------------------- reorder
