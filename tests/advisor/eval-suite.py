@@ -26,9 +26,12 @@ time under sampling / bare, bad and fixed).  Per half: the right-fix-first
 rate over the pairs whose measured fix gives >= 1.3x, and the mean
 absolute error over all pairs with a measurement.  --twosite: known()'s
 split between its two call sites of hot() (3:1 work) in each run, by
-tests/gpuanalysis/check-pcsamp.py.  Exit 0; 2 on bad usage or input.
+tests/gpuanalysis/check-pcsamp.py, oriented: the context at the 3n-work
+call over the one at the n-work call, the calls found by their source
+lines in the stored nvdisasm text.  Exit 0; 2 on bad usage or input.
 """
 import argparse
+import ast
 import json
 import os
 import re
@@ -108,15 +111,44 @@ def score(pair, timing, doc):
     return row
 
 
+def call_lines(gpubins, func):
+    """{"0x70": source line} for the CALL instructions of func's section in
+    the nvdisasm text beside the binaries (the last line marker before each)."""
+    calls = {}
+    for name in sorted(os.listdir(gpubins)) if os.path.isdir(gpubins) else []:
+        if not name.endswith(".nvdisasm"):
+            continue
+        sec, line = None, 0
+        for ln in open(os.path.join(gpubins, name), errors="replace"):
+            m = re.match(r"\s*\.section\s+\.text\.([^,\s]+)", ln)
+            if m:
+                sec = m.group(1)
+                continue
+            m = re.search(r"line (\d+)", ln) if ln.lstrip().startswith("//##") else None
+            if m:
+                line = int(m.group(1))
+                continue
+            m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?CALL", ln)
+            if m and sec == func:
+                calls["0x%x" % int(m.group(1), 16)] = line
+    return calls
+
+
 def twosite(d, gpuprof):
-    """known()'s call-site ratio per run (3:1 work)."""
+    """known()'s split of hot() between its call sites (3:1 work per call):
+    the ratio of the larger to the smaller context, and the ratio of the
+    context at the 3n-work call (// CALL-3) to the one at the n-work call
+    (// CALL-1), which is what has to come out 3."""
     t = os.path.join(d, "twosite")
     runs = sorted((f for f in os.listdir(t) if re.match(r"run\d+\.gpdb$", f)) if os.path.isdir(t) else [],
                   key=lambda f: int(f[3:-5]))
     src = os.path.join(HERE, "..", "gpuanalysis", "pcsamp-known.cu")
     chk = os.path.join(HERE, "..", "gpuanalysis", "check-pcsamp.py")
+    want = {tag: i + 1 for i, l in enumerate(open(src)) for tag in ("CALL-3", "CALL-1") if "// " + tag in l}
+    lines = call_lines(os.path.join(t, "gpubins"), "_Z5knownPKfiPf")
     ratios = []
-    print("\n== two call sites with 3:1 work: known() -> hot(), per run")
+    print("\n== two call sites with 3:1 work: known() -> hot(), per run (CALL-3 at line %s, CALL-1 at "
+          "line %s; calls %s)" % (want.get("CALL-3"), want.get("CALL-1"), lines))
     for f in runs:
         rep = os.path.join(t, f[:-5] + ".report.json")
         if gpuprof:
@@ -127,17 +159,22 @@ def twosite(d, gpuprof):
         out = subprocess.run([sys.executable, chk, rep, src], capture_output=True, text=True).stdout
         m = re.search(r"known\(\): GINST [0-9.]+; hot\(\) contexts by call site: (\{[^}]*\}).*?"
                       r"INFO: context ratio ([0-9.inf]+)", out, re.S)
-        if m:
-            r = float(m.group(2))
-            ratios.append(r)
-            print("%-6s split %s  ratio %.3f (error %.1f %% against 3)" % (f[:-5], m.group(1), r,
-                                                                         100 * abs(r - 3) / 3))
-        else:
+        if not m:
             print("%-6s no split: %s" % (f[:-5], out.strip().replace("\n", " | ")[:200]))
+            continue
+        sites = ast.literal_eval(m.group(1))
+        by = {lines.get(pc): v for pc, v in sites.items()}
+        hi, lo = by.get(want.get("CALL-3")), by.get(want.get("CALL-1"))
+        r = hi / lo if hi and lo else None
+        ratios.append(r)
+        print("%-6s split %s  larger/smaller %s, CALL-3/CALL-1 %s%s" % (
+            f[:-5], m.group(1), m.group(2), "%.3f" % r if r else "-",
+            " (error %.1f %% against 3)" % (100 * abs(r - 3) / 3) if r else " (call sites not found)"))
     if ratios:
-        within = sum(abs(r - 3) / 3 <= 0.05 for r in ratios)
-        print("runs within 5 %% of 3:1: %d of %d; median ratio %.3f" % (within, len(ratios),
-                                                                       statistics.median(ratios)))
+        ok = [r for r in ratios if r]
+        within = sum(abs(r - 3) / 3 <= 0.05 for r in ok)
+        print("runs within 5 %% of 3:1 (CALL-3/CALL-1): %d of %d; median %s" % (
+            within, len(ratios), "%.3f" % statistics.median(ok) if ok else "-"))
     return ratios
 
 
