@@ -8,7 +8,7 @@
 #     alternating rounds in one process, TIME_MS (20) ms of kernels per
 #     variant and round (advise-suite time) -> timings.txt;
 #  2. per pair, one process recorded with GPUPROF_PC_SAMPLING=1: the bad
-#     variant for RUN_MS (30) ms of kernels, then the fixed one
+#     variant for RUN_MS (50) ms of kernels, then the fixed one
 #     (advise-suite run CASE both) -> CASE.gpdb, CASE.run.txt (the medians
 #     under sampling: the sampling overhead per kernel);
 #  3. nvdisasm -c -g on every stored gpubin (gpubins/HASH.nvdisasm: what
@@ -59,7 +59,7 @@ PY
   date -u; nvidia-smi -L
   nvidia-smi --query-gpu=driver_version,clocks.max.sm --format=csv,noheader
   "$NVD" --version | tail -1
-  echo "cases: $CASES"
+  echo "cases:" $CASES
   echo "== [$(el) s] 1. bare timings, ${ROUNDS:-5} alternating rounds, ${TIME_MS:-20} ms per variant and round"
   timeout 150 "$S" time -r "${ROUNDS:-5}" -m "${TIME_MS:-20}" $CASES >"$F/timings.txt"
   echo "time rc=$?"
@@ -69,11 +69,11 @@ PY
     echo "time $c alone rc=$?"
   done
   grep ^speedup "$F/timings.txt"
-  echo "== [$(el) s] 2. records with PC sampling (bad then fixed, ${RUN_MS:-30} ms each)"
+  echo "== [$(el) s] 2. records with PC sampling (bad then fixed, ${RUN_MS:-50} ms each)"
   for c in $CASES; do
     if [ "$(el)" -gt "${BUDGET_S:-180}" ]; then echo "budget spent: $c not recorded"; continue; fi
     rm -f "$F/$c.gpdb"*
-    GPUPROF_PC_SAMPLING=1 timeout 60 gpuprof record -o "$F/$c.gpdb" -- "$S" run "$c" both "${RUN_MS:-30}" \
+    GPUPROF_PC_SAMPLING=1 timeout 60 gpuprof record -o "$F/$c.gpdb" -- "$S" run "$c" both "${RUN_MS:-50}" \
       >"$F/$c.run.txt" 2>"$F/$c.record.err"
     echo "[$(el) s] $c record rc=$? $(grep ^run "$F/$c.run.txt" | cut -d' ' -f3- | tr '\n' ' ')" \
       "$(grep -o 'GSAMP:DRP [0-9]*' "$F/$c.record.err" | head -1)"
