@@ -634,16 +634,16 @@ static void l_localarr(int f) {
   else localarr_bad<<<NT / 256, 256>>>(g_w, g_o, 256);
 }
 static void l_chase(int f) {
-  if (f) chase_fixed<<<ONT / 256, 256>>>(g_next, g_o, 256, ONT);
-  else chase_bad<<<ONT / 32, 32>>>(g_next, g_o, 256, ONT);
+  if (f) chase_fixed<<<ONT / 256, 256>>>(g_next, g_o, 256, ONT);  // CHASE-FIXED
+  else chase_bad<<<ONT / 32, 32>>>(g_next, g_o, 256, ONT);  // CHASE-BAD
 }
 static void l_blocksize(int f) {
-  if (f) blocksize_fixed<<<NT / 256, 256>>>(g_line, g_o, 128);
+  if (f) blocksize_fixed<<<NT / 256, 256>>>(g_line, g_o, 128);  // BLOCKSIZE-FIXED
   else blocksize_bad<<<NT / 32, 32>>>(g_line, g_o, 128);  // BLOCKSIZE-BAD
 }
 static void l_gaussian(int f) {
   const int size = 4096;
-  if (f) gaussian_fixed<<<dim3(size / 16, size / 16), dim3(16, 16)>>>(g_b, g_a, g_o, size, 0);
+  if (f) gaussian_fixed<<<dim3(size / 16, size / 16), dim3(16, 16)>>>(g_b, g_a, g_o, size, 0);  // GAUSSIAN-FIXED
   else gaussian_bad<<<dim3(size / 4, size / 4), dim3(4, 4)>>>(g_b, g_a, g_o, size, 0);  // GAUSSIAN-BAD
 }
 static void l_regocc(int f) {
@@ -659,8 +659,8 @@ static void l_blockinc(int f) {
   else blockinc_bad<<<BLOCKINC_BAD_BLOCKS, 1024>>>(g_a, g_o, 1 << 22, 256);
 }
 static void l_blockbal(int f) {
-  if (f) blockbal_fixed<<<BB_BLOCKS, 512>>>(g_a, g_o, g_bounds_fixed, 512);
-  else blockbal_bad<<<BB_BLOCKS, 512>>>(g_a, g_o, g_bounds_bad, 512);
+  if (f) blockbal_fixed<<<BB_BLOCKS, 512>>>(g_a, g_o, g_bounds_fixed, 512);  // BLOCKBAL-FIXED
+  else blockbal_bad<<<BB_BLOCKS, 512>>>(g_a, g_o, g_bounds_bad, 512);  // BLOCKBAL-BAD
 }
 static void l_diverge(int f) {
   if (f) diverge_fixed<<<ONT / 256, 256>>>(g_o, 512, ONT);
