@@ -781,16 +781,18 @@ static double measure(int c, int fixed, double ms, int maxn, int *n) {
   std::vector<float> t;
   double total = 0;
   while ((total < ms || t.size() < 5) && (int)t.size() < maxn) {
+    /* a first batch of 4 estimates the launch time, later ones what is left */
+    int want = 4;
+    if (!t.empty()) {
+      want = (int)((ms - total) / (total / t.size())) + 1;
+      want = std::max(want, 5 - (int)t.size());
+      want = std::min(std::min(want, BATCH), maxn - (int)t.size());
+    }
     int b = 0;
-    for (; b < BATCH && (int)t.size() + b < maxn; b++) {
+    for (; b < want; b++) {
       CK(cudaEventRecord(ev[2 * b]));
       cases[c].launch(fixed);
       CK(cudaEventRecord(ev[2 * b + 1]));
-      /* a short first batch estimates the launch time */
-      if (t.empty() && b == 3) {
-        b++;
-        break;
-      }
     }
     CK(cudaEventSynchronize(ev[2 * b - 1]));
     CK(cudaGetLastError());
