@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""check.py - the OpenMP offload profile of omp-known (tests/ompt).
+
+Usage: check.py DB LOOP LINE_ONE LINE_TWO
+Sums each metric by (function holding the construct, construct label,
+operation placeholder, kernel name) -- the function is the innermost
+source function of the frame that is the parent of the `<omp target...>`
+context -- and compares the table with what omp-known.c must give for
+LOOP iterations, exactly: every row present with its value, no other row.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from gpdq import Profile  # noqa: E402
+
+METRICS = ("GKER:COUNT", "GXCOPY:H2D", "GXCOPY:D2H", "GXCOPY:COUNT", "GMEM:COUNT")
+
+
+def rows(p):
+    """{(metric, function, label, placeholder, kernel): value}"""
+    out = {}
+    for m in METRICS:
+        for cid, v in p.values(m).items():
+            if not v:
+                continue
+            chain = []  # leaf first: (cid, label)
+            c = cid
+            while c and c in p.ctx:
+                chain.append(c)
+                c = p.ctx[c][0]
+            kernel = placeholder = label = fn = None
+            for i, c in enumerate(chain):
+                lab = p.ctx[c][2]
+                if lab.startswith("<omp target"):
+                    label = lab
+                    par = chain[i + 1] if i + 1 < len(chain) else None
+                    fns = p.funcs.get(par, [])
+                    fn = fns[-1] if fns else p.ctx.get(par, (0, 0, "?"))[2]
+                    below = chain[:i]
+                    placeholder = p.ctx[below[-1]][2] if below else None
+                    kernel = p.ctx[below[0]][2] if len(below) > 1 else None
+                    break
+            key = (m, fn or "-", label or "-", placeholder or "-", kernel or "-")
+            out[key] = out.get(key, 0) + v
+    return out
+
+
+def expected(loop, line_one, line_two):
+    k1 = "omp target region @ omp-known.c:%s" % line_one
+    k2 = "omp target region @ omp-known.c:%s" % line_two
+    t, ent, upd, ext = "<omp target>", "<omp target enter data>", "<omp target update>", "<omp target exit data>"
+    e = {
+        ("GKER:COUNT", "region_one", t, "<gpu kernel>", k1): 1,
+        ("GKER:COUNT", "region_two", t, "<gpu kernel>", k2): loop,
+        ("GXCOPY:H2D", "region_one", t, "<gpu copy>", "-"): 8000,
+        ("GXCOPY:D2H", "region_one", t, "<gpu copy>", "-"): 8000,
+        ("GXCOPY:COUNT", "region_one", t, "<gpu copy>", "-"): 2,
+        ("GXCOPY:H2D", "region_two", t, "<gpu copy>", "-"): 4096 * loop,
+        ("GXCOPY:D2H", "region_two", t, "<gpu copy>", "-"): 4096 * loop,
+        ("GXCOPY:COUNT", "region_two", t, "<gpu copy>", "-"): 2 * loop,
+        ("GMEM:COUNT", "region_one", t, "<gpu alloc>", "-"): 2,
+        ("GMEM:COUNT", "region_one", t, "<gpu free>", "-"): 2,
+        ("GMEM:COUNT", "region_two", t, "<gpu alloc>", "-"): loop,
+        ("GMEM:COUNT", "region_two", t, "<gpu free>", "-"): loop,
+        ("GMEM:COUNT", "refresh", ent, "<gpu alloc>", "-"): 1,
+        ("GXCOPY:H2D", "refresh", ent, "<gpu copy>", "-"): 4096,
+        ("GXCOPY:COUNT", "refresh", ent, "<gpu copy>", "-"): 1,
+        ("GXCOPY:H2D", "refresh", upd, "<gpu copy>", "-"): 4096,
+        ("GXCOPY:D2H", "refresh", upd, "<gpu copy>", "-"): 4096,
+        ("GXCOPY:COUNT", "refresh", upd, "<gpu copy>", "-"): 2,
+        ("GMEM:COUNT", "refresh", ext, "<gpu free>", "-"): 1,
+    }
+    return {k: v for k, v in e.items() if v}
+
+
+def main():
+    db, loop, l1, l2 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    got = rows(Profile(db))
+    want = expected(loop, l1, l2)
+    bad = 0
+    for k in sorted(set(got) | set(want)):
+        g, w = got.get(k, 0), want.get(k, 0)
+        print("%-4s %-13s %-11s %-24s %-13s %-40s %8g (want %g)" % ("ok" if g == w else "BAD", *k, g, w))
+        bad += g != w
+    if bad:
+        print("FAIL: %d rows differ" % bad)
+        sys.exit(1)
+    print("all %d rows exact" % len(want))
+
+
+if __name__ == "__main__":
+    main()
