@@ -7,9 +7,9 @@
 #   bundle/ompt/lib/omp-tool.so      the chained test tool
 #   bundle/ompt/lib/                 LLVM 19's libomp and libomptarget (its
 #                                    CUDA plugin is built in)
-#   build-ompt-llvm/llvm-libs.tar.zst  what libomptarget loads that is not
+#   build-ompt-llvm/llvm-libs.tar.xz  what libomptarget loads that is not
 #                                    glibc/libstdc++/libgcc: libLLVM and its
-#                                    dependencies, ~55 MB compressed, too much
+#                                    dependencies, ~45 MB compressed, too much
 #                                    to carry with bundle/ in one run call
 #                                    (64 MiB): it is carried alone first and
 #                                    unpacked there (docs/OMPT.md, "GPU")
@@ -38,7 +38,7 @@ ldd "$out/lib/libomptarget.so.19.1" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $
   echo "$name" | grep -Eq "$system" && continue
   cp -L "$path" "$llvm/lib/$name"
 done
-tar -C "$llvm" -cf - lib | zstd -q -12 -T2 -o "$llvm/llvm-libs.tar.zst"
+tar -C "$llvm" -cf - lib | xz -6 -T2 >"$llvm/llvm-libs.tar.xz" # python3 unpacks it there
 rm -rf "$llvm/lib"
 cp "$root/tests/ompt/check.py" "$root/tests/integration/gpdq.py" "$out/"
 cp "$root/tests/cuda/gpu-ompt.sh" "$out/"

@@ -21,8 +21,9 @@ ldconfig -p | grep -q 'libcuda\.so ' || ln -s "$cuda1" "$T/lib/libcuda.so"
 # libLLVM and the rest (tests/cuda/bundle-ompt.sh): unpacked once into build-ompt-llvm/lib
 L=$(cd "$B/.." && pwd)/build-ompt-llvm
 if [ ! -e "$L/lib/libLLVM.so.19.1" ]; then
-  [ -e "$L/llvm-libs.tar.zst" ] || { echo "FAIL: no $L/llvm-libs.tar.zst (carry build-ompt-llvm first)"; exit 1; }
-  zstd -dc "$L/llvm-libs.tar.zst" | tar -C "$L" -xf - || { echo "FAIL: unpacking $L/llvm-libs.tar.zst"; exit 1; }
+  [ -e "$L/llvm-libs.tar.xz" ] || { echo "FAIL: no $L/llvm-libs.tar.xz (carry build-ompt-llvm first)"; exit 1; }
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$L/llvm-libs.tar.xz" "$L" ||
+    { echo "FAIL: unpacking $L/llvm-libs.tar.xz"; exit 1; }
 fi
 export LD_LIBRARY_PATH=$O/lib:$L/lib:$T/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMP_TARGET_OFFLOAD=MANDATORY
