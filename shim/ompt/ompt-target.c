@@ -55,6 +55,10 @@ typedef struct tgt_thread_s {
   uint8_t subkind;
   uint8_t claimed;       /* a vendor back end recorded it */
   uint8_t in_target;     /* inside a construct's begin..end */
+  /* the last construct context: a loop's construct reuses it (same
+   * captured path, same label, no re-announcement since) */
+  uint32_t memo_leaf, memo_node, memo_epoch;
+  const char *memo_label;
 } tgt_thread_t;
 
 static _Thread_local tgt_thread_t tgt_self;
@@ -101,12 +105,24 @@ static uint32_t tgt_name(const void *ra, const char *psource) {
   return id;
 }
 
-/* The context of the current thread with `label` below it; 0 unavailable. */
-static uint32_t tgt_context(const char *label) {
+/* The context of the current thread with `label` (a static string) below
+ * it; 0 unavailable. */
+static uint32_t tgt_context(tgt_thread_t *t, const char *label) {
   int prev = gpd_thread_enter();
   uint32_t node = 0;
-  if (!prev && gpd_shim_active())
-    node = gpd_shim_label_node(gpd_shim_capture(), label);
+  if (!prev && gpd_shim_active()) {
+    uint32_t leaf = gpd_shim_capture();
+    uint32_t epoch = atomic_load_explicit(&gpd_shim__g.epoch, memory_order_acquire);
+    if (leaf && leaf == t->memo_leaf && label == t->memo_label && epoch == t->memo_epoch) {
+      node = t->memo_node;
+    } else {
+      node = gpd_shim_label_node(leaf, label);
+      t->memo_leaf = node ? leaf : 0;
+      t->memo_node = node;
+      t->memo_label = label;
+      t->memo_epoch = epoch;
+    }
+  }
   gpd_thread_leave(prev);
   return node;
 }
@@ -117,7 +133,7 @@ static void on_target(ompt_target_t kind, ompt_scope_endpoint_t endpoint, int de
   if (endpoint == ompt_scope_begin) {
     t->in_target = 1;
     t->device = device_num;
-    t->node = tgt_context(gpd_ompt_label(kind));
+    t->node = tgt_context(t, gpd_ompt_label(kind));
     t->name = 0;
     if (t->node && (kind == ompt_target || kind == ompt_target_nowait))
       t->name = tgt_name(codeptr_ra, t->psource);
@@ -137,7 +153,7 @@ static void tgt_op_begin(tgt_thread_t *t, unsigned op, unsigned subkind) {
   t->op = (uint8_t)op;
   t->subkind = (uint8_t)subkind;
   t->claimed = 0;
-  t->op_node = t->in_target ? t->node : (op ? tgt_context("<omp target api>") : 0);
+  t->op_node = t->in_target ? t->node : (op ? tgt_context(t, "<omp target api>") : 0);
   t->t0 = gpd_clock_ns();
 }
 
