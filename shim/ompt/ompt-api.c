@@ -113,7 +113,7 @@ static void tool_chain_start(unsigned int omp_version, const char *runtime_versi
       continue;
     ompt_start_tool_result_t *(*start)(unsigned int, const char *) =
         (ompt_start_tool_result_t * (*)(unsigned int, const char *)) dlsym(h, "ompt_start_tool");
-    if (!start || !tool_sym_in(h, (const void *)start)) {
+    if (!start || start == ompt_start_tool || !tool_sym_in(h, (const void *)start)) { /* not the shim itself */
       dlclose(h);
       continue;
     }

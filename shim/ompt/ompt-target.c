@@ -67,8 +67,11 @@ static _Thread_local tgt_thread_t tgt_self;
 static ompt_callback_t tgt_chained[64];
 
 /* Kernel name ids by codeptr_ra: a small direct-mapped cache (the name
- * formats a string and hashes it into the string table once per site). */
+ * formats a string and hashes it into the string table once per site).
+ * A seqlock per slot: ra 1 while its one writer (who won the CAS) fills
+ * it; a reader takes id only when ra reads the same before and after. */
 #define TGT_NAMES 256u
+#define TGT_NAME_BUSY ((uintptr_t)1)
 static struct {
   _Atomic uintptr_t ra;
   _Atomic uint32_t id;
@@ -92,15 +95,23 @@ uint32_t gpd_ompt_claim(unsigned op) {
 
 static uint32_t tgt_name(const void *ra, const char *psource) {
   uint32_t h = (uint32_t)(((uintptr_t)ra >> 2) * 2654435761u) % TGT_NAMES;
-  if (ra && atomic_load_explicit(&tgt_names[h].ra, memory_order_acquire) == (uintptr_t)ra)
-    return atomic_load_explicit(&tgt_names[h].id, memory_order_relaxed);
+  _Atomic uintptr_t *sra = &tgt_names[h].ra;
+  uintptr_t r1 = atomic_load_explicit(sra, memory_order_acquire);
+  if (ra && r1 == (uintptr_t)ra) {
+    uint32_t id = atomic_load_explicit(&tgt_names[h].id, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(sra, memory_order_relaxed) == r1)
+      return id;
+  }
   char buf[256];
   gpd_ompt_kernel_name(psource, ra, buf, sizeof buf);
   uint32_t id = gpd_shim_string(buf, GPD_STR_KERNEL);
-  if (id && ra) { /* a racing writer of the same slot: at worst a re-lookup */
-    atomic_store_explicit(&tgt_names[h].ra, 0, memory_order_relaxed);
+  uintptr_t cur = atomic_load_explicit(sra, memory_order_relaxed);
+  if (id && (uintptr_t)ra > TGT_NAME_BUSY && cur != TGT_NAME_BUSY &&
+      atomic_compare_exchange_strong_explicit(sra, &cur, TGT_NAME_BUSY, memory_order_acq_rel, memory_order_relaxed)) {
+    atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&tgt_names[h].id, id, memory_order_relaxed);
-    atomic_store_explicit(&tgt_names[h].ra, (uintptr_t)ra, memory_order_release);
+    atomic_store_explicit(sra, (uintptr_t)ra, memory_order_release);
   }
   return id;
 }
