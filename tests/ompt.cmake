@@ -3,8 +3,9 @@
 # offload structure) built with Debian's clang for the host offload plugin
 # (-fopenmp-targets=x86_64-pc-linux-gnu; target regions run on the CPU)
 # and run under `gpuprof record`; a tool of the program's own
-# (omp-tool.c, OMP_TOOL_LIBRARIES) chained.  Needs an LLVM OpenMP runtime
-# whose libomptarget implements the OMPT target callbacks (17 or later;
+# (omp-tool.c, OMP_TOOL_LIBRARIES) chained; a stand-in vendor back end
+# (omp-vendor.c) that claims kernels and transfers as CUPTI would.  Needs
+# an LLVM OpenMP runtime whose libomptarget implements the OMPT target callbacks (17 or later;
 # Debian 12: libomp-19-dev clang-19 clang-tools-19, scripts/deps); without
 # one the apps are not built and the tests SKIP.
 # Included from tests/CMakeLists.txt.
@@ -33,9 +34,15 @@ if(GPD_OMP_LLVM)
     COMMAND ${CMAKE_COMMAND} -E make_directory ${GPD_OMP_APPS}
     COMMAND ${_cc} -shared -fPIC -O1 ${GPD_OMPT_T}/omp-tool.c -o ${GPD_OMP_APPS}/omp-tool.so
     DEPENDS ${GPD_OMPT_T}/omp-tool.c VERBATIM)
-  add_custom_target(ompt-apps ALL DEPENDS ${GPD_OMP_APPS}/omp-known ${GPD_OMP_APPS}/omp-tool.so)
+  add_custom_command(OUTPUT ${GPD_OMP_APPS}/omp-vendor.so
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${GPD_OMP_APPS}
+    COMMAND ${_cc} -shared -fPIC -O1 -I${CMAKE_SOURCE_DIR}/common/include ${GPD_OMPT_T}/omp-vendor.c
+            -o ${GPD_OMP_APPS}/omp-vendor.so
+    DEPENDS ${GPD_OMPT_T}/omp-vendor.c VERBATIM)
+  add_custom_target(ompt-apps ALL DEPENDS ${GPD_OMP_APPS}/omp-known ${GPD_OMP_APPS}/omp-tool.so
+    ${GPD_OMP_APPS}/omp-vendor.so)
 endif()
-foreach(t known chain)
+foreach(t known chain vendor)
   add_test(NAME ompt.${t} COMMAND bash ${GPD_OMPT_T}/ompt.sh ${CMAKE_BINARY_DIR} ${t} "${GPD_OMP_LLVM}")
   set_tests_properties(ompt.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "GPD_IT_LIMIT=100")

@@ -93,6 +93,9 @@ uint32_t gpd_ompt_claim(unsigned op) {
   return t->op_node;
 }
 
+/** Test hook (exported): gpd_ompt_claim, for tests/ompt/omp-vendor.c. */
+GPD_EXPORT uint32_t gpd_shim__ompt_claim(unsigned op) { return gpd_ompt_claim(op); }
+
 static uint32_t tgt_name(const void *ra, const char *psource) {
   uint32_t h = (uint32_t)(((uintptr_t)ra >> 2) * 2654435761u) % TGT_NAMES;
   _Atomic uintptr_t *sra = &tgt_names[h].ra;

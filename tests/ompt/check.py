@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check.py - the OpenMP offload profile of omp-known (tests/ompt).
 
-Usage: check.py DB LOOP LINE_ONE LINE_TWO [cuda]
+Usage: check.py DB LOOP LINE_ONE LINE_TWO [cuda|vendor]
 Sums each metric by (function holding the construct, construct label,
 operation placeholder, kernel name) -- the function is the innermost
 source function of the frame that is the parent of the `<omp target...>`
@@ -11,6 +11,8 @@ With `cuda` (tests/cuda/gpu-ompt.sh, NVPTX offload with the CUDA back end):
 kernels carry the device entry's name (__omp_offloading_..._region_one_lN,
 from CUPTI) and count once; only the kernel rows and region_two's rows
 (the loop: no runtime start-up inside) must be exact, the rest is shown.
+With `vendor` (tests/ompt/omp-vendor.c): the kernels are the stand-in
+vendor's "vendor_kernel" and every row must be exact.
 """
 import re
 import os
@@ -81,9 +83,11 @@ def expected(loop, line_one, line_two):
 
 
 def vendor_names(got, l1, l2):
-    """CUPTI's kernel names -> the names omp-known's OMPT rows carry."""
+    """CUPTI's (or the stand-in's) kernel names -> the names omp-known's OMPT rows carry."""
     out = {}
     for k, v in got.items():
+        if k[4] == "vendor_kernel" and k[1] in ("region_one", "region_two"):
+            k = k[:4] + ("omp target region @ omp-known.c:%s" % (l1 if k[1] == "region_one" else l2),)
         m = re.match(r"__omp_offloading_\w+_(region_one|region_two)_l(\d+)$", k[4])
         if m and m.group(2) == (l1 if m.group(1) == "region_one" else l2):
             k = k[:4] + ("omp target region @ omp-known.c:%s" % m.group(2),)
@@ -93,9 +97,10 @@ def vendor_names(got, l1, l2):
 
 def main():
     db, loop, l1, l2 = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    cuda = len(sys.argv) > 5 and sys.argv[5] == "cuda"
+    mode = sys.argv[5] if len(sys.argv) > 5 else ""
+    cuda = mode == "cuda"
     got = rows(Profile(db))
-    if cuda:
+    if mode in ("cuda", "vendor"):
         got = vendor_names(got, l1, l2)
     want = expected(loop, l1, l2)
     bad = 0

@@ -12,6 +12,11 @@
 #          data operation (the same counts as without the shim) and the
 #          profile is still exact; with the shim preloaded but disabled
 #          (GPUPROF_DISABLE=1) the runtime loads the tool itself
+#   vendor a stand-in vendor back end (omp-vendor.so, chained) records every
+#          kernel submit and host-to-device transfer inside OMPT's bracket,
+#          as CUPTI would the CUDA plugin's driver calls: each counts once
+#          (the vendor's record, below `<omp target>` of the right function),
+#          the rest stays OMPT's; the table is exact
 # Usage: ompt.sh BUILD_DIR MODE LLVM_DIR (empty: no offload runtime -> SKIP)
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 MODE=$2
@@ -57,6 +62,15 @@ chain)
   $CHECK "$T/c.gpdb" $LOOP "$L1" "$L2"
   off=$(GPUPROF_DISABLE=1 LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM "$APP" $LOOP | grep '^tool:') || die "no tool output with the shim disabled"
   [ "$off" = "$own" ] || die "with the shim disabled the tool saw '$off', alone '$own'"
+  ;;
+vendor)
+  export OMP_TOOL_LIBRARIES=$BUILD/tests/ompt/omp-vendor.so
+  out=$("$GPUPROF" record -o "$T/v.gpdb" -- "$APP" $LOOP 2>"$T/rec.err") || { cat "$T/rec.err"; die "record failed"; }
+  cat "$T/rec.err"
+  echo "$out"
+  # kernels: LOOP + 1; host-to-device transfers: 1 + LOOP + 2 (enter data, update to)
+  echo "$out" | grep -qx "vendor: claimed=$((2 * LOOP + 4)) missed=0" || die "the vendor did not claim every operation"
+  $CHECK "$T/v.gpdb" $LOOP "$L1" "$L2" vendor
   ;;
 *) die "unknown mode $MODE" ;;
 esac
