@@ -78,7 +78,7 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
     tool_off("the OpenMP runtime has no target callbacks (OpenMP 5.1 EMI)");
     return tool_chained != NULL; /* stay for the chained tool's sake */
   }
-  gpd_shim_vendor_module("libomptarget.so");
+  gpd_shim_vendor_module("libomptarget"); /* and the plugins of LLVM < 19 (libomptarget.rtl.*) */
   gpd_shim_vendor_module("libomp.so");
   atomic_store(&tool_state, 1);
   gpd_shim_backend_status(GPD_API_OMPT, 1, 0, NULL);
