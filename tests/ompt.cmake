@@ -39,8 +39,12 @@ if(GPD_OMP_LLVM)
     COMMAND ${_cc} -shared -fPIC -O1 -I${CMAKE_SOURCE_DIR}/common/include ${GPD_OMPT_T}/omp-vendor.c
             -o ${GPD_OMP_APPS}/omp-vendor.so
     DEPENDS ${GPD_OMPT_T}/omp-vendor.c VERBATIM)
+  add_custom_command(OUTPUT ${GPD_OMP_APPS}/omp-host
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${GPD_OMP_APPS}
+    COMMAND ${_cc} -fopenmp -O1 -Wl,-rpath,${GPD_OMP_LLVM}/lib ${GPD_OMPT_T}/omp-host.c -o ${GPD_OMP_APPS}/omp-host
+    DEPENDS ${GPD_OMPT_T}/omp-host.c VERBATIM)
   add_custom_target(ompt-apps ALL DEPENDS ${GPD_OMP_APPS}/omp-known ${GPD_OMP_APPS}/omp-tool.so
-    ${GPD_OMP_APPS}/omp-vendor.so)
+    ${GPD_OMP_APPS}/omp-vendor.so ${GPD_OMP_APPS}/omp-host)
 endif()
 foreach(t known chain vendor)
   add_test(NAME ompt.${t} COMMAND bash ${GPD_OMPT_T}/ompt.sh ${CMAKE_BINARY_DIR} ${t} "${GPD_OMP_LLVM}")

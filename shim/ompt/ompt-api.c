@@ -6,8 +6,9 @@
  * (the shim is preloaded).  Nothing happens in a program without an
  * OpenMP runtime.  The answer:
  *   - NULL when the shim will not record (GPUPROF_DISABLE=1,
- *     GPUPROF_OMPT=0, or no daemon listening): the runtime then goes on to
- *     the tools named in OMP_TOOL_LIBRARIES itself, as without the shim;
+ *     GPUPROF_OMPT=0, or no daemon listening) or when no libomptarget is
+ *     loaded (a host-only OpenMP program): the runtime then goes on to the
+ *     tools named in OMP_TOOL_LIBRARIES itself, as without the shim;
  *   - else our initializer/finalizer.  A program that names its own tools
  *     in OMP_TOOL_LIBRARIES keeps them: each listed library is opened and
  *     its ompt_start_tool called (the first one that answers is kept, as
@@ -127,12 +128,22 @@ static void tool_chain_start(unsigned int omp_version, const char *runtime_versi
   free(copy);
 }
 
+static int tool_is_offload(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size, (void)data;
+  return info->dlpi_name && strstr(info->dlpi_name, "libomptarget") != NULL;
+}
+
 ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *runtime_version) {
   static ompt_start_tool_result_t mine = {tool_initialize, tool_finalize, {0}};
   const char *env = getenv("GPUPROF_OMPT");
   if (env && strcmp(env, "0") == 0)
     return NULL;
   if (!gpd_shim_may_record())
+    return NULL;
+  /* A program without the offload library (host-only OpenMP) keeps a
+   * runtime with no tool: an active tool makes libomp keep OMPT state in
+   * every parallel region, for nothing the shim records. */
+  if (!dl_iterate_phdr(tool_is_offload, NULL))
     return NULL;
   tool_chain_start(omp_version, runtime_version);
   return &mine;

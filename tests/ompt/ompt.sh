@@ -6,7 +6,8 @@
 #          exactly once (no vendor back end sees them), each below the
 #          `<omp target...>` context of its construct, below the function
 #          that holds the construct (tests/ompt/check.py); the program's
-#          output unchanged
+#          output unchanged.  A host-only OpenMP program (omp-host, no
+#          libomptarget) gets no tool from the shim
 #   chain  the program's own tool (omp-tool.so in OMP_TOOL_LIBRARIES):
 #          under `gpuprof record` it still sees every construct, submit and
 #          data operation (the same counts as without the shim) and the
@@ -48,6 +49,12 @@ known)
   [ "$out" = "$bare" ] || die "program output changed under the shim: '$out' vs '$bare'"
   $CHECK "$T/k.gpdb" $LOOP "$L1" "$L2"
   $GPDQ "$T/k.gpdb" drops 0
+  host=$(OMP_TOOL_VERBOSE_INIT=stdout "$GPUPROF" record -o "$T/h.gpdb" -- "$BUILD/tests/ompt/omp-host" 2>"$T/rec.err") ||
+    { cat "$T/rec.err"; die "record of omp-host failed"; }
+  echo "$host"
+  echo "$host" | grep -qx "sum 499500" || die "omp-host's output changed"
+  echo "$host" | grep -q "Search for OMP tool in current address space... Failed" ||
+    die "the shim registered a tool with a host-only OpenMP program"
   ;;
 chain)
   export OMP_TOOL_LIBRARIES=$TOOL
