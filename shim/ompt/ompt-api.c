@@ -32,12 +32,10 @@
 #include "gpuprof/log.h"
 #include "ompt.h"
 
-int gpd_ompt_target_owns(ompt_callbacks_t event);
-
-static ompt_start_tool_result_t *tool_chained;   /* the chained tool's answer */
-static ompt_function_lookup_t tool_rt_lookup;         /* the runtime's lookup */
-static ompt_set_callback_t tool_rt_set;               /* the runtime's ompt_set_callback */
-static _Atomic int tool_state = -1;                   /* -1 not started, 1 running, 0 off */
+static ompt_start_tool_result_t *tool_chained; /* the chained tool's answer */
+static ompt_function_lookup_t tool_rt_lookup;   /* the runtime's lookup */
+static ompt_set_callback_t tool_rt_set;         /* the runtime's ompt_set_callback */
+static _Atomic int tool_state = -1;             /* -1 not started, 1 running, 0 off */
 static char tool_why[160];
 static int tool_log_chain;
 
@@ -76,6 +74,9 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device_num
       !tool_chained->initialize(tool_chain_lookup, initial_device_num, &tool_chained->tool_data))
     tool_chained = NULL; /* it declined: no finalizer (5.1 4.2.3) */
   if (n < 4) {
+    /* off: the chained tool's callbacks for our events go to the runtime
+     * themselves */
+    gpd_ompt_target_unchain(tool_rt_set);
     tool_off("the OpenMP runtime has no target callbacks (OpenMP 5.1 EMI)");
     return tool_chained != NULL; /* stay for the chained tool's sake */
   }

@@ -84,6 +84,14 @@ void gpd_ompt_target_chain(ompt_callbacks_t event, ompt_callback_t cb) {
     tgt_chained[event] = cb;
 }
 
+void gpd_ompt_target_unchain(ompt_set_callback_t set) {
+  for (int e = 0; e < 64; e++)
+    if (tgt_chained[e]) {
+      (void)set((ompt_callbacks_t)e, tgt_chained[e]);
+      tgt_chained[e] = NULL;
+    }
+}
+
 uint32_t gpd_ompt_claim(unsigned op) {
   tgt_thread_t *t = &tgt_self;
   if (!t->op)
@@ -244,8 +252,6 @@ int gpd_ompt_target_register(ompt_set_callback_t set) {
   return n;
 }
 
-/** 1 when `event` is one of ours (a chained tool's callback for it is
- *  forwarded by ours instead of replacing it). */
 int gpd_ompt_target_owns(ompt_callbacks_t event) {
   return event == ompt_callback_device_initialize || event == ompt_callback_target_emi ||
          event == ompt_callback_target_data_op_emi || event == ompt_callback_target_submit_emi;

@@ -41,6 +41,13 @@ int gpd_ompt_target_register(ompt_set_callback_t set);
 /** The tool's own callbacks, and what a chained tool registered for the
  *  same events (forwarded after ours; NULL = none). */
 void gpd_ompt_target_chain(ompt_callbacks_t event, ompt_callback_t cb);
+/** 1 when `event` is one of ours (a chained tool's callback for it is
+ *  forwarded by ours instead of replacing it). */
+int gpd_ompt_target_owns(ompt_callbacks_t event);
+/** The tool is off after all: register the chained tool's callbacks for
+ *  our events with the runtime through `set` (replacing ours) and forget
+ *  them.  Initialization only. */
+void gpd_ompt_target_unchain(ompt_set_callback_t set);
 
 /* ---- translate (ompt-translate.c); pure, any thread ---- */
 
