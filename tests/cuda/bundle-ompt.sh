@@ -9,7 +9,7 @@
 #                                    CUDA plugin is built in)
 #   build-ompt-llvm/llvm-libs.tar.xz  what libomptarget loads that is not
 #                                    glibc/libstdc++/libgcc: libLLVM and its
-#                                    dependencies, ~45 MB compressed, too much
+#                                    dependencies, 41 MiB compressed, too much
 #                                    to carry with bundle/ in one run call
 #                                    (64 MiB): it is carried alone first and
 #                                    unpacked there (docs/OMPT.md, "GPU")
@@ -28,8 +28,7 @@ flags=(-fopenmp -O1 -g -fno-omit-frame-pointer -fno-inline)
   --libomptarget-nvptx-bc-path="$LLVM/lib" "$src" -o "$out/bin/omp-known-sm90"
 "$LLVM/bin/clang" "${flags[@]}" -fopenmp-targets=x86_64-pc-linux-gnu "$src" -o "$out/bin/omp-known-host"
 "$LLVM/bin/clang" -shared -fPIC -O1 "$root/tests/ompt/omp-tool.c" -o "$out/lib/omp-tool.so"
-cp -L "$LLVM/lib/libomp.so.5" "$out/lib/libomp.so.5"
-ln -s libomp.so.5 "$out/lib/libomp.so" # libomptarget opens "libomp.so" by name
+cp -L "$LLVM/lib/libomp.so.5" "$out/lib/libomp.so.5" # gpu-ompt.sh links libomp.so to it there
 cp -L "$LLVM/lib/libomptarget.so.19.1" "$out/lib/"
 system='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libstdc\+\+|libgcc_s|libcuda\.so|libomp\.so)'
 llvm=$root/build-ompt-llvm

@@ -18,6 +18,9 @@ mkdir -p "$T/lib"
 cuda1=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 [ -n "$cuda1" ] || { echo "SKIP: no libcuda.so.1"; exit 77; }
 ldconfig -p | grep -q 'libcuda\.so ' || ln -s "$cuda1" "$T/lib/libcuda.so"
+# libomptarget opens "libomp.so" by name too: a link to the same file (a
+# copy would load a second runtime)
+ln -s "$O/lib/libomp.so.5" "$T/lib/libomp.so"
 # libLLVM and the rest (tests/cuda/bundle-ompt.sh): unpacked once into build-ompt-llvm/lib
 L=$(cd "$B/.." && pwd)/build-ompt-llvm
 if [ ! -e "$L/lib/libLLVM.so.19.1" ]; then
