@@ -138,7 +138,29 @@ extern const gpd_backend_t gpd_backend_level0;
 #define GPD_BACKEND_LEVEL0
 #endif
 
+#ifdef GPD_HAVE_OMPT
+extern const gpd_backend_t gpd_backend_ompt;
+#define GPD_BACKEND_OMPT &gpd_backend_ompt,
+/** Counting an OpenMP offload operation once (shim/ompt/ompt-target.c):
+ *  a vendor back end about to record an API call of kind `op` (gpd_op_t)
+ *  on this thread asks first.  Inside an OMPT operation's begin..end
+ *  (a target region's submit, a map's transfer) it returns the
+ *  construct's `<omp target>` context, to be used as the INVOKE's node
+ *  instead of a capture, and when `op` is the operation's own kind OMPT
+ *  then pushes nothing for it (the vendor's ACTIVITY counts it); inside
+ *  a construct but outside an operation it returns the construct's
+ *  context (a synchronization of the region); else 0 (capture as usual).
+ *  The calling thread only; no lock, no allocation. */
+uint32_t gpd_ompt_claim(unsigned op);
+#else
+#define GPD_BACKEND_OMPT
+static inline uint32_t gpd_ompt_claim(unsigned op) {
+  (void)op;
+  return 0;
+}
+#endif
+
 /** The back ends that are built, each followed by a comma. */
-#define GPD_BACKENDS GPD_BACKEND_OPENCL GPD_BACKEND_CUPTI GPD_BACKEND_LEVEL0
+#define GPD_BACKENDS GPD_BACKEND_OPENCL GPD_BACKEND_CUPTI GPD_BACKEND_LEVEL0 GPD_BACKEND_OMPT
 
 #endif

@@ -645,8 +645,12 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   uint64_t ts = gpd_clock_ns();
   tls_outer_dom = (uint32_t)dom;
   tls_outer = cd->correlationId;
-  uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
+  /* an OpenMP offload runtime's call: the construct's context from OMPT,
+   * which then leaves this operation to us (shim/ompt/ompt-target.c) */
+  uint32_t node = gpd_ompt_claim(o);
+  if (!node)
+    node = gpd_shim_capture();
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
   if (__builtin_expect(g_count_check, 0) && dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
     atomic_fetch_add_explicit(&c_invoke_rt[o], 1, memory_order_relaxed);
