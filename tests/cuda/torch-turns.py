@@ -177,15 +177,18 @@ def start_nodes(a, outdir):
             time.sleep(0.05)
 
 
-def node_report(a):
-    """Each node daemon's own view of its processes (gpuprof ps --json:
-    mode and estimated overhead), then TERM."""
+def node_report(a, procs):
+    """Each node daemon's own view of its processes (gpuprof ps: mode and
+    estimated overhead; gpuprof policy --pid N --json of each worker),
+    then TERM."""
     gp = os.path.join(a.bundle, "bin", "gpuprof")
     for cfg, d in getattr(a, "nodes", {}).items():
-        r = subprocess.run([gp, "ps", "--json"], capture_output=True, text=True,
-                           env=dict(os.environ, GPUPROF_SOCKET=d["sock"]), timeout=30)
-        print("== %s: gpuprof ps --json" % cfg)
-        print(r.stdout[:20000] or r.stderr[:2000])
+        env = dict(os.environ, GPUPROF_SOCKET=d["sock"])
+        cmds = [[gp, "ps"]] + [[gp, "policy", "--pid", str(p.p.pid), "--json"] for p in procs if p.cfg == cfg]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True, env=env, timeout=30)
+            print("== %s: %s" % (cfg, " ".join(c[1:])))
+            print((r.stdout or r.stderr)[:8000])
         d["proc"].terminate()
         try:
             d["proc"].wait(timeout=30)
@@ -556,7 +559,7 @@ def main():
         run_turns(a, procs, tsv)
         if a.long and a.long_rounds:
             run_longs(a, procs, longs)
-        node_report(a)
+        node_report(a, procs)
     finally:
         stop_all(procs)
         for d in getattr(a, "nodes", {}).values():
