@@ -149,9 +149,9 @@ static const conf_key_t config_keys[] = {
      * key i in gpd_collect_rule_t.set is its index among these rows). */
     {"collect", "mode", CT_MODE, 0, 2, 0, "duty", FC(mode), CF_LIVE | CF_COLLECT,
      "CUDA collection of attached processes: full, detached or duty (windows)"},
-    {"collect", "window_ms", CT_DURATION, 1, 60000, NS_MS, "10", FC(window_ms), CF_LIVE | CF_COLLECT,
+    {"collect", "window_ms", CT_DURATION, 1, 60000, NS_MS, "100", FC(window_ms), CF_LIVE | CF_COLLECT,
      "duty: length of a tracing window"},
-    {"collect", "period_ms", CT_DURATION, 2, 3600000, NS_MS, "3000", FC(period_ms), CF_LIVE | CF_COLLECT,
+    {"collect", "period_ms", CT_DURATION, 2, 3600000, NS_MS, "10000", FC(period_ms), CF_LIVE | CF_COLLECT,
      "duty: window start to window start before the governor has an estimate"},
     {"collect", "period_min_ms", CT_DURATION, 2, 3600000, NS_MS, "500", FC(period_min_ms),
      CF_LIVE | CF_COLLECT, "governor: shortest period it may choose"},

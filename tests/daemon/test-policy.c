@@ -60,8 +60,8 @@ static void test_defaults(void **st) {
   gpd_policy_t p;
   gpd_config_defaults(&c);
   assert_int_equal(c.collect.mode, GPD_COLLECT_DUTY);
-  assert_int_equal(c.collect.window_ms, 10);
-  assert_int_equal(c.collect.period_ms, 3000);
+  assert_int_equal(c.collect.window_ms, 100);
+  assert_int_equal(c.collect.period_ms, 10000);
   assert_int_equal(c.collect.period_min_ms, 500);
   assert_int_equal(c.collect.period_max_ms, 60000);
   assert_int_equal(c.collect.pcs_window_ms, 0);
@@ -92,7 +92,7 @@ static void test_precedence(void **st) {
   /* nothing matches: [collect] over the defaults */
   gpd_policy_resolve(&c, "9", 500, "/usr/bin/app", &p);
   assert_int_equal(p.v.mode, GPD_COLLECT_DUTY);
-  assert_int_equal(p.v.window_ms, 10);
+  assert_int_equal(p.v.window_ms, 100);
   assert_int_equal(p.v.period_ms, 4000);
   assert_int_equal(p.v.budget_bp, 50);
   assert_string_equal(p.rule, "[collect]");
@@ -195,8 +195,8 @@ static void test_bad(void **st) {
       {"[collect \"job=7\"]\nwindow = 3\n", "%s:2: 'window = 3': unknown key 'window' in [collect]"},
       {"[collect]\nwindow_ms = 3s\nperiod_ms = 2s\n",
        "%s: [collect]: window_ms (3000) must be shorter than period_ms (2000)"},
-      {"[collect]\n\n[collect \"uid=1000\"]\nwindow_ms = 5s\n",
-       "%s:4: [collect \"uid=1000\"]: window_ms (5000) must be shorter than period_ms (3000)"},
+      {"[collect]\n\n[collect \"uid=1000\"]\nwindow_ms = 15s\n",
+       "%s:4: [collect \"uid=1000\"]: window_ms (15000) must be shorter than period_ms (10000)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     gpd_config_t c;

@@ -19,19 +19,20 @@ chmod 0755 "$T"
 ME=$(id -u)
 
 # 1: refused at start, with the line of the bad key
-printf '[collect]\nbudget = 1%%\n[collect "uid=%s"]\nwindow_ms = 5s\n' "$ME" >"$T/bad.conf"
+printf '[collect]\nbudget = 1%%\n[collect "uid=%s"]\nwindow_ms = 15s\n' "$ME" >"$T/bad.conf"
 set +e
 "$GPUPROFD" --foreground --socket "$T/bad.sock" --db "$T/bad.db" --state-dir "$T/state" --config "$T/bad.conf" \
   >"$T/bad.log" 2>&1
 rc=$?
 set -e
 [ "$rc" -eq 78 ] || { cat "$T/bad.log"; die "bad [collect]: exit $rc, not 78"; }
-file_has "$T/bad.log" "^gpuprofd: $T/bad.conf:4: \[collect \"uid=$ME\"\]: window_ms \(5000\) must be shorter than period_ms \(3000\)$" ||
+file_has "$T/bad.log" "^gpuprofd: $T/bad.conf:4: \[collect \"uid=$ME\"\]: window_ms \(15000\) must be shorter than period_ms \(10000\)$" ||
   { cat "$T/bad.log"; die "bad [collect]: no file:line message"; }
 
 cat >"$T/p.conf" <<EOF
 [collect]
 budget = 1%
+window_ms = 10
 period_ms = 3s
 [collect "exe=*/ctl-app"]
 window_ms = 10
