@@ -225,14 +225,18 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
 
 /* ---- Prometheus text exposition format 0.0.4 ---- */
 
-/* A label value: backslash, double quote and newline escaped. */
-static void prom_str(FILE *f, const char *s) {
-  for (; *s; s++) {
+/* A label value: valid UTF-8 without controls (gpd_text_sanitize: an
+ * invalid byte becomes the text \xNN), then backslash, double quote and
+ * newline escaped as the format says. */
+static void prom_str(FILE *f, const char *raw) {
+  char *t = gpd_text_dup(raw);
+  for (const char *s = t; *s; s++) {
     if (*s == '\\') fputs("\\\\", f);
     else if (*s == '"') fputs("\\\"", f);
     else if (*s == '\n') fputs("\\n", f);
     else fputc(*s, f);
   }
+  free(t);
 }
 
 static void prom_val(FILE *f, double v) {
