@@ -71,6 +71,7 @@ typedef struct gpd_tproc_s {
   uint32_t uid, gid, rings;
   uint64_t records, drops, start_ns, end_ns;
   char *exe, *job_id, *step_id, *hostname, *state, *error, *source;
+  int job_claimed; /* job_id only claimed by the process (Process.job_claimed) */
   gpd_tbackend_t *backends;
   uint32_t nbackends;
 } gpd_tproc_t;
@@ -142,6 +143,11 @@ int gpd_text_stdio(void);
 /** The unfiltered standard output (binary output: pprof); NULL before
  *  gpd_text_stdio.  Flush stdout before writing to it. */
 extern FILE *gpd_text_raw_stdout;
+
+/** A job id as text shows it: "-" when empty, "J(claimed)" when the
+ *  process only claimed it (gpuprofd found no job cgroup; daemon/job.h),
+ *  else J.  Returns buf or a constant. */
+const char *gpd_cli_job(char *buf, size_t n, const char *job, int claimed);
 
 /* ---- render.c ---- */
 typedef struct gpd_render_opts_s {

@@ -129,6 +129,29 @@ static jobrow_t *job_rows(const Gpuprof__Device *d, size_t *np) {
   return out;
 }
 
+/* A job only claimed by its process shows as "J(claimed)" in every row
+ * and label, and is summed apart from the verified job J. */
+static void devices_mark_claimed(Gpuprof__DevicesReply *r) {
+  char buf[300];
+  for (size_t i = 0; i < r->n_devices; i++)
+    for (size_t j = 0; j < r->devices[i]->n_procs; j++) {
+      Gpuprof__DeviceProcess *p = r->devices[i]->procs[j];
+      if (p->job_claimed && p->job_id[0]) {
+        char *m = gpd_cli_strdup(gpd_cli_job(buf, sizeof buf, p->job_id, 1));
+        free(p->job_id); /* protobuf-c's default allocator is malloc */
+        p->job_id = m;
+      }
+    }
+  for (size_t i = 0; i < r->n_cpu; i++) {
+    Gpuprof__CpuCounters *c = r->cpu[i];
+    if (c->job_claimed && c->job_id[0]) {
+      char *m = gpd_cli_strdup(gpd_cli_job(buf, sizeof buf, c->job_id, 1));
+      free(c->job_id);
+      c->job_id = m;
+    }
+  }
+}
+
 static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
   char a[32], b[32], c[32], d2[32], e[32], g[32], h[32], k[32], l[32], buf[1024];
   fprintf(f, "gpuprofd device monitoring: %s, %llu samples\n",
@@ -186,7 +209,7 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
       hidden += d->hidden_procs;
     }
     if (!shown) fprintf(f, "(no processes of yours on the GPUs)\n");
-    fprintf(f, "\nPER PROCESS\n%-4s %-7s %8s %6s %-16s %8s %-16s %12s %6s %6s\n", "GPU", "API", "PID", "UID", "JOB",
+    fprintf(f, "\nPER PROCESS\n%-4s %-7s %8s %6s %-24s %8s %-16s %12s %6s %6s\n", "GPU", "API", "PID", "UID", "JOB",
             "PROFILE", "EXE", "MEMORY", "SM%", "MEM%");
     for (size_t i = 0; i < r->n_devices; i++) {
       const Gpuprof__Device *d = r->devices[i];
@@ -197,7 +220,7 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
         num(b, sizeof b, p->has_util, "%.0f", p->mem_util);
         num(e, sizeof e, p->profile_id != 0, "%.0f", (double)p->profile_id);
         num(g, sizeof g, p->uid != UINT32_MAX, "%.0f", (double)p->uid);
-        fprintf(f, "%-4u %-7s %8d %6s %-16.16s %8s %-16.16s %12s %6s %6s\n", d->index, d->api, p->pid, g,
+        fprintf(f, "%-4u %-7s %8d %6s %-24.24s %8s %-16.16s %12s %6s %6s\n", d->index, d->api, p->pid, g,
                 p->job_id[0] ? p->job_id : "-", e, p->exe[0] ? p->exe : "-", c, a, b);
       }
     }
@@ -426,6 +449,7 @@ int gpd_client_devices_main(int argc, char **argv) {
   }
   if (optind < argc) return gpd_cli_usage(devices_usage, "unexpected argument '%s'", argv[optind]);
   if ((r = devices_call(gpd_client_socket(sock), job, &rep))) return r;
+  devices_mark_claimed(rep->devices);
   if (prom)
     render_prometheus(stdout, rep->devices);
   else

@@ -194,6 +194,7 @@ void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o
     gpd_json_str(f, p->hostname);
     fputs(",\"job_id\":", f);
     gpd_json_str(f, p->job_id);
+    if (p->job_claimed) fputs(",\"job_claimed\":true", f);
     fputs(",\"step_id\":", f);
     gpd_json_str(f, p->step_id);
     fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"state\":", p->rank, p->local_rank);

@@ -21,6 +21,13 @@ static const unsigned extra_ids[] = {GPD_M_GXCOPY_H2D,  GPD_M_GXCOPY_D2H,  GPD_M
 static const unsigned count_ids[] = {GPD_M_GKER_COUNT, GPD_M_GXCOPY_COUNT, GPD_M_GMEM_COUNT, GPD_M_GMSET_COUNT,
                                      GPD_M_GSYNC_COUNT};
 
+const char *gpd_cli_job(char *buf, size_t n, const char *job, int claimed) {
+  if (!job || !job[0]) return "-";
+  if (!claimed) return job;
+  snprintf(buf, n, "%s(claimed)", job); /* one word: tables stay split by blanks */
+  return buf;
+}
+
 void gpd_render_bytes(char *buf, size_t n, double b) {
   static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int i = 0;
@@ -411,7 +418,8 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
     else
       snprintf(rank, sizeof(rank), "-");
     backends_col(be, sizeof(be), p);
-    fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, p->job_id && p->job_id[0] ? p->job_id : "-",
+    char job[300];
+    fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed),
             rank, p->state && p->state[0] ? p->state : (p->running ? "running" : "exited"),
             (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe && p->exe[0] ? p->exe : "?");
     if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", p->error);
@@ -473,8 +481,9 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
       len += (size_t)w;
     }
     if (!len) snprintf(be, sizeof(be), "-");
+    char job[300];
     fprintf(f, "%8d %-10s %-10s %5s %-8s %5u %10llu %8llu %-16s %s\n", p->pid, user,
-            p->job_id[0] ? p->job_id : "-", rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
+            gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed), rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
             p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
     if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
     /* a disabled back end ("-cuda" above) says why on its own line */

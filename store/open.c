@@ -58,7 +58,7 @@ int gpd_store_check_schema(sqlite3 *db, const char *schema, const char *label, c
                               schema);
   int e = 0, rc;
   if (!sql || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-    snprintf(err, errn, "%s: cannot read its schema: %s", label, sql ? sqlite3_errmsg(db) : "out of memory");
+    snprintf(err, errn, "%s: not a gpuprof profile (%s)", label, sql ? sqlite3_errmsg(db) : "out of memory");
     e = GPD_ESTORE;
   } else if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *type = (const char *)sqlite3_column_text(st, 0), *name = (const char *)sqlite3_column_text(st, 1);
@@ -66,7 +66,7 @@ int gpd_store_check_schema(sqlite3 *db, const char *schema, const char *label, c
              strcmp(type ? type : "", "table") ? "" : "virtual ", type ? type : "?", name ? name : "?");
     e = -EINVAL;
   } else if (rc != SQLITE_DONE) {
-    snprintf(err, errn, "%s: cannot read its schema: %s", label, sqlite3_errmsg(db));
+    snprintf(err, errn, "%s: not a gpuprof profile (%s)", label, sqlite3_errmsg(db));
     e = GPD_ESTORE;
   }
   sqlite3_finalize(st);
