@@ -135,6 +135,10 @@ int gpd_text_utf8(const unsigned char *p, size_t n);
  *  at the end is left unconsumed and *used says how far it got.  Returns
  *  the output length. */
 size_t gpd_text_sanitize(char *out, const char *in, size_t n, size_t *used);
+/** s as one table cell: copied into buf[n] (truncated) with newline and
+ *  tab written as \\x0a and \\x09 (the stdio filter keeps those two, so a
+ *  value cannot start a forged line or shift columns).  Returns buf. */
+const char *gpd_text_line(char *buf, size_t n, const char *s);
 /** Sanitized copy of s (NULL -> ""); never NULL (aborts on ENOMEM). */
 char *gpd_text_dup(const char *s);
 /** Replace stdout and stderr by streams that pass gpd_text_sanitize (once,

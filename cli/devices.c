@@ -202,7 +202,9 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
         bytes_or_dash(c, sizeof c, jr[j].has_mem, jr[j].mem);
         num(a, sizeof a, jr[j].has_util, "%.0f", jr[j].sm);
         num(b, sizeof b, jr[j].has_util, "%.0f", jr[j].memu);
-        fprintf(f, "%-4u %-7s %-24.24s %5u %12s %6s %6s\n", d->index, d->api, jr[j].job, jr[j].procs, c, a, b);
+        char job[300];
+        fprintf(f, "%-4u %-7s %-24.24s %5u %12s %6s %6s\n", d->index, d->api, gpd_text_line(job, sizeof job, jr[j].job),
+                jr[j].procs, c, a, b);
         shown++;
       }
       free(jr);
@@ -220,8 +222,10 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
         num(b, sizeof b, p->has_util, "%.0f", p->mem_util);
         num(e, sizeof e, p->profile_id != 0, "%.0f", (double)p->profile_id);
         num(g, sizeof g, p->uid != UINT32_MAX, "%.0f", (double)p->uid);
+        char job[300], exe[300];
         fprintf(f, "%-4u %-7s %8d %6s %-24.24s %8s %-16.16s %12s %6s %6s\n", d->index, d->api, p->pid, g,
-                p->job_id[0] ? p->job_id : "-", e, p->exe[0] ? p->exe : "-", c, a, b);
+                gpd_cli_job(job, sizeof job, p->job_id, 0), e, p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "-",
+                c, a, b);
       }
     }
     if (hidden) fprintf(f, "(%zu process rows of other users not shown)\n", hidden);
@@ -233,7 +237,8 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
     fputc('\n', f);
     for (size_t i = 0; i < r->n_cpu; i++) {
       const Gpuprof__CpuCounters *c1 = r->cpu[i];
-      fprintf(f, "%8d %-16.16s %8llu", c1->pid, c1->job_id[0] ? c1->job_id : "-",
+      char job[300];
+      fprintf(f, "%8d %-16.16s %8llu", c1->pid, gpd_cli_job(job, sizeof job, c1->job_id, 0),
               (unsigned long long)c1->profile_id);
       for (size_t e2 = 0; e2 < c1->n_values; e2++) {
         char cell[64];

@@ -22,10 +22,10 @@ static const unsigned count_ids[] = {GPD_M_GKER_COUNT, GPD_M_GXCOPY_COUNT, GPD_M
                                      GPD_M_GSYNC_COUNT};
 
 const char *gpd_cli_job(char *buf, size_t n, const char *job, int claimed) {
+  char raw[300];
   if (!job || !job[0]) return "-";
-  if (!claimed) return job;
-  snprintf(buf, n, "%s(claimed)", job); /* one word: tables stay split by blanks */
-  return buf;
+  snprintf(raw, sizeof raw, claimed ? "%s(claimed)" : "%s", job); /* one word: tables stay split by blanks */
+  return gpd_text_line(buf, n, raw);
 }
 
 void gpd_render_bytes(char *buf, size_t n, double b) {
@@ -100,7 +100,7 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
+static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   const char *label = nd->label;
   switch (nd->kind) {
   case GPD_NODE_ROOT:
@@ -136,6 +136,12 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   default:
     snprintf(buf, n, "%s", label[0] ? label : (nd->raw_name[0] ? nd->raw_name : "<gpu op>"));
   }
+}
+
+void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
+  char raw[4096];
+  node_name(raw, sizeof raw, nd);
+  gpd_text_line(buf, n, raw); /* a name with a newline is one row */
 }
 
 static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
@@ -418,11 +424,12 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
     else
       snprintf(rank, sizeof(rank), "-");
     backends_col(be, sizeof(be), p);
-    char job[300];
+    char job[300], exe[1024], err[1024];
     fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed),
             rank, p->state && p->state[0] ? p->state : (p->running ? "running" : "exited"),
-            (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe && p->exe[0] ? p->exe : "?");
-    if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", p->error);
+            (unsigned long long)p->records, (unsigned long long)p->drops, be,
+            p->exe && p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
+    if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
   }
   size_t ndis = 0;
   for (size_t i = 0; i < t->nprocs; i++)
@@ -481,11 +488,12 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
       len += (size_t)w;
     }
     if (!len) snprintf(be, sizeof(be), "-");
-    char job[300];
+    char job[300], exe[1024], err[1024];
     fprintf(f, "%8d %-10s %-10s %5s %-8s %5u %10llu %8llu %-16s %s\n", p->pid, user,
             gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed), rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
-            p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
-    if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
+            p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be,
+            p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
+    if (p->error[0]) fprintf(f, "%8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
     /* a disabled back end ("-cuda" above) says why on its own line */
     for (size_t j = 0; j < p->n_backends; j++)
       if (!p->backends[j]->enabled)

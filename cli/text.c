@@ -86,6 +86,21 @@ size_t gpd_text_sanitize(char *out, const char *in, size_t n, size_t *used) {
   return o;
 }
 
+const char *gpd_text_line(char *buf, size_t n, const char *s) {
+  size_t o = 0;
+  for (s = s ? s : ""; *s && o + 1 < n; s++) {
+    if (*s != '\n' && *s != '\t') {
+      buf[o++] = *s;
+      continue;
+    }
+    if (o + 5 > n) break;
+    memcpy(buf + o, *s == '\n' ? "\\x0a" : "\\x09", 4);
+    o += 4;
+  }
+  if (n) buf[o] = 0;
+  return buf;
+}
+
 char *gpd_text_dup(const char *s) {
   size_t n = strlen(s ? s : "");
   char *o = malloc(4 * n + 1);

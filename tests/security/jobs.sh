@@ -40,7 +40,7 @@ start_daemon ""
 # V: into the job's cgroup first, then exec the profiled program (the
 # claimed SLURM_JOB_ID says the same; the cgroup is what counts)
 as_bg gpdsec2 sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done
-  exec env LD_PRELOAD="$2" GPUPROF_SOCKET="$3" SLURM_JOB_ID="$4" sleep 120' sh "$T/go" "$T/bin/libgpuprof.so" "$S" "$J" &
+  exec env LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$2" GPUPROF_SOCKET="$3" SLURM_JOB_ID="$4" sleep 120' sh "$T/go" "$T/bin/libgpuprof.so" "$S" "$J" &
 V=$!
 track $V
 echo "$V" >"$CG/cgroup.procs" || fail "cannot move $V into $CG"

@@ -3,8 +3,9 @@
 # (issue 23: terminal escapes, Prometheus, -o through links, hostile .gpdb).
 #
 # 1. gpdsec1 registers a process (a hostile client speaking the real
-#    protocol) whose exe is /bin/x ESC[2J ESC[H ESC]0;pwned BEL CR and whose
-#    job id is job-\xff\xfe ESC[31m; a fake NVML puts it on GPU 0.  Root's
+#    protocol) whose exe is /bin/x ESC[2J ESC[H ESC]0;pwned BEL CR LF and a
+#    forged ps line, and whose job id is job-\xff\xfe ESC[31m; a fake NVML
+#    puts it on GPU 0.  Root's
 #    `ps`, `devices`, an Error naming the job, and `report` of a .gpdb whose
 #    labels, exe and job hold the same bytes: valid UTF-8 without a control
 #    byte, the bytes shown as \xNN; `report --json` is valid JSON with the
@@ -28,10 +29,10 @@ cp "$GPD_SRC_DIR/tests/security/textcheck.py" "$T/bin/"
 chmod a+rX "$T/bin/textcheck.py"
 CHECK="$PY $T/bin/textcheck.py"
 G="$T/bin/gpuprof"
-EXE='/bin/x\x1b[2J\x1b[H\x1b]0;pwned\x07\r'
+EXE='/bin/x\x1b[2J\x1b[H\x1b]0;pwned\x07\r\n    1 root FORGED'
 JOB='job-\xff\xfe\x1b[31m'
 # the same as sanitized text: what root must see
-EXE_SHOWN='/bin/x\x1b[2J\x1b[H\x1b]0;pwned\x07\x0d'
+EXE_SHOWN='/bin/x\x1b[2J\x1b[H\x1b]0;pwned\x07\x0d\x0a    1 root FORGED'
 JOB_SHOWN='job-\xff\xfe\x1b[31m'
 
 # ---- 1. terminal and Prometheus ----
@@ -46,6 +47,7 @@ printf '0 %d 1073741824 25 5\n' "$HP" >"$T/procs.tmp" && mv "$T/procs.tmp" "$T/p
 
 "$G" --socket "$S" ps --all >"$T/ps.out" 2>&1 || fail "root ps: $(cat "$T/ps.out")"
 $CHECK text "$T/ps.out" "$EXE_SHOWN" "$JOB_SHOWN" || fail "root's ps: $(od -c "$T/ps.out" | head -20)"
+grep -q "^ *1 root FORGED" "$T/ps.out" && fail "a newline in the exe forged a line: $(cat "$T/ps.out")"
 ok "ps: exe and job shown escaped"
 prom_ok() {
   "$G" --socket "$S" devices --prometheus >"$T/p.txt" 2>&1 && $CHECK prom "$T/p.txt" job "$JOB_SHOWN(claimed)" >"$T/pc.out"
