@@ -22,6 +22,8 @@ J=$((7000000 + $$))
 CGR=/sys/fs/cgroup/freezer/slurm
 CG=$CGR/uid_$U2/job_$J/step_0
 [ -d /sys/fs/cgroup/freezer ] || skip "no cgroup v1 freezer hierarchy"
+# what a killed earlier run left (empty cgroups only: rmdir refuses others)
+for d in "$CGR/uid_$U2"/job_*/step_0; do rmdir "$d" "${d%/step_0}" 2>/dev/null; done
 mkdir -p "$CG" 2>/dev/null || skip "cannot create $CG"
 cg_cleanup() {
   for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
@@ -46,10 +48,9 @@ track $V
 echo "$V" >"$CG/cgroup.procs" || fail "cannot move $V into $CG"
 touch "$T/go"
 as_bg gpdsec1 $PY "$HOSTILE" hello "$S" /bin/evil "$J" "$T/release" >"$T/h.out" 2>&1 &
-track $!
+A=$!
+track $A
 wait_for "$T/h.out" '^(profile|refused)' 100 || fail "hello: $(cat "$T/h.out")"
-A=$(pgrep -u gpdsec1 -f "hostile.py hello" | head -1)
-[ -n "$A" ] || fail "no attacker process"
 _n=100
 until "$G" --socket "$S" ps --all 2>&1 | grep -q "^ *$V .* running"; do
   _n=$((_n - 1))

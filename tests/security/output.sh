@@ -38,11 +38,10 @@ JOB_SHOWN='job-\xff\xfe\x1b[31m'
 # ---- 1. terminal and Prometheus ----
 start_daemon_nvml
 as_bg gpdsec1 $PY "$HOSTILE" hello "$S" "$EXE" "$JOB" "$T/release" >"$T/h.out" 2>&1 &
-track $!
+HP=$!
+track $HP
 wait_for "$T/h.out" '^(profile|refused)' 100 || fail "hostile hello: $(cat "$T/h.out")"
 grep -q '^profile [1-9]' "$T/h.out" || fail "hostile hello refused: $(cat "$T/h.out")"
-HP=$(pgrep -u gpdsec1 -f "hostile.py hello" | head -1)
-[ -n "$HP" ] || fail "no hostile process"
 printf '0 %d 1073741824 25 5\n' "$HP" >"$T/procs.tmp" && mv "$T/procs.tmp" "$T/procs"
 
 "$G" --socket "$S" ps --all >"$T/ps.out" 2>&1 || fail "root ps: $(cat "$T/ps.out")"

@@ -13,10 +13,9 @@ id gpdsec1 >/dev/null 2>&1 || useradd -M gpdsec1 || fail "useradd gpdsec1"
 G="$T/bin/gpuprof"
 start_daemon_nvml
 $PY "$HOSTILE" hello "$S" /opt/secret/app rootjob "$T/release" >"$T/h.out" 2>&1 &
-track $!
+R=$!
+track $R
 wait_for "$T/h.out" '^(profile|refused)' 100 || fail "hello: $(cat "$T/h.out")"
-R=$(pgrep -u 0 -f "hostile.py hello $S" | head -1)
-[ -n "$R" ] || fail "no root process"
 printf '0 %d 1073741824 25 5\n' "$R" >"$T/procs.tmp" && mv "$T/procs.tmp" "$T/procs"
 NONE=4000001
 [ -e /proc/$NONE ] && NONE=4000003
