@@ -100,7 +100,7 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
-static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
+void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   const char *label = nd->label;
   switch (nd->kind) {
   case GPD_NODE_ROOT:
@@ -136,12 +136,6 @@ static void node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   default:
     snprintf(buf, n, "%s", label[0] ? label : (nd->raw_name[0] ? nd->raw_name : "<gpu op>"));
   }
-}
-
-void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
-  char raw[4096];
-  node_name(raw, sizeof raw, nd);
-  gpd_text_line(buf, n, raw); /* a name with a newline is one row */
 }
 
 static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
@@ -187,7 +181,7 @@ static void indent(FILE *f, unsigned depth) {
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
                       unsigned depth) {
   const gpd_tnode_t *root = &t->nodes[t->root];
-  char name[1024], ex[512];
+  char raw[1024], name[1024], ex[512], fn[512], file[512];
   for (size_t c = 0; c < nc; c++) {
     char iv[48], pv[16], ev[48];
     double inc = gpd_mvec_shown(&nd->incl, cols[c]);
@@ -196,7 +190,8 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
     fprintf(f, "%12s %6s %12s ", iv, pv, ev);
   }
-  gpd_render_node_name(name, sizeof(name), nd);
+  gpd_render_node_name(raw, sizeof(raw), nd);
+  gpd_text_line(name, sizeof(name), raw); /* a name with a newline is one row */
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);
@@ -207,8 +202,8 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     const gpd_tframe_t *fr = &nd->frames[k];
     fprintf(f, "%*s ", (int)(nc * 33), "");
     indent(f, depth + k);
-    fprintf(f, "[inlined] %s", fr->function[0] ? fr->function : "??");
-    if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", fr->file, fr->line);
+    fprintf(f, "[inlined] %s", fr->function[0] ? gpd_text_line(fn, sizeof fn, fr->function) : "??");
+    if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", gpd_text_line(file, sizeof file, fr->file), fr->line);
     fputc('\n', f);
   }
 }
@@ -387,8 +382,9 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
       pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
       fprintf(f, "%12s %6s %12s ", ev, pv, iv);
     }
+    char lab[1024];
     fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
-            rows[r].label[0] ? rows[r].label : "??");
+            rows[r].label[0] ? gpd_text_line(lab, sizeof lab, rows[r].label) : "??");
     gpd_mvec_free(&rows[r].excl);
     gpd_mvec_free(&rows[r].incl);
   }
@@ -558,9 +554,10 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
       len += (size_t)w;
     }
     if (!nf) snprintf(path, sizeof(path), "-");
-    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  ", i + 1, label, val, pv, cnt);
+    char lab1[256], path1[4096];
+    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  ", i + 1, gpd_text_line(lab1, sizeof lab1, label), val, pv, cnt);
     if (ginst) fprintf(f, "%10.0f  ", ginst[i]);
-    fprintf(f, "%s\n", path);
+    fprintf(f, "%s\n", gpd_text_line(path1, sizeof path1, path));
   }
   if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
 }
@@ -618,7 +615,9 @@ void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
     for (size_t i = 0; i < nu && i < 5; i++) {
       char pv[16];
       pct(pv, sizeof(pv), k[i].gker, gker);
-      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].gker / 1e9, pv, k[i].count, k[i].label);
+      char lab[1024];
+      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].gker / 1e9, pv, k[i].count,
+              gpd_text_line(lab, sizeof lab, k[i].label));
     }
   }
   free(k);
