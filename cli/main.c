@@ -37,6 +37,8 @@ static int metrics_main(void) {
 }
 
 int main(int argc, char **argv) {
+  /* everything printed passes the terminal rule (text.c) */
+  if (gpd_text_stdio() < 0) return GPD_EXIT_FAIL;
   /* Global options before the command: --socket PATH (same as
    * $GPUPROF_SOCKET; the live commands read it from the environment). */
   while (argc >= 2 && !strncmp(argv[1], "--socket", 8)) {

@@ -30,6 +30,7 @@
 
 #include "daemon.h"
 #include "policy.h"
+#include "job.h"
 
 #define CTL_KINDS 32u /* shim/backends.h GPD_CONTROL_KINDS */
 
@@ -177,14 +178,10 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   char why[256] = "";
   int code = 0;
   if (!has_job) {
-    gpd_proc_t *p = gpd_registry_find_pid(d, r->pid);
+    gpd_proc_t *p = gpd_registry_find_visible(d, peer, r->pid);
     if (p == NULL) {
       code = -ESRCH;
-      snprintf(why, sizeof why, "no profiled process %d", (int)r->pid);
-    } else if (!gpd_access_may_see(peer, p->uid)) {
-      code = GPD_EDENIED;
-      snprintf(why, sizeof why, "permission denied: process %d belongs to uid %u", (int)r->pid,
-               (unsigned)p->uid);
+      snprintf(why, sizeof why, GPD_NO_PID_FMT, (int)r->pid);
     } else if (p->state != GPD_PROC_RUNNING || p->client == NULL) {
       code = -ESRCH;
       snprintf(why, sizeof why, "process %d has ended", (int)r->pid);
@@ -194,7 +191,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     }
   } else {
     for (gpd_proc_t *p = d->procs; p && op->n < n; p = p->next)
-      if (p->state == GPD_PROC_RUNNING && p->client && p->job_id && !strcmp(p->job_id, r->job_id) &&
+      if (p->state == GPD_PROC_RUNNING && p->client &&
+          gpd_job_selects(r->job_id, peer->uid, p->job_id, p->job_verified, p->uid) &&
           gpd_access_may_see(peer, p->uid)) {
         op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
         gpd_policy_deep_dive(p, c->enable, c->duration_ms);
@@ -206,8 +204,6 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   }
   pthread_mutex_unlock(&d->lock);
   if (code) {
-    if (code == GPD_EDENIED)
-      GPD_WARN("peer pid %d uid %u: control: %s", (int)peer->pid, (unsigned)peer->uid, why);
     free(op);
     return refuse(cli, code, "%s", why);
   }

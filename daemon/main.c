@@ -257,7 +257,8 @@ int main(int argc, char **argv) {
 
   int e = gpd_server_start(&D, &activated);
   if (e < 0) {
-    fprintf(stderr, "gpuprofd: cannot listen on %s: %s\n", D.cfg.socket, gpd_strerror(e));
+    fprintf(stderr, "gpuprofd: cannot listen on %s: %s%s\n", D.cfg.socket, gpd_strerror(e),
+            e == -EPERM ? " (its directory belongs to another user)" : "");
     goto out;
   }
   if (D.cfg.trace_threads) {

@@ -37,6 +37,7 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "job.h"
 
 static void eof_apply(gpd_proc_t *p) {
   p->client = NULL;
@@ -87,6 +88,24 @@ gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id) {
     if (p->profile_id == profile_id)
       return p;
   return NULL;
+}
+
+gpd_proc_t *gpd_registry_find_visible(gpd_daemon_t *d, const gpd_peer_t *peer, pid_t pid) {
+  gpd_proc_t *best = NULL;
+  int hidden = 0;
+  for (gpd_proc_t *p = d->procs; p; p = p->next) { /* newest first */
+    if (p->pid != pid)
+      continue;
+    if (!gpd_access_may_see(peer, p->uid)) {
+      hidden = 1;
+      continue;
+    }
+    if (best == NULL || (best->state != GPD_PROC_RUNNING && p->state == GPD_PROC_RUNNING))
+      best = p;
+  }
+  if (best == NULL && hidden) /* the admin's log says it; the peer is told "no such" */
+    GPD_INFO("peer pid %d uid %u asked for pid %d of another uid", (int)peer->pid, (unsigned)peer->uid, (int)pid);
+  return best;
 }
 
 gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid) {
@@ -244,6 +263,29 @@ static void fill_from_hello(gpd_proc_t *p, const Gpuprof__Hello *h) {
   }
 }
 
+/* The job of p from its cgroup (job.h), replacing what the Hello claimed;
+ * without one the claim stays, unverified. */
+static void registry_verify_job(gpd_proc_t *p) {
+  char job[64], step[64];
+  if (gpd_job_read(p->pid, p->uid, job, sizeof job, step, sizeof step) != 1)
+    return;
+  char *j = strdup(job), *s = step[0] ? strdup(step) : NULL;
+  if (j == NULL || (step[0] && s == NULL)) {
+    free(j);
+    free(s);
+    return; /* out of memory: the claim stays a claim */
+  }
+  if (p->job_id && p->job_id[0] && strcmp(p->job_id, job) != 0)
+    GPD_INFO("pid %d uid %u claimed job %s; its cgroup says job %s", (int)p->pid, (unsigned)p->uid, p->job_id, job);
+  free(p->job_id);
+  p->job_id = j;
+  if (s) {
+    free(p->step_id);
+    p->step_id = s;
+  }
+  p->job_verified = 1;
+}
+
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__Hello *h, int fd,
                        uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen) {
   const gpd_peer_t *peer = gpd_client_peer(c);
@@ -272,6 +314,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   p->gid = peer->gid;
   p->proc_start = gpd_registry_proc_start(p->pid);
   fill_from_hello(p, h);
+  registry_verify_job(p);
 
   if (h->handback) {
     uint64_t want = h->profile_id;
