@@ -103,6 +103,7 @@ static void on_signal(uv_signal_t *s, int signum) {
       __atomic_store_n(&D.cfg.flush_ms, fresh.flush_ms, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_age_s, fresh.retain_age_s, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_bytes, fresh.retain_bytes, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.retain_uid_bytes, fresh.retain_uid_bytes, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.poll_us, fresh.poll_us, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.log_level, fresh.log_level, __ATOMIC_RELAXED);
       atomic_store(&gpd_cpusample_trace_max, fresh.cpu_trace_max);

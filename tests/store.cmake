@@ -1,5 +1,13 @@
 # daemon store: GPU-binary files, state permissions, per-user labels,
-# hand-back, bounds, disk full (tests/store/).  Scripts get the build dir.
+# hand-back, bounds, disk full, retention (tests/store/).  Scripts get the
+# build dir.
+if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
+  add_executable(test-retention ${CMAKE_CURRENT_LIST_DIR}/store/test-retention.c)
+  target_include_directories(test-retention PRIVATE ${CMAKE_CURRENT_LIST_DIR}/store)
+  target_link_libraries(test-retention PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME store.retention-unit COMMAND test-retention)
+  set_tests_properties(store.retention-unit PROPERTIES LABELS unit TIMEOUT 120)
+endif()
 if(TARGET gpd_dclient AND TARGET gpuprofd)
   add_executable(store-client ${CMAKE_CURRENT_LIST_DIR}/store/store-client.c)
   target_link_libraries(store-client PRIVATE gpd_dclient)
