@@ -17,6 +17,8 @@
  *   gpubins     a binary goes with the last profile that sent it (file and
  *               row), not while queued; uploads beyond a uid's share are
  *               refused with -EDQUOT, another uid's are not
+ * With arguments it makes a store for the scripts instead:
+ *   test-retention fill PATH UID NPROF NCTX WINDOW TRACE
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -410,7 +412,20 @@ static void test_gpubins(void **state) {
   env_free(e);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 8 && strcmp(argv[1], "fill") == 0) {
+    gpd_store_t *st = NULL;
+    sqlite3 *db = NULL;
+    retain_fill_t f = {(uint32_t)atoi(argv[3]), 1, atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                       atoi(argv[7]), 1000000};
+    if (gpd_store_open(&st, argv[2]) < 0 || sqlite3_open(argv[2], &db) != SQLITE_OK)
+      return 1;
+    sqlite3_busy_timeout(db, 10000);
+    int rc = retain_fill(db, &f) == 0 ? 0 : 1;
+    sqlite3_close(db);
+    gpd_store_close(st);
+    return rc;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
       cmocka_unit_test(test_quota), cmocka_unit_test(test_gpubins),
