@@ -231,6 +231,15 @@ static int live_list(rt_t *r) {
   return r->live ? 0 : -ENOMEM;
 }
 
+/* Which profiles are live: a count is redone when it changes (a process
+ * that ended no longer holds its uid's uploads back). */
+static uint64_t live_sig(const rt_t *r) {
+  uint64_t sig = r->nlive;
+  for (size_t i = 0; i < r->nlive; i++)
+    sig += (r->live[i].id + 1) * 0x9e3779b97f4a7c15ull;
+  return sig;
+}
+
 static int is_live(const rt_t *r, int64_t id) {
   for (size_t i = 0; i < r->nlive; i++)
     if ((int64_t)r->live[i].id == id)
@@ -630,6 +639,7 @@ static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
   *rows = u;
   *nrows = n;
   s->use_t_ns = gpd_clock_ns();
+  s->use_live_sig = live_sig(r);
   return 0;
 }
 
@@ -692,7 +702,7 @@ static int pass(rt_t *r) {
   int counted = 0;
   if (quota || max_bytes) {
     if (s->use_t_ns == 0 || now - s->use_t_ns >= USE_EVERY_NS || unseen || moved >= step ||
-        (max_bytes && total > max_bytes)) {
+        live_sig(r) != s->use_live_sig || (max_bytes && total > max_bytes)) {
       if ((err = count_uses(r, &u, &nu)) != 0)
         goto out;
       s->use_total = total;

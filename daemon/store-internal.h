@@ -53,7 +53,8 @@ struct gpd_store_s {
   size_t nuses, capuses;
   gpd_retain_stats_t rstats;    /* writer thread */
   int rbindir;                  /* gpubins/ for retention's unlinks (writer thread), -1 */
-  uint64_t use_t_ns, use_total; /* last per-uid count (writer thread): when, total then */
+  uint64_t use_t_ns, use_total; /* last per-uid count (writer thread): when, total then, */
+  uint64_t use_live_sig;        /* and which profiles were live then */
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
