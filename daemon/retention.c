@@ -49,8 +49,8 @@
 #include "daemon.h"
 #include "store-internal.h"
 
-#define CHUNK 512                          /* rows per delete statement */
-#define TXN_BUDGET_NS (20ull * 1000000)    /* a transaction commits after this */
+#define CHUNK 256                          /* rows per delete statement */
+#define TXN_BUDGET_NS (10ull * 1000000)    /* a transaction commits after this */
 #define RESIZE_RUNNING_NS (10ull * 1000000000) /* a running profile's size, this often */
 #define USE_EVERY_NS (10ull * 1000000000)  /* per-uid use counted at least this often */
 #define MAX_ROUNDS 4096                    /* profiles removed per pass at most */
@@ -261,6 +261,7 @@ static int rt_commit(rt_t *r) {
     return 0;
   int err = gpd__db_exec(r->db, "COMMIT;");
   uint64_t dt = gpd_clock_ns() - r->t_txn;
+  r->s->rstats.txn_slow += dt > 100000000ull;
   r->t_txn = 0;
   r->s->rstats.txns++;
   if (dt > r->s->rstats.txn_max_ns)
@@ -790,6 +791,10 @@ int gpd_store_retain(gpd_daemon_t *d) {
     GPD_ERR("store: retention: prepare: %s", sqlite3_errmsg(s->wdb));
   if (err == 0)
     err = live_list(&r);
+  /* Removals dirty many pages: checkpoint the log every 128 pages (512
+   * KiB) rather than every 1000, so that no COMMIT copies 4 MiB back into
+   * the file (measured: 40-110 ms on a loaded machine). */
+  gpd__db_exec(s->wdb, "PRAGMA wal_autocheckpoint=128;");
   if (err == 0)
     err = pass(&r);
   if (err >= 0)
@@ -800,6 +805,7 @@ int gpd_store_retain(gpd_daemon_t *d) {
     gpd__store_quiet = 0;
     r.t_txn = 0;
   }
+  gpd__db_exec(s->wdb, "PRAGMA wal_autocheckpoint=1000;");
   for (int i = 0; i < R__N; i++)
     sqlite3_finalize(r.st[i]);
   free(r.live);

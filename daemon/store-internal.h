@@ -36,7 +36,7 @@ typedef struct gpd_uid_use_s {
  * writer's stop line). */
 typedef struct gpd_retain_stats_s {
   uint64_t passes, profiles, contexts, gpubins; /* removed */
-  uint64_t txns, txn_max_ns;                    /* transactions, the longest */
+  uint64_t txns, txn_max_ns, txn_slow;          /* transactions, the longest, over 100 ms */
   uint64_t pass_ns, pass_max_ns;                /* the last pass, the longest */
   uint64_t flushes;                             /* flushes run between transactions */
   int stopped;                                  /* the last pass stopped for writer_stop */
