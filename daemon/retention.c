@@ -543,14 +543,16 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
 }
 
 /* Estimate the size of profiles never counted, running ones every
- * RESIZE_RUNNING_NS, and ended ones once more.  0, RT_STOP or < 0. */
+ * RESIZE_RUNNING_NS, and ended ones once more.  The counts (a large
+ * running profile: 100 ms and more) run outside any transaction; their
+ * results are written 64 at a time.  0, RT_STOP or < 0. */
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
   int err = 0;
   for (;;) {
-    int64_t id[64], uid[64], run[64];
+    int64_t id[64], uid[64], run[64], bytes[64];
     int n = 0;
-    if ((err = rt_begin(r)) < 0)
+    if ((err = rt_commit(r)) < 0)
       return err;
     sqlite3_stmt *q = r->st[R_SIZE_TODO];
     sqlite3_bind_int64(q, 1, (int64_t)(now - RESIZE_RUNNING_NS));
@@ -563,17 +565,21 @@ static int size_profiles(rt_t *r) {
     if (n == 0)
       return 0;
     for (int i = 0; i < n; i++) {
-      int64_t bytes = query1(r, R_SIZE_PROFILE, id[i], 0, 0);
+      bytes[i] = query1(r, R_SIZE_PROFILE, id[i], 0, 0);
+      if ((err = rt_check(r)) != 0) /* no transaction open: a stop and flush point */
+        return err;
+    }
+    if ((err = rt_begin(r)) < 0)
+      return err;
+    for (int i = 0; i < n; i++) {
       sqlite3_stmt *set = r->st[R_SIZE_SET];
       sqlite3_bind_int64(set, 1, id[i]);
       sqlite3_bind_int64(set, 2, uid[i]);
-      sqlite3_bind_int64(set, 3, bytes);
+      sqlite3_bind_int64(set, 3, bytes[i]);
       sqlite3_bind_int(set, 4, !run[i]);
       sqlite3_bind_int64(set, 5, (int64_t)now);
       if (run_returning(r, set, NULL, NULL, 0) < 0)
         return GPD_ESTORE;
-      if ((err = rt_check(r)) != 0)
-        return err;
     }
   }
 }
@@ -606,6 +612,8 @@ static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
     s->uses[i].unseen = 0;
   pthread_mutex_unlock(&r->d->reg_lock);
   int err = size_profiles(r);
+  if (err == 0)
+    err = rt_commit(r); /* the counts below only read */
   if (err != 0)
     return err;
   size_t n = 0, cap = 16;
