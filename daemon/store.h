@@ -60,7 +60,11 @@ int gpd_store_flush(gpd_daemon_t *d);
  *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
  *  connection. */
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
-/** Retention pass (writer thread, after a flush). */
+/** Retention pass (writer thread, after a flush; retention.c): finished
+ *  profiles by age, by per-uid share, by store size, and what only they
+ *  referred to, in transactions of about 10 ms; runs a due flush between
+ *  them and returns early (0) once d->writer_stop is set, leaving the rest
+ *  on the work lists for the next pass.  0 or GPD_ESTORE. */
 int gpd_store_retain(gpd_daemon_t *d);
 /** At start: the newest `keep` stored profiles back into the live view
  *  (EXITED, or LOST while their process may still hand back).  Returns
