@@ -733,7 +733,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   if (!d->writer_started)
     return;
   pthread_mutex_lock(&d->lock);
-  d->writer_stop = 1;
+  __atomic_store_n(&d->writer_stop, 1, __ATOMIC_RELAXED); /* retention reads it unlocked */
   pthread_cond_signal(&d->writer_cv);
   pthread_mutex_unlock(&d->lock);
   pthread_join(d->writer_tid, NULL);

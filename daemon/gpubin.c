@@ -274,7 +274,7 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint
     pthread_mutex_unlock(&d->reg_lock);
     if (over) {
       snprintf(errmsg, errlen,
-               "gpubin %s (%llu bytes) refused: uid %u is at %llu of its quota of %llu bytes"
+               "gpubin %s (%llu bytes) refused: uid %u is at %llu of its share of %llu bytes"
                " (running profiles, binaries being stored)",
                m->hash, (unsigned long long)g->total, (unsigned)uid, (unsigned long long)have,
                (unsigned long long)quota);

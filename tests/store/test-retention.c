@@ -221,7 +221,7 @@ static void test_stop(void **state) {
     usleep(2000);
   assert_true(q1(e, "SELECT COUNT(*) FROM profile") < 40);
   pthread_mutex_lock(&e->d.lock);
-  e->d.writer_stop = 1;
+  __atomic_store_n(&e->d.writer_stop, 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&e->d.lock);
   uint64_t t_stop = gpd_clock_ns();
   struct timespec ts;
