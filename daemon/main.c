@@ -72,6 +72,9 @@ static void begin_stop(const char *why) {
   stopping = 1;
   GPD_INFO("stopping: %s", why);
   gpd_notify_stopping();
+  /* a retention pass holds the database in turns with the tracing threads'
+   * and the device sampler's writes, which the stop below waits for */
+  __atomic_store_n(&D.retain_stop, 1, __ATOMIC_RELAXED);
   D.shutting_down = 1;
   gpd_server_stop(&D);
   gpd_client_close_all(&D);

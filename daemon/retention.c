@@ -9,8 +9,10 @@
  * not the size of the store.
  *
  * Never holds the writer: work runs in short transactions, each committed
- * once it ran TXN_BUDGET_NS; between two, a flush that is due (interval
- * or flush_now) runs, and a stopping writer (SIGTERM) ends the pass.  A
+ * once it ran TXN_BUDGET_NS; between two, the lock stays free for GAP_US
+ * (the other connections' turn), a flush that is due (interval or
+ * flush_now) runs, and a stopping daemon (SIGTERM: retain_stop, or
+ * writer_stop) ends the pass.  A
  * removal that spans transactions is kept in work lists in the database
  * (retain_drop: profiles whose row is gone and whose data is being
  * removed; retain_ctx: contexts that may have lost their last reference;
@@ -54,6 +56,7 @@
 #define RESIZE_RUNNING_NS (10ull * 1000000000) /* a running profile's size, this often */
 #define USE_EVERY_NS (10ull * 1000000000)  /* per-uid use counted at least this often */
 #define MAX_ROUNDS 4096                    /* profiles removed per pass at most */
+#define GAP_US 3000                        /* the lock left free after a transaction */
 
 /* One profile's rows, CHUNK at a time: ?1 profile id, ?2 CHUNK. */
 #define DEL_KEYS(t, keys, pcol)                                                                    \
@@ -277,11 +280,19 @@ static int rt_check(rt_t *r) {
   uint64_t now = gpd_clock_ns();
   if (r->t_txn && now - r->t_txn < TXN_BUDGET_NS)
     return 0;
+  int had = r->t_txn != 0;
   int err = rt_commit(r);
   if (err < 0)
     return err;
-  if (__atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED))
+  if (__atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&d->retain_stop, __ATOMIC_RELAXED))
     return RT_STOP;
+  /* The tracing threads and the device sampler write through their own
+   * connections; their busy handler retries at intervals up to 100 ms and
+   * would rarely find the lock free between two transactions that follow
+   * each other at once. */
+  if (had)
+    usleep(GAP_US);
   uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
   ms = ms ? ms : 1000;
   if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) ||
@@ -789,7 +800,8 @@ out:
 
 int gpd_store_retain(gpd_daemon_t *d) {
   gpd_store_t *s = d->store;
-  if (s == NULL || __atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED))
+  if (s == NULL || __atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED) ||
+      __atomic_load_n(&d->retain_stop, __ATOMIC_RELAXED))
     return 0;
   uint64_t t0 = gpd_clock_ns(), removed0 = s->rstats.profiles;
   rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0};
