@@ -33,6 +33,7 @@
  * A profile live in memory (running, or lost and waiting for a hand-back)
  * is never removed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -74,7 +75,7 @@ enum {
   P__N,
   R_CTX_LIST = P__N, R_CTX_METRIC, R_CTX_LOCAL, R_CTX_CHILD, R_CTX_PARENT, R_CTX_DEL_FRAME,
   R_CTX_DEL, R_CTX_DONE, R_CTX_ADD,
-  R_BIN_LIST, R_BIN_REF, R_BIN_DEL, R_BIN_DONE, R_BIN_ADD,
+  R_BIN_LIST, R_BIN_REF, R_BIN_DEL, R_BIN_DONE, R_BIN_ADD, R_BIN_ROW,
   R_DROP_LIST, R_DROP_ADD, R_DROP_PROFILE, R_DROP_SIZE, R_DROP_DONE,
   R_AGE, R_UID_OLDEST,
   R_SIZE_TODO, R_SIZE_PROFILE, R_SIZE_SET,
@@ -122,6 +123,7 @@ static const char *const SQL[R__N] = {
     [R_BIN_DEL] = "DELETE FROM gpubin WHERE hash = ?1",
     [R_BIN_DONE] = "DELETE FROM retain_bin WHERE hash = ?1",
     [R_BIN_ADD] = "INSERT OR IGNORE INTO retain_bin VALUES(?1)",
+    [R_BIN_ROW] = "SELECT 1 FROM gpubin WHERE hash = ?1",
     /* profiles being removed (?1 id) */
     [R_DROP_LIST] = "SELECT profile_id, uid FROM retain_drop LIMIT 1",
     [R_DROP_ADD] = "INSERT OR IGNORE INTO retain_drop SELECT id, uid FROM profile WHERE id = ?1",
@@ -510,6 +512,53 @@ static int sweep_bins(rt_t *r) {
   }
 }
 
+/* Once per daemon: files in gpubins/ that no row names (a daemon killed
+ * between the rename and the commit of its row) and temporary files with
+ * no upload of their hash in progress (a killed daemon's).  Best effort:
+ * no error of its own. */
+static int sweep_stray_files(rt_t *r) {
+  int dfd = bin_dir(r->s), err = 0;
+  if (dfd < 0)
+    return 0;
+  int fd = dup(dfd);
+  DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+  if (dir == NULL) {
+    if (fd >= 0)
+      close(fd);
+    return 0;
+  }
+  struct dirent *e;
+  unsigned n = 0;
+  while ((e = readdir(dir)) != NULL) {
+    char h[33] = "";
+    size_t len = strlen(e->d_name);
+    if (len == 32 + 7 && strcmp(e->d_name + 32, ".gpubin") == 0) {
+      memcpy(h, e->d_name, 32);
+      if (!gpd__gpubin_valid_hash(h))
+        continue;
+      sqlite3_stmt *q = r->st[R_BIN_ROW];
+      sqlite3_bind_text(q, 1, h, -1, SQLITE_STATIC);
+      int has_row = sqlite3_step(q) == SQLITE_ROW;
+      sqlite3_reset(q);
+      if (has_row)
+        continue;
+    } else if (e->d_name[0] == '.' && len > 34 + 4 && e->d_name[33] == '.' &&
+               strcmp(e->d_name + len - 4, ".tmp") == 0) {
+      memcpy(h, e->d_name + 1, 32); /* .<hash>.<pid>.<n>.<random>.tmp (gpubin.c) */
+    } else {
+      continue; /* "." and "..", what gpubin.c does not make */
+    }
+    pthread_mutex_lock(&r->d->reg_lock);
+    if (!gpd__gpubin_busy(r->s, h)) /* an upload of that hash: maybe its file */
+      unlinkat(dfd, e->d_name, 0);
+    pthread_mutex_unlock(&r->d->reg_lock);
+    if (++n % 64 == 0 && (err = rt_check(r)) != 0)
+      break;
+  }
+  closedir(dir);
+  return err;
+}
+
 /* Removals left unfinished (by the last pass or a previous daemon) and
  * candidates left on the lists.  0, RT_STOP or < 0. */
 static int finish_removals(rt_t *r) {
@@ -706,7 +755,9 @@ static int pass(rt_t *r) {
   uint64_t now = gpd_clock_ns();
   int64_t cutoff = max_age && now > max_age * 1000000000ull
                        ? (int64_t)(now - max_age * 1000000000ull) : INT64_MIN;
-  int err = finish_removals(r);
+  int err = s->rstats.passes == 0 ? sweep_stray_files(r) : 0;
+  if (err == 0)
+    err = finish_removals(r);
   if (err != 0)
     return err;
   uint64_t total = (uint64_t)db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);

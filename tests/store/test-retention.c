@@ -16,7 +16,8 @@
  *               its share and with older profiles, loses nothing; the store
  *               over its limit with both within: the bigger user loses
  *   gpubins     a binary goes with the last profile that sent it (file and
- *               row), not while queued; uploads beyond a uid's share are
+ *               row), not while queued; a file without a row and a dead
+ *               process's temporary file go at the first pass; uploads beyond a uid's share are
  *               refused with -EDQUOT, another uid's are not
  * With arguments it makes a store for the scripts instead:
  *   test-retention fill PATH UID NPROF NCTX WINDOW TRACE
@@ -362,6 +363,15 @@ static void test_gpubins(void **state) {
   put_bin(e, h1, 1000);
   put_bin(e, h2, 2000);
   put_bin(e, h3, 3000);
+  /* left by a killed daemon: a file whose row was never committed and an
+   * upload's temporary file (pid 999999): gone after the first pass */
+  const char *h4 = "44444444444444444444444444444444";
+  put_bin(e, h4, 4000);
+  char tmpf[256];
+  snprintf(tmpf, sizeof tmpf, "%s/gpubins/.%s.999999.1.0123456789abcdef.tmp", e->dir, h4);
+  int tfd = open(tmpf, O_WRONLY | O_CREAT, 0600);
+  assert_true(tfd >= 0);
+  close(tfd);
   uint64_t now = gpd_clock_ns();
   char sql[2048];
   snprintf(sql, sizeof sql,
@@ -381,6 +391,8 @@ static void test_gpubins(void **state) {
   e->d.cfg.retain_age_s = 1; /* profile 1 is too old, 2 ends in the future */
   assert_int_equal(gpd_store_retain(&e->d), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 1);
+  assert_false(has_file(e, h4));
+  assert_int_equal(access(tmpf, F_OK), -1);
   assert_false(has_file(e, h2));
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin WHERE hash='%s'", h2), 0);
   assert_true(has_file(e, h1)); /* profile 2 still refers to it */
