@@ -58,6 +58,9 @@
 #define USE_EVERY_NS (10ull * 1000000000)  /* per-uid use counted at least this often */
 #define MAX_ROUNDS 4096                    /* profiles removed per pass at most */
 #define GAP_US 3000                        /* the lock left free after a transaction */
+#define SAMPLE 256                         /* rows of a context looked at before by uid */
+#define GPD_RSTR_(x) #x
+#define GPD_RSTR(x) GPD_RSTR_(x)
 
 /* One profile's rows, CHUNK at a time: ?1 profile id, ?2 CHUNK. */
 #define DEL_KEYS(t, keys, pcol)                                                                    \
@@ -73,7 +76,7 @@ enum {
   P_STRING, P_MODULE, P_BACKEND, P_PENDING, P_CURSOR, P_CPUCTR, P_PCS, P_PCSCUBIN, P_PCSSTAT,
   P_CPSSTAT, P_TEVENT, P_TLAUNCH, P_TSTAT, P_TDUTY, P_TWINDOW, P_TDUTYL, P_TCPU,
   P__N,
-  R_CTX_LIST = P__N, R_CTX_METRIC, R_CTX_LOCAL, R_CTX_CHILD, R_CTX_PARENT, R_CTX_DEL_FRAME,
+  R_CTX_LIST = P__N, R_CTX_METRIC, R_CTX_METRIC_UID, R_CTX_LOCAL, R_CTX_LOCAL_UID, R_CTX_CHILD, R_CTX_PARENT, R_CTX_DEL_FRAME,
   R_CTX_DEL, R_CTX_DONE, R_CTX_ADD,
   R_BIN_LIST, R_BIN_REF, R_BIN_DEL, R_BIN_DONE, R_BIN_ADD, R_BIN_ROW,
   R_DROP_LIST, R_DROP_ADD, R_DROP_PROFILE, R_DROP_SIZE, R_DROP_DONE,
@@ -107,10 +110,20 @@ static const char *const SQL[R__N] = {
     [P_TCPU] = DEL_ROWID("trace_cpu_sample", "profile"),
     /* contexts that may have lost their last reference (?1 uid, ?2 id) */
     [R_CTX_LIST] = "SELECT uid, id FROM retain_ctx LIMIT ?1",
-    [R_CTX_METRIC] = "SELECT 1 FROM metric m CROSS JOIN profile p ON p.id = m.profile_id"
-                     " WHERE m.context_id = ?2 AND p.uid = ?1 LIMIT 1",
-    [R_CTX_LOCAL] = "SELECT 1 FROM cct_local l CROSS JOIN profile p ON p.id = l.profile_id"
-                    " WHERE l.context_id = ?2 AND p.uid = ?1 LIMIT 1",
+    /* a context id is a hash of the calling path: other users running the
+     * same program have rows with the same id.  First up to SAMPLE rows by
+     * context (how many, and whether one is uid's); when they were all
+     * another uid's, uid's own profiles are looked through instead */
+    [R_CTX_METRIC] = "SELECT COUNT(*), COALESCE(MAX(p.uid = ?1), 0) FROM (SELECT profile_id FROM metric"
+                     " WHERE context_id = ?2 LIMIT " GPD_RSTR(SAMPLE) ") m"
+                     " LEFT JOIN profile p ON p.id = m.profile_id",
+    [R_CTX_METRIC_UID] = "SELECT 1 FROM profile p CROSS JOIN metric m"
+                         " ON m.profile_id = p.id AND m.context_id = ?2 WHERE p.uid = ?1 LIMIT 1",
+    [R_CTX_LOCAL] = "SELECT COUNT(*), COALESCE(MAX(p.uid = ?1), 0) FROM (SELECT profile_id FROM cct_local"
+                    " WHERE context_id = ?2 LIMIT " GPD_RSTR(SAMPLE) ") l"
+                    " LEFT JOIN profile p ON p.id = l.profile_id",
+    [R_CTX_LOCAL_UID] = "SELECT 1 FROM profile p CROSS JOIN cct_local l"
+                        " ON l.profile_id = p.id AND l.context_id = ?2 WHERE p.uid = ?1 LIMIT 1",
     [R_CTX_CHILD] = "SELECT 1 FROM context WHERE uid = ?1 AND parent = ?2 LIMIT 1",
     [R_CTX_PARENT] = "SELECT parent FROM context WHERE uid = ?1 AND id = ?2",
     [R_CTX_DEL_FRAME] = "DELETE FROM frame WHERE uid = ?1 AND context_id = ?2",
@@ -403,6 +416,23 @@ static int purge(rt_t *r, int64_t id, int64_t uid) {
   return err;
 }
 
+/* 1 when a metric (k = R_CTX_METRIC) or cct_local row (R_CTX_LOCAL) of a
+ * profile of uid refers to context c. */
+static int ctx_referenced(rt_t *r, int k, int64_t uid, int64_t c) {
+  sqlite3_stmt *q = r->st[k];
+  sqlite3_bind_int64(q, 1, uid);
+  sqlite3_bind_int64(q, 2, c);
+  int64_t n = 0, mine = 0;
+  if (sqlite3_step(q) == SQLITE_ROW) {
+    n = sqlite3_column_int64(q, 0);
+    mine = sqlite3_column_int64(q, 1);
+  }
+  sqlite3_reset(q);
+  if (mine || n < SAMPLE)
+    return mine != 0;
+  return query1(r, k + 1, uid, c, 0) != 0; /* the _UID statement follows */
+}
+
 /* Contexts on the candidate list that nothing refers to any more (no
  * metric or cct_local row of a profile of their uid, no child): removed
  * with their frames, and their parent becomes a candidate.  Roots stay.
@@ -427,7 +457,8 @@ static int sweep_contexts(rt_t *r) {
       int found = 0;
       int64_t parent = query1f(r, R_CTX_PARENT, u[i], c[i], 0, &found);
       int used = !found || parent == 0 || /* gone already, or a root */
-                 query1(r, R_CTX_METRIC, u[i], c[i], 0) || query1(r, R_CTX_LOCAL, u[i], c[i], 0) ||
+                 ctx_referenced(r, R_CTX_METRIC, u[i], c[i]) ||
+                 ctx_referenced(r, R_CTX_LOCAL, u[i], c[i]) ||
                  query1(r, R_CTX_CHILD, u[i], c[i], 0);
       if (!used) {
         if (run1(r, R_CTX_DEL_FRAME, u[i], c[i]) < 0 || run1(r, R_CTX_DEL, u[i], c[i]) < 0 ||
