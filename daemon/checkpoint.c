@@ -574,14 +574,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
       err = write_proc(s, st, &snaps[i]);
-  for (gpubin_row_t *g = gbrows; g && err == 0; g = g->next) {
-    char rel[64];
-    snprintf(rel, sizeof rel, "gpubins/%s.gpubin", g->hash);
-    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,%Q,%lld);", g->hash, g->kind,
-                                (unsigned long long)g->size, rel, (long long)g->profile_id);
-    err = sql ? gpd__db_exec(s->wdb, sql) : -ENOMEM;
-    sqlite3_free(sql);
-  }
+  if (err == 0)
+    err = gpd__gpubin_write(s->wdb, gbrows);
   if (err == 0 && id_hw)
     err = gpd__store_id_hw(s->wdb, id_hw);
   if (err == 0)
@@ -619,6 +613,8 @@ fin:
   }
   if (err == 0 && id_hw > s->id_hw)
     s->id_hw = id_hw;
+  if (err == 0)
+    gpd__gpubin_committed(s, gbrows);
   pthread_mutex_unlock(&d->reg_lock);
   for (uint32_t i = 0; i < n; i++) {
     gpd_proc_t *p = NULL;
@@ -737,7 +733,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   if (!d->writer_started)
     return;
   pthread_mutex_lock(&d->lock);
-  d->writer_stop = 1;
+  __atomic_store_n(&d->writer_stop, 1, __ATOMIC_RELAXED); /* retention reads it unlocked */
   pthread_cond_signal(&d->writer_cv);
   pthread_mutex_unlock(&d->lock);
   pthread_join(d->writer_tid, NULL);

@@ -590,7 +590,8 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
       reject(c, EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
-    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, m->gpubin, err, sizeof err) < 0)
+    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, (uint32_t)c->proc->uid, m->gpubin,
+                         err, sizeof err) < 0)
       uid_note(c->d, c->u, EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s", (int)c->peer.pid, err);
     break;
   }

@@ -111,6 +111,9 @@ static const conf_key_t config_keys[] = {
      F(retain_age_s), CF_LIVE, "drop stored profiles older than this; 0 = keep"},
     {"store", "retention_max_bytes", CT_BYTES, 0, 1ull << 50, 0, "1G", F(retain_bytes),
      CF_LIVE, "drop oldest profiles above this store size; 0 = no limit"},
+    {"store", "retention_uid_max_bytes", CT_BYTES, 0, 1ull << 50, 0, "0", F(retain_uid_bytes),
+     CF_LIVE, "one uid's share (profiles, contexts, GPU binaries); above it the uid's oldest go "
+     "first; 0 = half of retention_max_bytes"},
     {"store", "cpu_sample_trace_max_rows", CT_UINT, 0, 1ull << 40, 0, "1000000", F(cpu_trace_max),
      CF_LIVE, "most CPU sample trace rows per profile (more: counted, CPUTIME still kept); 0 = none"},
     {"shm", "rings_per_process", CT_UINT, 1, 4096, 0, "64", F(rings), 0,

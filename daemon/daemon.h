@@ -72,7 +72,10 @@ typedef struct gpd_daemon_s {
   int flush_now;        /* wake the writer: a process ended, or a ring is
                            more than half full of unreleased slots */
   uint64_t early_flushes; /* flushes asked for by ring back-pressure */
-  int writer_stop;      /* writer: last flush, then exit */
+  int writer_stop;      /* writer: last flush, then exit (set with an atomic store:
+                           retention reads it between its transactions) */
+  int retain_stop;      /* main, at SIGTERM (atomic): a retention pass ends at its
+                           next transaction, before the threads are stopped */
   int shutting_down;    /* main: closing connections does not end processes */
   pthread_t monitor_tid, writer_tid;
   struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */

@@ -85,6 +85,9 @@ static void begin_stop(const char *why) {
   stopping = 1;
   GPD_INFO("stopping: %s", why);
   gpd_notify_stopping();
+  /* a retention pass holds the database in turns with the tracing threads'
+   * and the device sampler's writes, which the stop below waits for */
+  __atomic_store_n(&D.retain_stop, 1, __ATOMIC_RELAXED);
   D.shutting_down = 1;
   gpd_server_stop(&D);
   gpd_client_close_all(&D);
@@ -116,6 +119,7 @@ static void on_signal(uv_signal_t *s, int signum) {
       __atomic_store_n(&D.cfg.flush_ms, fresh.flush_ms, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_age_s, fresh.retain_age_s, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_bytes, fresh.retain_bytes, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.retain_uid_bytes, fresh.retain_uid_bytes, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.poll_us, fresh.poll_us, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.log_level, fresh.log_level, __ATOMIC_RELAXED);
       atomic_store(&gpd_cpusample_trace_max, fresh.cpu_trace_max);
