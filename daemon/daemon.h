@@ -24,6 +24,7 @@
 #include "config.h"
 #include "control.h"
 #include "devices.h"
+#include "journal.h"
 #include "map.h"
 #include "merge.h"
 #include "monitor.h"
@@ -33,6 +34,7 @@
 #include "server.h"
 #include "store.h"
 #include "symbols.h"
+#include "symbolizer.h"
 #include "trace.h"
 
 /* GPD_PROTO_VERSION: gpuprof/region.h (the shim checks the same one) */
@@ -77,6 +79,8 @@ typedef struct gpd_daemon_s {
   struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */
   int monitor_started, writer_started;
   gpd_store_t *store;
+  gpd_journal_t *journal; /* ring journal (journal.c), NULL: release at commit */
+  struct gpd_symbolizer_s *symbolizer; /* symbolizer thread (symbolizer.c), NULL: none */
   gpd_devices_t *devices; /* device monitoring (devices.c) */
   struct gpd_trace_s *trace; /* tracing threads (trace.c), NULL: off */
   struct uv_loop_s *loop;

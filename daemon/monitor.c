@@ -78,6 +78,13 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       continue;
     inuse++;
     int n = gpd_profile_consume(&p->prof, r, i, &p->cursor[i], max_per_ring);
+    /* a private recorder: give the slots back now (daemon.h); else once
+     * they are in the journal (journal.c), also the prefix before a bad
+     * record */
+    if (d && d->release_on_consume)
+      gpd_ring_release(r, i, p->cursor[i]);
+    else if (d)
+      gpd_journal_append(d, p, i);
     if (n < 0) {
       p->bad = 1;
       snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,
@@ -89,9 +96,6 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       break;
     }
     total += (uint64_t)n;
-    /* a private recorder: give the slots back now (daemon.h) */
-    if (d && d->release_on_consume)
-      gpd_ring_release(r, i, p->cursor[i]);
     uint64_t tail = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
     if (p->cursor[i] > tail && p->cursor[i] - tail > r->ring_slots / 2)
       pressure = 1;

@@ -117,6 +117,7 @@ int gpd_registry_cursors(gpd_proc_t *p) {
 }
 
 void gpd_registry_close_region(gpd_proc_t *p) {
+  gpd_journal_release(p); /* its segments stay until committed or swept */
   if (p->has_region)
     gpd_region_close(&p->region);
   p->has_region = 0;
@@ -334,6 +335,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);
@@ -359,6 +362,14 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       gpd_profile_init(&p->prof, p->profile_id);
       p->prof.uid = p->uid;
       p->prof.gid = p->gid;
+    }
+    /* what the previous daemon consumed and released but had not
+     * committed: from its journal (of `want`, if this is that process) */
+    if (want != 0 && !busy) {
+      int64_t nj = gpd_journal_replay(d, p, want);
+      if (nj < 0)
+        GPD_WARN("hand-back of profile %llu: journal not replayed (%s)", (unsigned long long)want,
+                 gpd_strerror((int)nj));
     }
     pthread_mutex_lock(&d->lock);
     pthread_mutex_lock(&d->reg_lock);
@@ -387,6 +398,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     gpd_profile_init(&p->prof, p->profile_id);
     p->prof.uid = p->uid;
     p->prof.gid = p->gid;

@@ -9,6 +9,7 @@
 
 #include "gpuprof/region.h"
 
+#include "journal.h"
 #include "profile.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
@@ -58,6 +59,7 @@ typedef struct gpd_proc_s {
   struct gpd_client_s *client; /* NULL after EOF */
   struct gpd_proc_s *eof_next; /* on d->eofs: EOF seen, not yet applied (reg_lock) */
   int eof_pending;             /* (reg_lock) */
+  gpd_pjournal_t jr;    /* its ring journal (journal.c; d->lock) */
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
 } gpd_proc_t;
