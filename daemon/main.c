@@ -257,7 +257,10 @@ int main(int argc, char **argv) {
     if ((e = gpd_trace_start(&D.trace, D.db_path, &tc)) < 0)
       GPD_ERR("tracing threads did not start (%s): no traces", gpd_strerror(e));
   }
-  if ((e = gpd_symbolizer_start(&D)) < 0 || (e = gpd_monitor_start(&D)) < 0 ||
+  /* a private recorder (gpuprof record) symbolizes on its writer, as its
+   * saved file must be complete when it exits; it has one user and
+   * releases its rings on consume */
+  if ((!D.release_on_consume && (e = gpd_symbolizer_start(&D)) < 0) || (e = gpd_monitor_start(&D)) < 0 ||
       (e = gpd_store_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));

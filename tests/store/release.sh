@@ -10,6 +10,7 @@
 # 40 000 kernels and 0 drops, and the journal is empty (deleted once
 # committed).
 source "$(dirname "$0")/../integration/lib.sh" "$1"
+source "$(dirname "$0")/dblock.sh"
 CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
 [ -n "$CLIENT" ] || { echo "SKIP: test-daemon-client not built"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
@@ -20,17 +21,7 @@ DB=$T/r.gpdb
 q() { $GPDQ "$DB" sql "$1"; }
 start_daemon "$T/d.sock" "$DB" --config "$T/small.conf"
 
-coproc L { python3 -c '
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=20)
-c.execute("BEGIN IMMEDIATE")
-print("LOCKED", flush=True)
-sys.stdin.readline()
-c.execute("ROLLBACK")
-print("UNLOCKED", flush=True)' "$DB"; }
-lpid=$L_PID
-exec {l_out}<&"${L[0]}" {l_in}>&"${L[1]}"
-read -r -t 20 line <&"$l_out" && [ "$line" = LOCKED ] || die "lock holder: $line"
+dblock_hold "$DB"
 
 t0=$(date +%s%N)
 "$CLIENT" "$T/d.sock" victim "$N" "$RATE" > "$T/victim.out" || die "victim failed: $(cat "$T/victim.out")"
@@ -43,9 +34,7 @@ echo "victim: profile $id, $N pairs in $(( (t1 - t0) / 1000000 )) ms, $drops rec
 [ "$drops" = 0 ] || die "the victim lost $drops records while the writer was held"
 ls "$T/journal"/*.jnl >/dev/null 2>&1 || die "no journal segment while the writer is held"
 
-echo go >&"$l_in"
-read -r -t 20 line <&"$l_out" && [ "$line" = UNLOCKED ] || die "lock holder did not let go: $line"
-wait "$lpid" 2>/dev/null || true
+dblock_release
 kcount() { q "select coalesce(sum(m.value),0) from metric m join metric_desc d on d.id=m.metric_id where d.name='GKER:COUNT' and m.profile_id=$1"; }
 wait_exited() { [ "$(q "select state from profile where id=$id")" = '[["exited"]]' ]; }
 wait_for "$WAIT" "profile $id stored as exited" wait_exited
