@@ -20,7 +20,8 @@
  * journal would keep would belong to processes that are gone.
  *
  * Budgets: the live bytes of each uid's journals (appended, not yet
- * deleted) are bounded (uid_max).  A span that would pass the bound, or
+ * deleted) are bounded (uid_max), and those of all uids together (four
+ * times that).  A span that would pass the bound, or
  * that cannot be written (disk full), stays in its ring until the
  * writer's commit releases it, as before the journal existed: only that
  * uid's rings fill up and drop.
@@ -83,11 +84,13 @@ struct gpd_jacct_s {
   uid_t uid;
   uint64_t live; /* atomic: bytes appended, not yet deleted */
   uint64_t over; /* atomic: spans refused by the budget */
+  uint64_t corr; /* atomic: correlation map entries of its processes (as published) */
 };
 
 struct gpd_journal_s {
   int dirfd;
   uint64_t uid_max;
+  uint64_t live; /* atomic: bytes of every uid (bounded by 4 x uid_max) */
   pthread_mutex_t mu; /* accts list */
   gpd_jacct_t *accts;
   uint64_t last_sweep_ns; /* writer thread */
@@ -105,6 +108,20 @@ static gpd_jacct_t *acct_get(gpd_journal_t *j, uid_t uid) {
   }
   pthread_mutex_unlock(&j->mu);
   return a;
+}
+
+/* n bytes appended (add) or deleted (sub) for account a. */
+static void live_add(gpd_journal_t *j, gpd_jacct_t *a, uint64_t n) {
+  if (a)
+    __atomic_fetch_add(&a->live, n, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&j->live, n, __ATOMIC_RELAXED);
+}
+
+static void live_sub(gpd_journal_t *j, gpd_jacct_t *a, uint64_t n) {
+  if (a)
+    __atomic_fetch_sub(&a->live, n, __ATOMIC_RELAXED);
+  if (j)
+    __atomic_fetch_sub(&j->live, n, __ATOMIC_RELAXED);
 }
 
 static void seg_name(char *buf, size_t n, uint64_t id, uint32_t seg) {
@@ -204,6 +221,7 @@ int gpd_journal_attach(gpd_daemon_t *d, gpd_proc_t *p) {
     jr->rel[i] = p->cursor[i];
     jr->from[i] = UINT64_MAX;
   }
+  jr->j = d->journal;
   jr->acct = acct_get(d->journal, p->uid);
   return 0;
 }
@@ -270,7 +288,8 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   }
   uint64_t bytes = sizeof(jent_t) + n * GPD_SLOT_SIZE;
   gpd_jacct_t *a = jr->acct;
-  if (a && __atomic_load_n(&a->live, __ATOMIC_RELAXED) + bytes > j->uid_max) {
+  if ((a && __atomic_load_n(&a->live, __ATOMIC_RELAXED) + bytes > j->uid_max) ||
+      __atomic_load_n(&j->live, __ATOMIC_RELAXED) + bytes > 4 * j->uid_max) {
     if (__atomic_fetch_add(&a->over, 1, __ATOMIC_RELAXED) == 0)
       GPD_WARN("journal: uid %u has %" PRIu64 " bytes not yet committed (budget %" PRIu64
                "): its ring slots now wait for the writer's commit",
@@ -306,8 +325,7 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
              p->profile_id, w < 0 ? strerror(errno) : "short write");
     if (w > 0) {
       jr->written += (uint64_t)w;
-      if (a)
-        __atomic_fetch_add(&a->live, (uint64_t)w, __ATOMIC_RELAXED);
+      live_add(j, a, (uint64_t)w);
     }
     seg_close(jr);
     jr->failed = 1;
@@ -315,8 +333,7 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
     return 0;
   }
   jr->written += bytes;
-  if (a)
-    __atomic_fetch_add(&a->live, bytes, __ATOMIC_RELAXED);
+  live_add(j, a, bytes);
   jr->rel[ring] = to;
   gpd_ring_release(&p->region, ring, to);
   return 1;
@@ -340,8 +357,7 @@ void gpd_journal_committed(gpd_proc_t *p, const gpd_jcut_t *cut, const uint64_t 
   if (cut->any && cut->seg + 1 > jr->seg_lo)
     jr->seg_lo = cut->seg + 1;
   if (cut->written > jr->freed) {
-    if (jr->acct)
-      __atomic_fetch_sub(&jr->acct->live, cut->written - jr->freed, __ATOMIC_RELAXED);
+    live_sub(jr->j, jr->acct, cut->written - jr->freed);
     jr->freed = cut->written;
   }
   jr->failed = 0; /* a disk that was full may have room again */
@@ -363,12 +379,39 @@ void gpd_journal_release(gpd_proc_t *p) {
     close(jr->fd);
     jr->has_fd = 0;
   }
-  if (jr->acct && jr->written > jr->freed)
-    __atomic_fetch_sub(&jr->acct->live, jr->written - jr->freed, __ATOMIC_RELAXED);
+  if (jr->written > jr->freed)
+    live_sub(jr->j, jr->acct, jr->written - jr->freed);
   jr->freed = jr->written;
+  if (jr->acct && jr->corr_pub)
+    __atomic_fetch_sub(&jr->acct->corr, jr->corr_pub, __ATOMIC_RELAXED);
+  jr->corr_pub = 0;
   free(jr->rel);
   free(jr->from);
   jr->rel = jr->from = NULL;
+}
+
+void gpd_journal_corr_bound(gpd_proc_t *p) {
+  gpd_jacct_t *a = p->jr.acct;
+  if (a == NULL)
+    return;
+  uint64_t all = __atomic_load_n(&a->corr, __ATOMIC_RELAXED);
+  uint64_t others = all > p->jr.corr_pub ? all - p->jr.corr_pub : 0;
+  uint64_t room = others < GPD_UID_MAX_CORR ? GPD_UID_MAX_CORR - others : 0;
+  if (room < 4096)
+    room = 4096;
+  p->prof.max_corr = room < GPD_PROFILE_MAX_CORR ? (uint32_t)room : GPD_PROFILE_MAX_CORR;
+}
+
+void gpd_journal_corr_publish(gpd_proc_t *p) {
+  gpd_jacct_t *a = p->jr.acct;
+  uint64_t n = p->prof.corr.n;
+  if (a == NULL || n == p->jr.corr_pub)
+    return;
+  if (n > p->jr.corr_pub)
+    __atomic_fetch_add(&a->corr, n - p->jr.corr_pub, __ATOMIC_RELAXED);
+  else
+    __atomic_fetch_sub(&a->corr, p->jr.corr_pub - n, __ATOMIC_RELAXED);
+  p->jr.corr_pub = n;
 }
 
 uint64_t gpd_journal_uid_bytes(gpd_daemon_t *d, uid_t uid) {

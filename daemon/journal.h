@@ -28,7 +28,9 @@ typedef struct gpd_pjournal_s {
   uint64_t written;     /* bytes ever appended (all segments) */
   uint64_t freed;       /* bytes of segments deleted after commits */
   uint64_t skipped;     /* spans left in the ring: over budget or an error */
+  gpd_journal_t *j;     /* the daemon's journal (NULL: not attached) */
   gpd_jacct_t *acct;    /* its uid's account */
+  uint64_t corr_pub;    /* prof.corr.n last added to the account */
   int failed;           /* a write failed: journaling off for this process */
 } gpd_pjournal_t;
 
@@ -82,6 +84,17 @@ int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id);
 void gpd_journal_sweep(gpd_daemon_t *d);
 /** Has every_ns passed since the last sweep?  Writer thread. */
 int gpd_journal_sweep_due(gpd_daemon_t *d, uint64_t every_ns);
+/** Per-uid bound on unmatched invocations (correlation map entries) of
+ *  all the uid's processes together. */
+#define GPD_UID_MAX_CORR (1u << 20)
+/** Monitor, before draining p: p's correlation map may hold what its
+ *  uid's bound leaves after the uid's other processes (at least 4096,
+ *  at most GPD_PROFILE_MAX_CORR); past it the oldest are evicted (their
+ *  activities go to <unknown context>, counted), so one user's
+ *  never-matched invocations cost only that user. */
+void gpd_journal_corr_bound(gpd_proc_t *p);
+/** Monitor, after draining p: its map size into the uid's account. */
+void gpd_journal_corr_publish(gpd_proc_t *p);
 /** Live journal bytes of uid (tests, ps).  Any thread. */
 uint64_t gpd_journal_uid_bytes(gpd_daemon_t *d, uid_t uid);
 

@@ -59,6 +59,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     return 0;
   gpd_region_t *r = &p->region;
   p->prof.trace = d ? d->trace : NULL; /* activities -> tracing threads (trace.c) */
+  gpd_journal_corr_bound(p); /* its uid's share of unmatched invocations */
   uint64_t total = 0, drops = 0;
   uint32_t inuse = 0;
   int pressure = 0;
@@ -113,6 +114,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     gpd_profile_retry(&p->prof);
     p->meta_dirty = 1;
   }
+  gpd_journal_corr_publish(p);
   if (p->prof.full && p->error[0] == 0) {
     snprintf(p->error, sizeof p->error, "profile size bounds exceeded (nodes/strings/pending)");
     GPD_WARN("pid %d: %s", (int)p->pid, p->error);

@@ -17,6 +17,10 @@
  *   test-daemon-client SOCKET victim N RATE    push N pairs at RATE pairs/s as the shim
  *                                             does (a full ring drops and counts), then
  *                                             "DONE <id> drops <D>" and exit
+ *   test-daemon-client SOCKET flood N RATE     push N kernel INVOKEs at RATE/s whose
+ *                                             activities never come (a correlation
+ *                                             flood), "DONE <id> drops <D>", wait for
+ *                                             stdin EOF
  *   test-daemon-client SOCKET frames PATH FILE  announce module PATH and one FRAME node
  *                                             below the root per hex offset in FILE (at
  *                                             most 65536), one kernel pair at each,
@@ -103,9 +107,10 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* N kernel pairs at `rate` pairs per second, pushed as the shim pushes:
- * never waiting, a full ring drops the record (counted in the ring). */
-static int victim(long n, long rate) {
+/* N kernel pairs (or, flood, N invocations alone) at `rate` per second,
+ * pushed as the shim pushes: never waiting, a full ring drops the record
+ * (counted in the ring). */
+static int victim(long n, long rate, int flood) {
   announce();
   uint64_t t0 = now_ns();
   for (long i = 0; i < n;) {
@@ -116,6 +121,8 @@ static int victim(long n, long rate) {
       gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 3, corr);
       v.ts = 1;
       gpd_producer_push(&C.ring[0], &v, sizeof v);
+      if (flood)
+        continue;
       gpd_rec_activity_t a;
       gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
       a.start = 1000 * C.corr_n;
@@ -131,6 +138,9 @@ static int victim(long n, long rate) {
   uint64_t drops = atomic_load(&C.ring[0].ctl->drops) + atomic_load(&C.ring[1].ctl->drops);
   printf("DONE %llu drops %llu\n", (unsigned long long)C.profile_id, (unsigned long long)drops);
   fflush(stdout);
+  char line[64];
+  while (flood && fgets(line, sizeof line, stdin))
+    ;
   return 0;
 }
 
@@ -204,7 +214,9 @@ int main(int argc, char **argv) {
     return 3;
   }
   if (strcmp(mode, "victim") == 0 && argc > 4)
-    return victim(atol(argv[3]), atol(argv[4]));
+    return victim(atol(argv[3]), atol(argv[4]), 0);
+  if (strcmp(mode, "flood") == 0 && argc > 4)
+    return victim(atol(argv[3]), atol(argv[4]), 1);
   if (strcmp(mode, "frames") == 0 && argc > 4)
     return frames(argv[3], argv[4]);
   if (strcmp(mode, "handback2") == 0 && argc > 5) {

@@ -2,10 +2,10 @@
 # Release never waits for a commit: with the writer held (another process
 # holds the database's write lock, as a slow disk or a long retention pass
 # would hold it), a process pushing 40 000 kernel pairs at 20 000 pairs/s
-# into 4096-slot rings loses none of them.  The monitor releases each
+# into 16384-slot rings loses none of them.  The monitor releases each
 # span once it is in the process's journal (daemon/journal.c); before,
 # slots were released only after the writer's COMMIT and the rings
-# overflowed (~36 000 records dropped).
+# overflowed (~47 000 records dropped).
 # Then the writer gets the lock back: the stored profile counts exactly
 # 40 000 kernels and 0 drops, and the journal is empty (deleted once
 # committed).
@@ -16,7 +16,7 @@ CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 export GPUPROF_LOG=info
 N=40000 RATE=20000
-printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 4096\n' > "$T/small.conf"
+printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
 DB=$T/r.gpdb
 q() { $GPDQ "$DB" sql "$1"; }
 start_daemon "$T/d.sock" "$DB" --config "$T/small.conf"

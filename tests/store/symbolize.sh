@@ -5,7 +5,7 @@
 # compilation unit, built with -g: each lookup walks the unit); the writer
 # used to symbolize every new FRAME context before its COMMIT, and the
 # rings were released only after it, so a victim pushing 40 000 kernel
-# pairs at 20 000 pairs/s into 4096-slot rings overflowed.  Now:
+# pairs at 20 000 pairs/s into 16384-slot rings overflowed.  Now:
 #  - the victim loses 0 records and its profile stores exactly 40 000
 #    kernels;
 #  - the attacker's 20 000 contexts are stored at once, by module +
@@ -21,7 +21,7 @@ BIG=$BUILD/tests/apps/store-bigdebug
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
 export GPUPROF_LOG=info
 N=40000 RATE=20000
-printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 4096\n' > "$T/small.conf"
+printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
 DB=$T/s.gpdb
 q() { $GPDQ "$DB" sql "$1"; }
 # call sites: 4 bytes into each f_<n>
