@@ -45,6 +45,10 @@
  * slow disk or a slow statement would hold the writer. */
 static unsigned writer_delay_ms;
 
+/* At the daemon's stop: how long the symbolizer may take for the call
+ * sites still queued (SIGTERM is answered within ~5 s). */
+#define GPD_STORE_STOP_SYMBOLS_MS 2500u
+
 /* Rows copied in one flush above which freed memory is trimmed. */
 #define GPD_TRIM_AFTER_ROWS 65536u
 
@@ -777,8 +781,16 @@ static void *writer_main(void *arg) {
       gpd_store_retain(d);
     if (gpd_journal_sweep_due(d, 60000000000ull))
       gpd_journal_sweep(d);
-    if (stop)
+    if (stop) {
+      /* the call sites of that last flush, without budgets, for a
+       * bounded time, and one more flush that stores their symbols */
+      if (!gpd_symbolizer_drain(d->symbolizer, GPD_STORE_STOP_SYMBOLS_MS))
+        GPD_WARN("store: symbolization not finished within %u ms of the stop: the rest stays "
+                 "module + offset", GPD_STORE_STOP_SYMBOLS_MS);
+      if (gpd_symbolizer_pending(d->symbolizer))
+        gpd_store_flush(d);
       break;
+    }
   }
   return NULL;
 }

@@ -25,7 +25,6 @@ typedef struct gpd_config_s {
   uint32_t flush_ms;         /* [store] flush_interval_ms = 1000  live */
   uint64_t retain_age_s;     /* [store] retention_max_age_s = 604800 live */
   uint64_t retain_bytes;     /* [store] retention_max_bytes = 1 GiB live */
-  uint64_t journal_uid_max;  /* [store] journal_max_bytes_per_uid = 512 MiB */
   uint64_t cpu_trace_max;    /* [store] cpu_sample_trace_max_rows = 1000000 live (0: none) */
   int log_level;             /* [daemon] log_level = warn  live */
   uint32_t max_clients;      /* [daemon] max_clients = 4096 */

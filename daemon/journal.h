@@ -42,6 +42,9 @@ typedef struct gpd_jcut_s {
   uint64_t written; /* p->jr.written at the cut */
 } gpd_jcut_t;
 
+/** Bytes of journal not yet committed per uid (all uids: 4x). */
+#define GPD_JOURNAL_UID_MAX (512ull << 20)
+
 /** Open <state dir>/journal (private, created 0700) and remove the
  *  segments of processes that are gone.  uid_max: bytes of live journal
  *  per uid (beyond: that uid's spans stay in its rings until a commit).

@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
       *slash = 0;
     else
       snprintf(jdir, sizeof jdir, ".");
-    (void)gpd_journal_open(&D, jdir, D.cfg.journal_uid_max);
+    (void)gpd_journal_open(&D, jdir, GPD_JOURNAL_UID_MAX);
   }
   /* the live view goes on across a restart: stored profiles come back */
   (void)gpd_store_restore(&D, 256);

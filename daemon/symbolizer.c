@@ -62,6 +62,9 @@ struct gpd_symbolizer_s {
   pthread_cond_t cv;
   pthread_t tid;
   int stop;
+  int unlimited; /* draining at stop: no budgets */
+  int busy;      /* a lookup is running (mu released) */
+  pthread_cond_t idle_cv;
   char **mods;
   uint32_t nmods, capmods;
   gpd_map_t mod_map; /* hash(path) (+2 per collision) -> index */
@@ -217,6 +220,27 @@ void gpd_symbolizer_untake(gpd_symbolizer_t *z, gpd_symupd_t *upd, uint32_t n) {
   free(upd);
 }
 
+int gpd_symbolizer_drain(gpd_symbolizer_t *z, unsigned ms) {
+  if (z == NULL)
+    return 1;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&z->mu);
+  z->unlimited = 1;
+  pthread_cond_signal(&z->cv);
+  while ((z->nqueued || z->busy) && pthread_cond_timedwait(&z->idle_cv, &z->mu, &ts) == 0)
+    ;
+  int done = z->nqueued == 0 && !z->busy;
+  pthread_mutex_unlock(&z->mu);
+  return done;
+}
+
 int gpd_symbolizer_pending(gpd_symbolizer_t *z) {
   if (z == NULL)
     return 0;
@@ -255,7 +279,7 @@ static zuser_t *next_user(gpd_symbolizer_t *z, uint64_t *wait_ns) {
     u->budget_ns += (int64_t)((double)dt * (double)rate / 1e9);
     if (u->budget_ns > rate)
       u->budget_ns = rate;
-    if (u->budget_ns > 0) {
+    if (u->budget_ns > 0 || z->unlimited) {
       z->rr = (i + 1) % z->nusers;
       return u;
     }
@@ -273,6 +297,8 @@ static void *symbolizer_main(void *arg) {
     uint64_t wait_ns;
     zuser_t *u = next_user(z, &wait_ns);
     if (u == NULL) {
+      if (z->nqueued == 0)
+        pthread_cond_broadcast(&z->idle_cv);
       if (z->nqueued == 0)
         pthread_cond_wait(&z->cv, &z->mu);
       else {
@@ -303,6 +329,7 @@ static void *symbolizer_main(void *arg) {
       gid_t gid = e->gid;
       uint64_t off = e->offset;
       uint32_t ei = r->ent;
+      z->busy = 1;
       pthread_mutex_unlock(&z->mu);
       const gpd_sframe_t *fr = NULL;
       unsigned n = 0;
@@ -311,6 +338,7 @@ static void *symbolizer_main(void *arg) {
         n = 0;
       uint64_t dt = gpd_clock_ns() - t0;
       pthread_mutex_lock(&z->mu);
+      z->busy = 0;
       e = &z->ents[ei];
       e->fr = n ? fr : NULL;
       e->n = n;
@@ -338,11 +366,13 @@ int gpd_symbolizer_start(gpd_daemon_t *d) {
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&z->cv, &ca);
+  pthread_cond_init(&z->idle_cv, &ca);
   pthread_condattr_destroy(&ca);
   int err = pthread_create(&z->tid, NULL, symbolizer_main, z);
   if (err) {
     pthread_mutex_destroy(&z->mu);
     pthread_cond_destroy(&z->cv);
+    pthread_cond_destroy(&z->idle_cv);
     free(z);
     return -err;
   }
@@ -381,6 +411,7 @@ void gpd_symbolizer_stop(gpd_daemon_t *d) {
   free(z->upd);
   pthread_mutex_destroy(&z->mu);
   pthread_cond_destroy(&z->cv);
+  pthread_cond_destroy(&z->idle_cv);
   free(z);
   d->symbolizer = NULL;
 }

@@ -51,6 +51,10 @@ int gpd_symbolizer_lookup(gpd_symbolizer_t *z, const char *module, uid_t uid, gi
  *  failed).  Any thread. */
 void gpd_symbolizer_take(gpd_symbolizer_t *z, gpd_symupd_t **upd, uint32_t *n);
 void gpd_symbolizer_untake(gpd_symbolizer_t *z, gpd_symupd_t *upd, uint32_t n);
+/** The daemon stops: serve every queued request without budgets and
+ *  wait until none is left or `ms` passed.  1 when all are done.  Any
+ *  thread but the symbolizer's. */
+int gpd_symbolizer_drain(gpd_symbolizer_t *z, unsigned ms);
 /** Are there updates to take?  Any thread; NULL: 0. */
 int gpd_symbolizer_pending(gpd_symbolizer_t *z);
 /** Counters (any thread): lookups done, requests dropped, queued now,
