@@ -762,16 +762,8 @@ static void *writer_main(void *arg) {
     /* flush_now: atomic (set without the lock by the registry, gpubin.c
      * and the monitor's back-pressure) */
     if (!__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) && !d->writer_stop) {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
       uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
-      ms = ms ? ms : 1000;
-      ts.tv_sec += ms / 1000;
-      ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-      if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-      }
+      struct timespec ts = gpd_clock_deadline((uint64_t)(ms ? ms : 1000) * 1000000u);
       pthread_cond_timedwait(&d->writer_cv, &d->lock, &ts);
     }
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);

@@ -355,6 +355,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       }
     }
     if (!loaded) {
+      for (uint32_t i = 0; p->jr.from && i < p->region.nrings; i++)
+        p->jr.from[i] = UINT64_MAX; /* nothing of it stored: the journal from its start */
       if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
         snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
         goto fail;

@@ -223,14 +223,7 @@ void gpd_symbolizer_untake(gpd_symbolizer_t *z, gpd_symupd_t *upd, uint32_t n) {
 int gpd_symbolizer_drain(gpd_symbolizer_t *z, unsigned ms) {
   if (z == NULL)
     return 1;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  ts.tv_sec += ms / 1000;
-  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  struct timespec ts = gpd_clock_deadline((uint64_t)ms * 1000000u);
   pthread_mutex_lock(&z->mu);
   z->unlimited = 1;
   pthread_cond_signal(&z->cv);
@@ -302,14 +295,7 @@ static void *symbolizer_main(void *arg) {
       if (z->nqueued == 0)
         pthread_cond_wait(&z->cv, &z->mu);
       else {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(wait_ns / 1000000000ull);
-        ts.tv_nsec += (long)(wait_ns % 1000000000ull);
-        if (ts.tv_nsec >= 1000000000L) {
-          ts.tv_sec++;
-          ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = gpd_clock_deadline(wait_ns);
         pthread_cond_timedwait(&z->cv, &z->mu, &ts);
       }
       continue;

@@ -50,16 +50,16 @@ static void announce(void) {
     gpd_dclient_node(&C, i, i - 1, 1, 0x100 * i);
 }
 
-/* One kernel launch at node 3 (INVOKE on ring 0) ... */
-static void kinvoke(uint64_t corr) {
+/* One kernel launch at node 3 (the INVOKE for ring 0) ... */
+static gpd_rec_invoke_t kinvoke_rec(uint64_t corr) {
   gpd_rec_invoke_t v;
   gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 3, corr);
   v.ts = 1;
-  gpd_dclient_push(&C.ring[0], &v, sizeof v);
+  return v;
 }
 
-/* ... and its 100 ns activity (ACTIVITY on ring 1). */
-static void kactivity(uint64_t corr) {
+/* ... and its 100 ns activity (the ACTIVITY for ring 1). */
+static gpd_rec_activity_t kactivity_rec(uint64_t corr) {
   gpd_rec_activity_t a;
   gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
   a.start = 1000 * C.corr_n;
@@ -67,6 +67,16 @@ static void kactivity(uint64_t corr) {
   a.name = 1;
   a.stream = 1;
   a.blocks = 2;
+  return a;
+}
+
+static void kinvoke(uint64_t corr) {
+  gpd_rec_invoke_t v = kinvoke_rec(corr);
+  gpd_dclient_push(&C.ring[0], &v, sizeof v);
+}
+
+static void kactivity(uint64_t corr) {
+  gpd_rec_activity_t a = kactivity_rec(corr);
   gpd_dclient_push(&C.ring[1], &a, sizeof a);
 }
 
@@ -88,6 +98,19 @@ static void copy_pair(void) {
   a.end = 60;
   a.bytes = 4096;
   gpd_dclient_push(&C.ring[1], &a, sizeof a);
+}
+
+/* Hand the region back on a new connection (as a shim does after a daemon
+ * restart): prints "PHASE2 <id>" with the profile id the daemon gave. */
+static void handback(const char *sock, uint64_t id) {
+  close(C.sock);
+  C.sock = gpd_dclient_connect(sock);
+  int nfd = -1;
+  uint64_t id2 = gpd_dclient_hello(&C, 1, id, &nfd);
+  if (nfd >= 0)
+    close(nfd);
+  printf("PHASE2 %llu\n", (unsigned long long)id2);
+  fflush(stdout);
 }
 
 /* Both rings consumed and released by the daemon (waits 10 s at most). */
@@ -117,19 +140,11 @@ static int victim(long n, long rate, int flood) {
     long due = (long)((double)(now_ns() - t0) * (double)rate / 1e9) + 1;
     for (; i < n && i < due; i++) {
       uint64_t corr = gpd_dclient_corr(&C);
-      gpd_rec_invoke_t v;
-      gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 3, corr);
-      v.ts = 1;
+      gpd_rec_invoke_t v = kinvoke_rec(corr);
       gpd_producer_push(&C.ring[0], &v, sizeof v);
       if (flood)
         continue;
-      gpd_rec_activity_t a;
-      gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
-      a.start = 1000 * C.corr_n;
-      a.end = a.start + 100;
-      a.name = 1;
-      a.stream = 1;
-      a.blocks = 2;
+      gpd_rec_activity_t a = kactivity_rec(corr);
       gpd_producer_push(&C.ring[1], &a, sizeof a);
     }
     if (i < n)
@@ -235,14 +250,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     if (!fgets(line, sizeof line, stdin))
       return 2;
-    close(C.sock);
-    C.sock = gpd_dclient_connect(sock);
-    int nfd = -1;
-    uint64_t id2 = gpd_dclient_hello(&C, 1, id, &nfd);
-    if (nfd >= 0)
-      close(nfd);
-    printf("PHASE2 %llu\n", (unsigned long long)id2);
-    fflush(stdout);
+    handback(sock, id);
     for (long i = 0; i < m; i++)
       pair();
     return 0;
@@ -280,14 +288,7 @@ int main(int argc, char **argv) {
     char line[64];
     if (!fgets(line, sizeof line, stdin))
       return 2;
-    close(C.sock);
-    C.sock = gpd_dclient_connect(sock);
-    int nfd = -1;
-    uint64_t id2 = gpd_dclient_hello(&C, 1, id, &nfd);
-    if (nfd >= 0)
-      close(nfd);
-    printf("PHASE2 %llu\n", (unsigned long long)id2);
-    fflush(stdout);
+    handback(sock, id);
     for (long i = 0; i < u; i++)
       kactivity(GPD_CORR(GPD_API_OPENCL, first_u + (uint64_t)i));
     for (long i = 0; i < m; i++)

@@ -10,16 +10,9 @@
 # the 400 journaled records (200 pairs) from the committed ring cursor,
 # and reads the 50 new pairs from the ring: 550 kernels, each once, one
 # profile; the journal is empty after the final commit.
-source "$(dirname "$0")/../integration/lib.sh" "$1"
-source "$(dirname "$0")/dblock.sh"
-CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
-[ -n "$CLIENT" ] || { echo "SKIP: test-daemon-client not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-export GPUPROF_LOG=info
+source "$(dirname "$0")/lib.sh" "$1"
 printf '[store]\nflush_interval_ms = 100\n' > "$T/fast.conf"
 DB=$T/j.gpdb
-q() { $GPDQ "$DB" sql "$1"; }
-kcount() { q "select coalesce(sum(m.value),0) from metric m join metric_desc d on d.id=m.metric_id where d.name='GKER:COUNT' and m.profile_id=$1"; }
 start_daemon "$T/d.sock" "$DB" --config "$T/fast.conf"
 
 coproc A { "$CLIENT" "$T/d.sock" handback2 300 200 50; }
@@ -44,8 +37,7 @@ echo go >&"$a_in"
 read -r -t 20 word id2 <&"$a_out" && [ "$word" = PHASE2 ] || die "client: no phase 2"
 [ "$id2" = "$id" ] || die "hand-back got profile $id2, not $id"
 wait "$apid" || die "client failed"
-exited() { [ "$(q "select state from profile where id=$id")" = '[["exited"]]' ]; }
-wait_for "$WAIT" "profile $id stored as exited" exited
+wait_for "$WAIT" "profile $id stored as exited" exited "$id"
 stop_daemon
 grep -q "profile $id: 400 records replayed from [0-9]* journal segments of profile $id$" "$T/daemon.log" ||
   die "not 400 records replayed: $(grep -E 'replayed|journal' "$T/daemon.log")"

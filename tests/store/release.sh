@@ -9,16 +9,10 @@
 # Then the writer gets the lock back: the stored profile counts exactly
 # 40 000 kernels and 0 drops, and the journal is empty (deleted once
 # committed).
-source "$(dirname "$0")/../integration/lib.sh" "$1"
-source "$(dirname "$0")/dblock.sh"
-CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
-[ -n "$CLIENT" ] || { echo "SKIP: test-daemon-client not built"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
-export GPUPROF_LOG=info
+source "$(dirname "$0")/lib.sh" "$1"
 N=40000 RATE=20000
 printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
 DB=$T/r.gpdb
-q() { $GPDQ "$DB" sql "$1"; }
 start_daemon "$T/d.sock" "$DB" --config "$T/small.conf"
 
 dblock_hold "$DB"
@@ -35,9 +29,7 @@ echo "victim: profile $id, $N pairs in $(( (t1 - t0) / 1000000 )) ms, $drops rec
 ls "$T/journal"/*.jnl >/dev/null 2>&1 || die "no journal segment while the writer is held"
 
 dblock_release
-kcount() { q "select coalesce(sum(m.value),0) from metric m join metric_desc d on d.id=m.metric_id where d.name='GKER:COUNT' and m.profile_id=$1"; }
-wait_exited() { [ "$(q "select state from profile where id=$id")" = '[["exited"]]' ]; }
-wait_for "$WAIT" "profile $id stored as exited" wait_exited
+wait_for "$WAIT" "profile $id stored as exited" exited "$id"
 [ "$(kcount "$id")" = "[[$N.0]]" ] || die "stored $(kcount "$id") kernels, not $N"
 [ "$(q "select drops from profile where id=$id")" = "[[0]]" ] || die "stored drops: $(q "select drops from profile where id=$id")"
 stop_daemon

@@ -13,17 +13,13 @@
 #    victim is done;
 #  - their symbols arrive later through the symbolizer thread (budget
 #    per uid) as updates: contexts labelled f_<n> with their frame rows.
-source "$(dirname "$0")/../integration/lib.sh" "$1"
-CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
+source "$(dirname "$0")/lib.sh" "$1"
 BIG=$BUILD/tests/apps/store-bigdebug
-[ -n "$CLIENT" ] || { echo "SKIP: test-daemon-client not built"; exit 77; }
 [ -x "$BIG" ] || { echo "SKIP: store-bigdebug not built"; exit 77; }
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
-export GPUPROF_LOG=info
 N=40000 RATE=20000
 printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
 DB=$T/s.gpdb
-q() { $GPDQ "$DB" sql "$1"; }
 # call sites: 4 bytes into each f_<n>
 nm "$BIG" | while read -r addr type name; do
   if [ "$type" = T ] && [ "${name#f_}" != "$name" ]; then printf '%x\n' $((16#$addr + 4)); fi
@@ -55,9 +51,8 @@ stored() { [ "$(q "select count(*) from cct_local where profile_id=$aid and loca
 wait_for "$WAIT" "the attacker's 20 000 frame contexts stored" stored
 hex=$(q "select count(*) from context where uid=$auid and module='$BIG' and label like '0x%'")
 echo "attacker's contexts stored by module + offset when the victim was done: $hex"
-exited() { [ "$(q "select state from profile where id=$id")" = '[["exited"]]' ]; }
-wait_for "$WAIT" "victim profile $id stored as exited" exited
-kc=$(q "select coalesce(sum(m.value),0) from metric m join metric_desc d on d.id=m.metric_id where d.name='GKER:COUNT' and m.profile_id=$id")
+wait_for "$WAIT" "victim profile $id stored as exited" exited "$id"
+kc=$(kcount "$id")
 [ "$kc" = "[[$N.0]]" ] || die "victim stored $kc kernels, not $N"
 # symbols come later, as updates
 named() {
