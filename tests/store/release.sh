@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Release never waits for a commit: with the writer held (another process
 # holds the database's write lock, as a slow disk or a long retention pass
-# would hold it), a process pushing 40 000 kernel pairs at 20 000 pairs/s
-# into 16384-slot rings loses none of them.  The monitor releases each
+# would hold it), a process pushing 100 000 kernel pairs at 20 000 pairs/s
+# into 65536-slot rings loses none of them.  The monitor releases each
 # span once it is in the process's journal (daemon/journal.c); before,
 # slots were released only after the writer's COMMIT and the rings
-# overflowed (~47 000 records dropped).
+# overflowed (tens of thousands dropped).
 # Then the writer gets the lock back: the stored profile counts exactly
-# 40 000 kernels and 0 drops, and the journal is empty (deleted once
+# 100 000 kernels and 0 drops, and the journal is empty (deleted once
 # committed).
 source "$(dirname "$0")/lib.sh" "$1"
-N=40000 RATE=20000
-printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
+N=100000 RATE=20000
+printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 65536\n' > "$T/small.conf"
 DB=$T/r.gpdb
 start_daemon "$T/d.sock" "$DB" --config "$T/small.conf"
 

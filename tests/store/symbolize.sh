@@ -4,21 +4,20 @@
 # root) names 20 000 call sites in store-bigdebug (20 000 functions in one
 # compilation unit, built with -g: each lookup walks the unit); the writer
 # used to symbolize every new FRAME context before its COMMIT, and the
-# rings were released only after it, so a victim pushing 40 000 kernel
-# pairs at 20 000 pairs/s into 16384-slot rings overflowed.  Now:
-#  - the victim loses 0 records and its profile stores exactly 40 000
-#    kernels;
+# rings were released only after it, so a victim pushing 100 000 kernel
+# pairs at 20 000 pairs/s into 65536-slot rings overflowed.  Now:
 #  - the attacker's 20 000 contexts are stored at once, by module +
-#    offset (label 0x...), most of them still unsymbolized when the
-#    victim is done;
+#    offset (label 0x...), before nearly any is symbolized;
+#  - then, while the symbolizer works through them, the victim loses 0
+#    records and its profile stores exactly 100 000 kernels;
 #  - their symbols arrive later through the symbolizer thread (budget
 #    per uid) as updates: contexts labelled f_<n> with their frame rows.
 source "$(dirname "$0")/lib.sh" "$1"
 BIG=$BUILD/tests/apps/store-bigdebug
 [ -x "$BIG" ] || { echo "SKIP: store-bigdebug not built"; exit 77; }
 command -v nm >/dev/null || { echo "SKIP: no nm"; exit 77; }
-N=40000 RATE=20000
-printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 16384\n' > "$T/small.conf"
+N=100000 RATE=20000
+printf '[store]\nflush_interval_ms = 100\n[shm]\nring_slots = 65536\n' > "$T/small.conf"
 DB=$T/s.gpdb
 # call sites: 4 bytes into each f_<n>
 nm "$BIG" | while read -r addr type name; do
@@ -40,17 +39,16 @@ apid=$!
 exec {a_in}>"$T/attacker.in"
 wait_for 30 "attacker announced its frames" grep -q '^FRAMES [0-9]* 20000$' "$T/attacker.out"
 read -r _ aid _ < "$T/attacker.out"
-
+stored() { [ "$(q "select count(*) from cct_local where profile_id=$aid and local_id >= 10")" = "[[20000]]" ]; }
+wait_for 30 "the attacker's 20 000 frame contexts stored (the writer does not wait for symbols)" stored
+hex=$(q "select count(*) from context where uid=$auid and module='$BIG' and label like '0x%'")
+echo "attacker's contexts stored by module + offset before the victim starts: $hex"
+[ "${hex//[^0-9]/}" -ge 10000 ] || die "only $hex of 20 000 frames were stored unsymbolized: was the writer symbolizing?"
 "$CLIENT" "$T/d.sock" victim "$N" "$RATE" > "$T/victim.out" || die "victim failed: $(cat "$T/victim.out")"
 read -r word id _ drops < "$T/victim.out"
 [ "$word" = DONE ] || die "victim: $(cat "$T/victim.out")"
 echo "victim: profile $id, $drops records dropped in its rings"
 [ "$drops" = 0 ] || die "the victim lost $drops records beside the attacker's symbolization"
-actx() { q "select count(*) from context where uid=$auid and kind=$1 and $2"; }
-stored() { [ "$(q "select count(*) from cct_local where profile_id=$aid and local_id >= 10")" = "[[20000]]" ]; }
-wait_for "$WAIT" "the attacker's 20 000 frame contexts stored" stored
-hex=$(q "select count(*) from context where uid=$auid and module='$BIG' and label like '0x%'")
-echo "attacker's contexts stored by module + offset when the victim was done: $hex"
 wait_for "$WAIT" "victim profile $id stored as exited" exited "$id"
 kc=$(kcount "$id")
 [ "$kc" = "[[$N.0]]" ] || die "victim stored $kc kernels, not $N"
@@ -62,7 +60,6 @@ named() {
 }
 wait_for "$WAIT" "some of the attacker's frames symbolized later" named
 echo "symbolized so far: $(q "select count(*) from context where uid=$auid and module='$BIG' and label glob 'f_[0-9]*'")"
-[ "${hex//[^0-9]/}" -ge 10000 ] || die "only $hex of 20 000 frames were unsymbolized when the victim was done: was the writer symbolizing?"
 exec {a_in}>&-
 wait "$apid" || die "attacker failed: $(cat "$T/attacker.out")"
 stop_daemon
