@@ -15,7 +15,8 @@
 # kernels stored vs pushed, the writer's mean / longest flush (snapshot to
 # release, from its stop line), the largest journal seen (sampled every
 # 0.5 s), the daemon's peak RSS (VmHWM) and the symbolizer's count.
-# Defaults: 4 x 20 000 x 10 (the soak is 16 x 100 000 x 600).
+# Defaults: 4 x 20 000 x 10 (the soak is 16 x 100 000 x 600);
+# SOAK_SCENARIOS="quiet" runs one of them.
 set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
 procs=${2:-4} ops=${3:-20000} secs=${4:-10}
@@ -92,5 +93,4 @@ run() { # scenario
 echo "# bench-soak — $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "| scenario | victims | records dropped | kernels stored | writer flush (mean, max) | journal peak | daemon RSS peak | call sites symbolized |"
 echo "|---|---|---|---|---|---|---|---|"
-run quiet
-run attack
+for sc in ${SOAK_SCENARIOS:-quiet attack}; do run "$sc"; done
