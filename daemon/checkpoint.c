@@ -1,16 +1,20 @@
 /* checkpoint.c - the store's writer thread and its checkpoint: the
- * exactly-once protocol in one place (docs/DAEMON.md, "No loss on daemon
- * SIGKILL").
+ * exactly-once protocol with journal.c (docs/DAEMON.md, "No loss on daemon
+ * SIGKILL", "Release never waits for a commit").
  *
  * A flush copies dirty data under the daemon lock (new modules, strings,
  * contexts and cct_local rows past each profile's watermarks, the metrics
  * of dirty nodes, the profile rows, each ring's monitor cursor and the
- * process's unmatched correlation state: the rows that changed), symbolizes FRAME contexts with
- * no lock held and no transaction open, writes everything in ONE
- * transaction, and only after COMMIT returned releases each ring's shared
- * tail to the copied cursor (this file is the only place that releases).
- * So the tail never passes what is stored; a daemon killed after COMMIT but
- * before the release is covered by ring_cursor (handback.c skips to it).
+ * process's unmatched correlation state: the rows that changed) and cuts
+ * each process's journal there; with no lock held it looks up FRAME
+ * contexts in the symbolizer (never waiting: an unknown call site is
+ * queued and stored by module + offset), writes everything and the
+ * symbols that arrived in ONE transaction, and after COMMIT returned
+ * releases each ring's shared tail to the copied cursor where the monitor
+ * had not (spans it could not journal) and deletes the journal segments
+ * up to the cut.  So the tail never passes what is stored or journaled; a
+ * daemon killed after COMMIT but before the deletion replays spans the
+ * store already has, skipped by position (ring_cursor).
  * A snapshot that could not be copied completely (out of memory) is not
  * written at all and the process is rewritten in full next time; so is
  * everything of a failed transaction (disk full: see gpd_store_flush).

@@ -4,6 +4,7 @@
  *   main     libuv loop: listening socket, clients, queries, signals, timers
  *   monitor  drains every registered region's rings, attributes records
  *   writer   persists dirty profiles to SQLite every flush_ms
+ *   symbolizer  call sites of stored contexts, budget per uid (symbolizer.c)
  * All shared state (the registry and every profile in it) is guarded by
  * gpd_daemon_t.lock.  The monitor holds it for a pass (helper monitors
  * drain under the leader's hold, monitor.c); queries

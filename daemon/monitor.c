@@ -4,12 +4,13 @@
  * One pass visits every RUNNING/ENDING process with the daemon lock held,
  * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at
  * most one pass.  Records are read from the process's private per-ring
- * cursor (gpd_ring_consume_at): the monitor never publishes the shared
- * tail.  The writer does, after the state built from those records is
- * committed (store.c), so that a daemon killed at any moment loses
- * nothing: its successor re-reads from the tail.  Since tail now moves
- * only at a flush, a ring more than half full of consumed-but-unreleased
- * slots wakes the writer early (back-pressure, d->flush_now).  A private
+ * cursor (gpd_ring_consume_at) and then releases the shared tail to it
+ * once the span is in the process's journal (journal.c), so that a daemon
+ * killed at any moment loses nothing: its successor replays the journal
+ * from the committed cursor and re-reads the ring from the tail.  A span
+ * that could not be journaled (its uid's budget, a write error) waits for
+ * the writer's commit, which releases it; a ring more than half full of
+ * such slots wakes the writer early (back-pressure, d->flush_now).  A private
  * recorder (--release-on-consume, gpuprof record) has no successor: its
  * monitor releases each ring right after consuming it, so the producer's
  * room does not wait for the writer's symbolization and commit.

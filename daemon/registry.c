@@ -8,10 +8,10 @@
  * (gpd_region_map) and adopted, and the profile is reloaded from the store
  * when the stored owner uid matches the peer's, so shim node ids known
  * before the restart still resolve (table cct_local).  The monitor reads
- * each ring from a private cursor that starts at the shared tail, i.e. at
- * the position the previous daemon committed with its state: records it
- * consumed but did not store are read again, exactly once (monitor.c,
- * store.c).
+ * each ring from a private cursor: the previous daemon's committed state,
+ * then what its journal holds past the committed cursor (journal.c), then
+ * the ring from the end of that or the shared tail, whichever is ahead:
+ * every record once (monitor.c, checkpoint.c).
  *
  * A plain Hello never waits for the daemon lock: the monitor holds it for
  * a whole pass over every process and the writer for its snapshot (with
