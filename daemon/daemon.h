@@ -4,6 +4,7 @@
  *   main     libuv loop: listening socket, clients, queries, signals, timers
  *   monitor  drains every registered region's rings, attributes records
  *   writer   persists dirty profiles to SQLite every flush_ms
+ *   symbolizer  call sites of stored contexts, budget per uid (symbolizer.c)
  * All shared state (the registry and every profile in it) is guarded by
  * gpd_daemon_t.lock.  The monitor holds it for a pass (helper monitors
  * drain under the leader's hold, monitor.c); queries
@@ -25,6 +26,7 @@
 #include "control.h"
 #include "policy.h"
 #include "devices.h"
+#include "journal.h"
 #include "map.h"
 #include "merge.h"
 #include "monitor.h"
@@ -34,6 +36,7 @@
 #include "server.h"
 #include "store.h"
 #include "symbols.h"
+#include "symbolizer.h"
 #include "trace.h"
 
 /* GPD_PROTO_VERSION: gpuprof/region.h (the shim checks the same one) */
@@ -81,6 +84,8 @@ typedef struct gpd_daemon_s {
   struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */
   int monitor_started, writer_started;
   gpd_store_t *store;
+  gpd_journal_t *journal; /* ring journal (journal.c), NULL: release at commit */
+  struct gpd_symbolizer_s *symbolizer; /* symbolizer thread (symbolizer.c), NULL: none */
   gpd_devices_t *devices; /* device monitoring (devices.c) */
   struct gpd_trace_s *trace; /* tracing threads (trace.c), NULL: off */
   struct uv_loop_s *loop;

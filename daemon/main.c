@@ -246,6 +246,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   D.next_profile_id = gpd_store_first_profile_id(D.store);
+  if (!D.release_on_consume) { /* the journal sits beside the database */
+    char jdir[sizeof D.db_path];
+    snprintf(jdir, sizeof jdir, "%s", D.db_path);
+    char *slash = strrchr(jdir, '/');
+    if (slash == jdir)
+      slash[1] = 0;
+    else if (slash)
+      *slash = 0;
+    else
+      snprintf(jdir, sizeof jdir, ".");
+    (void)gpd_journal_open(&D, jdir, GPD_JOURNAL_UID_MAX);
+  }
   /* the live view goes on across a restart: stored profiles come back */
   (void)gpd_store_restore(&D, 256);
   D.loop = uv_default_loop();
@@ -274,7 +286,11 @@ int main(int argc, char **argv) {
     if ((e = gpd_trace_start(&D.trace, D.db_path, &tc)) < 0)
       GPD_ERR("tracing threads did not start (%s): no traces", gpd_strerror(e));
   }
-  if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0 ||
+  /* a private recorder (gpuprof record) symbolizes on its writer, as its
+   * saved file must be complete when it exits; it has one user and
+   * releases its rings on consume */
+  if ((!D.release_on_consume && (e = gpd_symbolizer_start(&D)) < 0) || (e = gpd_monitor_start(&D)) < 0 ||
+      (e = gpd_store_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
@@ -298,6 +314,7 @@ out:
   gpd_trace_stop(D.trace);
   D.trace = NULL;
   gpd_store_writer_stop(&D);
+  gpd_symbolizer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);
   uv_loop_close(D.loop);
   while (D.procs) {
@@ -306,6 +323,7 @@ out:
     gpd_registry_free_proc(p);
   }
   gpd_store_close(D.store);
+  gpd_journal_close(&D);
   gpd_symbols_shutdown();
   return rc;
 }

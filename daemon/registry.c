@@ -8,10 +8,10 @@
  * (gpd_region_map) and adopted, and the profile is reloaded from the store
  * when the stored owner uid matches the peer's, so shim node ids known
  * before the restart still resolve (table cct_local).  The monitor reads
- * each ring from a private cursor that starts at the shared tail, i.e. at
- * the position the previous daemon committed with its state: records it
- * consumed but did not store are read again, exactly once (monitor.c,
- * store.c).
+ * each ring from a private cursor: the previous daemon's committed state,
+ * then what its journal holds past the committed cursor (journal.c), then
+ * the ring from the end of that or the shared tail, whichever is ahead:
+ * every record once (monitor.c, checkpoint.c).
  *
  * A plain Hello never waits for the daemon lock: the monitor holds it for
  * a whole pass over every process and the writer for its snapshot (with
@@ -136,6 +136,7 @@ int gpd_registry_cursors(gpd_proc_t *p) {
 }
 
 void gpd_registry_close_region(gpd_proc_t *p) {
+  gpd_journal_release(p); /* its segments stay until committed or swept */
   if (p->has_region)
     gpd_region_close(&p->region);
   p->has_region = 0;
@@ -378,6 +379,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);
@@ -396,6 +399,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       }
     }
     if (!loaded) {
+      for (uint32_t i = 0; p->jr.from && i < p->region.nrings; i++)
+        p->jr.from[i] = UINT64_MAX; /* nothing of it stored: the journal from its start */
       if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
         snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
         goto fail;
@@ -403,6 +408,14 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       gpd_profile_init(&p->prof, p->profile_id);
       p->prof.uid = p->uid;
       p->prof.gid = p->gid;
+    }
+    /* what the previous daemon consumed and released but had not
+     * committed: from its journal (of `want`, if this is that process) */
+    if (want != 0 && !busy) {
+      int64_t nj = gpd_journal_replay(d, p, want);
+      if (nj < 0)
+        GPD_WARN("hand-back of profile %llu: journal not replayed (%s)", (unsigned long long)want,
+                 gpd_strerror((int)nj));
     }
     pthread_mutex_lock(&d->lock);
     pthread_mutex_lock(&d->reg_lock);
@@ -431,6 +444,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     gpd_profile_init(&p->prof, p->profile_id);
     p->prof.uid = p->uid;
     p->prof.gid = p->gid;

@@ -10,6 +10,7 @@
 #include "gpuprof/region.h"
 
 #include "access.h"
+#include "journal.h"
 #include "profile.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
@@ -61,6 +62,7 @@ typedef struct gpd_proc_s {
   struct gpd_client_s *client; /* NULL after EOF */
   struct gpd_proc_s *eof_next; /* on d->eofs: EOF seen, not yet applied (reg_lock) */
   int eof_pending;             /* (reg_lock) */
+  gpd_pjournal_t jr;    /* its ring journal (journal.c; d->lock) */
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
   struct gpd_proc_policy_s *policy; /* collection policy state (policy.c; lock) */

@@ -56,7 +56,9 @@ int gpd_store_flush(gpd_daemon_t *d);
  *  unmatched records (table pending) and move p->cursor of each ring to
  *  its committed position (table ring_cursor) where that is ahead of the
  *  shared tail (a daemon killed between COMMIT and release), releasing
- *  it.  p->region and p->cursor must be set up (gpd_registry_cursors).
+ *  it; with a journal (p->jr.from) the positions go there instead and
+ *  gpd_journal_replay moves the cursors.  p->region and p->cursor must be
+ *  set up (gpd_registry_cursors).
  *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
  *  connection. */
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
