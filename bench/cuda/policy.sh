@@ -21,7 +21,8 @@
 #           time of the default's windows (scaled by the shim's window
 #           fraction) against full tracing (check-duty.py).
 # Env: STEPS_GPT2 (steps per turn, 40), STEPS_TT (400), BUDGET_GPT2 (s
-# of turns, 330), BUDGET_TT (80), DUR (60), OUT (results).
+# of turns, 330), BUDGET_TT (80), DUR (60), ACC_CONF (accuracy: a
+# gpuprofd.conf for the default-policy daemon), OUT (results).
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 O=${OUT:-/tmp/out}
@@ -56,11 +57,11 @@ accuracy)
   A=$O/acc
   mkdir -p "$A/state"
   GPUPROF_LOG=info "$B/bin/gpuprofd" --foreground --socket "$A/s" --db "$A/node.gpdb" \
-    --state-dir "$A/state" >"$A/daemon.log" 2>&1 &
+    --state-dir "$A/state" ${ACC_CONF:+--config "$ACC_CONF"} >"$A/daemon.log" 2>&1 &
   dpid=$!
   for _ in $(seq 600); do [ -S "$A/s" ] && break; sleep 0.1; done
   # steps in DUR s: the bare step time of a short run first
-  st=$(python3 "$B/gpt2_train.py" 60 20 2>/dev/null | sed -n 's/.*median_us \([0-9.]*\).*/\1/p')
+  st=${STEP_US:-$(python3 "$B/gpt2_train.py" 60 20 2>/dev/null | sed -n 's/.*median_us \([0-9.]*\).*/\1/p')}
   n=$(python3 -c "print(max(100, int($dur / ($st * 1e-6))))")
   echo "== GPT-2: $n steps (~$dur s at ${st} us per step): default policy, then full tracing"
   LD_PRELOAD="$B/lib/libgpuprof.so" GPUPROF_SOCKET="$A/s" \
@@ -72,7 +73,10 @@ accuracy)
   cat "$A/full.out"
   "$B/bin/gpuprof" report --json "$A/full.gpdb" >"$A/full.json"
   "$B/bin/gpuprof" report --json "$A/node.gpdb" >"$A/node.json"
-  f=$(sed -n 's/.*fraction f = \([0-9.]*\).*/\1/p' "$A/node.err" | tail -1)
+  python3 -c "import sqlite3,sys;print(sqlite3.connect(sys.argv[1]).execute(\"select reason from backend where api='cuda'\").fetchone())" "$A/node.gpdb"
+  grep -i governor "$A/daemon.log" | tail -5
+  # the window fraction: the shim's backend line in the store (launch-counted when it has one)
+  f=$(python3 -c "import sqlite3,re,sys;r=sqlite3.connect(sys.argv[1]).execute(\"select reason from backend where api='cuda'\").fetchone();m=r and (re.search(r'f_launch = ([0-9.]+)',r[0]) or re.search(r'fraction f = ([0-9.]+)',r[0]));print(m.group(1) if m else '')" "$A/node.gpdb")
   echo "== per-context GPU time: default policy (f=${f:-?}) vs full tracing"
   python3 "$B/check-duty.py" "$A/full.json" "$A/node.json" "${f:-1}"
   tail -n 20 "$A/daemon.log"
