@@ -123,4 +123,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
   echo "note: not root: the second-uid check is left out"
 fi
+kill "$A"
+wait_exit "$A" "ctl-app"
+stop_daemon
 echo "PASS: collection policy"
