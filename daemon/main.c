@@ -133,7 +133,8 @@ static void on_signal(uv_signal_t *s, int signum) {
       D.cfg.collect_set = fresh.collect_set;
       D.cfg.ncollect_rules = fresh.ncollect_rules;
       memcpy(D.cfg.collect_rules, fresh.collect_rules, sizeof D.cfg.collect_rules);
-      GPD_INFO("reloaded %s; collection policy sent to %u process(es)", D.config_path, gpd_policy_push_all(&D));
+      unsigned sent = gpd_policy_push_all(&D); /* not inside GPD_INFO: it skips its arguments */
+      GPD_INFO("reloaded %s; collection policy sent to %u process(es)", D.config_path, sent);
     }
     gpd_notify_ready();
     return;

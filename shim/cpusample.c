@@ -288,10 +288,23 @@ void gpd_cpusample_service(void) {
                                            "gpuprofd); none are recorded");
 }
 
+/* The rate asked for and by whom (gpd_cpusample_rate). */
+static uint64_t cs_hz_asked;
+static int cs_from_env;
+
+uint32_t gpd_cpusample_rate(int *from_env) {
+  if (from_env)
+    *from_env = cs_from_env;
+  return cs.on ? (uint32_t)cs_hz_asked : 0;
+}
+
 void gpd_cpusample_init(void) {
-  /* GPUPROF_CPU_SAMPLING (the user asked) wins over the daemon's policy */
+  /* GPUPROF_CPU_SAMPLING (the user asked, also for 0 = off) wins over the
+   * daemon's policy */
   const char *env = getenv("GPUPROF_CPU_SAMPLING");
-  uint64_t hz = env && *env ? cs_parse_hz(env) : gpd_shim__policy_cpu_hz();
+  cs_from_env = env && *env;
+  uint64_t hz = cs_from_env ? cs_parse_hz(env) : gpd_shim__policy_cpu_hz();
+  cs_hz_asked = hz;
   if (!hz)
     return;
   int sig = cs_parse_sig(getenv("GPUPROF_CPU_SAMPLING_SIGNAL"));

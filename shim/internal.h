@@ -390,6 +390,9 @@ GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
 /** Read GPUPROF_CPU_SAMPLING* and install the signal handler (the
  *  constructor); starts the calling (main) thread's timer. */
 void gpd_cpusample_init(void);
+/** The CPU sampling rate running (Hz; 0 off) and whether
+ *  GPUPROF_CPU_SAMPLING chose it (*from_env = 1) or the daemon's policy. */
+uint32_t gpd_cpusample_rate(int *from_env);
 /** Start the calling thread's CPU-time timer if sampling is on and it has
  *  none (thread.c, once per thread when its memo is allocated). */
 void gpd_cpusample_thread_start(void);

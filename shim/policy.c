@@ -88,8 +88,15 @@ static void core_report(gpd_shim_collect_t *o) {
   }
   snprintf(o->source, sizeof o->source, "daemon");
   policy_mode_text(&p, o->mode, sizeof o->mode);
+  int env = 0;
+  uint32_t hz = gpd_cpusample_rate(&env);
+  char cpu[48];
+  if (hz)
+    snprintf(cpu, sizeof cpu, "cpu sampling %u Hz (%s)", hz, env ? "env" : "daemon");
+  else
+    snprintf(cpu, sizeof cpu, "cpu sampling off%s", env ? " (env)" : "");
   pthread_mutex_lock(&pol.mu);
-  snprintf(o->note, sizeof o->note, "in Hello: %.140s", pol.hello);
+  snprintf(o->note, sizeof o->note, "in Hello: %.100s; %s", pol.hello, cpu);
   pthread_mutex_unlock(&pol.mu);
 }
 

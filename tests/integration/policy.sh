@@ -8,7 +8,10 @@
 #     sections that matched (conf < exe < uid < job) and why;
 #  3. the governor: known counters -> the exact period for a 1 % budget,
 #     sent to the process; ps and top show the estimate and how;
-#  4. `policy set` reaches the running process (3 % -> period_min);
+#  2b. a knob the shim core applies (CPU sampling): the policy's rate, and
+#     GPUPROF_CPU_SAMPLING winning over it (also with 0 = off);
+#  4. `policy set` reaches the running process (3 % -> period_min); a
+#     SIGHUP reload replaces run-time changes and reaches it too;
 #  5. a deep dive shows in ps while it runs;
 #  6. access: another uid reads the node's policy, not this process's
 #     (the same error as a pid that does not exist), and cannot set.
@@ -40,6 +43,8 @@ window_ms = 10
 period_max_ms = 30s
 [collect "job=pjob"]
 mode = duty
+[collect "job=cpujob"]
+cpu_sample_hz = 50
 EOF
 start_daemon "$S" "$T/p.db" --config "$T/p.conf"
 
@@ -58,8 +63,25 @@ RULE="\[collect\] < \[collect \"exe=\*/ctl-app\"\] < \[collect \"uid=$ME\"\] < \
 file_has "$T/pol" "^  rule: $RULE$" || die "rule"
 file_has "$T/pol" "^  why: mode=duty \(\[collect \"job=pjob\"\]\), window_ms=10 \(\[collect \"exe=\*/ctl-app\"\]\), period_ms=3000 \(\[collect\]\), period_min_ms=500 \(default\), period_max_ms=30000 \(\[collect \"uid=$ME\"\]\)" ||
   die "why"
-file_has "$T/pol" "^  shim: duty 10 ms / [0-9]+ ms \(daemon\): in Hello: duty 10 ms / 3000 ms, budget 1.00 %, cpu 0 Hz, pc 0 ms / 300 s$" ||
+file_has "$T/pol" "^  shim: duty 10 ms / [0-9]+ ms \(daemon\): in Hello: duty 10 ms / 3000 ms, budget 1.00 %, cpu 0 Hz, pc 0 ms / 300 s; cpu sampling off$" ||
   die "what the shim received in Hello"
+
+# 2b: conf < environment, for CPU sampling (the shim core's knob)
+cpu_note() { # PID REGEX: the shim's report of its CPU sampler
+  "$GPUPROF" --socket "$S" policy --pid "$1" >"$T/cpu.$1" 2>&1 && file_has "$T/cpu.$1" "^  shim: .*; $2$"
+}
+SLURM_JOB_ID=cpujob preload_bg "$S" "$T/b.out" "$CTL" "$T/b.ctl" run
+B=$APID
+SLURM_JOB_ID=cpujob GPUPROF_CPU_SAMPLING=200 preload_bg "$S" "$T/c.out" "$CTL" "$T/c.ctl" run
+C=$APID
+SLURM_JOB_ID=cpujob GPUPROF_CPU_SAMPLING=0 preload_bg "$S" "$T/d.out" "$CTL" "$T/d.ctl" run
+D=$APID
+wait_for "$WAIT" "the policy's CPU sampling rate" cpu_note "$B" "cpu sampling 50 Hz \(daemon\)"
+wait_for "$WAIT" "GPUPROF_CPU_SAMPLING=200 wins" cpu_note "$C" "cpu sampling 200 Hz \(env\)"
+wait_for "$WAIT" "GPUPROF_CPU_SAMPLING=0 wins" cpu_note "$D" "cpu sampling off \(env\)"
+file_has "$T/cpu.$C" "in Hello: duty 10 ms / 3000 ms, budget 1.00 %, cpu 50 Hz" || { cat "$T/cpu.$C"; die "C's Hello"; }
+kill "$B" "$C" "$D"
+for p in "$B" "$C" "$D"; do wait_exit "$p" "ctl-app $p"; done
 
 # 3: the governor sends the period for 1 %, and says what it estimates
 governed() { grep -q '^policy mode=duty window=10 period=1352 budget=100$' "$A_OUT"; }
@@ -98,6 +120,15 @@ file_has "$T/set2" "window_ms \(5000\) must be shorter than period_ms \(3000\)" 
 "$GPUPROF" --socket "$S" policy set nosuch=1 >"$T/set3" 2>&1 && die "an unknown key was set"
 file_has "$T/set3" "unknown policy key 'nosuch'" || { cat "$T/set3"; die "set: bad key"; }
 
+# 4b: a reload replaces the run-time change (budget back to 1 %) and the
+# file's new mode for the job reaches the process
+sed -i 's/^mode = duty$/mode = detached/' "$T/p.conf"
+kill -HUP "$DAEMON_PID"
+reloaded() { grep -q '^policy mode=detached window=10 period=3000 budget=100$' "$A_OUT"; }
+wait_for "$WAIT" "the reloaded policy in the process" reloaded
+"$GPUPROF" --socket "$S" policy --pid "$A" >"$T/pol2"
+file_has "$T/pol2" '^  policy: mode detached, budget 1.00 %' || { cat "$T/pol2"; die "policy after reload"; }
+
 # 5: a deep dive (a PC sampling window someone asked for) is shown
 "$GPUPROF" --socket "$S" sample --pid "$A" --duration 60s --no-wait >"$T/s1" 2>&1 || { cat "$T/s1"; die "sample"; }
 "$GPUPROF" --socket "$S" ps --all >"$T/ps2"
@@ -124,4 +155,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
   echo "note: not root: the second-uid check is left out"
 fi
+kill "$A"
+wait_exit "$A" "ctl-app"
+stop_daemon
 echo "PASS: collection policy"
