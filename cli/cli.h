@@ -148,6 +148,10 @@ void gpd_render_value(char *buf, size_t n, unsigned id, double v);
  *  frame's physical function and file:line (module+0xoffset when it has
  *  no symbol), a placeholder (`<gpu kernel>`), a kernel's demangled name. */
 void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
+/** A kernel's short name: its return type, template argument lists and
+ *  argument list left out ("void ns::k<4, F<float> >(int, F<float>)" ->
+ *  "ns::k"); the name itself when nothing is left. */
+void gpd_render_short_name(char *buf, size_t n, const char *name);
 /** Human byte count, e.g. "1.50 MiB". */
 void gpd_render_bytes(char *buf, size_t n, double bytes);
 /** Record summary (stderr of `gpuprof record`). */

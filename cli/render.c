@@ -93,6 +93,35 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
+void gpd_render_short_name(char *buf, size_t n, const char *name) {
+  const char *s = name;
+  size_t len = 0;
+  int depth = 0;
+  if (n == 0)
+    return;
+  if (!strncmp(s, "void ", 5) && strchr(s, '('))
+    s += 5; /* a kernel's return type */
+  for (; *s && len + 1 < n; s++) {
+    int op = s - name >= 8 && !strncmp(s - 8, "operator", 8); /* operator<, operator<< */
+    if (*s == '<' && s > name && !op && s[-1] != '<') {
+      depth++;
+      continue;
+    }
+    if (*s == '>' && depth > 0) {
+      depth--;
+      continue;
+    }
+    if (depth > 0)
+      continue;
+    if (*s == '(' && len > 0)
+      break; /* the argument list */
+    buf[len++] = *s;
+  }
+  buf[len] = 0;
+  if (len == 0)
+    snprintf(buf, n, "%s", name);
+}
+
 void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   const char *label = nd->label;
   switch (nd->kind) {

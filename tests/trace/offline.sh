@@ -92,10 +92,25 @@ x = collections.Counter((e["name"], e["tid"]) for e in ev if e["ph"] == "X" and 
 byname = collections.Counter(n for (n, _t) in x.elements())
 assert byname == {"ka": 13, "kb": 9}, byname
 assert len({t for (_n, t) in x}) == 2, x
-assert sum(1 for e in ev if e["ph"] == "s") == 25 and sum(1 for e in ev if e["ph"] == "f") == 25
+# call paths: "sf" ids into stackFrames, every one (and every parent) resolves
+sf = d["stackFrames"]
+def path(i):
+    p = []
+    while i is not None:
+        fr = sf[str(i)]
+        p.append(fr["name"])
+        i = fr.get("parent")
+    return " > ".join(reversed(p))
+for e in ev:
+    if "sf" in e:
+        path(e["sf"])
+assert all("parent" not in f or f["parent"] in sf for f in sf.values())
+# each kernel's stack: its launch's call path, the kernel innermost
+kern = [e for e in ev if e["ph"] == "X" and e["name"] in ("ka", "kb")]
+assert all(re.search(r"main .* > k[ab]$", path(e["sf"])) for e in kern), [path(e["sf"]) for e in kern][:3]
 gaps = [e for e in ev if e["ph"] == "X" and e["name"] == "GPU idle" and e["dur"] >= 290000
-        and ("cpu_think" in e["args"]["blamed on"]
-             or re.search(r"burst \([^)]*ocl-gap\.c:5[01]\)$", e["args"]["blamed on"]))]
+        and "sf" in e and ("cpu_think" in path(e["sf"])
+             or re.search(r"burst \([^)]*ocl-gap\.c:5[01]\)$", path(e["sf"])))]
 assert len(gaps) == 1, gaps  # the label rule: see the Perfetto check above
 PYEOF
 
