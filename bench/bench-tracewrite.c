@@ -2,7 +2,7 @@
  * synthetic trace shaped like a training loop: one process, 4 streams,
  * N GPU operations (default 1 000 000: kernels, every 50th a copy, every
  * 200th a host-timed sync), each launched from one of 256 call sites 45
- * CPU frames deep (30 shared interpreter frames, then phase > layer > op),
+ * CPU frames deep (30 shared interpreter frames, then phase > layer > 10 dispatcher frames > op),
  * PyTorch-like kernel names.  Prints, per format, bytes per GPU event,
  * write time and the writer's peak RSS growth; then the same for the
  * writer of commit 3c01d39 (every event with its call path as text) on
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
   build(&x, n);
   qsort(x.ev, x.nev, sizeof *x.ev, ev_cmp);
   printf("synthetic trace: %zu GPU operations (kernels, every 50th a copy, every 200th a sync), "
-         "%zu launches, %zu contexts, 45-frame call paths\n\n", x.nev, x.nla, x.tree.n);
+         "%zu launches, %zu contexts, 43-frame call paths\n\n", x.nev, x.nla, x.tree.n);
   printf("| writer                       | GPU events | bytes/event | write s | K ev/s   | RSS +MiB   |\n");
   printf("|------------------------------|-----------:|------------:|--------:|---------:|-----------:|\n");
   run("perfetto (interned)", gpd_xtrace_write_perfetto, &x, dir);

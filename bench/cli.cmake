@@ -1,5 +1,5 @@
 # Benchmarks of the CLI area: bench-tracewrite (`gpuprof trace`'s writers
-# on a synthetic 1 M-event trace with 45-frame call paths: bytes per GPU
+# on a synthetic 1 M-event trace with 43-frame call paths: bytes per GPU
 # event and write time, against the writer of commit 3c01d39 compiled from
 # git history as the baseline when the source tree is a git checkout).
 set(GPD_TW_BEFORE ${CMAKE_CURRENT_BINARY_DIR}/trace-write-before.c)
