@@ -182,6 +182,10 @@ int main(int argc, char **argv) {
   run("chrome (stackFrames)", gpd_xtrace_write_chrome, &x, dir);
 #ifdef GPD_BENCH_BEFORE
   gpd_xtrace_t y = x;
+  if (nb == 0) {
+    gpd_xtrace_free(&x);
+    return 0;
+  }
   y.nev = nb < x.nev ? nb : x.nev;
   y.nla = y.nev;
   run("perfetto before (3c01d39)", gpd_bench_before_perfetto, &y, dir);

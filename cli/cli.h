@@ -122,6 +122,16 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric);
 /** Copy a string, NULL -> "". Never returns NULL (aborts on ENOMEM: CLI only). */
 char *gpd_cli_strdup(const char *s);
 
+/* ---- step.c ---- */
+/** Begin / end a step of a long command (name: what it does, e.g.
+ *  "idleness blame").  When stderr is a terminal and the step runs over
+ *  2 s, a progress line "gpuprof: NAME... N s" is kept up to date and
+ *  replaced by the step's time at its end; with GPUPROF_TIMINGS=1 every
+ *  step's time goes to stderr as "gpuprof: timing NAME S s".  Uses
+ *  SIGALRM while a step runs.  One step at a time. */
+void gpd_cli_step_begin(const char *name);
+void gpd_cli_step_end(void);
+
 /* ---- render.c ---- */
 typedef struct gpd_render_opts_s {
   unsigned metric; /* sort / first-column metric, default GPD_M_GPUOP */
@@ -207,6 +217,9 @@ struct gpd_disasm_s;
  *  never errors; returns 0 or -ENOMEM. */
 int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int pid,
                         const gpd_report_gpu_opts_t *o);
+/** 1 when a process of the profile file path used CUDA (a `cuda` back
+ *  end row): PC samples are CUDA-only. */
+int gpd_report_has_cuda(const char *path);
 /** Lines of notes gathered so far ("" when none). */
 const char *gpd_report_gpu_notes(void);
 /** GPU binary `hash` (32 hex digits) of the profile folder `dir`

@@ -317,6 +317,21 @@ done:
   return r;
 }
 
+int gpd_report_has_cuda(const char *path) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  char err[256];
+  int yes = 0;
+  unsigned wal = gpd_report_wal_before(path);
+  if (gpd_profile_open(path, &db, err, sizeof err) == 0 &&
+      sqlite3_prepare_v2(db, "SELECT 1 FROM backend WHERE api = 'cuda' AND enabled = 1 LIMIT 1", -1, &q, NULL) == SQLITE_OK)
+    yes = sqlite3_step(q) == SQLITE_ROW;
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  gpd_report_wal_after(path, wal);
+  return yes;
+}
+
 gpd_report_gpu_opts_t gpd_report_gpu_opts;
 
 static const char report_usage[] =
@@ -374,6 +389,7 @@ int gpd_report_main(int argc, char **argv) {
   if (stats && (json || o.flat)) return gpd_cli_usage(report_usage, "--stats does not combine with --json or --flat");
 
   gpd_report_gpu_opts.enabled = 1;
+  int asked_detail = gpd_report_gpu_opts.detail;
   if (gpd_report_gpu_opts.detail && !metric_set) o.metric = GPD_M_GINST; /* what GPU nodes have */
   gpd_report_gpu_opts.detail |= o.depth > 0 || o.flat;
   gpd_report_gpu_opts.flat = o.flat;
@@ -381,17 +397,35 @@ int gpd_report_main(int argc, char **argv) {
   char err[1024];
   int r = 0;
   gpd_tree_init(&t);
+  gpd_cli_step_begin("loading the profile");
   for (int i = optind; i < argc; i++) {
     if ((r = gpd_report_load_all(&t, argv[i], pid, all, err, sizeof(err))) < 0) {
+      gpd_cli_step_end();
       fprintf(stderr, "gpuprof: %s\n", err);
       gpd_tree_free(&t);
       return GPD_EXIT_FAIL;
     }
   }
-  if ((r = gpd_tree_finish(&t, o.metric)) < 0) {
+  r = gpd_tree_finish(&t, o.metric);
+  gpd_cli_step_end();
+  if (r >= 0 && pid && t.nprocs == 0) {
+    fprintf(stderr, "gpuprof: no process %d in %s%s\n", pid, argv[optind],
+            argc - optind > 1 ? " or the other files" : "");
+    gpd_tree_free(&t);
+    return GPD_EXIT_FAIL;
+  }
+  if (r < 0) {
     fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
     gpd_tree_free(&t);
     return GPD_EXIT_FAIL;
+  }
+  if (asked_detail && (t.root == SIZE_MAX || gpd_mvec_get(&t.nodes[t.root].incl, GPD_M_GINST) == 0)) {
+    int cuda = 0;
+    for (int i = optind; i < argc; i++)
+      cuda |= gpd_report_has_cuda(argv[i]);
+    fprintf(stderr, "gpuprof: no PC samples: %s\n",
+            cuda ? "record with GPUPROF_PC_SAMPLING=1, or `gpuprof sample --pid N` while it runs"
+                 : "PC sampling is CUDA-only (CUPTI); no process in the profile used CUDA");
   }
   if (stats) {
     for (int i = optind; i < argc && r >= 0; i++)
@@ -405,9 +439,11 @@ int gpd_report_main(int argc, char **argv) {
     /* profiles with traces: GPU idleness blame per process */
     fputs(",\"gpu_idleness\":{\"metric\":\"GIDLE\",\"unit\":\"s\",\"processes\":[", stdout);
     int first = 1;
+    gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++)
       if (gpd_report_idle_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
         fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
     /* duty-cycled processes: their kernel contexts scaled by 1/f */
     fputs("]},\"duty_estimates\":{\"estimate\":\"observed / f\",\"unit\":\"s\",\"processes\":[", stdout);
     first = 1;
@@ -420,16 +456,22 @@ int gpd_report_main(int argc, char **argv) {
       printf("Profile %s: %zu process%s\n\n", argv[optind], t.nprocs, t.nprocs == 1 ? "" : "es");
     else
       printf("Profiles (%d files merged): %zu processes\n\n", argc - optind, t.nprocs);
+    gpd_cli_step_begin("calling-context tree");
     if (o.flat)
       gpd_render_flat(stdout, &t, &o);
     else
       gpd_render_tree(stdout, &t, &o);
     gpd_render_procs(stdout, &t);
     if (gpd_report_gpu_notes()[0]) printf("\nGPU samples:\n%s", gpd_report_gpu_notes());
+    gpd_cli_step_end();
+    gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
       if (gpd_report_idle(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
+    gpd_cli_step_begin("duty-cycle estimates");
     for (int i = optind; i < argc; i++) /* duty-cycled processes: scaled estimates */
       if (gpd_report_duty(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
   }
   if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());
   gpd_tree_free(&t);

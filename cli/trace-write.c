@@ -674,9 +674,7 @@ int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x) {
       if ((te.callstack_iid = pw_stack(&w, s, ctx_cpu(&w.ctx, g->node))) != 0)
         te.has_callstack_iid = 1;
       ap[na] = pw_da(&w, s, &a[na], DA_CPU_WAS);
-      a[na++].string_value = (char *)(!g->node    ? "unknown (no CPU sample or call in the interval)"
-                                      : g->via_sync ? "waiting (sync)"
-                                                    : "running");
+      a[na++].string_value = (char *)gpd_xcpu_name(g->cpu);
       break;
     }
     }
@@ -857,9 +855,7 @@ int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) {
       cw_us(&w, "dur", g->end - g->start);
       if (cw_sf(&w, site))
         fprintf(f, ",\"sf\":%zu", site);
-      fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}",
-              !g->node ? "unknown (no CPU sample or call in the interval)"
-              : g->via_sync ? "waiting (sync)" : "running");
+      fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}", gpd_xcpu_name(g->cpu));
       break;
     }
     default:

@@ -73,9 +73,42 @@ static int has_column(sqlite3 *db, const char *table, const char *col) {
   return yes;
 }
 
+/* Room for n more elements in *a (count *len, capacity *cap, sz bytes
+ * each) at once: a large trace is read without realloc's copies.  0 or
+ * -ENOMEM. */
+static int reserve(void **a, size_t len, size_t *cap, size_t sz, int64_t n) {
+  if (n <= 0 || len + (size_t)n <= *cap)
+    return 0;
+  void *na = realloc(*a, (len + (size_t)n) * sz);
+  if (na == NULL)
+    return -ENOMEM;
+  *a = na;
+  *cap = len + (size_t)n;
+  return 0;
+}
+
+/* rows of profile id in table (its profile_id column) */
+static int64_t count_rows(sqlite3 *db, const char *sql, uint64_t id) {
+  sqlite3_stmt *q = NULL;
+  int64_t n = 0;
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, (int64_t)id);
+    if (sqlite3_step(q) == SQLITE_ROW)
+      n = sqlite3_column_int64(q, 0);
+  }
+  sqlite3_finalize(q);
+  return n;
+}
+
 static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *cs_sql) {
   sqlite3_stmt *q = NULL;
-  int err = 0;
+  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev,
+                    count_rows(db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", id));
+  if (err == 0)
+    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la,
+                  count_rows(db, "SELECT count(*) FROM trace_launch WHERE profile_id=?1", id));
+  if (err < 0)
+    return err;
   if (sqlite3_prepare_v2(db,
                          "SELECT " GPD_TRACE_ROW_COLS
                          " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
@@ -130,13 +163,19 @@ static int cs_cmp(const void *a, const void *b) {
   return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
+/* qsort unless already sorted (one profile's rows come in order) */
+static void sort_if(void *a, size_t n, size_t sz, int (*cmp)(const void *, const void *)) {
+  for (size_t i = 1; i < n; i++)
+    if (cmp((char *)a + (i - 1) * sz, (char *)a + i * sz) > 0) {
+      qsort(a, n, sz, cmp);
+      return;
+    }
+}
+
 static void sort_all(gpd_xtrace_t *x) {
-  if (x->nev)
-    qsort(x->ev, x->nev, sizeof *x->ev, ev_cmp);
-  if (x->nla)
-    qsort(x->la, x->nla, sizeof *x->la, la_cmp);
-  if (x->ncs)
-    qsort(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
+  sort_if(x->ev, x->nev, sizeof *x->ev, ev_cmp);
+  sort_if(x->la, x->nla, sizeof *x->la, la_cmp);
+  sort_if(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
 }
 
 int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn) {

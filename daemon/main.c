@@ -44,7 +44,18 @@ static int stopping;
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
-             "                [--foreground] [--exit-when-idle] [--release-on-consume]\n");
+             "                [--foreground] [--exit-when-idle] [--release-on-consume]\n"
+             "  The node daemon of gpuprof: profiles the GPU programs that load libgpuprof.so\n"
+             "  (calling-context trees, traces, PC samples) and answers gpuprof's queries.\n"
+             "  --socket PATH          the control socket (default " GPD_DEFAULT_SOCKET ")\n"
+             "  --config FILE          settings (default " GPD_DEFAULT_CONFIG "; docs/SERVICE.md)\n"
+             "  --state-dir DIR        where the daemon keeps its state\n"
+             "  --db FILE              the profile store (SQLite)\n"
+             "  --foreground           log to stderr, do not detach\n"
+             "  --exit-when-idle       exit once no process is profiled (gpuprof record)\n"
+             "  --release-on-consume   hand each finished profile back and forget it\n"
+             "  --version              print the version and exit\n"
+             "  --help                 this text\n");
 }
 
 /* Create the parents of dir (0755, as system directories are) and dir
@@ -140,7 +151,8 @@ int main(int argc, char **argv) {
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
       {"release-on-consume", no_argument, NULL, 'r'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
   const char *sock = NULL, *state_dir = NULL, *db = NULL;
   int rc = 1, activated = 0;
   char err[1024];
@@ -149,7 +161,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrh", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrhV", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -162,6 +174,7 @@ int main(int argc, char **argv) {
     case 'x': D.exit_when_idle = 1; break;
     case 'r': D.release_on_consume = 1; break;
     case 'h': usage(stdout); return 0;
+    case 'V': printf("gpuprofd %s\n", GPD_VERSION); return 0;
     default: usage(stderr); return 2;
     }
   }

@@ -89,6 +89,16 @@ def case_report(tmp):
     rc, out, err = run(["report", db])
     check(rc == 0, "report exits 0 (rc=%d, err=%s)" % (rc, err))
     check("2 processes" in out, "header names 2 processes")
+    # a pid the file does not have: an error, not an empty report
+    rc2, out2, err2 = run(["report", "--pid", "424242", db])
+    check(rc2 == 1 and "no process 424242 in " in err2 and out2 == "", "--pid not in the file: rc=%d %r" % (rc2, err2))
+    # PC samples asked of a profile without CUDA (its cuda back end failed): CUDA-only, not "record with ..."
+    rc2, out2, err2 = run(["report", "--gpu-detail", db])
+    check(rc2 == 0 and "PC sampling is CUDA-only" in err2 and "GPUPROF_PC_SAMPLING=1" not in err2,
+          "--gpu-detail without CUDA: %r" % err2)
+    rc2, out2, err2 = run(["advise", db])
+    check("PC sampling is CUDA-only" in out2 + err2 and "GPUPROF_PC_SAMPLING=1" not in out2 + err2,
+          "advise without CUDA: %r" % (out2 + err2))
     root = cols(line_with(out, "<program root>"))
     # GPUOP incl, %, excl, GKER incl, %, excl
     check(root[:6] == ["0.006", "100.0%", "0", "0.005", "100.0%", "0"], "root values %r" % root[:6])
@@ -273,6 +283,11 @@ def case_usage(tmp):
         check(err.startswith("gpuprof: ") and "usage: gpuprof" in err, "%s: message + usage %r" % (args, err))
     rc, out, err = run(["--help"])
     check(rc == 0 and "usage: gpuprof" in out, "--help")
+    for opt in ("--cpu-sampling", "--stats", "--gpu-detail"):
+        check(opt in out, "--help lists %s" % opt)
+    rc, out, err = run(["top", "--help"])
+    for opt in ("--pid N", "--job J", "-n N", "--metric NAME", "--socket PATH"):
+        check(rc == 0 and re.search(r"^  %s +\S" % re.escape(opt), out, re.M), "top --help documents %s: %r" % (opt, out))
     rc, out, err = run(["metrics"])
     check(rc == 0 and out.splitlines()[0].split()[0] == "GPUOP" and "GXCOPY:H2D" in out, "metrics list")
 
@@ -364,6 +379,8 @@ def case_record(tmp):
     # 7. command not found: 127 and a message; the daemon still stopped
     rc, out, err = run(["record", "-o", out_db, "--", os.path.join(tmp, "no-such-cmd")], env=env)
     check(rc == 127 and "cannot run" in err, "missing command: rc=%d %r" % (rc, err))
+    check("profile written to" not in err and "no profile written" in err and not os.path.exists(out_db),
+          "missing command: no profile, and no 'profile written': %r" % err)
     # 8. --keep-socket keeps the folder
     rc, out, err = run(["record", "--keep-socket", "-o", out_db, "--", "true"], env=env)
     kept = [d for d in os.listdir(tmp) if d.startswith("gpuprof-")]
