@@ -72,6 +72,30 @@ grep -qP '^slices GPU 0 stream \d+\tkb\t9$' "$T/dec.txt" && die "the window hold
 grep -qP '^slices GPU 0 stream \d+\tkb\t4$' "$T/dec.txt" || die "live window kb: $(grep kb "$T/dec.txt")"
 grep -qx 'flows 11' "$T/dec.txt" || die "live flows: $(grep flows "$T/dec.txt") (6 + 4 kernels + the read)"
 
+# a program launching all the time (ocl-loop): two windows in a row on it,
+# each with every kernel launched in it (its activity arrives when the
+# kernel completes, after the window for the last ones: gpuprof trace
+# waits for them) and no kernel launched outside it
+LOOP=$(app ocl-loop)
+preload_bg "$S" "$T/loop.out" "$LOOP" 100000000 1 10
+LOOP_PID=$APID
+wait_for "$WAIT" "ocl-loop registered" ps_is "$S" "$LOOP_PID" running
+loop_runs() { "$GPUPROF" --socket "$S" tree --pid "$LOOP_PID" 2>/dev/null | grep -q tiny; }
+wait_for "$WAIT" "ocl-loop's kernels running (compiled)" loop_runs
+for w in 1 2; do
+  "$GPUPROF" --socket "$S" trace --pid "$LOOP_PID" --duration 500ms -o "$T/loop$w.pftrace" 2>"$T/loop$w.err" ||
+    die "window $w on ocl-loop: exit $? ($(cat "$T/loop$w.err"))"
+  "$DEC" "$T/loop$w.pftrace" >"$T/loop$w.txt" || { tail -3 "$T/loop$w.txt"; die "window $w does not decode"; }
+  la=$(grep -P "^instants CPU thread $LOOP_PID\tlaunch <gpu kernel>\t" "$T/loop$w.txt" | cut -f3)
+  ka=$(grep -P '^slices GPU \d+ stream \d+\ttiny\t' "$T/loop$w.txt" | cut -f3 | paste -sd+ | bc)
+  [ -n "$la" ] && [ "$la" -gt 0 ] && [ "$la" = "$ka" ] ||
+    die "window $w: $la kernel launches, $ka kernels written ($(cat "$T/loop$w.err"))"
+  grep -qx "flows $la" "$T/loop$w.txt" || die "window $w: $(grep flows "$T/loop$w.txt") for $la launches"
+  ! grep -q "had no GPU activity" "$T/loop$w.err" || die "window $w: $(cat "$T/loop$w.err")"
+  echo "window $w: $la launches, $ka kernels"
+done
+kill "$LOOP_PID"
+
 # gpuprofd killed mid-window: a clear error, exit 1, no file
 "$GPUPROF" --socket "$S" trace --pid "$APP_PID" --duration 60s -o "$T/killed.pftrace" \
   2>"$T/killed.err" &
