@@ -18,6 +18,7 @@ samples (the blame goes through the launches).
 import argparse
 import os
 import re
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -107,18 +108,21 @@ def build(path, n, every):
 
 def run(gpuprof, path, limit):
     env = dict(os.environ, GPUPROF_TIMINGS="1")
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     try:
         p = subprocess.run([gpuprof, "report", path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            env=env, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        return None, []
+        return None, None, []
     wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         sys.exit("%s report failed (%d): %s" % (gpuprof, p.returncode, p.stderr[-2000:]))
     steps = [(m.group(1), float(m.group(2)))
              for m in re.finditer(r"^gpuprof: timing (.*) ([0-9.]+) s$", p.stderr, re.M)]
-    return wall, steps
+    return wall, cpu, steps
 
 
 def main():
@@ -139,14 +143,18 @@ def main():
     print("synthetic profile: %d GPU operations (every %dth a sync), 43-frame launch sites; built in %.1f s, %.0f MB"
           % (a.ops, a.sync_every, time.monotonic() - t0, os.path.getsize(path) / 1e6))
     print()
-    print("| gpuprof | report wall s | steps (s) |")
-    print("|---|---:|---|")
+    print("load average %s (wall times on a shared machine; CPU = user + system of the report)"
+          % open("/proc/loadavg").read().split()[0])
+    print()
+    print("| gpuprof | report wall s | report CPU s | steps (wall s) |")
+    print("|---|---:|---:|---|")
     for label, exe in (("baseline", a.baseline), ("this build", a.gpuprof)):
         if not exe:
             continue
-        wall, steps = run(exe, path, a.limit)
-        print("| %s | %s | %s |" % (label, "> %.0f" % a.limit if wall is None else "%.2f" % wall,
-                                   ", ".join("%s %.2f" % s for s in steps) or "(no step timings)"))
+        wall, cpu, steps = run(exe, path, a.limit)
+        print("| %s | %s | %s | %s |" % (label, "> %.0f" % a.limit if wall is None else "%.2f" % wall,
+                                        "-" if cpu is None else "%.2f" % cpu,
+                                        ", ".join("%s %.2f" % s for s in steps) or "(no step timings)"))
     if not a.keep:
         os.unlink(path)
         os.rmdir(d)
