@@ -122,6 +122,16 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric);
 /** Copy a string, NULL -> "". Never returns NULL (aborts on ENOMEM: CLI only). */
 char *gpd_cli_strdup(const char *s);
 
+/* ---- opts.c: terminal ---- */
+/** Characters per line for output cut to fit: stdout's terminal width,
+ *  else $COLUMNS, else 160 (a file or a pipe). */
+unsigned gpd_cli_width(void);
+/** Cut call path s ("a > b > ... > z", in place) to at most width
+ *  characters by leaving frames out of its middle: the outermost frame,
+ *  " > ... > ", then as many innermost frames as fit (the innermost one
+ *  always, cut at its end when it alone is too long). */
+void gpd_cli_path_fit(char *s, unsigned width);
+
 /* ---- step.c ---- */
 /** Begin / end a step of a long command (name: what it does, e.g.
  *  "idleness blame").  When stderr is a terminal and the step runs over
@@ -137,6 +147,8 @@ typedef struct gpd_render_opts_s {
   unsigned metric; /* sort / first-column metric, default GPD_M_GPUOP */
   unsigned depth;  /* 0: unlimited */
   int flat;
+  int long_names;  /* 1: kernels' full names in the summaries (default: short, gpd_render_short_name) */
+  int wide;        /* 1: every row of a summary and whole call paths (default: cut to the terminal) */
 } gpd_render_opts_t;
 
 /** Tree (or flat profile) as text, then processes, back ends, gpubins. */
@@ -162,6 +174,11 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
  *  argument list left out ("void ns::k<4, F<float> >(int, F<float>)" ->
  *  "ns::k"); the name itself when nothing is left. */
 void gpd_render_short_name(char *buf, size_t n, const char *name);
+/** The first tables of `report` (as `nsys stats` has them): kernels by
+ *  GKER (time, %, count, average, name) and the other GPU operations
+ *  (copies, memsets, allocations, synchronizations: host waits) by GPUOP,
+ *  each aggregated by name over the whole tree, 20 rows unless o->wide. */
+void gpd_render_summaries(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 /** Human byte count, e.g. "1.50 MiB". */
 void gpd_render_bytes(char *buf, size_t n, double bytes);
 /** Record summary (stderr of `gpuprof record`). */

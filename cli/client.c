@@ -400,7 +400,7 @@ int gpd_client_tree_main(int argc, char **argv) {
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {
-    gpd_render_opts_t ro = {o.metric, o.depth, 0};
+    gpd_render_opts_t ro = {o.metric, o.depth, 0, 0, 0};
     if (o.json) {
       gpd_json_tree(stdout, &t, &ro);
     } else {

@@ -335,8 +335,11 @@ int gpd_report_has_cuda(const char *path) {
 gpd_report_gpu_opts_t gpd_report_gpu_opts;
 
 static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
-    "  Print the calling-context tree of saved profiles (merged by context).\n"
+    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all]\n"
+    "                      [--long-names] [--wide] FILE...\n"
+    "  Print saved profiles (merged by context): a kernel summary and a summary of the other GPU\n"
+    "  operations (copies, memsets, allocations, synchronizations), then the calling-context tree,\n"
+    "  the processes, and the GPU idleness blame of traced processes.\n"
     "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
     "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
     "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
@@ -346,7 +349,11 @@ static const char report_usage[] =
     "  --pid N        only the profiles of process N\n"
     "  --all          also list processes that never used a GPU API\n"
     "  --stats        merged files (gpuprof merge): per-context statistics over the processes,\n"
-    "                 the most imbalanced heavy contexts of --metric first\n";
+    "                 the most imbalanced heavy contexts of --metric first\n"
+    "  --long-names   kernels' full names in the summaries (default: without template and\n"
+    "                 argument lists)\n"
+    "  --wide         every summary row and whole call paths (default: 20 rows, paths cut in\n"
+    "                 the middle to the terminal's width)\n";
 
 int gpd_report_main(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
@@ -354,13 +361,15 @@ int gpd_report_main(int argc, char **argv) {
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
                                        {"all", no_argument, NULL, 'a'},     {"stats", no_argument, NULL, 's'},
                                        {"gpu-detail", no_argument, NULL, 'g'},
+                                       {"long-names", no_argument, NULL, 'L'},
+                                       {"wide", no_argument, NULL, 'W'},
                                        {NULL, 0, NULL, 0}};
-  gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
+  gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0, 0, 0};
   int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasg", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasgLW", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
@@ -380,6 +389,8 @@ int gpd_report_main(int argc, char **argv) {
     case 'a': all = 1; break;
     case 's': stats = 1; break;
     case 'g': gpd_report_gpu_opts.detail = 1; break;
+    case 'L': o.long_names = 1; break;
+    case 'W': o.wide = 1; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -456,6 +467,9 @@ int gpd_report_main(int argc, char **argv) {
       printf("Profile %s: %zu process%s\n\n", argv[optind], t.nprocs, t.nprocs == 1 ? "" : "es");
     else
       printf("Profiles (%d files merged): %zu processes\n\n", argc - optind, t.nprocs);
+    gpd_cli_step_begin("kernel and operation summaries");
+    gpd_render_summaries(stdout, &t, &o);
+    gpd_cli_step_end();
     gpd_cli_step_begin("calling-context tree");
     if (o.flat)
       gpd_render_flat(stdout, &t, &o);
@@ -466,7 +480,8 @@ int gpd_report_main(int argc, char **argv) {
     gpd_cli_step_end();
     gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
-      if (gpd_report_idle(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+      if (gpd_report_idle(stdout, argv[i], pid, o.wide ? 0 : gpd_cli_width(), err, sizeof(err)) < 0)
+        fprintf(stderr, "gpuprof: %s\n", err);
     gpd_cli_step_end();
     gpd_cli_step_begin("duty-cycle estimates");
     for (int i = optind; i < argc; i++) /* duty-cycled processes: scaled estimates */

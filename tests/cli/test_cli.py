@@ -71,6 +71,12 @@ def make_deep_db(path, depth):
 
 
 def line_with(text, needle):
+    """The first line with needle in the tree or flat profile (after the
+    report's summary tables), else anywhere."""
+    for head in ("Calling context tree", "Flat profile"):
+        if head in text:
+            text = text[text.index(head):]
+            break
     for l in text.splitlines():
         if needle in l:
             return l
@@ -90,6 +96,16 @@ def case_report(tmp):
     check(rc == 0, "report exits 0 (rc=%d, err=%s)" % (rc, err))
     check("2 processes" in out, "header names 2 processes")
     # a pid the file does not have: an error, not an empty report
+    # the summaries come first (as nsys stats): kernels by GKER with their
+    # short names, then the other operations
+    check(out.index("Kernels (GKER): ") < out.index("GPU operations other than kernels") <
+          out.index("Calling context tree"), "summaries first")
+    krow = [l for l in out.splitlines() if l.endswith("  axpy_kernel")]
+    check(len(krow) == 1 and cols(krow[0])[:4] == ["0.005000", "100.0%", "16", "312.500"], "kernel summary row %r" % krow)
+    crow = [l for l in out.splitlines() if l.endswith("  <gpu copy>")]
+    check(len(crow) == 1 and cols(crow[0])[:2] == ["0.001000", "100.0%"], "operation summary row %r" % crow)
+    rc2, out2, err2 = run(["report", "--long-names", db])
+    check(rc2 == 0 and any(l.endswith("  axpy_kernel(float*)") for l in out2.splitlines()), "--long-names")
     rc2, out2, err2 = run(["report", "--pid", "424242", db])
     check(rc2 == 1 and "no process 424242 in " in err2 and out2 == "", "--pid not in the file: rc=%d %r" % (rc2, err2))
     # PC samples asked of a profile without CUDA (its cuda back end failed): CUDA-only, not "record with ..."
@@ -362,8 +378,9 @@ def case_record(tmp):
     check("pgrp_own=True" in dargs, "daemon in its own process group")
     check("profile written to %s" % out_db in err, "summary names the file")
     check("2 processes, 18 GPU ops, GPUOP 0.006 s, 3 dropped records" in err, "summary totals %r" % err)
-    k = line_with(err, "axpy_kernel(float*)")
-    check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"], "top kernel line %r" % k)
+    k = line_with(err, "axpy_kernel")  # its short name: no argument list
+    check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"] and k.endswith("  axpy_kernel"),
+          "top kernel line %r" % k)
     check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
     check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
     # 5. existing LD_PRELOAD kept before the shim; a second libgpuprof.so dropped
