@@ -564,7 +564,15 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
     if (total_frames > nf) len += (size_t)snprintf(path, sizeof(path), "... > ");
     for (size_t k = nf; k-- > 0 && len + 1 < sizeof(path);) {
       const Gpuprof__Node *nd = e->path[frames[k]];
-      const char *fn = nd->label[0] ? nd->label : (nd->n_frames ? nd->frames[0]->function : "??");
+      const char *fn = nd->n_frames && nd->frames[0]->function[0] ? nd->frames[0]->function : nd->label;
+      char where[256];
+      if ((!fn[0] || !strcmp(fn, "??")) && nd->module[0]) {
+        /* no symbol: where, as report spells it (module+offset) */
+        snprintf(where, sizeof(where), "%s+0x%llx", base_name(nd->module), (unsigned long long)nd->offset);
+        fn = where;
+      } else if (!fn[0]) {
+        fn = "??";
+      }
       int w = snprintf(path + len, sizeof(path) - len, "%s%s", fn, k ? " > " : "");
       if (w < 0) break;
       len += (size_t)w;
