@@ -41,12 +41,19 @@ void gpd_render_value(char *buf, size_t n, unsigned id, double v) {
     snprintf(buf, n, "0");
     return;
   }
+  /* one format per unit (the unit is in the column's header) */
   if (d && d->unit == GPD_UNIT_NS)
-    snprintf(buf, n, "%.4g", v / 1e9);
-  else if (d && d->unit == GPD_UNIT_COUNT)
+    snprintf(buf, n, "%.6f", v / 1e9); /* s, to the us */
+  else if (d && (d->unit == GPD_UNIT_COUNT || d->unit == GPD_UNIT_BYTES))
     snprintf(buf, n, "%.0f", v);
   else
-    snprintf(buf, n, "%.4g", v);
+    snprintf(buf, n, "%.2f", v);
+}
+
+/* " s", " B" or "": the unit a column of metric id is shown in */
+static const char *unit_suffix(unsigned id) {
+  const gpd_metric_desc_t *d = gpd_metric_desc(id);
+  return d && d->unit == GPD_UNIT_NS ? " s" : d && d->unit == GPD_UNIT_BYTES ? " B" : "";
 }
 
 static const char *metric_name(unsigned id) {
@@ -181,9 +188,9 @@ static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
 static void tree_header(FILE *f, const unsigned *cols, size_t nc) {
   for (size_t c = 0; c < nc; c++) {
     char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:incl", metric_name(cols[c]));
-    snprintf(b, sizeof(b), "%s:excl", metric_name(cols[c]));
-    fprintf(f, "%12s %6s %12s ", a, "%", b);
+    snprintf(a, sizeof(a), "%s:incl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    snprintf(b, sizeof(b), "%s:excl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    fprintf(f, "%14s %6s %14s ", a, "%", b);
   }
   fprintf(f, " calling context\n");
 }
@@ -210,7 +217,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     gpd_render_value(iv, sizeof(iv), cols[c], inc);
     gpd_render_value(ev, sizeof(ev), cols[c], gpd_mvec_shown(&nd->excl, cols[c]));
     pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
-    fprintf(f, "%12s %6s %12s ", iv, pv, ev);
+    fprintf(f, "%14s %6s %14s ", iv, pv, ev);
   }
   gpd_render_node_name(name, sizeof(name), nd);
   extras(ex, sizeof(ex), &nd->incl);
@@ -221,7 +228,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
    * says where the next outer function calls it */
   for (uint32_t k = 1; k < nd->nframes; k++) {
     const gpd_tframe_t *fr = &nd->frames[k];
-    fprintf(f, "%*s ", (int)(nc * 33), "");
+    fprintf(f, "%*s ", (int)(nc * 37), "");
     indent(f, depth + k);
     fprintf(f, "[inlined] %s", fr->function[0] ? fr->function : "??");
     if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", fr->file, fr->line);
@@ -256,7 +263,7 @@ void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     fprintf(f, "(empty profile)\n");
     return;
   }
-  fprintf(f, "Calling context tree (top-down; times in seconds; %% of the root's inclusive value; sorted by %s)\n",
+  fprintf(f, "Calling context tree (top-down; units in the headers: s, B; %% of the root's inclusive value; sorted by %s)\n",
           metric_name(o->metric));
   tree_header(f, cols, nc);
   tree_walk(f, t, cols, nc, o);
@@ -384,14 +391,14 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   }
   const gpd_tnode_t *root = &t->nodes[t->root];
   size_t nr = flat_rows(t, o->metric, &rows);
-  fprintf(f, "Flat profile (by kind and label; times in seconds; %% of the root's inclusive value; sorted by %s "
+  fprintf(f, "Flat profile (by kind and label; units in the headers: s, B; %% of the root's inclusive value; sorted by %s "
              "exclusive)\n",
           metric_name(o->metric));
   for (size_t c = 0; c < nc; c++) {
     char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:excl", metric_name(cols[c]));
-    snprintf(b, sizeof(b), "%s:incl", metric_name(cols[c]));
-    fprintf(f, "%12s %6s %12s ", a, "%", b);
+    snprintf(a, sizeof(a), "%s:excl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    snprintf(b, sizeof(b), "%s:incl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    fprintf(f, "%14s %6s %14s ", a, "%", b);
   }
   fprintf(f, "%8s  %-7s %s\n", "COUNT", "KIND", "NAME");
   for (size_t r = 0; r < nr; r++) {
@@ -401,7 +408,7 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
       gpd_render_value(ev, sizeof(ev), cols[c], ex);
       gpd_render_value(iv, sizeof(iv), cols[c], gpd_mvec_shown(&rows[r].incl, cols[c]));
       pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
-      fprintf(f, "%12s %6s %12s ", ev, pv, iv);
+      fprintf(f, "%14s %6s %14s ", ev, pv, iv);
     }
     fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
             rows[r].label[0] ? rows[r].label : "??");

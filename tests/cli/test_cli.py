@@ -117,14 +117,14 @@ def case_report(tmp):
           "advise without CUDA: %r" % (out2 + err2))
     root = cols(line_with(out, "<program root>"))
     # GPUOP incl, %, excl, GKER incl, %, excl
-    check(root[:6] == ["0.006", "100.0%", "0", "0.005", "100.0%", "0"], "root values %r" % root[:6])
+    check(root[:6] == ["0.006000", "100.0%", "0", "0.005000", "100.0%", "0"], "root values %r" % root[:6])
     solve = cols(line_with(out, "solve (solve.c:20)"))
-    check(solve[:6] == ["0.005", "83.3%", "0", "0.005", "100.0%", "0"], "solve values %r" % solve[:6])
+    check(solve[:6] == ["0.005000", "83.3%", "0", "0.005000", "100.0%", "0"], "solve values %r" % solve[:6])
     copy = cols(line_with(out, "<gpu copy>"))
-    check(copy[:6] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0"], "copy values %r" % copy[:6])
+    check(copy[:6] == ["0.001000", "16.7%", "0.001000", "0", "0.0%", "0"], "copy values %r" % copy[:6])
     check("GXCOPY:H2D=1.00 MiB" in (line_with(out, "<gpu copy>") or ""), "copy shows 1 MiB H2D")
     k = line_with(out, "axpy_kernel(float*)  {GKER:COUNT=15}")
-    check(k is not None and cols(k)[:3] == ["0.004", "66.7%", "0.004"], "merged kernel (2 profiles) %r" % k)
+    check(k is not None and cols(k)[:3] == ["0.004000", "66.7%", "0.004000"], "merged kernel (2 profiles) %r" % k)
     # shape: indentation grows along the path; inlined frame nested under solve
     lines = out.splitlines()
     ctx_col = line_with(out, "calling context").index("calling context")
@@ -160,20 +160,20 @@ def case_report(tmp):
     # --pid 1002: only the second profile's kernel
     rc, out, err = run(["report", "--pid", "1002", db])
     root = cols(line_with(out, "<program root>"))
-    check(rc == 0 and root[:1] == ["0.001"] and "1 process" in out, "--pid 1002 root 0.001 s: %r" % root)
+    check(rc == 0 and root[:1] == ["0.001000"] and "1 process" in out, "--pid 1002 root 0.001 s: %r" % root)
     check(line_with(out, "copy_in") is None, "--pid 1002 has no copy")
     # --metric GXCOPY:H2D: a column of its own, sorted by it
     rc, out, err = run(["report", "--metric", "GXCOPY:H2D", db])
     hdr = line_with(out, "calling context")
     check(rc == 0 and hdr.split()[0] == "GXCOPY:H2D:incl", "--metric adds the first column: %r" % hdr)
     c = cols(line_with(out, "copy_in (copy.c:7)"))
-    check(c[:2] == ["1.049e+06", "100.0%"], "copy_in H2D bytes %r" % c[:2])
+    check(c[:2] == ["1048576", "100.0%"], "copy_in H2D bytes %r" % c[:2])
     # two files merge by context id: values double
     db2 = os.path.join(tmp, "q.gpdb")
     make_db(db2)
     rc, out, err = run(["report", db, db2])
     root = cols(line_with(out, "<program root>"))
-    check(rc == 0 and root[:1] == ["0.012"] and "4 processes" in out, "two files merged: %r" % root[:2])
+    check(rc == 0 and root[:1] == ["0.012000"] and "4 processes" in out, "two files merged: %r" % root[:2])
 
 
 def case_json(tmp):
@@ -244,11 +244,11 @@ def case_flat(tmp):
     hdr = [i for i, l in enumerate(lines) if "KIND" in l][0]
     rows = [l.split(None, 8) for l in lines[hdr + 1:hdr + 7]]
     # GPUOP excl, %, GPUOP incl, GKER excl, %, GKER incl, COUNT, KIND, NAME
-    check(rows[0] == ["0.005", "83.3%", "0.005", "0.005", "100.0%", "0.005", "16", "kernel", "axpy_kernel(float*)"],
+    check(rows[0] == ["0.005000", "83.3%", "0.005000", "0.005000", "100.0%", "0.005000", "16", "kernel", "axpy_kernel(float*)"],
           "kernel row aggregates both contexts: %r" % rows[0])
-    check(rows[1] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0", "2", "gpu-op", "<gpu copy>"], "copy row %r" % rows[1])
+    check(rows[1] == ["0.001000", "16.7%", "0.001000", "0", "0.0%", "0", "2", "gpu-op", "<gpu copy>"], "copy row %r" % rows[1])
     solve = [r for r in rows if r[-1] == "solve"]
-    check(len(solve) == 1 and solve[0][2] == "0.005", "recursive solve counted once inclusive (0.005): %r" % solve)
+    check(len(solve) == 1 and solve[0][2] == "0.005000", "recursive solve counted once inclusive (0.005): %r" % solve)
     check(not [r for r in rows if r[-1] == "idle"], "zero rows hidden")
 
 
@@ -432,9 +432,9 @@ def case_live(tmp):
         rc, out, err = run(["tree", "--socket", sock])
         check(rc == 0, "tree exits 0 %r" % err)
         root = cols(line_with(out, "<program root>"))
-        check(root[:6] == ["0.004", "100.0%", "0", "0.004", "100.0%", "0"], "live tree root %r" % root)
+        check(root[:6] == ["0.004000", "100.0%", "0", "0.004000", "100.0%", "0"], "live tree root %r" % root)
         k = cols(line_with(out, "vec_add"))
-        check(k[:3] == ["0.004", "100.0%", "0.004"] and "{GKER:COUNT=8}" in line_with(out, "vec_add"), "kernel %r" % k)
+        check(k[:3] == ["0.004000", "100.0%", "0.004000"] and "{GKER:COUNT=8}" in line_with(out, "vec_add"), "kernel %r" % k)
         check(line_with(out, "main (main.c:12)") is not None, "frames rendered")
         check(line_with(out, "cuda     pid 1001: no CUDA driver (code -4191)") is not None, "disabled back end")
         rc, out, err = run(["tree", "--socket", sock, "--json"])
@@ -443,12 +443,12 @@ def case_live(tmp):
         check(kern["label"] == "vec_add" and kern["metrics"]["GKER"]["incl"] == 4000000, "tree --json kernel")
         rc, out, err = run(["tree", "--socket", sock, "--depth", "1"])
         main = cols(line_with(out, "main (main.c:12)"))
-        check(rc == 0 and main[:3] == ["0.004", "100.0%", "0"] and not line_with(out, "vec_add"),
+        check(rc == 0 and main[:3] == ["0.004000", "100.0%", "0"] and not line_with(out, "vec_add"),
               "depth-1 tree uses the reply's incl %r" % main)
         rc, out, err = run(["top", "--socket", sock])
         check(rc == 0, "top exits 0 %r" % err)
         row = line_with(out, "vec_add")
-        check(row is not None and cols(row)[:5] == ["1", "vec_add", "0.002", "50.0%", "4"], "top row %r" % row)
+        check(row is not None and cols(row)[:5] == ["1", "vec_add", "0.002000", "50.0%", "4"], "top row %r" % row)
         check(row is not None and row.rstrip().endswith("... > solve > step > launch"), "top path innermost 3 %r" % row)
         rc, out, err = run(["top", "--socket", sock, "--pid", "999"])
         check(rc == 1 and err.strip() == "gpuprof: no process 999 is profiled", "top Error reply %r" % err)
@@ -535,7 +535,7 @@ def case_deep(tmp):
     row = cols(line_with(out, "deep_kernel"))
     check(rc == 0 and row[-3:] == ["7", "kernel", "deep_kernel"], "flat kernel row %r" % row)
     f0 = cols(line_with(out, " cpu     f0"))
-    check(f0[:3] == ["0", "0.0%", "7e-06"], "flat: recursion counted once %r" % f0)
+    check(f0[:3] == ["0", "0.0%", "0.000007"], "flat: recursion counted once %r" % f0)
 
 
 def case_fifo(tmp):
