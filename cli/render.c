@@ -150,6 +150,8 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
         snprintf(buf, n, "%s", fn[0] ? fn : "??");
       return;
     }
+    if (!strcmp(label, "??"))
+      label = ""; /* no symbol: where, below */
     if (label[0] && nd->module[0])
       snprintf(buf, n, "%s [%s+0x%llx]", label, base_name(nd->module), (unsigned long long)nd->offset);
     else if (label[0])
@@ -279,8 +281,11 @@ typedef struct flat_row_s {
 
 static const gpd_tree_t *flat_tree;
 static unsigned flat_metric;
+static char **flat_where; /* per node: "module+0xoffset" of a frame without a symbol, else NULL */
 
 static const char *flat_label(const gpd_tnode_t *nd) {
+  const char *w = flat_where ? flat_where[nd - flat_tree->nodes] : NULL;
+  if (w) return w; /* spelled as the tree spells it, never ?? */
   if (nd->kind == GPD_NODE_FRAME && !nd->label[0] && nd->nframes) return nd->frames[0].function;
   return nd->label;
 }
@@ -338,6 +343,17 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
     idx[ni++] = i;
   }
   flat_tree = t;
+  flat_where = calloc(t->n + 1, sizeof(*flat_where));
+  if (!flat_where) abort();
+  for (size_t k = 0; k < ni; k++) {
+    const gpd_tnode_t *nd = &t->nodes[idx[k]];
+    const char *fn = nd->nframes && nd->frames[0].function[0] ? nd->frames[0].function : nd->label;
+    if (nd->kind == GPD_NODE_FRAME && (!fn[0] || !strcmp(fn, "??")) && nd->module[0]) {
+      char buf[1024];
+      gpd_render_node_name(buf, sizeof(buf), nd);
+      flat_where[idx[k]] = gpd_cli_strdup(buf);
+    }
+  }
   qsort(idx, ni, sizeof(*idx), flat_key_cmp);
   for (size_t k = 0; k < ni; k++) {
     const gpd_tnode_t *nd = &t->nodes[idx[k]];
@@ -416,6 +432,9 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     gpd_mvec_free(&rows[r].incl);
   }
   free(rows);
+  for (size_t i = 0; i < t->n; i++) free(flat_where[i]);
+  free(flat_where);
+  flat_where = NULL;
 }
 
 /* ---- processes, back ends, GPU binaries ---- */

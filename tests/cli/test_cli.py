@@ -250,6 +250,19 @@ def case_flat(tmp):
     solve = [r for r in rows if r[-1] == "solve"]
     check(len(solve) == 1 and solve[0][2] == "0.005000", "recursive solve counted once inclusive (0.005): %r" % solve)
     check(not [r for r in rows if r[-1] == "idle"], "zero rows hidden")
+    # a frame without a symbol is spelled one way in the tree and --flat
+    # (module+offset, as perf does), never ??
+    db2 = os.path.join(tmp, "unsym.gpdb")
+    make_db(db2, "UPDATE context SET label = '??' WHERE label = 'solve'; DELETE FROM frame WHERE function = 'solve';")
+    rc, out, err = run(["report", db2])
+    tree = [l for l in out.splitlines() if "app+0x" in l]
+    rc2, out2, err2 = run(["report", "--flat", db2])
+    flat = [l for l in out2.splitlines() if "app+0x" in l]
+    check(rc == 0 and rc2 == 0 and tree and flat and "??" not in out + out2, "no ?? in tree or flat: %r %r" % (tree, flat))
+    m = re.search(r"(app\+0x[0-9a-f]+)", tree[0]) if tree else None
+    name = m.group(1) if m else None
+    check(name is not None and re.fullmatch(r"app\+0x[0-9a-f]+", name) and any(l.endswith(" " + name) for l in flat),
+          "the same spelling %r in both" % name)
 
 
 def case_badfile(tmp):
