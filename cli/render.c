@@ -209,6 +209,23 @@ static void indent(FILE *f, unsigned depth) {
     fprintf(f, "%*s[depth %u] ", 2 * INDENT_MAX, "", depth);
 }
 
+/* 1 when nd and another child of its parent would print the same name
+ * (two calls from one line, frames without a symbol or a line): then the
+ * call site's offset tells them apart. */
+static int shares_name(const gpd_tree_t *t, const gpd_tnode_t *nd) {
+  if (nd->parent == SIZE_MAX || nd->kind != GPD_NODE_FRAME) return 0;
+  const gpd_tnode_t *p = &t->nodes[nd->parent];
+  for (uint32_t k = 0; k < p->nkids; k++) {
+    const gpd_tnode_t *s = &t->nodes[p->kids[k]];
+    if (s == nd || s->kind != nd->kind || strcmp(s->label, nd->label) || s->nframes != nd->nframes) continue;
+    if (nd->nframes && (strcmp(s->frames[0].function, nd->frames[0].function) ||
+                        strcmp(s->frames[0].file, nd->frames[0].file) || s->frames[0].line != nd->frames[0].line))
+      continue;
+    if (s->offset != nd->offset || strcmp(s->module, nd->module)) return 1;
+  }
+  return 0;
+}
+
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
                       unsigned depth) {
   const gpd_tnode_t *root = &t->nodes[t->root];
@@ -225,7 +242,10 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);
-  fprintf(f, "%s%s\n", name, ex);
+  if (shares_name(t, nd) && !strstr(name, "+0x"))
+    fprintf(f, "%s @%s+0x%llx%s\n", name, base_name(nd->module), (unsigned long long)nd->offset, ex);
+  else
+    fprintf(f, "%s%s\n", name, ex);
   /* inlined frames: nested lines, no metric columns of their own; each
    * says where the next outer function calls it */
   for (uint32_t k = 1; k < nd->nframes; k++) {

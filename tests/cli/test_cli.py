@@ -263,6 +263,18 @@ def case_flat(tmp):
     name = m.group(1) if m else None
     check(name is not None and re.fullmatch(r"app\+0x[0-9a-f]+", name) and any(l.endswith(" " + name) for l in flat),
           "the same spelling %r in both" % name)
+    # two calls of one function from one line (siblings of one name): the
+    # tree tells them apart by their call sites' offsets
+    db3 = os.path.join(tmp, "twins.gpdb")
+    make_db(db3, "INSERT INTO context SELECT 900, parent, kind, module, NULL, offset + 16, label, NULL FROM context"
+                 " WHERE label = 'solve' ORDER BY id LIMIT 1; INSERT INTO frame SELECT 900, depth, function, file, line,"
+                 " inlined FROM frame WHERE context_id = (SELECT id FROM context WHERE label = 'solve' ORDER BY id"
+                 " LIMIT 1); INSERT INTO metric VALUES (1, 900, 0, 1000);")
+    rc, out, err = run(["report", db3])
+    twins = [l for l in out.split("Calling context tree")[1].splitlines() if "solve (solve.c:20)" in l]
+    check(rc == 0 and len(twins) == 2 and all(re.search(r"solve \(solve\.c:20\) @app\+0x[0-9a-f]+", l) for l in twins)
+          and len({re.search(r"@(app\+0x[0-9a-f]+)", l).group(1) for l in twins}) == 2,
+          "siblings of one name show their call sites: %r" % twins)
 
 
 def case_badfile(tmp):
