@@ -45,7 +45,7 @@ grep -qP '^slices GPU 0 stream \d+\tka\t13$' "$T/dec.txt" || die "exported ka: $
 # without CPU samples the CPU context of the gap (cpu_think spinning
 # through the restart) is unknown: said so, with the call that ends it
 # (cpu_think's clFinish) as the hint; never "running"
-"$GPUPROF" report "$DB" >"$T/rep.txt" || die "report failed"
+"$GPUPROF" report --wide "$DB" >"$T/rep.txt" || die "report failed"
 grep -A4 "GPU idleness blame" "$T/rep.txt" | grep "unknown" | head -1 |
   grep -q "(no CPU sample) next GPU call from: .*cpu_think" ||
   die "the largest blame is not the unknown span before cpu_think's call: $(grep -A5 'idleness blame' "$T/rep.txt")"

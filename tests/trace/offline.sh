@@ -46,12 +46,14 @@ done < <(grep '^idle ' <<<"$dec")
 the report's blame: $("$GPUPROF" report "$T/g.gpdb" 2>&1 | grep -A8 'idleness blame')"
 
 # idleness blame in the report: cpu_think's contexts (its samples), running, >= 0.29 s
-"$GPUPROF" report "$T/g.gpdb" >"$T/rep.txt" || die "report failed"
+"$GPUPROF" report --wide "$T/g.gpdb" >"$T/rep.txt" || die "report failed"
 grep -q "GPU idleness blame" "$T/rep.txt" || die "report has no idleness blame section"
 $PY - "$T/rep.txt" <<'PYEOF' ||
 import sys
+# running (its CPU samples), or unknown with cpu_think's call as the hint:
+# a sub-interval without a sample (a loaded machine, ASan) is not sampled
 s = sum(float(l.split()[1]) for l in open(sys.argv[1])
-        if "%" in l and "running" in l and "cpu_think" in l)
+        if "%" in l and (" running " in l or " unknown " in l) and "cpu_think" in l)
 sys.exit(0 if s >= 0.29 else 1)
 PYEOF
   die "report does not blame >= 0.29 s on cpu_think: $(grep -A6 'idleness blame' "$T/rep.txt")"
@@ -75,8 +77,8 @@ assert abs(p["GIDLE:RUN"] + p["GIDLE:SYNC"] + p["GIDLE:UNKNOWN"] - p["GIDLE"]) <
 # contexts past the first 100 (CPU samples in many places) are only counted
 shown = sum(c["GIDLE"] for c in p["contexts"])
 assert (abs(shown - p["GIDLE"]) < 1e-6) if p["more_contexts"] == 0 else (shown <= p["GIDLE"] + 1e-6), p
-run = sum(c["GIDLE"] for c in p["contexts"] if c["cpu"] == "running" and "cpu_think" in c["path"])
-assert run >= 0.29 and p["GIDLE:RUN"] >= run, (run, p)
+run = sum(c["GIDLE"] for c in p["contexts"] if c["cpu"] in ("running", "unknown") and "cpu_think" in c["path"])
+assert run >= 0.29 and p["GIDLE:RUN"] + p["GIDLE:UNKNOWN"] >= run, (run, p)
 assert p["pid"] in [q["pid"] for q in d["processes"]], p
 PYEOF
 
