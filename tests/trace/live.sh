@@ -56,6 +56,14 @@ grep -q "no trace events in the window" "$T/empty.err" || die "no note: $(cat "$
 "$DEC" "$T/empty.pftrace" >"$T/empty.txt" || die "the empty window's trace does not decode"
 ! grep -q '^slices' "$T/empty.txt" || die "the empty window has slices: $(cat "$T/empty.txt")"
 
+# PC sampling asked of an OpenCL process: refused, saying it is CUDA-only
+set +e
+"$GPUPROF" --socket "$S" sample --pid "$APP_PID" --duration 200ms >"$T/pcs.out" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "^pid $APP_PID: .*PC sampling is CUDA-only" "$T/pcs.out" && ! grep -q "control kind" "$T/pcs.out" ||
+  die "sample --pid on an OpenCL process: exit $rc ($(cat "$T/pcs.out"))"
+
 # the window of the job: opened now, the second burst runs inside it
 "$GPUPROF" --socket "$S" trace --job tj12 --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
 TR_PID=$!
