@@ -34,6 +34,7 @@
 #include <sqlite3.h>
 
 #include "gpuprof/metric.h"
+#include "gpuprof/outfile.h"
 
 /** Format of a merged file: 3 (format 2 + pmetric and stat tables; its
  *  `metric` table is empty, docs/FORMATS.md). */
@@ -270,14 +271,13 @@ int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32
                       gpd_mwrite_info_t *info, char *err, size_t errn);
 
 /** The merged file being written (result.c): a private temporary file
- *  beside `out` (mkstemp, 0600), no journal, one transaction, renamed over
+ *  beside `out` (gpuprof/outfile.h), no journal, one transaction, renamed over
  *  `out` only by gpd_mout_finish.  The threaded merge and rank 0 of the
  *  MPI merge write through it, so both give the same rows.  Single thread. */
 typedef struct gpd_mout_s {
   sqlite3 *db;
   sqlite3_stmt *ins[GPD_MT__COUNT], *pm, *stq;
-  int fd;
-  char tmp[8500];
+  gpd_outfile_t of; /* the temporary file; renamed over out by gpd_mout_finish */
   const char *out;
   char *err;
   size_t errn;

@@ -18,6 +18,7 @@
 
 #include "analyzer.h"
 #include "gpuprof/error.h"
+#include "store-open.h"
 #include "gpuprof/metric.h"
 
 /* profiles an input contributes (?1 job id or NULL, ?2 uid or -1) */
@@ -432,10 +433,14 @@ int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, ch
     sqlite3_free(q);
     snprintf(uri + o, sizeof(uri) - o, "?mode=ro%s", has_wal ? "" : "&immutable=1");
   }
-  if (sqlite3_open_v2(uri, &r.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-                      NULL) != SQLITE_OK) {
-    e = fail(&r, GPD_ESTORE, "cannot open: %s", r.db ? sqlite3_errmsg(r.db) : "out of memory");
-    goto done;
+  /* read-only, its schema checked, under a deadline (store-open.h) */
+  {
+    char oerr[600];
+    if ((e = gpd_store_open_readonly(uri, path, SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, &r.db, oerr, sizeof(oerr))) <
+        0) {
+      snprintf(r.err, r.errn, "%s", oerr); /* it names the file */
+      goto done;
+    }
   }
   if (stat(path, &sb2) < 0 || sb2.st_dev != sb.st_dev || sb2.st_ino != sb.st_ino) {
     e = fail(&r, GPD_ESTORE, "changed while being opened");

@@ -21,6 +21,7 @@
 
 #include "analyzer.h"
 #include "gpuprof/error.h"
+#include "store-open.h"
 
 const char *const gpd_shard_tables[GPD_SHARD_NTABLES] = {"context", "frame", "stat", "pmetric"};
 
@@ -129,6 +130,11 @@ int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, s
       break;
     }
     sqlite3_finalize(at);
+    snprintf(q, sizeof(q), "s%d", n);
+    if ((e = gpd_store_check_schema(db, q, sp, err, errn)) < 0) {
+      n++;
+      break;
+    }
     if (!check_tag(db, n, nonce, ord)) {
       snprintf(err, errn, "%s: shard %s: not the shard %lld of this file (another merge's?)", path, sp,
                (long long)ord);
@@ -172,10 +178,8 @@ int gpd_profile_open(const char *path, sqlite3 **db, char *err, size_t errn) {
   char *rp = realpath(path, NULL); /* the file itself: links are resolved once, here */
   int e = 0;
   *db = NULL;
-  if (sqlite3_open_v2(rp ? rp : path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
-    snprintf(err, errn, "cannot open %s: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
-    e = GPD_ESTORE;
-  } else {
+  /* read-only, its schema checked, under a deadline (store-open.h) */
+  if ((e = gpd_store_open_readonly(rp ? rp : path, path, 0, db, err, errn)) == 0) {
     sqlite3_busy_timeout(*db, 5000); /* a daemon may be writing a store */
     e = gpd_profile_attach(*db, rp ? rp : path, NULL, err, errn);
   }

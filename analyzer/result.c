@@ -346,31 +346,18 @@ static int write_head(gpd_mout_t *o, uint32_t nprof, uint32_t ninputs) {
 
 int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mwrite_info_t *info,
                   char *err, size_t errn) {
-  char dir[4200];
   int e;
   memset(o, 0, sizeof(*o));
-  o->fd = -1;
+  o->of.fd = -1;
   o->out = out;
   o->err = err;
   o->errn = errn;
   o->info = info;
   memset(info, 0, sizeof(*info));
-  snprintf(dir, sizeof(dir), "%s", out);
-  char *base = strrchr(dir, '/');
-  if (base) {
-    *base++ = 0;
-    snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.XXXXXX", *dir ? dir : "/", base);
-  } else {
-    snprintf(o->tmp, sizeof(o->tmp), ".%s.XXXXXX", out);
-  }
-  /* private, new, never a planted link: mkstemp makes it 0600 with O_EXCL */
-  if ((o->fd = mkstemp(o->tmp)) < 0) {
-    e = ofail(o, -errno, "%s: cannot create a file beside it: %s", out, strerror(errno));
-    o->tmp[0] = 0;
-    return e;
-  }
-  if (sqlite3_open_v2(o->tmp, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-    e = ofail(o, GPD_ESTORE, "%s: %s", o->tmp, o->db ? sqlite3_errmsg(o->db) : "out of memory");
+  /* private, new, never through a planted link (gpuprof/outfile.h) */
+  if ((e = gpd_outfile_open(&o->of, out, err, errn)) < 0) return e;
+  if (sqlite3_open_v2(o->of.tmp, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    e = ofail(o, GPD_ESTORE, "%s: %s", o->of.tmp, o->db ? sqlite3_errmsg(o->db) : "out of memory");
     gpd_mout_close(o);
     return e;
   }
@@ -386,7 +373,7 @@ int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninpu
 int gpd_mout_open_shard(gpd_mout_t *o, gpd_mwrite_info_t *info, char *err, size_t errn) {
   int e;
   memset(o, 0, sizeof(*o));
-  o->fd = -1;
+  o->of.fd = -1;
   o->err = err;
   o->errn = errn;
   o->info = info;
@@ -441,21 +428,9 @@ int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char
   sqlite3_free(q);
   if (e < 0 || (e = gpd_mout_image(o, &img, &n)) < 0) return e;
   snprintf(path, sizeof(path), "%s/%s", dir, rec->name);
-  snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.XXXXXX", dir, rec->name);
-  /* private and new (mkstemp: 0600, O_EXCL), renamed into place when whole */
-  if ((o->fd = mkstemp(o->tmp)) < 0) {
-    e = ofail(o, -errno, "%s: cannot create a file beside it: %s", path, strerror(errno));
-    o->tmp[0] = 0;
-    return e;
-  }
-  for (size_t off = 0; off < n;) {
-    ssize_t w = write(o->fd, img + off, n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return ofail(o, w < 0 ? -errno : -EIO, "%s: %s", o->tmp, w < 0 ? strerror(errno) : "short write");
-    off += (size_t)w;
-  }
-  if (fsync(o->fd) < 0 || rename(o->tmp, path) < 0) return ofail(o, -errno, "%s: %s", path, strerror(errno));
-  o->tmp[0] = 0;
+  if ((e = gpd_outfile_open(&o->of, path, o->err, o->errn)) < 0) return e;
+  if (fwrite(img, 1, n, o->of.f) != n) return ofail(o, -EIO, "%s: %s", o->of.tmp, strerror(errno));
+  if ((e = gpd_outfile_commit(&o->of, o->err, o->errn)) < 0) return e;
   rec->ok = 1;
   rec->bytes = n;
   rec->xxh64 = XXH3_64bits(img, n);
@@ -632,12 +607,11 @@ int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, siz
   sqlite3_finalize(o->pm);
   sqlite3_finalize(o->stq);
   o->pm = o->stq = NULL;
-  if (sqlite3_close(o->db) != SQLITE_OK) return ofail(o, GPD_ESTORE, "%s: cannot close", o->tmp);
+  if (sqlite3_close(o->db) != SQLITE_OK) return ofail(o, GPD_ESTORE, "%s: cannot close", o->of.tmp);
   o->db = NULL;
   /* the binaries first: the merged file appears with them in place */
   if ((e = gpd_mbins_copy(parts, nparts, o->out, info)) < 0) return ofail(o, e, "out of memory");
-  if (fsync(o->fd) < 0 || rename(o->tmp, o->out) < 0) return ofail(o, -errno, "%s: %s", o->out, strerror(errno));
-  o->tmp[0] = 0;
+  if ((e = gpd_outfile_commit(&o->of, o->err, o->errn)) < 0) return e;
   /* an earlier merge's shards under this name that out does not name:
    * nothing reads them any more */
   char dir[4200], name[256], path[4500];
@@ -656,13 +630,10 @@ void gpd_mout_close(gpd_mout_t *o) {
   if (o->db) sqlite3_close(o->db);
   sqlite3_free(o->img);
   o->img = NULL;
-  if (o->fd >= 0) close(o->fd);
-  if (o->tmp[0]) unlink(o->tmp);
+  gpd_outfile_abort(&o->of);
   memset(o->ins, 0, sizeof(o->ins));
   o->pm = o->stq = NULL;
   o->db = NULL;
-  o->fd = -1;
-  o->tmp[0] = 0;
 }
 
 /* the threaded merge's write: every part's rows, then the folded

@@ -25,3 +25,11 @@ if(TARGET gpd_daemon_core)
   target_link_libraries(bench-trace PRIVATE gpd_daemon_core)
   set_target_properties(bench-trace PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()
+# bench-retention: a retention pass at 5 000 and 20 000 contexts, the old
+# statements as the baseline (docs/PERFORMANCE.md, "Retention").
+if(TARGET gpd_daemon_core)
+  add_executable(bench-retention ${CMAKE_CURRENT_LIST_DIR}/bench-retention.c)
+  target_include_directories(bench-retention PRIVATE ${PROJECT_SOURCE_DIR}/tests/store)
+  target_link_libraries(bench-retention PRIVATE gpd_daemon_core)
+  set_target_properties(bench-retention PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endif()

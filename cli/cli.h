@@ -71,6 +71,7 @@ typedef struct gpd_tproc_s {
   uint32_t uid, gid, rings;
   uint64_t records, drops, start_ns, end_ns;
   char *exe, *job_id, *step_id, *hostname, *state, *error, *source;
+  int job_claimed; /* job_id only claimed by the process (Process.job_claimed) */
   gpd_tbackend_t *backends;
   uint32_t nbackends;
 } gpd_tproc_t;
@@ -141,6 +142,36 @@ void gpd_cli_path_fit(char *s, unsigned width);
  *  SIGALRM while a step runs.  One step at a time. */
 void gpd_cli_step_begin(const char *name);
 void gpd_cli_step_end(void);
+
+/* ---- text.c: what reaches a terminal ---- */
+/** Length (1..4) of the well-formed UTF-8 sequence at p[0..n), 0 when p[0]
+ *  does not start one, -1 when n cuts a sequence that is well-formed so
+ *  far.  n >= 1. */
+int gpd_text_utf8(const unsigned char *p, size_t n);
+/** The one output rule of the CLI: copy in[0..n) to out (room for 4 * n
+ *  bytes; not terminated), every C0 control but tab and newline, DEL,
+ *  every C1 control and every byte outside a well-formed UTF-8 sequence
+ *  written as \xNN.  used NULL: the input is complete; else a sequence cut
+ *  at the end is left unconsumed and *used says how far it got.  Returns
+ *  the output length. */
+size_t gpd_text_sanitize(char *out, const char *in, size_t n, size_t *used);
+/** s as one table cell: copied into buf[n] (truncated) with newline and
+ *  tab written as \\x0a and \\x09 (the stdio filter keeps those two, so a
+ *  value cannot start a forged line or shift columns).  Returns buf. */
+const char *gpd_text_line(char *buf, size_t n, const char *s);
+/** Sanitized copy of s (NULL -> ""); never NULL (aborts on ENOMEM). */
+char *gpd_text_dup(const char *s);
+/** Replace stdout and stderr by streams that pass gpd_text_sanitize (once,
+ *  at start; main.c).  0 or -ENOMEM. */
+int gpd_text_stdio(void);
+/** The unfiltered standard output (binary output: pprof); NULL before
+ *  gpd_text_stdio.  Flush stdout before writing to it. */
+extern FILE *gpd_text_raw_stdout;
+
+/** A job id as text shows it: "-" when empty, "J(claimed)" when the
+ *  process only claimed it (gpuprofd found no job cgroup; daemon/job.h),
+ *  else J.  Returns buf or a constant. */
+const char *gpd_cli_job(char *buf, size_t n, const char *job, int claimed);
 
 /* ---- render.c ---- */
 typedef struct gpd_render_opts_s {
@@ -290,6 +321,11 @@ int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof
 int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind);
 /** `gpuprof sample`. */
 int gpd_sample_main(int argc, char **argv);
+/** `gpuprof policy` (policy.c). */
+int gpd_policy_main(int argc, char **argv);
+/** `top`'s last line: the visible processes' estimated collection
+ *  overhead (mean, max, how many have no estimate; deep dives). */
+void gpd_policy_node_line(FILE *f, const char *sock, const char *job);
 
 /* ---- export.c ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0

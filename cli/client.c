@@ -152,6 +152,7 @@ int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
     q->gid = p->gid;
     q->exe = gpd_cli_strdup(p->exe);
     q->job_id = gpd_cli_strdup(p->job_id);
+    q->job_claimed = p->job_claimed;
     q->step_id = gpd_cli_strdup(p->step_id);
     q->hostname = gpd_cli_strdup("");
     q->rank = p->rank;
@@ -457,6 +458,7 @@ int gpd_client_top_main(int argc, char **argv) {
       ginst[i] = gpd_client_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
     gpd_render_top(stdout, rep->top, o.metric, total, ginst);
     free(ginst);
+    gpd_policy_node_line(stdout, o.socket, o.job);
   }
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;

@@ -129,6 +129,29 @@ static jobrow_t *job_rows(const Gpuprof__Device *d, size_t *np) {
   return out;
 }
 
+/* A job only claimed by its process shows as "J(claimed)" in every row
+ * and label, and is summed apart from the verified job J. */
+static void devices_mark_claimed(Gpuprof__DevicesReply *r) {
+  char buf[300];
+  for (size_t i = 0; i < r->n_devices; i++)
+    for (size_t j = 0; j < r->devices[i]->n_procs; j++) {
+      Gpuprof__DeviceProcess *p = r->devices[i]->procs[j];
+      if (p->job_claimed && p->job_id[0]) {
+        char *m = gpd_cli_strdup(gpd_cli_job(buf, sizeof buf, p->job_id, 1));
+        free(p->job_id); /* protobuf-c's default allocator is malloc */
+        p->job_id = m;
+      }
+    }
+  for (size_t i = 0; i < r->n_cpu; i++) {
+    Gpuprof__CpuCounters *c = r->cpu[i];
+    if (c->job_claimed && c->job_id[0]) {
+      char *m = gpd_cli_strdup(gpd_cli_job(buf, sizeof buf, c->job_id, 1));
+      free(c->job_id);
+      c->job_id = m;
+    }
+  }
+}
+
 static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
   char a[32], b[32], c[32], d2[32], e[32], g[32], h[32], k[32], l[32], buf[1024];
   fprintf(f, "gpuprofd device monitoring: %s, %llu samples\n",
@@ -179,14 +202,16 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
         bytes_or_dash(c, sizeof c, jr[j].has_mem, jr[j].mem);
         num(a, sizeof a, jr[j].has_util, "%.0f", jr[j].sm);
         num(b, sizeof b, jr[j].has_util, "%.0f", jr[j].memu);
-        fprintf(f, "%-4u %-7s %-24.24s %5u %12s %6s %6s\n", d->index, d->api, jr[j].job, jr[j].procs, c, a, b);
+        char job[300];
+        fprintf(f, "%-4u %-7s %-24.24s %5u %12s %6s %6s\n", d->index, d->api, gpd_text_line(job, sizeof job, jr[j].job),
+                jr[j].procs, c, a, b);
         shown++;
       }
       free(jr);
       hidden += d->hidden_procs;
     }
     if (!shown) fprintf(f, "(no processes of yours on the GPUs)\n");
-    fprintf(f, "\nPER PROCESS\n%-4s %-7s %8s %6s %-16s %8s %-16s %12s %6s %6s\n", "GPU", "API", "PID", "UID", "JOB",
+    fprintf(f, "\nPER PROCESS\n%-4s %-7s %8s %6s %-24s %8s %-16s %12s %6s %6s\n", "GPU", "API", "PID", "UID", "JOB",
             "PROFILE", "EXE", "MEMORY", "SM%", "MEM%");
     for (size_t i = 0; i < r->n_devices; i++) {
       const Gpuprof__Device *d = r->devices[i];
@@ -197,8 +222,10 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
         num(b, sizeof b, p->has_util, "%.0f", p->mem_util);
         num(e, sizeof e, p->profile_id != 0, "%.0f", (double)p->profile_id);
         num(g, sizeof g, p->uid != UINT32_MAX, "%.0f", (double)p->uid);
-        fprintf(f, "%-4u %-7s %8d %6s %-16.16s %8s %-16.16s %12s %6s %6s\n", d->index, d->api, p->pid, g,
-                p->job_id[0] ? p->job_id : "-", e, p->exe[0] ? p->exe : "-", c, a, b);
+        char job[300], exe[300];
+        fprintf(f, "%-4u %-7s %8d %6s %-24.24s %8s %-16.16s %12s %6s %6s\n", d->index, d->api, p->pid, g,
+                gpd_cli_job(job, sizeof job, p->job_id, 0), e, p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "-",
+                c, a, b);
       }
     }
     if (hidden) fprintf(f, "(%zu process rows of other users not shown)\n", hidden);
@@ -210,7 +237,8 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
     fputc('\n', f);
     for (size_t i = 0; i < r->n_cpu; i++) {
       const Gpuprof__CpuCounters *c1 = r->cpu[i];
-      fprintf(f, "%8d %-16.16s %8llu", c1->pid, c1->job_id[0] ? c1->job_id : "-",
+      char job[300];
+      fprintf(f, "%8d %-16.16s %8llu", c1->pid, gpd_cli_job(job, sizeof job, c1->job_id, 0),
               (unsigned long long)c1->profile_id);
       for (size_t e2 = 0; e2 < c1->n_values; e2++) {
         char cell[64];
@@ -225,14 +253,18 @@ static void render_text(FILE *f, const Gpuprof__DevicesReply *r) {
 
 /* ---- Prometheus text exposition format 0.0.4 ---- */
 
-/* A label value: backslash, double quote and newline escaped. */
-static void prom_str(FILE *f, const char *s) {
-  for (; *s; s++) {
+/* A label value: valid UTF-8 without controls (gpd_text_sanitize: an
+ * invalid byte becomes the text \xNN), then backslash, double quote and
+ * newline escaped as the format says. */
+static void prom_str(FILE *f, const char *raw) {
+  char *t = gpd_text_dup(raw);
+  for (const char *s = t; *s; s++) {
     if (*s == '\\') fputs("\\\\", f);
     else if (*s == '"') fputs("\\\"", f);
     else if (*s == '\n') fputs("\\n", f);
     else fputc(*s, f);
   }
+  free(t);
 }
 
 static void prom_val(FILE *f, double v) {
@@ -422,6 +454,7 @@ int gpd_client_devices_main(int argc, char **argv) {
   }
   if (optind < argc) return gpd_cli_usage(devices_usage, "unexpected argument '%s'", argv[optind]);
   if ((r = devices_call(gpd_client_socket(sock), job, &rep))) return r;
+  devices_mark_claimed(rep->devices);
   if (prom)
     render_prometheus(stdout, rep->devices);
   else

@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "cli.h"
+#include "gpuprof/outfile.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 #include "profile.pb-c.h"
@@ -842,6 +843,8 @@ int gpd_export_main(int argc, char **argv) {
   uint8_t *gz = NULL;
   size_t gzn = 0;
   FILE *f = NULL;
+  gpd_outfile_t of = {.fd = -1};
+  char oerr[600];
   gpd_tree_init(&t);
   if (gpd_export_load(&t, argv + optind, argc - optind, pid, metric)) goto done;
   /* build first: nothing is written (no empty output file) on failure */
@@ -850,10 +853,13 @@ int gpd_export_main(int argc, char **argv) {
     goto done;
   }
   if (!out) {
-    f = stdout;
-  } else if (!(f = fopen(out, fmt == FMT_PPROF ? "wbe" : "we"))) {
-    fprintf(stderr, "gpuprof: cannot write %s: %s\n", out, strerror(errno));
+    /* pprof is binary: past the terminal filter (text.c) */
+    f = fmt == FMT_PPROF && gpd_text_raw_stdout ? gpd_text_raw_stdout : stdout;
+  } else if (gpd_outfile_open(&of, out, oerr, sizeof oerr) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", oerr);
     goto done;
+  } else {
+    f = of.f;
   }
   if (fmt == FMT_PPROF) {
     if (fwrite(gz, 1, gzn, f) != gzn) r = -EIO;
@@ -868,12 +874,13 @@ int gpd_export_main(int argc, char **argv) {
     fprintf(stderr, "gpuprof: cannot write %s: %s\n", out ? out : "standard output", gpd_strerror(r));
     goto done;
   }
+  if (out && gpd_outfile_commit(&of, oerr, sizeof oerr) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", oerr);
+    goto done;
+  }
   rc = GPD_EXIT_OK;
 done:
-  if (f && f != stdout && fclose(f) != 0 && rc == GPD_EXIT_OK) {
-    fprintf(stderr, "gpuprof: cannot write %s: %s\n", out, strerror(errno));
-    rc = GPD_EXIT_FAIL;
-  }
+  if (out) gpd_outfile_abort(&of);
   free(gz);
   gpd_tree_free(&t);
   return rc;

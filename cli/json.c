@@ -40,17 +40,19 @@ void gpd_json_str(FILE *f, const char *s) {
       } else if (c < 0x80) {
         fputc(c, f);
       } else {
-        /* Pass valid UTF-8 through; replace invalid bytes with U+FFFD so
-         * the document stays valid (symbol names are usually ASCII). */
-        int len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        int ok = len > 0;
-        for (int k = 1; ok && k < len; k++)
-          if ((p[k] & 0xc0) != 0x80) ok = 0;
-        if (ok) {
+        /* Well-formed UTF-8 passes, but C1 controls (\u0080-\u009f);
+         * a byte outside a well-formed sequence is written as the text
+         * \xNN, as the terminal output shows it (text.c): the document
+         * stays valid and says which byte it was. */
+        int len = gpd_text_utf8(p, strnlen((const char *)p, 4));
+        if (len == 2 && c == 0xc2 && p[1] < 0xa0) {
+          fprintf(f, "\\u00%c%c", hex[p[1] >> 4], hex[p[1] & 15]);
+          p++;
+        } else if (len > 0) {
           fwrite(p, 1, (size_t)len, f);
           p += len - 1;
         } else {
-          fputs("\\ufffd", f);
+          fprintf(f, "\\\\x%c%c", hex[c >> 4], hex[c & 15]);
         }
       }
     }
@@ -192,6 +194,7 @@ void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o
     gpd_json_str(f, p->hostname);
     fputs(",\"job_id\":", f);
     gpd_json_str(f, p->job_id);
+    if (p->job_claimed) fputs(",\"job_claimed\":true", f);
     fputs(",\"step_id\":", f);
     gpd_json_str(f, p->step_id);
     fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"state\":", p->rank, p->local_rank);

@@ -22,6 +22,7 @@ static const char main_usage[] =
     "  devices [--job J] [--prometheus]             GPUs, their jobs and PAPI counters now\n"
     "  sample --pid N|--job J [--duration 10s]      GPU PC sampling in running processes\n"
     "  trace -o OUT [--format perfetto|chrome] (FILE | --pid N --duration D)   GPU timeline\n"
+    "  policy [--pid N] [--json] | policy set KEY=VALUE [--job J|--uid U|--exe P]   collection policy\n"
     "  metrics                                      list metric names\n"
     "`gpuprof COMMAND --help` describes each command's options.\n"
     "Live commands talk to $GPUPROF_SOCKET or --socket PATH (default " GPD_CLI_DEFAULT_SOCKET ").\n"
@@ -38,6 +39,8 @@ static int metrics_main(void) {
 }
 
 int main(int argc, char **argv) {
+  /* everything printed passes the terminal rule (text.c) */
+  if (gpd_text_stdio() < 0) return GPD_EXIT_FAIL;
   /* Global options before the command: --socket PATH (same as
    * $GPUPROF_SOCKET; the live commands read it from the environment). */
   while (argc >= 2 && !strncmp(argv[1], "--socket", 8)) {
@@ -68,6 +71,7 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);
   if (!strcmp(c, "devices")) return gpd_client_devices_main(argc, argv);
   if (!strcmp(c, "sample")) return gpd_sample_main(argc, argv);
+  if (!strcmp(c, "policy")) return gpd_policy_main(argc, argv);
   if (!strcmp(c, "metrics")) return metrics_main();
   if (!strcmp(c, "trace")) return gpd_trace_main(argc, argv);
   if (!strcmp(c, "help") || !strcmp(c, "--help") || !strcmp(c, "-h")) {

@@ -315,8 +315,10 @@ int gpd_record_main(int argc, char **argv) {
     else
       unsetenv("LD_PRELOAD");
     unsetenv("GPUPROF_SOCKET");
+    /* one run, on purpose: full collection whatever the node's policy
+     * (the program's own GPUPROF_CUDA_TRACE still wins in its shim) */
     char *dargv[] = {daemon, "--foreground", "--socket", sock, "--db", db, "--exit-when-idle",
-                     "--release-on-consume", NULL};
+                     "--release-on-consume", "--collect", "full", NULL};
     execv(daemon, dargv);
     fprintf(stderr, "exec %s: %s\n", daemon, strerror(errno));
     _exit(127);

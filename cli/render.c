@@ -21,6 +21,13 @@ static const unsigned extra_ids[] = {GPD_M_GXCOPY_H2D,  GPD_M_GXCOPY_D2H,  GPD_M
 static const unsigned count_ids[] = {GPD_M_GKER_COUNT, GPD_M_GXCOPY_COUNT, GPD_M_GMEM_COUNT, GPD_M_GMSET_COUNT,
                                      GPD_M_GSYNC_COUNT};
 
+const char *gpd_cli_job(char *buf, size_t n, const char *job, int claimed) {
+  char raw[300];
+  if (!job || !job[0]) return "-";
+  snprintf(raw, sizeof raw, claimed ? "%s(claimed)" : "%s", job); /* one word: tables stay split by blanks */
+  return gpd_text_line(buf, n, raw);
+}
+
 void gpd_render_bytes(char *buf, size_t n, double b) {
   static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int i = 0;
@@ -229,7 +236,7 @@ static int shares_name(const gpd_tree_t *t, const gpd_tnode_t *nd) {
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
                       unsigned depth) {
   const gpd_tnode_t *root = &t->nodes[t->root];
-  char name[1024], ex[512];
+  char raw[1024], name[1024], ex[512], fn[512], file[512];
   for (size_t c = 0; c < nc; c++) {
     char iv[48], pv[16], ev[48];
     double inc = gpd_mvec_shown(&nd->incl, cols[c]);
@@ -238,7 +245,8 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
     fprintf(f, "%14s %6s %14s ", iv, pv, ev);
   }
-  gpd_render_node_name(name, sizeof(name), nd);
+  gpd_render_node_name(raw, sizeof(raw), nd);
+  gpd_text_line(name, sizeof(name), raw); /* a name with a newline is one row */
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);
@@ -252,8 +260,8 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     const gpd_tframe_t *fr = &nd->frames[k];
     fprintf(f, "%*s ", (int)(nc * 37), "");
     indent(f, depth + k);
-    fprintf(f, "[inlined] %s", fr->function[0] ? fr->function : "??");
-    if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", fr->file, fr->line);
+    fprintf(f, "[inlined] %s", fr->function[0] ? gpd_text_line(fn, sizeof fn, fr->function) : "??");
+    if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", gpd_text_line(file, sizeof file, fr->file), fr->line);
     fputc('\n', f);
   }
 }
@@ -446,8 +454,9 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
       pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
       fprintf(f, "%14s %6s %14s ", ev, pv, iv);
     }
+    char lab[1024];
     fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
-            rows[r].label[0] ? rows[r].label : "??");
+            rows[r].label[0] ? gpd_text_line(lab, sizeof lab, rows[r].label) : "??");
     gpd_mvec_free(&rows[r].excl);
     gpd_mvec_free(&rows[r].incl);
   }
@@ -486,10 +495,12 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
     else
       snprintf(rank, sizeof(rank), "-");
     backends_col(be, sizeof(be), p);
-    fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, p->job_id && p->job_id[0] ? p->job_id : "-",
+    char job[300], exe[1024], err[1024];
+    fprintf(f, "  %8d %-10s %5s %-8s %10llu %8llu  %-16s %s\n", p->pid, gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed),
             rank, p->state && p->state[0] ? p->state : (p->running ? "running" : "exited"),
-            (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe && p->exe[0] ? p->exe : "?");
-    if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", p->error);
+            (unsigned long long)p->records, (unsigned long long)p->drops, be,
+            p->exe && p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
+    if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
   }
   size_t ndis = 0;
   for (size_t i = 0; i < t->nprocs; i++)
@@ -516,6 +527,21 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
 }
 
 /* ---- ps ---- */
+
+/* The collection line of a running process under `ps`: its CUDA mode,
+ * the estimated overhead and how it was estimated, a deep dive. */
+static void gpd_render_ps_collect(FILE *f, const Gpuprof__Process *p) {
+  if (!p->running || (!p->collect_mode[0] && !p->overhead_how[0]))
+    return;
+  fprintf(f, "%8s collect: %s; overhead ", "", p->collect_mode[0] ? p->collect_mode : "-");
+  if (p->overhead >= 0)
+    fprintf(f, "~%.2f %%", p->overhead * 100);
+  else
+    fprintf(f, "unknown");
+  fprintf(f, " (%s)\n", p->overhead_how);
+  if (p->deep_dive[0]) fprintf(f, "%8s %s\n", "", p->deep_dive);
+  if (p->pcs_state[0]) fprintf(f, "%8s PC sampling: %s\n", "", p->pcs_state);
+}
 
 void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
   size_t hidden = 0;
@@ -548,10 +574,13 @@ void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {
       len += (size_t)w;
     }
     if (!len) snprintf(be, sizeof(be), "-");
+    char job[300], exe[1024], err[1024];
     fprintf(f, "%8d %-10s %-10s %5s %-8s %5u %10llu %8llu %-16s %s\n", p->pid, user,
-            p->job_id[0] ? p->job_id : "-", rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
-            p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be, p->exe[0] ? p->exe : "?");
-    if (p->error[0]) fprintf(f, "%8s error: %s\n", "", p->error);
+            gpd_cli_job(job, sizeof job, p->job_id, p->job_claimed), rank, p->error[0] ? "error" : (p->running ? "running" : "exited"),
+            p->rings, (unsigned long long)p->records, (unsigned long long)p->drops, be,
+            p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
+    if (p->error[0]) fprintf(f, "%8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
+    gpd_render_ps_collect(f, p);
     /* a disabled back end ("-cuda" above) says why on its own line */
     for (size_t j = 0; j < p->n_backends; j++)
       if (!p->backends[j]->enabled)
@@ -624,9 +653,10 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
       len += (size_t)w;
     }
     if (!nf) snprintf(path, sizeof(path), "-");
-    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  ", i + 1, label, val, pv, cnt);
+    char lab1[256], path1[4096];
+    fprintf(f, "%4zu  %-48s %12s %6s %8.0f  ", i + 1, gpd_text_line(lab1, sizeof lab1, label), val, pv, cnt);
     if (ginst) fprintf(f, "%10.0f  ", ginst[i]);
-    fprintf(f, "%s\n", path);
+    fprintf(f, "%s\n", gpd_text_line(path1, sizeof path1, path));
   }
   if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
 }
@@ -738,7 +768,9 @@ void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
     for (size_t i = 0; i < nu && i < 5; i++) {
       char pv[16];
       pct(pv, sizeof(pv), k[i].time, gker);
-      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].time / 1e9, pv, k[i].count, k[i].label);
+      char lab[1024];
+      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].time / 1e9, pv, k[i].count,
+              gpd_text_line(lab, sizeof lab, k[i].label));
     }
     kagg_free(k, nu);
   }

@@ -20,6 +20,7 @@
 
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
+#include "gpuprof/outfile.h"
 #include "gpuprof/record.h"
 #include "gpuprof/trace-row.h" /* the decoders, now that sqlite3.h is in */
 
@@ -541,39 +542,21 @@ out:
   return rc;
 }
 
-/* Write x to path through a temporary file beside it, renamed over path
- * once complete: a failure (disk full, a signal) leaves no partial trace.
- * An existing path that is not a regular file (a FIFO, /dev/stdout) is
- * written directly.  0 or -errno. */
-static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome) {
-  struct stat st;
-  char tmp[4096];
-  FILE *f = NULL;
-  int r, direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-  if (direct) {
-    if ((f = fopen(path, "wb")) == NULL)
-      return -errno;
-  } else {
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= sizeof tmp)
-      return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0)
-      return -errno;
-    if ((f = fdopen(fd, "wb")) == NULL) {
-      r = -errno;
-      close(fd);
-      unlink(tmp);
-      return r;
-    }
+/* Write x to path through a private temporary file beside it, renamed
+ * over path once complete (gpuprof/outfile.h): a failure leaves no
+ * partial trace, and a link or non-regular file at path is refused.
+ * 0 or -errno with the message in err. */
+static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, char *err, size_t errn) {
+  gpd_outfile_t of;
+  int r = gpd_outfile_open(&of, path, err, errn);
+  if (r < 0) return r;
+  r = chrome ? gpd_xtrace_write_chrome(of.f, x) : gpd_xtrace_write_perfetto(of.f, x);
+  if (r < 0) {
+    snprintf(err, errn, "cannot write %s: %s", path, gpd_strerror(r));
+    gpd_outfile_abort(&of);
+    return r;
   }
-  r = chrome ? gpd_xtrace_write_chrome(f, x) : gpd_xtrace_write_perfetto(f, x);
-  if (fclose(f) != 0 && r == 0)
-    r = -errno;
-  if (!direct && r == 0 && rename(tmp, path) < 0)
-    r = -errno;
-  if (!direct && r < 0)
-    unlink(tmp);
-  return r;
+  return gpd_outfile_commit(&of, err, errn);
 }
 
 static int ends_with(const char *s, const char *sfx) {
@@ -672,9 +655,10 @@ int gpd_trace_main(int argc, char **argv) {
             (unsigned long long)x.dropped, (unsigned long long)x.refused);
   if (x.truncated)
     fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");
-  int r = write_trace(out, &x, chrome);
+  char werr[600];
+  int r = write_trace(out, &x, chrome, werr, sizeof werr);
   if (r < 0) {
-    fprintf(stderr, "gpuprof: writing %s: %s (nothing written)\n", out, gpd_strerror(r));
+    fprintf(stderr, "gpuprof: %s (nothing written)\n", werr);
     rc = GPD_EXIT_FAIL;
     goto out;
   }

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "gpuprof/error.h"
+#include "gpuprof/outfile.h"
 #include "gpuprof/metric.h"
 
 #ifndef GPD_SPEEDSCOPE_BUILD_DIR
@@ -260,6 +261,8 @@ int gpd_view_main(int argc, char **argv) {
   char *js = NULL, *css = NULL, *json = NULL;
   size_t jsn = 0, cssn = 0, jsonn = 0;
   FILE *mem = NULL, *f = NULL;
+  gpd_outfile_t of = {.fd = -1};
+  char oerr[600];
   gpd_tree_t t;
   gpd_tree_init(&t);
   /* the profile first: a bad input is named whether or not the viewer is
@@ -315,10 +318,11 @@ int gpd_view_main(int argc, char **argv) {
     goto done;
   }
 
-  if (!(f = fopen(out, "we"))) {
-    fprintf(stderr, "gpuprof: cannot write %s: %s\n", out, strerror(errno));
+  if (gpd_outfile_open(&of, out, oerr, sizeof oerr) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", oerr);
     goto done;
   }
+  f = of.f;
   fputs("<!DOCTYPE html>\n<html><head><meta charset=\"UTF-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\">\n<title>",
         f);
@@ -342,13 +346,11 @@ int gpd_view_main(int argc, char **argv) {
           name);
   b64_write(f, (const unsigned char *)json, jsonn);
   fputs("\");\n  else setTimeout(load, 20);\n})();</script>\n</body></html>\n", f);
-  int werr = ferror(f);
-  if (fclose(f) != 0 || werr) {
-    f = NULL;
-    fprintf(stderr, "gpuprof: cannot write %s: %s\n", out, werr ? "write error" : strerror(errno));
+  f = NULL;
+  if (gpd_outfile_commit(&of, oerr, sizeof oerr) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", oerr);
     goto done;
   }
-  f = NULL;
   if (!realpath(out, abs)) snprintf(abs, sizeof(abs), "%s", out);
   file_url(url, sizeof(url), abs);
   printf("gpuprof: wrote %s (speedscope flame graph, %zu bytes of profile)\n", out, jsonn);
@@ -363,7 +365,7 @@ int gpd_view_main(int argc, char **argv) {
   rc = fflush(stdout) == 0 ? GPD_EXIT_OK : GPD_EXIT_FAIL;
 done:
   if (mem) fclose(mem);
-  if (f) fclose(f);
+  gpd_outfile_abort(&of);
   free(json);
   free(js);
   free(css);

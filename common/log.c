@@ -69,12 +69,30 @@ void gpd_log_write(int level, const char *fmt, ...) {
   if (m < 0)
     m = 0;
   size_t len = (size_t)n + (size_t)m;
-  if (len > sizeof line - 2)
-    len = sizeof line - 2;
+  if (len > sizeof line - 1)
+    len = sizeof line - 1;
   if (len > 0 && line[len - 1] == '\n')
     len--;
-  line[len++] = '\n';
-  ssize_t w = write(atomic_load_explicit(&log_fd, memory_order_relaxed), line, len);
+  /* A message may quote what a client sent (an exe path, a job id): its
+   * control bytes (ESC, CR, a newline that would forge a line) are
+   * written as \xNN, so a terminal or a line-based reader of the log sees
+   * one plain line per message. */
+  static const char hex[] = "0123456789abcdef";
+  char out[sizeof line + 64];
+  size_t o = 0;
+  for (size_t i = 0; i < len && o + 5 < sizeof out; i++) {
+    unsigned char c = (unsigned char)line[i];
+    if (c >= 0x20 && c != 0x7f) {
+      out[o++] = (char)c;
+    } else {
+      out[o++] = '\\';
+      out[o++] = 'x';
+      out[o++] = hex[c >> 4];
+      out[o++] = hex[c & 15];
+    }
+  }
+  out[o++] = '\n';
+  ssize_t w = write(atomic_load_explicit(&log_fd, memory_order_relaxed), out, o);
   (void)w;
 }
 

@@ -50,7 +50,8 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
  *   PCSAMPLE func and stall != 0; CUBIN hash lowercase hex;
  *   STRING/MODULE: nslots == gpd_rec_slots_for(fixed, len), len <= max;
  *   api < GPD_API_MAX; op in 1..GPD_OP_MAX-1; subkind in the op's enum;
- *   NODE id != 0 (parent 0 = root), a Python NODE names a string;
+ *   NODE id != 0 (parent 0 = root), flags one of 0, PYTHON, LABEL, and a
+ *   Python or label NODE names a string;
  *   STRING/MODULE id != 0;
  *   MODULE build_id_len <= 20; INVOKE node != 0 and corr != 0;
  *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
@@ -70,7 +71,8 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
   case GPD_REC_NODE: {
     const gpd_rec_node_t *n = buf;
     if (h->nslots != GPD_REC_NSLOTS(*n) || h->len != 0 || n->id == 0 ||
-        ((h->flags & GPD_NODE_F_PYTHON) && n->module == 0))
+        (h->flags & ~(GPD_NODE_F_PYTHON | GPD_NODE_F_LABEL)) ||
+        h->flags == (GPD_NODE_F_PYTHON | GPD_NODE_F_LABEL) || (h->flags && n->module == 0))
       return GPD_EBADRECORD;
     return 0;
   }
@@ -155,7 +157,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
 static const char *const type_names[] = {"none",   "node",     "string",  "module", "invoke",
                                          "activity", "status", "pcsample", "pcstats", "cubin",
                                          "cpusample", "tracewin"};
-static const char *const api_names[] = {"none", "opencl", "cuda", "level0"};
+static const char *const api_names[] = {"none", "opencl", "cuda", "level0", "ompt"};
 static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
 static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",
                                               "<gpu alloc>", "<gpu free>", "<gpu sync>"};

@@ -1,16 +1,20 @@
 /* checkpoint.c - the store's writer thread and its checkpoint: the
- * exactly-once protocol in one place (docs/DAEMON.md, "No loss on daemon
- * SIGKILL").
+ * exactly-once protocol with journal.c (docs/DAEMON.md, "No loss on daemon
+ * SIGKILL", "Release never waits for a commit").
  *
  * A flush copies dirty data under the daemon lock (new modules, strings,
  * contexts and cct_local rows past each profile's watermarks, the metrics
  * of dirty nodes, the profile rows, each ring's monitor cursor and the
- * process's unmatched correlation state: the rows that changed), symbolizes FRAME contexts with
- * no lock held and no transaction open, writes everything in ONE
- * transaction, and only after COMMIT returned releases each ring's shared
- * tail to the copied cursor (this file is the only place that releases).
- * So the tail never passes what is stored; a daemon killed after COMMIT but
- * before the release is covered by ring_cursor (handback.c skips to it).
+ * process's unmatched correlation state: the rows that changed) and cuts
+ * each process's journal there; with no lock held it looks up FRAME
+ * contexts in the symbolizer (never waiting: an unknown call site is
+ * queued and stored by module + offset), writes everything and the
+ * symbols that arrived in ONE transaction, and after COMMIT returned
+ * releases each ring's shared tail to the copied cursor where the monitor
+ * had not (spans it could not journal) and deletes the journal segments
+ * up to the cut.  So the tail never passes what is stored or journaled; a
+ * daemon killed after COMMIT but before the deletion replays spans the
+ * store already has, skipped by position (ring_cursor).
  * A snapshot that could not be copied completely (out of memory) is not
  * written at all and the process is rewritten in full next time; so is
  * everything of a failed transaction (disk full: see gpd_store_flush).
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -37,6 +42,16 @@
 #include "store-internal.h"
 #include "cpusample.h"
 #include "pcsample.h"
+#include "symbolizer.h"
+
+/* Tests only (GPUPROF_TEST_WRITER_DELAY_MS, read at the writer's start):
+ * every flush with something to write waits this long before BEGIN, as a
+ * slow disk or a slow statement would hold the writer. */
+static unsigned writer_delay_ms;
+
+/* At the daemon's stop: how long the symbolizer may take for the call
+ * sites still queued (SIGTERM is answered within ~5 s). */
+#define GPD_STORE_STOP_SYMBOLS_MS 2500u
 
 /* Rows copied in one flush above which freed memory is trimmed. */
 #define GPD_TRIM_AFTER_ROWS 65536u
@@ -95,6 +110,8 @@ typedef struct snap_proc_s {
   gpd_tw_snap_t tw;   /* tracing windows (tracewin.c) */
   uint64_t *pdel;        /* row ids to delete */
   uint32_t npdel;
+  gpd_jcut_t jcut;       /* journal segments this snapshot covers */
+  int jdone;             /* committed: delete them */
 } snap_proc_t;
 
 static void snap_proc_free(snap_proc_t *s) {
@@ -283,6 +300,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
       s->incomplete = 1;
     }
   }
+  gpd_journal_cut(p, &s->jcut);
   if (pr->pend_gen != pr->pend_gen_saved || s->exited) {
     s->pend_write = 1;
     /* a finished profile has resolved or forced everything: no rows */
@@ -304,7 +322,7 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
 /* ------------------------------------------------------------- write */
 
 enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
-       ST_PEND_CLEAR, ST_PEND_DEL, ST_PEND, ST_CURSOR, ST__N };
+       ST_PEND_CLEAR, ST_PEND_DEL, ST_PEND, ST_CURSOR, ST_CTX_LABEL, ST__N };
 static const char *ST_SQL[ST__N] = {
     "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
     "start_ns,end_ns,state,records,drops,error,proc_start) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
@@ -324,6 +342,7 @@ static const char *ST_SQL[ST__N] = {
     "DELETE FROM pending WHERE profile_id=?1 AND seq=?2",
     "INSERT OR REPLACE INTO pending VALUES(?1,?2,?3)",
     "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
+    "UPDATE context SET label=?3 WHERE uid=?1 AND id=?2",
 };
 
 static int step(sqlite3 *db, sqlite3_stmt *st) {
@@ -343,6 +362,39 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s) {
     sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
   else
     sqlite3_bind_null(st, i);
+}
+
+/* The frame rows of context ctx of uid. */
+static int write_frames(sqlite3 *db, sqlite3_stmt **st, int64_t uid, uint64_t ctx, const gpd_sframe_t *fr,
+                        unsigned nfr) {
+  int e = 0;
+  for (unsigned k = 0; k < nfr && e == 0; k++) {
+    sqlite3_stmt *q = st[ST_FRAME];
+    sqlite3_bind_int64(q, 1, uid);
+    sqlite3_bind_int64(q, 2, (int64_t)ctx);
+    sqlite3_bind_int(q, 3, (int)k);
+    bind_text(q, 4, fr[k].function);
+    bind_text(q, 5, fr[k].file);
+    sqlite3_bind_int(q, 6, (int)fr[k].line);
+    sqlite3_bind_int(q, 7, fr[k].inlined);
+    e = step(db, q);
+  }
+  return e;
+}
+
+/* Symbols that arrived from the symbolizer for contexts stored by module
+ * + offset: the physical function becomes the label, the frames follow. */
+static int write_symbols(sqlite3 *db, sqlite3_stmt **st, const gpd_symupd_t *u, uint32_t n) {
+  int e = 0;
+  for (uint32_t i = 0; i < n && e == 0; i++) {
+    sqlite3_stmt *q = st[ST_CTX_LABEL];
+    sqlite3_bind_int64(q, 1, (int64_t)u[i].uid);
+    sqlite3_bind_int64(q, 2, (int64_t)u[i].ctx);
+    bind_text(q, 3, u[i].fr[0].function);
+    if ((e = step(db, q)) == 0)
+      e = write_frames(db, st, (int64_t)u[i].uid, u[i].ctx, u[i].fr, u[i].n);
+  }
+  return e;
 }
 
 static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
@@ -433,20 +485,8 @@ static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
     sqlite3_bind_int64(q, 7, (int64_t)c->offset);
     bind_text(q, 8, label);
     bind_text(q, 9, c->raw);
-    if ((e = step(db, q)) < 0)
+    if ((e = step(db, q)) < 0 || (e = write_frames(db, st, p->uid, c->id, fr, nfr)) < 0)
       return e;
-    for (unsigned k = 0; k < nfr; k++) {
-      q = st[ST_FRAME];
-      sqlite3_bind_int64(q, 1, p->uid);
-      sqlite3_bind_int64(q, 2, (int64_t)c->id);
-      sqlite3_bind_int(q, 3, (int)k);
-      bind_text(q, 4, fr[k].function);
-      bind_text(q, 5, fr[k].file);
-      sqlite3_bind_int(q, 6, (int)fr[k].line);
-      sqlite3_bind_int(q, 7, fr[k].inlined);
-      if ((e = step(db, q)) < 0)
-        return e;
-    }
   }
   for (uint32_t i = 0; i < p->nlocals; i++) {
     q = st[ST_LOCAL];
@@ -539,21 +579,32 @@ int gpd_store_flush(gpd_daemon_t *d) {
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
   pthread_mutex_unlock(&d->lock);
-  if (n == 0 && gbrows == NULL && id_hw == 0)
+  if (n == 0 && gbrows == NULL && id_hw == 0 && !gpd_symbolizer_pending(d->symbolizer))
     goto out;
-  /* Symbolize before BEGIN: the resolver opens client-named module files
-   * (with the owner's rights) and may be slow; the write transaction must
-   * not wait on it. */
+  /* Symbols the symbolizer thread has already: a call site it has not
+   * seen is queued there and stored by module + offset now; its symbols
+   * come as an update of a later flush (symbolizer.c).  Without the
+   * thread (unit tests that flush by hand) the resolver runs here. */
   uint64_t t_sym = gpd_clock_ns();
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t k = 0; !snaps[i].incomplete && k < snaps[i].nctxs; k++) {
       snap_ctx_t *c = &snaps[i].ctxs[k];
-      if (c->kind == GPD_NODE_FRAME && c->module)
+      if (c->kind != GPD_NODE_FRAME || c->module == NULL)
+        continue;
+      if (d->symbolizer)
+        gpd_symbolizer_lookup(d->symbolizer, c->module, (uid_t)snaps[i].uid, (gid_t)snaps[i].gid, c->offset,
+                              c->id, &c->fr, &c->nfr);
+      else
         gpd_symbols_resolve(c->module, (uid_t)snaps[i].uid, (gid_t)snaps[i].gid, c->offset, &c->fr,
                             &c->nfr);
     }
   t_sym = gpd_clock_ns() - t_sym;
   s->wr_sym_max_ns = t_sym > s->wr_sym_max_ns ? t_sym : s->wr_sym_max_ns;
+  gpd_symupd_t *supd = NULL;
+  uint32_t nsupd = 0;
+  gpd_symbolizer_take(d->symbolizer, &supd, &nsupd);
+  if (writer_delay_ms) /* tests only: a slow disk or a slow statement */
+    usleep(writer_delay_ms * 1000u);
 
   gpd__store_quiet = s->failing;
   char why[128] = "";
@@ -574,14 +625,10 @@ int gpd_store_flush(gpd_daemon_t *d) {
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
       err = write_proc(s, st, &snaps[i]);
-  for (gpubin_row_t *g = gbrows; g && err == 0; g = g->next) {
-    char rel[64];
-    snprintf(rel, sizeof rel, "gpubins/%s.gpubin", g->hash);
-    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,%Q,%lld);", g->hash, g->kind,
-                                (unsigned long long)g->size, rel, (long long)g->profile_id);
-    err = sql ? gpd__db_exec(s->wdb, sql) : -ENOMEM;
-    sqlite3_free(sql);
-  }
+  if (err == 0)
+    err = write_symbols(s->wdb, st, supd, nsupd);
+  if (err == 0)
+    err = gpd__gpubin_write(s->wdb, gbrows);
   if (err == 0 && id_hw)
     err = gpd__store_id_hw(s->wdb, id_hw);
   if (err == 0)
@@ -594,6 +641,10 @@ int gpd_store_flush(gpd_daemon_t *d) {
 fin:
   for (int i = 0; i < ST__N; i++)
     sqlite3_finalize(st[i]);
+  if (err < 0)
+    gpd_symbolizer_untake(d->symbolizer, supd, nsupd); /* again next time */
+  else
+    free(supd);
   gpd__store_quiet = 0;
   /* one log line when writes start failing and one when they resume */
   if (err < 0 && !s->failing) {
@@ -619,6 +670,8 @@ fin:
   }
   if (err == 0 && id_hw > s->id_hw)
     s->id_hw = id_hw;
+  if (err == 0)
+    gpd__gpubin_committed(s, gbrows);
   pthread_mutex_unlock(&d->reg_lock);
   for (uint32_t i = 0; i < n; i++) {
     gpd_proc_t *p = NULL;
@@ -649,12 +702,16 @@ fin:
     }
     /* committed: the state up to these cursors is durable, give the
      * producer its slots back (and reclaim drained RETIRED rings) */
-    if (snaps[i].ncursor && p->has_region && p->cursor && p->region.nrings == snaps[i].ncursor) {
+    int same = snaps[i].ncursor && p->has_region && p->cursor && p->region.nrings == snaps[i].ncursor;
+    if (same) {
       for (uint32_t k = 0; k < snaps[i].ncursor; k++) {
         gpd_ring_release(&p->region, k, snaps[i].cursor[k]);
         p->cursor_saved[k] = snaps[i].cursor[k];
       }
     }
+    /* the journal up to the snapshot's cut is stored: deleted below */
+    gpd_journal_committed(p, &snaps[i].jcut, same ? snaps[i].cursor : NULL, same ? snaps[i].ncursor : 0);
+    snaps[i].jdone = snaps[i].jcut.any;
     /* still EXITED from the same end: a hand-back to this daemon may have
      * revived it since the snapshot (gpd_registry_hello), then it keeps
      * its region; revived and ended again, what it drained since the
@@ -666,6 +723,9 @@ fin:
   }
   s->flushes++;
   pthread_mutex_unlock(&d->lock);
+  for (uint32_t i = 0; i < n; i++)
+    if (snaps[i].jdone)
+      gpd_journal_unlink(d, snaps[i].id, snaps[i].jcut.lo, snaps[i].jcut.seg);
   if (err == 0) {
     uint64_t dt = gpd_clock_ns() - t_snap;
     s->wr_n++;
@@ -702,16 +762,8 @@ static void *writer_main(void *arg) {
     /* flush_now: atomic (set without the lock by the registry, gpubin.c
      * and the monitor's back-pressure) */
     if (!__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) && !d->writer_stop) {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
       uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
-      ms = ms ? ms : 1000;
-      ts.tv_sec += ms / 1000;
-      ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-      if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-      }
+      struct timespec ts = gpd_clock_deadline((uint64_t)(ms ? ms : 1000) * 1000000u);
       pthread_cond_timedwait(&d->writer_cv, &d->lock, &ts);
     }
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);
@@ -719,13 +771,27 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&d->lock);
     if (gpd_store_flush(d) == 0)
       gpd_store_retain(d);
-    if (stop)
+    if (gpd_journal_sweep_due(d, 60000000000ull))
+      gpd_journal_sweep(d);
+    if (stop) {
+      /* the call sites of that last flush, without budgets, for a
+       * bounded time, and one more flush that stores their symbols */
+      if (!gpd_symbolizer_drain(d->symbolizer, GPD_STORE_STOP_SYMBOLS_MS))
+        GPD_WARN("store: symbolization not finished within %u ms of the stop: the rest stays "
+                 "module + offset", GPD_STORE_STOP_SYMBOLS_MS);
+      if (gpd_symbolizer_pending(d->symbolizer))
+        gpd_store_flush(d);
       break;
+    }
   }
   return NULL;
 }
 
 int gpd_store_writer_start(gpd_daemon_t *d) {
+  const char *delay = getenv("GPUPROF_TEST_WRITER_DELAY_MS");
+  writer_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 600000u : 0;
+  if (writer_delay_ms)
+    GPD_WARN("test delay: every flush waits %u ms before it writes", writer_delay_ms);
   int err = pthread_create(&d->writer_tid, NULL, writer_main, d);
   if (err)
     return -err;
@@ -737,7 +803,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   if (!d->writer_started)
     return;
   pthread_mutex_lock(&d->lock);
-  d->writer_stop = 1;
+  __atomic_store_n(&d->writer_stop, 1, __ATOMIC_RELAXED); /* retention reads it unlocked */
   pthread_cond_signal(&d->writer_cv);
   pthread_mutex_unlock(&d->lock);
   pthread_join(d->writer_tid, NULL);

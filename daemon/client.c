@@ -491,6 +491,9 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   hr.proto_version = GPD_PROTO_VERSION;
   hr.profile_id = id;
   hr.error = rc < 0 ? err : "";
+  Gpuprof__CollectPolicy pol;
+  if (rc >= 0 && c->proc && gpd_policy_hello(c->d, c->proc, &pol) == 0)
+    hr.policy = &pol;
   r.body_case = GPUPROF__MSG__BODY_HELLO_REPLY;
   r.hello_reply = &hr;
   client_send(c, &r, rc < 0 ? -1 : rfd);
@@ -587,7 +590,8 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
       reject(c, EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
-    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, m->gpubin, err, sizeof err) < 0)
+    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, (uint32_t)c->proc->uid, m->gpubin,
+                         err, sizeof err) < 0)
       uid_note(c->d, c->u, EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s", (int)c->peer.pid, err);
     break;
   }
@@ -618,6 +622,20 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     }
     break;
   }
+  case GPUPROF__MSG__BODY_COLLECT:
+    if (c->proc == NULL) {
+      reject(c, EV_PROTO, GPD_EPROTO, "CollectReports before Hello", p, n);
+      break;
+    }
+    gpd_policy_report(c->d, c->proc, m->collect);
+    break;
+  case GPUPROF__MSG__BODY_POLICY_REQ:
+    if (c->proc) {
+      reject(c, EV_PROTO, GPD_EPROTO, "PolicyRequest on a process connection", p, n);
+      break;
+    }
+    gpd_policy_request(c->d, c, &c->peer, m->policy_req);
+    break;
   case GPUPROF__MSG__BODY_CONTROL_ACK:
     if (c->proc == NULL) {
       reject(c, EV_PROTO, GPD_EPROTO, "ControlAck before Hello", p, n);

@@ -14,6 +14,20 @@
  *             suffix the number is in the field's own unit (the unit in the
  *             key's name: _ms, _s, _us).
  *   loglevel  error | warn | info | debug (or 0..3).
+ *   mode      full | detached | duty ([collect] mode).
+ *   percent   a number with at most two decimals and an optional '%':
+ *             "1", "0.5%", "3 %"; kept in basis points (1 % = 100).
+ *
+ * Override sections of [collect] (daemon/policy.c applies them):
+ *   [collect "exe=PATTERN"]   executable path, fnmatch(3) (no ']' in it)
+ *   [collect "uid=U"]         numeric uid
+ *   [collect "job=J"]         job id, exact (SLURM_JOB_ID, ...)
+ * each with any of [collect]'s keys; a key it does not name comes from
+ * below.  Layers, lowest first: [collect], exe sections, uid sections, job
+ * sections (each kind in file order; `gpuprof policy set` adds or changes
+ * sections after the file's).  At most GPD_COLLECT_RULES_MAX sections; the
+ * result of each section over [collect] is checked (window < period,
+ * period_min <= period_max) and a bad one is reported at its first line.
  *
  * Errors: the first bad line wins and is reported as
  *   "FILE:LINE: 'key = value': reason"
@@ -41,9 +55,13 @@ typedef enum {
   CT_BYTES,
   CT_DURATION,
   CT_LOGLEVEL,
+  CT_MODE,
+  CT_PERCENT,
 } conf_type_t;
 
-enum { CF_LIVE = 1u, CF_POW2 = 2u, CF_NONEMPTY = 4u, CF_ABSPATH = 8u };
+/* CF_COLLECT: a key of gpd_collect_t (off, size within it; [collect] and
+ * its override sections). */
+enum { CF_LIVE = 1u, CF_POW2 = 2u, CF_NONEMPTY = 4u, CF_ABSPATH = 8u, CF_COLLECT = 16u };
 
 typedef struct {
   const char *section;
@@ -58,6 +76,7 @@ typedef struct {
 } conf_key_t;
 
 #define F(field) offsetof(gpd_config_t, field), sizeof(((gpd_config_t *)0)->field)
+#define FC(field) offsetof(gpd_collect_t, field), sizeof(((gpd_collect_t *)0)->field)
 #define NS_US 1000ull
 #define NS_MS 1000000ull
 #define NS_S 1000000000ull
@@ -92,6 +111,9 @@ static const conf_key_t config_keys[] = {
      F(retain_age_s), CF_LIVE, "drop stored profiles older than this; 0 = keep"},
     {"store", "retention_max_bytes", CT_BYTES, 0, 1ull << 50, 0, "1G", F(retain_bytes),
      CF_LIVE, "drop oldest profiles above this store size; 0 = no limit"},
+    {"store", "retention_uid_max_bytes", CT_BYTES, 0, 1ull << 50, 0, "0", F(retain_uid_bytes),
+     CF_LIVE, "one uid's share (profiles, contexts, GPU binaries); above it the uid's oldest go "
+     "first; 0 = half of retention_max_bytes"},
     {"store", "cpu_sample_trace_max_rows", CT_UINT, 0, 1ull << 40, 0, "1000000", F(cpu_trace_max),
      CF_LIVE, "most CPU sample trace rows per profile (more: counted, CPUTIME still kept); 0 = none"},
     {"shm", "rings_per_process", CT_UINT, 1, 4096, 0, "64", F(rings), 0,
@@ -126,8 +148,35 @@ static const conf_key_t config_keys[] = {
      "how often a tracing thread sorts its window and writes it"},
     {"trace", "max_events_per_profile", CT_UINT, 0, 1ull << 40, 0, "2000000",
      F(trace_max_events), 0, "trace rows kept per profile; beyond, new events are refused; 0 = no limit"},
+    /* [collect]: last in the table, in gpd_collect_t's order (the bit of
+     * key i in gpd_collect_rule_t.set is its index among these rows). */
+    {"collect", "mode", CT_MODE, 0, 2, 0, "duty", FC(mode), CF_LIVE | CF_COLLECT,
+     "CUDA collection of attached processes: full, detached or duty (windows)"},
+    {"collect", "window_ms", CT_DURATION, 1, 60000, NS_MS, "100", FC(window_ms), CF_LIVE | CF_COLLECT,
+     "duty: length of a tracing window"},
+    {"collect", "period_ms", CT_DURATION, 2, 3600000, NS_MS, "10000", FC(period_ms), CF_LIVE | CF_COLLECT,
+     "duty: window start to window start before the governor has an estimate"},
+    {"collect", "period_min_ms", CT_DURATION, 2, 3600000, NS_MS, "500", FC(period_min_ms),
+     CF_LIVE | CF_COLLECT, "governor: shortest period it may choose"},
+    {"collect", "period_max_ms", CT_DURATION, 2, 3600000, NS_MS, "60000", FC(period_max_ms),
+     CF_LIVE | CF_COLLECT, "governor: longest period (the smallest duty: no estimate, over budget)"},
+    {"collect", "pc_window_ms", CT_DURATION, 0, 60000, NS_MS, "0", FC(pcs_window_ms), CF_LIVE | CF_COLLECT,
+     "rotating PC-sampling window per process; 0 = none"},
+    {"collect", "pc_period_s", CT_DURATION, 1, 86400, NS_S, "300", FC(pcs_period_s), CF_LIVE | CF_COLLECT,
+     "one PC-sampling window per process per this period"},
+    {"collect", "cpu_sample_hz", CT_UINT, 0, 10000, 0, "0", FC(cpu_hz), CF_LIVE | CF_COLLECT,
+     "CPU sampling rate of attached processes; 0 = off"},
+    {"collect", "budget", CT_PERCENT, 0, 10000, 0, "1%", FC(budget_bp), CF_LIVE | CF_COLLECT,
+     "overhead budget per process (estimated slowdown)"},
+    {"collect", "governor", CT_UINT, 0, 1, 0, "1", FC(governor), CF_LIVE | CF_COLLECT,
+     "1 = size each process's period from its measured cost to hold the budget"},
 };
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+#define COLLECT0 (NKEYS - GPD_COLLECT_NKEYS) /* first [collect] row */
+_Static_assert(sizeof(gpd_collect_t) == GPD_COLLECT_NKEYS * sizeof(uint32_t),
+               "one row per gpd_collect_t field");
+
+static const char *const mode_names[] = {"full", "detached", "duty"};
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -193,8 +242,37 @@ static int parse_duration(const char *s, uint64_t unit_ns, uint64_t *out) {
   return -EINVAL;
 }
 
-static void store_uint(const conf_key_t *k, gpd_config_t *c, uint64_t v) {
-  void *p = (char *)c + k->off;
+/* Where key k lives: in c, or for a collect key in `coll` (c->collect or
+ * an override section's values). */
+static char *key_base(const conf_key_t *k, gpd_config_t *c, gpd_collect_t *coll) {
+  return (k->flags & CF_COLLECT) ? (char *)coll : (char *)c;
+}
+
+/* "1", "0.5%", "3 %" -> basis points. */
+static int parse_percent(const char *s, uint64_t *out) {
+  uint64_t v, frac = 0;
+  const char *e;
+  int err = parse_u64(s, &v, &e);
+  if (err) return err;
+  if (*e == '.') {
+    int nd = 0;
+    for (e++; isdigit((unsigned char)*e); e++, nd++) {
+      if (nd >= 2) return -EDOM;
+      frac = frac * 10 + (uint64_t)(*e - '0');
+    }
+    if (nd == 0) return -EINVAL;
+    if (nd == 1) frac *= 10;
+  }
+  while (*e == ' ' || *e == '\t') e++;
+  if (*e == '%') e++;
+  if (*e) return -EINVAL;
+  if (v > 100000) return -ERANGE;
+  *out = v * 100 + frac;
+  return 0;
+}
+
+static void store_uint(const conf_key_t *k, char *base, uint64_t v) {
+  void *p = base + k->off;
   if (k->size == sizeof(uint64_t)) {
     uint64_t x = v;
     memcpy(p, &x, sizeof x);
@@ -209,7 +287,7 @@ static void store_uint(const conf_key_t *k, gpd_config_t *c, uint64_t v) {
 
 /* Parse `value` for key k into c.  On error writes the reason (no file or
  * line) into why and returns GPD_ECONFIG. */
-static int key_set(const conf_key_t *k, gpd_config_t *c, const char *value, char *why,
+static int key_set(const conf_key_t *k, char *base, const char *value, char *why,
                    size_t whylen) {
   uint64_t v = 0;
   int err = 0;
@@ -229,18 +307,29 @@ static int key_set(const conf_key_t *k, gpd_config_t *c, const char *value, char
       snprintf(why, whylen, "must be an absolute path");
       return GPD_ECONFIG;
     }
-    memcpy((char *)c + k->off, value, n + 1);
+    memcpy(base + k->off, value, n + 1);
     return 0;
   }
   case CT_LOGLEVEL:
     for (size_t i = 0; i < 4; i++)
       if (strcasecmp(value, level_names[i]) == 0 ||
           (value[0] == (char)('0' + i) && value[1] == '\0')) {
-        store_uint(k, c, i);
+        store_uint(k, base, i);
         return 0;
       }
     snprintf(why, whylen, "expected error, warn, info or debug");
     return GPD_ECONFIG;
+  case CT_MODE:
+    for (size_t i = 0; i < 3; i++)
+      if (strcasecmp(value, mode_names[i]) == 0) {
+        store_uint(k, base, i);
+        return 0;
+      }
+    snprintf(why, whylen, "expected full, detached or duty");
+    return GPD_ECONFIG;
+  case CT_PERCENT:
+    err = parse_percent(value, &v);
+    break;
   case CT_UINT: {
     const char *e;
     err = parse_u64(value, &v, &e);
@@ -259,6 +348,7 @@ static int key_set(const conf_key_t *k, gpd_config_t *c, const char *value, char
     snprintf(why, whylen, "%s",
              k->type == CT_BYTES      ? "not a size (number with optional K, M, G, T)"
              : k->type == CT_DURATION ? "not a duration (number with optional us, ms, s, m, h, d)"
+             : k->type == CT_PERCENT  ? "not a percentage (number with at most 2 decimals, optional %)"
                                       : "not a number");
     return GPD_ECONFIG;
   }
@@ -274,7 +364,7 @@ static int key_set(const conf_key_t *k, gpd_config_t *c, const char *value, char
     snprintf(why, whylen, "not a power of two");
     return GPD_ECONFIG;
   }
-  store_uint(k, c, v);
+  store_uint(k, base, v);
   return 0;
 }
 
@@ -294,7 +384,8 @@ void gpd_config_defaults(gpd_config_t *c) {
   char why[128];
   memset(c, 0, sizeof *c);
   for (size_t i = 0; i < NKEYS; i++) {
-    int err = key_set(&config_keys[i], c, config_keys[i].def, why, sizeof why);
+    int err = key_set(&config_keys[i], key_base(&config_keys[i], c, &c->collect), config_keys[i].def, why,
+                      sizeof why);
     (void)err; /* the compiled-in defaults are valid; test-config checks it */
   }
 }
@@ -318,20 +409,156 @@ static char *ctx_reader(char *str, int num, void *stream) {
   return r;
 }
 
+/* ------------------------------------------------ [collect] sections */
+
+/* Parse an override section name: `collect "job=J"` (from the file) or
+ * `job=J` (gpuprof policy set).  0, or -EINVAL with why. */
+static int rule_parse(const char *sel, uint32_t *kind, char *pat, size_t patlen, char *why,
+                      size_t whylen) {
+  static const char *const kinds[] = {"exe=", "uid=", "job="};
+  size_t n = strlen(sel);
+  for (uint32_t k = 0; k < 3; k++) {
+    if (strncmp(sel, kinds[k], 4) != 0) continue;
+    const char *v = sel + 4;
+    n -= 4;
+    if (n == 0 || n >= patlen) {
+      snprintf(why, whylen, "the %.3s of an override section must have 1..%zu bytes", kinds[k], patlen - 1);
+      return -EINVAL;
+    }
+    for (size_t i = 0; i < n; i++)
+      if ((unsigned char)v[i] < 0x20 || v[i] == '"' || v[i] == 0x7f) {
+        snprintf(why, whylen, "override section: control character or '\"' in the pattern");
+        return -EINVAL;
+      }
+    if (k == GPD_COLLECT_UID) {
+      uint64_t u;
+      const char *e;
+      if (parse_u64(v, &u, &e) || *e || u >= 0xffffffffull) {
+        snprintf(why, whylen, "override section: uid must be a number");
+        return -EINVAL;
+      }
+    }
+    *kind = k;
+    memcpy(pat, v, n + 1);
+    return 0;
+  }
+  snprintf(why, whylen, "override section must be exe=PATTERN, uid=U or job=J");
+  return -EINVAL;
+}
+
+/* The override section of (kind, pattern), created when missing.  NULL
+ * with why when GPD_COLLECT_RULES_MAX are taken. */
+static gpd_collect_rule_t *rule_get(gpd_config_t *c, uint32_t kind, const char *pat, int line, char *why,
+                                    size_t whylen) {
+  for (uint32_t i = 0; i < c->ncollect_rules; i++)
+    if (c->collect_rules[i].kind == kind && strcmp(c->collect_rules[i].pattern, pat) == 0)
+      return &c->collect_rules[i];
+  if (c->ncollect_rules >= GPD_COLLECT_RULES_MAX) {
+    snprintf(why, whylen, "more than %u [collect] override sections", GPD_COLLECT_RULES_MAX);
+    return NULL;
+  }
+  gpd_collect_rule_t *r = &c->collect_rules[c->ncollect_rules++];
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  snprintf(r->pattern, sizeof r->pattern, "%s", pat);
+  r->line = line;
+  return r;
+}
+
+/* Keys of r over base (the result of this section over [collect]). */
+static void collect_over(gpd_collect_t *out, const gpd_collect_t *base, const gpd_collect_rule_t *r) {
+  const uint32_t *src = (const uint32_t *)(const void *)&r->v;
+  uint32_t *dst = (uint32_t *)(void *)out;
+  *out = *base;
+  for (unsigned i = 0; i < GPD_COLLECT_NKEYS; i++)
+    if (r->set & (1u << i)) dst[i] = src[i];
+}
+
+/* The combination checks a single key cannot make.  0 or -EINVAL, why. */
+static int collect_check(const gpd_collect_t *v, char *why, size_t whylen) {
+  if (v->window_ms >= v->period_ms) {
+    snprintf(why, whylen, "window_ms (%u) must be shorter than period_ms (%u)", v->window_ms, v->period_ms);
+    return -EINVAL;
+  }
+  if (v->period_min_ms > v->period_max_ms) {
+    snprintf(why, whylen, "period_min_ms (%u) above period_max_ms (%u)", v->period_min_ms, v->period_max_ms);
+    return -EINVAL;
+  }
+  if (v->window_ms >= v->period_min_ms) {
+    snprintf(why, whylen, "window_ms (%u) must be shorter than period_min_ms (%u)", v->window_ms,
+             v->period_min_ms);
+    return -EINVAL;
+  }
+  if (v->pcs_window_ms && (uint64_t)v->pcs_window_ms >= (uint64_t)v->pcs_period_s * 1000u) {
+    snprintf(why, whylen, "pc_window_ms (%u) must be shorter than pc_period_s (%u s)", v->pcs_window_ms,
+             v->pcs_period_s);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* Every override section over [collect], and [collect] itself: 0, or the
+ * bad section's index + 1 (-1: [collect]) with why. */
+static int collect_check_all(const gpd_config_t *c, char *why, size_t whylen) {
+  gpd_collect_t v;
+  if (collect_check(&c->collect, why, whylen)) return -1;
+  for (uint32_t i = 0; i < c->ncollect_rules; i++) {
+    collect_over(&v, &c->collect, &c->collect_rules[i]);
+    if (collect_check(&v, why, whylen)) return (int)i + 1;
+  }
+  return 0;
+}
+
+/* Set collect key k from value in [collect] (r NULL) or section r. */
+static int collect_key_set(gpd_config_t *c, gpd_collect_rule_t *r, const conf_key_t *k, const char *value,
+                           char *why, size_t whylen) {
+  int err = key_set(k, (char *)(r ? &r->v : &c->collect), value, why, whylen);
+  if (err) return err;
+  if (r)
+    r->set |= 1u << (k - &config_keys[COLLECT0]);
+  else
+    c->collect_set |= 1u << (k - &config_keys[COLLECT0]);
+  return 0;
+}
+
 static int ctx_handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx_t *p = user;
-  char why[160];
+  char why[200];
   int known;
+  gpd_collect_rule_t *r = NULL;
   if (p->failed) return 1; /* first error wins; keep inih going quietly */
+  if (strncmp(section, "collect", 7) == 0 && section[7] != '\0') {
+    /* [collect "exe=..."]: inih gives the text between the brackets */
+    const char *q = section + 7;
+    size_t n;
+    char sel[300];
+    uint32_t kind;
+    char pat[sizeof r->pattern];
+    while (*q == ' ' || *q == '\t') q++;
+    n = strlen(q);
+    if (n < 2 || q[0] != '"' || q[n - 1] != '"' || n - 2 >= sizeof sel) {
+      snprintf(why, sizeof why, "override section must read [collect \"exe=PATTERN\"], "
+                                "[collect \"uid=U\"] or [collect \"job=J\"]");
+      goto bad;
+    }
+    memcpy(sel, q + 1, n - 2);
+    sel[n - 2] = '\0';
+    if (rule_parse(sel, &kind, pat, sizeof pat, why, sizeof why)) goto bad;
+    if (!(r = rule_get(p->c, kind, pat, p->lineno, why, sizeof why))) goto bad;
+    section = "collect";
+  }
   const conf_key_t *k = key_find(section, name, &known);
   if (!k) {
     if (!known)
       snprintf(why, sizeof why, "unknown section [%s]", section);
     else
       snprintf(why, sizeof why, "unknown key '%s' in [%s]", name, section);
-  } else if (key_set(k, p->c, value, why, sizeof why) == 0) {
+  } else if (k->flags & CF_COLLECT) {
+    if (collect_key_set(p->c, r, k, value, why, sizeof why) == 0) return 1;
+  } else if (key_set(k, (char *)p->c, value, why, sizeof why) == 0) {
     return 1;
   }
+bad:
   p->failed = p->lineno;
   snprintf(p->err, p->errlen, "%s:%d: '%s = %s': %s", p->path, p->lineno, name, value, why);
   return 0;
@@ -408,6 +635,21 @@ int gpd_config_load(gpd_config_t *c, const char *path, int explicit_path, char *
     return GPD_ECONFIG;
   }
   if (p.failed) return GPD_ECONFIG;
+  {
+    char why[200];
+    int bad = collect_check_all(c, why, sizeof why);
+    if (bad == -1) {
+      snprintf(err, errlen, "%s: [collect]: %s", path, why);
+      return GPD_ECONFIG;
+    }
+    if (bad > 0) {
+      const gpd_collect_rule_t *r = &c->collect_rules[bad - 1];
+      snprintf(err, errlen, "%s:%d: [collect \"%s=%s\"]: %s", path, r->line,
+               r->kind == GPD_COLLECT_EXE ? "exe" : r->kind == GPD_COLLECT_UID ? "uid" : "job", r->pattern,
+               why);
+      return GPD_ECONFIG;
+    }
+  }
   return config_apply_env(c, err, errlen);
 }
 
@@ -424,10 +666,70 @@ int gpd_config_reload(gpd_config_t *live, const char *path, char *err, size_t er
   if (rc) return rc;
   for (size_t i = 0; i < NKEYS; i++) {
     const conf_key_t *k = &config_keys[i];
-    if (k->flags & CF_LIVE)
+    if ((k->flags & CF_LIVE) && !(k->flags & CF_COLLECT))
       memcpy((char *)live + k->off, (const char *)&fresh + k->off, k->size);
   }
+  /* the collection policy as a whole (run-time changes are dropped) */
+  live->collect = fresh.collect;
+  live->collect_set = fresh.collect_set;
+  live->ncollect_rules = fresh.ncollect_rules;
+  memcpy(live->collect_rules, fresh.collect_rules, sizeof live->collect_rules);
   return 0;
+}
+
+int gpd_config_collect_set(gpd_config_t *c, const char *rule, const char *key, const char *value,
+                           char *why, size_t whylen) {
+  int known;
+  const conf_key_t *k;
+  gpd_config_t *t = NULL;
+  gpd_collect_rule_t *r = NULL;
+  int err = GPD_ECONFIG;
+  if (!c || !key || !value || !why) return -EINVAL;
+  k = key_find("collect", key, &known);
+  if (!k) {
+    snprintf(why, whylen, "unknown policy key '%s' (see gpuprof policy)", key);
+    return GPD_ECONFIG;
+  }
+  /* on a copy, so that a refused change leaves nothing behind */
+  t = malloc(sizeof *t);
+  if (!t) return -ENOMEM;
+  memcpy(t, c, sizeof *t);
+  if (rule && *rule) {
+    uint32_t kind;
+    char pat[sizeof r->pattern];
+    if (rule_parse(rule, &kind, pat, sizeof pat, why, whylen)) goto out;
+    if (!(r = rule_get(t, kind, pat, 0, why, whylen))) {
+      err = -ENOSPC;
+      goto out;
+    }
+    r->runtime = 1;
+  }
+  if (collect_key_set(t, r, k, value, why, whylen)) goto out;
+  if (collect_check_all(t, why, whylen)) goto out;
+  memcpy(c, t, sizeof *t);
+  err = 0;
+out:
+  free(t);
+  return err;
+}
+
+const char *gpd_config_collect_key(unsigned i) {
+  return i < GPD_COLLECT_NKEYS ? config_keys[COLLECT0 + i].name : NULL;
+}
+
+void gpd_config_collect_value(const gpd_collect_t *v, unsigned i, char *out, size_t n) {
+  if (!out || !n) return;
+  out[0] = '\0';
+  if (!v || i >= GPD_COLLECT_NKEYS) return;
+  const conf_key_t *k = &config_keys[COLLECT0 + i];
+  uint32_t x;
+  memcpy(&x, (const char *)v + k->off, sizeof x);
+  if (k->type == CT_MODE)
+    snprintf(out, n, "%s", x < 3 ? mode_names[x] : "?");
+  else if (k->type == CT_PERCENT)
+    snprintf(out, n, "%u.%02u%%", x / 100, x % 100);
+  else
+    snprintf(out, n, "%u", x);
 }
 
 /* ------------------------------------------------------- introspection */
@@ -437,11 +739,14 @@ size_t gpd_config_nkeys(void) { return NKEYS; }
 int gpd_config_key_describe(size_t i, char *out, size_t outlen) {
   if (i >= NKEYS || !out) return -EINVAL;
   const conf_key_t *k = &config_keys[i];
-  static const char *const tn[] = {"string", "uint", "bytes", "duration", "loglevel"};
+  static const char *const tn[] = {"string", "uint", "bytes", "duration", "loglevel", "mode", "percent"};
   int n = snprintf(out, outlen, "| [%s] | %s | %s | %s | ", k->section, k->name, tn[k->type],
                    k->def[0] ? k->def : "\"\"");
-  if (k->type == CT_STRING || k->type == CT_LOGLEVEL)
+  if (k->type == CT_STRING || k->type == CT_LOGLEVEL || k->type == CT_MODE)
     n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "-");
+  else if (k->type == CT_PERCENT)
+    n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "%" PRIu64 "%%..%" PRIu64 "%%", k->min / 100,
+                  k->max / 100);
   else
     n += snprintf(out + n, n < (int)outlen ? outlen - n : 0, "%" PRIu64 "..%" PRIu64, k->min,
                   k->max);

@@ -14,6 +14,45 @@
 #define GPD_DEFAULT_STATE_DIR "/var/lib/gpuprofd"
 #define GPD_DEFAULT_CONFIG "/etc/gpuprofd/gpuprofd.conf"
 
+/** Collection modes of [collect] mode (the CUDA back end's
+ *  GPUPROF_CUDA_TRACE modes, shim/cupti/cupti-mode.c). */
+enum { GPD_COLLECT_FULL = 0, GPD_COLLECT_DETACHED = 1, GPD_COLLECT_DUTY = 2 };
+
+/** The keys of [collect] and of its override sections (daemon/policy.c
+ *  resolves them per process; docs/SERVICE.md "Collection policy"). */
+typedef struct gpd_collect_s {
+  uint32_t mode;          /* mode = duty (GPD_COLLECT_*) */
+  uint32_t window_ms;     /* window_ms = 10 */
+  uint32_t period_ms;     /* period_ms = 3000 (> window_ms) */
+  uint32_t period_min_ms; /* period_min_ms = 500: the governor's shortest period */
+  uint32_t period_max_ms; /* period_max_ms = 60000: the smallest duty */
+  uint32_t pcs_window_ms; /* pc_window_ms = 0 (no rotating PC sampling) */
+  uint32_t pcs_period_s;  /* pc_period_s = 300 */
+  uint32_t cpu_hz;        /* cpu_sample_hz = 0 (off) */
+  uint32_t budget_bp;     /* budget = 1% (basis points: 100 = 1 %) */
+  uint32_t governor;      /* governor = 1 */
+} gpd_collect_t;
+
+/** Number of keys of gpd_collect_t (bits of gpd_collect_rule_t.set). */
+#define GPD_COLLECT_NKEYS 10u
+/** Override sections kept at most (file and `gpuprof policy set`). */
+#define GPD_COLLECT_RULES_MAX 64u
+
+/** Selector of an override section: [collect "job=J"], [collect "uid=U"],
+ *  [collect "exe=PATTERN"]. */
+enum { GPD_COLLECT_EXE = 0, GPD_COLLECT_UID = 1, GPD_COLLECT_JOB = 2 };
+
+/** One override section: the keys it sets (bit i: key i of the collect
+ *  keys, in table order) over the ones below it. */
+typedef struct gpd_collect_rule_s {
+  uint32_t kind;        /* GPD_COLLECT_EXE / _UID / _JOB */
+  char pattern[256];    /* exe: fnmatch(3) pattern; uid: decimal; job: exact */
+  uint32_t set;         /* keys this section sets */
+  int line;             /* line of its first key (0: `gpuprof policy set`) */
+  int runtime;          /* set at run time, not from the file */
+  gpd_collect_t v;
+} gpd_collect_rule_t;
+
 /** All settings.  Units in the names: _ms, _s, _bytes. */
 typedef struct gpd_config_s {
   char socket[108];          /* [daemon] socket            */
@@ -25,6 +64,7 @@ typedef struct gpd_config_s {
   uint32_t flush_ms;         /* [store] flush_interval_ms = 1000  live */
   uint64_t retain_age_s;     /* [store] retention_max_age_s = 604800 live */
   uint64_t retain_bytes;     /* [store] retention_max_bytes = 1 GiB live */
+  uint64_t retain_uid_bytes; /* [store] retention_uid_max_bytes = 0 (half of retain_bytes) live */
   uint64_t cpu_trace_max;    /* [store] cpu_sample_trace_max_rows = 1000000 live (0: none) */
   int log_level;             /* [daemon] log_level = warn  live */
   uint32_t max_clients;      /* [daemon] max_clients = 4096 */
@@ -51,6 +91,13 @@ typedef struct gpd_config_s {
   uint32_t trace_queue_events;      /* [trace] queue_events = 16384 */
   uint32_t trace_flush_ms;          /* [trace] flush_interval_ms = 200 */
   uint64_t trace_max_events;        /* [trace] max_events_per_profile = 2000000 */
+  /* Collection policy (policy.c, docs/SERVICE.md).  Live: a reload
+   * replaces [collect] and every override section (also those set at run
+   * time). */
+  gpd_collect_t collect;            /* [collect] */
+  uint32_t collect_set;             /* keys [collect] itself sets (the rest: defaults) */
+  uint32_t ncollect_rules;
+  gpd_collect_rule_t collect_rules[GPD_COLLECT_RULES_MAX];
 } gpd_config_t;
 
 /** Fill compiled-in defaults. */
@@ -67,6 +114,21 @@ int gpd_config_load(gpd_config_t *c, const char *path, int explicit_path,
 /** SIGHUP: re-read `path` into a copy; on success copy only the live
  *  fields into *live and return 0; on error keep *live unchanged. */
 int gpd_config_reload(gpd_config_t *live, const char *path, char *err, size_t errlen);
+
+/** Set collect key `key` to `value` (the file's syntax) in [collect]
+ *  (rule NULL) or in the override section `rule` names ("job=J", "uid=U",
+ *  "exe=PATTERN"; created when missing, marked runtime).  Checks the
+ *  result as a file line would be (window < period, ...).  0, or
+ *  GPD_ECONFIG with the reason in why; -ENOSPC: GPD_COLLECT_RULES_MAX
+ *  sections exist.  Main thread. */
+int gpd_config_collect_set(gpd_config_t *c, const char *rule, const char *key, const char *value,
+                           char *why, size_t whylen);
+
+/** Name of collect key i (0..GPD_COLLECT_NKEYS-1), NULL beyond. */
+const char *gpd_config_collect_key(unsigned i);
+
+/** Text of collect key i of v in the file's syntax ("duty", "1.5%", "3000"). */
+void gpd_config_collect_value(const gpd_collect_t *v, unsigned i, char *out, size_t n);
 
 /* Additive (service helper): introspection of the key table, used by
  * tests to keep docs/SERVICE.md and systemd/gpuprofd.conf in step. */

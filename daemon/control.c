@@ -29,6 +29,8 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "policy.h"
+#include "job.h"
 
 #define CTL_KINDS 32u /* shim/backends.h GPD_CONTROL_KINDS */
 
@@ -54,6 +56,8 @@ typedef struct ctl_op_s {
 
 static ctl_op_t *ops;
 static uint64_t next_id = 1;
+
+uint64_t gpd_control_next_id(void) { return next_id++; }
 
 static void op_closed(uv_handle_t *h) { free(h->data); }
 
@@ -153,6 +157,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   unsigned kind = (unsigned)c->kind;
   if (kind == 0 || kind >= CTL_KINDS)
     return refuse(cli, -EINVAL, "unknown control kind %u", kind);
+  if (kind == GPUPROF__CONTROL_KIND__CONTROL_POLICY) /* policy.c sends these; CLIs use PolicyRequest */
+    return refuse(cli, -EINVAL, "control kind %u: use gpuprof policy set", kind);
   if (c->enable && c->duration_ms > GPD_CONTROL_MAX_MS)
     return refuse(cli, -EINVAL, "control window of %u ms is longer than %u ms", c->duration_ms,
                   GPD_CONTROL_MAX_MS);
@@ -172,25 +178,25 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   char why[256] = "";
   int code = 0;
   if (!has_job) {
-    gpd_proc_t *p = gpd_registry_find_pid(d, r->pid);
+    gpd_proc_t *p = gpd_registry_find_visible(d, peer, r->pid);
     if (p == NULL) {
       code = -ESRCH;
-      snprintf(why, sizeof why, "no profiled process %d", (int)r->pid);
-    } else if (!gpd_access_may_see(peer, p->uid)) {
-      code = GPD_EDENIED;
-      snprintf(why, sizeof why, "permission denied: process %d belongs to uid %u", (int)r->pid,
-               (unsigned)p->uid);
+      snprintf(why, sizeof why, GPD_NO_PID_FMT, (int)r->pid);
     } else if (p->state != GPD_PROC_RUNNING || p->client == NULL) {
       code = -ESRCH;
       snprintf(why, sizeof why, "process %d has ended", (int)r->pid);
     } else {
       op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
+      gpd_policy_deep_dive(p, c->enable, c->duration_ms);
     }
   } else {
     for (gpd_proc_t *p = d->procs; p && op->n < n; p = p->next)
-      if (p->state == GPD_PROC_RUNNING && p->client && p->job_id && !strcmp(p->job_id, r->job_id) &&
-          gpd_access_may_see(peer, p->uid))
+      if (p->state == GPD_PROC_RUNNING && p->client &&
+          gpd_job_selects(r->job_id, peer->uid, p->job_id, p->job_verified, p->uid) &&
+          gpd_access_may_see(peer, p->uid)) {
         op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
+        gpd_policy_deep_dive(p, c->enable, c->duration_ms);
+      }
     if (op->n == 0) {
       code = -ESRCH;
       snprintf(why, sizeof why, "no running process of job %s that you may control", r->job_id);
@@ -198,8 +204,6 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   }
   pthread_mutex_unlock(&d->lock);
   if (code) {
-    if (code == GPD_EDENIED)
-      GPD_WARN("peer pid %d uid %u: control: %s", (int)peer->pid, (unsigned)peer->uid, why);
     free(op);
     return refuse(cli, code, "%s", why);
   }
@@ -252,6 +256,7 @@ void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p,
   unsigned kind = (unsigned)a->kind;
   if (a->ended) { /* a window closed by the shim itself */
     proc_control_on(d, p, kind, 0);
+    gpd_policy_deep_dive(p, 0, 0); /* policy state: main thread only */
     return;
   }
   for (ctl_op_t *op = ops; op; op = op->next)

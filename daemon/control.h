@@ -45,6 +45,10 @@ void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, struct gpd_proc
  *  served counts as ended (-ESRCH) in the requests waiting for it. */
 void gpd_control_client_gone(struct gpd_client_s *c);
 
+/** A fresh daemon-wide Control id (policy.c's CONTROL_POLICY messages
+ *  share the id space, so an ack never matches the wrong request). */
+uint64_t gpd_control_next_id(void);
+
 /** Shutdown: drop every pending request (their timers close). */
 void gpd_control_close_all(void);
 

@@ -4,6 +4,7 @@
  *   main     libuv loop: listening socket, clients, queries, signals, timers
  *   monitor  drains every registered region's rings, attributes records
  *   writer   persists dirty profiles to SQLite every flush_ms
+ *   symbolizer  call sites of stored contexts, budget per uid (symbolizer.c)
  * All shared state (the registry and every profile in it) is guarded by
  * gpd_daemon_t.lock.  The monitor holds it for a pass (helper monitors
  * drain under the leader's hold, monitor.c); queries
@@ -23,7 +24,9 @@
 #include "access.h"
 #include "config.h"
 #include "control.h"
+#include "policy.h"
 #include "devices.h"
+#include "journal.h"
 #include "map.h"
 #include "merge.h"
 #include "monitor.h"
@@ -33,6 +36,7 @@
 #include "server.h"
 #include "store.h"
 #include "symbols.h"
+#include "symbolizer.h"
 #include "trace.h"
 
 /* GPD_PROTO_VERSION: gpuprof/region.h (the shim checks the same one) */
@@ -71,12 +75,17 @@ typedef struct gpd_daemon_s {
   int flush_now;        /* wake the writer: a process ended, or a ring is
                            more than half full of unreleased slots */
   uint64_t early_flushes; /* flushes asked for by ring back-pressure */
-  int writer_stop;      /* writer: last flush, then exit */
+  int writer_stop;      /* writer: last flush, then exit (set with an atomic store:
+                           retention reads it between its transactions) */
+  int retain_stop;      /* main, at SIGTERM (atomic): a retention pass ends at its
+                           next transaction, before the threads are stopped */
   int shutting_down;    /* main: closing connections does not end processes */
   pthread_t monitor_tid, writer_tid;
   struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */
   int monitor_started, writer_started;
   gpd_store_t *store;
+  gpd_journal_t *journal; /* ring journal (journal.c), NULL: release at commit */
+  struct gpd_symbolizer_s *symbolizer; /* symbolizer thread (symbolizer.c), NULL: none */
   gpd_devices_t *devices; /* device monitoring (devices.c) */
   struct gpd_trace_s *trace; /* tracing threads (trace.c), NULL: off */
   struct uv_loop_s *loop;

@@ -27,6 +27,7 @@
 #include "gpuprof/log.h"
 
 #include "daemon.h"
+#include "job.h"
 #include "devices.h"
 
 #define NGPU_BACKENDS 2
@@ -289,6 +290,7 @@ static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
       p->profile_id = r->profile_id;
       p->uid = r->uid;
       snprintf(p->job_id, sizeof p->job_id, "%s", r->job_id ? r->job_id : "");
+      p->job_verified = r->job_verified;
       base_name(p->exe, sizeof p->exe, r->exe);
     }
   }
@@ -301,6 +303,7 @@ static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
     c->pid = r->pid;
     c->uid = r->uid;
     snprintf(c->job_id, sizeof c->job_id, "%s", r->job_id ? r->job_id : "");
+    c->job_verified = r->job_verified;
     v->ids[nrun] = r->profile_id;
     v->pids[nrun] = r->pid;
     v->starts[nrun] = r->proc_start;
@@ -588,12 +591,11 @@ static Gpuprof__Device *reply_device(const gpd_dev_t *dv, const gpd_peer_t *peer
   o->dropped_procs = s->nprocs_dropped;
   for (uint32_t j = 0; j < s->nprocs; j++) {
     const gpd_dev_proc_t *p = &s->procs[j];
-    /* unknown owner: only admins */
-    if (p->uid == (uid_t)-1 ? !peer->admin : !gpd_access_may_see(peer, p->uid)) {
-      o->hidden_procs++;
+    /* unknown owner: only admins.  Rows of other users are left out
+     * without a count: nobody learns how many processes others run. */
+    if (p->uid == (uid_t)-1 ? !peer->admin : !gpd_access_may_see(peer, p->uid))
       continue;
-    }
-    if (job && job[0] && strcmp(job, p->job_id) != 0)
+    if (!gpd_job_selects(job, peer->uid, p->job_id, p->job_verified, p->uid))
       continue;
     Gpuprof__DeviceProcess *q = calloc(1, sizeof *q);
     if (q == NULL)
@@ -604,6 +606,7 @@ static Gpuprof__Device *reply_device(const gpd_dev_t *dv, const gpd_peer_t *peer
     q->uid = (uint32_t)p->uid;
     q->profile_id = p->profile_id;
     q->job_id = xdup(p->job_id);
+    q->job_claimed = !p->job_verified && p->job_id[0];
     q->exe = xdup(p->exe);
     if (!q->job_id || !q->exe)
       return o;
@@ -682,7 +685,7 @@ int gpd_devices_reply(gpd_daemon_t *d, const gpd_peer_t *peer, const char *job,
     const gpd_cpu_t *c = &v->cpus[k];
     if (!gpd_access_may_see(peer, c->uid) || c->nvalues == 0)
       continue;
-    if (job && job[0] && strcmp(job, c->job_id) != 0)
+    if (!gpd_job_selects(job, peer->uid, c->job_id, c->job_verified, c->uid))
       continue;
     Gpuprof__CpuCounters *o = calloc(1, sizeof *o);
     if (o == NULL)
@@ -694,6 +697,7 @@ int gpd_devices_reply(gpd_daemon_t *d, const gpd_peer_t *peer, const char *job,
     o->uid = (uint32_t)c->uid;
     o->time_ns = c->t_ns;
     o->job_id = xdup(c->job_id);
+    o->job_claimed = !c->job_verified && c->job_id[0];
     o->events = calloc(c->nvalues, sizeof *o->events);
     o->values = calloc(c->nvalues, sizeof *o->values);
     o->rates = calloc(c->nvalues, sizeof *o->rates);

@@ -65,6 +65,7 @@ typedef struct gpd_dev_proc_s {
   uid_t uid;               /* owner (registry, else /proc/<pid>); (uid_t)-1 unknown */
   uint64_t profile_id;     /* 0: not a profiled process */
   char job_id[64];         /* "" when unknown */
+  int job_verified;        /* job_id from its cgroup, not only claimed (job.h) */
   char exe[64];            /* base name, "" when unknown */
   uint64_t mem_bytes;      /* device memory it holds; UINT64_MAX unknown */
   int has_util;            /* sm_util/mem_util were reported */
@@ -126,6 +127,7 @@ typedef struct gpd_cpu_s {
   int32_t pid;
   uid_t uid;
   char job_id[64];
+  int job_verified; /* job.h */
   uint64_t t_ns;
   uint32_t nvalues;
   long long values[GPD_PAPI_MAX_EVENTS]; /* cumulative since attach, PAPI units */
@@ -155,7 +157,7 @@ struct Gpuprof__Msg;
 /** Build the DevicesReply for `peer` into *out (free with
  *  gpd_devices_reply_free).  Node-level device rows go to everyone;
  *  process and job rows only where gpd_access_may_see(peer, uid) (the
- *  rest are counted in hidden_procs; a pid whose owner is unknown is
+ *  rest are neither sent nor counted; a pid whose owner is unknown is
  *  shown to admins only), of job `job_id` only when it is not "".  Main thread; takes
  *  gpd_devices_t.mu briefly, never blocks on a vendor.  0 or -ENOMEM. */
 int gpd_devices_reply(gpd_daemon_t *d, const gpd_peer_t *peer, const char *job_id,

@@ -1,6 +1,17 @@
 /* gpubin.c - GPU binaries sent by shims (GpuBinary chunks, main thread),
  * stored as gpubins/<hash>.gpubin beside the database; their rows go
- * through the writer's next transaction (checkpoint.c).
+ * through the writer's next transaction (checkpoint.c): gpubin (one per
+ * hash) and gpubin_ref (one per profile that sent it, with its uid).
+ * Retention (retention.c) removes a file with the last profile that
+ * refers to it, unless the hash is queued or being uploaded: uploads in
+ * progress are on the store's list (reg_lock), and a completed file is
+ * renamed into place and its row queued under one hold of reg_lock.
+ *
+ * Quota: a new binary is refused (-EDQUOT, logged by the client's
+ * per-uid note) when the uploader's uid would pass its share of the store
+ * (gpd_store_uid_quota) with what retention cannot remove (its running
+ * profiles and their binaries, as last counted) plus what retention has
+ * not counted yet (committed since, queued, being uploaded).
  *
  * Hostile input: the folder is the daemon's own private directory,
  * verified once and used through its fd; temporary files have unique
@@ -27,7 +38,28 @@
 #include "daemon.h"
 #include "store-internal.h"
 
+/* reg_lock held */
+static void upload_unlist(gpd_gpubin_t *g) {
+  gpd_store_t *s = g->listed;
+  if (s == NULL)
+    return;
+  if (g->prev)
+    g->prev->next = g->next;
+  else
+    s->uploads = g->next;
+  if (g->next)
+    g->next->prev = g->prev;
+  g->prev = g->next = NULL;
+  g->listed = NULL;
+}
+
 void gpd_gpubin_abort(gpd_gpubin_t *g) {
+  if (g->listed) {
+    pthread_mutex_t *mu = g->listed->reg_lock;
+    pthread_mutex_lock(mu);
+    upload_unlist(g);
+    pthread_mutex_unlock(mu);
+  }
   if (g->fd >= 0) {
     close(g->fd);
     unlinkat(g->dirfd, g->tmp, 0);
@@ -37,7 +69,7 @@ void gpd_gpubin_abort(gpd_gpubin_t *g) {
   g->received = g->total = 0;
 }
 
-static int valid_hash(const char *h) {
+int gpd__gpubin_valid_hash(const char *h) {
   size_t n = strlen(h);
   if (n != 32)
     return 0;
@@ -58,21 +90,96 @@ static int valid_kind(const char *k) {
   return 1;
 }
 
-/* The gpubin row of a complete binary goes to the writer thread. */
-static void gpubin_queue_row(gpd_daemon_t *d, const gpd_gpubin_t *g, uint64_t profile_id) {
+/* The rows of a complete binary go to the writer thread (reg_lock held:
+ * never the daemon lock on the loop thread).  0 or -ENOMEM. */
+static int gpubin_queue_row(gpd_daemon_t *d, const gpd_gpubin_t *g, uint64_t profile_id) {
   gpubin_row_t *row = calloc(1, sizeof *row);
   if (row == NULL)
-    return;
+    return -ENOMEM;
   snprintf(row->hash, sizeof row->hash, "%s", g->hash);
   snprintf(row->kind, sizeof row->kind, "%s", g->kind);
   row->size = g->total;
   row->profile_id = (int64_t)profile_id;
-  pthread_mutex_lock(&d->reg_lock); /* never the daemon lock on the loop thread */
+  row->uid = g->uid;
   row->next = d->store->gpubins;
   d->store->gpubins = row;
-  pthread_mutex_unlock(&d->reg_lock);
+  return 0;
+}
+
+static void wake_writer(gpd_daemon_t *d) {
   __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED); /* soon, not at the next interval */
   pthread_cond_signal(&d->writer_cv);
+}
+
+uint64_t gpd_store_uid_quota(const gpd_daemon_t *d) {
+  uint64_t q = __atomic_load_n(&d->cfg.retain_uid_bytes, __ATOMIC_RELAXED);
+  return q ? q : __atomic_load_n(&d->cfg.retain_bytes, __ATOMIC_RELAXED) / 2;
+}
+
+gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid) {
+  for (size_t i = 0; i < s->nuses; i++)
+    if (s->uses[i].uid == uid)
+      return &s->uses[i];
+  if (s->nuses == s->capuses) {
+    size_t nc = s->capuses ? 2 * s->capuses : 16;
+    gpd_uid_use_t *n = realloc(s->uses, nc * sizeof *n);
+    if (n == NULL)
+      return NULL;
+    s->uses = n;
+    s->capuses = nc;
+  }
+  gpd_uid_use_t *u = &s->uses[s->nuses++];
+  memset(u, 0, sizeof *u);
+  u->uid = uid;
+  return u;
+}
+
+/* Bytes of uid's that retention cannot remove or has not counted yet
+ * (reg_lock held). */
+static uint64_t uid_pending_bytes(gpd_store_t *s, uint32_t uid) {
+  uint64_t b = 0;
+  for (size_t i = 0; i < s->nuses; i++)
+    if (s->uses[i].uid == uid)
+      b += s->uses[i].live + s->uses[i].unseen;
+  for (const gpubin_row_t *r = s->gpubins; r; r = r->next)
+    if (r->uid == uid)
+      b += r->size;
+  for (const gpd_gpubin_t *g = s->uploads; g; g = g->next)
+    if (g->uid == uid)
+      b += g->total;
+  return b;
+}
+
+int gpd__gpubin_busy(const gpd_store_t *s, const char *hash) {
+  for (const gpubin_row_t *r = s->gpubins; r; r = r->next)
+    if (strcmp(r->hash, hash) == 0)
+      return 1;
+  for (const gpd_gpubin_t *g = s->uploads; g; g = g->next)
+    if (strcmp(g->hash, hash) == 0)
+      return 1;
+  return 0;
+}
+
+int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows) {
+  int err = 0;
+  for (const gpubin_row_t *g = rows; g && err == 0; g = g->next) {
+    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,'gpubins/%q.gpubin',%lld);"
+                                "INSERT OR IGNORE INTO gpubin_ref VALUES(%lld,%Q,%u);",
+                                g->hash, g->kind, (unsigned long long)g->size, g->hash,
+                                (long long)g->profile_id, (long long)g->profile_id, g->hash,
+                                (unsigned)g->uid);
+    err = sql ? gpd__db_exec(db, sql) : -ENOMEM;
+    sqlite3_free(sql);
+  }
+  return err;
+}
+
+void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows) {
+  for (const gpubin_row_t *g = rows; g; g = g->next) {
+    gpd_uid_use_t *u = gpd__store_uid_use(s, g->uid);
+    if (u)
+      u->unseen += g->size;
+  }
 }
 
 /* The gpubins directory beside the database, opened once and verified
@@ -111,7 +218,7 @@ static int gpubin_tmp(gpd_gpubin_t *g, int dirfd) {
   return -EEXIST;
 }
 
-int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
+int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint32_t uid,
                      const Gpuprof__GpuBinary *m, char *errmsg, size_t errlen) {
   gpd_store_t *s = d->store;
   int err = 0;
@@ -119,7 +226,7 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     snprintf(errmsg, errlen, "no store");
     return GPD_ESTORE;
   }
-  if (m->hash == NULL || !valid_hash(m->hash) || m->kind == NULL || !valid_kind(m->kind)) {
+  if (m->hash == NULL || !gpd__gpubin_valid_hash(m->hash) || m->kind == NULL || !valid_kind(m->kind)) {
     snprintf(errmsg, errlen, "gpubin: bad hash or kind");
     return GPD_EBADFRAME;
   }
@@ -146,16 +253,42 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     g->total = m->total_size;
     g->received = 0;
     g->dirfd = dirfd;
+    g->uid = uid;
     struct stat st;
+    uint64_t quota = gpd_store_uid_quota(d), have = 0;
+    /* listed before the file is looked at: from here retention keeps it */
+    s->reg_lock = &d->reg_lock;
+    pthread_mutex_lock(&d->reg_lock);
     /* stored before: a regular file of that size (a link is not) */
-    if (fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-        (uint64_t)st.st_size == g->total) {
+    int stored = fstatat(dirfd, final, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                 (uint64_t)st.st_size == g->total;
+    int over = !stored && quota && (have = uid_pending_bytes(s, uid)) + g->total > quota;
+    if (!over) {
+      g->listed = s;
+      g->prev = NULL;
+      g->next = s->uploads;
+      if (s->uploads)
+        s->uploads->prev = g;
+      s->uploads = g;
+    }
+    pthread_mutex_unlock(&d->reg_lock);
+    if (over) {
+      snprintf(errmsg, errlen,
+               "gpubin %s (%llu bytes) refused: uid %u is at %llu of its share of %llu bytes"
+               " (running profiles, binaries being stored)",
+               m->hash, (unsigned long long)g->total, (unsigned)uid, (unsigned long long)have,
+               (unsigned long long)quota);
+      g->hash[0] = 0;
+      g->total = 0;
+      return -EDQUOT;
+    }
+    if (stored) {
       g->fd = -2; /* swallow the chunks */
     } else if ((g->fd = gpubin_tmp(g, dirfd)) < 0) {
       err = g->fd;
       g->fd = -1;
       snprintf(errmsg, errlen, "gpubin %s: temporary file: %s", m->hash, strerror(-err));
-      g->hash[0] = 0;
+      gpd_gpubin_abort(g);
       return err;
     }
   }
@@ -188,18 +321,37 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
     close(g->fd);
     g->fd = -1;
     /* renameat replaces whatever is at the final name (a planted link
-     * included) without following it */
-    if (!ok || renameat(g->dirfd, g->tmp, g->dirfd, final) < 0) {
+     * included) without following it; under reg_lock with the row queued,
+     * so that retention never sees the file without its row or upload */
+    int renamed = 0, queued = -ENOMEM;
+    if (ok) {
+      pthread_mutex_lock(&d->reg_lock);
+      renamed = renameat(g->dirfd, g->tmp, g->dirfd, final) == 0;
+      if (renamed && (queued = gpubin_queue_row(d, g, profile_id)) < 0)
+        unlinkat(g->dirfd, final, 0);
+      upload_unlist(g);
+      pthread_mutex_unlock(&d->reg_lock);
+    }
+    if (!renamed || queued < 0) {
       unlinkat(g->dirfd, g->tmp, 0);
       snprintf(errmsg, errlen, "gpubin %s: %s", g->hash,
-               map == MAP_FAILED ? "cannot map the received file to check it" : !ok ? "content does not match its hash" : "cannot rename into place");
-      g->hash[0] = 0;
+               map == MAP_FAILED ? "cannot map the received file to check it"
+               : !ok             ? "content does not match its hash"
+               : !renamed        ? "cannot rename into place"
+                                 : "out of memory");
+      gpd_gpubin_abort(g);
       return GPD_EBADFRAME;
     }
-    gpubin_queue_row(d, g, profile_id);
+    wake_writer(d);
     GPD_INFO("stored gpubin %s (%s, %llu bytes)", g->hash, g->kind, (unsigned long long)g->total);
   } else if (g->fd == -2) {
-    gpubin_queue_row(d, g, profile_id); /* stored before, by another profile: listed here too */
+    /* stored before, by another profile: listed here too */
+    pthread_mutex_lock(&d->reg_lock);
+    int e = gpubin_queue_row(d, g, profile_id);
+    upload_unlist(g);
+    pthread_mutex_unlock(&d->reg_lock);
+    if (e == 0)
+      wake_writer(d);
     GPD_INFO("gpubin %s (%s, %llu bytes) was stored before", g->hash, g->kind,
              (unsigned long long)g->total);
   }

@@ -240,7 +240,8 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   p->pend_gen_saved = p->pend_gen; /* what is stored */
 
   /* committed ring positions: ahead of the shared tail only when the old
-   * daemon died between its COMMIT and the release */
+   * daemon died between its COMMIT and the release.  With a journal they
+   * are where its replay starts (gpd_journal_replay moves the cursors). */
   if (sqlite3_prepare_v2(db, "SELECT ring, pos FROM ring_cursor WHERE profile_id=?1", -1, &q,
                          NULL) != SQLITE_OK)
     goto dberr;
@@ -255,6 +256,10 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
     uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
     uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
     proc->cursor_saved[ring] = pos;
+    if (proc->jr.from) {
+      proc->jr.from[ring] = pos;
+      continue;
+    }
     if (pos > tail && pos <= head && pos - tail <= proc->region.ring_slots) {
       skipped += pos - tail;
       proc->cursor[ring] = pos;

@@ -45,6 +45,7 @@ static int stopping;
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
              "                [--foreground] [--exit-when-idle] [--release-on-consume]\n"
+             "                [--collect full|detached|duty]\n"
              "  The node daemon of gpuprof: profiles the GPU programs that load libgpuprof.so\n"
              "  (calling-context trees, traces, PC samples) and answers gpuprof's queries.\n"
              "  --socket PATH          the control socket (default " GPD_DEFAULT_SOCKET ")\n"
@@ -54,8 +55,22 @@ static void usage(FILE *f) {
              "  --foreground           log to stderr, do not detach\n"
              "  --exit-when-idle       exit once no process is profiled (gpuprof record)\n"
              "  --release-on-consume   hand each finished profile back and forget it\n"
+             "  --collect MODE         [collect] mode for every process, override sections dropped\n"
+             "                         (gpuprof record's embedded daemon: full)\n"
              "  --version              print the version and exit\n"
              "  --help                 this text\n");
+}
+
+/* --collect MODE (`gpuprof record`'s embedded daemon: full): [collect]
+ * mode for every process, override sections dropped; also after a
+ * reload.  0 or -1 (not a mode). */
+static const char *collect_forced;
+static int collect_force(gpd_config_t *c) {
+  char why[200];
+  if (!collect_forced)
+    return 0;
+  c->ncollect_rules = 0;
+  return gpd_config_collect_set(c, NULL, "mode", collect_forced, why, sizeof why) ? -1 : 0;
 }
 
 /* Create the parents of dir (0755, as system directories are) and dir
@@ -83,6 +98,9 @@ static void begin_stop(const char *why) {
   stopping = 1;
   GPD_INFO("stopping: %s", why);
   gpd_notify_stopping();
+  /* a retention pass holds the database in turns with the tracing threads'
+   * and the device sampler's writes, which the stop below waits for */
+  __atomic_store_n(&D.retain_stop, 1, __ATOMIC_RELAXED);
   D.shutting_down = 1;
   gpd_server_stop(&D);
   gpd_client_close_all(&D);
@@ -106,7 +124,7 @@ static void on_signal(uv_signal_t *s, int signum) {
      * the state lock with atomic stores: the monitor (poll_us) and the
      * writer (flush_ms, retention) read them with atomic loads. */
     gpd_config_t fresh = D.cfg;
-    if (gpd_config_reload(&fresh, D.config_path, err, sizeof err) < 0) {
+    if (gpd_config_reload(&fresh, D.config_path, err, sizeof err) < 0 || collect_force(&fresh) < 0) {
       GPD_ERR("reload failed, keeping the old settings: %s", err);
     } else {
       pthread_mutex_lock(&D.lock);
@@ -114,6 +132,7 @@ static void on_signal(uv_signal_t *s, int signum) {
       __atomic_store_n(&D.cfg.flush_ms, fresh.flush_ms, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_age_s, fresh.retain_age_s, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.retain_bytes, fresh.retain_bytes, __ATOMIC_RELAXED);
+      __atomic_store_n(&D.cfg.retain_uid_bytes, fresh.retain_uid_bytes, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.poll_us, fresh.poll_us, __ATOMIC_RELAXED);
       __atomic_store_n(&D.cfg.log_level, fresh.log_level, __ATOMIC_RELAXED);
       atomic_store(&gpd_cpusample_trace_max, fresh.cpu_trace_max);
@@ -121,7 +140,13 @@ static void on_signal(uv_signal_t *s, int signum) {
       pthread_mutex_unlock(&D.lock);
       if (!getenv("GPUPROF_LOG"))
         gpd_log_level = fresh.log_level;
-      GPD_INFO("reloaded %s", D.config_path);
+      /* the collection policy (main thread only): running processes
+       * whose resolved policy changed are sent the new one */
+      D.cfg.collect = fresh.collect;
+      D.cfg.collect_set = fresh.collect_set;
+      D.cfg.ncollect_rules = fresh.ncollect_rules;
+      memcpy(D.cfg.collect_rules, fresh.collect_rules, sizeof D.cfg.collect_rules);
+      GPD_INFO("reloaded %s; collection policy sent to %u process(es)", D.config_path, gpd_policy_push_all(&D));
     }
     gpd_notify_ready();
     return;
@@ -150,7 +175,7 @@ int main(int argc, char **argv) {
       {"socket", required_argument, NULL, 's'},  {"config", required_argument, NULL, 'c'},
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
-      {"release-on-consume", no_argument, NULL, 'r'},
+      {"release-on-consume", no_argument, NULL, 'r'}, {"collect", required_argument, NULL, 'C'},
       {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   const char *sock = NULL, *state_dir = NULL, *db = NULL;
@@ -161,7 +186,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrhV", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:hV", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -173,6 +198,7 @@ int main(int argc, char **argv) {
     case 'f': D.foreground = 1; break;
     case 'x': D.exit_when_idle = 1; break;
     case 'r': D.release_on_consume = 1; break;
+    case 'C': collect_forced = optarg; break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("gpuprofd %s\n", GPD_VERSION); return 0;
     default: usage(stderr); return 2;
@@ -181,6 +207,10 @@ int main(int argc, char **argv) {
   gpd_config_defaults(&D.cfg);
   if (gpd_config_load(&D.cfg, D.config_path, D.config_explicit, err, sizeof err) < 0) {
     fprintf(stderr, "gpuprofd: %s\n", err);
+    return EXIT_CONFIG;
+  }
+  if (collect_force(&D.cfg) < 0) {
+    fprintf(stderr, "gpuprofd: --collect %s: expected full, detached or duty\n", collect_forced);
     return EXIT_CONFIG;
   }
   if (!getenv("GPUPROF_LOG"))
@@ -231,6 +261,18 @@ int main(int argc, char **argv) {
     return 1;
   }
   D.next_profile_id = gpd_store_first_profile_id(D.store);
+  if (!D.release_on_consume) { /* the journal sits beside the database */
+    char jdir[sizeof D.db_path];
+    snprintf(jdir, sizeof jdir, "%s", D.db_path);
+    char *slash = strrchr(jdir, '/');
+    if (slash == jdir)
+      slash[1] = 0;
+    else if (slash)
+      *slash = 0;
+    else
+      snprintf(jdir, sizeof jdir, ".");
+    (void)gpd_journal_open(&D, jdir, GPD_JOURNAL_UID_MAX);
+  }
   /* the live view goes on across a restart: stored profiles come back */
   (void)gpd_store_restore(&D, 256);
   D.loop = uv_default_loop();
@@ -246,7 +288,8 @@ int main(int argc, char **argv) {
 
   int e = gpd_server_start(&D, &activated);
   if (e < 0) {
-    fprintf(stderr, "gpuprofd: cannot listen on %s: %s\n", D.cfg.socket, gpd_strerror(e));
+    fprintf(stderr, "gpuprofd: cannot listen on %s: %s%s\n", D.cfg.socket, gpd_strerror(e),
+            e == -EPERM ? " (its directory belongs to another user)" : "");
     goto out;
   }
   if (D.cfg.trace_threads) {
@@ -258,7 +301,11 @@ int main(int argc, char **argv) {
     if ((e = gpd_trace_start(&D.trace, D.db_path, &tc)) < 0)
       GPD_ERR("tracing threads did not start (%s): no traces", gpd_strerror(e));
   }
-  if ((e = gpd_monitor_start(&D)) < 0 || (e = gpd_store_writer_start(&D)) < 0 ||
+  /* a private recorder (gpuprof record) symbolizes on its writer, as its
+   * saved file must be complete when it exits; it has one user and
+   * releases its rings on consume */
+  if ((!D.release_on_consume && (e = gpd_symbolizer_start(&D)) < 0) || (e = gpd_monitor_start(&D)) < 0 ||
+      (e = gpd_store_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
@@ -282,6 +329,7 @@ out:
   gpd_trace_stop(D.trace);
   D.trace = NULL;
   gpd_store_writer_stop(&D);
+  gpd_symbolizer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);
   uv_loop_close(D.loop);
   while (D.procs) {
@@ -290,6 +338,7 @@ out:
     gpd_registry_free_proc(p);
   }
   gpd_store_close(D.store);
+  gpd_journal_close(&D);
   gpd_symbols_shutdown();
   return rc;
 }

@@ -4,12 +4,13 @@
  * One pass visits every RUNNING/ENDING process with the daemon lock held,
  * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at
  * most one pass.  Records are read from the process's private per-ring
- * cursor (gpd_ring_consume_at): the monitor never publishes the shared
- * tail.  The writer does, after the state built from those records is
- * committed (store.c), so that a daemon killed at any moment loses
- * nothing: its successor re-reads from the tail.  Since tail now moves
- * only at a flush, a ring more than half full of consumed-but-unreleased
- * slots wakes the writer early (back-pressure, d->flush_now).  A private
+ * cursor (gpd_ring_consume_at) and then releases the shared tail to it
+ * once the span is in the process's journal (journal.c), so that a daemon
+ * killed at any moment loses nothing: its successor replays the journal
+ * from the committed cursor and re-reads the ring from the tail.  A span
+ * that could not be journaled (its uid's budget, a write error) waits for
+ * the writer's commit, which releases it; a ring more than half full of
+ * such slots wakes the writer early (back-pressure, d->flush_now).  A private
  * recorder (--release-on-consume, gpuprof record) has no successor: its
  * monitor releases each ring right after consuming it, so the producer's
  * room does not wait for the writer's symbolization and commit.
@@ -59,6 +60,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     return 0;
   gpd_region_t *r = &p->region;
   p->prof.trace = d ? d->trace : NULL; /* activities -> tracing threads (trace.c) */
+  gpd_journal_corr_bound(p); /* its uid's share of unmatched invocations */
   uint64_t total = 0, drops = 0;
   uint32_t inuse = 0;
   int pressure = 0;
@@ -78,6 +80,13 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       continue;
     inuse++;
     int n = gpd_profile_consume(&p->prof, r, i, &p->cursor[i], max_per_ring);
+    /* a private recorder: give the slots back now (daemon.h); else once
+     * they are in the journal (journal.c), also the prefix before a bad
+     * record */
+    if (d && d->release_on_consume)
+      gpd_ring_release(r, i, p->cursor[i]);
+    else if (d)
+      gpd_journal_append(d, p, i);
     if (n < 0) {
       p->bad = 1;
       snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,
@@ -89,9 +98,6 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
       break;
     }
     total += (uint64_t)n;
-    /* a private recorder: give the slots back now (daemon.h) */
-    if (d && d->release_on_consume)
-      gpd_ring_release(r, i, p->cursor[i]);
     uint64_t tail = atomic_load_explicit(&ctl->tail, memory_order_relaxed);
     if (p->cursor[i] > tail && p->cursor[i] - tail > r->ring_slots / 2)
       pressure = 1;
@@ -109,6 +115,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     gpd_profile_retry(&p->prof);
     p->meta_dirty = 1;
   }
+  gpd_journal_corr_publish(p);
   if (p->prof.full && p->error[0] == 0) {
     snprintf(p->error, sizeof p->error, "profile size bounds exceeded (nodes/strings/pending)");
     GPD_WARN("pid %d: %s", (int)p->pid, p->error);

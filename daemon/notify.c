@@ -21,7 +21,25 @@
 #include <time.h>
 #include <unistd.h>
 
-/* mkdir -p of the directory part of `path`, new directories 0755. */
+/* Make a directory this daemon just created 0755 whatever the umask
+ * (main.c sets 077): opened without following a link, checked to be ours,
+ * then fchmod - no window in which a path swap changes another file. */
+static int notify_dir_public(const char *dir) {
+  struct stat st;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err = 0;
+  if (fd < 0) return -errno;
+  if (fstat(fd, &st) < 0) err = -errno;
+  else if (st.st_uid != geteuid()) err = -EPERM;
+  else if ((st.st_mode & 07777) != 0755 && fchmod(fd, 0755) < 0) err = -errno;
+  close(fd);
+  return err;
+}
+
+/* mkdir -p of the directory part of `path`: directories it creates are
+ * 0755 (any user must reach the socket).  The socket's own directory,
+ * made now or found, must be a real directory (not a link) owned by this
+ * daemon's user or root: another user who owns it could swap the socket
+ * (-EPERM, -ENOTDIR). */
 static int notify_mkdir_parents(const char *path) {
   char buf[sizeof(((struct sockaddr_un *)0)->sun_path)];
   size_t n = strlen(path);
@@ -34,13 +52,20 @@ static int notify_mkdir_parents(const char *path) {
     if (*p != '/' && *p != '\0') continue;
     char c = *p;
     *p = '\0';
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST) return -errno;
+    if (mkdir(buf, 0755) == 0) {
+      int err = notify_dir_public(buf);
+      if (err < 0) return err;
+    } else if (errno != EEXIST) {
+      return -errno;
+    }
     *p = c;
     if (c == '\0') break;
   }
   struct stat st;
-  if (stat(buf, &st) < 0) return -errno;
-  return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+  if (lstat(buf, &st) < 0) return -errno;
+  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  if (st.st_uid != geteuid() && st.st_uid != 0) return -EPERM;
+  return 0;
 }
 
 /* 1 if a daemon accepts connections at `sa`, 0 if the file is stale. */

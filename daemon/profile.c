@@ -708,6 +708,26 @@ static int node_python(gpd_profile_t *p, uint32_t par, const gpd_rec_node_t *r) 
   return 1;
 }
 
+/* A labelled context below par (GPD_NODE_F_LABEL: an OpenMP target
+ * construct): string r->module is the label.  Context id H(parent,
+ * "label:" label, 0), a PLACEHOLDER with no op.  1 placed, 0 string
+ * unknown. */
+static int node_label(gpd_profile_t *p, uint32_t par, const gpd_rec_node_t *r) {
+  const char *t = gpd_profile_string(p, r->module);
+  if (t == NULL)
+    return 0;
+  size_t n = strlen(t) + 7;
+  char *key = malloc(n);
+  if (key) {
+    snprintf(key, n, "label:%s", t);
+    uint32_t i = gpd_profile_child(p, par, GPD_NODE_PLACEHOLDER, key, t, NULL);
+    if (i != GPD_NONE)
+      gpd_profile_add_local(p, r->id, i);
+  }
+  free(key);
+  return 1;
+}
+
 /* 1 placed (or duplicate), 0 not yet (parent or module unknown). */
 static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
   if (ix_get(&p->by_local, p, r->id, key_local) != GPD_NONE)
@@ -717,6 +737,8 @@ static int node_try(gpd_profile_t *p, const gpd_rec_node_t *r) {
     return 0;
   if (r->h.flags & GPD_NODE_F_PYTHON)
     return node_python(p, par, r);
+  if (r->h.flags & GPD_NODE_F_LABEL)
+    return node_label(p, par, r);
   size_t klen = 0;
   const void *key = NULL;
   if (r->module != 0) {

@@ -35,6 +35,7 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "job.h"
 #include "query-internal.h"
 
 /* ------------------------------------------------------- reply arena
@@ -389,6 +390,7 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   m->gid = p->gid;
   m->exe = gpd__query_strdup(p->exe);
   m->job_id = gpd__query_strdup(p->job_id);
+  m->job_claimed = !p->job_verified && p->job_id && p->job_id[0];
   m->step_id = gpd__query_strdup(p->step_id);
   m->rank = p->rank;
   m->local_rank = p->local_rank;
@@ -398,6 +400,7 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   m->start_ns = p->start_ns;
   m->end_ns = p->end_ns;
   m->control_on = p->state == GPD_PROC_RUNNING ? p->control_on : 0;
+  gpd_policy_proc_msg(p, m);
   if (p->argc) {
     m->argv = gpd__query_calloc(p->argc, sizeof *m->argv);
     for (size_t i = 0; m->argv && i < p->argc; i++)
@@ -425,26 +428,20 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
 int gpd__query_selected(const gpd_proc_t *p, const gpd_peer_t *peer, int32_t pid, const char *job) {
   if (pid != 0 && p->pid != pid)
     return 0;
-  if (job && job[0] && (p->job_id == NULL || strcmp(job, p->job_id) != 0))
+  if (!gpd_job_selects(job, peer->uid, p->job_id, p->job_verified, p->uid))
     return 0;
   return gpd_access_may_see(peer, p->uid);
 }
 
-/* Explicit pid that the peer may not see -> Error reply (logged). */
+/* Explicit pid that the peer may not see -> Error reply, the same as for a
+ * pid nobody profiles (gpd_registry_find_visible). */
 Gpuprof__Msg *gpd__query_check_pid(gpd_daemon_t *d, const gpd_peer_t *peer, int32_t pid) {
   char buf[160];
   if (pid == 0)
     return NULL;
-  gpd_proc_t *p = gpd_registry_find_pid(d, pid);
-  if (p == NULL) {
-    snprintf(buf, sizeof buf, "no profiled process %d", (int)pid);
+  if (gpd_registry_find_visible(d, peer, pid) == NULL) {
+    snprintf(buf, sizeof buf, GPD_NO_PID_FMT, (int)pid);
     return error_reply(-ESRCH, buf);
-  }
-  if (!gpd_access_may_see(peer, p->uid)) {
-    snprintf(buf, sizeof buf, "permission denied: process %d belongs to uid %u", (int)pid,
-             (unsigned)p->uid);
-    GPD_WARN("peer pid %d uid %u: %s", (int)peer->pid, (unsigned)peer->uid, buf);
-    return error_reply(GPD_EDENIED, buf);
   }
   return NULL;
 }

@@ -8,10 +8,10 @@
  * (gpd_region_map) and adopted, and the profile is reloaded from the store
  * when the stored owner uid matches the peer's, so shim node ids known
  * before the restart still resolve (table cct_local).  The monitor reads
- * each ring from a private cursor that starts at the shared tail, i.e. at
- * the position the previous daemon committed with its state: records it
- * consumed but did not store are read again, exactly once (monitor.c,
- * store.c).
+ * each ring from a private cursor: the previous daemon's committed state,
+ * then what its journal holds past the committed cursor (journal.c), then
+ * the ring from the end of that or the shared tail, whichever is ahead:
+ * every record once (monitor.c, checkpoint.c).
  *
  * A plain Hello never waits for the daemon lock: the monitor holds it for
  * a whole pass over every process and the writer for its snapshot (with
@@ -37,6 +37,7 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "job.h"
 
 static void eof_apply(gpd_proc_t *p) {
   p->client = NULL;
@@ -89,6 +90,24 @@ gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id) {
   return NULL;
 }
 
+gpd_proc_t *gpd_registry_find_visible(gpd_daemon_t *d, const gpd_peer_t *peer, pid_t pid) {
+  gpd_proc_t *best = NULL;
+  int hidden = 0;
+  for (gpd_proc_t *p = d->procs; p; p = p->next) { /* newest first */
+    if (p->pid != pid)
+      continue;
+    if (!gpd_access_may_see(peer, p->uid)) {
+      hidden = 1;
+      continue;
+    }
+    if (best == NULL || (best->state != GPD_PROC_RUNNING && p->state == GPD_PROC_RUNNING))
+      best = p;
+  }
+  if (best == NULL && hidden) /* the admin's log says it; the peer is told "no such" */
+    GPD_INFO("peer pid %d uid %u asked for pid %d of another uid", (int)peer->pid, (unsigned)peer->uid, (int)pid);
+  return best;
+}
+
 gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid) {
   gpd_proc_t *best = NULL;
   for (gpd_proc_t *p = d->procs; p; p = p->next) /* newest first */
@@ -117,6 +136,7 @@ int gpd_registry_cursors(gpd_proc_t *p) {
 }
 
 void gpd_registry_close_region(gpd_proc_t *p) {
+  gpd_journal_release(p); /* its segments stay until committed or swept */
   if (p->has_region)
     gpd_region_close(&p->region);
   p->has_region = 0;
@@ -130,6 +150,7 @@ void gpd_registry_free_proc(gpd_proc_t *p) {
     return;
   gpd_registry_close_region(p);
   gpd_profile_free(&p->prof);
+  gpd_policy_proc_free(p);
   free(p->exe);
   free(p->job_id);
   free(p->step_id);
@@ -243,6 +264,29 @@ static void fill_from_hello(gpd_proc_t *p, const Gpuprof__Hello *h) {
   }
 }
 
+/* The job of p from its cgroup (job.h), replacing what the Hello claimed;
+ * without one the claim stays, unverified. */
+static void registry_verify_job(gpd_proc_t *p) {
+  char job[64], step[64];
+  if (gpd_job_read(p->pid, p->uid, job, sizeof job, step, sizeof step) != 1)
+    return;
+  char *j = strdup(job), *s = step[0] ? strdup(step) : NULL;
+  if (j == NULL || (step[0] && s == NULL)) {
+    free(j);
+    free(s);
+    return; /* out of memory: the claim stays a claim */
+  }
+  if (p->job_id && p->job_id[0] && strcmp(p->job_id, job) != 0)
+    GPD_INFO("pid %d uid %u claimed job %s; its cgroup says job %s", (int)p->pid, (unsigned)p->uid, p->job_id, job);
+  free(p->job_id);
+  p->job_id = j;
+  if (s) {
+    free(p->step_id);
+    p->step_id = s;
+  }
+  p->job_verified = 1;
+}
+
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__Hello *h, int fd,
                        uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen) {
   const gpd_peer_t *peer = gpd_client_peer(c);
@@ -271,6 +315,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   p->gid = peer->gid;
   p->proc_start = gpd_registry_proc_start(p->pid);
   fill_from_hello(p, h);
+  registry_verify_job(p);
 
   if (h->handback) {
     uint64_t want = h->profile_id;
@@ -334,6 +379,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     int loaded = 0;
     if (want != 0 && !busy && d->store) {
       gpd_profile_init(&p->prof, want);
@@ -352,6 +399,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       }
     }
     if (!loaded) {
+      for (uint32_t i = 0; p->jr.from && i < p->region.nrings; i++)
+        p->jr.from[i] = UINT64_MAX; /* nothing of it stored: the journal from its start */
       if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
         snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
         goto fail;
@@ -359,6 +408,14 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       gpd_profile_init(&p->prof, p->profile_id);
       p->prof.uid = p->uid;
       p->prof.gid = p->gid;
+    }
+    /* what the previous daemon consumed and released but had not
+     * committed: from its journal (of `want`, if this is that process) */
+    if (want != 0 && !busy) {
+      int64_t nj = gpd_journal_replay(d, p, want);
+      if (nj < 0)
+        GPD_WARN("hand-back of profile %llu: journal not replayed (%s)", (unsigned long long)want,
+                 gpd_strerror((int)nj));
     }
     pthread_mutex_lock(&d->lock);
     pthread_mutex_lock(&d->reg_lock);
@@ -387,6 +444,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       snprintf(errmsg, errlen, "out of memory");
       goto fail;
     }
+    if (gpd_journal_attach(d, p) < 0)
+      GPD_WARN("pid %d: no journal (out of memory): released at commit", (int)p->pid);
     gpd_profile_init(&p->prof, p->profile_id);
     p->prof.uid = p->uid;
     p->prof.gid = p->gid;

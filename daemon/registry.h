@@ -9,6 +9,8 @@
 
 #include "gpuprof/region.h"
 
+#include "access.h"
+#include "journal.h"
 #include "profile.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
@@ -25,6 +27,8 @@ typedef struct gpd_proc_s {
   uid_t uid;
   gid_t gid;
   char *exe, *job_id, *step_id, *hostname, *argv_json;
+  int job_verified;     /* job_id (and step_id) from its cgroup; 0: as the
+                         * Hello claimed it (job.h) */
   char **argv;
   size_t argc;
   int32_t rank, local_rank;
@@ -58,8 +62,10 @@ typedef struct gpd_proc_s {
   struct gpd_client_s *client; /* NULL after EOF */
   struct gpd_proc_s *eof_next; /* on d->eofs: EOF seen, not yet applied (reg_lock) */
   int eof_pending;             /* (reg_lock) */
+  gpd_pjournal_t jr;    /* its ring journal (journal.c; d->lock) */
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
+  struct gpd_proc_policy_s *policy; /* collection policy state (policy.c; lock) */
 } gpd_proc_t;
 
 /** Take d->lock and move the processes registered meanwhile (the
@@ -73,6 +79,13 @@ int gpd_daemon_trylock(gpd_daemon_t *d);
 gpd_proc_t *gpd_registry_add(gpd_daemon_t *d);
 gpd_proc_t *gpd_registry_find(gpd_daemon_t *d, uint64_t profile_id);
 gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid);
+/** The entry of pid that peer may see (gpd_access_may_see; the running
+ *  one first), or NULL: a pid of another user is answered as a pid nobody
+ *  profiles, with one text (GPD_NO_PID_FMT), so that nobody learns of
+ *  another user's processes. */
+gpd_proc_t *gpd_registry_find_visible(gpd_daemon_t *d, const gpd_peer_t *peer, pid_t pid);
+/** The one error text for a pid not profiled or not visible (-ESRCH). */
+#define GPD_NO_PID_FMT "no profiled process %d"
 void gpd_registry_free_proc(gpd_proc_t *p);
 /** Forget exited, flushed processes beyond `keep` (memory bound). */
 void gpd_registry_trim(gpd_daemon_t *d, unsigned keep);

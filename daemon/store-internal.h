@@ -6,6 +6,7 @@
 #define GPD_DAEMON_STORE_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
@@ -20,13 +21,40 @@ typedef struct gpubin_row_s {
   char hash[33], kind[32];
   uint64_t size;
   int64_t profile_id;
+  uint32_t uid;
 } gpubin_row_t;
+
+/* One uid's standing for uploads (reg_lock): what the last retention pass
+ * counted as undeletable (running profiles and their binaries), and the
+ * binary bytes committed since (retention has not seen them yet). */
+typedef struct gpd_uid_use_s {
+  uint32_t uid;
+  uint64_t live, unseen;
+} gpd_uid_use_t;
+
+/* Counters of the retention passes (writer thread; read by tests and the
+ * writer's stop line). */
+typedef struct gpd_retain_stats_s {
+  uint64_t passes, profiles, contexts, gpubins; /* removed */
+  uint64_t txns, txn_max_ns, txn_slow;          /* transactions, the longest, over 100 ms */
+  uint64_t pass_ns, pass_max_ns;                /* the last pass, the longest */
+  uint64_t flushes;                             /* flushes run between transactions */
+  int stopped;                                  /* the last pass stopped for writer_stop */
+} gpd_retain_stats_t;
 
 struct gpd_store_s {
   sqlite3 *wdb; /* writer thread */
   sqlite3 *rdb; /* main thread: reads, and a profile-id reservation when
                    the writer fell behind (gpd_store_take_profile_id) */
   gpubin_row_t *gpubins; /* pending rows, under d->reg_lock */
+  struct gpd_gpubin_s *uploads; /* uploads in progress, under d->reg_lock */
+  pthread_mutex_t *reg_lock;    /* &d->reg_lock, set by the first upload (main thread) */
+  gpd_uid_use_t *uses;          /* per uid, under d->reg_lock */
+  size_t nuses, capuses;
+  gpd_retain_stats_t rstats;    /* writer thread */
+  int rbindir;                  /* gpubins/ for retention's unlinks (writer thread), -1 */
+  uint64_t use_t_ns, use_total; /* last per-uid count (writer thread): when, total then, */
+  uint64_t use_live_sig;        /* and which profiles were live then */
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
@@ -61,6 +89,24 @@ int gpd__db_prepare(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int 
 int gpd__store_id_hw(sqlite3 *db, uint64_t hw);
 /** Lowercase hex of n bytes (malloc'd), NULL when n == 0 or no memory. */
 char *gpd__hex(const uint8_t *b, unsigned n);
+/** The uid's entry of s->uses, added when missing (reg_lock held); NULL
+ *  when out of memory. */
+gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid);
+/** Write the gpubin and gpubin_ref rows of a flush (writer, in its
+ *  transaction).  0 or a negative code. */
+int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows);
+/** After the flush's COMMIT (reg_lock held): their bytes count as unseen
+ *  in their uids' quotas until the next retention count. */
+void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);
+/** 1 when hash is queued (s->gpubins) or being uploaded (reg_lock held):
+ *  retention keeps its file. */
+int gpd__gpubin_busy(const gpd_store_t *s, const char *hash);
+/** 1 for 32 lowercase hex digits (a gpubin's name). */
+int gpd__gpubin_valid_hash(const char *h);
+/** The statements the retention pass runs, n of them; scan[i] says the
+ *  statement reads a small table or a work list whole by design (the plan
+ *  test allows its SCAN).  For tests/store/test-retention.c. */
+const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan);
 /** strdup that passes NULL through. */
 char *gpd__xdup(const char *s);
 

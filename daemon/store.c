@@ -7,7 +7,7 @@
  *                 snapshot under the lock -> symbolize -> write -> COMMIT ->
  *                 release the rings to the committed cursors
  *   handback.c    reload of a stored profile (hand-back, restart restore)
- *   retention.c   deleting old profiles
+ *   retention.c   deleting old profiles (by age, per-uid quota, size)
  *   gpubin.c      GPU-binary files
  * Two connections to one WAL database: the writer thread's (flushes,
  * retention) and the main thread's (hand-back reload, restore, and the
@@ -63,6 +63,42 @@ static const char *SCHEMA = GPD_STORE_SCHEMA
     GPD_TRACE_SCHEMA
     /* tracing windows (daemon/tracewin.c, docs/FORMATS.md) */
     GPD_TRACEWIN_SCHEMA;
+
+/* Retention's indexes and bookkeeping (daemon/retention.c, docs/FORMATS.md
+ * "Retention"): the orphan checks look up metric and cct_local by context,
+ * context by (uid, parent); victims come by age and by uid; gpubin_ref
+ * says which profiles (of which uid) sent a binary; profile_size caches a
+ * profile's estimated bytes; retain_drop, retain_ctx and retain_bin are the
+ * work lists that let a removal span many short transactions and survive
+ * a restart.  Made after the format upgrades (one of them rebuilds
+ * context). */
+static const char *RETAIN_SCHEMA =
+    "CREATE INDEX IF NOT EXISTS metric_context ON metric(context_id, profile_id);"
+    "CREATE INDEX IF NOT EXISTS cct_local_context ON cct_local(context_id, profile_id);"
+    "CREATE INDEX IF NOT EXISTS context_parent ON context(uid, parent);"
+    "CREATE INDEX IF NOT EXISTS profile_end ON profile(end_ns);"
+    "CREATE INDEX IF NOT EXISTS profile_uid_age ON profile(uid, COALESCE(end_ns, start_ns, 0), id);"
+    "CREATE TABLE IF NOT EXISTS gpubin_ref(profile_id INTEGER NOT NULL, hash TEXT NOT NULL,"
+    "  uid INTEGER NOT NULL, PRIMARY KEY(profile_id, hash)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS gpubin_ref_hash ON gpubin_ref(hash);"
+    "CREATE INDEX IF NOT EXISTS gpubin_ref_uid ON gpubin_ref(uid, hash);"
+    "CREATE TABLE IF NOT EXISTS profile_size(profile_id INTEGER PRIMARY KEY, uid INTEGER NOT NULL,"
+    "  bytes INTEGER NOT NULL, final INTEGER NOT NULL, t_ns INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS profile_size_uid ON profile_size(uid);"
+    "CREATE TABLE IF NOT EXISTS retain_drop(profile_id INTEGER PRIMARY KEY, uid INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS retain_ctx(uid INTEGER NOT NULL, id INTEGER NOT NULL,"
+    "  PRIMARY KEY(uid, id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS retain_bin(hash TEXT PRIMARY KEY) WITHOUT ROWID;";
+
+/* Files from before the retention lists: each binary is referred to by
+ * the profile that sent it first (the only one recorded); every binary
+ * and every context is checked by the next retention passes (none
+ * referred to: removed; older daemons left such rows behind). */
+static const char *MIGRATE_RETAIN =
+    "INSERT OR IGNORE INTO gpubin_ref SELECT g.profile_id, g.hash, p.uid FROM gpubin g"
+    "  JOIN profile p ON p.id = g.profile_id;"
+    "INSERT OR IGNORE INTO retain_bin SELECT hash FROM gpubin;"
+    "INSERT OR IGNORE INTO retain_ctx SELECT uid, id FROM context WHERE parent != 0;";
 
 _Thread_local int gpd__store_quiet;
 
@@ -218,6 +254,7 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
   if (s == NULL)
     return -ENOMEM;
   s->bindir = -1;
+  s->rbindir = -1;
   snprintf(s->path, sizeof s->path, "%s", path);
   snprintf(s->dir, sizeof s->dir, "%s", path);
   char *slash = strrchr(s->dir, '/');
@@ -271,6 +308,14 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
       gpd__db_exec(s->wdb, "ALTER TABLE device_sample ADD COLUMN nvlink_tx_bps INTEGER;"
                            "ALTER TABLE device_sample ADD COLUMN nvlink_rx_bps INTEGER;") < 0)
     goto rollback;
+  {
+    int had_ref = db_int(s->wdb, "SELECT COUNT(*) FROM sqlite_master WHERE name='gpubin_ref'", 0) > 0;
+    if (db_int(s->wdb, "SELECT COUNT(*) FROM sqlite_master WHERE name='metric_context'", 0) == 0)
+      GPD_INFO("store: %s: adding the retention indexes (once; large files take a while)", path);
+    if (gpd__db_exec(s->wdb, RETAIN_SCHEMA) < 0 ||
+        (!had_ref && gpd__db_exec(s->wdb, MIGRATE_RETAIN) < 0))
+      goto rollback;
+  }
   if (gpd__db_exec(s->wdb, "PRAGMA user_version=" GPD_STR(GPD_STORE_FORMAT) ";") < 0)
     goto rollback;
   {
@@ -337,6 +382,9 @@ void gpd_store_close(gpd_store_t *s) {
   }
   if (s->bindir >= 0)
     close(s->bindir);
+  if (s->rbindir >= 0)
+    close(s->rbindir);
+  free(s->uses);
   if (s->wdb)
     sqlite3_close(s->wdb);
   if (s->rdb)

@@ -56,11 +56,17 @@ int gpd_store_flush(gpd_daemon_t *d);
  *  unmatched records (table pending) and move p->cursor of each ring to
  *  its committed position (table ring_cursor) where that is ahead of the
  *  shared tail (a daemon killed between COMMIT and release), releasing
- *  it.  p->region and p->cursor must be set up (gpd_registry_cursors).
+ *  it; with a journal (p->jr.from) the positions go there instead and
+ *  gpd_journal_replay moves the cursors.  p->region and p->cursor must be
+ *  set up (gpd_registry_cursors).
  *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
  *  connection. */
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
-/** Retention pass (writer thread, after a flush). */
+/** Retention pass (writer thread, after a flush; retention.c): finished
+ *  profiles by age, by per-uid share, by store size, and what only they
+ *  referred to, in transactions of about 10 ms; runs a due flush between
+ *  them and returns early (0) once d->writer_stop is set, leaving the rest
+ *  on the work lists for the next pass.  0 or GPD_ESTORE. */
 int gpd_store_retain(gpd_daemon_t *d);
 /** At start: the newest `keep` stored profiles back into the live view
  *  (EXITED, or LOST while their process may still hand back).  Returns
@@ -78,13 +84,27 @@ typedef struct gpd_gpubin_s {
   int fd;
   int dirfd;
   char tmp[96];
+  uint32_t uid;
+  /* on the store's list of uploads in progress (reg_lock): its hash is
+   * not removed by retention, its bytes count in its uid's quota */
+  gpd_store_t *listed;
+  struct gpd_gpubin_s *prev, *next;
 } gpd_gpubin_t;
 
 #define GPD_GPUBIN_MAX_BYTES (512ull << 20)
 struct Gpuprof__GpuBinary;
-/** Store one chunk (main thread).  0, or a negative code with errmsg. */
-int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id,
+/** Store one chunk of a binary of profile_id, whose process runs as uid
+ *  (main thread).  A new binary (no file of that hash yet) is refused
+ *  with -EDQUOT when it would take the uid past its quota
+ *  (gpd_store_uid_quota): what retention last counted as undeletable
+ *  (its running profiles and their binaries), plus binaries committed
+ *  since, queued, and being uploaded, plus this one.  0, or a negative
+ *  code with errmsg. */
+int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint32_t uid,
                      const struct Gpuprof__GpuBinary *m, char *errmsg, size_t errlen);
 void gpd_gpubin_abort(gpd_gpubin_t *g);
+/** A uid's share of the store in bytes: [store] retention_uid_max_bytes,
+ *  or half of retention_max_bytes when that is 0; 0 = no limit. */
+uint64_t gpd_store_uid_quota(const gpd_daemon_t *d);
 
 #endif

@@ -77,6 +77,12 @@ GPD_EXPORT void gpd_shim__capture_nested(unsigned long *seen, unsigned long *dec
 
 /* --------------------------------------------------------------- nodes */
 
+/* Intern keys of labelled contexts (gpd_shim_label_node): tag in the top
+ * 16 bits (no user-space return address has them; Python keys use
+ * GPD_PY_KEY_TAG), the label's string id below. */
+#define CAPTURE_LABEL_KEY_TAG 0xfffeull
+static inline int capture_is_label_key(uint64_t k) { return (k >> 48) == CAPTURE_LABEL_KEY_TAG; }
+
 /* Make sure node id (child of parent at ip) is announced in epoch.
  * 1 = announced (by us or earlier), 0 = not (yet). */
 static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoch, int may_sync) {
@@ -93,6 +99,10 @@ static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoc
   int ok;
   if (gpd_pyframes_is_key(ip)) {
     ok = gpd_pyframes_node(&r, ip) == 0; /* a Python frame (python-frames.c) */
+  } else if (capture_is_label_key(ip)) {
+    r.h.flags = GPD_NODE_F_LABEL; /* a labelled context (gpd_shim_label_node) */
+    r.module = (uint32_t)ip;
+    ok = 1;
   } else {
     r.module = gpd_module_of(ip, epoch, &base, &ok, may_sync);
     if (r.module == 0 && !may_sync) {
@@ -641,6 +651,24 @@ __attribute__((noinline, cold)) static void capture_stat_frames(gpd_capture_memo
     (m)->busy = GPD_CAPTURE_BUSY_UNWIND;                                                                   \
     atomic_signal_fence(memory_order_seq_cst);                                                             \
   } while (0)
+
+uint32_t gpd_shim_label_node(uint32_t parent, const char *label) {
+  gpd_shim_state_t *g = &gpd_shim__g;
+  if (parent == 0 || !gpd_shim_active() || !g->intern_ok)
+    return 0;
+  uint32_t sid = gpd_shim_string(label, GPD_STR_OTHER);
+  if (sid == 0)
+    return 0;
+  uint64_t key = CAPTURE_LABEL_KEY_TAG << 48 | sid;
+  uint32_t id = 0;
+  int is_new = 0;
+  if (gpd_intern_get(&g->intern, parent, key, &id, &is_new) != 0)
+    return 0;
+  int ok = node_ensure(id, parent, key, atomic_load_explicit(&g->epoch, memory_order_acquire), 1);
+  if (is_new)
+    node_count(id);
+  return ok ? id : 0;
+}
 
 __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   gpd_shim_state_t *g = &gpd_shim__g;

@@ -84,6 +84,8 @@ static struct {
   uint32_t lost;  /* sockets lost to the application in a row */
   uint64_t sock_ns; /* when sock was connected (gpuprof clock) */
   uint64_t profile_id;
+  uint64_t collect_ns; /* when CollectReports were last sent (0: due) */
+  int collect_ok;      /* the daemon sent a policy: it reads CollectReports */
   gpubin_t *q_head, **q_tail;
   int q_inflight; /* a binary taken off the queue is being sent */
   size_t q_bytes;
@@ -321,6 +323,18 @@ static int conn_register(const gpd_fdid_t *sock, int region_fd) {
     err = GPD_EDENIED;
     goto out;
   }
+  /* the node's collection policy: kept for the back ends that start
+   * later; those already running switch to it (a new daemon's, on a
+   * hand-back or a late first registration) */
+  {
+    gpd_shim_policy_t sp;
+    conn.collect_ok = hr->policy != NULL;
+    if (gpd_shim__policy_set(hr->policy, 1, &sp)) {
+      gpd_control_t pc = {.kind = GPD_CONTROL_POLICY, .enable = 1, .policy = &sp};
+      gpd_control_ack_t ack;
+      gpd_shim__control_apply(&pc, &ack);
+    }
+  }
   if (handback) {
     /* The new daemon saw none of our announcements: announce again on
      * first use (nodes, modules, strings). */
@@ -463,6 +477,63 @@ static int conn_send_ack(const gpd_fdid_t *sock, const gpd_control_ack_t *a) {
   return conn_send_msg(sock, &m, -1);
 }
 
+/* Send what the back ends run and cost (CollectReports), at most once per
+ * GPD_SHIM_COLLECT_MS and only when it changed (a process that never uses
+ * a GPU sends it once per connection).  0, -errno (-EBADF: the socket is
+ * not ours). */
+#define GPD_SHIM_COLLECT_MS 1000u
+enum { CONN_NREP = 8 };
+static struct {
+  size_t n;
+  unsigned api[CONN_NREP];
+  gpd_shim_collect_t rep[CONN_NREP];
+} conn_collect_last;
+static int conn_send_collect(const gpd_fdid_t *sock) {
+  enum { NREP = CONN_NREP };
+  gpd_shim_collect_t rep[NREP];
+  unsigned api[NREP];
+  Gpuprof__CollectReport cr[NREP], *crp[NREP];
+  uint64_t now = gpd_clock_ns();
+  if (!conn.collect_ok)
+    return 0; /* an older daemon: it would take the message for a bad one */
+  if (conn.collect_ns && now - conn.collect_ns < GPD_SHIM_COLLECT_MS * 1000000ull)
+    return 0;
+  int fresh = conn.collect_ns == 0; /* a new connection or a new policy */
+  conn.collect_ns = now;
+  memset(rep, 0, sizeof rep);
+  size_t n = gpd_shim__policy_collect(rep, api, NREP);
+  if (!fresh && n == conn_collect_last.n && !memcmp(api, conn_collect_last.api, n * sizeof *api) &&
+      !memcmp(rep, conn_collect_last.rep, n * sizeof *rep))
+    return 0;
+  conn_collect_last.n = n;
+  memcpy(conn_collect_last.api, api, sizeof api);
+  memcpy(conn_collect_last.rep, rep, sizeof rep);
+  for (size_t i = 0; i < n; i++) {
+    gpuprof__collect_report__init(&cr[i]);
+    cr[i].api = api[i];
+    cr[i].source = rep[i].source;
+    cr[i].mode = rep[i].mode;
+    cr[i].note = rep[i].note;
+    cr[i].can_detach = rep[i].can_detach;
+    cr[i].elapsed_ns = rep[i].elapsed_ns;
+    cr[i].window_ns = rep[i].window_ns;
+    cr[i].windows = rep[i].windows;
+    cr[i].launches = rep[i].launches;
+    cr[i].launches_in = rep[i].launches_in;
+    cr[i].switch_ns = rep[i].switch_ns;
+    cr[i].pc_window_ns = rep[i].pc_window_ns;
+    cr[i].pc_launches = rep[i].pc_launches;
+    crp[i] = &cr[i];
+  }
+  Gpuprof__CollectReports rs = GPUPROF__COLLECT_REPORTS__INIT;
+  rs.n_reports = n;
+  rs.reports = crp;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT;
+  m.body_case = GPUPROF__MSG__BODY_COLLECT;
+  m.collect = &rs;
+  return conn_send_msg(sock, &m, -1);
+}
+
 /* One frame from the daemon: a Control is applied and answered; anything
  * else (or what does not decode) is ignored.  -EBADF when the socket
  * turned out not to be ours, else 0. */
@@ -479,9 +550,25 @@ static int conn_handle_frame(const gpd_fdid_t *sock, const uint8_t *p, size_t n)
                        .duration_ms = mc->duration_ms,
                        .period = mc->period,
                        .flags = mc->flags};
+    gpd_shim_policy_t sp;
+    if (c.kind == GPD_CONTROL_POLICY) {
+      c.duration_ms = 0; /* a policy is no window */
+      if (gpd_shim__policy_set(mc->policy, 0, &sp))
+        c.policy = &sp;
+    }
     gpd_control_ack_t ack;
-    gpd_shim__control_apply(&c, &ack);
+    if (c.kind == GPD_CONTROL_POLICY && !c.policy) {
+      memset(&ack, 0, sizeof ack);
+      ack.id = c.id;
+      ack.kind = c.kind;
+      ack.code = -EINVAL;
+      snprintf(ack.message, sizeof ack.message, "policy control without a policy");
+    } else {
+      gpd_shim__control_apply(&c, &ack);
+    }
     err = conn_send_ack(sock, &ack);
+    if (c.kind == GPD_CONTROL_POLICY)
+      conn.collect_ns = 0; /* report the new mode at once */
   }
   gpuprof__msg__free_unpacked(m, NULL);
   return err == -EBADF ? -EBADF : 0;
@@ -552,6 +639,7 @@ static int conn_attempt(void) {
   conn.sock = id;
   pthread_mutex_unlock(&conn.lock);
   conn.sock_ns = gpd_clock_ns();
+  conn.collect_ns = 0; /* report at once on a new connection */
   conn.ever = 1;
   return 0;
 }
@@ -632,6 +720,10 @@ static void *conn_main(void *arg) {
           conn.lost = 0;
         continue;
       }
+    }
+    if (conn_send_collect(&conn.sock) == -EBADF) {
+      conn_sock_lost();
+      continue;
     }
     /* the queue is filled by application threads under conn.lock */
     pthread_mutex_lock(&conn.lock);

@@ -289,7 +289,9 @@ void gpd_cpusample_service(void) {
 }
 
 void gpd_cpusample_init(void) {
-  uint64_t hz = cs_parse_hz(getenv("GPUPROF_CPU_SAMPLING"));
+  /* GPUPROF_CPU_SAMPLING (the user asked) wins over the daemon's policy */
+  const char *env = getenv("GPUPROF_CPU_SAMPLING");
+  uint64_t hz = env && *env ? cs_parse_hz(env) : gpd_shim__policy_cpu_hz();
   if (!hz)
     return;
   int sig = cs_parse_sig(getenv("GPUPROF_CPU_SAMPLING_SIGNAL"));

@@ -410,6 +410,25 @@ void gpd_cpusample_thread_stop(void);
 void gpd_cpusample_stop(void);
 /** Fork child: the child has no timers; start one for this thread. */
 void gpd_cpusample_atfork_child(void);
+
+/* policy.c: the daemon's collection policy and the CollectReports. */
+struct Gpuprof__CollectPolicy;
+struct gpd_shim_policy_s;
+struct gpd_shim_collect_s;
+/** Keep the policy of a HelloReply (hello = 1: also kept as the text the
+ *  shim reports as received in Hello) or of a CONTROL_POLICY (m NULL or
+ *  without a mode: ignored, 0); 1 and *out (may be NULL) filled.
+ *  Connection thread. */
+int gpd_shim__policy_set(const struct Gpuprof__CollectPolicy *m, int hello, struct gpd_shim_policy_s *out);
+/** The policy's CPU sampling rate (0: none or off). */
+uint32_t gpd_shim__policy_cpu_hz(void);
+/** Fork child: the lock is made fresh (the policy is kept). */
+void gpd_shim__policy_atfork_child(void);
+/** Fill up to max reports (the core's, api 0, then each back end's);
+ *  api[i] is report i's GPD_API_*.  Returns the count.  Connection thread. */
+size_t gpd_shim__policy_collect(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
+/** Test hook of control.c: one more back end (tests/integration/ctl-app.c). */
+extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
 /** From the sampler: frame ip lies in no known module; ask the connection
  *  thread to refresh the table (async-signal-safe). */
 void gpd_cpusample_want_module(uintptr_t ip);

@@ -380,6 +380,7 @@ static void atfork_child(void) {
   gpd_strings_atfork_child();
   gpd_conn_atfork_child();
   gpd_shim__control_atfork_child();
+  gpd_shim__policy_atfork_child();
   gpd_cpusample_atfork_child();
   atomic_store(&shim_lazy, 1);
 }

@@ -36,6 +36,13 @@ int gpd_shim_may_record(void);
  *  with MODULE records), and return the leaf node id (0 = unavailable). */
 uint32_t gpd_shim_capture(void);
 
+/** The child of context `parent` (a node from gpd_shim_capture) that is
+ *  not a frame but a label (`label`, e.g. "<omp target>": a NODE with
+ *  GPD_NODE_F_LABEL, announced once per daemon epoch).  Interned like a
+ *  frame: the same (parent, label) gives the same id.  0 when unavailable
+ *  (not active, parent 0, string or intern table full).  Any thread. */
+uint32_t gpd_shim_label_node(uint32_t parent, const char *label);
+
 /** Register a load module whose frames are "vendor" (libOpenCL, libcuda,
  *  libcudart, libcupti, libze_loader...): matched by substring of the
  *  module path, e.g. "libcuda.so".  Call at back-end init. */

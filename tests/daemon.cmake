@@ -12,6 +12,17 @@ if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   target_link_libraries(test-daemon-encode PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
   add_test(NAME daemon.encode COMMAND test-daemon-encode)
   set_tests_properties(daemon.encode PROPERTIES LABELS "unit" TIMEOUT 60)
+  # the collection policy: [collect] sections, precedence, run-time set,
+  # bad lines, the governor's arithmetic
+  add_executable(test-policy ${CMAKE_CURRENT_LIST_DIR}/daemon/test-policy.c)
+  target_link_libraries(test-policy PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.policy COMMAND test-policy)
+  set_tests_properties(daemon.policy PROPERTIES LABELS "unit" TIMEOUT 60)
+  # a process's job from recorded /proc/PID/cgroup files (daemon/job.c)
+  add_executable(test-daemon-job ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-job.c)
+  target_link_libraries(test-daemon-job PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.job COMMAND test-daemon-job)
+  set_tests_properties(daemon.job PROPERTIES LABELS "unit" TIMEOUT 60)
 endif()
 # gpd_dclient: the fake shim's protocol + record helpers (daemon-client-lib.h),
 # shared by test-daemon-client and bench/bench-top.

@@ -160,6 +160,12 @@ static __thread uint32_t tls_epoch; /* g_epoch when tls_outer* were set */
  * off cannot leave a stale "outer API" on its thread. */
 static gpd_cupti_mode_t g_mode;
 static pthread_mutex_t g_mode_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Where g_mode came from (GPD_CUPTI_SRC_*: the environment, the daemon's
+ * policy, the default) and its text; CUPTI kept loaded between windows
+ * for good (PC sampling or SASS counts asked for).  g_mode_mu. */
+static int g_src;
+static char g_mode_text[48];
+static int g_keep_loaded;
 static pthread_cond_t g_mode_cv = PTHREAD_COND_INITIALIZER;
 static atomic_uint g_epoch;
 static int g_on;                      /* tracing attached now (g_mode_mu) */
@@ -639,8 +645,12 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   uint64_t ts = gpd_clock_ns();
   tls_outer_dom = (uint32_t)dom;
   tls_outer = cd->correlationId;
-  uint32_t node = gpd_shim_capture();
   unsigned o = op & 0x7f;
+  /* an OpenMP offload runtime's call: the construct's context from OMPT,
+   * which then leaves this operation to us (shim/ompt/ompt-target.c) */
+  uint32_t node = gpd_ompt_claim(o);
+  if (!node)
+    node = gpd_shim_capture();
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
   if (__builtin_expect(g_count_check, 0) && dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
     atomic_fetch_add_explicit(&c_invoke_rt[o], 1, memory_order_relaxed);
@@ -880,14 +890,20 @@ int gpd_cupti_start(void) {
     return GPD_EVENDOR;
   }
   g_alias = calloc(1u << GPD_CUPTI_ALIAS_BITS, sizeof *g_alias);
+  /* GPUPROF_CUDA_TRACE wins over the daemon's policy, which wins over
+   * full tracing (no daemon policy) */
   const char *tr = getenv("GPUPROF_CUDA_TRACE");
-  if (gpd_cupti_mode_parse(tr, &g_mode) != 0)
+  gpd_shim_policy_t pol;
+  gpd_cupti_mode_t chk;
+  if (tr && *tr && gpd_cupti_mode_parse(tr, &chk) != 0)
     GPD_WARN("GPUPROF_CUDA_TRACE=%s not understood (full, detached, duty:W_MS/P_S, and kernel,copy,memset,"
              "alloc,sync): full tracing", tr);
+  g_src = gpd_cupti_mode_resolve(tr, gpd_shim_policy(&pol) ? &pol : NULL, &g_mode, g_mode_text, sizeof g_mode_text);
   g_trace = g_mode.ops;
   const char *pcs = getenv("GPUPROF_PC_SAMPLING"), *sass = getenv("GPUPROF_SASS_COUNTS");
-  if (g_mode.finalize && ((pcs && *pcs && *pcs != '0') || (sass && *sass && *sass != '0'))) {
-    GPD_WARN("GPUPROF_CUDA_TRACE: finalize ignored with PC sampling or SASS counts (they keep CUPTI loaded)");
+  g_keep_loaded = (pcs && *pcs && *pcs != '0') || (sass && *sass && *sass != '0');
+  if (g_mode.finalize && g_keep_loaded) {
+    GPD_WARN("CUDA tracing: finalize ignored with PC sampling or SASS counts (they keep CUPTI loaded)");
     g_mode.finalize = 0;
   }
   if (g_mode.mode == GPD_CUPTI_FULL)
@@ -1063,6 +1079,85 @@ static void cupti_fork_child(void) {
   g_mode_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
   g_ctl_started = 0; /* the controller thread is gone too */
 }
+/* A new policy from the daemon (CONTROL_POLICY, connection thread): the
+ * mode, window and period change live unless GPUPROF_CUDA_TRACE chose
+ * them.  Full -> duty/detached: the controller detaches at its next step
+ * and the duty schedule (and its window fraction) starts now; -> full:
+ * the controller attaches for good.  The operation classes stay those of
+ * the start (the callback tables are built once). */
+static int policy_apply(const gpd_shim_policy_t *pol, uint32_t *targets, char *msg, size_t n) {
+  if (!pol)
+    return -EINVAL;
+  pthread_mutex_lock(&g_mode_mu);
+  if (g_src == GPD_CUPTI_SRC_ENV) {
+    snprintf(msg, n, "GPUPROF_CUDA_TRACE=%s set: the environment wins", g_mode_text);
+    pthread_mutex_unlock(&g_mode_mu);
+    return 0;
+  }
+  gpd_cupti_mode_t nm;
+  char text[sizeof g_mode_text];
+  g_src = gpd_cupti_mode_resolve(NULL, pol, &nm, text, sizeof text);
+  int was_full = g_mode.mode == GPD_CUPTI_FULL;
+  int err = 0;
+  if (nm.mode != GPD_CUPTI_FULL && was_full) {
+    uint64_t now = gpd_clock_ns();
+    g_t0 = now;
+    g_cnt_t0 = count_kernels();
+    g_window_ns = g_windows = g_cnt_in = 0;
+    g_edge_on_ns = g_edge_off_ns = g_edge_flush_ns = 0;
+    if (g_on) {
+      g_on_since = now;
+      g_cnt_open = g_cnt_t0;
+    }
+  }
+  g_mode.mode = nm.mode;
+  g_mode.window_ms = nm.window_ms;
+  g_mode.period_ms = nm.period_ms;
+  g_mode.finalize = nm.finalize && !g_keep_loaded;
+  memcpy(g_mode_text, text, sizeof g_mode_text);
+  if (nm.mode != GPD_CUPTI_DETACHED || g_on || was_full)
+    err = ctl_start();
+  pthread_cond_signal(&g_mode_cv);
+  pthread_mutex_unlock(&g_mode_mu);
+  if (err) {
+    snprintf(msg, n, "no tracing controller thread: %s", strerror(-err));
+    return err;
+  }
+  if (targets)
+    *targets = 1;
+  snprintf(msg, n, "CUDA tracing %s", text);
+  return 0;
+}
+
+/* What the back end runs and costs (CollectReport; connection thread).
+ * The counts cover the closed windows and the time up to the open one
+ * (a window's cost is known when it closes). */
+static int cupti_collect(gpd_shim_collect_t *o) {
+  if (atomic_load(&g_state) != ST_RUNNING)
+    return 0;
+  pthread_mutex_lock(&g_mode_mu);
+  static const char *const src[] = {"default", "daemon", "env"};
+  snprintf(o->source, sizeof o->source, "%s", src[g_src % 3]);
+  snprintf(o->mode, sizeof o->mode, "%s", g_mode_text);
+  if (g_src == GPD_CUPTI_SRC_ENV)
+    snprintf(o->note, sizeof o->note, "GPUPROF_CUDA_TRACE=%s set: the environment wins", g_mode_text);
+  else if (g_src == GPD_CUPTI_SRC_DEFAULT)
+    snprintf(o->note, sizeof o->note, "no daemon policy: full tracing");
+  o->can_detach = 1;
+  if (g_mode.mode != GPD_CUPTI_FULL) {
+    uint64_t now = gpd_clock_ns(), cnt = count_kernels();
+    uint64_t upto = g_on ? g_on_since : now, cupto = g_on ? g_cnt_open : cnt;
+    o->elapsed_ns = upto > g_t0 ? upto - g_t0 : 0;
+    o->window_ns = g_window_ns;
+    o->windows = g_windows;
+    o->launches = cupto - g_cnt_t0;
+    o->launches_in = g_cnt_in;
+    o->switch_ns = g_edge_on_ns + g_edge_off_ns + g_edge_flush_ns + atomic_load(&g_fin_ns);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return 1;
+}
+
 /* Control from the daemon (shim/control.c, connection thread): PC
  * sampling windows (cupti-pcsampling.c) and TRACE, which attaches CUDA
  * tracing for the window (`gpuprof trace --job J --duration 10s`); the
@@ -1078,6 +1173,7 @@ static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, s
     if (g_mode.finalize)
       GPD_INFO("CUDA tracing: PC sampling asked for: CUPTI stays loaded between windows from now on");
     g_mode.finalize = 0;
+    g_keep_loaded = 1;
     int armed = FIN_ARMED;
     if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on)
       fin_launch_callbacks(0); /* called off: detached, no callback left on */
@@ -1085,6 +1181,8 @@ static int cupti_control(const gpd_control_t *c, uint32_t *targets, char *msg, s
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING)
     return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+  if (c->kind == GPD_CONTROL_POLICY)
+    return policy_apply(c->policy, targets, msg, n);
   if (c->kind != GPD_CONTROL_TRACE)
     return -ENOTSUP;
   int err = trace_control(c->enable, c->duration_ms);
@@ -1115,4 +1213,5 @@ const gpd_backend_t gpd_backend_cupti = {
     .shutdown = gpd_cupti_fini,
     .status = cupti_status,
     .control = cupti_control,
+    .collect = cupti_collect,
 };

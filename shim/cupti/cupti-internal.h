@@ -95,6 +95,22 @@ typedef struct gpd_cupti_mode_s {
  *  0, or -EINVAL (unknown word, bad numbers, two modes): *m then holds
  *  the defaults.  Pure. */
 int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m);
+/** Where the CUDA back end's mode came from (gpd_cupti_mode_resolve). */
+enum { GPD_CUPTI_SRC_DEFAULT = 0, GPD_CUPTI_SRC_DAEMON = 1, GPD_CUPTI_SRC_ENV = 2 };
+struct gpd_shim_policy_s;
+/** The mode the back end runs, by precedence: GPUPROF_CUDA_TRACE (`env`,
+ *  non-empty: the user asked; parsed as gpd_cupti_mode_parse, full when
+ *  not understood) wins over the daemon's policy (`pol`, non-NULL: mode
+ *  full / detached / duty with its window and period, finalize between
+ *  windows), which wins over the compiled default (full: no daemon
+ *  policy, e.g. no daemon or an older one).  *m is filled, `text` gets
+ *  the mode in GPUPROF_CUDA_TRACE syntax.  Returns GPD_CUPTI_SRC_*.
+ *  Pure. */
+int gpd_cupti_mode_resolve(const char *env, const struct gpd_shim_policy_s *pol, gpd_cupti_mode_t *m,
+                           char *text, size_t n);
+/** m in GPUPROF_CUDA_TRACE syntax: "full", "detached", "duty:10/3",
+ *  "duty:20/0.5" (mode only, no classes).  Pure. */
+void gpd_cupti_mode_text(const gpd_cupti_mode_t *m, char *out, size_t n);
 /** Duty schedule from t0 (ns): *on = 1 when `now` is inside a window;
  *  returns the next window boundary (ns).  Pure. */
 uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, int *on);

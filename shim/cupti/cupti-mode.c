@@ -23,9 +23,11 @@
  * report`.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cupti-internal.h"
 
 static int tok_eq(const char *t, size_t n, const char *w) { return strlen(w) == n && !memcmp(t, w, n); }
@@ -145,6 +147,10 @@ int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, ui
                        uint64_t *next) {
   int duty_on = 0;
   uint64_t nx = UINT64_MAX;
+  if (m->mode == GPD_CUPTI_FULL) { /* switched to full at run time: attached for good */
+    *next = nx;
+    return 1;
+  }
   if (m->mode == GPD_CUPTI_DUTY)
     nx = gpd_cupti_duty_next(m, t0, now, &duty_on);
   int req_on = until && now >= from && now < until;
@@ -154,4 +160,50 @@ int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, ui
     nx = until;
   *next = nx;
   return duty_on || req_on;
+}
+
+void gpd_cupti_mode_text(const gpd_cupti_mode_t *m, char *out, size_t n) {
+  if (!out || !n)
+    return;
+  if (m->mode == GPD_CUPTI_FULL) {
+    snprintf(out, n, "full");
+  } else if (m->mode == GPD_CUPTI_DETACHED) {
+    snprintf(out, n, "detached");
+  } else {
+    unsigned s = m->period_ms / 1000, ms = m->period_ms % 1000;
+    if (ms == 0)
+      snprintf(out, n, "duty:%u/%u", m->window_ms, s);
+    else if (ms % 100 == 0)
+      snprintf(out, n, "duty:%u/%u.%u", m->window_ms, s, ms / 100);
+    else if (ms % 10 == 0)
+      snprintf(out, n, "duty:%u/%u.%02u", m->window_ms, s, ms / 10);
+    else
+      snprintf(out, n, "duty:%u/%u.%03u", m->window_ms, s, ms);
+  }
+}
+
+int gpd_cupti_mode_resolve(const char *env, const gpd_shim_policy_t *pol, gpd_cupti_mode_t *m, char *text,
+                           size_t n) {
+  if (env && *env) {
+    (void)gpd_cupti_mode_parse(env, m); /* not understood: full (the caller warns) */
+    snprintf(text, n, "%s", env);
+    return GPD_CUPTI_SRC_ENV;
+  }
+  gpd_cupti_mode_parse(NULL, m); /* full, every class */
+  if (!pol) {
+    snprintf(text, n, "full");
+    return GPD_CUPTI_SRC_DEFAULT;
+  }
+  if (!strcmp(pol->mode, "detached")) {
+    m->mode = GPD_CUPTI_DETACHED;
+  } else if (!strcmp(pol->mode, "duty") && pol->window_ms > 0 && pol->period_ms > pol->window_ms) {
+    m->mode = GPD_CUPTI_DUTY;
+    m->window_ms = pol->window_ms;
+    m->period_ms = pol->period_ms;
+  } else if (strcmp(pol->mode, "full") != 0) {
+    m->mode = GPD_CUPTI_DETACHED; /* a policy this shim cannot read: the cheapest */
+  }
+  m->finalize = m->mode != GPD_CUPTI_FULL;
+  gpd_cupti_mode_text(m, text, n);
+  return GPD_CUPTI_SRC_DAEMON;
 }

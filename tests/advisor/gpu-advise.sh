@@ -3,7 +3,8 @@
 # docs/VALIDATION.md), run from the repo root: gpu-advise.sh BUNDLE.
 # BUNDLE: a scripts/bundle-gpu bundle (bin/gpuprofd, lib/libgpuprof.so,
 # env.sh) plus bin/gpuprof-advise (this tree's gpuprof) and
-# bin/advise-defects (tests/advisor/advise-defects.cu for sm_90).
+# bin/advise-suite (tests/advisor/advise-suite.cu for sm_90; its first
+# five pairs were advise-defects.cu, the 'occupancy' case is 'chase').
 # For each defect: the bad and the fixed variant timed bare (ROUNDS
 # alternating rounds), the bad one recorded with PC sampling and advised.
 # Then the PyTorch training loop recorded and advised.  Writes
@@ -16,8 +17,8 @@ export PYTHONUNBUFFERED=1 GPUPROF_SOCKET=/tmp/gpd-adv.sock
 NVD=$(command -v nvdisasm || ls /usr/local/cuda*/bin/nvdisasm 2>/dev/null | head -1)
 export GPUPROF_NVDISASM=$NVD
 ADV=$B/bin/gpuprof-advise
-D=$B/bin/advise-defects
-CASES=${CASES:-coalesce spill occupancy diverge unroll}
+D=$B/bin/advise-suite
+CASES=${CASES:-coalesce spill chase diverge unroll}
 {
   date -u; nvidia-smi -L; "$NVD" --version | tail -1
   echo "== bare timings (ms per launch), ${ROUNDS:-3} alternating rounds"

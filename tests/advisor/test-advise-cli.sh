@@ -83,7 +83,7 @@ sqlite3 "$T/p/known.gpdb" "delete from pcsample" || fail "sqlite3"
 "$GPUPROF" advise "$T/p/known.gpdb" | grep -q "no PC samples" || fail "empty profile"
 "$GPUPROF" advise --json "$T/p/known.gpdb" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["kernels"] == []' || fail "empty json"
 # the five defect kernels recorded on the H100 (tests/advisor/advise-defects.cu,
-# docs/ADVISOR.md): the real fix ranks first
+# now the first pairs of advise-suite.cu; docs/ADVISOR.md): the real fix ranks first
 rm -rf "$T/d"; cp -r "$(dirname "$0")/fixtures/h100" "$T/d"; chmod -R u+w "$T/d"
 for want in "coalesce:Global Memory Coalescing" "spill:Register Reuse" \
             "occupancy:Thread Increase" "diverge:Warp Balance" "unroll:Loop Unrolling"; do

@@ -1,4 +1,5 @@
-/* test-common-log.c - log levels, GPUPROF_LOG, line format, log-once. */
+/* test-common-log.c - log levels, GPUPROF_LOG, line format, log-once,
+ * control bytes of a message escaped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +60,12 @@ static void test_levels(void **state) {
   assert_true(n <= 1024 && n > 100);
   assert_int_equal(buf[n - 1], '\n');
   assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
+  /* what a client sent, quoted in a message: its control bytes escaped,
+   * still one line */
+  GPD_ERR("exe %s", "/bin/x\033[2J\r\n    1 root forged\a");
+  drain(buf, sizeof buf);
+  snprintf(want, sizeof want, "gpdtest[%d] ERROR: exe /bin/x\\x1b[2J\\x0d\\x0a    1 root forged\\x07\n", (int)getpid());
+  assert_string_equal(buf, want);
   gpd_log_signal("sig");
   drain(buf, sizeof buf);
   assert_string_equal(buf, "gpdtest: sig\n");

@@ -157,6 +157,15 @@ static void test_invalid(void **state) {
   node()->h.flags = GPD_NODE_F_PYTHON;
   ((gpd_rec_node_t *)buf)->module = 7;
   assert_int_equal(V(1), 0);
+  node()->h.flags = GPD_NODE_F_LABEL; /* a label names its string too */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  ((gpd_rec_node_t *)buf)->module = 7;
+  assert_int_equal(V(1), 0);
+  node()->h.flags = GPD_NODE_F_PYTHON | GPD_NODE_F_LABEL; /* one meaning at a time */
+  ((gpd_rec_node_t *)buf)->module = 7;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  node()->h.flags = 0x04; /* unknown flag */
+  assert_int_equal(V(1), GPD_EBADRECORD);
   node();
   assert_int_equal(gpd_rec_validate(buf, GPD_SLOT_SIZE - 1), GPD_EBADRECORD);
   assert_int_equal(gpd_rec_validate(NULL, GPD_SLOT_SIZE), GPD_EBADRECORD);
@@ -283,6 +292,7 @@ static void test_names(void **state) {
   assert_string_equal(gpd_rec_type_name(GPD_REC_ACTIVITY), "activity");
   assert_string_equal(gpd_rec_type_name(200), "?");
   assert_string_equal(gpd_api_name(GPD_API_LEVEL0), "level0");
+  assert_string_equal(gpd_api_name(GPD_API_OMPT), "ompt");
   assert_string_equal(gpd_op_name(GPD_OP_MEMSET), "memset");
   assert_string_equal(gpd_op_placeholder(GPD_OP_KERNEL), "<gpu kernel>");
   assert_string_equal(gpd_op_placeholder(GPD_OP_SYNC), "<gpu sync>");

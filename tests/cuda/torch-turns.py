@@ -46,7 +46,14 @@ bursts (a window's switching, traced steps, finalize), without the
 machine's slower speed changes and without a cost spread evenly over all
 steps (which the turns measure).
 
-Usage: torch-turns.py [options] CFG...   CFG = bare | full | detached |
+Node configurations: "node" runs a worker attached as the job prolog
+attaches (LD_PRELOAD of bin/../lib/libgpuprof.so, GPUPROF_SOCKET of a
+gpuprofd this script starts with its built-in policy, no GPUPROF_*
+variable), "node@NAME" the same under a daemon started with
+--node-conf NAME=FILE (a gpuprofd.conf, e.g. another [collect] budget);
+each daemon's `gpuprof ps --json` is printed at the end.
+
+Usage: torch-turns.py [options] CFG...   CFG = bare | node[@NAME] | full | detached |
 duty:W/P[,keep] (GPUPROF_CUDA_TRACE of a gpuprof record) | mt (the
 minimal CUPTI tracer, bench/cuda/min-tracer.c), each optionally followed
 by +NAME=VALUE... (more environment: full+GPUPROF_SHIM_STATS=floor,
@@ -119,6 +126,14 @@ def worker_argv(cfg, i, a, outdir):
         env[k] = v
     if cfg == "bare":
         return loop, env
+    if cfg == "node" or cfg.startswith("node@"):
+        # attached as the job prolog attaches (systemd/attach.sh): the
+        # shim preloaded, the node daemon's socket, no GPUPROF_* knob: the
+        # daemon's [collect] policy decides what is collected
+        d = a.nodes[cfg]
+        env["LD_PRELOAD"] = os.path.join(a.bundle, "lib", "libgpuprof.so")
+        env["GPUPROF_SOCKET"] = d["sock"]
+        return loop, env
     if cfg == "mt":  # the minimal CUPTI tracer (bench/cuda/min-tracer.c)
         env["CUDA_INJECTION64_PATH"] = os.path.join(a.bundle, "lib", "libgpd-min-tracer.so")
         return loop, env
@@ -133,6 +148,52 @@ def worker_argv(cfg, i, a, outdir):
         if os.path.exists(f):
             os.unlink(f)
     return [gp, "record", "-o", db, "--"] + loop, env
+
+
+def start_nodes(a, outdir):
+    """One gpuprofd per distinct node configuration (node: the built-in
+    policy; node@NAME: --node-conf NAME=FILE), each with its own socket,
+    store and state folder under outdir; a.nodes maps cfg -> its daemon."""
+    confs = dict(kv.split("=", 1) for kv in a.node_conf)
+    a.nodes = {}
+    gd = os.path.join(a.bundle, "bin", "gpuprofd")
+    for cfg in dict.fromkeys(c.split("+")[0] for c in a.cfgs):
+        if cfg != "node" and not cfg.startswith("node@"):
+            continue
+        name = cfg.partition("@")[2] or "default"
+        d = os.path.join(outdir, "node-" + name)
+        os.makedirs(os.path.join(d, "state"), exist_ok=True)
+        argv = [gd, "--foreground", "--socket", os.path.join(d, "s"), "--db", os.path.join(d, "node.gpdb"),
+                "--state-dir", os.path.join(d, "state")]
+        if name != "default":
+            argv[1:1] = ["--config", confs[name]]
+        log = open(os.path.join(d, "log"), "w")
+        p = subprocess.Popen(argv, stdout=log, stderr=log, env=dict(os.environ, GPUPROF_LOG="info"))
+        a.nodes[cfg] = {"sock": os.path.join(d, "s"), "proc": p, "log": log.name, "name": name}
+        end = time.monotonic() + 60
+        while not os.path.exists(os.path.join(d, "s")):
+            if time.monotonic() > end or p.poll() is not None:
+                sys.exit("torch-turns: gpuprofd %s did not start (%s)" % (name, log.name))
+            time.sleep(0.05)
+
+
+def node_report(a, procs):
+    """Each node daemon's own view of its processes (gpuprof ps: mode and
+    estimated overhead; gpuprof policy --pid N --json of each worker),
+    then TERM."""
+    gp = os.path.join(a.bundle, "bin", "gpuprof")
+    for cfg, d in getattr(a, "nodes", {}).items():
+        env = dict(os.environ, GPUPROF_SOCKET=d["sock"])
+        cmds = [[gp, "ps"]] + [[gp, "policy", "--pid", str(p.p.pid), "--json"] for p in procs if p.cfg == cfg]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True, text=True, env=env, timeout=30)
+            print("== %s: %s" % (cfg, " ".join(c[1:])))
+            print((r.stdout or r.stderr)[:8000])
+        d["proc"].terminate()
+        try:
+            d["proc"].wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d["proc"].kill()
 
 
 def start_all(a, outdir):
@@ -153,8 +214,11 @@ def start_all(a, outdir):
                 break
         print("started %-16s %s" % (p.name, p.startup), flush=True)
 
-    for cfg in a.cfgs:
-        for i in range(a.procs):
+    seen = {}
+    for cfg in a.cfgs:  # a configuration named k times runs k * --procs workers
+        base = seen.get(cfg, 0)
+        seen[cfg] = base + a.procs
+        for i in range(base, base + a.procs):
             tag = "%s-%d" % (cfg.replace(":", "_").replace("/", "_").replace(",", "_"), i)
             argv, env = worker_argv(cfg, i, a, outdir)
             procs.append(Proc(cfg, i, argv, env, os.path.join(outdir, "turns-%s.err" % tag)))
@@ -474,6 +538,7 @@ def main():
     ap.add_argument("--long-rounds", type=int, default=0)
     ap.add_argument("--half", type=int, default=50)
     ap.add_argument("--parallel-start", action="store_true")
+    ap.add_argument("--node-conf", action="append", default=[])
     a = ap.parse_args()
     if a.analyze:
         analyze(read_tsv(a.analyze), a.cfgs or None)
@@ -488,13 +553,18 @@ def main():
     longs = os.path.join(a.out, "longs.tsv")
     if os.path.exists(longs):
         os.unlink(longs)
+    start_nodes(a, a.out)
     procs = start_all(a, a.out)
     try:
         run_turns(a, procs, tsv)
         if a.long and a.long_rounds:
             run_longs(a, procs, longs)
+        node_report(a, procs)
     finally:
         stop_all(procs)
+        for d in getattr(a, "nodes", {}).values():
+            if d["proc"].poll() is None:
+                d["proc"].kill()
     startup_table(procs)
     analyze(read_tsv(tsv), list(dict.fromkeys(a.cfgs)))
     if os.path.exists(longs):

@@ -92,6 +92,13 @@ void gpd_shim_backend_status(unsigned api, int enabled, int code, const char *wh
   fprintf(stderr, "gpuprof-stub: STATUS api=%u enabled=%d code=%d why=%s\n", api, enabled, code,
           why ? why : "");
 }
+/* no daemon, so no collection policy: the back end runs GPUPROF_CUDA_TRACE
+ * or full tracing, as under the real shim without a daemon */
+struct gpd_shim_policy_s;
+int gpd_shim_policy(struct gpd_shim_policy_s *out) {
+  (void)out;
+  return 0;
+}
 int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
   (void)data; (void)kind;
   atomic_fetch_add(&n_gpubin, 1);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "backends.h"
 #include "cupti-internal.h"
 #include "gpuprof/duty.h"
 
@@ -262,8 +263,68 @@ static void test_ctl_want(void **st) {
   assert_true(next == 2000 * ms);
 }
 
+/* Precedence of the mode: GPUPROF_CUDA_TRACE > the daemon's policy > full. */
+static void test_resolve(void **st) {
+  (void)st;
+  gpd_cupti_mode_t m;
+  char text[48];
+  gpd_shim_policy_t duty = {.mode = "duty", .window_ms = 10, .period_ms = 3000, .budget_bp = 100};
+  gpd_shim_policy_t det = {.mode = "detached"}, full = {.mode = "full"};
+  /* no daemon policy: full tracing, as before policies */
+  assert_int_equal(gpd_cupti_mode_resolve(NULL, NULL, &m, text, sizeof text), GPD_CUPTI_SRC_DEFAULT);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(m.finalize, 0);
+  assert_string_equal(text, "full");
+  /* the daemon's policy */
+  assert_int_equal(gpd_cupti_mode_resolve(NULL, &duty, &m, text, sizeof text), GPD_CUPTI_SRC_DAEMON);
+  assert_int_equal(m.mode, GPD_CUPTI_DUTY);
+  assert_int_equal(m.window_ms, 10);
+  assert_int_equal(m.period_ms, 3000);
+  assert_int_equal(m.finalize, 1);
+  assert_int_equal(m.ops, OPS_ALL);
+  assert_string_equal(text, "duty:10/3");
+  assert_int_equal(gpd_cupti_mode_resolve("", &det, &m, text, sizeof text), GPD_CUPTI_SRC_DAEMON);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  assert_string_equal(text, "detached");
+  assert_int_equal(gpd_cupti_mode_resolve(NULL, &full, &m, text, sizeof text), GPD_CUPTI_SRC_DAEMON);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_int_equal(m.finalize, 0);
+  /* the environment wins, also over a cheaper policy */
+  assert_int_equal(gpd_cupti_mode_resolve("full", &duty, &m, text, sizeof text), GPD_CUPTI_SRC_ENV);
+  assert_int_equal(m.mode, GPD_CUPTI_FULL);
+  assert_string_equal(text, "full");
+  assert_int_equal(gpd_cupti_mode_resolve("duty:20/0.5,coarse", &full, &m, text, sizeof text),
+                   GPD_CUPTI_SRC_ENV);
+  assert_int_equal(m.mode, GPD_CUPTI_DUTY);
+  assert_int_equal(m.period_ms, 500);
+  assert_int_equal(m.ops, B(GPD_OP_KERNEL) | B(GPD_OP_COPY) | B(GPD_OP_MEMSET));
+  assert_string_equal(text, "duty:20/0.5,coarse");
+  /* a policy this shim cannot read: the cheapest mode */
+  gpd_shim_policy_t odd = {.mode = "sampled", .window_ms = 10, .period_ms = 20};
+  assert_int_equal(gpd_cupti_mode_resolve(NULL, &odd, &m, text, sizeof text), GPD_CUPTI_SRC_DAEMON);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  gpd_shim_policy_t bad = {.mode = "duty", .window_ms = 30, .period_ms = 20};
+  assert_int_equal(gpd_cupti_mode_resolve(NULL, &bad, &m, text, sizeof text), GPD_CUPTI_SRC_DAEMON);
+  assert_int_equal(m.mode, GPD_CUPTI_DETACHED);
+  /* the text of periods that are not whole seconds */
+  m.mode = GPD_CUPTI_DUTY;
+  m.window_ms = 5;
+  m.period_ms = 1250;
+  gpd_cupti_mode_text(&m, text, sizeof text);
+  assert_string_equal(text, "duty:5/1.25");
+  m.period_ms = 1001;
+  gpd_cupti_mode_text(&m, text, sizeof text);
+  assert_string_equal(text, "duty:5/1.001");
+  /* full, switched to at run time: the controller attaches for good */
+  uint64_t next = 0;
+  gpd_cupti_mode_t fm = {.mode = GPD_CUPTI_FULL};
+  assert_int_equal(gpd_cupti_ctl_want(&fm, 0, 0, 0, 5, &next), 1);
+  assert_true(next == UINT64_MAX);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_resolve),
       cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_parse_ops),
       cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_slowed),

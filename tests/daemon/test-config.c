@@ -295,6 +295,9 @@ static void test_shipped_conf(void **state) {
   gpd_config_defaults(&c);
   memset(c.socket, 0, sizeof c.socket); /* must come back from the file */
   assert_int_equal(gpd_config_load(&c, out_path, 1, err, sizeof err), 0);
+  /* every [collect] key is named in the file (the defaults: none) */
+  assert_int_equal(c.collect_set, (1u << GPD_COLLECT_NKEYS) - 1);
+  c.collect_set = 0;
   assert_memory_equal(&c, &d, sizeof c);
 }
 

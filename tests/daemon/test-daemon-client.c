@@ -8,6 +8,23 @@
  *                                             wait), print "PHASE1 <id>", wait for a
  *                                             stdin line, hand the region back, push
  *                                             the U ACTIVITYs, then M pairs
+ *   test-daemon-client SOCKET handback2 K J M   push K pairs, "PHASE1 <id>", wait for a
+ *                                             line; push J pairs, wait (10 s at most)
+ *                                             for the daemon to release both rings,
+ *                                             "PHASE1B <id> released|unreleased", wait
+ *                                             for a line; hand back, "PHASE2 <id>",
+ *                                             push M pairs
+ *   test-daemon-client SOCKET victim N RATE    push N pairs at RATE pairs/s as the shim
+ *                                             does (a full ring drops and counts), then
+ *                                             "DONE <id> drops <D>" and exit
+ *   test-daemon-client SOCKET flood N RATE     push N kernel INVOKEs at RATE/s whose
+ *                                             activities never come (a correlation
+ *                                             flood), "DONE <id> drops <D>", wait for
+ *                                             stdin EOF
+ *   test-daemon-client SOCKET frames PATH FILE  announce module PATH and one FRAME node
+ *                                             below the root per hex offset in FILE (at
+ *                                             most 65536), one kernel pair at each,
+ *                                             "FRAMES <id> <n>", wait for stdin EOF
  * Every kernel pair: INVOKE on ring 0, ACTIVITY (100 ns, kernel KNAME) on
  * ring 1, with node/module/string announcements as the shim makes them.
  * A full ring is waited on (a test helper may block; the shim never does).
@@ -16,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon-client-lib.h"
@@ -32,16 +50,16 @@ static void announce(void) {
     gpd_dclient_node(&C, i, i - 1, 1, 0x100 * i);
 }
 
-/* One kernel launch at node 3 (INVOKE on ring 0) ... */
-static void kinvoke(uint64_t corr) {
+/* One kernel launch at node 3 (the INVOKE for ring 0) ... */
+static gpd_rec_invoke_t kinvoke_rec(uint64_t corr) {
   gpd_rec_invoke_t v;
   gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 3, corr);
   v.ts = 1;
-  gpd_dclient_push(&C.ring[0], &v, sizeof v);
+  return v;
 }
 
-/* ... and its 100 ns activity (ACTIVITY on ring 1). */
-static void kactivity(uint64_t corr) {
+/* ... and its 100 ns activity (the ACTIVITY for ring 1). */
+static gpd_rec_activity_t kactivity_rec(uint64_t corr) {
   gpd_rec_activity_t a;
   gpd_dclient_activity_init(&a, GPD_OP_KERNEL, corr);
   a.start = 1000 * C.corr_n;
@@ -49,6 +67,16 @@ static void kactivity(uint64_t corr) {
   a.name = 1;
   a.stream = 1;
   a.blocks = 2;
+  return a;
+}
+
+static void kinvoke(uint64_t corr) {
+  gpd_rec_invoke_t v = kinvoke_rec(corr);
+  gpd_dclient_push(&C.ring[0], &v, sizeof v);
+}
+
+static void kactivity(uint64_t corr) {
+  gpd_rec_activity_t a = kactivity_rec(corr);
   gpd_dclient_push(&C.ring[1], &a, sizeof a);
 }
 
@@ -70,6 +98,92 @@ static void copy_pair(void) {
   a.end = 60;
   a.bytes = 4096;
   gpd_dclient_push(&C.ring[1], &a, sizeof a);
+}
+
+/* Hand the region back on a new connection (as a shim does after a daemon
+ * restart): prints "PHASE2 <id>" with the profile id the daemon gave. */
+static void handback(const char *sock, uint64_t id) {
+  close(C.sock);
+  C.sock = gpd_dclient_connect(sock);
+  int nfd = -1;
+  uint64_t id2 = gpd_dclient_hello(&C, 1, id, &nfd);
+  if (nfd >= 0)
+    close(nfd);
+  printf("PHASE2 %llu\n", (unsigned long long)id2);
+  fflush(stdout);
+}
+
+/* Both rings consumed and released by the daemon (waits 10 s at most). */
+static int released(void) {
+  for (int t = 0; t < 10000; t++) {
+    if (atomic_load(&C.ring[0].ctl->tail) == atomic_load(&C.ring[0].ctl->head) &&
+        atomic_load(&C.ring[1].ctl->tail) == atomic_load(&C.ring[1].ctl->head))
+      return 1;
+    usleep(1000);
+  }
+  return 0;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* N kernel pairs (or, flood, N invocations alone) at `rate` per second,
+ * pushed as the shim pushes: never waiting, a full ring drops the record
+ * (counted in the ring). */
+static int victim(long n, long rate, int flood) {
+  announce();
+  uint64_t t0 = now_ns();
+  for (long i = 0; i < n;) {
+    long due = (long)((double)(now_ns() - t0) * (double)rate / 1e9) + 1;
+    for (; i < n && i < due; i++) {
+      uint64_t corr = gpd_dclient_corr(&C);
+      gpd_rec_invoke_t v = kinvoke_rec(corr);
+      gpd_producer_push(&C.ring[0], &v, sizeof v);
+      if (flood)
+        continue;
+      gpd_rec_activity_t a = kactivity_rec(corr);
+      gpd_producer_push(&C.ring[1], &a, sizeof a);
+    }
+    if (i < n)
+      usleep(500);
+  }
+  uint64_t drops = atomic_load(&C.ring[0].ctl->drops) + atomic_load(&C.ring[1].ctl->drops);
+  printf("DONE %llu drops %llu\n", (unsigned long long)C.profile_id, (unsigned long long)drops);
+  fflush(stdout);
+  char line[64];
+  while (flood && fgets(line, sizeof line, stdin))
+    ;
+  return 0;
+}
+
+/* A FRAME node per offset of module `path` (the symbolization load). */
+static int frames(const char *path, const char *file) {
+  FILE *f = fopen(file, "r");
+  if (f == NULL)
+    return 2;
+  gpd_dclient_module(&C, 0, 2, path);
+  gpd_dclient_string(&C, 1, 1, GPD_STR_KERNEL, KNAME);
+  unsigned long long off;
+  uint32_t n = 0;
+  while (n < 65536 && fscanf(f, "%llx", &off) == 1) {
+    gpd_dclient_node(&C, 10 + n, 0, 2, off);
+    uint64_t corr = gpd_dclient_corr(&C);
+    gpd_rec_invoke_t v;
+    gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 10 + n, corr);
+    gpd_dclient_push(&C.ring[0], &v, sizeof v);
+    kactivity(corr);
+    n++;
+  }
+  fclose(f);
+  printf("FRAMES %llu %u\n", (unsigned long long)C.profile_id, n);
+  fflush(stdout);
+  char line[64];
+  while (fgets(line, sizeof line, stdin))
+    ;
+  return 0;
 }
 
 static void status(void) {
@@ -114,17 +228,39 @@ int main(int argc, char **argv) {
     raise(SIGKILL);
     return 3;
   }
+  if (strcmp(mode, "victim") == 0 && argc > 4)
+    return victim(atol(argv[3]), atol(argv[4]), 0);
+  if (strcmp(mode, "flood") == 0 && argc > 4)
+    return victim(atol(argv[3]), atol(argv[4]), 1);
+  if (strcmp(mode, "frames") == 0 && argc > 4)
+    return frames(argv[3], argv[4]);
+  if (strcmp(mode, "handback2") == 0 && argc > 5) {
+    long k = atol(argv[3]), j = atol(argv[4]), m = atol(argv[5]);
+    char line[64];
+    announce();
+    for (long i = 0; i < k; i++)
+      pair();
+    printf("PHASE1 %llu\n", (unsigned long long)id);
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+      return 2;
+    for (long i = 0; i < j; i++)
+      pair();
+    printf("PHASE1B %llu %s\n", (unsigned long long)id, released() ? "released" : "unreleased");
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin))
+      return 2;
+    handback(sock, id);
+    for (long i = 0; i < m; i++)
+      pair();
+    return 0;
+  }
   if (strcmp(mode, "garbage") == 0) {
     announce();
     for (int i = 0; i < 5; i++)
       pair();
     /* let the daemon consume the honest part first (bounded wait) */
-    for (int t = 0; t < 10000; t++) {
-      if (atomic_load(&C.ring[0].ctl->tail) == atomic_load(&C.ring[0].ctl->head) &&
-          atomic_load(&C.ring[1].ctl->tail) == atomic_load(&C.ring[1].ctl->head))
-        break;
-      usleep(1000);
-    }
+    released();
     /* scribble: slots full of 0xa5, then publish them */
     uint64_t seq;
     if (gpd_producer_reserve(&C.ring[0], 8, &seq) == 0) {
@@ -152,14 +288,7 @@ int main(int argc, char **argv) {
     char line[64];
     if (!fgets(line, sizeof line, stdin))
       return 2;
-    close(C.sock);
-    C.sock = gpd_dclient_connect(sock);
-    int nfd = -1;
-    uint64_t id2 = gpd_dclient_hello(&C, 1, id, &nfd);
-    if (nfd >= 0)
-      close(nfd);
-    printf("PHASE2 %llu\n", (unsigned long long)id2);
-    fflush(stdout);
+    handback(sock, id);
     for (long i = 0; i < u; i++)
       kactivity(GPD_CORR(GPD_API_OPENCL, first_u + (uint64_t)i));
     for (long i = 0; i < m; i++)

@@ -237,6 +237,49 @@ static void test_attribution(void **state) {
   gpd_profile_free(&p);
 }
 
+/* A labelled context (GPD_NODE_F_LABEL: an OpenMP construct, shim/ompt/):
+ * main -> f -> <omp target> -> <gpu kernel> -> kernel, the label's string
+ * arriving after the node that names it. */
+static void test_label(void **state) {
+  (void)state;
+  ids();
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 1), 0);
+  feed_module(&p, 1, APP, NULL);
+  feed_node(&p, 1, 0, 1, 0x100);
+  feed_node(&p, 2, 1, 1, 0x200);
+  gpd_rec_node_t n;
+  memset(&n, 0, sizeof n);
+  n.h.type = GPD_REC_NODE;
+  n.h.version = GPD_REC_VERSION;
+  n.h.nslots = GPD_REC_NSLOTS(n);
+  n.h.flags = GPD_NODE_F_LABEL;
+  n.id = 3;
+  n.parent = 2;
+  n.module = 9; /* the label's string, not yet known */
+  feed(&p, &n, sizeof n);
+  feed_invoke(&p, C(1), 3, GPD_OP_KERNEL, 0);
+  feed_act(&p, C(1), GPD_OP_KERNEL, 0, 700, 0, 7);
+  feed_string(&p, 7, KNAME);
+  gpd_profile_retry(&p);
+  uint64_t k_omp = id_syn(k_f, "label:<omp target>");
+  assert_int_equal(gpd_profile_find(&p, k_omp), GPD_NONE);
+  feed_string(&p, 9, "<omp target>");
+  gpd_profile_retry(&p);
+  gpd_profile_finish(&p);
+  uint32_t oi = gpd_profile_find(&p, k_omp);
+  assert_int_not_equal(oi, GPD_NONE);
+  assert_int_equal(p.nodes[oi].kind, GPD_NODE_PLACEHOLDER);
+  assert_int_equal(p.nodes[oi].op, GPD_OP_NONE);
+  assert_string_equal(gpd_profile_label(&p, p.nodes[oi].label), "<omp target>");
+  uint64_t k = id_syn(id_syn(k_omp, "<gpu kernel>"), "kernel:" KNAME);
+  assert_true(gpd_profile_excl(&p, k, GPD_M_GKER) == 700.0);
+  assert_true(gpd_profile_incl(&p, k_omp, GPD_M_GKER_COUNT) == 1.0);
+  assert_true(gpd_profile_excl(&p, k_omp, GPD_M_GKER) == 0.0);
+  assert_int_equal(p.unknown, 0);
+  gpd_profile_free(&p);
+}
+
 static void test_multi_and_bounds(void **state) {
   (void)state;
   ids();
@@ -1276,6 +1319,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_attribution),
+      cmocka_unit_test(test_label),
       cmocka_unit_test(test_multi_and_bounds),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_merge_incremental),

@@ -78,7 +78,7 @@ wall_ns=$((($(now_ms) - start) * 1000000))
 $PY -c 'import sys; v, t, w = map(float, sys.argv[1:]); print("task-clock %.3f s, process CPU %.3f s, wall %.3f s" % (v / 1e9, t / 1e9, w / 1e9)); sys.exit(0 if v <= t + 5e7 and v <= w else 1)' "$V" "$TOTAL" "$wall_ns" ||
   die "TASK-CLOCK $V ns is more than the CPU time ($TOTAL ns) or wall time ($wall_ns ns) of the process"
 grep "pid=\"$A\"" "$T/p.txt"
-grep "pid=\"$A\"" "$T/p.txt" | grep -q 'job="job-papi"' || die "the counter row lacks the job"
+grep "pid=\"$A\"" "$T/p.txt" | grep -q 'job="job-papi(claimed)"' || die "the counter row lacks the job"
 [ -n "$(value "$T/p.txt" "$A" perf::CONTEXT-SWITCHES)" ] || die "no CONTEXT-SWITCHES row for A"
 # nobody sees B's counters, not A's
 setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUPROF" --socket "$T/d.sock" devices --prometheus > "$T/np.txt" ||
@@ -89,7 +89,7 @@ setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUPROF" --socket "$T/d.soc
 setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUPROF" --socket "$T/d.sock" devices > "$T/nt.txt" ||
   die "devices as nobody"
 cat "$T/nt.txt"
-grep -qE "^ *$B job-nb " "$T/nt.txt" || die "nobody's text view lacks its own process's counters"
+grep -qE "^ *$B job-nb\(claimed\) " "$T/nt.txt" || die "nobody's text view lacks its own process's counters"
 ! grep -qE "^ *$A " "$T/nt.txt" || die "nobody's text view shows root's process's counters"
 stop_daemon
 max=$($GPDQ "$T/d.gpdb" sql "select max(c.value) from cpu_counter c join profile p on p.id=c.profile_id where p.pid=$A and c.event='perf::TASK-CLOCK'")

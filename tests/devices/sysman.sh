@@ -19,7 +19,7 @@ mv "$T/procs.tmp" "$FAKE_SYSMAN_PROCS"
 P='api="sysman",gpu="0",uuid="000102030405060708090a0b0c0d0e0f",name="Fake Xe GPU"'
 prom_ok() {
   "$GPUPROF" --socket "$T/d.sock" devices --prometheus > "$T/p.txt" || return 1
-  grep -q "^gpuprof_gpu_process_memory_used_bytes{$P,pid=\"$A\",uid=\"0\",job=\"job-sysman\",exe=\"sleep\"} 3221225472$" "$T/p.txt" &&
+  grep -q "^gpuprof_gpu_process_memory_used_bytes{$P,pid=\"$A\",uid=\"0\",job=\"job-sysman(claimed)\",exe=\"sleep\"} 3221225472$" "$T/p.txt" &&
     grep -q "^gpuprof_gpu_utilization_percent{" "$T/p.txt" # rates need a second sample
 }
 wait_for "$WAIT" "the process on the Sysman GPU attributed to job-sysman, rates sampled" prom_ok
@@ -29,7 +29,7 @@ for want in "gpuprof_gpu_utilization_percent{$P} 37" "gpuprof_gpu_memory_used_by
     "gpuprof_gpu_memory_clock_hertz{$P} 1200000000" "gpuprof_gpu_pcie_tx_bytes_per_second{$P} 4096000" \
     "gpuprof_gpu_pcie_rx_bytes_per_second{$P} 8192000" \
     'gpuprof_devices_backend_up{api="sysman",reason="1 device (libze_loader.so.1)"} 1' \
-    "gpuprof_gpu_job_memory_used_bytes{$P,job=\"job-sysman\"} 3221225472"; do
+    "gpuprof_gpu_job_memory_used_bytes{$P,job=\"job-sysman(claimed)\"} 3221225472"; do
   grep -qxF "$want" "$T/p.txt" || { cat "$T/p.txt"; die "--prometheus lacks: $want"; }
 done
 if $PY -c 'import prometheus_client.parser' 2>/dev/null; then
@@ -40,7 +40,7 @@ fi
 cat "$T/out.txt"
 grep -E "^0 +sysman +Fake Xe GPU +37% +- +4.00 GiB / 16.00 GiB +250.0 W +56 C +1550 +1200 " "$T/out.txt" >/dev/null ||
   die "the GPU row"
-grep -E "^0 +sysman +$A +0 job-sysman .* sleep +3.00 GiB" "$T/out.txt" >/dev/null || die "the process row"
+grep -E "^0 +sysman +$A +0 job-sysman\(claimed\) .* sleep +3.00 GiB" "$T/out.txt" >/dev/null || die "the process row"
 stored() {
   $GPDQ "$T/d.gpdb" sql "select s.util_gpu, s.mem_used, s.mem_total, s.power_w, s.temp_c, s.clock_sm_mhz, s.pcie_tx_bps, d.name from device_sample s join device d on d.id=s.device where d.api='sysman' and s.util_gpu is not null order by s.t_ns desc limit 1" > "$T/row.txt" &&
     grep -qxF '[[37.0, 4294967296, 17179869184, 250.0, 55.5, 1550, 4096000, "Fake Xe GPU"]]' "$T/row.txt"

@@ -15,7 +15,8 @@ wpids=$(sed -n 's/^worker [0-9]* pid \([0-9]*\) .*/\1/p' "$T/l.out")
 # every worker listed with job 4242, and the job's live tree counts all launches
 job_live() {
   "$GPUPROF" --socket "$T/f.sock" ps --job 4242 | tee "$T/ps.txt"
-  for p in $wpids; do grep -E "^ *$p +.* 4242 " "$T/ps.txt" >/dev/null || { echo "worker $p not listed"; return 1; }; done
+  # (SLURM_JOB_ID without Slurm's cgroup: a claimed job, "4242(claimed)")
+  for p in $wpids; do grep -E "^ *$p +.* 4242(\(claimed\))? " "$T/ps.txt" >/dev/null || { echo "worker $p not listed"; return 1; }; done
   "$GPUPROF" --socket "$T/f.sock" tree --job 4242 --json > "$T/tree.json" || return 1
   n=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print(int(t["tree"]["metrics"].get("GKER:COUNT",{}).get("incl",0)), len([p for p in t["processes"] if p["job_id"]=="4242"]))' "$T/tree.json")
   echo "tree --job 4242: GKER:COUNT and processes = $n"

@@ -26,6 +26,11 @@ it did not, 2 on a usage error.  Every wait has a deadline.
       silent: nothing at all; after-reply: a PsRequest, its reply read,
       then nothing.  Print "closed after T s, sent B bytes" once the
       daemon closes the connection, or fail at DEADLINE_S.
+  hello SOCK EXE JOB RELEASE_FILE [PID]
+      Register as a profiled process with a Hello whose exe and job_id are
+      EXE and JOB (each may hold any byte: \\xNN escapes are decoded) and
+      pid PID (default: its own), print "profile ID" or "refused MSG",
+      then hold the connection until RELEASE_FILE exists (at most 120 s).
   malformed SOCK
       Each kind of bad frame on a fresh connection, five times each: every
       one must get an Error with the expected code and then EOF.
@@ -148,6 +153,43 @@ def send(s, data):
         return True
     except (BrokenPipeError, ConnectionResetError):
         return False
+
+
+def key(field, wt):
+    return varint_bytes((field << 3) | wt)
+
+
+def varint_bytes(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def ld(field, data):
+    """A length-delimited field."""
+    return key(field, 2) + varint_bytes(len(data)) + data
+
+
+def vi(field, v):
+    """A varint field (negative int32 as 10-byte two's complement)."""
+    return key(field, 0) + varint_bytes(v & ((1 << 64) - 1))
+
+
+def unescape(text):
+    """A command-line argument with \\xNN escapes as bytes."""
+    return text.encode("latin-1", "surrogateescape").decode("unicode_escape").encode("latin-1")
+
+
+def hello_msg(exe, job, pid):
+    """Msg{hello: Hello{proto_version 2, pid, exe, job_id, rank -1, local_rank -1}}."""
+    h = vi(1, 2) + vi(2, pid) + ld(3, exe) + ld(5, job) + vi(7, -1) + vi(8, -1)
+    return ld(1, h)
 
 
 def out(*a):
@@ -287,6 +329,24 @@ def mode_malformed(path):
     return 1 if bad else 0
 
 
+def mode_hello(path, exe, job, release, pid):
+    s = connect(path)
+    s.sendall(frame(hello_msg(unescape(exe), unescape(job), pid)))
+    r = read_msg(s, time.monotonic() + 10)
+    if r and r[0] == 2:
+        pid_ = dict((f, v) for f, _, v in fields(r[1])).get(2, 0)
+        out("profile %d" % pid_)
+    else:
+        out("refused %r" % (parse_error(r[1])[1] if r and r[0] == FIELD_ERROR else r,))
+        return 1
+    deadline = time.monotonic() + 120
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s.close()
+    out("released")
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__)
@@ -300,6 +360,8 @@ def main(argv):
         return mode_slow(path, args[0], float(args[1]))
     if mode == "malformed":
         return mode_malformed(path)
+    if mode == "hello":
+        return mode_hello(path, args[0], args[1], args[2], int(args[3]) if len(args) > 3 else os.getpid())
     print(__doc__)
     return 2
 

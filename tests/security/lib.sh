@@ -37,6 +37,23 @@ start_daemon() {
   [ -S "$S" ] || fail "daemon did not listen: $(cat "$DLOG")"
 }
 
+# start_daemon_nvml: start_daemon with the fake NVML of the device tests
+# (tests/devices/fake-nvml.c) sampled every 100 ms; the processes on its
+# GPUs are the lines of $T/procs ("GPU PID BYTES SM% MEM%").  Skips (77)
+# when the fake is not built.
+start_daemon_nvml() {
+  need_file "$GPD_BUILD_DIR/tests/devices/libfake-nvml.so"
+  cp "$GPD_BUILD_DIR/tests/devices/libfake-nvml.so" "$T/bin/"
+  chmod a+rX "$T/bin/libfake-nvml.so"
+  : >"$T/procs"
+  chmod 0644 "$T/procs"
+  start_daemon "[devices]
+interval_ms = 100
+nvml_library = $T/bin/libfake-nvml.so
+sysman_library =
+papi_events =" FAKE_NVML_PROCS="$T/procs"
+}
+
 # ps_within TENTHS [USER]: `gpuprof ps --all` (as USER if given) until it
 # succeeds; 1 if it never does within the bound.
 ps_within() {
@@ -57,6 +74,15 @@ as() { # user cmd...
   _u=$1
   shift
   setpriv --reuid="$(id -u "$_u")" --regid="$(id -g "$_u")" --init-groups env HOME=/ "$@"
+}
+
+# as_bg USER cmd... &: as `as`, but replacing the subshell that `&` made
+# (exec), so that $! is the command's own pid (to kill it, or to move it
+# into a cgroup).
+as_bg() {
+  _u=$1
+  shift
+  exec setpriv --reuid="$(id -u "$_u")" --regid="$(id -g "$_u")" --init-groups env HOME=/ "$@"
 }
 
 # lines PATTERN: how many lines of the daemon log match (grep -E).

@@ -36,6 +36,11 @@ echo go >&"$a_in"
 read -r -t 20 line <&"$a_out" || die "client A: no phase 2"
 ida2=${line#PHASE2 }
 [ "$ida2" != "$idb" ] || die "A's hand-back attached to B's profile $idb"
+# the first daemon released A's slots once they were in its journal (no
+# commit yet): the successor replays them from there, not from the ring
+grep "records replayed from" "$T/daemon.log" || true
+grep -q "profile $ida2: [0-9]* records replayed from [0-9]* journal segments of profile $ida\$" "$T/daemon.log" ||
+  die "A's journal was not replayed: $(grep -i journal "$T/daemon.log")"
 wait "$apid" || die "client A failed"
 stop_daemon
 [ "$(kcount "$idb")" = "[[7.0]]" ] || die "B's profile counts $(kcount "$idb") kernels, not 7"

@@ -29,6 +29,13 @@ as gpdtest2 "$T/bin/store-client" label "$S" "$T/bin/store-label-crafty" $BID "$
 wait_stored "$U2"
 as gpdtest1 "$T/bin/store-client" label "$S" "$T/bin/store-label-honest" $BID "$off" || die "client 1"
 wait_stored "$U1"
+# a context is stored by module + offset first; the symbolizer thread's
+# result comes with a later flush (docs/DAEMON.md, "symbolizer")
+symbolized() {
+  [ "$($GPDQ "$T/d.gpdb" sql "select count(*) from context where kind=1 and label like '0x%'")" = "[[0]]" ] &&
+    [ "$($GPDQ "$T/d.gpdb" sql "select count(distinct uid) from frame")" = "[[2]]" ]
+}
+wait_for "$WAIT" "both stored contexts symbolized" symbolized
 l1=$($GPDQ "$T/d.gpdb" sql "select label from context where uid=$U1 and kind=1")
 l2=$($GPDQ "$T/d.gpdb" sql "select label from context where uid=$U2 and kind=1")
 f1=$($GPDQ "$T/d.gpdb" sql "select function from frame where uid=$U1")

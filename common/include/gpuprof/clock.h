@@ -20,4 +20,15 @@ static inline uint64_t gpd_clock_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/** CLOCK_MONOTONIC (not RAW: what pthread_cond_timedwait with a
+ *  CLOCK_MONOTONIC condattr measures) `ns` from now, as a timespec. */
+static inline struct timespec gpd_clock_deadline(uint64_t ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ns += (uint64_t)ts.tv_nsec;
+  ts.tv_sec += (time_t)(ns / 1000000000ull);
+  ts.tv_nsec = (long)(ns % 1000000000ull);
+  return ts;
+}
+
 #endif

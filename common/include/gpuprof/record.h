@@ -61,7 +61,8 @@ typedef enum gpd_api_e {
   GPD_API_OPENCL = 1,
   GPD_API_CUDA = 2,
   GPD_API_LEVEL0 = 3,
-  GPD_API_MAX = 4
+  GPD_API_OMPT = 4, /* OpenMP target offload through OMPT (shim/ompt/) */
+  GPD_API_MAX = 5
 } gpd_api_t;
 
 /** GPU operation kinds, the placeholder classes of seed 003 Table 8.1. */
@@ -121,8 +122,14 @@ typedef struct gpd_rec_hdr_s {
  *  `offset` is the absolute instruction pointer).  The shim sends the
  *  return address minus one, so that offset lands inside the call.
  *  h.flags & GPD_NODE_F_PYTHON: a Python frame; `module` is then the id of a
- *  GPD_STR_PYCODE string ("qualname\tfilename") and `offset` the line. */
+ *  GPD_STR_PYCODE string ("qualname\tfilename") and `offset` the line.
+ *  At most one of the GPD_NODE_F_* flags is set. */
 #define GPD_NODE_F_PYTHON 0x01u
+/** h.flags & GPD_NODE_F_LABEL: a labelled context node, not a frame (the
+ *  `<omp target>` of an OpenMP target construct, shim/ompt/): `module` is
+ *  the id of a string (GPD_STR_OTHER) holding the label, `offset` 0.  The
+ *  daemon makes it a PLACEHOLDER context with that label and no op. */
+#define GPD_NODE_F_LABEL 0x02u
 typedef struct gpd_rec_node_s {
   gpd_rec_hdr_t h;
   uint32_t id;

@@ -1,0 +1,257 @@
+/* policy.c - `gpuprof policy`: the node's collection policy (docs/CLI.md,
+ * docs/SERVICE.md "Collection policy").
+ *
+ *   gpuprof policy [--json]                 the node's policy (anyone)
+ *   gpuprof policy --pid N [--json]         what applies to one of your
+ *                                           processes, why, and its cost
+ *   gpuprof policy set KEY=VALUE [--job J | --uid U | --exe PATTERN]
+ *                                           change it (root / admin_group);
+ *                                           running processes switch live
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gpuprof/record.h"
+
+static const char policy_usage[] =
+    "usage: gpuprof policy [--pid N] [--json] [--socket PATH]\n"
+    "       gpuprof policy set KEY=VALUE [--job J | --uid U | --exe PATTERN] [--socket PATH]\n"
+    "  Without --pid: the node's collection policy ([collect] and its override sections).\n"
+    "  --pid N   what applies to process N (yours; admins: any): mode, windows, budget,\n"
+    "            estimated overhead and which rule or environment variable decided\n"
+    "  set       change KEY (mode, window_ms, period_ms, budget, ...) for the whole node\n"
+    "            or one job, uid or executable pattern (root or the admin group); running\n"
+    "            processes it applies to switch at once; lasts until a reload or restart\n";
+
+static const char *api_name(unsigned a) {
+  return a == GPD_API_CUDA ? "cuda" : a == GPD_API_OPENCL ? "opencl" : a == GPD_API_LEVEL0 ? "level0" : "shim";
+}
+
+static void print_pol(FILE *f, const char *indent, const Gpuprof__CollectPolicy *p) {
+  fprintf(f, "%smode %s", indent, p->mode);
+  if (!strcmp(p->mode, "duty"))
+    fprintf(f, ", window %u ms every %u ms%s", p->window_ms, p->period_ms, p->governed ? " (governed)" : "");
+  fprintf(f, ", budget %u.%02u %%", p->budget_bp / 100, p->budget_bp % 100);
+  if (p->pc_window_ms)
+    fprintf(f, ", PC sampling %u ms every %u s", p->pc_window_ms, p->pc_period_s);
+  fprintf(f, ", CPU sampling %s", p->cpu_sample_hz ? "" : "off");
+  if (p->cpu_sample_hz)
+    fprintf(f, "%u Hz", p->cpu_sample_hz);
+  fprintf(f, "\n");
+}
+
+static void json_pol(FILE *f, const Gpuprof__CollectPolicy *p) {
+  fprintf(f, "{\"mode\": ");
+  gpd_json_str(f, p->mode);
+  fprintf(f, ", \"window_ms\": %u, \"period_ms\": %u, \"budget_pct\": %.2f, \"pc_window_ms\": %u, "
+             "\"pc_period_s\": %u, \"cpu_sample_hz\": %u, \"governed\": %s, \"rule\": ",
+          p->window_ms, p->period_ms, p->budget_bp / 100.0, p->pc_window_ms, p->pc_period_s, p->cpu_sample_hz,
+          p->governed ? "true" : "false");
+  gpd_json_str(f, p->rule);
+  fprintf(f, ", \"why\": ");
+  gpd_json_str(f, p->why);
+  fprintf(f, "}");
+}
+
+static void print_proc(FILE *f, const Gpuprof__PolicyProc *pp) {
+  fprintf(f, "pid %d (%s%s%s)\n", pp->pid, pp->exe, pp->job_id[0] ? ", job " : "", pp->job_id);
+  if (pp->policy) {
+    print_pol(f, "  policy: ", pp->policy);
+    fprintf(f, "  rule: %s\n", pp->policy->rule);
+    fprintf(f, "  why: %s\n", pp->policy->why);
+  }
+  for (size_t i = 0; i < pp->n_reports; i++) {
+    const Gpuprof__CollectReport *r = pp->reports[i];
+    fprintf(f, "  %s: %s (%s)%s%s\n", api_name(r->api), r->mode[0] ? r->mode : "-", r->source,
+            r->note[0] ? ": " : "", r->note);
+    if (r->windows)
+      fprintf(f, "    %llu windows, %.3f s traced of %.3f s, %llu of %llu counted launches inside, switching %.2f "
+                 "ms/window\n",
+              (unsigned long long)r->windows, r->window_ns / 1e9, r->elapsed_ns / 1e9,
+              (unsigned long long)r->launches_in, (unsigned long long)r->launches,
+              r->switch_ns / 1e6 / (double)r->windows);
+  }
+  if (pp->overhead >= 0)
+    fprintf(f, "  estimated overhead: %.2f %% (%s)\n", pp->overhead * 100, pp->overhead_how);
+  else
+    fprintf(f, "  estimated overhead: unknown (%s)\n", pp->overhead_how);
+  if (pp->deep_dive[0])
+    fprintf(f, "  %s\n", pp->deep_dive);
+}
+
+static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
+  fprintf(f, "{\"node\": ");
+  if (r->node)
+    json_pol(f, r->node);
+  else
+    fprintf(f, "null");
+  fprintf(f, ", \"rules\": [");
+  for (size_t i = 0; i < r->n_rules; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    gpd_json_str(f, r->rules[i]);
+  }
+  fprintf(f, "], \"procs\": [");
+  for (size_t i = 0; i < r->n_procs; i++) {
+    const Gpuprof__PolicyProc *pp = r->procs[i];
+    fprintf(f, "%s{\"pid\": %d, \"profile_id\": %llu, \"uid\": %u, \"exe\": ", i ? ", " : "", pp->pid,
+            (unsigned long long)pp->profile_id, pp->uid);
+    gpd_json_str(f, pp->exe);
+    fprintf(f, ", \"job\": ");
+    gpd_json_str(f, pp->job_id);
+    fprintf(f, ", \"policy\": ");
+    if (pp->policy)
+      json_pol(f, pp->policy);
+    else
+      fprintf(f, "null");
+    fprintf(f, ", \"overhead\": ");
+    if (pp->overhead >= 0)
+      fprintf(f, "%.6f", pp->overhead);
+    else
+      fprintf(f, "null");
+    fprintf(f, ", \"overhead_how\": ");
+    gpd_json_str(f, pp->overhead_how);
+    fprintf(f, ", \"deep_dive\": ");
+    gpd_json_str(f, pp->deep_dive);
+    fprintf(f, ", \"backends\": [");
+    for (size_t j = 0; j < pp->n_reports; j++) {
+      const Gpuprof__CollectReport *c = pp->reports[j];
+      fprintf(f, "%s{\"api\": ", j ? ", " : "");
+      gpd_json_str(f, api_name(c->api));
+      fprintf(f, ", \"source\": ");
+      gpd_json_str(f, c->source);
+      fprintf(f, ", \"mode\": ");
+      gpd_json_str(f, c->mode);
+      fprintf(f, ", \"note\": ");
+      gpd_json_str(f, c->note);
+      fprintf(f, ", \"can_detach\": %s, \"windows\": %llu, \"window_ns\": %llu, \"elapsed_ns\": %llu, "
+                 "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu}",
+              c->can_detach ? "true" : "false", (unsigned long long)c->windows, (unsigned long long)c->window_ns,
+              (unsigned long long)c->elapsed_ns, (unsigned long long)c->launches,
+              (unsigned long long)c->launches_in, (unsigned long long)c->switch_ns);
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "]");
+  if (r->message[0]) {
+    fprintf(f, ", \"message\": ");
+    gpd_json_str(f, r->message);
+  }
+  fprintf(f, "}\n");
+}
+
+void gpd_policy_node_line(FILE *f, const char *sock, const char *job) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
+  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
+  if (job) ps.job_id = (char *)job;
+  req.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  req.ps_req = &ps;
+  if (gpd_client_call(sock, &req, &rep) || rep->body_case != GPUPROF__MSG__BODY_PS) {
+    if (rep) gpuprof__msg__free_unpacked(rep, NULL);
+    return;
+  }
+  unsigned n = 0, known = 0, deep = 0;
+  double sum = 0, max = 0;
+  for (size_t i = 0; i < rep->ps->n_procs; i++) {
+    const Gpuprof__Process *p = rep->ps->procs[i];
+    if (!p->running || !p->overhead_how[0]) continue;
+    n++;
+    deep += p->deep_dive[0] != 0;
+    if (p->overhead < 0) continue;
+    known++;
+    sum += p->overhead;
+    if (p->overhead > max) max = p->overhead;
+  }
+  if (n) {
+    fprintf(f, "collection overhead (estimated): ");
+    if (known)
+      fprintf(f, "mean %.2f %%, max %.2f %% over %u process%s", sum / known * 100, max * 100, known,
+              known == 1 ? "" : "es");
+    else
+      fprintf(f, "no estimate yet");
+    if (n > known) fprintf(f, "; %u without an estimate", n - known);
+    if (deep) fprintf(f, "; %u in a deep dive (over budget on request)", deep);
+    fprintf(f, "\n");
+  }
+  gpuprof__msg__free_unpacked(rep, NULL);
+}
+
+int gpd_policy_main(int argc, char **argv) {
+  static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},  {"json", no_argument, NULL, 'J'},
+                                       {"job", required_argument, NULL, 'j'},  {"uid", required_argument, NULL, 'u'},
+                                       {"exe", required_argument, NULL, 'e'},  {"socket", required_argument, NULL, 's'},
+                                       {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+  Gpuprof__PolicyRequest pr = GPUPROF__POLICY_REQUEST__INIT;
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
+  const char *sock = NULL;
+  char *kv = NULL;
+  int json = 0, r;
+  long v;
+  if (argc >= 2 && !strcmp(argv[1], "set")) {
+    pr.set = 1;
+    argc--, argv++;
+  }
+  optind = 1;
+  for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    switch (o) {
+    case 'p':
+      if ((v = gpd_cli_parse_uint(optarg)) <= 0) return gpd_cli_usage(policy_usage, "--pid needs a process id");
+      pr.pid = (int32_t)v;
+      break;
+    case 'J': json = 1; break;
+    case 'j': pr.job_id = optarg; break;
+    case 'u':
+      if ((v = gpd_cli_parse_uint(optarg)) < 0) return gpd_cli_usage(policy_usage, "--uid needs a number");
+      pr.has_uid = 1;
+      pr.uid = (uint32_t)v;
+      break;
+    case 'e': pr.exe = optarg; break;
+    case 's': sock = optarg; break;
+    case 'h': printf("%s", policy_usage); return GPD_EXIT_OK;
+    default: return gpd_cli_usage(policy_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (pr.set) {
+    if (optind != argc - 1 || !strchr(argv[optind], '='))
+      return gpd_cli_usage(policy_usage, "policy set needs one KEY=VALUE");
+    kv = strdup(argv[optind]);
+    if (!kv) return GPD_EXIT_FAIL;
+    char *eq = strchr(kv, '=');
+    *eq = '\0';
+    pr.key = kv;
+    pr.value = eq + 1;
+  } else if (optind != argc) {
+    return gpd_cli_usage(policy_usage, "unexpected argument '%s'", argv[optind]);
+  } else if ((pr.job_id && *pr.job_id) || pr.has_uid || (pr.exe && *pr.exe)) {
+    return gpd_cli_usage(policy_usage, "--job, --uid and --exe select what `policy set` changes");
+  }
+  req.body_case = GPUPROF__MSG__BODY_POLICY_REQ;
+  req.policy_req = &pr;
+  r = gpd_client_call(gpd_client_socket(sock), &req, &rep);
+  free(kv);
+  if (r) return r;
+  if (rep->body_case != GPUPROF__MSG__BODY_POLICY) {
+    fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n", (int)rep->body_case);
+    gpuprof__msg__free_unpacked(rep, NULL);
+    return GPD_EXIT_FAIL;
+  }
+  const Gpuprof__PolicyReply *p = rep->policy;
+  if (json) {
+    json_reply(stdout, p);
+  } else if (pr.set) {
+    printf("%s\n", p->message);
+  } else if (p->n_procs) {
+    for (size_t i = 0; i < p->n_procs; i++)
+      print_proc(stdout, p->procs[i]);
+  } else {
+    if (p->node) print_pol(stdout, "node default: ", p->node);
+    for (size_t i = 0; i < p->n_rules; i++)
+      printf("%s\n", p->rules[i]);
+    printf("precedence (lowest first): defaults < [collect] < exe < uid < job sections < the process's own\n"
+           "GPUPROF_* variables (GPUPROF_CUDA_TRACE, GPUPROF_CPU_SAMPLING)\n");
+  }
+  gpuprof__msg__free_unpacked(rep, NULL);
+  return GPD_EXIT_OK;
+}

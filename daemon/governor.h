@@ -1,0 +1,59 @@
+/* governor.h - the overhead governor's arithmetic: from what collection
+ * measurably costs one process, the duty period that holds its slowdown
+ * under the budget (governor.c has the derivation).  Pure: no daemon
+ * state, any thread; tests/daemon/test-governor.c checks it with known
+ * numbers. */
+#ifndef GPD_DAEMON_GOVERNOR_H
+#define GPD_DAEMON_GOVERNOR_H
+
+#include <stdint.h>
+
+/** Cost of one counted launch between windows (ns): the launch counters
+ *  of shim/cupti/cupti-count.c, 12-18 ns per call on the H100
+ *  (docs/PERFORMANCE-CUDA.md, 2026-11-24). */
+#define GPD_GOVERNOR_COUNT_NS 15.0
+/** An estimate needs this many closed windows ... */
+#define GPD_GOVERNOR_MIN_WINDOWS 3u
+/** ... and this many counted launches inside and between windows. */
+#define GPD_GOVERNOR_MIN_LAUNCHES 200u
+
+/** What one process reported (CollectReport) and its policy. */
+typedef struct gpd_governor_in_s {
+  uint64_t elapsed_ns;   /* since the duty schedule started */
+  uint64_t window_ns;    /* inside closed windows */
+  uint64_t windows;      /* closed windows */
+  uint64_t launches;     /* counted launches since the schedule started */
+  uint64_t launches_in;  /* of which inside windows */
+  uint64_t switch_ns;    /* attach + detach + flush + finalize, summed */
+  uint32_t window_ms;    /* W */
+  uint32_t period_ms;    /* the policy's period (no estimate yet) */
+  uint32_t period_min_ms, period_max_ms;
+  uint32_t budget_bp;    /* B, 1/100 % */
+} gpd_governor_in_t;
+
+enum {
+  GPD_GOV_EARLY = 0,     /* too few windows yet: the policy's period */
+  GPD_GOV_MEASURED = 1,  /* c_window, c_between, t_switch measured */
+  GPD_GOV_UNKNOWN = 2,   /* windows enough, launches too few: smallest duty */
+};
+
+/** The governor's answer. */
+typedef struct gpd_governor_out_s {
+  int how;               /* GPD_GOV_* */
+  double c_window;       /* relative slowdown inside a window */
+  double c_between;      /* relative slowdown between windows */
+  double t_switch_ns;    /* switching time per window */
+  uint32_t period_ms;    /* P to use */
+  double slowdown;       /* estimated s at period_ms (fraction); < 0 unknown */
+  int over;              /* the budget cannot be held (c_between >= B) */
+} gpd_governor_out_t;
+
+/** Size the period for `in` (formula in governor.c).  0 or -EINVAL
+ *  (NULL, window >= period_min, period_min > period_max). */
+int gpd_governor_size(const gpd_governor_in_t *in, gpd_governor_out_t *out);
+
+/** Estimated slowdown (fraction) at period_ms with the measured costs of
+ *  out (s = (W c_window + t_switch) / P + c_between). */
+double gpd_governor_slowdown(const gpd_governor_out_t *g, uint32_t window_ms, uint32_t period_ms);
+
+#endif

@@ -1,0 +1,503 @@
+/* test-retention.c - the store's retention pass (daemon/retention.c) on
+ * real SQLite files made by gpd_store_open and filled with SQL
+ * (retain-fill.h):
+ *   plans       every statement of the pass uses an index (EXPLAIN QUERY
+ *               PLAN: no SCAN of a table but the work lists, no automatic
+ *               index);
+ *               the old orphan query on a file without the indexes does scan
+ *   pass20k     20 000 contexts, 40 profiles, the store 40% over its
+ *               limit: the oldest profiles go, exactly the contexts and
+ *               frames no remaining profile reaches are removed, at most
+ *               1 in 20 transactions over 100 ms (the budget is 10 ms; a
+ *               loaded CI machine preempts some; times printed)
+ *   stop        a pass over everything stops within 1 s of writer_stop,
+ *               leaves no half-removed profile visible, and the next pass
+ *               finishes the removal
+ *   quota       uid A over its share loses its own oldest; uid B, within
+ *               its share and with older profiles, loses nothing; the store
+ *               over its limit with both within: the bigger user loses
+ *   shared_ids  another user's rows with the same context ids (more than
+ *               the pass samples) neither keep nor remove a user's contexts
+ *   gpubins     a binary goes with the last profile that sent it (file and
+ *               row), not while queued; a file without a row and a dead
+ *               process's temporary file go at the first pass; uploads beyond a uid's share are
+ *               refused with -EDQUOT, another uid's are not
+ * With arguments it makes a store for the scripts instead:
+ *   test-retention fill PATH UID NPROF NCTX WINDOW TRACE
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "gpuprof/clock.h"
+#include "gpuprof/hash.h"
+#include "gpuprof.pb-c.h"
+
+#include "daemon.h"
+#include "retain-fill.h"
+#include "store-internal.h"
+
+typedef struct {
+  gpd_daemon_t d;
+  char dir[64], path[96];
+  sqlite3 *db; /* the test's own connection */
+} env_t;
+
+static env_t *env_new(void) {
+  env_t *e = calloc(1, sizeof *e);
+  assert_non_null(e);
+  snprintf(e->dir, sizeof e->dir, "/tmp/gpd-retain-XXXXXX");
+  assert_non_null(mkdtemp(e->dir));
+  snprintf(e->path, sizeof e->path, "%s/t.gpdb", e->dir);
+  pthread_mutex_init(&e->d.lock, NULL);
+  pthread_mutex_init(&e->d.reg_lock, NULL);
+  pthread_cond_init(&e->d.writer_cv, NULL);
+  e->d.cfg.flush_ms = 3600000; /* no flush between transactions unless asked */
+  assert_int_equal(gpd_store_open(&e->d.store, e->path), 0);
+  assert_int_equal(sqlite3_open(e->path, &e->db), SQLITE_OK);
+  sqlite3_busy_timeout(e->db, 10000);
+  return e;
+}
+
+static void env_free(env_t *e) {
+  sqlite3_close(e->db);
+  gpd_store_close(e->d.store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
+  assert_int_equal(system(cmd), 0);
+  free(e);
+}
+
+static int64_t q1(env_t *e, const char *fmt, ...) {
+  char sql[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sql, sizeof sql, fmt, ap);
+  va_end(ap);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(e->db, sql, -1, &st, NULL) != SQLITE_OK)
+    fail_msg("%s: %s", sql, sqlite3_errmsg(e->db));
+  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  return v;
+}
+
+static void fill(env_t *e, uint32_t uid, int64_t first, int nprof, int nctx, int window, int trace,
+                 int64_t t0) {
+  retain_fill_t f = {uid, first, nprof, nctx, window, trace, t0};
+  assert_int_equal(retain_fill(e->db, &f), 0);
+}
+
+static int64_t db_bytes(env_t *e) {
+  return (q1(e, "PRAGMA page_count") - q1(e, "PRAGMA freelist_count")) * q1(e, "PRAGMA page_size");
+}
+
+/* contexts of uid reachable from its remaining profiles (root included) */
+static int64_t reachable(env_t *e, uint32_t uid) {
+  return q1(e,
+            "WITH RECURSIVE r(id) AS (SELECT l.context_id FROM cct_local l JOIN profile p"
+            " ON p.id = l.profile_id WHERE p.uid = %u UNION SELECT c.parent FROM context c"
+            " JOIN r ON c.uid = %u AND c.id = r.id WHERE c.parent != 0)"
+            " SELECT COUNT(*) FROM (SELECT id FROM r UNION SELECT 1)",
+            uid, uid);
+}
+
+/* ------------------------------------------------------------- plans */
+
+/* 1 when the plan of sql scans a table or builds an automatic index (a
+ * scan of a bounded subquery's rows, CO-ROUTINE or MATERIALIZE, is not a
+ * table scan). */
+static int plan_scans(sqlite3 *db, const char *sql, char *why, size_t n) {
+  char eq[4096], subs[8][64];
+  int nsubs = 0;
+  snprintf(eq, sizeof eq, "EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, eq, -1, &st, NULL) != SQLITE_OK)
+    fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+  char rows[32][256];
+  int nrows = 0;
+  while (sqlite3_step(st) == SQLITE_ROW && nrows < 32) {
+    const char *d = (const char *)sqlite3_column_text(st, 3);
+    snprintf(rows[nrows++], sizeof rows[0], "%.255s", d ? d : "");
+    if (d && nsubs < 8 && (sscanf(d, "CO-ROUTINE %63s", subs[nsubs]) == 1 ||
+                           sscanf(d, "MATERIALIZE %63s", subs[nsubs]) == 1))
+      nsubs++;
+  }
+  sqlite3_finalize(st);
+  int bad = 0;
+  for (int i = 0; i < nrows; i++) {
+    char what[64] = "";
+    if (strstr(rows[i], "AUTOMATIC")) {
+      bad = 1;
+    } else if (sscanf(rows[i], "SCAN %63s", what) == 1 && strcmp(what, "CONSTANT") != 0) {
+      int sub = 0;
+      for (int k = 0; k < nsubs; k++)
+        sub |= strcmp(subs[k], what) == 0;
+      bad |= !sub;
+    } else {
+      continue;
+    }
+    if (bad) {
+      snprintf(why, n, "%.255s", rows[i]);
+      break;
+    }
+  }
+  return bad;
+}
+
+static void test_plans(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 1000, 1, 4, 64, 16, 4, 1000); /* plans of a file with rows */
+  size_t n = 0;
+  const unsigned char *scan_ok = NULL;
+  const char *const *sql = gpd__retain_sql(&n, &scan_ok);
+  assert_true(n > 40);
+  char why[256];
+  for (size_t i = 0; i < n; i++) {
+    int bad = plan_scans(e->db, sql[i], why, sizeof why);
+    if (bad && !scan_ok[i])
+      fail_msg("statement %zu scans (%s): %s", i, why, sql[i]);
+  }
+  /* the check catches the old statement on a file without the indexes */
+  assert_int_equal(sqlite3_exec(e->db, "DROP INDEX metric_context; DROP INDEX cct_local_context;"
+                                       " DROP INDEX context_parent;", NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(plan_scans(e->db,
+                              "DELETE FROM context AS x WHERE parent != 0 AND NOT EXISTS"
+                              " (SELECT 1 FROM metric m JOIN profile p ON p.id=m.profile_id"
+                              "  WHERE m.context_id=x.id AND p.uid=x.uid)",
+                              why, sizeof why),
+                   1);
+  /* reopening makes them again (the upgrade of an older file) */
+  gpd_store_close(e->d.store);
+  assert_int_equal(gpd_store_open(&e->d.store, e->path), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+                         " ('metric_context','cct_local_context','context_parent')"),
+                   3);
+  env_free(e);
+}
+
+/* ------------------------------------------------------------ pass20k */
+
+static void test_pass20k(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 1000, 1, 40, 20000, 1000, 2000, 1000000);
+  int64_t before = db_bytes(e);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context"), 20000);
+  e->d.cfg.retain_bytes = (uint64_t)before * 6 / 10;
+  e->d.cfg.retain_uid_bytes = 1ull << 40; /* one uid: the store's limit decides */
+  uint64_t t0 = gpd_clock_ns();
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  uint64_t dt = gpd_clock_ns() - t0;
+  gpd_retain_stats_t *rs = &e->d.store->rstats;
+  int64_t left = q1(e, "SELECT COUNT(*) FROM profile");
+  int64_t after = db_bytes(e);
+  printf("pass20k: %.1f MiB -> %.1f MiB (limit %.1f MiB), %lld of 40 profiles removed, %llu "
+         "contexts; pass %.1f ms, %llu transactions, longest %.2f ms, %llu over 100 ms\n",
+         before / 1048576.0, after / 1048576.0, e->d.cfg.retain_bytes / 1048576.0,
+         (long long)(40 - left), (unsigned long long)rs->contexts, dt / 1e6,
+         (unsigned long long)rs->txns, rs->txn_max_ns / 1e6, (unsigned long long)rs->txn_slow);
+  assert_true(left > 0 && left < 40);
+  assert_true((uint64_t)after <= e->d.cfg.retain_bytes);
+  /* the oldest went: ids 1 .. 40-left */
+  assert_int_equal(q1(e, "SELECT MIN(id) FROM profile"), 40 - left + 1);
+  /* exactly the unreachable contexts went, with their frames */
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context"), reachable(e, 1000));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM frame"), q1(e, "SELECT COUNT(*) FROM context"));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM metric WHERE profile_id NOT IN (SELECT id FROM profile)"), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM trace_event WHERE profile_id NOT IN (SELECT id FROM profile)"), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM retain_drop") + q1(e, "SELECT COUNT(*) FROM retain_ctx"), 0);
+  assert_true(rs->txn_slow * 20 <= rs->txns);
+  env_free(e);
+}
+
+/* --------------------------------------------------------------- stop */
+
+static void *retain_thread(void *arg) {
+  env_t *e = arg;
+  intptr_t rc = gpd_store_retain(&e->d);
+  return (void *)rc;
+}
+
+static void test_stop(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 1000, 1, 40, 20000, 1000, 5000, 1000000);
+  e->d.cfg.retain_bytes = 1; /* everything finished goes */
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, retain_thread, e), 0);
+  /* wait (deadline 30 s) until the pass removed a profile, then stop it */
+  uint64_t deadline = gpd_clock_ns() + 30000000000ull;
+  while (q1(e, "SELECT COUNT(*) FROM profile") == 40 && gpd_clock_ns() < deadline)
+    usleep(2000);
+  assert_true(q1(e, "SELECT COUNT(*) FROM profile") < 40);
+  pthread_mutex_lock(&e->d.lock);
+  __atomic_store_n(&e->d.writer_stop, 1, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&e->d.lock);
+  uint64_t t_stop = gpd_clock_ns();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += 5;
+  void *rc = NULL;
+  assert_int_equal(pthread_timedjoin_np(t, &rc, &ts), 0);
+  uint64_t dt = gpd_clock_ns() - t_stop;
+  int64_t left = q1(e, "SELECT COUNT(*) FROM profile");
+  printf("stop: returned %.1f ms after writer_stop, %lld of 40 profiles left, stopped=%d\n",
+         dt / 1e6, (long long)left, e->d.store->rstats.stopped);
+  assert_int_equal((intptr_t)rc, 0);
+  assert_int_equal(e->d.store->rstats.stopped, 1);
+  assert_true(dt < 1000000000ull);
+  assert_true(left > 0);
+  /* every profile still listed is whole */
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile p WHERE (SELECT COUNT(*) FROM cct_local l"
+                         " WHERE l.profile_id = p.id) != 1000"),
+                   0);
+  /* the next pass finishes the removal */
+  e->d.writer_stop = 0;
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context"), 1); /* the root */
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM frame"), 1);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM metric") + q1(e, "SELECT COUNT(*) FROM cct_local") +
+                       q1(e, "SELECT COUNT(*) FROM trace_event") + q1(e, "SELECT COUNT(*) FROM string"),
+                   0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM retain_drop") + q1(e, "SELECT COUNT(*) FROM retain_ctx"), 0);
+  env_free(e);
+}
+
+/* -------------------------------------------------------------- quota */
+
+/* the pass's estimate of uid's use (retention.c's per-row sizes) */
+static int64_t use_of(env_t *e, uint32_t uid) {
+  return q1(e, "SELECT COALESCE(SUM(bytes), 0) FROM profile_size WHERE uid = %u", uid) +
+         96 * q1(e, "SELECT COUNT(*) FROM context WHERE uid = %u", uid) +
+         64 * q1(e, "SELECT COUNT(*) FROM frame WHERE uid = %u", uid);
+}
+
+static void test_quota(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  /* B: 3 small profiles, older than all of A's 30 */
+  fill(e, 2000, 1, 3, 500, 400, 200, 1000);
+  fill(e, 1000, 100, 30, 2000, 200, 500, 1000000);
+  e->d.cfg.retain_bytes = 1ull << 40;
+  e->d.cfg.retain_uid_bytes = 1ull << 40;
+  assert_int_equal(gpd_store_retain(&e->d), 0); /* counts, removes nothing */
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 33);
+  int64_t ua = use_of(e, 1000), ub = use_of(e, 2000);
+  printf("quota: use A %lld, B %lld bytes (estimates)\n", (long long)ua, (long long)ub);
+  assert_true(ua > 3 * ub);
+  /* a share between the two: A is over it, B within */
+  uint64_t share = (uint64_t)(ub + (ua - ub) / 2);
+  e->d.cfg.retain_uid_bytes = share;
+  e->d.store->use_t_ns = 0; /* count at once */
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  int64_t a_left = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
+  printf("quota: share %llu: A keeps %lld of 30 (use %lld), B %lld of 3\n",
+         (unsigned long long)share, (long long)a_left, (long long)use_of(e, 1000),
+         (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), 3);
+  assert_true(a_left > 0 && a_left < 30);
+  assert_true(use_of(e, 1000) <= (int64_t)share);
+  /* A's oldest went */
+  assert_int_equal(q1(e, "SELECT MIN(id) FROM profile WHERE uid = 1000"), 100 + 30 - a_left);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), reachable(e, 1000));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 2000"), 500);
+
+  /* both within their shares, the store over its limit: A (the bigger
+   * use, the furthest over a share) loses first, B nothing */
+  e->d.cfg.retain_uid_bytes = 1ull << 40;
+  int64_t total = db_bytes(e);
+  e->d.cfg.retain_bytes = (uint64_t)total - (uint64_t)total / 8;
+  e->d.store->use_t_ns = 0;
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  int64_t a2 = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
+  printf("quota: store limit %llu: A keeps %lld, B %lld; store %lld bytes\n",
+         (unsigned long long)e->d.cfg.retain_bytes, (long long)a2,
+         (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), (long long)db_bytes(e));
+  assert_true(a2 < a_left);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), 3);
+  assert_true((uint64_t)db_bytes(e) <= e->d.cfg.retain_bytes);
+  env_free(e);
+}
+
+/* --------------------------------------------------------- shared ids */
+
+/* Context ids are hashes of calling paths: another user running the same
+ * program has rows with the same ids.  uid 2000's 300 profiles come first
+ * in every context's rows (more than the pass samples by context), so
+ * uid 1000's reference is found through its own profiles. */
+static void test_shared_ids(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  uint64_t later = gpd_clock_ns() + 3600000000000ull;
+  fill(e, 2000, 1, 300, 10, 8, 0, (int64_t)later);
+  fill(e, 1000, 1001, 2, 10, 8, 0, 1000);
+  char sql[128];
+  snprintf(sql, sizeof sql, "UPDATE profile SET end_ns = %llu WHERE id = 1002",
+           (unsigned long long)later);
+  assert_int_equal(sqlite3_exec(e->db, sql, NULL, NULL, NULL), SQLITE_OK);
+  e->d.cfg.retain_age_s = 1;
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 1);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 10); /* 1002 keeps them */
+  assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 1002", NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 1);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 2000"), 10);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), 300);
+  env_free(e);
+}
+
+/* ------------------------------------------------------------ gpubins */
+
+static void put_bin(env_t *e, const char *hash, size_t size) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/gpubins/%s.gpubin", e->dir, hash);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)size), 0);
+  close(fd);
+}
+
+static int has_file(env_t *e, const char *hash) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/gpubins/%s.gpubin", e->dir, hash);
+  return access(p, F_OK) == 0;
+}
+
+static int upload(env_t *e, uint32_t uid, uint64_t profile, unsigned seed, size_t size) {
+  uint8_t *b = malloc(size);
+  assert_non_null(b);
+  for (size_t i = 0; i < size; i++)
+    b[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 9));
+  char h[33];
+  gpd_hash128_hex(b, size, h);
+  Gpuprof__GpuBinary m = GPUPROF__GPU_BINARY__INIT;
+  m.hash = h;
+  m.kind = "cubin";
+  m.total_size = size;
+  m.data.data = b;
+  m.data.len = size;
+  gpd_gpubin_t g;
+  memset(&g, 0, sizeof g);
+  g.fd = -1;
+  char err[256] = "";
+  int rc = gpd_store_gpubin(&e->d, &g, profile, uid, &m, err, sizeof err);
+  if (rc < 0)
+    printf("upload uid %u: %s\n", uid, err);
+  free(b);
+  return rc;
+}
+
+static void test_gpubins(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  const char *h1 = "11111111111111111111111111111111", *h2 = "22222222222222222222222222222222",
+             *h3 = "33333333333333333333333333333333";
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/gpubins", e->dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  put_bin(e, h1, 1000);
+  put_bin(e, h2, 2000);
+  put_bin(e, h3, 3000);
+  /* left by a killed daemon: a file whose row was never committed and an
+   * upload's temporary file (pid 999999): gone after the first pass */
+  const char *h4 = "44444444444444444444444444444444";
+  put_bin(e, h4, 4000);
+  char tmpf[256];
+  snprintf(tmpf, sizeof tmpf, "%s/gpubins/.%s.999999.1.0123456789abcdef.tmp", e->dir, h4);
+  int tfd = open(tmpf, O_WRONLY | O_CREAT, 0600);
+  assert_true(tfd >= 0);
+  close(tfd);
+  uint64_t now = gpd_clock_ns();
+  char sql[2048];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO profile(id,pid,uid,gid,start_ns,end_ns,state) VALUES"
+           " (1,1,1000,1000,1,2,'exited'),(2,2,1000,1000,%llu,%llu,'exited');"
+           "INSERT INTO gpubin VALUES('%s','cubin',1000,'gpubins/%s.gpubin',1),"
+           " ('%s','cubin',2000,'gpubins/%s.gpubin',1),('%s','cubin',3000,'gpubins/%s.gpubin',1);"
+           "INSERT INTO gpubin_ref VALUES(1,'%s',1000),(2,'%s',1000),(1,'%s',1000);"
+           "INSERT INTO retain_bin VALUES('%s');",
+           (unsigned long long)now, (unsigned long long)now + 10000000000ull, h1, h1, h2, h2, h3, h3, h1, h1, h2, h3);
+  assert_int_equal(sqlite3_exec(e->db, sql, NULL, NULL, NULL), SQLITE_OK);
+  /* h3: no profile refers to it, but a row of it is queued */
+  gpubin_row_t *row = calloc(1, sizeof *row);
+  assert_non_null(row);
+  snprintf(row->hash, sizeof row->hash, "%s", h3);
+  e->d.store->gpubins = row;
+  e->d.cfg.retain_age_s = 1; /* profile 1 is too old, 2 ends in the future */
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 1);
+  assert_false(has_file(e, h4));
+  assert_int_equal(access(tmpf, F_OK), -1);
+  assert_false(has_file(e, h2));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin WHERE hash='%s'", h2), 0);
+  assert_true(has_file(e, h1)); /* profile 2 still refers to it */
+  assert_true(has_file(e, h3)); /* queued */
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM retain_bin"), 1);
+  e->d.store->gpubins = NULL;
+  free(row);
+  assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 2", NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_false(has_file(e, h1));
+  assert_false(has_file(e, h3));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin") + q1(e, "SELECT COUNT(*) FROM gpubin_ref") +
+                       q1(e, "SELECT COUNT(*) FROM retain_bin"),
+                   0);
+
+  /* uploads: share 2 MiB (half of 4 MiB); 1 MiB binaries */
+  e->d.cfg.retain_bytes = 4u << 20;
+  e->d.cfg.retain_age_s = 0;
+  assert_int_equal(upload(e, 1000, 7, 1, 1u << 20), 0);
+  assert_int_equal(upload(e, 1000, 7, 2, 1u << 20), 0);
+  assert_int_equal(upload(e, 1000, 7, 3, 1u << 20), -EDQUOT); /* 2 MiB queued */
+  assert_int_equal(upload(e, 2000, 8, 4, 1u << 20), 0);      /* another uid */
+  assert_int_equal(upload(e, 1000, 7, 1, 1u << 20), 0);      /* stored already: no new bytes */
+  assert_int_equal(gpd_store_flush(&e->d), 0);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin"), 3);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin_ref WHERE uid = 1000"), 2);
+  assert_int_equal(upload(e, 1000, 7, 5, 1u << 20), -EDQUOT); /* committed, not counted yet */
+  assert_int_equal(upload(e, 1000, 7, 6, 3u << 20), -EDQUOT); /* over the share alone */
+  env_free(e);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 8 && strcmp(argv[1], "fill") == 0) {
+    gpd_store_t *st = NULL;
+    sqlite3 *db = NULL;
+    retain_fill_t f = {(uint32_t)atoi(argv[3]), 1, atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                       atoi(argv[7]), 1000000};
+    if (gpd_store_open(&st, argv[2]) < 0 || sqlite3_open(argv[2], &db) != SQLITE_OK)
+      return 1;
+    sqlite3_busy_timeout(db, 10000);
+    int rc = retain_fill(db, &f) == 0 ? 0 : 1;
+    sqlite3_close(db);
+    gpd_store_close(st);
+    return rc;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
+      cmocka_unit_test(test_quota), cmocka_unit_test(test_shared_ids),
+      cmocka_unit_test(test_gpubins),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
