@@ -442,8 +442,10 @@ int gpd_advise_main(int argc, char **argv) {
     printf("}\n");
   } else {
     if (shown == 0)
-      printf("%s: no PC samples%s (record with GPUPROF_PC_SAMPLING=1)\n", x.path,
-             filter ? " of a matching kernel" : "");
+      printf("%s: no PC samples%s (%s)\n", x.path, filter ? " of a matching kernel" : "",
+             gpd_report_has_cuda(x.path)
+                 ? "record with GPUPROF_PC_SAMPLING=1"
+                 : "PC sampling is CUDA-only (CUPTI): no process in this profile used CUDA");
     if (notes[0])
       fprintf(stderr, "%s", notes);
   }

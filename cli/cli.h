@@ -123,6 +123,26 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric);
 /** Copy a string, NULL -> "". Never returns NULL (aborts on ENOMEM: CLI only). */
 char *gpd_cli_strdup(const char *s);
 
+/* ---- opts.c: terminal ---- */
+/** Characters per line for output cut to fit: stdout's terminal width,
+ *  else $COLUMNS, else 160 (a file or a pipe). */
+unsigned gpd_cli_width(void);
+/** Cut call path s ("a > b > ... > z", in place) to at most width
+ *  characters by leaving frames out of its middle: the outermost frame,
+ *  " > ... > ", then as many innermost frames as fit (the innermost one
+ *  always, cut at its end when it alone is too long). */
+void gpd_cli_path_fit(char *s, unsigned width);
+
+/* ---- step.c ---- */
+/** Begin / end a step of a long command (name: what it does, e.g.
+ *  "idleness blame").  When stderr is a terminal and the step runs over
+ *  2 s, a progress line "gpuprof: NAME... N s" is kept up to date and
+ *  replaced by the step's time at its end; with GPUPROF_TIMINGS=1 every
+ *  step's time goes to stderr as "gpuprof: timing NAME S s".  Uses
+ *  SIGALRM while a step runs.  One step at a time. */
+void gpd_cli_step_begin(const char *name);
+void gpd_cli_step_end(void);
+
 /* ---- text.c: what reaches a terminal ---- */
 /** Length (1..4) of the well-formed UTF-8 sequence at p[0..n), 0 when p[0]
  *  does not start one, -1 when n cuts a sequence that is well-formed so
@@ -158,6 +178,8 @@ typedef struct gpd_render_opts_s {
   unsigned metric; /* sort / first-column metric, default GPD_M_GPUOP */
   unsigned depth;  /* 0: unlimited */
   int flat;
+  int long_names;  /* 1: kernels' full names in the summaries (default: short, gpd_render_short_name) */
+  int wide;        /* 1: every row of a summary and whole call paths (default: cut to the terminal) */
 } gpd_render_opts_t;
 
 /** Tree (or flat profile) as text, then processes, back ends, gpubins. */
@@ -179,6 +201,15 @@ void gpd_render_value(char *buf, size_t n, unsigned id, double v);
  *  frame's physical function and file:line (module+0xoffset when it has
  *  no symbol), a placeholder (`<gpu kernel>`), a kernel's demangled name. */
 void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
+/** A kernel's short name: its return type, template argument lists and
+ *  argument list left out ("void ns::k<4, F<float> >(int, F<float>)" ->
+ *  "ns::k"); the name itself when nothing is left. */
+void gpd_render_short_name(char *buf, size_t n, const char *name);
+/** The first tables of `report` (as `nsys stats` has them): kernels by
+ *  GKER (time, %, count, average, name) and the other GPU operations
+ *  (copies, memsets, allocations, synchronizations: host waits) by GPUOP,
+ *  each aggregated by name over the whole tree, 20 rows unless o->wide. */
+void gpd_render_summaries(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 /** Human byte count, e.g. "1.50 MiB". */
 void gpd_render_bytes(char *buf, size_t n, double bytes);
 /** Record summary (stderr of `gpuprof record`). */
@@ -234,6 +265,9 @@ struct gpd_disasm_s;
  *  never errors; returns 0 or -ENOMEM. */
 int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int pid,
                         const gpd_report_gpu_opts_t *o);
+/** 1 when a process of the profile file path used CUDA (a `cuda` back
+ *  end row): PC samples are CUDA-only. */
+int gpd_report_has_cuda(const char *path);
 /** Lines of notes gathered so far ("" when none). */
 const char *gpd_report_gpu_notes(void);
 /** GPU binary `hash` (32 hex digits) of the profile folder `dir`

@@ -401,7 +401,7 @@ int gpd_client_tree_main(int argc, char **argv) {
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {
-    gpd_render_opts_t ro = {o.metric, o.depth, 0};
+    gpd_render_opts_t ro = {o.metric, o.depth, 0, 0, 0};
     if (o.json) {
       gpd_json_tree(stdout, &t, &ro);
     } else {
@@ -413,8 +413,14 @@ int gpd_client_tree_main(int argc, char **argv) {
   return r;
 }
 
-static const char top_usage[] = "usage: gpuprof top [--pid N] [--job J] [-n N] [--metric NAME] [--socket PATH]\n"
-                                "  The heaviest GPU kernels/operations with their heaviest CPU call path.\n";
+static const char top_usage[] =
+    "usage: gpuprof top [--pid N] [--job J] [-n N] [--metric NAME] [--socket PATH]\n"
+    "  The heaviest GPU kernels/operations now, with their heaviest CPU call path.\n"
+    "  --pid N         only process N\n"
+    "  --job J         only the processes of job J (Slurm job id)\n"
+    "  -n N            show N entries (default 10)\n"
+    "  --metric NAME   rank by metric NAME (default GPUOP; `gpuprof metrics` lists them)\n"
+    "  --socket PATH   gpuprofd's socket (default $GPUPROF_SOCKET, else " GPD_CLI_DEFAULT_SOCKET ")\n";
 
 int gpd_client_top_main(int argc, char **argv) {
   live_opts_t o;

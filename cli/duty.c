@@ -323,10 +323,42 @@ static void duty_free(dproc_t *ps, size_t n) {
   free(ps);
 }
 
-/* Load path's trace and its duty processes.  0 or < 0 with err set. */
+/* 1 when path has a duty-cycled process (pid 0: any), without reading
+ * its trace; 0 when it has none or cannot say (then the full load says
+ * why). */
+static int has_duty(const char *path, int pid) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  char err[256];
+  int yes = 1;
+  unsigned wal = gpd_report_wal_before(path);
+  if (gpd_profile_open(path, &db, err, sizeof err) == 0) {
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM trace_duty d JOIN profile p ON p.id = d.profile_id"
+                           " WHERE d.duty = 1 AND (?1 = 0 OR p.pid = ?1) LIMIT 1",
+                           -1, &q, NULL) == SQLITE_OK) {
+      sqlite3_bind_int(q, 1, pid);
+      yes = sqlite3_step(q) == SQLITE_ROW;
+    } else {
+      yes = 0; /* a store from before duty windows */
+    }
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  gpd_report_wal_after(path, wal);
+  return yes;
+}
+
+/* Load path's trace and its duty processes (nothing when it has none).
+ * 0 or < 0 with err set. */
 static int duty_open(const char *path, int pid, gpd_xtrace_t *x, dproc_t **ps, size_t *np, char *err,
                      size_t errn) {
   gpd_xtrace_init(x);
+  *ps = NULL;
+  *np = 0;
+  if (!has_duty(path, pid))
+    return 0;
   int r = gpd_xtrace_load(x, path, pid, err, errn);
   if (r == 0)
     r = duty_load(path, pid, x, ps, np, err, errn);

@@ -352,7 +352,10 @@ static uint64_t pp_function(pprof_t *p, const xframe_t *x, int *err) {
     perftools__profiles__function__init(f);
     f->id = (uint64_t)i + 1;
     f->name = pp_str(p, x->name, err);
-    f->system_name = pp_str(p, x->sysname[0] ? x->sysname : x->name, err);
+    /* a system name only when there is one (a kernel's mangled name):
+     * pprof demangles a function whose system name equals its name, and
+     * its C++ heuristics cut "<gpu kernel>" or "<module>" to nothing */
+    f->system_name = pp_str(p, x->sysname[0] && strcmp(x->sysname, x->name) ? x->sysname : "", err);
     f->filename = pp_str(p, x->file, err);
   }
   return (uint64_t)i + 1;

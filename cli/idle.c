@@ -15,9 +15,10 @@
  *     synchronization (a SYNC activity of its own, e.g. clFinish) is blamed
  *     on the synchronization's call site ("waiting"); the rest on what it
  *     was running: its CPU samples in [a, b) when the shim sampled CPU
- *     time, else, span by span between its GPU API calls, the call site of
- *     the call that ends the span (the code that ran while the GPU starved
- *     ends in that call), which is how this works without CPU samples.
+ *     time; else the CPU context is unknown, and, span by span between
+ *     its GPU API calls, the call site of the call that ends the span is
+ *     kept as a hint (marked unknown, never "running": a 300 ms phase of
+ *     pure CPU work before a launch is not the launch's code).
  * The metric is reported as GIDLE (ns; the HPCToolkit manual names no idle
  * metric, the name follows its G* family).
  */
@@ -27,6 +28,7 @@
 
 #include "gpuprof/record.h"
 
+#include "trace-layout.h"
 #include "trace.h"
 
 typedef struct {
@@ -93,7 +95,7 @@ static int blame_cmp(const void *a, const void *b) {
     return x->profile < y->profile ? -1 : 1;
   if (x->node != y->node)
     return x->node < y->node ? -1 : 1;
-  return x->via_sync - y->via_sync;
+  return x->cpu - y->cpu;
 }
 static int blame_desc(const void *a, const void *b) {
   const gpd_xblame_t *x = a, *y = b;
@@ -123,10 +125,14 @@ typedef struct {
   size_t nbl, capbl;
 } acc_t;
 
-static int add_blame(acc_t *a, uint64_t profile, uint64_t node, int sync, double ns) {
+const char *gpd_xcpu_name(int cpu) {
+  return cpu == GPD_XCPU_WAITING ? "waiting" : cpu == GPD_XCPU_RUNNING ? "running" : "unknown";
+}
+
+static int add_blame(acc_t *a, uint64_t profile, uint64_t node, int cpu, double ns) {
   if (ns <= 0)
     return 0;
-  gpd_xblame_t b = {.profile = profile, .node = node, .ns = ns, .via_sync = sync};
+  gpd_xblame_t b = {.profile = profile, .node = node, .ns = ns, .cpu = cpu};
   return PUSH(a->bl, a->nbl, a->capbl, &b);
 }
 
@@ -156,7 +162,7 @@ static int blame_span(acc_t *acc, uint64_t profile, const tthread_t *t, uint64_t
     uint64_t b = t->sy[k].end < e ? t->sy[k].end : e;
     if (b > a) {
       rest -= (double)(b - a);
-      err = add_blame(acc, profile, t->sy[k].node, 1, weight * (double)(b - a));
+      err = add_blame(acc, profile, t->sy[k].node, GPD_XCPU_WAITING, weight * (double)(b - a));
     }
   }
   if (err || rest <= 0)
@@ -164,10 +170,10 @@ static int blame_span(acc_t *acc, uint64_t profile, const tthread_t *t, uint64_t
   if (by_samples) {
     size_t s0 = lower(t->cs, t->ncs, s), s1 = lower(t->cs, t->ncs, e);
     for (size_t k = s0; k < s1 && err == 0; k++)
-      err = add_blame(acc, profile, t->cs[k].node, 0, weight * rest / (double)(s1 - s0));
+      err = add_blame(acc, profile, t->cs[k].node, GPD_XCPU_RUNNING, weight * rest / (double)(s1 - s0));
     return err;
   }
-  return add_blame(acc, profile, node, 0, weight * rest);
+  return add_blame(acc, profile, node, GPD_XCPU_UNKNOWN, weight * rest);
 }
 
 /* Blame gap [a, b) of profile on its active threads.  Without CPU
@@ -179,7 +185,7 @@ static int blame_gap(acc_t *acc, uint64_t profile, tthread_t *th, size_t nth, ui
     if (th[i].nla && th[i].la[0].ts < b && th[i].la[th[i].nla - 1].ts >= a)
       nact++;
   if (nact == 0)
-    return add_blame(acc, profile, 0, 0, (double)(b - a)); /* no CPU thread known active */
+    return add_blame(acc, profile, 0, GPD_XCPU_UNKNOWN, (double)(b - a)); /* no CPU thread known active */
   double w = 1.0 / (double)nact;
   int err = 0;
   for (size_t i = 0; i < nth && err == 0; i++) {
@@ -212,8 +218,8 @@ static void free_threads(tthread_t *th, size_t nth) {
 }
 
 /* One process: its threads, busy union, gaps. */
-static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, double *idle,
-                        double *span) {
+static int idle_profile(const gpd_xtrace_t *x, const gpd_xcorrix_t *ix, uint64_t profile,
+                        acc_t *acc, double *idle, double *span) {
   tthread_t *th = NULL;
   size_t nth = 0, capth = 0;
   int err = 0;
@@ -230,13 +236,12 @@ static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, dou
     const gpd_xev_t *e = &x->ev[i];
     if (e->profile != profile || e->op != GPD_OP_SYNC)
       continue;
-    for (size_t j = 0; j < x->nla; j++) /* syncs are few: a linear match is fine */
-      if (x->la[j].profile == profile && x->la[j].corr == e->corr) {
-        tthread_t *t = thread_of(&th, &nth, &capth, x->la[j].tid);
-        tspan_t s = {e->start, e->end, x->la[j].node};
-        err = t ? PUSH(t->sy, t->nsy, t->capsy, &s) : -ENOMEM;
-        break;
-      }
+    long j = gpd__xcorrix_get(ix, x, profile, e->corr);
+    if (j >= 0) {
+      tthread_t *t = thread_of(&th, &nth, &capth, x->la[j].tid);
+      tspan_t s = {e->start, e->end, x->la[j].node};
+      err = t ? PUSH(t->sy, t->nsy, t->capsy, &s) : -ENOMEM;
+    }
   }
   for (size_t i = 0; i < x->ncs && err == 0; i++) {
     const gpd_xsample_t *c = &x->cs[i];
@@ -272,7 +277,7 @@ static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, dou
         if (k == before || acc->bl[k].ns > g.ns) {
           g.node = acc->bl[k].node;
           g.ns = acc->bl[k].ns;
-          g.via_sync = acc->bl[k].via_sync;
+          g.cpu = acc->bl[k].cpu;
         }
       if (err == 0)
         err = PUSH(acc->gaps, acc->ngaps, acc->capgaps, &g);
@@ -292,11 +297,13 @@ static int idle_profile(const gpd_xtrace_t *x, uint64_t profile, acc_t *acc, dou
 static int idle_of(const gpd_xtrace_t *x, uint64_t only, gpd_xgap_t **gaps, size_t *ngaps,
                    gpd_xblame_t **blame, size_t *nblame, double *idle_ns, double *span_ns) {
   acc_t acc = {0};
-  int err = 0;
+  gpd_xcorrix_t ix; /* the launch of each synchronization */
+  int err = gpd__xcorrix_build(&ix, x);
   *idle_ns = *span_ns = 0;
   for (size_t i = 0; i < x->tree.nprocs && err == 0; i++)
     if (only == 0 || x->tree.procs[i].profile_id == only)
-      err = idle_profile(x, x->tree.procs[i].profile_id, &acc, idle_ns, span_ns);
+      err = idle_profile(x, &ix, x->tree.procs[i].profile_id, &acc, idle_ns, span_ns);
+  free(ix.slot);
   if (err < 0) {
     free(acc.gaps);
     free(acc.bl);
@@ -333,21 +340,22 @@ int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd
 static int idle_json_proc(FILE *f, const gpd_xtrace_t *x, const gpd_tproc_t *p) {
   gpd_xblame_t *bl = NULL;
   size_t nbl = 0, ngaps = 0;
-  double idle = 0, span = 0, run = 0, sync = 0;
+  double idle = 0, span = 0, by[3] = {0, 0, 0};
   int r = idle_of(x, p->profile_id, NULL, &ngaps, &bl, &nbl, &idle, &span);
   if (r < 0)
     return r;
   for (size_t i = 0; i < nbl; i++)
-    *(bl[i].via_sync ? &sync : &run) += bl[i].ns;
+    by[bl[i].cpu] += bl[i].ns;
   fprintf(f, "{\"profile_id\":%llu,\"pid\":%d,\"GIDLE\":%.9f,\"GIDLE:RUN\":%.9f,\"GIDLE:SYNC\":%.9f,"
-             "\"span\":%.9f,\"intervals\":%zu,\"contexts\":[",
-          (unsigned long long)p->profile_id, p->pid, idle / 1e9, run / 1e9, sync / 1e9, span / 1e9, ngaps);
+             "\"GIDLE:UNKNOWN\":%.9f,\"span\":%.9f,\"intervals\":%zu,\"contexts\":[",
+          (unsigned long long)p->profile_id, p->pid, idle / 1e9, by[GPD_XCPU_RUNNING] / 1e9,
+          by[GPD_XCPU_WAITING] / 1e9, by[GPD_XCPU_UNKNOWN] / 1e9, span / 1e9, ngaps);
   for (size_t i = 0; i < nbl && i < IDLE_JSON_CONTEXTS; i++) {
     char path_s[2048];
     gpd_xtrace_path(x, bl[i].node, 1, path_s, sizeof path_s);
     fprintf(f, "%s{\"context_id\":%llu,\"GIDLE\":%.9f,\"share\":%.6f,\"cpu\":\"%s\",\"path\":",
             i ? "," : "", (unsigned long long)bl[i].node, bl[i].ns / 1e9, idle > 0 ? bl[i].ns / idle : 0.0,
-            bl[i].via_sync ? "waiting" : "running");
+            gpd_xcpu_name(bl[i].cpu));
     gpd_json_str(f, path_s);
     fputc('}', f);
   }
@@ -377,7 +385,7 @@ int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *e
   return r;
 }
 
-int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn) {
+int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn) {
   gpd_xtrace_t x;
   gpd_xtrace_init(&x);
   int r = gpd_xtrace_load(&x, path, pid, err, errn);
@@ -401,10 +409,15 @@ int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn) 
   if (nbl)
     fprintf(f, "  %7s %12s  %-8s %s\n", "share", "GIDLE (s)", "CPU was", "calling context");
   for (size_t i = 0; i < nbl && i < 20; i++) {
-    char path_s[2048];
+    char path_s[8192];
     gpd_xtrace_path(&x, bl[i].node, 1, path_s, sizeof path_s);
-    fprintf(f, "  %6.1f%% %12.6f  %-8s %s\n", idle > 0 ? 100.0 * bl[i].ns / idle : 0.0, bl[i].ns / 1e9,
-            bl[i].via_sync ? "waiting" : "running",
+    /* the row's other columns take 33 characters, the hint 37 */
+    unsigned lead = 33 + (bl[i].cpu == GPD_XCPU_UNKNOWN ? 37 : 0);
+    if (width)
+      gpd_cli_path_fit(path_s, width > lead + 40 ? width - lead : 40);
+    fprintf(f, "  %6.1f%% %12.6f  %-8s %s%s\n", idle > 0 ? 100.0 * bl[i].ns / idle : 0.0, bl[i].ns / 1e9,
+            gpd_xcpu_name(bl[i].cpu),
+            bl[i].cpu == GPD_XCPU_UNKNOWN && path_s[0] ? "(no CPU sample) next GPU call from: " : "",
             path_s[0] ? path_s : "<no CPU context known>");
   }
   if (nbl > 20)

@@ -195,6 +195,7 @@ int gpd_record_main(int argc, char **argv) {
   const char *out_opt = NULL, *cpu_hz = NULL;
   int keep = 0, c, code = GPD_EXIT_NODAEMON;
   char bindir[PATH_MAX], daemon[PATH_MAX], shim[PATH_MAX], tried[4096], db[PATH_MAX], tmp[PATH_MAX];
+  int exec_failed = 0;
   char sock[PATH_MAX + 32], logp[PATH_MAX + 32], cwd[PATH_MAX], cand1[PATH_MAX + 32], cand2[PATH_MAX + 32], st_txt[128];
   pid_t dpid = -1, cpid = -1;
   int dalive = 0, dstatus = 0, cstatus = 0, have_tmp = 0;
@@ -395,8 +396,10 @@ int gpd_record_main(int argc, char **argv) {
     while ((k = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR) {
     }
     close(ep[0]);
-    if (k == (ssize_t)sizeof(e))
+    if (k == (ssize_t)sizeof(e)) {
       fprintf(stderr, "gpuprof: cannot run '%s': %s\n", cmd[0], strerror(e));
+      exec_failed = 1;
+    }
   }
   if (interrupted && child_pid > 0) kill(cpid, interrupted); /* came in before child_pid was set */
   /* Wait without reaping first, so that a forwarded signal never hits a
@@ -435,8 +438,17 @@ int gpd_record_main(int argc, char **argv) {
     print_file(stderr, logp, "  gpuprofd: ");
   }
 
-  /* summary */
-  {
+  /* summary; none when the command never ran: the daemon's empty
+   * profile (made by this record: an older one was moved aside) goes */
+  if (exec_failed) {
+    static const char *const sfx[] = {"", "-wal", "-shm"};
+    char pth[PATH_MAX + 8];
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+      snprintf(pth, sizeof(pth), "%s%s", db, sfx[i]);
+      unlink(pth);
+    }
+    fprintf(stderr, "gpuprof: no profile written (the command did not run)\n");
+  } else {
     gpd_tree_t t;
     char err[1024];
     gpd_tree_init(&t);

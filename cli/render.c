@@ -48,12 +48,19 @@ void gpd_render_value(char *buf, size_t n, unsigned id, double v) {
     snprintf(buf, n, "0");
     return;
   }
+  /* one format per unit (the unit is in the column's header) */
   if (d && d->unit == GPD_UNIT_NS)
-    snprintf(buf, n, "%.4g", v / 1e9);
-  else if (d && d->unit == GPD_UNIT_COUNT)
+    snprintf(buf, n, "%.6f", v / 1e9); /* s, to the us */
+  else if (d && (d->unit == GPD_UNIT_COUNT || d->unit == GPD_UNIT_BYTES))
     snprintf(buf, n, "%.0f", v);
   else
-    snprintf(buf, n, "%.4g", v);
+    snprintf(buf, n, "%.2f", v);
+}
+
+/* " s", " B" or "": the unit a column of metric id is shown in */
+static const char *unit_suffix(unsigned id) {
+  const gpd_metric_desc_t *d = gpd_metric_desc(id);
+  return d && d->unit == GPD_UNIT_NS ? " s" : d && d->unit == GPD_UNIT_BYTES ? " B" : "";
 }
 
 static const char *metric_name(unsigned id) {
@@ -100,6 +107,35 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
+void gpd_render_short_name(char *buf, size_t n, const char *name) {
+  const char *s = name;
+  size_t len = 0;
+  int depth = 0;
+  if (n == 0)
+    return;
+  if (!strncmp(s, "void ", 5) && strchr(s, '('))
+    s += 5; /* a kernel's return type */
+  for (; *s && len + 1 < n; s++) {
+    int op = s - name >= 8 && !strncmp(s - 8, "operator", 8); /* operator<, operator<< */
+    if (*s == '<' && s > name && !op && s[-1] != '<') {
+      depth++;
+      continue;
+    }
+    if (*s == '>' && depth > 0) {
+      depth--;
+      continue;
+    }
+    if (depth > 0)
+      continue;
+    if (*s == '(' && len > 0)
+      break; /* the argument list */
+    buf[len++] = *s;
+  }
+  buf[len] = 0;
+  if (len == 0)
+    snprintf(buf, n, "%s", name);
+}
+
 void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
   const char *label = nd->label;
   switch (nd->kind) {
@@ -121,6 +157,8 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd) {
         snprintf(buf, n, "%s", fn[0] ? fn : "??");
       return;
     }
+    if (!strcmp(label, "??"))
+      label = ""; /* no symbol: where, below */
     if (label[0] && nd->module[0])
       snprintf(buf, n, "%s [%s+0x%llx]", label, base_name(nd->module), (unsigned long long)nd->offset);
     else if (label[0])
@@ -159,9 +197,9 @@ static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
 static void tree_header(FILE *f, const unsigned *cols, size_t nc) {
   for (size_t c = 0; c < nc; c++) {
     char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:incl", metric_name(cols[c]));
-    snprintf(b, sizeof(b), "%s:excl", metric_name(cols[c]));
-    fprintf(f, "%12s %6s %12s ", a, "%", b);
+    snprintf(a, sizeof(a), "%s:incl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    snprintf(b, sizeof(b), "%s:excl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    fprintf(f, "%14s %6s %14s ", a, "%", b);
   }
   fprintf(f, " calling context\n");
 }
@@ -178,6 +216,23 @@ static void indent(FILE *f, unsigned depth) {
     fprintf(f, "%*s[depth %u] ", 2 * INDENT_MAX, "", depth);
 }
 
+/* 1 when nd and another child of its parent would print the same name
+ * (two calls from one line, frames without a symbol or a line): then the
+ * call site's offset tells them apart. */
+static int shares_name(const gpd_tree_t *t, const gpd_tnode_t *nd) {
+  if (nd->parent == SIZE_MAX || nd->kind != GPD_NODE_FRAME) return 0;
+  const gpd_tnode_t *p = &t->nodes[nd->parent];
+  for (uint32_t k = 0; k < p->nkids; k++) {
+    const gpd_tnode_t *s = &t->nodes[p->kids[k]];
+    if (s == nd || s->kind != nd->kind || strcmp(s->label, nd->label) || s->nframes != nd->nframes) continue;
+    if (nd->nframes && (strcmp(s->frames[0].function, nd->frames[0].function) ||
+                        strcmp(s->frames[0].file, nd->frames[0].file) || s->frames[0].line != nd->frames[0].line))
+      continue;
+    if (s->offset != nd->offset || strcmp(s->module, nd->module)) return 1;
+  }
+  return 0;
+}
+
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
                       unsigned depth) {
   const gpd_tnode_t *root = &t->nodes[t->root];
@@ -188,19 +243,22 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     gpd_render_value(iv, sizeof(iv), cols[c], inc);
     gpd_render_value(ev, sizeof(ev), cols[c], gpd_mvec_shown(&nd->excl, cols[c]));
     pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
-    fprintf(f, "%12s %6s %12s ", iv, pv, ev);
+    fprintf(f, "%14s %6s %14s ", iv, pv, ev);
   }
   gpd_render_node_name(raw, sizeof(raw), nd);
   gpd_text_line(name, sizeof(name), raw); /* a name with a newline is one row */
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);
-  fprintf(f, "%s%s\n", name, ex);
+  if (shares_name(t, nd) && !strstr(name, "+0x"))
+    fprintf(f, "%s @%s+0x%llx%s\n", name, base_name(nd->module), (unsigned long long)nd->offset, ex);
+  else
+    fprintf(f, "%s%s\n", name, ex);
   /* inlined frames: nested lines, no metric columns of their own; each
    * says where the next outer function calls it */
   for (uint32_t k = 1; k < nd->nframes; k++) {
     const gpd_tframe_t *fr = &nd->frames[k];
-    fprintf(f, "%*s ", (int)(nc * 33), "");
+    fprintf(f, "%*s ", (int)(nc * 37), "");
     indent(f, depth + k);
     fprintf(f, "[inlined] %s", fr->function[0] ? gpd_text_line(fn, sizeof fn, fr->function) : "??");
     if (fr->file[0] && strcmp(fr->file, "??")) fprintf(f, " (%s:%u)", gpd_text_line(file, sizeof file, fr->file), fr->line);
@@ -235,7 +293,7 @@ void gpd_render_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     fprintf(f, "(empty profile)\n");
     return;
   }
-  fprintf(f, "Calling context tree (top-down; times in seconds; %% of the root's inclusive value; sorted by %s)\n",
+  fprintf(f, "Calling context tree (top-down; units in the headers: s, B; %% of the root's inclusive value; sorted by %s)\n",
           metric_name(o->metric));
   tree_header(f, cols, nc);
   tree_walk(f, t, cols, nc, o);
@@ -251,8 +309,11 @@ typedef struct flat_row_s {
 
 static const gpd_tree_t *flat_tree;
 static unsigned flat_metric;
+static char **flat_where; /* per node: "module+0xoffset" of a frame without a symbol, else NULL */
 
 static const char *flat_label(const gpd_tnode_t *nd) {
+  const char *w = flat_where ? flat_where[nd - flat_tree->nodes] : NULL;
+  if (w) return w; /* spelled as the tree spells it, never ?? */
   if (nd->kind == GPD_NODE_FRAME && !nd->label[0] && nd->nframes) return nd->frames[0].function;
   return nd->label;
 }
@@ -310,6 +371,17 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
     idx[ni++] = i;
   }
   flat_tree = t;
+  flat_where = calloc(t->n + 1, sizeof(*flat_where));
+  if (!flat_where) abort();
+  for (size_t k = 0; k < ni; k++) {
+    const gpd_tnode_t *nd = &t->nodes[idx[k]];
+    const char *fn = nd->nframes && nd->frames[0].function[0] ? nd->frames[0].function : nd->label;
+    if (nd->kind == GPD_NODE_FRAME && (!fn[0] || !strcmp(fn, "??")) && nd->module[0]) {
+      char buf[1024];
+      gpd_render_node_name(buf, sizeof(buf), nd);
+      flat_where[idx[k]] = gpd_cli_strdup(buf);
+    }
+  }
   qsort(idx, ni, sizeof(*idx), flat_key_cmp);
   for (size_t k = 0; k < ni; k++) {
     const gpd_tnode_t *nd = &t->nodes[idx[k]];
@@ -363,14 +435,14 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   }
   const gpd_tnode_t *root = &t->nodes[t->root];
   size_t nr = flat_rows(t, o->metric, &rows);
-  fprintf(f, "Flat profile (by kind and label; times in seconds; %% of the root's inclusive value; sorted by %s "
+  fprintf(f, "Flat profile (by kind and label; units in the headers: s, B; %% of the root's inclusive value; sorted by %s "
              "exclusive)\n",
           metric_name(o->metric));
   for (size_t c = 0; c < nc; c++) {
     char a[64], b[64];
-    snprintf(a, sizeof(a), "%s:excl", metric_name(cols[c]));
-    snprintf(b, sizeof(b), "%s:incl", metric_name(cols[c]));
-    fprintf(f, "%12s %6s %12s ", a, "%", b);
+    snprintf(a, sizeof(a), "%s:excl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    snprintf(b, sizeof(b), "%s:incl%s", metric_name(cols[c]), unit_suffix(cols[c]));
+    fprintf(f, "%14s %6s %14s ", a, "%", b);
   }
   fprintf(f, "%8s  %-7s %s\n", "COUNT", "KIND", "NAME");
   for (size_t r = 0; r < nr; r++) {
@@ -380,7 +452,7 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
       gpd_render_value(ev, sizeof(ev), cols[c], ex);
       gpd_render_value(iv, sizeof(iv), cols[c], gpd_mvec_shown(&rows[r].incl, cols[c]));
       pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
-      fprintf(f, "%12s %6s %12s ", ev, pv, iv);
+      fprintf(f, "%14s %6s %14s ", ev, pv, iv);
     }
     char lab[1024];
     fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
@@ -389,6 +461,9 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
     gpd_mvec_free(&rows[r].incl);
   }
   free(rows);
+  for (size_t i = 0; i < t->n; i++) free(flat_where[i]);
+  free(flat_where);
+  flat_where = NULL;
 }
 
 /* ---- processes, back ends, GPU binaries ---- */
@@ -564,7 +639,15 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
     if (total_frames > nf) len += (size_t)snprintf(path, sizeof(path), "... > ");
     for (size_t k = nf; k-- > 0 && len + 1 < sizeof(path);) {
       const Gpuprof__Node *nd = e->path[frames[k]];
-      const char *fn = nd->label[0] ? nd->label : (nd->n_frames ? nd->frames[0]->function : "??");
+      const char *fn = nd->n_frames && nd->frames[0]->function[0] ? nd->frames[0]->function : nd->label;
+      char where[256];
+      if ((!fn[0] || !strcmp(fn, "??")) && nd->module[0]) {
+        /* no symbol: where, as report spells it (module+offset) */
+        snprintf(where, sizeof(where), "%s+0x%llx", base_name(nd->module), (unsigned long long)nd->offset);
+        fn = where;
+      } else if (!fn[0]) {
+        fn = "??";
+      }
       int w = snprintf(path + len, sizeof(path) - len, "%s%s", fn, k ? " > " : "");
       if (w < 0) break;
       len += (size_t)w;
@@ -578,11 +661,11 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
   if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
 }
 
-/* ---- record summary ---- */
+/* ---- summaries: kernels, API / wait operations ---- */
 
 typedef struct kagg_s {
-  const char *label;
-  double gker, count;
+  char *label; /* owned */
+  double time, count;
 } kagg_t;
 
 static int kagg_cmp_label(const void *a, const void *b) {
@@ -590,8 +673,82 @@ static int kagg_cmp_label(const void *a, const void *b) {
 }
 static int kagg_cmp_val(const void *a, const void *b) {
   const kagg_t *x = a, *y = b;
-  if (x->gker != y->gker) return x->gker > y->gker ? -1 : 1;
+  if (x->time != y->time) return x->time > y->time ? -1 : 1;
   return strcmp(x->label, y->label);
+}
+
+/* Rows of t aggregated by displayed name, heaviest first: kernels (GKER,
+ * GKER:COUNT; short names unless long) or, ops != 0, the GPU operations
+ * that are not kernels (placeholders: GPUOP and their count).  *n rows;
+ * NULL when there are none. */
+static kagg_t *aggregate(const gpd_tree_t *t, int ops, int long_names, size_t *n) {
+  kagg_t *k = calloc(t->n + 1, sizeof(*k));
+  size_t nk = 0, nu = 0;
+  char full[4096], name[1024];
+  if (!k) abort();
+  for (size_t i = 0; i < t->n; i++) {
+    const gpd_tnode_t *nd = &t->nodes[i];
+    if (nd->parent == SIZE_MAX) continue;
+    if (!ops && nd->kind == GPD_NODE_KERNEL) {
+      gpd_render_node_name(full, sizeof(full), nd);
+      if (long_names)
+        snprintf(name, sizeof(name), "%.1023s", full);
+      else
+        gpd_render_short_name(name, sizeof(name), full);
+      k[nk] = (kagg_t){gpd_cli_strdup(name), gpd_mvec_get(&nd->incl, GPD_M_GKER),
+                       gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
+    } else if (ops && nd->kind == GPD_NODE_PLACEHOLDER && strcmp(nd->label, "<gpu kernel>")) {
+      k[nk] = (kagg_t){gpd_cli_strdup(nd->label), gpd_mvec_get(&nd->excl, GPD_M_GPUOP), count_of(&nd->excl)};
+    } else {
+      continue;
+    }
+    if (k[nk].time == 0 && k[nk].count == 0)
+      free(k[nk].label);
+    else
+      nk++;
+  }
+  qsort(k, nk, sizeof(*k), kagg_cmp_label);
+  for (size_t i = 0; i < nk; i++) {
+    if (nu && !strcmp(k[nu - 1].label, k[i].label)) {
+      k[nu - 1].time += k[i].time;
+      k[nu - 1].count += k[i].count;
+      free(k[i].label);
+    } else {
+      k[nu++] = k[i];
+    }
+  }
+  qsort(k, nu, sizeof(*k), kagg_cmp_val);
+  *n = nu;
+  if (nu == 0) {
+    free(k);
+    return NULL;
+  }
+  return k;
+}
+
+static void kagg_free(kagg_t *k, size_t n) {
+  for (size_t i = 0; i < n; i++) free(k[i].label);
+  free(k);
+}
+
+void gpd_render_summaries(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
+  static const char *const title[2] = {"Kernels (GKER)", "GPU operations other than kernels: copies, memsets, "
+                                                         "allocations, synchronizations (host waits) (GPUOP)"};
+  for (int ops = 0; ops < 2; ops++) {
+    size_t n = 0, top = o->wide ? SIZE_MAX : 20;
+    kagg_t *k = aggregate(t, ops, o->long_names, &n);
+    double total = 0;
+    for (size_t i = 0; i < n; i++) total += k[i].time;
+    if (n == 0) continue;
+    fprintf(f, "%s: %zu name%s, %.6f s\n", title[ops], n, n == 1 ? "" : "s", total / 1e9);
+    fprintf(f, "  %12s %7s %10s %12s  %s\n", "time (s)", "time %", "count", "avg (us)", ops ? "operation" : "kernel");
+    for (size_t i = 0; i < n && i < top; i++)
+      fprintf(f, "  %12.6f %6.1f%% %10.0f %12.3f  %s\n", k[i].time / 1e9, total > 0 ? 100.0 * k[i].time / total : 0.0,
+              k[i].count, k[i].count > 0 ? k[i].time / k[i].count / 1e3 : 0.0, k[i].label);
+    if (n > top) fprintf(f, "  (%zu more; --wide shows all)\n", n - top);
+    fputc('\n', f);
+    kagg_free(k, n);
+  }
 }
 
 void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
@@ -603,40 +760,20 @@ void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
   fprintf(f, "gpuprof: profile written to %s\n", path);
   fprintf(f, "gpuprof: %zu process%s, %.0f GPU ops, GPUOP %.4g s, %llu dropped records\n", t->nprocs,
           t->nprocs == 1 ? "" : "es", ops, gpuop / 1e9, drops);
-  kagg_t *k = calloc(t->n + 1, sizeof(*k));
-  size_t nk = 0;
-  if (!k) abort();
-  for (size_t i = 0; i < t->n; i++) {
-    const gpd_tnode_t *nd = &t->nodes[i];
-    if (nd->kind != GPD_NODE_KERNEL || nd->parent == SIZE_MAX) continue;
-    k[nk].label = nd->label[0] ? nd->label : nd->raw_name;
-    k[nk].gker = gpd_mvec_get(&nd->incl, GPD_M_GKER);
-    k[nk].count = gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT);
-    nk++;
-  }
-  qsort(k, nk, sizeof(*k), kagg_cmp_label);
   size_t nu = 0;
-  for (size_t i = 0; i < nk; i++) {
-    if (nu && !strcmp(k[nu - 1].label, k[i].label)) {
-      k[nu - 1].gker += k[i].gker;
-      k[nu - 1].count += k[i].count;
-    } else {
-      k[nu++] = k[i];
-    }
-  }
-  qsort(k, nu, sizeof(*k), kagg_cmp_val);
+  kagg_t *k = aggregate(t, 0, 0, &nu); /* short names: a PyTorch kernel's full name is ~5 000 characters */
   if (nu) {
     double gker = root ? gpd_mvec_get(&root->incl, GPD_M_GKER) : 0;
     fprintf(f, "gpuprof: top kernels by GKER:\n");
     for (size_t i = 0; i < nu && i < 5; i++) {
       char pv[16];
-      pct(pv, sizeof(pv), k[i].gker, gker);
+      pct(pv, sizeof(pv), k[i].time, gker);
       char lab[1024];
-      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].gker / 1e9, pv, k[i].count,
+      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].time / 1e9, pv, k[i].count,
               gpd_text_line(lab, sizeof lab, k[i].label));
     }
+    kagg_free(k, nu);
   }
-  free(k);
   for (size_t i = 0; i < t->nprocs; i++)
     for (uint32_t j = 0; j < t->procs[i].nbackends; j++) {
       const gpd_tbackend_t *b = &t->procs[i].backends[j];

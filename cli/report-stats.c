@@ -17,8 +17,8 @@
 #define HEAVY_FRACTION 0.01
 
 static void where(char *buf, size_t n, sqlite3_stmt *st, int c) {
-  /* columns c: profile id, rank, hostname, pid */
-  if (sqlite3_column_type(st, c + 1) != SQLITE_NULL)
+  /* columns c: profile id, rank (-1 or NULL: not an MPI rank), hostname, pid */
+  if (sqlite3_column_type(st, c + 1) != SQLITE_NULL && sqlite3_column_int(st, c + 1) >= 0)
     snprintf(buf, n, "rank %d", sqlite3_column_int(st, c + 1));
   else
     snprintf(buf, n, "%s:%d", sqlite3_column_text(st, c + 2) ? (const char *)sqlite3_column_text(st, c + 2) : "?",
@@ -56,15 +56,17 @@ int gpd_report_stats(FILE *f, const gpd_tree_t *t, const char *path, unsigned me
           "(at)", "context");
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     static const int col[5] = {2, 3, 4, 6, 7}; /* sum, mean, stddev, min, max */
-    char v[5][32], at_min[64], at_max[64], name[256];
+    char v[5][32], at_min[64], at_max[64], name[600], a[256], b[256];
     for (int i = 0; i < 5; i++) gpd_render_value(v[i], sizeof(v[i]), metric, sqlite3_column_double(st, col[i]));
     where(at_min, sizeof(at_min), st, 8);
     where(at_max, sizeof(at_max), st, 12);
     long i = gpd_tree_find(t, (uint64_t)sqlite3_column_int64(st, 0));
     const gpd_tnode_t *nd = i >= 0 ? &t->nodes[i] : NULL;
     const gpd_tnode_t *up = nd && nd->parent != SIZE_MAX ? &t->nodes[nd->parent] : NULL;
-    snprintf(name, sizeof(name), "%s%s%s", nd && nd->label[0] ? nd->label : "?", up ? "  <- " : "",
-             up ? up->label : "");
+    /* spelled as the tree spells them (module+offset without a symbol) */
+    if (nd) gpd_render_node_name(a, sizeof(a), nd);
+    if (up) gpd_render_node_name(b, sizeof(b), up);
+    snprintf(name, sizeof(name), "%s%s%s", nd ? a : "?", up ? "  <- " : "", up ? b : "");
     fprintf(f, "%7.3f %11s %11s %11s %11s %-14s %11s %-14s  %s\n", sqlite3_column_double(st, 5), v[0], v[1], v[2],
             v[3], at_min, v[4], at_max, name);
     rows++;

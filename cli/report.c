@@ -317,11 +317,29 @@ done:
   return r;
 }
 
+int gpd_report_has_cuda(const char *path) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *q = NULL;
+  char err[256];
+  int yes = 0;
+  unsigned wal = gpd_report_wal_before(path);
+  if (gpd_profile_open(path, &db, err, sizeof err) == 0 &&
+      sqlite3_prepare_v2(db, "SELECT 1 FROM backend WHERE api = 'cuda' AND enabled = 1 LIMIT 1", -1, &q, NULL) == SQLITE_OK)
+    yes = sqlite3_step(q) == SQLITE_ROW;
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  gpd_report_wal_after(path, wal);
+  return yes;
+}
+
 gpd_report_gpu_opts_t gpd_report_gpu_opts;
 
 static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all] FILE...\n"
-    "  Print the calling-context tree of saved profiles (merged by context).\n"
+    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all]\n"
+    "                      [--long-names] [--wide] FILE...\n"
+    "  Print saved profiles (merged by context): a kernel summary and a summary of the other GPU\n"
+    "  operations (copies, memsets, allocations, synchronizations), then the calling-context tree,\n"
+    "  the processes, and the GPU idleness blame of traced processes.\n"
     "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
     "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
     "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
@@ -331,7 +349,11 @@ static const char report_usage[] =
     "  --pid N        only the profiles of process N\n"
     "  --all          also list processes that never used a GPU API\n"
     "  --stats        merged files (gpuprof merge): per-context statistics over the processes,\n"
-    "                 the most imbalanced heavy contexts of --metric first\n";
+    "                 the most imbalanced heavy contexts of --metric first\n"
+    "  --long-names   kernels' full names in the summaries (default: without template and\n"
+    "                 argument lists)\n"
+    "  --wide         every summary row and whole call paths (default: 20 rows, paths cut in\n"
+    "                 the middle to the terminal's width)\n";
 
 int gpd_report_main(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
@@ -339,13 +361,15 @@ int gpd_report_main(int argc, char **argv) {
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
                                        {"all", no_argument, NULL, 'a'},     {"stats", no_argument, NULL, 's'},
                                        {"gpu-detail", no_argument, NULL, 'g'},
+                                       {"long-names", no_argument, NULL, 'L'},
+                                       {"wide", no_argument, NULL, 'W'},
                                        {NULL, 0, NULL, 0}};
-  gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0};
+  gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0, 0, 0};
   int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasg", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasgLW", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
@@ -365,6 +389,8 @@ int gpd_report_main(int argc, char **argv) {
     case 'a': all = 1; break;
     case 's': stats = 1; break;
     case 'g': gpd_report_gpu_opts.detail = 1; break;
+    case 'L': o.long_names = 1; break;
+    case 'W': o.wide = 1; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -374,6 +400,7 @@ int gpd_report_main(int argc, char **argv) {
   if (stats && (json || o.flat)) return gpd_cli_usage(report_usage, "--stats does not combine with --json or --flat");
 
   gpd_report_gpu_opts.enabled = 1;
+  int asked_detail = gpd_report_gpu_opts.detail;
   if (gpd_report_gpu_opts.detail && !metric_set) o.metric = GPD_M_GINST; /* what GPU nodes have */
   gpd_report_gpu_opts.detail |= o.depth > 0 || o.flat;
   gpd_report_gpu_opts.flat = o.flat;
@@ -381,17 +408,35 @@ int gpd_report_main(int argc, char **argv) {
   char err[1024];
   int r = 0;
   gpd_tree_init(&t);
+  gpd_cli_step_begin("loading the profile");
   for (int i = optind; i < argc; i++) {
     if ((r = gpd_report_load_all(&t, argv[i], pid, all, err, sizeof(err))) < 0) {
+      gpd_cli_step_end();
       fprintf(stderr, "gpuprof: %s\n", err);
       gpd_tree_free(&t);
       return GPD_EXIT_FAIL;
     }
   }
-  if ((r = gpd_tree_finish(&t, o.metric)) < 0) {
+  r = gpd_tree_finish(&t, o.metric);
+  gpd_cli_step_end();
+  if (r >= 0 && pid && t.nprocs == 0) {
+    fprintf(stderr, "gpuprof: no process %d in %s%s\n", pid, argv[optind],
+            argc - optind > 1 ? " or the other files" : "");
+    gpd_tree_free(&t);
+    return GPD_EXIT_FAIL;
+  }
+  if (r < 0) {
     fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
     gpd_tree_free(&t);
     return GPD_EXIT_FAIL;
+  }
+  if (asked_detail && (t.root == SIZE_MAX || gpd_mvec_get(&t.nodes[t.root].incl, GPD_M_GINST) == 0)) {
+    int cuda = 0;
+    for (int i = optind; i < argc; i++)
+      cuda |= gpd_report_has_cuda(argv[i]);
+    fprintf(stderr, "gpuprof: no PC samples: %s\n",
+            cuda ? "record with GPUPROF_PC_SAMPLING=1, or `gpuprof sample --pid N` while it runs"
+                 : "PC sampling is CUDA-only (CUPTI); no process in the profile used CUDA");
   }
   if (stats) {
     for (int i = optind; i < argc && r >= 0; i++)
@@ -405,9 +450,11 @@ int gpd_report_main(int argc, char **argv) {
     /* profiles with traces: GPU idleness blame per process */
     fputs(",\"gpu_idleness\":{\"metric\":\"GIDLE\",\"unit\":\"s\",\"processes\":[", stdout);
     int first = 1;
+    gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++)
       if (gpd_report_idle_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
         fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
     /* duty-cycled processes: their kernel contexts scaled by 1/f */
     fputs("]},\"duty_estimates\":{\"estimate\":\"observed / f\",\"unit\":\"s\",\"processes\":[", stdout);
     first = 1;
@@ -420,16 +467,26 @@ int gpd_report_main(int argc, char **argv) {
       printf("Profile %s: %zu process%s\n\n", argv[optind], t.nprocs, t.nprocs == 1 ? "" : "es");
     else
       printf("Profiles (%d files merged): %zu processes\n\n", argc - optind, t.nprocs);
+    gpd_cli_step_begin("kernel and operation summaries");
+    gpd_render_summaries(stdout, &t, &o);
+    gpd_cli_step_end();
+    gpd_cli_step_begin("calling-context tree");
     if (o.flat)
       gpd_render_flat(stdout, &t, &o);
     else
       gpd_render_tree(stdout, &t, &o);
     gpd_render_procs(stdout, &t);
     if (gpd_report_gpu_notes()[0]) printf("\nGPU samples:\n%s", gpd_report_gpu_notes());
+    gpd_cli_step_end();
+    gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
-      if (gpd_report_idle(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+      if (gpd_report_idle(stdout, argv[i], pid, o.wide ? 0 : gpd_cli_width(), err, sizeof(err)) < 0)
+        fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
+    gpd_cli_step_begin("duty-cycle estimates");
     for (int i = optind; i < argc; i++) /* duty-cycled processes: scaled estimates */
       if (gpd_report_duty(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+    gpd_cli_step_end();
   }
   if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());
   gpd_tree_free(&t);

@@ -4,6 +4,7 @@
  * trace (trace.h) those share with the idleness blame.
  */
 #include "trace.h"
+#include "trace-layout.h"
 #include "analyzer.h"
 
 #include <errno.h>
@@ -74,9 +75,42 @@ static int has_column(sqlite3 *db, const char *table, const char *col) {
   return yes;
 }
 
+/* Room for n more elements in *a (count *len, capacity *cap, sz bytes
+ * each) at once: a large trace is read without realloc's copies.  0 or
+ * -ENOMEM. */
+static int reserve(void **a, size_t len, size_t *cap, size_t sz, int64_t n) {
+  if (n <= 0 || len + (size_t)n <= *cap)
+    return 0;
+  void *na = realloc(*a, (len + (size_t)n) * sz);
+  if (na == NULL)
+    return -ENOMEM;
+  *a = na;
+  *cap = len + (size_t)n;
+  return 0;
+}
+
+/* rows of profile id in table (its profile_id column) */
+static int64_t count_rows(sqlite3 *db, const char *sql, uint64_t id) {
+  sqlite3_stmt *q = NULL;
+  int64_t n = 0;
+  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(q, 1, (int64_t)id);
+    if (sqlite3_step(q) == SQLITE_ROW)
+      n = sqlite3_column_int64(q, 0);
+  }
+  sqlite3_finalize(q);
+  return n;
+}
+
 static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *cs_sql) {
   sqlite3_stmt *q = NULL;
-  int err = 0;
+  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev,
+                    count_rows(db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", id));
+  if (err == 0)
+    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la,
+                  count_rows(db, "SELECT count(*) FROM trace_launch WHERE profile_id=?1", id));
+  if (err < 0)
+    return err;
   if (sqlite3_prepare_v2(db,
                          "SELECT " GPD_TRACE_ROW_COLS
                          " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
@@ -131,13 +165,19 @@ static int cs_cmp(const void *a, const void *b) {
   return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
+/* qsort unless already sorted (one profile's rows come in order) */
+static void sort_if(void *a, size_t n, size_t sz, int (*cmp)(const void *, const void *)) {
+  for (size_t i = 1; i < n; i++)
+    if (cmp((char *)a + (i - 1) * sz, (char *)a + i * sz) > 0) {
+      qsort(a, n, sz, cmp);
+      return;
+    }
+}
+
 static void sort_all(gpd_xtrace_t *x) {
-  if (x->nev)
-    qsort(x->ev, x->nev, sizeof *x->ev, ev_cmp);
-  if (x->nla)
-    qsort(x->la, x->nla, sizeof *x->la, la_cmp);
-  if (x->ncs)
-    qsort(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
+  sort_if(x->ev, x->nev, sizeof *x->ev, ev_cmp);
+  sort_if(x->la, x->nla, sizeof *x->la, la_cmp);
+  sort_if(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
 }
 
 int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn) {
@@ -285,8 +325,9 @@ static const char trace_usage[] =
     "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--pid N] [--from T] [--to T] FILE.gpdb\n"
     "       gpuprof trace -o OUT [--format perfetto|chrome] (--pid N | --job J) --duration D\n"
     "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
-    "  launch to its kernel, the launch's call path as arguments, GPU idle intervals with\n"
-    "  their blame) as a Perfetto trace (ui.perfetto.dev) or Chrome trace-event JSON.\n"
+    "  launch to its kernel, call paths as interned call stacks, GPU idle intervals with\n"
+    "  their blame) as a Perfetto trace (ui.perfetto.dev) or compact Chrome trace-event\n"
+    "  JSON (no launch events: each kernel's stack is its launch's call path).\n"
     "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
     "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
     "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
@@ -322,20 +363,83 @@ static void sleep_ns(uint64_t ns) {
   }
 }
 
-/* Ask the daemon for [from, to] until its tracing threads committed past
- * `to` (or a deadline).  0 or an exit code (said on stderr). */
+/* Launches of x in [from, to] (ns) that have no GPU activity in x yet.
+ * -ENOMEM when the index cannot be made. */
+static long window_missing(const gpd_xtrace_t *x, uint64_t from, uint64_t to) {
+  gpd_xcorrix_t ix;
+  uint8_t *has = calloc(x->nla + 1, 1);
+  if (has == NULL || gpd__xcorrix_build(&ix, x) < 0) {
+    free(has);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < x->nev; i++) {
+    long l = gpd__xcorrix_get(&ix, x, x->ev[i].profile, x->ev[i].corr);
+    if (l >= 0)
+      has[l] = 1;
+  }
+  long missing = 0;
+  for (size_t i = 0; i < x->nla; i++)
+    missing += x->la[i].ts >= from && x->la[i].ts <= to && !has[i];
+  free(ix.slot);
+  free(has);
+  return missing;
+}
+
+/* Keep the window [from, to] of x: its launches, the activities of those
+ * launches (whenever they ran), and activities of no known launch that
+ * started in it.  0 or -ENOMEM. */
+static int window_keep(gpd_xtrace_t *x, uint64_t from, uint64_t to) {
+  gpd_xcorrix_t ix;
+  if (gpd__xcorrix_build(&ix, x) < 0)
+    return -ENOMEM;
+  size_t w = 0;
+  for (size_t i = 0; i < x->nev; i++) {
+    long l = gpd__xcorrix_get(&ix, x, x->ev[i].profile, x->ev[i].corr);
+    uint64_t t = l >= 0 ? x->la[l].ts : x->ev[i].start;
+    if (t >= from && t <= to)
+      x->ev[w++] = x->ev[i];
+  }
+  x->nev = w;
+  free(ix.slot);
+  w = 0;
+  for (size_t i = 0; i < x->nla; i++)
+    if (x->la[i].ts >= from && x->la[i].ts <= to)
+      x->la[w++] = x->la[i];
+  x->nla = w;
+  return 0;
+}
+
+/* How long a live window's activities may take to arrive after its end
+ * (a CUDA process flushes CUPTI's buffers at the window's end; OpenCL
+ * and Level Zero report a kernel when it completes). */
+#define LIVE_WAIT_NS 10000000000ull
+/* Missing activities that stay missing this long (after the tracing
+ * threads committed past the window) are taken as never coming (a
+ * launch whose API call failed has none). */
+#define LIVE_STABLE_NS 2000000000ull
+
+/* How far before a live window its launches are asked for. */
+#define LIVE_BEFORE_NS 1000000000ull
+
+/* Ask the daemon for everything from `from` on until its tracing threads
+ * committed past `to` and every launch in [from, to] has its activities
+ * (or LIVE_WAIT_NS passed, or the missing ones stopped arriving); then
+ * keep the window (window_keep).  0 or an exit code (said on stderr). */
 static int live_trace(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
                       gpd_xtrace_t *x) {
   Gpuprof__TraceRequest tr = GPUPROF__TRACE_REQUEST__INIT;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
   tr.pid = pid;
   tr.job_id = (char *)(job ? job : "");
-  tr.from_ns = from;
-  tr.to_ns = to;
+  /* from a little earlier: the launches just before the window are known,
+   * so that their activities that start in it are left out */
+  tr.from_ns = from > LIVE_BEFORE_NS ? from - LIVE_BEFORE_NS : 0;
   req.body_case = GPUPROF__MSG__BODY_TRACE_REQ;
   req.trace_req = &tr;
-  uint64_t deadline = gpd_clock_ns() + 10000000000ull;
+  uint64_t deadline = gpd_clock_ns() + LIVE_WAIT_NS, changed = 0;
+  long missing = -1;
   for (;;) {
+    tr.to_ns = gpd_clock_ns(); /* activities of the window's launches may start after it */
     int r = gpd_client_call(sock, &req, &rep);
     if (r)
       return r;
@@ -345,20 +449,38 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
       gpuprof__msg__free_unpacked(rep, NULL);
       return GPD_EXIT_FAIL;
     }
-    if (rep->trace->flushed_ns >= to || gpd_clock_ns() > deadline) {
-      if (rep->trace->flushed_ns < to)
+    gpd_xtrace_free(x);
+    gpd_xtrace_init(x);
+    int err = gpd_xtrace_from_reply(x, rep->trace);
+    long m = err < 0 ? err : window_missing(x, from, to);
+    uint64_t flushed = rep->trace->flushed_ns, now = gpd_clock_ns();
+    int truncated = rep->trace->truncated;
+    gpuprof__msg__free_unpacked(rep, NULL);
+    if (m < 0) {
+      fprintf(stderr, "gpuprof: %s\n", gpd_strerror((int)m));
+      return GPD_EXIT_FAIL;
+    }
+    if (m != missing || flushed < to) {
+      missing = m;
+      changed = now;
+    }
+    if (flushed >= to && (m == 0 || truncated || now - changed >= LIVE_STABLE_NS))
+      break;
+    if (now > deadline) {
+      if (flushed < to)
         fprintf(stderr, "gpuprof: gpuprofd's tracing threads had written only up to %.3f s before "
                         "the window's end; the trace may miss its last events\n",
-                        (double)(to - rep->trace->flushed_ns) / 1e9);
+                (double)(to - flushed) / 1e9);
       break;
     }
-    gpuprof__msg__free_unpacked(rep, NULL);
     sleep_ns(100000000ull);
   }
-  int err = gpd_xtrace_from_reply(x, rep->trace);
-  gpuprof__msg__free_unpacked(rep, NULL);
-  if (err < 0) {
-    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(err));
+  if (missing > 0)
+    fprintf(stderr, "gpuprof: %ld launch%s of the window had no GPU activity %.0f s after it "
+                    "(written without)\n",
+            missing, missing == 1 ? "" : "es", (double)(gpd_clock_ns() - to) / 1e9);
+  if (window_keep(x, from, to) < 0) {
+    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(-ENOMEM));
     return GPD_EXIT_FAIL;
   }
   return 0;

@@ -72,19 +72,29 @@ int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x);
 
 /* ---- idle.c: idleness blame ---- */
 
+/** What a blamed CPU context says of the thread (gpd_xblame_t.cpu):
+ *  RUNNING there (its CPU samples), WAITING in a host-timed
+ *  synchronization called there, or UNKNOWN: no CPU sample in the
+ *  interval; the context is then the GPU API call that ended the span (a
+ *  hint of what ran before it, not where the thread was), or 0 when no
+ *  thread was known active. */
+enum { GPD_XCPU_RUNNING, GPD_XCPU_WAITING, GPD_XCPU_UNKNOWN };
+/** "running", "waiting" or "unknown". */
+const char *gpd_xcpu_name(int cpu);
+
 /** An idle interval of one process's GPUs and the contexts it is blamed on. */
 typedef struct gpd_xgap_s {
   uint64_t profile, start, end;
   uint64_t node; /* its largest blame: CPU context id (0 none known) */
   double ns;     /* that blame's ns */
-  int via_sync;  /* that context was waiting in a synchronization */
+  int cpu;       /* that blame's GPD_XCPU_* */
 } gpd_xgap_t;
 
 /** Blame of one CPU context: GPU idle ns of its process put on it. */
 typedef struct gpd_xblame_s {
   uint64_t profile, node; /* node: a CPU context id (0: no CPU context known) */
   double ns;
-  int via_sync;           /* 1: waiting in a synchronization, 0: running */
+  int cpu;                /* GPD_XCPU_* */
 } gpd_xblame_t;
 
 /** Idleness blame of every process of x (HPCToolkit GPU paper, section 7
@@ -98,8 +108,9 @@ typedef struct gpd_xblame_s {
 int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
                     size_t *nblame, double *idle_ns, double *span_ns);
 /** `report` section: GPU idleness blame of the profiles in path (nothing
- *  when they have no trace).  0, or < 0 with err set. */
-int gpd_report_idle(FILE *f, const char *path, int pid, char *err, size_t errn);
+ *  when they have no trace); call paths cut in the middle to fit lines of
+ *  `width` characters (0: whole).  0, or < 0 with err set. */
+int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn);
 /** `report --json` part: one JSON object per process of path that has a
  *  trace (profile_id, pid, GIDLE, GIDLE:RUN, GIDLE:SYNC and span in s,
  *  intervals, contexts largest first: docs/CLI.md), each preceded by a

@@ -45,7 +45,20 @@ static int stopping;
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
              "                [--foreground] [--exit-when-idle] [--release-on-consume]\n"
-             "                [--collect full|detached|duty]\n");
+             "                [--collect full|detached|duty]\n"
+             "  The node daemon of gpuprof: profiles the GPU programs that load libgpuprof.so\n"
+             "  (calling-context trees, traces, PC samples) and answers gpuprof's queries.\n"
+             "  --socket PATH          the control socket (default " GPD_DEFAULT_SOCKET ")\n"
+             "  --config FILE          settings (default " GPD_DEFAULT_CONFIG "; docs/SERVICE.md)\n"
+             "  --state-dir DIR        where the daemon keeps its state\n"
+             "  --db FILE              the profile store (SQLite)\n"
+             "  --foreground           log to stderr, do not detach\n"
+             "  --exit-when-idle       exit once no process is profiled (gpuprof record)\n"
+             "  --release-on-consume   hand each finished profile back and forget it\n"
+             "  --collect MODE         [collect] mode for every process, override sections dropped\n"
+             "                         (gpuprof record's embedded daemon: full)\n"
+             "  --version              print the version and exit\n"
+             "  --help                 this text\n");
 }
 
 /* --collect MODE (`gpuprof record`'s embedded daemon: full): [collect]
@@ -164,7 +177,8 @@ int main(int argc, char **argv) {
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
       {"release-on-consume", no_argument, NULL, 'r'}, {"collect", required_argument, NULL, 'C'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
   const char *sock = NULL, *state_dir = NULL, *db = NULL;
   int rc = 1, activated = 0;
   char err[1024];
@@ -173,7 +187,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:h", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:hV", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -187,6 +201,7 @@ int main(int argc, char **argv) {
     case 'r': D.release_on_consume = 1; break;
     case 'C': collect_forced = optarg; break;
     case 'h': usage(stdout); return 0;
+    case 'V': printf("gpuprofd %s\n", GPD_VERSION); return 0;
     default: usage(stderr); return 2;
     }
   }

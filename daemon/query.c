@@ -334,8 +334,9 @@ static void q_encode(gpd_query_t *q) {
   } else {
     n = gpuprof__msg__get_packed_size(m);
   }
+  /* a Trace reply holds up to 1 000 000 rows (query-trace.c): ~50 MB */
   int reply = m->body_case == GPUPROF__MSG__BODY_PS || m->body_case == GPUPROF__MSG__BODY_TREE ||
-              m->body_case == GPUPROF__MSG__BODY_TOP;
+              m->body_case == GPUPROF__MSG__BODY_TOP || m->body_case == GPUPROF__MSG__BODY_TRACE;
   if (n > (reply ? GPD_REPLY_MAX : GPD_FRAME_MAX)) {
     free(sizes);
     q->frame_err = GPD_EFRAMETOOBIG;

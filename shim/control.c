@@ -62,7 +62,10 @@ static void control_dispatch(const gpd_control_t *c, gpd_control_ack_t *ack) {
     control_one(*be, c, ack, &applied, &first_err);
   control_one(gpd_shim__control_backend, c, ack, &applied, &first_err);
   ack->code = applied ? 0 : first_err ? first_err : -ENOTSUP;
-  if (!applied && !first_err)
+  if (!applied && !first_err && c->kind == GPD_CONTROL_PC_SAMPLING)
+    snprintf(ack->message, sizeof ack->message,
+             "PC sampling is CUDA-only (CUPTI); this process has no CUDA back end");
+  else if (!applied && !first_err)
     snprintf(ack->message, sizeof ack->message, "no back end in this process serves control kind %u",
              c->kind);
 }

@@ -44,3 +44,10 @@ if(TARGET gpd_daemon_core AND TARGET gpuprofd AND TARGET gpd_dclient)
     set_tests_properties(daemon.${t} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+# gpuprofd --version / --help (the man page is made from --help)
+add_test(NAME daemon.version COMMAND $<TARGET_FILE:gpuprofd> --version)
+set_tests_properties(daemon.version PROPERTIES LABELS unit TIMEOUT 10
+  PASS_REGULAR_EXPRESSION "^gpuprofd ${PROJECT_VERSION}\n$")
+add_test(NAME daemon.help COMMAND $<TARGET_FILE:gpuprofd> --help)
+set_tests_properties(daemon.help PROPERTIES LABELS unit TIMEOUT 10
+  PASS_REGULAR_EXPRESSION "--version +print the version")

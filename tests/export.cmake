@@ -11,7 +11,7 @@ if(GPD_PYTHON3 AND TARGET gpuprof_cli)
   if(TARGET ocl-known)
     set(_x_app --app $<TARGET_FILE:ocl-known>)
   endif()
-  foreach(case pprof folded speedscope errors view deep ocl browser)
+  foreach(case pprof gopprof folded speedscope errors view deep ocl browser)
     add_test(NAME export.${case}
       COMMAND ${GPD_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/export/test_export.py
               --gpuprof $<TARGET_FILE:gpuprof_cli> --viewer ${PROJECT_SOURCE_DIR}/viewer ${_x_app} ${case})

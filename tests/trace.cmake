@@ -32,6 +32,11 @@ foreach(t offline live killed)
     SKIP_RETURN_CODE 77
     ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=200")
 endforeach()
+# a 200 000-operation synthetic trace (bench-tracewrite's) in both formats,
+# read back whole: counts, every interned id and every stack frame resolved
+add_test(NAME trace.big COMMAND bash ${GPD_TR}/big.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(trace.big PROPERTIES LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77
+  ENVIRONMENT "GPD_IT_LIMIT=200")
 # the Chrome-format trace in speedscope (headless Chromium): label browser
 # like export.browser (the normal build's pass only)
 add_test(NAME trace.browser COMMAND bash ${GPD_TR}/browser.sh ${CMAKE_BINARY_DIR})

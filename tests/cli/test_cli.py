@@ -71,6 +71,12 @@ def make_deep_db(path, depth):
 
 
 def line_with(text, needle):
+    """The first line with needle in the tree or flat profile (after the
+    report's summary tables), else anywhere."""
+    for head in ("Calling context tree", "Flat profile"):
+        if head in text:
+            text = text[text.index(head):]
+            break
     for l in text.splitlines():
         if needle in l:
             return l
@@ -89,16 +95,36 @@ def case_report(tmp):
     rc, out, err = run(["report", db])
     check(rc == 0, "report exits 0 (rc=%d, err=%s)" % (rc, err))
     check("2 processes" in out, "header names 2 processes")
+    # a pid the file does not have: an error, not an empty report
+    # the summaries come first (as nsys stats): kernels by GKER with their
+    # short names, then the other operations
+    check(out.index("Kernels (GKER): ") < out.index("GPU operations other than kernels") <
+          out.index("Calling context tree"), "summaries first")
+    krow = [l for l in out.splitlines() if l.endswith("  axpy_kernel")]
+    check(len(krow) == 1 and cols(krow[0])[:4] == ["0.005000", "100.0%", "16", "312.500"], "kernel summary row %r" % krow)
+    crow = [l for l in out.splitlines() if l.endswith("  <gpu copy>")]
+    check(len(crow) == 1 and cols(crow[0])[:2] == ["0.001000", "100.0%"], "operation summary row %r" % crow)
+    rc2, out2, err2 = run(["report", "--long-names", db])
+    check(rc2 == 0 and any(l.endswith("  axpy_kernel(float*)") for l in out2.splitlines()), "--long-names")
+    rc2, out2, err2 = run(["report", "--pid", "424242", db])
+    check(rc2 == 1 and "no process 424242 in " in err2 and out2 == "", "--pid not in the file: rc=%d %r" % (rc2, err2))
+    # PC samples asked of a profile without CUDA (its cuda back end failed): CUDA-only, not "record with ..."
+    rc2, out2, err2 = run(["report", "--gpu-detail", db])
+    check(rc2 == 0 and "PC sampling is CUDA-only" in err2 and "GPUPROF_PC_SAMPLING=1" not in err2,
+          "--gpu-detail without CUDA: %r" % err2)
+    rc2, out2, err2 = run(["advise", db])
+    check("PC sampling is CUDA-only" in out2 + err2 and "GPUPROF_PC_SAMPLING=1" not in out2 + err2,
+          "advise without CUDA: %r" % (out2 + err2))
     root = cols(line_with(out, "<program root>"))
     # GPUOP incl, %, excl, GKER incl, %, excl
-    check(root[:6] == ["0.006", "100.0%", "0", "0.005", "100.0%", "0"], "root values %r" % root[:6])
+    check(root[:6] == ["0.006000", "100.0%", "0", "0.005000", "100.0%", "0"], "root values %r" % root[:6])
     solve = cols(line_with(out, "solve (solve.c:20)"))
-    check(solve[:6] == ["0.005", "83.3%", "0", "0.005", "100.0%", "0"], "solve values %r" % solve[:6])
+    check(solve[:6] == ["0.005000", "83.3%", "0", "0.005000", "100.0%", "0"], "solve values %r" % solve[:6])
     copy = cols(line_with(out, "<gpu copy>"))
-    check(copy[:6] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0"], "copy values %r" % copy[:6])
+    check(copy[:6] == ["0.001000", "16.7%", "0.001000", "0", "0.0%", "0"], "copy values %r" % copy[:6])
     check("GXCOPY:H2D=1.00 MiB" in (line_with(out, "<gpu copy>") or ""), "copy shows 1 MiB H2D")
     k = line_with(out, "axpy_kernel(float*)  {GKER:COUNT=15}")
-    check(k is not None and cols(k)[:3] == ["0.004", "66.7%", "0.004"], "merged kernel (2 profiles) %r" % k)
+    check(k is not None and cols(k)[:3] == ["0.004000", "66.7%", "0.004000"], "merged kernel (2 profiles) %r" % k)
     # shape: indentation grows along the path; inlined frame nested under solve
     lines = out.splitlines()
     ctx_col = line_with(out, "calling context").index("calling context")
@@ -134,20 +160,20 @@ def case_report(tmp):
     # --pid 1002: only the second profile's kernel
     rc, out, err = run(["report", "--pid", "1002", db])
     root = cols(line_with(out, "<program root>"))
-    check(rc == 0 and root[:1] == ["0.001"] and "1 process" in out, "--pid 1002 root 0.001 s: %r" % root)
+    check(rc == 0 and root[:1] == ["0.001000"] and "1 process" in out, "--pid 1002 root 0.001 s: %r" % root)
     check(line_with(out, "copy_in") is None, "--pid 1002 has no copy")
     # --metric GXCOPY:H2D: a column of its own, sorted by it
     rc, out, err = run(["report", "--metric", "GXCOPY:H2D", db])
     hdr = line_with(out, "calling context")
     check(rc == 0 and hdr.split()[0] == "GXCOPY:H2D:incl", "--metric adds the first column: %r" % hdr)
     c = cols(line_with(out, "copy_in (copy.c:7)"))
-    check(c[:2] == ["1.049e+06", "100.0%"], "copy_in H2D bytes %r" % c[:2])
+    check(c[:2] == ["1048576", "100.0%"], "copy_in H2D bytes %r" % c[:2])
     # two files merge by context id: values double
     db2 = os.path.join(tmp, "q.gpdb")
     make_db(db2)
     rc, out, err = run(["report", db, db2])
     root = cols(line_with(out, "<program root>"))
-    check(rc == 0 and root[:1] == ["0.012"] and "4 processes" in out, "two files merged: %r" % root[:2])
+    check(rc == 0 and root[:1] == ["0.012000"] and "4 processes" in out, "two files merged: %r" % root[:2])
 
 
 def case_json(tmp):
@@ -218,12 +244,37 @@ def case_flat(tmp):
     hdr = [i for i, l in enumerate(lines) if "KIND" in l][0]
     rows = [l.split(None, 8) for l in lines[hdr + 1:hdr + 7]]
     # GPUOP excl, %, GPUOP incl, GKER excl, %, GKER incl, COUNT, KIND, NAME
-    check(rows[0] == ["0.005", "83.3%", "0.005", "0.005", "100.0%", "0.005", "16", "kernel", "axpy_kernel(float*)"],
+    check(rows[0] == ["0.005000", "83.3%", "0.005000", "0.005000", "100.0%", "0.005000", "16", "kernel", "axpy_kernel(float*)"],
           "kernel row aggregates both contexts: %r" % rows[0])
-    check(rows[1] == ["0.001", "16.7%", "0.001", "0", "0.0%", "0", "2", "gpu-op", "<gpu copy>"], "copy row %r" % rows[1])
+    check(rows[1] == ["0.001000", "16.7%", "0.001000", "0", "0.0%", "0", "2", "gpu-op", "<gpu copy>"], "copy row %r" % rows[1])
     solve = [r for r in rows if r[-1] == "solve"]
-    check(len(solve) == 1 and solve[0][2] == "0.005", "recursive solve counted once inclusive (0.005): %r" % solve)
+    check(len(solve) == 1 and solve[0][2] == "0.005000", "recursive solve counted once inclusive (0.005): %r" % solve)
     check(not [r for r in rows if r[-1] == "idle"], "zero rows hidden")
+    # a frame without a symbol is spelled one way in the tree and --flat
+    # (module+offset, as perf does), never ??
+    db2 = os.path.join(tmp, "unsym.gpdb")
+    make_db(db2, "UPDATE context SET label = '??' WHERE label = 'solve'; DELETE FROM frame WHERE function = 'solve';")
+    rc, out, err = run(["report", db2])
+    tree = [l for l in out.splitlines() if "app+0x" in l]
+    rc2, out2, err2 = run(["report", "--flat", db2])
+    flat = [l for l in out2.splitlines() if "app+0x" in l]
+    check(rc == 0 and rc2 == 0 and tree and flat and "??" not in out + out2, "no ?? in tree or flat: %r %r" % (tree, flat))
+    m = re.search(r"(app\+0x[0-9a-f]+)", tree[0]) if tree else None
+    name = m.group(1) if m else None
+    check(name is not None and re.fullmatch(r"app\+0x[0-9a-f]+", name) and any(l.endswith(" " + name) for l in flat),
+          "the same spelling %r in both" % name)
+    # two calls of one function from one line (siblings of one name): the
+    # tree tells them apart by their call sites' offsets
+    db3 = os.path.join(tmp, "twins.gpdb")
+    make_db(db3, "INSERT INTO context SELECT 900, parent, kind, module, NULL, offset + 16, label, NULL FROM context"
+                 " WHERE label = 'solve' ORDER BY id LIMIT 1; INSERT INTO frame SELECT 900, depth, function, file, line,"
+                 " inlined FROM frame WHERE context_id = (SELECT id FROM context WHERE label = 'solve' ORDER BY id"
+                 " LIMIT 1); INSERT INTO metric VALUES (1, 900, 0, 1000);")
+    rc, out, err = run(["report", db3])
+    twins = [l for l in out.split("Calling context tree")[1].splitlines() if "solve (solve.c:20)" in l]
+    check(rc == 0 and len(twins) == 2 and all(re.search(r"solve \(solve\.c:20\) @app\+0x[0-9a-f]+", l) for l in twins)
+          and len({re.search(r"@(app\+0x[0-9a-f]+)", l).group(1) for l in twins}) == 2,
+          "siblings of one name show their call sites: %r" % twins)
 
 
 def case_badfile(tmp):
@@ -273,6 +324,11 @@ def case_usage(tmp):
         check(err.startswith("gpuprof: ") and "usage: gpuprof" in err, "%s: message + usage %r" % (args, err))
     rc, out, err = run(["--help"])
     check(rc == 0 and "usage: gpuprof" in out, "--help")
+    for opt in ("--cpu-sampling", "--stats", "--gpu-detail"):
+        check(opt in out, "--help lists %s" % opt)
+    rc, out, err = run(["top", "--help"])
+    for opt in ("--pid N", "--job J", "-n N", "--metric NAME", "--socket PATH"):
+        check(rc == 0 and re.search(r"^  %s +\S" % re.escape(opt), out, re.M), "top --help documents %s: %r" % (opt, out))
     rc, out, err = run(["metrics"])
     check(rc == 0 and out.splitlines()[0].split()[0] == "GPUOP" and "GXCOPY:H2D" in out, "metrics list")
 
@@ -347,8 +403,9 @@ def case_record(tmp):
     check("pgrp_own=True" in dargs, "daemon in its own process group")
     check("profile written to %s" % out_db in err, "summary names the file")
     check("2 processes, 18 GPU ops, GPUOP 0.006 s, 3 dropped records" in err, "summary totals %r" % err)
-    k = line_with(err, "axpy_kernel(float*)")
-    check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"], "top kernel line %r" % k)
+    k = line_with(err, "axpy_kernel")  # its short name: no argument list
+    check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"] and k.endswith("  axpy_kernel"),
+          "top kernel line %r" % k)
     check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
     check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
     # 5. existing LD_PRELOAD kept before the shim; a second libgpuprof.so dropped
@@ -364,6 +421,8 @@ def case_record(tmp):
     # 7. command not found: 127 and a message; the daemon still stopped
     rc, out, err = run(["record", "-o", out_db, "--", os.path.join(tmp, "no-such-cmd")], env=env)
     check(rc == 127 and "cannot run" in err, "missing command: rc=%d %r" % (rc, err))
+    check("profile written to" not in err and "no profile written" in err and not os.path.exists(out_db),
+          "missing command: no profile, and no 'profile written': %r" % err)
     # 8. --keep-socket keeps the folder
     rc, out, err = run(["record", "--keep-socket", "-o", out_db, "--", "true"], env=env)
     kept = [d for d in os.listdir(tmp) if d.startswith("gpuprof-")]
@@ -398,9 +457,9 @@ def case_live(tmp):
         rc, out, err = run(["tree", "--socket", sock])
         check(rc == 0, "tree exits 0 %r" % err)
         root = cols(line_with(out, "<program root>"))
-        check(root[:6] == ["0.004", "100.0%", "0", "0.004", "100.0%", "0"], "live tree root %r" % root)
+        check(root[:6] == ["0.004000", "100.0%", "0", "0.004000", "100.0%", "0"], "live tree root %r" % root)
         k = cols(line_with(out, "vec_add"))
-        check(k[:3] == ["0.004", "100.0%", "0.004"] and "{GKER:COUNT=8}" in line_with(out, "vec_add"), "kernel %r" % k)
+        check(k[:3] == ["0.004000", "100.0%", "0.004000"] and "{GKER:COUNT=8}" in line_with(out, "vec_add"), "kernel %r" % k)
         check(line_with(out, "main (main.c:12)") is not None, "frames rendered")
         check(line_with(out, "cuda     pid 1001: no CUDA driver (code -4191)") is not None, "disabled back end")
         rc, out, err = run(["tree", "--socket", sock, "--json"])
@@ -409,12 +468,12 @@ def case_live(tmp):
         check(kern["label"] == "vec_add" and kern["metrics"]["GKER"]["incl"] == 4000000, "tree --json kernel")
         rc, out, err = run(["tree", "--socket", sock, "--depth", "1"])
         main = cols(line_with(out, "main (main.c:12)"))
-        check(rc == 0 and main[:3] == ["0.004", "100.0%", "0"] and not line_with(out, "vec_add"),
+        check(rc == 0 and main[:3] == ["0.004000", "100.0%", "0"] and not line_with(out, "vec_add"),
               "depth-1 tree uses the reply's incl %r" % main)
         rc, out, err = run(["top", "--socket", sock])
         check(rc == 0, "top exits 0 %r" % err)
         row = line_with(out, "vec_add")
-        check(row is not None and cols(row)[:5] == ["1", "vec_add", "0.002", "50.0%", "4"], "top row %r" % row)
+        check(row is not None and cols(row)[:5] == ["1", "vec_add", "0.002000", "50.0%", "4"], "top row %r" % row)
         check(row is not None and row.rstrip().endswith("... > solve > step > launch"), "top path innermost 3 %r" % row)
         rc, out, err = run(["top", "--socket", sock, "--pid", "999"])
         check(rc == 1 and err.strip() == "gpuprof: no process 999 is profiled", "top Error reply %r" % err)
@@ -501,7 +560,7 @@ def case_deep(tmp):
     row = cols(line_with(out, "deep_kernel"))
     check(rc == 0 and row[-3:] == ["7", "kernel", "deep_kernel"], "flat kernel row %r" % row)
     f0 = cols(line_with(out, " cpu     f0"))
-    check(f0[:3] == ["0", "0.0%", "7e-06"], "flat: recursion counted once %r" % f0)
+    check(f0[:3] == ["0", "0.0%", "0.000007"], "flat: recursion counted once %r" % f0)
 
 
 def case_fifo(tmp):

@@ -132,8 +132,16 @@ def main():
         print("chrome: cpu sample events per thread %s, trace rows %s" % (dict(got), dict(want)))
         if got != want:
             fail("the exported CPU sample tracks do not match the trace rows")
+        frames = doc.get("stackFrames", {})
+
+        def path(e):  # the sample's "sf" through stackFrames, outermost first
+            p, i = [], e.get("sf")
+            while i is not None:
+                p.append(frames[str(i)]["name"])
+                i = frames[str(i)].get("parent")
+            return " > ".join(reversed(p))
         for f, t in ((args[1], int(args[2])), (args[3], int(args[4]))):
-            paths = [e["args"].get("call path", "") for e in samples if e["tid"] == t]
+            paths = [path(e) for e in samples if e["tid"] == t]
             if not any(f + " (" in p for p in paths):
                 fail("no exported sample of thread %d goes through %s" % (t, f))
         return

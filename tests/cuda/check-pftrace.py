@@ -23,55 +23,88 @@ HOST_OP = re.compile(r"<gpu (alloc|free|sync)>")
 
 
 def parse(path):
+    """Per packet (protoc prints fields by number, so a track_event comes
+    before the interned_data that names it): the sequence's default track
+    (trace_packet_defaults) and interned event names apply at the packet's
+    end."""
     names, counts = {}, defaultdict(lambda: defaultdict(int))
-    pkt = {}
+    seq_track, seq_names = {}, defaultdict(dict)
     depth = 0
-    cur_uuid = cur_name = None
-    ev = None
+    stack = []
+    pk = None
     with open(path, errors="replace") as f:
         for line in f:
             s = line.strip()
             if s.endswith("{"):
                 depth += 1
                 key = s[:-1].strip()
-                if key == "track_event":
-                    ev = {"type": None, "track": None, "flows": 0, "term": 0, "name": ""}
+                stack.append(key)
+                if depth == 1:
+                    pk = {"seq": 0, "ev": None, "uuid": None, "tname": None, "defaults": None,
+                          "enames": {}, "iid": None}
+                elif key == "track_event" and depth == 2:
+                    pk["ev"] = {"type": None, "track": None, "flows": 0, "term": 0, "name": "",
+                                "name_iid": None}
                 continue
             if s == "}":
                 depth -= 1
-                if depth == 1 and ev is not None:  # end of track_event
-                    c = counts[ev["track"]]
-                    c[ev["type"]] += 1
-                    if ev["type"] == "TYPE_SLICE_BEGIN" and HOST_OP.match(ev["name"]):
-                        c["host_op"] += 1
-                    c["flow_out"] += ev["flows"]
-                    c["flow_in"] += ev["term"]
-                    ev = None
-                if depth == 1 and cur_uuid is not None:
-                    pass
-                if depth == 0 and cur_uuid is not None:
-                    names[cur_uuid] = cur_name
-                    cur_uuid = cur_name = None
+                stack.pop()
+                if depth == 0 and pk is not None:
+                    q = pk["seq"]
+                    if pk["defaults"] is not None:
+                        seq_track[q] = pk["defaults"]
+                    seq_names[q].update(pk["enames"])
+                    if pk["uuid"] is not None:
+                        names[pk["uuid"]] = pk["tname"]
+                    ev = pk["ev"]
+                    if ev is not None:
+                        if ev["track"] is None:
+                            ev["track"] = seq_track.get(q)
+                        if ev["name_iid"] is not None:
+                            ev["name"] = seq_names[q].get(ev["name_iid"], "?")
+                        c = counts[ev["track"]]
+                        # CPU samples are instants too: counted apart
+                        sample = ev["type"] == "TYPE_INSTANT" and ev["name"].startswith("cpu sample")
+                        c["sample" if sample else ev["type"]] += 1
+                        if ev["type"] == "TYPE_SLICE_BEGIN" and HOST_OP.match(ev["name"]):
+                            c["host_op"] += 1
+                        c["flow_out"] += ev["flows"]
+                        c["flow_in"] += ev["term"]
+                    pk = None
                 continue
             m = re.match(r"(\w+): (.*)", s)
-            if not m:
+            if not m or pk is None:
                 continue
             k, v = m.groups()
-            if ev is not None:
+            where = stack[-1] if stack else ""
+            if depth == 1 and k == "trusted_packet_sequence_id":
+                pk["seq"] = int(v)
+            elif where == "track_event" and depth == 2:
+                ev = pk["ev"]
                 if k == "type":
                     ev["type"] = v
                 elif k == "track_uuid":
                     ev["track"] = int(v)
-                elif k == "flow_ids":
+                elif k in ("flow_ids", "flow_ids_old"):
                     ev["flows"] += 1
-                elif k == "terminating_flow_ids":
+                elif k in ("terminating_flow_ids", "terminating_flow_ids_old"):
                     ev["term"] += 1
-                elif k == "name" and depth == 2:  # the event's, not an annotation's
+                elif k == "name":
                     ev["name"] = v.strip('"')
-            elif k == "uuid":
-                cur_uuid = int(v)
-            elif k in ("name", "thread_name", "process_name") and cur_uuid is not None and cur_name is None:
-                cur_name = v.strip('"')
+                elif k == "name_iid":
+                    ev["name_iid"] = int(v)
+            elif where == "track_event_defaults" and k == "track_uuid":
+                pk["defaults"] = int(v)
+            elif where == "event_names":
+                if k == "iid":
+                    pk["iid"] = int(v)
+                elif k == "name":
+                    pk["enames"][pk["iid"]] = v.strip('"')
+            elif where == "track_descriptor" and k == "uuid":
+                pk["uuid"] = int(v)
+            elif k in ("name", "thread_name", "process_name") and where in (
+                    "track_descriptor", "thread", "process") and pk["tname"] is None:
+                pk["tname"] = v.strip('"')
     return names, counts
 
 

@@ -88,6 +88,31 @@ STACK_C = ["main", "copy_in", "<gpu copy>"]
 
 # ---------------------------------------------------------------- cases
 
+def case_gopprof(tmp):
+    """The pprof file read as users read it: `go tool pprof` (Debian's
+    golang-go), whose symbolizer demangles every function whose system
+    name equals its name and cuts C++-looking names ("<gpu kernel>") to
+    nothing ("<unknown>") when that fails."""
+    go = shutil.which("go")
+    if not go:
+        print("SKIP: no go toolchain (golang-go, scripts/deps)")
+        sys.exit(77)
+    db = os.path.join(tmp, "f.gpdb")
+    make_db(db)
+    out = os.path.join(tmp, "x.pb.gz")
+    rc, so, se = run(["export", "--format", "pprof", "-o", out, db])
+    check(rc == 0, "export pprof (rc=%d %s)" % (rc, se))
+    env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), GOFLAGS="-mod=mod",
+               PPROF_TMPDIR=tmp)
+    for view in ("-top", "-traces"):
+        p = subprocess.run([go, "tool", "pprof", view, out], capture_output=True, text=True, env=env, timeout=120)
+        print(p.stdout[-3000:])
+        check(p.returncode == 0, "go tool pprof %s exits 0 (%s)" % (view, p.stderr[-500:]))
+        check("<unknown>" not in p.stdout, "go tool pprof %s: no <unknown>" % view)
+        for name in ("<gpu kernel>", "<gpu copy>") if view == "-traces" else ("axpy_kernel",):
+            check(name in p.stdout, "go tool pprof %s shows %s" % (view, name))
+
+
 def case_pprof(tmp):
     need_node("pprof-format")
     db = os.path.join(tmp, "f.gpdb")

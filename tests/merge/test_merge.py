@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import sqlite3
 import struct
@@ -526,6 +527,21 @@ def case_reportstats(tmp):
     check("rank 1" in kern and "rank 12" in kern, "kern: min at rank 1 (0), max at rank 12 (7)")
     rc, o, e = run([GPUPROF, "report", "--stats", ins[0]])
     check(rc == 1 and "only `gpuprof merge` output" in e, "--stats on an unmerged file: clear error")
+    # processes outside MPI (rank -1, as the daemon stores them): the
+    # extremes are host:pid, never "rank -1"
+    K = M["GKER"]
+    plain = []
+    for i in range(3):
+        p = os.path.join(tmp, "plain%d.gpdb" % i)
+        gpdb.write(p, [dict(id=1, pid=500 + i, uid=1000, rank=-1, values={(3, K): float(i + 1)})], CTX[:3])
+        plain.append(p)
+    out = os.path.join(tmp, "plain.gpdb")
+    merge(out, plain)
+    rc, o, e = run([GPUPROF, "report", "--stats", "--metric", "GKER", out])
+    print(o + e)
+    kern = [l for l in o.splitlines() if "<-" in l and l.split("<-")[0].split()[-1] == "kern"]
+    check(rc == 0 and kern and "rank -1" not in o, "non-MPI processes: no 'rank -1'")
+    check(re.search(r":500 .*:502 ", kern[0]) is not None, "kern: min at host:500, max at host:502: %r" % kern[0])
 
 
 def case_slurm(tmp):

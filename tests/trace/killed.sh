@@ -42,9 +42,13 @@ $GPDQ "$DB" kernel-count kb 9
 "$GPUPROF" trace --pid "$apid" -o "$T/k.pftrace" "$DB" 2>"$T/tr.err" || { cat "$T/tr.err"; die "trace failed"; }
 "$DEC" "$T/k.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "trace does not decode"; }
 grep -qP '^slices GPU 0 stream \d+\tka\t13$' "$T/dec.txt" || die "exported ka: $(grep ka "$T/dec.txt")"
-# without CPU samples the gap (cpu_think spinning through the restart) is
-# blamed span by span on the call that ends it: cpu_think's clFinish
-"$GPUPROF" report "$DB" >"$T/rep.txt" || die "report failed"
-grep -A4 "GPU idleness blame" "$T/rep.txt" | grep "running" | head -1 | grep -q cpu_think ||
-  die "the largest blame is not on cpu_think: $(grep -A5 'idleness blame' "$T/rep.txt")"
+# without CPU samples the CPU context of the gap (cpu_think spinning
+# through the restart) is unknown: said so, with the call that ends it
+# (cpu_think's clFinish) as the hint; never "running"
+"$GPUPROF" report --wide "$DB" >"$T/rep.txt" || die "report failed"
+grep -A4 "GPU idleness blame" "$T/rep.txt" | grep "unknown" | head -1 |
+  grep -q "(no CPU sample) next GPU call from: .*cpu_think" ||
+  die "the largest blame is not the unknown span before cpu_think's call: $(grep -A5 'idleness blame' "$T/rep.txt")"
+! grep -A22 "GPU idleness blame" "$T/rep.txt" | grep -q " running " ||
+  die "blame marked running without CPU samples: $(grep -A8 'idleness blame' "$T/rep.txt")"
 echo "PASS trace.killed"

@@ -56,6 +56,14 @@ grep -q "no trace events in the window" "$T/empty.err" || die "no note: $(cat "$
 "$DEC" "$T/empty.pftrace" >"$T/empty.txt" || die "the empty window's trace does not decode"
 ! grep -q '^slices' "$T/empty.txt" || die "the empty window has slices: $(cat "$T/empty.txt")"
 
+# PC sampling asked of an OpenCL process: refused, saying it is CUDA-only
+set +e
+"$GPUPROF" --socket "$S" sample --pid "$APP_PID" --duration 200ms >"$T/pcs.out" 2>&1
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "^pid $APP_PID: .*PC sampling is CUDA-only" "$T/pcs.out" && ! grep -q "control kind" "$T/pcs.out" ||
+  die "sample --pid on an OpenCL process: exit $rc ($(cat "$T/pcs.out"))"
+
 # the window of the job: opened now, the second burst runs inside it
 "$GPUPROF" --socket "$S" trace --job tj12 --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
 TR_PID=$!
@@ -71,6 +79,30 @@ grep -qP '^slices GPU 0 stream \d+\tka\t6$' "$T/dec.txt" || die "live window: $(
 grep -qP '^slices GPU 0 stream \d+\tkb\t9$' "$T/dec.txt" && die "the window holds the first burst too"
 grep -qP '^slices GPU 0 stream \d+\tkb\t4$' "$T/dec.txt" || die "live window kb: $(grep kb "$T/dec.txt")"
 grep -qx 'flows 11' "$T/dec.txt" || die "live flows: $(grep flows "$T/dec.txt") (6 + 4 kernels + the read)"
+
+# a program launching all the time (ocl-loop): two windows in a row on it,
+# each with every kernel launched in it (its activity arrives when the
+# kernel completes, after the window for the last ones: gpuprof trace
+# waits for them) and no kernel launched outside it
+LOOP=$(app ocl-loop)
+preload_bg "$S" "$T/loop.out" "$LOOP" 100000000 1 10
+LOOP_PID=$APID
+wait_for "$WAIT" "ocl-loop registered" ps_is "$S" "$LOOP_PID" running
+loop_runs() { "$GPUPROF" --socket "$S" tree --pid "$LOOP_PID" 2>/dev/null | grep -q tiny; }
+wait_for "$WAIT" "ocl-loop's kernels running (compiled)" loop_runs
+for w in 1 2; do
+  "$GPUPROF" --socket "$S" trace --pid "$LOOP_PID" --duration 500ms -o "$T/loop$w.pftrace" 2>"$T/loop$w.err" ||
+    die "window $w on ocl-loop: exit $? ($(cat "$T/loop$w.err"))"
+  "$DEC" "$T/loop$w.pftrace" >"$T/loop$w.txt" || { tail -3 "$T/loop$w.txt"; die "window $w does not decode"; }
+  la=$(grep -P "^instants CPU thread $LOOP_PID\tlaunch <gpu kernel>\t" "$T/loop$w.txt" | cut -f3)
+  ka=$(grep -P '^slices GPU \d+ stream \d+\ttiny\t' "$T/loop$w.txt" | cut -f3 | paste -sd+ | bc)
+  [ -n "$la" ] && [ "$la" -gt 0 ] && [ "$la" = "$ka" ] ||
+    die "window $w: $la kernel launches, $ka kernels written ($(cat "$T/loop$w.err"))"
+  grep -qx "flows $la" "$T/loop$w.txt" || die "window $w: $(grep flows "$T/loop$w.txt") for $la launches"
+  ! grep -q "had no GPU activity" "$T/loop$w.err" || die "window $w: $(cat "$T/loop$w.err")"
+  echo "window $w: $la launches, $ka kernels"
+done
+kill "$LOOP_PID"
 
 # gpuprofd killed mid-window: a clear error, exit 1, no file
 "$GPUPROF" --socket "$S" trace --pid "$APP_PID" --duration 60s -o "$T/killed.pftrace" \

@@ -70,7 +70,7 @@ static result_t idle_of(gpd_xsample_t *cs, size_t ncs) {
 
 static const gpd_xblame_t *find(const gpd_xblame_t *bl, size_t n, uint64_t node, int sync) {
   for (size_t i = 0; i < n; i++)
-    if (bl[i].node == node && bl[i].via_sync == sync)
+    if (bl[i].node == node && bl[i].cpu == sync)
       return &bl[i];
   return NULL;
 }
@@ -87,7 +87,7 @@ static void test_samples(void **st) {
   size_t nbl = res.nbl;
   /* the label: context 400 with 20/21 of the 900 running ns */
   assert_int_equal(gaps[0].node, 400);
-  assert_int_equal(gaps[0].via_sync, 0);
+  assert_int_equal(gaps[0].cpu, 0);
   assert_true(gaps[0].ns > 857.1 && gaps[0].ns < 857.2);
   /* the blame, largest first: 400 running, 300 waiting 90, 500 running */
   assert_int_equal(nbl, 3);
@@ -107,17 +107,21 @@ static void test_no_samples(void **st) {
   gpd_xgap_t *gaps = res.gaps;
   gpd_xblame_t *bl = res.bl;
   size_t nbl = res.nbl;
-  /* [10, 900) ends in the sync's call (300, running); [900, 995) in the
-   * launch at 995: its [900, 990) is the wait (300, waiting), 5 ns on
-   * 200; [995, 1000) past the last launch: 200 again */
+  /* no CPU samples: the CPU context is unknown, the call that ends each
+   * span kept as a hint.  [10, 900) ends in the sync's call (300,
+   * unknown); [900, 995) in the launch at 995: its [900, 990) is the wait
+   * (300, waiting), 5 ns on 200; [995, 1000) past the last launch: 200
+   * again */
   assert_int_equal(nbl, 3);
-  const gpd_xblame_t *a = find(bl, nbl, 300, 0), *b = find(bl, nbl, 300, 1), *c = find(bl, nbl, 200, 0);
+  const gpd_xblame_t *a = find(bl, nbl, 300, GPD_XCPU_UNKNOWN), *b = find(bl, nbl, 300, GPD_XCPU_WAITING),
+                     *c = find(bl, nbl, 200, GPD_XCPU_UNKNOWN);
   assert_non_null(a);
   assert_non_null(b);
   assert_non_null(c);
   assert_true(a->ns == 890 && b->ns == 90 && c->ns == 10);
   assert_int_equal(gaps[0].node, 300);
-  assert_int_equal(gaps[0].via_sync, 0);
+  assert_int_equal(gaps[0].cpu, GPD_XCPU_UNKNOWN);
+  assert_string_equal(gpd_xcpu_name(gaps[0].cpu), "unknown");
   assert_true(gaps[0].ns == 890);
   free(gaps);
   free(bl);

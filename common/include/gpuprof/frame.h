@@ -15,7 +15,7 @@
 
 #define GPD_FRAME_HDR 4u
 #define GPD_FRAME_MAX (4u << 20) /* 4 MiB payload */
-/** Largest query reply (PsReply, TreeReply, TopReply) the daemon sends and
+/** Largest query reply (PsReply, TreeReply, TopReply, TraceReply) the daemon sends and
  *  the CLI accepts: a tree of a large process is bigger than what the
  *  daemon accepts from clients (GPD_FRAME_MAX), and the CLI trusts its
  *  daemon more than the daemon trusts its clients. */

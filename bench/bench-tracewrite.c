@@ -1,0 +1,199 @@
+/* bench-tracewrite - `gpuprof trace`'s writers (cli/trace-write.c) on a
+ * synthetic trace shaped like a training loop: one process, 4 streams,
+ * N GPU operations (default 1 000 000: kernels, every 50th a copy, every
+ * 200th a host-timed sync), each launched from one of 256 call sites 45
+ * CPU frames deep (30 shared interpreter frames, then phase > layer > 10 dispatcher frames > op),
+ * PyTorch-like kernel names.  Prints, per format, bytes per GPU event,
+ * write time and the writer's peak RSS growth; then the same for the
+ * writer of commit 3c01d39 (every event with its call path as text) on
+ * the first `--before` events (default 20 000: its output is ~10 KB per
+ * event), when the bench was built from a git checkout.
+ *
+ *   bench-tracewrite [--events N] [--before M] [--dir DIR]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuprof/record.h"
+#include "trace.h"
+
+#ifdef GPD_BENCH_BEFORE
+int gpd_bench_before_perfetto(FILE *f, const gpd_xtrace_t *x);
+int gpd_bench_before_chrome(FILE *f, const gpd_xtrace_t *x);
+#endif
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+#define NSITES 256
+static uint64_t site_ph[NSITES], site_k[NSITES], site_sync[NSITES], site_copy[NSITES];
+
+static void build(gpd_xtrace_t *x, size_t n) {
+  gpd_tree_t *t = &x->tree;
+  uint64_t id = 1, parent;
+  char fn[256], file[256];
+  gpd_tree_node_add(t, id, 0, GPD_NODE_ROOT, "<program root>", "", 0, "");
+  parent = id++;
+  static const char *const interp[] = {"_PyEval_EvalFrameDefault", "_PyFunction_Vectorcall",
+                                       "method_vectorcall", "PyObject_Call", "cfunction_call"};
+  for (int d = 0; d < 30; d++, parent = id++) {
+    long k = gpd_tree_node_add(t, id, parent, GPD_NODE_FRAME, "", "/usr/bin/python3.11", 0x1000 + d, "");
+    snprintf(file, sizeof file, "Python/ceval.c");
+    gpd_tree_frame_add(t, (size_t)k, d < 3 ? (d == 0 ? "_start" : d == 1 ? "main" : "Py_RunMain") : interp[d % 5],
+                       file, 4000 + d, 0);
+  }
+  uint64_t base = parent;
+  int s = 0;
+  for (int ph = 0; ph < 4; ph++) {
+    uint64_t p1 = id++;
+    snprintf(fn, sizeof fn, "%s", ph == 0 ? "forward" : ph == 1 ? "backward" : ph == 2 ? "step" : "zero_grad");
+    gpd_tree_frame_add(t, (size_t)gpd_tree_node_add(t, p1, base, GPD_NODE_FRAME, "", "train.py", 0, ""),
+                       fn, "train.py", 100 + ph, 0);
+    for (int ly = 0; ly < 8; ly++) {
+      uint64_t p2 = id++;
+      snprintf(fn, sizeof fn, "Block%d.%s", ly, ph == 1 ? "backward" : "forward");
+      gpd_tree_frame_add(t, (size_t)gpd_tree_node_add(t, p2, p1, GPD_NODE_FRAME, "", "model.py", 0, ""),
+                         fn, "model.py", 200 + ly, 0);
+      /* 10 more frames: torch's dispatcher */
+      uint64_t p = p2;
+      for (int d = 0; d < 10; d++) {
+        uint64_t q = id++;
+        snprintf(fn, sizeof fn, "c10::impl::wrap_kernel_functor_unboxed_<%d>::call", d);
+        gpd_tree_frame_add(t, (size_t)gpd_tree_node_add(t, q, p, GPD_NODE_FRAME, "", "libtorch_cpu.so", 0, ""),
+                           fn, "aten/src/ATen/core/boxing/impl/make_boxed_from_unboxed_functor.h", 400 + d, 0);
+        p = q;
+      }
+      for (int op = 0; op < 8; op++, s++) {
+        uint64_t cs = id++;
+        snprintf(fn, sizeof fn, "at::native::op%d_kernel_cuda", op);
+        gpd_tree_frame_add(t, (size_t)gpd_tree_node_add(t, cs, p, GPD_NODE_FRAME, "", "libtorch_cuda.so", 0, ""),
+                           fn, "aten/src/ATen/native/cuda/Ops.cu", 500 + op, 0);
+        site_ph[s] = id++;
+        gpd_tree_node_add(t, site_ph[s], cs, GPD_NODE_PLACEHOLDER, "<gpu kernel>", "", 0, "");
+        site_k[s] = id++;
+        snprintf(fn, sizeof fn,
+                 "void at::native::vectorized_elementwise_kernel<4, at::native::Functor%d<float>, "
+                 "at::detail::Array<char*, 3> >(int, at::native::Functor%d<float>, at::detail::Array<char*, 3>)",
+                 op + 8 * ly, op + 8 * ly);
+        gpd_tree_node_add(t, site_k[s], site_ph[s], GPD_NODE_KERNEL, fn, "", 0, fn);
+        site_copy[s] = id++;
+        gpd_tree_node_add(t, site_copy[s], cs, GPD_NODE_PLACEHOLDER, "<gpu copy>", "", 0, "");
+        site_sync[s] = id++;
+        gpd_tree_node_add(t, site_sync[s], cs, GPD_NODE_PLACEHOLDER, "<gpu sync>", "", 0, "");
+      }
+    }
+  }
+  gpd_tproc_t *pr = gpd_tree_proc_new(t);
+  pr->profile_id = 1;
+  pr->pid = 4242;
+  pr->exe = gpd_cli_strdup("/usr/bin/python3.11");
+  gpd_tree_finish(t, 0);
+  x->ev = calloc(n, sizeof *x->ev);
+  x->la = calloc(n, sizeof *x->la);
+  uint64_t ts = 1000000000000ull, sfree[4] = {0};
+  for (size_t i = 0; i < n; i++) {
+    int site = (int)((i * 7) % NSITES);
+    unsigned op = i % 200 == 199 ? GPD_OP_SYNC : i % 50 == 49 ? GPD_OP_COPY : GPD_OP_KERNEL;
+    uint32_t st = (uint32_t)(i % 4);
+    uint64_t dur = op == GPD_OP_KERNEL ? 2000 + (i * 37) % 9000 : 4000;
+    ts += 700 + (i * 13) % 600;
+    x->la[i] = (gpd_xlaunch_t){.profile = 1, .ts = ts, .corr = i + 1,
+                               .node = op == GPD_OP_KERNEL ? site_ph[site] : op == GPD_OP_COPY ? site_copy[site] : site_sync[site],
+                               .tid = 4242, .op = (uint8_t)op};
+    uint64_t start = ts + 3000 > sfree[st] ? ts + 3000 : sfree[st];
+    if (op == GPD_OP_SYNC)
+      start = ts + 100;
+    else
+      sfree[st] = start + dur;
+    x->ev[i] = (gpd_xev_t){.profile = 1, .start = start, .end = start + dur, .corr = i + 1,
+                           .node = op == GPD_OP_KERNEL ? site_k[site] : x->la[i].node,
+                           .bytes = op == GPD_OP_COPY ? 1 << 20 : 0, .stream = st, .device = 0,
+                           .op = (uint8_t)op, .subkind = op == GPD_OP_COPY ? 1 : 0};
+  }
+  x->nev = x->nla = n;
+}
+
+static int ev_cmp(const void *a, const void *b) {
+  const gpd_xev_t *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void run(const char *label, int (*wr)(FILE *, const gpd_xtrace_t *), const gpd_xtrace_t *x,
+                const char *dir) {
+  static int k;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/bench-tracewrite.%d.%d", dir, (int)getpid(), k++);
+  FILE *f = fopen(path, "wb");
+  if (f == NULL) {
+    perror(path);
+    exit(1);
+  }
+  long rss0 = rss_kb();
+  double t0 = now_s();
+  int r = wr(f, x);
+  fclose(f);
+  double dt = now_s() - t0;
+  struct stat st;
+  stat(path, &st);
+  printf("| %-28s | %9zu | %12.1f | %8.2f | %8.0f | %10ld |\n", label, x->nev,
+         (double)st.st_size / (double)x->nev, dt, (double)x->nev / dt / 1e3, (rss_kb() - rss0) / 1024);
+  if (!getenv("BENCH_KEEP"))
+    unlink(path);
+  if (r < 0) {
+    fprintf(stderr, "%s: error %d\n", label, r);
+    exit(1);
+  }
+}
+
+int main(int argc, char **argv) {
+  size_t n = 1000000, nb = 20000;
+  const char *dir = "/tmp";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--events"))
+      n = strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--before"))
+      nb = strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--dir"))
+      dir = argv[i + 1];
+  }
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  build(&x, n);
+  qsort(x.ev, x.nev, sizeof *x.ev, ev_cmp);
+  printf("synthetic trace: %zu GPU operations (kernels, every 50th a copy, every 200th a sync), "
+         "%zu launches, %zu contexts, 43-frame call paths\n\n", x.nev, x.nla, x.tree.n);
+  printf("| writer                       | GPU events | bytes/event | write s | K ev/s   | RSS +MiB   |\n");
+  printf("|------------------------------|-----------:|------------:|--------:|---------:|-----------:|\n");
+  run("perfetto (interned)", gpd_xtrace_write_perfetto, &x, dir);
+  run("chrome (stackFrames)", gpd_xtrace_write_chrome, &x, dir);
+#ifdef GPD_BENCH_BEFORE
+  gpd_xtrace_t y = x;
+  if (nb == 0) {
+    gpd_xtrace_free(&x);
+    return 0;
+  }
+  y.nev = nb < x.nev ? nb : x.nev;
+  y.nla = y.nev;
+  run("perfetto before (3c01d39)", gpd_bench_before_perfetto, &y, dir);
+  run("chrome before (3c01d39)", gpd_bench_before_chrome, &y, dir);
+#else
+  (void)nb;
+  printf("(no baseline: not built from a git checkout)\n");
+#endif
+  gpd_xtrace_free(&x);
+  return 0;
+}

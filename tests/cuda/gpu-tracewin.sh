@@ -1,0 +1,44 @@
+#!/bin/bash
+# gpu-tracewin.sh - issue 24's live-window check on the GPU machine (repo
+# root, bundle/ from scripts/bundle-gpu).  Writes under ${OUT:-/tmp/out}:
+# tracewin.log, w1.pftrace, w2.pftrace, w1.json.
+#  - a node gpuprofd, torch_train.py (a training loop) preloaded with the
+#    shim, CUDA tracing detached (windows attach CUPTI);
+#  - two live windows of ${WIN:-60s} in a row on it, Perfetto then Chrome:
+#    every kernel launched in a window present (trace-decode: launch
+#    instants == kernel slices == flows), every interned id resolved;
+#    the Perfetto file also decoded with Perfetto's own merged schema when
+#    $PERFETTO_PROTO names it (check-pftrace.py);
+#  - bytes per GPU event of each file; the daemon's peak RSS (VmHWM).
+set -u
+B=$PWD/${BUNDLE:-bundle}; O=${OUT:-/tmp/out}; mkdir -p "$O"
+source "$B/env.sh"
+S=/tmp/gpd-tw.sock; DB=/tmp/gpd-tw.gpdb; rm -f "$S" "$DB"
+{
+  date -u; nvidia-smi -L
+  gpuprofd --foreground --socket "$S" --db "$DB" --state-dir /tmp/gpd-tw-state 2>/tmp/gpd-tw.log &
+  D=$!
+  for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
+  GPUPROF_CUDA_TRACE=detached LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$S \
+    python3 tests/cuda/torch_train.py 100000 10 >/tmp/tw-app.out 2>&1 &
+  A=$!
+  sleep 20 # the model loaded and stepping
+  for w in 1 2; do
+    /usr/bin/time -v gpuprof --socket "$S" trace --pid "$A" --duration "${WIN:-60s}" -o "$O/w$w.pftrace" \
+      2>"$O/w$w.err"; echo "window $w rc=$?"; grep -v "^\s" "$O/w$w.err" | head -5
+    trace-decode "$O/w$w.pftrace" >"$O/w$w.txt"; echo "decode rc=$?"
+    la=$(grep -P "^instants CPU thread \d+\tlaunch <gpu kernel>\t" "$O/w$w.txt" | cut -f3 | paste -sd+ | bc)
+    ka=$(grep -P '^slices GPU \d+ stream \d+\t[^<]' "$O/w$w.txt" | cut -f3 | paste -sd+ | bc)
+    echo "window $w: launches $la kernels $ka $(grep -E '^(flows|interned|resolved|ok)' "$O/w$w.txt" | tr '\n' ' ')"
+    n=$(grep -o '[0-9]* GPU events' "$O/w$w.err" | cut -d' ' -f1)
+    echo "window $w: $(stat -c %s "$O/w$w.pftrace") bytes, $n GPU events, $(( $(stat -c %s "$O/w$w.pftrace") / (n > 0 ? n : 1) )) B/event"
+    grep VmHWM /proc/$D/status
+    if [ -n "${PERFETTO_PROTO:-}" ]; then
+      protoc --decode=perfetto.protos.Trace -I "$(dirname "$PERFETTO_PROTO")" "$PERFETTO_PROTO" <"$O/w$w.pftrace" >"$O/w$w.decoded"
+      echo "perfetto schema decode rc=$?"
+    fi
+  done
+  gpuprof --socket "$S" trace --pid "$A" --duration 10s -o "$O/w1.json"; echo "chrome window rc=$?"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sf=d["stackFrames"]; x=[e for e in d["traceEvents"] if e["ph"]=="X"]; assert all(str(e["sf"]) in sf for e in x if "sf" in e); print("chrome:", len(x), "X events,", len(sf), "frames, all sf resolve")' "$O/w1.json"
+  kill $A; wait $A; kill $D; wait $D
+} 2>&1 | tee "$O/tracewin.log"
