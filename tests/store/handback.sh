@@ -25,6 +25,12 @@ exec {a_out}<&"${A[0]}" {a_in}>&"${A[1]}"
 read -r -t 20 line <&"$a_out" || die "client A: no phase 1"
 ida=${line#PHASE1 }
 echo "A got profile $ida"
+# the monitor journals A's records (and releases them) on its next pass
+# (the journal sits beside the store, daemon/main.c):
+# wait for that, or the kill may come first and the successor reads them
+# from the ring instead (the journal path is what part 1 checks)
+journaled() { [ "$(cat "$T"/journal/"$ida".*.jnl 2>/dev/null | wc -c)" -gt 64 ]; }
+wait_for 20 "A's records in the journal" journaled
 kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=
 [ "$(q "select count(*) from profile")" = "[[0]]" ] || die "something was committed before the kill"
 start_daemon "$T/d.sock" "$DB" --config "$T/slow.conf"
