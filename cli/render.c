@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "gpuprof/metric.h"
@@ -233,8 +234,28 @@ static int shares_name(const gpd_tree_t *t, const gpd_tnode_t *nd) {
   return 0;
 }
 
+/* The width tree lines are cut to: the terminal's (or COLUMNS) when
+ * output goes to a terminal or COLUMNS is set, else 0 (whole lines: a
+ * file or pipe gets every name whole); 0 with --wide. */
+static unsigned tree_width(const gpd_render_opts_t *o) {
+  if (o->wide || (!isatty(fileno(stdout)) && getenv("COLUMNS") == NULL))
+    return 0;
+  return gpd_cli_width();
+}
+
+/* Cut `name` (a tree line's text after its indentation: the node's name,
+ * call site, extra metrics) so that a line whose text starts at column
+ * `at` ends by column `width` (0: no cut): "..." replaces the end; 24
+ * characters are always kept. */
+static void fit_name(char *name, size_t at, unsigned width) {
+  size_t len = strlen(name), room = width > at + 24 ? width - at : 24;
+  if (width == 0 || len <= room)
+    return;
+  memcpy(name + room - 3, "...", 4);
+}
+
 static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const unsigned *cols, size_t nc,
-                      unsigned depth) {
+                      unsigned depth, unsigned width) {
   const gpd_tnode_t *root = &t->nodes[t->root];
   char raw[1024], name[1024], ex[512], fn[512], file[512];
   for (size_t c = 0; c < nc; c++) {
@@ -250,10 +271,14 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
   extras(ex, sizeof(ex), &nd->incl);
   fputc(' ', f);
   indent(f, depth);
+  size_t at = nc * 37 + 1 + (depth <= INDENT_MAX ? 2 * depth : 2 * INDENT_MAX + 20);
+  char line[2048];
   if (shares_name(t, nd) && !strstr(name, "+0x"))
-    fprintf(f, "%s @%s+0x%llx%s\n", name, base_name(nd->module), (unsigned long long)nd->offset, ex);
+    snprintf(line, sizeof line, "%s @%s+0x%llx%s", name, base_name(nd->module), (unsigned long long)nd->offset, ex);
   else
-    fprintf(f, "%s%s\n", name, ex);
+    snprintf(line, sizeof line, "%s%s", name, ex);
+  fit_name(line, at, width);
+  fprintf(f, "%s\n", line);
   /* inlined frames: nested lines, no metric columns of their own; each
    * says where the next outer function calls it */
   for (uint32_t k = 1; k < nd->nframes; k++) {
@@ -270,6 +295,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
  * deep): children pushed in reverse so that they print in sorted order. */
 static void tree_walk(FILE *f, const gpd_tree_t *t, const unsigned *cols, size_t nc, const gpd_render_opts_t *o) {
   typedef struct { size_t i; unsigned depth, indent; } item_t;
+  unsigned width = tree_width(o);
   item_t *st = malloc((t->n + 1) * sizeof(*st));
   size_t ns = 0;
   if (!st) abort();
@@ -278,7 +304,7 @@ static void tree_walk(FILE *f, const gpd_tree_t *t, const unsigned *cols, size_t
     item_t it = st[--ns];
     const gpd_tnode_t *nd = &t->nodes[it.i];
     if (it.i != t->root && mvec_zero(&nd->incl)) continue; /* hide zero subtrees */
-    tree_line(f, t, nd, cols, nc, it.indent);
+    tree_line(f, t, nd, cols, nc, it.indent, width);
     if (o->depth && it.depth >= o->depth) continue;
     unsigned sub = it.indent + 1 + (nd->nframes > 1 ? nd->nframes - 1 : 0);
     for (uint32_t k = nd->nkids; k-- > 0;) st[ns++] = (item_t){nd->kids[k], it.depth + 1, sub};
