@@ -327,7 +327,7 @@ int gpd_policy_main(int argc, char **argv);
  *  overhead (mean, max, how many have no estimate; deep dives). */
 void gpd_policy_node_line(FILE *f, const char *sock, const char *job);
 
-/* ---- export.c ---- */
+/* ---- export.c (export-speedscope.c) ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0
  *  keeps that process's profiles) and finish the tree sorted by metric.
  *  Prints "gpuprof: <why>" and returns GPD_EXIT_FAIL on error, else 0. */
