@@ -1,6 +1,7 @@
-/* advisor.c - GPA's instruction blamer (Zhou et al., "GPA: A GPU
+/* advisor-blame.c - GPA's instruction blamer (Zhou et al., "GPA: A GPU
  * Performance Advisor Based on Instruction Sampling", CGO 2021, section 4)
- * over one kernel's SASS, then its optimizers (advisor-opt.c).
+ * over one kernel's SASS; the driver (advisor.c) then runs the optimizers
+ * (advisor-opt.c) on its blame.
  *
  * For every instruction j with dependency stalls (long / short scoreboard,
  * wait) and every resource it reads, a backward slice over the CFG finds
