@@ -344,8 +344,8 @@ int gpd_export_main(int argc, char **argv);
 
 /* ---- view.c ---- */
 int gpd_view_main(int argc, char **argv);
-/* ---- merge.c ---- */
-int gpd_merge_main(int argc, char **argv);
+/* ---- cluster.c: `gpuprof merge` ---- */
+int gpd_cluster_main(int argc, char **argv);
 /* ---- advise.c ---- */
 int gpd_advise_main(int argc, char **argv);
 
