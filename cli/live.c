@@ -365,7 +365,8 @@ static const char tree_usage[] =
     "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n";
 
 /* Ask for a tree; on success *t is finished.  Returns an exit code.  The
- * reply (4 MB for 64 processes) is unpacked into an arena (arena.h). */
+ * reply (megabytes for a node of many processes) is unpacked into an
+ * arena (arena.h). */
 static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TreeRequest tr = GPUPROF__TREE_REQUEST__INIT;
@@ -375,9 +376,8 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   if (o->job) tr.job_id = (char *)o->job;
   tr.max_depth = o->depth;
   /* metrics as two packed arrays per node, and for the whole tree no
-   * inclusive values (gpd_tree_finish sums them): a 64-process reply of
-   * 30 K nodes was 4.2 MB with a message per metric, ~half of them
-   * inclusive */
+   * inclusive values (gpd_tree_finish sums them): about half the bytes of
+   * a message per metric with inclusive values (docs/DAEMON.md) */
   tr.packed_metrics = 1;
   tr.no_incl = o->depth == 0;
   req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
