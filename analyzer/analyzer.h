@@ -23,6 +23,12 @@
  * the shards to the file it writes.  Every call here is single-threaded
  * on its own part; parts are never shared between threads while being
  * built.
+ *
+ * Files, one noun each, named as their prefix: cluster.c (gpd_cluster_*:
+ * options, the threaded driver; cluster-mpi.c the MPI program), minput.c,
+ * mpart.c, mtable.c, mstat.c, mout.c, mshard.c, mbins.c, mstore.c, buf.c;
+ * profile.c opens saved profiles.  The GPU analysis (gpu-analysis.h) and
+ * the advisor (advisor.h) are separate libraries in this folder.
  */
 #ifndef GPD_ANALYZER_H
 #define GPD_ANALYZER_H

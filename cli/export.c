@@ -1,15 +1,15 @@
 /* export.c - `gpuprof export`: a saved profile's heterogeneous calling
- * context tree in the formats other tools read (docs/EXPORT.md); this file
- * holds the command, the folded writer and what the writers share
- * (export.h), the pprof and speedscope writers have files of their own:
+ * context tree in the formats other tools read (docs/EXPORT.md).  This
+ * file holds the command, the folded writer and what the writers share
+ * (export.h); the other writers have files of their own:
  *
- *   pprof      (export-pprof.c) profile.proto (proto/profile.proto, the public schema of
+ *   pprof      profile.proto (proto/profile.proto, the public schema of
  *              github.com/google/pprof), packed with protobuf-c and
- *              gzipped; one sample type per metric
+ *              gzipped; one sample type per metric (export-pprof.c)
  *   folded     flamegraph.pl's folded stacks ("a;b;c VALUE" lines) of one
  *              metric
- *   speedscope (export-speedscope.c) speedscope's JSON file format, one profile per metric
- *              (what `gpuprof view` embeds)
+ *   speedscope speedscope's JSON file format, one profile per metric
+ *              (what `gpuprof view` embeds; export-speedscope.c)
  *
  * Every export has the shape `gpuprof report` prints: the CPU calling path
  * (an inline chain as one frame per function, outermost first), then the
