@@ -9,7 +9,7 @@
  *      (deduplicated per uid by Merkle id), and their metric values twice
  *      (profile-major and grouped per (uid, context, metric)).
  *   2. reduce: the parts are folded, in input order, into one result
- *      (gpd_mresult_t): profile ids are offset by the profiles of earlier
+ *      (mout.c, gpd_mout_write): profile ids are offset by the profiles of earlier
  *      parts, contexts are matched by (uid, Merkle id) -- no consensus on
  *      ids is needed because equal call paths hash to equal ids on every
  *      node (Zhou et al., "Scalable Analysis of GPU-accelerated
