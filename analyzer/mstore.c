@@ -1,5 +1,5 @@
 /* mstore.c - reading the metric values of a merged file (format 3,
- * result.c): the per-context sums for readers of saved profiles
+ * mout.c): the per-context sums for readers of saved profiles
  * (`gpuprof report`).
  */
 #include <errno.h>

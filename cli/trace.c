@@ -231,7 +231,7 @@ static int xtrace_add_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r, int s
   tr.n_procs = r->n_procs;
   gpd_tree_free(&x->tree);
   gpd_tree_init(&x->tree);
-  int err = gpd_client_tree_from_reply(&x->tree, &tr);
+  int err = gpd_live_tree_from_reply(&x->tree, &tr);
   if (err == 0)
     err = gpd_tree_finish(&x->tree, 0);
   for (size_t i = 0; err == 0 && i < r->n_events; i++) {
@@ -460,7 +460,7 @@ static int trace_call(const char *sock, int pid, const char *job, uint64_t from,
   tr.max_events = max;
   req.body_case = GPUPROF__MSG__BODY_TRACE_REQ;
   req.trace_req = &tr;
-  int r = gpd_client_call(sock, &req, rep);
+  int r = gpd_live_call(sock, &req, rep);
   if (r)
     return r;
   if ((*rep)->body_case != GPUPROF__MSG__BODY_TRACE) {
@@ -605,7 +605,7 @@ static int live_window(const char *sock, int pid, const char *job, uint64_t dur,
   else
     snprintf(who, sizeof who, "job %s", job);
   uint64_t from = gpd_clock_ns(), to = from + dur;
-  int rc = gpd_client_control(sock, pid, job, &ctl, what, stderr, &reply);
+  int rc = gpd_live_control(sock, pid, job, &ctl, what, stderr, &reply);
   if (reply == NULL)
     return rc ? rc : GPD_EXIT_FAIL; /* refused (access, no such process) or no daemon: said */
   if (rc)
@@ -614,7 +614,7 @@ static int live_window(const char *sock, int pid, const char *job, uint64_t dur,
   fprintf(stderr, "gpuprof: tracing %s for %.3g s\n", who, (double)dur / 1e9);
   uint64_t deadline = to + 10000000000ull;
   for (;;) {
-    int on = gpd_client_control_on(sock, reply, ctl.kind);
+    int on = gpd_live_control_on(sock, reply, ctl.kind);
     uint64_t now = gpd_clock_ns();
     if (on < 0) {
       fprintf(stderr, "gpuprof: gpuprofd stopped answering %.3f s into the %.3f s window (stopped "
@@ -730,7 +730,7 @@ int gpd_trace_main(int argc, char **argv) {
   int rc = GPD_EXIT_OK;
   uint64_t t0 = 0;
   if (live) {
-    if ((rc = live_window(gpd_client_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
+    if ((rc = live_window(gpd_live_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
       goto out;
   } else {
     if (gpd_xtrace_load(&x, argv[optind], pid, err, sizeof err) < 0) {

@@ -1,7 +1,7 @@
 /* trace.h - the CLI's in-memory trace (docs/TRACE.md): GPU events, the
  * CPU side of each launch, CPU samples, and the contexts they refer to;
  * loaded from a saved profile (trace.c) or a live TraceReply, written as
- * Perfetto protobuf or Chrome JSON (trace-write.c), and read by the
+ * Perfetto protobuf or Chrome JSON (trace-write*.c), and read by the
  * idleness blame (idle.c).  Times are ns on the gpuprof clock
  * (CLOCK_MONOTONIC_RAW).  CLI thread only.
  */
