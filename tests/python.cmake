@@ -26,3 +26,16 @@ endforeach()
 add_test(NAME python.cpusamp-311 COMMAND bash ${GPD_PYT}/cpu-sample.sh ${CMAKE_BINARY_DIR} /usr/bin/python3)
 set_tests_properties(python.cpusamp-311 PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPD_IT_LIMIT=100")
+# python.handoff-*: work a Python thread hands to a native worker thread
+# keeps its caller's Python frames (tests/python/handoff.sh; PoCL)
+if(OpenCL_FOUND)
+add_library(gpd-handoff SHARED ${GPD_PYT}/handoff-lib.c)
+target_include_directories(gpd-handoff PRIVATE ${OpenCL_INCLUDE_DIRS})
+target_link_libraries(gpd-handoff PRIVATE ${OpenCL_LIBRARIES} Threads::Threads)
+set_target_properties(gpd-handoff PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+foreach(mode carried absent)
+  add_test(NAME python.handoff-${mode} COMMAND bash ${GPD_PYT}/handoff.sh ${CMAKE_BINARY_DIR} /usr/bin/python3 ${mode})
+  set_tests_properties(python.handoff-${mode} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=100")
+endforeach()
+endif()
