@@ -5,6 +5,7 @@
 # (PoCL) in gpd_hl_dispatch while the Python caller waits in engine_run.
 # GPUPROF_TEST_HANDOFF (a test hook) names them as the dispatch function
 # and the handoff function; handoff-check.py checks exact counts.
+# PYTHON: a path, or a version (3.12: on PATH or pyenv, else SKIP).
 #   handoff.sh BUILD PYTHON carried  the worker's kernels under the
 #       caller's frames > <worker> > native path; none or two waiting
 #       callers: native path only
@@ -13,7 +14,11 @@
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
 PYBIN=$2 MODE=$3
-[ -x "$PYBIN" ] || { echo "SKIP: no $PYBIN"; exit 77; }
+if [[ $PYBIN != /* ]]; then # a version: python3.X on PATH or a pyenv install (not its shim)
+  PYBIN=$(command -v "python$PYBIN" 2>/dev/null | grep -v /shims/ ||
+    ls -d "$HOME"/.pyenv/versions/"$PYBIN"*/bin/"python$PYBIN" 2>/dev/null | tail -1 || true)
+fi
+[ -n "$PYBIN" ] && [ -x "$PYBIN" ] || { echo "SKIP: no python $2"; exit 77; }
 PYDIR=$(cd "$(dirname "$0")" && pwd)
 S=$PYDIR/handoff.py
 LIB=$BUILD/lib/libgpd-handoff.so
