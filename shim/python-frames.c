@@ -710,7 +710,7 @@ void gpd_pyframes_service(void) {
  * path looks for that thread in the interpreter's thread-state list. */
 
 typedef struct hand_fn_s {
-  const char *qualname, *file; /* co_qualname; a suffix of co_filename after a '/' */
+  const char *qualname, *file; /* co_qualname; co_filename, or its suffix after a '/' */
 } hand_fn_t;
 
 #define HAND_FNS 4
@@ -898,7 +898,8 @@ FOREIGN static int str_is(gpd_pyframes_thread_t *t, uintptr_t o, const char *s, 
   size_t m = strlen(s);
   if (!suffix)
     return (size_t)n == m && memcmp(buf, s, m) == 0;
-  return (size_t)n > m && buf[(size_t)n - m - 1] == '/' && memcmp(buf + (size_t)n - m, s, m) == 0;
+  return (size_t)n >= m && ((size_t)n == m || buf[(size_t)n - m - 1] == '/') &&
+         memcmp(buf + (size_t)n - m, s, m) == 0;
 }
 
 /* Bit k set: code object co (checked readable for the fixed part) is a
