@@ -401,7 +401,8 @@ int gpd_report_main(int argc, char **argv) {
   }
   if (optind >= argc) return gpd_cli_usage(report_usage, "no profile file given");
   if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
-  if (stats && (json || o.flat)) return gpd_cli_usage(report_usage, "--stats does not combine with --json or --flat");
+  if (stats && (json || o.flat || python))
+    return gpd_cli_usage(report_usage, "--stats does not combine with --json, --flat or --python");
 
   gpd_report_gpu_opts.enabled = 1;
   int asked_detail = gpd_report_gpu_opts.detail;
