@@ -980,6 +980,7 @@ FOREIGN static int hand_find(gpd_pyframes_thread_t *t, uint32_t k, uint32_t nr) 
   }
   t->n = t->h_n;
   t->nact = 0;
+  memset(t->act, 0, t->n * sizeof t->act[0]); /* one group: the node cache's key (capture.c) */
   t->hand = k + 1;
   return (int)t->n;
 }
