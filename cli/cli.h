@@ -342,6 +342,17 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
 int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const char *name);
 int gpd_export_main(int argc, char **argv);
 
+/* ---- pyview.c ---- */
+/** The Python view (`report`, `tree`, `export` --python) of finished tree
+ *  t, in place: native CPU frames (GPD_NODE_FRAME) folded away, their
+ *  children hung below their nearest kept ancestor and their exclusive
+ *  values added to it; every other node kept (Python frames, placeholders
+ *  such as `<backward>` and `<gpu kernel>`, kernels, GPU nodes); nodes
+ *  equal in kind, label, module, offset and raw name below one parent
+ *  merged; finished again, children sorted by sort_metric.  Processes and
+ *  GPU binaries move over.  0 or -ENOMEM (t then freed). */
+int gpd_tree_python(gpd_tree_t *t, unsigned sort_metric);
+
 /* ---- view.c ---- */
 int gpd_view_main(int argc, char **argv);
 /* ---- cluster.c: `gpuprof merge` ---- */
