@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""check.py - the NVTX ranges of nvtx-known's profile (tests/nvtx).
+"""check.py - the NVTX ranges of nvtx-known's (or nvtx-py.py's) profile (tests/nvtx).
 
-Usage: check.py DB [off]
+Usage: check.py DB [known|off|py]
 Sums GKER:COUNT by the chain of `<nvtx> ...` context nodes on each
 kernel's path (root first) and compares the table with what nvtx-known.c
 must give, exactly: every row present with its value, no other row.  Also
-checks where each range node sits: the first frame below it is the
-function whose frame the range was pushed in (main, layer, deep), and no
-range node has a label ancestor it was not nested in.  With `off`
-(GPUPROF_NVTX=0): no range node at all, the same 30 kernels.
+checks where each range node sits: the first frame below it (below the
+range nodes that stand together with it) is the function whose frame the
+range was pushed in (main, layer, deep).  `off` (GPUPROF_NVTX=0): no range
+node at all, the same 30 kernels.  `py` (nvtx-py.py): GXCOPY:COUNT by range
+chain, and every range node between the Python frames `<module>` and
+`main` of the script.
 """
 import os
 import sys
@@ -18,11 +20,14 @@ sys.path[:0] = [HERE, os.path.join(HERE, "..", "integration")]  # the bundle hol
 from gpdq import Profile  # noqa: E402
 
 DEEP = tuple("d%d" % i for i in range(32))
+PY = "nvtx-py.py"
 
 
-def expected(off):
-    if off:
+def expected(mode):
+    if mode == "off":
         return {(): 30}
+    if mode == "py":
+        return {(): 2, ("outer",): 3, ("outer", "a"): 3, ("ctx",): 1}
     return {
         (): 2,
         ("outer",): 8,
@@ -38,11 +43,34 @@ def expected(off):
 BELOW = {"outer": "main", "inner": "layer", "io::load": "main", "phase": "main", "wide\u00e9": "main"}
 
 
+def placement(p, chain, i, last, name, mode):
+    """1 when range node chain[i] (last: the innermost range node of the
+    chain) sits where its push put it, else 0 (and says why)."""
+    if mode == "py":
+        # Python frames (kind 5): `<module>` above the outermost range node,
+        # `main` below the innermost one
+        above = next((p.ctx[c][2] for c in reversed(chain[:i]) if p.ctx[c][1] == 5), "-")
+        below = next((p.ctx[c][2] for c in chain[last + 1:] if p.ctx[c][1] == 5), "-")
+        ok = above.startswith("<module> (") and PY in above and below.startswith("main (") and PY in below
+        if not ok:
+            print("BAD  range %-10s between %s and %s, want <module> and main of %s" % (name, above, below, PY))
+        return int(ok)
+    nxt = chain[last + 1] if last + 1 < len(chain) else None
+    fns = p.funcs.get(nxt, []) if nxt else []
+    fn = fns[-1] if fns else (p.ctx[nxt][2] if nxt else "-")
+    want = "deep" if name in DEEP else BELOW.get(name, "?")
+    if fn != want and not fn.startswith(want + "("):
+        print("BAD  range %-10s first frame below it is %s, want %s" % (name, fn, want))
+        return 0
+    return 1
+
+
 def main():
-    db, off = sys.argv[1], len(sys.argv) > 2 and sys.argv[2] == "off"
+    db, mode = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "known"
     p = Profile(db)
     got, bad = {}, 0
-    for cid, v in p.values("GKER:COUNT").items():
+    metric = "GXCOPY:COUNT" if mode == "py" else "GKER:COUNT"
+    for cid, v in p.values(metric).items():
         if not v:
             continue
         chain = []
@@ -51,23 +79,17 @@ def main():
             chain.append(c)
             c = p.ctx[c][0]
         chain.reverse()  # root first
-        labels = []
-        for i, c in enumerate(chain):
-            lab = p.ctx[c][2]
-            if not lab.startswith("<nvtx> "):
-                continue
-            name = lab[len("<nvtx> "):]
-            labels.append(name)
-            nxt = next((d for d in chain[i + 1:] if not p.ctx[d][2].startswith("<nvtx> ")), None)
-            fns = p.funcs.get(nxt, []) if nxt else []
-            fn = fns[-1] if fns else (p.ctx[nxt][2] if nxt else "-")
-            want = "deep" if name in DEEP else BELOW.get(name, "?")
-            if fn != want and not fn.startswith(want + "("):
-                print("BAD  range %-10s first frame below it is %s, want %s" % (name, fn, want))
-                bad += 1
+        at = [i for i, c in enumerate(chain) if p.ctx[c][2].startswith("<nvtx> ")]
+        labels = [p.ctx[chain[i]][2][len("<nvtx> "):] for i in at]
+        for i, name in zip(at, labels):
+            # a range's frame: below the last of the range nodes that stand together
+            last = i
+            while last + 1 in at:
+                last += 1
+            bad += 1 - placement(p, chain, i, last, name, mode)
         key = tuple(labels)
         got[key] = got.get(key, 0) + v
-    want = expected(off)
+    want = expected(mode)
     for k in sorted(set(got) | set(want)):
         g, w = got.get(k, 0), want.get(k, 0)
         shown = " > ".join(k) if len(k) < 4 else "%s > ... > %s (%d)" % (k[0], k[-1], len(k))

@@ -11,6 +11,9 @@
 #          counters exact; `gpuprof report` shows the range nodes; the
 #          program's output unchanged
 #   off    GPUPROF_NVTX=0: no range node, the same kernels
+#   py     nvtx-py.py pushes ranges from Python around OpenCL copies (both
+#          through ctypes and libnvtx-py.so): copy counts per range chain exact, each node
+#          between the Python frames <module> and main
 # Usage: nvtx.sh BUILD_DIR MODE
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 source "$(dirname "$0")/../opencl/common.sh"
@@ -20,8 +23,10 @@ APP=$BUILD/tests/nvtx/nvtx-known
 have_opencl
 CHECK="$PY $(dirname "$0")/check.py"
 
-bare=$("$APP") || die "the program fails without the shim"
-[ "$bare" = "checksum 30720" ] || die "bare run printed '$bare'"
+if [ "$MODE" != py ]; then
+  bare=$("$APP") || die "the program fails without the shim"
+  [ "$bare" = "checksum 30720" ] || die "bare run printed '$bare'"
+fi
 case $MODE in
 known)
   out=$("$GPUPROF" record -o "$T/n.gpdb" -- "$APP" 2>"$T/rec.err") || { cat "$T/rec.err"; die "record failed"; }
@@ -46,6 +51,17 @@ off)
   echo "$out" | grep -q "^nvtx: kept=0 " || die "ranges kept with GPUPROF_NVTX=0"
   $CHECK "$T/o.gpdb" off
   $GPDQ "$T/o.gpdb" kernel-count tick 30
+  ;;
+py)
+  LIB=$BUILD/tests/nvtx/libnvtx-py.so
+  [ -e "$LIB" ] || { echo "SKIP: libnvtx-py.so not built"; exit 77; }
+  GPUPROF_LOG=info "$GPUPROF" record -o "$T/p.gpdb" -- "$PY" "$(dirname "$0")/nvtx-py.py" "$LIB" >"$T/out.txt" 2>&1 ||
+    { cat "$T/out.txt"; die "record failed"; }
+  cat "$T/out.txt"
+  grep -qx ok "$T/out.txt" || die "script did not finish"
+  grep -q "NVTX ranges are recorded" "$T/out.txt" || die "the shim did not say it records NVTX ranges"
+  $CHECK "$T/p.gpdb" py
+  $GPDQ "$T/p.gpdb" drops 0
   ;;
 *) die "unknown mode $MODE" ;;
 esac
