@@ -8,7 +8,7 @@ must give, exactly: every row present with its value, no other row.  Also
 checks where each range node sits: the first frame below it (below the
 range nodes that stand together with it) is the function whose frame the
 range was pushed in (main, layer, deep).  `off` (GPUPROF_NVTX=0): no range
-node at all, the same 30 kernels.  `py` (nvtx-py.py): GXCOPY:COUNT by range
+node at all, the same 32 kernels.  `py` (nvtx-py.py): GXCOPY:COUNT by range
 chain, and every range node between the Python frames `<module>` and
 `main` of the script.
 """
@@ -25,7 +25,7 @@ PY = "nvtx-py.py"
 
 def expected(mode):
     if mode == "off":
-        return {(): 30}
+        return {(): 32}
     if mode == "py":
         return {(): 2, ("outer",): 3, ("outer", "a"): 3, ("ctx",): 1}
     return {
@@ -35,12 +35,14 @@ def expected(mode):
         ("outer", "io::load"): 4,
         ("outer", "phase"): 5,
         ("outer", "wide\u00e9"): 1,
+        ("worker",): 2,
         DEEP: 7,
     }
 
 
 # the function of the first frame below each range node (its push frame)
-BELOW = {"outer": "main", "inner": "layer", "io::load": "main", "phase": "main", "wide\u00e9": "main"}
+BELOW = {"outer": "main", "inner": "layer", "io::load": "main", "phase": "main", "wide\u00e9": "main",
+         "worker": "worker"}
 
 
 def placement(p, chain, i, last, name, mode):

@@ -13,6 +13,8 @@
  *           start "phase", tick x5              outer > phase
  *           (another thread ends "phase")
  *           tick x6                             outer
+ *           a thread: push "worker", tick x2, pop   worker (its own stack:
+ *                                               not under main's outer)
  *           push L"wide\u00e9", tick x1, pop    outer > wide<e-acute>
  *         pop
  *   deep(): 40 nested pushes "d0".."d39", tick x7, 41 pops (one with
@@ -55,6 +57,14 @@ NOINLINE void layer(void) {
 
 static void *ender(void *arg) {
   nvtxRangeEnd(*(nvtxRangeId_t *)arg);
+  return NULL;
+}
+
+NOINLINE void *worker(void *arg) {
+  (void)arg;
+  nvtxRangePushA("worker");
+  launch(2);
+  nvtxRangePop();
   return NULL;
 }
 
@@ -108,6 +118,8 @@ int main(void) {
   if (pthread_create(&th, NULL, ender, &phase) != 0 || pthread_join(th, NULL) != 0)
     return 1;
   launch(6);
+  if (pthread_create(&th, NULL, worker, NULL) != 0 || pthread_join(th, NULL) != 0)
+    return 1;
 
   nvtxRangePushW(L"wide\u00e9");
   launch(1);
