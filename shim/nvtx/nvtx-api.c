@@ -194,21 +194,40 @@ static nvtxDomainHandle_t nvtx_domain_create(const char *name) {
   return (nvtxDomainHandle_t)&nvtx_domains[d];
 }
 
+/* Registered strings by text: index + 1 into nvtx_strings (0 empty), so
+ * that a program registering the same text again (in a loop) gets the same
+ * handle and does not use up the table.  Two threads registering one text
+ * at once may get two entries (same text). */
+static _Atomic uint32_t nvtx_string_ix[2 * GPD_NVTX_STRINGS];
+
 static nvtxStringHandle_t nvtx_string_register(const char *a, const wchar_t *w) {
-  uint32_t i = atomic_fetch_add_explicit(&nvtx_nstrings, 1, memory_order_relaxed);
-  if (i >= GPD_NVTX_STRINGS) {
-    atomic_store_explicit(&nvtx_nstrings, GPD_NVTX_STRINGS, memory_order_relaxed);
-    return (nvtxStringHandle_t)&nvtx_string_more;
-  }
-  nvtx_string_t *s = &nvtx_strings[i];
+  char text[GPD_NVTX_NAME_MAX + 1];
+  size_t n = 0;
   if (w) {
-    gpd_nvtx_utf8(s->text, sizeof s->text, w);
+    n = gpd_nvtx_utf8(text, sizeof text, w);
   } else {
-    size_t n = 0;
-    nvtx_put(s->text, &n, a ? a : "", GPD_NVTX_NAME_MAX);
-    s->text[n] = '\0';
+    nvtx_put(text, &n, a ? a : "", GPD_NVTX_NAME_MAX);
+    text[n] = '\0';
   }
-  return (nvtxStringHandle_t)s;
+  uint64_t h = gpd_hash64(text, n, 0x737472);
+  for (uint32_t p = 0; p < 2 * GPD_NVTX_STRINGS; p++) {
+    _Atomic uint32_t *e = &nvtx_string_ix[(h + p) % (2 * GPD_NVTX_STRINGS)];
+    uint32_t ix = atomic_load_explicit(e, memory_order_acquire);
+    if (ix && strcmp(nvtx_strings[ix - 1].text, text) == 0)
+      return (nvtxStringHandle_t)&nvtx_strings[ix - 1];
+    if (ix)
+      continue;
+    uint32_t i = atomic_fetch_add_explicit(&nvtx_nstrings, 1, memory_order_relaxed);
+    if (i >= GPD_NVTX_STRINGS) {
+      atomic_store_explicit(&nvtx_nstrings, GPD_NVTX_STRINGS, memory_order_relaxed);
+      break;
+    }
+    memcpy(nvtx_strings[i].text, text, n + 1);
+    /* published after its text; a lost race leaves the entry unindexed */
+    atomic_compare_exchange_strong_explicit(e, &ix, i + 1, memory_order_release, memory_order_relaxed);
+    return (nvtxStringHandle_t)&nvtx_strings[i];
+  }
+  return (nvtxStringHandle_t)&nvtx_string_more;
 }
 
 /* The text of registered string h ("" when not one of ours). */

@@ -8,7 +8,7 @@
  *           tick x2                             outer
  *           layer(): push "inner", tick x3, pop outer > inner (the node
  *                                               between main and layer)
- *           domain "io", registered "load":
+ *           domain "io", registered "load" (twice: one handle):
  *           domain push, tick x4, domain pop    outer > io::load
  *           start "phase", tick x5              outer > phase
  *           (another thread ends "phase")
@@ -102,6 +102,7 @@ int main(void) {
 
   nvtxDomainHandle_t io = nvtxDomainCreateA("io");
   nvtxStringHandle_t load = nvtxDomainRegisterStringA(io, "load");
+  int again = nvtxDomainRegisterStringA(io, "load") == load; /* registered again: the same handle */
   nvtxEventAttributes_t a;
   memset(&a, 0, sizeof a);
   a.version = NVTX_VERSION;
@@ -139,9 +140,9 @@ int main(void) {
     uint64_t c[7] = {0};
     counts(c, 7);
     printf("nvtx: kept=%llu deep=%llu unbalanced=%llu end_unknown=%llu starts_full=%llu labels_full=%llu "
-           "nosite=%llu\n",
+           "nosite=%llu same_string=%d\n",
            (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[3],
-           (unsigned long long)c[4], (unsigned long long)c[5], (unsigned long long)c[6]);
+           (unsigned long long)c[4], (unsigned long long)c[5], (unsigned long long)c[6], again);
   }
   clReleaseMemObject(buf);
   clReleaseKernel(tick);

@@ -34,7 +34,7 @@ known)
   cat "$T/rec.err"
   echo "$out"
   [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
-  want="nvtx: kept=38 deep=8 unbalanced=1 end_unknown=0 starts_full=0 labels_full=0 nosite=0"
+  want="nvtx: kept=38 deep=8 unbalanced=1 end_unknown=0 starts_full=0 labels_full=0 nosite=0 same_string=1"
   echo "$out" | grep -qxF "$want" || die "NVTX counters: want '$want'"
   $CHECK "$T/n.gpdb"
   $GPDQ "$T/n.gpdb" kernel-count tick 32
