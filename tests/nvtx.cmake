@@ -24,8 +24,9 @@ if(OpenCL_FOUND AND GPD_NVTX_INCLUDE_DIR)
   set_target_properties(nvtx-py PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/nvtx)
 endif()
 # known: the exact table; off: GPUPROF_NVTX=0 (no range node, same counts);
-# py: ranges pushed from Python, placed between its frames
-foreach(t known off py)
+# other: another tool's NVTX_INJECTION64_PATH left alone; py: ranges pushed
+# from Python, placed between its frames
+foreach(t known off other py)
   add_test(NAME nvtx.${t} COMMAND bash ${GPD_NVTX_T}/nvtx.sh ${CMAKE_BINARY_DIR} ${t})
   set_tests_properties(nvtx.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "GPD_IT_LIMIT=100;POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")

@@ -15,6 +15,7 @@
  *           tick x6                             outer
  *           a thread: push "worker", tick x2, pop   worker (its own stack:
  *                                               not under main's outer)
+ *           a thread starts "orphan" and exits; main ends it (an unknown id)
  *           push L"wide\u00e9", tick x1, pop    outer > wide<e-acute>
  *         pop
  *   deep(): 40 nested pushes "d0".."d39", tick x7, 41 pops (one with
@@ -57,6 +58,13 @@ NOINLINE void layer(void) {
 
 static void *ender(void *arg) {
   nvtxRangeEnd(*(nvtxRangeId_t *)arg);
+  return NULL;
+}
+
+/* starts a range and exits with it open: the shim frees its slot at the
+ * thread's exit, so main's later end of it names no open range */
+static void *orphan(void *arg) {
+  *(nvtxRangeId_t *)arg = nvtxRangeStartA("orphan");
   return NULL;
 }
 
@@ -121,6 +129,10 @@ int main(void) {
   launch(6);
   if (pthread_create(&th, NULL, worker, NULL) != 0 || pthread_join(th, NULL) != 0)
     return 1;
+  nvtxRangeId_t left = 0;
+  if (pthread_create(&th, NULL, orphan, &left) != 0 || pthread_join(th, NULL) != 0)
+    return 1;
+  nvtxRangeEnd(left);
 
   nvtxRangePushW(L"wide\u00e9");
   launch(1);

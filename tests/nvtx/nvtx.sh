@@ -7,11 +7,14 @@
 #          push inside a called function, a domain range with a registered
 #          name, a start/end range ended on another thread, a wide name, 40
 #          nested pushes of which 32 are kept, one pop too many, a range
-#          of another thread while main's is open), each node
+#          of another thread while main's is open, a started range left
+#          open by an exited thread), each node
 #          between the right frames (tests/nvtx/check.py); the shim's NVTX
 #          counters exact; `gpuprof report` shows the range nodes; the
 #          program's output unchanged
 #   off    GPUPROF_NVTX=0: no range node, the same kernels
+#   other  NVTX_INJECTION64_PATH names another tool's library: the shim
+#          leaves it, says so in one line; no range node, the same kernels
 #   py     nvtx-py.py pushes ranges from Python around OpenCL copies (both
 #          through ctypes and libnvtx-py.so): copy counts per range chain exact, each node
 #          between the Python frames <module> and main
@@ -34,7 +37,7 @@ known)
   cat "$T/rec.err"
   echo "$out"
   [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
-  want="nvtx: kept=38 deep=8 unbalanced=1 end_unknown=0 starts_full=0 labels_full=0 nosite=0 same_string=1"
+  want="nvtx: kept=39 deep=8 unbalanced=1 end_unknown=1 starts_full=0 labels_full=0 nosite=0 same_string=1"
   echo "$out" | grep -qxF "$want" || die "NVTX counters: want '$want'"
   $CHECK "$T/n.gpdb"
   $GPDQ "$T/n.gpdb" kernel-count tick 32
@@ -52,6 +55,17 @@ off)
   echo "$out" | grep -q "^nvtx: kept=0 " || die "ranges kept with GPUPROF_NVTX=0"
   $CHECK "$T/o.gpdb" off
   $GPDQ "$T/o.gpdb" kernel-count tick 32
+  ;;
+other)
+  out=$(NVTX_INJECTION64_PATH=$T/libother-tool.so GPUPROF_LOG=info "$GPUPROF" record -o "$T/t.gpdb" -- "$APP" \
+    2>"$T/rec.err") || { cat "$T/rec.err"; die "record failed"; }
+  cat "$T/rec.err"
+  echo "$out"
+  [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
+  grep -q "NVTX_INJECTION64_PATH=$T/libother-tool.so is another tool's" "$T/rec.err" ||
+    die "the shim did not say it leaves another tool's injection"
+  echo "$out" | grep -q "^nvtx: kept=0 " || die "ranges kept while another tool is the injection"
+  $CHECK "$T/t.gpdb" off
   ;;
 py)
   LIB=$BUILD/tests/nvtx/libnvtx-py.so
