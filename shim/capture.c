@@ -47,6 +47,7 @@
 #include "gpuprof/log.h"
 #include "internal.h"
 #include "module.h"
+#include "nvtx/nvtx.h"
 
 static int capture_log_once_full, capture_log_once_busy;
 static _Atomic unsigned long capture_nested_n, capture_nested_declined;
@@ -77,10 +78,10 @@ GPD_EXPORT void gpd_shim__capture_nested(unsigned long *seen, unsigned long *dec
 
 /* --------------------------------------------------------------- nodes */
 
-/* Intern keys of labelled contexts (gpd_shim_label_node): tag in the top
- * 16 bits (no user-space return address has them; Python keys use
- * GPD_PY_KEY_TAG), the label's string id below. */
-#define CAPTURE_LABEL_KEY_TAG 0xfffeull
+/* Intern keys of labelled contexts (gpd_shim_label_node, NVTX ranges):
+ * GPD_LABEL_KEY_TAG (internal.h) in the top 16 bits, the label's string
+ * id below. */
+#define CAPTURE_LABEL_KEY_TAG GPD_LABEL_KEY_TAG
 static inline int capture_is_label_key(uint64_t k) { return (k >> 48) == CAPTURE_LABEL_KEY_TAG; }
 
 /* Make sure node id (child of parent at ip) is announced in epoch.
@@ -443,7 +444,7 @@ static uint64_t capture_pykey(const gpd_capture_walk_t *w, const gpd_pyframes_th
 
 /* Intern key of call site ip: the module's address tag in bits 48..63. */
 static inline uint64_t capture_key(uintptr_t ip, int may_sync) {
-  if (gpd_pyframes_is_key(ip))
+  if (gpd_pyframes_is_key(ip) || capture_is_label_key(ip))
     return ip;
   return (uint64_t)ip | ((uint64_t)gpd_module_tag(ip, may_sync) << 48);
 }
@@ -712,8 +713,11 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   GPD_ST_IN_ADD(GPD_ST_PYWALK, st_t1);
   if (__builtin_expect(gpd_shim__stats_on == 1, 0))
     capture_stat_frames(m, w, &m->py, py);
+  /* Open NVTX ranges of this thread (nvtx/nvtx.h): part of the path, so
+   * part of the node cache key; none in site mode (a push site). */
+  uint64_t nv = gpd_nvtx_key();
   st_t1 = GPD_ST_IN_T0();
-  if (!py && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
+  if (!py && !nv && w->node && w->gen == gen && w->epoch == epoch && w->mgen == mgen) {
     parent = w->node; /* same stack as a recorded capture: same, announced node */
     GPD_ST_IN_ADD(GPD_ST_NODE_REUSE, st_t1);
     goto out;
@@ -722,6 +726,11 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
    * key is a 64-bit hash of the walk's fill id and the Python keys: two
    * different Python paths of one walk collide with probability 2^-64. */
   uint64_t pk = py ? capture_pykey(w, &m->py) : 0;
+  if (nv) {
+    if (!py && w->ok)
+      pk = (w->id * 0x9e3779b97f4a7c15ull) | 1;
+    pk = nv == GPD_NVTX_KEY_SITE || !pk ? 0 : ((pk ^ nv) * 0x100000001b3ull) | 1;
+  }
   uint32_t pslot = (uint32_t)(pk ^ (pk >> 29)) & (GPD_CAPTURE_PYNODES - 4); /* 4-way set */
   uint32_t pway = 0;
   for (; pk && pway < 4; pway++, pslot++)
@@ -751,6 +760,10 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
     depth = gpd_pyframes_splice(&m->py, &buf[s], depth, GPD_CAPTURE_WALK_MAX + GPD_PY_MAX, &buf);
     s = 0;
   }
+  if (nv && depth > 0) {
+    depth = gpd_nvtx_splice(&buf[s], depth, GPD_CAPTURE_WALK_MAX + GPD_PY_MAX + GPD_NVTX_SPLICE_MAX, &buf);
+    s = 0;
+  }
   if (depth > GPD_CAPTURE_MAX_DEPTH)
     depth = GPD_CAPTURE_MAX_DEPTH;
   if (depth <= 0)
@@ -759,7 +772,7 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
   int complete;
   parent = path_intern(g, &m->path, &buf[s + depth - 1], (uint32_t)depth, epoch, 1, &complete);
   /* Replay the node only for a complete, fully announced path. */
-  if (complete && !py) {
+  if (complete && !py && !nv) {
     w->gen = gen;
     w->epoch = epoch;
     w->mgen = mgen;

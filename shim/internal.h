@@ -40,6 +40,11 @@
  *  by the shim (vendor profiling query failed), not device times. */
 #define GPD_ACTIVITY_HOST_TIME 0x01u
 
+/** Bits 48..63 of the intern key of a labelled context (capture.c:
+ *  gpd_shim_label_node, NVTX ranges), the label's string id below: no
+ *  user-space return address has them; Python keys use GPD_PY_KEY_TAG. */
+#define GPD_LABEL_KEY_TAG 0xfffeull
+
 /** Announcement state word value meaning "being announced by a thread". */
 #define GPD_ANN_BUSY 0xffffffffu
 
