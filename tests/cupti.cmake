@@ -24,6 +24,14 @@ if(CMOCKA_FOUND)
   target_link_libraries(test-cupti-mode PRIVATE gpd_common PkgConfig::CMOCKA m)
   add_test(NAME cupti.mode COMMAND test-cupti-mode)
   set_tests_properties(cupti.mode PROPERTIES LABELS "unit" TIMEOUT 30)
+  # GRAPHNODE_CREATED / _CLONED callbacks -> GRAPHNODE records (the pure
+  # handler of cupti-graph.c, with stand-ins for libcupti and the shim).
+  add_executable(test-cupti-graph ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graph.c ${GPD_CUPTI_SRC}/cupti-graph.c)
+  target_include_directories(test-cupti-graph PRIVATE ${GPD_CUPTI_INCS})
+  target_compile_definitions(test-cupti-graph PRIVATE GPD_CUPTI_GRAPH_PURE=1)
+  target_link_libraries(test-cupti-graph PRIVATE gpd_common PkgConfig::CMOCKA)
+  add_test(NAME cupti.graph COMMAND test-cupti-graph)
+  set_tests_properties(cupti.graph PROPERTIES LABELS "unit" TIMEOUT 30)
   add_executable(test-cupti-sassdec ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-sassdec.c
                  ${GPD_CUPTI_SRC}/cupti-sassdec.c)
   target_include_directories(test-cupti-sassdec PRIVATE ${GPD_CUPTI_INCS})
@@ -35,7 +43,7 @@ endif()
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
-            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-translate.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
             ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)

@@ -7,6 +7,11 @@ if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   target_compile_options(test-daemon-profile PRIVATE -g) # test_symbols needs DWARF
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
   set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+  # CUDA graph work below its nodes' creation paths (daemon/graph.c)
+  add_executable(test-daemon-graph ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-graph.c)
+  target_link_libraries(test-daemon-graph PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.graph COMMAND test-daemon-graph)
+  set_tests_properties(daemon.graph PROPERTIES LABELS "unit" TIMEOUT 60)
   # the Tree reply's direct encoder against protobuf-c's bytes
   add_executable(test-daemon-encode ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-encode.c)
   target_link_libraries(test-daemon-encode PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
