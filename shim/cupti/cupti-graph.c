@@ -21,7 +21,8 @@
  *     {copy id, original id} (no unwinding); the daemon gives the copy its
  *     original's context.  Nodes that CUPTI reports CREATED while it
  *     instantiates are the same copies: the daemon keeps the clone's
- *     context for an id once it has one (docs/FORMATS.md, GRAPHNODE).
+ *     context for an id once it has one (docs/FORMATS.md, GRAPHNODE); a
+ *     node reported created with an original node is taken as its copy.
  *   - cudaGraphExecUpdate changes the parameters of an executable graph's
  *     nodes, not their ids: their work stays attributed to the contexts of
  *     the graph that was instantiated.
@@ -80,7 +81,9 @@ int gpd_cupti_graph_handle(const gpd_cupti_graph_ops_t *ops, unsigned cbid, cons
     stat_add(GPD_CUPTI_GRAPH_NOID);
     return 0;
   }
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+  /* a node reported created with an original is a copy too */
+  int clone = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED || (g->originalNode && g->originalNode != g->node);
+  if (clone) {
     stat_add(GPD_CUPTI_GRAPH_CLONED);
     r.h.flags = GPD_GRAPHNODE_F_CLONE;
     if ((r.orig = node_id(ops, g->originalNode)) == 0 || r.orig == r.id) {

@@ -252,7 +252,8 @@ typedef struct gpd_cupti_graph_ops_s {
 } gpd_cupti_graph_ops_t;
 /** A graph resource callback (cbid GRAPHNODE_CREATED or _CLONED, data g):
  *  a created kernel / memcpy / memset node gets this thread's context, a
- *  cloned one its original's id, pushed as a GRAPHNODE record.  Returns 1
+ *  cloned one (or one reported created with an original node) its
+ *  original's id, pushed as a GRAPHNODE record.  Returns 1
  *  when a record was pushed, else 0 (another callback, another node type,
  *  no id or context, push failed: counted).  The thread CUPTI calls it
  *  on (the one making the node).  Pure apart from ops. */
