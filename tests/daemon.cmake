@@ -44,7 +44,7 @@ if(TARGET gpd_daemon_core AND TARGET gpuprofd AND TARGET gpd_dclient)
   target_compile_definitions(test-daemon-e2e PRIVATE
     GPD_TEST_DAEMON="$<TARGET_FILE:gpuprofd>"
     GPD_TEST_CLIENT="$<TARGET_FILE:test-daemon-client>")
-  foreach(t integration hostile killed restart monitors register64)
+  foreach(t integration hostile killed restart monitors register64 graphreplay)
     add_test(NAME daemon.${t} COMMAND test-daemon-e2e ${t})
     set_tests_properties(daemon.${t} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
