@@ -42,6 +42,7 @@ void gpd_graph_free(gpd_profile_t *p) {
     return;
   gpd_map_free(&p->graph->ids);
   gpd_map_free(&p->graph->places);
+  free(p->graph->fast);
   free(p->graph);
   p->graph = NULL;
 }
@@ -49,7 +50,8 @@ void gpd_graph_free(gpd_profile_t *p) {
 size_t gpd_graph_bytes(const gpd_profile_t *p) {
   if (!p->graph)
     return 0;
-  return sizeof *p->graph + (p->graph->ids.cap + p->graph->places.cap) * sizeof(gpd_mapent_t);
+  return sizeof *p->graph + (p->graph->ids.cap + p->graph->places.cap) * sizeof(gpd_mapent_t) +
+         (p->graph->fast ? GPD_GRAPH_FAST * sizeof *p->graph->fast : 0);
 }
 
 /* Set id's value: 0, or -ENOSPC when the bound (or memory) keeps a new
@@ -57,6 +59,8 @@ size_t gpd_graph_bytes(const gpd_profile_t *p) {
 static int graph_put(gpd_graph_t *g, uint64_t id, uint64_t val) {
   uint64_t *ref = gpd_map_ref(&g->ids, id);
   if (ref) {
+    if (*ref != val && g->fast) /* a placement may have used the old context */
+      memset(g->fast, 0, GPD_GRAPH_FAST * sizeof *g->fast);
     *ref = val;
     return 0;
   }
@@ -145,8 +149,18 @@ static uint32_t graph_graft(gpd_profile_t *p, uint32_t ph, uint32_t cap) {
   return cur;
 }
 
+static gpd_graph_fast_t *fast_slot(gpd_graph_t *g, uint64_t node, uint32_t at) {
+  uint64_t h = node * 0x9e3779b97f4a7c15ull ^ (uint64_t)at * 0xc2b2ae3d27d4eb4full;
+  return &g->fast[(h >> 40) & (GPD_GRAPH_FAST - 1)];
+}
+
 uint32_t gpd_graph_place(gpd_profile_t *p, uint32_t at, uint64_t graph_node, int force) {
   gpd_graph_t *g = gpd_graph_get(p);
+  gpd_graph_fast_t *f = g && g->fast ? fast_slot(g, graph_node, at) : NULL;
+  if (f && f->node == graph_node && f->at == at) {
+    g->placed++;
+    return f->leaf;
+  }
   uint32_t ph = gpd_profile_child(p, at, GPD_NODE_PLACEHOLDER, GPD_GRAPH_LABEL, GPD_GRAPH_LABEL, NULL);
   if (ph == GPD_NONE)
     return at;
@@ -160,16 +174,17 @@ uint32_t gpd_graph_place(gpd_profile_t *p, uint32_t at, uint64_t graph_node, int
     return ph;
   }
   uint64_t key = (uint64_t)ph << 32 | cap, leaf;
-  if (gpd_map_get(&g->places, key, &leaf)) {
-    g->placed++;
-    return (uint32_t)leaf;
+  if (!gpd_map_get(&g->places, key, &leaf)) {
+    if ((leaf = graph_graft(p, ph, cap)) == GPD_NONE)
+      return ph; /* the node bound */
+    if (g->places.n >= GPD_GRAPH_MAX_PLACES)
+      gpd_map_clear(&g->places);
+    (void)gpd_map_put(&g->places, key, leaf);
   }
-  uint32_t l = graph_graft(p, ph, cap);
-  if (l == GPD_NONE)
-    return ph;
-  if (g->places.n >= GPD_GRAPH_MAX_PLACES)
-    gpd_map_clear(&g->places);
-  (void)gpd_map_put(&g->places, key, l);
+  if (!g->fast)
+    g->fast = calloc(GPD_GRAPH_FAST, sizeof *g->fast);
+  if (g->fast)
+    *fast_slot(g, graph_node, at) = (gpd_graph_fast_t){graph_node, at, (uint32_t)leaf};
   g->placed++;
-  return l;
+  return (uint32_t)leaf;
 }

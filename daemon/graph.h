@@ -35,12 +35,24 @@ typedef struct gpd_profile_s gpd_profile_t;
  * emptied. */
 #define GPD_GRAPH_MAX_PLACES (1u << 16)
 #define GPD_GRAPH_LABEL "<graph replay>"
+/* Entries of the direct-mapped (graph node, launch site) -> leaf cache,
+ * a power of two (16 bytes each, made at the first placement). */
+#define GPD_GRAPH_FAST 4096u
+
+/** One entry of the placement cache (emptied whenever a node's context
+ *  changes). */
+typedef struct gpd_graph_fast_s {
+  uint64_t node;  /* graph node id (0 = empty) */
+  uint32_t at;    /* launch site's node index */
+  uint32_t leaf;  /* where its work goes */
+} gpd_graph_fast_t;
 
 /** One process's graph nodes (gpd_profile_t.graph, made at its first
  *  GRAPHNODE record or graph activity). */
 typedef struct gpd_graph_s {
   gpd_map_t ids;      /* graph node id -> creation context (see graph.c) */
   gpd_map_t places;   /* (<graph replay> index << 32 | context index) -> leaf index */
+  gpd_graph_fast_t *fast; /* GPD_GRAPH_FAST entries, NULL until the first placement */
   uint32_t max;       /* bound on ids.n: GPD_GRAPH_MAX_NODES (tests lower it) */
   uint64_t created;   /* GRAPHNODE records kept: created nodes */
   uint64_t cloned;    /* ... and clones */

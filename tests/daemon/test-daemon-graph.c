@@ -257,7 +257,8 @@ static void test_bound(void **st) {
   assert_true(at(&p, syn(ph_k, "kernel:kB"), GPD_M_GKER_COUNT) == 5);
   assert_true(at(&p, syn(x_ph, "<gpu memset>"), GPD_M_GMSET_COUNT) == 5);
   assert_true(p.graph->placed == 5 && p.graph->unknown == 10);
-  assert_true(gpd_graph_bytes(&p) > 0 && gpd_graph_bytes(&p) <= 4096);
+  assert_true(gpd_graph_bytes(&p) > GPD_GRAPH_FAST * sizeof(gpd_graph_fast_t) &&
+              gpd_graph_bytes(&p) <= 4096 + GPD_GRAPH_FAST * sizeof(gpd_graph_fast_t));
   gpd_profile_free(&p);
 }
 
@@ -286,10 +287,34 @@ static void test_two_sites(void **st) {
   gpd_profile_free(&p);
 }
 
+/* A node's context changes after its work was placed (its clone record
+ * came after a replay): the next replays follow the new context, the
+ * cached placement is not used again. */
+static void test_context_change(void **st) {
+  (void)st;
+  ids();
+  gpd_profile_t p;
+  assert_int_equal(gpd_profile_init(&p, 6), 0);
+  program(&p);
+  gnode(&p, 1, L_FWD_A, 0);
+  gnode(&p, 101, L_FWD_B, 0); /* reported created first, at another context */
+  for (int r = 0; r < 2; r++) {
+    launch(&p, C(10 + r));
+    run(&p, C(10 + r), 101, S_KA);
+    if (r == 0)
+      gnode(&p, 101, 0, 1); /* now: a copy of node 1 */
+  }
+  gpd_profile_finish(&p);
+  uint64_t b_ka = syn(syn(x_b, "<gpu kernel>"), "kernel:kA");
+  assert_true(at(&p, b_ka, GPD_M_GKER_COUNT) == 1);
+  assert_true(at(&p, x_ka, GPD_M_GKER_COUNT) == 1);
+  gpd_profile_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_capture_replay), cmocka_unit_test(test_clone_first),
       cmocka_unit_test(test_pending_and_unknown), cmocka_unit_test(test_bound),
-      cmocka_unit_test(test_two_sites)};
+      cmocka_unit_test(test_two_sites), cmocka_unit_test(test_context_change)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
