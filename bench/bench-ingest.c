@@ -99,6 +99,15 @@ static int consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_profile_t *pro
   return rc;
 }
 
+/* Zero fixed record r (len bytes) and fill its header for `type`. */
+static void rec_init(void *r, size_t len, unsigned type) {
+  memset(r, 0, len);
+  gpd_rec_hdr_t *h = r;
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)(len / GPD_SLOT_SIZE);
+}
+
 static void announce(gpd_profile_t *p, unsigned nodes) {
   gpd_profile_add_module(p, 1, NULL, 0, 0, 0, "/bench/app", 10);
   for (uint32_t s = 1; s <= 4; s++) {
@@ -108,10 +117,7 @@ static void announce(gpd_profile_t *p, unsigned nodes) {
   }
   for (uint32_t i = 1; i <= nodes; i++) {
     _Alignas(64) gpd_rec_node_t n;
-    memset(&n, 0, sizeof n);
-    n.h.type = GPD_REC_NODE;
-    n.h.version = GPD_REC_VERSION;
-    n.h.nslots = GPD_REC_NSLOTS(n);
+    rec_init(&n, sizeof n, GPD_REC_NODE);
     n.id = i;
     n.parent = i > 1 ? (i - 1) / 2 : 0;
     n.module = 1;
@@ -120,10 +126,7 @@ static void announce(gpd_profile_t *p, unsigned nodes) {
   }
   for (uint32_t g = 1; g <= g_graph; g++) {
     _Alignas(64) gpd_rec_graphnode_t r;
-    memset(&r, 0, sizeof r);
-    r.h.type = GPD_REC_GRAPHNODE;
-    r.h.version = GPD_REC_VERSION;
-    r.h.nslots = GPD_REC_NSLOTS(r);
+    rec_init(&r, sizeof r, GPD_REC_GRAPHNODE);
     r.id = g;
     r.node = 1 + g % nodes;
     gpd_profile_ingest(p, &r, sizeof r);
