@@ -93,8 +93,8 @@ def torch_part(replays):
 
 # ------------------------------------------------- explicit graph API
 PTX = b"""
-.version 7.0
-.target sm_70
+.version 8.0
+.target sm_90
 .address_size 64
 .visible .entry gpd_graph_ka()
 {
