@@ -1051,12 +1051,7 @@ void gpd_cupti_fini(void) {
             "cudart calls counted (since load) kernel=%llu copy=%llu memset=%llu\n",
             c_incomplete, c_invoke_rt[1], c_rt_counted, c_invoke_rt[2], c_invoke_rt[3], (unsigned long long)cnt[GPD_CUPTI_COUNT_KERNEL],
             (unsigned long long)cnt[GPD_CUPTI_COUNT_COPY], (unsigned long long)cnt[GPD_CUPTI_COUNT_MEMSET]);
-    uint64_t gs[GPD_CUPTI_GRAPH_NSTAT];
-    gpd_cupti_graph_stats(gs);
-    fprintf(stderr, "gpuprof-cupti: graph nodes created=%llu cloned=%llu other-type=%llu no-id=%llu no-context=%llu "
-            "pushed=%llu pushfail=%llu\n", (unsigned long long)gs[0], (unsigned long long)gs[1],
-            (unsigned long long)gs[2], (unsigned long long)gs[3], (unsigned long long)gs[4],
-            (unsigned long long)gs[5], (unsigned long long)gs[6]);
+    gpd_cupti_graph_print(stderr);
   }
 }
 

@@ -37,6 +37,7 @@
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cupti-internal.h"
@@ -49,6 +50,15 @@ static void stat_add(unsigned i) { atomic_fetch_add_explicit(&c_stat[i], 1, memo
 void gpd_cupti_graph_stats(uint64_t out[GPD_CUPTI_GRAPH_NSTAT]) {
   for (unsigned i = 0; i < GPD_CUPTI_GRAPH_NSTAT; i++)
     out[i] = atomic_load_explicit(&c_stat[i], memory_order_relaxed);
+}
+
+void gpd_cupti_graph_print(FILE *f) {
+  uint64_t s[GPD_CUPTI_GRAPH_NSTAT];
+  gpd_cupti_graph_stats(s);
+  fprintf(f, "gpuprof-cupti: graph nodes created=%llu cloned=%llu other-type=%llu no-id=%llu no-context=%llu "
+          "pushed=%llu pushfail=%llu\n", (unsigned long long)s[0], (unsigned long long)s[1],
+          (unsigned long long)s[2], (unsigned long long)s[3], (unsigned long long)s[4], (unsigned long long)s[5],
+          (unsigned long long)s[6]);
 }
 
 /* Node types whose work CUPTI reports as KERNEL / MEMCPY / MEMSET. */

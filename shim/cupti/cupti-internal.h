@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cupti.h>
 
@@ -260,6 +261,9 @@ typedef struct gpd_cupti_graph_ops_s {
 int gpd_cupti_graph_handle(const gpd_cupti_graph_ops_t *ops, unsigned cbid, const CUpti_GraphData *g);
 /** Copy the counters (GPD_CUPTI_GRAPH_*).  Any thread. */
 void gpd_cupti_graph_stats(uint64_t out[GPD_CUPTI_GRAPH_NSTAT]);
+/** One "gpuprof-cupti: graph nodes ..." line of the counters on f
+ *  (GPUPROF_CUPTI_SELFTEST). */
+void gpd_cupti_graph_print(FILE *f);
 /** dlsym cuptiGetGraphNodeId: 1 when graph nodes can be attributed. */
 int gpd_cupti_graph_setup(void *libcupti);
 /** The resource callbacks the back end enables for it. */
