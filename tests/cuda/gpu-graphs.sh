@@ -24,9 +24,16 @@ DB=/tmp/gpd-graphs.gpdb; rm -f "$DB"
   date -u; nvidia-smi -L
   echo "== (a) versions"
   python3 -VV; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
-  echo "== (b) stand-in shim (GPUPROF_CUPTI_SELFTEST counters)"
-  LD_PRELOAD=$B/lib/libgpd-cupti-selftest.so timeout 300 python3 "$G" run "$R" 2>&1 |
-    grep -E "^(torch|explicit)|gpuprof-stub: status|graph nodes|disabled"
+  echo "== (b) stand-in shim (GPUPROF_CUPTI_SELFTEST counters, GPUPROF_STUB_DUMP records)"
+  GPUPROF_STUB_DUMP=1 LD_PRELOAD=$B/lib/libgpd-cupti-selftest.so timeout 300 python3 "$G" run "$R" \
+    >"$O/stub.out" 2>"$O/stub.err"
+  grep -hE "^(torch|explicit)|gpuprof-stub: status|graph nodes|disabled" "$O/stub.out" "$O/stub.err"
+  # graph-run activities whose node a GRAPHNODE record named (created, or a copy of a named one)
+  awk '/^GRAPHNODE /{split($2,a,"="); split($3,n,"="); split($4,o,"="); id[a[2]]=1; orig[a[2]]=o[2]}
+       /^ACT .* graph=[1-9]/{split($NF,g,"="); act[g[2]]++}
+       END{for (k in act) {t+=act[k]; ok=0; x=k; for (h=0;h<8 && (x in id);h++) {if (orig[x]=="0") {ok=1; break}; x=orig[x]}
+             if (ok) named+=act[k]; else {un+=act[k]; if (shown++<5) print "  unnamed graph node", k, act[k], "activities"}}
+           printf "graph-run activities %d, of graph nodes named by a GRAPHNODE record (created or a copy of one): %d, unnamed: %d\n", t, named, un}' "$O/stub.err"
   echo "== (c) gpuprof record + report"
   GPUPROF_CUPTI_SELFTEST=1 timeout 300 gpuprof record -o "$DB" -- python3 "$G" run "$R" 2>&1 |
     grep -E "^(torch|explicit)|graph nodes|error|warn" | head -20

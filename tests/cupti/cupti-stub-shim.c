@@ -60,11 +60,11 @@ int gpd_shim_push_activity(gpd_rec_activity_t *a) {
   if (dump)
     fprintf(stderr,
             "ACT corr=%lu op=%u sub=%u dev=%u stream=%u start=%lu dur=%lu bytes=%lu name=%u "
-            "blk=%u thr=%u regs=%u ssm=%u dsm=%u lmem=%u occ=%u\n",
+            "blk=%u thr=%u regs=%u ssm=%u dsm=%u lmem=%u occ=%u graph=%llu\n",
             (unsigned long)(a->corr & 0xffffffffffffffull), a->op, a->subkind, a->device,
             a->stream, (unsigned long)a->start, (unsigned long)(a->end - a->start),
             (unsigned long)a->bytes, a->name, a->blocks, a->block_threads, a->regs_per_thread,
-            a->static_smem, a->dynamic_smem, a->local_mem, a->occ_permille);
+            a->static_smem, a->dynamic_smem, a->local_mem, a->occ_permille, (unsigned long long)a->graph_node);
   return 0;
 }
 int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
