@@ -183,18 +183,29 @@ GPD_EXPORT int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t 
   return err ? err : gpd_thread_push_wait_stop(a, sizeof *a, max_wait_ns, stop);
 }
 
+/* Zero fixed record r (len bytes) of a type newer than the first daemons
+ * and fill its header: 0, -ENOTCONN (no daemon) or -ENOTSUP (the region's
+ * daemon does not accept the type). */
+static int rec_begin(void *r, size_t len, unsigned type) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  if (gpd_shim__g.region.hdr->rec_types <= type)
+    return -ENOTSUP;
+  memset(r, 0, len);
+  gpd_rec_hdr_t *h = r;
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)(len / GPD_SLOT_SIZE);
+  return 0;
+}
+
 GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
                                       uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
                                       uint64_t launches_in) {
-  if (!gpd_shim_active())
-    return -ENOTCONN;
-  if (gpd_shim__g.region.hdr->rec_types <= GPD_REC_TRACEWIN)
-    return -ENOTSUP;
   gpd_rec_tracewin_t r;
-  memset(&r, 0, sizeof r);
-  r.h.type = GPD_REC_TRACEWIN;
-  r.h.version = GPD_REC_VERSION;
-  r.h.nslots = GPD_REC_NSLOTS(r);
+  int err = rec_begin(&r, sizeof r, GPD_REC_TRACEWIN);
+  if (err)
+    return err;
   r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
   r.api = (uint8_t)api;
   r.duty = duty ? 1 : 0;
@@ -205,6 +216,20 @@ GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_
   r.window_ns = window_ns;
   r.launches = launches;
   r.launches_in = launches_in > launches ? launches : launches_in;
+  return gpd_thread_push(&r, sizeof r);
+}
+
+GPD_EXPORT int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig) {
+  gpd_rec_graphnode_t r;
+  int err = rec_begin(&r, sizeof r, GPD_REC_GRAPHNODE);
+  if (err)
+    return err;
+  r.h.flags = orig ? GPD_GRAPHNODE_F_CLONE : 0;
+  r.id = id;
+  r.node = orig ? 0 : node;
+  r.orig = orig;
+  if (gpd_rec_validate(&r, sizeof r) != 0)
+    return -EINVAL;
   return gpd_thread_push(&r, sizeof r);
 }
 

@@ -582,6 +582,8 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   (void)ud;
   if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
     const CUpti_ResourceData *rd = data;
+    if (gpd_cupti_graph_resource(cbid, rd)) /* graph node made or copied (cupti-graph.c) */
+      return;
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
       uint32_t dev = 0;
       atomic_fetch_add(&c_ctx, 1);
@@ -846,6 +848,8 @@ static CUptiResult cupti_subscribe(const char **step) {
     return r;
   for (size_t i = 0; i < sizeof res / sizeof *res; i++)
     fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
+  for (size_t i = 0; i < GPD_CUPTI_GRAPH_NCBID; i++)
+    fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, gpd_cupti_graph_cbids[i]);
   fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
   *step = "cuptiActivityRegisterCallbacks";
   if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) != CUPTI_SUCCESS)
@@ -878,6 +882,7 @@ int gpd_cupti_start(void) {
   g_count_check = getenv("GPUPROF_CUPTI_SELFTEST") != NULL; /* runtime launches vs counters */
   gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
   gpd_cupti_sass_setup(g_lib); /* GPUPROF_SASS_COUNTS=1 (cupti-sass.c) */
+  gpd_cupti_graph_setup(g_lib); /* graph nodes' contexts (cupti-graph.c) */
   const char *step = NULL;
   if ((r = cupti_subscribe(&step)) != CUPTI_SUCCESS) {
     char why[200];
@@ -1046,6 +1051,7 @@ void gpd_cupti_fini(void) {
             "cudart calls counted (since load) kernel=%llu copy=%llu memset=%llu\n",
             c_incomplete, c_invoke_rt[1], c_rt_counted, c_invoke_rt[2], c_invoke_rt[3], (unsigned long long)cnt[GPD_CUPTI_COUNT_KERNEL],
             (unsigned long long)cnt[GPD_CUPTI_COUNT_COPY], (unsigned long long)cnt[GPD_CUPTI_COUNT_MEMSET]);
+    gpd_cupti_graph_print(stderr);
   }
 }
 

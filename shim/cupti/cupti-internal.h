@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cupti.h>
 
@@ -231,6 +232,46 @@ int gpd_cupti_sass_crc_map(uint32_t crc, const uint64_t *known, size_t n, uint64
  *  Pure apart from the hooks; any thread. */
 void gpd_cupti_sass_decode(const gpd_sass_sink_t *s, const struct CUpti_SassMetrics_Data *d,
                            size_t n, size_t inst, gpd_sass_stats_t *st);
+
+/* cupti-graph.c: CUDA graph nodes -> the context that created them. */
+/** Counters of gpd_cupti_graph_handle: nodes reported created / cloned
+ *  (kernel, memcpy, memset), of another type (not reported), without an
+ *  id, without a context (capture gave none), records pushed, records
+ *  lost to a full ring (or no daemon). */
+enum {
+  GPD_CUPTI_GRAPH_CREATED = 0, GPD_CUPTI_GRAPH_CLONED, GPD_CUPTI_GRAPH_OTHER, GPD_CUPTI_GRAPH_NOID,
+  GPD_CUPTI_GRAPH_NOCTX, GPD_CUPTI_GRAPH_PUSHED, GPD_CUPTI_GRAPH_PUSHFAIL, GPD_CUPTI_GRAPH_NSTAT
+};
+/** What the graph handler reaches outside (libcupti and the shim core in
+ *  the back end; stand-ins in tests).  node_id: CUPTI's id of a node, 0
+ *  or -1; capture: this thread's context (gpd_shim_capture, 0 = none);
+ *  push: one GRAPHNODE record, 0 or negative (lost). */
+typedef struct gpd_cupti_graph_ops_s {
+  int (*node_id)(CUgraphNode n, uint64_t *id);
+  uint32_t (*capture)(void);
+  int (*push)(const gpd_rec_graphnode_t *r);
+} gpd_cupti_graph_ops_t;
+/** A graph resource callback (cbid GRAPHNODE_CREATED or _CLONED, data g):
+ *  a created kernel / memcpy / memset node gets this thread's context, a
+ *  cloned one (or one reported created with an original node) its
+ *  original's id, pushed as a GRAPHNODE record.  Returns 1
+ *  when a record was pushed, else 0 (another callback, another node type,
+ *  no id or context, push failed: counted).  The thread CUPTI calls it
+ *  on (the one making the node).  Pure apart from ops. */
+int gpd_cupti_graph_handle(const gpd_cupti_graph_ops_t *ops, unsigned cbid, const CUpti_GraphData *g);
+/** Copy the counters (GPD_CUPTI_GRAPH_*).  Any thread. */
+void gpd_cupti_graph_stats(uint64_t out[GPD_CUPTI_GRAPH_NSTAT]);
+/** One "gpuprof-cupti: graph nodes ..." line of the counters on f
+ *  (GPUPROF_CUPTI_SELFTEST). */
+void gpd_cupti_graph_print(FILE *f);
+/** dlsym cuptiGetGraphNodeId: 1 when graph nodes can be attributed. */
+int gpd_cupti_graph_setup(void *libcupti);
+/** The resource callbacks the back end enables for it. */
+#define GPD_CUPTI_GRAPH_NCBID 2
+extern const unsigned gpd_cupti_graph_cbids[GPD_CUPTI_GRAPH_NCBID];
+/** Resource callback hook (cb_api): 1 when cbid was a graph node's
+ *  (handled), 0 for the caller to handle. */
+int gpd_cupti_graph_resource(unsigned cbid, const CUpti_ResourceData *rd);
 
 void gpd_cupti_pcs_fork_prepare(void);
 void gpd_cupti_pcs_fork_parent(void);
