@@ -9,7 +9,7 @@
  * the run's *time* overstates a launch's inclusion probability.  The
  * launch-based fraction f = (launches counted inside windows) /
  * (launches counted in the run) does not; the controller reads the
- * counters at each window's edges (cupti-api.c).
+ * counters at each window's edges (cupti-control.c).
  *
  * How: libgpuprof.so exports these names (libgpuprof.map: its one
  * anonymous version node leaves them unversioned, so they also satisfy
