@@ -1,11 +1,13 @@
 /* shim.c - libgpuprof.so: constructor / destructor, process state, the
- * push entry points of shim.h, correlation ids, back-end status, fork.
+ * push entry points of shim.h, correlation ids, fork.  The region's
+ * attach is attach.c's, the back ends' STATUS records status.c's.
  *
  * Life cycle: the constructor starts the connection thread (conn.c) and
  * waits at most GPD_SHIM_CTOR_WAIT_MS for it to register; the app then runs
- * on, profiled once a region is attached (gpd_shim__attach).  A region is
- * never unmapped while the process runs (threads and vendor callbacks may
- * be writing into it); only the fork child drops the parent's.
+ * on, profiled once a region is attached (gpd_shim__attach, attach.c).  A
+ * region is never unmapped while the process runs (threads and vendor
+ * callbacks may be writing into it); only the fork child drops the
+ * parent's.
  *
  * Vendor back ends are reached only through their ops tables (backends.h).
  *
@@ -19,7 +21,6 @@
  * exits never connects, registers or waits.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,21 +39,8 @@ static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
 
 const gpd_backend_t *const *gpd_shim__backends(void) { return shim_backends; }
 
-/* Identity of the attached region's memfd (under attach_lock when set). */
-static gpd_fdid_t region_fdid = {.fd = -1};
-
 /* Fork child: 1 until the connection thread was started for it. */
 static _Atomic int shim_lazy;
-
-/* Back-end status kept for re-sending after a (re)connection. */
-typedef struct status_keep_s {
-  int set;
-  int enabled;
-  int code;
-  char why[200];
-} status_keep_t;
-static status_keep_t status_keep[GPD_API_MAX];
-static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Fork child's first question: start the connection (once) and wait for
  * its first attempt like the constructor does; concurrent first callers
@@ -208,115 +196,10 @@ GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_
   return gpd_thread_push(&r, sizeof r);
 }
 
-static void status_push(unsigned api, int enabled, int code, const char *why) {
-  gpd_rec_status_t r;
-  memset(&r, 0, sizeof r);
-  r.h.type = GPD_REC_STATUS;
-  r.h.version = GPD_REC_VERSION;
-  r.h.nslots = GPD_REC_NSLOTS(r);
-  r.api = (uint8_t)api;
-  r.state = enabled ? 1 : 0;
-  r.code = code;
-  r.reason = (why && *why) ? gpd_shim_string(why, GPD_STR_REASON) : 0;
-  (void)gpd_thread_push(&r, sizeof r);
-}
-
-GPD_EXPORT void gpd_shim_backend_status(unsigned api, int enabled, int code, const char *why) {
-  if (api >= GPD_API_MAX)
-    return;
-  pthread_mutex_lock(&status_lock);
-  status_keep_t *k = &status_keep[api];
-  k->set = 1;
-  k->enabled = enabled;
-  k->code = code;
-  snprintf(k->why, sizeof k->why, "%s", why ? why : "");
-  pthread_mutex_unlock(&status_lock);
-  if (gpd_shim_active())
-    status_push(api, enabled, code, why);
-}
-
-void gpd_shim__status_resend(void) {
-  status_keep_t copy[GPD_API_MAX];
-  pthread_mutex_lock(&status_lock);
-  memcpy(copy, status_keep, sizeof copy);
-  pthread_mutex_unlock(&status_lock);
-  for (unsigned api = 0; api < GPD_API_MAX; api++)
-    if (copy[api].set)
-      status_push(api, copy[api].enabled, copy[api].code, copy[api].why);
-}
-
 GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
   if (!gpd_shim_active())
     return -ENOTCONN;
   return gpd_conn_gpubin(data, len, kind);
-}
-
-/* Attach happens once per process image (hand-back keeps the region). */
-static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int gpd_shim__attach(gpd_region_t *r) {
-  int err = 0;
-  pthread_mutex_lock(&attach_lock);
-  if (atomic_load(&gpd_shim__g.active)) {
-    err = -EALREADY;
-    goto out;
-  }
-  if (!gpd_shim__g.intern_ok) {
-    err = gpd_intern_init(&gpd_shim__g.intern, GPD_SHIM_INTERN_CAP);
-    if (err)
-      goto out;
-    gpd_shim__g.intern_ok = 1;
-  }
-  if (!gpd_shim__g.node_ann) {
-    void *m = mmap(NULL, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-      err = -errno;
-      goto out;
-    }
-    gpd_shim__g.node_ann = m;
-  }
-  (void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
-  if (gpd_fdid_take(&region_fdid, r->fd) < 0)
-    region_fdid.fd = -1; /* cannot tell it from another file: never hand back */
-  gpd_shim__g.region = *r;
-  /* Correlation ids handed out before the region keep counting. */
-  gpd_region_hdr_t *h = gpd_shim__g.region.hdr;
-  uint64_t local = atomic_load(&gpd_shim__g.local_corr);
-  uint64_t cur = atomic_load(&h->next_corr);
-  if (cur < local)
-    atomic_store(&h->next_corr, local);
-  atomic_fetch_add_explicit(&gpd_shim__g.gen, 1, memory_order_release);
-  atomic_store_explicit(&gpd_shim__g.active, 1, memory_order_release);
-out:
-  pthread_mutex_unlock(&attach_lock);
-  if (!err)
-    gpd_shim__status_resend();
-  return err;
-}
-
-int gpd_shim__region_fd(void) {
-  int fd = -1;
-  pthread_mutex_lock(&attach_lock);
-  if (gpd_fdid_owned(&region_fdid)) {
-    fd = region_fdid.fd;
-  } else {
-    region_fdid.fd = -1;
-    gpd_shim__g.region.fd = -1; /* never closed by us now */
-  }
-  pthread_mutex_unlock(&attach_lock);
-  return fd;
-}
-
-GPD_EXPORT int gpd_shim__attach_region(int fd) {
-  gpd_region_t r;
-  int err = gpd_region_map(&r, fd);
-  if (err)
-    return err;
-  err = gpd_shim__attach(&r);
-  if (err)
-    gpd_region_close(&r);
-  return err;
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -325,8 +208,8 @@ static void atfork_prepare(void) {
   for (size_t i = 0; i < SHIM_NBACKENDS; i++)
     if (shim_backends[i]->fork_prepare)
       shim_backends[i]->fork_prepare();
-  pthread_mutex_lock(&status_lock);
-  pthread_mutex_lock(&attach_lock);
+  gpd_shim__status_atfork_prepare();
+  gpd_shim__attach_atfork_prepare();
   gpd_conn_atfork_prepare();
   gpd_module_atfork_prepare();
 }
@@ -334,8 +217,8 @@ static void atfork_prepare(void) {
 static void atfork_parent(void) {
   gpd_module_atfork_parent();
   gpd_conn_atfork_parent();
-  pthread_mutex_unlock(&attach_lock);
-  pthread_mutex_unlock(&status_lock);
+  gpd_shim__attach_atfork_parent();
+  gpd_shim__status_atfork_parent();
   for (size_t i = SHIM_NBACKENDS; i-- > 0;)
     if (shim_backends[i]->fork_parent)
       shim_backends[i]->fork_parent();
@@ -344,23 +227,14 @@ static void atfork_parent(void) {
 static void atfork_child(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
   /* Locks taken in prepare by this thread, the only one left. */
-  pthread_mutex_unlock(&attach_lock);
-  pthread_mutex_unlock(&status_lock);
+  gpd_shim__attach_atfork_child();
+  gpd_shim__status_atfork_child();
   for (size_t i = SHIM_NBACKENDS; i-- > 0;)
     if (shim_backends[i]->fork_child)
       shim_backends[i]->fork_child();
   /* The child is a new process: drop the parent's region and connection,
    * reset ids and tables; it registers as itself when it first needs to. */
-  int was_active = atomic_exchange(&g->active, 0);
-  if (was_active) {
-    /* Unmap; close our copy of the memfd only if the number is still it. */
-    if (!gpd_fdid_owned(&region_fdid))
-      g->region.fd = -1;
-    gpd_region_close(&g->region);
-  }
-  region_fdid.fd = -1;
-  memset(&g->region, 0, sizeof g->region);
-  g->region.fd = -1;
+  gpd_shim__attach_forget();
   atomic_fetch_add(&g->gen, 1);
   uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
   if (e == GPD_ANN_BUSY || e == 0)
