@@ -130,7 +130,8 @@ __attribute__((noinline)) static void capture_walk_full(gpd_capture_memo_t *m, g
      * recorded one; code built without frame pointers uses %rbp as a
      * general register whose saved value (a tensor's address ...) changes
      * at every call, and checking it made those stacks miss every time
-     * (a full walk each, 72 us on the H100's PyTorch loop).  Keep the
+     * (a full walk each; docs/PERFORMANCE.md, "Measurements behind the
+     * shim core's code").  Keep the
      * check of the slot that last restored %rbp below each such frame,
      * drop the others (frame 0's rbp stays in the replay key).  Every
      * frame's return address is checked (sp - 8).  A restored slot lies
@@ -173,8 +174,9 @@ static inline void capture_walk_follows(gpd_capture_walk_t *w, const gpd_capture
  * stack word of w->chk is compared, one list for the return addresses
  * and the %rbp slots (the words lie above the current stack pointer in
  * this thread's stack, checked when the walk was recorded).  Unrolled:
- * a compare and a branch per word and few loop instructions (the
- * xor/or of several words per branch was slower on the VM's EPYC). */
+ * a compare and a branch per word and few loop instructions (measured
+ * faster than the xor/or of several words per branch: docs/PERFORMANCE.md,
+ * "Measurements behind the shim core's code"). */
 static inline int capture_walk_same(const gpd_capture_walk_t *w, uintptr_t f_ip, uintptr_t f_sp,
                                     uintptr_t f_bp) {
   if (!w->ok || w->sp0 != f_sp || w->ip0 != f_ip || w->bp0 != f_bp)
@@ -230,8 +232,8 @@ gpd_capture_unwind(gpd_capture_memo_t *m) {
        * at once (the header read would otherwise come first, then the
        * checks one miss after another); how many, the last walk says
        * from the line just read.  Every other line: the adjacent-line
-       * prefetcher brings its pair (bench-torchloop --evict 2048 on the
-       * VM: as fast cold as every line, ~1.5 ns less warm). */
+       * prefetcher brings its pair (as fast cold as every line, and
+       * faster warm: bench-torchloop --evict, docs/PERFORMANCE.md). */
       const char *v = (const char *)&m->walks[p - 1];
       uint32_t nl = lw->succ_lines < 24 ? lw->succ_lines : 24;
       for (uint32_t l = 0; l < nl; l += 2)

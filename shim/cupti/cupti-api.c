@@ -68,10 +68,10 @@
 /* A full ring on the thread that completes a buffer: wait for the daemon
  * to give slots back, 100 us at a time.  The daemon frees a ring's slots
  * only after it committed what it read, and a commit waits for the
- * symbolization of new call sites: on the H100 (2026-11-24, a 1500-step
- * PyTorch loop) the first lookups in libtorch held a commit 2.5-4.0 s, and
- * a budget of 50 ms per buffer lost 11 000 to 33 000 of the run's 92 000
- * records (none with this policy, same loop).  So CUPTI's own thread
+ * symbolization of new call sites, which held a commit for seconds on a
+ * PyTorch loop: a budget of 50 ms per buffer lost up to a third of the records
+ * there, this policy none (docs/PERFORMANCE-CUDA.md, "Measurements behind
+ * the CUDA back end's code").  So CUPTI's own thread
  * (and the back end's flusher and controller threads) waits up to
  * GPD_CUPTI_STALL_NS per record, every record that fits starting the wait
  * afresh: it waits as long as the daemon makes progress.  A record that
@@ -293,8 +293,8 @@ static void flush_request(void) {
  * activity carry the same epoch; a launch caught half by a window's edge
  * (an INVOKE without activity, or a late record) can then never pair with
  * another window's operation, even if CUPTI's ids repeat across windows
- * (seen on the H100: kernels of one context attributed to another in
- * duty mode before this). */
+ * (they did: kernels of one context were attributed to another in duty
+ * mode before this; docs/PERFORMANCE-CUDA.md). */
 static atomic_uint g_rec_epoch; /* epoch of the records being delivered */
 static inline uint64_t trace_corr(uint32_t epoch, uint32_t corr) {
   return GPD_CORR(GPD_API_CUDA, ((uint64_t)(epoch & 0xffffffu) << 32) | corr);

@@ -215,10 +215,11 @@ static void *ctl_main(void *arg) {
       /* Outside the lock (a control request must not wait for it); only
        * this thread attaches, so no window opens before it is done. */
       pthread_mutex_unlock(&g_mode_mu);
-      /* Forced: the buffer being filled comes back too.  Unforced, the
-       * H100 run of 2026-11-24 (duty:20/0.2) delivered 40 % of the
-       * observed GPU time a window late, under the next epoch: activities
-       * without their INVOKE (<unknown context>). */
+      /* Forced: the buffer being filled comes back too.  Unforced, a
+       * large share of the observed GPU time came a window late, under
+       * the next epoch: activities without their INVOKE (<unknown
+       * context>; docs/PERFORMANCE-CUDA.md, "Measurements behind the
+       * CUDA back end's code"). */
       uint64_t t = gpd_clock_ns();
       g_sw->flush(1);
       t = gpd_clock_ns() - t;
@@ -353,9 +354,8 @@ void gpd_cupti_control_start(void) {
       GPD_INFO("CUDA tracing duty-cycled: %u ms every %u ms", g_mode.window_ms, g_mode.period_ms);
     /* Detached from the start, so finalized from the first launch on as
      * between two windows: CUPTI left subscribed with only its resource
-     * and timestamp callbacks cost 1.015x-1.035x bare per step on the
-     * H100's PyTorch loop, finalized 1.009x (2026-11-24, interleaved
-     * turns of tests/cuda/torch-turns.py, docs/PERFORMANCE-CUDA.md).  A
+     * and timestamp callbacks costs more per step than finalized
+     * (tests/cuda/torch-turns.py, docs/PERFORMANCE-CUDA.md).  A
      * window (duty, on-demand) calls it off or subscribes again
      * (fin_reattach). */
     if (g_mode.finalize)
