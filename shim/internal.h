@@ -126,6 +126,13 @@ void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int o
 /** Id for a string or module (process-local counter, mirrored to the
  *  region header's next_string). */
 uint32_t gpd_shim__id_next(void);
+/** Fork child (main.c's handler, after gpd_shim__attach_forget): new
+ *  region generation and announcement epoch, ids and the CCT table
+ *  reset, the child's start time. */
+void gpd_shim__atfork_child(void);
+/** Fork child, last step: the first gpd_shim_active() starts the
+ *  connection (lazily, as the constructor does) and waits for it. */
+void gpd_shim__atfork_lazy(void);
 
 /* ----------------------------------------------------------------- fdid.c */
 /** Identity of a descriptor the shim opened (socket, region memfd): the
@@ -199,7 +206,7 @@ typedef struct gpd_control_ack_s {
   int ended;        /* a window closed by gpd_shim__control_due */
   char message[160];
 } gpd_control_ack_t;
-/** The built back ends, NULL-terminated (shim.c). */
+/** The built back ends, NULL-terminated (shim.c; main.c walks it). */
 const struct gpd_backend_s *const *gpd_shim__backends(void);
 /** Dispatch one Control to the back ends and open/close its kind's
  *  window; fills ack.  Connection thread only. */

@@ -1,41 +1,24 @@
-/* shim.c - libgpuprof.so: constructor / destructor, process state, the
- * push entry points of shim.h, correlation ids, fork.  The region's
- * attach is attach.c's, the back ends' STATUS records status.c's.
- *
- * Life cycle: the constructor starts the connection thread (conn.c) and
- * waits at most GPD_SHIM_CTOR_WAIT_MS for it to register; the app then runs
- * on, profiled once a region is attached (gpd_shim__attach, attach.c).  A
- * region is never unmapped while the process runs (threads and vendor
- * callbacks may be writing into it); only the fork child drops the
- * parent's.
+/* shim.c - libgpuprof.so's process state: whether the shim is active
+ * (and the fork child's lazy start of its connection), ids and
+ * announcement words, correlation ids, the push entry points of shim.h,
+ * the list of built back ends.  The constructor, destructor and fork
+ * handlers are main.c's; the region's attach is attach.c's, the back
+ * ends' STATUS records status.c's.
  *
  * Vendor back ends are reached only through their ops tables (backends.h).
- *
- * Fork: the prepare handler takes every lock of the back ends and of the
- * shim (none is ever held while another is taken, so the order is free),
- * parent and child release them; the child then drops the parent's region
- * and connection and does not start a connection thread: the first shim
- * call that asks whether the shim is active (gpd_shim_active: every
- * wrapper and callback does, before any work) starts it and waits for its
- * first attempt, as the constructor does.  A child that only execs or
- * exits never connects, registers or waits.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "backends.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
 #include "internal.h"
-#include "module.h"
 
 gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 
 static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
-#define SHIM_NBACKENDS (sizeof shim_backends / sizeof *shim_backends - 1)
 
 const gpd_backend_t *const *gpd_shim__backends(void) { return shim_backends; }
 
@@ -202,39 +185,10 @@ GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
   return gpd_conn_gpubin(data, len, kind);
 }
 
-/* ------------------------------------------------------------------ fork */
-
-static void atfork_prepare(void) {
-  for (size_t i = 0; i < SHIM_NBACKENDS; i++)
-    if (shim_backends[i]->fork_prepare)
-      shim_backends[i]->fork_prepare();
-  gpd_shim__status_atfork_prepare();
-  gpd_shim__attach_atfork_prepare();
-  gpd_conn_atfork_prepare();
-  gpd_module_atfork_prepare();
-}
-
-static void atfork_parent(void) {
-  gpd_module_atfork_parent();
-  gpd_conn_atfork_parent();
-  gpd_shim__attach_atfork_parent();
-  gpd_shim__status_atfork_parent();
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->fork_parent)
-      shim_backends[i]->fork_parent();
-}
-
-static void atfork_child(void) {
+/* The fork child's process state (main.c's fork handler, after the
+ * region was dropped): new ids and tables, its own start time. */
+void gpd_shim__atfork_child(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
-  /* Locks taken in prepare by this thread, the only one left. */
-  gpd_shim__attach_atfork_child();
-  gpd_shim__status_atfork_child();
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->fork_child)
-      shim_backends[i]->fork_child();
-  /* The child is a new process: drop the parent's region and connection,
-   * reset ids and tables; it registers as itself when it first needs to. */
-  gpd_shim__attach_forget();
   atomic_fetch_add(&g->gen, 1);
   uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
   if (e == GPD_ANN_BUSY || e == 0)
@@ -250,72 +204,6 @@ static void atfork_child(void) {
     (void)madvise(g->node_ann, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), MADV_DONTNEED);
   }
   g->start_ns = gpd_clock_ns();
-  gpd_capture_atfork_child();
-  gpd_strings_atfork_child();
-  gpd_conn_atfork_child();
-  gpd_shim__control_atfork_child();
-  gpd_shim__policy_atfork_child();
-  gpd_cpusample_atfork_child();
-  atomic_store(&shim_lazy, 1);
 }
 
-/* ------------------------------------------------------- ctor and dtor */
-
-/* Record mode: GPUPROF_RECORD=1 (set by `gpuprof record`) makes a full
- * ring wait for room up to GPUPROF_RECORD_WAIT_MS (default
- * GPD_RECORD_WAIT_MS; 0 never waits; capped) before dropping. */
-static uint64_t record_wait_ms(void) {
-  const char *rec = getenv("GPUPROF_RECORD");
-  if (!rec || strcmp(rec, "1") != 0)
-    return 0;
-  const char *w = getenv("GPUPROF_RECORD_WAIT_MS");
-  if (!w || !*w)
-    return GPD_RECORD_WAIT_MS;
-  char *end;
-  errno = 0;
-  unsigned long long ms = strtoull(w, &end, 10);
-  if (errno || end == w || *end || w[0] == '-') {
-    GPD_WARN("GPUPROF_RECORD_WAIT_MS=%s is not a number of ms; using %d", w, GPD_RECORD_WAIT_MS);
-    return GPD_RECORD_WAIT_MS;
-  }
-  return ms > GPD_RECORD_WAIT_MAX_MS ? GPD_RECORD_WAIT_MAX_MS : ms;
-}
-
-__attribute__((constructor)) static void shim_ctor(void) {
-  gpd_shim_state_t *g = &gpd_shim__g;
-  gpd_log_init("gpuprof");
-  gpd_shim__stats_init();
-  g->start_ns = gpd_clock_ns();
-  const char *dis = getenv("GPUPROF_DISABLE");
-  if (dis && *dis && strcmp(dis, "0") != 0) {
-    atomic_store(&g->disabled, 1);
-    return;
-  }
-  const char *sock = getenv("GPUPROF_SOCKET");
-  snprintf(g->socket_path, sizeof g->socket_path, "%s",
-           (sock && *sock) ? sock : "/run/gpuprofd/gpuprofd.sock");
-  gpd_thread_init();
-  gpd_thread_record_wait(record_wait_ms() * 1000000ull);
-  gpd_capture_init();
-  gpd_strings_init();
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
-  gpd_cpusample_init();
-  for (size_t i = 0; i < SHIM_NBACKENDS; i++) {
-    int err = shim_backends[i]->init ? shim_backends[i]->init() : 0;
-    if (err)
-      GPD_DEBUG("%s back end disabled (%d)", shim_backends[i]->name, err);
-  }
-}
-
-__attribute__((destructor)) static void shim_dtor(void) {
-  if (atomic_load(&gpd_shim__g.disabled))
-    return;
-  gpd_cpusample_stop();
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->shutdown)
-      shim_backends[i]->shutdown();
-  gpd_shim__stats_print();
-  gpd_thread_exit_current();
-  gpd_conn_stop();
-}
+void gpd_shim__atfork_lazy(void) { atomic_store(&shim_lazy, 1); }
