@@ -276,6 +276,20 @@ static void refresh_if_moved(void) {
   pthread_mutex_unlock(&table_lock);
 }
 
+/* A frame in no known module, for the connection thread (gpd_module_want). */
+static _Atomic uintptr_t want_ip;
+
+void gpd_module_want(uintptr_t ip) {
+  uintptr_t z = 0;
+  atomic_compare_exchange_strong_explicit(&want_ip, &z, ip, memory_order_relaxed, memory_order_relaxed);
+}
+
+void gpd_module_service(void) {
+  uintptr_t ip = atomic_exchange_explicit(&want_ip, 0, memory_order_relaxed);
+  if (ip)
+    (void)gpd_module_cut(&ip, 1, 1); /* refreshes the table on a miss */
+}
+
 void gpd_module_sync(void) {
   uint32_t gen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
   if (gen == atomic_load_explicit(&synced_gen, memory_order_relaxed))
