@@ -20,9 +20,13 @@ BENCH_KEEP=1 "$BUILD/bin/bench-tracewrite" --events "$N" --before 0 --dir "$T" >
 js=$(ls "$T"/bench-tracewrite.*.1)
 sz=$(stat -c %s "$js")
 echo "chrome json: $N operations, $sz bytes, $(python3 -c "print(f'{$sz/$N:.1f}')") B/operation"
+set +e
 /usr/bin/time -v node "$SRC/tests/trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$js" \
   "$T/shot.png" "CPU thread" "GPU 0 stream" 2>"$T/time.err"
 rc=$?
+set -e
+grep -vE '^\s' "$T/time.err" | head -20
 grep -E 'Elapsed|Maximum resident' "$T/time.err"
+echo "trace-browser.mjs rc=$rc"
 [ -n "${SHOT:-}" ] && cp "$T/shot.png" "$SHOT"
 exit $rc
