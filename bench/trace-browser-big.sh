@@ -21,7 +21,7 @@ js=$(ls "$T"/bench-tracewrite.*.1)
 sz=$(stat -c %s "$js")
 echo "chrome json: $N operations, $sz bytes, $(python3 -c "print(f'{$sz/$N:.1f}')") B/operation"
 set +e
-/usr/bin/time -v node "$SRC/tests/trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$js" \
+TRACE_BROWSER_LOAD_MS=${LOAD_MS:-900000} /usr/bin/time -v node "$SRC/tests/trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$js" \
   "$T/shot.png" "CPU thread" "GPU 0 stream" 2>"$T/time.err"
 rc=$?
 set -e

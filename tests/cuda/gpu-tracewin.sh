@@ -34,7 +34,7 @@ wait_until() {
   # the model loaded and stepping: its first timed block printed
   wait_until 180 grep -q '^block ' /tmp/tw-app.out ||
     { echo "FAIL: the training printed no step block in 180 s"; cat /tmp/tw-app.out; exit 1; }
-  for w in 1 2; do
+  for w in $(seq "${NWIN:-2}"); do
     /usr/bin/time -v gpuprof --socket "$S" trace --pid "$A" --duration "${WIN:-60s}" -o "$O/w$w.pftrace" \
       2>"$O/w$w.err"; echo "window $w rc=$?"; grep -v "^\s" "$O/w$w.err" | head -5
     trace-decode "$O/w$w.pftrace" >"$O/w$w.txt"; echo "decode rc=$?"

@@ -41,6 +41,9 @@ if (!exe) {
 const W = 1200, H = 700;
 const MIN_DRAWN = 0.02;  // share of the chart area a mostly covered track draws (~13 %)
 const WAIT_MS = 20000;   // speedscope's redraw on a loaded machine
+// loading and importing the trace (TRACE_BROWSER_LOAD_MS: a 1 M-event trace
+// takes minutes, bench/trace-browser-big.sh)
+const LOAD_MS = Number(process.env.TRACE_BROWSER_LOAD_MS) || 60000;
 const fail = (why) => { console.error(`FAIL: ${why}`); process.exitCode = 1; };
 
 // ---------------------------------------------------- the known picture
@@ -110,9 +113,9 @@ async function open(browser, tag, json, ready) {
   const p = await browser.newPage({ viewport: { width: W, height: H } });
   const alerts = [];
   p.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
-  await p.goto(pathToFileURL(resolve(file)).href);
+  await p.goto(pathToFileURL(resolve(file)).href, { timeout: LOAD_MS });
   await p.waitForFunction((re) => new RegExp(`${re}|Something went wrong`).test(document.body.innerText),
-                          ready.source, { timeout: 60000 });
+                          ready.source, { timeout: LOAD_MS });
   if (/Something went wrong/.test(await p.evaluate(() => document.body.innerText)))
     fail(`${tag}: speedscope shows its error panel`);
   if (alerts.length) fail(`${tag}: speedscope alerted: ${alerts.join(' | ')}`);
