@@ -13,9 +13,9 @@ in "outer" only; after the pop, `with torch.cuda.nvtx.range("ctx")` around
 x * 2.  Checks (report --json tree): kernels under outer > relu = STEPS,
 outer alone = STEPS, ctx = 1 (one elementwise kernel each); under outer >
 matmul a non-zero multiple of STEPS (cuBLAS may use more than one kernel
-per GEMM); every range node sits between the Python frames `<module>`
-(above: main() was called there) and `main` (below: the ranges were pushed
-in main, the operations run there), the placement of docs/NVTX.md; no
+per GEMM); every range node sits between the Python frames `main`
+(above: run() was called there) and `run` (below: the ranges were pushed
+in run, the operations run there), the placement of docs/NVTX.md; no
 range node on the warm-up kernels.  Exit 1 on a failed check.
 """
 import json
@@ -75,10 +75,12 @@ def check(path):
             last = max(j for j, (k, lab) in enumerate(anc) if lab.startswith("<nvtx> "))
             above = next((lab for k, lab in reversed(anc[:i]) if k == "python"), "-")
             below = next((lab for k, lab in anc[last + 1:] if k == "python"), "-")
-            if not (above.startswith("<module> (") and base in above):
-                bad.append("range %s: the Python frame above it is %s, want <module> (%s:...)" % (labs, above, base))
-            if not (below.startswith("main (") and base in below):
-                bad.append("range %s: the Python frame below it is %s, want main (%s:...)" % (labs, below, base))
+            # pushed in run(), which main() calls: the node sits between
+            # the calling frame (main, at its call of run) and run
+            if not (above.startswith("main (") and base in above):
+                bad.append("range %s: the Python frame above it is %s, want main (%s:...)" % (labs, above, base))
+            if not (below.startswith("run (") and base in below):
+                bad.append("range %s: the Python frame below it is %s, want run (%s:...)" % (labs, below, base))
     for k in sorted(rows):
         print("  %-28s %6d kernels" % (" > ".join(k) or "(no range)", rows[k]))
     want = {("outer", "relu"): STEPS, ("outer",): STEPS, ("ctx",): 1}

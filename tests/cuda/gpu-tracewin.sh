@@ -28,8 +28,8 @@ wait_until() {
   gpuprofd --foreground --socket "$S" --db "$DB" --state-dir /tmp/gpd-tw-state 2>/tmp/gpd-tw.log &
   D=$!
   wait_until 10 test -S "$S" || { echo "FAIL: no daemon socket after 10 s"; cat /tmp/gpd-tw.log; exit 1; }
-  GPUPROF_CUDA_TRACE=detached LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$S TORCH_BLOCK=50 \
-    python3 tests/cuda/torch_train.py 100000 10 >/tmp/tw-app.out 2>&1 &
+  GPUPROF_CUDA_TRACE=detached LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$S TORCH_BLOCK=${BLOCK:-50} \
+    python3 ${APP:-tests/cuda/torch_train.py 100000 10} >/tmp/tw-app.out 2>&1 &
   A=$!
   # the model loaded and stepping: its first timed block printed
   wait_until 180 grep -q '^block ' /tmp/tw-app.out ||
@@ -38,14 +38,14 @@ wait_until() {
     /usr/bin/time -v gpuprof --socket "$S" trace --pid "$A" --duration "${WIN:-60s}" -o "$O/w$w.pftrace" \
       2>"$O/w$w.err"; echo "window $w rc=$?"; grep -v "^\s" "$O/w$w.err" | head -5
     trace-decode "$O/w$w.pftrace" >"$O/w$w.txt"; echo "decode rc=$?"
-    la=$(grep -P "^instants CPU thread \d+\tlaunch <gpu kernel>\t" "$O/w$w.txt" | cut -f3 | paste -sd+ | bc)
-    ka=$(grep -P '^slices GPU \d+ stream \d+\t[^<]' "$O/w$w.txt" | cut -f3 | paste -sd+ | bc)
+    la=$(grep -P "^instants CPU thread \d+\tlaunch <gpu kernel>\t" "$O/w$w.txt" | awk -F'\t' '{s += $3} END {print s + 0}')
+    ka=$(grep -P '^slices GPU \d+ stream \d+\t[^<]' "$O/w$w.txt" | awk -F'\t' '{s += $3} END {print s + 0}')
     echo "window $w: launches $la kernels $ka $(grep -E '^(flows|interned|resolved|ok)' "$O/w$w.txt" | tr '\n' ' ')"
     n=$(grep -o '[0-9]* GPU events' "$O/w$w.err" | cut -d' ' -f1)
     echo "window $w: $(stat -c %s "$O/w$w.pftrace") bytes, $n GPU events, $(( $(stat -c %s "$O/w$w.pftrace") / (n > 0 ? n : 1) )) B/event"
     grep VmHWM /proc/$D/status
     if [ -n "${PERFETTO_PROTO:-}" ]; then
-      protoc --decode=perfetto.protos.Trace -I "$(dirname "$PERFETTO_PROTO")" "$PERFETTO_PROTO" <"$O/w$w.pftrace" >"$O/w$w.decoded"
+      protoc --decode="$(sed -n 's/^package \(.*\);/\1/p' "$PERFETTO_PROTO").Trace" -I "$(dirname "$PERFETTO_PROTO")" "$PERFETTO_PROTO" <"$O/w$w.pftrace" >"$O/w$w.decoded"
       echo "perfetto schema decode rc=$?"
     fi
   done

@@ -7,6 +7,7 @@ copies EXE to OUT with the embedded device image IMG (found verbatim in
 EXE's offloading section) given a version 7 header for the same SM:
 EI_ABIVERSION 7, e_flags = SM | 0x100 (unified texture mode) | 0x400
 (64-bit addresses) | SM << 16 (virtual SM).  Nothing else changes."""
+import os
 import struct
 import sys
 
@@ -23,4 +24,5 @@ b = bytearray(exe)
 b[at + 8] = 7
 struct.pack_into("<I", b, at + 48, new)
 open(out, "wb").write(bytes(b))
+os.chmod(out, 0o755)
 print(f"ompt-cubin-abi7: sm_{sm}: e_flags 0x{flags:x} -> 0x{new:x}, ABI version 8 -> 7 at offset {at}")
