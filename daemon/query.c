@@ -408,7 +408,7 @@ static Gpuprof__Process *proc_msg(const gpd_proc_t *p) {
   }
   m->backends = gpd__query_calloc(GPD_API_MAX, sizeof *m->backends);
   for (unsigned a = 1; m->backends && a < GPD_API_MAX; a++) {
-    const gpd_backend_t *b = &p->prof.backends[a];
+    const gpd_api_status_t *b = &p->prof.backends[a];
     if (!b->seen)
       continue;
     Gpuprof__Backend *be = gpd__query_alloc(sizeof *be);
