@@ -56,7 +56,8 @@ uint64_t gpd__client_limits_interval_ms(const gpd_daemon_t *d) {
 
 /* Log one event of `kind` for u's uid, or count it if a line for that uid
  * and kind went out less than limit_log_interval_s ago. */
-void gpd__client_limits_note(gpd_daemon_t *d, gpd_client_uid_t *u, gpd_client_ev_t kind, int level, const char *fmt, ...) {
+void gpd__client_limits_note(gpd_daemon_t *d, gpd_client_uid_t *u, gpd_client_ev_t kind, int level,
+                             const char *fmt, ...) {
   uint64_t now = uv_now(d->loop);
   if (u->last_ms[kind] && now - u->last_ms[kind] < gpd__client_limits_interval_ms(d)) {
     u->held[kind]++;

@@ -67,11 +67,11 @@ typedef struct outbuf_s {
 } outbuf_t;
 
 typedef struct gpd_client_s {
+  gpd_client_base_t base; /* first: ops, peer, proc (client.h) */
   uv_poll_t poll;
   uv_timer_t timer;
   int fd;
   gpd_daemon_t *d;
-  gpd_peer_t peer;
   gpd_frame_dec_t dec;
   outbuf_t *out_head, *out_tail;
   size_t out_bytes;
@@ -79,7 +79,6 @@ typedef struct gpd_client_s {
   gpd_client_uid_t *u; /* this peer's uid entry (holds one nconn) */
   int pending_fd;
   unsigned events;
-  gpd_proc_t *proc;
   gpd_gpubin_t gpubin;
   gpd_query_t *q; /* in flight in the thread pool (at most one), or NULL */
   int ctl;        /* a ControlRequest of this peer waits for its shims */
@@ -92,8 +91,6 @@ typedef struct gpd_client_s {
 static gpd_client_t *clients;
 static unsigned nclients;
 
-const gpd_peer_t *gpd_client_peer(const gpd_client_t *c) { return &c->peer; }
-void gpd_client_set_proc(gpd_client_t *c, gpd_proc_t *p) { c->proc = p; }
 
 static void client_close(gpd_client_t *c);
 static void client_flush(gpd_client_t *c);
@@ -131,15 +128,15 @@ static void client_close(gpd_client_t *c) {
   if (c->closed)
     return;
   c->closed = 1;
-  if (c->proc) {
+  if (c->base.proc) {
     if (!c->d->shutting_down)
-      gpd_registry_eof(c->d, c->proc);
+      gpd_registry_eof(c->d, c->base.proc);
     else {
       gpd_daemon_lock(c->d);
-      c->proc->client = NULL;
+      c->base.proc->client = NULL;
       pthread_mutex_unlock(&c->d->lock);
     }
-    c->proc = NULL;
+    c->base.proc = NULL;
   }
   if (c->prev)
     c->prev->next = c->next;
@@ -245,18 +242,18 @@ static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
   return client_queue(c, buf, GPD_FRAME_HDR + n, fd);
 }
 
-int gpd_client_send_msg(gpd_client_t *c, const Gpuprof__Msg *m) {
+static int client_send_msg(gpd_client_t *c, const Gpuprof__Msg *m) {
   if (c->closed)
     return 0;
   return client_send(c, m, -1);
 }
 
-void gpd_client_send_error(gpd_client_t *c, int code, const char *text) {
+static void client_send_error(gpd_client_t *c, int code, const char *text) {
   if (!c->closed)
     send_error(c, code, text);
 }
 
-void gpd_client_control_done(gpd_client_t *c) {
+static void client_control_done(gpd_client_t *c) {
   c->ctl = 0;
   if (c->closed || c->ctl_sync)
     return; /* answered inside handle_frame: its loop goes on */
@@ -283,7 +280,7 @@ static void reject(gpd_client_t *c, gpd_client_ev_t kind, int code, const char *
   char s[128];
   sample(p, n, s, sizeof s);
   gpd__client_limits_note(c->d, c->u, kind, GPD_LOG_WARN, "client pid %d: %s (%s); %zu bytes: %s; closing",
-           (int)c->peer.pid, what, gpd_strerror(code), n, s);
+           (int)c->base.peer.pid, what, gpd_strerror(code), n, s);
   char msg[256];
   snprintf(msg, sizeof msg, "%s: %s", what, gpd_strerror(code));
   send_error(c, code, msg);
@@ -313,8 +310,8 @@ static void client_flush(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: send: %s", (int)c->peer.pid,
-               strerror(errno));
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: send: %s",
+                              (int)c->base.peer.pid, strerror(errno));
       client_close(c);
       return;
     }
@@ -350,7 +347,7 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   int rfd = -1;
   int fd = c->pending_fd;
   c->pending_fd = -1;
-  if (c->proc) {
+  if (c->base.proc) {
     if (fd >= 0)
       close(fd);
     reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "second Hello on one connection", NULL, 0);
@@ -363,14 +360,14 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   hr.profile_id = id;
   hr.error = rc < 0 ? err : "";
   Gpuprof__CollectPolicy pol;
-  if (rc >= 0 && c->proc && gpd_policy_hello(c->d, c->proc, &pol) == 0)
+  if (rc >= 0 && c->base.proc && gpd_policy_hello(c->d, c->base.proc, &pol) == 0)
     hr.policy = &pol;
   r.body_case = GPUPROF__MSG__BODY_HELLO_REPLY;
   r.hello_reply = &hr;
   client_send(c, &r, rc < 0 ? -1 : rfd);
   if (rc < 0) {
-    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_REGISTER, GPD_LOG_WARN, "client pid %d: registration refused: %s",
-             (int)c->peer.pid, err);
+    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_REGISTER, GPD_LOG_WARN,
+                            "client pid %d: registration refused: %s", (int)c->base.peer.pid, err);
     c->closing = 1;
     if (c->out_head == NULL)
       client_close(c);
@@ -425,7 +422,7 @@ static void on_query_done(uv_work_t *w, int status) {
  * others are encoded and sent at once. */
 static void handle_query(gpd_client_t *c, const Gpuprof__Msg *m) {
   gpd_query_t *q;
-  if (gpd_query_start(c->d, &c->peer, m, &q) < 0) {
+  if (gpd_query_start(c->d, &c->base.peer, m, &q) < 0) {
     send_error(c, -ENOMEM, "out of memory");
     return;
   }
@@ -457,13 +454,14 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   case GPUPROF__MSG__BODY_GPUBIN: {
     char err[256];
-    if (c->proc == NULL) {
+    if (c->base.proc == NULL) {
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
-    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, (uint32_t)c->proc->uid, m->gpubin,
+    if (gpd_store_gpubin(c->d, &c->gpubin, c->base.proc->profile_id, (uint32_t)c->base.proc->uid, m->gpubin,
                          err, sizeof err) < 0)
-      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s", (int)c->peer.pid, err);
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s",
+                              (int)c->base.peer.pid, err);
     break;
   }
   case GPUPROF__MSG__BODY_PS_REQ:
@@ -473,7 +471,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     handle_query(c, m);
     break;
   case GPUPROF__MSG__BODY_CONTROL_REQ: {
-    if (c->proc) { /* a profiled process does not control others */
+    if (c->base.proc) { /* a profiled process does not control others */
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "ControlRequest on a process connection", p, n);
       break;
     }
@@ -481,7 +479,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
      * when no process could be sent the Control) */
     c->ctl = 1;
     c->ctl_sync = 1;
-    int rc = gpd_control_request(c->d, c, &c->peer, m->control_req);
+    int rc = gpd_control_request(c->d, c, &c->base.peer, m->control_req);
     c->ctl_sync = 0;
     if (rc <= 0)
       c->ctl = 0;
@@ -494,29 +492,29 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   }
   case GPUPROF__MSG__BODY_COLLECT:
-    if (c->proc == NULL) {
+    if (c->base.proc == NULL) {
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "CollectReports before Hello", p, n);
       break;
     }
-    gpd_policy_report(c->d, c->proc, m->collect);
+    gpd_policy_report(c->d, c->base.proc, m->collect);
     break;
   case GPUPROF__MSG__BODY_POLICY_REQ:
-    if (c->proc) {
+    if (c->base.proc) {
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "PolicyRequest on a process connection", p, n);
       break;
     }
-    gpd_policy_request(c->d, c, &c->peer, m->policy_req);
+    gpd_policy_request(c->d, c, &c->base.peer, m->policy_req);
     break;
   case GPUPROF__MSG__BODY_CONTROL_ACK:
-    if (c->proc == NULL) {
+    if (c->base.proc == NULL) {
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "ControlAck before Hello", p, n);
       break;
     }
-    gpd_control_ack(c->d, c, c->proc, m->control_ack);
+    gpd_control_ack(c->d, c, c->base.proc, m->control_ack);
     break;
   case GPUPROF__MSG__BODY_DEVICES_REQ: { /* from published samples: never waits on a vendor */
     Gpuprof__Msg *r;
-    if (gpd_devices_reply(c->d, &c->peer, m->devices_req->job_id, &r) < 0) {
+    if (gpd_devices_reply(c->d, &c->base.peer, m->devices_req->job_id, &r) < 0) {
       send_error(c, -ENOMEM, "out of memory");
       break;
     }
@@ -537,8 +535,8 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
 static void client_frames(gpd_client_t *c, int err) {
   while (!c->closed && !c->closing && c->q == NULL && !c->ctl) {
     if (err < 0) {
-      reject(c, err == GPD_EFRAMETOOBIG ? GPD_CLIENT_EV_TOOBIG : GPD_CLIENT_EV_BADFRAME, err, "frame rejected",
-             c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
+      reject(c, err == GPD_EFRAMETOOBIG ? GPD_CLIENT_EV_TOOBIG : GPD_CLIENT_EV_BADFRAME, err,
+             "frame rejected", c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
       return;
     }
     const uint8_t *payload;
@@ -573,8 +571,8 @@ static void client_read(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: recv: %s", (int)c->peer.pid,
-               strerror(errno));
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: recv: %s",
+                              (int)c->base.peer.pid, strerror(errno));
       client_close(c);
       return;
     }
@@ -596,7 +594,7 @@ static void client_read(gpd_client_t *c) {
         char s[128];
         sample(c->dec.buf + c->dec.off, c->dec.len - c->dec.off, s, sizeof s);
         gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TRUNCATED, GPD_LOG_WARN,
-                 "client pid %d: truncated frame at EOF (%zu bytes buffered: %s)", (int)c->peer.pid,
+                 "client pid %d: truncated frame at EOF (%zu bytes buffered: %s)", (int)c->base.peer.pid,
                  c->dec.len - c->dec.off, s);
       }
       client_close(c);
@@ -640,21 +638,21 @@ static void on_timeout(uv_timer_t *t) {
   gpd_client_t *c = t->data;
   if (c->closed || c->q || c->ctl)
     return; /* a query in flight: the clock starts again with its reply */
-  if (c->proc && c->out_head == NULL)
+  if (c->base.proc && c->out_head == NULL)
     return; /* registered and nothing to read: never timed out */
   unsigned ms = c->d->cfg.idle_timeout_ms;
   if (!c->spoke)
     gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: no complete frame within %u ms of connecting (%zu bytes of a frame "
-             "buffered); closing", (int)c->peer.pid, ms, c->dec.len - c->dec.off);
+             "buffered); closing", (int)c->base.peer.pid, ms, c->dec.len - c->dec.off);
   else if (c->out_head)
     gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: did not read its reply for %u ms (%zu bytes queued); closing",
-             (int)c->peer.pid, ms, c->out_bytes);
+             (int)c->base.peer.pid, ms, c->out_bytes);
   else
     gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: no complete frame within %u ms of its last one; closing",
-             (int)c->peer.pid, ms);
+             (int)c->base.peer.pid, ms);
   client_close(c);
 }
 
@@ -664,11 +662,18 @@ static void on_timeout(uv_timer_t *t) {
 static void client_arm(gpd_client_t *c) {
   if (c->closed)
     return;
-  if (c->q || c->ctl || (c->proc && c->out_head == NULL))
+  if (c->q || c->ctl || (c->base.proc && c->out_head == NULL))
     uv_timer_stop(&c->timer);
   else
     uv_timer_start(&c->timer, on_timeout, c->d->cfg.idle_timeout_ms, 0);
 }
+
+/* What control.c, policy.c and registry.c may do with a connection (client.h). */
+static const gpd_client_ops_t client_ops = {
+    .send_msg = client_send_msg,
+    .send_error = client_send_error,
+    .control_done = client_control_done,
+};
 
 int gpd_client_accept(gpd_daemon_t *d, int fd) {
   static uint64_t cred_fail_ms;
@@ -693,7 +698,8 @@ int gpd_client_accept(gpd_daemon_t *d, int fd) {
   }
   err = gpd__client_limits_admit(d, u, nclients, &kind, why, sizeof why);
   if (err < 0) {
-    gpd__client_limits_note(d, u, kind, GPD_LOG_WARN, "connection from pid %d refused: %s", (int)peer.pid, why);
+    gpd__client_limits_note(d, u, kind, GPD_LOG_WARN, "connection from pid %d refused: %s",
+                            (int)peer.pid, why);
     gpd__client_limits_refuse(fd, err, why);
     return err;
   }
@@ -709,7 +715,8 @@ int gpd_client_accept(gpd_daemon_t *d, int fd) {
   }
   c->fd = fd;
   c->d = d;
-  c->peer = peer;
+  c->base.ops = &client_ops;
+  c->base.peer = peer;
   c->u = u;
   c->pending_fd = -1;
   c->gpubin.fd = -1;

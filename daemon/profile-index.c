@@ -11,7 +11,8 @@
 #include "profile-internal.h"
 
 /* Insert v (key not present).  0 or -ENOMEM. */
-int gpd__profile_index_put(gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, uint32_t v, gpd__profile_index_key_fn kf) {
+int gpd__profile_index_put(gpd_ix_t *ix, const gpd_profile_t *p, uint64_t key, uint32_t v,
+                           gpd__profile_index_key_fn kf) {
   if ((uint64_t)(ix->n + 1) * 4 > (uint64_t)ix->cap * 3) {
     uint32_t ncap = ix->cap ? ix->cap * 2 : 64;
     uint32_t *ns = calloc(ncap, sizeof *ns);

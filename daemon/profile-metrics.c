@@ -59,7 +59,8 @@ static void mark_dirty(gpd_profile_t *p, uint32_t i) {
 /* gpd_profile_metrics_add where only the ids in cand can be non-zero.
  * Returns the ids of v that are non-zero (added, or lost when *err is
  * set to -ENOMEM; *err is left alone otherwise). */
-uint64_t gpd__profile_metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint64_t cand, int *err) {
+uint64_t gpd__profile_metrics_add_mask(gpd_profile_t *p, uint32_t i, const double *v, uint64_t cand,
+                                       int *err) {
   uint64_t add = 0;
   for (uint64_t bits = cand; bits; bits &= bits - 1)
     if (v[__builtin_ctzll(bits)] != 0)

@@ -86,7 +86,9 @@ uint32_t gpd_profile_find(const gpd_profile_t *p, uint64_t ctx) {
   return gpd__profile_index_get(&p->by_ctx, p, ctx, gpd__profile_key_ctx);
 }
 
-uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) { return gpd__profile_nodes_local(p, local); }
+uint32_t gpd_profile_local(const gpd_profile_t *p, uint32_t local) {
+  return gpd__profile_nodes_local(p, local);
+}
 
 const char *gpd_profile_string(const gpd_profile_t *p, uint32_t id) {
   uint64_t v;
