@@ -76,7 +76,7 @@ struct gpd_perf_s {
   int full_logged;
 };
 
-/* Close the counters of one process (gpd__cpu_slot_sweep's drop). */
+/* Close the counters of one process (gpd__devices_cpuslot_sweep's drop). */
 static void close_proc(void *ctx, void *entry) {
   gpd_perf_t *p = ctx;
   perf_proc_t *pp = entry;
@@ -210,13 +210,13 @@ void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
                      const uint64_t *starts, uint32_t n, gpd_cpu_t *cpu) {
   if (p == NULL)
     return;
-  gpd__cpu_slot_unsee(p->procs, sizeof *p->procs, p->n);
+  gpd__devices_cpuslot_unsee(p->procs, sizeof *p->procs, p->n);
   for (uint32_t k = 0; k < n; k++) {
     int added;
     char why[160];
-    perf_proc_t *pp = (perf_proc_t *)gpd__cpu_slot_get(p->procs, sizeof *p->procs, &p->n, p->max,
-                                                       ids[k], pids[k], &added,
-                                                       &p->full_logged, "perf_event");
+    perf_proc_t *pp =
+        (perf_proc_t *)gpd__devices_cpuslot_get(p->procs, sizeof *p->procs, &p->n, p->max, ids[k],
+                                                pids[k], &added, &p->full_logged, "perf_event");
     cpu[k].nvalues = 0;
     if (pp == NULL)
       continue;
@@ -235,5 +235,5 @@ void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
       cpu[k].nvalues = p->nev;
   }
   /* close processes that are gone */
-  gpd__cpu_slot_sweep(p->procs, sizeof *p->procs, &p->n, close_proc, p);
+  gpd__devices_cpuslot_sweep(p->procs, sizeof *p->procs, &p->n, close_proc, p);
 }
