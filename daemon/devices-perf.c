@@ -44,7 +44,7 @@
 #include "gpuprof/log.h"
 
 #include "devices.h"
-#include "registry.h"
+#include "procstat.h"
 
 /* libpfm4's perf:: names of the kernel's software events (and the
  * aliases libpfm4 accepts for them), with their PERF_COUNT_SW_* config. */
@@ -124,7 +124,7 @@ static int attach(gpd_perf_t *p, perf_proc_t *pp, uint64_t start, char *why, siz
       pp->fds[e] = r;
     }
   /* the counters follow the task we opened: is it still the registered one? */
-  if (start != 0 && gpd_registry_proc_start(pp->s.pid) != start) {
+  if (start != 0 && gpd_procstat_start(pp->s.pid) != start) {
     snprintf(why, whylen, "pid %d is no longer the registered process", (int)pp->s.pid);
     r = -ESRCH;
     goto fail;
