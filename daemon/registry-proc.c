@@ -41,7 +41,7 @@ void gpd_registry_free_proc(gpd_proc_t *p) {
     return;
   gpd_registry_close_region(p);
   gpd_profile_free(&p->prof);
-  gpd_policy_proc_free(p);
+  gpd_policy_proc_free(&p->policy);
   free(p->exe);
   free(p->job_id);
   free(p->step_id);
