@@ -53,53 +53,11 @@
 #include "gpuprof/log.h"
 #include "gpuprof.pb-c.h"
 
+#include "client-internal.h"
 #include "daemon.h"
 
 #define GPD_CLIENT_FRAME_MAX GPD_FRAME_MAX
 #define GPD_CLIENT_MAX_FDS 8
-
-/* Kinds of events that are logged once per uid per interval. */
-typedef enum {
-  EV_REFUSED_UID,
-  EV_REFUSED_FULL,
-  EV_TIMEOUT,
-  EV_TOOBIG,
-  EV_BADFRAME,
-  EV_PROTO,
-  EV_TRUNCATED,
-  EV_REGISTER,
-  EV_GPUBIN,
-  EV_IO,
-  EV__N
-} ev_kind_t;
-
-/* What a summary line counts, per kind. */
-static const char *const ev_what[EV__N] = {
-    "connections refused by max_clients_per_uid",
-    "connections refused by max_clients / clients_reserve",
-    "connections closed by idle_timeout_ms",
-    "oversized frames rejected",
-    "undecodable frames rejected",
-    "unexpected messages rejected",
-    "truncated frames at EOF",
-    "registrations refused",
-    "GPU binaries refused",
-    "connections closed on socket errors",
-};
-
-/* Per-uid state: open connections and the log limiter.  Entries live in a
- * small hash table; one is freed by gpd_client_sweep once it holds no
- * connection and has nothing left to report. */
-typedef struct uid_ent_s {
-  struct uid_ent_s *next;
-  uid_t uid;
-  unsigned nconn;
-  uint64_t last_ms[EV__N]; /* loop time of the last line; 0 = none yet */
-  uint64_t held[EV__N];    /* events since that line, not logged */
-} uid_ent_t;
-
-#define UID_BUCKETS 256u
-static uid_ent_t *uid_tab[UID_BUCKETS];
 
 typedef struct outbuf_s {
   struct outbuf_s *next;
@@ -109,19 +67,18 @@ typedef struct outbuf_s {
 } outbuf_t;
 
 typedef struct gpd_client_s {
+  gpd_client_base_t base; /* first: ops, peer, proc (client.h) */
   uv_poll_t poll;
   uv_timer_t timer;
   int fd;
   gpd_daemon_t *d;
-  gpd_peer_t peer;
   gpd_frame_dec_t dec;
   outbuf_t *out_head, *out_tail;
   size_t out_bytes;
   int spoke, closing, closed, nclosed;
-  uid_ent_t *u; /* this peer's uid entry (holds one nconn) */
+  gpd_client_uid_t *u; /* this peer's uid entry (holds one nconn) */
   int pending_fd;
   unsigned events;
-  gpd_proc_t *proc;
   gpd_gpubin_t gpubin;
   gpd_query_t *q; /* in flight in the thread pool (at most one), or NULL */
   int ctl;        /* a ControlRequest of this peer waits for its shims */
@@ -134,8 +91,6 @@ typedef struct gpd_client_s {
 static gpd_client_t *clients;
 static unsigned nclients;
 
-const gpd_peer_t *gpd_client_peer(const gpd_client_t *c) { return &c->peer; }
-void gpd_client_set_proc(gpd_client_t *c, gpd_proc_t *p) { c->proc = p; }
 
 static void client_close(gpd_client_t *c);
 static void client_flush(gpd_client_t *c);
@@ -143,93 +98,6 @@ static void client_arm(gpd_client_t *c);
 static void client_frames(gpd_client_t *c, int err);
 static void on_io(uv_poll_t *h, int status, int events);
 static void send_error(gpd_client_t *c, int code, const char *text);
-
-/* ------------------------------------------------------ per-uid limits */
-
-static uid_ent_t *uid_get(uid_t uid) {
-  uid_ent_t **b = &uid_tab[(uint32_t)uid % UID_BUCKETS];
-  for (uid_ent_t *u = *b; u; u = u->next)
-    if (u->uid == uid)
-      return u;
-  uid_ent_t *u = calloc(1, sizeof *u);
-  if (u == NULL)
-    return NULL;
-  u->uid = uid;
-  u->next = *b;
-  *b = u;
-  return u;
-}
-
-static uint64_t log_interval_ms(const gpd_daemon_t *d) {
-  return (uint64_t)d->cfg.limit_log_interval_s * 1000u;
-}
-
-/* Log one event of `kind` for u's uid, or count it if a line for that uid
- * and kind went out less than limit_log_interval_s ago. */
-static void uid_note(gpd_daemon_t *d, uid_ent_t *u, ev_kind_t kind, int level, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void uid_note(gpd_daemon_t *d, uid_ent_t *u, ev_kind_t kind, int level, const char *fmt, ...) {
-  uint64_t now = uv_now(d->loop);
-  if (u->last_ms[kind] && now - u->last_ms[kind] < log_interval_ms(d)) {
-    u->held[kind]++;
-    return;
-  }
-  u->last_ms[kind] = now ? now : 1;
-  if (level > gpd_log_level) {
-    u->held[kind] = 0;
-    return;
-  }
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (u->held[kind])
-    gpd_log_write(level, "uid %u: %s (and %llu more %s in the last %u s)", (unsigned)u->uid, msg,
-                  (unsigned long long)u->held[kind], ev_what[kind], d->cfg.limit_log_interval_s);
-  else
-    gpd_log_write(level, "uid %u: %s (further ones for this uid are counted, logged every %u s)",
-                  (unsigned)u->uid, msg, d->cfg.limit_log_interval_s);
-  u->held[kind] = 0;
-}
-
-void gpd_client_sweep(gpd_daemon_t *d) {
-  uint64_t now = uv_now(d->loop), iv = log_interval_ms(d);
-  for (unsigned b = 0; b < UID_BUCKETS; b++) {
-    for (uid_ent_t **pp = &uid_tab[b]; *pp;) {
-      uid_ent_t *u = *pp;
-      int busy = u->nconn > 0;
-      for (int k = 0; k < EV__N; k++) {
-        if (u->last_ms[k] && now - u->last_ms[k] < iv) {
-          busy = 1;
-          continue;
-        }
-        if (u->held[k]) {
-          GPD_WARN("uid %u: %llu more %s in the last %u s", (unsigned)u->uid,
-                   (unsigned long long)u->held[k], ev_what[k], d->cfg.limit_log_interval_s);
-          u->held[k] = 0;
-          u->last_ms[k] = now ? now : 1;
-          busy = 1;
-        }
-      }
-      if (busy) {
-        pp = &u->next;
-      } else {
-        *pp = u->next;
-        free(u);
-      }
-    }
-  }
-}
-
-static void uid_free_all(void) {
-  for (unsigned b = 0; b < UID_BUCKETS; b++)
-    while (uid_tab[b]) {
-      uid_ent_t *u = uid_tab[b];
-      uid_tab[b] = u->next;
-      free(u);
-    }
-}
 
 /* Free a closed client: both handles closed and no query in flight. */
 static void client_free(gpd_client_t *c) {
@@ -260,15 +128,15 @@ static void client_close(gpd_client_t *c) {
   if (c->closed)
     return;
   c->closed = 1;
-  if (c->proc) {
+  if (c->base.proc) {
     if (!c->d->shutting_down)
-      gpd_registry_eof(c->d, c->proc);
+      gpd_registry_eof(c->d, c->base.proc);
     else {
       gpd_daemon_lock(c->d);
-      c->proc->client = NULL;
+      c->base.proc->client = NULL;
       pthread_mutex_unlock(&c->d->lock);
     }
-    c->proc = NULL;
+    c->base.proc = NULL;
   }
   if (c->prev)
     c->prev->next = c->next;
@@ -299,7 +167,7 @@ void gpd_client_close_all(gpd_daemon_t *d) {
   while (clients)
     client_close(clients);
   gpd_control_close_all();
-  uid_free_all();
+  gpd__client_limits_free_all();
 }
 
 /* One printable line from untrusted bytes. */
@@ -374,18 +242,18 @@ static int client_send(gpd_client_t *c, const Gpuprof__Msg *m, int fd) {
   return client_queue(c, buf, GPD_FRAME_HDR + n, fd);
 }
 
-int gpd_client_send_msg(gpd_client_t *c, const Gpuprof__Msg *m) {
+static int client_send_msg(gpd_client_t *c, const Gpuprof__Msg *m) {
   if (c->closed)
     return 0;
   return client_send(c, m, -1);
 }
 
-void gpd_client_send_error(gpd_client_t *c, int code, const char *text) {
+static void client_send_error(gpd_client_t *c, int code, const char *text) {
   if (!c->closed)
     send_error(c, code, text);
 }
 
-void gpd_client_control_done(gpd_client_t *c) {
+static void client_control_done(gpd_client_t *c) {
   c->ctl = 0;
   if (c->closed || c->ctl_sync)
     return; /* answered inside handle_frame: its loop goes on */
@@ -407,12 +275,12 @@ static void send_error(gpd_client_t *c, int code, const char *text) {
 
 /* Reply Error, log (rate-limited per uid and kind), and close once the
  * reply is out; a peer that does not read it is closed by the timer. */
-static void reject(gpd_client_t *c, ev_kind_t kind, int code, const char *what, const uint8_t *p,
+static void reject(gpd_client_t *c, gpd_client_ev_t kind, int code, const char *what, const uint8_t *p,
                    size_t n) {
   char s[128];
   sample(p, n, s, sizeof s);
-  uid_note(c->d, c->u, kind, GPD_LOG_WARN, "client pid %d: %s (%s); %zu bytes: %s; closing",
-           (int)c->peer.pid, what, gpd_strerror(code), n, s);
+  gpd__client_limits_note(c->d, c->u, kind, GPD_LOG_WARN, "client pid %d: %s (%s); %zu bytes: %s; closing",
+           (int)c->base.peer.pid, what, gpd_strerror(code), n, s);
   char msg[256];
   snprintf(msg, sizeof msg, "%s: %s", what, gpd_strerror(code));
   send_error(c, code, msg);
@@ -442,8 +310,8 @@ static void client_flush(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      uid_note(c->d, c->u, EV_IO, GPD_LOG_INFO, "client pid %d: send: %s", (int)c->peer.pid,
-               strerror(errno));
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: send: %s",
+                              (int)c->base.peer.pid, strerror(errno));
       client_close(c);
       return;
     }
@@ -479,10 +347,10 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   int rfd = -1;
   int fd = c->pending_fd;
   c->pending_fd = -1;
-  if (c->proc) {
+  if (c->base.proc) {
     if (fd >= 0)
       close(fd);
-    reject(c, EV_PROTO, GPD_EPROTO, "second Hello on one connection", NULL, 0);
+    reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "second Hello on one connection", NULL, 0);
     return;
   }
   int rc = gpd_registry_hello(c->d, c, m->hello, fd, &id, &rfd, err, sizeof err);
@@ -492,14 +360,14 @@ static void handle_hello(gpd_client_t *c, const Gpuprof__Msg *m) {
   hr.profile_id = id;
   hr.error = rc < 0 ? err : "";
   Gpuprof__CollectPolicy pol;
-  if (rc >= 0 && c->proc && gpd_policy_hello(c->d, c->proc, &pol) == 0)
+  if (rc >= 0 && c->base.proc && gpd_policy_hello(c->d, c->base.proc, &pol) == 0)
     hr.policy = &pol;
   r.body_case = GPUPROF__MSG__BODY_HELLO_REPLY;
   r.hello_reply = &hr;
   client_send(c, &r, rc < 0 ? -1 : rfd);
   if (rc < 0) {
-    uid_note(c->d, c->u, EV_REGISTER, GPD_LOG_WARN, "client pid %d: registration refused: %s",
-             (int)c->peer.pid, err);
+    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_REGISTER, GPD_LOG_WARN,
+                            "client pid %d: registration refused: %s", (int)c->base.peer.pid, err);
     c->closing = 1;
     if (c->out_head == NULL)
       client_close(c);
@@ -554,7 +422,7 @@ static void on_query_done(uv_work_t *w, int status) {
  * others are encoded and sent at once. */
 static void handle_query(gpd_client_t *c, const Gpuprof__Msg *m) {
   gpd_query_t *q;
-  if (gpd_query_start(c->d, &c->peer, m, &q) < 0) {
+  if (gpd_query_start(c->d, &c->base.peer, m, &q) < 0) {
     send_error(c, -ENOMEM, "out of memory");
     return;
   }
@@ -576,7 +444,7 @@ static void handle_query(gpd_client_t *c, const Gpuprof__Msg *m) {
 static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
   Gpuprof__Msg *m = gpuprof__msg__unpack(NULL, n, p);
   if (m == NULL) {
-    reject(c, EV_BADFRAME, GPD_EBADFRAME, "bad frame", p, n);
+    reject(c, GPD_CLIENT_EV_BADFRAME, GPD_EBADFRAME, "bad frame", p, n);
     return;
   }
   c->spoke = 1;
@@ -586,13 +454,14 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   case GPUPROF__MSG__BODY_GPUBIN: {
     char err[256];
-    if (c->proc == NULL) {
-      reject(c, EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
+    if (c->base.proc == NULL) {
+      reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
-    if (gpd_store_gpubin(c->d, &c->gpubin, c->proc->profile_id, (uint32_t)c->proc->uid, m->gpubin,
+    if (gpd_store_gpubin(c->d, &c->gpubin, c->base.proc->profile_id, (uint32_t)c->base.proc->uid, m->gpubin,
                          err, sizeof err) < 0)
-      uid_note(c->d, c->u, EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s", (int)c->peer.pid, err);
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s",
+                              (int)c->base.peer.pid, err);
     break;
   }
   case GPUPROF__MSG__BODY_PS_REQ:
@@ -602,15 +471,15 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     handle_query(c, m);
     break;
   case GPUPROF__MSG__BODY_CONTROL_REQ: {
-    if (c->proc) { /* a profiled process does not control others */
-      reject(c, EV_PROTO, GPD_EPROTO, "ControlRequest on a process connection", p, n);
+    if (c->base.proc) { /* a profiled process does not control others */
+      reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "ControlRequest on a process connection", p, n);
       break;
     }
     /* pending until control.c calls gpd_client_control_done (at once
      * when no process could be sent the Control) */
     c->ctl = 1;
     c->ctl_sync = 1;
-    int rc = gpd_control_request(c->d, c, &c->peer, m->control_req);
+    int rc = gpd_control_request(c->d, c, &c->base.peer, m->control_req);
     c->ctl_sync = 0;
     if (rc <= 0)
       c->ctl = 0;
@@ -623,29 +492,29 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   }
   case GPUPROF__MSG__BODY_COLLECT:
-    if (c->proc == NULL) {
-      reject(c, EV_PROTO, GPD_EPROTO, "CollectReports before Hello", p, n);
+    if (c->base.proc == NULL) {
+      reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "CollectReports before Hello", p, n);
       break;
     }
-    gpd_policy_report(c->d, c->proc, m->collect);
+    gpd_policy_report(c->d, c->base.proc, m->collect);
     break;
   case GPUPROF__MSG__BODY_POLICY_REQ:
-    if (c->proc) {
-      reject(c, EV_PROTO, GPD_EPROTO, "PolicyRequest on a process connection", p, n);
+    if (c->base.proc) {
+      reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "PolicyRequest on a process connection", p, n);
       break;
     }
-    gpd_policy_request(c->d, c, &c->peer, m->policy_req);
+    gpd_policy_request(c->d, c, &c->base.peer, m->policy_req);
     break;
   case GPUPROF__MSG__BODY_CONTROL_ACK:
-    if (c->proc == NULL) {
-      reject(c, EV_PROTO, GPD_EPROTO, "ControlAck before Hello", p, n);
+    if (c->base.proc == NULL) {
+      reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "ControlAck before Hello", p, n);
       break;
     }
-    gpd_control_ack(c->d, c, c->proc, m->control_ack);
+    gpd_control_ack(c->d, c, c->base.proc, m->control_ack);
     break;
   case GPUPROF__MSG__BODY_DEVICES_REQ: { /* from published samples: never waits on a vendor */
     Gpuprof__Msg *r;
-    if (gpd_devices_reply(c->d, &c->peer, m->devices_req->job_id, &r) < 0) {
+    if (gpd_devices_reply(c->d, &c->base.peer, m->devices_req->job_id, &r) < 0) {
       send_error(c, -ENOMEM, "out of memory");
       break;
     }
@@ -654,7 +523,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
     break;
   }
   default:
-    reject(c, EV_PROTO, GPD_EPROTO, "unexpected message", p, n);
+    reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "unexpected message", p, n);
     break;
   }
   gpuprof__msg__free_unpacked(m, NULL);
@@ -666,8 +535,8 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
 static void client_frames(gpd_client_t *c, int err) {
   while (!c->closed && !c->closing && c->q == NULL && !c->ctl) {
     if (err < 0) {
-      reject(c, err == GPD_EFRAMETOOBIG ? EV_TOOBIG : EV_BADFRAME, err, "frame rejected",
-             c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
+      reject(c, err == GPD_EFRAMETOOBIG ? GPD_CLIENT_EV_TOOBIG : GPD_CLIENT_EV_BADFRAME, err,
+             "frame rejected", c->dec.buf, c->dec.len < 8 ? c->dec.len : 8);
       return;
     }
     const uint8_t *payload;
@@ -702,8 +571,8 @@ static void client_read(gpd_client_t *c) {
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR)
         break;
-      uid_note(c->d, c->u, EV_IO, GPD_LOG_INFO, "client pid %d: recv: %s", (int)c->peer.pid,
-               strerror(errno));
+      gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_IO, GPD_LOG_INFO, "client pid %d: recv: %s",
+                              (int)c->base.peer.pid, strerror(errno));
       client_close(c);
       return;
     }
@@ -724,8 +593,8 @@ static void client_read(gpd_client_t *c) {
       if (c->dec.len > c->dec.off) {
         char s[128];
         sample(c->dec.buf + c->dec.off, c->dec.len - c->dec.off, s, sizeof s);
-        uid_note(c->d, c->u, EV_TRUNCATED, GPD_LOG_WARN,
-                 "client pid %d: truncated frame at EOF (%zu bytes buffered: %s)", (int)c->peer.pid,
+        gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TRUNCATED, GPD_LOG_WARN,
+                 "client pid %d: truncated frame at EOF (%zu bytes buffered: %s)", (int)c->base.peer.pid,
                  c->dec.len - c->dec.off, s);
       }
       client_close(c);
@@ -769,21 +638,21 @@ static void on_timeout(uv_timer_t *t) {
   gpd_client_t *c = t->data;
   if (c->closed || c->q || c->ctl)
     return; /* a query in flight: the clock starts again with its reply */
-  if (c->proc && c->out_head == NULL)
+  if (c->base.proc && c->out_head == NULL)
     return; /* registered and nothing to read: never timed out */
   unsigned ms = c->d->cfg.idle_timeout_ms;
   if (!c->spoke)
-    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: no complete frame within %u ms of connecting (%zu bytes of a frame "
-             "buffered); closing", (int)c->peer.pid, ms, c->dec.len - c->dec.off);
+             "buffered); closing", (int)c->base.peer.pid, ms, c->dec.len - c->dec.off);
   else if (c->out_head)
-    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: did not read its reply for %u ms (%zu bytes queued); closing",
-             (int)c->peer.pid, ms, c->out_bytes);
+             (int)c->base.peer.pid, ms, c->out_bytes);
   else
-    uid_note(c->d, c->u, EV_TIMEOUT, GPD_LOG_WARN,
+    gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_TIMEOUT, GPD_LOG_WARN,
              "client pid %d: no complete frame within %u ms of its last one; closing",
-             (int)c->peer.pid, ms);
+             (int)c->base.peer.pid, ms);
   client_close(c);
 }
 
@@ -793,72 +662,28 @@ static void on_timeout(uv_timer_t *t) {
 static void client_arm(gpd_client_t *c) {
   if (c->closed)
     return;
-  if (c->q || c->ctl || (c->proc && c->out_head == NULL))
+  if (c->q || c->ctl || (c->base.proc && c->out_head == NULL))
     uv_timer_stop(&c->timer);
   else
     uv_timer_start(&c->timer, on_timeout, c->d->cfg.idle_timeout_ms, 0);
 }
 
-/* Refuse a connection before any state is kept for it: one Error frame
- * (a fresh socket's buffer always takes it; MSG_DONTWAIT all the same),
- * then close. */
-static void refuse(int fd, int code, const char *text) {
-  Gpuprof__Msg m = GPUPROF__MSG__INIT;
-  Gpuprof__Error e = GPUPROF__ERROR__INIT;
-  uint8_t buf[GPD_FRAME_HDR + 512];
-  e.code = code;
-  e.message = (char *)text;
-  m.body_case = GPUPROF__MSG__BODY_ERROR;
-  m.error = &e;
-  size_t n = gpuprof__msg__get_packed_size(&m);
-  if (n <= sizeof buf - GPD_FRAME_HDR) {
-    gpd_frame_put_header(buf, (uint32_t)n);
-    gpuprof__msg__pack(&m, buf + GPD_FRAME_HDR);
-    ssize_t w = send(fd, buf, GPD_FRAME_HDR + n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)w; /* best effort: the peer may be gone already */
-  }
-  close(fd);
-}
-
-/* Admission (see the top of this file).  0, or -EUSERS with the reason
- * in why and the kind of refusal in *kind. */
-static int client_admit(const gpd_daemon_t *d, const uid_ent_t *u, ev_kind_t *kind, char *why,
-                        size_t whylen) {
-  unsigned maxc = d->cfg.max_clients;
-  unsigned reserve = d->cfg.clients_reserve < maxc / 2 ? d->cfg.clients_reserve : maxc / 2;
-  if (nclients >= maxc) {
-    *kind = EV_REFUSED_FULL;
-    snprintf(why, whylen, "gpuprofd is full: %u connections (max_clients)", nclients);
-    return -EUSERS;
-  }
-  if (u->uid == 0)
-    return 0;
-  if (u->nconn >= d->cfg.max_clients_per_uid) {
-    *kind = EV_REFUSED_UID;
-    snprintf(why, whylen, "uid %u already holds %u connections (max_clients_per_uid)",
-             (unsigned)u->uid, u->nconn);
-    return -EUSERS;
-  }
-  if (nclients >= maxc - reserve && u->nconn >= d->cfg.clients_reserve_per_uid) {
-    *kind = EV_REFUSED_FULL;
-    snprintf(why, whylen,
-             "gpuprofd holds %u of %u connections; the last %u are kept for root and for uids "
-             "holding fewer than %u (uid %u holds %u)",
-             nclients, maxc, reserve, d->cfg.clients_reserve_per_uid, (unsigned)u->uid, u->nconn);
-    return -EUSERS;
-  }
-  return 0;
-}
+/* What control.c, policy.c and registry.c may do with a connection (client.h). */
+static const gpd_client_ops_t client_ops = {
+    .send_msg = client_send_msg,
+    .send_error = client_send_error,
+    .control_done = client_control_done,
+};
 
 int gpd_client_accept(gpd_daemon_t *d, int fd) {
   static uint64_t cred_fail_ms;
   gpd_peer_t peer;
-  ev_kind_t kind = EV_REFUSED_FULL;
+  gpd_client_ev_t kind = GPD_CLIENT_EV_REFUSED_FULL;
   char why[256];
   int err = gpd_access_cred(fd, &peer);
   if (err < 0) {
     uint64_t now = uv_now(d->loop);
-    if (cred_fail_ms == 0 || now - cred_fail_ms >= log_interval_ms(d)) {
+    if (cred_fail_ms == 0 || now - cred_fail_ms >= gpd__client_limits_interval_ms(d)) {
       cred_fail_ms = now ? now : 1;
       GPD_WARN("SO_PEERCRED failed: %s; closing (logged once per %u s)", gpd_strerror(err),
                d->cfg.limit_log_interval_s);
@@ -866,15 +691,16 @@ int gpd_client_accept(gpd_daemon_t *d, int fd) {
     close(fd);
     return err;
   }
-  uid_ent_t *u = uid_get(peer.uid);
+  gpd_client_uid_t *u = gpd__client_limits_uid(peer.uid);
   if (u == NULL) {
-    refuse(fd, -ENOMEM, "gpuprofd is out of memory");
+    gpd__client_limits_refuse(fd, -ENOMEM, "gpuprofd is out of memory");
     return -ENOMEM;
   }
-  err = client_admit(d, u, &kind, why, sizeof why);
+  err = gpd__client_limits_admit(d, u, nclients, &kind, why, sizeof why);
   if (err < 0) {
-    uid_note(d, u, kind, GPD_LOG_WARN, "connection from pid %d refused: %s", (int)peer.pid, why);
-    refuse(fd, err, why);
+    gpd__client_limits_note(d, u, kind, GPD_LOG_WARN, "connection from pid %d refused: %s",
+                            (int)peer.pid, why);
+    gpd__client_limits_refuse(fd, err, why);
     return err;
   }
   /* Only admitted peers cost a name-service lookup. */
@@ -884,12 +710,13 @@ int gpd_client_accept(gpd_daemon_t *d, int fd) {
              (unsigned)peer.uid, gpd_strerror(err));
   gpd_client_t *c = calloc(1, sizeof *c);
   if (c == NULL) {
-    refuse(fd, -ENOMEM, "gpuprofd is out of memory");
+    gpd__client_limits_refuse(fd, -ENOMEM, "gpuprofd is out of memory");
     return -ENOMEM;
   }
   c->fd = fd;
   c->d = d;
-  c->peer = peer;
+  c->base.ops = &client_ops;
+  c->base.peer = peer;
   c->u = u;
   c->pending_fd = -1;
   c->gpubin.fd = -1;
@@ -909,3 +736,4 @@ int gpd_client_accept(gpd_daemon_t *d, int fd) {
   u->nconn++;
   return 0;
 }
+

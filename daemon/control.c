@@ -55,10 +55,6 @@ typedef struct ctl_op_s {
 } ctl_op_t;
 
 static ctl_op_t *ops;
-static uint64_t next_id = 1;
-
-uint64_t gpd_control_next_id(void) { return next_id++; }
-
 static void op_closed(uv_handle_t *h) { free(h->data); }
 
 /* Unlink op and free it once its timer is closed. */
@@ -225,7 +221,7 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   for (unsigned i = 0; i < op->n; i++) {
     ctl_target_t *t = &op->t[i];
     Gpuprof__Control out = GPUPROF__CONTROL__INIT;
-    t->id = next_id++;
+    t->id = gpd_control_next_id();
     out.id = t->id;
     out.kind = c->kind;
     out.enable = c->enable;

@@ -422,8 +422,8 @@ static int nvml_sample(void *st, uint32_t i, gpd_dev_sample_t *s) {
   /* Per-process SM/memory utilization since the last sample we took.
    * The driver keeps a history of samples (several per process), so the
    * count is asked for first (utilization NULL: INSUFFICIENT_SIZE and the
-   * count), as the NVML reference says; seen on the H100: 64 entries were
-   * too few on the first call. */
+   * count), as the NVML reference says (a fixed guess can be too few on
+   * the first call: docs/DEVICES.md). */
   if (n->putil) {
     unsigned cnt = 0;
     nvmlProcessUtilizationSample_t *us = NULL;

@@ -40,7 +40,7 @@ struct gpd_papi_s {
   int full_logged;
 };
 
-/* Stop and free the event set of one process (gpd__cpu_slot_sweep's drop). */
+/* Stop and free the event set of one process (gpd__devices_cpuslot_sweep's drop). */
 static void detach(void *ctx, void *entry) {
   papi_proc_t *pp = entry;
   (void)ctx;
@@ -178,12 +178,12 @@ void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, ui
                      gpd_cpu_t *cpu) {
   if (p == NULL)
     return;
-  gpd__cpu_slot_unsee(p->procs, sizeof *p->procs, p->n);
+  gpd__devices_cpuslot_unsee(p->procs, sizeof *p->procs, p->n);
   for (uint32_t k = 0; k < n; k++) {
     int added;
-    papi_proc_t *pp = (papi_proc_t *)gpd__cpu_slot_get(p->procs, sizeof *p->procs, &p->n, p->max,
-                                                       ids[k], pids[k], &added,
-                                                       &p->full_logged, "PAPI");
+    papi_proc_t *pp =
+        (papi_proc_t *)gpd__devices_cpuslot_get(p->procs, sizeof *p->procs, &p->n, p->max, ids[k],
+                                                pids[k], &added, &p->full_logged, "PAPI");
     cpu[k].nvalues = 0;
     if (pp == NULL)
       continue;
@@ -193,5 +193,5 @@ void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, ui
       cpu[k].nvalues = p->nev;
   }
   /* detach processes that are gone */
-  gpd__cpu_slot_sweep(p->procs, sizeof *p->procs, &p->n, detach, NULL);
+  gpd__devices_cpuslot_sweep(p->procs, sizeof *p->procs, &p->n, detach, NULL);
 }

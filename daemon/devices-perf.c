@@ -44,7 +44,7 @@
 #include "gpuprof/log.h"
 
 #include "devices.h"
-#include "registry.h"
+#include "procstat.h"
 
 /* libpfm4's perf:: names of the kernel's software events (and the
  * aliases libpfm4 accepts for them), with their PERF_COUNT_SW_* config. */
@@ -76,7 +76,7 @@ struct gpd_perf_s {
   int full_logged;
 };
 
-/* Close the counters of one process (gpd__cpu_slot_sweep's drop). */
+/* Close the counters of one process (gpd__devices_cpuslot_sweep's drop). */
 static void close_proc(void *ctx, void *entry) {
   gpd_perf_t *p = ctx;
   perf_proc_t *pp = entry;
@@ -124,7 +124,7 @@ static int attach(gpd_perf_t *p, perf_proc_t *pp, uint64_t start, char *why, siz
       pp->fds[e] = r;
     }
   /* the counters follow the task we opened: is it still the registered one? */
-  if (start != 0 && gpd_registry_proc_start(pp->s.pid) != start) {
+  if (start != 0 && gpd_procstat_start(pp->s.pid) != start) {
     snprintf(why, whylen, "pid %d is no longer the registered process", (int)pp->s.pid);
     r = -ESRCH;
     goto fail;
@@ -210,13 +210,13 @@ void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
                      const uint64_t *starts, uint32_t n, gpd_cpu_t *cpu) {
   if (p == NULL)
     return;
-  gpd__cpu_slot_unsee(p->procs, sizeof *p->procs, p->n);
+  gpd__devices_cpuslot_unsee(p->procs, sizeof *p->procs, p->n);
   for (uint32_t k = 0; k < n; k++) {
     int added;
     char why[160];
-    perf_proc_t *pp = (perf_proc_t *)gpd__cpu_slot_get(p->procs, sizeof *p->procs, &p->n, p->max,
-                                                       ids[k], pids[k], &added,
-                                                       &p->full_logged, "perf_event");
+    perf_proc_t *pp =
+        (perf_proc_t *)gpd__devices_cpuslot_get(p->procs, sizeof *p->procs, &p->n, p->max, ids[k],
+                                                pids[k], &added, &p->full_logged, "perf_event");
     cpu[k].nvalues = 0;
     if (pp == NULL)
       continue;
@@ -235,5 +235,5 @@ void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
       cpu[k].nvalues = p->nev;
   }
   /* close processes that are gone */
-  gpd__cpu_slot_sweep(p->procs, sizeof *p->procs, &p->n, close_proc, p);
+  gpd__devices_cpuslot_sweep(p->procs, sizeof *p->procs, &p->n, close_proc, p);
 }

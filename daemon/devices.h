@@ -164,7 +164,7 @@ int gpd_devices_reply(gpd_daemon_t *d, const gpd_peer_t *peer, const char *job_i
                       struct Gpuprof__Msg **out);
 void gpd_devices_reply_free(struct Gpuprof__Msg *m);
 
-/* ---- the per-process table of the CPU counter back ends (devices.c) ---- */
+/* ---- the per-process table of the CPU counter back ends (devices-cpuslot.c) ---- */
 /** Head of one entry of a CPU back end's process table: the entry
  *  structs of devices-papi.c and devices-perf.c start with it. */
 typedef struct {
@@ -177,15 +177,15 @@ typedef struct {
  *  a new one is appended with *added = 1, or NULL when the table is full
  *  (a warning naming `who` is logged once, *full_logged set).  Sampler
  *  thread. */
-gpd_cpu_slot_t *gpd__cpu_slot_get(void *slots, size_t stride, uint32_t *n, uint32_t max,
-                                  uint64_t profile_id, int32_t pid, int *added,
-                                  int *full_logged, const char *who);
+gpd_cpu_slot_t *gpd__devices_cpuslot_get(void *slots, size_t stride, uint32_t *n, uint32_t max,
+                                         uint64_t profile_id, int32_t pid, int *added,
+                                         int *full_logged, const char *who);
 /** Clear every entry's seen mark (start of a round). */
-void gpd__cpu_slot_unsee(void *slots, size_t stride, uint32_t n);
+void gpd__devices_cpuslot_unsee(void *slots, size_t stride, uint32_t n);
 /** Remove the entries not seen this round, calling drop(ctx, entry)
  *  first for each, keeping the table dense.  Sampler thread. */
-void gpd__cpu_slot_sweep(void *slots, size_t stride, uint32_t *n,
-                         void (*drop)(void *ctx, void *entry), void *ctx);
+void gpd__devices_cpuslot_sweep(void *slots, size_t stride, uint32_t *n,
+                                void (*drop)(void *ctx, void *entry), void *ctx);
 
 /* ---- PAPI (devices-papi.c); stubs when PAPI is not built ---- */
 typedef struct gpd_papi_s gpd_papi_t;

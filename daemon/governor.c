@@ -11,11 +11,10 @@
  *     s(P) = (W c_window + t_switch) / P + (1 - W/P) c_between
  *          <= f c_window + t_switch / P + c_between,      f = W / P,
  *
- * the issue's s = f c_window + c_between with the switching term that
- * the H100/H200 runs showed to dominate short windows (re-subscription
- * 4-17 ms per window, docs/PERFORMANCE-CUDA.md "detach by cuptiFinalize"
- * and "5 processes per mode").  The governor uses the upper bound (it
- * drops the -W/P c_between credit).  Holding s <= B:
+ * the issue's s = f c_window + c_between with the switching term, which
+ * dominates short windows (its measured size: docs/PERFORMANCE-CUDA.md
+ * "detach by cuptiFinalize" and "5 processes per mode").  The governor
+ * uses the upper bound (it drops the -W/P c_between credit).  Holding s <= B:
  *
  *     P >= P* = (W c_window + t_switch) / (B - c_between),   B > c_between,
  *

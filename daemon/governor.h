@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 /** Cost of one counted launch between windows (ns): the launch counters
- *  of shim/cupti/cupti-count.c, 12-18 ns per call on the H100
- *  (docs/PERFORMANCE-CUDA.md, 2026-11-24). */
+ *  of shim/cupti/cupti-count.c (their measured cost per call:
+ *  docs/PERFORMANCE-CUDA.md, the detached mode's overhead). */
 #define GPD_GOVERNOR_COUNT_NS 15.0
 /** An estimate needs this many closed windows ... */
 #define GPD_GOVERNOR_MIN_WINDOWS 3u

@@ -50,6 +50,7 @@
 #include "gpuprof/log.h"
 
 #include "daemon.h"
+#include "procstat.h"
 
 #define J_MAGIC "GPDJRNL1"
 #define J_VERSION 1u
@@ -163,7 +164,7 @@ static int hdr_read(int fd, jhdr_t *h) {
 static int hdr_alive(const jhdr_t *h) {
   if (h->pid <= 0 || kill(h->pid, 0) < 0)
     return 0;
-  uint64_t st = gpd_registry_proc_start(h->pid);
+  uint64_t st = gpd_procstat_start(h->pid);
   return h->proc_start == 0 || st == 0 || st == h->proc_start;
 }
 

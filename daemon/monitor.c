@@ -1,5 +1,5 @@
 /* monitor.c - the monitor thread: drains every registered region's rings
- * and attributes the records (profile.c).
+ * and attributes the records (profile-ingest.c).
  *
  * One pass visits every RUNNING/ENDING process with the daemon lock held,
  * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at

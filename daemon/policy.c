@@ -45,7 +45,8 @@ typedef struct policy_rep_s {
   uint64_t elapsed_ns, window_ns, windows, launches, launches_in, switch_ns, pc_window_ns, pc_launches;
 } policy_rep_t;
 
-/* A process's policy state (gpd_proc_t.policy; d->lock). */
+/* A process's policy state (gpd_proc_t.policy; d->lock).  One block with
+ * no pointers inside: gpd_policy_proc_free (policy.h) frees it. */
 typedef struct gpd_proc_policy_s {
   gpd_policy_t pol;
   uint32_t period_ms;        /* what the process was last sent (0: pol.v's) */
@@ -183,11 +184,6 @@ int gpd_policy_hello(gpd_daemon_t *d, gpd_proc_t *p, Gpuprof__CollectPolicy *out
   if (pp)
     policy_msg(pp, out);
   return pp ? 0 : -ENOMEM;
-}
-
-void gpd_policy_proc_free(gpd_proc_t *p) {
-  free(p->policy);
-  p->policy = NULL;
 }
 
 /* A CONTROL_POLICY to send once d->lock is released: sending may close

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "access.h"
@@ -22,6 +23,7 @@
 typedef struct gpd_daemon_s gpd_daemon_t;
 struct gpd_client_s;
 struct gpd_proc_s;
+struct gpd_proc_policy_s;
 struct Gpuprof__Msg;
 struct Gpuprof__Process;
 struct Gpuprof__CollectPolicy;
@@ -85,7 +87,13 @@ void gpd_policy_proc_msg(const struct gpd_proc_s *p, struct Gpuprof__Process *m)
  *  send the changed ones a CONTROL_POLICY.  Returns how many were sent. */
 unsigned gpd_policy_push_all(gpd_daemon_t *d);
 
-/** Free p's policy state (registry, with p). */
-void gpd_policy_proc_free(struct gpd_proc_s *p);
+/** Free a process's policy state (*state: gpd_proc_t.policy, one malloc'd
+ *  block with no pointers inside) and clear it (registry-proc.c, with the
+ *  process).  Inline so that freeing a process does not call policy.c,
+ *  which calls the registry. */
+static inline void gpd_policy_proc_free(struct gpd_proc_policy_s **state) {
+  free(*state);
+  *state = NULL;
+}
 
 #endif

@@ -1,4 +1,5 @@
-/* profile.h - one process's calling context tree and correlation state.
+/* profile.h - one process's calling context tree and correlation state
+ * (profile.c and its parts profile-*.c; profile-internal.h lists them).
  *
  * Lock: every function here needs the daemon lock held (gpd_daemon_t.lock)
  * for a profile that belongs to the registry; tests own profiles outright. */
@@ -19,11 +20,6 @@
 
 #define GPD_NONE 0xffffffffu
 
-
-/** Add v to metric id in a sparse array (grows it).  0 or -ENOMEM. */
-int gpd_mval_add(gpd_mval_t **a, uint32_t *n, uint32_t *cap, uint32_t id, double v);
-/** Value of metric id in a sparse array (0 when absent). */
-double gpd_mval_get(const gpd_mval_t *a, uint32_t n, uint32_t id);
 
 /** A calling-context node of one process's CCT: 40 bytes, no pointers.
  *  Labels live in the profile's label pool (gpd_profile_label), metrics in
@@ -52,7 +48,8 @@ typedef union gpd_mword_u {
 } gpd_mword_t;
 
 /** Open-addressing index of uint32 values (slot = value + 1, 0 empty)
- *  whose keys are derived from the values (profile.c); 4 bytes a slot. */
+ *  whose keys are derived from the values (profile-index.c); 4 bytes a
+ *  slot. */
 typedef struct gpd_ix_s {
   uint32_t *slot;
   uint32_t cap, n;
@@ -77,10 +74,13 @@ typedef struct gpd_plocal_s {
   uint32_t node;
 } gpd_plocal_t;
 
-typedef struct gpd_backend_s {
+/** What a process's last STATUS record said about one of its APIs' back
+ *  ends (gpd_profile_t.backends[api]); the shim's own back-end table is
+ *  shim/backends.h's gpd_backend_t. */
+typedef struct gpd_api_status_s {
   int seen, enabled, code;
   uint32_t reason; /* string id */
-} gpd_backend_t;
+} gpd_api_status_t;
 
 /* Bounds that keep a hostile process from exhausting the daemon. */
 #define GPD_PROFILE_MAX_NODES (4u << 20)
@@ -196,7 +196,7 @@ typedef struct gpd_profile_s {
   uint32_t nlocals, caplocals;
   /* writer watermarks */
   uint32_t nstrs_saved, nmods_saved, nlocals_saved;
-  gpd_backend_t backends[GPD_API_MAX];
+  gpd_api_status_t backends[GPD_API_MAX];
   uint64_t records;    /* records ingested */
   uint64_t activities; /* activities attributed */
   uint64_t unknown;    /* activities attributed to <unknown context> */

@@ -1,5 +1,9 @@
-/* query-internal.h - what query.c (dispatch, ps, tree, reply arena) and
- * query-top.c (the Top answer and its index) share.  Main thread only,
+/* query-internal.h - what the query files share: query.c (dispatch,
+ * symbolization, encoding), query-tree.c (Ps, Tree, selection, node view),
+ * query-top.c (the Top answer and its index), query-gpu.c, query-trace.c,
+ * query-encode.c; the reply arena is query-arena.h.  Layered: query.c
+ * calls the answers, the answers call query-tree.c and the arena, never
+ * back.  Main thread only,
  * inside gpd_query_start; the functions that read profiles need d->lock
  * (said per function).  Not for other files: replies are built in the
  * arena of the query being answered (query.c). */
@@ -13,22 +17,11 @@
 
 #include "access.h"
 #include "profile.h"
+#include "query-arena.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
 typedef struct gpd_proc_s gpd_proc_t;
 
-/** n bytes (16-aligned) / n*size zeroed bytes / a copy of s (NULL -> "")
- *  from the arena of the query this thread is working on (gpd_query_start,
- *  gpd_query_run); freed with the query.  NULL on ENOMEM. */
-void *gpd__query_alloc(size_t n);
-void *gpd__query_calloc(size_t n, size_t size);
-char *gpd__query_strdup(const char *s);
-/** An empty Msg in the arena (NULL on ENOMEM). */
-Gpuprof__Msg *gpd__query_msg_new(void);
-/** Room for one more element of a growing malloc'd array whose count
- *  reached *cap: the capacity doubles (from `first`).  0 or -ENOMEM with the
- *  array as it was. */
-int gpd__query_grow(void **arr, uint32_t *cap, size_t elem, uint32_t first);
 /** Is p selected by (pid, job) and visible to peer?  pid 0 = any.  d->lock. */
 int gpd__query_selected(const gpd_proc_t *p, const gpd_peer_t *peer, int32_t pid, const char *job);
 /** Error reply for an explicit pid the peer may not see or that is not
@@ -37,6 +30,10 @@ Gpuprof__Msg *gpd__query_check_pid(gpd_daemon_t *d, const gpd_peer_t *peer, int3
 /** Node message of node pidx of profile p (no metrics); a FRAME node is
  *  put on the query's list for gpd_query_run to symbolize.  d->lock. */
 Gpuprof__Node *gpd__query_node_msg(const gpd_profile_t *p, uint32_t pidx);
+/** The Ps / Tree answers (query-tree.c).  d->lock. */
+Gpuprof__Msg *gpd__query_ps_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__PsRequest *r);
+Gpuprof__Msg *gpd__query_tree_answer(gpd_daemon_t *d, const gpd_peer_t *peer,
+                                     const Gpuprof__TreeRequest *r);
 /** The Top answer (query-top.c).  d->lock. */
 Gpuprof__Msg *gpd__query_top_answer(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__TopRequest *r);
 

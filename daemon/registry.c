@@ -38,6 +38,7 @@
 
 #include "daemon.h"
 #include "job.h"
+#include "procstat.h"
 
 static void eof_apply(gpd_proc_t *p) {
   p->client = NULL;
@@ -117,51 +118,6 @@ gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid) {
   return best;
 }
 
-int gpd_registry_cursors(gpd_proc_t *p) {
-  uint32_t n = p->region.nrings;
-  free(p->cursor);
-  free(p->cursor_saved);
-  p->cursor = calloc(n ? n : 1, sizeof *p->cursor);
-  p->cursor_saved = calloc(n ? n : 1, sizeof *p->cursor_saved);
-  if (p->cursor == NULL || p->cursor_saved == NULL) {
-    free(p->cursor);
-    free(p->cursor_saved);
-    p->cursor = p->cursor_saved = NULL;
-    return -ENOMEM;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    p->cursor[i] = p->cursor_saved[i] =
-        atomic_load_explicit(&p->region.ctl[i].tail, memory_order_acquire);
-  return 0;
-}
-
-void gpd_registry_close_region(gpd_proc_t *p) {
-  gpd_journal_release(p); /* its segments stay until committed or swept */
-  if (p->has_region)
-    gpd_region_close(&p->region);
-  p->has_region = 0;
-  free(p->cursor);
-  free(p->cursor_saved);
-  p->cursor = p->cursor_saved = NULL;
-}
-
-void gpd_registry_free_proc(gpd_proc_t *p) {
-  if (p == NULL)
-    return;
-  gpd_registry_close_region(p);
-  gpd_profile_free(&p->prof);
-  gpd_policy_proc_free(p);
-  free(p->exe);
-  free(p->job_id);
-  free(p->step_id);
-  free(p->hostname);
-  free(p->argv_json);
-  for (size_t i = 0; i < p->argc; i++)
-    free(p->argv[i]);
-  free(p->argv);
-  free(p);
-}
-
 void gpd_registry_trim(gpd_daemon_t *d, unsigned keep) {
   unsigned seen = 0;
   for (gpd_proc_t **pp = &d->procs; *pp;) {
@@ -184,13 +140,6 @@ unsigned gpd_registry_live(gpd_daemon_t *d) {
   return n;
 }
 
-void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *records,
-                           uint64_t *drops) {
-  *rings = p->rings_in_use;
-  *records = p->prof.records;
-  *drops = p->drops;
-}
-
 /* JSON string escaping for the argv column. */
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
@@ -203,25 +152,6 @@ static void json_str(FILE *f, const char *s) {
       fputc(*c, f);
   }
   fputc('"', f);
-}
-
-uint64_t gpd_registry_proc_start(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  /* the command name may hold anything: fields resume after the last ')' */
-  char *p = strrchr(buf, ')');
-  if (p == NULL)
-    return 0;
-  p++;
-  for (int field = 3; field < 22 && p; field++)
-    p = strchr(p + 1, ' ');
-  return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 static char *sdup(const char *s, size_t max) {
@@ -313,7 +243,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   p->pid = peer->pid;
   p->uid = peer->uid;
   p->gid = peer->gid;
-  p->proc_start = gpd_registry_proc_start(p->pid);
+  p->proc_start = gpd_procstat_start(p->pid);
   fill_from_hello(p, h);
   registry_verify_job(p);
 

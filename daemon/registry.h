@@ -86,6 +86,8 @@ gpd_proc_t *gpd_registry_find_pid(gpd_daemon_t *d, pid_t pid);
 gpd_proc_t *gpd_registry_find_visible(gpd_daemon_t *d, const gpd_peer_t *peer, pid_t pid);
 /** The one error text for a pid not profiled or not visible (-ESRCH). */
 #define GPD_NO_PID_FMT "no profiled process %d"
+/** Free p and what it owns: region, cursors, profile, policy state
+ *  (registry-proc.c).  NULL is ignored. */
 void gpd_registry_free_proc(gpd_proc_t *p);
 /** Forget exited, flushed processes beyond `keep` (memory bound). */
 void gpd_registry_trim(gpd_daemon_t *d, unsigned keep);
@@ -101,9 +103,6 @@ void gpd_registry_counters(const gpd_proc_t *p, uint32_t *rings, uint64_t *recor
 struct Gpuprof__Hello;
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpuprof__Hello *h,
                        int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
-/** Start time of process pid (clock ticks after boot, /proc/pid/stat
- *  field 22), 0 if unknown.  Any thread. */
-uint64_t gpd_registry_proc_start(pid_t pid);
 /** EOF on a process's connection: request the final drain (main thread;
  *  never waits for d->lock: when busy, applied by gpd_daemon_lock). */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
