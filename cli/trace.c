@@ -5,7 +5,6 @@
  */
 #include "trace.h"
 #include "trace-layout.h"
-#include "analyzer.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,13 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/outfile.h"
 #include "gpuprof/record.h"
-#include "gpuprof/trace-row.h" /* the decoders, now that sqlite3.h is in */
+#include "store-read.h"
 
 void gpd_xtrace_init(gpd_xtrace_t *x) {
   memset(x, 0, sizeof *x);
@@ -50,31 +47,6 @@ int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz) {
 }
 #define ROOM(x, arr, n, cap) gpd_xgrow((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
 
-static int has_table(sqlite3 *db, const char *name) {
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &q,
-                         NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
-}
-
-static int has_column(sqlite3 *db, const char *table, const char *col) {
-  char sql[128];
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name=?1", table);
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
-}
-
 /* Room for n more elements in *a (count *len, capacity *cap, sz bytes
  * each) at once: a large trace is read without realloc's copies.  0 or
  * -ENOMEM. */
@@ -89,66 +61,49 @@ static int reserve(void **a, size_t len, size_t *cap, size_t sz, int64_t n) {
   return 0;
 }
 
-/* rows of profile id in table (its profile_id column) */
-static int64_t count_rows(sqlite3 *db, const char *sql, uint64_t id) {
-  sqlite3_stmt *q = NULL;
-  int64_t n = 0;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    if (sqlite3_step(q) == SQLITE_ROW)
-      n = sqlite3_column_int64(q, 0);
-  }
-  sqlite3_finalize(q);
-  return n;
+static int on_event(void *c, const gpd_trace_row_t *e) {
+  gpd_xtrace_t *x = c;
+  int err = ROOM(x, ev, nev, capev);
+  if (err == 0)
+    x->ev[x->nev++] = *e;
+  return err;
 }
 
-static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *cs_sql) {
-  sqlite3_stmt *q = NULL;
-  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev,
-                    count_rows(db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", id));
+static int on_launch(void *c, const gpd_trace_lrow_t *l) {
+  gpd_xtrace_t *x = c;
+  int err = ROOM(x, la, nla, capla);
   if (err == 0)
-    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la,
-                  count_rows(db, "SELECT count(*) FROM trace_launch WHERE profile_id=?1", id));
-  if (err < 0)
-    return err;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT " GPD_TRACE_ROW_COLS
-                         " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
-                         -1, &q, NULL) != SQLITE_OK)
-    return -EIO;
-  sqlite3_bind_int64(q, 1, (int64_t)id);
-  while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, ev, nev, capev)) == 0)
-    gpd_trace_row_read(q, id, &x->ev[x->nev++]);
-  sqlite3_finalize(q);
-  if (err == 0 && sqlite3_prepare_v2(db,
-                                     "SELECT " GPD_TRACE_LROW_COLS " FROM trace_launch"
-                                     " WHERE profile_id=?1 ORDER BY ts_ns",
-                                     -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, la, nla, capla)) == 0)
-      gpd_trace_lrow_read(q, id, &x->la[x->nla++]);
-    sqlite3_finalize(q);
-  }
-  if (err == 0 && cs_sql && sqlite3_prepare_v2(db, cs_sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, cs, ncs, capcs)) == 0) {
-      gpd_xsample_t *s = &x->cs[x->ncs++];
-      s->profile = id;
-      s->tid = (uint32_t)sqlite3_column_int64(q, 0);
-      s->ts = (uint64_t)sqlite3_column_int64(q, 1);
-      s->node = (uint64_t)sqlite3_column_int64(q, 2);
-    }
-    sqlite3_finalize(q);
-  }
-  if (err == 0 && sqlite3_prepare_v2(db, "SELECT dropped, refused FROM trace_stat WHERE profile_id=?1",
-                                     -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    if (sqlite3_step(q) == SQLITE_ROW) {
-      x->dropped += (uint64_t)sqlite3_column_int64(q, 0);
-      x->refused += (uint64_t)sqlite3_column_int64(q, 1);
-    }
-    sqlite3_finalize(q);
-  }
+    x->la[x->nla++] = *l;
+  return err;
+}
+
+typedef struct cs_ctx_s {
+  gpd_xtrace_t *x;
+  uint64_t profile;
+} cs_ctx_t;
+
+static int on_cpu_sample(void *c, uint32_t tid, uint64_t ts, uint64_t node) {
+  cs_ctx_t *cc = c;
+  gpd_xtrace_t *x = cc->x;
+  int err = ROOM(x, cs, ncs, capcs);
+  if (err == 0)
+    x->cs[x->ncs++] = (gpd_xsample_t){.profile = cc->profile, .tid = tid, .ts = ts, .node = node};
+  return err;
+}
+
+static int load_profile(gpd_xtrace_t *x, const gpd_store_trace_t *tr, uint64_t id) {
+  cs_ctx_t cc = {x, id};
+  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev, gpd_store_trace_count_events(tr, id));
+  if (err == 0)
+    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la, gpd_store_trace_count_launches(tr, id));
+  if (err == 0)
+    err = gpd_store_trace_events(tr, id, on_event, x);
+  if (err == 0)
+    err = gpd_store_trace_launches(tr, id, on_launch, x);
+  if (err == 0)
+    err = gpd_store_trace_cpu_samples(tr, id, on_cpu_sample, &cc);
+  if (err == 0)
+    gpd_store_trace_stat(tr, id, &x->dropped, &x->refused);
   return err;
 }
 
@@ -181,37 +136,29 @@ static void sort_all(gpd_xtrace_t *x) {
 }
 
 int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn) {
-  int r = gpd_report_load_all(&x->tree, path, pid, 1, err, errn);
+  int r = gpd_load_file(&x->tree, path, pid, 1, err, errn);
   if (r < 0)
     return r;
   if ((r = gpd_tree_finish(&x->tree, 0)) < 0) {
     snprintf(err, errn, "%s: %s", path, gpd_strerror(r));
     return r;
   }
-  sqlite3 *db = NULL;
-  unsigned wal = gpd_report_wal_before(path);
-  if (gpd_profile_open(path, &db, err, errn) < 0) {
-    gpd_report_wal_after(path, wal);
+  struct sqlite3 *db = NULL;
+  gpd_store_trace_t tr;
+  unsigned wal = gpd_store_file_wal_before(path);
+  if (gpd_store_file_open(path, &db, err, errn) < 0) {
+    gpd_store_file_wal_after(path, wal);
     return -EIO;
   }
-  sqlite3_busy_timeout(db, 5000);
-  if (!has_table(db, "trace_event")) {
-    sqlite3_close(db);
-    gpd_report_wal_after(path, wal);
-    return 0; /* a profile from before traces: an empty trace */
+  gpd_store_trace_init(&tr, db);
+  if (tr.has_trace) { /* else a profile from before traces: an empty trace */
+    gpd_store_file_begin(db, path, NULL, 0);
+    for (size_t i = 0; i < x->tree.nprocs && r == 0; i++)
+      r = load_profile(x, &tr, x->tree.procs[i].profile_id);
+    gpd_store_file_end(db);
   }
-  /* CPU samples (the shim's CPU sampling) when the store has them */
-  const char *cs_sql = NULL;
-  if (has_table(db, "trace_cpu_sample"))
-    cs_sql = has_column(db, "trace_cpu_sample", "profile_id")
-                 ? "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile_id=?1"
-                 : "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile=?1";
-  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
-  for (size_t i = 0; i < x->tree.nprocs && r == 0; i++)
-    r = load_profile(x, db, x->tree.procs[i].profile_id, cs_sql);
-  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-  sqlite3_close(db);
-  gpd_report_wal_after(path, wal);
+  gpd_store_file_close(db);
+  gpd_store_file_wal_after(path, wal);
   if (r < 0) {
     snprintf(err, errn, "%s: reading the trace: %s", path, gpd_strerror(r));
     return r;
