@@ -1,6 +1,6 @@
 /* trace.h - the CLI's in-memory trace (docs/TRACE.md): GPU events, the
  * CPU side of each launch, CPU samples, and the contexts they refer to;
- * loaded from a saved profile (trace.c) or a live TraceReply, written as
+ * loaded from a saved profile or a live TraceReply (xtrace.c), written as
  * Perfetto protobuf or Chrome JSON (trace-write.c), and read by the
  * idleness blame (idle.c).  Times are ns on the gpuprof clock
  * (CLOCK_MONOTONIC_RAW).  CLI thread only.
@@ -16,7 +16,7 @@
 #include "gpuprof/trace-row.h"
 
 /** One GPU activity (trace_event row; the store's decoder is shared with
- *  the daemon's Trace query: gpuprof/trace-row.h). */
+ *  the daemon's Trace query: store/trace-row-read.h). */
 typedef gpd_trace_row_t gpd_xev_t;
 
 /** A GPU API call's CPU side (trace_launch row). */
