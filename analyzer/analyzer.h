@@ -57,9 +57,9 @@ int gpd_buf_put(gpd_buf_t *b, const void *d, size_t n);
 /** Make room for n more bytes after b->n.  0 or -ENOMEM. */
 int gpd_buf_reserve(gpd_buf_t *b, size_t n);
 /** Fault in bytes [from, to) of the array at p now, in one system call
- *  (madvise MADV_POPULATE_WRITE), for large arrays about to be filled: a
- *  page fault per 4 KiB was a quarter of a merge's CPU on this project's
- *  (paravirtualized) VM.  Only ranges of 1 MiB or more; a kernel without
+ *  (madvise MADV_POPULATE_WRITE), for large arrays about to be filled:
+ *  one page fault per 4 KiB costs a merge much where faults are slow
+ *  (docs/ANALYZER.md).  Only ranges of 1 MiB or more; a kernel without
  *  it (before Linux 5.14) is left to fault as usual. */
 void gpd_mprefault(void *p, size_t from, size_t to);
 void gpd_buf_free(gpd_buf_t *b);

@@ -19,8 +19,11 @@
  *   duty-read.c     gpd_store_duty_*     duty-cycle windows
  *   merge-read.c    gpd_store_merge_*    what `gpuprof merge` reads of an
  *                                        input, table by table
- * The writer side (schema, migrations, the daemon's writers) has its own
- * headers beside this one; store-open.h is the guarded opener below all.
+ *   merged-write.c  gpd_store_merged_*   a merged file being written
+ *                                        (merged-write.h)
+ * Writers are store/<noun>-write.c with gpd_store_<noun>_* as well; the
+ * daemon's side (schema, migrations, its writers) has its own headers
+ * beside this one; store-open.h is the guarded opener below all.
  *
  * Conventions: a reader takes a connection from gpd_store_file_open (one
  * connection per thread), returns 0 or a negative code (-errno, or
