@@ -48,19 +48,6 @@ int gpd_store_shard_max(void) {
   return n;
 }
 
-static int has_table(sqlite3 *db, const char *schema, const char *name) {
-  sqlite3_stmt *st = NULL;
-  char sql[128];
-  int r = 0;
-  snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = ?1", schema);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    r = sqlite3_step(st) == SQLITE_ROW;
-  }
-  sqlite3_finalize(st);
-  return r;
-}
-
 /* The shard's own tag (shard_of) must name this merge and this place. */
 static int check_tag(sqlite3 *db, int i, const char *nonce, int64_t ord) {
   sqlite3_stmt *st = NULL;
@@ -80,7 +67,7 @@ int gpd_store_shard_attach(sqlite3 *db, const char *path, int *nshards, char *er
   char dir[4096], sp[4400];
   int e = 0, n = 0;
   if (nshards) *nshards = 0;
-  if (!has_table(db, "main", "shard")) return 0;
+  if (!gpd_store_file_has_table(db, "shard")) return 0; /* main's */
   /* shard names are relative to the directory of the file itself (a
    * link's target: the shards were written beside it) */
   char *rp = realpath(path, NULL);

@@ -75,7 +75,7 @@ void gpd_store_file_close(struct sqlite3 *db);
  *  existed before). */
 unsigned gpd_store_file_wal_before(const char *path);
 void gpd_store_file_wal_after(const char *path, unsigned before);
-/** 1 if db has a table `name` (in main or an attached shard's view). */
+/** 1 if db's main file has a table `name`. */
 int gpd_store_file_has_table(struct sqlite3 *db, const char *name);
 /** 1 if table has a column named col. */
 int gpd_store_file_has_column(struct sqlite3 *db, const char *table, const char *col);
