@@ -64,7 +64,8 @@ static int read_meta(rd_t *r, int *version) {
   int err = gpd_store_file_meta(r->m.db, &meta, r->path, r->err, r->errn);
   if (err < 0) return err;
   *version = meta.version ? meta.version : 1; /* format 1 wrote no format_version */
-  if (strcmp(meta.format, "gpuprof")) return fail(r, GPD_ESTORE, "not a gpuprof profile (meta.format is not 'gpuprof')");
+  if (strcmp(meta.format, "gpuprof"))
+    return fail(r, GPD_ESTORE, "not a gpuprof profile (meta.format is not 'gpuprof')");
   if (*version > GPD_MERGE_FORMAT)
     return fail(r, GPD_EBADVERSION, "profile format version %d is newer than this gpuprof merges (%d)", *version,
                 GPD_MERGE_FORMAT);
@@ -285,7 +286,8 @@ static int read_metrics(rd_t *r, int version) {
 }
 
 int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, char *err, size_t errn) {
-  rd_t r = {.p = p, .m = {NULL, f->job_id, f->uid, path, err, errn}, .path = path, .base = p->nprof, .err = err, .errn = errn};
+  rd_t r = {.p = p, .m = {NULL, f->job_id, f->uid, path, err, errn}, .path = path, .base = p->nprof, .err = err,
+            .errn = errn};
   /* what to take back on failure */
   size_t rows_n = p->rows.n, bins_n = p->bins.n, nprof = p->nprof, npm = p->npm, nctx = p->nctx, cr = p->ctxrows.n,
          fr = p->framerows.n;

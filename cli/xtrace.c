@@ -82,19 +82,19 @@ static int on_cpu_sample(void *c, uint32_t tid, uint64_t ts, uint64_t node) {
   return err;
 }
 
-static int load_profile(gpd_xtrace_t *x, const gpd_store_trace_t *tr, uint64_t id) {
+static int load_profile(gpd_xtrace_t *x, const gpd_store_trace_reader_t *tr, uint64_t id) {
   cs_ctx_t cc = {x, id};
-  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev, gpd_store_trace_count_events(tr, id));
+  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev, gpd_store_trace_read_count_events(tr, id));
   if (err == 0)
-    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la, gpd_store_trace_count_launches(tr, id));
+    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la, gpd_store_trace_read_count_launches(tr, id));
   if (err == 0)
-    err = gpd_store_trace_events(tr, id, on_event, x);
+    err = gpd_store_trace_read_events(tr, id, on_event, x);
   if (err == 0)
-    err = gpd_store_trace_launches(tr, id, on_launch, x);
+    err = gpd_store_trace_read_launches(tr, id, on_launch, x);
   if (err == 0)
-    err = gpd_store_trace_cpu_samples(tr, id, on_cpu_sample, &cc);
+    err = gpd_store_trace_read_cpu_samples(tr, id, on_cpu_sample, &cc);
   if (err == 0)
-    gpd_store_trace_stat(tr, id, &x->dropped, &x->refused);
+    gpd_store_trace_read_stat(tr, id, &x->dropped, &x->refused);
   return err;
 }
 
@@ -135,13 +135,13 @@ int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_
     return r;
   }
   struct sqlite3 *db = NULL;
-  gpd_store_trace_t tr;
+  gpd_store_trace_reader_t tr;
   unsigned wal = gpd_store_file_wal_before(path);
   if (gpd_store_file_open(path, &db, err, errn) < 0) {
     gpd_store_file_wal_after(path, wal);
     return -EIO;
   }
-  gpd_store_trace_init(&tr, db);
+  gpd_store_trace_read_init(&tr, db);
   if (tr.has_trace) { /* else a profile from before traces: an empty trace */
     gpd_store_file_begin(db, path, NULL, 0);
     for (size_t i = 0; i < x->tree.nprocs && r == 0; i++)

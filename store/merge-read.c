@@ -49,7 +49,8 @@ int gpd_store_merge_rows(const gpd_store_merge_t *m, const char *table, const ch
 }
 
 int gpd_store_merge_gpubins(const gpd_store_merge_t *m, int with_pcs, sqlite3_stmt **st) {
-  if (!with_pcs) return prep(m, "SELECT hash, kind, size, path, profile_id FROM gpubin WHERE profile_id IN (" SEL_PROFILES ")", st);
+  if (!with_pcs)
+    return prep(m, "SELECT hash, kind, size, path, profile_id FROM gpubin WHERE profile_id IN (" SEL_PROFILES ")", st);
   return prep(m,
               "SELECT hash, kind, size, path, COALESCE(CASE WHEN profile_id IN (" SEL_PROFILES
               ") THEN profile_id END, (SELECT MIN(c.profile_id) FROM pcsample_cubin c WHERE c.hash = gpubin.hash "

@@ -53,7 +53,9 @@ int gpd_store_metric_sums(sqlite3 *db, int pid, int merged, gpd_store_value_fn f
                            "GROUP BY context_id, metric_id",
                            &a, 1, val_row, &cb, 0, label, err, errn);
   /* merged: all from stat.sum, a process from its pmetric blobs */
-  int r = pid <= 0 ? gpd__store_each(db, "SELECT context_id, metric_id, SUM(sum) FROM stat GROUP BY context_id, metric_id",
+  int r = pid <= 0 ? gpd__store_each(db,
+                                     "SELECT context_id, metric_id, SUM(sum) FROM stat "
+                                     "GROUP BY context_id, metric_id",
                                      NULL, 0, val_row, &cb, 0, label, NULL, 0)
                    : gpd__store_each(db,
                                      "SELECT vals FROM pmetric WHERE profile_id IN "

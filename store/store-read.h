@@ -258,28 +258,29 @@ int gpd_store_pcsample_has(struct sqlite3 *db);
 /* ---- trace-read.c ---- */
 
 /** A trace being read: which trace tables the file has. */
-typedef struct gpd_store_trace_s {
+typedef struct gpd_store_trace_reader_s {
   struct sqlite3 *db;
   int has_trace;  /* trace_event and trace_launch (from before traces: 0) */
   int cpu_sample; /* trace_cpu_sample's profile column: 0 none, 1 profile_id, 2 profile */
-} gpd_store_trace_t;
+} gpd_store_trace_reader_t;
 /** Look at db's trace tables into *tr. */
-void gpd_store_trace_init(gpd_store_trace_t *tr, struct sqlite3 *db);
+void gpd_store_trace_read_init(gpd_store_trace_reader_t *tr, struct sqlite3 *db);
 /** Rows of profile in trace_event / trace_launch (0 when unreadable). */
-int64_t gpd_store_trace_count_events(const gpd_store_trace_t *tr, uint64_t profile);
-int64_t gpd_store_trace_count_launches(const gpd_store_trace_t *tr, uint64_t profile);
+int64_t gpd_store_trace_read_count_events(const gpd_store_trace_reader_t *tr, uint64_t profile);
+int64_t gpd_store_trace_read_count_launches(const gpd_store_trace_reader_t *tr, uint64_t profile);
 /** profile's trace_event rows by start; 0, -EIO or fn's error. */
-int gpd_store_trace_events(const gpd_store_trace_t *tr, uint64_t profile,
-                           int (*fn)(void *c, const gpd_trace_row_t *e), void *c);
+int gpd_store_trace_read_events(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                int (*fn)(void *c, const gpd_trace_row_t *e), void *c);
 /** profile's trace_launch rows by host time; 0 or fn's error. */
-int gpd_store_trace_launches(const gpd_store_trace_t *tr, uint64_t profile,
-                             int (*fn)(void *c, const gpd_trace_lrow_t *l), void *c);
+int gpd_store_trace_read_launches(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                  int (*fn)(void *c, const gpd_trace_lrow_t *l), void *c);
 /** profile's CPU samples (thread, time ns, context id); 0 or fn's error. */
-int gpd_store_trace_cpu_samples(const gpd_store_trace_t *tr, uint64_t profile,
-                                int (*fn)(void *c, uint32_t tid, uint64_t ts, uint64_t node), void *c);
+int gpd_store_trace_read_cpu_samples(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                     int (*fn)(void *c, uint32_t tid, uint64_t ts, uint64_t node), void *c);
 /** Add profile's trace_stat counts (records dropped, refused) to *dropped,
  *  *refused. */
-void gpd_store_trace_stat(const gpd_store_trace_t *tr, uint64_t profile, uint64_t *dropped, uint64_t *refused);
+void gpd_store_trace_read_stat(const gpd_store_trace_reader_t *tr, uint64_t profile, uint64_t *dropped,
+                               uint64_t *refused);
 
 /* ---- duty-read.c ---- */
 

@@ -7,7 +7,7 @@
 #include "store-read.h"
 #include "trace-row-read.h"
 
-void gpd_store_trace_init(gpd_store_trace_t *tr, sqlite3 *db) {
+void gpd_store_trace_read_init(gpd_store_trace_reader_t *tr, sqlite3 *db) {
   tr->db = db;
   tr->has_trace = gpd_store_file_has_table(db, "trace_event");
   tr->cpu_sample = 0;
@@ -17,19 +17,20 @@ void gpd_store_trace_init(gpd_store_trace_t *tr, sqlite3 *db) {
     tr->cpu_sample = gpd_store_file_has_column(db, "trace_cpu_sample", "profile_id") ? 1 : 2;
 }
 
-int64_t gpd_store_trace_count_events(const gpd_store_trace_t *tr, uint64_t profile) {
-  return tr->has_trace ? gpd__store_int(tr->db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", (int64_t)profile)
-                       : 0;
+int64_t gpd_store_trace_read_count_events(const gpd_store_trace_reader_t *tr, uint64_t profile) {
+  return tr->has_trace
+             ? gpd__store_int(tr->db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", (int64_t)profile)
+             : 0;
 }
 
-int64_t gpd_store_trace_count_launches(const gpd_store_trace_t *tr, uint64_t profile) {
+int64_t gpd_store_trace_read_count_launches(const gpd_store_trace_reader_t *tr, uint64_t profile) {
   return tr->has_trace
              ? gpd__store_int(tr->db, "SELECT count(*) FROM trace_launch WHERE profile_id=?1", (int64_t)profile)
              : 0;
 }
 
-int gpd_store_trace_events(const gpd_store_trace_t *tr, uint64_t profile, int (*fn)(void *c, const gpd_trace_row_t *e),
-                           void *c) {
+int gpd_store_trace_read_events(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                int (*fn)(void *c, const gpd_trace_row_t *e), void *c) {
   sqlite3_stmt *q = NULL;
   int err = 0;
   if (!tr->has_trace) return 0;
@@ -46,8 +47,8 @@ int gpd_store_trace_events(const gpd_store_trace_t *tr, uint64_t profile, int (*
   return err;
 }
 
-int gpd_store_trace_launches(const gpd_store_trace_t *tr, uint64_t profile,
-                             int (*fn)(void *c, const gpd_trace_lrow_t *l), void *c) {
+int gpd_store_trace_read_launches(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                  int (*fn)(void *c, const gpd_trace_lrow_t *l), void *c) {
   sqlite3_stmt *q = NULL;
   int err = 0;
   if (!tr->has_trace ||
@@ -64,8 +65,8 @@ int gpd_store_trace_launches(const gpd_store_trace_t *tr, uint64_t profile,
   return err;
 }
 
-int gpd_store_trace_cpu_samples(const gpd_store_trace_t *tr, uint64_t profile,
-                                int (*fn)(void *c, uint32_t tid, uint64_t ts, uint64_t node), void *c) {
+int gpd_store_trace_read_cpu_samples(const gpd_store_trace_reader_t *tr, uint64_t profile,
+                                     int (*fn)(void *c, uint32_t tid, uint64_t ts, uint64_t node), void *c) {
   sqlite3_stmt *q = NULL;
   int err = 0;
   if (!tr->cpu_sample ||
@@ -82,7 +83,8 @@ int gpd_store_trace_cpu_samples(const gpd_store_trace_t *tr, uint64_t profile,
   return err;
 }
 
-void gpd_store_trace_stat(const gpd_store_trace_t *tr, uint64_t profile, uint64_t *dropped, uint64_t *refused) {
+void gpd_store_trace_read_stat(const gpd_store_trace_reader_t *tr, uint64_t profile, uint64_t *dropped,
+                               uint64_t *refused) {
   sqlite3_stmt *q = NULL;
   if (tr->has_trace &&
       sqlite3_prepare_v2(tr->db, "SELECT dropped, refused FROM trace_stat WHERE profile_id=?1", -1, &q, NULL) ==

@@ -27,7 +27,8 @@ static char dir[64], path[128];
 static const char FILL[] =
     "INSERT INTO meta VALUES('format','gpuprof'),('format_version','2');"
     "INSERT INTO profile(id, pid, uid, gid, exe, hostname, rank, state, records, drops) VALUES"
-    "  (1, 100, 1000, 100, '/bin/a', 'n1', 3, 'exited', 7, 1), (2, 200, 1001, 100, '/bin/b', 'n1', NULL, 'running', 0, 0);"
+    "  (1, 100, 1000, 100, '/bin/a', 'n1', 3, 'exited', 7, 1),"
+    "  (2, 200, 1001, 100, '/bin/b', 'n1', NULL, 'running', 0, 0);"
     "INSERT INTO backend VALUES(1, 'cuda', 1, 0, 'ok'), (1, 'opencl', 0, -2, 'no library');"
     "INSERT INTO context VALUES(1000, 11, 0, 1, 'a.so', NULL, 16, 'main', 'main'),"
     "  (1000, 12, 11, 3, 'a.so', NULL, 32, 'k', 'kern'), (1001, 21, 0, 1, NULL, NULL, 0, 'main', 'main');"
@@ -196,16 +197,16 @@ static void test_absent_tables(void **state) {
   sqlite3 *db = NULL;
   char err[256];
   gpd_store_pcstat_t ps;
-  gpd_store_trace_t tr;
+  gpd_store_trace_reader_t tr;
   uint64_t dropped = 0, refused = 0;
   assert_int_equal(gpd_store_file_open(path, &db, err, sizeof err), 0);
   assert_int_equal(gpd_store_pcsample_has(db), 0);
   assert_int_equal(gpd_store_pcsample_stat(db, 0, &ps), 0);
   assert_int_equal(gpd_store_duty_any(db, 0), 0);
-  gpd_store_trace_init(&tr, db);
+  gpd_store_trace_read_init(&tr, db);
   assert_int_equal(tr.has_trace, 0);
-  assert_int_equal(gpd_store_trace_count_events(&tr, 1), 0);
-  gpd_store_trace_stat(&tr, 1, &dropped, &refused);
+  assert_int_equal(gpd_store_trace_read_count_events(&tr, 1), 0);
+  gpd_store_trace_read_stat(&tr, 1, &dropped, &refused);
   assert_int_equal(dropped + refused, 0);
   assert_int_equal(gpd_store_file_has_column(db, "context", "uid"), 1);
   assert_int_equal(gpd_store_file_has_column(db, "context", "nope"), 0);
