@@ -234,6 +234,144 @@ static int count_rec(void *c, int64_t ctx, uint32_t metric, double v) {
   return 0;
 }
 
+/* a second file with the trace, PC-sample and window tables */
+static const char TRACED[] =
+    "INSERT INTO meta VALUES('format','gpuprof'),('format_version','2');"
+    "INSERT INTO profile(id, pid, uid, gid, state) VALUES(1, 300, 1000, 100, 'exited'), (2, 301, 1000, 100, 'exited');"
+    "INSERT INTO trace_event VALUES(1, 2000, 7, 2, 2500, 0, 1, 0, 12, 0, 0), (1, 1000, 7, 1, 1800, 0, 1, 0, 12, 0, 0),"
+    "  (2, 5000, 1, 1, 5100, 0, 2, 1, 0, 0, 64);"
+    "INSERT INTO trace_launch VALUES(1, 900, 42, 1, 11, 1), (1, 1900, 42, 2, 11, 1);"
+    "INSERT INTO trace_stat VALUES(1, 2, 3, 4);"
+    "INSERT INTO trace_cpu_sample VALUES(1, 42, 950, 11);"
+    "INSERT INTO trace_duty VALUES(1, 1, 1, 0, 10000, 1, 2, 2000), (2, 1, 0, 0, 10000, 1, 1, 500);"
+    "INSERT INTO trace_window VALUES(1, 5000, 6000), (1, 500, 1500);"
+    "INSERT INTO trace_duty_launch VALUES(1, 40, 10);"
+    "INSERT INTO pcsample_cubin VALUES(1, 9, 'ffffffffffffffffffffffffffffffff');"
+    "INSERT INTO string VALUES(1, 1, 0, 'kern'), (1, 2, 0, 'smsp__pcsamp_warps_issue_stalled_wait'),"
+    "  (2, 1, 0, 'kern'), (2, 2, 0, 'selected');"
+    "INSERT INTO pcsample VALUES(1, 9, 1, 256, 2, 0, 5, 0), (2, 9, 1, 256, 2, 0, 3, 0), (2, 9, 1, 256, 2, 1, 1, 0);"
+    "INSERT INTO pcsample_stat VALUES(1, 0, 5, 132, 1500000, 5, 1, 0, 0), (2, 0, 6, 114, 1400000, 4, 0, 0, 2);";
+
+typedef struct tseen_s {
+  uint64_t starts[4], windows[4];
+  int nev, nla, ncs, nwin, nduty, npcs;
+  uint64_t duty_profile;
+  double samples;
+  char hash2[40];
+} tseen_t;
+
+static int t_ev(void *c, const gpd_trace_row_t *e) {
+  tseen_t *t = c;
+  if (t->nev < 4) t->starts[t->nev] = e->start;
+  t->nev++;
+  assert_int_equal(e->node, 12);
+  return 0;
+}
+static int t_la(void *c, const gpd_trace_lrow_t *l) {
+  tseen_t *t = c;
+  t->nla++;
+  assert_int_equal(l->tid, 42);
+  return 0;
+}
+static int t_cs(void *c, uint32_t tid, uint64_t ts, uint64_t node) {
+  tseen_t *t = c;
+  t->ncs++;
+  assert_int_equal(tid, 42);
+  assert_int_equal(ts, 950);
+  assert_int_equal(node, 11);
+  return 0;
+}
+static int t_duty(void *c, const gpd_store_duty_t *d) {
+  tseen_t *t = c;
+  t->nduty++;
+  t->duty_profile = d->profile;
+  assert_int_equal(d->windows, 2);
+  assert_int_equal(d->window_ns, 2000);
+  assert_int_equal(d->end, 10000);
+  return 0;
+}
+static int t_win(void *c, uint64_t start) {
+  tseen_t *t = c;
+  if (t->nwin < 4) t->windows[t->nwin] = start;
+  t->nwin++;
+  return 0;
+}
+static int t_pcs(void *c, const gpd_store_pcsample_t *s) {
+  tseen_t *t = c;
+  t->npcs++;
+  t->samples += s->samples;
+  assert_int_equal(s->pc, 256);
+  assert_string_equal(s->func, "kern");
+  if (!strcmp(s->stall, "selected")) snprintf(t->hash2, sizeof t->hash2, "%s", s->hash);
+  return 0;
+}
+
+static void test_traced(void **state) {
+  (void)state;
+  sqlite3 *db = NULL;
+  char p[160], err[256];
+  tseen_t t = {0};
+  gpd_store_trace_reader_t tr;
+  gpd_store_pcstat_t ps;
+  uint64_t dropped = 0, refused = 0;
+  int64_t all, in;
+  snprintf(p, sizeof p, "%s/t.gpdb", dir);
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, GPD_STORE_SCHEMA GPD_PCSAMPLE_SCHEMA GPD_TRACE_SCHEMA GPD_TRACEWIN_SCHEMA,
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, TRACED, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  db = NULL;
+  assert_int_equal(gpd_store_file_open(p, &db, err, sizeof err), 0);
+  gpd_store_trace_read_init(&tr, db);
+  assert_int_equal(tr.has_trace, 1);
+  assert_int_equal(tr.cpu_sample, 2); /* trace_cpu_sample names it `profile` */
+  assert_int_equal(gpd_store_trace_read_count_events(&tr, 1), 2);
+  assert_int_equal(gpd_store_trace_read_count_launches(&tr, 1), 2);
+  assert_int_equal(gpd_store_trace_read_events(&tr, 1, t_ev, &t), 0);
+  assert_int_equal(t.nev, 2);
+  assert_int_equal(t.starts[0], 1000); /* by start */
+  assert_int_equal(t.starts[1], 2000);
+  assert_int_equal(gpd_store_trace_read_launches(&tr, 1, t_la, &t), 0);
+  assert_int_equal(t.nla, 2);
+  assert_int_equal(gpd_store_trace_read_cpu_samples(&tr, 1, t_cs, &t), 0);
+  assert_int_equal(t.ncs, 1);
+  gpd_store_trace_read_stat(&tr, 1, &dropped, &refused);
+  assert_int_equal(dropped, 3);
+  assert_int_equal(refused, 4);
+  /* duty: only profile 1 has duty = 1 */
+  assert_int_equal(gpd_store_duty_any(db, 0), 1);
+  assert_int_equal(gpd_store_duty_any(db, 301), 0);
+  assert_int_equal(gpd_store_duty_each(db, 0, t_duty, &t), 0);
+  assert_int_equal(t.nduty, 1);
+  assert_int_equal(t.duty_profile, 1);
+  assert_int_equal(gpd_store_duty_windows(db, 1, t_win, &t), 0);
+  assert_int_equal(t.nwin, 2);
+  assert_int_equal(t.windows[0], 500);
+  assert_int_equal(gpd_store_duty_launches(db, 1, &all, &in), 1);
+  assert_int_equal(all, 40);
+  assert_int_equal(in, 10);
+  assert_int_equal(gpd_store_duty_launches(db, 2, &all, &in), 0);
+  /* PC samples: profile 2 has no pcsample_cubin row: its binary id 9
+   * takes the hash profile 1 gave it when guessing, "" when not */
+  assert_int_equal(gpd_store_pcsample_has(db), 1);
+  assert_int_equal(gpd_store_pcsample_each(db, 0, 1, t_pcs, &t, err, sizeof err), 0);
+  assert_int_equal(t.npcs, 2); /* (kern, hash, 256, stall) x 2 stalls */
+  assert_true(t.samples == 9.0);
+  assert_string_equal(t.hash2, "ffffffffffffffffffffffffffffffff");
+  memset(&t, 0, sizeof t);
+  assert_int_equal(gpd_store_pcsample_each(db, 301, 0, t_pcs, &t, err, sizeof err), 0);
+  assert_int_equal(t.npcs, 1);
+  assert_true(t.samples == 4.0);
+  assert_string_equal(t.hash2, "");
+  assert_int_equal(gpd_store_pcsample_stat(db, 0, &ps), 1);
+  assert_true(ps.total == 9.0 && ps.dropped == 1.0 && ps.lost_keys == 2.0);
+  assert_int_equal(ps.period_log2, 6);
+  assert_int_equal(ps.sm_count, 132);
+  gpd_store_file_close(db);
+}
+
 static void test_decode_names(void **state) {
   (void)state;
   uint8_t b[2 * GPD_STORE_PMETRIC_REC];
@@ -260,7 +398,7 @@ static void test_decode_names(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_profiles),     cmocka_unit_test(test_tree),         cmocka_unit_test(test_absent_tables),
-      cmocka_unit_test(test_view_refused), cmocka_unit_test(test_decode_names),
+      cmocka_unit_test(test_view_refused), cmocka_unit_test(test_traced),      cmocka_unit_test(test_decode_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
