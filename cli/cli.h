@@ -1,7 +1,7 @@
 /* cli.h - private interfaces of the gpuprof command-line client.
  *
  * One in-memory calling-context tree (gpd_tree_t) is built either from
- * SQLite profiles (report.c) or from a live TreeReply (client.c); one
+ * saved profiles (load.c) or from a live TreeReply (client.c); one
  * text renderer (render.c) and one JSON writer (json.c) print it.
  * Everything here runs on the CLI's single thread.
  */
