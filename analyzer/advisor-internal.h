@@ -36,9 +36,22 @@ int gpd__adv_reason_def_ok(uint32_t reason, const gpd_adv_insn_t *def);
 int gpd__adv_reason_blamed(uint32_t reason);
 /** The blamer: fills k->a->blame from k->agg.  0 or -ENOMEM. */
 int gpd__adv_blame(gpd__adv_t *k);
-/** Thread-index analysis: insns[].stride and .divergent. */
+/** Thread-index analysis (advisor-tid.c): insns[].stride and .divergent. */
 void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec);
-/** The optimizers and estimators: fills and ranks k->a->sugg. */
+/** The optimizers and estimators (advisor-opt.c): fills and ranks
+ *  k->a->sugg.  0 or -ENOMEM. */
 int gpd__adv_optimize(gpd__adv_t *k);
+/** What an optimizer matched: samples and the hottest (def, use) pairs
+ *  (advisor-opt.c). */
+typedef struct gpd__adv_match_s gpd__adv_match_t;
+/** Append suggestion o to a->sugg when speedup > 1.0005 and matched > 0:
+ *  matched samples, the estimated speedup, x's hot pairs (x may be NULL),
+ *  the loop (-1 none) and the reason text. */
+void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double speedup,
+                      const gpd__adv_match_t *x, int32_t loop, const char *why);
+/** The parallel optimizers (advisor-occupancy.c: Block Increase, Thread
+ *  Increase, Occupancy Increase) from k's launch and issue samples; sets
+ *  a->occupancy, ->occupancy_new and ->limiter. */
+void gpd__adv_occupancy_opt(gpd__adv_t *k);
 
 #endif

@@ -1,7 +1,11 @@
 /* advisor.h - a GPA-style performance advisor: from PC samples with stall
  * reasons to ranked, estimated optimizations (Zhou, Meng, Sai, Mellor-
  * Crummey, "GPA: A GPU Performance Advisor Based on Instruction
- * Sampling", CGO 2021).
+ * Sampling", CGO 2021).  Files: advisor.c (the driver, gpd_advise),
+ * advisor-sass.c (SASS operands, control bits), advisor-tid.c
+ * (thread-index analysis), advisor-blame.c (the blamer), advisor-opt.c
+ * (code optimizers, ranking), advisor-occupancy.c (occupancy calculator,
+ * parallel optimizers); advisor-internal.h is what they share.
  *
  *   instruction blamer (GPA section 4): def-use over recovered SASS
  *     (registers, predicates, uniform registers and the six scoreboard
@@ -26,7 +30,8 @@
 /* ------------------------------------------------------ stall reasons */
 
 /** The stall reasons the advisor tells apart: CUPTI's PC sampling reasons
- *  (H100 names, "smsp__pcsamp_warps_issue_stalled_<name>"), finer than the
+ *  (the names its PC sampling API reports,
+ *  "smsp__pcsamp_warps_issue_stalled_<name>"), finer than the
  *  GINST:STL_* metrics.  SELECTED = the sampled warp issued. */
 typedef enum gpd_adv_reason_e {
   GPD_ADV_SELECTED, GPD_ADV_NOT_SELECTED, GPD_ADV_LONG_SB, GPD_ADV_SHORT_SB, GPD_ADV_WAIT,

@@ -141,7 +141,7 @@ static int dest_dir(const char *out) {
   return fd;
 }
 
-int gpd_mbins_copy(const gpd_mpart_t *parts, size_t nparts, const char *out, gpd_mwrite_info_t *info) {
+int gpd_mbins_copy(const gpd_mpart_t *parts, size_t nparts, const char *out, gpd_mout_info_t *info) {
   size_t n = 0, cap = 0;
   src_t *s = NULL;
   int dirfd = -1, err = 0;

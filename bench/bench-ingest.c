@@ -50,6 +50,10 @@ static void push(gpd_producer_t *p, const void *r, size_t n) {
 }
 
 static uint64_t corr_n;
+/* "graph replays": activities run by CUDA graph nodes 1..g_graph, each
+ * created at CCT node 1 + id % nodes, launched at 4 call sites
+ * (daemon/graph.c places them below copies of the creation paths). */
+static unsigned g_graph;
 
 static void row(const char *name, unsigned nodes, uint64_t recs, double wall, double cpu, int exact) {
   printf("| %-34s | %6u | %10llu | %8.3f | %8.2f | %8.1f | %s |\n", name, nodes,
@@ -67,7 +71,7 @@ static void fill(gpd_producer_t *pi, gpd_producer_t *pa, unsigned pairs, unsigne
     v.h.nslots = GPD_REC_NSLOTS(v);
     v.api = GPD_API_OPENCL;
     v.op = GPD_OP_KERNEL;
-    v.node = 1 + (uint32_t)(k % nodes);
+    v.node = 1 + (uint32_t)(k % (g_graph ? 4 : nodes)); /* graphs: replayed at 4 call sites */
     v.corr = GPD_CORR(GPD_API_OPENCL, ++corr_n);
     push(pi, &v, sizeof v);
     gpd_rec_activity_t a;
@@ -81,6 +85,7 @@ static void fill(gpd_producer_t *pi, gpd_producer_t *pa, unsigned pairs, unsigne
     a.start = k;
     a.end = k + 100;
     a.name = 1 + (uint32_t)(k % 4);
+    a.graph_node = g_graph ? 1 + k % g_graph : 0;
     push(pa, &a, sizeof a);
   }
 }
@@ -94,6 +99,15 @@ static int consume(gpd_region_t *r, uint32_t i, unsigned max, gpd_profile_t *pro
   return rc;
 }
 
+/* Zero fixed record r (len bytes) and fill its header for `type`. */
+static void rec_init(void *r, size_t len, unsigned type) {
+  memset(r, 0, len);
+  gpd_rec_hdr_t *h = r;
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)(len / GPD_SLOT_SIZE);
+}
+
 static void announce(gpd_profile_t *p, unsigned nodes) {
   gpd_profile_add_module(p, 1, NULL, 0, 0, 0, "/bench/app", 10);
   for (uint32_t s = 1; s <= 4; s++) {
@@ -103,15 +117,19 @@ static void announce(gpd_profile_t *p, unsigned nodes) {
   }
   for (uint32_t i = 1; i <= nodes; i++) {
     _Alignas(64) gpd_rec_node_t n;
-    memset(&n, 0, sizeof n);
-    n.h.type = GPD_REC_NODE;
-    n.h.version = GPD_REC_VERSION;
-    n.h.nslots = GPD_REC_NSLOTS(n);
+    rec_init(&n, sizeof n, GPD_REC_NODE);
     n.id = i;
     n.parent = i > 1 ? (i - 1) / 2 : 0;
     n.module = 1;
     n.offset = 16 * i;
     gpd_profile_ingest(p, &n, sizeof n);
+  }
+  for (uint32_t g = 1; g <= g_graph; g++) {
+    _Alignas(64) gpd_rec_graphnode_t r;
+    rec_init(&r, sizeof r, GPD_REC_GRAPHNODE);
+    r.id = g;
+    r.node = 1 + g % nodes;
+    gpd_profile_ingest(p, &r, sizeof r);
   }
 }
 
@@ -339,6 +357,12 @@ int main(int argc, char **argv) {
   if (wanted("pairs in one ring (match at once)")) {
     run("pairs in one ring (match at once)", 0, 64);
     run("pairs in one ring (match at once)", 0, 4096);
+  }
+  if (wanted("graph replays (pairs, one ring)")) { /* the same pairs, each run by a graph node */
+    g_graph = 300;
+    run("graph replays (pairs, one ring)", 0, 64);
+    run("graph replays (pairs, one ring)", 0, 4096);
+    g_graph = 0;
   }
   if (wanted("activities first (pending, retry)"))
     run("activities first (pending, retry)", 1, 64);

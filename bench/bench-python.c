@@ -7,7 +7,13 @@
  * region created here (a consumer thread drains it, as bench-capture);
  * bench_python_capture(batches, calls) returns the median over batches of
  * the ns per gpd_shim_capture() (steady state: the same stack each call).
+ * bench_python_handoff(batches, calls) does the same on a native worker
+ * thread inside bench_python_dispatch while the calling Python thread
+ * waits: with GPUPROF_TEST_HANDOFF naming that function and the Python
+ * caller, each capture carries the caller's Python frames (docs/PYTHON.md
+ * "Work handed to a worker thread").
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -50,4 +56,32 @@ double bench_python_capture(int batches, int calls, unsigned *node) {
   free(v);
   *node = sink_node;
   return m;
+}
+
+typedef struct hjob_s {
+  int batches, calls;
+  double ns;
+  unsigned node;
+} hjob_t;
+
+/** The dispatch function of the handoff bench (exported: the shim finds
+ *  it in .dynsym when GPUPROF_TEST_HANDOFF names it). */
+__attribute__((noinline, visibility("default"))) void *bench_python_dispatch(void *arg) {
+  hjob_t *j = arg;
+  j->ns = bench_python_capture(j->batches, j->calls, &j->node);
+  return NULL;
+}
+
+static void *hworker(void *arg) { return bench_python_dispatch(arg); }
+
+/** Median ns per capture on a worker thread (bench_python_dispatch) while
+ *  the caller waits; -1 when the thread cannot start. */
+double bench_python_handoff(int batches, int calls, unsigned *node) {
+  hjob_t j = {batches, calls, -1, 0};
+  pthread_t th;
+  if (pthread_create(&th, NULL, hworker, &j) != 0)
+    return -1;
+  pthread_join(th, NULL);
+  *node = j.node;
+  return j.ns;
 }

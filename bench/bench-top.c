@@ -505,7 +505,7 @@ static void time_query(const char *sock, qres_t *q, int which, int32_t pid) {
     q->name = "ps";
     break;
   }
-  /* tree requests as the CLI sends them (cli/client.c live_tree): metrics
+  /* tree requests as the CLI sends them (cli/live.c live_tree): metrics
    * packed, and no inclusive values for a whole tree (the CLI sums them);
    * row 8 as before (a Metric message per value, inclusive ones too) */
   if (req.body_case == GPUPROF__MSG__BODY_TREE_REQ && which != 8) {

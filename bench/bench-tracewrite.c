@@ -1,4 +1,4 @@
-/* bench-tracewrite - `gpuprof trace`'s writers (cli/trace-write.c) on a
+/* bench-tracewrite - `gpuprof trace`'s writers (cli/trace-write*.c) on a
  * synthetic trace shaped like a training loop: one process, 4 streams,
  * N GPU operations (default 1 000 000: kernels, every 50th a copy, every
  * 200th a host-timed sync), each launched from one of 256 call sites 45

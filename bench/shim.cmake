@@ -30,3 +30,13 @@ target_compile_options(bench-torchloop PRIVATE -O2 -fomit-frame-pointer -fno-opt
 target_include_directories(bench-torchloop PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim)
 target_link_libraries(bench-torchloop PRIVATE gpuprof gpd_common Threads::Threads)
 set_target_properties(bench-torchloop PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+
+# NVTX ranges: push/pop and a GPU operation's capture inside ranges, with
+# the no-injection baseline in the same run (docs/NVTX.md).
+if(GPD_NVTX_INCLUDE_DIR)
+  add_executable(bench-nvtx ${CMAKE_CURRENT_LIST_DIR}/bench-nvtx.c)
+  target_compile_options(bench-nvtx PRIVATE -O2 -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+  target_include_directories(bench-nvtx PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../shim ${CMAKE_BINARY_DIR}/nvtx-include)
+  target_link_libraries(bench-nvtx PRIVATE gpuprof gpd_common Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(bench-nvtx PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endif()

@@ -88,11 +88,9 @@ static void pb_free(void *data, void *p) {
 }
 
 Gpuprof__Msg *gpd_arena_unpack_msg(size_t len, const uint8_t *data, gpd_arena_t **arena) {
-  /* protobuf-c's structs take about 4.2-4.6x the wire bytes of a tree
-   * reply (64 processes x 10 K contexts: 17.8 MB for 4.25 MB with a
-   * Metric message per value, 9.5 MB for 2.2 MB packed; Node has grown by
-   * the packed arrays); the first chunk holds 5x, so one chunk (one
-   * populate) does */
+  /* protobuf-c's structs take somewhat over 4x the wire bytes of a tree
+   * reply (docs/PERFORMANCE.md, "Tree client"); the first chunk holds 5x,
+   * so one chunk (one populate) does */
   gpd_arena_t *a = gpd_arena_new(len * 5 + ARENA_MIN);
   *arena = NULL;
   if (a == NULL)

@@ -1,8 +1,9 @@
 /* arena.h - a region that a reply is unpacked into and freed with at once.
  *
  * protobuf-c's unpack allocates every message, string and array of a reply
- * on its own: a `gpuprof tree` of 64 processes (4.2 MB, 30 K nodes) is
- * ~500 K mallocs and as many frees, most of the client's time.  Through a
+ * on its own: a `gpuprof tree` of a busy node is hundreds of thousands of
+ * mallocs and as many frees, most of the client's time
+ * (docs/PERFORMANCE.md, "Tree client").  Through a
  * ProtobufCAllocator backed by an arena they become pointer bumps in a few
  * large chunks, populated by the kernel in one call each (MAP_POPULATE:
  * no page fault per 4 KiB), and the reply is freed with gpd_arena_free

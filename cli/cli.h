@@ -1,7 +1,7 @@
 /* cli.h - private interfaces of the gpuprof command-line client.
  *
  * One in-memory calling-context tree (gpd_tree_t) is built either from
- * saved profiles (load.c) or from a live TreeReply (client.c); one
+ * saved profiles (load.c) or from a live TreeReply (live.c); one
  * text renderer (render.c) and one JSON writer (json.c) print it.
  * Everything here runs on the CLI's single thread.
  */
@@ -189,12 +189,17 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t);
 /** `ps` table; all = 0 leaves out processes that never used a GPU API (no
  *  back end reported) and says how many. */
 void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all);
-/** Top table; ginst: GINST per entry (PC samples, gpd_client_ginst) shown
+/** Top table; ginst: GINST per entry (PC samples, gpd_live_ginst) shown
  *  as a column, or NULL when no process has PC samples. */
 void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double total, const double *ginst);
 /** GINST of a kernel's stall reasons (StallSamples; SASS execution counts
  *  and "_not_issued" subsets are not counted). */
-double gpd_client_ginst(Gpuprof__StallSamples *const *s, size_t n);
+double gpd_live_ginst(Gpuprof__StallSamples *const *s, size_t n);
+/** Sum of the GPU operation counts (kernels, copies, allocations, memsets,
+ *  synchronizations) in m. */
+double gpd_render_op_count(const gpd_mvec_t *m);
+/** v as a percentage of total ("12.3%"), "-" when total is not positive. */
+void gpd_render_pct(char *buf, size_t n, double v, double total);
 /** "%.4g"-style value in the unit of metric id (seconds for ns). */
 void gpd_render_value(char *buf, size_t n, unsigned id, double v);
 /** Display name of a node as the tree shows it, without metrics: a CPU
@@ -205,7 +210,7 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
  *  argument list left out ("void ns::k<4, F<float> >(int, F<float>)" ->
  *  "ns::k"); the name itself when nothing is left. */
 void gpd_render_short_name(char *buf, size_t n, const char *name);
-/** The first tables of `report` (as `nsys stats` has them): kernels by
+/** (render-summary.c) The first tables of `report` (as `nsys stats` has them): kernels by
  *  GKER (time, %, count, average, name) and the other GPU operations
  *  (copies, memsets, allocations, synchronizations: host waits) by GPUOP,
  *  each aggregated by name over the whole tree, 20 rows unless o->wide. */
@@ -272,46 +277,46 @@ const char *gpd_report_gpu_notes(void);
 int gpd_report_gpu_bin(const char *dir, const char *hash, char **bytes, size_t *blen,
                        struct gpd_cubin_s **cubin, struct gpd_disasm_s **disasm, int *warned);
 
-/* ---- client.c ---- */
+/* ---- live.c: requests to gpuprofd (ps, top, tree, Control) ---- */
 /** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
-const char *gpd_client_socket(const char *opt);
+const char *gpd_live_socket(const char *opt);
 /** Send req, receive one reply Msg (caller frees with
  *  gpuprof__msg__free_unpacked).  On failure prints a message and
  *  returns the exit code to use (> 0); 0 on success. */
-int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply);
-/** Set: gpd_client_call does not print an Error reply (optional calls). */
-extern int gpd_client_quiet;
-/** `gpuprof devices` (devices.c). */
-int gpd_client_devices_main(int argc, char **argv);
+int gpd_live_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply);
+/** Set: gpd_live_call does not print an Error reply (optional calls). */
+extern int gpd_live_quiet;
+/** `gpuprof devices` (live-devices.c). */
+int gpd_live_devices_main(int argc, char **argv);
 /** The device lines above `gpuprof top`'s table: one per monitored GPU,
  *  or why none is; nothing when the daemon does not answer Devices. */
-void gpd_devices_header(FILE *f, const char *sock);
+void gpd_live_devices_header(FILE *f, const char *sock);
 /** Fill t from a TreeReply. 0 or -ENOMEM. */
-int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
+int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
 /** Place the reply's GPU PC samples (TreeReply.gpu_samples) on its kernel
  *  nodes as GINST, GINST:STL_ANY and GINST:STL_* (the vendor reason mapped
  *  by gpd_stall_from_vendor); detail: as one GPD_NODE_GPU_STALL child per
  *  stall metric below the kernel instead of on the kernel itself.  Inclusive
  *  values of the kernel's ancestors follow.  After
- *  gpd_client_tree_from_reply, before gpd_tree_finish.  0 or -ENOMEM. */
-int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail);
-int gpd_client_ps_main(int argc, char **argv);
-int gpd_client_top_main(int argc, char **argv);
-int gpd_client_tree_main(int argc, char **argv);
-
-/* ---- sample.c ---- */
+ *  gpd_live_tree_from_reply, before gpd_tree_finish.  0 or -ENOMEM. */
+int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail);
+int gpd_live_ps_main(int argc, char **argv);
+int gpd_live_top_main(int argc, char **argv);
+int gpd_live_tree_main(int argc, char **argv);
 /** Send ControlRequest{pid or job, ctl} and print one line per process
  *  to `to` ("pid N: <what> (...)" or "pid N: not done: <why>").  0 when
  *  every process applied it, else an exit code; *reply: the reply (a
  *  ControlReply; free with gpuprof__msg__free_unpacked) or NULL (the
  *  daemon refused the request or did not answer: said on stderr). */
-int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
-                       const char *what, FILE *to, Gpuprof__Msg **reply);
+int gpd_live_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
+                     const char *what, FILE *to, Gpuprof__Msg **reply);
 /** 1 while a process that applied the control of creply (a ControlReply)
  *  is running with control kind `kind` still on (`ps`, the shim's last
  *  word), 0 when none is, -1 when the daemon does not answer (said on
  *  stderr). */
-int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind);
+int gpd_live_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind);
+
+/* ---- sample.c ---- */
 /** `gpuprof sample`. */
 int gpd_sample_main(int argc, char **argv);
 /** `gpuprof policy` (policy.c). */
@@ -320,7 +325,7 @@ int gpd_policy_main(int argc, char **argv);
  *  overhead (mean, max, how many have no estimate; deep dives). */
 void gpd_policy_node_line(FILE *f, const char *sock, const char *job);
 
-/* ---- export.c ---- */
+/* ---- export.c (export-speedscope.c) ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0
  *  keeps that process's profiles) and finish the tree sorted by metric.
  *  Prints "gpuprof: <why>" and returns GPD_EXIT_FAIL on error, else 0. */
@@ -335,10 +340,21 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
 int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const char *name);
 int gpd_export_main(int argc, char **argv);
 
+/* ---- pyview.c ---- */
+/** The Python view (`report`, `tree`, `export` --python) of finished tree
+ *  t, in place: native CPU frames (GPD_NODE_FRAME) folded away, their
+ *  children hung below their nearest kept ancestor and their exclusive
+ *  values added to it; every other node kept (Python frames, placeholders
+ *  such as `<backward>` and `<gpu kernel>`, kernels, GPU nodes); nodes
+ *  equal in kind, label, module, offset and raw name below one parent
+ *  merged; finished again, children sorted by sort_metric.  Processes and
+ *  GPU binaries move over.  0 or -ENOMEM (t then freed). */
+int gpd_tree_python(gpd_tree_t *t, unsigned sort_metric);
+
 /* ---- view.c ---- */
 int gpd_view_main(int argc, char **argv);
-/* ---- merge.c ---- */
-int gpd_merge_main(int argc, char **argv);
+/* ---- cluster.c: `gpuprof merge` ---- */
+int gpd_cluster_main(int argc, char **argv);
 /* ---- advise.c ---- */
 int gpd_advise_main(int argc, char **argv);
 

@@ -64,12 +64,12 @@ int main(int argc, char **argv) {
   if (!strcmp(c, "report")) return gpd_report_main(argc, argv);
   if (!strcmp(c, "export")) return gpd_export_main(argc, argv);
   if (!strcmp(c, "view")) return gpd_view_main(argc, argv);
-  if (!strcmp(c, "merge")) return gpd_merge_main(argc, argv);
+  if (!strcmp(c, "merge")) return gpd_cluster_main(argc, argv);
   if (!strcmp(c, "advise")) return gpd_advise_main(argc, argv);
-  if (!strcmp(c, "ps")) return gpd_client_ps_main(argc, argv);
-  if (!strcmp(c, "top")) return gpd_client_top_main(argc, argv);
-  if (!strcmp(c, "tree")) return gpd_client_tree_main(argc, argv);
-  if (!strcmp(c, "devices")) return gpd_client_devices_main(argc, argv);
+  if (!strcmp(c, "ps")) return gpd_live_ps_main(argc, argv);
+  if (!strcmp(c, "top")) return gpd_live_top_main(argc, argv);
+  if (!strcmp(c, "tree")) return gpd_live_tree_main(argc, argv);
+  if (!strcmp(c, "devices")) return gpd_live_devices_main(argc, argv);
   if (!strcmp(c, "sample")) return gpd_sample_main(argc, argv);
   if (!strcmp(c, "policy")) return gpd_policy_main(argc, argv);
   if (!strcmp(c, "metrics")) return metrics_main();

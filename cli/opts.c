@@ -1,6 +1,6 @@
 /* opts.c - helpers every subcommand shares: usage errors, the parsing
  * of numbers and metric names, the output width and path cutting.  No subcommand depends on main.c (which
- * only dispatches), so main.c -> client.c / report.c / record.c -> opts.c
+ * only dispatches), so main.c -> live.c / report.c / record.c -> opts.c
  * has no cycle. */
 #include <ctype.h>
 #include <errno.h>

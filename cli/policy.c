@@ -148,7 +148,7 @@ void gpd_policy_node_line(FILE *f, const char *sock, const char *job) {
   if (job) ps.job_id = (char *)job;
   req.body_case = GPUPROF__MSG__BODY_PS_REQ;
   req.ps_req = &ps;
-  if (gpd_client_call(sock, &req, &rep) || rep->body_case != GPUPROF__MSG__BODY_PS) {
+  if (gpd_live_call(sock, &req, &rep) || rep->body_case != GPUPROF__MSG__BODY_PS) {
     if (rep) gpuprof__msg__free_unpacked(rep, NULL);
     return;
   }
@@ -229,7 +229,7 @@ int gpd_policy_main(int argc, char **argv) {
   }
   req.body_case = GPUPROF__MSG__BODY_POLICY_REQ;
   req.policy_req = &pr;
-  r = gpd_client_call(gpd_client_socket(sock), &req, &rep);
+  r = gpd_live_call(gpd_live_socket(sock), &req, &rep);
   free(kv);
   if (r) return r;
   if (rep->body_case != GPUPROF__MSG__BODY_POLICY) {

@@ -1,5 +1,5 @@
 /* report-stats.c - `gpuprof report --stats`: the statistics a merged file
- * keeps per (context, metric) over its processes (analyzer/result.c,
+ * keeps per (context, metric) over its processes (analyzer/mout.c,
  * docs/ANALYZER.md), as a table of the imbalanced contexts: those that
  * hold at least 1 % of the metric's total, highest coefficient of
  * variation first (the load-imbalance view of the HPCToolkit manual's

@@ -7,8 +7,8 @@
  *
  * The shim ends the window by itself; without --no-wait the command
  * waits for that (`gpuprof ps` state, polled) and then says where the
- * samples are.  gpd_client_control is the shared part other control
- * commands use.
+ * samples are.  The request itself is gpd_live_control (live.c), which
+ * `gpuprof trace` uses too.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -55,64 +55,6 @@ static long parse_duration_ms(const char *s) {
   else
     return -1;
   return ms > 0x7fffffff ? -1 : (long)ms;
-}
-
-int gpd_client_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
-                       const char *what, FILE *to, Gpuprof__Msg **out) {
-  Gpuprof__ControlRequest r = GPUPROF__CONTROL_REQUEST__INIT;
-  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
-  r.pid = pid;
-  r.job_id = (char *)(job ? job : "");
-  r.control = (Gpuprof__Control *)ctl;
-  m.body_case = GPUPROF__MSG__BODY_CONTROL_REQ;
-  m.control_req = &r;
-  *out = NULL;
-  int code = gpd_client_call(sock, &m, &reply);
-  if (code)
-    return code;
-  if (reply->body_case != GPUPROF__MSG__BODY_CONTROL_REPLY || !reply->control_reply) {
-    fprintf(stderr, "gpuprof: unexpected reply to a control request\n");
-    gpuprof__msg__free_unpacked(reply, NULL);
-    return GPD_EXIT_FAIL;
-  }
-  const Gpuprof__ControlReply *cr = reply->control_reply;
-  for (size_t i = 0; i < cr->n_results; i++) {
-    const Gpuprof__ControlResult *x = cr->results[i];
-    if (x->code == 0) {
-      fprintf(to, "pid %d: %s", (int)x->pid, what);
-      if (x->targets)
-        fprintf(to, " (%u target%s)", x->targets, x->targets == 1 ? "" : "s");
-      if (x->message && x->message[0])
-        fprintf(to, ": %s", x->message);
-      fprintf(to, "\n");
-    } else {
-      code = GPD_EXIT_FAIL;
-      fprintf(to, "pid %d: not done: %s\n", (int)x->pid,
-             x->message && x->message[0] ? x->message : gpd_strerror(x->code));
-    }
-  }
-  *out = reply;
-  return code;
-}
-
-int gpd_client_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind) {
-  Gpuprof__PsRequest pr = GPUPROF__PS_REQUEST__INIT;
-  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
-  m.body_case = GPUPROF__MSG__BODY_PS_REQ;
-  m.ps_req = &pr;
-  if (gpd_client_call(sock, &m, &reply))
-    return -1;
-  int on = 0;
-  const Gpuprof__ControlReply *cr = creply->control_reply;
-  for (size_t i = 0; reply->ps && i < reply->ps->n_procs; i++) {
-    const Gpuprof__Process *p = reply->ps->procs[i];
-    for (size_t j = 0; j < cr->n_results; j++)
-      if (cr->results[j]->code == 0 && cr->results[j]->profile_id == p->profile_id && p->running &&
-          (p->control_on >> kind & 1))
-        on = 1;
-  }
-  gpuprof__msg__free_unpacked(reply, NULL);
-  return on;
 }
 
 int gpd_sample_main(int argc, char **argv) {
@@ -184,7 +126,7 @@ int gpd_sample_main(int argc, char **argv) {
     return gpd_cli_usage(sample_usage, "give one of --pid and --job");
   ctl.enable = !stop;
   ctl.duration_ms = stop ? 0 : (uint32_t)dur;
-  const char *sock = gpd_client_socket(sockopt);
+  const char *sock = gpd_live_socket(sockopt);
   char what[96];
   if (stop)
     snprintf(what, sizeof what, "control kind %u off", (unsigned)ctl.kind);
@@ -193,7 +135,7 @@ int gpd_sample_main(int argc, char **argv) {
   else
     snprintf(what, sizeof what, "control kind %u on for %.3g s", (unsigned)ctl.kind, dur / 1000.0);
   Gpuprof__Msg *reply = NULL;
-  int code = gpd_client_control(sock, (int)pid, job, &ctl, what, stdout, &reply);
+  int code = gpd_live_control(sock, (int)pid, job, &ctl, what, stdout, &reply);
   if (reply == NULL)
     return code;
   int any = 0;
@@ -205,7 +147,7 @@ int gpd_sample_main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
       nanosleep(&step, NULL);
-      int on = gpd_client_control_on(sock, reply, (unsigned)ctl.kind);
+      int on = gpd_live_control_on(sock, reply, (unsigned)ctl.kind);
       if (on <= 0) {
         if (on == 0)
           printf("window ended; the samples are in the live tree and the saved profile "

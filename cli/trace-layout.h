@@ -1,5 +1,5 @@
 /* trace-layout.h - where and in which order the events of a trace
- * (trace.h) are drawn, shared by the trace writers (trace-write.c; the
+ * (trace.h) are drawn, shared by the trace writers (trace-write*.c; the
  * bench's baseline writer): the launch of each GPU operation (by
  * correlation id), the lane of each operation on its stream, the tracks,
  * and the items (slice begins and ends, launches, CPU samples, idle

@@ -121,41 +121,125 @@ static int window_keep(gpd_xtrace_t *x, uint64_t from, uint64_t to) {
 /* How far before a live window its launches are asked for. */
 #define LIVE_BEFORE_NS 1000000000ull
 
+/* Rows per live trace reply: a window is fetched in time slices of at
+ * most this many events + launches, so that neither gpuprofd nor a reply
+ * holds a whole busy window (a 60 s window of 20 000 kernels/s is 2.4 M
+ * rows).  GPUPROF_TRACE_PAGE_ROWS sets it lower (tests use a few rows). */
+#define LIVE_PAGE_ROWS 250000u
+/* The shortest slice a truncated page is split into (ns); a slice that
+ * short and still truncated is asked once more with gpuprofd's own bound
+ * (0: a million rows). */
+#define LIVE_MIN_SLICE_NS 1000000ull
+
+static uint32_t page_rows(void) {
+  const char *e = getenv("GPUPROF_TRACE_PAGE_ROWS");
+  long v = e ? gpd_cli_parse_uint(e) : 0;
+  return v > 0 && v < (long)LIVE_PAGE_ROWS ? (uint32_t)v : LIVE_PAGE_ROWS;
+}
+
+/* One Trace request for [from, to] with at most `max` rows.  0 (reply in
+ * *rep) or an exit code (said on stderr). */
+static int trace_call(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
+                      uint32_t max, Gpuprof__Msg **rep) {
+  Gpuprof__TraceRequest tr = GPUPROF__TRACE_REQUEST__INIT;
+  Gpuprof__Msg req = GPUPROF__MSG__INIT;
+  tr.pid = pid;
+  tr.job_id = (char *)(job ? job : "");
+  tr.from_ns = from;
+  tr.to_ns = to;
+  tr.max_events = max;
+  req.body_case = GPUPROF__MSG__BODY_TRACE_REQ;
+  req.trace_req = &tr;
+  int r = gpd_live_call(sock, &req, rep);
+  if (r)
+    return r;
+  if ((*rep)->body_case != GPUPROF__MSG__BODY_TRACE) {
+    fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n",
+            (int)(*rep)->body_case);
+    gpuprof__msg__free_unpacked(*rep, NULL);
+    *rep = NULL;
+    return GPD_EXIT_FAIL;
+  }
+  return 0;
+}
+
+/* Everything gpuprofd stored in [from, to] into x (emptied first), in
+ * pages of at most LIVE_PAGE_ROWS rows: a truncated page is asked again
+ * as two halves of its time range (events and launches are selected by
+ * their start, so the slices partition both exactly).  *flushed: the
+ * tracing threads' commit time of the last reply.  0 or an exit code. */
+static int fetch_pages(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
+                       gpd_xtrace_t *x, uint64_t *flushed) {
+  struct slice { uint64_t a, b; uint32_t max; } st[128];
+  int n = 0, rc = 0, parts = 0;
+  uint32_t page = page_rows();
+  gpd_xtrace_free(x);
+  gpd_xtrace_init(x);
+  st[n++] = (struct slice){from, to, page};
+  while (n > 0 && rc == 0) {
+    uint64_t a = st[n - 1].a, b = st[n - 1].b;
+    uint32_t max = st[--n].max;
+    Gpuprof__Msg *rep = NULL;
+    if ((rc = trace_call(sock, pid, job, a, b, max, &rep)) != 0)
+      break;
+    const Gpuprof__TraceReply *t = rep->trace;
+    *flushed = t->flushed_ns;
+    if (t->truncated && max != 0 && n + 2 <= 128) {
+      if (b - a > LIVE_MIN_SLICE_NS) { /* two halves, the earlier asked next */
+        uint64_t mid = a + (b - a) / 2;
+        st[n++] = (struct slice){mid + 1, b, page};
+        st[n++] = (struct slice){a, mid, page};
+      } else {
+        st[n++] = (struct slice){a, b, 0};
+      }
+      gpuprof__msg__free_unpacked(rep, NULL);
+      continue;
+    }
+    int err = gpd__xtrace_add_reply(x, t, 0);
+    gpuprof__msg__free_unpacked(rep, NULL);
+    parts++;
+    if (err < 0) {
+      fprintf(stderr, "gpuprof: %s\n", gpd_strerror(err));
+      rc = GPD_EXIT_FAIL;
+    }
+  }
+  gpd__xtrace_sort(x);
+  if (rc == 0 && parts > 1)
+    fprintf(stderr, "gpuprof: %zu events and %zu launches read in %d parts of at most %u rows\n",
+            x->nev, x->nla, parts, page);
+  return rc;
+}
+
 /* Ask the daemon for everything from `from` on until its tracing threads
  * committed past `to` and every launch in [from, to] has its activities
  * (or LIVE_WAIT_NS passed, or the missing ones stopped arriving); then
  * keep the window (window_keep).  0 or an exit code (said on stderr). */
 static int live_trace(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
                       gpd_xtrace_t *x) {
-  Gpuprof__TraceRequest tr = GPUPROF__TRACE_REQUEST__INIT;
-  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
-  tr.pid = pid;
-  tr.job_id = (char *)(job ? job : "");
   /* from a little earlier: the launches just before the window are known,
    * so that their activities that start in it are left out */
-  tr.from_ns = from > LIVE_BEFORE_NS ? from - LIVE_BEFORE_NS : 0;
-  req.body_case = GPUPROF__MSG__BODY_TRACE_REQ;
-  req.trace_req = &tr;
-  uint64_t deadline = gpd_clock_ns() + LIVE_WAIT_NS, changed = 0;
+  uint64_t from0 = from > LIVE_BEFORE_NS ? from - LIVE_BEFORE_NS : 0;
+  uint64_t deadline = gpd_clock_ns() + LIVE_WAIT_NS, changed = 0, flushed = 0;
   long missing = -1;
+  int rc;
+  /* first until the tracing threads committed past the window: one-row
+   * requests, so that the wait costs neither side a whole window */
   for (;;) {
-    tr.to_ns = gpd_clock_ns(); /* activities of the window's launches may start after it */
-    int r = gpd_client_call(sock, &req, &rep);
-    if (r)
-      return r;
-    if (rep->body_case != GPUPROF__MSG__BODY_TRACE) {
-      fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n",
-              (int)rep->body_case);
-      gpuprof__msg__free_unpacked(rep, NULL);
-      return GPD_EXIT_FAIL;
-    }
-    gpd_xtrace_free(x);
-    gpd_xtrace_init(x);
-    int err = gpd_xtrace_from_reply(x, rep->trace);
-    long m = err < 0 ? err : window_missing(x, from, to);
-    uint64_t flushed = rep->trace->flushed_ns, now = gpd_clock_ns();
-    int truncated = rep->trace->truncated;
+    Gpuprof__Msg *rep = NULL;
+    if ((rc = trace_call(sock, pid, job, to, to, 1, &rep)) != 0)
+      return rc;
+    flushed = rep->trace->flushed_ns;
     gpuprof__msg__free_unpacked(rep, NULL);
+    if (flushed >= to || gpd_clock_ns() > deadline)
+      break;
+    sleep_ns(100000000ull);
+  }
+  for (;;) {
+    /* activities of the window's launches may start after it */
+    if ((rc = fetch_pages(sock, pid, job, from0, gpd_clock_ns(), x, &flushed)) != 0)
+      return rc;
+    long m = window_missing(x, from, to);
+    uint64_t now = gpd_clock_ns();
     if (m < 0) {
       fprintf(stderr, "gpuprof: %s\n", gpd_strerror((int)m));
       return GPD_EXIT_FAIL;
@@ -164,7 +248,7 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
       missing = m;
       changed = now;
     }
-    if (flushed >= to && (m == 0 || truncated || now - changed >= LIVE_STABLE_NS))
+    if (flushed >= to && (m == 0 || now - changed >= LIVE_STABLE_NS))
       break;
     if (now > deadline) {
       if (flushed < to)
@@ -173,8 +257,11 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
                 (double)(to - flushed) / 1e9);
       break;
     }
-    sleep_ns(100000000ull);
+    sleep_ns(500000000ull);
   }
+  if (x->truncated)
+    fprintf(stderr, "gpuprof: a millisecond of the window held more rows than gpuprofd answers at "
+                    "once: its later rows are left out\n");
   if (missing > 0)
     fprintf(stderr, "gpuprof: %ld launch%s of the window had no GPU activity %.0f s after it "
                     "(written without)\n",
@@ -208,7 +295,7 @@ static int live_window(const char *sock, int pid, const char *job, uint64_t dur,
   else
     snprintf(who, sizeof who, "job %s", job);
   uint64_t from = gpd_clock_ns(), to = from + dur;
-  int rc = gpd_client_control(sock, pid, job, &ctl, what, stderr, &reply);
+  int rc = gpd_live_control(sock, pid, job, &ctl, what, stderr, &reply);
   if (reply == NULL)
     return rc ? rc : GPD_EXIT_FAIL; /* refused (access, no such process) or no daemon: said */
   if (rc)
@@ -217,7 +304,7 @@ static int live_window(const char *sock, int pid, const char *job, uint64_t dur,
   fprintf(stderr, "gpuprof: tracing %s for %.3g s\n", who, (double)dur / 1e9);
   uint64_t deadline = to + 10000000000ull;
   for (;;) {
-    int on = gpd_client_control_on(sock, reply, ctl.kind);
+    int on = gpd_live_control_on(sock, reply, ctl.kind);
     uint64_t now = gpd_clock_ns();
     if (on < 0) {
       fprintf(stderr, "gpuprof: gpuprofd stopped answering %.3f s into the %.3f s window (stopped "
@@ -333,7 +420,7 @@ int gpd_trace_main(int argc, char **argv) {
   int rc = GPD_EXIT_OK;
   uint64_t t0 = 0;
   if (live) {
-    if ((rc = live_window(gpd_client_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
+    if ((rc = live_window(gpd_live_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
       goto out;
   } else {
     if (gpd_xtrace_load(&x, argv[optind], pid, err, sizeof err) < 0) {

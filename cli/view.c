@@ -6,7 +6,7 @@
  * copies to DATADIR/gpuprofd/speedscope; nothing is fetched when the user
  * runs `view`.  `view` writes ONE self-contained HTML file: speedscope's
  * script and style sheet (its font as a data: URL) and the profile as
- * speedscope JSON (export.c, one profile per metric), so the file can be
+ * speedscope JSON (export-speedscope.c, one profile per metric), so the file can be
  * copied off a cluster node and opened anywhere.  It then opens the file
  * with $BROWSER, or xdg-open when there is a display, and else prints its
  * file:// URL.

@@ -158,13 +158,19 @@ int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_
   return 0;
 }
 
-int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r) {
+void gpd__xtrace_sort(gpd_xtrace_t *x) {
+  sort_all(x);
+}
+
+int gpd__xtrace_add_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r, int sort) {
   Gpuprof__TreeReply tr = GPUPROF__TREE_REPLY__INIT;
   tr.nodes = r->nodes;
   tr.n_nodes = r->n_nodes;
   tr.procs = r->procs;
   tr.n_procs = r->n_procs;
-  int err = gpd_client_tree_from_reply(&x->tree, &tr);
+  gpd_tree_free(&x->tree);
+  gpd_tree_init(&x->tree);
+  int err = gpd_live_tree_from_reply(&x->tree, &tr);
   if (err == 0)
     err = gpd_tree_finish(&x->tree, 0);
   for (size_t i = 0; err == 0 && i < r->n_events; i++) {
@@ -185,9 +191,14 @@ int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r) {
   }
   x->dropped = r->dropped;
   x->refused = r->refused;
-  x->truncated = r->truncated;
-  sort_all(x);
+  x->truncated |= r->truncated;
+  if (sort)
+    sort_all(x);
   return err;
+}
+
+int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r) {
+  return gpd__xtrace_add_reply(x, r, 1);
 }
 
 uint64_t gpd_xtrace_t0(const gpd_xtrace_t *x) {

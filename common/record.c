@@ -57,7 +57,10 @@ static int valid_op(unsigned op) { return op > GPD_OP_NONE && op < GPD_OP_MAX; }
  *   ACTIVITY corr != 0; kernel subkind 0; end < start and occ_permille
  *   > 1000 are let through (gpd_metric_accumulate clamps them);
  *   CPUSAMPLE: flags 0, node != 0, expirations != 0,
- *   0 < weight <= GPD_CPUSAMPLE_MAX_WEIGHT. */
+ *   0 < weight <= GPD_CPUSAMPLE_MAX_WEIGHT;
+ *   GRAPHNODE: flags 0 or CLONE, 0 < id < GPD_GRAPHNODE_ID_LIMIT; created
+ *   (flags 0): node != 0, orig 0; clone: node 0, 0 < orig <
+ *   GPD_GRAPHNODE_ID_LIMIT, orig != id. */
 int gpd_rec_validate(const void *buf, size_t nbytes) {
   const gpd_rec_hdr_t *h = buf;
   if (!buf || nbytes < GPD_SLOT_SIZE)
@@ -149,6 +152,16 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
       return GPD_EBADRECORD;
     return 0;
   }
+  case GPD_REC_GRAPHNODE: {
+    const gpd_rec_graphnode_t *r = buf;
+    int clone = (h->flags & GPD_GRAPHNODE_F_CLONE) != 0;
+    if (h->nslots != GPD_REC_NSLOTS(*r) || h->len != 0 || (h->flags & ~GPD_GRAPHNODE_F_CLONE) ||
+        r->id == 0 || r->id >= GPD_GRAPHNODE_ID_LIMIT || r->orig >= GPD_GRAPHNODE_ID_LIMIT)
+      return GPD_EBADRECORD;
+    if (clone ? (r->node != 0 || r->orig == 0 || r->orig == r->id) : (r->node == 0 || r->orig != 0))
+      return GPD_EBADRECORD;
+    return 0;
+  }
   default:
     return GPD_EBADRECORD;
   }
@@ -156,7 +169,7 @@ int gpd_rec_validate(const void *buf, size_t nbytes) {
 
 static const char *const type_names[] = {"none",   "node",     "string",  "module", "invoke",
                                          "activity", "status", "pcsample", "pcstats", "cubin",
-                                         "cpusample", "tracewin"};
+                                         "cpusample", "tracewin", "graphnode"};
 static const char *const api_names[] = {"none", "opencl", "cuda", "level0", "ompt"};
 static const char *const op_names[] = {"none", "kernel", "copy", "memset", "alloc", "free", "sync"};
 static const char *const op_placeholders[] = {"<gpu none>", "<gpu kernel>", "<gpu copy>", "<gpu memset>",

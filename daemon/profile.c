@@ -29,6 +29,7 @@
 
 #include "daemon.h"
 #include "cpusample.h"
+#include "graph.h"
 #include "pcsample.h"
 #include "trace.h"
 
@@ -491,6 +492,7 @@ void gpd_profile_free(gpd_profile_t *p) {
   gpd_map_free(&p->trace_streams);
   gpd_pcsample_free(p->pcs);
   gpd_cpusample_free(p->cps);
+  gpd_graph_free(p);
   gpd_tracewin_free(&p->tw);
   memset(p, 0, sizeof *p);
 }
@@ -502,7 +504,8 @@ size_t gpd_profile_bytes(const gpd_profile_t *p) {
              (size_t)p->caplocals * sizeof *p->locals + (size_t)p->capstrs * sizeof *p->strs +
              (size_t)p->capmods * sizeof *p->mods + p->str_bytes +
              (size_t)p->cappnodes * sizeof *p->pnodes + (size_t)p->cappacts * sizeof *p->pacts +
-             (size_t)p->corr_capfifo * sizeof *p->corr_fifo + gpd_tracewin_bytes(&p->tw);
+             (size_t)p->corr_capfifo * sizeof *p->corr_fifo + gpd_tracewin_bytes(&p->tw) +
+             gpd_graph_bytes(p);
   for (unsigned c = 0; c < GPD_QLOG_N; c++)
     b += (size_t)p->qlog[c].cap * 4;
   const gpd_map_t *maps[] = {&p->corr, &p->pend_corr, &p->str_by_id, &p->mod_by_id};
@@ -908,6 +911,8 @@ static int activity_at(gpd_profile_t *p, const gpd_rec_activity_t *a, uint64_t v
       at = 0;
     p->unknown++;
   }
+  if (a->graph_node && (at = gpd_graph_place(p, at, a->graph_node, force)) == GPD_NONE)
+    return ACT_BLOCKED; /* run by a CUDA graph: below its node's creation path (graph.c) */
   return attribute_at(p, at, a, (uint8_t)(v >> 32), force) ? ACT_DONE : ACT_BLOCKED;
 }
 
@@ -1203,6 +1208,9 @@ void gpd_profile_ingest(void *arg, const void *rec, size_t nbytes) {
     break;
   case GPD_REC_TRACEWIN:
     gpd_tracewin_ingest(&p->tw, rec);
+    break;
+  case GPD_REC_GRAPHNODE:
+    gpd_graph_ingest(p, rec);
     break;
   default:
     break;

@@ -207,6 +207,7 @@ typedef struct gpd_profile_s {
   uint64_t pend_gen, pend_gen_saved;
   struct gpd_pcsample_s *pcs; /* GPU PC samples (pcsample.c), NULL until one */
   struct gpd_cpusample_s *cps; /* CPU-time samples (cpusample.c), NULL until one */
+  struct gpd_graph_s *graph;   /* CUDA graph nodes (graph.c), NULL until one */
   gpd_tracewin_t tw;           /* tracing windows (tracewin.c) */
   /* pending-table delta (gpd_profile_pending_delta): rows numbered up to
    * pend_seq_saved were handled by the last snapshot; corr_old fifo entries

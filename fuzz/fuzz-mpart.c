@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = gpd_mshard_reduce(&in, 1, uids, 4, &ws, &nc, &nk);
     if (rc == 0) {
       gpd_mout_t o;
-      gpd_mwrite_info_t info;
+      gpd_mout_info_t info;
       char err[256];
       if (gpd_mout_open_shard(&o, &info, err, sizeof(err)) == 0) {
         if (gpd_mshard_write(&o, ws.p, ws.n) == 0 && (info.contexts != nc || info.keys != nk)) __builtin_trap();

@@ -160,7 +160,16 @@ static inline uint32_t gpd_ompt_claim(unsigned op) {
 }
 #endif
 
+/* NVTX ranges (shim/nvtx/): not a vendor API (api GPD_API_NONE, no
+ * status); its init makes NVTX load the shim as its injection. */
+#ifdef GPD_HAVE_NVTX
+extern const gpd_backend_t gpd_backend_nvtx;
+#define GPD_BACKEND_NVTX &gpd_backend_nvtx,
+#else
+#define GPD_BACKEND_NVTX
+#endif
+
 /** The back ends that are built, each followed by a comma. */
-#define GPD_BACKENDS GPD_BACKEND_OPENCL GPD_BACKEND_CUPTI GPD_BACKEND_LEVEL0 GPD_BACKEND_OMPT
+#define GPD_BACKENDS GPD_BACKEND_OPENCL GPD_BACKEND_CUPTI GPD_BACKEND_LEVEL0 GPD_BACKEND_OMPT GPD_BACKEND_NVTX
 
 #endif

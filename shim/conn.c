@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,27 +100,6 @@ static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin, 
     conn_log_off;
 
 /* ------------------------------------------------------ fd identity */
-
-int gpd_fdid_take(gpd_fdid_t *id, int fd) {
-  struct stat st;
-  id->fd = -1;
-  id->dev = id->ino = 0;
-  if (fd < 0)
-    return -EBADF;
-  if (fstat(fd, &st) < 0)
-    return -errno;
-  id->fd = fd;
-  id->dev = (uint64_t)st.st_dev;
-  id->ino = (uint64_t)st.st_ino;
-  return 0;
-}
-
-int gpd_fdid_owned(const gpd_fdid_t *id) {
-  struct stat st;
-  if (id->fd < 0 || fstat(id->fd, &st) < 0)
-    return 0;
-  return (uint64_t)st.st_dev == id->dev && (uint64_t)st.st_ino == id->ino;
-}
 
 /* Close fd only if it is still the file we opened; forget it either way. */
 static void conn_fd_close(gpd_fdid_t *id) {
@@ -483,6 +461,11 @@ static int conn_send_ack(const gpd_fdid_t *sock, const gpd_control_ack_t *a) {
  * not ours). */
 #define GPD_SHIM_COLLECT_MS 1000u
 enum { CONN_NREP = 8 };
+/* The numbers of a CollectReport: named alike in gpd_shim_collect_t and
+ * the proto message. */
+#define CONN_COLLECT_NUMBERS(X)                                                                  \
+  X(can_detach) X(elapsed_ns) X(window_ns) X(windows) X(launches) X(launches_in) X(switch_ns)    \
+  X(pc_window_ns) X(pc_launches)
 static struct {
   size_t n;
   unsigned api[CONN_NREP];
@@ -514,15 +497,9 @@ static int conn_send_collect(const gpd_fdid_t *sock) {
     cr[i].source = rep[i].source;
     cr[i].mode = rep[i].mode;
     cr[i].note = rep[i].note;
-    cr[i].can_detach = rep[i].can_detach;
-    cr[i].elapsed_ns = rep[i].elapsed_ns;
-    cr[i].window_ns = rep[i].window_ns;
-    cr[i].windows = rep[i].windows;
-    cr[i].launches = rep[i].launches;
-    cr[i].launches_in = rep[i].launches_in;
-    cr[i].switch_ns = rep[i].switch_ns;
-    cr[i].pc_window_ns = rep[i].pc_window_ns;
-    cr[i].pc_launches = rep[i].pc_launches;
+#define X(f) cr[i].f = rep[i].f;
+    CONN_COLLECT_NUMBERS(X)
+#undef X
     crp[i] = &cr[i];
   }
   Gpuprof__CollectReports rs = GPUPROF__COLLECT_REPORTS__INIT;
@@ -543,31 +520,10 @@ static int conn_handle_frame(const gpd_fdid_t *sock, const uint8_t *p, size_t n)
   if (m == NULL)
     return 0;
   if (m->body_case == GPUPROF__MSG__BODY_CONTROL && m->control) {
-    const Gpuprof__Control *mc = m->control;
-    gpd_control_t c = {.id = mc->id,
-                       .kind = (unsigned)mc->kind,
-                       .enable = mc->enable,
-                       .duration_ms = mc->duration_ms,
-                       .period = mc->period,
-                       .flags = mc->flags};
-    gpd_shim_policy_t sp;
-    if (c.kind == GPD_CONTROL_POLICY) {
-      c.duration_ms = 0; /* a policy is no window */
-      if (gpd_shim__policy_set(mc->policy, 0, &sp))
-        c.policy = &sp;
-    }
     gpd_control_ack_t ack;
-    if (c.kind == GPD_CONTROL_POLICY && !c.policy) {
-      memset(&ack, 0, sizeof ack);
-      ack.id = c.id;
-      ack.kind = c.kind;
-      ack.code = -EINVAL;
-      snprintf(ack.message, sizeof ack.message, "policy control without a policy");
-    } else {
-      gpd_shim__control_apply(&c, &ack);
-    }
+    gpd_shim__control_msg(m->control, &ack);
     err = conn_send_ack(sock, &ack);
-    if (c.kind == GPD_CONTROL_POLICY)
+    if (ack.kind == GPD_CONTROL_POLICY)
       conn.collect_ns = 0; /* report the new mode at once */
   }
   gpuprof__msg__free_unpacked(m, NULL);
@@ -610,7 +566,7 @@ static int conn_attempt(void) {
    * only ever hand it back; a plain Hello would start a second one. */
   int region_fd = -1;
   if (atomic_load_explicit(&g->active, memory_order_acquire)) {
-    region_fd = gpd_shim__region_fd();
+    region_fd = gpd_shim__attach_fd();
     if (region_fd < 0) {
       conn_go_off();
       return 1;

@@ -1,8 +1,9 @@
 /* control.c - Control messages from the daemon, dispatched to the back
  * ends (shim/backends.h `control`), and the windows they open.
  *
- * Only the connection thread (conn.c) calls in here: it decodes a Control,
- * calls gpd_shim__control_apply and sends the ControlAck it fills; every
+ * Only the connection thread (conn.c) calls in here: it hands a Control
+ * over (gpd_shim__control_msg: decoded, a policy kept, applied) and sends
+ * the ControlAck filled in; every
  * poll round (<= 100 ms) it calls gpd_shim__control_due, which closes the
  * windows whose time is up (the back ends get enable = 0) and reports
  * them as ControlAck{ended}.  So a window ends on time even when the
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "backends.h"
+#include "gpuprof.pb-c.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
 #include "internal.h"
@@ -106,6 +108,30 @@ int gpd_shim__control_due(uint64_t now_ns, gpd_control_ack_t *ack) {
     return 1;
   }
   return 0;
+}
+
+void gpd_shim__control_msg(const Gpuprof__Control *mc, gpd_control_ack_t *ack) {
+  gpd_control_t c = {.id = mc->id,
+                     .kind = (unsigned)mc->kind,
+                     .enable = mc->enable,
+                     .duration_ms = mc->duration_ms,
+                     .period = mc->period,
+                     .flags = mc->flags};
+  gpd_shim_policy_t sp;
+  if (c.kind == GPD_CONTROL_POLICY) {
+    c.duration_ms = 0; /* a policy is no window */
+    if (gpd_shim__policy_set(mc->policy, 0, &sp))
+      c.policy = &sp;
+  }
+  if (c.kind == GPD_CONTROL_POLICY && !c.policy) {
+    memset(ack, 0, sizeof *ack);
+    ack->id = c.id;
+    ack->kind = c.kind;
+    ack->code = -EINVAL;
+    snprintf(ack->message, sizeof ack->message, "policy control without a policy");
+    return;
+  }
+  gpd_shim__control_apply(&c, ack);
 }
 
 void gpd_shim__control_atfork_child(void) { memset(win, 0, sizeof win); }

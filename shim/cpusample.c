@@ -19,7 +19,7 @@
  * records, and when the context cannot be named from what the handler may
  * touch (capture.c: inside an interrupted capture only known nodes are
  * used; frames in a module the table does not know yet are left for the
- * connection thread to look up, gpd_cpusample_service).  A full ring drops
+ * connection thread to look up: gpd_module_want, gpd_module_service).  A full ring drops
  * the record (counted by the ring, like any record).
  *
  * Signal: SIGRTMIN+6 by default, GPUPROF_CPU_SAMPLING_SIGNAL=N (a number)
@@ -60,7 +60,6 @@ static struct {
   int sig;
   uint64_t period_ns; /* CPU time between samples */
   _Atomic int stopped; /* backed off, or the process is exiting */
-  _Atomic uintptr_t want_ip; /* a frame in no known module (service) */
   cs_timer_t timers[GPD_CPUSAMPLE_TIMERS];
   /* statistics (relaxed), test hook gpd_shim__cpusample_stats */
   _Atomic uint64_t signals, pushed, failed, declined[5], busy, inactive, old_daemon;
@@ -265,15 +264,8 @@ void gpd_cpusample_atfork_child(void) {
     gpd_cpusample_thread_start();
 }
 
-void gpd_cpusample_want_module(uintptr_t ip) {
-  uintptr_t z = 0;
-  atomic_compare_exchange_strong_explicit(&cs.want_ip, &z, ip, memory_order_relaxed, memory_order_relaxed);
-}
-
 void gpd_cpusample_service(void) {
-  uintptr_t ip = atomic_exchange_explicit(&cs.want_ip, 0, memory_order_relaxed);
-  if (ip)
-    (void)gpd_module_cut(&ip, 1, 1); /* refreshes the table on a miss */
+  gpd_module_service(); /* frames the handler found in no known module */
   if (cs.on)
     gpd_pyframes_service(); /* a CPU-only Python program makes no capture */
   if (cs.on && !atomic_load_explicit(&cs.stopped, memory_order_relaxed) && !cs_handler_ours()) {

@@ -1,5 +1,6 @@
 /* internal.h - state and helpers shared by the shim core files (shim.c,
- * conn.c, thread.c, capture.c, strings.c, job.c) and the vendor back ends.
+ * conn.c, attach.c, status.c, fdid.c, thread.c, capture.c, strings.c,
+ * job.c ...) and the vendor back ends.
  * Not installed; names gpd_shim__* / gpd_<noun>_* with hidden visibility.
  * Test hooks (gpd_shim__attach_region, ...) are exported for tests only.
  */
@@ -39,6 +40,11 @@
 /** ACTIVITY h.flags bit set by the shim: start/end are host times taken
  *  by the shim (vendor profiling query failed), not device times. */
 #define GPD_ACTIVITY_HOST_TIME 0x01u
+
+/** Bits 48..63 of the intern key of a labelled context (capture.c:
+ *  gpd_shim_label_node, NVTX ranges), the label's string id below: no
+ *  user-space return address has them; Python keys use GPD_PY_KEY_TAG. */
+#define GPD_LABEL_KEY_TAG 0xfffeull
 
 /** Announcement state word value meaning "being announced by a thread". */
 #define GPD_ANN_BUSY 0xffffffffu
@@ -117,14 +123,6 @@ static inline void gpd_shim__stat_add(int i, uint64_t t0) {
 }
 
 /* ----------------------------------------------------------------- shim.c */
-/** Attach a mapped region (takes r by value); makes the shim active.
- *  Called by the connection thread or the test hook.  0 or -errno. */
-int gpd_shim__attach(gpd_region_t *r);
-/** The region's memfd if it is still the one attached, else -1 (then
- *  forgotten, never closed: the number may be the application's now). */
-int gpd_shim__region_fd(void);
-/** Re-send the kept back-end STATUS records (after attach / hand-back). */
-void gpd_shim__status_resend(void);
 /** Claim the announcement of an object whose state word is *a:
  *  1 = already announced in `epoch`, 0 = caller claimed it (must call
  *  gpd_shim__ann_done), -1 = another thread is announcing it. */
@@ -133,12 +131,15 @@ void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int o
 /** Id for a string or module (process-local counter, mirrored to the
  *  region header's next_string). */
 uint32_t gpd_shim__id_next(void);
+/** Fork child (main.c's handler, after gpd_shim__attach_forget): new
+ *  region generation and announcement epoch, ids and the CCT table
+ *  reset, the child's start time. */
+void gpd_shim__atfork_child(void);
+/** Fork child, last step: the first gpd_shim_active() starts the
+ *  connection (lazily, as the constructor does) and waits for it. */
+void gpd_shim__atfork_lazy(void);
 
-/* Test hooks (exported): attach a region fd (ownership taken) without a
- * daemon; count of records this process failed to push. */
-GPD_EXPORT int gpd_shim__attach_region(int fd);
-
-/* ----------------------------------------------------------------- conn.c */
+/* ----------------------------------------------------------------- fdid.c */
 /** Identity of a descriptor the shim opened (socket, region memfd): the
  *  application may close the number and reuse it for its own file. */
 typedef struct gpd_fdid_s {
@@ -149,6 +150,34 @@ typedef struct gpd_fdid_s {
 int gpd_fdid_take(gpd_fdid_t *id, int fd);
 /** 1 when id->fd is still the file recorded (same st_dev and st_ino). */
 int gpd_fdid_owned(const gpd_fdid_t *id);
+
+/* --------------------------------------------------------------- attach.c */
+/** Attach a mapped region (takes r by value); makes the shim active.
+ *  Called by the connection thread or the test hook.  0 or -errno. */
+int gpd_shim__attach(gpd_region_t *r);
+/** The region's memfd if it is still the one attached, else -1 (then
+ *  forgotten, never closed: the number may be the application's now). */
+int gpd_shim__attach_fd(void);
+/** Test hook (exported): attach a region fd (ownership taken) without a
+ *  daemon. */
+GPD_EXPORT int gpd_shim__attach_region(int fd);
+/** Fork handlers: prepare / parent / child take and release the attach
+ *  lock; forget (child, after the back ends' handlers): drop the parent's
+ *  region (unmapped; its memfd closed if the number is still it). */
+void gpd_shim__attach_atfork_prepare(void);
+void gpd_shim__attach_atfork_parent(void);
+void gpd_shim__attach_atfork_child(void);
+void gpd_shim__attach_forget(void);
+
+/* --------------------------------------------------------------- status.c */
+/** Re-send the kept back-end STATUS records (after attach / hand-back). */
+void gpd_shim__status_resend(void);
+/** Fork handlers: take / release the status lock. */
+void gpd_shim__status_atfork_prepare(void);
+void gpd_shim__status_atfork_parent(void);
+void gpd_shim__status_atfork_child(void);
+
+/* ----------------------------------------------------------------- conn.c */
 /** Start the connection thread once per process image (later calls only
  *  wait); wait up to wait_ms for its first attempt to finish (registered
  *  or failed).  Returns at once on the connection thread.  0 or -errno. */
@@ -182,11 +211,16 @@ typedef struct gpd_control_ack_s {
   int ended;        /* a window closed by gpd_shim__control_due */
   char message[160];
 } gpd_control_ack_t;
-/** The built back ends, NULL-terminated (shim.c). */
+/** The built back ends, NULL-terminated (shim.c; main.c walks it). */
 const struct gpd_backend_s *const *gpd_shim__backends(void);
 /** Dispatch one Control to the back ends and open/close its kind's
  *  window; fills ack.  Connection thread only. */
 void gpd_shim__control_apply(const struct gpd_control_s *c, gpd_control_ack_t *ack);
+struct Gpuprof__Control;
+/** A Control message from the daemon: decoded, a POLICY's policy kept
+ *  (gpd_shim__policy_set; none: -EINVAL), applied (gpd_shim__control_apply);
+ *  *ack filled.  Connection thread only. */
+void gpd_shim__control_msg(const struct Gpuprof__Control *mc, gpd_control_ack_t *ack);
 /** Close one window whose end is <= now_ns (back ends get enable = 0):
  *  1 with ack filled (ended = 1), 0 when none is due.  Connection thread. */
 int gpd_shim__control_due(uint64_t now_ns, gpd_control_ack_t *ack);
@@ -252,7 +286,7 @@ void gpd_thread_exit_current(void);
 
 /** One check of a recorded unwind's replay: the stack word at `at` must
  *  still hold `val` (a frame's return address, or a saved %rbp that a
- *  %rbp-based frame's CFA depends on; capture.c). */
+ *  %rbp-based frame's CFA depends on; capture-unwind.c). */
 typedef struct gpd_capture_check_s {
   uintptr_t at, val;
 } gpd_capture_check_t;
@@ -261,7 +295,7 @@ typedef struct gpd_capture_check_s {
  *  at most one saved %rbp per frame. */
 #define GPD_CAPTURE_CHECKS (2 * GPD_CAPTURE_WALK_MAX)
 
-/** One recorded unwind (capture.c): frame j has return address ip[j] and
+/** One recorded unwind (capture-unwind.c): frame j has return address ip[j] and
  *  frame 0 (gpd_shim_capture at its unwind call) ip0, stack pointer sp0
  *  and %rbp bp0, keyed by them in the memo's wkey.  chk[0 ..
  *  nchk) are every stack word the replay compares, ascending by address
@@ -287,7 +321,7 @@ typedef struct gpd_capture_walk_s {
 _Static_assert(offsetof(gpd_capture_walk_t, chk) == 64, "a walk's header is one line");
 
 /** What a full unwind gathers per frame before its checks are chosen
- *  (capture.c, capture_walk_full): frame j's stack pointer and the slot
+ *  (capture-unwind.c, capture_walk_full): frame j's stack pointer and the slot
  *  its %rbp was restored from (0: unchanged) with the value. */
 typedef struct gpd_capture_fullwalk_s {
   uintptr_t sp[GPD_CAPTURE_WALK_MAX];
@@ -322,7 +356,7 @@ typedef struct gpd_capture_memo_s {
   uintptr_t busy_cookie_at; /* a local of its frame holding busy_cookie */
   uint64_t busy_cookie, seq;
   uint32_t abandoned; /* captures left by longjmp (statistics) */
-  /* Verified replay (capture.c): recorded unwinds, round robin; wkey[i]
+  /* Verified replay (capture-unwind.c): recorded unwinds, round robin; wkey[i]
    * = frame-0 key of slot i (0 = empty or not replayable), scanned
    * before any walk is verified; walk_last = slot + 1 of the last hit. */
   uint32_t walk_next, walk_last;
@@ -383,6 +417,17 @@ enum {
  *  node, or 0 with *why set (GPD_SAMPLE_*).  Inside an interrupted capture
  *  of the same thread it answers from known nodes only. */
 uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why);
+/* ------------------------------------------------------- capture-unwind.c */
+/** This thread's call stack as a walk of m: a recorded walk replayed when
+ *  the stack still holds what it recorded, else a fresh unwind (a
+ *  replayable one into the next slot for a stack seen before, else the
+ *  scratch walk).  Frame 0 is the caller's state at this call: only
+ *  gpd_shim_capture calls it, directly.  The capturing thread, its memo;
+ *  no lock, no allocation. */
+gpd_capture_walk_t *gpd_capture_unwind(gpd_capture_memo_t *m);
+/** Learn this thread's stack bounds into m (stack_state 1, or -1 when
+ *  unknown). */
+void gpd_capture_unwind_bounds(gpd_capture_memo_t *m);
 /** Pure frame-pointer walk (bench baseline). */
 GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
 
@@ -432,10 +477,9 @@ void gpd_shim__policy_atfork_child(void);
 size_t gpd_shim__policy_collect(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
 /** Test hook of control.c: one more back end (tests/integration/ctl-app.c). */
 extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
-/** From the sampler: frame ip lies in no known module; ask the connection
- *  thread to refresh the table (async-signal-safe). */
-void gpd_cpusample_want_module(uintptr_t ip);
-/** Connection thread, every loop: do the refresh asked for above. */
+/** Connection thread, every loop: the module refresh the handler asked
+ *  for (gpd_module_service), Python's service, and a check that the
+ *  application has not taken the sampling signal. */
 void gpd_cpusample_service(void);
 
 /* -------------------------------------------------------------- strings.c */

@@ -221,6 +221,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   atomic_store_explicit(&nmodules, n + 1, memory_order_release);
   if (cls != GPD_MODCLS_USER)
     special_add(n);
+  gpd_pyframes_module(info, path); /* a framework's dispatch function (python-frames.h) */
   *changed = 1;
   return 0;
 }
@@ -273,6 +274,20 @@ static void refresh_if_moved(void) {
   if (c[0] != seen_adds || c[1] != seen_subs)
     refresh_locked();
   pthread_mutex_unlock(&table_lock);
+}
+
+/* A frame in no known module, for the connection thread (gpd_module_want). */
+static _Atomic uintptr_t want_ip;
+
+void gpd_module_want(uintptr_t ip) {
+  uintptr_t z = 0;
+  atomic_compare_exchange_strong_explicit(&want_ip, &z, ip, memory_order_relaxed, memory_order_relaxed);
+}
+
+void gpd_module_service(void) {
+  uintptr_t ip = atomic_exchange_explicit(&want_ip, 0, memory_order_relaxed);
+  if (ip)
+    (void)gpd_module_cut(&ip, 1, 1); /* refreshes the table on a miss */
 }
 
 void gpd_module_sync(void) {

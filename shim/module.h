@@ -57,6 +57,15 @@ void gpd_module_atfork_prepare(void);
 void gpd_module_atfork_parent(void);
 void gpd_module_atfork_child(void);
 
+/** A frame ip lies in no known module and the caller may not refresh
+ *  the table (the CPU sampler's handler, capture.c): ask the connection
+ *  thread to (gpd_module_service).  Async-signal-safe; one address is
+ *  kept, later ones while it waits are dropped. */
+void gpd_module_want(uintptr_t ip);
+/** Connection thread, every loop: do the refresh gpd_module_want asked
+ *  for (the cut of that address refreshes the table on a miss). */
+void gpd_module_service(void);
+
 /** Bring the table up to date with the loader if a dlclose happened since
  *  the last refresh (takes the table lock; not from a signal handler). */
 void gpd_module_sync(void);

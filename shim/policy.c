@@ -41,17 +41,11 @@ int gpd_shim_policy(gpd_shim_policy_t *out) {
 }
 
 int gpd_shim__policy_set(const Gpuprof__CollectPolicy *m, int hello, gpd_shim_policy_t *out) {
-  gpd_shim_policy_t p;
   if (!m || !m->mode || !*m->mode)
     return 0;
-  memset(&p, 0, sizeof p);
+  gpd_shim_policy_t p = {.window_ms = m->window_ms, .period_ms = m->period_ms, .pc_window_ms = m->pc_window_ms,
+                         .pc_period_s = m->pc_period_s, .cpu_hz = m->cpu_sample_hz, .budget_bp = m->budget_bp};
   snprintf(p.mode, sizeof p.mode, "%s", m->mode);
-  p.window_ms = m->window_ms;
-  p.period_ms = m->period_ms;
-  p.pc_window_ms = m->pc_window_ms;
-  p.pc_period_s = m->pc_period_s;
-  p.cpu_hz = m->cpu_sample_hz;
-  p.budget_bp = m->budget_bp;
   snprintf(p.rule, sizeof p.rule, "%s", m->rule ? m->rule : "");
   char mode[48];
   policy_mode_text(&p, mode, sizeof mode);

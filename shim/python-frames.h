@@ -17,6 +17,7 @@
 #ifndef GPUPROF_SHIM_PYTHON_FRAMES_H
 #define GPUPROF_SHIM_PYTHON_FRAMES_H
 
+#include <link.h>
 #include <stdint.h>
 
 #include "gpuprof/record.h"
@@ -32,6 +33,8 @@
 #define GPD_PY_PAGES 512
 /** Frames of the last walk the next one prefetches (innermost first). */
 #define GPD_PY_PF 32
+/** Code objects a worker thread remembers as handoff functions or not. */
+#define GPD_PY_HCODE 32
 
 static inline int gpd_pyframes_is_key(uint64_t k) { return (k >> 48) == GPD_PY_KEY_TAG; }
 
@@ -65,6 +68,20 @@ typedef struct gpd_pyframes_thread_s {
   uintptr_t pf_f[GPD_PY_PF], pf_co[GPD_PY_PF];
   /* the merged path (native + Python), innermost first */
   uintptr_t merged[GPD_PY_MAX + 288];
+  /* handoff (gpd_pyframes_handoff): key[0..n) are the frames of the
+   * thread that handed work to this one when hand != 0 (dispatch index +
+   * 1); the caller's frames as last walked, by (thread state, top frame,
+   * its code object and instruction); code objects seen on top of a
+   * thread, with the dispatch entries whose handoff functions they are
+   * (bit k: entry k) */
+  uint32_t hand;
+  uint32_t h_n;
+  uintptr_t h_ts, h_f, h_co, h_instr;
+  uint64_t h_key[GPD_PY_MAX];
+  struct {
+    uintptr_t co, names;
+    uint32_t mask;
+  } hcode[GPD_PY_HCODE];
 } gpd_pyframes_thread_t;
 
 /** Walk the calling thread's Python frames into t (key/act/n/nact).
@@ -99,12 +116,38 @@ int gpd_pyframes_walk_signal(gpd_pyframes_thread_t *t);
  *  capture that would), and log once when Python frames are on. */
 void gpd_pyframes_service(void);
 
+/** Handoff (docs/PYTHON.md "Work handed to a worker thread"): on a
+ *  thread whose own walk found no Python frames, when native path
+ *  ips[0..n) (return addresses, innermost first) passes through a known
+ *  dispatch function (torch::autograd::Engine::thread_main, found when its
+ *  library was loaded), find the one Python thread blocked in a handoff
+ *  function of that dispatch (torch/autograd/graph.py
+ *  _engine_run_backward, ...) by walking the interpreter's thread-state
+ *  list, and put its Python frames into t (key/n, nact = 0, hand = entry +
+ *  1) for gpd_pyframes_splice.  Returns the number of frames carried (0:
+ *  no dispatch frame, none or several blocked threads, Python not known).
+ *  Another thread's memory is read with the same page checks as the own
+ *  walk and validated by reading its top frame again; the walk is cached
+ *  per (thread state, top frame, code, instruction), so a backward pass
+ *  walks its caller once.  Application thread that owns t; no lock, no
+ *  allocation, no system call in the steady state. */
+int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n);
+
+/** From the module table's refresh (module.c, under its lock), for each
+ *  library newly mapped: when its basename starts with a dispatch entry's
+ *  library name, look its dispatch symbol up in the library's dynamic
+ *  symbol table (address and st_size) and publish the range; a symbol
+ *  that is absent logs one line (the native path stays). */
+void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path);
+
 /** Splice the walked Python frames into native path ips[0..n) (return
  *  addresses, innermost first, shim frames already cut): each native
  *  frame inside _PyEval_EvalFrameDefault is replaced by the Python frames
  *  of the matching activation (innermost activation = innermost such
  *  frame), as key + 1 (so that "value - 1" is the intern key, as for call
- *  sites).  Returns the merged length (at most max) and *out (t->merged). */
+ *  sites).  After gpd_pyframes_handoff (t->hand): the native path stays
+ *  whole, and the dispatch's placeholder (`<backward>`, `<worker>`) and
+ *  the carried Python frames follow it outward.  Returns the merged length (at most max) and *out (t->merged). */
 int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
                         const uintptr_t **out);
 

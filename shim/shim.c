@@ -1,58 +1,29 @@
-/* shim.c - libgpuprof.so: constructor / destructor, process state, the
- * push entry points of shim.h, correlation ids, back-end status, fork.
- *
- * Life cycle: the constructor starts the connection thread (conn.c) and
- * waits at most GPD_SHIM_CTOR_WAIT_MS for it to register; the app then runs
- * on, profiled once a region is attached (gpd_shim__attach).  A region is
- * never unmapped while the process runs (threads and vendor callbacks may
- * be writing into it); only the fork child drops the parent's.
+/* shim.c - libgpuprof.so's process state: whether the shim is active
+ * (and the fork child's lazy start of its connection), ids and
+ * announcement words, correlation ids, the push entry points of shim.h,
+ * the list of built back ends.  The constructor, destructor and fork
+ * handlers are main.c's; the region's attach is attach.c's, the back
+ * ends' STATUS records status.c's.
  *
  * Vendor back ends are reached only through their ops tables (backends.h).
- *
- * Fork: the prepare handler takes every lock of the back ends and of the
- * shim (none is ever held while another is taken, so the order is free),
- * parent and child release them; the child then drops the parent's region
- * and connection and does not start a connection thread: the first shim
- * call that asks whether the shim is active (gpd_shim_active: every
- * wrapper and callback does, before any work) starts it and waits for its
- * first attempt, as the constructor does.  A child that only execs or
- * exits never connects, registers or waits.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "backends.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
 #include "internal.h"
-#include "module.h"
 
 gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 
 static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
-#define SHIM_NBACKENDS (sizeof shim_backends / sizeof *shim_backends - 1)
 
 const gpd_backend_t *const *gpd_shim__backends(void) { return shim_backends; }
 
-/* Identity of the attached region's memfd (under attach_lock when set). */
-static gpd_fdid_t region_fdid = {.fd = -1};
-
 /* Fork child: 1 until the connection thread was started for it. */
 static _Atomic int shim_lazy;
-
-/* Back-end status kept for re-sending after a (re)connection. */
-typedef struct status_keep_s {
-  int set;
-  int enabled;
-  int code;
-  char why[200];
-} status_keep_t;
-static status_keep_t status_keep[GPD_API_MAX];
-static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Fork child's first question: start the connection (once) and wait for
  * its first attempt like the constructor does; concurrent first callers
@@ -183,18 +154,29 @@ GPD_EXPORT int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t 
   return err ? err : gpd_thread_push_wait_stop(a, sizeof *a, max_wait_ns, stop);
 }
 
+/* Zero fixed record r (len bytes) of a type newer than the first daemons
+ * and fill its header: 0, -ENOTCONN (no daemon) or -ENOTSUP (the region's
+ * daemon does not accept the type). */
+static int rec_begin(void *r, size_t len, unsigned type) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  if (gpd_shim__g.region.hdr->rec_types <= type)
+    return -ENOTSUP;
+  memset(r, 0, len);
+  gpd_rec_hdr_t *h = r;
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)(len / GPD_SLOT_SIZE);
+  return 0;
+}
+
 GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint64_t start,
                                       uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
                                       uint64_t launches_in) {
-  if (!gpd_shim_active())
-    return -ENOTCONN;
-  if (gpd_shim__g.region.hdr->rec_types <= GPD_REC_TRACEWIN)
-    return -ENOTSUP;
   gpd_rec_tracewin_t r;
-  memset(&r, 0, sizeof r);
-  r.h.type = GPD_REC_TRACEWIN;
-  r.h.version = GPD_REC_VERSION;
-  r.h.nslots = GPD_REC_NSLOTS(r);
+  int err = rec_begin(&r, sizeof r, GPD_REC_TRACEWIN);
+  if (err)
+    return err;
   r.h.flags = final ? GPD_TRACEWIN_F_FINAL : 0;
   r.api = (uint8_t)api;
   r.duty = duty ? 1 : 0;
@@ -208,41 +190,18 @@ GPD_EXPORT int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_
   return gpd_thread_push(&r, sizeof r);
 }
 
-static void status_push(unsigned api, int enabled, int code, const char *why) {
-  gpd_rec_status_t r;
-  memset(&r, 0, sizeof r);
-  r.h.type = GPD_REC_STATUS;
-  r.h.version = GPD_REC_VERSION;
-  r.h.nslots = GPD_REC_NSLOTS(r);
-  r.api = (uint8_t)api;
-  r.state = enabled ? 1 : 0;
-  r.code = code;
-  r.reason = (why && *why) ? gpd_shim_string(why, GPD_STR_REASON) : 0;
-  (void)gpd_thread_push(&r, sizeof r);
-}
-
-GPD_EXPORT void gpd_shim_backend_status(unsigned api, int enabled, int code, const char *why) {
-  if (api >= GPD_API_MAX)
-    return;
-  pthread_mutex_lock(&status_lock);
-  status_keep_t *k = &status_keep[api];
-  k->set = 1;
-  k->enabled = enabled;
-  k->code = code;
-  snprintf(k->why, sizeof k->why, "%s", why ? why : "");
-  pthread_mutex_unlock(&status_lock);
-  if (gpd_shim_active())
-    status_push(api, enabled, code, why);
-}
-
-void gpd_shim__status_resend(void) {
-  status_keep_t copy[GPD_API_MAX];
-  pthread_mutex_lock(&status_lock);
-  memcpy(copy, status_keep, sizeof copy);
-  pthread_mutex_unlock(&status_lock);
-  for (unsigned api = 0; api < GPD_API_MAX; api++)
-    if (copy[api].set)
-      status_push(api, copy[api].enabled, copy[api].code, copy[api].why);
+GPD_EXPORT int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig) {
+  gpd_rec_graphnode_t r;
+  int err = rec_begin(&r, sizeof r, GPD_REC_GRAPHNODE);
+  if (err)
+    return err;
+  r.h.flags = orig ? GPD_GRAPHNODE_F_CLONE : 0;
+  r.id = id;
+  r.node = orig ? 0 : node;
+  r.orig = orig;
+  if (gpd_rec_validate(&r, sizeof r) != 0)
+    return -EINVAL;
+  return gpd_thread_push(&r, sizeof r);
 }
 
 GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
@@ -251,116 +210,10 @@ GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
   return gpd_conn_gpubin(data, len, kind);
 }
 
-/* Attach happens once per process image (hand-back keeps the region). */
-static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int gpd_shim__attach(gpd_region_t *r) {
-  int err = 0;
-  pthread_mutex_lock(&attach_lock);
-  if (atomic_load(&gpd_shim__g.active)) {
-    err = -EALREADY;
-    goto out;
-  }
-  if (!gpd_shim__g.intern_ok) {
-    err = gpd_intern_init(&gpd_shim__g.intern, GPD_SHIM_INTERN_CAP);
-    if (err)
-      goto out;
-    gpd_shim__g.intern_ok = 1;
-  }
-  if (!gpd_shim__g.node_ann) {
-    void *m = mmap(NULL, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-      err = -errno;
-      goto out;
-    }
-    gpd_shim__g.node_ann = m;
-  }
-  (void)fcntl(r->fd, F_SETFD, FD_CLOEXEC);
-  if (gpd_fdid_take(&region_fdid, r->fd) < 0)
-    region_fdid.fd = -1; /* cannot tell it from another file: never hand back */
-  gpd_shim__g.region = *r;
-  /* Correlation ids handed out before the region keep counting. */
-  gpd_region_hdr_t *h = gpd_shim__g.region.hdr;
-  uint64_t local = atomic_load(&gpd_shim__g.local_corr);
-  uint64_t cur = atomic_load(&h->next_corr);
-  if (cur < local)
-    atomic_store(&h->next_corr, local);
-  atomic_fetch_add_explicit(&gpd_shim__g.gen, 1, memory_order_release);
-  atomic_store_explicit(&gpd_shim__g.active, 1, memory_order_release);
-out:
-  pthread_mutex_unlock(&attach_lock);
-  if (!err)
-    gpd_shim__status_resend();
-  return err;
-}
-
-int gpd_shim__region_fd(void) {
-  int fd = -1;
-  pthread_mutex_lock(&attach_lock);
-  if (gpd_fdid_owned(&region_fdid)) {
-    fd = region_fdid.fd;
-  } else {
-    region_fdid.fd = -1;
-    gpd_shim__g.region.fd = -1; /* never closed by us now */
-  }
-  pthread_mutex_unlock(&attach_lock);
-  return fd;
-}
-
-GPD_EXPORT int gpd_shim__attach_region(int fd) {
-  gpd_region_t r;
-  int err = gpd_region_map(&r, fd);
-  if (err)
-    return err;
-  err = gpd_shim__attach(&r);
-  if (err)
-    gpd_region_close(&r);
-  return err;
-}
-
-/* ------------------------------------------------------------------ fork */
-
-static void atfork_prepare(void) {
-  for (size_t i = 0; i < SHIM_NBACKENDS; i++)
-    if (shim_backends[i]->fork_prepare)
-      shim_backends[i]->fork_prepare();
-  pthread_mutex_lock(&status_lock);
-  pthread_mutex_lock(&attach_lock);
-  gpd_conn_atfork_prepare();
-  gpd_module_atfork_prepare();
-}
-
-static void atfork_parent(void) {
-  gpd_module_atfork_parent();
-  gpd_conn_atfork_parent();
-  pthread_mutex_unlock(&attach_lock);
-  pthread_mutex_unlock(&status_lock);
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->fork_parent)
-      shim_backends[i]->fork_parent();
-}
-
-static void atfork_child(void) {
+/* The fork child's process state (main.c's fork handler, after the
+ * region was dropped): new ids and tables, its own start time. */
+void gpd_shim__atfork_child(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
-  /* Locks taken in prepare by this thread, the only one left. */
-  pthread_mutex_unlock(&attach_lock);
-  pthread_mutex_unlock(&status_lock);
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->fork_child)
-      shim_backends[i]->fork_child();
-  /* The child is a new process: drop the parent's region and connection,
-   * reset ids and tables; it registers as itself when it first needs to. */
-  int was_active = atomic_exchange(&g->active, 0);
-  if (was_active) {
-    /* Unmap; close our copy of the memfd only if the number is still it. */
-    if (!gpd_fdid_owned(&region_fdid))
-      g->region.fd = -1;
-    gpd_region_close(&g->region);
-  }
-  region_fdid.fd = -1;
-  memset(&g->region, 0, sizeof g->region);
-  g->region.fd = -1;
   atomic_fetch_add(&g->gen, 1);
   uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
   if (e == GPD_ANN_BUSY || e == 0)
@@ -376,72 +229,6 @@ static void atfork_child(void) {
     (void)madvise(g->node_ann, (size_t)(GPD_SHIM_INTERN_CAP + 1) * sizeof(uint32_t), MADV_DONTNEED);
   }
   g->start_ns = gpd_clock_ns();
-  gpd_capture_atfork_child();
-  gpd_strings_atfork_child();
-  gpd_conn_atfork_child();
-  gpd_shim__control_atfork_child();
-  gpd_shim__policy_atfork_child();
-  gpd_cpusample_atfork_child();
-  atomic_store(&shim_lazy, 1);
 }
 
-/* ------------------------------------------------------- ctor and dtor */
-
-/* Record mode: GPUPROF_RECORD=1 (set by `gpuprof record`) makes a full
- * ring wait for room up to GPUPROF_RECORD_WAIT_MS (default
- * GPD_RECORD_WAIT_MS; 0 never waits; capped) before dropping. */
-static uint64_t record_wait_ms(void) {
-  const char *rec = getenv("GPUPROF_RECORD");
-  if (!rec || strcmp(rec, "1") != 0)
-    return 0;
-  const char *w = getenv("GPUPROF_RECORD_WAIT_MS");
-  if (!w || !*w)
-    return GPD_RECORD_WAIT_MS;
-  char *end;
-  errno = 0;
-  unsigned long long ms = strtoull(w, &end, 10);
-  if (errno || end == w || *end || w[0] == '-') {
-    GPD_WARN("GPUPROF_RECORD_WAIT_MS=%s is not a number of ms; using %d", w, GPD_RECORD_WAIT_MS);
-    return GPD_RECORD_WAIT_MS;
-  }
-  return ms > GPD_RECORD_WAIT_MAX_MS ? GPD_RECORD_WAIT_MAX_MS : ms;
-}
-
-__attribute__((constructor)) static void shim_ctor(void) {
-  gpd_shim_state_t *g = &gpd_shim__g;
-  gpd_log_init("gpuprof");
-  gpd_shim__stats_init();
-  g->start_ns = gpd_clock_ns();
-  const char *dis = getenv("GPUPROF_DISABLE");
-  if (dis && *dis && strcmp(dis, "0") != 0) {
-    atomic_store(&g->disabled, 1);
-    return;
-  }
-  const char *sock = getenv("GPUPROF_SOCKET");
-  snprintf(g->socket_path, sizeof g->socket_path, "%s",
-           (sock && *sock) ? sock : "/run/gpuprofd/gpuprofd.sock");
-  gpd_thread_init();
-  gpd_thread_record_wait(record_wait_ms() * 1000000ull);
-  gpd_capture_init();
-  gpd_strings_init();
-  pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
-  gpd_cpusample_init();
-  for (size_t i = 0; i < SHIM_NBACKENDS; i++) {
-    int err = shim_backends[i]->init ? shim_backends[i]->init() : 0;
-    if (err)
-      GPD_DEBUG("%s back end disabled (%d)", shim_backends[i]->name, err);
-  }
-}
-
-__attribute__((destructor)) static void shim_dtor(void) {
-  if (atomic_load(&gpd_shim__g.disabled))
-    return;
-  gpd_cpusample_stop();
-  for (size_t i = SHIM_NBACKENDS; i-- > 0;)
-    if (shim_backends[i]->shutdown)
-      shim_backends[i]->shutdown();
-  gpd_shim__stats_print();
-  gpd_thread_exit_current();
-  gpd_conn_stop();
-}
+void gpd_shim__atfork_lazy(void) { atomic_store(&shim_lazy, 1); }

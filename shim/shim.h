@@ -78,6 +78,12 @@ int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint6
                            uint64_t end, uint64_t windows, uint64_t window_ns, uint64_t launches,
                            uint64_t launches_in);
 
+/** Push a GRAPHNODE (gpuprof/record.h): CUDA graph node `id` was created
+ *  at context `node` (orig 0), or is a copy of node `orig` (node 0).  0,
+ *  -ENOTCONN (no daemon), -ENOTSUP (the daemon predates the record),
+ *  -EINVAL or -ENOSPC.  Any thread (the one making the node). */
+int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig);
+
 /** Same, but when the ring is full wait for the daemon to drain it, in
  *  steps of 100 us, up to `max_wait_ns`; the record counts as dropped only
  *  if it still does not fit.  Only for a vendor's own completion thread

@@ -218,8 +218,9 @@ gpd_capture_memo_t *gpd_thread_memo(void) {
   /* Once per thread (the slow path).  Its own mapping, not calloc: the
    * memo is ~0.7 MB of which a thread touches a few pages; after glibc
    * freed one such block its mmap threshold rises above the size and
-   * calloc then zeroes 0.7 MB of heap per thread (145 us per thread
-   * start at 1000 Hz on the CI VM, bench-cpusample). */
+   * calloc then zeroes 0.7 MB of heap per thread (its cost per thread
+   * start: docs/PERFORMANCE.md, "Measurements behind the shim core's
+   * code"). */
   gpd_capture_memo_t *m =
       mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED)

@@ -1,6 +1,6 @@
 /* merge-read.c - what `gpuprof merge` reads of one input (a saved or
  * merged profile): the statements over the profiles of one selection
- * (job id, uid), table by table (store-read.h; analyzer/input.c reads
+ * (job id, uid), table by table (store-read.h; analyzer/minput.c reads
  * their rows into a part). */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /* merged-write.h - the SQL side of writing a merged file (format 3,
- * docs/FORMATS.md "Merged profiles"; `gpuprof merge`, analyzer/result.c)
+ * docs/FORMATS.md "Merged profiles"; `gpuprof merge`, analyzer/mout.c)
  * and of its in-memory shards (the MPI merge).  store/merged-write.c,
  * names gpd_store_merged_* (store-read.h says how store/ is laid out).
  *
- * The caller (analyzer/result.c, gpd_mout_t) keeps the file's name, the
+ * The caller (analyzer/mout.c, gpd_mout_t) keeps the file's name, the
  * counts and the shard files; this keeps the connection, the schema and
  * the prepared inserts.  The copied tables are the caller's: it numbers
  * them 0..ntables-1 and gives each one's name and columns; their rows

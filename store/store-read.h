@@ -320,7 +320,7 @@ typedef struct gpd_store_merge_s {
 } gpd_store_merge_t;
 /* The statements below come prepared, the selection bound; the caller
  * reads their rows with gpd_store_merge_step and the row codec
- * (analyzer.h gpd_row_encode), then gpd_store_merge_done.  cols: a
+ * (analyzer.h gpd_mtable_row_encode), then gpd_store_merge_done.  cols: a
  * table's column list (docs/FORMATS.md) in the order the codec carries
  * them.  0, or GPD_ESTORE with err set. */
 /** The selected profile rows, by id. */

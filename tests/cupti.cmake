@@ -24,6 +24,14 @@ if(CMOCKA_FOUND)
   target_link_libraries(test-cupti-mode PRIVATE gpd_common PkgConfig::CMOCKA m)
   add_test(NAME cupti.mode COMMAND test-cupti-mode)
   set_tests_properties(cupti.mode PROPERTIES LABELS "unit" TIMEOUT 30)
+  # GRAPHNODE_CREATED / _CLONED callbacks -> GRAPHNODE records (the pure
+  # handler of cupti-graph.c, with stand-ins for libcupti and the shim).
+  add_executable(test-cupti-graph ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graph.c ${GPD_CUPTI_SRC}/cupti-graph.c)
+  target_include_directories(test-cupti-graph PRIVATE ${GPD_CUPTI_INCS})
+  target_compile_definitions(test-cupti-graph PRIVATE GPD_CUPTI_GRAPH_PURE=1)
+  target_link_libraries(test-cupti-graph PRIVATE gpd_common PkgConfig::CMOCKA)
+  add_test(NAME cupti.graph COMMAND test-cupti-graph)
+  set_tests_properties(cupti.graph PROPERTIES LABELS "unit" TIMEOUT 30)
   add_executable(test-cupti-sassdec ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-sassdec.c
                  ${GPD_CUPTI_SRC}/cupti-sassdec.c)
   target_include_directories(test-cupti-sassdec PRIVATE ${GPD_CUPTI_INCS})
@@ -35,10 +43,10 @@ endif()
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
-            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-translate.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
-            ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)
+            ${GPD_CUPTI_SRC}/cupti-control.c ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)
 target_include_directories(gpd_cupti_selftest PRIVATE ${GPD_CUPTI_INCS})
 target_compile_definitions(gpd_cupti_selftest PRIVATE GPD_HAVE_CUPTI=1)
 target_link_libraries(gpd_cupti_selftest PRIVATE ${CMAKE_DL_LIBS} Threads::Threads m)
@@ -91,6 +99,22 @@ set_target_properties(count-app3 PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 add_test(NAME cupti.count COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-count.sh
   $<TARGET_FILE:gpuprof> $<TARGET_FILE:count-app> $<TARGET_FILE:count-app2> $<TARGET_FILE:count-app3>)
 set_tests_properties(cupti.count PROPERTIES LABELS "integration" TIMEOUT 60)
+# CUDA graphs through the real shim, its CUDA back end and a real daemon
+# on a stand-in libcuda/libcupti (fake-cupti.c, named by
+# GPUPROF_CUPTI_PATH): graph-app's replays below <graph replay> under the
+# functions that created the nodes (test-cupti-graphs.sh).
+add_library(gpd_fake_cupti SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/fake-cupti.c)
+target_include_directories(gpd_fake_cupti PRIVATE ${CUPTI_INCLUDE_DIR} ${CUDA_INCLUDE_DIR})
+target_link_libraries(gpd_fake_cupti PRIVATE Threads::Threads)
+set_target_properties(gpd_fake_cupti PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
+add_executable(graph-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/graph-app.c)
+target_link_libraries(graph-app PRIVATE gpd_fake_cupti)
+target_compile_options(graph-app PRIVATE -O0 -g -fno-omit-frame-pointer)
+set_target_properties(graph-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
+add_test(NAME cupti.graphs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs.sh ${CMAKE_BINARY_DIR}
+  $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti>)
+set_tests_properties(cupti.graphs PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
 # tests/cuda/torch-turns.py (the GPU machine's cost driver: turns, long
 # runs, the tables' intervals) with stand-in workers of known costs, the
 # non-bare ones under the real gpuprof record (no GPU needed)

@@ -7,6 +7,11 @@ if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   target_compile_options(test-daemon-profile PRIVATE -g) # test_symbols needs DWARF
   add_test(NAME daemon.profile COMMAND test-daemon-profile)
   set_tests_properties(daemon.profile PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+  # CUDA graph work below its nodes' creation paths (daemon/graph.c)
+  add_executable(test-daemon-graph ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-graph.c)
+  target_link_libraries(test-daemon-graph PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  add_test(NAME daemon.graph COMMAND test-daemon-graph)
+  set_tests_properties(daemon.graph PROPERTIES LABELS "unit" TIMEOUT 60)
   # the Tree reply's direct encoder against protobuf-c's bytes
   add_executable(test-daemon-encode ${CMAKE_CURRENT_LIST_DIR}/daemon/test-daemon-encode.c)
   target_link_libraries(test-daemon-encode PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
@@ -39,7 +44,7 @@ if(TARGET gpd_daemon_core AND TARGET gpuprofd AND TARGET gpd_dclient)
   target_compile_definitions(test-daemon-e2e PRIVATE
     GPD_TEST_DAEMON="$<TARGET_FILE:gpuprofd>"
     GPD_TEST_CLIENT="$<TARGET_FILE:test-daemon-client>")
-  foreach(t integration hostile killed restart monitors register64)
+  foreach(t integration hostile killed restart monitors register64 graphreplay)
     add_test(NAME daemon.${t} COMMAND test-daemon-e2e ${t})
     set_tests_properties(daemon.${t} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()

@@ -4,12 +4,12 @@
  * estimate").
  *
  * Why: a duty-cycled run samples launches, and tracing slows a
- * launch-bound loop while a window is open (H100, 2026-11-24: 13.4 %
- * fewer launches per second inside windows), so the window's share of
+ * launch-bound loop while a window is open (fewer launches per second
+ * inside windows: docs/PERFORMANCE-CUDA.md), so the window's share of
  * the run's *time* overstates a launch's inclusion probability.  The
  * launch-based fraction f = (launches counted inside windows) /
  * (launches counted in the run) does not; the controller reads the
- * counters at each window's edges (cupti-api.c).
+ * counters at each window's edges (cupti-control.c).
  *
  * How: libgpuprof.so exports these names (libgpuprof.map: its one
  * anonymous version node leaves them unversioned, so they also satisfy

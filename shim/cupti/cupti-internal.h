@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cupti.h>
 
@@ -122,6 +123,62 @@ uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t no
 int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, uint64_t until, uint64_t now,
                        uint64_t *next);
 
+/* cupti-control.c: the tracing controller (detached and duty modes,
+ * on-demand windows, detach by cuptiFinalize) and the daemon's Controls
+ * and CollectReports for the back end.  cupti-api.c calls it; it reaches
+ * the CUPTI layer only through the switch table handed to it at start. */
+struct gpd_control_s;
+struct gpd_shim_collect_s;
+/** What the controller switches in the CUPTI layer (cupti-api.c). */
+typedef struct gpd_cupti_switch_s {
+  /** Attach (1) or detach (0) tracing: the classified API callbacks and
+   *  the activity kinds.  Controller, its lock held. */
+  void (*trace)(int on);
+  /** The kernel-launch API callbacks alone on (1) or off (0): an armed
+   *  finalize runs in the next launch's EXIT callback. */
+  void (*launch_callbacks)(uint32_t on);
+  /** cuptiFinalize: NULL, or CUPTI's error text. */
+  const char *(*finalize)(void);
+  /** Subscribe again after a finalize: NULL, or CUPTI's error text with
+   *  *step naming the call that failed. */
+  const char *(*subscribe)(const char **step);
+  /** cuptiActivityFlushAll (forced: the buffers being filled too). */
+  void (*flush)(int forced);
+  /** 1 while the back end runs (started, not disabled). */
+  int (*running)(void);
+  /** Start a back-end thread (signals blocked, detached, named).  0 or
+   *  -errno. */
+  int (*thread_start)(void *(*main_fn)(void *), const char *name);
+} gpd_cupti_switch_t;
+/** Resolve the mode (GPUPROF_CUDA_TRACE, else the daemon's policy, else
+ *  full; PC sampling or SASS counts keep CUPTI loaded) and keep `sw`
+ *  (static storage).  Returns the traced operation classes (bit 1 <<
+ *  gpd_op_t).  Once, from gpd_cupti_start, before the back end runs. */
+unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw);
+/** The back end runs: attach for good (full), or start detached with the
+ *  controller thread (duty, GPUPROF_CUDA_ATTACH) and arm the finalize. */
+void gpd_cupti_control_start(void);
+/** An API's EXIT callback while detached (an application thread): run
+ *  the armed finalize, once.  Takes no lock. */
+void gpd_cupti_control_api_exit(void);
+/** 1 while CUPTI is loaded (no finalize running or done): a flush may
+ *  call it.  Any thread, lock-free. */
+int gpd_cupti_control_loaded(void);
+/** Exit, first step: no more windows; the summary (STATUS, TRACEWIN
+ *  records of the open window and of the run's end). */
+void gpd_cupti_control_fini(void);
+/** Exit, second step: call off an armed finalize or wait (1 s at most)
+ *  for a running one.  1 when CUPTI is still loaded (the exit flush may
+ *  run), 0 after a finalize. */
+int gpd_cupti_control_quiesce(void);
+/** The back end's ops-table hooks (backends.h): a Control (PC sampling,
+ *  TRACE, POLICY) and the CollectReport.  Connection thread. */
+int gpd_cupti_control_apply(const struct gpd_control_s *c, uint32_t *targets, char *msg, size_t n);
+int gpd_cupti_control_collect(struct gpd_shim_collect_s *o);
+void gpd_cupti_control_fork_prepare(void);
+void gpd_cupti_control_fork_parent(void);
+void gpd_cupti_control_fork_child(void);
+
 /* cupti-count.c: counting interposers of libcudart's launch, copy and
  * memset calls (the duty-cycle estimate's launch-based fraction). */
 enum { GPD_CUPTI_COUNT_KERNEL = 0, GPD_CUPTI_COUNT_COPY, GPD_CUPTI_COUNT_MEMSET, GPD_CUPTI_NCOUNT };
@@ -231,6 +288,46 @@ int gpd_cupti_sass_crc_map(uint32_t crc, const uint64_t *known, size_t n, uint64
  *  Pure apart from the hooks; any thread. */
 void gpd_cupti_sass_decode(const gpd_sass_sink_t *s, const struct CUpti_SassMetrics_Data *d,
                            size_t n, size_t inst, gpd_sass_stats_t *st);
+
+/* cupti-graph.c: CUDA graph nodes -> the context that created them. */
+/** Counters of gpd_cupti_graph_handle: nodes reported created / cloned
+ *  (kernel, memcpy, memset), of another type (not reported), without an
+ *  id, without a context (capture gave none), records pushed, records
+ *  lost to a full ring (or no daemon). */
+enum {
+  GPD_CUPTI_GRAPH_CREATED = 0, GPD_CUPTI_GRAPH_CLONED, GPD_CUPTI_GRAPH_OTHER, GPD_CUPTI_GRAPH_NOID,
+  GPD_CUPTI_GRAPH_NOCTX, GPD_CUPTI_GRAPH_PUSHED, GPD_CUPTI_GRAPH_PUSHFAIL, GPD_CUPTI_GRAPH_NSTAT
+};
+/** What the graph handler reaches outside (libcupti and the shim core in
+ *  the back end; stand-ins in tests).  node_id: CUPTI's id of a node, 0
+ *  or -1; capture: this thread's context (gpd_shim_capture, 0 = none);
+ *  push: one GRAPHNODE record, 0 or negative (lost). */
+typedef struct gpd_cupti_graph_ops_s {
+  int (*node_id)(CUgraphNode n, uint64_t *id);
+  uint32_t (*capture)(void);
+  int (*push)(const gpd_rec_graphnode_t *r);
+} gpd_cupti_graph_ops_t;
+/** A graph resource callback (cbid GRAPHNODE_CREATED or _CLONED, data g):
+ *  a created kernel / memcpy / memset node gets this thread's context, a
+ *  cloned one (or one reported created with an original node) its
+ *  original's id, pushed as a GRAPHNODE record.  Returns 1
+ *  when a record was pushed, else 0 (another callback, another node type,
+ *  no id or context, push failed: counted).  The thread CUPTI calls it
+ *  on (the one making the node).  Pure apart from ops. */
+int gpd_cupti_graph_handle(const gpd_cupti_graph_ops_t *ops, unsigned cbid, const CUpti_GraphData *g);
+/** Copy the counters (GPD_CUPTI_GRAPH_*).  Any thread. */
+void gpd_cupti_graph_stats(uint64_t out[GPD_CUPTI_GRAPH_NSTAT]);
+/** One "gpuprof-cupti: graph nodes ..." line of the counters on f
+ *  (GPUPROF_CUPTI_SELFTEST). */
+void gpd_cupti_graph_print(FILE *f);
+/** dlsym cuptiGetGraphNodeId: 1 when graph nodes can be attributed. */
+int gpd_cupti_graph_setup(void *libcupti);
+/** The resource callbacks the back end enables for it. */
+#define GPD_CUPTI_GRAPH_NCBID 2
+extern const unsigned gpd_cupti_graph_cbids[GPD_CUPTI_GRAPH_NCBID];
+/** Resource callback hook (cb_api): 1 when cbid was a graph node's
+ *  (handled), 0 for the caller to handle. */
+int gpd_cupti_graph_resource(unsigned cbid, const CUpti_ResourceData *rd);
 
 void gpd_cupti_pcs_fork_prepare(void);
 void gpd_cupti_pcs_fork_parent(void);

@@ -14,7 +14,7 @@
  * combined with the operation classes: kernel,copy,memset,alloc,sync
  * (default all; "coarse" = kernel,copy,memset).  In the detached and
  * duty modes a detach ends with cuptiFinalize (CUPTI unloaded until the
- * next attach: the cost of a window does not stay, H100 2026-11-24,
+ * next attach: the cost of a window does not stay,
  * docs/PERFORMANCE-CUDA.md); "keep" keeps CUPTI loaded between windows
  * instead ("finalize" says the default explicitly).
  *

@@ -22,7 +22,7 @@
  *
  * and seed 003 Table 8.6 defines GKER:OCC_THR = active threads per SM /
  * max threads per SM = B * blockThreads / (maxWarpsPerSM * warpSize).
- * Example (H100, cc 9.0: 2048 threads, 64 warps, 32 blocks, 65536 registers,
+ * Example (a cc 9.0 device: 2048 threads, 64 warps, 32 blocks, 65536 registers,
  * 228 KiB shared memory per SM): 256 threads, 32 regs, no smem -> B_warps 8,
  * B_regs 8 -> 2048/2048 = 1000 permille.
  */

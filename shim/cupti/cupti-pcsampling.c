@@ -26,8 +26,8 @@
  * adds the PCs into a bounded table and pushes the table as PCSAMPLE
  * records (deltas) plus a PCSTATS record every second, on its own ring:
  * nothing runs on the application's kernel launches.  Kernel-serialized
- * mode is not used: it serializes launches, and an earlier probe on an
- * H200 got no samples from it.  A context being destroyed, and the
+ * mode is not used: it serializes launches, and an earlier probe on a
+ * GPU got no samples from it (docs/PERFORMANCE-CUDA.md).  A context being destroyed, and the
  * process at exit, are drained synchronously (cuptiPCSamplingDisable
  * leaves the last data in the configured buffer).
  *
@@ -656,7 +656,7 @@ int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uin
     *targets = known;
     /* --counts is refused: SASS patching and PC sampling in one process
      * lost the patched kernels' samples, and the counts were all zero
-     * while kernel records are traced (H100, docs/VALIDATION.md) */
+     * while kernel records are traced (docs/VALIDATION.md) */
     const char *nc = (flags & GPD_CONTROL_F_COUNTS)
                          ? "; --counts refused (no SASS counts with PC sampling or kernel tracing)"
                          : "";
@@ -670,8 +670,7 @@ int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uin
      * its next CUDA API call, on that application thread (ctx_sync_here);
      * until then its samples are kept (g_tail).  No CUPTI call here: when
      * this thread called cuptiPCSamplingDisable while the application
-     * kept the GPU busy, it never answered again (H100,
-     * docs/VALIDATION.md). */
+     * kept the GPU busy, it never answered again (docs/VALIDATION.md). */
     atomic_store(&g_want, 0);
     for (unsigned c = 0; c < PCS_MAXCTX; c++)
       stopped += g_ctx[c] != NULL;

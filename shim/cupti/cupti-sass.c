@@ -4,7 +4,7 @@
  * instruction, collected by the driver patching the kernels' SASS.
  *
  * Why: a call instruction's PC samples measure how long warps waited at
- * it, not how often it ran (docs/VALIDATION.md, H100); its execution count
+ * it, not how often it ran (docs/VALIDATION.md); its execution count
  * is the call frequency the GPU calling-context reconstruction needs as
  * its call-edge weight (analyzer/gpu-attr.c).
  *
@@ -116,15 +116,15 @@ int gpd_cupti_sass_setup(void *lib) {
   const char *pcs = getenv("GPUPROF_PC_SAMPLING");
   if (s_always && pcs && *pcs == '1') {
     GPD_WARN("GPUPROF_SASS_COUNTS=1 ignored: SASS counts and PC sampling do not combine in one "
-             "process (the patched kernels lost their PC samples on the H100); count in a separate "
-             "process of the same session (docs/ANALYZER-GPU.md)");
+             "process (the patched kernels lost their PC samples: docs/VALIDATION.md); count in a "
+             "separate process of the same session (docs/ANALYZER-GPU.md)");
     s_always = 0;
   }
   const char *ka = getenv("GPUPROF_SASS_KERNEL_ACTIVITY");
   s_kernel_serial = !(ka && strcmp(ka, "off") == 0);
   if (s_always)
     GPD_WARN("SASS counts on: kernel activity records %s (CUPTI returns only zero counts while "
-             "concurrent-kernel records are on: H100, CUDA 13.0)",
+             "concurrent-kernel records are on: docs/VALIDATION.md)",
              s_kernel_serial ? "serialized (CUPTI_ACTIVITY_KIND_KERNEL)" : "off: no GKER in this process");
   const char *at = getenv("GPUPROF_SASS_ENABLE");
   s_enable_created = at && strcmp(at, "created") == 0;
@@ -340,9 +340,10 @@ static void sass_finish(unsigned i, const char *why) {
 }
 
 /* The counts must be read while the context and its modules are whole:
- * read at exit (after the runtime's teardown began) every count was 0 on
- * the H100, where the same API read right after a synchronize in the
- * program gave exact counts (docs/VALIDATION.md, 2026-11-24).  So they
+ * read at exit (after the runtime's teardown began) every count was 0,
+ * where the same API read right after a synchronize in the program gave
+ * exact counts (docs/PERFORMANCE-CUDA.md, "Measurements behind the CUDA
+ * back end's code").  So they
  * are flushed at the end of each synchronizing API call (at most once a
  * second per context, on the application thread, never waiting for the
  * lock) and when a module is about to be unloaded. */
@@ -383,10 +384,10 @@ void gpd_cupti_sass_stop(CUcontext ctx) {
 
 /* Lifetime mode enables a new context at its first API callback, not in
  * the context-created callback: enabled there, the kernels were patched
- * (24x slower) but every count read back was 0 on the H100, where the
- * same calls made after the context's first use gave exact counts
- * (docs/VALIDATION.md, 2026-11-24).  GPUPROF_SASS_ENABLE=created keeps
- * the old place (for comparison). */
+ * but every count read back was 0, where the same calls made after the
+ * context's first use gave exact counts (docs/PERFORMANCE-CUDA.md,
+ * "Measurements behind the CUDA back end's code").
+ * GPUPROF_SASS_ENABLE=created keeps the old place (for comparison). */
 void gpd_cupti_sass_context_created(CUcontext ctx) {
   if (!s_always)
     return;
@@ -428,7 +429,8 @@ void gpd_cupti_sass_on_api(CUcontext ctx) {
 /* With the SASS Metrics API counting, every count CUPTI returned was 0
  * while CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL was enabled, in the shim
  * and in a program of CUPTI calls alone (tests/gpuanalysis/sass-probe.cu
- * "act", H100, CUDA 13.0, driver 580; docs/VALIDATION.md 2026-11-24);
+ * "act"; docs/PERFORMANCE-CUDA.md, "Measurements behind the CUDA back
+ * end's code");
  * with CUPTI_ACTIVITY_KIND_KERNEL (serialized) instead the counts were
  * exact ("actk", and the shim), and with no kernel records at all the
  * shim got no patched instruction (GPUPROF_SASS_KERNEL_ACTIVITY=off). */

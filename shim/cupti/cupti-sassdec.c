@@ -2,8 +2,8 @@
  * into PCSAMPLE records, with a count per stage (pure: no CUPTI or shim
  * call; the caller passes the intern and push hooks).
  *
- * Why a file of its own: on the H100 the SASS counts vanished between
- * CUPTI and the store (286 instruction records flushed, none pushed;
+ * Why a file of its own: in the GPU validation the SASS counts vanished
+ * between CUPTI and the store (records flushed, none pushed;
  * docs/VALIDATION.md) and the reason was not visible.  Every way a record
  * can be skipped here is counted (gpd_sass_stats_t), GPUPROF_SASS_DEBUG=1
  * prints the counts (cupti-sass.c), and tests/cupti/test-cupti-sassdec.c

@@ -5,7 +5,10 @@
  * CUpti_ActivityMemset4, CUpti_ActivityMemory4, CUpti_ActivitySynchronization2,
  * CUpti_ActivityDevice5), so that tests/cupti/test-cupti-translate.c can fill the
  * real structs and check every field.  cupti-api.c asks CUPTI for exactly
- * these record versions by compiling against the same header.
+ * these record versions by compiling against the same header.  Kernel,
+ * memcpy and memset records keep CUPTI's graphNodeId (ACTIVITY.graph_node):
+ * the daemon places the work of a graph launch by it (cupti-graph.c,
+ * daemon/graph.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -78,6 +81,7 @@ static void xlate_kernel(const gpd_cupti_xlate_t *x, const CUpti_ActivityKernel1
   o->static_smem = clamp_pos(k->staticSharedMemory);
   o->dynamic_smem = clamp_pos(k->dynamicSharedMemory);
   o->local_mem = k->localMemoryPerThread;
+  o->graph_node = k->graphNodeId;
   const gpd_cupti_devprops_t *p = (x && x->devprops) ? x->devprops(k->deviceId) : NULL;
   o->occ_permille = p ? gpd_cupti_occupancy_permille(p, o->block_threads, o->regs_per_thread,
                                                      o->static_smem + o->dynamic_smem,
@@ -88,7 +92,7 @@ static void xlate_kernel(const gpd_cupti_xlate_t *x, const CUpti_ActivityKernel1
 
 /* The fields that memcpy, peer memcpy and memset records share by name
  * (their structs differ): device, context, stream, correlation, [start,
- * end) and bytes. */
+ * end), bytes and the graph node that ran it. */
 #define XLATE_COPY_LIKE(x, m, o)                                             \
   do {                                                                       \
     (o)->device = (m)->deviceId;                                             \
@@ -98,6 +102,7 @@ static void xlate_kernel(const gpd_cupti_xlate_t *x, const CUpti_ActivityKernel1
     (o)->start = (m)->start;                                                 \
     (o)->end = (m)->end;                                                     \
     (o)->bytes = (m)->bytes;                                                 \
+    (o)->graph_node = (m)->graphNodeId;                                      \
   } while (0)
 
 int gpd_cupti_translate(const gpd_cupti_xlate_t *x, const CUpti_Activity *rec,

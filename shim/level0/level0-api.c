@@ -32,17 +32,15 @@
 gpd_l0_api_t gpd_l0;
 extern int gpd_l0_layer_env; /* level0-wrappers.c */
 
-/* 0 not started, 1 recording, 2 disabled */
-static _Atomic int l0_state;
+/* 0 not started, 1 recording, 2 disabled (gpd_l0_recording, level0.h) */
+_Atomic int gpd_l0__state;
 static pthread_mutex_t l0_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static zel_tracer_handle_t l0_tracer;
 static char l0_why[200];
 static int l0_log_off;
 
-int gpd_l0_recording(void) { return atomic_load_explicit(&l0_state, memory_order_acquire) == 1; }
-
 void gpd_l0_disable(int code, const char *why) {
-  int was = atomic_exchange(&l0_state, 2);
+  int was = atomic_exchange(&gpd_l0__state, 2);
   if (was == 2)
     return;
   snprintf(l0_why, sizeof l0_why, "%s", why);
@@ -53,12 +51,12 @@ void gpd_l0_disable(int code, const char *why) {
 }
 
 static void l0_atexit(void) {
-  if (atomic_load(&l0_state) != 1)
+  if (atomic_load(&gpd_l0__state) != 1)
     return;
   if (l0_tracer && gpd_l0.zelTracerSetEnabled)
     (void)gpd_l0.zelTracerSetEnabled(l0_tracer, 0);
   gpd_l0_cmd_shutdown();
-  atomic_store(&l0_state, 2);
+  atomic_store(&gpd_l0__state, 2);
 }
 
 /* Every device of every driver: properties with the timer rate and a
@@ -104,7 +102,7 @@ static ze_result_t l0_check_devices(const char **what) {
 static void l0_setup(void *next_init, ze_result_t res) {
   char why[200];
   if (gpd_l0_layer_env == 0 || atomic_load(&gpd_shim__g.disabled)) {
-    atomic_store(&l0_state, 2); /* off by request: no status */
+    atomic_store(&gpd_l0__state, 2); /* off by request: no status */
     return;
   }
   if (res != ZE_RESULT_SUCCESS) {
@@ -165,7 +163,7 @@ static void l0_setup(void *next_init, ze_result_t res) {
     gpd_l0_disable((int)r, why);
     return;
   }
-  atomic_store_explicit(&l0_state, 1, memory_order_release);
+  atomic_store_explicit(&gpd_l0__state, 1, memory_order_release);
   if ((r = gpd_l0.zelTracerSetEnabled(l0_tracer, 1)) != ZE_RESULT_SUCCESS) {
     snprintf(why, sizeof why, "zelTracerSetEnabled failed (0x%x)", (unsigned)r);
     gpd_l0_disable((int)r, why);
@@ -177,11 +175,11 @@ static void l0_setup(void *next_init, ze_result_t res) {
 }
 
 void gpd_l0_on_init(void *next_init, ze_result_t res) {
-  if (atomic_load_explicit(&l0_state, memory_order_acquire) != 0)
+  if (atomic_load_explicit(&gpd_l0__state, memory_order_acquire) != 0)
     return;
   int prev = gpd_thread_enter();
   pthread_mutex_lock(&l0_init_lock);
-  if (atomic_load(&l0_state) == 0)
+  if (atomic_load(&gpd_l0__state) == 0)
     l0_setup(next_init, res);
   pthread_mutex_unlock(&l0_init_lock);
   gpd_thread_leave(prev);
@@ -190,7 +188,7 @@ void gpd_l0_on_init(void *next_init, ze_result_t res) {
 /* ------------------------------------------------------------ ops table */
 
 static int l0_status(char *why, size_t n) {
-  int s = atomic_load(&l0_state);
+  int s = atomic_load(&gpd_l0__state);
   if (s == 1)
     return 1;
   if (s == 0)
@@ -218,7 +216,7 @@ static void l0_fork_child(void) {
  * then; -ENOTSUP before that and for every other kind. */
 static int l0_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
   (void)targets;
-  if (c->kind != GPD_CONTROL_TRACE || atomic_load(&l0_state) != 1)
+  if (c->kind != GPD_CONTROL_TRACE || atomic_load(&gpd_l0__state) != 1)
     return -ENOTSUP;
   snprintf(msg, n, "always traced");
   return 0;

@@ -69,8 +69,15 @@ extern gpd_l0_api_t gpd_l0;
  *  the tracer, report the status.  Any thread; once per process. */
 void gpd_l0_on_init(void *next_init, ze_result_t res);
 
-/** 1 while the tracer is enabled and the back end records. */
-int gpd_l0_recording(void);
+/** The back end's state (level0-api.c writes it): 0 not started, 1
+ *  recording, 2 disabled. */
+extern _Atomic int gpd_l0__state;
+/** 1 while the tracer is enabled and the back end records.  Any thread;
+ *  one load, inline: the tracer and the collector ask it without calling
+ *  back into level0-api.c. */
+static inline int gpd_l0_recording(void) {
+  return atomic_load_explicit(&gpd_l0__state, memory_order_acquire) == 1;
+}
 /** Disable the back end (logged once, STATUS with `why`). */
 void gpd_l0_disable(int code, const char *why);
 

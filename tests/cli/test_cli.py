@@ -115,6 +115,20 @@ def case_report(tmp):
     rc2, out2, err2 = run(["advise", db])
     check("PC sampling is CUDA-only" in out2 + err2 and "GPUPROF_PC_SAMPLING=1" not in out2 + err2,
           "advise without CUDA: %r" % (out2 + err2))
+    # tree lines cut to the terminal width (COLUMNS): "..." ends a cut
+    # line, which ends at column 100 unless 24 characters of its text are
+    # all that is left; --wide (and output to a pipe without COLUMNS, as
+    # above) cuts nothing
+    rc2, out2, err2 = run(["report", db], env={"COLUMNS": "100"})
+    tree = out2[out2.index("Calling context tree"):].split("\n\n")[0].splitlines()[2:]
+    cut = [l for l in tree if l.endswith("...")]
+    check(rc2 == 0 and len(cut) >= 10 and all(len(l) == 100 or len(l[75:].lstrip()) == 24 for l in cut) and
+          all(len(l) <= 100 for l in tree if "[inlined]" not in l and not l.endswith("...")),
+          "COLUMNS=100: tree lines %r" % [(len(l), l) for l in tree])
+    rc2, out2, err2 = run(["report", "--wide", db], env={"COLUMNS": "100"})
+    check(rc2 == 0 and "..." not in out2 and "{GXCOPY:H2D=1.00 MiB, GKER:COUNT=16, GXCOPY:COUNT=2}" in out2,
+          "--wide cuts nothing")
+    check("..." not in out, "a pipe without COLUMNS cuts nothing")
     root = cols(line_with(out, "<program root>"))
     # GPUOP incl, %, excl, GKER incl, %, excl
     check(root[:6] == ["0.006000", "100.0%", "0", "0.005000", "100.0%", "0"], "root values %r" % root[:6])

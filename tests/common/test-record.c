@@ -287,6 +287,49 @@ static void test_tracewin(void **state) {
   assert_string_equal(gpd_rec_type_name(GPD_REC_TRACEWIN), "tracewin");
 }
 
+static gpd_rec_graphnode_t *graphnode(uint64_t id, uint32_t node, uint64_t orig) {
+  mk_hdr(GPD_REC_GRAPHNODE, NS(graphnode), 0);
+  gpd_rec_graphnode_t *g = (gpd_rec_graphnode_t *)buf;
+  g->h.flags = orig ? GPD_GRAPHNODE_F_CLONE : 0;
+  g->id = id;
+  g->node = node;
+  g->orig = orig;
+  return g;
+}
+
+/* GRAPHNODE: created, cloned, and each rule of record.c */
+static void test_graphnode(void **state) {
+  (void)state;
+  assert_int_equal(NS(graphnode), 1);
+  graphnode(7, 3, 0);
+  assert_int_equal(V(1), 0);
+  graphnode(8, 0, 7);
+  assert_int_equal(V(1), 0);
+  graphnode(GPD_GRAPHNODE_ID_LIMIT - 1, 0, GPD_GRAPHNODE_ID_LIMIT - 2);
+  assert_int_equal(V(1), 0);
+  graphnode(0, 3, 0); /* no id */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(GPD_GRAPHNODE_ID_LIMIT, 3, 0);
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(7, 0, 0); /* created without a context */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(8, 3, 7)->h.flags = 0; /* created with an original */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(8, 3, 7); /* a clone with a context */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(8, 0, 8); /* its own clone */
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(8, 0, GPD_GRAPHNODE_ID_LIMIT);
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(7, 3, 0)->h.flags = 0x2;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  graphnode(7, 3, 0)->h.nslots = 2;
+  assert_int_equal(V(2), GPD_EBADRECORD);
+  graphnode(7, 3, 0)->h.len = 4;
+  assert_int_equal(V(1), GPD_EBADRECORD);
+  assert_string_equal(gpd_rec_type_name(GPD_REC_GRAPHNODE), "graphnode");
+}
+
 static void test_names(void **state) {
   (void)state;
   assert_string_equal(gpd_rec_type_name(GPD_REC_ACTIVITY), "activity");
@@ -310,6 +353,7 @@ int main(void) {
     cmocka_unit_test(test_valid),
     cmocka_unit_test(test_invalid),
     cmocka_unit_test(test_tracewin),
+    cmocka_unit_test(test_graphnode),
     cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

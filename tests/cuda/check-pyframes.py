@@ -6,8 +6,9 @@ Checks: kernels sit under `step (SCRIPT:<fwd line>)` > `Net.forward
 (SCRIPT:<line>)` > a torch.nn module frame (`Module._call_impl` and the
 layer's `forward` in torch/nn/modules/*.py), for the conv and both linear
 layers; the optimizer's kernels under `step (SCRIPT:<opt line>)`; the
-backward kernels: how much sits under the autograd engine thread (native
-frames only, the choice of docs/PYTHON.md) and how much under Python.
+backward kernels: how much sits under the autograd engine thread with
+native frames only, and how much under step's backward line (carried
+from the autograd threads below `<backward>`, docs/PYTHON.md).
 Prints the heaviest Python paths; exits 1 on a failed check.
 """
 import json
@@ -78,8 +79,9 @@ def main():
               any(any("autograd::Engine::thread_main" in f for f in fr) or "autograd::Engine::thread_main" in lab
                   for k, lab, fr in a))
     bwd_py = sum(g(n) for n, a in kern if any(at("bwd", "step")(x) for x in py(a)))
-    print("  backward: under the autograd engine thread (native frames): %d; under step (%s:%d): %d"
-          % (eng, base, L["bwd"], bwd_py))
+    carried = sum(g(n) for n, a in kern if any(k == "placeholder" and lab == "<backward>" for k, lab, _ in a))
+    print("  backward: under the autograd engine thread (native frames only): %d; under step (%s:%d): %d,"
+          " of which carried from the autograd threads (<backward>): %d" % (eng, base, L["bwd"], bwd_py, carried))
     if not fwd:
         fails.append("no kernel under step's forward line")
     for f in fails:

@@ -14,15 +14,26 @@ set -u
 B=$PWD/${BUNDLE:-bundle}; O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$B/env.sh"
 S=/tmp/gpd-tw.sock; DB=/tmp/gpd-tw.gpdb; rm -f "$S" "$DB"
+# wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 after
+# the deadline
+wait_until() {
+  local end=$(($(date +%s) + $1)); shift
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.1
+  done
+}
 {
   date -u; nvidia-smi -L
   gpuprofd --foreground --socket "$S" --db "$DB" --state-dir /tmp/gpd-tw-state 2>/tmp/gpd-tw.log &
   D=$!
-  for _ in $(seq 100); do [ -S "$S" ] && break; sleep 0.1; done
-  GPUPROF_CUDA_TRACE=detached LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$S \
+  wait_until 10 test -S "$S" || { echo "FAIL: no daemon socket after 10 s"; cat /tmp/gpd-tw.log; exit 1; }
+  GPUPROF_CUDA_TRACE=detached LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$S TORCH_BLOCK=50 \
     python3 tests/cuda/torch_train.py 100000 10 >/tmp/tw-app.out 2>&1 &
   A=$!
-  sleep 20 # the model loaded and stepping
+  # the model loaded and stepping: its first timed block printed
+  wait_until 180 grep -q '^block ' /tmp/tw-app.out ||
+    { echo "FAIL: the training printed no step block in 180 s"; cat /tmp/tw-app.out; exit 1; }
   for w in 1 2; do
     /usr/bin/time -v gpuprof --socket "$S" trace --pid "$A" --duration "${WIN:-60s}" -o "$O/w$w.pftrace" \
       2>"$O/w$w.err"; echo "window $w rc=$?"; grep -v "^\s" "$O/w$w.err" | head -5

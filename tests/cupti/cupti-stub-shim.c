@@ -28,8 +28,8 @@ void gpd_log_write(int level, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
-static atomic_ulong n_capture, n_invoke, n_act, n_str, n_gpubin, gpubin_bytes, n_status;
-static atomic_ulong n_act_matched, n_act_unmatched, n_occ;
+static atomic_ulong n_graphnode, n_capture, n_invoke, n_act, n_str, n_gpubin, gpubin_bytes, n_status;
+static atomic_ulong n_act_matched, n_act_unmatched, n_occ, n_act_graph;
 static atomic_int last_status = -1;
 static int dump;
 #define NCORR (1u << 20)
@@ -56,14 +56,15 @@ int gpd_shim_push_activity(gpd_rec_activity_t *a) {
   else
     atomic_fetch_add(&n_act_unmatched, 1);
   if (a->occ_permille) atomic_fetch_add(&n_occ, 1);
+  if (a->graph_node) atomic_fetch_add(&n_act_graph, 1);
   if (dump)
     fprintf(stderr,
             "ACT corr=%lu op=%u sub=%u dev=%u stream=%u start=%lu dur=%lu bytes=%lu name=%u "
-            "blk=%u thr=%u regs=%u ssm=%u dsm=%u lmem=%u occ=%u\n",
+            "blk=%u thr=%u regs=%u ssm=%u dsm=%u lmem=%u occ=%u graph=%llu\n",
             (unsigned long)(a->corr & 0xffffffffffffffull), a->op, a->subkind, a->device,
             a->stream, (unsigned long)a->start, (unsigned long)(a->end - a->start),
             (unsigned long)a->bytes, a->name, a->blocks, a->block_threads, a->regs_per_thread,
-            a->static_smem, a->dynamic_smem, a->local_mem, a->occ_permille);
+            a->static_smem, a->dynamic_smem, a->local_mem, a->occ_permille, (unsigned long long)a->graph_node);
   return 0;
 }
 int gpd_shim_push_activity_wait(gpd_rec_activity_t *a, uint64_t max_wait_ns) {
@@ -80,6 +81,12 @@ int gpd_shim_push_tracewin(unsigned api, int duty, int final, uint64_t t0, uint6
 int gpd_shim_push_activity_wait_stop(gpd_rec_activity_t *a, uint64_t max_wait_ns, const atomic_int *stop) {
   (void)max_wait_ns; (void)stop;
   return gpd_shim_push_activity(a);
+}
+int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig) {
+  atomic_fetch_add(&n_graphnode, 1);
+  if (dump)
+    fprintf(stderr, "GRAPHNODE id=%llu node=%u orig=%llu\n", (unsigned long long)id, node, (unsigned long long)orig);
+  return 0;
 }
 uint32_t gpd_shim_string(const char *text, unsigned kind) {
   atomic_fetch_add(&n_str, 1);
@@ -137,7 +144,8 @@ __attribute__((destructor)) static void stub_fini(void) {
   gpd_cupti_fini();
   fprintf(stderr,
           "gpuprof-stub: status=%d captures=%lu invokes=%lu activities=%lu matched=%lu "
-          "unmatched=%lu with_occupancy=%lu strings=%lu gpubins=%lu gpubin_bytes=%lu\n",
+          "unmatched=%lu with_occupancy=%lu strings=%lu gpubins=%lu gpubin_bytes=%lu "
+          "graph_activities=%lu graphnodes=%lu\n",
           last_status, n_capture, n_invoke, n_act, n_act_matched, n_act_unmatched, n_occ, n_str,
-          n_gpubin, gpubin_bytes);
+          n_gpubin, gpubin_bytes, n_act_graph, n_graphnode);
 }

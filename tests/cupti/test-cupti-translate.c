@@ -23,8 +23,7 @@ static const gpd_cupti_devprops_t *stub_props(uint32_t d) { return d == 1 ? &h10
 static const gpd_cupti_xlate_t X = {stub_intern, stub_map, stub_props};
 
 static void assert_zero_tail(const gpd_rec_activity_t *a) {
-  static const uint8_t z[sizeof a->pad];
-  assert_memory_equal(a->pad, z, sizeof a->pad);
+  assert_true(a->graph_node == 0);
   assert_int_equal(a->reserved, 0);
 }
 
@@ -71,6 +70,12 @@ static void test_kernel(void **st) {
   assert_zero_tail(&a);
   /* the 0xab header the caller set is preserved */
   assert_int_equal(a.h.type, 0xab);
+  /* launched by a CUDA graph: its node id rides along */
+  k.graphNodeId = 0x123456789abull;
+  k.graphId = 7;
+  assert_int_equal(gpd_cupti_translate(&X, (CUpti_Activity *)&k, &a), 1);
+  assert_true(a.graph_node == 0x123456789abull);
+  k.graphNodeId = 0;
 
   /* unknown device: no occupancy; no name; KIND_KERNEL takes the same path */
   k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
@@ -120,6 +125,9 @@ static void test_memcpy(void **st) {
     assert_int_equal(a.blocks + a.block_threads + a.regs_per_thread + a.static_smem +
                          a.dynamic_smem + a.local_mem + a.occ_permille, 0);
     assert_zero_tail(&a);
+    m.graphNodeId = 1000 + i;
+    assert_int_equal(gpd_cupti_translate(&X, (CUpti_Activity *)&m, &a), 1);
+    assert_true(a.graph_node == 1000 + i);
   }
   CUpti_ActivityMemcpyPtoP4 p;
   memset(&p, 0, sizeof p);
@@ -128,8 +136,10 @@ static void test_memcpy(void **st) {
   p.bytes = 1 << 20; p.start = 50; p.end = 90;
   p.deviceId = 0; p.contextId = 1; p.streamId = 2; p.srcDeviceId = 0; p.dstDeviceId = 1;
   p.correlationId = 31;
+  p.graphNodeId = 99;
   gpd_rec_activity_t a;
   assert_int_equal(gpd_cupti_translate(&X, (CUpti_Activity *)&p, &a), 1);
+  assert_true(a.graph_node == 99);
   assert_int_equal(a.op, GPD_OP_COPY);
   assert_int_equal(a.subkind, GPD_COPY_P2P);
   assert_int_equal(a.bytes, 1 << 20);
@@ -157,8 +167,10 @@ static void test_memset(void **st) {
     m.value = 0; m.bytes = 4194304; m.start = 7; m.end = 8;
     m.deviceId = 1; m.contextId = 2; m.streamId = 3; m.correlationId = 44;
     m.memoryKind = (uint16_t)memmap[i][0];
+    m.graphNodeId = 5 + i;
     gpd_rec_activity_t a;
     assert_int_equal(gpd_cupti_translate(&X, (CUpti_Activity *)&m, &a), 1);
+    assert_true(a.graph_node == 5 + i);
     assert_int_equal(gpd_cupti_mem_kind(memmap[i][0]), memmap[i][1]);
     assert_int_equal(a.op, GPD_OP_MEMSET);
     assert_int_equal(a.subkind, memmap[i][1]);

@@ -21,16 +21,7 @@
 
 static char tmpdir[] = "/tmp/gpd-test-config-XXXXXX";
 
-/* Write `text` to a fresh file in tmpdir; returns its path (static). */
-static const char *write_conf(const char *name, const char *text) {
-  static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
+#include "conf-file.h"
 
 static int setup(void **state) {
   (void)state;

@@ -21,6 +21,12 @@
  *                                             activities never come (a correlation
  *                                             flood), "DONE <id> drops <D>", wait for
  *                                             stdin EOF
+ *   test-daemon-client SOCKET graph R          a CUDA graph: node 4 (main+0x400) replays
+ *                                             R times a graph whose kernel nodes were
+ *                                             created at nodes 2 and 3 and whose memset
+ *                                             node at node 3 (GRAPHNODE records on ring 0,
+ *                                             the instantiated copies' on ring 1 first),
+ *                                             then exit
  *   test-daemon-client SOCKET frames PATH FILE  announce module PATH and one FRAME node
  *                                             below the root per hex offset in FILE (at
  *                                             most 65536), one kernel pair at each,
@@ -186,6 +192,50 @@ static int frames(const char *path, const char *file) {
   return 0;
 }
 
+static void graphnode(unsigned ring, uint64_t id, uint32_t node, uint64_t orig) {
+  gpd_rec_graphnode_t r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GPD_REC_GRAPHNODE;
+  r.h.version = GPD_REC_VERSION;
+  r.h.nslots = GPD_REC_NSLOTS(r);
+  r.h.flags = orig ? GPD_GRAPHNODE_F_CLONE : 0;
+  r.id = id;
+  r.node = node;
+  r.orig = orig;
+  gpd_dclient_push(&C.ring[ring], &r, sizeof r);
+}
+
+/* R replays of a three-node graph (the header's `graph` mode). */
+static int graph(long r) {
+  announce();
+  gpd_dclient_node(&C, 4, 1, 1, 0x400);
+  for (uint64_t i = 1; i <= 3; i++)
+    graphnode(1, 100 + i, 0, i); /* instantiation, seen first */
+  graphnode(0, 1, 2, 0);
+  graphnode(0, 2, 3, 0);
+  graphnode(0, 3, 3, 0);
+  for (long i = 0; i < r; i++) {
+    uint64_t corr = gpd_dclient_corr(&C);
+    gpd_rec_invoke_t v;
+    gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 4, corr);
+    v.h.flags = GPD_INVOKE_MULTI;
+    gpd_dclient_push(&C.ring[0], &v, sizeof v);
+    for (uint64_t g = 101; g <= 103; g++) {
+      gpd_rec_activity_t a = kactivity_rec(corr);
+      a.graph_node = g;
+      if (g == 103) {
+        a.op = GPD_OP_MEMSET;
+        a.subkind = GPD_MEM_DEV;
+        a.name = 0;
+        a.blocks = 0;
+        a.bytes = 4096;
+      }
+      gpd_dclient_push(&C.ring[1], &a, sizeof a);
+    }
+  }
+  return 0;
+}
+
 static void status(void) {
   gpd_rec_status_t s;
   memset(&s, 0, sizeof s);
@@ -232,6 +282,8 @@ int main(int argc, char **argv) {
     return victim(atol(argv[3]), atol(argv[4]), 0);
   if (strcmp(mode, "flood") == 0 && argc > 4)
     return victim(atol(argv[3]), atol(argv[4]), 1);
+  if (strcmp(mode, "graph") == 0 && argc > 3)
+    return graph(atol(argv[3]));
   if (strcmp(mode, "frames") == 0 && argc > 4)
     return frames(argv[3], argv[4]);
   if (strcmp(mode, "handback2") == 0 && argc > 5) {

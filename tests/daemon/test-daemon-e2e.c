@@ -10,6 +10,10 @@
  *                busy and the writer and tracing threads write: every Hello
  *                answered within the client's deadline, every profile exact;
  *                Top over them asked again unchanged and after a change
+ *   graphreplay  a CUDA graph replayed 50 times: its kernels and memset stored
+ *                below the replay site's <graph replay> under copies of the
+ *                paths that created the nodes, exact counts, the copies'
+ *                context rows (module, offset) like the originals'
  * Waits are bounded (a test timeout), never timing assertions. */
 #include <errno.h>
 #include <fcntl.h>
@@ -319,6 +323,50 @@ static void t_integration(void) {
         argv ? argv : "");
   free(argv);
   CHECK(q1("SELECT count(*) FROM metric_desc") == GPD_M__COUNT, "metric_desc rows");
+  fclose(out);
+  fclose(in);
+}
+
+static void t_graph(void) {
+  setup("graph");
+  pid_t d = start_daemon(1);
+  FILE *out, *in;
+  pid_t c = start_client(&out, &in, "graph", "50", NULL, NULL);
+  int st = wait_for(c, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client status %d", st);
+  st = wait_for(d, 60000);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "daemon (exit-when-idle) status %d", st);
+  /* 1 module + 1 string + 4 nodes + 6 graph nodes + 50 launches x (1 + 3) */
+  CHECK(q1("SELECT records FROM profile") == 212, "records %g", q1("SELECT records FROM profile"));
+  uint64_t f[4] = {GPD_CTX_ROOT};
+  for (int i = 1; i <= 3; i++)
+    f[i] = gpd_ctx_id(f[i - 1], MODPATH, strlen(MODPATH), 0x100 * (uint64_t)i);
+  uint64_t site = gpd_ctx_id(f[1], MODPATH, strlen(MODPATH), 0x400);
+  uint64_t cp[4];
+  cp[0] = gpd_ctx_id(site, "<graph replay>", 14, 0);
+  for (int i = 1; i <= 3; i++) { /* H(parent, "graph:" + the original's id, 0) */
+    uint8_t k[14] = {'g', 'r', 'a', 'p', 'h', ':'};
+    for (int b = 0; b < 8; b++)
+      k[6 + b] = (uint8_t)(f[i] >> (8 * b));
+    cp[i] = gpd_ctx_id(cp[i - 1], k, sizeof k, 0);
+  }
+  const char *kk = "kernel:" KNAME;
+  uint64_t k2 = gpd_ctx_id(gpd_ctx_id(cp[2], "<gpu kernel>", 12, 0), kk, strlen(kk), 0);
+  uint64_t k3 = gpd_ctx_id(gpd_ctx_id(cp[3], "<gpu kernel>", 12, 0), kk, strlen(kk), 0);
+  uint64_t m3 = gpd_ctx_id(cp[3], "<gpu memset>", 12, 0);
+  const char *V = "SELECT value FROM metric WHERE context_id=%lld AND metric_id=%d";
+  CHECK(q1(V, (long long)k2, GPD_M_GKER_COUNT) == 50.0, "kernel of node 1 below its creation path: %g",
+        q1(V, (long long)k2, GPD_M_GKER_COUNT));
+  CHECK(q1(V, (long long)k3, GPD_M_GKER_COUNT) == 50.0, "kernel of node 2: %g", q1(V, (long long)k3, GPD_M_GKER_COUNT));
+  CHECK(q1(V, (long long)k3, GPD_M_GKER) == 5000.0, "its time");
+  CHECK(q1(V, (long long)m3, GPD_M_GMSET_COUNT) == 50.0, "memset of node 3: %g", q1(V, (long long)m3, GPD_M_GMSET_COUNT));
+  CHECK(q1(V, (long long)m3, GPD_M_GMSET_DEV) == 204800.0, "its bytes");
+  CHECK(q1("SELECT sum(value) FROM metric WHERE metric_id=%d", GPD_M_GKER_COUNT) == 100.0, "no kernel elsewhere");
+  CHECK(q1("SELECT count(*) FROM context WHERE id=%lld AND kind=2 AND label='<graph replay>' AND parent=%lld",
+           (long long)cp[0], (long long)site) == 1, "the <graph replay> row");
+  CHECK(q1("SELECT count(*) FROM context WHERE id=%lld AND parent=%lld AND kind=1 AND offset=%d AND module=(SELECT "
+           "module FROM context WHERE id=%lld)", (long long)cp[3], (long long)cp[2], 0x300, (long long)f[3]) == 1,
+        "the copied frame keeps module and offset");
   fclose(out);
   fclose(in);
 }
@@ -723,6 +771,8 @@ int main(int argc, char **argv) {
     t_monitors();
   else if (strcmp(argv[1], "register64") == 0)
     t_register64();
+  else if (strcmp(argv[1], "graphreplay") == 0)
+    t_graph();
   else
     return 2;
   dump_log();

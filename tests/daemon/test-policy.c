@@ -23,15 +23,7 @@
 
 static char tmpdir[] = "/tmp/gpd-test-policy-XXXXXX";
 
-static const char *write_conf(const char *name, const char *text) {
-  static char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
+#include "conf-file.h"
 
 static void load(gpd_config_t *c, const char *text) {
   char err[512];

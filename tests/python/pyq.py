@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """pyq.py - check the Python frames of an ocl-py.py profile (exact counts).
 
-Usage: pyq.py PROFILE SCRIPT N [FACTOR]
-PROFILE is a gpuprof SQLite file or a `gpuprof tree --json` output.  Line
+Usage: pyq.py PROFILE SCRIPT N [FACTOR [python]]
+PROFILE is a gpuprof SQLite file or a `gpuprof tree --json` output;
+"python": it is a Python view (--python): no native frame at all.  Line
 numbers come from the "# L:<tag>" comments of SCRIPT; N is the script's
 argument; FACTOR the number of runs merged into PROFILE (default 1).
 Every GXCOPY copy is one clEnqueueWriteBuffer; for each Python call path
@@ -69,6 +70,7 @@ def leaves_json(path):
 def main():
     prof, script, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     factor = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    pyview = len(sys.argv) > 5 and sys.argv[5] == "python"
     L = lines_of(script)
     leaves = leaves_json(prof) if prof.endswith(".json") else leaves_gpdb(prof)
 
@@ -96,6 +98,10 @@ def main():
             if py[-len(suffix):] == suffix and (k != "threads" or not any(
                     lab.startswith("main (") for lab in py)):
                 got[k] += v
+        if pyview:
+            if any(kind == 1 for kind, label in chain):
+                fail("a native frame in the Python view: %s" % chain)
+            continue
         if py[-2:] == [fr("cmp", "cmp"), up]:
             # the C frames of qsort stand between via_callback and cmp
             i = max(j for j, (kind, label) in enumerate(chain) if label == fr("via_callback", "qsort"))

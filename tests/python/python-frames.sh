@@ -40,6 +40,23 @@ record)
   # read whole: `report | grep -q` under pipefail fails when grep exits first
   "$GPUPROF" report --json "$T/p.gpdb" > "$T/report.json" || die "report --json failed"
   grep -qF '"kind":"python"' "$T/report.json" || die "report --json has no python node"
+  # the Python view (--python): the same counts under the same Python
+  # frames, no native frame; folded stacks of function names, exact
+  "$GPUPROF" report --python --json "$T/p.gpdb" >"$T/py.json" || die "report --python --json failed"
+  $PYQ "$T/py.json" "$S" $N 1 python
+  "$GPUPROF" report --python "$T/p.gpdb" >"$T/pyreport.txt"
+  # (its tree: the idleness blame below keeps the trace's whole paths)
+  sed -n '/^Calling context tree/,/^Processes/p' "$T/pyreport.txt" >"$T/pytree.txt"
+  grep -q "<gpu copy>" "$T/pytree.txt" || die "report --python has no tree"
+  grep -qE "ffi_call|_PyObject_MakeTpCall|qsort" "$T/pytree.txt" && die "native frames in report --python"
+  grep -qF "cmp ($S:$(line cmp))" "$T/pyreport.txt" || die "report --python lacks cmp"
+  "$GPUPROF" export --python --format folded --metric GXCOPY:COUNT -o "$T/py.folded" "$T/p.gpdb"
+  printf '%s\n' "<module>;main;path_a;upload;<gpu copy> $N" "<module>;main;path_b;upload;<gpu copy> $((2 * N))" \
+    "<module>;main;use_gen;use_gen.<locals>.<genexpr>;gen_uploads;upload;<gpu copy> $N" \
+    "<module>;main;rec;rec;rec;rec;rec;upload;<gpu copy> 1" "<module>;main;via_callback;cmp;upload;<gpu copy> $N" \
+    "Thread._bootstrap;Thread._bootstrap_inner;Thread.run;worker;upload;<gpu copy> $((2 * N))" |
+    sort >"$T/want.folded"
+  sort "$T/py.folded" | diff "$T/want.folded" - || die "export --python --format folded differs (want <, got >)"
   # exports give a Python frame its function, file and line apart
   "$GPUPROF" export --format speedscope -o "$T/s.json" "$T/p.gpdb"
   $PY -c 'import json,sys; fr=json.load(open(sys.argv[1]))["shared"]["frames"]
@@ -56,7 +73,9 @@ live)
   done
   check_live() {
     "$GPUPROF" --socket "$T/v.sock" tree --json >"$T/tree.json" || return 1
-    $PYQ "$T/tree.json" "$S" $N 2
+    $PYQ "$T/tree.json" "$S" $N 2 &&
+      "$GPUPROF" --socket "$T/v.sock" tree --python --json >"$T/pytree.json" &&
+      $PYQ "$T/pytree.json" "$S" $N 2 python
   }
   wait_for "$WAIT" "both runs merged in the live tree" check_live
   # top's heaviest path names the Python frames (upload, innermost)

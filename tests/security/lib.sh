@@ -28,13 +28,19 @@ start_daemon() {
     --config "$T/gpuprofd.conf" --state-dir "$T/state" >"$DLOG" 2>&1 &
   D=$!
   track $D
+  wait_listen "$S"
+}
+
+# wait_listen SOCKET: wait (30 s deadline) until daemon $D listens on
+# SOCKET; fails when it exits first or the deadline passes.
+wait_listen() {
   _i=0
-  while [ ! -S "$S" ] && [ $_i -lt 300 ]; do
+  while [ ! -S "$1" ] && [ $_i -lt 300 ]; do
     kill -0 $D 2>/dev/null || fail "daemon exited: $(cat "$DLOG")"
     sleep 0.1
     _i=$((_i + 1))
   done
-  [ -S "$S" ] || fail "daemon did not listen: $(cat "$DLOG")"
+  [ -S "$1" ] || fail "daemon did not listen: $(cat "$DLOG")"
 }
 
 # start_daemon_nvml: start_daemon with the fake NVML of the device tests

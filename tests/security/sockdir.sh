@@ -14,13 +14,7 @@ SOCK=$T/run/a/b/gpd.sock
   --state-dir "$T/state" >"$DLOG" 2>&1) &
 D=$!
 track $D
-_i=0
-while [ ! -S "$SOCK" ] && [ $_i -lt 300 ]; do
-  kill -0 $D 2>/dev/null || fail "daemon exited: $(cat "$DLOG")"
-  sleep 0.1
-  _i=$((_i + 1))
-done
-[ -S "$SOCK" ] || fail "daemon did not listen: $(cat "$DLOG")"
+wait_listen "$SOCK"
 for d in "$T/run" "$T/run/a" "$T/run/a/b"; do
   [ "$(stat -c '%a %u' "$d")" = "755 0" ] || fail "$d: mode/owner $(stat -c '%a %u' "$d"), want 755 0"
 done

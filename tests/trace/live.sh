@@ -65,13 +65,17 @@ set -e
   die "sample --pid on an OpenCL process: exit $rc ($(cat "$T/pcs.out"))"
 
 # the window of the job: opened now, the second burst runs inside it
-"$GPUPROF" --socket "$S" trace --job tj12 --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
+# in pages of 3 rows (the window is asked for in time slices, halved
+# while a page is full): the same exact counts
+GPUPROF_TRACE_PAGE_ROWS=3 "$GPUPROF" --socket "$S" trace --job tj12 --duration 2s -o "$T/live.pftrace" 2>"$T/live.err" &
 TR_PID=$!
 wait_for "$WAIT" "the live trace started" grep -q "tracing job tj12" "$T/live.err"
 touch "$T/gate"
 wait_for "$WAIT" "ocl-gap's second burst" grep -q "^ocl-gap 6 4 0" "$T/app.out"
 wait_exit "$TR_PID" "gpuprof trace --duration"
 [ "$RC" = 0 ] || die "live trace exited with $RC: $(cat "$T/live.err")"
+grep -qE "read in ([2-9]|[1-9][0-9]+) parts of at most 3 rows" "$T/live.err" ||
+  die "the window was not read in pages: $(cat "$T/live.err")"
 grep -q "^pid $APP_PID: tracing on for 2 s: opencl: always traced" "$T/live.err" ||
   die "the job's process did not ack: $(cat "$T/live.err")"
 "$DEC" "$T/live.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "live trace does not decode"; }

@@ -2,8 +2,8 @@
  *
  * Every record starts with gpd_rec_hdr_t and occupies `nslots` consecutive
  * 32-byte slots of one ring (GPD_SLOT_SIZE).  A fixed record spans exactly
- * sizeof(its struct) / GPD_SLOT_SIZE slots (GPD_REC_NSLOTS): NODE, INVOKE
- * and STATUS one, PCSAMPLE, PCSTATS, CUBIN, CPUSAMPLE and TRACEWIN two,
+ * sizeof(its struct) / GPD_SLOT_SIZE slots (GPD_REC_NSLOTS): NODE, INVOKE,
+ * STATUS and GRAPHNODE one, PCSAMPLE, PCSTATS, CUBIN, CPUSAMPLE and TRACEWIN two,
  * ACTIVITY three; variable records (strings, module paths) carry their
  * payload after the fixed part and span as many slots as needed, up to
  * GPD_REC_MAX_SLOTS.  The INVOKE, the record of every GPU API call, fills
@@ -52,7 +52,8 @@ typedef enum gpd_rec_type_e {
   GPD_REC_CUBIN = 9,    /* vendor cubin id -> gpubin hash      (2 slots) */
   GPD_REC_CPUSAMPLE = 10, /* CPU-time sample of a thread       (2 slots) */
   GPD_REC_TRACEWIN = 11,  /* a closed tracing window           (2 slots) */
-  GPD_REC_TYPE_MAX = 12
+  GPD_REC_GRAPHNODE = 12, /* CUDA graph node -> its creator's context (1 slot) */
+  GPD_REC_TYPE_MAX = 13
 } gpd_rec_type_t;
 
 /** GPU programming interfaces. */
@@ -183,7 +184,11 @@ typedef struct gpd_rec_invoke_s {
  *  time for host-measured work such as SYNC and ALLOC).  `bytes` for copy,
  *  memset, alloc and free.  Kernel characteristics are 0 when unknown
  *  (OpenCL gives none); `occ_permille` is the theoretical occupancy in
- *  1/1000 (GKER:OCC_THR), computed by the shim from device properties. */
+ *  1/1000 (GKER:OCC_THR), computed by the shim from device properties.
+ *  `graph_node`: the CUDA graph node that ran the operation (CUPTI's
+ *  graphNodeId: a node of the executable graph), 0 when it was not
+ *  launched by a graph; a GRAPHNODE record names the context that created
+ *  it (8 bytes that were padding: 0 from older shims). */
 typedef struct gpd_rec_activity_s {
   gpd_rec_hdr_t h;
   uint8_t api;     /* gpd_api_t */
@@ -206,7 +211,7 @@ typedef struct gpd_rec_activity_s {
   uint32_t dynamic_smem;    /* GKER:DYMEM   bytes per block         */
   uint32_t local_mem;       /* GKER:LMEM    bytes per thread        */
   uint32_t occ_permille;    /* GKER:OCC_THR 0..1000                 */
-  uint8_t pad[8];
+  uint64_t graph_node;      /* CUDA graph node id, 0 = not a graph's */
 } gpd_rec_activity_t;
 
 /** STATUS: back end `api` is now enabled (state 1) or disabled (state 0)
@@ -317,6 +322,27 @@ typedef struct gpd_rec_tracewin_s {
 } gpd_rec_tracewin_t;
 #define GPD_TRACEWIN_F_FINAL 0x01u
 
+/** GRAPHNODE: CUDA graph node `id` (CUPTI's graph node id, the
+ *  `graph_node` of the ACTIVITY records of the work it runs) was created
+ *  in CCT context `node` (a cudaGraphAdd*Node call, or a launch, copy or
+ *  memset captured from a stream); `orig` 0.  With h.flags &
+ *  GPD_GRAPHNODE_F_CLONE it is instead a clone of node `orig`
+ *  (cudaGraphInstantiate, cudaGraphClone, a child graph's nodes): it runs
+ *  what `orig` was created for, whose context it inherits; `node` 0.
+ *  Valid: id != 0, both ids below GPD_GRAPHNODE_ID_LIMIT, a clone's orig
+ *  != id.  Pushed on the ring of the thread that created (cloned) the
+ *  node, only when the region's daemon accepts the type
+ *  (gpd_region_hdr_t.rec_types > GPD_REC_GRAPHNODE). */
+#define GPD_GRAPHNODE_F_CLONE 0x01u
+#define GPD_GRAPHNODE_ID_LIMIT (1ull << 62)
+typedef struct gpd_rec_graphnode_s {
+  gpd_rec_hdr_t h;
+  uint32_t node;
+  uint32_t reserved;
+  uint64_t id;
+  uint64_t orig;
+} gpd_rec_graphnode_t;
+
 /** Slots a fixed record spans: `x` is its struct type or an object of it. */
 #define GPD_REC_NSLOTS(x) ((uint8_t)(sizeof(x) / GPD_SLOT_SIZE))
 
@@ -324,6 +350,7 @@ _Static_assert(sizeof(gpd_rec_hdr_t) == 8, "hdr");
 _Static_assert(sizeof(gpd_rec_node_t) == 32, "node");
 _Static_assert(sizeof(gpd_rec_invoke_t) == 32, "invoke");
 _Static_assert(sizeof(gpd_rec_status_t) == 32, "status");
+_Static_assert(sizeof(gpd_rec_graphnode_t) == 32, "graphnode");
 _Static_assert(sizeof(gpd_rec_activity_t) == 96, "activity");
 _Static_assert(sizeof(gpd_rec_tracewin_t) == 64, "tracewin");
 _Static_assert(sizeof(gpd_rec_cpusample_t) == 64, "cpusample");

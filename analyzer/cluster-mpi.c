@@ -1,4 +1,4 @@
-/* merge-mpi.c - gpuprof-merge-mpi: `gpuprof merge` across MPI ranks
+/* cluster-mpi.c - gpuprof-merge-mpi: `gpuprof merge` across MPI ranks
  * (`mpirun -np N gpuprof merge -o OUT INPUT...`; gpuprof execs this
  * program when it finds itself started by mpirun).  docs/ANALYZER.md.
  *
@@ -7,7 +7,7 @@
  * rank's outcome (a failure without --keep-going stops all, and nothing is
  * written) and the profile counts and uids.  The reduction is partitioned
  * (Zhou et al., "Scalable Analysis of GPU-accelerated Applications with
- * HPCToolkit", sec. 6.1-6.2; shard.c): the context-id space is cut into
+ * HPCToolkit", sec. 6.1-6.2; mshard.c): the context-id space is cut into
  * consecutive ranges, owner j owning range j (--single-file: rank 0's
  * half as wide, it is also the writer); every rank sends each owner its
  * contexts and (context, metric) values in that range (all-to-all), and
@@ -51,7 +51,7 @@
 #define TAG_EARLY 3              /* rank k -> 0: the side (gpd_mshard_early) */
 #define TAG_WSIZE 4              /* owner -> 0: bytes of its write stream */
 #define TAG_WRITE 5              /* owner -> 0: the stream (gpd_mshard_reduce) */
-#define TAG_SHARD 6              /* owner -> 0: its shard file written (gpd_shard_rec_t) */
+#define TAG_SHARD 6              /* owner -> 0: its shard file written (gpd_mout_shard_rec_t) */
 #define TAG_BSIZE 7              /* reader -> its owner: bytes of its pmetric blobs */
 #define TAG_BLOBS 8              /* reader -> its owner: the blobs (gpd_mshard_early, blobs only) */
 
@@ -65,8 +65,8 @@ static void need(int e, const char *what) {
 /* 1: a core per rank on this node, so waits spin in MPI.  0: more ranks
  * than cores; waits sleep POLL_NS between tests.  A sleep between tests
  * also stops the progress of transfers that move in fragments (no
- * single-copy mechanism): on the 16-core GPU machine 2 ms sleeps made a
- * 4-rank merge of 16 nodes wait 4 s of its 6 (docs/PERFORMANCE.md). */
+ * single-copy mechanism), so it is short (what longer sleeps cost:
+ * docs/PERFORMANCE.md). */
 static int spin;
 #define POLL_NS 200000
 
@@ -146,7 +146,7 @@ static void xfer_send(xfer_t *x, const void *p, size_t n, int peer, int tag) {
 static uint8_t *xfer_recv(xfer_t *x, uint64_t n, int peer, int tag) {
   uint8_t *b = malloc(n ? n : 1);
   if (!b) need(-ENOMEM, "receive buffer");
-  gpd_mprefault(b, 0, n);
+  gpd_buf_prefault(b, 0, n);
   for (size_t o = 0; o < n; o += CHUNK) {
     size_t c = n - o < CHUNK ? n - o : CHUNK;
     MPI_Irecv(b + o, (int)c, MPI_BYTE, peer, tag, MPI_COMM_WORLD, xfer_slot(x));
@@ -186,9 +186,9 @@ static int attach_limit(void) {
 static void make_nonce(char nonce[40]) {
   uint8_t b[16] = {0};
   if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-    uint64_t t = (uint64_t)gpd_merge_clock(CLOCK_REALTIME) * 1000000000u ^ (uint64_t)getpid() << 32;
+    uint64_t t = (uint64_t)gpd_cluster_clock(CLOCK_REALTIME) * 1000000000u ^ (uint64_t)getpid() << 32;
     memcpy(b, &t, 8);
-    t = (uint64_t)(gpd_merge_clock(CLOCK_MONOTONIC) * 1e9);
+    t = (uint64_t)(gpd_cluster_clock(CLOCK_MONOTONIC) * 1e9);
     memcpy(b + 8, &t, 8);
   }
   for (int i = 0; i < 16; i++) snprintf(nonce + 2 * i, 3, "%02x", b[i]);
@@ -196,29 +196,29 @@ static void make_nonce(char nonce[40]) {
 
 int main(int argc, char **argv) {
   int rank, size, rc = 1;
-  gpd_mopts_t o;
+  gpd_cluster_opts_t o;
   char err[512];
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   choose_wait();
   double t[3], c[3];
-  t[0] = gpd_merge_clock(CLOCK_MONOTONIC);
-  c[0] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-  int r = gpd_merge_parse(argc, argv, &o, err, sizeof(err));
+  t[0] = gpd_cluster_clock(CLOCK_MONOTONIC);
+  c[0] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
+  int r = gpd_cluster_parse(argc, argv, &o, err, sizeof(err));
   if (r != 0) {
     if (rank == 0) {
       if (r < 0) fprintf(stderr, "gpuprof: %s\n", err);
-      fputs(gpd_merge_usage, r < 0 ? stderr : stdout);
+      fputs(gpd_cluster_usage, r < 0 ? stderr : stdout);
     }
     MPI_Finalize();
     return r < 0 ? 64 : 0;
   }
   if (size == 1) { /* one rank: the threaded merge, one thread */
-    gpd_mwrite_info_t info;
+    gpd_mout_info_t info;
     o.threads = 1;
-    r = gpd_merge_run(&o, &info);
-    if (r >= 0) gpd_merge_summary(&o, &info, gpd_merge_clock(CLOCK_MONOTONIC) - t[0], gpd_merge_in_bytes);
+    r = gpd_cluster_run(&o, &info);
+    if (r >= 0) gpd_cluster_summary(&o, &info, gpd_cluster_clock(CLOCK_MONOTONIC) - t[0], gpd_cluster_in_bytes);
     MPI_Finalize();
     return r < 0 ? 1 : r ? 3 : 0;
   }
@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
   size_t skipped = 0;
   gpd_mpart_init(&mine);
   size_t lo = o.ninputs * (size_t)rank / (size_t)size, hi = o.ninputs * (size_t)(rank + 1) / (size_t)size;
-  int e = gpd_merge_read_slice(&mine, &o, lo, hi, &skipped);
+  int e = gpd_cluster_read_slice(&mine, &o, lo, hi, &skipped);
   /* every rank's outcome, profile count, skipped inputs, bytes read, inputs read */
   uint64_t my[5] = {e >= 0, mine.nprof, skipped, mine.in_bytes, mine.ninputs};
   uint64_t(*all)[5] = calloc((size_t)size, sizeof(*all));
@@ -235,8 +235,8 @@ int main(int argc, char **argv) {
   MPI_Request rq;
   MPI_Iallgather(my, 5, MPI_UINT64_T, all, 5, MPI_UINT64_T, MPI_COMM_WORLD, &rq);
   wait_idle(&rq);
-  t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
-  c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
+  t[1] = gpd_cluster_clock(CLOCK_MONOTONIC);
+  c[1] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
   int all_ok = 1;
   unsigned long long sk_all = 0, inb_all = 0, nin_all = 0;
   for (int k = 0; k < size; k++) {
@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
   char sname[256], nonce[40] = "";
   int lim = attach_limit();
   uint32_t nown = (uint32_t)(size - 1 <= lim ? size : lim + 1);
-  int shards = !o.single_file && lim > 0 && gpd_shard_name(o.out, nown - 1, sname, sizeof(sname)) == 0;
+  int shards = !o.single_file && lim > 0 && gpd_mout_shard_name(o.out, nown - 1, sname, sizeof(sname)) == 0;
   if (!shards) nown = (uint32_t)size;
   int owner = rank < (int)nown;
   if (shards) {
@@ -336,19 +336,19 @@ int main(int argc, char **argv) {
     for (int k = 0; k < size; k++) gpd_buf_free(&from[k]);
     /* its rows into a shard (in memory), whose image goes to rank 0 */
     gpd_mout_t sh;
-    gpd_mwrite_info_t si;
+    gpd_mout_info_t si;
     const uint8_t *img;
     size_t imgn;
     gpd_buf_t msg = {0};
     if (shards) {
       /* its range and the pmetric blobs of its profiles into its own file */
-      gpd_shard_rec_t rec = {0};
+      gpd_mout_shard_rec_t rec = {0};
       gpd_buf_t blob = {0};
       if ((e = gpd_mout_open_shard(&sh, &si, err, sizeof(err))) < 0 || (e = gpd_mshard_write(&sh, ws.p, ws.n)) < 0)
         goto shfail;
       gpd_buf_free(&ws);
       for (size_t i = 0; i < mine.nprof; i++)
-        if ((e = gpd_pmetric_blob(&mine, i, &blob, sh.used)) < 0 ||
+        if ((e = gpd_mout_pmetric_blob(&mine, i, &blob, sh.used)) < 0 ||
             (e = gpd_mout_pmetric(&sh, (int64_t)base[rank] + (int64_t)i + 1, blob.p, blob.n)) < 0)
           goto shfail;
       /* and those of the readers it serves (rank % nown == its rank) */
@@ -370,8 +370,8 @@ int main(int argc, char **argv) {
         rec.ok = 0;
       }
       rec.profiles += mine.nprof;
-      rec.wall_s = gpd_merge_clock(CLOCK_MONOTONIC) - t[0];
-      rec.cpu_s = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID) - c[0];
+      rec.wall_s = gpd_cluster_clock(CLOCK_MONOTONIC) - t[0];
+      rec.cpu_s = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID) - c[0];
       gpd_buf_free(&blob);
       gpd_buf_free(&ws);
       gpd_mout_close(&sh); /* a shard not renamed into place is removed */
@@ -395,17 +395,17 @@ int main(int argc, char **argv) {
     }
   } else {
     /* rank 0: the writer.  Its own profile-major side while the sends go */
-    gpd_mwrite_info_t info;
+    gpd_mout_info_t info;
     gpd_mout_t out;
     gpd_mpart_t *bins = calloc((size_t)size, sizeof(*bins)); /* only .bins, pointing into early streams */
     uint8_t **eb = calloc((size_t)size, sizeof(*eb));
     gpd_buf_t blob = {0};
-    gpd_shard_rec_t *recs = calloc((size_t)size, sizeof(*recs)); /* recs[k - 1]: rank k's shard */
+    gpd_mout_shard_rec_t *recs = calloc((size_t)size, sizeof(*recs)); /* recs[k - 1]: rank k's shard */
     if (!bins || !eb || !recs) need(-ENOMEM, "writer");
     if ((ret = gpd_mout_open(&out, o.out, nprof, (uint32_t)nin_all, &info, err, sizeof(err))) < 0) goto wfail;
     if ((ret = gpd_mout_rows(&out, mine.rows.p, mine.rows.n, 0)) < 0) goto wfail;
     for (size_t i = 0; i < mine.nprof; i++)
-      if ((ret = gpd_pmetric_blob(&mine, i, &blob, out.used)) < 0 ||
+      if ((ret = gpd_mout_pmetric_blob(&mine, i, &blob, out.used)) < 0 ||
           (ret = gpd_mout_pmetric(&out, (int64_t)i + 1, blob.p, blob.n)) < 0)
         goto wfail;
     bins[0].bins = mine.bins;
@@ -439,7 +439,7 @@ int main(int argc, char **argv) {
         }
       if (ret >= 0) ret = gpd_mout_shards(&out, recs, nown - 1, nonce);
       if (ret >= 0) ret = gpd_mout_finish(&out, nprof, bins, (size_t)size);
-      if (ret < 0) gpd_shards_remove(o.out, recs, nown - 1);
+      if (ret < 0) gpd_mout_shards_remove(o.out, recs, nown - 1);
       goto wfail;
     }
     /* the owners' rows, in range order, each as it comes */
@@ -474,13 +474,13 @@ int main(int argc, char **argv) {
       MPI_Abort(MPI_COMM_WORLD, 1); /* the other ranks may wait on rank 0 */
     }
     char who[64];
-    t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
-    c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-    gpd_merge_summary(&o, &info, t[2] - t[0], inb_all);
+    t[2] = gpd_cluster_clock(CLOCK_MONOTONIC);
+    c[2] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
+    gpd_cluster_summary(&o, &info, t[2] - t[0], inb_all);
     char sh[48] = "";
     if (shards) snprintf(sh, sizeof(sh), " (sharded: %u files)", nown);
     snprintf(who, sizeof(who), "%d ranks%s, rank 0", size, sh);
-    gpd_merge_phases(&o, who, t, c);
+    gpd_cluster_phases(&o, who, t, c);
     if (shards && !o.quiet) { /* the other ranks' critical paths: each writes its own file */
       int sl = 1;
       for (int k = 2; k < (int)nown; k++)

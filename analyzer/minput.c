@@ -1,4 +1,4 @@
-/* input.c - reading one saved profile (`*.gpdb`, docs/FORMATS.md) into a
+/* minput.c - reading one saved profile (`*.gpdb`, docs/FORMATS.md) into a
  * part: opened read-only, validated (SQLite header and size, meta.format,
  * format_version 2 or 3, metric ids), filtered by job / uid.
  *
@@ -108,7 +108,7 @@ static void has_traces(rd_t *r) {
 static int put_tagged(gpd_buf_t *b, gpd_mtable_t t, sqlite3_stmt *st, int64_t pid_local) {
   uint8_t tag = (uint8_t)t;
   int err = gpd_buf_put(b, &tag, 1);
-  return err < 0 ? err : gpd_row_encode(b, st, gpd_mtable_pcol(t), pid_local);
+  return err < 0 ? err : gpd_mtable_row_encode(b, st, gpd_mtable_pcol(t), pid_local);
 }
 
 static int read_profiles(rd_t *r) {
@@ -197,7 +197,7 @@ static int read_contexts(rd_t *r, uint32_t src) {
     int64_t uid = sqlite3_column_int64(st, 0), id = sqlite3_column_int64(st, 1);
     if (gpd_mpart_ctx_find(p, uid, id) >= 0) continue;
     uint64_t off = p->ctxrows.n;
-    if ((err = gpd_row_encode(&p->ctxrows, st, -1, 0)) < 0 ||
+    if ((err = gpd_mtable_row_encode(&p->ctxrows, st, -1, 0)) < 0 ||
         (err = gpd_mpart_ctx_add(p, uid, id, off, p->ctxrows.n - off, src)) < 0)
       break;
   }
@@ -216,7 +216,7 @@ static int read_frames(rd_t *r, uint32_t src) {
     long c = gpd_mpart_ctx_find(p, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
     if (c < 0 || p->ctx[c].src != src) continue; /* unknown, or labelled by an earlier input */
     uint64_t off = p->framerows.n;
-    if ((err = gpd_row_encode(&p->framerows, st, -1, 0)) < 0) break;
+    if ((err = gpd_mtable_row_encode(&p->framerows, st, -1, 0)) < 0) break;
     if (!p->ctx[c].flen) p->ctx[c].foff = off;
     p->ctx[c].flen += p->framerows.n - off;
   }
@@ -230,7 +230,7 @@ static int pm_push(gpd_mpart_t *p, int64_t ctx, int64_t metric, double v) {
     size_t nc = p->cappm ? p->cappm * 2 : 65536;
     gpd_mval_rec_t *n = realloc(p->pm, nc * sizeof(*n));
     if (!n) return -ENOMEM;
-    gpd_mprefault(n, p->cappm * sizeof(*n), nc * sizeof(*n));
+    gpd_buf_prefault(n, p->cappm * sizeof(*n), nc * sizeof(*n));
     p->pm = n;
     p->cappm = nc;
   }
@@ -285,7 +285,7 @@ static int read_metrics(rd_t *r, int version) {
   return err;
 }
 
-int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_mfilter_t *f, char *err, size_t errn) {
+int gpd_minput_read(gpd_mpart_t *p, const char *path, const gpd_minput_filter_t *f, char *err, size_t errn) {
   rd_t r = {.p = p, .m = {NULL, f->job_id, f->uid, path, err, errn}, .path = path, .base = p->nprof, .err = err,
             .errn = errn};
   /* what to take back on failure */

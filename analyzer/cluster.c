@@ -1,4 +1,4 @@
-/* merge.c - `gpuprof merge` on one machine: worker threads read
+/* cluster.c - `gpuprof merge` on one machine: worker threads read
  * contiguous slices of the inputs into parts, the calling thread folds
  * them in input order and writes the result (analyzer.h).
  */
@@ -15,10 +15,10 @@
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 
-uint64_t gpd_merge_in_bytes;
+uint64_t gpd_cluster_in_bytes;
 static atomic_int stop_all; /* an input failed without --keep-going */
 
-int gpd_merge_read_slice(gpd_mpart_t *p, const gpd_mopts_t *o, size_t lo, size_t hi, size_t *skipped) {
+int gpd_cluster_read_slice(gpd_mpart_t *p, const gpd_cluster_opts_t *o, size_t lo, size_t hi, size_t *skipped) {
   char err[1024];
   for (size_t i = lo; i < hi; i++) {
     if (atomic_load(&stop_all)) return -ECANCELED;
@@ -41,7 +41,7 @@ int gpd_merge_read_slice(gpd_mpart_t *p, const gpd_mopts_t *o, size_t lo, size_t
 
 typedef struct worker_s {
   pthread_t th;
-  const gpd_mopts_t *o;
+  const gpd_cluster_opts_t *o;
   gpd_mpart_t part;
   size_t lo, hi, skipped;
   int err;
@@ -49,26 +49,26 @@ typedef struct worker_s {
 
 static void *worker_main(void *arg) {
   worker_t *w = arg;
-  w->err = gpd_merge_read_slice(&w->part, w->o, w->lo, w->hi, &w->skipped);
+  w->err = gpd_cluster_read_slice(&w->part, w->o, w->lo, w->hi, &w->skipped);
   return NULL;
 }
 
-double gpd_merge_clock(clockid_t id) {
+double gpd_cluster_clock(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-void gpd_merge_phases(const gpd_mopts_t *o, const char *who, const double t[3], const double c[3]) {
+void gpd_cluster_phases(const gpd_cluster_opts_t *o, const char *who, const double t[3], const double c[3]) {
   if (!o->quiet)
     fprintf(stderr, "gpuprof: %s: reading %.2f s (CPU %.2f s), reduce + write %.2f s (CPU %.2f s)\n", who,
             t[1] - t[0], c[1] - c[0], t[2] - t[1], c[2] - c[1]);
 }
 
-int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
+int gpd_cluster_run(const gpd_cluster_opts_t *o, gpd_mout_info_t *info) {
   double t[3], c[3];
-  t[0] = gpd_merge_clock(CLOCK_MONOTONIC);
-  c[0] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
+  t[0] = gpd_cluster_clock(CLOCK_MONOTONIC);
+  c[0] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
   size_t nt = o->threads > 0 ? (size_t)o->threads : (size_t)sysconf(_SC_NPROCESSORS_ONLN);
   size_t skipped = 0, started = 0;
   worker_t *w;
@@ -78,7 +78,7 @@ int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
   if (nt > o->ninputs) nt = o->ninputs ? o->ninputs : 1;
   if (!(w = calloc(nt, sizeof(*w)))) return -ENOMEM;
   atomic_store(&stop_all, 0);
-  gpd_merge_in_bytes = 0;
+  gpd_cluster_in_bytes = 0;
   for (size_t t = 0; t < nt; t++) {
     w[t].o = o;
     w[t].lo = o->ninputs * t / nt;
@@ -99,7 +99,7 @@ int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
     if (w[t].err < 0 && (err == 0 || err == -ECANCELED)) err = w[t].err;
     skipped += w[t].skipped;
     ninputs += w[t].part.ninputs;
-    gpd_merge_in_bytes += w[t].part.in_bytes;
+    gpd_cluster_in_bytes += w[t].part.in_bytes;
   }
   if (err < 0) {
     if (!o->quiet) fprintf(stderr, "gpuprof: nothing written (--keep-going merges the other inputs)\n");
@@ -116,11 +116,11 @@ int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
     goto out;
   }
   for (size_t k = 0; k < nt; k++) parts[k] = w[k].part;
-  t[1] = gpd_merge_clock(CLOCK_MONOTONIC);
-  c[1] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
-  err = gpd_mresult_write(parts, nt, o->out, ninputs, info, msg, sizeof(msg));
-  t[2] = gpd_merge_clock(CLOCK_MONOTONIC);
-  c[2] = gpd_merge_clock(CLOCK_PROCESS_CPUTIME_ID);
+  t[1] = gpd_cluster_clock(CLOCK_MONOTONIC);
+  c[1] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
+  err = gpd_mout_write(parts, nt, o->out, ninputs, info, msg, sizeof(msg));
+  t[2] = gpd_cluster_clock(CLOCK_MONOTONIC);
+  c[2] = gpd_cluster_clock(CLOCK_PROCESS_CPUTIME_ID);
   free(parts);
   if (err < 0) {
     fprintf(stderr, "gpuprof: %s\n", msg);
@@ -129,7 +129,7 @@ int gpd_merge_run(const gpd_mopts_t *o, gpd_mwrite_info_t *info) {
   {
     char who[64];
     snprintf(who, sizeof(who), "%zu thread%s", nt, nt == 1 ? "" : "s");
-    gpd_merge_phases(o, who, t, c);
+    gpd_cluster_phases(o, who, t, c);
   }
   if (skipped)
     fprintf(stderr, "gpuprof: %zu of %zu inputs skipped; %s holds the other %u\n", skipped, o->ninputs, o->out,
@@ -141,7 +141,7 @@ out:
   return err;
 }
 
-const char gpd_merge_usage[] =
+const char gpd_cluster_usage[] =
     "usage: gpuprof merge -o OUT.gpdb [--job J] [--uid U] [--keep-going] [-j N] [--single-file] [-q] INPUT...\n"
     "  Merge saved profiles (node stores, `gpuprof record` files, merged files) into one\n"
     "  file with per-context statistics over the processes (docs/ANALYZER.md).\n"
@@ -164,7 +164,7 @@ static long parse_num(const char *s) {
   return errno || e == s || *e || v < 0 ? -1 : v;
 }
 
-int gpd_merge_parse(int argc, char **argv, gpd_mopts_t *o, char *err, size_t errn) {
+int gpd_cluster_parse(int argc, char **argv, gpd_cluster_opts_t *o, char *err, size_t errn) {
   memset(o, 0, sizeof(*o));
   o->filter.uid = -1;
   int i = 1, files = 0;
@@ -212,7 +212,7 @@ int gpd_merge_parse(int argc, char **argv, gpd_mopts_t *o, char *err, size_t err
   return 0;
 }
 
-void gpd_merge_summary(const gpd_mopts_t *o, const gpd_mwrite_info_t *s, double secs, uint64_t in_bytes) {
+void gpd_cluster_summary(const gpd_cluster_opts_t *o, const gpd_mout_info_t *s, double secs, uint64_t in_bytes) {
   if (o->quiet) return;
   fprintf(stderr,
           "gpuprof: merged into %s: %llu processes, %llu contexts, %llu (context, metric) pairs, %llu values; "

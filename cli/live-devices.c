@@ -1,4 +1,4 @@
-/* devices.c - `gpuprof devices`: the daemon's device monitoring, live
+/* live-devices.c - `gpuprof devices`: the daemon's device monitoring, live
  * (docs/DEVICES.md, docs/CLI.md).
  *
  *   gpuprof devices [--job J] [--prometheus] [--socket PATH]
@@ -9,7 +9,7 @@
  * exposition format (version 0.0.4), for a node_exporter textfile
  * collector or a scrape; metric names are documented in docs/DEVICES.md
  * next to their DCGM exporter counterparts.  Also the one-line device
- * header of `gpuprof top` (gpd_devices_header).
+ * header of `gpuprof top` (gpd_live_devices_header).
  */
 #include <getopt.h>
 #include <math.h>
@@ -47,7 +47,7 @@ static int devices_call(const char *sock, const char *job, Gpuprof__Msg **rep) {
   if (job) dr.job_id = (char *)job;
   req.body_case = GPUPROF__MSG__BODY_DEVICES_REQ;
   req.devices_req = &dr;
-  int r = gpd_client_call(sock, &req, rep);
+  int r = gpd_live_call(sock, &req, rep);
   if (r) return r;
   if ((*rep)->body_case != GPUPROF__MSG__BODY_DEVICES) {
     fprintf(stderr, "gpuprof: gpuprofd answered with an unexpected message (case %d)\n", (int)(*rep)->body_case);
@@ -432,7 +432,7 @@ static void render_prometheus(FILE *f, const Gpuprof__DevicesReply *r) {
   }
 }
 
-int gpd_client_devices_main(int argc, char **argv) {
+int gpd_live_devices_main(int argc, char **argv) {
   static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
                                        {"job", required_argument, NULL, 'j'},
                                        {"prometheus", no_argument, NULL, 'P'},
@@ -453,7 +453,7 @@ int gpd_client_devices_main(int argc, char **argv) {
     }
   }
   if (optind < argc) return gpd_cli_usage(devices_usage, "unexpected argument '%s'", argv[optind]);
-  if ((r = devices_call(gpd_client_socket(sock), job, &rep))) return r;
+  if ((r = devices_call(gpd_live_socket(sock), job, &rep))) return r;
   devices_mark_claimed(rep->devices);
   if (prom)
     render_prometheus(stdout, rep->devices);
@@ -463,12 +463,12 @@ int gpd_client_devices_main(int argc, char **argv) {
   return GPD_EXIT_OK;
 }
 
-void gpd_devices_header(FILE *f, const char *sock) {
+void gpd_live_devices_header(FILE *f, const char *sock) {
   Gpuprof__Msg *rep;
   char buf[512], u[32], m[32], t[32];
-  gpd_client_quiet = 1; /* a daemon without device monitoring: no header */
+  gpd_live_quiet = 1; /* a daemon without device monitoring: no header */
   int r = devices_call(sock, NULL, &rep);
-  gpd_client_quiet = 0;
+  gpd_live_quiet = 0;
   if (r) return;
   const Gpuprof__DevicesReply *dr = rep->devices;
   if (dr->n_devices == 0) {

@@ -1,4 +1,4 @@
-/* shard.c - the partitioned reduction of the MPI merge (analyzer.h,
+/* mshard.c - the partitioned reduction of the MPI merge (analyzer.h,
  * docs/ANALYZER.md "MPI").
  *
  * The context-major side is partitioned by context id: the signed id
@@ -130,7 +130,7 @@ int gpd_mshard_split(const gpd_mpart_t *p, uint32_t base, uint32_t nown, int eve
     for (uint64_t j = 0; j < k->n; j++) {
       const gpd_cval_rec_t *v = &p->cv[k->off + j];
       gpd_cval_rec_t g = {v->prof + base, 0, v->v};
-      gpd_cval_encode(b->p + b->n, &g, 1);
+      gpd_mout_cval_encode(b->p + b->n, &g, 1);
       b->n += GPD_CVAL_REC;
     }
   }
@@ -368,7 +368,7 @@ int gpd_mshard_early(const gpd_mpart_t *p, int what, gpd_buf_t *out) {
       (err = put_u64(out, blobs ? p->nprof : 0)) < 0)
     return err;
   for (size_t i = 0; blobs && i < p->nprof && !err; i++)
-    if (!(err = gpd_pmetric_blob(p, i, &blob, used)) && !(err = put_u64(out, blob.n)))
+    if (!(err = gpd_mout_pmetric_blob(p, i, &blob, used)) && !(err = put_u64(out, blob.n)))
       err = gpd_buf_put(out, blob.p, blob.n);
   if (!err) err = gpd_buf_put(out, used, sizeof(used));
   gpd_buf_free(&blob);

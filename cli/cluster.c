@@ -1,5 +1,5 @@
-/* merge.c - `gpuprof merge`: options, then the analyzer's threaded merge
- * (analyzer/merge.c), or, when started by mpirun with more than one rank,
+/* cluster.c - `gpuprof merge`: options, then the analyzer's threaded merge
+ * (analyzer/cluster.c), or, when started by mpirun with more than one rank,
  * the MPI program gpuprof-merge-mpi installed beside gpuprof (the CLI
  * itself does not link MPI).  docs/ANALYZER.md.
  */
@@ -37,16 +37,16 @@ static int exec_mpi(char **argv) {
   return -errno;
 }
 
-int gpd_merge_main(int argc, char **argv) {
-  gpd_mopts_t o;
-  gpd_mwrite_info_t info;
+int gpd_cluster_main(int argc, char **argv) {
+  gpd_cluster_opts_t o;
+  gpd_mout_info_t info;
   char err[512];
-  int r = gpd_merge_parse(argc, argv, &o, err, sizeof(err));
+  int r = gpd_cluster_parse(argc, argv, &o, err, sizeof(err));
   if (r == 1) {
-    fputs(gpd_merge_usage, stdout);
+    fputs(gpd_cluster_usage, stdout);
     return GPD_EXIT_OK;
   }
-  if (r < 0) return gpd_cli_usage(gpd_merge_usage, "%s", err);
+  if (r < 0) return gpd_cli_usage(gpd_cluster_usage, "%s", err);
   if (mpi_size() > 1) {
     r = exec_mpi(argv);
     fprintf(stderr, "gpuprof: started by mpirun but cannot run gpuprof-merge-mpi (%s): gpuprof was %s\n",
@@ -55,9 +55,9 @@ int gpd_merge_main(int argc, char **argv) {
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  r = gpd_merge_run(&o, &info);
+  r = gpd_cluster_run(&o, &info);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (r < 0) return GPD_EXIT_FAIL;
-  gpd_merge_summary(&o, &info, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, gpd_merge_in_bytes);
+  gpd_cluster_summary(&o, &info, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, gpd_cluster_in_bytes);
   return r ? GPD_EXIT_PARTIAL : GPD_EXIT_OK;
 }

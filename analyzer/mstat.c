@@ -1,4 +1,4 @@
-/* stats.c - summary statistics of one (uid, context, metric) over the
+/* mstat.c - summary statistics of one (uid, context, metric) over the
  * profiles of a merge (analyzer.h, docs/ANALYZER.md).
  *
  * The statistics are those of the HPCToolkit manual's metric chapter

@@ -1,6 +1,8 @@
-/* client.c - live queries against gpuprofd over its Unix socket:
- * `gpuprof ps`, `gpuprof top`, `gpuprof tree`.  One request frame, one
+/* live.c - live queries against gpuprofd over its Unix socket:
+ * `gpuprof ps`, `gpuprof top`, `gpuprof tree`, and the Control requests
+ * `gpuprof sample` and `gpuprof trace` send.  One request frame, one
  * reply frame (Msg with the reply body, or Error), proto/gpuprof.proto.
+ * (The daemon's side of a connection is daemon/client.c.)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,9 +21,9 @@
 #include "gpuprof/metric.h"
 
 /* Reply timeout: a node-wide tree of many processes can take a while. */
-#define GPD_CLIENT_TIMEOUT_MS 30000
+#define GPD_LIVE_TIMEOUT_MS 30000
 
-const char *gpd_client_socket(const char *opt) {
+const char *gpd_live_socket(const char *opt) {
   const char *e;
   if (opt && opt[0]) return opt;
   if ((e = getenv("GPUPROF_SOCKET")) && e[0]) return e;
@@ -37,7 +39,7 @@ static int nodaemon(const char *sock, int err) {
   return GPD_EXIT_NODAEMON;
 }
 
-int gpd_client_quiet;
+int gpd_live_quiet;
 
 /* One request, one reply; arena: NULL to unpack with malloc (free with
  * gpuprof__msg__free_unpacked), else *arena is set to the reply's arena
@@ -68,16 +70,16 @@ static int client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg *
   n = gpuprof__msg__get_packed_size(req);
   if (!(buf = malloc(n ? n : 1))) abort();
   gpuprof__msg__pack(req, buf);
-  if ((r = gpd_frame_send(fd, buf, (uint32_t)n, -1, GPD_CLIENT_TIMEOUT_MS)) < 0) {
+  if ((r = gpd_frame_send(fd, buf, (uint32_t)n, -1, GPD_LIVE_TIMEOUT_MS)) < 0) {
     fprintf(stderr, "gpuprof: sending the request to gpuprofd at %s failed: %s\n", sock, gpd_strerror(r));
     code = r == -EPIPE || r == -ECONNRESET ? GPD_EXIT_NODAEMON : GPD_EXIT_FAIL;
     goto done;
   }
-  if ((r = gpd_frame_recv_max(fd, &in, &inn, &rfd, GPD_CLIENT_TIMEOUT_MS, GPD_REPLY_MAX)) < 0) {
+  if ((r = gpd_frame_recv_max(fd, &in, &inn, &rfd, GPD_LIVE_TIMEOUT_MS, GPD_REPLY_MAX)) < 0) {
     if (r == -ECONNRESET)
       fprintf(stderr, "gpuprof: gpuprofd at %s closed the connection without a reply\n", sock);
     else if (r == -ETIMEDOUT)
-      fprintf(stderr, "gpuprof: no reply from gpuprofd at %s within %d s\n", sock, GPD_CLIENT_TIMEOUT_MS / 1000);
+      fprintf(stderr, "gpuprof: no reply from gpuprofd at %s within %d s\n", sock, GPD_LIVE_TIMEOUT_MS / 1000);
     else
       fprintf(stderr, "gpuprof: reading the reply from gpuprofd at %s failed: %s\n", sock, gpd_strerror(r));
     goto done;
@@ -90,7 +92,7 @@ static int client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg *
   }
   if ((*reply)->body_case == GPUPROF__MSG__BODY_ERROR) {
     const Gpuprof__Error *e = (*reply)->error;
-    if (!gpd_client_quiet)
+    if (!gpd_live_quiet)
       fprintf(stderr, "gpuprof: %s\n", e->message[0] ? e->message : gpd_strerror(e->code));
     if (arena) {
       gpd_arena_free(*arena);
@@ -109,11 +111,11 @@ done:
   return code;
 }
 
-int gpd_client_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
+int gpd_live_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply) {
   return client_call(sock, req, reply, NULL);
 }
 
-int gpd_client_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
+int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
   int have_incl = 0;
   for (size_t i = 0; i < r->n_nodes; i++) {
     const Gpuprof__Node *nd = r->nodes[i];
@@ -205,7 +207,7 @@ static int incl_up(gpd_tree_t *t, long k, const gpd_mvec_t *v) {
   return 0;
 }
 
-double gpd_client_ginst(Gpuprof__StallSamples *const *s, size_t n) {
+double gpd_live_ginst(Gpuprof__StallSamples *const *s, size_t n) {
   gpd_mvec_t m = {0};
   for (size_t i = 0; i < n; i++)
     if (stall_add(&m, s[i]->reason, s[i]->samples) < 0) break;
@@ -214,7 +216,7 @@ double gpd_client_ginst(Gpuprof__StallSamples *const *s, size_t n) {
   return v;
 }
 
-int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
+int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
   for (size_t i = 0; i < r->n_gpu_samples; i++) {
     const Gpuprof__KernelSamples *ks = r->gpu_samples[i];
     long k = gpd_tree_find(t, ks->node);
@@ -258,7 +260,7 @@ int gpd_client_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) 
 
 typedef struct live_opts_s {
   const char *socket, *job;
-  int pid, json, all, gpu_detail, metric_set;
+  int pid, json, all, gpu_detail, metric_set, python;
   unsigned limit, metric, depth;
 } live_opts_t;
 
@@ -271,7 +273,8 @@ enum {
   OPT_JSON = 'J',
   OPT_DEPTH = 'd',
   OPT_ALL = 'a',
-  OPT_GPU_DETAIL = 'g'
+  OPT_GPU_DETAIL = 'g',
+  OPT_PYTHON = 'P'
 };
 
 /* allowed: the option letters this command takes. */
@@ -284,6 +287,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
                                        {"depth", required_argument, NULL, OPT_DEPTH},
                                        {"all", no_argument, NULL, OPT_ALL},
                                        {"gpu-detail", no_argument, NULL, OPT_GPU_DETAIL},
+                                       {"python", no_argument, NULL, OPT_PYTHON},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -320,6 +324,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
     case OPT_JSON: o->json = 1; break;
     case OPT_ALL: o->all = 1; break;
     case OPT_GPU_DETAIL: o->gpu_detail = 1; break;
+    case OPT_PYTHON: o->python = 1; break;
     case OPT_DEPTH:
       if ((v = gpd_cli_parse_uint(optarg)) < 0 || v > 100000) return gpd_cli_usage(usage, "bad --depth '%s'", optarg);
       o->depth = (unsigned)v;
@@ -328,7 +333,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
   }
   if (optind < argc) return gpd_cli_usage(usage, "unexpected argument '%s'", argv[optind]);
   if (o->gpu_detail && !o->metric_set) o->metric = GPD_M_GINST; /* as report --gpu-detail */
-  o->socket = gpd_client_socket(o->socket);
+  o->socket = gpd_live_socket(o->socket);
   return 0;
 }
 
@@ -342,7 +347,7 @@ static const char ps_usage[] = "usage: gpuprof ps [--job J] [--all] [--socket PA
                                "  List the processes gpuprofd profiles (yours, or all for admins).\n"
                                "  --all  also those that never used a GPU API\n";
 
-int gpd_client_ps_main(int argc, char **argv) {
+int gpd_live_ps_main(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
@@ -351,19 +356,22 @@ int gpd_client_ps_main(int argc, char **argv) {
   if (o.job) ps.job_id = (char *)o.job;
   req.body_case = GPUPROF__MSG__BODY_PS_REQ;
   req.ps_req = &ps;
-  if ((r = gpd_client_call(o.socket, &req, &rep))) return r;
+  if ((r = gpd_live_call(o.socket, &req, &rep))) return r;
   if (!(r = expect(rep, GPUPROF__MSG__BODY_PS))) gpd_render_ps(stdout, rep->ps, o.all);
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;
 }
 
 static const char tree_usage[] =
-    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--json] [--socket PATH]\n"
+    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--python] [--json]\n"
+    "                    [--socket PATH]\n"
     "  The live calling-context tree (node merge of the visible processes).\n"
-    "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n";
+    "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n"
+    "  --python      Python view: Python frames, placeholders and the GPU part only\n";
 
 /* Ask for a tree; on success *t is finished.  Returns an exit code.  The
- * reply (4 MB for 64 processes) is unpacked into an arena (arena.h). */
+ * reply (megabytes for a node of many processes) is unpacked into an
+ * arena (arena.h). */
 static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TreeRequest tr = GPUPROF__TREE_REQUEST__INIT;
@@ -371,20 +379,20 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   int r;
   tr.pid = o->pid;
   if (o->job) tr.job_id = (char *)o->job;
-  tr.max_depth = o->depth;
+  tr.max_depth = o->python ? 0 : o->depth; /* folding needs the whole tree */
   /* metrics as two packed arrays per node, and for the whole tree no
-   * inclusive values (gpd_tree_finish sums them): a 64-process reply of
-   * 30 K nodes was 4.2 MB with a message per metric, ~half of them
-   * inclusive */
+   * inclusive values (gpd_tree_finish sums them): about half the bytes of
+   * a message per metric with inclusive values (docs/DAEMON.md) */
   tr.packed_metrics = 1;
-  tr.no_incl = o->depth == 0;
+  tr.no_incl = tr.max_depth == 0;
   req.body_case = GPUPROF__MSG__BODY_TREE_REQ;
   req.tree_req = &tr;
   if ((r = client_call(o->socket, &req, &rep, &arena))) return r;
   if (!(r = expect(rep, GPUPROF__MSG__BODY_TREE))) {
-    int e = gpd_client_tree_from_reply(t, rep->tree);
-    if (!e) e = gpd_client_tree_gpu(t, rep->tree, o->gpu_detail);
+    int e = gpd_live_tree_from_reply(t, rep->tree);
+    if (!e) e = gpd_live_tree_gpu(t, rep->tree, o->gpu_detail);
     if (!e) e = gpd_tree_finish(t, o->metric);
+    if (!e && o->python) e = gpd_tree_python(t, o->metric);
     if (e < 0) {
       fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
       r = GPD_EXIT_FAIL;
@@ -394,10 +402,10 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   return r;
 }
 
-int gpd_client_tree_main(int argc, char **argv) {
+int gpd_live_tree_main(int argc, char **argv) {
   live_opts_t o;
   gpd_tree_t t;
-  int r = live_parse(argc, argv, "sjpmJdg", tree_usage, &o);
+  int r = live_parse(argc, argv, "sjpmJdgP", tree_usage, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {
@@ -422,7 +430,7 @@ static const char top_usage[] =
     "  --metric NAME   rank by metric NAME (default GPUOP; `gpuprof metrics` lists them)\n"
     "  --socket PATH   gpuprofd's socket (default $GPUPROF_SOCKET, else " GPD_CLI_DEFAULT_SOCKET ")\n";
 
-int gpd_client_top_main(int argc, char **argv) {
+int gpd_live_top_main(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TopRequest tr = GPUPROF__TOP_REQUEST__INIT;
@@ -434,7 +442,7 @@ int gpd_client_top_main(int argc, char **argv) {
   tr.metric = o.metric;
   req.body_case = GPUPROF__MSG__BODY_TOP_REQ;
   req.top_req = &tr;
-  if ((r = gpd_client_call(o.socket, &req, &rep))) return r;
+  if ((r = gpd_live_call(o.socket, &req, &rep))) return r;
   if (!(r = expect(rep, GPUPROF__MSG__BODY_TOP))) {
     /* % needs the total: the root's inclusive value from a depth-1 tree;
      * without it, the sum of the entries shown. */
@@ -449,17 +457,77 @@ int gpd_client_top_main(int argc, char **argv) {
       for (size_t i = 0; i < rep->top->n_entries; i++)
         for (size_t j = 0; j < rep->top->entries[i]->n_metrics; j++)
           if (rep->top->entries[i]->metrics[j]->id == o.metric) total += rep->top->entries[i]->metrics[j]->value;
-    gpd_devices_header(stdout, o.socket);
+    gpd_live_devices_header(stdout, o.socket);
     /* GINST column when any kernel has PC samples */
     double *ginst = NULL;
     for (size_t i = 0; i < rep->top->n_entries && !ginst; i++)
       if (rep->top->entries[i]->n_stalls) ginst = calloc(rep->top->n_entries, sizeof *ginst);
     for (size_t i = 0; ginst && i < rep->top->n_entries; i++)
-      ginst[i] = gpd_client_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
+      ginst[i] = gpd_live_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
     gpd_render_top(stdout, rep->top, o.metric, total, ginst);
     free(ginst);
     gpd_policy_node_line(stdout, o.socket, o.job);
   }
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;
+}
+
+/* ---- Control of running processes (sample.c, trace.c) ---- */
+
+int gpd_live_control(const char *sock, int pid, const char *job, const Gpuprof__Control *ctl,
+                     const char *what, FILE *to, Gpuprof__Msg **out) {
+  Gpuprof__ControlRequest r = GPUPROF__CONTROL_REQUEST__INIT;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
+  r.pid = pid;
+  r.job_id = (char *)(job ? job : "");
+  r.control = (Gpuprof__Control *)ctl;
+  m.body_case = GPUPROF__MSG__BODY_CONTROL_REQ;
+  m.control_req = &r;
+  *out = NULL;
+  int code = gpd_live_call(sock, &m, &reply);
+  if (code)
+    return code;
+  if (reply->body_case != GPUPROF__MSG__BODY_CONTROL_REPLY || !reply->control_reply) {
+    fprintf(stderr, "gpuprof: unexpected reply to a control request\n");
+    gpuprof__msg__free_unpacked(reply, NULL);
+    return GPD_EXIT_FAIL;
+  }
+  const Gpuprof__ControlReply *cr = reply->control_reply;
+  for (size_t i = 0; i < cr->n_results; i++) {
+    const Gpuprof__ControlResult *x = cr->results[i];
+    if (x->code == 0) {
+      fprintf(to, "pid %d: %s", (int)x->pid, what);
+      if (x->targets)
+        fprintf(to, " (%u target%s)", x->targets, x->targets == 1 ? "" : "s");
+      if (x->message && x->message[0])
+        fprintf(to, ": %s", x->message);
+      fprintf(to, "\n");
+    } else {
+      code = GPD_EXIT_FAIL;
+      fprintf(to, "pid %d: not done: %s\n", (int)x->pid,
+             x->message && x->message[0] ? x->message : gpd_strerror(x->code));
+    }
+  }
+  *out = reply;
+  return code;
+}
+
+int gpd_live_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned kind) {
+  Gpuprof__PsRequest pr = GPUPROF__PS_REQUEST__INIT;
+  Gpuprof__Msg m = GPUPROF__MSG__INIT, *reply = NULL;
+  m.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  m.ps_req = &pr;
+  if (gpd_live_call(sock, &m, &reply))
+    return -1;
+  int on = 0;
+  const Gpuprof__ControlReply *cr = creply->control_reply;
+  for (size_t i = 0; reply->ps && i < reply->ps->n_procs; i++) {
+    const Gpuprof__Process *p = reply->ps->procs[i];
+    for (size_t j = 0; j < cr->n_results; j++)
+      if (cr->results[j]->code == 0 && cr->results[j]->profile_id == p->profile_id && p->running &&
+          (p->control_on >> kind & 1))
+        on = 1;
+  }
+  gpuprof__msg__free_unpacked(reply, NULL);
+  return on;
 }

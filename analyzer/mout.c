@@ -1,4 +1,4 @@
-/* result.c - the reduction of parts and the merged file (format 3,
+/* mout.c - the reduction of parts and the merged file (format 3,
  * docs/FORMATS.md "Merged profiles"): what rank 0 / the main thread does
  * after the workers read their inputs.  The file's tables and SQL are
  * store/'s (store/merged-write.h); here are its name, counts and shard
@@ -54,10 +54,10 @@ typedef struct fold_s {
   uint32_t nprof;
   gctx_t *ctx;
   size_t nctx;
-  gpd_mindex_t cix;
+  gpd_mpart_index_t cix;
   gkey_t *key;
   size_t nkey;
-  gpd_mindex_t kix;
+  gpd_mpart_index_t kix;
   uint32_t **pk; /* per part: its key -> global key */
   gslice_t *slice;
   size_t nslice;
@@ -79,12 +79,12 @@ static int fail(fold_t *f, int code, const char *fmt, ...) {
 
 static uint64_t gctx_hash(const void *c, size_t i) {
   const gctx_t *x = &((const fold_t *)c)->ctx[i];
-  return gpd_mhash(x->uid, x->id, 0);
+  return gpd_mpart_hash(x->uid, x->id, 0);
 }
 
 static uint64_t gkey_hash(const void *c, size_t i) {
   const gkey_t *x = &((const fold_t *)c)->key[i];
-  return gpd_mhash(x->uid, x->ctx, x->metric);
+  return gpd_mpart_hash(x->uid, x->ctx, x->metric);
 }
 
 static guid_t *uid_get(fold_t *f, int64_t uid) {
@@ -124,7 +124,7 @@ static int fold(fold_t *f) {
   for (size_t k = 0; k < f->nparts; k++) {
     const gpd_mpart_t *p = &f->parts[k];
     for (size_t i = 0; i < p->nctx; i++) {
-      uint64_t h = gpd_mhash(p->ctx[i].uid, p->ctx[i].id, 0);
+      uint64_t h = gpd_mpart_hash(p->ctx[i].uid, p->ctx[i].id, 0);
       int found = 0;
       if (k > 0 && f->cix.cap) /* a part's own contexts are distinct: the first part's are all new */
         for (size_t s = h & (f->cix.cap - 1); f->cix.slot[s]; s = (s + 1) & (f->cix.cap - 1)) {
@@ -144,8 +144,8 @@ static int fold(fold_t *f) {
       }
       /* indexed for the parts still to come (none after the last) */
       if (k + 1 < f->nparts) {
-        if ((err = gpd_mindex_reserve(&f->cix, f->nctx, gctx_hash, f)) < 0) return err;
-        gpd_mindex_insert(&f->cix, h, f->nctx);
+        if ((err = gpd_mpart_index_reserve(&f->cix, f->nctx, gctx_hash, f)) < 0) return err;
+        gpd_mpart_index_insert(&f->cix, h, f->nctx);
       }
       f->ctx[f->nctx++] = (gctx_t){p->ctx[i].uid, p->ctx[i].id, (uint32_t)k, (uint32_t)i};
     }
@@ -156,7 +156,7 @@ static int fold(fold_t *f) {
     if (p->nkey && !(f->pk[k] = malloc(p->nkey * sizeof(uint32_t)))) return -ENOMEM;
     for (size_t i = 0; i < p->nkey; i++) {
       const gpd_mkey_t *x = &p->key[i];
-      uint64_t h = gpd_mhash(x->uid, x->ctx, x->metric);
+      uint64_t h = gpd_mpart_hash(x->uid, x->ctx, x->metric);
       size_t g = SIZE_MAX;
       if (k > 0 && f->kix.cap) /* likewise its keys */
         for (size_t s = h & (f->kix.cap - 1); f->kix.slot[s]; s = (s + 1) & (f->kix.cap - 1)) {
@@ -175,8 +175,8 @@ static int fold(fold_t *f) {
           capkey = nc;
         }
         if (k + 1 < f->nparts) {
-          if ((err = gpd_mindex_reserve(&f->kix, f->nkey, gkey_hash, f)) < 0) return err;
-          gpd_mindex_insert(&f->kix, h, f->nkey);
+          if ((err = gpd_mpart_index_reserve(&f->kix, f->nkey, gkey_hash, f)) < 0) return err;
+          gpd_mpart_index_insert(&f->kix, h, f->nkey);
         }
         g = f->nkey++;
         f->key[g] = (gkey_t){x->uid, x->ctx, x->metric, 0, 0, 0};
@@ -197,7 +197,7 @@ static int fold(fold_t *f) {
     f->key[g].nslice = 0;
   }
   if (f->nslice && !(f->slice = malloc(f->nslice * sizeof(*f->slice)))) return -ENOMEM;
-  gpd_mprefault(f->slice, 0, f->nslice * sizeof(*f->slice));
+  gpd_buf_prefault(f->slice, 0, f->nslice * sizeof(*f->slice));
   for (size_t k = 0; k < f->nparts; k++)
     for (size_t i = 0; i < f->parts[k].nkey; i++) {
       gkey_t *g = &f->key[f->pk[k][i]];
@@ -214,8 +214,8 @@ static void fold_free(fold_t *f) {
   free(f->ctx);
   free(f->key);
   free(f->slice);
-  gpd_mindex_free(&f->cix);
-  gpd_mindex_free(&f->kix);
+  gpd_mpart_index_free(&f->cix);
+  gpd_mpart_index_free(&f->kix);
   for (size_t i = 0; i < f->nuids; i++) free(f->uids[i].prof);
   free(f->uids);
 }
@@ -244,7 +244,7 @@ static int ofail(gpd_mout_t *o, int code, const char *fmt, ...) {
   return code;
 }
 
-int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mwrite_info_t *info,
+int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mout_info_t *info,
                   char *err, size_t errn) {
   gpd_store_mtable_t tables[GPD_MT__COUNT];
   int e;
@@ -265,7 +265,7 @@ int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninpu
   return e;
 }
 
-int gpd_mout_open_shard(gpd_mout_t *o, gpd_mwrite_info_t *info, char *err, size_t errn) {
+int gpd_mout_open_shard(gpd_mout_t *o, gpd_mout_info_t *info, char *err, size_t errn) {
   int e;
   memset(o, 0, sizeof(*o));
   o->of.fd = -1;
@@ -288,21 +288,21 @@ static const char *split_out(const char *out, char *dir, size_t n) {
   return b + 1;
 }
 
-int gpd_shard_name(const char *out, uint32_t ord, char *name, size_t n) {
+int gpd_mout_shard_name(const char *out, uint32_t ord, char *name, size_t n) {
   char dir[8];
   const char *b = split_out(out, dir, sizeof(dir));
   int w = snprintf(name, n, "%s.shard-%03u", b, ord);
   return w > 0 && (size_t)w < n && gpd_store_shard_name_ok(name) ? 0 : -EINVAL;
 }
 
-int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char *nonce, gpd_shard_rec_t *rec) {
+int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char *nonce, gpd_mout_shard_rec_t *rec) {
   char dir[4200], path[4500];
   const uint8_t *img;
   size_t n;
   int e;
   memset(rec, 0, sizeof(*rec));
   split_out(out, dir, sizeof(dir));
-  if (gpd_shard_name(out, ord, rec->name, sizeof(rec->name)) < 0) return ofail(o, -EINVAL, "%s: no shard name", out);
+  if (gpd_mout_shard_name(out, ord, rec->name, sizeof(rec->name)) < 0) return ofail(o, -EINVAL, "%s: no shard name", out);
   if ((e = gpd_store_merged_shard_tag(&o->w, nonce, ord)) < 0 || (e = gpd_mout_image(o, &img, &n)) < 0) return e;
   snprintf(path, sizeof(path), "%s/%s", dir, rec->name);
   if ((e = gpd_outfile_open(&o->of, path, o->err, o->errn)) < 0) return e;
@@ -319,7 +319,7 @@ int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char
   return 0;
 }
 
-int gpd_mout_shards(gpd_mout_t *o, const gpd_shard_rec_t *rec, size_t n, const char *nonce) {
+int gpd_mout_shards(gpd_mout_t *o, const gpd_mout_shard_rec_t *rec, size_t n, const char *nonce) {
   int e = gpd_store_merged_shard_table(&o->w);
   for (size_t i = 0; i < n && !e; i++) {
     gpd_store_shard_row_t r = {(int64_t)i + 1,     rec[i].name,     nonce,           rec[i].bytes,
@@ -335,7 +335,7 @@ int gpd_mout_shards(gpd_mout_t *o, const gpd_shard_rec_t *rec, size_t n, const c
   return e;
 }
 
-void gpd_shards_remove(const char *out, const gpd_shard_rec_t *rec, size_t n) {
+void gpd_mout_shards_remove(const char *out, const gpd_mout_shard_rec_t *rec, size_t n) {
   char dir[4200], path[4500];
   split_out(out, dir, sizeof(dir));
   for (size_t i = 0; i < n; i++)
@@ -355,7 +355,7 @@ int gpd_mout_rows(gpd_mout_t *o, const uint8_t *p, size_t n, int64_t poff) {
   while (off < n) {
     int t = p[off++];
     sqlite3_stmt *ins = t < GPD_MT__COUNT ? gpd_store_merged_insert(&o->w, t) : NULL;
-    if (!ins || gpd_row_bind(p, n, &off, ins, gpd_mtable_pcol(t), poff) < 0) return ofail(o, -EINVAL, "malformed row");
+    if (!ins || gpd_mtable_row_bind(p, n, &off, ins, gpd_mtable_pcol(t), poff) < 0) return ofail(o, -EINVAL, "malformed row");
     if ((err = gpd_store_merged_step(&o->w, ins)) < 0) return err;
   }
   return 0;
@@ -365,17 +365,17 @@ int gpd_mout_context(gpd_mout_t *o, const uint8_t *row, size_t rn, const uint8_t
   size_t off = 0;
   int err;
   sqlite3_stmt *ci = gpd_store_merged_insert(&o->w, GPD_MT_CONTEXT), *fi = gpd_store_merged_insert(&o->w, GPD_MT_FRAME);
-  if (gpd_row_bind(row, rn, &off, ci, -1, 0) < 0) return ofail(o, -EINVAL, "malformed context row");
+  if (gpd_mtable_row_bind(row, rn, &off, ci, -1, 0) < 0) return ofail(o, -EINVAL, "malformed context row");
   if ((err = gpd_store_merged_step(&o->w, ci)) < 0) return err;
   for (off = 0; off < fn;) {
-    if (gpd_row_bind(frames, fn, &off, fi, -1, 0) < 0) return ofail(o, -EINVAL, "malformed frame row");
+    if (gpd_mtable_row_bind(frames, fn, &off, fi, -1, 0) < 0) return ofail(o, -EINVAL, "malformed frame row");
     if ((err = gpd_store_merged_step(&o->w, fi)) < 0) return err;
   }
   o->info->contexts++;
   return 0;
 }
 
-int gpd_pmetric_blob(const gpd_mpart_t *p, size_t i, gpd_buf_t *blob, uint8_t used[GPD_M__COUNT]) {
+int gpd_mout_pmetric_blob(const gpd_mpart_t *p, size_t i, gpd_buf_t *blob, uint8_t used[GPD_M__COUNT]) {
   int err;
   blob->n = 0;
   if ((err = gpd_buf_reserve(blob, p->prof[i].pm_n * GPD_PMETRIC_REC)) < 0) return err;
@@ -397,7 +397,7 @@ int gpd_mout_pmetric(gpd_mout_t *o, int64_t profile_id, const uint8_t *blob, siz
   return gpd_store_merged_pmetric(&o->w, profile_id, blob, n);
 }
 
-void gpd_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n) {
+void gpd_mout_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n) {
   for (size_t j = 0; j < n; j++, dst += GPD_CVAL_REC) {
     memcpy(dst, &v[j].prof, 4);
     memcpy(dst + 4, &v[j].v, 8);
@@ -414,7 +414,7 @@ int gpd_mout_stat(gpd_mout_t *o, int64_t uid, int64_t ctx, uint32_t metric, cons
 }
 
 int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, size_t nparts) {
-  gpd_mwrite_info_t *info = o->info;
+  gpd_mout_info_t *info = o->info;
   uint64_t nm = 0;
   int e;
   for (unsigned m = 0; m < GPD_M__COUNT; m++) nm += o->used[m];
@@ -429,7 +429,7 @@ int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, siz
    * nothing reads them any more */
   char dir[4200], name[256], path[4500];
   split_out(o->out, dir, sizeof(dir));
-  for (uint32_t k = o->nshards + 1; k < 1000 && gpd_shard_name(o->out, k, name, sizeof(name)) == 0; k++) {
+  for (uint32_t k = o->nshards + 1; k < 1000 && gpd_mout_shard_name(o->out, k, name, sizeof(name)) == 0; k++) {
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (unlink(path) < 0) break;
   }
@@ -463,7 +463,7 @@ static int write_all(fold_t *f, gpd_mout_t *o) {
   for (size_t k = 0; k < f->nparts; k++) {
     const gpd_mpart_t *p = &f->parts[k];
     for (size_t i = 0; i < p->nprof; i++)
-      if ((err = gpd_pmetric_blob(p, i, &blob, o->used)) < 0 ||
+      if ((err = gpd_mout_pmetric_blob(p, i, &blob, o->used)) < 0 ||
           (err = gpd_mout_pmetric(o, (int64_t)(f->base[k] + i + 1), blob.p, blob.n)) < 0)
         goto out;
   }
@@ -497,7 +497,7 @@ static int write_all(fold_t *f, gpd_mout_t *o) {
     }
     gpd_mstat_compute(&s, v, nv, u->prof, u->n);
     if ((err = gpd_buf_reserve(&blob, nv * GPD_CVAL_REC)) < 0) goto out;
-    gpd_cval_encode(blob.p, v, nv);
+    gpd_mout_cval_encode(blob.p, v, nv);
     if ((err = gpd_mout_stat(o, g->uid, g->ctx, g->metric, &s, blob.p, nv * GPD_CVAL_REC)) < 0) goto out;
   }
 out:
@@ -507,10 +507,10 @@ out:
   return err;
 }
 
-int gpd_mresult_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs, gpd_mwrite_info_t *info,
+int gpd_mout_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t ninputs, gpd_mout_info_t *info,
                       char *err, size_t errn) {
   fold_t f = {.parts = parts, .nparts = nparts, .err = err, .errn = errn};
-  gpd_mwrite_info_t dummy;
+  gpd_mout_info_t dummy;
   gpd_mout_t o;
   int e;
   if (!info) info = &dummy;

@@ -1,4 +1,4 @@
-/* part.c - a part: what one worker (thread or MPI rank) read from its
+/* mpart.c - a part: what one worker (thread or MPI rank) read from its
  * slice of the inputs, its context-major grouping, and its byte form for
  * the reduction to rank 0 (analyzer.h).
  */
@@ -14,7 +14,7 @@ void gpd_mpart_init(gpd_mpart_t *p) { memset(p, 0, sizeof(*p)); }
 void gpd_mpart_free(gpd_mpart_t *p) {
   if (p->wire) { /* adopted: the arrays lie in it */
     free(p->wire);
-    gpd_mindex_free(&p->ctx_ix);
+    gpd_mpart_index_free(&p->ctx_ix);
     memset(p, 0, sizeof(*p));
     return;
   }
@@ -27,12 +27,12 @@ void gpd_mpart_free(gpd_mpart_t *p) {
   free(p->ctx);
   free(p->key);
   free(p->cv);
-  gpd_mindex_free(&p->ctx_ix);
+  gpd_mpart_index_free(&p->ctx_ix);
   memset(p, 0, sizeof(*p));
 }
 
 /* splitmix64 finalizer over the combined keys */
-uint64_t gpd_mhash(int64_t a, int64_t b, int64_t c) {
+uint64_t gpd_mpart_hash(int64_t a, int64_t b, int64_t c) {
   uint64_t x = (uint64_t)a * 0x9e3779b97f4a7c15ull ^ (uint64_t)b ^ ((uint64_t)c << 47 | (uint64_t)c >> 17);
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -41,25 +41,25 @@ uint64_t gpd_mhash(int64_t a, int64_t b, int64_t c) {
   return x ^ (x >> 31);
 }
 
-void gpd_mindex_free(gpd_mindex_t *ix) {
+void gpd_mpart_index_free(gpd_mpart_index_t *ix) {
   free(ix->slot);
   ix->slot = NULL;
   ix->cap = 0;
 }
 
-void gpd_mindex_insert(gpd_mindex_t *ix, uint64_t h, size_t idx) {
+void gpd_mpart_index_insert(gpd_mpart_index_t *ix, uint64_t h, size_t idx) {
   size_t mask = ix->cap - 1, i = h & mask;
   while (ix->slot[i]) i = (i + 1) & mask;
   ix->slot[i] = (uint32_t)(idx + 1);
 }
 
-int gpd_mindex_reserve(gpd_mindex_t *ix, size_t nelem, uint64_t (*hash_of)(const void *c, size_t i), const void *c) {
+int gpd_mpart_index_reserve(gpd_mpart_index_t *ix, size_t nelem, uint64_t (*hash_of)(const void *c, size_t i), const void *c) {
   if ((nelem + 1) * 2 <= ix->cap) return 0;
   if (nelem >= UINT32_MAX - 1) return -ENOMEM;
-  gpd_mindex_t n = {NULL, ix->cap ? ix->cap * 2 : 1024};
+  gpd_mpart_index_t n = {NULL, ix->cap ? ix->cap * 2 : 1024};
   while ((nelem + 1) * 2 > n.cap) n.cap *= 2;
   if (!(n.slot = calloc(n.cap, sizeof(*n.slot)))) return -ENOMEM;
-  for (size_t i = 0; i < nelem; i++) gpd_mindex_insert(&n, hash_of(c, i), i);
+  for (size_t i = 0; i < nelem; i++) gpd_mpart_index_insert(&n, hash_of(c, i), i);
   free(ix->slot);
   *ix = n;
   return 0;
@@ -68,7 +68,7 @@ int gpd_mindex_reserve(gpd_mindex_t *ix, size_t nelem, uint64_t (*hash_of)(const
 long gpd_mpart_ctx_find(const gpd_mpart_t *p, int64_t uid, int64_t id) {
   if (!p->ctx_ix.cap) return -1;
   size_t mask = p->ctx_ix.cap - 1;
-  for (size_t i = gpd_mhash(uid, id, 0) & mask; p->ctx_ix.slot[i]; i = (i + 1) & mask) {
+  for (size_t i = gpd_mpart_hash(uid, id, 0) & mask; p->ctx_ix.slot[i]; i = (i + 1) & mask) {
     const gpd_mctx_t *c = &p->ctx[p->ctx_ix.slot[i] - 1];
     if (c->uid == uid && c->id == id) return (long)(p->ctx_ix.slot[i] - 1);
   }
@@ -77,14 +77,14 @@ long gpd_mpart_ctx_find(const gpd_mpart_t *p, int64_t uid, int64_t id) {
 
 static uint64_t ctx_hash(const void *c, size_t i) {
   const gpd_mctx_t *x = &((const gpd_mpart_t *)c)->ctx[i];
-  return gpd_mhash(x->uid, x->id, 0);
+  return gpd_mpart_hash(x->uid, x->id, 0);
 }
 
 int gpd_mpart_reindex(gpd_mpart_t *p) {
-  gpd_mindex_free(&p->ctx_ix);
-  int err = gpd_mindex_reserve(&p->ctx_ix, p->nctx, ctx_hash, p);
+  gpd_mpart_index_free(&p->ctx_ix);
+  int err = gpd_mpart_index_reserve(&p->ctx_ix, p->nctx, ctx_hash, p);
   if (err < 0) return err;
-  for (size_t i = 0; i < p->nctx; i++) gpd_mindex_insert(&p->ctx_ix, ctx_hash(p, i), i);
+  for (size_t i = 0; i < p->nctx; i++) gpd_mpart_index_insert(&p->ctx_ix, ctx_hash(p, i), i);
   return 0;
 }
 
@@ -94,23 +94,23 @@ int gpd_mpart_ctx_add(gpd_mpart_t *p, int64_t uid, int64_t id, uint64_t off, uin
     size_t nc = p->capctx ? p->capctx * 2 : 1024;
     gpd_mctx_t *n = realloc(p->ctx, nc * sizeof(*n));
     if (!n) return -ENOMEM;
-    gpd_mprefault(n, p->capctx * sizeof(*n), nc * sizeof(*n));
+    gpd_buf_prefault(n, p->capctx * sizeof(*n), nc * sizeof(*n));
     p->ctx = n;
     p->capctx = nc;
   }
-  if ((err = gpd_mindex_reserve(&p->ctx_ix, p->nctx, ctx_hash, p)) < 0) return err;
+  if ((err = gpd_mpart_index_reserve(&p->ctx_ix, p->nctx, ctx_hash, p)) < 0) return err;
   p->ctx[p->nctx] = (gpd_mctx_t){uid, id, off, len, 0, 0, src, 0};
-  gpd_mindex_insert(&p->ctx_ix, gpd_mhash(uid, id, 0), p->nctx++);
+  gpd_mpart_index_insert(&p->ctx_ix, gpd_mpart_hash(uid, id, 0), p->nctx++);
   return 0;
 }
 
 static uint64_t key_hash(const void *c, size_t i) {
   const gpd_mkey_t *k = &((const gpd_mpart_t *)c)->key[i];
-  return gpd_mhash(k->uid, k->ctx, k->metric);
+  return gpd_mpart_hash(k->uid, k->ctx, k->metric);
 }
 
 int gpd_mpart_group(gpd_mpart_t *p) {
-  gpd_mindex_t ix = {NULL, 0};
+  gpd_mpart_index_t ix = {NULL, 0};
   uint32_t *kof = NULL;
   size_t capkey = 0;
   int err = 0;
@@ -120,7 +120,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
   p->cv = NULL;
   p->nkey = p->ncv = 0;
   if (p->npm && !(kof = malloc(p->npm * sizeof(*kof)))) return -ENOMEM;
-  gpd_mprefault(kof, 0, p->npm * sizeof(*kof));
+  gpd_buf_prefault(kof, 0, p->npm * sizeof(*kof));
   /* pass 1: key of every value, count per key.  A profile's values are
    * sorted by (context, metric) and neighbouring processes hold mostly the
    * same contexts: the previous profile of the same uid is walked
@@ -140,7 +140,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
         kof[j] = (uint32_t)k;
         continue;
       }
-      uint64_t h = gpd_mhash(pr->uid, r->ctx, r->metric);
+      uint64_t h = gpd_mpart_hash(pr->uid, r->ctx, r->metric);
       size_t mask = ix.cap ? ix.cap - 1 : 0, k = SIZE_MAX;
       if (ix.cap)
         for (size_t i = h & mask; ix.slot[i]; i = (i + 1) & mask) {
@@ -161,10 +161,10 @@ int gpd_mpart_group(gpd_mpart_t *p) {
           p->key = nk;
           capkey = nc;
         }
-        if ((err = gpd_mindex_reserve(&ix, p->nkey, key_hash, p)) < 0) goto done;
+        if ((err = gpd_mpart_index_reserve(&ix, p->nkey, key_hash, p)) < 0) goto done;
         k = p->nkey++;
         p->key[k] = (gpd_mkey_t){pr->uid, r->ctx, r->metric, 0, 0, 0};
-        gpd_mindex_insert(&ix, h, k);
+        gpd_mpart_index_insert(&ix, h, k);
       }
       p->key[k].n++;
       kof[j] = (uint32_t)k;
@@ -181,7 +181,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
     err = -ENOMEM;
     goto done;
   }
-  gpd_mprefault(p->cv, 0, p->npm * sizeof(*p->cv));
+  gpd_buf_prefault(p->cv, 0, p->npm * sizeof(*p->cv));
   for (size_t pi = 0; pi < p->nprof; pi++) {
     const gpd_mprof_t *pr = &p->prof[pi];
     for (uint64_t j = pr->pm_off; j < pr->pm_off + pr->pm_n; j++) {
@@ -192,7 +192,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
   p->ncv = p->npm;
 done:
   free(kof);
-  gpd_mindex_free(&ix);
+  gpd_mpart_index_free(&ix);
   return err;
 }
 

@@ -1,0 +1,526 @@
+/* cupti-control.c - the CUDA back end's tracing controller: which mode
+ * runs (GPUPROF_CUDA_TRACE, the daemon's policy; cupti-mode.c), the
+ * controller thread that attaches and detaches tracing for the duty and
+ * on-demand windows, the detach by cuptiFinalize, and the daemon's
+ * Controls and CollectReports for the back end.
+ *
+ * It never calls libcupti or cupti-api.c by name: the CUPTI layer hands
+ * it a switch table (gpd_cupti_switch_t) at start, so the two files do
+ * not call each other (cupti-api.c calls in here: start, the detached
+ * API callback, exit, fork, the ops table's control and collect hooks).
+ *
+ * Locks: g_mode_mu guards the mode and the window state; the controller
+ * thread holds it while it switches, never while it flushes.  The
+ * finalize state (g_fin) is atomic: an application thread runs the armed
+ * finalize in an API's EXIT callback without taking g_mode_mu.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cupti-internal.h"
+#include "gpuprof/clock.h"
+#include "gpuprof/duty.h"
+#include "gpuprof/log.h"
+#include "shim.h"
+#include "backends.h"
+#include "internal.h"
+
+/* What the controller switches in the CUPTI layer (gpd_cupti_control_setup). */
+static const gpd_cupti_switch_t *g_sw;
+
+/* Tracing mode (GPUPROF_CUDA_TRACE, cupti-mode.c) and the attach state.
+ * API callbacks and activity kinds are switched on and off together under
+ * g_mode_mu by the controller thread (duty windows, on-demand windows). */
+static gpd_cupti_mode_t g_mode;
+static pthread_mutex_t g_mode_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Where g_mode came from (GPD_CUPTI_SRC_*: the environment, the daemon's
+ * policy, the default) and its text; CUPTI kept loaded between windows
+ * for good (PC sampling or SASS counts asked for).  g_mode_mu. */
+static int g_src;
+static char g_mode_text[48];
+static int g_keep_loaded;
+static pthread_cond_t g_mode_cv = PTHREAD_COND_INITIALIZER;
+static int g_on;                      /* tracing attached now (g_mode_mu) */
+static uint64_t g_t0, g_on_since;     /* controller start, this window's start (ns) */
+static uint64_t g_window_ns, g_windows; /* closed windows: total length, count */
+static uint64_t g_edge_on_ns, g_edge_off_ns, g_edge_flush_ns; /* switching cost, summed */
+static uint64_t g_edge_max_ns;        /* the longest attach, detach or flush */
+static uint64_t g_attach_from, g_attach_until; /* on-demand window [from, until) (ns) */
+static int g_stopping;                /* exit: no more windows */
+static int g_ctl_started;
+/* Launches counted by cupti-count.c (kernel launches through libcudart):
+ * at the controller's start, at this window's opening, and inside the
+ * closed windows (summed): the launch-based window fraction
+ * f = g_cnt_in / (count now - g_cnt_t0) (common/duty.c). */
+static uint64_t g_cnt_t0, g_cnt_open, g_cnt_in;
+static double g_real_on, g_real_off; /* the last window, unix s (the exit summary) */
+/* Detach by cuptiFinalize ("finalize" in GPUPROF_CUDA_TRACE): after a
+ * window's records are flushed the controller arms the kernel-launch
+ * callbacks, and the next such API's EXIT callback calls cuptiFinalize
+ * on the application's thread (where CUPTI's own attach/detach sample
+ * calls it: in the exit callsite of a driver or runtime API); the next
+ * attach subscribes again (g_sw->subscribe).  FIN_* states, g_fin. */
+enum { FIN_NONE = 0, FIN_ARMED, FIN_RUNNING, FIN_DONE, FIN_BROKEN };
+static atomic_int g_fin;
+static atomic_ulong g_fin_ns, g_fin_n;   /* time in cuptiFinalize, count */
+static uint64_t g_resub_ns, g_resub_n;   /* time to subscribe again (g_mode_mu) */
+
+/* Attach or detach through the CUPTI layer; g_mode_mu held (or the
+ * starting thread). */
+static void trace_set(int on) {
+  g_sw->trace(on);
+  g_on = on;
+}
+
+static int running(void) { return g_sw && g_sw->running(); }
+
+/* Switch tracing to what the schedule wants at `now`; returns the next
+ * time (ns) it must look again (UINT64_MAX: only when signalled); *flush
+ * = 1 after a detach (the caller flushes the window's records before
+ * anything else, outside the lock).  Controller thread, g_mode_mu held. */
+static void edge_add(uint64_t *sum, uint64_t dt) {
+  *sum += dt;
+  g_edge_max_ns = dt > g_edge_max_ns ? dt : g_edge_max_ns;
+}
+
+static double real_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t count_kernels(void) {
+  uint64_t c[GPD_CUPTI_NCOUNT];
+  gpd_cupti_count_read(c);
+  return c[GPD_CUPTI_COUNT_KERNEL];
+}
+
+static int fin_reattach(void);
+
+static uint64_t ctl_step(uint64_t now, int *flush) {
+  uint64_t next;
+  int want = gpd_cupti_ctl_want(&g_mode, g_t0, g_attach_from, g_attach_until, now, &next) && !g_stopping &&
+             running();
+  /* A window counts from the end of the calls that open it to the start
+   * of those that close it: a launch is recorded whole (INVOKE and
+   * activity) only while every kind and callback is on. */
+  if (want && !g_on) {
+    uint64_t t = gpd_clock_ns();
+    int err = fin_reattach();
+    if (err == -EAGAIN)
+      return now + 1000000; /* a finalize is still running: look again in 1 ms */
+    if (err < 0)
+      return UINT64_MAX; /* CUPTI could not be subscribed again: stays detached */
+    trace_set(1);
+    g_on_since = gpd_clock_ns();
+    g_cnt_open = count_kernels();
+    g_real_on = real_s();
+    edge_add(&g_edge_on_ns, g_on_since - t);
+  } else if (!want && g_on) {
+    uint64_t cnt_off = count_kernels();
+    g_cnt_in += cnt_off - g_cnt_open;
+    uint64_t off = gpd_clock_ns();
+    g_real_off = real_s();
+    trace_set(0);
+    edge_add(&g_edge_off_ns, gpd_clock_ns() - off);
+    g_window_ns += off > g_on_since ? off - g_on_since : 0;
+    g_windows++;
+    /* the window for the report's duty-cycle estimate (daemon/tracewin.c) */
+    (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since,
+                                 off > g_on_since ? off : g_on_since, g_windows, g_window_ns, cnt_off - g_cnt_t0,
+                                 g_cnt_in);
+    *flush = 1; /* the window's records, before the next window (cupti-api.c, trace_corr) */
+  }
+  return next;
+}
+
+/* --- detach by cuptiFinalize (g_fin) -------------------------------- */
+/* Controller, g_mode_mu held, tracing detached and the window flushed:
+ * switch on the kernel-launch callbacks so that the next launch's EXIT
+ * finalizes (gpd_cupti_control_api_exit). */
+static void fin_arm(void) {
+  int e = FIN_NONE;
+  if (atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED))
+    g_sw->launch_callbacks(1);
+}
+
+void gpd_cupti_control_api_exit(void) {
+  int e = FIN_ARMED;
+  if (!atomic_compare_exchange_strong(&g_fin, &e, FIN_RUNNING))
+    return;
+  uint64_t t = gpd_clock_ns();
+  const char *err = g_sw->finalize();
+  atomic_fetch_add(&g_fin_ns, gpd_clock_ns() - t);
+  atomic_fetch_add(&g_fin_n, 1);
+  if (err) {
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+      GPD_WARN("cuptiFinalize: %s; CUPTI stays loaded between windows", err);
+  }
+  atomic_store(&g_fin, err ? FIN_NONE : FIN_DONE);
+}
+
+int gpd_cupti_control_loaded(void) { return atomic_load(&g_fin) < FIN_RUNNING; }
+
+/* Wait (bounded, ms) while a finalize runs; returns the state after. */
+static int fin_wait(unsigned ms) {
+  int s;
+  for (unsigned i = 0; i < ms * 10 && (s = atomic_load(&g_fin)) == FIN_RUNNING; i++)
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  return atomic_load(&g_fin);
+}
+
+/* Controller, g_mode_mu held, before an attach: an armed finalize is
+ * called off (its callbacks are among those the attach enables), a
+ * finished one is followed by a new subscription.  0, -EAGAIN (a
+ * finalize still runs after 100 ms: try later), -EIO (CUPTI could not
+ * be subscribed again: tracing stays detached for good, logged). */
+static int fin_reattach(void) {
+  int s = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&g_fin, &s, FIN_NONE) || s == FIN_NONE)
+    return 0;
+  if (s == FIN_BROKEN)
+    return -EIO;
+  if ((s = fin_wait(100)) == FIN_RUNNING)
+    return -EAGAIN;
+  if (s != FIN_DONE)
+    return 0;
+  uint64_t t = gpd_clock_ns();
+  const char *step = NULL;
+  const char *err = g_sw->subscribe(&step);
+  if (err) {
+    atomic_store(&g_fin, FIN_BROKEN);
+    GPD_WARN("CUDA tracing: %s after cuptiFinalize: %s; no more windows", step, err);
+    return -EIO;
+  }
+  g_resub_ns += gpd_clock_ns() - t;
+  g_resub_n++;
+  atomic_store(&g_fin, FIN_NONE);
+  return 0;
+}
+
+static void *ctl_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mode_mu);
+  while (!g_stopping) {
+    uint64_t now = gpd_clock_ns();
+    int flush = 0;
+    uint64_t next = ctl_step(now, &flush);
+    if (flush) {
+      /* Outside the lock (a control request must not wait for it); only
+       * this thread attaches, so no window opens before it is done. */
+      pthread_mutex_unlock(&g_mode_mu);
+      /* Forced: the buffer being filled comes back too.  Unforced, a
+       * large share of the observed GPU time came a window late, under
+       * the next epoch: activities without their INVOKE (<unknown
+       * context>; docs/PERFORMANCE-CUDA.md, "Measurements behind the
+       * CUDA back end's code"). */
+      uint64_t t = gpd_clock_ns();
+      g_sw->flush(1);
+      t = gpd_clock_ns() - t;
+      pthread_mutex_lock(&g_mode_mu);
+      edge_add(&g_edge_flush_ns, t);
+      if (g_mode.finalize && !g_on && !g_stopping)
+        fin_arm();
+      continue;
+    }
+    if (next == UINT64_MAX) {
+      pthread_cond_wait(&g_mode_cv, &g_mode_mu);
+      continue;
+    }
+    uint64_t d = next > now ? next - now : 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + d;
+    ts.tv_sec = (time_t)(at / 1000000000ull);
+    ts.tv_nsec = (long)(at % 1000000000ull);
+    pthread_cond_timedwait(&g_mode_cv, &g_mode_mu, &ts);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return NULL;
+}
+
+/* Start the controller thread once (all signals blocked, detached); with
+ * g_mode_mu held.  0 or -errno. */
+static int ctl_start(void) {
+  if (g_ctl_started)
+    return 0;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_destroy(&g_mode_cv);
+  pthread_cond_init(&g_mode_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  int err = g_sw->thread_start(ctl_main, "gpuprof-cuptictl");
+  if (err)
+    return err;
+  g_ctl_started = 1;
+  return 0;
+}
+
+/* On-demand tracing (the daemon's TRACE control): attach now for
+ * duration_ms (0 = until stopped), or detach (enable = 0); the controller
+ * thread does it at once.  Any thread but an application's API callback;
+ * holds g_mode_mu only briefly.  0 (also under full tracing: nothing to
+ * switch), -ENOTSUP (the back end is not running), -errno. */
+static int trace_control(int enable, uint32_t duration_ms) {
+  if (!running())
+    return -ENOTSUP;
+  if (g_mode.mode == GPD_CUPTI_FULL)
+    return 0; /* already tracing everything */
+  pthread_mutex_lock(&g_mode_mu);
+  uint64_t now = gpd_clock_ns();
+  int err = ctl_start();
+  if (!err) {
+    g_attach_from = enable ? now : 0;
+    g_attach_until = !enable ? 0 : duration_ms ? now + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
+    pthread_cond_signal(&g_mode_cv);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return err;
+}
+
+/* The duty-cycle summary: windows, window fraction, elapsed (exit). */
+static void duty_summary(char *out, size_t n) {
+  uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0);
+  uint64_t el = now - g_t0;
+  double f = gpd_duty_fraction(win, el);
+  double nw = g_windows ? (double)g_windows : 1.0;
+  uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? count_kernels() - g_cnt_open : 0);
+  unsigned long fin_n = atomic_load(&g_fin_n);
+  int len = snprintf(out, n,
+           "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
+           "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches; "
+           "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms); "
+           "launches counted (cudart): %llu in windows of %llu (launch fraction f_launch = %.5f)",
+           g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
+           (double)win / 1e9, (double)el / 1e9, f, (double)g_edge_on_ns / nw / 1e6, (double)g_edge_off_ns / nw / 1e6,
+           (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6, (unsigned long long)in,
+           (unsigned long long)all, gpd_duty_fraction(in, all));
+  if (g_windows && len > 0 && (size_t)len < n)
+    len += snprintf(out + len, n - (size_t)len, "; last window unix %.3f-%.3f", g_real_on, g_real_off);
+  if ((g_mode.finalize || fin_n) && len > 0 && (size_t)len < n)
+    snprintf(out + len, n - (size_t)len, "; finalize: %lu, %.2f ms each, subscribe again %.2f ms each", fin_n,
+             fin_n ? (double)atomic_load(&g_fin_ns) / (double)fin_n / 1e6 : 0.0,
+             g_resub_n ? (double)g_resub_ns / (double)g_resub_n / 1e6 : 0.0);
+}
+
+/* --- start / stop -------------------------------------------------- */
+unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw) {
+  g_sw = sw;
+  /* GPUPROF_CUDA_TRACE wins over the daemon's policy, which wins over
+   * full tracing (no daemon policy) */
+  const char *tr = getenv("GPUPROF_CUDA_TRACE");
+  gpd_shim_policy_t pol;
+  gpd_cupti_mode_t chk;
+  if (tr && *tr && gpd_cupti_mode_parse(tr, &chk) != 0)
+    GPD_WARN("GPUPROF_CUDA_TRACE=%s not understood (full, detached, duty:W_MS/P_S, and kernel,copy,memset,"
+             "alloc,sync): full tracing", tr);
+  g_src = gpd_cupti_mode_resolve(tr, gpd_shim_policy(&pol) ? &pol : NULL, &g_mode, g_mode_text, sizeof g_mode_text);
+  const char *pcs = getenv("GPUPROF_PC_SAMPLING"), *sass = getenv("GPUPROF_SASS_COUNTS");
+  g_keep_loaded = (pcs && *pcs && *pcs != '0') || (sass && *sass && *sass != '0');
+  if (g_mode.finalize && g_keep_loaded) {
+    GPD_WARN("CUDA tracing: finalize ignored with PC sampling or SASS counts (they keep CUPTI loaded)");
+    g_mode.finalize = 0;
+  }
+  if (g_mode.mode == GPD_CUPTI_FULL)
+    g_mode.finalize = 0;
+  return g_mode.ops;
+}
+
+void gpd_cupti_control_start(void) {
+  pthread_mutex_lock(&g_mode_mu);
+  g_t0 = gpd_clock_ns();
+  g_cnt_t0 = count_kernels();
+  if (g_mode.mode == GPD_CUPTI_FULL) {
+    trace_set(1);
+  } else {
+    /* Test hook for the GPU validation of on-demand attach without a
+     * daemon: GPUPROF_CUDA_ATTACH=AFTER_MS:DURATION_MS. */
+    const char *at = getenv("GPUPROF_CUDA_ATTACH");
+    unsigned long a = 0, d = 0;
+    if (at && sscanf(at, "%lu:%lu", &a, &d) == 2 && d) {
+      g_attach_from = g_t0 + a * 1000000ull;
+      g_attach_until = g_attach_from + d * 1000000ull;
+    }
+    if ((g_mode.mode == GPD_CUPTI_DUTY || g_attach_until) && ctl_start() < 0)
+      GPD_WARN("CUDA back end: no tracing controller thread; tracing stays detached");
+    else if (g_mode.mode == GPD_CUPTI_DUTY)
+      GPD_INFO("CUDA tracing duty-cycled: %u ms every %u ms", g_mode.window_ms, g_mode.period_ms);
+    /* Detached from the start, so finalized from the first launch on as
+     * between two windows: CUPTI left subscribed with only its resource
+     * and timestamp callbacks costs more per step than finalized
+     * (tests/cuda/torch-turns.py, docs/PERFORMANCE-CUDA.md).  A
+     * window (duty, on-demand) calls it off or subscribes again
+     * (fin_reattach). */
+    if (g_mode.finalize)
+      fin_arm();
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+}
+
+void gpd_cupti_control_fini(void) {
+  if (g_mode.mode == GPD_CUPTI_FULL || !running())
+    return;
+  char why[512];
+  pthread_mutex_lock(&g_mode_mu);
+  int first = !g_stopping;
+  g_stopping = 1;
+  duty_summary(why, sizeof why);
+  if (first) {
+    /* the open window (its records are flushed below) and the run's end:
+     * the daemon's summary takes the record with the most windows */
+    uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on && now > g_on_since ? now - g_on_since : 0);
+    uint64_t cnt = count_kernels(), all = cnt - g_cnt_t0, in = g_cnt_in + (g_on ? cnt - g_cnt_open : 0);
+    int duty = g_mode.mode == GPD_CUPTI_DUTY;
+    if (g_on)
+      (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 0, g_t0, g_on_since, now > g_on_since ? now : g_on_since,
+                                   g_windows + 1, win, all, in);
+    (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 1, g_t0, now, now, g_windows + (g_on ? 1 : 0), win, all, in);
+  }
+  pthread_cond_signal(&g_mode_cv);
+  pthread_mutex_unlock(&g_mode_mu);
+  if (first) {
+    gpd_shim_backend_status(GPD_API_CUDA, 1, 0, why); /* the report shows f */
+    if (getenv("GPUPROF_CUPTI_SELFTEST") || gpd_shim__stats_on)
+      fprintf(stderr, "gpuprof-cupti: %s\n", why);
+  }
+}
+
+int gpd_cupti_control_quiesce(void) {
+  int fin = FIN_ARMED; /* an armed finalize is called off; a running one ends first */
+  if (!atomic_compare_exchange_strong(&g_fin, &fin, FIN_NONE))
+    fin = fin_wait(1000);
+  return fin == FIN_ARMED || fin == FIN_NONE;
+}
+
+void gpd_cupti_control_fork_prepare(void) { pthread_mutex_lock(&g_mode_mu); }
+void gpd_cupti_control_fork_parent(void) { pthread_mutex_unlock(&g_mode_mu); }
+void gpd_cupti_control_fork_child(void) {
+  pthread_mutex_unlock(&g_mode_mu);
+  g_mode_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+  g_ctl_started = 0; /* the controller thread is gone too */
+}
+
+/* --- the daemon's Controls and CollectReports ----------------------- */
+/* A new policy from the daemon (CONTROL_POLICY, connection thread): the
+ * mode, window and period change live unless GPUPROF_CUDA_TRACE chose
+ * them.  Full -> duty/detached: the controller detaches at its next step
+ * and the duty schedule (and its window fraction) starts now; -> full:
+ * the controller attaches for good.  The operation classes stay those of
+ * the start (the callback tables are built once). */
+static int policy_apply(const gpd_shim_policy_t *pol, uint32_t *targets, char *msg, size_t n) {
+  if (!pol)
+    return -EINVAL;
+  pthread_mutex_lock(&g_mode_mu);
+  if (g_src == GPD_CUPTI_SRC_ENV) {
+    snprintf(msg, n, "GPUPROF_CUDA_TRACE=%s set: the environment wins", g_mode_text);
+    pthread_mutex_unlock(&g_mode_mu);
+    return 0;
+  }
+  gpd_cupti_mode_t nm;
+  char text[sizeof g_mode_text];
+  g_src = gpd_cupti_mode_resolve(NULL, pol, &nm, text, sizeof text);
+  int was_full = g_mode.mode == GPD_CUPTI_FULL;
+  int err = 0;
+  if (nm.mode != GPD_CUPTI_FULL && was_full) {
+    uint64_t now = gpd_clock_ns();
+    g_t0 = now;
+    g_cnt_t0 = count_kernels();
+    g_window_ns = g_windows = g_cnt_in = 0;
+    g_edge_on_ns = g_edge_off_ns = g_edge_flush_ns = 0;
+    if (g_on) {
+      g_on_since = now;
+      g_cnt_open = g_cnt_t0;
+    }
+  }
+  g_mode.mode = nm.mode;
+  g_mode.window_ms = nm.window_ms;
+  g_mode.period_ms = nm.period_ms;
+  g_mode.finalize = nm.finalize && !g_keep_loaded;
+  memcpy(g_mode_text, text, sizeof g_mode_text);
+  if (nm.mode != GPD_CUPTI_DETACHED || g_on || was_full)
+    err = ctl_start();
+  pthread_cond_signal(&g_mode_cv);
+  pthread_mutex_unlock(&g_mode_mu);
+  if (err) {
+    snprintf(msg, n, "no tracing controller thread: %s", strerror(-err));
+    return err;
+  }
+  if (targets)
+    *targets = 1;
+  snprintf(msg, n, "CUDA tracing %s", text);
+  return 0;
+}
+
+/* What the back end runs and costs (CollectReport; connection thread).
+ * The counts cover the closed windows and the time up to the open one
+ * (a window's cost is known when it closes). */
+int gpd_cupti_control_collect(gpd_shim_collect_t *o) {
+  if (!running())
+    return 0;
+  pthread_mutex_lock(&g_mode_mu);
+  static const char *const src[] = {"default", "daemon", "env"};
+  snprintf(o->source, sizeof o->source, "%s", src[g_src % 3]);
+  snprintf(o->mode, sizeof o->mode, "%s", g_mode_text);
+  if (g_src == GPD_CUPTI_SRC_ENV)
+    snprintf(o->note, sizeof o->note, "GPUPROF_CUDA_TRACE=%s set: the environment wins", g_mode_text);
+  else if (g_src == GPD_CUPTI_SRC_DEFAULT)
+    snprintf(o->note, sizeof o->note, "no daemon policy: full tracing");
+  o->can_detach = 1;
+  if (g_mode.mode != GPD_CUPTI_FULL) {
+    uint64_t now = gpd_clock_ns(), cnt = count_kernels();
+    uint64_t upto = g_on ? g_on_since : now, cupto = g_on ? g_cnt_open : cnt;
+    o->elapsed_ns = upto > g_t0 ? upto - g_t0 : 0;
+    o->window_ns = g_window_ns;
+    o->windows = g_windows;
+    o->launches = cupto - g_cnt_t0;
+    o->launches_in = g_cnt_in;
+    o->switch_ns = g_edge_on_ns + g_edge_off_ns + g_edge_flush_ns + atomic_load(&g_fin_ns);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  return 1;
+}
+
+/* Control from the daemon (shim/control.c, connection thread): PC
+ * sampling windows (cupti-pcsampling.c) and TRACE, which attaches CUDA
+ * tracing for the window (`gpuprof trace --job J --duration 10s`); the
+ * shim core calls again with enable = 0 at the window's end. */
+int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
+  if (!running())
+    return -ENOTSUP;
+  if (c->kind == GPD_CONTROL_PC_SAMPLING && c->enable) {
+    /* PC sampling needs CUPTI loaded: no more finalizes in this process
+     * (an armed one is called off; a finalized CUPTI comes back at the
+     * next window's attach, whose API callbacks start the sampling) */
+    pthread_mutex_lock(&g_mode_mu);
+    if (g_mode.finalize)
+      GPD_INFO("CUDA tracing: PC sampling asked for: CUPTI stays loaded between windows from now on");
+    g_mode.finalize = 0;
+    g_keep_loaded = 1;
+    int armed = FIN_ARMED;
+    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on)
+      g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
+    pthread_mutex_unlock(&g_mode_mu);
+  }
+  if (c->kind == GPD_CONTROL_PC_SAMPLING)
+    return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+  if (c->kind == GPD_CONTROL_POLICY)
+    return policy_apply(c->policy, targets, msg, n);
+  if (c->kind != GPD_CONTROL_TRACE)
+    return -ENOTSUP;
+  int err = trace_control(c->enable, c->duration_ms);
+  if (err == 0 && targets)
+    *targets = 1;
+  if (msg && n)
+    snprintf(msg, n, "%s",
+             err ? "CUDA back end not running"
+             : g_mode.mode == GPD_CUPTI_FULL ? "CUDA tracing is full (always attached)"
+             : c->enable ? "CUDA tracing attached" : "CUDA tracing detached");
+  return err;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""check-backward.py REPORT.json SCRIPT [MIN%] - share of GPU time under a
+Python frame of the user's script (`gpuprof report --json` of
+tests/cuda/gpu-backward.py; docs/PYTHON.md "Work handed to a worker
+thread").
+
+For GKER (kernel time) and for all GPU time (GKER + GXCOPY + GMSET): the
+share whose context has a Python frame of SCRIPT among its ancestors, and
+of that the share below `<backward>` (the autograd threads' kernels
+carried under their caller).  Also the share still under
+torch::autograd::Engine::thread_main without a Python frame (the native
+path only).  Exits 1 when the GKER share is below MIN% (default 95).
+"""
+import json
+import sys
+
+
+def main():
+    doc = json.load(open(sys.argv[1]))
+    script = sys.argv[2]
+    base = script.rsplit("/", 1)[-1]
+    need = float(sys.argv[3]) if len(sys.argv) > 3 else 95.0
+    mets = ("GKER", "GXCOPY", "GMSET")
+    tot = {m: 0.0 for m in mets}
+    mine = {m: 0.0 for m in mets}
+    bwd = {m: 0.0 for m in mets}
+    eng = {m: 0.0 for m in mets}
+    stack = [(doc["tree"], False, False, False)]
+    while stack:
+        n, in_script, in_bwd, in_eng = stack.pop()
+        lab = n.get("label") or ""
+        if n.get("kind") == "python" and (lab.endswith(")") and ("/%s:" % base in lab or "(%s:" % base in lab)):
+            in_script = True
+        if n.get("kind") == "placeholder" and lab == "<backward>":
+            in_bwd = True
+        if "autograd::Engine::thread_main" in lab or any(
+                "autograd::Engine::thread_main" in (f.get("function") or "") for f in n.get("frames", [])):
+            in_eng = True
+        for m in mets:
+            v = (n.get("metrics", {}).get(m) or {}).get("excl") or 0
+            tot[m] += v
+            if in_script:
+                mine[m] += v
+                if in_bwd:
+                    bwd[m] += v
+            elif in_eng:
+                eng[m] += v
+        for c in n.get("children", []):
+            stack.append((c, in_script, in_bwd, in_eng))
+    g = lambda d: d["GKER"]
+    a = lambda d: sum(d.values())
+    pct = lambda x, y: 100.0 * x / y if y else 0.0
+    print("GKER %.6f s: under %s frames %.1f%% (below <backward> %.1f%%); native autograd path only %.1f%%"
+          % (g(tot) / 1e9, base, pct(g(mine), g(tot)), pct(g(bwd), g(tot)), pct(g(eng), g(tot))))
+    print("GPU time (GKER+GXCOPY+GMSET) %.6f s: under %s frames %.1f%% (below <backward> %.1f%%)"
+          % (a(tot) / 1e9, base, pct(a(mine), a(tot)), pct(a(bwd), a(tot))))
+    ok = g(tot) > 0 and pct(g(mine), g(tot)) >= need
+    print("check-backward:", "PASS" if ok else "FAIL (want >= %.0f%% of GKER)" % need)
+    sys.exit(0 if ok else 1)
+
+
+main()
