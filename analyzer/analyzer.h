@@ -41,16 +41,15 @@
 
 #include "gpuprof/metric.h"
 #include "gpuprof/outfile.h"
+#include "merged-write.h"
+#include "store-read.h"
 
-/** Format of a merged file: 3 (format 2 + pmetric and stat tables; its
- *  `metric` table is empty, docs/FORMATS.md). */
-#define GPD_MERGE_FORMAT 3
+/** Format of a merged file (store-read.h). */
+#define GPD_MERGE_FORMAT GPD_STORE_FORMAT_MERGED
 
-/** Bytes of one pmetric record: context id i64, metric id u32, value f64
- *  (little-endian, packed); of one stat.vals record: profile id u32,
- *  value f64. */
-#define GPD_PMETRIC_REC 20
-#define GPD_CVAL_REC 12
+/** Bytes of one pmetric / stat.vals record (store-read.h). */
+#define GPD_PMETRIC_REC GPD_STORE_PMETRIC_REC
+#define GPD_CVAL_REC GPD_STORE_CVAL_REC
 
 /* ---- buf.c: growable byte buffer ---- */
 
@@ -281,13 +280,11 @@ int gpd_mout_write(gpd_mpart_t *parts, size_t nparts, const char *out, uint32_t 
  *  `out` only by gpd_mout_finish.  The threaded merge and rank 0 of the
  *  MPI merge write through it, so both give the same rows.  Single thread. */
 typedef struct gpd_mout_s {
-  sqlite3 *db;
-  sqlite3_stmt *ins[GPD_MT__COUNT], *pm, *stq;
+  gpd_store_merged_t w; /* the connection and its inserts (store/merged-write.h) */
   gpd_outfile_t of; /* the temporary file; renamed over out by gpd_mout_finish */
   const char *out;
   char *err;
   size_t errn;
-  unsigned char *img;             /* a shard's copied image (sqlite3_free), or NULL */
   gpd_mout_info_t *info;        /* counts: contexts, keys, values, sparse bytes as rows go in */
   uint8_t used[GPD_M__COUNT];     /* metrics with a value (set by gpd_mout_pmetric_blob; for dense_bytes) */
   uint32_t nshards;               /* shard files out names (gpd_mout_shards) */
@@ -367,32 +364,7 @@ int gpd_mout_shards(gpd_mout_t *o, const gpd_mout_shard_rec_t *rec, size_t n, co
 void gpd_mout_shards_remove(const char *out, const gpd_mout_shard_rec_t *rec, size_t n);
 
 
-/* ---- profile.c: opening a saved profile, its shards attached ---- */
-
-/** The tables a sharded merged file splits over its shard files. */
-#define GPD_SHARD_NTABLES 4
-extern const char *const gpd_shard_tables[GPD_SHARD_NTABLES]; /* context, frame, stat, pmetric */
-/** 1 if name may name a shard: 1..200 of [A-Za-z0-9._-], no leading '.',
- *  no "..", so no '/' (a plain name in the main file's directory). */
-int gpd_shard_name_ok(const char *name);
-/** Open the saved profile at path read-only (SQLITE_OPEN_NOFOLLOW on the
- *  file a link resolves to) and attach its shards (gpd_profile_attach).
- *  Every reader of saved profiles opens them through this.  *db is NULL
- *  on failure.  0, GPD_ESTORE, -EINVAL, -E2BIG or -errno with err set
- *  (naming the file: the main file or the shard at fault). */
-int gpd_profile_open(const char *path, sqlite3 **db, char *err, size_t errn);
-/** If db's main file (at path) has a `shard` table: attach each shard
- *  it lists (read-only, with db's open flags) from the directory of
- *  path's target, after checking its name (gpd_shard_name_ok), that it is
- *  a regular file (lstat) of the recorded size and that its shard_of row
- *  holds this file's nonce and its place; then create TEMP VIEWs named
- *  context, frame, stat and pmetric over main's and the shards' rows
- *  (UNION ALL, range order = key order).  At most
- *  sqlite3_limit(SQLITE_LIMIT_ATTACHED) shards.  *nshards (may be NULL)
- *  gets their count (0: not sharded).  Single thread per db. */
-int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, size_t errn);
-
-/* ---- mshard.c: the partitioned reduction of the MPI merge ---- */
+/* ---- shard.c: the partitioned reduction of the MPI merge ---- */
 
 /** Owner (0..nown-1) of context id ctx: consecutive ranges of the signed
  *  64-bit id order, so that owners' sorted outputs follow each other in
@@ -479,18 +451,5 @@ void gpd_cluster_summary(const gpd_cluster_opts_t *o, const gpd_mout_info_t *s, 
 int gpd_cluster_run(const gpd_cluster_opts_t *o, gpd_mout_info_t *info);
 /** Bytes of the inputs the last gpd_cluster_run read. */
 extern uint64_t gpd_cluster_in_bytes;
-
-/* ---- mstore.c: reading the metric tables of a merged file ---- */
-
-/** Call fn(c, context_id, metric_id, value) for each record of a pmetric
- *  blob b[0..n).  0, -EINVAL (not whole records) or fn's first error. */
-int gpd_pmetric_decode(const uint8_t *b, size_t n, int (*fn)(void *c, int64_t ctx, uint32_t metric, double v),
-                       void *c);
-/** Call add(ctx, context_id, metric_id, value) for the summed values of
- *  merged file db: from stat.sum for all profiles (pid <= 0), else from
- *  the pmetric blobs of the profiles of process pid.  0, -ENOMEM, -EINVAL
- *  (malformed blob) or GPD_ESTORE. */
-int gpd_mstore_read_sums(sqlite3 *db, int pid, int (*add)(void *c, int64_t ctx, uint32_t metric, double v),
-                         void *c);
 
 #endif

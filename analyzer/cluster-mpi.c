@@ -176,11 +176,7 @@ static uint8_t *recv_sized(int k, int tag_size, int tag, uint64_t *n) {
 /* SQLite's bound on attached files: readers attach every shard.
  * GPD_MERGE_MAX_SHARDS lowers it (tests: more ranks than shards). */
 static int attach_limit(void) {
-  sqlite3 *db = NULL;
-  int n = 0;
-  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
-    n = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
-  sqlite3_close(db);
+  int n = gpd_store_shard_max();
   const char *e = getenv("GPD_MERGE_MAX_SHARDS");
   if (e && atoi(e) >= 1 && atoi(e) < n) n = atoi(e);
   return n;
@@ -436,7 +432,7 @@ int main(int argc, char **argv) {
         MPI_Irecv(&recs[k - 1], sizeof(*recs), MPI_BYTE, k, TAG_SHARD, MPI_COMM_WORLD, xfer_slot(&xe));
       xfer_wait(&xe);
       for (int k = 1; k < (int)nown && ret >= 0; k++)
-        if (recs[k - 1].ok != 1 || !gpd_shard_name_ok(recs[k - 1].name)) {
+        if (recs[k - 1].ok != 1 || !gpd_store_shard_name_ok(recs[k - 1].name)) {
           recs[k - 1].ok = 0;
           snprintf(err, sizeof(err), "rank %d could not write its shard; nothing written", k);
           ret = -EIO;

@@ -1,18 +1,8 @@
 /* mout.c - the reduction of parts and the merged file (format 3,
  * docs/FORMATS.md "Merged profiles"): what rank 0 / the main thread does
- * after the workers read their inputs.
- *
- * Storage (Zhou et al., "Scalable Analysis of GPU-accelerated Applications
- * with HPCToolkit", sec. 6.2: sparse values, kept both profile-major and
- * context-major):
- *   pmetric(profile_id, vals)  profile-major: one blob per profile,
- *                              (context, metric, value) records sorted
- *   stat(uid, context_id, metric_id, n, nz, sum, min, mean, max, stddev,
- *        cv, min_profile, max_profile, vals)
- *                              context-major: one row per (uid, context,
- *                              metric) with its statistics and a blob of
- *                              (profile, value) records sorted by profile
- * Only non-zero values are stored in either; the `metric` table is empty.
+ * after the workers read their inputs.  The file's tables and SQL are
+ * store/'s (store/merged-write.h); here are its name, counts and shard
+ * files.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,31 +17,9 @@
 #include "analyzer.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+#include "merged-write.h"
 
 #include <xxhash.h>
-
-#define GPD_STR_(x) #x
-#define GPD_STR(x) GPD_STR_(x)
-
-static const char MERGED_SCHEMA[] =
-    "CREATE TABLE pmetric(profile_id INTEGER PRIMARY KEY, vals BLOB NOT NULL);"
-    "CREATE TABLE stat(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, metric_id INTEGER NOT NULL,"
-    "  n INTEGER NOT NULL, nz INTEGER NOT NULL, sum REAL NOT NULL, min REAL NOT NULL, mean REAL NOT NULL,"
-    "  max REAL NOT NULL, stddev REAL NOT NULL, cv REAL NOT NULL, min_profile INTEGER NOT NULL,"
-    "  max_profile INTEGER NOT NULL, vals BLOB NOT NULL, PRIMARY KEY(uid, context_id, metric_id)) WITHOUT ROWID;";
-
-/* The merged file's contexts and frames: one B-tree each, keyed as the
- * store's (which has a rowid table and its key's index: two inserts per
- * row); created before GPD_STORE_SCHEMA, whose IF NOT EXISTS then keeps
- * them.  Same columns (docs/FORMATS.md). */
-static const char MERGED_CONTEXT[] =
-    "CREATE TABLE context(uid INTEGER NOT NULL, id INTEGER NOT NULL, parent INTEGER NOT NULL,"
-    "  kind INTEGER NOT NULL, module TEXT, build_id TEXT, offset INTEGER, label TEXT, raw_name TEXT,"
-    "  PRIMARY KEY(uid, id)) WITHOUT ROWID;"
-    "CREATE TABLE frame(uid INTEGER NOT NULL, context_id INTEGER NOT NULL, depth INTEGER NOT NULL,"
-    "  function TEXT, file TEXT, line INTEGER, inlined INTEGER NOT NULL,"
-    "  PRIMARY KEY(uid, context_id, depth)) WITHOUT ROWID;";
 
 /* global context: (uid, id) -> first part that has it */
 typedef struct gctx_s {
@@ -276,76 +244,9 @@ static int ofail(gpd_mout_t *o, int code, const char *fmt, ...) {
   return code;
 }
 
-static int exec(gpd_mout_t *o, const char *sql) {
-  char *msg = NULL;
-  if (sqlite3_exec(o->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    int e = ofail(o, GPD_ESTORE, "%s", msg ? msg : sqlite3_errmsg(o->db));
-    sqlite3_free(msg);
-    return e;
-  }
-  return 0;
-}
-
-static int step(gpd_mout_t *o, sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return rc == SQLITE_DONE ? 0 : ofail(o, GPD_ESTORE, "%s", sqlite3_errmsg(o->db));
-}
-
-static int prepare(gpd_mout_t *o, const char *sql, sqlite3_stmt **st) {
-  return sqlite3_prepare_v2(o->db, sql, -1, st, NULL) == SQLITE_OK ? 0
-                                                                    : ofail(o, GPD_ESTORE, "%s", sqlite3_errmsg(o->db));
-}
-
-static int write_head(gpd_mout_t *o, uint32_t nprof, uint32_t ninputs) {
-  sqlite3_stmt *md = NULL;
-  char sql[1024];
-  int err;
-  if ((err = exec(o, MERGED_CONTEXT)) < 0 || (err = exec(o, GPD_STORE_SCHEMA)) < 0 ||
-      (err = exec(o, GPD_PCSAMPLE_SCHEMA)) < 0 || (err = exec(o, GPD_TRACE_SCHEMA)) < 0 ||
-      (err = exec(o, GPD_TRACEWIN_SCHEMA)) < 0 ||
-      (err = exec(o, MERGED_SCHEMA)) < 0 ||
-      (err = exec(o, "PRAGMA user_version=" GPD_STR(GPD_MERGE_FORMAT) "; BEGIN")) < 0)
-    return err;
-  {
-    char host[256] = "";
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gethostname(host, sizeof(host) - 1);
-    char *q = sqlite3_mprintf(
-        "INSERT INTO meta VALUES('format','gpuprof'),('format_version','" GPD_STR(GPD_MERGE_FORMAT) "'),"
-        "('host',%Q),('created_ns','%llu'),('clock','CLOCK_MONOTONIC_RAW'),('next_profile_id','%u'),"
-        "('merged_inputs','%u');",
-        host, (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec, nprof + 1, ninputs);
-    err = q ? exec(o, q) : -ENOMEM;
-    sqlite3_free(q);
-    if (err < 0) return err;
-  }
-  if ((err = prepare(o, "INSERT INTO metric_desc VALUES(?1, ?2, ?3, ?4)", &md)) < 0) return err;
-  for (unsigned i = 0; i < GPD_M__COUNT && !err; i++) {
-    const gpd_metric_desc_t *d = gpd_metric_desc(i);
-    sqlite3_bind_int(md, 1, (int)i);
-    sqlite3_bind_text(md, 2, d->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(md, 3, gpd_metric_unit_name(d->unit), -1, SQLITE_STATIC);
-    sqlite3_bind_text(md, 4, d->desc, -1, SQLITE_STATIC);
-    err = step(o, md);
-  }
-  sqlite3_finalize(md);
-  for (int t = 0; t < GPD_MT__COUNT && !err; t++) {
-    char q[64] = "";
-    for (int c = 0; c < gpd_mtable_ncols(t); c++) snprintf(q + strlen(q), sizeof(q) - strlen(q), "%s?", c ? "," : "");
-    snprintf(sql, sizeof(sql), "INSERT %sINTO %s(%s) VALUES(%s)", t == GPD_MT_GPUBIN ? "OR IGNORE " : "",
-             gpd_mtable_name(t), gpd_mtable_cols(t), q);
-    err = prepare(o, sql, &o->ins[t]);
-  }
-  if (!err) err = prepare(o, "INSERT INTO pmetric VALUES(?1, ?2)", &o->pm);
-  if (!err) err = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq);
-  return err;
-}
-
 int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninputs, gpd_mout_info_t *info,
                   char *err, size_t errn) {
+  gpd_store_mtable_t tables[GPD_MT__COUNT];
   int e;
   memset(o, 0, sizeof(*o));
   o->of.fd = -1;
@@ -354,18 +255,12 @@ int gpd_mout_open(gpd_mout_t *o, const char *out, uint32_t nprof, uint32_t ninpu
   o->errn = errn;
   o->info = info;
   memset(info, 0, sizeof(*info));
+  for (int t = 0; t < GPD_MT__COUNT; t++)
+    tables[t] = (gpd_store_mtable_t){gpd_mtable_name(t), gpd_mtable_cols(t), gpd_mtable_ncols(t)};
   /* private, new, never through a planted link (gpuprof/outfile.h) */
   if ((e = gpd_outfile_open(&o->of, out, err, errn)) < 0) return e;
-  if (sqlite3_open_v2(o->of.tmp, &o->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-    e = ofail(o, GPD_ESTORE, "%s: %s", o->of.tmp, o->db ? sqlite3_errmsg(o->db) : "out of memory");
-    gpd_mout_close(o);
-    return e;
-  }
-  /* a new private file, renamed into place only when complete: no
-   * journal is needed; fsync before the rename */
-  if ((e = exec(o, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                   "PRAGMA locking_mode=EXCLUSIVE;")) < 0 ||
-      (e = write_head(o, nprof, ninputs)) < 0)
+  if ((e = gpd_store_merged_open(&o->w, o->of.tmp, nprof, ninputs, tables, GPD_MT__COUNT, GPD_MT_GPUBIN, err, errn)) <
+      0)
     gpd_mout_close(o);
   return e;
 }
@@ -378,21 +273,7 @@ int gpd_mout_open_shard(gpd_mout_t *o, gpd_mout_info_t *info, char *err, size_t 
   o->errn = errn;
   o->info = info;
   memset(info, 0, sizeof(*info));
-  /* memdb: one contiguous image that sqlite3_serialize hands out as it is */
-  if (sqlite3_open_v2("file:gpd-shard?vfs=memdb", &o->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
-                      NULL) != SQLITE_OK) {
-    e = ofail(o, GPD_ESTORE, "shard: %s", o->db ? sqlite3_errmsg(o->db) : "out of memory");
-    gpd_mout_close(o);
-    return e;
-  }
-  if ((e = exec(o, "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")) < 0 ||
-      (e = exec(o, MERGED_CONTEXT)) < 0 || (e = exec(o, MERGED_SCHEMA)) < 0 || (e = exec(o, "BEGIN")) < 0 ||
-      (e = prepare(o, "INSERT INTO context VALUES(?,?,?,?,?,?,?,?,?)", &o->ins[GPD_MT_CONTEXT])) < 0 ||
-      (e = prepare(o, "INSERT INTO frame VALUES(?,?,?,?,?,?,?)", &o->ins[GPD_MT_FRAME])) < 0 ||
-      (e = prepare(o, "INSERT INTO stat VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)", &o->stq)) < 0 ||
-      (e = prepare(o, "INSERT INTO pmetric VALUES(?1, ?2)", &o->pm)) < 0)
-    gpd_mout_close(o);
+  if ((e = gpd_store_merged_open_shard(&o->w, GPD_MT_CONTEXT, GPD_MT_FRAME, err, errn)) < 0) gpd_mout_close(o);
   return e;
 }
 
@@ -411,7 +292,7 @@ int gpd_mout_shard_name(const char *out, uint32_t ord, char *name, size_t n) {
   char dir[8];
   const char *b = split_out(out, dir, sizeof(dir));
   int w = snprintf(name, n, "%s.shard-%03u", b, ord);
-  return w > 0 && (size_t)w < n && gpd_shard_name_ok(name) ? 0 : -EINVAL;
+  return w > 0 && (size_t)w < n && gpd_store_shard_name_ok(name) ? 0 : -EINVAL;
 }
 
 int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char *nonce, gpd_mout_shard_rec_t *rec) {
@@ -422,11 +303,7 @@ int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char
   memset(rec, 0, sizeof(*rec));
   split_out(out, dir, sizeof(dir));
   if (gpd_mout_shard_name(out, ord, rec->name, sizeof(rec->name)) < 0) return ofail(o, -EINVAL, "%s: no shard name", out);
-  char *q = sqlite3_mprintf("CREATE TABLE shard_of(nonce TEXT NOT NULL, ord INTEGER NOT NULL);"
-                            "INSERT INTO shard_of VALUES(%Q, %u)", nonce, ord);
-  e = q ? exec(o, q) : ofail(o, -ENOMEM, "out of memory");
-  sqlite3_free(q);
-  if (e < 0 || (e = gpd_mout_image(o, &img, &n)) < 0) return e;
+  if ((e = gpd_store_merged_shard_tag(&o->w, nonce, ord)) < 0 || (e = gpd_mout_image(o, &img, &n)) < 0) return e;
   snprintf(path, sizeof(path), "%s/%s", dir, rec->name);
   if ((e = gpd_outfile_open(&o->of, path, o->err, o->errn)) < 0) return e;
   if (fwrite(img, 1, n, o->of.f) != n) return ofail(o, -EIO, "%s: %s", o->of.tmp, strerror(errno));
@@ -443,25 +320,11 @@ int gpd_mout_shard_save(gpd_mout_t *o, const char *out, uint32_t ord, const char
 }
 
 int gpd_mout_shards(gpd_mout_t *o, const gpd_mout_shard_rec_t *rec, size_t n, const char *nonce) {
-  sqlite3_stmt *st = NULL;
-  int e;
-  if ((e = exec(o, "CREATE TABLE shard(ord INTEGER PRIMARY KEY, name TEXT NOT NULL, bytes INTEGER NOT NULL,"
-                   "  xxh64 TEXT NOT NULL, nonce TEXT NOT NULL, contexts INTEGER NOT NULL, keys INTEGER NOT NULL,"
-                   "  profiles INTEGER NOT NULL)")) < 0 ||
-      (e = prepare(o, "INSERT INTO shard VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &st)) < 0)
-    return e;
+  int e = gpd_store_merged_shard_table(&o->w);
   for (size_t i = 0; i < n && !e; i++) {
-    char h[20];
-    snprintf(h, sizeof(h), "%016llx", (unsigned long long)rec[i].xxh64);
-    sqlite3_bind_int64(st, 1, (int64_t)i + 1);
-    sqlite3_bind_text(st, 2, rec[i].name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, (int64_t)rec[i].bytes);
-    sqlite3_bind_text(st, 4, h, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 5, nonce, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, (int64_t)rec[i].contexts);
-    sqlite3_bind_int64(st, 7, (int64_t)rec[i].keys);
-    sqlite3_bind_int64(st, 8, (int64_t)rec[i].profiles);
-    e = step(o, st);
+    gpd_store_shard_row_t r = {(int64_t)i + 1,     rec[i].name,     nonce,           rec[i].bytes,
+                               rec[i].xxh64,       rec[i].contexts, rec[i].keys,     rec[i].profiles};
+    e = gpd_store_merged_shard_row(&o->w, &r);
     o->info->contexts += rec[i].contexts;
     o->info->keys += rec[i].keys;
     o->info->values += rec[i].values;
@@ -469,7 +332,6 @@ int gpd_mout_shards(gpd_mout_t *o, const gpd_mout_shard_rec_t *rec, size_t n, co
     for (unsigned m = 0; m < GPD_M__COUNT; m++) o->used[m] |= rec[i].used[m] != 0;
   }
   o->nshards = (uint32_t)n;
-  sqlite3_finalize(st);
   return e;
 }
 
@@ -477,53 +339,24 @@ void gpd_mout_shards_remove(const char *out, const gpd_mout_shard_rec_t *rec, si
   char dir[4200], path[4500];
   split_out(out, dir, sizeof(dir));
   for (size_t i = 0; i < n; i++)
-    if (rec[i].ok && gpd_shard_name_ok(rec[i].name)) {
+    if (rec[i].ok && gpd_store_shard_name_ok(rec[i].name)) {
       snprintf(path, sizeof(path), "%s/%s", dir, rec[i].name);
       unlink(path);
     }
 }
 
-int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n) {
-  sqlite3_int64 sz = 0;
-  int e;
-  if ((e = exec(o, "COMMIT")) < 0) return e;
-  unsigned char *p = sqlite3_serialize(o->db, "main", &sz, SQLITE_SERIALIZE_NOCOPY);
-  if (!p) { /* not one contiguous image: a copy */
-    if (!(p = o->img = sqlite3_serialize(o->db, "main", &sz, 0))) return ofail(o, -ENOMEM, "shard: out of memory");
-  }
-  *img = p;
-  *n = (size_t)sz;
-  return 0;
-}
+int gpd_mout_image(gpd_mout_t *o, const uint8_t **img, size_t *n) { return gpd_store_merged_image(&o->w, img, n); }
 
-int gpd_mout_shard_add(gpd_mout_t *o, uint8_t *img, size_t n) {
-  int e, rc;
-  /* ATTACH is refused inside a transaction: the rows so far are written
-   * (no journal: that is only their pages) and a new one begins */
-  if ((e = exec(o, "COMMIT; ATTACH ':memory:' AS shard")) < 0) return e;
-  rc = sqlite3_deserialize(o->db, "shard", img, (sqlite3_int64)n, (sqlite3_int64)n, SQLITE_DESERIALIZE_READONLY);
-  if (rc != SQLITE_OK) e = ofail(o, GPD_ESTORE, "shard: %s", sqlite3_errmsg(o->db));
-  /* the first shard's rows go into empty tables: SQLite copies them as
-   * records (its transfer optimization); later ones are appended in order */
-  if (!e)
-    e = exec(o, "BEGIN; INSERT INTO main.context SELECT * FROM shard.context;"
-                "INSERT INTO main.frame SELECT * FROM shard.frame; INSERT INTO main.stat SELECT * FROM shard.stat;"
-                "COMMIT");
-  if (!sqlite3_get_autocommit(o->db)) sqlite3_exec(o->db, "ROLLBACK", NULL, NULL, NULL);
-  int d = exec(o, "DETACH shard");
-  if (!e) e = d;
-  if (!e) e = exec(o, "BEGIN");
-  return e;
-}
+int gpd_mout_shard_add(gpd_mout_t *o, uint8_t *img, size_t n) { return gpd_store_merged_shard_add(&o->w, img, n); }
 
 int gpd_mout_rows(gpd_mout_t *o, const uint8_t *p, size_t n, int64_t poff) {
   size_t off = 0;
   int err;
   while (off < n) {
     int t = p[off++];
-    if (t >= GPD_MT__COUNT || gpd_mtable_row_bind(p, n, &off, o->ins[t], gpd_mtable_pcol(t), poff) < 0)
-      return ofail(o, -EINVAL, "malformed row");
-    if ((err = step(o, o->ins[t])) < 0) return err;
+    sqlite3_stmt *ins = t < GPD_MT__COUNT ? gpd_store_merged_insert(&o->w, t) : NULL;
+    if (!ins || gpd_mtable_row_bind(p, n, &off, ins, gpd_mtable_pcol(t), poff) < 0) return ofail(o, -EINVAL, "malformed row");
+    if ((err = gpd_store_merged_step(&o->w, ins)) < 0) return err;
   }
   return 0;
 }
@@ -531,11 +364,12 @@ int gpd_mout_rows(gpd_mout_t *o, const uint8_t *p, size_t n, int64_t poff) {
 int gpd_mout_context(gpd_mout_t *o, const uint8_t *row, size_t rn, const uint8_t *frames, size_t fn) {
   size_t off = 0;
   int err;
-  if (gpd_mtable_row_bind(row, rn, &off, o->ins[GPD_MT_CONTEXT], -1, 0) < 0) return ofail(o, -EINVAL, "malformed context row");
-  if ((err = step(o, o->ins[GPD_MT_CONTEXT])) < 0) return err;
+  sqlite3_stmt *ci = gpd_store_merged_insert(&o->w, GPD_MT_CONTEXT), *fi = gpd_store_merged_insert(&o->w, GPD_MT_FRAME);
+  if (gpd_mtable_row_bind(row, rn, &off, ci, -1, 0) < 0) return ofail(o, -EINVAL, "malformed context row");
+  if ((err = gpd_store_merged_step(&o->w, ci)) < 0) return err;
   for (off = 0; off < fn;) {
-    if (gpd_mtable_row_bind(frames, fn, &off, o->ins[GPD_MT_FRAME], -1, 0) < 0) return ofail(o, -EINVAL, "malformed frame row");
-    if ((err = step(o, o->ins[GPD_MT_FRAME])) < 0) return err;
+    if (gpd_mtable_row_bind(frames, fn, &off, fi, -1, 0) < 0) return ofail(o, -EINVAL, "malformed frame row");
+    if ((err = gpd_store_merged_step(&o->w, fi)) < 0) return err;
   }
   o->info->contexts++;
   return 0;
@@ -560,9 +394,7 @@ int gpd_mout_pmetric_blob(const gpd_mpart_t *p, size_t i, gpd_buf_t *blob, uint8
 int gpd_mout_pmetric(gpd_mout_t *o, int64_t profile_id, const uint8_t *blob, size_t n) {
   o->info->sparse_bytes += n;
   o->info->values += n / GPD_PMETRIC_REC;
-  sqlite3_bind_int64(o->pm, 1, profile_id);
-  sqlite3_bind_blob(o->pm, 2, n ? (const void *)blob : "", (int)n, SQLITE_STATIC);
-  return step(o, o->pm);
+  return gpd_store_merged_pmetric(&o->w, profile_id, blob, n);
 }
 
 void gpd_mout_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n) {
@@ -574,24 +406,11 @@ void gpd_mout_cval_encode(uint8_t *dst, const gpd_cval_rec_t *v, size_t n) {
 
 int gpd_mout_stat(gpd_mout_t *o, int64_t uid, int64_t ctx, uint32_t metric, const gpd_mstat_t *s,
                   const uint8_t *vals, size_t n) {
-  sqlite3_stmt *stq = o->stq;
+  gpd_store_mstat_t ss = {s->n,   s->nz,     s->sum, s->min,         s->mean,
+                          s->max, s->stddev, s->cv,  s->min_profile, s->max_profile};
   o->info->sparse_bytes += n;
   o->info->keys++;
-  sqlite3_bind_int64(stq, 1, uid);
-  sqlite3_bind_int64(stq, 2, ctx);
-  sqlite3_bind_int64(stq, 3, metric);
-  sqlite3_bind_int64(stq, 4, (int64_t)s->n);
-  sqlite3_bind_int64(stq, 5, (int64_t)s->nz);
-  sqlite3_bind_double(stq, 6, s->sum);
-  sqlite3_bind_double(stq, 7, s->min);
-  sqlite3_bind_double(stq, 8, s->mean);
-  sqlite3_bind_double(stq, 9, s->max);
-  sqlite3_bind_double(stq, 10, s->stddev);
-  sqlite3_bind_double(stq, 11, s->cv);
-  sqlite3_bind_int64(stq, 12, s->min_profile);
-  sqlite3_bind_int64(stq, 13, s->max_profile);
-  sqlite3_bind_blob(stq, 14, n ? (const void *)vals : "", (int)n, SQLITE_STATIC);
-  return step(o, stq);
+  return gpd_store_merged_stat(&o->w, uid, ctx, metric, &ss, vals, n);
 }
 
 int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, size_t nparts) {
@@ -602,13 +421,7 @@ int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, siz
   info->profiles = nprof;
   info->dense_bytes = (uint64_t)nprof * info->contexts * nm * 8;
   info->dense_all_bytes = (uint64_t)nprof * info->contexts * GPD_M__COUNT * 8;
-  if ((e = exec(o, "COMMIT")) < 0) return e;
-  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(o->ins[t]), o->ins[t] = NULL;
-  sqlite3_finalize(o->pm);
-  sqlite3_finalize(o->stq);
-  o->pm = o->stq = NULL;
-  if (sqlite3_close(o->db) != SQLITE_OK) return ofail(o, GPD_ESTORE, "%s: cannot close", o->of.tmp);
-  o->db = NULL;
+  if ((e = gpd_store_merged_commit(&o->w, o->of.tmp)) < 0) return e;
   /* the binaries first: the merged file appears with them in place */
   if ((e = gpd_mbins_copy(parts, nparts, o->out, info)) < 0) return ofail(o, e, "out of memory");
   if ((e = gpd_outfile_commit(&o->of, o->err, o->errn)) < 0) return e;
@@ -624,16 +437,8 @@ int gpd_mout_finish(gpd_mout_t *o, uint32_t nprof, const gpd_mpart_t *parts, siz
 }
 
 void gpd_mout_close(gpd_mout_t *o) {
-  for (int t = 0; t < GPD_MT__COUNT; t++) sqlite3_finalize(o->ins[t]);
-  sqlite3_finalize(o->pm);
-  sqlite3_finalize(o->stq);
-  if (o->db) sqlite3_close(o->db);
-  sqlite3_free(o->img);
-  o->img = NULL;
+  gpd_store_merged_close(&o->w);
   gpd_outfile_abort(&o->of);
-  memset(o->ins, 0, sizeof(o->ins));
-  o->pm = o->stq = NULL;
-  o->db = NULL;
 }
 
 /* the threaded merge's write: every part's rows, then the folded

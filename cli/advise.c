@@ -12,14 +12,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "advisor.h"
 #include "cli.h"
-#include "analyzer.h"
+#include "gpuprof/error.h"
+#include "store-read.h"
 #include "gpuprof/metric.h"
 
 static const char usage[] =
@@ -67,53 +67,48 @@ static int kern_cmp(const void *x, const void *y) {
   return a->total < b->total ? 1 : a->total > b->total ? -1 : 0;
 }
 
+typedef struct kern_load_s {
+  kern_t *k;
+  size_t n, cap;
+} kern_load_t;
+
+static int on_sample(void *c, const gpd_store_pcsample_t *ps) {
+  kern_load_t *kl = c;
+  if (ps->func == NULL || ps->hash == NULL || ps->stall == NULL)
+    return 0;
+  if (kl->n == 0 || strcmp(kl->k[kl->n - 1].func, ps->func) || strcmp(kl->k[kl->n - 1].hash, ps->hash)) {
+    if (kl->n == kl->cap) {
+      size_t cap = kl->cap ? 2 * kl->cap : 16;
+      kern_t *nk = realloc(kl->k, cap * sizeof *nk);
+      if (nk == NULL)
+        return -ENOMEM;
+      kl->k = nk;
+      kl->cap = cap;
+    }
+    memset(&kl->k[kl->n], 0, sizeof kl->k[kl->n]);
+    kl->k[kl->n].func = gpd_cli_strdup(ps->func);
+    kl->k[kl->n].hash = gpd_cli_strdup(ps->hash);
+    kl->n++;
+  }
+  int lat = 0;
+  gpd_adv_reason_t r = gpd_adv_reason_from_vendor(ps->stall, &lat);
+  double v = ps->samples;
+  if (ps->pc < 0 || !(v > 0))
+    return 0;
+  gpd_adv_psamp_t s = {(uint64_t)ps->pc, r, lat ? 0 : v, lat ? v : 0};
+  return kern_add(&kl->k[kl->n - 1], s);
+}
+
 /* Samples per (kernel, binary): base reasons as samples, "_not_issued"
  * subsets as latency samples. */
-static int load_samples(sqlite3 *db, kern_t **out, size_t *nout) {
-  sqlite3_stmt *st = NULL;
-  kern_t *k = NULL;
-  size_t n = 0, cap = 0;
-  int err = 0;
-  if (sqlite3_prepare_v2(
-          db,
-          "SELECT fs.text, COALESCE(c.hash, ''), s.pc, ss.text, SUM(s.samples) FROM pcsample s "
-          "JOIN string fs ON fs.profile_id = s.profile_id AND fs.id = s.func "
-          "JOIN string ss ON ss.profile_id = s.profile_id AND ss.id = s.stall "
-          "LEFT JOIN pcsample_cubin c ON c.profile_id = s.profile_id AND c.cubin_id = s.cubin_id "
-          "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3",
-          -1, &st, NULL) != SQLITE_OK)
+static int load_samples(struct sqlite3 *db, kern_t **out, size_t *nout) {
+  kern_load_t kl = {NULL, 0, 0};
+  char serr[256];
+  int err = gpd_store_pcsample_each(db, 0, 0, on_sample, &kl, serr, sizeof serr);
+  kern_t *k = kl.k;
+  size_t n = kl.n;
+  if (err == GPD_ESTORE)
     return -EINVAL;
-  while (err == 0 && sqlite3_step(st) == SQLITE_ROW) {
-    const char *func = (const char *)sqlite3_column_text(st, 0);
-    const char *hash = (const char *)sqlite3_column_text(st, 1);
-    const char *reason = (const char *)sqlite3_column_text(st, 3);
-    if (func == NULL || hash == NULL || reason == NULL)
-      continue;
-    if (n == 0 || strcmp(k[n - 1].func, func) || strcmp(k[n - 1].hash, hash)) {
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        kern_t *nk = realloc(k, cap * sizeof *nk);
-        if (nk == NULL) {
-          err = -ENOMEM;
-          break;
-        }
-        k = nk;
-      }
-      memset(&k[n], 0, sizeof k[n]);
-      k[n].func = gpd_cli_strdup(func);
-      k[n].hash = gpd_cli_strdup(hash);
-      n++;
-    }
-    int lat = 0;
-    gpd_adv_reason_t r = gpd_adv_reason_from_vendor(reason, &lat);
-    double v = sqlite3_column_double(st, 4);
-    sqlite3_int64 pc = sqlite3_column_int64(st, 2);
-    if (pc < 0 || !(v > 0))
-      continue;
-    gpd_adv_psamp_t s = {(uint64_t)pc, r, lat ? 0 : v, lat ? v : 0};
-    err = kern_add(&k[n - 1], s);
-  }
-  sqlite3_finalize(st);
   if (n > 1)
     qsort(k, n, sizeof *k, kern_cmp);
   *out = k;
@@ -385,27 +380,24 @@ int gpd_advise_main(int argc, char **argv) {
   char err[512] = "";
   gpd_tree_init(&x.t);
   gpd_report_gpu_opts.enabled = 0; /* the advisor reads the samples itself */
-  if (gpd_report_load(&x.t, x.path, 0, err, sizeof err) < 0) {
+  if (gpd_load_file(&x.t, x.path, 0, 1, err, sizeof err) < 0) {
     fprintf(stderr, "gpuprof: %s\n", err);
     gpd_tree_free(&x.t);
     return 1;
   }
-  sqlite3 *db = NULL;
+  struct sqlite3 *db = NULL;
   kern_t *ks = NULL;
   size_t nk = 0;
   int rc = 0;
   char oerr[512];
-  if (gpd_profile_open(x.path, &db, oerr, sizeof(oerr)) < 0) {
+  if (gpd_store_file_open(x.path, &db, oerr, sizeof(oerr)) < 0) {
     fprintf(stderr, "gpuprof: %s\n", oerr);
     rc = 1;
     goto out;
   }
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT MAX(sm_count) FROM pcsample_stat", -1, &st, NULL) ==
-          SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    x.sm_count = (uint32_t)sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
+  gpd_store_pcstat_t ps;
+  if (gpd_store_pcsample_stat(db, 0, &ps))
+    x.sm_count = (uint32_t)ps.sm_count;
   int lr = load_samples(db, &ks, &nk);
   if (lr == -ENOMEM) {
     fprintf(stderr, "gpuprof: out of memory\n");
@@ -443,7 +435,7 @@ int gpd_advise_main(int argc, char **argv) {
   } else {
     if (shown == 0)
       printf("%s: no PC samples%s (%s)\n", x.path, filter ? " of a matching kernel" : "",
-             gpd_report_has_cuda(x.path)
+             gpd_store_profile_has_cuda(x.path)
                  ? "record with GPUPROF_PC_SAMPLING=1"
                  : "PC sampling is CUDA-only (CUPTI): no process in this profile used CUDA");
     if (notes[0])
@@ -456,8 +448,7 @@ out:
     free(ks[i].s);
   }
   free(ks);
-  if (db)
-    sqlite3_close(db);
+  gpd_store_file_close(db);
   gpd_tree_free(&x.t);
   return rc;
 }

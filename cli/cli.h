@@ -1,7 +1,7 @@
 /* cli.h - private interfaces of the gpuprof command-line client.
  *
  * One in-memory calling-context tree (gpd_tree_t) is built either from
- * SQLite profiles (report.c) or from a live TreeReply (live.c); one
+ * saved profiles (load.c) or from a live TreeReply (live.c); one
  * text renderer (render.c) and one JSON writer (json.c) print it.
  * Everything here runs on the CLI's single thread.
  */
@@ -195,6 +195,11 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
 /** GINST of a kernel's stall reasons (StallSamples; SASS execution counts
  *  and "_not_issued" subsets are not counted). */
 double gpd_live_ginst(Gpuprof__StallSamples *const *s, size_t n);
+/** Sum of the GPU operation counts (kernels, copies, allocations, memsets,
+ *  synchronizations) in m. */
+double gpd_render_op_count(const gpd_mvec_t *m);
+/** v as a percentage of total ("12.3%"), "-" when total is not positive. */
+void gpd_render_pct(char *buf, size_t n, double v, double total);
 /** "%.4g"-style value in the unit of metric id (seconds for ns). */
 void gpd_render_value(char *buf, size_t n, unsigned id, double v);
 /** Display name of a node as the tree shows it, without metrics: a CPU
@@ -205,7 +210,7 @@ void gpd_render_node_name(char *buf, size_t n, const gpd_tnode_t *nd);
  *  argument list left out ("void ns::k<4, F<float> >(int, F<float>)" ->
  *  "ns::k"); the name itself when nothing is left. */
 void gpd_render_short_name(char *buf, size_t n, const char *name);
-/** The first tables of `report` (as `nsys stats` has them): kernels by
+/** (render-summary.c) The first tables of `report` (as `nsys stats` has them): kernels by
  *  GKER (time, %, count, average, name) and the other GPU operations
  *  (copies, memsets, allocations, synchronizations: host waits) by GPUOP,
  *  each aggregated by name over the whole tree, 20 rows unless o->wide. */
@@ -224,22 +229,17 @@ void gpd_json_tree(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
  *  members (",\"name\":...") and closes it. */
 void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o);
 
-/* ---- report.c ---- */
+/* ---- load.c ---- */
 /** Load one profile file into t (adds to what is there: contexts are
  *  merged by id and metrics summed over profiles).  pid > 0 keeps only the
- *  profiles of that pid.  On error returns GPD_EFAIL-ish negative code
- *  and writes a message into err. */
-int gpd_report_load(gpd_tree_t *t, const char *path, int pid, char *err, size_t errn);
-/** As gpd_report_load; all = 1 also lists processes that never used a GPU
- *  API (no back end reported, no metric), else they only count in
- *  t->nhidden. */
-int gpd_report_load_all(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
+ *  profiles of that pid; all = 1 also lists processes that never used a
+ *  GPU API (no back end reported, no metric), else they only count in
+ *  t->nhidden.  PC samples as gpd_report_gpu_opts says.  0, or < 0 (-errno,
+ *  GPD_ESTORE, GPD_EBADVERSION) with a message naming the file in err. */
+int gpd_load_file(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
+
+/* ---- report.c ---- */
 int gpd_report_main(int argc, char **argv);
-/** Around another read-only SQLite connection to a profile: which of
- *  <path>-wal (1) and <path>-shm (2) existed before it opened, and after it
- *  closed, remove those it made (an empty log nobody wrote). */
-unsigned gpd_report_wal_before(const char *path);
-void gpd_report_wal_after(const char *path, unsigned before);
 
 /* ---- report-stats.c ---- */
 /** `report --stats`: the `top` most imbalanced heavy contexts of metric
@@ -254,7 +254,8 @@ typedef struct gpd_report_gpu_opts_s {
   int detail;  /* 1: GPU nodes below kernels; 0: collapsed into the kernel */
   int flat;    /* labels for the flat view (functions without call sites) */
 } gpd_report_gpu_opts_t;
-/** Options the report loader uses for PC samples (report.c sets them). */
+/** Options the loader (load.c) uses for PC samples: report.c and advise.c
+ *  set them. */
 extern gpd_report_gpu_opts_t gpd_report_gpu_opts;
 struct sqlite3;
 struct gpd_cubin_s;
@@ -265,9 +266,6 @@ struct gpd_disasm_s;
  *  never errors; returns 0 or -ENOMEM. */
 int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int pid,
                         const gpd_report_gpu_opts_t *o);
-/** 1 when a process of the profile file path used CUDA (a `cuda` back
- *  end row): PC samples are CUDA-only. */
-int gpd_report_has_cuda(const char *path);
 /** Lines of notes gathered so far ("" when none). */
 const char *gpd_report_gpu_notes(void);
 /** GPU binary `hash` (32 hex digits) of the profile folder `dir`

@@ -33,15 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/duty.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
 #include "gpuprof/record.h"
 
 #include "trace.h"
-#include "analyzer.h"
+#include "store-read.h"
 
 /* Most contexts per process: in the text report / in --json. */
 #define DUTY_TEXT_CONTEXTS 20u
@@ -95,63 +93,63 @@ static int u64_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+typedef struct ctx_load_s {
+  dproc_t *p;
+  size_t cap;
+} ctx_load_t;
+
+static int on_value(void *c, int64_t id, uint32_t metric, double v) {
+  ctx_load_t *cl = c;
+  dproc_t *p = cl->p;
+  uint64_t ctx = (uint64_t)id;
+  int err;
+  if (p->nc == 0 || p->c[p->nc - 1].ctx != ctx) {
+    if ((err = gpd_xgrow((void **)&p->c, p->nc, &cl->cap, sizeof *p->c)) < 0)
+      return err;
+    p->c[p->nc++] = (dctx_t){.ctx = ctx};
+  }
+  if (metric == GPD_M_GKER)
+    p->c[p->nc - 1].t = v;
+  else
+    p->c[p->nc - 1].n = v;
+  return 0;
+}
+
 /* The kernel contexts of profile p->profile (GKER, GKER:COUNT), sorted by
  * id.  0 or -ENOMEM / -EIO. */
-static int load_contexts(sqlite3 *db, dproc_t *p) {
-  sqlite3_stmt *q = NULL;
-  size_t cap = 0;
-  int err = 0;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT context_id, metric_id, value FROM metric WHERE profile_id=?1"
-                         " AND metric_id IN (?2, ?3) ORDER BY context_id",
-                         -1, &q, NULL) != SQLITE_OK)
-    return -EIO;
-  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
-  sqlite3_bind_int(q, 2, GPD_M_GKER);
-  sqlite3_bind_int(q, 3, GPD_M_GKER_COUNT);
-  while (err == 0 && sqlite3_step(q) == SQLITE_ROW) {
-    uint64_t ctx = (uint64_t)sqlite3_column_int64(q, 0);
-    if (p->nc == 0 || p->c[p->nc - 1].ctx != ctx) {
-      if ((err = gpd_xgrow((void **)&p->c, p->nc, &cap, sizeof *p->c)) < 0)
-        break;
-      p->c[p->nc++] = (dctx_t){.ctx = ctx};
-    }
-    double v = sqlite3_column_double(q, 2);
-    if (sqlite3_column_int(q, 1) == GPD_M_GKER)
-      p->c[p->nc - 1].t = v;
-    else
-      p->c[p->nc - 1].n = v;
-  }
-  sqlite3_finalize(q);
+static int load_contexts(struct sqlite3 *db, dproc_t *p) {
+  ctx_load_t cl = {p, 0};
+  int err = gpd_store_metric_of_profile(db, p->profile, GPD_M_GKER, GPD_M_GKER_COUNT, on_value, &cl);
   if (err == 0 && p->nc) /* SQL sorted the ids as signed integers */
     qsort(p->c, p->nc, sizeof *p->c, ctx_cmp);
   return err;
 }
 
+typedef struct win_load_s {
+  uint64_t *w;
+  size_t n, cap;
+} win_load_t;
+
+static int on_window(void *c, uint64_t start) {
+  win_load_t *wl = c;
+  int err = gpd_xgrow((void **)&wl->w, wl->n, &wl->cap, sizeof *wl->w);
+  if (err == 0)
+    wl->w[wl->n++] = start;
+  return err;
+}
+
 /* The windows' starts of p, sorted (NULL when none).  -ENOMEM/-EIO. */
-static int load_windows(sqlite3 *db, dproc_t *p, uint64_t **out) {
-  sqlite3_stmt *q = NULL;
-  uint64_t *w = NULL;
-  size_t n = 0, cap = 0;
-  int err = 0;
+static int load_windows(struct sqlite3 *db, dproc_t *p, uint64_t **out) {
+  win_load_t wl = {NULL, 0, 0};
+  int err = gpd_store_duty_windows(db, p->profile, on_window, &wl);
   *out = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT start_ns FROM trace_window WHERE profile_id=?1 ORDER BY start_ns",
-                         -1, &q, NULL) != SQLITE_OK)
-    return -EIO;
-  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    if ((err = gpd_xgrow((void **)&w, n, &cap, sizeof *w)) < 0)
-      break;
-    w[n++] = (uint64_t)sqlite3_column_int64(q, 0);
-  }
-  sqlite3_finalize(q);
   if (err) {
-    free(w);
+    free(wl.w);
     return err;
   }
-  qsort(w, n, sizeof *w, u64_cmp);
-  p->stored = n;
-  *out = w;
+  qsort(wl.w, wl.n, sizeof *wl.w, u64_cmp);
+  p->stored = wl.n;
+  *out = wl.w;
   return 0;
 }
 
@@ -227,93 +225,84 @@ static void estimate(dproc_t *p, int trace_complete) {
   qsort(p->c, p->nc, sizeof *p->c, est_desc);
 }
 
+/* The counted launches of p's process (trace_duty_launch), if any: a
+ * store without the table, or a process without counts, leaves 0. */
+static void load_launches(struct sqlite3 *db, dproc_t *p) {
+  int64_t a, i;
+  if (gpd_store_duty_launches(db, p->profile, &a, &i) && a > 0 && i >= 0 && i <= a) {
+    p->launches = (uint64_t)a;
+    p->launches_in = (uint64_t)i;
+  }
+}
+
+typedef struct duty_load_s {
+  struct sqlite3 *db;
+  const gpd_xtrace_t *x;
+  dproc_t *ps;
+  size_t np, cap;
+} duty_load_t;
+
+static int on_duty(void *c, const gpd_store_duty_t *d) {
+  duty_load_t *dl = c;
+  uint64_t *ws = NULL;
+  int r;
+  if ((r = gpd_xgrow((void **)&dl->ps, dl->np, &dl->cap, sizeof *dl->ps)) < 0)
+    return r;
+  dproc_t *p = &dl->ps[dl->np++];
+  *p = (dproc_t){.profile = d->profile,
+                 .pid = d->pid,
+                 .api = d->api,
+                 .final = d->final,
+                 .t0 = d->t0,
+                 .end = d->end,
+                 .windows = d->windows,
+                 .window_ns = d->window_ns};
+  p->f = p->f_time = gpd_duty_fraction(p->window_ns, p->end > p->t0 ? p->end - p->t0 : 0);
+  load_launches(dl->db, p);
+  double fl = gpd_duty_launch_fraction(p->launches_in, p->launches);
+  if (fl > 0 && p->f_time > 0)
+    p->f = fl, p->by_launch = 1; /* counted launches: unbiased where tracing slows the program (common/duty.c) */
+  if ((r = load_contexts(dl->db, p)) == 0)
+    r = load_windows(dl->db, p, &ws);
+  if (r == 0 && p->f > 0)
+    r = window_sums(dl->x, p, ws);
+  free(ws);
+  return r;
+}
+
 /* The duty processes of the store at path (pid > 0: that process's),
  * their contexts estimated; *x the file's trace (for the call paths).
  * 0 (none: *n = 0), or < 0 with err set. */
-/* The counted launches of p's process (trace_duty_launch), if any: a
- * store without the table, or a process without counts, leaves 0. */
-static void load_launches(sqlite3 *db, dproc_t *p) {
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT launches, launches_in FROM trace_duty_launch WHERE profile_id = ?1", -1, &q,
-                         NULL) != SQLITE_OK)
-    return;
-  sqlite3_bind_int64(q, 1, (int64_t)p->profile);
-  if (sqlite3_step(q) == SQLITE_ROW) {
-    int64_t a = sqlite3_column_int64(q, 0), i = sqlite3_column_int64(q, 1);
-    if (a > 0 && i >= 0 && i <= a) {
-      p->launches = (uint64_t)a;
-      p->launches_in = (uint64_t)i;
-    }
-  }
-  sqlite3_finalize(q);
-}
-
 static int duty_load(const char *path, int pid, gpd_xtrace_t *x, dproc_t **out, size_t *n, char *err,
                      size_t errn) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *q = NULL;
-  dproc_t *ps = NULL;
-  size_t np = 0, cap = 0;
-  uint64_t *ws = NULL;
+  duty_load_t dl = {NULL, x, NULL, 0, 0};
   int r = 0;
   *out = NULL;
   *n = 0;
-  unsigned wal = gpd_report_wal_before(path);
-  if (gpd_profile_open(path, &db, err, errn) < 0) {
+  unsigned wal = gpd_store_file_wal_before(path);
+  if (gpd_store_file_open(path, &dl.db, err, errn) < 0) {
     r = -EIO;
     goto out;
   }
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_prepare_v2(db,
-                         "SELECT d.profile_id, p.pid, d.api, d.final, d.t0_ns, d.end_ns, d.windows,"
-                         " d.window_ns FROM trace_duty d JOIN profile p ON p.id = d.profile_id"
-                         " WHERE d.duty = 1 AND (?1 = 0 OR p.pid = ?1) ORDER BY d.profile_id",
-                         -1, &q, NULL) != SQLITE_OK)
-    goto out; /* a store from before duty windows: nothing to estimate */
-  sqlite3_bind_int(q, 1, pid);
-  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
-  while (r == 0 && sqlite3_step(q) == SQLITE_ROW) {
-    if ((r = gpd_xgrow((void **)&ps, np, &cap, sizeof *ps)) < 0)
-      break;
-    dproc_t *p = &ps[np++];
-    *p = (dproc_t){.profile = (uint64_t)sqlite3_column_int64(q, 0),
-                   .pid = sqlite3_column_int(q, 1),
-                   .api = sqlite3_column_int(q, 2),
-                   .final = sqlite3_column_int(q, 3),
-                   .t0 = (uint64_t)sqlite3_column_int64(q, 4),
-                   .end = (uint64_t)sqlite3_column_int64(q, 5),
-                   .windows = (uint64_t)sqlite3_column_int64(q, 6),
-                   .window_ns = (uint64_t)sqlite3_column_int64(q, 7)};
-    p->f = p->f_time = gpd_duty_fraction(p->window_ns, p->end > p->t0 ? p->end - p->t0 : 0);
-    load_launches(db, p);
-    double fl = gpd_duty_launch_fraction(p->launches_in, p->launches);
-    if (fl > 0 && p->f_time > 0)
-      p->f = fl, p->by_launch = 1; /* counted launches: unbiased where tracing slows the program (common/duty.c) */
-    if ((r = load_contexts(db, p)) == 0)
-      r = load_windows(db, p, &ws);
-    if (r == 0 && p->f > 0)
-      r = window_sums(x, p, ws);
-    free(ws);
-    ws = NULL;
-  }
-  sqlite3_finalize(q);
-  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+  gpd_store_file_begin(dl.db, path, NULL, 0);
+  r = gpd_store_duty_each(dl.db, pid, on_duty, &dl);
+  gpd_store_file_end(dl.db);
   if (r < 0)
     snprintf(err, errn, "%s: duty-cycled estimates: %s", path, gpd_strerror(r));
-  for (size_t i = 0; r == 0 && i < np; i++)
-    if (ps[i].f > 0)
-      estimate(&ps[i], x->dropped == 0 && x->refused == 0);
+  for (size_t i = 0; r == 0 && i < dl.np; i++)
+    if (dl.ps[i].f > 0)
+      estimate(&dl.ps[i], x->dropped == 0 && x->refused == 0);
 out:
-  sqlite3_close(db);
-  gpd_report_wal_after(path, wal);
+  gpd_store_file_close(dl.db);
+  gpd_store_file_wal_after(path, wal);
   if (r < 0) {
-    for (size_t i = 0; i < np; i++)
-      free(ps[i].c);
-    free(ps);
+    for (size_t i = 0; i < dl.np; i++)
+      free(dl.ps[i].c);
+    free(dl.ps);
     return r;
   }
-  *out = ps;
-  *n = np;
+  *out = dl.ps;
+  *n = dl.np;
   return 0;
 }
 
@@ -327,26 +316,14 @@ static void duty_free(dproc_t *ps, size_t n) {
  * its trace; 0 when it has none or cannot say (then the full load says
  * why). */
 static int has_duty(const char *path, int pid) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *q = NULL;
+  struct sqlite3 *db = NULL;
   char err[256];
   int yes = 1;
-  unsigned wal = gpd_report_wal_before(path);
-  if (gpd_profile_open(path, &db, err, sizeof err) == 0) {
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT 1 FROM trace_duty d JOIN profile p ON p.id = d.profile_id"
-                           " WHERE d.duty = 1 AND (?1 = 0 OR p.pid = ?1) LIMIT 1",
-                           -1, &q, NULL) == SQLITE_OK) {
-      sqlite3_bind_int(q, 1, pid);
-      yes = sqlite3_step(q) == SQLITE_ROW;
-    } else {
-      yes = 0; /* a store from before duty windows */
-    }
-    sqlite3_finalize(q);
-  }
-  sqlite3_close(db);
-  gpd_report_wal_after(path, wal);
+  unsigned wal = gpd_store_file_wal_before(path);
+  if (gpd_store_file_open(path, &db, err, sizeof err) == 0)
+    yes = gpd_store_duty_any(db, pid);
+  gpd_store_file_close(db);
+  gpd_store_file_wal_after(path, wal);
   return yes;
 }
 

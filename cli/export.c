@@ -268,7 +268,7 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
   char err[1024];
   int r;
   for (int i = 0; i < nfiles; i++)
-    if (gpd_report_load_all(t, files[i], pid, 0, err, sizeof(err)) < 0) {
+    if (gpd_load_file(t, files[i], pid, 0, err, sizeof(err)) < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
       return GPD_EXIT_FAIL;
     }

@@ -454,7 +454,7 @@ int gpd_record_main(int argc, char **argv) {
     gpd_tree_init(&t);
     if (access(db, R_OK) < 0)
       fprintf(stderr, "gpuprof: no profile was written (%s: %s)\n", db, strerror(errno));
-    else if (gpd_report_load(&t, db, 0, err, sizeof(err)) < 0)
+    else if (gpd_load_file(&t, db, 0, 1, err, sizeof(err)) < 0)
       fprintf(stderr, "gpuprof: %s\n", err);
     else if (gpd_tree_finish(&t, 0) == 0)
       gpd_render_summary(stderr, &t, db);

@@ -1,7 +1,7 @@
 /* render.c - text output of the CLI: the top-down heterogeneous calling
  * context tree (CPU path -> <gpu op> placeholder -> kernel), the flat
- * profile, processes / back ends / GPU binaries, `ps`, `top`, and the
- * `record` summary.  Times are stored in ns and shown in seconds with 4
+ * profile, processes / back ends / GPU binaries, `ps` and `top`
+ * (the summaries by name and `record`'s summary: render-summary.c).  Times are stored in ns and shown in seconds with 4
  * significant digits; percentages are of the root's inclusive value of the
  * same metric.
  */
@@ -69,7 +69,7 @@ static const char *metric_name(unsigned id) {
   return d ? d->name : "?";
 }
 
-static double count_of(const gpd_mvec_t *m) {
+double gpd_render_op_count(const gpd_mvec_t *m) {
   double c = 0;
   for (size_t i = 0; i < sizeof(count_ids) / sizeof(count_ids[0]); i++) c += gpd_mvec_get(m, count_ids[i]);
   return c;
@@ -96,7 +96,7 @@ static size_t columns(const gpd_tree_t *t, const gpd_render_opts_t *o, unsigned 
   return n;
 }
 
-static void pct(char *buf, size_t n, double v, double total) {
+void gpd_render_pct(char *buf, size_t n, double v, double total) {
   if (total > 0)
     snprintf(buf, n, "%.1f%%", 100.0 * v / total);
   else
@@ -263,7 +263,7 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
     double inc = gpd_mvec_shown(&nd->incl, cols[c]);
     gpd_render_value(iv, sizeof(iv), cols[c], inc);
     gpd_render_value(ev, sizeof(ev), cols[c], gpd_mvec_shown(&nd->excl, cols[c]));
-    pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
+    gpd_render_pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
     fprintf(f, "%14s %6s %14s ", iv, pv, ev);
   }
   gpd_render_node_name(raw, sizeof(raw), nd);
@@ -477,11 +477,11 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
       double ex = gpd_mvec_shown(&rows[r].excl, cols[c]);
       gpd_render_value(ev, sizeof(ev), cols[c], ex);
       gpd_render_value(iv, sizeof(iv), cols[c], gpd_mvec_shown(&rows[r].incl, cols[c]));
-      pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
+      gpd_render_pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
       fprintf(f, "%14s %6s %14s ", ev, pv, iv);
     }
     char lab[1024];
-    fprintf(f, "%8.0f  %-7s %s\n", count_of(&rows[r].incl), kind_name(rows[r].kind),
+    fprintf(f, "%8.0f  %-7s %s\n", gpd_render_op_count(&rows[r].incl), kind_name(rows[r].kind),
             rows[r].label[0] ? gpd_text_line(lab, sizeof lab, rows[r].label) : "??");
     gpd_mvec_free(&rows[r].excl);
     gpd_mvec_free(&rows[r].incl);
@@ -643,7 +643,7 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
     for (size_t k = 0; k < sizeof(count_ids) / sizeof(count_ids[0]); k++)
       cnt += metrics_get(e->metrics, e->n_metrics, count_ids[k]);
     gpd_render_value(val, sizeof(val), metric, v);
-    pct(pv, sizeof(pv), v, total);
+    gpd_render_pct(pv, sizeof(pv), v, total);
     if (strlen(e->label) > 48)
       snprintf(label, sizeof(label), "%.45s...", e->label);
     else
@@ -685,129 +685,4 @@ void gpd_render_top(FILE *f, const Gpuprof__TopReply *r, unsigned metric, double
     fprintf(f, "%s\n", gpd_text_line(path1, sizeof path1, path));
   }
   if (!r->n_entries) fprintf(f, "(no GPU operations yet)\n");
-}
-
-/* ---- summaries: kernels, API / wait operations ---- */
-
-typedef struct kagg_s {
-  char *label; /* owned */
-  double time, count;
-} kagg_t;
-
-static int kagg_cmp_label(const void *a, const void *b) {
-  return strcmp(((const kagg_t *)a)->label, ((const kagg_t *)b)->label);
-}
-static int kagg_cmp_val(const void *a, const void *b) {
-  const kagg_t *x = a, *y = b;
-  if (x->time != y->time) return x->time > y->time ? -1 : 1;
-  return strcmp(x->label, y->label);
-}
-
-/* Rows of t aggregated by displayed name, heaviest first: kernels (GKER,
- * GKER:COUNT; short names unless long) or, ops != 0, the GPU operations
- * that are not kernels (placeholders: GPUOP and their count).  *n rows;
- * NULL when there are none. */
-static kagg_t *aggregate(const gpd_tree_t *t, int ops, int long_names, size_t *n) {
-  kagg_t *k = calloc(t->n + 1, sizeof(*k));
-  size_t nk = 0, nu = 0;
-  char full[4096], name[1024];
-  if (!k) abort();
-  for (size_t i = 0; i < t->n; i++) {
-    const gpd_tnode_t *nd = &t->nodes[i];
-    if (nd->parent == SIZE_MAX) continue;
-    if (!ops && nd->kind == GPD_NODE_KERNEL) {
-      gpd_render_node_name(full, sizeof(full), nd);
-      if (long_names)
-        snprintf(name, sizeof(name), "%.1023s", full);
-      else
-        gpd_render_short_name(name, sizeof(name), full);
-      k[nk] = (kagg_t){gpd_cli_strdup(name), gpd_mvec_get(&nd->incl, GPD_M_GKER),
-                       gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
-    } else if (ops && nd->kind == GPD_NODE_PLACEHOLDER && strcmp(nd->label, "<gpu kernel>")) {
-      k[nk] = (kagg_t){gpd_cli_strdup(nd->label), gpd_mvec_get(&nd->excl, GPD_M_GPUOP), count_of(&nd->excl)};
-    } else {
-      continue;
-    }
-    if (k[nk].time == 0 && k[nk].count == 0)
-      free(k[nk].label);
-    else
-      nk++;
-  }
-  qsort(k, nk, sizeof(*k), kagg_cmp_label);
-  for (size_t i = 0; i < nk; i++) {
-    if (nu && !strcmp(k[nu - 1].label, k[i].label)) {
-      k[nu - 1].time += k[i].time;
-      k[nu - 1].count += k[i].count;
-      free(k[i].label);
-    } else {
-      k[nu++] = k[i];
-    }
-  }
-  qsort(k, nu, sizeof(*k), kagg_cmp_val);
-  *n = nu;
-  if (nu == 0) {
-    free(k);
-    return NULL;
-  }
-  return k;
-}
-
-static void kagg_free(kagg_t *k, size_t n) {
-  for (size_t i = 0; i < n; i++) free(k[i].label);
-  free(k);
-}
-
-void gpd_render_summaries(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
-  static const char *const title[2] = {"Kernels (GKER)", "GPU operations other than kernels: copies, memsets, "
-                                                         "allocations, synchronizations (host waits) (GPUOP)"};
-  for (int ops = 0; ops < 2; ops++) {
-    size_t n = 0, top = o->wide ? SIZE_MAX : 20;
-    kagg_t *k = aggregate(t, ops, o->long_names, &n);
-    double total = 0;
-    for (size_t i = 0; i < n; i++) total += k[i].time;
-    if (n == 0) continue;
-    fprintf(f, "%s: %zu name%s, %.6f s\n", title[ops], n, n == 1 ? "" : "s", total / 1e9);
-    fprintf(f, "  %12s %7s %10s %12s  %s\n", "time (s)", "time %", "count", "avg (us)", ops ? "operation" : "kernel");
-    for (size_t i = 0; i < n && i < top; i++)
-      fprintf(f, "  %12.6f %6.1f%% %10.0f %12.3f  %s\n", k[i].time / 1e9, total > 0 ? 100.0 * k[i].time / total : 0.0,
-              k[i].count, k[i].count > 0 ? k[i].time / k[i].count / 1e3 : 0.0, k[i].label);
-    if (n > top) fprintf(f, "  (%zu more; --wide shows all)\n", n - top);
-    fputc('\n', f);
-    kagg_free(k, n);
-  }
-}
-
-void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
-  const gpd_tnode_t *root = t->root != SIZE_MAX ? &t->nodes[t->root] : NULL;
-  double gpuop = root ? gpd_mvec_get(&root->incl, GPD_M_GPUOP) : 0;
-  double ops = root ? count_of(&root->incl) : 0;
-  unsigned long long drops = 0;
-  for (size_t i = 0; i < t->nprocs; i++) drops += t->procs[i].drops;
-  fprintf(f, "gpuprof: profile written to %s\n", path);
-  fprintf(f, "gpuprof: %zu process%s, %.0f GPU ops, GPUOP %.4g s, %llu dropped records\n", t->nprocs,
-          t->nprocs == 1 ? "" : "es", ops, gpuop / 1e9, drops);
-  size_t nu = 0;
-  kagg_t *k = aggregate(t, 0, 0, &nu); /* short names: a PyTorch kernel's full name is ~5 000 characters */
-  if (nu) {
-    double gker = root ? gpd_mvec_get(&root->incl, GPD_M_GKER) : 0;
-    fprintf(f, "gpuprof: top kernels by GKER:\n");
-    for (size_t i = 0; i < nu && i < 5; i++) {
-      char pv[16];
-      pct(pv, sizeof(pv), k[i].time, gker);
-      char lab[1024];
-      fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", k[i].time / 1e9, pv, k[i].count,
-              gpd_text_line(lab, sizeof lab, k[i].label));
-    }
-    kagg_free(k, nu);
-  }
-  for (size_t i = 0; i < t->nprocs; i++)
-    for (uint32_t j = 0; j < t->procs[i].nbackends; j++) {
-      const gpd_tbackend_t *b = &t->procs[i].backends[j];
-      if (!b->enabled)
-        fprintf(f, "gpuprof: back end %s disabled in pid %d: %s (code %d)\n", b->api, t->procs[i].pid,
-                b->reason && b->reason[0] ? b->reason : "no reason given", b->code);
-    }
-  for (size_t i = 0; i < t->nprocs; i++)
-    if (t->procs[i].error && t->procs[i].error[0])
-      fprintf(f, "gpuprof: pid %d: %s\n", t->procs[i].pid, t->procs[i].error);
 }

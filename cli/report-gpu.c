@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +31,9 @@
 #include "cli.h"
 #include "gpu-analysis.h"
 #include "gpuprof/hash.h"
+#include "gpuprof/error.h"
 #include "gpuprof/metric.h"
+#include "store-read.h"
 
 #define GPU_MAX_BIN (1u << 30)     /* bytes of one GPU binary read */
 #define GPU_MAX_DISASM (1u << 30)  /* bytes of nvdisasm text read */
@@ -57,6 +58,8 @@ static void gnote(const char *fmt, ...) {
 }
 
 const char *gpd_report_gpu_notes(void) { return g_notes; }
+
+gpd_report_gpu_opts_t gpd_report_gpu_opts;
 
 static int valid_hash(const char *h) {
   if (h == NULL || strlen(h) != 32)
@@ -354,35 +357,16 @@ static int place_kernel(gpu_ctx_t *g, kgroup_t *kg) {
   return err;
 }
 
-static int table_exists(sqlite3 *db, const char *name) {
-  sqlite3_stmt *st = NULL;
-  int found = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &st,
-                         NULL) != SQLITE_OK)
-    return 0;
-  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-  found = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_finalize(st);
-  return found;
-}
-
 /* GSAMP: TOT, DRP on the root; EXP from GKER time, clock, SMs and the
  * period (HPCToolkit manual, Table 8.9 and the GSAMP:UTIL formula
  * 100 * GSAMP:TOT / GSAMP:EXP). */
-static int gsamp(gpu_ctx_t *g, sqlite3 *db, int pid) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT SUM(total), SUM(dropped), MAX(period_log2), MAX(sm_count), "
-                         "MAX(clock_khz), SUM(lost_keys) FROM pcsample_stat WHERE (?1 = 0 OR "
-                         "profile_id IN (SELECT id FROM profile WHERE pid = ?1))",
-                         -1, &st, NULL) != SQLITE_OK)
-    return 0;
-  sqlite3_bind_int(st, 1, pid);
-  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-    double tot = sqlite3_column_double(st, 0), drp = sqlite3_column_double(st, 1);
-    int per = sqlite3_column_int(st, 2), sm = sqlite3_column_int(st, 3);
-    double khz = sqlite3_column_double(st, 4);
-    double lost = sqlite3_column_double(st, 5);
+static int gsamp(gpu_ctx_t *g, struct sqlite3 *db, int pid) {
+  gpd_store_pcstat_t ps;
+  if (gpd_store_pcsample_stat(db, pid, &ps)) {
+    double tot = ps.total, drp = ps.dropped;
+    int per = ps.period_log2, sm = ps.sm_count;
+    double khz = ps.clock_khz;
+    double lost = ps.lost_keys;
     double gker = 0;
     gpd_tree_t *t = g->t;
     long root = -1;
@@ -407,13 +391,54 @@ static int gsamp(gpu_ctx_t *g, sqlite3 *db, int pid) {
           "GSAMP:UTIL %s%s",
           tot, drp, per, exp, util, lost > 0 ? " (samples of keys past the daemon's bound lost)" : "");
   }
-  sqlite3_finalize(st);
   return 0;
 }
 
-int gpd_report_gpu_load(gpd_tree_t *t, sqlite3 *db, const char *path, int pid,
+/* the sample rows, grouped per (kernel, binary) */
+typedef struct kgroups_s {
+  kgroup_t *kg;
+  size_t n, cap, bad_hash;
+} kgroups_t;
+
+static int on_sample(void *c, const gpd_store_pcsample_t *s) {
+  kgroups_t *ks = c;
+  const char *func = s->func, *hash = s->hash;
+  if (func == NULL || hash == NULL)
+    return 0;
+  if (hash[0] && !valid_hash(hash)) {
+    ks->bad_hash++;
+    hash = "";
+  }
+  if (ks->n == 0 || strcmp(ks->kg[ks->n - 1].func, func) || strcmp(ks->kg[ks->n - 1].hash, hash)) {
+    if (ks->n == ks->cap) {
+      size_t cap = ks->cap ? 2 * ks->cap : 16;
+      kgroup_t *n = realloc(ks->kg, cap * sizeof *n);
+      if (n == NULL)
+        return -ENOMEM;
+      ks->kg = n;
+      ks->cap = cap;
+    }
+    memset(&ks->kg[ks->n], 0, sizeof ks->kg[ks->n]);
+    ks->kg[ks->n].func = gpd_cli_strdup(func);
+    ks->kg[ks->n].hash = gpd_cli_strdup(hash);
+    ks->n++;
+  }
+  kgroup_t *k = &ks->kg[ks->n - 1];
+  if (k->n == k->cap) {
+    size_t cap = k->cap ? 2 * k->cap : 64;
+    gpd_pcs_t *n = realloc(k->s, cap * sizeof *n);
+    if (n == NULL)
+      return -ENOMEM;
+    k->s = n;
+    k->cap = cap;
+  }
+  k->s[k->n++] = (gpd_pcs_t){(uint64_t)s->pc, gpd_stall_from_vendor(s->stall), s->samples};
+  return 0;
+}
+
+int gpd_report_gpu_load(gpd_tree_t *t, struct sqlite3 *db, const char *path, int pid,
                         const gpd_report_gpu_opts_t *o) {
-  if (!table_exists(db, "pcsample"))
+  if (!gpd_store_file_has_table(db, "pcsample"))
     return 0;
   gpu_ctx_t g = {.t = t, .o = o};
   const char *slash = strrchr(path, '/');
@@ -423,70 +448,15 @@ int gpd_report_gpu_load(gpd_tree_t *t, sqlite3 *db, const char *path, int pid,
     snprintf(g.dir, sizeof g.dir, ".");
   if (g.dir[0] == 0)
     snprintf(g.dir, sizeof g.dir, "/");
-  sqlite3_stmt *st = NULL;
-  int err = 0;
-  kgroup_t *kg = NULL;
-  size_t nkg = 0, capkg = 0;
-  if (sqlite3_prepare_v2(
-          db,
-          /* a binary id with no hash in its own process takes the hash
-           * the other processes of the profile agree on for that id (the
-           * CRC of the same binary): SASS counts come from a process of
-           * their own (docs/ANALYZER-GPU.md) that may not have pushed the
-           * binary's CUBIN record */
-          "SELECT fs.text, COALESCE(c.hash, (SELECT CASE WHEN COUNT(DISTINCT o.hash) = 1 THEN "
-          "MIN(o.hash) END FROM pcsample_cubin o WHERE o.cubin_id = s.cubin_id), ''), s.pc, "
-          "ss.text, SUM(s.samples) FROM pcsample s "
-          "JOIN string fs ON fs.profile_id = s.profile_id AND fs.id = s.func "
-          "JOIN string ss ON ss.profile_id = s.profile_id AND ss.id = s.stall "
-          "LEFT JOIN pcsample_cubin c ON c.profile_id = s.profile_id AND c.cubin_id = s.cubin_id "
-          "WHERE (?1 = 0 OR s.profile_id IN (SELECT id FROM profile WHERE pid = ?1)) "
-          "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3",
-          -1, &st, NULL) != SQLITE_OK) {
-    gnote("%s: GPU samples unreadable: %s", path, sqlite3_errmsg(db));
+  kgroups_t ks = {0};
+  char serr[256];
+  int err = gpd_store_pcsample_each(db, pid, 1, on_sample, &ks, serr, sizeof serr);
+  if (err == GPD_ESTORE) {
+    gnote("%s: GPU samples unreadable: %s", path, serr);
     return 0;
   }
-  sqlite3_bind_int(st, 1, pid);
-  size_t bad_hash = 0;
-  while (err == 0 && sqlite3_step(st) == SQLITE_ROW) {
-    const char *func = (const char *)sqlite3_column_text(st, 0);
-    const char *hash = (const char *)sqlite3_column_text(st, 1);
-    if (func == NULL || hash == NULL)
-      continue;
-    if (hash[0] && !valid_hash(hash)) {
-      bad_hash++;
-      hash = "";
-    }
-    if (nkg == 0 || strcmp(kg[nkg - 1].func, func) || strcmp(kg[nkg - 1].hash, hash)) {
-      if (nkg == capkg) {
-        capkg = capkg ? 2 * capkg : 16;
-        kgroup_t *n = realloc(kg, capkg * sizeof *n);
-        if (n == NULL) {
-          err = -ENOMEM;
-          break;
-        }
-        kg = n;
-      }
-      memset(&kg[nkg], 0, sizeof kg[nkg]);
-      kg[nkg].func = gpd_cli_strdup(func);
-      kg[nkg].hash = gpd_cli_strdup(hash);
-      nkg++;
-    }
-    kgroup_t *k = &kg[nkg - 1];
-    if (k->n == k->cap) {
-      k->cap = k->cap ? 2 * k->cap : 64;
-      gpd_pcs_t *n = realloc(k->s, k->cap * sizeof *n);
-      if (n == NULL) {
-        err = -ENOMEM;
-        break;
-      }
-      k->s = n;
-    }
-    k->s[k->n++] = (gpd_pcs_t){(uint64_t)sqlite3_column_int64(st, 2),
-                               gpd_stall_from_vendor((const char *)sqlite3_column_text(st, 3)),
-                               sqlite3_column_double(st, 4)};
-  }
-  sqlite3_finalize(st);
+  kgroup_t *kg = ks.kg;
+  size_t nkg = ks.n, bad_hash = ks.bad_hash;
   if (bad_hash)
     gnote("%zu sample rows name a malformed GPU binary hash", bad_hash);
   for (size_t i = 0; i < nkg && err == 0; i++)

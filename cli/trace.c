@@ -1,11 +1,10 @@
 /* trace.c - `gpuprof trace` (docs/TRACE.md, docs/CLI.md): a saved
- * profile's traces, or a live window asked of gpuprofd, written as a
- * Perfetto protobuf trace or Chrome trace-event JSON; and the in-memory
- * trace (trace.h) those share with the idleness blame.
+ * profile's traces, or a live window asked of gpuprofd (the in-memory
+ * trace: xtrace.c), written as a Perfetto protobuf trace or Chrome
+ * trace-event JSON.
  */
 #include "trace.h"
 #include "trace-layout.h"
-#include "analyzer.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,320 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/outfile.h"
 #include "gpuprof/record.h"
-#include "gpuprof/trace-row.h" /* the decoders, now that sqlite3.h is in */
-
-void gpd_xtrace_init(gpd_xtrace_t *x) {
-  memset(x, 0, sizeof *x);
-  gpd_tree_init(&x->tree);
-}
-
-void gpd_xtrace_free(gpd_xtrace_t *x) {
-  gpd_tree_free(&x->tree);
-  free(x->ev);
-  free(x->la);
-  free(x->cs);
-  memset(x, 0, sizeof *x);
-}
-
-int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz) {
-  if (n < *cap)
-    return 0;
-  size_t nc = *cap ? *cap * 2 : 256;
-  void *na = realloc(*a, nc * sz);
-  if (na == NULL)
-    return -ENOMEM;
-  *a = na;
-  *cap = nc;
-  return 0;
-}
-#define ROOM(x, arr, n, cap) gpd_xgrow((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
-
-static int has_table(sqlite3 *db, const char *name) {
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &q,
-                         NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
-}
-
-static int has_column(sqlite3 *db, const char *table, const char *col) {
-  char sql[128];
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name=?1", table);
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
-}
-
-/* Room for n more elements in *a (count *len, capacity *cap, sz bytes
- * each) at once: a large trace is read without realloc's copies.  0 or
- * -ENOMEM. */
-static int reserve(void **a, size_t len, size_t *cap, size_t sz, int64_t n) {
-  if (n <= 0 || len + (size_t)n <= *cap)
-    return 0;
-  void *na = realloc(*a, (len + (size_t)n) * sz);
-  if (na == NULL)
-    return -ENOMEM;
-  *a = na;
-  *cap = len + (size_t)n;
-  return 0;
-}
-
-/* rows of profile id in table (its profile_id column) */
-static int64_t count_rows(sqlite3 *db, const char *sql, uint64_t id) {
-  sqlite3_stmt *q = NULL;
-  int64_t n = 0;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    if (sqlite3_step(q) == SQLITE_ROW)
-      n = sqlite3_column_int64(q, 0);
-  }
-  sqlite3_finalize(q);
-  return n;
-}
-
-static int load_profile(gpd_xtrace_t *x, sqlite3 *db, uint64_t id, const char *cs_sql) {
-  sqlite3_stmt *q = NULL;
-  int err = reserve((void **)&x->ev, x->nev, &x->capev, sizeof *x->ev,
-                    count_rows(db, "SELECT count(*) FROM trace_event WHERE profile_id=?1", id));
-  if (err == 0)
-    err = reserve((void **)&x->la, x->nla, &x->capla, sizeof *x->la,
-                  count_rows(db, "SELECT count(*) FROM trace_launch WHERE profile_id=?1", id));
-  if (err < 0)
-    return err;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT " GPD_TRACE_ROW_COLS
-                         " FROM trace_event WHERE profile_id=?1 ORDER BY start_ns",
-                         -1, &q, NULL) != SQLITE_OK)
-    return -EIO;
-  sqlite3_bind_int64(q, 1, (int64_t)id);
-  while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, ev, nev, capev)) == 0)
-    gpd_trace_row_read(q, id, &x->ev[x->nev++]);
-  sqlite3_finalize(q);
-  if (err == 0 && sqlite3_prepare_v2(db,
-                                     "SELECT " GPD_TRACE_LROW_COLS " FROM trace_launch"
-                                     " WHERE profile_id=?1 ORDER BY ts_ns",
-                                     -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, la, nla, capla)) == 0)
-      gpd_trace_lrow_read(q, id, &x->la[x->nla++]);
-    sqlite3_finalize(q);
-  }
-  if (err == 0 && cs_sql && sqlite3_prepare_v2(db, cs_sql, -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    while (err == 0 && sqlite3_step(q) == SQLITE_ROW && (err = ROOM(x, cs, ncs, capcs)) == 0) {
-      gpd_xsample_t *s = &x->cs[x->ncs++];
-      s->profile = id;
-      s->tid = (uint32_t)sqlite3_column_int64(q, 0);
-      s->ts = (uint64_t)sqlite3_column_int64(q, 1);
-      s->node = (uint64_t)sqlite3_column_int64(q, 2);
-    }
-    sqlite3_finalize(q);
-  }
-  if (err == 0 && sqlite3_prepare_v2(db, "SELECT dropped, refused FROM trace_stat WHERE profile_id=?1",
-                                     -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, (int64_t)id);
-    if (sqlite3_step(q) == SQLITE_ROW) {
-      x->dropped += (uint64_t)sqlite3_column_int64(q, 0);
-      x->refused += (uint64_t)sqlite3_column_int64(q, 1);
-    }
-    sqlite3_finalize(q);
-  }
-  return err;
-}
-
-static int ev_cmp(const void *a, const void *b) {
-  const gpd_xev_t *x = a, *y = b;
-  return x->start < y->start ? -1 : x->start > y->start;
-}
-static int la_cmp(const void *a, const void *b) {
-  const gpd_xlaunch_t *x = a, *y = b;
-  return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-static int cs_cmp(const void *a, const void *b) {
-  const gpd_xsample_t *x = a, *y = b;
-  return x->ts < y->ts ? -1 : x->ts > y->ts;
-}
-
-/* qsort unless already sorted (one profile's rows come in order) */
-static void sort_if(void *a, size_t n, size_t sz, int (*cmp)(const void *, const void *)) {
-  for (size_t i = 1; i < n; i++)
-    if (cmp((char *)a + (i - 1) * sz, (char *)a + i * sz) > 0) {
-      qsort(a, n, sz, cmp);
-      return;
-    }
-}
-
-static void sort_all(gpd_xtrace_t *x) {
-  sort_if(x->ev, x->nev, sizeof *x->ev, ev_cmp);
-  sort_if(x->la, x->nla, sizeof *x->la, la_cmp);
-  sort_if(x->cs, x->ncs, sizeof *x->cs, cs_cmp);
-}
-
-int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn) {
-  int r = gpd_report_load_all(&x->tree, path, pid, 1, err, errn);
-  if (r < 0)
-    return r;
-  if ((r = gpd_tree_finish(&x->tree, 0)) < 0) {
-    snprintf(err, errn, "%s: %s", path, gpd_strerror(r));
-    return r;
-  }
-  sqlite3 *db = NULL;
-  unsigned wal = gpd_report_wal_before(path);
-  if (gpd_profile_open(path, &db, err, errn) < 0) {
-    gpd_report_wal_after(path, wal);
-    return -EIO;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  if (!has_table(db, "trace_event")) {
-    sqlite3_close(db);
-    gpd_report_wal_after(path, wal);
-    return 0; /* a profile from before traces: an empty trace */
-  }
-  /* CPU samples (the shim's CPU sampling) when the store has them */
-  const char *cs_sql = NULL;
-  if (has_table(db, "trace_cpu_sample"))
-    cs_sql = has_column(db, "trace_cpu_sample", "profile_id")
-                 ? "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile_id=?1"
-                 : "SELECT tid, ts_ns, node FROM trace_cpu_sample WHERE profile=?1";
-  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
-  for (size_t i = 0; i < x->tree.nprocs && r == 0; i++)
-    r = load_profile(x, db, x->tree.procs[i].profile_id, cs_sql);
-  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-  sqlite3_close(db);
-  gpd_report_wal_after(path, wal);
-  if (r < 0) {
-    snprintf(err, errn, "%s: reading the trace: %s", path, gpd_strerror(r));
-    return r;
-  }
-  sort_all(x);
-  return 0;
-}
-
-/* Append the rows of reply r to x and take r's tree in place of x's (the
- * live tree only grows: the latest reply's is the most complete); sorts
- * when `sort`.  0 or -ENOMEM. */
-static int xtrace_add_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r, int sort) {
-  Gpuprof__TreeReply tr = GPUPROF__TREE_REPLY__INIT;
-  tr.nodes = r->nodes;
-  tr.n_nodes = r->n_nodes;
-  tr.procs = r->procs;
-  tr.n_procs = r->n_procs;
-  gpd_tree_free(&x->tree);
-  gpd_tree_init(&x->tree);
-  int err = gpd_live_tree_from_reply(&x->tree, &tr);
-  if (err == 0)
-    err = gpd_tree_finish(&x->tree, 0);
-  for (size_t i = 0; err == 0 && i < r->n_events; i++) {
-    const Gpuprof__TraceEvent *m = r->events[i];
-    if ((err = ROOM(x, ev, nev, capev)) < 0)
-      break;
-    x->ev[x->nev++] = (gpd_xev_t){.profile = m->profile_id, .start = m->start_ns, .end = m->end_ns,
-                                  .corr = m->corr, .node = m->node, .bytes = m->bytes,
-                                  .stream = m->stream, .device = m->device, .op = (uint8_t)m->op,
-                                  .subkind = (uint8_t)m->subkind};
-  }
-  for (size_t i = 0; err == 0 && i < r->n_launches; i++) {
-    const Gpuprof__TraceLaunch *m = r->launches[i];
-    if ((err = ROOM(x, la, nla, capla)) < 0)
-      break;
-    x->la[x->nla++] = (gpd_xlaunch_t){.profile = m->profile_id, .ts = m->ts_ns, .corr = m->corr,
-                                      .node = m->node, .tid = m->tid, .op = (uint8_t)m->op};
-  }
-  x->dropped = r->dropped;
-  x->refused = r->refused;
-  x->truncated |= r->truncated;
-  if (sort)
-    sort_all(x);
-  return err;
-}
-
-int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r) {
-  return xtrace_add_reply(x, r, 1);
-}
-
-uint64_t gpd_xtrace_t0(const gpd_xtrace_t *x) {
-  uint64_t t = UINT64_MAX;
-  if (x->nev && x->ev[0].start < t)
-    t = x->ev[0].start;
-  if (x->nla && x->la[0].ts < t)
-    t = x->la[0].ts;
-  if (x->ncs && x->cs[0].ts < t)
-    t = x->cs[0].ts;
-  return t == UINT64_MAX ? 0 : t;
-}
-
-void gpd_xtrace_window(gpd_xtrace_t *x, uint64_t from, uint64_t to) {
-  size_t w = 0;
-  if (to == 0)
-    to = UINT64_MAX;
-  for (size_t i = 0; i < x->nev; i++)
-    if (x->ev[i].start >= from && x->ev[i].start <= to)
-      x->ev[w++] = x->ev[i];
-  x->nev = w;
-  w = 0;
-  for (size_t i = 0; i < x->nla; i++)
-    if (x->la[i].ts >= from && x->la[i].ts <= to)
-      x->la[w++] = x->la[i];
-  x->nla = w;
-  w = 0;
-  for (size_t i = 0; i < x->ncs; i++)
-    if (x->cs[i].ts >= from && x->cs[i].ts <= to)
-      x->cs[w++] = x->cs[i];
-  x->ncs = w;
-}
-
-void gpd_xtrace_path(const gpd_xtrace_t *x, uint64_t node, int cpu_only, char *buf, size_t n) {
-  size_t chain[256], k = 0;
-  buf[0] = 0;
-  long i = node ? gpd_tree_find(&x->tree, node) : -1;
-  for (size_t j = i < 0 ? SIZE_MAX : (size_t)i; j != SIZE_MAX && k < 256; j = x->tree.nodes[j].parent) {
-    const gpd_tnode_t *nd = &x->tree.nodes[j];
-    if (nd->kind == GPD_NODE_ROOT)
-      break;
-    if (cpu_only && (nd->kind == GPD_NODE_PLACEHOLDER || nd->kind == GPD_NODE_KERNEL))
-      continue;
-    chain[k++] = j;
-  }
-  size_t len = 0;
-  while (k-- > 0 && len + 1 < n) {
-    char name[512];
-    gpd_render_node_name(name, sizeof name, &x->tree.nodes[chain[k]]);
-    int w = snprintf(buf + len, n - len, "%s%s", len ? " > " : "", name);
-    if (w < 0)
-      break;
-    len += (size_t)w < n - len ? (size_t)w : n - len - 1;
-  }
-}
-
-void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, size_t n) {
-  long i = e->node ? gpd_tree_find(&x->tree, e->node) : -1;
-  if (i >= 0 && x->tree.nodes[i].kind == GPD_NODE_KERNEL) {
-    gpd_render_node_name(buf, n, &x->tree.nodes[i]);
-    return;
-  }
-  const char *kind = e->op == GPD_OP_COPY ? gpd_copy_name(e->subkind)
-                     : e->op == GPD_OP_SYNC ? gpd_sync_name(e->subkind)
-                     : e->op == GPD_OP_KERNEL ? ""
-                                              : gpd_mem_name(e->subkind);
-  snprintf(buf, n, "%s%s%s", gpd_op_placeholder(e->op), kind[0] ? " " : "", kind);
-}
-
-/* ---------------------------------------------------------------- main */
+#include "store-read.h"
 
 static const char trace_usage[] =
     "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--pid N] [--from T] [--to T] FILE.gpdb\n"
@@ -505,7 +195,7 @@ static int fetch_pages(const char *sock, int pid, const char *job, uint64_t from
       gpuprof__msg__free_unpacked(rep, NULL);
       continue;
     }
-    int err = xtrace_add_reply(x, t, 0);
+    int err = gpd__xtrace_add_reply(x, t, 0);
     gpuprof__msg__free_unpacked(rep, NULL);
     parts++;
     if (err < 0) {
@@ -513,7 +203,7 @@ static int fetch_pages(const char *sock, int pid, const char *job, uint64_t from
       rc = GPD_EXIT_FAIL;
     }
   }
-  sort_all(x);
+  gpd__xtrace_sort(x);
   if (rc == 0 && parts > 1)
     fprintf(stderr, "gpuprof: %zu events and %zu launches read in %d parts of at most %u rows\n",
             x->nev, x->nla, parts, page);

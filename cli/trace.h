@@ -1,6 +1,6 @@
 /* trace.h - the CLI's in-memory trace (docs/TRACE.md): GPU events, the
  * CPU side of each launch, CPU samples, and the contexts they refer to;
- * loaded from a saved profile (trace.c) or a live TraceReply, written as
+ * loaded from a saved profile or a live TraceReply (xtrace.c), written as
  * Perfetto protobuf or Chrome JSON (trace-write*.c), and read by the
  * idleness blame (idle.c).  Times are ns on the gpuprof clock
  * (CLOCK_MONOTONIC_RAW).  CLI thread only.
@@ -16,7 +16,7 @@
 #include "gpuprof/trace-row.h"
 
 /** One GPU activity (trace_event row; the store's decoder is shared with
- *  the daemon's Trace query: gpuprof/trace-row.h). */
+ *  the daemon's Trace query: store/trace-row-read.h). */
 typedef gpd_trace_row_t gpd_xev_t;
 
 /** A GPU API call's CPU side (trace_launch row). */
@@ -52,6 +52,14 @@ void gpd_xtrace_free(gpd_xtrace_t *x);
 int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_t errn);
 /** Fill x from a live TraceReply.  0 or -ENOMEM. */
 int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r);
+/** Append the rows of live reply r to x and take r's tree in place of
+ *  x's (the live tree only grows: the latest reply's is the most
+ *  complete); sorts the rows when `sort`.  For trace.c's paged window
+ *  (fetch_pages), which sorts once at the end (gpd__xtrace_sort).  0 or
+ *  -ENOMEM. */
+int gpd__xtrace_add_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r, int sort);
+/** Sort x's events, launches and CPU samples by time. */
+void gpd__xtrace_sort(gpd_xtrace_t *x);
 /** Keep only rows starting in [from, to] (ns; to 0 = no upper bound). */
 void gpd_xtrace_window(gpd_xtrace_t *x, uint64_t from, uint64_t to);
 /** Earliest timestamp of any row (0 when empty). */

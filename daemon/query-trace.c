@@ -19,7 +19,7 @@
 
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
-#include "gpuprof/trace-row.h"
+#include "trace-row-read.h"
 
 #include "daemon.h"
 #include "query-internal.h"

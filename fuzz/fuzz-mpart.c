@@ -1,6 +1,6 @@
 /* fuzz-mpart.c - libFuzzer target: the decoders of gpuprof merge
  * (analyzer/): a packed part (gpd_mpart_unpack), a pmetric blob as a
- * merged file holds it (gpd_pmetric_decode), and what an owner rank of
+ * merged file holds it (gpd_store_metric_decode), and what an owner rank of
  * the MPI merge receives from another rank (gpd_mshard_reduce), reduced
  * and written into an in-memory shard (gpd_mshard_write).
  *
@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (which & 1) {
     size_t n = 0;
-    int rc = gpd_pmetric_decode(data, size, count, &n);
+    int rc = gpd_store_metric_decode(data, size, count, &n);
     if (size % GPD_PMETRIC_REC ? rc != -EINVAL : rc != 0 || n != size / GPD_PMETRIC_REC) __builtin_trap();
     return 0;
   }

@@ -62,7 +62,7 @@ def write(path, profiles, contexts, frames=(), version=2, metric_desc=None):
 
 def connect(path):
     """Open a saved profile read-only as gpuprof's readers do
-    (analyzer/profile.c): a sharded merged file's shards attached and its
+    (store/shard-read.c): a sharded merged file's shards attached and its
     split tables shadowed by TEMP VIEWs over main's and the shards' rows."""
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     if not db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='shard'").fetchall():

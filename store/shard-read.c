@@ -1,5 +1,5 @@
-/* profile.c - a saved profile opened for reading, a sharded merged file's
- * shards attached (docs/FORMATS.md "Sharded merged files").
+/* shard-read.c - a sharded merged file's shards attached to its reading
+ * connection (store-read.h; docs/FORMATS.md "Sharded merged files").
  *
  * `mpirun -np N gpuprof merge -o job.gpdb` writes the context-major rows
  * of each rank's context range and the profile-major rows of the
@@ -19,13 +19,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analyzer.h"
 #include "gpuprof/error.h"
 #include "store-open.h"
+#include "store-read.h"
 
-const char *const gpd_shard_tables[GPD_SHARD_NTABLES] = {"context", "frame", "stat", "pmetric"};
+#include <sqlite3.h>
 
-int gpd_shard_name_ok(const char *name) {
+const char *const gpd_store_shard_tables[GPD_STORE_SHARD_NTABLES] = {"context", "frame", "stat", "pmetric"};
+
+int gpd_store_shard_name_ok(const char *name) {
   size_t n = name ? strlen(name) : 0;
   if (n == 0 || n > 200 || name[0] == '.' || strstr(name, "..")) return 0;
   for (size_t i = 0; i < n; i++) {
@@ -37,17 +39,13 @@ int gpd_shard_name_ok(const char *name) {
   return 1;
 }
 
-static int has_table(sqlite3 *db, const char *schema, const char *name) {
-  sqlite3_stmt *st = NULL;
-  char sql[128];
-  int r = 0;
-  snprintf(sql, sizeof(sql), "SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = ?1", schema);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    r = sqlite3_step(st) == SQLITE_ROW;
-  }
-  sqlite3_finalize(st);
-  return r;
+int gpd_store_shard_max(void) {
+  sqlite3 *db = NULL;
+  int n = 0;
+  if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+    n = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
+  sqlite3_close(db);
+  return n;
 }
 
 /* The shard's own tag (shard_of) must name this merge and this place. */
@@ -64,13 +62,12 @@ static int check_tag(sqlite3 *db, int i, const char *nonce, int64_t ord) {
   return ok;
 }
 
-int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, size_t errn) {
+int gpd_store_shard_attach(sqlite3 *db, const char *path, int *nshards, char *err, size_t errn) {
   sqlite3_stmt *st = NULL;
   char dir[4096], sp[4400];
   int e = 0, n = 0;
-  gpd_buf_t sql = {0};
   if (nshards) *nshards = 0;
-  if (!has_table(db, "main", "shard")) return 0;
+  if (!gpd_store_file_has_table(db, "shard")) return 0; /* main's */
   /* shard names are relative to the directory of the file itself (a
    * link's target: the shards were written beside it) */
   char *rp = realpath(path, NULL);
@@ -92,7 +89,7 @@ int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, s
     int64_t ord = sqlite3_column_int64(st, 0), bytes = sqlite3_column_int64(st, 2);
     const char *name = (const char *)sqlite3_column_text(st, 1), *nonce = (const char *)sqlite3_column_text(st, 3);
     struct stat sb;
-    if (!gpd_shard_name_ok(name) || !nonce) {
+    if (!gpd_store_shard_name_ok(name) || !nonce) {
       snprintf(err, errn, "%s: shard %lld: refused name '%s' (a shard is a plain name beside the file)", path,
                (long long)ord, name ? name : "");
       e = -EINVAL;
@@ -118,7 +115,7 @@ int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, s
       break;
     }
     /* the connection's flags hold for the attached file (read-only, and
-     * SQLITE_OPEN_NOFOLLOW from gpd_profile_open) */
+     * SQLITE_OPEN_NOFOLLOW from gpd_store_file_open) */
     sqlite3_stmt *at = NULL;
     char q[64];
     snprintf(q, sizeof(q), "ATTACH ?1 AS s%d", n);
@@ -150,43 +147,22 @@ int gpd_profile_attach(sqlite3 *db, const char *path, int *nshards, char *err, s
   }
   sqlite3_finalize(st);
   /* one view per split table, named as the table (temp comes first) */
-  for (int t = 0; !e && n && t < GPD_SHARD_NTABLES; t++) {
-    char head[160];
-    sql.n = 0;
-    snprintf(head, sizeof(head), "CREATE TEMP VIEW %s AS SELECT * FROM main.%s", gpd_shard_tables[t],
-             gpd_shard_tables[t]);
-    e = gpd_buf_put(&sql, head, strlen(head));
-    for (int i = 0; !e && i < n; i++) {
-      snprintf(head, sizeof(head), " UNION ALL SELECT * FROM s%d.%s", i, gpd_shard_tables[t]);
-      e = gpd_buf_put(&sql, head, strlen(head));
-    }
-    if (!e) e = gpd_buf_put(&sql, "", 1);
-    char *msg = NULL;
-    if (!e && sqlite3_exec(db, (const char *)sql.p, NULL, NULL, &msg) != SQLITE_OK) {
+  for (int t = 0; !e && n && t < GPD_STORE_SHARD_NTABLES; t++) {
+    const char *name = gpd_store_shard_tables[t];
+    sqlite3_str *sql = sqlite3_str_new(db);
+    sqlite3_str_appendf(sql, "CREATE TEMP VIEW %s AS SELECT * FROM main.%s", name, name);
+    for (int i = 0; i < n; i++) sqlite3_str_appendf(sql, " UNION ALL SELECT * FROM s%d.%s", i, name);
+    char *q = sqlite3_str_finish(sql), *msg = NULL;
+    if (!q) {
+      snprintf(err, errn, "%s: out of memory", path);
+      e = -ENOMEM;
+    } else if (sqlite3_exec(db, q, NULL, NULL, &msg) != SQLITE_OK) {
       snprintf(err, errn, "%s: shards: %s", path, msg ? msg : sqlite3_errmsg(db));
       e = GPD_ESTORE;
     }
     sqlite3_free(msg);
+    sqlite3_free(q);
   }
-  if (e == -ENOMEM) snprintf(err, errn, "%s: out of memory", path);
-  gpd_buf_free(&sql);
   if (nshards && !e) *nshards = n;
-  return e;
-}
-
-int gpd_profile_open(const char *path, sqlite3 **db, char *err, size_t errn) {
-  char *rp = realpath(path, NULL); /* the file itself: links are resolved once, here */
-  int e = 0;
-  *db = NULL;
-  /* read-only, its schema checked, under a deadline (store-open.h) */
-  if ((e = gpd_store_open_readonly(rp ? rp : path, path, 0, db, err, errn)) == 0) {
-    sqlite3_busy_timeout(*db, 5000); /* a daemon may be writing a store */
-    e = gpd_profile_attach(*db, rp ? rp : path, NULL, err, errn);
-  }
-  free(rp);
-  if (e < 0) {
-    sqlite3_close(*db);
-    *db = NULL;
-  }
   return e;
 }
