@@ -346,15 +346,8 @@ static const char *ST_SQL[ST__N] = {
 };
 
 static int step(sqlite3 *db, sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  if (rc != SQLITE_DONE) {
-    if (!gpd__store_quiet)
-      GPD_ERR("store: %s", sqlite3_errmsg(db));
-    return GPD_ESTORE;
-  }
-  return 0;
+  (void)db;
+  return gpd_store_db_run(st);
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *s) {
@@ -606,7 +599,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (writer_delay_ms) /* tests only: a slow disk or a slow statement */
     usleep(writer_delay_ms * 1000u);
 
-  gpd__store_quiet = s->failing;
+  gpd_store_db_quiet(s->failing);
   char why[128] = "";
   sqlite3_stmt *st[ST__N] = {0};
   for (int i = 0; i < ST__N; i++) {
@@ -617,7 +610,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
     }
   }
   uint64_t t_begin = gpd_clock_ns();
-  if ((err = gpd__db_exec(s->wdb, "BEGIN IMMEDIATE;")) < 0)
+  if ((err = gpd_store_db_begin(s->wdb)) < 0)
     goto fin;
   t_begin = gpd_clock_ns() - t_begin;
   if (t_begin > s->wr_begin_max_ns)
@@ -630,13 +623,13 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (err == 0)
     err = gpd__gpubin_write(s->wdb, gbrows);
   if (err == 0 && id_hw)
-    err = gpd__store_id_hw(s->wdb, id_hw);
+    err = gpd_store_meta_reserve(s->wdb, id_hw);
   if (err == 0)
-    err = gpd__db_exec(s->wdb, "COMMIT;");
+    err = gpd_store_db_commit(s->wdb);
   if (err < 0) {
     snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
-    gpd__store_quiet = 1; /* SQLite may have rolled back already */
-    gpd__db_exec(s->wdb, "ROLLBACK;");
+    gpd_store_db_quiet(1); /* SQLite may have rolled back already */
+    gpd_store_db_rollback(s->wdb);
   }
 fin:
   for (int i = 0; i < ST__N; i++)
@@ -645,7 +638,7 @@ fin:
     gpd_symbolizer_untake(d->symbolizer, supd, nsupd); /* again next time */
   else
     free(supd);
-  gpd__store_quiet = 0;
+  gpd_store_db_quiet(0);
   /* one log line when writes start failing and one when they resume */
   if (err < 0 && !s->failing) {
     if (why[0] == 0)

@@ -189,14 +189,14 @@ int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s
   int err = 0;
   if (!s->have)
     return 0;
-  if ((err = gpd__db_prepare(db, sql, st, 2)) < 0)
+  if ((err = gpd_store_db_prepare(db, "cpusample", sql, st, 2)) < 0)
     goto out;
   for (uint32_t i = 0; i < s->nrows && err == 0; i++) {
     sqlite3_bind_int64(st[0], 1, profile_id);
     sqlite3_bind_int64(st[0], 2, s->rows[i].tid);
     sqlite3_bind_int64(st[0], 3, (int64_t)s->rows[i].ts);
     sqlite3_bind_int64(st[0], 4, (int64_t)s->rows[i].ctx);
-    err = gpd__db_run(st[0]);
+    err = gpd_store_db_run(st[0]);
   }
   if (err == 0) {
     sqlite3_bind_int64(st[1], 1, profile_id);
@@ -205,7 +205,7 @@ int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s
     sqlite3_bind_int64(st[1], 4, (int64_t)s->trace_rows);
     sqlite3_bind_int64(st[1], 5, (int64_t)s->trace_dropped);
     sqlite3_bind_int64(st[1], 6, (int64_t)s->unknown);
-    err = gpd__db_run(st[1]);
+    err = gpd_store_db_run(st[1]);
   }
 out:
   for (int i = 0; i < 2; i++)

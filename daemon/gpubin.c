@@ -168,7 +168,7 @@ int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows) {
                                 g->hash, g->kind, (unsigned long long)g->size, g->hash,
                                 (long long)g->profile_id, (long long)g->profile_id, g->hash,
                                 (unsigned)g->uid);
-    err = sql ? gpd__db_exec(db, sql) : -ENOMEM;
+    err = sql ? gpd_store_db_exec(db, sql) : -ENOMEM;
     sqlite3_free(sql);
   }
   return err;

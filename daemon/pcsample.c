@@ -279,7 +279,7 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
   int err = 0;
   if (s->nrows == 0 && s->ncubins == 0 && s->nstats == 0 && s->lost == 0)
     return 0;
-  if ((err = gpd__db_prepare(db, sql, st, 3)) < 0)
+  if ((err = gpd_store_db_prepare(db, "pcsample", sql, st, 3)) < 0)
     goto out;
   for (uint32_t i = 0; i < s->nrows && err == 0; i++) {
     const gpd_pcs_row_t *r = &s->rows[i];
@@ -291,13 +291,13 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
     sqlite3_bind_int64(st[0], 6, r->device);
     sqlite3_bind_int64(st[0], 7, (int64_t)r->samples);
     sqlite3_bind_int64(st[0], 8, (int64_t)r->latency);
-    err = gpd__db_run(st[0]);
+    err = gpd_store_db_run(st[0]);
   }
   for (uint32_t i = 0; i < s->ncubins && err == 0; i++) {
     sqlite3_bind_int64(st[1], 1, profile_id);
     sqlite3_bind_int64(st[1], 2, (int64_t)s->cubins[i].cubin_id);
     sqlite3_bind_text(st[1], 3, s->cubins[i].hash, -1, SQLITE_STATIC);
-    err = gpd__db_run(st[1]);
+    err = gpd_store_db_run(st[1]);
   }
   /* lost keys ride on device 0's row when no device reported stats */
   gpd_pcs_stat_t none = {0};
@@ -318,7 +318,7 @@ int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s)
     sqlite3_bind_int64(st[2], 7, (int64_t)x->dropped);
     sqlite3_bind_int64(st[2], 8, (int64_t)x->non_user);
     sqlite3_bind_int64(st[2], 9, i == 0 ? (int64_t)s->lost : 0);
-    err = gpd__db_run(st[2]);
+    err = gpd_store_db_run(st[2]);
   }
 out:
   for (int i = 0; i < 3; i++)

@@ -219,20 +219,6 @@ typedef struct {
 
 enum { RT_STOP = 1 }; /* the writer is stopping: end the pass */
 
-static int64_t db_size(sqlite3 *db) {
-  sqlite3_stmt *q = NULL;
-  int64_t pc = 0, ps = 0, fl = 0;
-  if (sqlite3_prepare_v2(db, "SELECT * FROM pragma_page_count, pragma_page_size,"
-                             " pragma_freelist_count", -1, &q, NULL) == SQLITE_OK &&
-      sqlite3_step(q) == SQLITE_ROW) {
-    pc = sqlite3_column_int64(q, 0);
-    ps = sqlite3_column_int64(q, 1);
-    fl = sqlite3_column_int64(q, 2);
-  }
-  sqlite3_finalize(q);
-  return (pc - fl) * ps;
-}
-
 /* The profiles live in memory (daemon lock taken briefly).  0 or -ENOMEM. */
 static int live_list(rt_t *r) {
   gpd_daemon_t *d = r->d;
@@ -268,7 +254,7 @@ static int is_live(const rt_t *r, int64_t id) {
 static int rt_begin(rt_t *r) {
   if (r->t_txn)
     return 0;
-  if (gpd__db_exec(r->db, "BEGIN IMMEDIATE;") < 0)
+  if (gpd_store_db_begin(r->db) < 0)
     return GPD_ESTORE;
   r->t_txn = gpd_clock_ns();
   return 0;
@@ -277,7 +263,7 @@ static int rt_begin(rt_t *r) {
 static int rt_commit(rt_t *r) {
   if (r->t_txn == 0)
     return 0;
-  int err = gpd__db_exec(r->db, "COMMIT;");
+  int err = gpd_store_db_commit(r->db);
   uint64_t dt = gpd_clock_ns() - r->t_txn;
   r->s->rstats.txn_slow += dt > 100000000ull;
   r->t_txn = 0;
@@ -791,7 +777,7 @@ static int pass(rt_t *r) {
     err = finish_removals(r);
   if (err != 0)
     return err;
-  uint64_t total = (uint64_t)db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
+  uint64_t total = (uint64_t)gpd_store_db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
   int unseen = 0;
   pthread_mutex_lock(&d->reg_lock);
   for (size_t i = 0; i < s->nuses; i++)
@@ -851,7 +837,7 @@ static int pass(rt_t *r) {
     for (size_t i = 0; i < nu; i++) /* counted again: what it freed, contexts and binaries included */
       if ((int64_t)u[i].uid == vuid)
         uid_use(r, u[i].uid, &u[i].use, &u[i].live);
-    total = (uint64_t)db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
+    total = (uint64_t)gpd_store_db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
     s->use_total = total;
   }
   /* give free pages back to the file system, a little at a time */
@@ -859,16 +845,11 @@ static int pass(rt_t *r) {
     for (int k = 0; k < 4096; k++) {
       if ((err = rt_begin(r)) < 0)
         goto out;
-      if (gpd__db_exec(r->db, "PRAGMA incremental_vacuum(256);") < 0) {
+      int64_t fl = 0;
+      if (gpd_store_db_vacuum(r->db, 256, &fl) < 0) {
         err = GPD_ESTORE;
         goto out;
       }
-      int64_t fl = 0;
-      sqlite3_stmt *q = NULL;
-      if (sqlite3_prepare_v2(r->db, "PRAGMA freelist_count", -1, &q, NULL) == SQLITE_OK &&
-          sqlite3_step(q) == SQLITE_ROW)
-        fl = sqlite3_column_int64(q, 0);
-      sqlite3_finalize(q);
       if (fl == 0)
         break;
       if ((err = rt_check(r)) != 0)
@@ -888,26 +869,24 @@ int gpd_store_retain(gpd_daemon_t *d) {
   uint64_t t0 = gpd_clock_ns(), removed0 = s->rstats.profiles;
   rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0};
   r.t_flush = t0;
-  int err = gpd__db_prepare(s->wdb, SQL, r.st, R__N);
-  if (err < 0)
-    GPD_ERR("store: retention: prepare: %s", sqlite3_errmsg(s->wdb));
+  int err = gpd_store_db_prepare(s->wdb, "retention", SQL, r.st, R__N);
   if (err == 0)
     err = live_list(&r);
   /* Removals dirty many pages: checkpoint the log every 128 pages (512
    * KiB) rather than every 1000, so that no COMMIT copies 4 MiB back into
    * the file (measured: 40-110 ms on a loaded machine). */
-  gpd__db_exec(s->wdb, "PRAGMA wal_autocheckpoint=128;");
+  gpd_store_db_autocheckpoint(s->wdb, 128);
   if (err == 0)
     err = pass(&r);
   if (err >= 0)
     err = rt_commit(&r) < 0 ? GPD_ESTORE : err;
   if (err < 0 && r.t_txn) {
-    gpd__store_quiet = 1; /* SQLite may have rolled back already */
-    gpd__db_exec(s->wdb, "ROLLBACK;");
-    gpd__store_quiet = 0;
+    gpd_store_db_quiet(1); /* SQLite may have rolled back already */
+    gpd_store_db_rollback(s->wdb);
+    gpd_store_db_quiet(0);
     r.t_txn = 0;
   }
-  gpd__db_exec(s->wdb, "PRAGMA wal_autocheckpoint=1000;");
+  gpd_store_db_autocheckpoint(s->wdb, 1000);
   for (int i = 0; i < R__N; i++)
     sqlite3_finalize(r.st[i]);
   free(r.live);

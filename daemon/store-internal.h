@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include "store-db.h"
 #include "store.h"
 
 /* A stored GPU binary's row, waiting for the writer's next transaction
@@ -74,19 +75,6 @@ struct gpd_store_s {
 /* ids reserved per meta write; the writer tops up at half */
 #define GPD_STORE_ID_BLOCK 1024u
 
-/** Set on the writer thread while the database refuses writes (disk
- *  full): the state change is logged once, not every statement. */
-extern _Thread_local int gpd__store_quiet;
-/** sqlite3_exec, logged unless quiet.  0 or GPD_ESTORE. */
-int gpd__db_exec(sqlite3 *db, const char *sql);
-/** Step a bound INSERT / UPDATE once and reset it.  0 or -EIO. */
-int gpd__db_run(sqlite3_stmt *st);
-/** Prepare n statements sql[0..n-1] into st[0..n-1] (st zeroed by the
- *  caller, who finalizes every st[i] in any case).  0 or -EIO. */
-int gpd__db_prepare(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int n);
-/** Raise meta.next_profile_id to at least hw (in the caller's
- *  transaction).  0, GPD_ESTORE or -ENOMEM. */
-int gpd__store_id_hw(sqlite3 *db, uint64_t hw);
 /** Lowercase hex of n bytes (malloc'd), NULL when n == 0 or no memory. */
 char *gpd__hex(const uint8_t *b, unsigned n);
 /** The uid's entry of s->uses, added when missing (reg_lock held); NULL

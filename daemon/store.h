@@ -14,9 +14,6 @@
 typedef struct gpd_daemon_s gpd_daemon_t;
 typedef struct gpd_store_s gpd_store_t;
 
-/** On-disk format (PRAGMA user_version; docs/FORMATS.md). */
-#define GPD_STORE_FORMAT 2
-
 /** Open (create) the database at path: schema (an older format is
  *  upgraded, a newer one refused), WAL, metric_desc; marks profiles left
  *  'running' by a dead daemon as 'lost'; reserves a block of profile ids.

@@ -112,7 +112,7 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
   int err = 0;
   if (!s->have)
     return 0;
-  if ((err = gpd__db_prepare(db, sql, st, 3)) < 0)
+  if ((err = gpd_store_db_prepare(db, "tracewin", sql, st, 3)) < 0)
     goto out;
   sqlite3_bind_int64(st[0], 1, profile_id);
   sqlite3_bind_int(st[0], 2, s->api);
@@ -122,18 +122,18 @@ int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) 
   sqlite3_bind_int(st[0], 6, s->final);
   sqlite3_bind_int64(st[0], 7, (int64_t)s->windows);
   sqlite3_bind_int64(st[0], 8, (int64_t)s->window_ns);
-  err = gpd__db_run(st[0]);
+  err = gpd_store_db_run(st[0]);
   if (err == 0 && s->launches) {
     sqlite3_bind_int64(st[2], 1, profile_id);
     sqlite3_bind_int64(st[2], 2, (int64_t)s->launches);
     sqlite3_bind_int64(st[2], 3, (int64_t)s->launches_in);
-    err = gpd__db_run(st[2]);
+    err = gpd_store_db_run(st[2]);
   }
   for (uint32_t i = 0; i < s->nwin && err == 0; i++) {
     sqlite3_bind_int64(st[1], 1, profile_id);
     sqlite3_bind_int64(st[1], 2, (int64_t)s->win[i].start);
     sqlite3_bind_int64(st[1], 3, (int64_t)s->win[i].end);
-    err = gpd__db_run(st[1]);
+    err = gpd_store_db_run(st[1]);
   }
 out:
   for (int i = 0; i < 3; i++)

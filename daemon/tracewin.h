@@ -12,6 +12,8 @@
 
 #include <sqlite3.h>
 
+#include "store-rows.h"
+
 #include "gpuprof/record.h"
 #include "gpuprof/store-schema.h"
 
@@ -23,10 +25,7 @@
 /* Tables: GPD_TRACEWIN_SCHEMA (gpuprof/store-schema.h; also written by
  * `gpuprof merge`). */
 
-/** One window, ns on the gpuprof clock. */
-typedef struct gpd_tw_win_s {
-  uint64_t start, end;
-} gpd_tw_win_t;
+/* A window (gpd_tw_win_t) and the snapshot (gpd_tw_snap_t): store-rows.h. */
 
 /** Windows of one process (embedded in gpd_profile_t; zeroed = none). */
 typedef struct gpd_tracewin_s {
@@ -40,15 +39,6 @@ typedef struct gpd_tracewin_s {
   uint32_t nwin_saved;      /* writer watermark: [0, nwin_saved) are stored */
   uint64_t dropped;         /* windows past GPD_TRACEWIN_MAX (or out of memory) */
 } gpd_tracewin_t;
-
-/** What one flush writes: the summary and the windows since the last. */
-typedef struct gpd_tw_snap_s {
-  int have;
-  uint8_t api, duty, final;
-  uint64_t t0, end, windows, window_ns, launches, launches_in;
-  gpd_tw_win_t *win;
-  uint32_t nwin;
-} gpd_tw_snap_t;
 
 /** Take a validated TRACEWIN record (gpd_rec_validate): the summary from
  *  the record with the most windows (then the most window time), the
