@@ -8,8 +8,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include <sqlite3.h>
-
 #include "store-rows.h"
 
 struct gpd_profile_s;
@@ -43,8 +41,5 @@ int gpd_cpusample_snap(gpd_cpusample_t *cs, gpd_cps_snap_t *out);
 void gpd_cpusample_unsnap(gpd_cpusample_t *cs, gpd_cps_snap_t *s);
 void gpd_cpusample_snap_free(gpd_cps_snap_t *s);
 void gpd_cpusample_free(gpd_cpusample_t *cs);
-/** Write a snapshot inside the caller's transaction (tables
- *  trace_cpu_sample and cpu_sample_stat, docs/FORMATS.md).  0 or -EIO. */
-int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s);
 
 #endif

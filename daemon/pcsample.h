@@ -5,8 +5,6 @@
 
 #include <stdint.h>
 
-#include <sqlite3.h>
-
 #include "store-rows.h"
 
 #include "gpuprof/record.h"
@@ -39,8 +37,5 @@ int gpd_pcsample_snap(gpd_pcsample_t *ps, gpd_pcs_snap_t *out);
 void gpd_pcsample_unsnap(gpd_pcsample_t *ps, gpd_pcs_snap_t *s);
 void gpd_pcsample_snap_free(gpd_pcs_snap_t *s);
 void gpd_pcsample_free(gpd_pcsample_t *ps);
-/** Write a snapshot inside the caller's transaction (tables pcsample,
- *  pcsample_cubin, pcsample_stat; docs/FORMATS.md).  0 or -EIO. */
-int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s);
 
 #endif

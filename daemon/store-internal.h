@@ -12,18 +12,13 @@
 #include <sqlite3.h>
 
 #include "store-db.h"
+#include "store-rows.h"
 #include "store.h"
 
 /* A stored GPU binary's row, waiting for the writer's next transaction
  * (the main thread never writes to SQLite: a busy writer would stall the
  * event loop and with it every shim's socket). */
-typedef struct gpubin_row_s {
-  struct gpubin_row_s *next;
-  char hash[33], kind[32];
-  uint64_t size;
-  int64_t profile_id;
-  uint32_t uid;
-} gpubin_row_t;
+typedef gpd_store_gpubin_row_t gpubin_row_t;
 
 /* One uid's standing for uploads (reg_lock): what the last retention pass
  * counted as undeletable (running profiles and their binaries), and the
@@ -80,9 +75,6 @@ char *gpd__hex(const uint8_t *b, unsigned n);
 /** The uid's entry of s->uses, added when missing (reg_lock held); NULL
  *  when out of memory. */
 gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid);
-/** Write the gpubin and gpubin_ref rows of a flush (writer, in its
- *  transaction).  0 or a negative code. */
-int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows);
 /** After the flush's COMMIT (reg_lock held): their bytes count as unseen
  *  in their uids' quotas until the next retention count. */
 void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);

@@ -10,8 +10,6 @@
 
 #include <stdint.h>
 
-#include <sqlite3.h>
-
 #include "store-rows.h"
 
 #include "gpuprof/record.h"
@@ -51,8 +49,6 @@ void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r);
  *  watermark.  0 or -ENOMEM (then nothing moved). */
 int gpd_tracewin_snap(gpd_tracewin_t *tw, gpd_tw_snap_t *out);
 void gpd_tracewin_snap_free(gpd_tw_snap_t *s);
-/** Write a snapshot inside the caller's transaction.  0 or -EIO. */
-int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s);
 /** Bytes held (for the profile's memory account). */
 size_t gpd_tracewin_bytes(const gpd_tracewin_t *tw);
 void gpd_tracewin_free(gpd_tracewin_t *tw);
