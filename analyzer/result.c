@@ -27,7 +27,7 @@
 #include "analyzer.h"
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+#include "store-schema.h"
 
 #include <xxhash.h>
 

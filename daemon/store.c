@@ -28,7 +28,6 @@
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
 
 #include "daemon.h"
 #include "store-internal.h"

@@ -13,14 +13,13 @@
 #include "store-rows.h"
 
 #include "gpuprof/record.h"
-#include "gpuprof/store-schema.h"
 
 /** Most windows kept per process (16 bytes each: 512 KiB); past it only
  *  the summary moves on (the report then falls back to the estimator
  *  that needs no windows). */
 #define GPD_TRACEWIN_MAX 32768u
 
-/* Tables: GPD_TRACEWIN_SCHEMA (gpuprof/store-schema.h; also written by
+/* Tables: GPD_TRACEWIN_SCHEMA (store/store-schema.h; also written by
  * `gpuprof merge`). */
 
 /* A window (gpd_tw_win_t) and the snapshot (gpd_tw_snap_t): store-rows.h. */

@@ -1,6 +1,6 @@
 /* schema.c - the tables of a .gpdb, the upgrades of older formats and the
  * meta rows (store-db.h; docs/FORMATS.md).  The tables `gpuprof merge`
- * writes too come from gpuprof/store-schema.h. */
+ * writes too come from store-schema.h. */
 #include "store-db.h"
 
 #include <errno.h>
@@ -10,7 +10,8 @@
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+
+#include "store-schema.h"
 
 #define GPD_STR_(x) #x
 #define GPD_STR(x) GPD_STR_(x)
