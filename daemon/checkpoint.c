@@ -598,9 +598,9 @@ out:;
     snap_proc_free(&snaps[i]);
   }
   free(snaps);
-  /* A large snapshot (the first flush of 64 processes x 30 K contexts
-   * copies ~200 MiB) leaves that much free memory in this thread's malloc
-   * arena, which glibc keeps resident: hand it back to the kernel. */
+  /* A large snapshot (sizes: docs/STORE.md) leaves as much free memory
+   * in this thread's malloc arena, which glibc keeps resident: hand it
+   * back to the kernel. */
   if (copied >= GPD_TRIM_AFTER_ROWS)
     malloc_trim(0);
   while (gbrows) {

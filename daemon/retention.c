@@ -342,8 +342,8 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
 }
 
 /* Estimate the size of profiles never counted, running ones every
- * RESIZE_RUNNING_NS, and ended ones once more.  The counts (a large
- * running profile: 100 ms and more) run outside any transaction; their
+ * RESIZE_RUNNING_NS, and ended ones once more.  The counts (long for a
+ * large running profile) run outside any transaction; their
  * results are written 64 at a time.  0, RT_STOP or < 0. */
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
@@ -569,7 +569,7 @@ int gpd_store_retain(gpd_daemon_t *d) {
     err = live_list(&r);
   /* Removals dirty many pages: checkpoint the log every 128 pages (512
    * KiB) rather than every 1000, so that no COMMIT copies 4 MiB back into
-   * the file (measured: 40-110 ms on a loaded machine). */
+   * the file (a slow COMMIT: docs/STORE.md). */
   gpd_store_db_autocheckpoint(s->wdb, 128);
   if (err == 0)
     err = pass(&r);
