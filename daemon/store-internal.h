@@ -83,10 +83,6 @@ void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);
 int gpd__gpubin_busy(const gpd_store_t *s, const char *hash);
 /** 1 for 32 lowercase hex digits (a gpubin's name). */
 int gpd__gpubin_valid_hash(const char *h);
-/** The statements the retention pass runs, n of them; scan[i] says the
- *  statement reads a small table or a work list whole by design (the plan
- *  test allows its SCAN).  For tests/store/test-retention.c. */
-const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan);
 /** strdup that passes NULL through. */
 char *gpd__xdup(const char *s);
 

@@ -3,6 +3,7 @@
 #include "store-write.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 int gpd_store_write_cpusample(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s) {
   static const char *sql[] = {

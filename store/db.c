@@ -1,6 +1,7 @@
 /* db.c - read-write connections to a .gpdb and their transactions
  * (store-db.h). */
 #include "store-db.h"
+#include "store-sql.h"
 
 #include <errno.h>
 #include <fcntl.h>

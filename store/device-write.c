@@ -9,6 +9,7 @@
 #include "gpuprof/log.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 enum { D_SAMPLE, D_PROC, D_CPU, D__N };
 

@@ -9,6 +9,7 @@
 #include "gpuprof/error.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
        ST_PEND_CLEAR, ST_PEND_DEL, ST_PEND, ST_CURSOR, ST_CTX_LABEL, ST_GPUBIN, ST_GPUBIN_REF, ST__N };

@@ -17,6 +17,7 @@
 #include "gpuprof/log.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 #define SAMPLE 256 /* rows of a context looked at before by uid */
 #define GPD_RSTR_(x) #x

@@ -4,6 +4,7 @@
 #include "gpuprof/error.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 #define TEXT(q, i) ((const char *)sqlite3_column_text(q, i))
 

@@ -2,6 +2,7 @@
  * meta rows (store-db.h; docs/FORMATS.md).  The tables `gpuprof merge`
  * writes too come from store-schema.h. */
 #include "store-db.h"
+#include "store-sql.h"
 
 #include <errno.h>
 #include <unistd.h>

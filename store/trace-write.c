@@ -11,6 +11,7 @@
 #include "gpuprof/log.h"
 
 #include "store-db.h"
+#include "store-sql.h"
 
 enum { T_EVENT, T_LAUNCH, T_STAT, T__N };
 

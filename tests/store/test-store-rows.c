@@ -19,6 +19,7 @@
 
 #include "store-db.h"
 #include "store-reload.h"
+#include "store-sql.h"
 #include "store-write.h"
 
 static char dir[64], path[96];
