@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,6 +129,28 @@ int gpd_store_db_prepare(sqlite3 *db, const char *what, const char *const *sql, 
       return GPD_ESTORE;
     }
   return 0;
+}
+
+struct gpd_store_stmts_s *gpd_store_stmts_new(sqlite3 *db, const char *what, const char *const *sql, int n) {
+  struct gpd_store_stmts_s *s = calloc(1, sizeof *s + (size_t)n * sizeof s->st[0]);
+  if (s == NULL) {
+    GPD_ERR("store: %s: out of memory", what);
+    return NULL;
+  }
+  s->db = db;
+  s->n = n;
+  if (gpd_store_db_prepare(db, what, sql, s->st, n) < 0) {
+    gpd_store_stmts_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void gpd_store_stmts_free(struct gpd_store_stmts_s *s) {
+  if (s == NULL)
+    return;
+  gpd_store_db_finalize(s->st, s->n);
+  free(s);
 }
 
 void gpd_store_db_finalize(sqlite3_stmt **st, int n) {

@@ -23,10 +23,6 @@ static const char *const D_SQL[D__N] = {
 #define DS_REAL ((1u << GPD_STORE_DS_UTIL_GPU) | (1u << GPD_STORE_DS_UTIL_MEM) | (1u << GPD_STORE_DS_POWER) | \
                  (1u << GPD_STORE_DS_TEMP))
 
-struct gpd_store_device_s {
-  sqlite3_stmt *st[D__N];
-};
-
 int64_t gpd_store_device_id(sqlite3 *db, const char *api, int64_t index, const char *name, const char *uuid) {
   sqlite3_stmt *q = NULL;
   int64_t id = GPD_ESTORE;
@@ -48,25 +44,11 @@ out:
   return id;
 }
 
-int gpd_store_device_open(sqlite3 *db, gpd_store_device_t **out) {
-  gpd_store_device_t *w = calloc(1, sizeof *w);
-  *out = NULL;
-  if (w == NULL)
-    return -ENOMEM;
-  if (gpd_store_db_prepare(db, "devices", D_SQL, w->st, D__N) < 0) {
-    gpd_store_device_close(w);
-    return GPD_ESTORE;
-  }
-  *out = w;
-  return 0;
+int gpd_store_device_open(sqlite3 *db, gpd_store_device_t **w) {
+  return (*w = gpd_store_stmts_new(db, "devices", D_SQL, D__N)) ? 0 : GPD_ESTORE;
 }
 
-void gpd_store_device_close(gpd_store_device_t *w) {
-  if (w == NULL)
-    return;
-  gpd_store_db_finalize(w->st, D__N);
-  free(w);
-}
+void gpd_store_device_close(gpd_store_device_t *w) { gpd_store_stmts_free(w); }
 
 int gpd_store_device_sample(gpd_store_device_t *w, const gpd_store_dev_sample_row_t *r) {
   sqlite3_stmt *q = w->st[D_SAMPLE];

@@ -38,28 +38,11 @@ static const char *const ST_SQL[ST__N] = {
     "INSERT OR IGNORE INTO gpubin_ref VALUES(?1,?2,?3)",
 };
 
-struct gpd_store_write_s {
-  sqlite3_stmt *st[ST__N];
-};
-
 int gpd_store_write_open(sqlite3 *db, gpd_store_write_t **w) {
-  *w = calloc(1, sizeof **w);
-  if (*w == NULL)
-    return -ENOMEM;
-  if (gpd_store_db_prepare(db, "flush", ST_SQL, (*w)->st, ST__N) < 0) {
-    gpd_store_write_close(*w);
-    *w = NULL;
-    return GPD_ESTORE;
-  }
-  return 0;
+  return (*w = gpd_store_stmts_new(db, "flush", ST_SQL, ST__N)) ? 0 : GPD_ESTORE;
 }
 
-void gpd_store_write_close(gpd_store_write_t *w) {
-  if (w == NULL)
-    return;
-  gpd_store_db_finalize(w->st, ST__N);
-  free(w);
-}
+void gpd_store_write_close(gpd_store_write_t *w) { gpd_store_stmts_free(w); }
 
 int gpd_store_write_profile(gpd_store_write_t *w, const gpd_store_profile_row_t *r) {
   sqlite3_stmt *q = w->st[ST_PROFILE];

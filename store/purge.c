@@ -162,31 +162,11 @@ const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan) {
 
 
 
-struct gpd_store_purge_s {
-  sqlite3 *db;
-  sqlite3_stmt *st[R__N];
-};
-
 int gpd_store_purge_open(sqlite3 *db, gpd_store_purge_t **out) {
-  gpd_store_purge_t *r = calloc(1, sizeof *r);
-  *out = NULL;
-  if (r == NULL)
-    return -ENOMEM;
-  r->db = db;
-  if (gpd_store_db_prepare(db, "retention", SQL, r->st, R__N) < 0) {
-    gpd_store_purge_close(r);
-    return GPD_ESTORE;
-  }
-  *out = r;
-  return 0;
+  return (*out = gpd_store_stmts_new(db, "retention", SQL, R__N)) ? 0 : GPD_ESTORE;
 }
 
-void gpd_store_purge_close(gpd_store_purge_t *r) {
-  if (r == NULL)
-    return;
-  gpd_store_db_finalize(r->st, R__N);
-  free(r);
-}
+void gpd_store_purge_close(gpd_store_purge_t *r) { gpd_store_stmts_free(r); }
 
 /* Step q to its end; its first column's integers into out (at most cap),
  * or the first text column's values into hashes (33 bytes each).  Returns

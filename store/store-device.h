@@ -48,8 +48,9 @@ typedef struct gpd_store_dev_proc_row_s {
  *  updated.  The id (>= 0) or GPD_ESTORE. */
 int64_t gpd_store_device_id(sqlite3 *db, const char *api, int64_t index, const char *name, const char *uuid);
 
-typedef struct gpd_store_device_s gpd_store_device_t;
-/** Prepare one flush's inserts on db.  0, GPD_ESTORE or -ENOMEM. */
+/** A handle on one flush's inserts of the series (a statement set, store-sql.h). */
+typedef struct gpd_store_stmts_s gpd_store_device_t;
+/** Prepare one flush's inserts on db.  0 or GPD_ESTORE (logged). */
 int gpd_store_device_open(sqlite3 *db, gpd_store_device_t **w);
 void gpd_store_device_close(gpd_store_device_t *w);
 /** Insert or replace one row of device_sample / device_proc / cpu_counter. */

@@ -21,9 +21,10 @@
 /** Rows removed per statement of gpd_store_purge_rows. */
 #define GPD_STORE_PURGE_CHUNK 256
 
-typedef struct gpd_store_purge_s gpd_store_purge_t;
+/** A handle on the retention pass's statements (a statement set, store-sql.h). */
+typedef struct gpd_store_stmts_s gpd_store_purge_t;
 
-/** Prepare the pass's statements on db.  0, GPD_ESTORE or -ENOMEM. */
+/** Prepare the pass's statements on db.  0 or GPD_ESTORE (logged). */
 int gpd_store_purge_open(sqlite3 *db, gpd_store_purge_t **out);
 void gpd_store_purge_close(gpd_store_purge_t *r);
 

@@ -8,6 +8,19 @@
 
 #include <sqlite3.h>
 
+/** The prepared statements of one connection, st[0..n): what the
+ *  handles gpd_store_write_t, gpd_store_purge_t, gpd_store_trace_t and
+ *  gpd_store_device_t are. */
+struct gpd_store_stmts_s {
+  sqlite3 *db;
+  int n;
+  sqlite3_stmt *st[];
+};
+/** Prepare sql[0..n) on db: a new set, or NULL when a statement does not
+ *  prepare or there is no memory (logged, naming what). */
+struct gpd_store_stmts_s *gpd_store_stmts_new(sqlite3 *db, const char *what, const char *const *sql, int n);
+/** Finalize and free (NULL: nothing); the connection stays open. */
+void gpd_store_stmts_free(struct gpd_store_stmts_s *s);
 /** Prepare n statements sql[0..n-1] into st[0..n-1] (st zeroed by the
  *  caller; gpd_store_db_finalize frees them in any case).  0 or
  *  GPD_ESTORE (logged with what). */

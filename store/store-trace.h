@@ -16,11 +16,12 @@
 
 #include "gpuprof/trace-row.h"
 
-typedef struct gpd_store_trace_s gpd_store_trace_t;
+/** A handle on a tracing thread's connection and inserts (a statement set, store-sql.h). */
+typedef struct gpd_store_stmts_s gpd_store_trace_t;
 
 /** Open the existing store `path` (made by the daemon's store: no create,
  *  never through a link, busy timeout 10 s) and prepare the inserts.
- *  0 or GPD_ESTORE / -ENOMEM (logged); *w NULL on error. */
+ *  0 or GPD_ESTORE (logged); *w NULL on error. */
 int gpd_store_trace_open(const char *path, gpd_store_trace_t **w);
 void gpd_store_trace_close(gpd_store_trace_t *w);
 int gpd_store_trace_begin(gpd_store_trace_t *w);

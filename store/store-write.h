@@ -20,10 +20,11 @@
 
 #include "store-rows.h"
 
-typedef struct gpd_store_write_s gpd_store_write_t;
+/** A handle on the prepared statements of one flush (a statement set, store-sql.h). */
+typedef struct gpd_store_stmts_s gpd_store_write_t;
 
 /** Prepare the flush's statements on db (the writer's connection).
- *  0 or GPD_ESTORE / -ENOMEM; *w NULL on error. */
+ *  0 or GPD_ESTORE (logged); *w NULL on error. */
 int gpd_store_write_open(sqlite3 *db, gpd_store_write_t **w);
 void gpd_store_write_close(gpd_store_write_t *w);
 

@@ -25,31 +25,25 @@ static const char *const T_SQL[T__N] = {
     " dropped=max(dropped, excluded.dropped), refused=max(refused, excluded.refused)",
 };
 
-struct gpd_store_trace_s {
-  sqlite3 *db;
-  sqlite3_stmt *st[T__N];
-};
-
-int gpd_store_trace_open(const char *path, gpd_store_trace_t **out) {
-  gpd_store_trace_t *w = calloc(1, sizeof *w);
-  *out = NULL;
-  if (w == NULL)
-    return -ENOMEM;
+int gpd_store_trace_open(const char *path, gpd_store_trace_t **w) {
+  sqlite3 *db = NULL;
+  *w = NULL;
   /* the store made the file (private, no link); NOFOLLOW as it opens it */
-  if (gpd_store_db_open(path, 0, &w->db) < 0 || gpd_store_db_prepare(w->db, "trace", T_SQL, w->st, T__N) < 0) {
-    gpd_store_trace_close(w);
+  if (gpd_store_db_open(path, 0, &db) < 0)
+    return GPD_ESTORE;
+  if ((*w = gpd_store_stmts_new(db, "trace", T_SQL, T__N)) == NULL) {
+    gpd_store_db_close(db);
     return GPD_ESTORE;
   }
-  *out = w;
   return 0;
 }
 
 void gpd_store_trace_close(gpd_store_trace_t *w) {
   if (w == NULL)
     return;
-  gpd_store_db_finalize(w->st, T__N);
-  gpd_store_db_close(w->db);
-  free(w);
+  sqlite3 *db = w->db;
+  gpd_store_stmts_free(w);
+  gpd_store_db_close(db);
 }
 
 int gpd_store_trace_begin(gpd_store_trace_t *w) {
