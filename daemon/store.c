@@ -1,8 +1,10 @@
-/* store.c - the SQLite profile store: schema, open (format upgrade, private
- * files), profile-id reservation and the helpers the store's files share.
+/* store.c - the daemon's profile store: open (through store/: private
+ * files, schema, format upgrade), profile-id reservation and the helpers
+ * the store's files share.
  *
- * The store's nouns, one file each:
- *   store.c       schema, open/close, profile ids (this file)
+ * The daemon's store nouns, one file each (their SQL is store/'s,
+ * docs/STORE.md):
+ *   store.c       open/close, profile ids (this file)
  *   checkpoint.c  the writer thread and the exactly-once protocol:
  *                 snapshot under the lock -> symbolize -> write -> COMMIT ->
  *                 release the rings to the committed cursors
@@ -24,15 +26,12 @@
 
 #include <sqlite3.h>
 
-#include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
-#include "gpuprof/metric.h"
 
 #include "daemon.h"
 #include "store-internal.h"
 #include "store-reload.h"
-#include "tracewin.h"
 
 int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errlen) {
   int err = 0, fd = -1;
