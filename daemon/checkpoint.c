@@ -25,6 +25,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,27 @@ static void proc_rewrite_all(gpd_proc_t *p) {
   p->meta_dirty = 1;
 }
 
+/* A new array of src[from..to) (elem bytes each) whose string at byte
+ * offset off of each element is a copy; *n counts the elements copied.
+ * NULL when there are none; *incomplete set when memory ran out. */
+static void *copy_new(const void *src, uint32_t from, uint32_t to, size_t elem, size_t off, uint32_t *n,
+                      int *incomplete) {
+  if (to <= from)
+    return NULL;
+  char *d = calloc(to - from, elem);
+  if (d == NULL)
+    *incomplete = 1;
+  for (uint32_t i = 0; d && i < to - from; i++) {
+    char *e = d + (size_t)i * elem, **str = (char **)(void *)(e + off);
+    memcpy(e, (const char *)src + (size_t)(from + i) * elem, elem);
+    *str = strdup(*str);
+    (*n)++;
+    if (*str == NULL)
+      *incomplete = 1;
+  }
+  return d;
+}
+
 /* Copy what is new in p (lock held). */
 static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   gpd_profile_t *pr = &p->prof;
@@ -186,34 +208,12 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
     s->nbe++;
   }
-  if (pr->nmods > pr->nmods_saved) {
-    uint32_t n = pr->nmods - pr->nmods_saved;
-    s->mods = calloc(n, sizeof *s->mods);
-    if (s->mods == NULL)
-      s->incomplete = 1;
-    for (uint32_t i = 0; s->mods && i < n; i++) {
-      s->mods[i] = pr->mods[pr->nmods_saved + i];
-      s->mods[i].path = strdup(s->mods[i].path);
-      s->nmods++;
-      if (s->mods[i].path == NULL)
-        s->incomplete = 1;
-    }
-    pr->nmods_saved = pr->nmods;
-  }
-  if (pr->nstrs > pr->nstrs_saved) {
-    uint32_t n = pr->nstrs - pr->nstrs_saved;
-    s->strs = calloc(n, sizeof *s->strs);
-    if (s->strs == NULL)
-      s->incomplete = 1;
-    for (uint32_t i = 0; s->strs && i < n; i++) {
-      s->strs[i] = pr->strs[pr->nstrs_saved + i];
-      s->strs[i].text = strdup(s->strs[i].text);
-      s->nstrs++;
-      if (s->strs[i].text == NULL)
-        s->incomplete = 1;
-    }
-    pr->nstrs_saved = pr->nstrs;
-  }
+  s->mods = copy_new(pr->mods, pr->nmods_saved, pr->nmods, sizeof *pr->mods, offsetof(gpd_pmodule_t, path),
+                     &s->nmods, &s->incomplete);
+  pr->nmods_saved = pr->nmods;
+  s->strs = copy_new(pr->strs, pr->nstrs_saved, pr->nstrs, sizeof *pr->strs, offsetof(gpd_pstring_t, text),
+                     &s->nstrs, &s->incomplete);
+  pr->nstrs_saved = pr->nstrs;
   /* New nodes are past nodes_clean (nodes are append-only; everything is
    * rewritten after a failed write), changed metrics are on the dirty
    * list: the copy costs what changed, not the whole tree. */
