@@ -27,7 +27,7 @@
 #include <sqlite3.h>
 
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+#include "store-schema.h"
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 30;

@@ -25,6 +25,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 
 #include "daemon.h"
 #include "store-internal.h"
+#include "store-write.h"
 #include "cpusample.h"
 #include "pcsample.h"
 #include "symbolizer.h"
@@ -157,6 +159,27 @@ static void proc_rewrite_all(gpd_proc_t *p) {
   p->meta_dirty = 1;
 }
 
+/* A new array of src[from..to) (elem bytes each) whose string at byte
+ * offset off of each element is a copy; *n counts the elements copied.
+ * NULL when there are none; *incomplete set when memory ran out. */
+static void *copy_new(const void *src, uint32_t from, uint32_t to, size_t elem, size_t off, uint32_t *n,
+                      int *incomplete) {
+  if (to <= from)
+    return NULL;
+  char *d = calloc(to - from, elem);
+  if (d == NULL)
+    *incomplete = 1;
+  for (uint32_t i = 0; d && i < to - from; i++) {
+    char *e = d + (size_t)i * elem, **str = (char **)(void *)(e + off);
+    memcpy(e, (const char *)src + (size_t)(from + i) * elem, elem);
+    *str = strdup(*str);
+    (*n)++;
+    if (*str == NULL)
+      *incomplete = 1;
+  }
+  return d;
+}
+
 /* Copy what is new in p (lock held). */
 static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   gpd_profile_t *pr = &p->prof;
@@ -185,34 +208,12 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
     s->nbe++;
   }
-  if (pr->nmods > pr->nmods_saved) {
-    uint32_t n = pr->nmods - pr->nmods_saved;
-    s->mods = calloc(n, sizeof *s->mods);
-    if (s->mods == NULL)
-      s->incomplete = 1;
-    for (uint32_t i = 0; s->mods && i < n; i++) {
-      s->mods[i] = pr->mods[pr->nmods_saved + i];
-      s->mods[i].path = strdup(s->mods[i].path);
-      s->nmods++;
-      if (s->mods[i].path == NULL)
-        s->incomplete = 1;
-    }
-    pr->nmods_saved = pr->nmods;
-  }
-  if (pr->nstrs > pr->nstrs_saved) {
-    uint32_t n = pr->nstrs - pr->nstrs_saved;
-    s->strs = calloc(n, sizeof *s->strs);
-    if (s->strs == NULL)
-      s->incomplete = 1;
-    for (uint32_t i = 0; s->strs && i < n; i++) {
-      s->strs[i] = pr->strs[pr->nstrs_saved + i];
-      s->strs[i].text = strdup(s->strs[i].text);
-      s->nstrs++;
-      if (s->strs[i].text == NULL)
-        s->incomplete = 1;
-    }
-    pr->nstrs_saved = pr->nstrs;
-  }
+  s->mods = copy_new(pr->mods, pr->nmods_saved, pr->nmods, sizeof *pr->mods, offsetof(gpd_pmodule_t, path),
+                     &s->nmods, &s->incomplete);
+  pr->nmods_saved = pr->nmods;
+  s->strs = copy_new(pr->strs, pr->nstrs_saved, pr->nstrs, sizeof *pr->strs, offsetof(gpd_pstring_t, text),
+                     &s->nstrs, &s->incomplete);
+  pr->nstrs_saved = pr->nstrs;
   /* New nodes are past nodes_clean (nodes are append-only; everything is
    * rewritten after a failed write), changed metrics are on the dirty
    * list: the copy costs what changed, not the whole tree. */
@@ -321,235 +322,98 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
 
 /* ------------------------------------------------------------- write */
 
-enum { ST_PROFILE, ST_BACKEND, ST_MODULE, ST_STRING, ST_CONTEXT, ST_FRAME, ST_LOCAL, ST_METRIC,
-       ST_PEND_CLEAR, ST_PEND_DEL, ST_PEND, ST_CURSOR, ST_CTX_LABEL, ST__N };
-static const char *ST_SQL[ST__N] = {
-    "INSERT INTO profile(id,pid,ppid,uid,gid,exe,argv,hostname,job_id,step_id,rank,local_rank,"
-    "start_ns,end_ns,state,records,drops,error,proc_start) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
-    "?10,?11,?12,?13,?14,?15,?16,?17,?18,?19) ON CONFLICT(id) DO UPDATE SET pid=?2,ppid=?3,"
-    "uid=?4,gid=?5,exe=?6,argv=?7,hostname=?8,job_id=?9,step_id=?10,rank=?11,local_rank=?12,"
-    "start_ns=?13,end_ns=?14,state=?15,records=?16,drops=?17,error=?18,proc_start=?19",
-    "INSERT OR REPLACE INTO backend VALUES(?1,?2,?3,?4,?5)",
-    "INSERT OR REPLACE INTO module VALUES(?1,?2,?3,?4,?5,?6)",
-    "INSERT OR REPLACE INTO string VALUES(?1,?2,?3,?4)",
-    "INSERT OR IGNORE INTO context(uid,id,parent,kind,module,build_id,offset,label,raw_name)"
-    " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
-    "INSERT OR IGNORE INTO frame(uid,context_id,depth,function,file,line,inlined)"
-    " VALUES(?1,?2,?3,?4,?5,?6,?7)",
-    "INSERT OR REPLACE INTO cct_local VALUES(?1,?2,?3)",
-    "INSERT OR REPLACE INTO metric VALUES(?1,?2,?3,?4)",
-    "DELETE FROM pending WHERE profile_id=?1",
-    "DELETE FROM pending WHERE profile_id=?1 AND seq=?2",
-    "INSERT OR REPLACE INTO pending VALUES(?1,?2,?3)",
-    "INSERT OR REPLACE INTO ring_cursor VALUES(?1,?2,?3)",
-    "UPDATE context SET label=?3 WHERE uid=?1 AND id=?2",
-};
-
-static int step(sqlite3 *db, sqlite3_stmt *st) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  if (rc != SQLITE_DONE) {
-    if (!gpd__store_quiet)
-      GPD_ERR("store: %s", sqlite3_errmsg(db));
-    return GPD_ESTORE;
-  }
-  return 0;
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s) {
-  if (s)
-    sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-  else
-    sqlite3_bind_null(st, i);
-}
-
 /* The frame rows of context ctx of uid. */
-static int write_frames(sqlite3 *db, sqlite3_stmt **st, int64_t uid, uint64_t ctx, const gpd_sframe_t *fr,
-                        unsigned nfr) {
+static int write_frames(gpd_store_write_t *w, int64_t uid, uint64_t ctx, const gpd_sframe_t *fr, unsigned nfr) {
   int e = 0;
   for (unsigned k = 0; k < nfr && e == 0; k++) {
-    sqlite3_stmt *q = st[ST_FRAME];
-    sqlite3_bind_int64(q, 1, uid);
-    sqlite3_bind_int64(q, 2, (int64_t)ctx);
-    sqlite3_bind_int(q, 3, (int)k);
-    bind_text(q, 4, fr[k].function);
-    bind_text(q, 5, fr[k].file);
-    sqlite3_bind_int(q, 6, (int)fr[k].line);
-    sqlite3_bind_int(q, 7, fr[k].inlined);
-    e = step(db, q);
+    gpd_store_frame_row_t f = {fr[k].function, fr[k].file, fr[k].line, fr[k].inlined};
+    e = gpd_store_write_frame(w, uid, ctx, k, &f);
   }
   return e;
 }
 
 /* Symbols that arrived from the symbolizer for contexts stored by module
  * + offset: the physical function becomes the label, the frames follow. */
-static int write_symbols(sqlite3 *db, sqlite3_stmt **st, const gpd_symupd_t *u, uint32_t n) {
+static int write_symbols(gpd_store_write_t *w, const gpd_symupd_t *u, uint32_t n) {
   int e = 0;
-  for (uint32_t i = 0; i < n && e == 0; i++) {
-    sqlite3_stmt *q = st[ST_CTX_LABEL];
-    sqlite3_bind_int64(q, 1, (int64_t)u[i].uid);
-    sqlite3_bind_int64(q, 2, (int64_t)u[i].ctx);
-    bind_text(q, 3, u[i].fr[0].function);
-    if ((e = step(db, q)) == 0)
-      e = write_frames(db, st, (int64_t)u[i].uid, u[i].ctx, u[i].fr, u[i].n);
-  }
+  for (uint32_t i = 0; i < n && e == 0; i++)
+    if ((e = gpd_store_write_label(w, (int64_t)u[i].uid, u[i].ctx, u[i].fr[0].function)) == 0)
+      e = write_frames(w, (int64_t)u[i].uid, u[i].ctx, u[i].fr, u[i].n);
   return e;
 }
 
-static int write_proc(gpd_store_t *s, sqlite3_stmt **st, snap_proc_t *p) {
-  sqlite3 *db = s->wdb;
+static int write_proc(gpd_store_t *s, gpd_store_write_t *w, snap_proc_t *p) {
   int e = 0;
-  sqlite3_stmt *q = st[ST_PROFILE];
-  sqlite3_bind_int64(q, 1, (int64_t)p->id);
-  sqlite3_bind_int64(q, 2, p->pid);
-  sqlite3_bind_int64(q, 3, p->ppid);
-  sqlite3_bind_int64(q, 4, p->uid);
-  sqlite3_bind_int64(q, 5, p->gid);
-  bind_text(q, 6, p->exe);
-  bind_text(q, 7, p->argv);
-  bind_text(q, 8, p->hostname);
-  bind_text(q, 9, p->job);
-  bind_text(q, 10, p->step);
-  sqlite3_bind_int64(q, 11, p->rank);
-  sqlite3_bind_int64(q, 12, p->local_rank);
-  sqlite3_bind_int64(q, 13, (int64_t)p->start_ns);
-  if (p->exited)
-    sqlite3_bind_int64(q, 14, (int64_t)p->end_ns);
-  else
-    sqlite3_bind_null(q, 14);
-  bind_text(q, 15, p->state);
-  sqlite3_bind_int64(q, 16, (int64_t)p->records);
-  sqlite3_bind_int64(q, 17, (int64_t)p->drops);
-  bind_text(q, 18, p->error);
-  sqlite3_bind_int64(q, 19, (int64_t)p->proc_start);
-  if ((e = step(db, q)) < 0)
+  gpd_store_profile_row_t row = {
+      .id = p->id, .pid = p->pid, .ppid = p->ppid, .uid = p->uid, .gid = p->gid, .rank = p->rank,
+      .local_rank = p->local_rank, .exe = p->exe, .argv = p->argv, .hostname = p->hostname, .job = p->job,
+      .step = p->step, .error = p->error, .start_ns = p->start_ns, .end_ns = p->end_ns, .records = p->records,
+      .drops = p->drops, .proc_start = p->proc_start, .state = p->state};
+  if ((e = gpd_store_write_profile(w, &row)) < 0)
     return e;
   for (int i = 0; i < p->nbe; i++) {
-    q = st[ST_BACKEND];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    bind_text(q, 2, p->be[i].api);
-    sqlite3_bind_int(q, 3, p->be[i].enabled);
-    sqlite3_bind_int(q, 4, p->be[i].code);
-    bind_text(q, 5, p->be[i].reason);
-    if ((e = step(db, q)) < 0)
+    gpd_store_backend_row_t b = {p->be[i].api, p->be[i].enabled, p->be[i].code, p->be[i].reason};
+    if ((e = gpd_store_write_backend(w, p->id, &b)) < 0)
       return e;
   }
   for (uint32_t i = 0; i < p->nmods; i++) {
-    q = st[ST_MODULE];
     char *bid = gpd__hex(p->mods[i].build_id, p->mods[i].build_id_len);
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    sqlite3_bind_int64(q, 2, p->mods[i].id);
-    bind_text(q, 3, p->mods[i].path);
-    bind_text(q, 4, bid);
-    sqlite3_bind_int64(q, 5, (int64_t)p->mods[i].base);
-    sqlite3_bind_int64(q, 6, (int64_t)p->mods[i].size);
+    gpd_store_module_row_t m = {p->mods[i].id, p->mods[i].path, bid, p->mods[i].base, p->mods[i].size};
+    e = gpd_store_write_module(w, p->id, &m);
     free(bid);
-    if ((e = step(db, q)) < 0)
+    if (e < 0)
       return e;
   }
   for (uint32_t i = 0; i < p->nstrs; i++) {
-    q = st[ST_STRING];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    sqlite3_bind_int64(q, 2, p->strs[i].id);
-    sqlite3_bind_int64(q, 3, p->strs[i].kind);
-    bind_text(q, 4, p->strs[i].text);
-    if ((e = step(db, q)) < 0)
+    gpd_store_string_row_t r = {p->strs[i].id, p->strs[i].kind, p->strs[i].text};
+    if ((e = gpd_store_write_string(w, p->id, &r)) < 0)
       return e;
   }
   for (uint32_t i = 0; i < p->nctxs; i++) {
     snap_ctx_t *c = &p->ctxs[i];
-    const gpd_sframe_t *fr = c->fr;
-    unsigned nfr = c->nfr;
     char buf[64];
-    const char *label = c->label;
+    gpd_store_context_row_t r = {.id = c->id, .parent = c->parent, .offset = c->offset, .kind = c->kind,
+                                 .module = c->module, .build_id = c->build_id, .label = c->label, .raw = c->raw};
     if (c->kind == GPD_NODE_FRAME) {
-      if (nfr > 0)
-        label = fr[0].function; /* the physical function holding the call site */
+      if (c->nfr > 0)
+        r.label = c->fr[0].function; /* the physical function holding the call site */
       else {
         snprintf(buf, sizeof buf, "0x%" PRIx64, c->offset);
-        label = buf;
+        r.label = buf;
       }
     } else if (c->kind == GPD_NODE_ROOT) {
-      label = "<root>";
+      r.label = "<root>";
     }
     /* rows of this profile's owner only: another user's announcement of
      * the same module key never changes them (PRIMARY KEY(uid, id)) */
-    q = st[ST_CONTEXT];
-    sqlite3_bind_int64(q, 1, p->uid);
-    sqlite3_bind_int64(q, 2, (int64_t)c->id);
-    sqlite3_bind_int64(q, 3, (int64_t)c->parent);
-    sqlite3_bind_int(q, 4, c->kind);
-    bind_text(q, 5, c->module);
-    bind_text(q, 6, c->build_id);
-    sqlite3_bind_int64(q, 7, (int64_t)c->offset);
-    bind_text(q, 8, label);
-    bind_text(q, 9, c->raw);
-    if ((e = step(db, q)) < 0 || (e = write_frames(db, st, p->uid, c->id, fr, nfr)) < 0)
+    if ((e = gpd_store_write_context(w, p->uid, &r)) < 0 || (e = write_frames(w, p->uid, c->id, c->fr, c->nfr)) < 0)
       return e;
   }
-  for (uint32_t i = 0; i < p->nlocals; i++) {
-    q = st[ST_LOCAL];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    sqlite3_bind_int64(q, 2, p->locals[i].local);
-    sqlite3_bind_int64(q, 3, (int64_t)p->locals[i].ctx);
-    if ((e = step(db, q)) < 0)
+  for (uint32_t i = 0; i < p->nlocals; i++)
+    if ((e = gpd_store_write_local(w, p->id, p->locals[i].local, p->locals[i].ctx)) < 0)
       return e;
-  }
-  for (uint32_t i = 0; i < p->nmets; i++) {
-    for (uint32_t k = 0; k < p->mets[i].n; k++) {
-      if (p->mets[i].m[k].v == 0)
-        continue; /* sparse: only non-zero */
-      q = st[ST_METRIC];
-      sqlite3_bind_int64(q, 1, (int64_t)p->id);
-      sqlite3_bind_int64(q, 2, (int64_t)p->mets[i].ctx);
-      sqlite3_bind_int64(q, 3, p->mets[i].m[k].id);
-      sqlite3_bind_double(q, 4, p->mets[i].m[k].v);
-      if ((e = step(db, q)) < 0)
+  for (uint32_t i = 0; i < p->nmets; i++)
+    for (uint32_t k = 0; k < p->mets[i].n; k++) /* sparse: only non-zero */
+      if (p->mets[i].m[k].v != 0 &&
+          (e = gpd_store_write_metric(w, p->id, p->mets[i].ctx, p->mets[i].m[k].id, p->mets[i].m[k].v)) < 0)
         return e;
-    }
-  }
-  if (p->pend_write && p->pend_full) {
-    q = st[ST_PEND_CLEAR];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    if ((e = step(db, q)) < 0)
+  if (p->pend_write && p->pend_full && (e = gpd_store_write_pending_del(w, p->id, -1)) < 0)
+    return e;
+  for (uint32_t i = 0; p->pend_write && i < p->npdel; i++)
+    if ((e = gpd_store_write_pending_del(w, p->id, (int64_t)p->pdel[i])) < 0)
       return e;
-  }
-  for (uint32_t i = 0; p->pend_write && i < p->npdel; i++) {
-    q = st[ST_PEND_DEL];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    sqlite3_bind_int64(q, 2, (int64_t)p->pdel[i]);
-    if ((e = step(db, q)) < 0)
+  for (uint32_t i = 0; p->pend_write && i < p->npend; i++)
+    if ((e = gpd_store_write_pending(w, p->id, p->pend[i].seq, p->pend[i].b, p->pend[i].len)) < 0)
       return e;
-  }
-  if (p->pend_write) {
-    for (uint32_t i = 0; i < p->npend; i++) {
-      q = st[ST_PEND];
-      sqlite3_bind_int64(q, 1, (int64_t)p->id);
-      sqlite3_bind_int64(q, 2, (int64_t)p->pend[i].seq);
-      sqlite3_bind_blob(q, 3, p->pend[i].b, (int)p->pend[i].len, SQLITE_STATIC);
-      if ((e = step(db, q)) < 0)
-        return e;
-    }
-  }
   /* Kept after the process exited too: a daemon killed between this
    * COMMIT and the release must still skip what is stored here when the
    * process hands its region back (deleted with the profile). */
-  for (uint32_t i = 0; i < p->ncursor; i++) {
-    if (p->cursor[i] == p->cursor_prev[i])
-      continue;
-    q = st[ST_CURSOR];
-    sqlite3_bind_int64(q, 1, (int64_t)p->id);
-    sqlite3_bind_int64(q, 2, i);
-    sqlite3_bind_int64(q, 3, (int64_t)p->cursor[i]);
-    if ((e = step(db, q)) < 0)
+  for (uint32_t i = 0; i < p->ncursor; i++)
+    if (p->cursor[i] != p->cursor_prev[i] && (e = gpd_store_write_cursor(w, p->id, i, p->cursor[i])) < 0)
       return e;
-  }
-  if (gpd_pcsample_write(db, (int64_t)p->id, &p->pcs) < 0)
-    return GPD_ESTORE;
-  if (gpd_cpusample_write(db, (int64_t)p->id, &p->cps) < 0)
-    return GPD_ESTORE;
-  if (gpd_tracewin_write(db, (int64_t)p->id, &p->tw) < 0)
+  if (gpd_store_write_pcsample(s->wdb, (int64_t)p->id, &p->pcs) < 0 ||
+      gpd_store_write_cpusample(s->wdb, (int64_t)p->id, &p->cps) < 0 ||
+      gpd_store_write_tracewin(s->wdb, (int64_t)p->id, &p->tw) < 0)
     return GPD_ESTORE;
   return 0;
 }
@@ -606,46 +470,40 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (writer_delay_ms) /* tests only: a slow disk or a slow statement */
     usleep(writer_delay_ms * 1000u);
 
-  gpd__store_quiet = s->failing;
+  gpd_store_db_quiet(s->failing);
   char why[128] = "";
-  sqlite3_stmt *st[ST__N] = {0};
-  for (int i = 0; i < ST__N; i++) {
-    if (sqlite3_prepare_v2(s->wdb, ST_SQL[i], -1, &st[i], NULL) != SQLITE_OK) {
-      GPD_ERR("store: prepare: %s", sqlite3_errmsg(s->wdb));
-      err = GPD_ESTORE;
-      goto fin;
-    }
-  }
+  gpd_store_write_t *w = NULL;
+  if ((err = gpd_store_write_open(s->wdb, &w)) < 0)
+    goto fin;
   uint64_t t_begin = gpd_clock_ns();
-  if ((err = gpd__db_exec(s->wdb, "BEGIN IMMEDIATE;")) < 0)
+  if ((err = gpd_store_db_begin(s->wdb)) < 0)
     goto fin;
   t_begin = gpd_clock_ns() - t_begin;
   if (t_begin > s->wr_begin_max_ns)
     s->wr_begin_max_ns = t_begin;
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
-      err = write_proc(s, st, &snaps[i]);
+      err = write_proc(s, w, &snaps[i]);
   if (err == 0)
-    err = write_symbols(s->wdb, st, supd, nsupd);
+    err = write_symbols(w, supd, nsupd);
   if (err == 0)
-    err = gpd__gpubin_write(s->wdb, gbrows);
+    err = gpd_store_write_gpubins(w, gbrows);
   if (err == 0 && id_hw)
-    err = gpd__store_id_hw(s->wdb, id_hw);
+    err = gpd_store_meta_reserve(s->wdb, id_hw);
   if (err == 0)
-    err = gpd__db_exec(s->wdb, "COMMIT;");
+    err = gpd_store_db_commit(s->wdb);
   if (err < 0) {
     snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
-    gpd__store_quiet = 1; /* SQLite may have rolled back already */
-    gpd__db_exec(s->wdb, "ROLLBACK;");
+    gpd_store_db_quiet(1); /* SQLite may have rolled back already */
+    gpd_store_db_rollback(s->wdb);
   }
 fin:
-  for (int i = 0; i < ST__N; i++)
-    sqlite3_finalize(st[i]);
+  gpd_store_write_close(w);
   if (err < 0)
     gpd_symbolizer_untake(d->symbolizer, supd, nsupd); /* again next time */
   else
     free(supd);
-  gpd__store_quiet = 0;
+  gpd_store_db_quiet(0);
   /* one log line when writes start failing and one when they resume */
   if (err < 0 && !s->failing) {
     if (why[0] == 0)
@@ -740,9 +598,9 @@ out:;
     snap_proc_free(&snaps[i]);
   }
   free(snaps);
-  /* A large snapshot (the first flush of 64 processes x 30 K contexts
-   * copies ~200 MiB) leaves that much free memory in this thread's malloc
-   * arena, which glibc keeps resident: hand it back to the kernel. */
+  /* A large snapshot (sizes: docs/STORE.md) leaves as much free memory
+   * in this thread's malloc arena, which glibc keeps resident: hand it
+   * back to the kernel. */
   if (copied >= GPD_TRIM_AFTER_ROWS)
     malloc_trim(0);
   while (gbrows) {

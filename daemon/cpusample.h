@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include <sqlite3.h>
+#include "store-rows.h"
 
 struct gpd_profile_s;
 
@@ -23,25 +23,7 @@ struct gpd_profile_s;
  *  counted in trace_dropped. */
 extern _Atomic uint64_t gpd_cpusample_trace_max;
 
-/** One CPU sample of the trace: thread, time (ns, gpuprof clock) and the
- *  Merkle context id of the CCT node it was attributed to. */
-typedef struct gpd_cps_row_s {
-  uint64_t ts, ctx;
-  uint32_t tid;
-} gpd_cps_row_t;
-
-/** What one flush writes: trace rows and the counters' increase since
- *  the previous snapshot (added to cpu_sample_stat's totals). */
-typedef struct gpd_cps_snap_s {
-  gpd_cps_row_t *rows;
-  uint32_t nrows;
-  int have;                 /* the process had samples: write the counters */
-  uint64_t samples;         /* CPUSAMPLE records attributed (increase) */
-  uint64_t cputime_ns;      /* their weight: the process's CPUTIME (increase) */
-  uint64_t trace_rows;      /* rows kept (increase) */
-  uint64_t trace_dropped;   /* rows not kept: the bound (increase) */
-  uint64_t unknown;         /* samples whose node never came: <unknown context> */
-} gpd_cps_snap_t;
+/* The snapshot types (gpd_cps_snap_t, gpd_cps_row_t): store-rows.h. */
 
 typedef struct gpd_cpusample_s gpd_cpusample_t;
 
@@ -59,8 +41,5 @@ int gpd_cpusample_snap(gpd_cpusample_t *cs, gpd_cps_snap_t *out);
 void gpd_cpusample_unsnap(gpd_cpusample_t *cs, gpd_cps_snap_t *s);
 void gpd_cpusample_snap_free(gpd_cps_snap_t *s);
 void gpd_cpusample_free(gpd_cpusample_t *cs);
-/** Write a snapshot inside the caller's transaction (tables
- *  trace_cpu_sample and cpu_sample_stat, docs/FORMATS.md).  0 or -EIO. */
-int gpd_cpusample_write(sqlite3 *db, int64_t profile_id, const gpd_cps_snap_t *s);
 
 #endif

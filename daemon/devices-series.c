@@ -13,6 +13,7 @@
  * max_rows was written, and at stop.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@
 
 #include "daemon.h"
 #include "devices.h"
+#include "store-db.h"
+#include "store-device.h"
 
 #define QMAX 65536u
 #define RETAIN_PERIOD_NS (60ull * 1000000000ull)
@@ -104,8 +107,7 @@ int gpd_series_open(gpd_series_t **out, gpd_store_t *store, uint64_t max_rows) {
 void gpd_series_close(gpd_series_t *s) {
   if (s == NULL)
     return;
-  if (s->db)
-    sqlite3_close(s->db);
+  gpd_store_db_close(s->db);
   free(s->samples.v);
   free(s->procs.v);
   free(s->cpus.v);
@@ -117,24 +119,7 @@ uint64_t gpd_series_dropped(const gpd_series_t *s) {
 }
 
 int64_t gpd_series_device(gpd_series_t *s, const gpd_dev_t *dev) {
-  sqlite3_stmt *q = NULL;
-  int64_t id = GPD_ESTORE;
-  if (sqlite3_prepare_v2(s->db,
-                         "INSERT INTO device(api, idx, name, uuid) VALUES(?1,?2,?3,?4)"
-                         " ON CONFLICT(api, uuid) DO UPDATE SET idx=?2, name=?3 RETURNING id",
-                         -1, &q, NULL) != SQLITE_OK)
-    goto out;
-  sqlite3_bind_text(q, 1, dev->api, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(q, 2, dev->index);
-  sqlite3_bind_text(q, 3, dev->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 4, dev->uuid, -1, SQLITE_STATIC);
-  if (sqlite3_step(q) == SQLITE_ROW)
-    id = sqlite3_column_int64(q, 0);
-out:
-  if (id < 0)
-    GPD_ERR("devices: store: device row for %s %s: %s", dev->api, dev->uuid, sqlite3_errmsg(s->db));
-  sqlite3_finalize(q);
-  return id;
+  return gpd_store_device_id(s->db, dev->api, dev->index, dev->name, dev->uuid);
 }
 
 void gpd_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x) {
@@ -159,92 +144,67 @@ void gpd_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *
   }
 }
 
-static int exec(sqlite3 *db, const char *sql) {
-  char *msg = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    GPD_ERR("devices: store: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return GPD_ESTORE;
-  }
-  return 0;
-}
+/* device_sample columns and the sample fields that fill them */
+static const struct {
+  uint32_t flag;
+  size_t off;
+  int real; /* a double field, else uint64_t / uint32_t by size */
+  int u32;
+} DS_FIELDS[GPD_STORE_DS__N] = {
+    [GPD_STORE_DS_UTIL_GPU] = {GPD_DF_UTIL_GPU, offsetof(gpd_dev_sample_t, util_gpu), 1, 0},
+    [GPD_STORE_DS_UTIL_MEM] = {GPD_DF_UTIL_MEM, offsetof(gpd_dev_sample_t, util_mem), 1, 0},
+    [GPD_STORE_DS_MEM_USED] = {GPD_DF_MEM, offsetof(gpd_dev_sample_t, mem_used), 0, 0},
+    [GPD_STORE_DS_MEM_TOTAL] = {GPD_DF_MEM, offsetof(gpd_dev_sample_t, mem_total), 0, 0},
+    [GPD_STORE_DS_POWER] = {GPD_DF_POWER, offsetof(gpd_dev_sample_t, power_w), 1, 0},
+    [GPD_STORE_DS_TEMP] = {GPD_DF_TEMP, offsetof(gpd_dev_sample_t, temp_c), 1, 0},
+    [GPD_STORE_DS_CLOCK_SM] = {GPD_DF_CLOCK_SM, offsetof(gpd_dev_sample_t, clock_sm_mhz), 0, 1},
+    [GPD_STORE_DS_CLOCK_MEM] = {GPD_DF_CLOCK_MEM, offsetof(gpd_dev_sample_t, clock_mem_mhz), 0, 1},
+    [GPD_STORE_DS_PCIE_TX] = {GPD_DF_PCIE, offsetof(gpd_dev_sample_t, pcie_tx_bps), 0, 0},
+    [GPD_STORE_DS_PCIE_RX] = {GPD_DF_PCIE, offsetof(gpd_dev_sample_t, pcie_rx_bps), 0, 0},
+    [GPD_STORE_DS_ECC_CORR] = {GPD_DF_ECC, offsetof(gpd_dev_sample_t, ecc_corrected), 0, 0},
+    [GPD_STORE_DS_ECC_UNCORR] = {GPD_DF_ECC, offsetof(gpd_dev_sample_t, ecc_uncorrected), 0, 0},
+    [GPD_STORE_DS_XID] = {GPD_DF_XID, offsetof(gpd_dev_sample_t, xid_events), 0, 0},
+    [GPD_STORE_DS_NVLINK_TX] = {GPD_DF_NVLINK, offsetof(gpd_dev_sample_t, nvlink_tx_bps), 0, 0},
+    [GPD_STORE_DS_NVLINK_RX] = {GPD_DF_NVLINK, offsetof(gpd_dev_sample_t, nvlink_rx_bps), 0, 0},
+};
 
-#define BIND_IF(q, col, bit, expr, kind)                                                          \
-  ((x->present & (bit)) ? sqlite3_bind_##kind(q, col, expr) : sqlite3_bind_null(q, col))
-
-static int write_samples(gpd_series_t *s, sqlite3_stmt *q) {
+static int write_samples(gpd_series_t *s, gpd_store_device_t *w) {
   for (uint32_t k = 0; k < s->samples.n; k++) {
     const sample_row_t *r = queue_at(&s->samples, k);
-    const gpd_dev_sample_t *x = &r->x;
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, r->device);
-    sqlite3_bind_int64(q, 2, (int64_t)x->t_ns);
-    BIND_IF(q, 3, GPD_DF_UTIL_GPU, x->util_gpu, double);
-    BIND_IF(q, 4, GPD_DF_UTIL_MEM, x->util_mem, double);
-    BIND_IF(q, 5, GPD_DF_MEM, (int64_t)x->mem_used, int64);
-    BIND_IF(q, 6, GPD_DF_MEM, (int64_t)x->mem_total, int64);
-    BIND_IF(q, 7, GPD_DF_POWER, x->power_w, double);
-    BIND_IF(q, 8, GPD_DF_TEMP, x->temp_c, double);
-    BIND_IF(q, 9, GPD_DF_CLOCK_SM, x->clock_sm_mhz, int64);
-    BIND_IF(q, 10, GPD_DF_CLOCK_MEM, x->clock_mem_mhz, int64);
-    BIND_IF(q, 11, GPD_DF_PCIE, (int64_t)x->pcie_tx_bps, int64);
-    BIND_IF(q, 12, GPD_DF_PCIE, (int64_t)x->pcie_rx_bps, int64);
-    BIND_IF(q, 13, GPD_DF_ECC, (int64_t)x->ecc_corrected, int64);
-    BIND_IF(q, 14, GPD_DF_ECC, (int64_t)x->ecc_uncorrected, int64);
-    BIND_IF(q, 15, GPD_DF_XID, (int64_t)x->xid_events, int64);
-    BIND_IF(q, 16, GPD_DF_NVLINK, (int64_t)x->nvlink_tx_bps, int64);
-    BIND_IF(q, 17, GPD_DF_NVLINK, (int64_t)x->nvlink_rx_bps, int64);
-    if (sqlite3_step(q) != SQLITE_DONE)
+    gpd_store_dev_sample_row_t row = {.device = r->device, .t_ns = r->x.t_ns};
+    for (unsigned c = 0; c < GPD_STORE_DS__N; c++) {
+      const char *f = (const char *)&r->x + DS_FIELDS[c].off;
+      if (!(r->x.present & DS_FIELDS[c].flag))
+        row.null |= 1u << c;
+      else if (DS_FIELDS[c].real)
+        row.v[c] = *(const double *)f;
+      else
+        row.v[c] = DS_FIELDS[c].u32 ? (double)*(const uint32_t *)f : (double)*(const uint64_t *)f;
+    }
+    if (gpd_store_device_sample(w, &row) < 0)
       return GPD_ESTORE;
   }
   return 0;
 }
 
-static int write_procs(gpd_series_t *s, sqlite3_stmt *q) {
+static int write_procs(gpd_series_t *s, gpd_store_device_t *w) {
   for (uint32_t k = 0; k < s->procs.n; k++) {
     const proc_row_t *r = queue_at(&s->procs, k);
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, r->device);
-    sqlite3_bind_int64(q, 2, (int64_t)r->t_ns);
-    sqlite3_bind_int64(q, 3, r->p.pid);
-    if (r->p.uid != (uid_t)-1)
-      sqlite3_bind_int64(q, 4, r->p.uid);
-    else
-      sqlite3_bind_null(q, 4);
-    if (r->p.profile_id)
-      sqlite3_bind_int64(q, 5, (int64_t)r->p.profile_id);
-    else
-      sqlite3_bind_null(q, 5);
-    if (r->p.job_id[0])
-      sqlite3_bind_text(q, 6, r->p.job_id, -1, SQLITE_STATIC);
-    else
-      sqlite3_bind_null(q, 6);
-    if (r->p.mem_bytes != UINT64_MAX)
-      sqlite3_bind_int64(q, 7, (int64_t)r->p.mem_bytes);
-    else
-      sqlite3_bind_null(q, 7);
-    if (r->p.has_util) {
-      sqlite3_bind_double(q, 8, r->p.sm_util);
-      sqlite3_bind_double(q, 9, r->p.mem_util);
-    } else {
-      sqlite3_bind_null(q, 8);
-      sqlite3_bind_null(q, 9);
-    }
-    if (sqlite3_step(q) != SQLITE_DONE)
+    gpd_store_dev_proc_row_t row = {.device = r->device, .pid = r->p.pid,
+                                    .uid = r->p.uid != (uid_t)-1 ? (int64_t)r->p.uid : -1, .t_ns = r->t_ns,
+                                    .profile_id = r->p.profile_id, .mem_bytes = r->p.mem_bytes,
+                                    .job = r->p.job_id, .has_util = r->p.has_util, .sm_util = r->p.sm_util,
+                                    .mem_util = r->p.mem_util};
+    if (gpd_store_device_proc(w, &row) < 0)
       return GPD_ESTORE;
   }
   return 0;
 }
 
-static int write_cpus(gpd_series_t *s, sqlite3_stmt *q) {
+static int write_cpus(gpd_series_t *s, gpd_store_device_t *w) {
   for (uint32_t k = 0; k < s->cpus.n; k++) {
     const cpu_row_t *r = queue_at(&s->cpus, k);
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, (int64_t)r->profile_id);
-    sqlite3_bind_int64(q, 2, (int64_t)r->t_ns);
-    sqlite3_bind_text(q, 3, r->event, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 4, r->value);
-    if (sqlite3_step(q) != SQLITE_DONE)
+    if (gpd_store_device_cpu(w, r->profile_id, r->t_ns, r->event, r->value) < 0)
       return GPD_ESTORE;
   }
   return 0;
@@ -252,51 +212,25 @@ static int write_cpus(gpd_series_t *s, sqlite3_stmt *q) {
 
 /* Delete rows older than the age cutoff and the oldest beyond max_rows. */
 static void retain(gpd_series_t *s, uint64_t max_age_s) {
-  static const char *tabs[] = {"device_sample", "device_proc", "cpu_counter"};
   uint64_t now = gpd_clock_ns();
-  char sql[320];
-  for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++) {
-    if (max_age_s && now > max_age_s * 1000000000ull) {
-      snprintf(sql, sizeof sql, "DELETE FROM %s WHERE t_ns < %lld;", tabs[i],
-               (long long)(now - max_age_s * 1000000000ull));
-      exec(s->db, sql);
-    }
-    if (s->max_rows) {
-      snprintf(sql, sizeof sql,
-               "DELETE FROM %s WHERE t_ns <= (SELECT t_ns FROM %s ORDER BY t_ns DESC"
-               " LIMIT 1 OFFSET %llu);",
-               tabs[i], tabs[i], (unsigned long long)s->max_rows);
-      exec(s->db, sql);
-    }
-  }
+  gpd_store_device_trim(s->db, max_age_s && now > max_age_s * 1000000000ull ? now - max_age_s * 1000000000ull : 0,
+                        s->max_rows);
 }
 
 int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force) {
-  sqlite3_stmt *qs = NULL, *qp = NULL, *qc = NULL;
+  gpd_store_device_t *w = NULL;
   int err = GPD_ESTORE;
   if (s->samples.n + s->procs.n + s->cpus.n == 0)
     goto retention;
-  if (sqlite3_prepare_v2(s->db,
-                         "INSERT OR REPLACE INTO device_sample VALUES"
-                         "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
-                         -1, &qs, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(s->db,
-                         "INSERT OR REPLACE INTO device_proc VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
-                         -1, &qp, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO cpu_counter VALUES(?1,?2,?3,?4)", -1, &qc,
-                         NULL) != SQLITE_OK) {
-    GPD_ERR("devices: store: %s", sqlite3_errmsg(s->db));
+  if (gpd_store_device_open(s->db, &w) < 0 || gpd_store_db_begin(s->db) < 0)
     goto out;
-  }
-  if (exec(s->db, "BEGIN IMMEDIATE;") < 0)
-    goto out;
-  if (write_samples(s, qs) < 0 || write_procs(s, qp) < 0 || write_cpus(s, qc) < 0) {
+  if (write_samples(s, w) < 0 || write_procs(s, w) < 0 || write_cpus(s, w) < 0) {
     GPD_ERR("devices: store: insert: %s", sqlite3_errmsg(s->db));
-    exec(s->db, "ROLLBACK;");
+    gpd_store_db_rollback(s->db);
     goto out;
   }
-  if (exec(s->db, "COMMIT;") < 0) {
-    exec(s->db, "ROLLBACK;");
+  if (gpd_store_db_commit(s->db) < 0) {
+    gpd_store_db_rollback(s->db);
     goto out;
   }
   s->since_retain += s->samples.n + s->procs.n + s->cpus.n;
@@ -312,8 +246,6 @@ retention:
     retain(s, max_age_s);
   }
 out:
-  sqlite3_finalize(qs);
-  sqlite3_finalize(qp);
-  sqlite3_finalize(qc);
+  gpd_store_device_close(w);
   return err;
 }

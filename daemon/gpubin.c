@@ -160,20 +160,6 @@ int gpd__gpubin_busy(const gpd_store_t *s, const char *hash) {
   return 0;
 }
 
-int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows) {
-  int err = 0;
-  for (const gpubin_row_t *g = rows; g && err == 0; g = g->next) {
-    char *sql = sqlite3_mprintf("INSERT OR IGNORE INTO gpubin VALUES(%Q,%Q,%llu,'gpubins/%q.gpubin',%lld);"
-                                "INSERT OR IGNORE INTO gpubin_ref VALUES(%lld,%Q,%u);",
-                                g->hash, g->kind, (unsigned long long)g->size, g->hash,
-                                (long long)g->profile_id, (long long)g->profile_id, g->hash,
-                                (unsigned)g->uid);
-    err = sql ? gpd__db_exec(db, sql) : -ENOMEM;
-    sqlite3_free(sql);
-  }
-  return err;
-}
-
 void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows) {
   for (const gpubin_row_t *g = rows; g; g = g->next) {
     gpd_uid_use_t *u = gpd__store_uid_use(s, g->uid);

@@ -7,14 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/error.h"
+#include "gpuprof/grow.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 
 #include "daemon.h"
 #include "store-internal.h"
+#include "store-reload.h"
 
 static unsigned unhex(const char *h, uint8_t *out, unsigned max) {
   unsigned n = 0;
@@ -30,137 +30,163 @@ static unsigned unhex(const char *h, uint8_t *out, unsigned max) {
   return n;
 }
 
+/* The stored rows, back into p->prof (gpd_store_reload_* callbacks). */
+static int load_module(void *arg, const gpd_store_module_row_t *r) {
+  gpd_profile_t *p = arg;
+  uint8_t bid[20];
+  unsigned nb = unhex(r->build_id, bid, 20);
+  gpd_profile_add_module(p, r->id, bid, nb, r->base, r->size, r->path ? r->path : "",
+                         r->path ? strlen(r->path) : 0);
+  return 0;
+}
+
+static int load_string(void *arg, const gpd_store_string_row_t *r) {
+  gpd_profile_add_string(arg, r->id, r->kind, r->text ? r->text : "", r->text ? strlen(r->text) : 0);
+  return 0;
+}
+
+static int load_backend(void *arg, const gpd_store_backend_row_t *r) {
+  gpd_profile_t *p = arg;
+  for (unsigned a = 1; r->api && a < GPD_API_MAX; a++) {
+    if (strcmp(r->api, gpd_api_name(a)) != 0)
+      continue;
+    const char *why = r->reason;
+    uint32_t sid = 0;
+    if (why && *why && gpd_profile_add_string(p, 0xffffff00u + a, GPD_STR_REASON, why, strlen(why)) == 0)
+      sid = 0xffffff00u + a;
+    p->backends[a].seen = 1;
+    p->backends[a].enabled = r->enabled;
+    p->backends[a].code = r->code;
+    p->backends[a].reason = sid;
+  }
+  return 0;
+}
+
+typedef struct { uint64_t id, parent, off; int kind; uint32_t mod; char *label, *raw; } ctx_row_t;
+
+typedef struct {
+  gpd_profile_t *p;
+  ctx_row_t *rows;
+  size_t n, cap;
+} ctx_rows_t;
+
+static int load_context(void *arg, const gpd_store_context_row_t *c) {
+  ctx_rows_t *cr = arg;
+  gpd_profile_t *p = cr->p;
+  if (gpd_grow(&cr->rows, &cr->cap, cr->n, sizeof *cr->rows, 256) < 0)
+    return 1;
+  ctx_row_t *r = &cr->rows[cr->n++];
+  r->id = c->id;
+  r->parent = c->parent;
+  r->kind = c->kind;
+  r->off = c->offset;
+  r->mod = 0;
+  for (uint32_t k = 0; c->module && k < p->nmods; k++) {
+    char *h = gpd__hex(p->mods[k].build_id, p->mods[k].build_id_len);
+    int same = strcmp(p->mods[k].path, c->module) == 0 &&
+               ((h == NULL && c->build_id == NULL) || (h && c->build_id && strcmp(h, c->build_id) == 0));
+    free(h);
+    if (same) {
+      r->mod = p->mods[k].id;
+      break;
+    }
+  }
+  r->label = gpd__xdup(c->label);
+  r->raw = gpd__xdup(c->raw);
+  return 0;
+}
+
+static int load_metric(void *arg, uint64_t ctx, int64_t mid, double v) {
+  gpd_profile_t *p = arg;
+  uint32_t i = gpd_profile_find(p, ctx);
+  if (i != GPD_NONE && mid >= 0 && mid < GPD_M__COUNT)
+    gpd_profile_metric_add(p, i, (unsigned)mid, v);
+  return 0;
+}
+
+static int load_local(void *arg, uint32_t local, uint64_t ctx) {
+  gpd_profile_t *p = arg;
+  uint32_t i = gpd_profile_find(p, ctx);
+  if (i != GPD_NONE)
+    gpd_profile_add_local(p, local, i);
+  return 0;
+}
+
+typedef struct {
+  gpd_proc_t *proc;
+  uint64_t refed, bad, skipped;
+} load_t;
+
+static int load_pending(void *arg, const void *b, size_t len) {
+  load_t *l = arg;
+  if (gpd_profile_restore_pending(&l->proc->prof, b, len) == 0)
+    l->refed++;
+  else
+    l->bad++;
+  return 0;
+}
+
+static int load_cursor(void *arg, int64_t ring, uint64_t pos) {
+  load_t *l = arg;
+  gpd_proc_t *proc = l->proc;
+  if (ring < 0 || ring >= (int64_t)proc->region.nrings)
+    return 0;
+  gpd_ring_ctl_t *c = &proc->region.ctl[ring];
+  uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
+  uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
+  proc->cursor_saved[ring] = pos;
+  if (proc->jr.from) {
+    proc->jr.from[ring] = pos;
+    return 0;
+  }
+  if (pos > tail && pos <= head && pos - tail <= proc->region.ring_slots) {
+    l->skipped += pos - tail;
+    proc->cursor[ring] = pos;
+    gpd_ring_release(&proc->region, (uint32_t)ring, pos);
+  }
+  return 0;
+}
+
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   sqlite3 *db = s->rdb;
   gpd_profile_t *p = &proc->prof;
-  sqlite3_stmt *q = NULL;
   int ret = 0;
   int64_t pid = (int64_t)p->profile_id;
-  if (sqlite3_prepare_v2(db, "SELECT uid, records, pid, proc_start FROM profile WHERE id=?1", -1,
-                         &q, NULL) != SQLITE_OK)
+  gpd_store_profile_row_t head;
+  if ((ret = gpd_store_reload_profile(db, p->profile_id, &head)) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  if (sqlite3_step(q) != SQLITE_ROW) {
-    ret = 0;
+  if (ret == 0)
     goto out;
-  }
-  if ((uid_t)sqlite3_column_int64(q, 0) != uid) {
+  if ((uid_t)head.uid != uid) {
     ret = -EPERM;
     goto out;
   }
   /* A hand-back (a region to adopt) must come from the very process the
    * profile was made for: its pid (SO_PEERCRED) and its kernel start
    * time (NULL in a profile an older daemon stored: pid only). */
-  uint64_t pstart = (uint64_t)sqlite3_column_int64(q, 3);
-  if (proc->has_region && ((pid_t)sqlite3_column_int64(q, 2) != proc->pid ||
-                           (pstart != 0 && pstart != proc->proc_start))) {
+  uint64_t pstart = head.proc_start;
+  if (proc->has_region && ((pid_t)head.pid != proc->pid || (pstart != 0 && pstart != proc->proc_start))) {
     ret = -ESRCH;
     goto out;
   }
-  p->records = (uint64_t)sqlite3_column_int64(q, 1);
-  sqlite3_finalize(q);
-  q = NULL;
+  p->records = head.records;
 
-  if (sqlite3_prepare_v2(db, "SELECT id, path, build_id, base, size FROM module WHERE profile_id=?1",
-                         -1, &q, NULL) != SQLITE_OK)
+  if (gpd_store_reload_modules(db, p->profile_id, load_module, p) < 0 ||
+      gpd_store_reload_strings(db, p->profile_id, load_string, p) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    uint8_t bid[20];
-    unsigned nb = unhex((const char *)sqlite3_column_text(q, 2), bid, 20);
-    const char *path = (const char *)sqlite3_column_text(q, 1);
-    gpd_profile_add_module(p, (uint32_t)sqlite3_column_int64(q, 0), bid, nb,
-                           (uint64_t)sqlite3_column_int64(q, 3),
-                           (uint64_t)sqlite3_column_int64(q, 4), path ? path : "",
-                           path ? strlen(path) : 0);
-  }
-  sqlite3_finalize(q);
-  q = NULL;
-
-  if (sqlite3_prepare_v2(db, "SELECT id, kind, text FROM string WHERE profile_id=?1", -1, &q,
-                         NULL) != SQLITE_OK)
-    goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    const char *t = (const char *)sqlite3_column_text(q, 2);
-    gpd_profile_add_string(p, (uint32_t)sqlite3_column_int64(q, 0),
-                           (uint32_t)sqlite3_column_int64(q, 1), t ? t : "", t ? strlen(t) : 0);
-  }
-  sqlite3_finalize(q);
-  q = NULL;
-
   /* back-end states (the reason text gets a string id of its own, above
    * any the shim hands out) */
-  if (sqlite3_prepare_v2(db, "SELECT api, enabled, code, reason FROM backend WHERE profile_id=?1",
-                         -1, &q, NULL) != SQLITE_OK)
+  if (gpd_store_reload_backends(db, p->profile_id, load_backend, p) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    const char *api = (const char *)sqlite3_column_text(q, 0);
-    for (unsigned a = 1; api && a < GPD_API_MAX; a++) {
-      if (strcmp(api, gpd_api_name(a)) != 0)
-        continue;
-      const char *why = (const char *)sqlite3_column_text(q, 3);
-      uint32_t sid = 0;
-      if (why && *why && gpd_profile_add_string(p, 0xffffff00u + a, GPD_STR_REASON, why, strlen(why)) == 0)
-        sid = 0xffffff00u + a;
-      p->backends[a].seen = 1;
-      p->backends[a].enabled = sqlite3_column_int(q, 1);
-      p->backends[a].code = sqlite3_column_int(q, 2);
-      p->backends[a].reason = sid;
-    }
-  }
-  sqlite3_finalize(q);
-  q = NULL;
 
   /* contexts of this profile and all their ancestors */
-  if (sqlite3_prepare_v2(
-          db,
-          "WITH RECURSIVE c(id) AS (SELECT context_id FROM cct_local WHERE profile_id=?1"
-          " UNION SELECT context_id FROM metric WHERE profile_id=?1"
-          " UNION SELECT context.parent FROM context JOIN c ON context.uid=?2 AND context.id=c.id"
-          " WHERE context.parent != 0)"
-          " SELECT context.id, parent, kind, module, build_id, offset, label, raw_name"
-          " FROM context JOIN c ON context.uid=?2 AND context.id=c.id",
-          -1, &q, NULL) != SQLITE_OK)
+  ctx_rows_t cr = {.p = p};
+  if (gpd_store_reload_contexts(db, p->profile_id, (uint32_t)uid, load_context, &cr) < 0) {
+    free(cr.rows);
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  sqlite3_bind_int64(q, 2, (int64_t)uid);
-  typedef struct { uint64_t id, parent, off; int kind; uint32_t mod; char *label, *raw; } row_t;
-  row_t *rows = NULL;
-  size_t nrows = 0, caprows = 0;
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    if (nrows == caprows) {
-      size_t nc = caprows ? caprows * 2 : 256;
-      row_t *nr = realloc(rows, nc * sizeof *nr);
-      if (nr == NULL)
-        break;
-      rows = nr;
-      caprows = nc;
-    }
-    row_t *r = &rows[nrows++];
-    r->id = (uint64_t)sqlite3_column_int64(q, 0);
-    r->parent = (uint64_t)sqlite3_column_int64(q, 1);
-    r->kind = sqlite3_column_int(q, 2);
-    r->off = (uint64_t)sqlite3_column_int64(q, 5);
-    const char *mpath = (const char *)sqlite3_column_text(q, 3);
-    const char *mbid = (const char *)sqlite3_column_text(q, 4);
-    r->mod = 0;
-    for (uint32_t k = 0; mpath && k < p->nmods; k++) {
-      char *h = gpd__hex(p->mods[k].build_id, p->mods[k].build_id_len);
-      int same = strcmp(p->mods[k].path, mpath) == 0 &&
-                 ((h == NULL && mbid == NULL) || (h && mbid && strcmp(h, mbid) == 0));
-      free(h);
-      if (same) {
-        r->mod = p->mods[k].id;
-        break;
-      }
-    }
-    r->label = gpd__xdup((const char *)sqlite3_column_text(q, 6));
-    r->raw = gpd__xdup((const char *)sqlite3_column_text(q, 7));
   }
-  sqlite3_finalize(q);
-  q = NULL;
+  ctx_row_t *rows = cr.rows;
+  size_t nrows = cr.n;
   /* insert parents first: passes until no progress */
   int progress = 1;
   size_t left = nrows;
@@ -186,32 +212,9 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
   free(rows);
   p->nodes[0].saved = 1;
 
-  if (sqlite3_prepare_v2(db, "SELECT context_id, metric_id, value FROM metric WHERE profile_id=?1",
-                         -1, &q, NULL) != SQLITE_OK)
+  if (gpd_store_reload_metrics(db, p->profile_id, load_metric, p) < 0 ||
+      gpd_store_reload_locals(db, p->profile_id, load_local, p) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    uint32_t i = gpd_profile_find(p, (uint64_t)sqlite3_column_int64(q, 0));
-    if (i == GPD_NONE)
-      continue;
-    int64_t mid = sqlite3_column_int64(q, 1);
-    if (mid >= 0 && mid < GPD_M__COUNT)
-      gpd_profile_metric_add(p, i, (unsigned)mid, sqlite3_column_double(q, 2));
-  }
-  sqlite3_finalize(q);
-  q = NULL;
-
-  if (sqlite3_prepare_v2(db, "SELECT local_id, context_id FROM cct_local WHERE profile_id=?1", -1,
-                         &q, NULL) != SQLITE_OK)
-    goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    uint32_t i = gpd_profile_find(p, (uint64_t)sqlite3_column_int64(q, 1));
-    if (i != GPD_NONE)
-      gpd_profile_add_local(p, (uint32_t)sqlite3_column_int64(q, 0), i);
-  }
-  sqlite3_finalize(q);
-  q = NULL;
   p->nmods_saved = p->nmods;
   p->nstrs_saved = p->nstrs;
   p->nlocals_saved = p->nlocals;
@@ -221,78 +224,74 @@ int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
 
   /* the unmatched records that were stored with this state, in order:
    * they match records that are still in (or come back to) the rings */
-  if (sqlite3_prepare_v2(db, "SELECT rec FROM pending WHERE profile_id=?1 ORDER BY seq", -1, &q,
-                         NULL) != SQLITE_OK)
+  load_t l = {.proc = proc};
+  if (gpd_store_reload_pending(db, p->profile_id, load_pending, &l) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  uint64_t refed = 0, bad = 0;
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    const void *b = sqlite3_column_blob(q, 0);
-    int len = sqlite3_column_bytes(q, 0);
-    if (gpd_profile_restore_pending(p, b, len > 0 ? (size_t)len : 0) == 0)
-      refed++;
-    else
-      bad++;
-  }
-  sqlite3_finalize(q);
-  q = NULL;
   gpd_profile_retry(p);
   p->pend_gen_saved = p->pend_gen; /* what is stored */
 
   /* committed ring positions: ahead of the shared tail only when the old
    * daemon died between its COMMIT and the release.  With a journal they
    * are where its replay starts (gpd_journal_replay moves the cursors). */
-  if (sqlite3_prepare_v2(db, "SELECT ring, pos FROM ring_cursor WHERE profile_id=?1", -1, &q,
-                         NULL) != SQLITE_OK)
+  if (proc->cursor && gpd_store_reload_cursors(db, p->profile_id, load_cursor, &l) < 0)
     goto dberr;
-  sqlite3_bind_int64(q, 1, pid);
-  uint64_t skipped = 0;
-  while (proc->cursor && sqlite3_step(q) == SQLITE_ROW) {
-    int64_t ring = sqlite3_column_int64(q, 0);
-    uint64_t pos = (uint64_t)sqlite3_column_int64(q, 1);
-    if (ring < 0 || ring >= (int64_t)proc->region.nrings)
-      continue;
-    gpd_ring_ctl_t *c = &proc->region.ctl[ring];
-    uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
-    uint64_t head = atomic_load_explicit(&c->head, memory_order_acquire);
-    proc->cursor_saved[ring] = pos;
-    if (proc->jr.from) {
-      proc->jr.from[ring] = pos;
-      continue;
-    }
-    if (pos > tail && pos <= head && pos - tail <= proc->region.ring_slots) {
-      skipped += pos - tail;
-      proc->cursor[ring] = pos;
-      gpd_ring_release(&proc->region, (uint32_t)ring, pos);
-    }
-  }
   /* the trace bound counts what the previous daemon already stored */
-  sqlite3_finalize(q);
-  q = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM trace_event WHERE profile_id=?1) +"
-                             " (SELECT count(*) FROM trace_launch WHERE profile_id=?1)",
-                         -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_int64(q, 1, pid);
-    if (sqlite3_step(q) == SQLITE_ROW)
-      p->trace_n = (uint64_t)sqlite3_column_int64(q, 0);
-  }
-  if (refed || bad || skipped)
+  p->trace_n = gpd_store_reload_trace_rows(db, p->profile_id);
+  if (l.refed || l.bad || l.skipped)
     GPD_INFO("profile %lld reloaded: %llu pending records re-fed (%llu unusable), %llu slots "
-             "already stored skipped", (long long)pid, (unsigned long long)refed,
-             (unsigned long long)bad, (unsigned long long)skipped);
+             "already stored skipped", (long long)pid, (unsigned long long)l.refed,
+             (unsigned long long)l.bad, (unsigned long long)l.skipped);
   ret = 1;
   goto out;
 dberr:
   GPD_ERR("store: load profile %lld: %s", (long long)pid, sqlite3_errmsg(db));
   ret = GPD_ESTORE;
 out:
-  sqlite3_finalize(q);
   return ret;
 }
 
-static char *col_dup(sqlite3_stmt *q, int i) {
-  const char *t = (const char *)sqlite3_column_text(q, i);
-  return t ? strdup(t) : NULL;
+typedef struct {
+  gpd_store_t *s;
+  gpd_proc_t *head, **tail;
+  int n;
+} restore_t;
+
+static int restore_one(void *arg, const gpd_store_profile_row_t *r) {
+  restore_t *rs = arg;
+  gpd_proc_t *p = calloc(1, sizeof *p);
+  if (p == NULL)
+    return 1;
+  p->profile_id = r->id;
+  p->pid = (pid_t)r->pid;
+  p->ppid = (pid_t)r->ppid;
+  p->uid = (uid_t)r->uid;
+  p->gid = (gid_t)r->gid;
+  p->exe = gpd__xdup(r->exe);
+  p->job_id = gpd__xdup(r->job);
+  p->step_id = gpd__xdup(r->step);
+  p->hostname = gpd__xdup(r->hostname);
+  p->rank = (int32_t)r->rank;
+  p->local_rank = (int32_t)r->local_rank;
+  p->start_ns = r->start_ns;
+  p->end_ns = r->end_ns;
+  p->state = r->state && strcmp(r->state, "exited") == 0 ? GPD_PROC_EXITED : GPD_PROC_LOST;
+  p->drops = r->drops;
+  if (r->error)
+    snprintf(p->error, sizeof p->error, "%s", r->error);
+  p->argv_json = gpd__xdup(r->argv);
+  p->proc_start = r->proc_start;
+  p->flushed = 1;
+  gpd_profile_init(&p->prof, p->profile_id);
+  p->prof.uid = p->uid;
+  p->prof.gid = p->gid;
+  if (gpd_store_load(rs->s, p, p->uid) < 0) {
+    gpd_registry_free_proc(p);
+    return 0;
+  }
+  *rs->tail = p; /* keep newest first, as the registry list is */
+  rs->tail = &p->next;
+  rs->n++;
+  return 0;
 }
 
 /* Restore the live view after a (re)start: the newest `keep` stored
@@ -304,65 +303,21 @@ static char *col_dup(sqlite3_stmt *q, int i) {
  * profiles restored or a negative code. */
 int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
   gpd_store_t *s = d->store;
-  sqlite3_stmt *q = NULL;
-  int n = 0;
   if (s == NULL)
     return 0;
-  if (sqlite3_prepare_v2(s->rdb,
-                         "SELECT id, pid, ppid, uid, gid, exe, job_id, step_id, hostname, rank,"
-                         " local_rank, start_ns, end_ns, state, drops, error, argv, proc_start"
-                         " FROM profile ORDER BY id DESC LIMIT ?1",
-                         -1, &q, NULL) != SQLITE_OK) {
+  restore_t rs = {.s = s};
+  rs.tail = &rs.head;
+  if (gpd_store_reload_profiles(s->rdb, keep, restore_one, &rs) < 0) {
     GPD_ERR("store: restore: %s", sqlite3_errmsg(s->rdb));
     return GPD_ESTORE;
   }
-  sqlite3_bind_int64(q, 1, keep);
-  gpd_proc_t *head = NULL, **tail = &head;
-  while (sqlite3_step(q) == SQLITE_ROW) {
-    gpd_proc_t *p = calloc(1, sizeof *p);
-    if (p == NULL)
-      break;
-    p->profile_id = (uint64_t)sqlite3_column_int64(q, 0);
-    p->pid = (pid_t)sqlite3_column_int64(q, 1);
-    p->ppid = (pid_t)sqlite3_column_int64(q, 2);
-    p->uid = (uid_t)sqlite3_column_int64(q, 3);
-    p->gid = (gid_t)sqlite3_column_int64(q, 4);
-    p->exe = col_dup(q, 5);
-    p->job_id = col_dup(q, 6);
-    p->step_id = col_dup(q, 7);
-    p->hostname = col_dup(q, 8);
-    p->rank = (int32_t)sqlite3_column_int64(q, 9);
-    p->local_rank = (int32_t)sqlite3_column_int64(q, 10);
-    p->start_ns = (uint64_t)sqlite3_column_int64(q, 11);
-    p->end_ns = (uint64_t)sqlite3_column_int64(q, 12);
-    const char *st = (const char *)sqlite3_column_text(q, 13);
-    p->state = st && strcmp(st, "exited") == 0 ? GPD_PROC_EXITED : GPD_PROC_LOST;
-    p->drops = (uint64_t)sqlite3_column_int64(q, 14);
-    const char *er = (const char *)sqlite3_column_text(q, 15);
-    if (er)
-      snprintf(p->error, sizeof p->error, "%s", er);
-    p->argv_json = col_dup(q, 16);
-    p->proc_start = (uint64_t)sqlite3_column_int64(q, 17);
-    p->flushed = 1;
-    gpd_profile_init(&p->prof, p->profile_id);
-    p->prof.uid = p->uid;
-    p->prof.gid = p->gid;
-    if (gpd_store_load(s, p, p->uid) < 0) {
-      gpd_registry_free_proc(p);
-      continue;
-    }
-    *tail = p; /* keep newest first, as the registry list is */
-    tail = &p->next;
-    n++;
-  }
-  sqlite3_finalize(q);
   pthread_mutex_lock(&d->lock);
-  *tail = d->procs;
-  d->procs = head;
-  d->nprocs += (uint32_t)n;
+  *rs.tail = d->procs;
+  d->procs = rs.head;
+  d->nprocs += (uint32_t)rs.n;
   pthread_mutex_unlock(&d->lock);
-  if (n)
-    GPD_INFO("store: restored %d stored profiles into the live view", n);
-  return n;
+  if (rs.n)
+    GPD_INFO("store: restored %d stored profiles into the live view", rs.n);
+  return rs.n;
 }
 

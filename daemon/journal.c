@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "gpuprof/clock.h"
+#include "gpuprof/grow.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 
@@ -446,20 +447,15 @@ static uint32_t *segs_of(gpd_journal_t *j, uint64_t id, uint32_t *n) {
     return NULL;
   }
   rewinddir(dir);
-  uint32_t *v = NULL, cap = 0;
+  uint32_t *v = NULL;
+  size_t cap = 0;
   for (struct dirent *de; (de = readdir(dir)) != NULL && *n < J_MAX_SEGS;) {
     uint64_t fid;
     uint32_t seg;
     if (!seg_parse(de->d_name, &fid, &seg) || fid != id)
       continue;
-    if (*n == cap) {
-      uint32_t nc = cap ? cap * 2 : 16;
-      uint32_t *nv = realloc(v, nc * sizeof *nv);
-      if (nv == NULL)
-        break;
-      v = nv;
-      cap = nc;
-    }
+    if (gpd_grow(&v, &cap, *n, sizeof *v, 16) < 0)
+      break;
     v[(*n)++] = seg;
   }
   closedir(dir);

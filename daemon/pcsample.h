@@ -5,41 +5,12 @@
 
 #include <stdint.h>
 
-#include <sqlite3.h>
+#include "store-rows.h"
 
 #include "gpuprof/record.h"
 
-#define GPD_PCS_MAX_DEV 64u
-
-/** One key's samples: GPU binary (vendor id), function and stall reason
- *  (string ids of the profile), pc (bytes into the function), device. */
-typedef struct gpd_pcs_row_s {
-  uint64_t cubin_id, pc;
-  uint32_t func, stall, device;
-  uint64_t samples, latency;
-} gpd_pcs_row_t;
-
-typedef struct gpd_pcs_cubin_s {
-  uint64_t cubin_id;
-  char hash[33];
-} gpd_pcs_cubin_t;
-
-/** Sampling totals of one device (GSAMP:TOT/DRP, period, SMs, clock). */
-typedef struct gpd_pcs_stat_s {
-  uint32_t device, period_log2, sm_count, clock_khz;
-  uint64_t total, dropped, non_user;
-} gpd_pcs_stat_t;
-
-/** What one flush writes: deltas since the previous snapshot. */
-typedef struct gpd_pcs_snap_s {
-  gpd_pcs_row_t *rows;
-  uint32_t nrows;
-  gpd_pcs_cubin_t *cubins;
-  uint32_t ncubins;
-  gpd_pcs_stat_t stats[GPD_PCS_MAX_DEV];
-  uint32_t nstats;
-  uint64_t lost; /* samples of keys past the bound */
-} gpd_pcs_snap_t;
+/* The snapshot types (gpd_pcs_snap_t, its rows) are the store's rows:
+ * store-rows.h. */
 
 typedef struct gpd_pcsample_s gpd_pcsample_t;
 
@@ -66,8 +37,5 @@ int gpd_pcsample_snap(gpd_pcsample_t *ps, gpd_pcs_snap_t *out);
 void gpd_pcsample_unsnap(gpd_pcsample_t *ps, gpd_pcs_snap_t *s);
 void gpd_pcsample_snap_free(gpd_pcs_snap_t *s);
 void gpd_pcsample_free(gpd_pcsample_t *ps);
-/** Write a snapshot inside the caller's transaction (tables pcsample,
- *  pcsample_cubin, pcsample_stat; docs/FORMATS.md).  0 or -EIO. */
-int gpd_pcsample_write(sqlite3 *db, int64_t profile_id, const gpd_pcs_snap_t *s);
 
 #endif

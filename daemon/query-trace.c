@@ -15,14 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
-#include "trace-row-read.h"
 
 #include "daemon.h"
 #include "query-internal.h"
+#include "store-trace.h"
 
 /* events + launches per reply unless the request asks for fewer */
 #define QTRACE_MAX_EVENTS 1000000u
@@ -85,99 +83,53 @@ nomem:
   return NULL;
 }
 
-/* Rows of sql (bound: ?1 profile, ?2 from, ?3 to, ?4 limit) of every
- * profile, each handed to fn; at most `room` in all.  Returns the count. */
-typedef void (*row_fn)(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile);
-
-static size_t read_rows(sqlite3 *db, const char *sql, gpd__qtrace_t *tr, Gpuprof__TraceReply *t,
-                        size_t room, row_fn fn) {
-  size_t n = 0;
-  sqlite3_stmt *q = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-    GPD_WARN("trace query: %s", sqlite3_errmsg(db));
-    return 0;
-  }
-  for (size_t i = 0; i < tr->nids && n < room; i++) {
-    sqlite3_bind_int64(q, 1, (int64_t)tr->ids[i]);
-    sqlite3_bind_int64(q, 2, (int64_t)tr->from);
-    sqlite3_bind_int64(q, 3, tr->to > INT64_MAX ? INT64_MAX : (int64_t)tr->to);
-    sqlite3_bind_int64(q, 4, (int64_t)(room - n));
-    while (n < room && sqlite3_step(q) == SQLITE_ROW) {
-      fn(t, q, tr->ids[i]);
-      n++;
-    }
-    sqlite3_reset(q);
-  }
-  sqlite3_finalize(q);
-  return n;
-}
-
-static void event_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
+static void event_row(void *arg, const gpd_trace_row_t *r) {
+  Gpuprof__TraceReply *t = arg;
   Gpuprof__TraceEvent *e = gpd__query_alloc(sizeof *e);
-  gpd_trace_row_t r;
   if (e == NULL)
     return;
-  gpd_trace_row_read(q, profile, &r);
   gpuprof__trace_event__init(e);
-  e->profile_id = r.profile;
-  e->start_ns = r.start;
-  e->end_ns = r.end;
-  e->stream = r.stream;
-  e->device = r.device;
-  e->op = r.op;
-  e->subkind = r.subkind;
-  e->corr = r.corr;
-  e->node = r.node;
-  e->bytes = r.bytes;
+  e->profile_id = r->profile;
+  e->start_ns = r->start;
+  e->end_ns = r->end;
+  e->stream = r->stream;
+  e->device = r->device;
+  e->op = r->op;
+  e->subkind = r->subkind;
+  e->corr = r->corr;
+  e->node = r->node;
+  e->bytes = r->bytes;
   t->events[t->n_events++] = e;
 }
 
-static void launch_row(Gpuprof__TraceReply *t, sqlite3_stmt *q, uint64_t profile) {
+static void launch_row(void *arg, const gpd_trace_lrow_t *r) {
+  Gpuprof__TraceReply *t = arg;
   Gpuprof__TraceLaunch *l = gpd__query_alloc(sizeof *l);
-  gpd_trace_lrow_t r;
   if (l == NULL)
     return;
-  gpd_trace_lrow_read(q, profile, &r);
   gpuprof__trace_launch__init(l);
-  l->profile_id = r.profile;
-  l->ts_ns = r.ts;
-  l->tid = r.tid;
-  l->corr = r.corr;
-  l->node = r.node;
-  l->op = r.op;
+  l->profile_id = r->profile;
+  l->ts_ns = r->ts;
+  l->tid = r->tid;
+  l->corr = r->corr;
+  l->node = r->node;
+  l->op = r->op;
   t->launches[t->n_launches++] = l;
 }
 
 void gpd__query_trace_run(gpd__qtrace_t *tr, Gpuprof__Msg *reply) {
   Gpuprof__TraceReply *t = reply->trace;
-  sqlite3 *db = NULL;
+  size_t ne = 0, nl = 0;
   if (reply->body_case != GPUPROF__MSG__BODY_TRACE || tr->nids == 0)
     goto out;
-  if (sqlite3_open_v2(tr->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) !=
-      SQLITE_OK) {
-    GPD_WARN("trace query: cannot open %s: %s", tr->db_path, db ? sqlite3_errmsg(db) : "no memory");
-    goto out;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  /* arrays sized for the bound (pointers only: 8 MB at 1 M events) */
+  /* arrays sized for the bound (pointers only: 8 bytes per event) */
   t->events = gpd__query_calloc(tr->max + 1, sizeof *t->events);
   t->launches = gpd__query_calloc(tr->max + 1, sizeof *t->launches);
   if (t->events == NULL || t->launches == NULL)
     goto out;
-  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL); /* one snapshot for both tables */
-  size_t ne = read_rows(db,
-                        "SELECT " GPD_TRACE_ROW_COLS " FROM trace_event"
-                        " WHERE profile_id=?1 AND start_ns BETWEEN ?2 AND ?3"
-                        " ORDER BY start_ns LIMIT ?4",
-                        tr, t, tr->max, event_row);
-  size_t nl = read_rows(db,
-                        "SELECT " GPD_TRACE_LROW_COLS " FROM trace_launch"
-                        " WHERE profile_id=?1 AND ts_ns BETWEEN ?2 AND ?3 ORDER BY ts_ns LIMIT ?4",
-                        tr, t, tr->max - ne, launch_row);
-  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-  t->truncated = ne + nl >= tr->max;
+  if (gpd_store_trace_query(tr->db_path, tr->ids, tr->nids, tr->from, tr->to, tr->max, event_row, launch_row, t,
+                            &ne, &nl) == 0)
+    t->truncated = ne + nl >= tr->max;
 out:
-  if (db)
-    sqlite3_close(db);
   gpd__query_trace_free(tr);
 }

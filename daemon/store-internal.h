@@ -11,18 +11,14 @@
 
 #include <sqlite3.h>
 
+#include "store-db.h"
+#include "store-rows.h"
 #include "store.h"
 
 /* A stored GPU binary's row, waiting for the writer's next transaction
  * (the main thread never writes to SQLite: a busy writer would stall the
  * event loop and with it every shim's socket). */
-typedef struct gpubin_row_s {
-  struct gpubin_row_s *next;
-  char hash[33], kind[32];
-  uint64_t size;
-  int64_t profile_id;
-  uint32_t uid;
-} gpubin_row_t;
+typedef gpd_store_gpubin_row_t gpubin_row_t;
 
 /* One uid's standing for uploads (reg_lock): what the last retention pass
  * counted as undeletable (running profiles and their binaries), and the
@@ -74,27 +70,11 @@ struct gpd_store_s {
 /* ids reserved per meta write; the writer tops up at half */
 #define GPD_STORE_ID_BLOCK 1024u
 
-/** Set on the writer thread while the database refuses writes (disk
- *  full): the state change is logged once, not every statement. */
-extern _Thread_local int gpd__store_quiet;
-/** sqlite3_exec, logged unless quiet.  0 or GPD_ESTORE. */
-int gpd__db_exec(sqlite3 *db, const char *sql);
-/** Step a bound INSERT / UPDATE once and reset it.  0 or -EIO. */
-int gpd__db_run(sqlite3_stmt *st);
-/** Prepare n statements sql[0..n-1] into st[0..n-1] (st zeroed by the
- *  caller, who finalizes every st[i] in any case).  0 or -EIO. */
-int gpd__db_prepare(sqlite3 *db, const char *const *sql, sqlite3_stmt **st, int n);
-/** Raise meta.next_profile_id to at least hw (in the caller's
- *  transaction).  0, GPD_ESTORE or -ENOMEM. */
-int gpd__store_id_hw(sqlite3 *db, uint64_t hw);
 /** Lowercase hex of n bytes (malloc'd), NULL when n == 0 or no memory. */
 char *gpd__hex(const uint8_t *b, unsigned n);
 /** The uid's entry of s->uses, added when missing (reg_lock held); NULL
  *  when out of memory. */
 gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid);
-/** Write the gpubin and gpubin_ref rows of a flush (writer, in its
- *  transaction).  0 or a negative code. */
-int gpd__gpubin_write(sqlite3 *db, const gpubin_row_t *rows);
 /** After the flush's COMMIT (reg_lock held): their bytes count as unseen
  *  in their uids' quotas until the next retention count. */
 void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);
@@ -103,10 +83,6 @@ void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);
 int gpd__gpubin_busy(const gpd_store_t *s, const char *hash);
 /** 1 for 32 lowercase hex digits (a gpubin's name). */
 int gpd__gpubin_valid_hash(const char *h);
-/** The statements the retention pass runs, n of them; scan[i] says the
- *  statement reads a small table or a work list whole by design (the plan
- *  test allows its SCAN).  For tests/store/test-retention.c. */
-const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan);
 /** strdup that passes NULL through. */
 char *gpd__xdup(const char *s);
 

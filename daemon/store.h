@@ -1,4 +1,6 @@
-/* store.h - the SQLite profile store, its writer thread and GPU-binary files.
+/* store.h - the daemon's profile store: its writer thread, hand-back,
+ * retention and GPU-binary files, on top of store/ (which holds every SQL
+ * statement: docs/STORE.md).
  *
  * Lock: each function says which thread calls it; flush takes
  * gpd_daemon_t.lock only to copy, never across SQLite calls. */
@@ -14,9 +16,6 @@
 typedef struct gpd_daemon_s gpd_daemon_t;
 typedef struct gpd_store_s gpd_store_t;
 
-/** On-disk format (PRAGMA user_version; docs/FORMATS.md). */
-#define GPD_STORE_FORMAT 2
-
 /** Open (create) the database at path: schema (an older format is
  *  upgraded, a newer one refused), WAL, metric_desc; marks profiles left
  *  'running' by a dead daemon as 'lost'; reserves a block of profile ids.
@@ -31,7 +30,8 @@ uint64_t gpd_store_first_profile_id(gpd_store_t *s);
 struct sqlite3;
 /** Another connection to the open store (same open rules: no links, busy
  *  timeout 10 s), for a thread with writes of its own (the devices
- *  sampler).  0 or GPD_ESTORE; the caller closes it with sqlite3_close. */
+ *  sampler).  0 or GPD_ESTORE; the caller closes it with
+ *  gpd_store_db_close (store-db.h). */
 int gpd_store_connect(gpd_store_t *s, struct sqlite3 **db);
 /** Hand out a fresh profile id (d->next_profile_id++) that is durably
  *  reserved, so that a killed daemon's successor never gives it again.

@@ -20,13 +20,13 @@
 #include <unistd.h>
 #include <pthread.h>
 
-#include <sqlite3.h>
 
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 
 #include "profile.h"
+#include "store-trace.h"
 #include "trace.h"
 
 /* window buffer of one tracing thread, in events (16 MiB) */
@@ -50,8 +50,7 @@ typedef struct tracer_s {
   unsigned idx;
   pthread_t tid;
   int started;
-  sqlite3 *db;
-  sqlite3_stmt *ins_ev, *ins_launch, *ins_stat;
+  gpd_store_trace_t *w; /* this thread's connection */
   gpd_trace_ev_t *buf;
   size_t nbuf, capbuf;
   gpd_trace_ev_t *st; /* thread 0: changed stats (TRACE_STATS) */
@@ -222,52 +221,24 @@ static int ev_cmp(const void *x, const void *y) {
   return a->corr < b->corr ? -1 : a->corr > b->corr;
 }
 
-static int step(sqlite3_stmt *s) {
-  int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  return rc == SQLITE_DONE ? 0 : GPD_ESTORE;
-}
-
 static int write_one(tracer_t *tr, const gpd_trace_ev_t *e) {
-  sqlite3_stmt *s;
   switch (e->kind) {
-  case GPD_TEV_GPU:
-    s = tr->ins_ev;
-    sqlite3_bind_int64(s, 1, (int64_t)e->profile_id);
-    sqlite3_bind_int64(s, 2, (int64_t)e->start);
-    sqlite3_bind_int64(s, 3, e->stream);
-    sqlite3_bind_int64(s, 4, (int64_t)e->corr);
-    sqlite3_bind_int64(s, 5, (int64_t)e->end);
-    sqlite3_bind_int64(s, 6, e->device);
-    sqlite3_bind_int(s, 7, e->op);
-    sqlite3_bind_int(s, 8, e->subkind);
-    sqlite3_bind_int64(s, 9, (int64_t)e->node);
-    sqlite3_bind_int64(s, 10, e->name);
-    sqlite3_bind_int64(s, 11, (int64_t)e->bytes);
-    return step(s);
-  case GPD_TEV_LAUNCH:
-    s = tr->ins_launch;
-    sqlite3_bind_int64(s, 1, (int64_t)e->profile_id);
-    sqlite3_bind_int64(s, 2, (int64_t)e->start);
-    sqlite3_bind_int64(s, 3, e->stream);
-    sqlite3_bind_int64(s, 4, (int64_t)e->corr);
-    sqlite3_bind_int64(s, 5, (int64_t)e->node);
-    sqlite3_bind_int(s, 6, e->op);
-    return step(s);
+  case GPD_TEV_GPU: {
+    gpd_trace_row_t r = {.profile = e->profile_id, .start = e->start, .end = e->end, .corr = e->corr,
+                         .node = e->node, .bytes = e->bytes, .stream = e->stream, .device = e->device,
+                         .op = e->op, .subkind = e->subkind};
+    return gpd_store_trace_event(tr->w, &r, e->name);
+  }
+  case GPD_TEV_LAUNCH: {
+    gpd_trace_lrow_t l = {.profile = e->profile_id, .ts = e->start, .corr = e->corr, .node = e->node,
+                          .tid = e->stream, .op = e->op};
+    return gpd_store_trace_launch(tr->w, &l);
+  }
   case GPD_TEV_STAT:
-    s = tr->ins_stat;
-    sqlite3_bind_int64(s, 1, (int64_t)e->profile_id);
-    sqlite3_bind_int64(s, 2, (int64_t)e->start);
-    sqlite3_bind_int64(s, 3, (int64_t)e->bytes);
-    sqlite3_bind_int64(s, 4, (int64_t)e->corr);
-    return step(s);
+    return gpd_store_trace_stat(tr->w, e->profile_id, e->start, e->bytes, e->corr);
   default:
     return 0;
   }
-}
-
-static int db_exec(sqlite3 *db, const char *sql) {
-  return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : GPD_ESTORE;
 }
 
 /* Thread 0: the stats table's changed entries as STAT events into st
@@ -299,7 +270,7 @@ static void flush(tracer_t *tr, uint64_t t0, int all_drained) {
   if (tr->nbuf || nst) {
     qsort(tr->buf, tr->nbuf, sizeof *tr->buf, ev_cmp);
     uint64_t tb = gpd_clock_ns();
-    int err = db_exec(tr->db, "BEGIN IMMEDIATE;");
+    int err = gpd_store_trace_begin(tr->w);
     uint64_t tw = gpd_clock_ns() - tb;
     tr->begin_max_ns = tw > tr->begin_max_ns ? tw : tr->begin_max_ns;
     for (size_t i = 0; i < tr->nbuf && err == 0; i++)
@@ -307,13 +278,13 @@ static void flush(tracer_t *tr, uint64_t t0, int all_drained) {
     for (size_t i = 0; i < nst && err == 0; i++)
       err = write_one(tr, &tr->st[i]);
     if (err == 0)
-      err = db_exec(tr->db, "COMMIT;");
+      err = gpd_store_trace_commit(tr->w);
     if (err < 0) {
       uint64_t n = atomic_fetch_add(&tr->write_errors, 1);
       if (n == 0 || (n & (n - 1)) == 0)
         GPD_ERR("trace thread %u: writing %zu events failed: %s%s", tr->idx, tr->nbuf,
-                sqlite3_errmsg(tr->db), tr->nbuf < tr->capbuf / 2 ? " (kept for a retry)" : "");
-      db_exec(tr->db, "ROLLBACK;");
+                gpd_store_trace_error(tr->w), tr->nbuf < tr->capbuf / 2 ? " (kept for a retry)" : "");
+      gpd_store_trace_rollback(tr->w);
       if (nst) /* written again next time */
         memset(tr->t->written_stats, 0, sizeof tr->t->written_stats);
       if (tr->nbuf < tr->capbuf / 2)
@@ -359,23 +330,8 @@ static void *tracer_main(void *arg) {
 
 /* --------------------------------------------------------------- setup */
 
-static const char *const INS_EV =
-    "INSERT OR IGNORE INTO trace_event(profile_id, start_ns, stream, corr, end_ns, device, op,"
-    " subkind, node, name, bytes) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)";
-static const char *const INS_LAUNCH =
-    "INSERT OR IGNORE INTO trace_launch(profile_id, ts_ns, tid, corr, node, op)"
-    " VALUES(?1,?2,?3,?4,?5,?6)";
-static const char *const INS_STAT =
-    "INSERT INTO trace_stat(profile_id, events, dropped, refused) VALUES(?1,?2,?3,?4)"
-    " ON CONFLICT(profile_id) DO UPDATE SET events=max(events, excluded.events),"
-    " dropped=max(dropped, excluded.dropped), refused=max(refused, excluded.refused)";
-
 static void tracer_close(tracer_t *tr) {
-  sqlite3_finalize(tr->ins_ev);
-  sqlite3_finalize(tr->ins_launch);
-  sqlite3_finalize(tr->ins_stat);
-  if (tr->db)
-    sqlite3_close(tr->db);
+  gpd_store_trace_close(tr->w);
   for (unsigned k = 0; k < GPD_TRACE_QUEUES; k++)
     free(tr->q[k].ev);
   free(tr->buf);
@@ -395,20 +351,8 @@ static int tracer_open(tracer_t *tr, const char *db_path, uint32_t qcap) {
     return -ENOMEM;
   if (tr->idx == 0 && (tr->st = malloc(TRACE_STATS * sizeof *tr->st)) == NULL)
     return -ENOMEM;
-  /* the store made the file (private, no link); NOFOLLOW as it opens it */
-  if (sqlite3_open_v2(db_path, &tr->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-                      NULL) != SQLITE_OK) {
-    GPD_ERR("trace: cannot open %s: %s", db_path, tr->db ? sqlite3_errmsg(tr->db) : "no memory");
+  if (gpd_store_trace_open(db_path, &tr->w) < 0)
     return GPD_ESTORE;
-  }
-  sqlite3_busy_timeout(tr->db, 10000);
-  if (sqlite3_prepare_v2(tr->db, INS_EV, -1, &tr->ins_ev, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(tr->db, INS_LAUNCH, -1, &tr->ins_launch, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(tr->db, INS_STAT, -1, &tr->ins_stat, NULL) != SQLITE_OK) {
-    GPD_ERR("trace: %s", sqlite3_errmsg(tr->db));
-    return GPD_ESTORE;
-  }
   return 0;
 }
 

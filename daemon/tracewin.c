@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store-internal.h"
 
 void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r) {
   int final = (r->h.flags & GPD_TRACEWIN_F_FINAL) != 0;
@@ -100,45 +99,6 @@ int gpd_tracewin_snap(gpd_tracewin_t *tw, gpd_tw_snap_t *out) {
 void gpd_tracewin_snap_free(gpd_tw_snap_t *s) {
   free(s->win);
   memset(s, 0, sizeof *s);
-}
-
-int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s) {
-  static const char *sql[] = {
-      "INSERT OR REPLACE INTO trace_duty VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-      "INSERT OR IGNORE INTO trace_window VALUES(?1,?2,?3)",
-      "INSERT OR REPLACE INTO trace_duty_launch VALUES(?1,?2,?3)",
-  };
-  sqlite3_stmt *st[3] = {0};
-  int err = 0;
-  if (!s->have)
-    return 0;
-  if ((err = gpd__db_prepare(db, sql, st, 3)) < 0)
-    goto out;
-  sqlite3_bind_int64(st[0], 1, profile_id);
-  sqlite3_bind_int(st[0], 2, s->api);
-  sqlite3_bind_int(st[0], 3, s->duty);
-  sqlite3_bind_int64(st[0], 4, (int64_t)s->t0);
-  sqlite3_bind_int64(st[0], 5, (int64_t)s->end);
-  sqlite3_bind_int(st[0], 6, s->final);
-  sqlite3_bind_int64(st[0], 7, (int64_t)s->windows);
-  sqlite3_bind_int64(st[0], 8, (int64_t)s->window_ns);
-  err = gpd__db_run(st[0]);
-  if (err == 0 && s->launches) {
-    sqlite3_bind_int64(st[2], 1, profile_id);
-    sqlite3_bind_int64(st[2], 2, (int64_t)s->launches);
-    sqlite3_bind_int64(st[2], 3, (int64_t)s->launches_in);
-    err = gpd__db_run(st[2]);
-  }
-  for (uint32_t i = 0; i < s->nwin && err == 0; i++) {
-    sqlite3_bind_int64(st[1], 1, profile_id);
-    sqlite3_bind_int64(st[1], 2, (int64_t)s->win[i].start);
-    sqlite3_bind_int64(st[1], 3, (int64_t)s->win[i].end);
-    err = gpd__db_run(st[1]);
-  }
-out:
-  for (int i = 0; i < 3; i++)
-    sqlite3_finalize(st[i]);
-  return err;
 }
 
 size_t gpd_tracewin_bytes(const gpd_tracewin_t *tw) { return (size_t)tw->capwin * sizeof *tw->win; }

@@ -10,23 +10,19 @@
 
 #include <stdint.h>
 
-#include <sqlite3.h>
+#include "store-rows.h"
 
 #include "gpuprof/record.h"
-#include "gpuprof/store-schema.h"
 
 /** Most windows kept per process (16 bytes each: 512 KiB); past it only
  *  the summary moves on (the report then falls back to the estimator
  *  that needs no windows). */
 #define GPD_TRACEWIN_MAX 32768u
 
-/* Tables: GPD_TRACEWIN_SCHEMA (gpuprof/store-schema.h; also written by
+/* Tables: GPD_TRACEWIN_SCHEMA (store/store-schema.h; also written by
  * `gpuprof merge`). */
 
-/** One window, ns on the gpuprof clock. */
-typedef struct gpd_tw_win_s {
-  uint64_t start, end;
-} gpd_tw_win_t;
+/* A window (gpd_tw_win_t) and the snapshot (gpd_tw_snap_t): store-rows.h. */
 
 /** Windows of one process (embedded in gpd_profile_t; zeroed = none). */
 typedef struct gpd_tracewin_s {
@@ -41,15 +37,6 @@ typedef struct gpd_tracewin_s {
   uint64_t dropped;         /* windows past GPD_TRACEWIN_MAX (or out of memory) */
 } gpd_tracewin_t;
 
-/** What one flush writes: the summary and the windows since the last. */
-typedef struct gpd_tw_snap_s {
-  int have;
-  uint8_t api, duty, final;
-  uint64_t t0, end, windows, window_ns, launches, launches_in;
-  gpd_tw_win_t *win;
-  uint32_t nwin;
-} gpd_tw_snap_t;
-
 /** Take a validated TRACEWIN record (gpd_rec_validate): the summary from
  *  the record with the most windows (then the most window time), the
  *  launch counts from the record with the most launches (the latest), the
@@ -61,8 +48,6 @@ void gpd_tracewin_ingest(gpd_tracewin_t *tw, const gpd_rec_tracewin_t *r);
  *  watermark.  0 or -ENOMEM (then nothing moved). */
 int gpd_tracewin_snap(gpd_tracewin_t *tw, gpd_tw_snap_t *out);
 void gpd_tracewin_snap_free(gpd_tw_snap_t *s);
-/** Write a snapshot inside the caller's transaction.  0 or -EIO. */
-int gpd_tracewin_write(sqlite3 *db, int64_t profile_id, const gpd_tw_snap_t *s);
 /** Bytes held (for the profile's memory account). */
 size_t gpd_tracewin_bytes(const gpd_tracewin_t *tw);
 void gpd_tracewin_free(gpd_tracewin_t *tw);

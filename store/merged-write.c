@@ -24,7 +24,7 @@
 
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+#include "store-schema.h"
 #include "merged-write.h"
 #include "store-read.h"
 

@@ -25,6 +25,7 @@
 
 #include "cpusample.h"
 #include "profile.h"
+#include "store-write.h"
 
 static gpd_rec_cpusample_t sample(uint32_t node, uint64_t weight, uint64_t ts) {
   gpd_rec_cpusample_t r;
@@ -168,7 +169,7 @@ static void test_bound_and_snapshot(void **state) {
                                 " trace_dropped INTEGER NOT NULL, unknown INTEGER NOT NULL);",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
-  assert_int_equal(gpd_cpusample_write(db, 7, &sn), 0);
+  assert_int_equal(gpd_store_write_cpusample(db, 7, &sn), 0);
   sqlite3_stmt *q;
   assert_int_equal(sqlite3_prepare_v2(db,
                                       "SELECT (SELECT COUNT(*) FROM trace_cpu_sample WHERE profile=7),"
@@ -190,7 +191,7 @@ static void test_bound_and_snapshot(void **state) {
   assert_int_equal(gpd_cpusample_snap(p.cps, &sn), 0);
   assert_int_equal(sn.samples, 1);
   assert_int_equal(sn.nrows, 1);
-  assert_int_equal(gpd_cpusample_write(db, 7, &sn), 0);
+  assert_int_equal(gpd_store_write_cpusample(db, 7, &sn), 0);
   assert_int_equal(sqlite3_prepare_v2(db, "SELECT samples, cputime_ns, trace_rows FROM cpu_sample_stat", -1, &q,
                                       NULL),
                    SQLITE_OK);

@@ -22,6 +22,7 @@
 #include "pcsample.h"
 #include "profile.h"
 #include "store.h"
+#include "store-write.h"
 
 typedef struct {
   _Alignas(64) uint8_t b[sizeof(gpd_rec_pcsample_t)]; /* PCSAMPLE, CUBIN, PCSTATS: 2 slots each */
@@ -69,7 +70,7 @@ static void flush(gpd_profile_t *p, const char *path) {
   assert_int_equal(gpd_pcsample_snap(p->pcs, &s), 0);
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-  assert_int_equal(gpd_pcsample_write(db, 1, &s), 0);
+  assert_int_equal(gpd_store_write_pcsample(db, 1, &s), 0);
   assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
   gpd_pcsample_snap_free(&s);

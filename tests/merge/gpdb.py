@@ -1,5 +1,5 @@
 """Small writer of format-2 profile stores (docs/FORMATS.md) for the merge
-tests: the schema is read from common/include/gpuprof/store-schema.h, the
+tests: the schema is read from store/store-schema.h, the
 one the daemon creates, so the inputs are what a daemon would write."""
 import os
 import re
@@ -7,7 +7,7 @@ import sqlite3
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMA_H = os.path.join(HERE, "..", "..", "common", "include", "gpuprof", "store-schema.h")
+SCHEMA_H = os.path.join(HERE, "..", "..", "store", "store-schema.h")
 
 
 def schema():

@@ -49,6 +49,7 @@
 #include "daemon.h"
 #include "retain-fill.h"
 #include "store-internal.h"
+#include "store-purge.h"
 
 typedef struct {
   gpd_daemon_t d;

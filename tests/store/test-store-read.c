@@ -17,7 +17,7 @@
 
 #include "gpuprof/error.h"
 #include "gpuprof/metric.h"
-#include "gpuprof/store-schema.h"
+#include "store-schema.h"
 #include "store-read.h"
 
 static char dir[64], path[128];

@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "daemon.h"
+#include "store-write.h"
 #include "tracewin.h"
 
 static gpd_rec_tracewin_t rec(int final, uint32_t windows, uint64_t start, uint64_t end, uint64_t wns) {
@@ -111,7 +112,7 @@ static void test_store(void **st) {
   gpd_tw_snap_t snap;
   assert_int_equal(gpd_tracewin_snap(&tw, &snap), 0); /* nothing seen: nothing */
   assert_false(snap.have);
-  assert_int_equal(gpd_tracewin_write(db, 7, &snap), 0);
+  assert_int_equal(gpd_store_write_tracewin(db, 7, &snap), 0);
   assert_int_equal(q1(db, "SELECT count(*) FROM trace_duty"), 0);
   for (uint32_t i = 0; i < 4; i++) {
     gpd_rec_tracewin_t r = rec(0, i + 1, 2000 + 100ull * i, 2010 + 100ull * i, 10ull * (i + 1));
@@ -120,7 +121,7 @@ static void test_store(void **st) {
   assert_int_equal(gpd_tracewin_snap(&tw, &snap), 0);
   assert_int_equal(snap.nwin, 4);
   assert_int_equal(tw.nwin_saved, 4);
-  assert_int_equal(gpd_tracewin_write(db, 7, &snap), 0);
+  assert_int_equal(gpd_store_write_tracewin(db, 7, &snap), 0);
   gpd_tracewin_snap_free(&snap);
   /* the next snapshot: the new window only; then a failed transaction's
    * rewrite (watermark back to 0) adds no row twice */
@@ -134,7 +135,7 @@ static void test_store(void **st) {
   tw.nwin_saved = 0;
   assert_int_equal(gpd_tracewin_snap(&tw, &snap), 0);
   assert_int_equal(snap.nwin, 5);
-  assert_int_equal(gpd_tracewin_write(db, 7, &snap), 0);
+  assert_int_equal(gpd_store_write_tracewin(db, 7, &snap), 0);
   gpd_tracewin_snap_free(&snap);
   assert_int_equal(q1(db, "SELECT count(*) FROM trace_window WHERE profile_id=7"), 5);
   assert_int_equal(q1(db, "SELECT sum(end_ns - start_ns) FROM trace_window WHERE profile_id=7"), 50);
@@ -164,8 +165,8 @@ static void test_store(void **st) {
   assert_int_equal(tw.launches, 300);
   assert_int_equal(tw.launches_in, 12);
   assert_int_equal(gpd_tracewin_snap(&tw, &snap), 0);
-  assert_int_equal(gpd_tracewin_write(db, 8, &snap), 0);
-  assert_int_equal(gpd_tracewin_write(db, 8, &snap), 0); /* a rewrite replaces */
+  assert_int_equal(gpd_store_write_tracewin(db, 8, &snap), 0);
+  assert_int_equal(gpd_store_write_tracewin(db, 8, &snap), 0); /* a rewrite replaces */
   gpd_tracewin_snap_free(&snap);
   assert_int_equal(q1(db, "SELECT count(*) FROM trace_duty_launch"), 1);
   assert_int_equal(q1(db, "SELECT launches FROM trace_duty_launch WHERE profile_id=8"), 300);

@@ -1,10 +1,11 @@
 /* store-schema.h - the SQL schema of a gpuprof profile store (`*.gpdb`,
- * docs/FORMATS.md): written by the daemon's store (daemon/store.c) and by
- * `gpuprof merge` (analyzer/), so that both make the same tables.
+ * docs/FORMATS.md): made by the daemon's store (store/schema.c, which adds
+ * the daemon-only tables and the upgrades) and by `gpuprof merge`
+ * (analyzer/), so that both make the same tables.
  * Format 2: context and frame rows per uid.
  */
-#ifndef GPUPROF_STORE_SCHEMA_H
-#define GPUPROF_STORE_SCHEMA_H
+#ifndef GPD_STORE_SCHEMA_H
+#define GPD_STORE_SCHEMA_H
 
 /** CREATE TABLE IF NOT EXISTS statements of every table of format 2. */
 #define GPD_STORE_SCHEMA \
@@ -43,7 +44,7 @@
     "CREATE TABLE IF NOT EXISTS ring_cursor(profile_id INTEGER NOT NULL," \
     "  ring INTEGER NOT NULL, pos INTEGER NOT NULL, PRIMARY KEY(profile_id, ring)) WITHOUT ROWID;"
 
-/** The GPU PC-sample tables (daemon/pcsample.c; carried by `gpuprof merge`). */
+/** The GPU PC-sample tables (store/pcsample-write.c; carried by `gpuprof merge`). */
 #define GPD_PCSAMPLE_SCHEMA \
     "CREATE TABLE IF NOT EXISTS pcsample(profile_id INTEGER NOT NULL, cubin_id INTEGER NOT NULL," \
     "  func INTEGER NOT NULL, pc INTEGER NOT NULL, stall INTEGER NOT NULL," \
@@ -56,8 +57,8 @@
     "  dropped INTEGER NOT NULL, non_user INTEGER NOT NULL, lost_keys INTEGER NOT NULL," \
     "  PRIMARY KEY(profile_id, device)) WITHOUT ROWID;"
 
-/** The trace tables (daemon/trace.c: GPU activities, their launches and
- *  per-profile counts; daemon/cpusample.c: CPU-time samples and their
+/** The trace tables (store/trace-write.c: GPU activities, their launches and
+ *  per-profile counts; store/cpusample-write.c: CPU-time samples and their
  *  totals; docs/FORMATS.md; carried by `gpuprof merge`).  trace_cpu_sample
  *  names its profile column `profile`. */
 #define GPD_TRACE_SCHEMA \
@@ -78,7 +79,7 @@
     "  cputime_ns INTEGER NOT NULL, trace_rows INTEGER NOT NULL, trace_dropped INTEGER NOT NULL," \
     "  unknown INTEGER NOT NULL);"
 
-/** Duty-cycled / on-demand tracing windows per process (daemon/tracewin.c
+/** Duty-cycled / on-demand tracing windows per process (store/tracewin-write.c
  *  writes them, `gpuprof merge` carries them, cli/duty.c reads them;
  *  docs/FORMATS.md).  trace_duty_launch: the kernel launches the back end
  *  counted, all and inside windows (the launch fraction). */
