@@ -1,5 +1,5 @@
 /* python-frames.h - CPython frames spliced into captured call paths
- * (python-frames.c; docs/PYTHON.md).
+ * (python-frames.c, python-handoff.c; docs/PYTHON.md).
  *
  * At a capture on a thread that runs Python, the interpreter's frames
  * (function, file, line) replace the native frames of

@@ -1,0 +1,336 @@
+/* python-handoff.c - work handed to a framework's worker thread
+ * (docs/PYTHON.md): the dispatch table (PyTorch's autograd engine, the
+ * GPUPROF_TEST_HANDOFF test hook), finding each dispatch function in a
+ * loaded library by its ELF dynamic symbol (gpd_pyframes_module), finding
+ * the Python thread that waits for the work (gpd_pyframes_handoff) and
+ * the splice of its frames below the worker's native path.  The walk,
+ * sites and checked reads are python-frames.c's (python-internal.h).
+ */
+#include <errno.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuprof/log.h"
+#include "internal.h"
+#include "python-frames.h"
+#include "python-internal.h"
+
+/* Work handed to a framework's worker thread (docs/PYTHON.md): a dispatch
+ * function runs on the worker (its native frame is in every path of the
+ * work), while the Python thread that handed the work over waits inside a
+ * handoff function, with the GIL released.  A capture on the worker that
+ * finds no Python frames of its own but the dispatch frame in its native
+ * path looks for that thread in the interpreter's thread-state list. */
+
+typedef struct hand_fn_s {
+  const char *qualname, *file; /* co_qualname; co_filename, or its suffix after a '/' */
+} hand_fn_t;
+
+#define HAND_FNS 4
+typedef struct hand_disp_s {
+  const char *lib;   /* basename prefix of the library that has the symbol */
+  const char *sym;   /* the dispatch function's dynamic symbol */
+  const char *what;  /* its name as the log says it */
+  const char *label; /* the placeholder between caller and worker */
+  hand_fn_t fn[HAND_FNS];
+} hand_disp_t;
+
+/* PyTorch's autograd engine: backward nodes run in Engine::thread_main on
+ * the engine's device threads; the caller waits in run_backward, called
+ * from _engine_run_backward (torch/autograd/graph.py, PyTorch 2.2+) or,
+ * in 2.0 and 2.1, straight from backward and grad (torch/autograd/
+ * __init__.py). */
+static const hand_disp_t hand_builtin[] = {
+    {"libtorch_cpu.so", "_ZN5torch8autograd6Engine11thread_mainERKSt10shared_ptrINS0_9GraphTaskEE",
+     "torch::autograd::Engine::thread_main",
+     "<backward>",
+     {{"_engine_run_backward", "torch/autograd/graph.py"},
+      {"backward", "torch/autograd/__init__.py"},
+      {"grad", "torch/autograd/__init__.py"}}},
+};
+#define HAND_BUILTIN (sizeof hand_builtin / sizeof hand_builtin[0])
+/* the test hook's entry (GPUPROF_TEST_HANDOFF): strings in hand_test_buf */
+static hand_disp_t hand_test;
+static char hand_test_buf[512];
+static int hand_test_read;
+
+#define HAND_MAX 8 /* dispatch ranges known at once */
+static struct {
+  _Atomic uint32_t n; /* entries of r published (release) */
+  struct {
+    uintptr_t lo, hi;       /* the dispatch function's code */
+    const hand_disp_t *d;
+    uint64_t label;         /* intern key of the placeholder */
+  } r[HAND_MAX];
+  int logged[HAND_BUILTIN + 1]; /* one line per table entry */
+} hand;
+
+/* GPUPROF_TEST_HANDOFF=LIB,SYMBOL,QUALNAME,FILE (test hook, read once
+ * from the first module scan, i.e. the constructor): one more entry, with
+ * the `<worker>` placeholder. */
+static void hand_test_env(void) {
+  hand_test_read = 1;
+  const char *e = getenv("GPUPROF_TEST_HANDOFF");
+  if (!e || strlen(e) >= sizeof hand_test_buf)
+    return;
+  strcpy(hand_test_buf, e);
+  char *f[4], *p = hand_test_buf;
+  for (int i = 0; i < 4; i++) {
+    f[i] = p;
+    p = i < 3 ? strchr(p, ',') : NULL;
+    if (i < 3 && !p)
+      return;
+    if (p)
+      *p++ = 0;
+  }
+  hand_test = (hand_disp_t){.lib = f[0], .sym = f[1], .what = f[1], .label = "<worker>",
+                            .fn = {{f[2], f[3]}}};
+}
+
+static uint32_t elf_gnu_hash(const char *s) {
+  uint32_t h = 5381;
+  for (; *s; s++)
+    h = h * 33 + (uint8_t)*s;
+  return h;
+}
+
+static uint32_t elf_sysv_hash(const char *s) {
+  uint32_t h = 0, g;
+  for (; *s; s++) {
+    h = (h << 4) + (uint8_t)*s;
+    g = h & 0xf0000000u;
+    if (g)
+      h ^= g >> 24;
+    h &= ~g;
+  }
+  return h;
+}
+
+/* The defined dynamic symbol `name` of a mapped library: its address and
+ * st_size.  Reads the library's own mapped tables (PT_DYNAMIC: DT_SYMTAB,
+ * DT_STRTAB, DT_GNU_HASH or DT_HASH); no loader call.  0 or -ENOENT. */
+static int elf_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size) {
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn)
+    return -ENOENT;
+  uintptr_t symtab = 0, strtab = 0, gnu = 0, sysv = 0;
+  for (; dyn->d_tag != DT_NULL; dyn++) {
+    /* glibc relocates these in place where the dynamic section is
+     * writable (x86-64), not where it is read-only */
+    uintptr_t a = dyn->d_un.d_ptr;
+    if (a < info->dlpi_addr)
+      a += info->dlpi_addr;
+    if (dyn->d_tag == DT_SYMTAB)
+      symtab = a;
+    else if (dyn->d_tag == DT_STRTAB)
+      strtab = a;
+    else if (dyn->d_tag == DT_GNU_HASH)
+      gnu = a;
+    else if (dyn->d_tag == DT_HASH)
+      sysv = a;
+  }
+  if (!symtab || !strtab || (!gnu && !sysv))
+    return -ENOENT;
+  const ElfW(Sym) *sy = (const ElfW(Sym) *)symtab, *hit = NULL;
+  if (gnu) {
+    const uint32_t *g = (const uint32_t *)gnu;
+    uint32_t nb = g[0], off = g[1], nbloom = g[2], h = elf_gnu_hash(name);
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(g + 4) + nbloom);
+    const uint32_t *chain = buckets + nb;
+    uint32_t i = nb ? buckets[h % nb] : 0;
+    for (; i >= off && i != 0; i++) {
+      uint32_t c = chain[i - off];
+      if ((c | 1) == (h | 1) && strcmp((const char *)strtab + sy[i].st_name, name) == 0) {
+        hit = &sy[i];
+        break;
+      }
+      if (c & 1)
+        break;
+    }
+  } else {
+    const uint32_t *hh = (const uint32_t *)sysv;
+    uint32_t nb = hh[0], nc = hh[1];
+    const uint32_t *bucket = hh + 2, *chain = bucket + nb;
+    for (uint32_t i = nb ? bucket[elf_sysv_hash(name) % nb] : 0, k = 0; i && i < nc && k < nc;
+         i = chain[i], k++)
+      if (strcmp((const char *)strtab + sy[i].st_name, name) == 0) {
+        hit = &sy[i];
+        break;
+      }
+  }
+  if (!hit || hit->st_shndx == SHN_UNDEF || hit->st_value == 0 || (hit->st_info & 0xf) != STT_FUNC)
+    return -ENOENT;
+  *addr = info->dlpi_addr + hit->st_value;
+  *size = hit->st_size;
+  return 0;
+}
+
+void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
+  if (!hand_test_read)
+    hand_test_env();
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  for (size_t k = 0; k <= HAND_BUILTIN; k++) {
+    const hand_disp_t *d = k < HAND_BUILTIN ? &hand_builtin[k] : &hand_test;
+    if (!d->lib || strncmp(base, d->lib, strlen(d->lib)) != 0)
+      continue;
+    uintptr_t lo = 0;
+    size_t size = 0;
+    uint32_t n = atomic_load_explicit(&hand.n, memory_order_relaxed);
+    if (elf_dynsym(info, d->sym, &lo, &size) < 0 || size == 0) {
+      if (!hand.logged[k]++)
+        GPD_LOG(GPD_LOG_WARN,
+                "handoff: %s has no %s (symbol %s%s); work of its threads keeps its native path only", base,
+                d->what, d->sym, size == 0 && lo ? ", size 0" : "");
+      continue;
+    }
+    long site = gpd__pyframes_site_get(d->label, (uint32_t)strlen(d->label), GPD_PY_SITE_LABEL, 1);
+    if (n >= HAND_MAX || site < 0)
+      continue;
+    hand.r[n].lo = lo;
+    hand.r[n].hi = lo + size;
+    hand.r[n].d = d;
+    hand.r[n].label = GPD_PY_KEY_TAG << 48 | (uint64_t)site;
+    atomic_store_explicit(&hand.n, n + 1, memory_order_release);
+    if (!hand.logged[k]++)
+      GPD_LOG(GPD_LOG_INFO, "handoff: %s found in %s; work of its threads goes under the Python frames of "
+              "the thread waiting in %s (%s), below %s", d->what, base, d->fn[0].qualname, d->fn[0].file,
+              d->label);
+  }
+}
+
+/* Does str object o equal s (ASCII compact strings; checked reads)? */
+FOREIGN static int str_is(gpd_pyframes_thread_t *t, uintptr_t o, const char *s, int suffix) {
+  char buf[512];
+  int n = gpd__pyframes_str_read(t, o, buf, sizeof buf);
+  if (n < 0)
+    return 0;
+  size_t m = strlen(s);
+  if (!suffix)
+    return (size_t)n == m && memcmp(buf, s, m) == 0;
+  return (size_t)n >= m && ((size_t)n == m || buf[(size_t)n - m - 1] == '/') &&
+         memcmp(buf + (size_t)n - m, s, m) == 0;
+}
+
+/* Bit k set: code object co (checked readable for the fixed part) is a
+ * handoff function of dispatch range k.  Remembered per thread by (code
+ * object, name pointers). */
+FOREIGN static uint32_t hand_code(gpd_pyframes_thread_t *t, uintptr_t co, uint32_t nr) {
+  const pylayout_t *L = py.L;
+  if (!co || (co & 7) || !rd_ok(t, co, L->co_code))
+    return 0;
+  uintptr_t names = co_names(co);
+  unsigned slot = (unsigned)((co >> 4) ^ (co >> 12)) & (GPD_PY_HCODE - 1);
+  if (t->hcode[slot].co == co && t->hcode[slot].names == names)
+    return t->hcode[slot].mask;
+  uint32_t mask = 0;
+  if (ld_ptr(co + 8) == py.code_type) {
+    uintptr_t qn = ld_ptr(co + L->co_qualname), fn = ld_ptr(co + L->co_filename);
+    for (uint32_t k = 0; k < nr; k++)
+      for (int i = 0; i < HAND_FNS && hand.r[k].d->fn[i].qualname; i++)
+        if (str_is(t, qn, hand.r[k].d->fn[i].qualname, 0) && str_is(t, fn, hand.r[k].d->fn[i].file, 1))
+          mask |= 1u << k;
+  }
+  t->hcode[slot].co = co;
+  t->hcode[slot].names = names;
+  t->hcode[slot].mask = mask;
+  return mask;
+}
+
+#define HAND_THREADS 256 /* thread states looked at; a longer list: no handoff */
+
+/* The thread blocked in a handoff function of dispatch range k: its
+ * frames into t (cached), 0 when none or several. */
+FOREIGN static int hand_find(gpd_pyframes_thread_t *t, uint32_t k, uint32_t nr) {
+  const pylayout_t *L = py.L;
+  uintptr_t interp = ld_ptr(py.runtime + L->rt_main);
+  if (!interp || (interp & 7) || !rd_ok(t, interp, L->in_threads + 8))
+    return 0;
+  uintptr_t ts = ld_ptr(interp + L->in_threads), hts = 0, hf = 0, hco = 0;
+  int found = 0, i = 0;
+  for (; ts && i < HAND_THREADS; i++) {
+    /* a thread state of another interpreter, or not one: a torn list */
+    if ((ts & 7) || !rd_ok(t, ts, L->ts_cframe + 8) || ld_ptr(ts + L->ts_interp) != interp)
+      return 0;
+    uintptr_t cf = ld_ptr(ts + L->ts_cframe), f = 0;
+    if (cf && !(cf & 7) && rd_ok(t, cf, L->cf_current + 8))
+      f = ld_ptr(cf + L->cf_current);
+    if (f && !(f & 7) && rd_ok(t, f, L->fr_size)) {
+      uintptr_t co = ld_ptr(f + L->fr_code);
+      if (hand_code(t, co, nr) & (1u << k)) {
+        if (++found > 1)
+          return 0; /* several: whose work is it? */
+        hts = ts;
+        hf = f;
+        hco = co;
+      }
+    }
+    ts = ld_ptr(ts + L->ts_next);
+  }
+  if (!found || ts)
+    return 0;
+  uintptr_t instr = ld_ptr(hf + L->fr_instr);
+  if (t->h_ts != hts || t->h_f != hf || t->h_co != hco || t->h_instr != instr) {
+    t->h_ts = 0;
+    int n = gpd__pyframes_walk_from(t, hf, 1);
+    /* the caller may have returned meanwhile: its top frame must be the
+     * same one, at the same instruction, after the walk */
+    uintptr_t cf = ld_ptr(hts + L->ts_cframe);
+    if (n <= 0 || !cf || (cf & 7) || !rd_ok(t, cf, L->cf_current + 8) || ld_ptr(cf + L->cf_current) != hf ||
+        ld_ptr(hf + L->fr_code) != hco || ld_ptr(hf + L->fr_instr) != instr)
+      return 0;
+    memcpy(t->h_key, t->key, (size_t)n * sizeof t->key[0]);
+    t->h_n = (uint32_t)n;
+    t->h_f = hf;
+    t->h_co = hco;
+    t->h_instr = instr;
+    t->h_ts = hts;
+  } else {
+    memcpy(t->key, t->h_key, t->h_n * sizeof t->key[0]);
+  }
+  t->n = t->h_n;
+  t->nact = 0;
+  memset(t->act, 0, t->n * sizeof t->act[0]); /* one group: the node cache's key (capture.c) */
+  t->hand = k + 1;
+  return (int)t->n;
+}
+
+int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) {
+  t->hand = 0;
+  uint32_t nr = atomic_load_explicit(&hand.n, memory_order_acquire);
+  if (nr == 0)
+    return 0;
+  int st = atomic_load_explicit(&py.state, memory_order_acquire);
+  if (st != 1 && st != 2) /* the interpreter and its layout are known from 2 on */
+    return 0;
+  for (int i = 0; i < n; i++)
+    for (uint32_t k = 0; k < nr; k++)
+      if (ips[i] - 1 >= hand.r[k].lo && ips[i] - 1 < hand.r[k].hi) {
+        int got = hand_find(t, k, nr);
+        if (!got) {
+          t->n = 0; /* a walk may have filled them */
+          t->nact = 0;
+        }
+        return got;
+      }
+  return 0;
+}
+
+/* gpd_pyframes_splice after a handoff: the native path, the placeholder,
+ * the caller's frames (innermost first). */
+int gpd__pyframes_hand_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max, const uintptr_t **out) {
+  int w = 0;
+  for (int i = 0; i < n && w < max; i++)
+    t->merged[w++] = ips[i];
+  if (w < max)
+    t->merged[w++] = (uintptr_t)hand.r[t->hand - 1].label + 1;
+  for (uint32_t j = 0; j < t->n && w < max; j++)
+    t->merged[w++] = (uintptr_t)t->key[j] + 1;
+  *out = t->merged;
+  return w;
+}
