@@ -166,6 +166,15 @@ static void tab_add(uint64_t cubin, uint64_t pc, uint32_t func, uint32_t stall, 
 /* Push the table and the contexts' totals (lock held; drain thread or a
  * context teardown / exit). */
 /* Push one record, waiting for ring space out of *budget (ns). */
+/* A record of n bytes (a multiple of the slot size) zeroed, with its
+ * header for `type`. */
+static void rec_zero(gpd_rec_hdr_t *h, size_t n, unsigned type) {
+  memset(h, 0, n);
+  h->type = (uint8_t)type;
+  h->version = GPD_REC_VERSION;
+  h->nslots = (uint8_t)(n / GPD_SLOT_SIZE);
+}
+
 static int push_budget(const void *rec, size_t len, uint64_t *budget) {
   uint64_t t0 = gpd_clock_ns();
   int rc = gpd_thread_push_wait(rec, len, *budget);
@@ -183,10 +192,7 @@ static void pcs_push_locked(void) {
     if (x == NULL || (x->total == 0 && x->dropped == 0))
       continue;
     gpd_rec_pcstats_t r;
-    memset(&r, 0, sizeof r);
-    r.h.type = GPD_REC_PCSTATS;
-    r.h.version = GPD_REC_VERSION;
-    r.h.nslots = GPD_REC_NSLOTS(r);
+    rec_zero(&r.h, sizeof r, GPD_REC_PCSTATS);
     r.device = x->device;
     r.period_log2 = x->period_log2;
     r.total = x->total;
@@ -202,10 +208,7 @@ static void pcs_push_locked(void) {
     if (k->samples == 0)
       continue;
     gpd_rec_pcsample_t r;
-    memset(&r, 0, sizeof r);
-    r.h.type = GPD_REC_PCSAMPLE;
-    r.h.version = GPD_REC_VERSION;
-    r.h.nslots = GPD_REC_NSLOTS(r);
+    rec_zero(&r.h, sizeof r, GPD_REC_PCSAMPLE);
     r.func = k->func;
     r.stall = k->stall;
     r.cubin_id = k->cubin;
