@@ -28,11 +28,7 @@ mkdir -p "$CG" 2>/dev/null || skip "cannot create $CG"
 cg_cleanup() {
   for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill "$p" 2>/dev/null; done
   _cleanup # kills and reaps the tracked processes: no zombie keeps the cgroup busy
-  _i=0
-  until rmdir "$CG" 2>/dev/null; do
-    [ $_i -lt 50 ] || { echo "jobs.sh: $CG still busy after 5 s: left behind" >&2; break; }
-    sleep 0.1; _i=$((_i + 1))
-  done
+  wait_cmd 50 rmdir "$CG" 2>/dev/null || echo "jobs.sh: $CG still busy after 5 s: left behind" >&2
   rmdir "$CGR/uid_$U2/job_$J" "$CGR/uid_$U2" 2>/dev/null
   rmdir "$CGR" 2>/dev/null # only when no other test's job is left
 }
@@ -44,12 +40,13 @@ start_daemon ""
 
 # V: into the job's cgroup first, then exec the profiled program (the
 # claimed SLURM_JOB_ID says the same; the cgroup is what counts)
-as_bg gpdsec2 sh -c 'n=200; while [ ! -e "$1" ]; do n=$((n - 1)); [ $n -gt 0 ] || exit 3; sleep 0.05; done
+mkfifo -m 0644 "$T/go"
+as_bg gpdsec2 sh -c 'read _ <"$1" || exit 3
   exec env LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$2" GPUPROF_SOCKET="$3" SLURM_JOB_ID="$4" sleep 120' sh "$T/go" "$T/bin/libgpuprof.so" "$S" "$J" &
 V=$!
 track $V
 echo "$V" >"$CG/cgroup.procs" || fail "cannot move $V into $CG"
-touch "$T/go"
+echo go >"$T/go" # V's start gate: it reads this line, then execs
 as_bg gpdsec1 $PY "$HOSTILE" hello "$S" /bin/evil "$J" "$T/release" >"$T/h.out" 2>&1 &
 A=$!
 track $A

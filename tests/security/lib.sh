@@ -34,13 +34,11 @@ start_daemon() {
 # wait_listen SOCKET: wait (30 s deadline) until daemon $D listens on
 # SOCKET; fails when it exits first or the deadline passes.
 wait_listen() {
-  _i=0
-  while [ ! -S "$1" ] && [ $_i -lt 300 ]; do
-    kill -0 $D 2>/dev/null || fail "daemon exited: $(cat "$DLOG")"
-    sleep 0.1
-    _i=$((_i + 1))
-  done
-  [ -S "$1" ] || fail "daemon did not listen: $(cat "$DLOG")"
+  wait_cmd 300 _listening "$1" || fail "daemon did not listen: $(cat "$DLOG")"
+}
+_listening() {
+  kill -0 $D 2>/dev/null || fail "daemon exited: $(cat "$DLOG")"
+  [ -S "$1" ]
 }
 
 # start_daemon_nvml: start_daemon with the fake NVML of the device tests

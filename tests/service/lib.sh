@@ -34,29 +34,26 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "$1 not installed"; }
 need_file() { [ -e "$1" ] || skip "$1 not built yet"; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 
-# wait_for FILE PATTERN [TENTHS=300]: poll until grep -E PATTERN FILE
-# matches; 1 if it never does within the bound (a liveness bound, not a
-# timing assertion).
-wait_for() {
-  _n=${3:-300}
+# wait_cmd TENTHS CMD...: poll until CMD succeeds; 1 if it never does
+# within TENTHS tenths of a second (a liveness bound, not a timing
+# assertion).
+wait_cmd() {
+  _n=$1
+  shift
   while [ "$_n" -gt 0 ]; do
-    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+    "$@" && return 0
     sleep 0.1
     _n=$((_n - 1))
   done
   return 1
 }
 
-# wait_gone PID [TENTHS=300]: poll until the process is gone.
-wait_gone() {
-  _n=${2:-300}
-  while [ "$_n" -gt 0 ]; do
-    kill -0 "$1" 2>/dev/null || return 0
-    sleep 0.1
-    _n=$((_n - 1))
-  done
-  return 1
-}
+# wait_for FILE PATTERN [TENTHS=300]: until grep -E PATTERN FILE matches.
+wait_for() { wait_cmd "${3:-300}" grep -Eq -- "$2" "$1" 2>/dev/null; }
+
+# wait_gone PID [TENTHS=300]: until the process is gone.
+wait_gone() { wait_cmd "${2:-300}" _gone "$1"; }
+_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # start_notify_listener SOCK LOG: a test-owned NOTIFY_SOCKET.
 start_notify_listener() {
