@@ -32,7 +32,7 @@ static uint64_t str_hash(const char *s) {
   return h;
 }
 
-static const char *strtab_str(const gpd_xwrite_strtab_t *t, uint64_t id) { return t->buf + t->off[id - 1]; }
+static const char *strtab_str(const gpd_xwrite_strtab_t *t, uint64_t id) { return t->str[id - 1]; }
 
 /* id of s (added when new); 0 when out of memory */
 static uint64_t strtab_id(gpd_xwrite_strtab_t *t, const char *s) {
@@ -42,7 +42,7 @@ static uint64_t strtab_id(gpd_xwrite_strtab_t *t, const char *s) {
     if (sl == NULL)
       return 0;
     for (size_t i = 0; i < t->n; i++) {
-      size_t h = str_hash(t->buf + t->off[i]) & (ns - 1);
+      size_t h = str_hash(t->str[i]) & (ns - 1);
       while (sl[h])
         h = (h + 1) & (ns - 1);
       sl[h] = (uint32_t)(i + 1);
@@ -56,26 +56,32 @@ static uint64_t strtab_id(gpd_xwrite_strtab_t *t, const char *s) {
     if (!strcmp(strtab_str(t, t->slot[h]), s))
       return t->slot[h];
   size_t n = strlen(s) + 1;
-  while (t->len + n > t->cap) {
-    size_t nc = t->cap ? t->cap * 2 : 65536;
-    char *nb = realloc(t->buf, nc);
-    if (nb == NULL)
+  if (t->nblk == 0 || t->used + n > t->blkcap) {
+    size_t bc = n > 65536 ? n : 65536;
+    if (gpd_xgrow((void **)&t->blk, t->nblk, &t->capblk, sizeof *t->blk) < 0)
       return 0;
-    t->buf = nb;
-    t->cap = nc;
+    char *b = malloc(bc);
+    if (b == NULL)
+      return 0;
+    t->blk[t->nblk++] = b;
+    t->used = 0;
+    t->blkcap = bc;
   }
-  if (gpd_xgrow((void **)&t->off, t->n, &t->capoff, sizeof *t->off) < 0)
+  if (gpd_xgrow((void **)&t->str, t->n, &t->capstr, sizeof *t->str) < 0)
     return 0;
-  memcpy(t->buf + t->len, s, n);
-  t->off[t->n++] = t->len;
-  t->len += n;
+  char *d = t->blk[t->nblk - 1] + t->used;
+  memcpy(d, s, n);
+  t->used += n;
+  t->str[t->n++] = d;
   t->slot[h] = (uint32_t)t->n;
   return t->n;
 }
 
 static void strtab_free(gpd_xwrite_strtab_t *t) {
-  free(t->buf);
-  free(t->off);
+  for (size_t i = 0; i < t->nblk; i++)
+    free(t->blk[i]);
+  free(t->blk);
+  free(t->str);
   free(t->slot);
 }
 

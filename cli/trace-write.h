@@ -29,12 +29,16 @@ typedef struct gpd_xwrite_bits_s {
 /** 1 when bit i was set already; else sets it and returns 0 (-ENOMEM). */
 int gpd__xwrite_bits_testset(gpd_xwrite_bits_t *b, size_t i);
 
-/** Distinct strings, each with an id 1, 2, ... in the order first seen. */
+/** Distinct strings, each with an id 1, 2, ... in the order first seen.
+ *  Strings are copied into blocks that are never moved or freed before
+ *  the table is, so a pointer returned for an id stays valid while later
+ *  strings are added (the Perfetto writer holds several in one packet). */
 typedef struct gpd_xwrite_strtab_s {
-  char *buf;
-  size_t len, cap;
-  size_t *off; /* by id - 1: offset in buf */
-  size_t n, capoff;
+  char **blk;           /* blocks of string bytes */
+  size_t nblk, capblk;
+  size_t used, blkcap;  /* bytes used of / size of blk[nblk - 1] */
+  char **str;           /* by id - 1: the string, inside a block */
+  size_t n, capstr;
   uint32_t *slot; /* open addressing: id */
   size_t nslot;   /* power of two */
 } gpd_xwrite_strtab_t;
