@@ -340,16 +340,24 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
 int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const char *name);
 int gpd_export_main(int argc, char **argv);
 
-/* ---- pyview.c ---- */
-/** The Python view (`report`, `tree`, `export` --python) of finished tree
- *  t, in place: native CPU frames (GPD_NODE_FRAME) folded away, their
- *  children hung below their nearest kept ancestor and their exclusive
- *  values added to it; every other node kept (Python frames, placeholders
- *  such as `<backward>` and `<gpu kernel>`, kernels, GPU nodes); nodes
- *  equal in kind, label, module, offset and raw name below one parent
- *  merged; finished again, children sorted by sort_metric.  Processes and
- *  GPU binaries move over.  0 or -ENOMEM (t then freed). */
-int gpd_tree_python(gpd_tree_t *t, unsigned sort_metric);
+/* ---- fold.c ---- */
+enum { GPD_VIEW_NATIVE = 1u << 0, /* --native: every native frame as recorded */
+       GPD_VIEW_PYTHON = 1u << 1  /* --python: Python frames, operators, placeholders, GPU part */ };
+/** A view of finished tree t, in place (`report`, `tree`, `export`):
+ *  by default the operator view: PyTorch's dispatcher frames (c10
+ *  dispatch and boxing, autograd/ADInplaceOrView kernels, redispatch
+ *  entries, backend registration wrappers, the Python binding) folded and
+ *  each operator entry `at::_ops::NAME::call` shown as an operator node
+ *  (GPD_NODE_OPERATOR, label `aten::NAME`); a tree with no such frame is
+ *  left untouched.  GPD_VIEW_PYTHON folds every native frame but the
+ *  operators (both with GPD_VIEW_NATIVE: operators folded too);
+ *  GPD_VIEW_NATIVE alone changes nothing.  A folded node's children hang
+ *  below its nearest kept ancestor and its exclusive values are added to
+ *  it; nodes equal in kind, label, module, offset and raw name below one
+ *  parent merge (operators: equal label); finished again, children sorted
+ *  by sort_metric.  Processes and GPU binaries move over.  0 or -ENOMEM
+ *  (t then freed). */
+int gpd_tree_view(gpd_tree_t *t, unsigned view, unsigned sort_metric);
 
 /* ---- view.c ---- */
 int gpd_view_main(int argc, char **argv);

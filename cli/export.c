@@ -280,7 +280,7 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
 }
 
 static const char export_usage[] =
-    "usage: gpuprof export --format pprof|folded|speedscope [-o OUT] [--metric NAME] [--pid N] [--python] FILE...\n"
+    "usage: gpuprof export --format pprof|folded|speedscope [-o OUT] [--metric NAME] [--pid N] [--python] [--native] FILE...\n"
     "  Write saved profiles (merged by context, as `report` shows them) for other tools.\n"
     "  --format pprof       pprof's profile.proto, gzipped: one sample type per metric\n"
     "  --format folded      flamegraph.pl folded stacks of one metric (--metric, default GPUOP)\n"
@@ -288,7 +288,8 @@ static const char export_usage[] =
     "  -o OUT               output file (default: standard output; pprof is never written to a terminal)\n"
     "  --metric NAME        folded: the metric; pprof/speedscope: the one shown first (default GPUOP)\n"
     "  --pid N              only the profiles of process N\n"
-    "  --python             Python view: Python frames, placeholders and the GPU part only\n";
+    "  --python             Python view: Python frames, operators, placeholders and the GPU part only\n"
+    "  --native             every native frame (default: PyTorch's dispatcher folded into aten::NAME)\n";
 
 enum { FMT_NONE, FMT_PPROF, FMT_FOLDED, FMT_SPEEDSCOPE };
 
@@ -296,14 +297,15 @@ int gpd_export_main(int argc, char **argv) {
   static const struct option opts[] = {{"format", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
                                        {"metric", required_argument, NULL, 'm'}, {"pid", required_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},         {"python", no_argument, NULL, 'P'},
-                                       {NULL, 0, NULL, 0}};
-  int fmt = FMT_NONE, pid = 0, c, rc = GPD_EXIT_FAIL, r = 0, python = 0;
+                                       {"native", no_argument, NULL, 'N'},        {NULL, 0, NULL, 0}};
+  int fmt = FMT_NONE, pid = 0, c, rc = GPD_EXIT_FAIL, r = 0;
+  unsigned view = 0;
   unsigned metric = GPD_M_GPUOP;
   const char *out = NULL;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+F:o:m:p:hP", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+F:o:m:p:hPN", opts, NULL)) != -1) {
     switch (c) {
     case 'F':
       if (!strcmp(optarg, "pprof"))
@@ -324,7 +326,8 @@ int gpd_export_main(int argc, char **argv) {
       if ((v = gpd_cli_parse_uint(optarg)) <= 0) return gpd_cli_usage(export_usage, "bad --pid '%s'", optarg);
       pid = (int)v;
       break;
-    case 'P': python = 1; break;
+    case 'P': view |= GPD_VIEW_PYTHON; break;
+    case 'N': view |= GPD_VIEW_NATIVE; break;
     case 'h': fputs(export_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(export_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -343,7 +346,7 @@ int gpd_export_main(int argc, char **argv) {
   char oerr[600];
   gpd_tree_init(&t);
   if (gpd_export_load(&t, argv + optind, argc - optind, pid, metric)) goto done;
-  if (python && (r = gpd_tree_python(&t, metric)) < 0) {
+  if ((r = gpd_tree_view(&t, view, metric)) < 0) {
     fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
     goto done;
   }

@@ -87,6 +87,7 @@ static const char *kind_name(int k) {
   case GPD_NODE_KERNEL: return "kernel";
   case GPD_NODE_UNKNOWN: return "unknown";
   case GPD_NODE_PYTHON: return "python";
+  case GPD_NODE_OPERATOR: return "operator";
   case GPD_NODE_GPU_FUNC: return "gpu_function";
   case GPD_NODE_GPU_LOOP: return "gpu_loop";
   case GPD_NODE_GPU_LINE: return "gpu_line";

@@ -260,8 +260,8 @@ int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
 
 typedef struct live_opts_s {
   const char *socket, *job;
-  int pid, json, all, gpu_detail, metric_set, python;
-  unsigned limit, metric, depth;
+  int pid, json, all, gpu_detail, metric_set;
+  unsigned limit, metric, depth, view; /* view: GPD_VIEW_* (fold.c) */
 } live_opts_t;
 
 enum {
@@ -274,7 +274,8 @@ enum {
   OPT_DEPTH = 'd',
   OPT_ALL = 'a',
   OPT_GPU_DETAIL = 'g',
-  OPT_PYTHON = 'P'
+  OPT_PYTHON = 'P',
+  OPT_NATIVE = 'N'
 };
 
 /* allowed: the option letters this command takes. */
@@ -288,6 +289,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
                                        {"all", no_argument, NULL, OPT_ALL},
                                        {"gpu-detail", no_argument, NULL, OPT_GPU_DETAIL},
                                        {"python", no_argument, NULL, OPT_PYTHON},
+                                       {"native", no_argument, NULL, OPT_NATIVE},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -324,7 +326,8 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
     case OPT_JSON: o->json = 1; break;
     case OPT_ALL: o->all = 1; break;
     case OPT_GPU_DETAIL: o->gpu_detail = 1; break;
-    case OPT_PYTHON: o->python = 1; break;
+    case OPT_PYTHON: o->view |= GPD_VIEW_PYTHON; break;
+    case OPT_NATIVE: o->view |= GPD_VIEW_NATIVE; break;
     case OPT_DEPTH:
       if ((v = gpd_cli_parse_uint(optarg)) < 0 || v > 100000) return gpd_cli_usage(usage, "bad --depth '%s'", optarg);
       o->depth = (unsigned)v;
@@ -363,11 +366,12 @@ int gpd_live_ps_main(int argc, char **argv) {
 }
 
 static const char tree_usage[] =
-    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--python] [--json]\n"
+    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--python] [--native] [--json]\n"
     "                    [--socket PATH]\n"
     "  The live calling-context tree (node merge of the visible processes).\n"
     "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n"
-    "  --python      Python view: Python frames, placeholders and the GPU part only\n";
+    "  --python      Python view: Python frames, operators, placeholders and the GPU part only\n"
+    "  --native      every native frame (default: PyTorch's dispatcher folded into aten::NAME)\n";
 
 /* Ask for a tree; on success *t is finished.  Returns an exit code.  The
  * reply (megabytes for a node of many processes) is unpacked into an
@@ -379,7 +383,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   int r;
   tr.pid = o->pid;
   if (o->job) tr.job_id = (char *)o->job;
-  tr.max_depth = o->python ? 0 : o->depth; /* folding needs the whole tree */
+  tr.max_depth = o->view & GPD_VIEW_PYTHON ? 0 : o->depth; /* folding needs the whole tree */
   /* metrics as two packed arrays per node, and for the whole tree no
    * inclusive values (gpd_tree_finish sums them): about half the bytes of
    * a message per metric with inclusive values (docs/DAEMON.md) */
@@ -392,7 +396,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
     int e = gpd_live_tree_from_reply(t, rep->tree);
     if (!e) e = gpd_live_tree_gpu(t, rep->tree, o->gpu_detail);
     if (!e) e = gpd_tree_finish(t, o->metric);
-    if (!e && o->python) e = gpd_tree_python(t, o->metric);
+    if (!e) e = gpd_tree_view(t, o->view, o->metric);
     if (e < 0) {
       fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
       r = GPD_EXIT_FAIL;
@@ -405,7 +409,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
 int gpd_live_tree_main(int argc, char **argv) {
   live_opts_t o;
   gpd_tree_t t;
-  int r = live_parse(argc, argv, "sjpmJdgP", tree_usage, &o);
+  int r = live_parse(argc, argv, "sjpmJdgPN", tree_usage, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {

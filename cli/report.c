@@ -18,7 +18,7 @@
 
 static const char report_usage[] =
     "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all]\n"
-    "                      [--long-names] [--wide] [--python] FILE...\n"
+    "                      [--long-names] [--wide] [--python] [--native] FILE...\n"
     "  Print saved profiles (merged by context): a kernel summary and a summary of the other GPU\n"
     "  operations (copies, memsets, allocations, synchronizations), then the calling-context tree,\n"
     "  the processes, and the GPU idleness blame of traced processes.\n"
@@ -36,8 +36,10 @@ static const char report_usage[] =
     "                 argument lists)\n"
     "  --wide         every summary row and whole call paths (default: 20 rows, paths cut in\n"
     "                 the middle to the terminal's width)\n"
-    "  --python       Python view: only Python frames, placeholders (<backward>, operators)\n"
-    "                 and the GPU part; native frames folded away\n";
+    "  --python       Python view: only Python frames, operators (aten::*), placeholders\n"
+    "                 (<backward>, NVTX ranges) and the GPU part; native frames folded away\n"
+    "  --native       every native frame as recorded (default: PyTorch's dispatcher frames\n"
+    "                 folded, each operator shown as aten::NAME)\n";
 
 int gpd_report_main(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
@@ -48,13 +50,15 @@ int gpd_report_main(int argc, char **argv) {
                                        {"long-names", no_argument, NULL, 'L'},
                                        {"wide", no_argument, NULL, 'W'},
                                        {"python", no_argument, NULL, 'P'},
+                                       {"native", no_argument, NULL, 'N'},
                                        {NULL, 0, NULL, 0}};
   gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0, 0, 0};
-  int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0, python = 0;
+  int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0;
+  unsigned view = 0;
   long v;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasgLWP", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasgLWPN", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
@@ -76,14 +80,15 @@ int gpd_report_main(int argc, char **argv) {
     case 'g': gpd_report_gpu_opts.detail = 1; break;
     case 'L': o.long_names = 1; break;
     case 'W': o.wide = 1; break;
-    case 'P': python = 1; break;
+    case 'P': view |= GPD_VIEW_PYTHON; break;
+    case 'N': view |= GPD_VIEW_NATIVE; break;
     case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
   if (optind >= argc) return gpd_cli_usage(report_usage, "no profile file given");
   if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
-  if (stats && (json || o.flat || python))
+  if (stats && (json || o.flat || (view & GPD_VIEW_PYTHON)))
     return gpd_cli_usage(report_usage, "--stats does not combine with --json, --flat or --python");
 
   gpd_report_gpu_opts.enabled = 1;
@@ -105,7 +110,7 @@ int gpd_report_main(int argc, char **argv) {
     }
   }
   r = gpd_tree_finish(&t, o.metric);
-  if (r >= 0 && python) r = gpd_tree_python(&t, o.metric);
+  if (r >= 0 && !stats) r = gpd_tree_view(&t, view, o.metric); /* --stats: per-context ids */
   gpd_cli_step_end();
   if (r >= 0 && pid && t.nprocs == 0) {
     fprintf(stderr, "gpuprof: no process %d in %s%s\n", pid, argv[optind],

@@ -42,11 +42,11 @@ foreach(t "carried;/usr/bin/python3;carried" "absent;/usr/bin/python3;absent" "c
     ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=100")
 endforeach()
 endif()
-# python.view: the Python view (cli/pyview.c) on a hand-made tree, exact
+# python.view: the Python and operator views (cli/fold.c) on hand-made trees, exact
 if(TARGET gpd_cli)
-  add_executable(test-pyview ${GPD_PYT}/test-pyview.c)
-  target_link_libraries(test-pyview PRIVATE gpd_cli)
-  set_target_properties(test-pyview PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
-  add_test(NAME python.view COMMAND test-pyview)
+  add_executable(test-fold ${GPD_PYT}/test-fold.c)
+  target_link_libraries(test-fold PRIVATE gpd_cli)
+  set_target_properties(test-fold PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+  add_test(NAME python.view COMMAND test-fold)
   set_tests_properties(python.view PROPERTIES LABELS unit TIMEOUT 60)
 endif()

@@ -20,16 +20,7 @@ int gpd_shim__pywalk(unsigned hex, uintptr_t f, uintptr_t code_type, uintptr_t s
                      uintptr_t bytes_type, uint64_t *keys, int max);
 int gpd_shim__py_addr2line(const uint8_t *tab, size_t len, int first, long addr);
 
-static int fails;
-#define CHECK(c, ...)                                                                              \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-      fails++;                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "check.h"
 
 /* Offsets as in python-frames.c's table (the walker's contract). */
 typedef struct {

@@ -12,7 +12,10 @@ enum { GPD_NODE_ROOT = 0, GPD_NODE_FRAME = 1, GPD_NODE_PLACEHOLDER = 2,
 /* The GPU part below a kernel (PC samples, cli/report-gpu.c): report-side
  * kinds only, never stored or sent. */
 enum { GPD_NODE_GPU_FUNC = 6, GPD_NODE_GPU_LOOP = 7, GPD_NODE_GPU_LINE = 8, GPD_NODE_GPU_INSN = 9,
-       GPD_NODE_GPU_STALL = 10 /* live tree --gpu-detail: one stall reason (cli/live.c) */ };
+       GPD_NODE_GPU_STALL = 10 /* live tree --gpu-detail: one stall reason (cli/live.c) */,
+       /* a framework operator (`aten::mm`) made by the CLI's operator view
+        * from PyTorch's dispatcher frames (cli/fold.c): report-side only */
+       GPD_NODE_OPERATOR = 11 };
 
 #define GPD_UNKNOWN_LABEL "<unknown context>"
 
