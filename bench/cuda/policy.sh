@@ -16,6 +16,11 @@
 #           configuration, the median per-step ratio to the same round's
 #           bare with a 95 % interval; each daemon's `gpuprof ps --json`
 #           (mode, estimated overhead) at the end.
+#   ttcost  where the default policy's cost on torch_train.py comes from:
+#           interleaved turns of bare, bare, node, node with
+#           GPUPROF_CUDA_TRACE=detached (the shim attached, CUPTI never
+#           subscribed: no windows), node with GPUPROF_PYTHON=0 (windows
+#           without the Python frame walk); BUDGET_TTC s of turns (150).
 #   accuracy  GPT-2 for DUR s (60) under the default policy's daemon, then
 #           the same number of steps under full tracing: per-context GPU
 #           time of the default's windows (scaled by the shim's window
@@ -51,6 +56,14 @@ turns)
     tail -n 15 "$d/log"
   done
   tar czf "$O/turns.tgz" -C "$O" --exclude='*.gpdb*' --exclude='gpubins' gpt2 tt 2>/dev/null
+  ;;
+ttcost)
+  date -u
+  echo "== torch_train.py, turns of ${STEPS_TT:-400} steps: where the node's cost comes from"
+  python3 "$B/torch-turns.py" --bundle "$B" --steps "${STEPS_TT:-400}" --procs 1 \
+    --budget "${BUDGET_TTC:-150}" --parallel-start --out "$O/ttc" bare bare node \
+    node+GPUPROF_CUDA_TRACE=detached node+GPUPROF_PYTHON=0 2>&1 | grep -v '^round '
+  tar czf "$O/ttcost.tgz" -C "$O" --exclude='*.gpdb*' --exclude='gpubins' ttc 2>/dev/null
   ;;
 accuracy)
   dur=${DUR:-60}

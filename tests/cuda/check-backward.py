@@ -9,7 +9,10 @@ share whose context has a Python frame of SCRIPT among its ancestors, and
 of that the share below `<backward>` (the autograd threads' kernels
 carried under their caller).  Also the share still under
 torch::autograd::Engine::thread_main without a Python frame (the native
-path only).  Exits 1 when the GKER share is below MIN% (default 95).
+path only), and the share of GKER below an operator node (`aten::NAME`,
+the default operator view, docs/PYTHON.md "Operators") with the ten
+heaviest operators by the GKER below them (innermost operator).  Exits 1
+when the GKER share is below MIN% (default 95).
 """
 import json
 import sys
@@ -25,10 +28,18 @@ def main():
     mine = {m: 0.0 for m in mets}
     bwd = {m: 0.0 for m in mets}
     eng = {m: 0.0 for m in mets}
-    stack = [(doc["tree"], False, False, False)]
+    ops = {}
+    op_gker = 0.0
+    stack = [(doc["tree"], False, False, False, None)]
     while stack:
-        n, in_script, in_bwd, in_eng = stack.pop()
+        n, in_script, in_bwd, in_eng, op = stack.pop()
         lab = n.get("label") or ""
+        if n.get("kind") == "operator":
+            op = lab
+        if op:
+            v = (n.get("metrics", {}).get("GKER") or {}).get("excl") or 0
+            ops[op] = ops.get(op, 0.0) + v
+            op_gker += v
         if n.get("kind") == "python" and (lab.endswith(")") and ("/%s:" % base in lab or "(%s:" % base in lab)):
             in_script = True
         if n.get("kind") == "placeholder" and lab == "<backward>":
@@ -46,7 +57,7 @@ def main():
             elif in_eng:
                 eng[m] += v
         for c in n.get("children", []):
-            stack.append((c, in_script, in_bwd, in_eng))
+            stack.append((c, in_script, in_bwd, in_eng, op))
     g = lambda d: d["GKER"]
     a = lambda d: sum(d.values())
     pct = lambda x, y: 100.0 * x / y if y else 0.0
@@ -54,6 +65,9 @@ def main():
           % (g(tot) / 1e9, base, pct(g(mine), g(tot)), pct(g(bwd), g(tot)), pct(g(eng), g(tot))))
     print("GPU time (GKER+GXCOPY+GMSET) %.6f s: under %s frames %.1f%% (below <backward> %.1f%%)"
           % (a(tot) / 1e9, base, pct(a(mine), a(tot)), pct(a(bwd), a(tot))))
+    print("GKER below an operator node (aten::*): %.1f%%; heaviest operators (innermost):" % pct(op_gker, g(tot)))
+    for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:10]:
+        print("  %5.1f%%  %s" % (pct(v, g(tot)), k))
     ok = g(tot) > 0 and pct(g(mine), g(tot)) >= need
     print("check-backward:", "PASS" if ok else "FAIL (want >= %.0f%% of GKER)" % need)
     sys.exit(0 if ok else 1)

@@ -25,6 +25,7 @@ rc=0
     python3 "$B/check-backward.py" "$O/bw-$m.json" "$S" || rc=1
     gpuprof export --python --format folded --metric GKER -o "$O/bw-$m.folded" "/tmp/bw-$m.gpdb"
     sort -t' ' -k2 -gr "$O/bw-$m.folded" | head -5 | cut -c1-300
+    COLUMNS=160 gpuprof report "/tmp/bw-$m.gpdb" 2>/dev/null | head -80 >"$O/bw-$m-report.txt"
   done
   echo "gpu-backward: rc=$rc"
 } 2>&1 | tee "$O/gpu-backward.log"
