@@ -73,6 +73,10 @@ static void print_proc(FILE *f, const Gpuprof__PolicyProc *pp) {
               (unsigned long long)r->windows, r->window_ns / 1e9, r->elapsed_ns / 1e9,
               (unsigned long long)r->launches_in, (unsigned long long)r->launches,
               r->switch_ns / 1e6 / (double)r->windows);
+    if (!r->can_detach && r->launches && r->self_ns)
+      fprintf(f, "    %llu operations in %.3f s, the shim's own time %.3f ms (%.2f us each)\n",
+              (unsigned long long)r->launches, r->elapsed_ns / 1e9, r->self_ns / 1e6,
+              r->self_ns / 1e3 / (double)r->launches);
   }
   if (pp->overhead >= 0)
     fprintf(f, "  estimated overhead: %.2f %% (%s)\n", pp->overhead * 100, pp->overhead_how);
@@ -127,10 +131,11 @@ static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
       fprintf(f, ", \"note\": ");
       gpd_json_str(f, c->note);
       fprintf(f, ", \"can_detach\": %s, \"windows\": %llu, \"window_ns\": %llu, \"elapsed_ns\": %llu, "
-                 "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu}",
+                 "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu, \"self_ns\": %llu}",
               c->can_detach ? "true" : "false", (unsigned long long)c->windows, (unsigned long long)c->window_ns,
               (unsigned long long)c->elapsed_ns, (unsigned long long)c->launches,
-              (unsigned long long)c->launches_in, (unsigned long long)c->switch_ns);
+              (unsigned long long)c->launches_in, (unsigned long long)c->switch_ns,
+              (unsigned long long)c->self_ns);
     }
     fprintf(f, "]}");
   }

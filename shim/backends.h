@@ -72,6 +72,7 @@ typedef struct gpd_shim_collect_s {
   char note[160];       /* why (e.g. the environment wins), or "" */
   int can_detach;       /* 0: every operation is traced, always */
   uint64_t elapsed_ns, window_ns, windows, launches, launches_in, switch_ns, pc_window_ns, pc_launches;
+  uint64_t self_ns;     /* cannot detach: the shim's estimated own time in its operations */
 } gpd_shim_collect_t;
 
 /** A Control as the back ends see it (proto Control; kind and flags are

@@ -122,6 +122,35 @@ static inline void gpd_shim__stat_add(int i, uint64_t t0) {
   atomic_fetch_add_explicit(&gpd_shim__stats[i].ns, gpd_clock_ns() - t0, memory_order_relaxed);
 }
 
+/** The self-cost meter (stats.c), always on, for the back ends that trace
+ *  every operation and cannot detach (OpenCL, Level Zero): per api, the
+ *  operations recorded and, for 1 in GPD_SHIM_METER_EVERY of them (per
+ *  thread: its 64th, 128th, ... operation), the shim's own time in the call (capture, correlation, INVOKE
+ *  and activity bookkeeping; the vendor call itself excluded).  Its
+ *  estimate ops * ns / timed is what `ps` reports as the cost
+ *  (CollectReport.self_ns).  Relaxed atomics, no lock; a timed operation
+ *  costs three clock reads, the others a thread-local increment. */
+#define GPD_SHIM_METER_EVERY 64u
+typedef struct gpd_shim_meter_s {
+  _Atomic uint64_t ops, timed, ns;
+} gpd_shim_meter_t;
+extern gpd_shim_meter_t gpd_shim__meter[GPD_API_MAX];
+/** 1 when the calling thread's next operation is one to time. */
+int gpd_shim__meter_pick(void);
+/** Count one operation of api; ns > 0: a timed one's own time. */
+static inline void gpd_shim__meter_add(unsigned api, uint64_t ns, int timed) {
+  if (api >= GPD_API_MAX)
+    return;
+  atomic_fetch_add_explicit(&gpd_shim__meter[api].ops, 1, memory_order_relaxed);
+  if (timed) {
+    atomic_fetch_add_explicit(&gpd_shim__meter[api].timed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&gpd_shim__meter[api].ns, ns, memory_order_relaxed);
+  }
+}
+/** The estimate for api: *ops recorded, returns their estimated shim time
+ *  (ns; 0 when none was timed). */
+uint64_t gpd_shim__meter_self_ns(unsigned api, uint64_t *ops);
+
 /* ----------------------------------------------------------------- shim.c */
 /** Claim the announcement of an object whose state word is *a:
  *  1 = already announced in `epoch`, 0 = caller claimed it (must call

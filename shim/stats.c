@@ -17,6 +17,9 @@
  * about two of those from each mean).  For finding the cost per GPU
  * operation on a real workload (docs/PERFORMANCE-CUDA.md), not for
  * production use.
+ *
+ * Also the self-cost meter (internal.h, gpd_shim__meter): always on, one
+ * operation in 64 timed, for the back ends that cannot detach.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +52,27 @@ static const char *const stat_names[GPD_ST_N] = {
     [GPD_ST_FR_PY] = "frames: python",
     [GPD_ST_FR_PY_SAME] = "frames: python, unchanged outer part",
 };
+
+gpd_shim_meter_t gpd_shim__meter[GPD_API_MAX];
+
+int gpd_shim__meter_pick(void) {
+  /* the 64th, 128th, ... of the thread: not its first, whose capture
+   * pays one-time costs (the unwinder's caches, the module table) that a
+   * factor of 64 would turn into a steady cost */
+  static __thread uint32_t k;
+  return (++k % GPD_SHIM_METER_EVERY) == 0;
+}
+
+uint64_t gpd_shim__meter_self_ns(unsigned api, uint64_t *ops) {
+  *ops = 0;
+  if (api >= GPD_API_MAX)
+    return 0;
+  uint64_t n = atomic_load_explicit(&gpd_shim__meter[api].ops, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&gpd_shim__meter[api].timed, memory_order_relaxed);
+  uint64_t ns = atomic_load_explicit(&gpd_shim__meter[api].ns, memory_order_relaxed);
+  *ops = n;
+  return t ? (uint64_t)((double)ns / (double)t * (double)n) : 0;
+}
 
 void gpd_shim__stats_init(void) {
   const char *e = getenv("GPUPROF_SHIM_STATS");

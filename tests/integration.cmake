@@ -26,7 +26,7 @@ set_target_properties(ctl-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY
 # The scripts' own watchdog (GPD_IT_LIMIT) fires before CTest's TIMEOUT, so
 # that a hung test still kills what it started.
 set(GPD_IT_TESTS gpubin ocl-known clpeak sigkill-app daemon-restart daemon-killed multiproc
-    fork-launcher retention python-ctypes live-restart sighup ocl-rect control record-load policy)
+    fork-launcher retention python-ctypes live-restart sighup ocl-rect control record-load policy policy-ocl)
 foreach(t ${GPD_IT_TESTS})
   add_test(NAME integration.${t} COMMAND bash ${GPD_IT}/${t}.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(integration.${t} PROPERTIES LABELS integration TIMEOUT 240

@@ -95,6 +95,8 @@ typedef struct l0_call_s {
   ze_event_handle_t mine; /* our event put in the application's place */
   uint64_t bytes;         /* zeMemFree: size read before the free */
   uint8_t subkind;
+  int timed;              /* one of the self-cost meter's timed operations */
+  uint64_t self, post0;   /* timed: the prologue's shim time; the epilogue's start */
   ze_event_pool_desc_t pool_desc;
 } l0_call_t;
 
@@ -116,6 +118,8 @@ static l0_call_t *l0_begin(void **inst) {
   c->node = gpd_shim_capture();
   c->corr = gpd_shim_corr_next(GPD_API_LEVEL0);
   c->live = 1;
+  if ((c->timed = gpd_shim__meter_pick()) != 0)
+    c->self = gpd_clock_ns() - c->ts;
   gpd_thread_leave(prev);
   *inst = c;
   return c;
@@ -127,7 +131,16 @@ static l0_call_t *l0_end(void **inst) {
   if (c != &t_call || !c->live)
     return NULL;
   c->live = 0;
+  if (c->timed)
+    c->post0 = gpd_clock_ns();
   return c;
+}
+
+/* The end of an epilogue that l0_end returned c to: the operation goes to
+ * the self-cost meter (internal.h) with its prologue's and epilogue's
+ * shim time (the driver's call between them not counted). */
+static void l0_done(l0_call_t *c) {
+  gpd_shim__meter_add(GPD_API_LEVEL0, c->timed ? c->self + (gpd_clock_ns() - c->post0) : 0, c->timed);
 }
 
 /* Host-measured operation: INVOKE + ACTIVITY now (application thread). */
@@ -230,6 +243,7 @@ static void l0_append_epi(ze_command_list_handle_t list, ze_event_handle_t *ev, 
   }
   gpd_l0_cmd_publish(x);
 out:
+  l0_done(c);
   gpd_thread_leave(prev);
 }
 
@@ -380,11 +394,16 @@ L0_CB(l0_exec_epi, ze_command_queue_execute_command_lists_params_t) {
 static void l0_sync_pro(void **inst) { (void)l0_begin(inst); }
 static void l0_sync_epi(void **inst, ze_result_t res, unsigned kind) {
   l0_call_t *c = l0_end(inst);
-  if (!c || res != ZE_RESULT_SUCCESS)
+  if (!c)
+    return;
+  if (res != ZE_RESULT_SUCCESS) {
+    l0_done(c);
     return; /* a poll that timed out is not a synchronization */
+  }
   int prev = gpd_thread_enter();
   l0_hosted(c, GPD_OP_SYNC, kind, 0);
   gpd_l0_cmd_kick();
+  l0_done(c);
   gpd_thread_leave(prev);
 }
 L0_CB(l0_qsync_pro, ze_command_queue_synchronize_params_t) { (void)p, (void)res, (void)user; l0_sync_pro(inst); }
@@ -434,6 +453,8 @@ L0_CB(l0_alloc_dev_epi, ze_mem_alloc_device_params_t) {
   l0_call_t *c = l0_end(inst);
   if (c && res == ZE_RESULT_SUCCESS)
     l0_hosted(c, GPD_OP_ALLOC, GPD_MEM_DEV, *p->psize);
+  if (c)
+    l0_done(c);
 }
 L0_CB(l0_alloc_host_pro, ze_mem_alloc_host_params_t) { (void)p, (void)res, (void)user; (void)l0_begin(inst); }
 L0_CB(l0_alloc_host_epi, ze_mem_alloc_host_params_t) {
@@ -441,6 +462,8 @@ L0_CB(l0_alloc_host_epi, ze_mem_alloc_host_params_t) {
   l0_call_t *c = l0_end(inst);
   if (c && res == ZE_RESULT_SUCCESS)
     l0_hosted(c, GPD_OP_ALLOC, GPD_MEM_PIN, *p->psize);
+  if (c)
+    l0_done(c);
 }
 L0_CB(l0_alloc_shared_pro, ze_mem_alloc_shared_params_t) { (void)p, (void)res, (void)user; (void)l0_begin(inst); }
 L0_CB(l0_alloc_shared_epi, ze_mem_alloc_shared_params_t) {
@@ -448,6 +471,8 @@ L0_CB(l0_alloc_shared_epi, ze_mem_alloc_shared_params_t) {
   l0_call_t *c = l0_end(inst);
   if (c && res == ZE_RESULT_SUCCESS)
     l0_hosted(c, GPD_OP_ALLOC, GPD_MEM_MAN, *p->psize);
+  if (c)
+    l0_done(c);
 }
 L0_CB(l0_free_pro, ze_mem_free_params_t) {
   (void)res, (void)user;
@@ -478,6 +503,8 @@ L0_CB(l0_free_epi, ze_mem_free_params_t) {
   l0_call_t *c = l0_end(inst);
   if (c && res == ZE_RESULT_SUCCESS)
     l0_hosted(c, GPD_OP_FREE, c->subkind, c->bytes);
+  if (c)
+    l0_done(c);
 }
 
 /* ------------------------------------------------------- modules, kernels */

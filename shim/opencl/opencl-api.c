@@ -412,9 +412,20 @@ static int ocl_control(const gpd_control_t *c, uint32_t *targets, char *msg, siz
  *  loader layer is requested by opencl-layer.c's own constructor, which
  *  must run before shim_ctor starts the connection thread (setenv), and
  *  the next definitions are resolved on first use (gpd_ocl_next/api). */
+/* Running once the process made an OpenCL call the shim recorded (the
+ * library is interposed from the start; an application that never calls
+ * it has nothing to report): 1, else -1 (not started). */
+static int ocl_status(char *why, size_t n) {
+  (void)why, (void)n;
+  uint64_t ops;
+  (void)gpd_shim__meter_self_ns(GPD_API_OPENCL, &ops);
+  return ops ? 1 : -1;
+}
+
 const gpd_backend_t gpd_backend_opencl = {
     .name = "opencl",
     .api = GPD_API_OPENCL,
+    .status = ocl_status,
     .fork_prepare = ocl_fork_prepare,
     .fork_parent = ocl_fork_parent,
     .fork_child = ocl_fork_child,

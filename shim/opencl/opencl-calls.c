@@ -34,6 +34,9 @@ typedef struct ocl_call_s {
   uint64_t corr;
   uint32_t node;
   int prev;
+  int timed;       /* one of the self-cost meter's timed operations */
+  uint64_t self;   /* timed: the shim's time before the vendor call (ns) */
+  uint64_t post0;  /* timed: when the shim's work after it began (0: none) */
 } ocl_call_t;
 
 static int ocl_log_props;
@@ -51,10 +54,25 @@ static inline int ocl_begin(ocl_call_t *c) {
   c->ts = gpd_clock_ns();
   c->node = gpd_shim_capture();
   c->corr = gpd_shim_corr_next(GPD_API_OPENCL);
+  c->post0 = 0;
+  if ((c->timed = gpd_shim__meter_pick()) != 0)
+    c->self = gpd_clock_ns() - c->ts;
   return 1;
 }
 
-static inline void ocl_leave(ocl_call_t *c) { gpd_thread_leave(c->prev); }
+/* The shim's work after the vendor call begins (self-cost meter). */
+static inline void ocl_after(ocl_call_t *c) {
+  if (c->timed)
+    c->post0 = gpd_clock_ns();
+}
+
+/* Leave a profiled call: counted by the self-cost meter (internal.h). */
+static inline void ocl_leave(ocl_call_t *c) {
+  if (c->timed && c->post0)
+    c->self += gpd_clock_ns() - c->post0;
+  gpd_shim__meter_add(GPD_API_OPENCL, c->self, c->timed);
+  gpd_thread_leave(c->prev);
+}
 
 /* After a successful enqueue: INVOKE, and the command with a reference to
  * its event in the queue's pending list (or, that full, a callback).  With
@@ -63,6 +81,7 @@ static inline void ocl_leave(ocl_call_t *c) { gpd_thread_leave(c->prev); }
 static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, cl_event mine, unsigned op,
                          unsigned subkind, uint64_t bytes, cl_kernel k, int sync) {
   cl_event e = user_ev ? *user_ev : mine;
+  ocl_after(c);
   (void)gpd_shim_push_invoke(c->corr, c->node, GPD_API_OPENCL, op, c->ts, 0);
   if (!e)
     return;
@@ -89,6 +108,7 @@ static void ocl_enqueued(ocl_call_t *c, cl_command_queue q, cl_event *user_ev, c
 
 /* Host-measured operation (alloc, free, sync): INVOKE + ACTIVITY now. */
 static void ocl_hosted(ocl_call_t *c, unsigned op, unsigned subkind, uint64_t bytes, cl_command_queue q) {
+  ocl_after(c);
   gpd_rec_activity_t a;
   memset(&a, 0, sizeof a);
   a.api = GPD_API_OPENCL;

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     execl(argv[3], argv[3], oldversion ? "20000" : "300000", "10", (char *)NULL);
     _exit(127);
   }
-  int c = accept_within(ls, 5000);
+  int c = accept_within(ls, 30000);
   int fd = -1;
   Gpuprof__Msg *keep;
   Gpuprof__Hello *h = recv_hello(c, &fd, &keep);
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
   struct timespec ts = {0, 700000000};
   nanosleep(&ts, NULL);
   ls = listen_on(argv[1]);
-  c = accept_within(ls, 5000);
+  c = accept_within(ls, 30000);
   h = recv_hello(c, &fd, &keep);
   DR_CHECK(h->handback && h->profile_id == 42 && fd >= 0 && h->pid == pid, "hand-back hello: handback %d id %llu fd %d",
            h->handback, (unsigned long long)h->profile_id, fd);
