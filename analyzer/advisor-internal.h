@@ -38,20 +38,28 @@ int gpd__adv_reason_blamed(uint32_t reason);
 int gpd__adv_blame(gpd__adv_t *k);
 /** Thread-index analysis (advisor-tid.c): insns[].stride and .divergent. */
 void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec);
-/** The optimizers and estimators (advisor-opt.c): fills and ranks
- *  k->a->sugg.  0 or -ENOMEM. */
+/** The code optimizers and their estimators (advisor-opt.c): append to
+ *  k->a->sugg (unranked).  0 or -ENOMEM. */
 int gpd__adv_optimize(gpd__adv_t *k);
-/** What an optimizer matched: samples and the hottest (def, use) pairs
- *  (advisor-opt.c). */
-typedef struct gpd__adv_match_s gpd__adv_match_t;
-/** Append suggestion o to a->sugg when speedup > 1.0005 and matched > 0:
- *  matched samples, the estimated speedup, x's hot pairs (x may be NULL),
- *  the loop (-1 none) and the reason text. */
+/** What an optimizer matched: samples and the hottest (def, use) pairs,
+ *  hottest first (filled in advisor-opt.c). */
+typedef struct gpd__adv_match_s {
+  double m;                   /* matched samples (stall elimination) */
+  double ml;                  /* matched latency samples (latency hiding) */
+  gpd_adv_hot_t hot[GPD_ADV_MAXHOT];
+  size_t nhot;
+} gpd__adv_match_t;
+/** Append suggestion o to a->sugg when speedup > 1.0005 and matched > 0
+ *  (advisor-suggest.c): matched samples, the estimated speedup, x's hot
+ *  pairs (x may be NULL), the loop (-1 none) and the reason text. */
 void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double speedup,
                       const gpd__adv_match_t *x, int32_t loop, const char *why);
 /** The parallel optimizers (advisor-occupancy.c: Block Increase, Thread
  *  Increase, Occupancy Increase) from k's launch and issue samples; sets
  *  a->occupancy, ->occupancy_new and ->limiter. */
 void gpd__adv_occupancy_opt(gpd__adv_t *k);
+/** Sort a->sugg by estimated speedup, highest first (stable: insertion
+ *  sort, the order of equal ones kept) (advisor-suggest.c). */
+void gpd__adv_suggest_rank(gpd_advice_t *a);
 
 #endif

@@ -267,6 +267,8 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
   }
   if ((err = gpd__adv_blame(&k)) < 0 || (err = gpd__adv_optimize(&k)) < 0)
     goto out;
+  gpd__adv_occupancy_opt(&k);
+  gpd__adv_suggest_rank(a);
   err = 0;
 out:
   k_free(&k);

@@ -180,7 +180,7 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   if (gpd_store_open(&d.store, a) < 0)
     die("open a");
   uint64_t t = gpd_clock_ns();
-  if (gpd_store_retain(&d) < 0)
+  if (gpd_store_retain(&d, gpd_store_flush) < 0)
     die("retain");
   double new_s = (double)(gpd_clock_ns() - t) / 1e9;
   gpd_retain_stats_t rs = d.store->rstats;

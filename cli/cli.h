@@ -277,15 +277,24 @@ const char *gpd_report_gpu_notes(void);
 int gpd_report_gpu_bin(const char *dir, const char *hash, char **bytes, size_t *blen,
                        struct gpd_cubin_s **cubin, struct gpd_disasm_s **disasm, int *warned);
 
-/* ---- live.c: requests to gpuprofd (ps, top, tree, Control) ---- */
+/* ---- live-call.c: one request to gpuprofd, one reply ---- */
 /** Socket path: --socket value, else $GPUPROF_SOCKET, else the default. */
 const char *gpd_live_socket(const char *opt);
 /** Send req, receive one reply Msg (caller frees with
  *  gpuprof__msg__free_unpacked).  On failure prints a message and
  *  returns the exit code to use (> 0); 0 on success. */
 int gpd_live_call(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply);
+struct gpd_arena_s;
+/** gpd_live_call with the reply unpacked into an arena (arena.h): arena
+ *  NULL to unpack with malloc (free with gpuprof__msg__free_unpacked),
+ *  else *arena is set to the reply's arena (free with gpd_arena_free;
+ *  NULL when there is no reply).  Same returns. */
+int gpd_live_call_arena(const char *sock, const Gpuprof__Msg *req, Gpuprof__Msg **reply,
+                        struct gpd_arena_s **arena);
 /** Set: gpd_live_call does not print an Error reply (optional calls). */
 extern int gpd_live_quiet;
+
+/* ---- live.c: ps, top, tree, Control ---- */
 /** `gpuprof devices` (live-devices.c). */
 int gpd_live_devices_main(int argc, char **argv);
 /** The device lines above `gpuprof top`'s table: one per monitored GPU,

@@ -1,7 +1,8 @@
-/* export.h - what the writers of `gpuprof export` share (export.c;
- * export-pprof.c, export-speedscope.c): the frames a tree node stands
- * for, the walk over the contexts with exclusive values, and an interning
- * table.  CLI thread only.
+/* export.h - what the writers of `gpuprof export` share (export-walk.c;
+ * used by export.c, export-pprof.c, export-speedscope.c): the frames a
+ * tree node stands for, the walk over the contexts with exclusive values,
+ * and an interning table; the pprof writer's entry points
+ * (export-pprof.c).  CLI thread only.
  */
 #ifndef GPD_CLI_EXPORT_H
 #define GPD_CLI_EXPORT_H

@@ -628,7 +628,7 @@ static void *writer_main(void *arg) {
     int stop = d->writer_stop;
     pthread_mutex_unlock(&d->lock);
     if (gpd_store_flush(d) == 0)
-      gpd_store_retain(d);
+      gpd_store_retain(d, gpd_store_flush);
     if (gpd_journal_sweep_due(d, 60000000000ull))
       gpd_journal_sweep(d);
     if (stop) {

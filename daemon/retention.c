@@ -69,6 +69,7 @@ typedef struct {
   gpd_store_purge_t *pg; /* the pass's statements */
   uint64_t t_txn;   /* when the open transaction began; 0: none open */
   uint64_t t_flush; /* the last flush */
+  gpd_store_flush_fn flush; /* the writer's, run when one is due; NULL none */
   live_t *live;     /* profiles live in memory: never removed */
   size_t nlive;
   uint64_t removed0; /* s->rstats.profiles when the pass began */
@@ -156,7 +157,8 @@ static int rt_check(rt_t *r) {
   if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) ||
       now - r->t_flush >= (uint64_t)ms * 1000000) {
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);
-    gpd_store_flush(d); /* a failure is the flush's to log and retry */
+    if (r->flush)
+      r->flush(d); /* a failure is the flush's to log and retry */
     r->t_flush = gpd_clock_ns();
     r->s->rstats.flushes++;
     if ((err = live_list(r)) < 0)
@@ -556,13 +558,13 @@ out:
   return err;
 }
 
-int gpd_store_retain(gpd_daemon_t *d) {
+int gpd_store_retain(gpd_daemon_t *d, gpd_store_flush_fn flush) {
   gpd_store_t *s = d->store;
   if (s == NULL || __atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED) ||
       __atomic_load_n(&d->retain_stop, __ATOMIC_RELAXED))
     return 0;
   uint64_t t0 = gpd_clock_ns(), removed0 = s->rstats.profiles;
-  rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0};
+  rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0, .flush = flush};
   r.t_flush = t0;
   int err = gpd_store_purge_open(s->wdb, &r.pg);
   if (err == 0)

@@ -62,12 +62,19 @@ int gpd_store_flush(gpd_daemon_t *d);
  *  1 loaded, 0 not found or other uid, <0 error.  Main thread, own
  *  connection. */
 int gpd_store_load(gpd_store_t *s, gpd_proc_t *p, uid_t uid);
+/** The writer's flush as retention runs it between two of its
+ *  transactions (gpd_store_flush): 0 or GPD_ESTORE, which the flush logs
+ *  itself. */
+typedef int (*gpd_store_flush_fn)(gpd_daemon_t *d);
 /** Retention pass (writer thread, after a flush; retention.c): finished
  *  profiles by age, by per-uid share, by store size, and what only they
- *  referred to, in transactions of about 10 ms; runs a due flush between
- *  them and returns early (0) once d->writer_stop is set, leaving the rest
- *  on the work lists for the next pass.  0 or GPD_ESTORE. */
-int gpd_store_retain(gpd_daemon_t *d);
+ *  referred to, in transactions of about 10 ms; between two, when a flush
+ *  is due (cfg.flush_ms since the last, or flush_now) it calls flush
+ *  (the writer passes gpd_store_flush; NULL: none), and returns early (0)
+ *  once d->writer_stop is set, leaving the rest on the work lists for the
+ *  next pass.  The flush comes in as an argument so that retention sits
+ *  below the writer (checkpoint.c), not beside it.  0 or GPD_ESTORE. */
+int gpd_store_retain(gpd_daemon_t *d, gpd_store_flush_fn flush);
 /** At start: the newest `keep` stored profiles back into the live view
  *  (EXITED, or LOST while their process may still hand back).  Returns
  *  how many, or a negative code.  Main thread, before the threads start. */

@@ -1,5 +1,5 @@
-/* file-read.c - opening a saved profile for reading, its meta rows and
- * tables, read transactions, and the WAL side files a reader leaves
+/* file-read.c - opening a saved profile for reading, its meta rows,
+ * read transactions, and the WAL side files a reader leaves
  * (store-read.h).  Also the row loop every reader here shares
  * (read-internal.h). */
 #include <errno.h>
@@ -166,30 +166,6 @@ void gpd_store_file_wal_after(const char *path, unsigned before) {
     unlink(w);
     unlink(s);
   }
-}
-
-int gpd_store_file_has_table(sqlite3 *db, const char *name) {
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &q, NULL) ==
-      SQLITE_OK) {
-    sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
-}
-
-int gpd_store_file_has_column(sqlite3 *db, const char *table, const char *col) {
-  sqlite3_stmt *q = NULL;
-  int yes = 0;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name=?2", -1, &q, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, col, -1, SQLITE_STATIC);
-    yes = sqlite3_step(q) == SQLITE_ROW;
-  }
-  sqlite3_finalize(q);
-  return yes;
 }
 
 int gpd_store_file_begin(sqlite3 *db, const char *label, char *err, size_t errn) {

@@ -5,8 +5,10 @@
  * store/ owns the .gpdb format.  Its files are named after the noun they
  * read or write, and their functions start with gpd_store_<noun>_:
  *   file-read.c     gpd_store_file_*     open a profile (guarded, its shards
- *                                        attached), meta, tables, read
+ *                                        attached), meta, read
  *                                        transactions, WAL side files
+ *   file-table.c    gpd_store_file_has_* which tables and columns a file
+ *                                        has (below file- and shard-read.c)
  *   shard-read.c    gpd_store_shard_*    a sharded merged file's shards
  *   profile-read.c  gpd_store_profile_*  profile and backend rows
  *   context-read.c  gpd_store_context_*  context and frame rows
@@ -75,6 +77,7 @@ void gpd_store_file_close(struct sqlite3 *db);
  *  existed before). */
 unsigned gpd_store_file_wal_before(const char *path);
 void gpd_store_file_wal_after(const char *path, unsigned before);
+/* file-table.c: */
 /** 1 if db's main file has a table `name`. */
 int gpd_store_file_has_table(struct sqlite3 *db, const char *name);
 /** 1 if table has a column named col. */

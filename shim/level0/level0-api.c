@@ -1,5 +1,7 @@
-/* level0-api.c - the Level Zero back end: the loader's functions, the
- * tracer, the back-end ops table and its status.
+/* level0-api.c - the Level Zero back end's set-up: the tracer, the
+ * back-end ops table and its status (the loader's functions and the
+ * back end's state word are level0-loader.c's, below this file, the
+ * tracer and the collector).
  *
  * Set-up happens once, after the application's first zeInit (the zeInit
  * wrapper calls gpd_l0_on_init): the loader that served it is the module
@@ -18,7 +20,6 @@
  * exit tears it down, and a tracer must be disabled before it is
  * destroyed anyway.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +30,6 @@
 #include "gpuprof/log.h"
 #include "level0.h"
 
-gpd_l0_api_t gpd_l0;
-extern int gpd_l0_layer_env; /* level0-wrappers.c */
-
-/* 0 not started, 1 recording, 2 disabled (gpd_l0_recording, level0.h) */
-_Atomic int gpd_l0__state;
 static pthread_mutex_t l0_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static zel_tracer_handle_t l0_tracer;
 static char l0_why[200];
@@ -114,22 +110,11 @@ static void l0_setup(void *next_init, ze_result_t res) {
     gpd_l0_disable(GPD_ENOVENDOR, "ZE_ENABLE_TRACING_LAYER=0 was set: no tracing layer");
     return;
   }
-  Dl_info info;
-  void *h = NULL;
-  if (dladdr(next_init, &info) && info.dli_fname)
-    h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (!h) {
+  const char *loader = NULL, *missing = NULL;
+  if (gpd_l0_loader_resolve(next_init, &loader, &missing) < 0) {
     gpd_l0_disable(GPD_ENOVENDOR, "the Level Zero loader that served zeInit cannot be opened");
     return;
   }
-  const char *missing = NULL;
-#define GPD_L0_RESOLVE(name, args)                                                                             \
-  gpd_l0.name = (ze_result_t(ZE_APICALL *) args)dlsym(h, #name);                                               \
-  if (!gpd_l0.name && !missing)                                                                                \
-    missing = #name;
-  GPD_L0_FNS(GPD_L0_RESOLVE)
-#undef GPD_L0_RESOLVE
-  dlclose(h); /* RTLD_NOLOAD took a reference; the loader stays loaded */
   if (missing) {
     snprintf(why, sizeof why, "the Level Zero loader has no %s", missing);
     gpd_l0_disable(GPD_ENOVENDOR, why);
@@ -170,7 +155,7 @@ static void l0_setup(void *next_init, ze_result_t res) {
     return;
   }
   atexit(l0_atexit);
-  GPD_INFO("Level Zero: tracer enabled (loader %s)", info.dli_fname);
+  GPD_INFO("Level Zero: tracer enabled (loader %s)", loader);
   gpd_shim_backend_status(GPD_API_LEVEL0, 1, 0, NULL);
 }
 

@@ -23,11 +23,6 @@
 
 #include "level0.h"
 
-/* Set by the constructor: 1 when the shim asked for the tracing layer,
- * -1 when the user turned it off (ZE_ENABLE_TRACING_LAYER=0), 0 when the
- * back end is off (GPUPROF_DISABLE, GPUPROF_LEVEL0=0). */
-int gpd_l0_layer_env;
-
 static int l0_env_false(const char *v) {
   return strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "off") == 0;
 }

@@ -4,8 +4,11 @@
  *                       loader is up and a tracer can be created) and the
  *                       constructor that asks the loader for its tracing
  *                       layer (ZE_ENABLE_TRACING_LAYER=1)
- *   level0-api.c        the loader's functions (dlsym on the loader that
- *                       served zeInit), the tracer, the back-end ops table
+ *   level0-api.c        set-up after zeInit: the tracer, the back-end ops
+ *                       table and its status
+ *   level0-loader.c     the loader's functions (dlsym on the loader that
+ *                       served zeInit), the state word, the layer flag:
+ *                       below every other file here
  *   level0-tracer.c     the prologue / epilogue callbacks: capture, INVOKE,
  *                       events injected where the application gave none
  *   level0-commands.c   the table of commands in flight and the collector
@@ -60,8 +63,22 @@ typedef struct gpd_l0_api_s {
 #undef GPD_L0_MEMBER
 } gpd_l0_api_t;
 
+/* ------------------------------------------------------- level0-loader.c */
 /** The resolved loader functions (valid once gpd_l0_on_init succeeded). */
 extern gpd_l0_api_t gpd_l0;
+/** Set by level0-wrappers.c's constructor: 1 when the shim asked for the
+ *  tracing layer, -1 when the user turned it off
+ *  (ZE_ENABLE_TRACING_LAYER=0), 0 when the back end is off
+ *  (GPUPROF_DISABLE, GPUPROF_LEVEL0=0). */
+extern int gpd_l0_layer_env;
+/** Fill gpd_l0 from the loader module that defines next_init (dladdr,
+ *  dlopen RTLD_NOLOAD, dlsym; the reference is dropped again).  0 with
+ *  *loader its path and *missing the first function it lacks (NULL: it
+ *  has all); -1 when that module cannot be opened.  Set-up only (under
+ *  level0-api.c's init lock). */
+int gpd_l0_loader_resolve(void *next_init, const char **loader, const char **missing);
+
+/* ---------------------------------------------------------- level0-api.c */
 
 /** Called by the zeInit wrapper after the application's zeInit returned
  *  `res`; `next_init` is the next definition (its module is the loader).
@@ -69,8 +86,8 @@ extern gpd_l0_api_t gpd_l0;
  *  the tracer, report the status.  Any thread; once per process. */
 void gpd_l0_on_init(void *next_init, ze_result_t res);
 
-/** The back end's state (level0-api.c writes it): 0 not started, 1
- *  recording, 2 disabled. */
+/** The back end's state (in level0-loader.c; level0-api.c writes it): 0
+ *  not started, 1 recording, 2 disabled. */
 extern _Atomic int gpd_l0__state;
 /** 1 while the tracer is enabled and the back end records.  Any thread;
  *  one load, inline: the tracer and the collector ask it without calling

@@ -203,7 +203,7 @@ static void test_pass20k(void **state) {
   e->d.cfg.retain_bytes = (uint64_t)before * 6 / 10;
   e->d.cfg.retain_uid_bytes = 1ull << 40; /* one uid: the store's limit decides */
   uint64_t t0 = gpd_clock_ns();
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   uint64_t dt = gpd_clock_ns() - t0;
   gpd_retain_stats_t *rs = &e->d.store->rstats;
   int64_t left = q1(e, "SELECT COUNT(*) FROM profile");
@@ -231,7 +231,7 @@ static void test_pass20k(void **state) {
 
 static void *retain_thread(void *arg) {
   env_t *e = arg;
-  intptr_t rc = gpd_store_retain(&e->d);
+  intptr_t rc = gpd_store_retain(&e->d, gpd_store_flush);
   return (void *)rc;
 }
 
@@ -270,7 +270,7 @@ static void test_stop(void **state) {
                    0);
   /* the next pass finishes the removal */
   e->d.writer_stop = 0;
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context"), 1); /* the root */
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM frame"), 1);
@@ -298,7 +298,7 @@ static void test_quota(void **state) {
   fill(e, 1000, 100, 30, 2000, 200, 500, 1000000);
   e->d.cfg.retain_bytes = 1ull << 40;
   e->d.cfg.retain_uid_bytes = 1ull << 40;
-  assert_int_equal(gpd_store_retain(&e->d), 0); /* counts, removes nothing */
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0); /* counts, removes nothing */
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 33);
   int64_t ua = use_of(e, 1000), ub = use_of(e, 2000);
   printf("quota: use A %lld, B %lld bytes (estimates)\n", (long long)ua, (long long)ub);
@@ -307,7 +307,7 @@ static void test_quota(void **state) {
   uint64_t share = (uint64_t)(ub + (ua - ub) / 2);
   e->d.cfg.retain_uid_bytes = share;
   e->d.store->use_t_ns = 0; /* count at once */
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   int64_t a_left = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
   printf("quota: share %llu: A keeps %lld of 30 (use %lld), B %lld of 3\n",
          (unsigned long long)share, (long long)a_left, (long long)use_of(e, 1000),
@@ -326,7 +326,7 @@ static void test_quota(void **state) {
   int64_t total = db_bytes(e);
   e->d.cfg.retain_bytes = (uint64_t)total - (uint64_t)total / 8;
   e->d.store->use_t_ns = 0;
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   int64_t a2 = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
   printf("quota: store limit %llu: A keeps %lld, B %lld; store %lld bytes\n",
          (unsigned long long)e->d.cfg.retain_bytes, (long long)a2,
@@ -354,12 +354,12 @@ static void test_shared_ids(void **state) {
            (unsigned long long)later);
   assert_int_equal(sqlite3_exec(e->db, sql, NULL, NULL, NULL), SQLITE_OK);
   e->d.cfg.retain_age_s = 1;
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 1);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 10); /* 1002 keeps them */
   assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 1002", NULL, NULL, NULL),
                    SQLITE_OK);
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 1);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 2000"), 10);
@@ -445,7 +445,7 @@ static void test_gpubins(void **state) {
   snprintf(row->hash, sizeof row->hash, "%s", h3);
   e->d.store->gpubins = row;
   e->d.cfg.retain_age_s = 1; /* profile 1 is too old, 2 ends in the future */
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 1);
   assert_false(has_file(e, h4));
   assert_int_equal(access(tmpf, F_OK), -1);
@@ -458,7 +458,7 @@ static void test_gpubins(void **state) {
   free(row);
   assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 2", NULL, NULL, NULL),
                    SQLITE_OK);
-  assert_int_equal(gpd_store_retain(&e->d), 0);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
   assert_false(has_file(e, h1));
   assert_false(has_file(e, h3));
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin") + q1(e, "SELECT COUNT(*) FROM gpubin_ref") +
