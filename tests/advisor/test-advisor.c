@@ -559,6 +559,15 @@ static void test_occupancy(void **state) {
   assert_float_equal(g->speedup, In / I, 1e-9);
   assert_float_equal(x.a->occupancy, 0.5, 1e-9);
   done(&x);
+  /* 16-thread blocks (half-empty warps): the same 32 blocks of one warp,
+   * W 8 -> 16 at 64 threads, and the same threads in full warps are half
+   * the warp instructions: S = C_I x 32 / 16 */
+  L.threads = 16;
+  run(&x, k, s, 2, NULL, 0, &L);
+  g = sugg(x.a, GPD_OPT_THREAD_INCREASE);
+  assert_non_null(g);
+  assert_float_equal(g->speedup, In / I * 2, 1e-9);
+  done(&x);
   /* Occupancy Increase: 64 registers limit to 32 warps; without: 64 */
   L.threads = 256;
   L.regs = 64;
@@ -587,6 +596,32 @@ static void test_occupancy(void **state) {
 }
 
 /* ---------------------------------------------------------- bad input */
+
+/* Issue 25's rule: with the block size as the limiter, Thread Increase is ranked
+ * above a latency hiding suggestion whose estimate is larger (Code
+ * Reordering 80 / 45 against C_I 1.02). */
+static void test_thread_increase(void **state) {
+  (void)state;
+  static const char *const lat[] = {"LDG.E R0, desc[UR4][R2.64]", "FADD R4, R0, R4", "EXIT",
+                                    NULL};
+  gpd_adv_psamp_t s2[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
+  gpd_adv_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
+  kern_t x;
+  run(&x, lat, s2, 2, NULL, 0, &L);
+  assert_true(x.a->nsugg >= 2);
+  assert_int_equal(x.a->sugg[0].opt, GPD_OPT_THREAD_INCREASE);
+  assert_int_equal(x.a->sugg[1].opt, GPD_OPT_CODE_REORDER);
+  double I2 = 1 - pow(0.625, 8), In2 = 1 - pow(0.625, 16);
+  assert_float_equal(x.a->sugg[0].speedup, In2 / I2, 1e-9);
+  assert_float_equal(x.a->sugg[1].speedup, 80.0 / 45.0, 1e-9);
+  done(&x);
+  /* 256-thread blocks: no Thread Increase, Code Reordering first */
+  L.threads = 256;
+  run(&x, lat, s2, 2, NULL, 0, &L);
+  assert_null(sugg(x.a, GPD_OPT_THREAD_INCREASE));
+  assert_int_equal(x.a->sugg[0].opt, GPD_OPT_CODE_REORDER);
+  done(&x);
+}
 
 static void test_bad_input(void **state) {
   (void)state;
@@ -720,7 +755,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
       cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
       cmocka_unit_test(test_divergence),
-      cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
+      cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_h100_cubin),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
