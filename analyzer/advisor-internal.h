@@ -54,6 +54,10 @@ typedef struct gpd__adv_match_s {
  *  pairs (x may be NULL), the loop (-1 none) and the reason text. */
 void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double speedup,
                       const gpd__adv_match_t *x, int32_t loop, const char *why);
+/** Bank conflict degree k of a shared access from its tid.x stride
+ *  (advisor-opt.c): the transactions a warp request takes, 1 when
+ *  conflict-free or unknown. */
+double gpd__adv_bank_ways(const gpd_adv_insn_t *in);
 /** The parallel optimizers (advisor-occupancy.c: Block Increase, Thread
  *  Increase, Occupancy Increase) from k's launch and issue samples; sets
  *  a->occupancy, ->occupancy_new and ->limiter. */

@@ -119,9 +119,9 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
       const char *l2;
       int rc = -1;
       gpd_adv_opt_t o = GPD_OPT_OCCUPANCY;
+      double t2 = L->threads; /* the new block size */
       if (strcmp(lim, "blocks per SM") == 0) {
         o = GPD_OPT_THREAD_INCREASE;
-        double t2 = L->threads;
         while (t2 < 1024) {
           t2 = t2 * 2 > 1024 ? 1024 : t2 * 2;
           rc = gpd_adv_occupancy(L->sm, t2, L->regs, L->smem_static + L->smem_dynamic, &b2, &w2,
@@ -143,12 +143,18 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
             Wn = have > W ? have : W;
         }
         double In = 1 - pow(1 - RI, Wn);
+        /* Eq. 10's work term for blocks that fill part of a warp: the
+         * same threads in full warps are fewer warp instructions, lanes
+         * per warp new / old (1 when both fill their warps) */
+        double lanes = L->threads / wpb, lanes2 = t2 / ceil(t2 / 32);
         a->occupancy_new = Wn * 4 / maxw;
         snprintf(why, sizeof why,
                  "occupancy %.0f %% (%u warps of %u per SM, limited by %s) -> %.0f %%: %.2f -> "
-                 "%.2f warps per scheduler, issue rate %.3f -> %.3f (R_I %.3f)",
-                 100.0 * warps / maxw, warps, maxw, lim, 100.0 * Wn * 4 / maxw, W, Wn, I, In, RI);
-        gpd__adv_suggest(a, o, T, In / I, NULL, -1, why);
+                 "%.2f warps per scheduler, issue rate %.3f -> %.3f (R_I %.3f); %.0f -> %.0f "
+                 "lanes per warp",
+                 100.0 * warps / maxw, warps, maxw, lim, 100.0 * Wn * 4 / maxw, W, Wn, I, In, RI,
+                 lanes, lanes2);
+        gpd__adv_suggest(a, o, T, In / I * lanes2 / lanes, NULL, -1, why);
       }
     }
   }

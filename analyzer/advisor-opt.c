@@ -125,6 +125,76 @@ static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd
   return m;
 }
 
+/* Bank conflict degree of a shared access (ours; GPA has no bank-conflict
+ * optimizer): 32 banks of 4 bytes, lanes s bytes apart (s a multiple of
+ * 4) fall gcd(s / 4, 32) to a bank; an access of e > 4 bytes is served
+ * e / 4 lanes' worth at a time, so conflicts start e / 4 words later.
+ * 1 when conflict-free or the stride is unknown. */
+double gpd__adv_bank_ways(const gpd_adv_insn_t *in) {
+  if (in->cls != GPD_ADV_SHARED || in->stride == 0 || in->stride == UINT32_MAX ||
+      in->stride % 4)
+    return 1;
+  unsigned w = in->stride / 4, g = 32;
+  while (w) { /* gcd(w, 32) */
+    unsigned t = g % w;
+    g = w;
+    w = t;
+  }
+  unsigned e = strstr(in->op, ".128") ? 4 : strstr(in->op, ".64") ? 2 : 1;
+  return g > e ? (double)g / e : 1;
+}
+
+/* Instructions that go through the MIO queue (shared, global, local and
+ * constant memory, S2R/SHFL and the like, MUFU / conversions). */
+static int is_mio(const gpd_adv_insn_t *in) {
+  return in->cls == GPD_ADV_SHARED || in->cls == GPD_ADV_GLOBAL || in->cls == GPD_ADV_LOCAL ||
+         in->cls == GPD_ADV_CONST || in->cls == GPD_ADV_MIO || in->cls == GPD_ADV_LONGOP;
+}
+
+/* Shared-memory bank conflicts as Memory Transaction Reduction (replayed
+ * shared transactions), M in Eq. 2's form: a conflicted access of k ways
+ * is k transactions where one would do.  (1) mio_throttle stalls, where
+ * ever seen, come from a full MIO queue; the replays' share of its
+ * transactions is rho = sum issued_i (k_i - 1) / sum issued_j k_j over MIO
+ * instructions (issued = SELECTED samples, GPA's R_issue), so rho of them
+ * go.  (2) short_scoreboard stalls blamed on a conflicted access i wait
+ * k_i transactions; (1 - 1/k_i) of them go.  Returns M; *ways the
+ * largest k seen. */
+static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double *ways) {
+  double all = 0, replay = 0, mio = 0, sb = 0;
+  *ways = 1;
+  for (size_t i = 0; i < a->ninsns; i++) {
+    const gpd_adv_insn_t *in = &a->insns[i];
+    if (!is_mio(in))
+      continue;
+    double kw = gpd__adv_bank_ways(in);
+    all += a->issued[i] * kw;
+    replay += a->issued[i] * (kw - 1);
+    if (kw > *ways)
+      *ways = kw;
+  }
+  if (!(replay > 0))
+    return 0;
+  double rho = replay / all;
+  for (size_t q = 0; q < a->nblame; q++) {
+    const gpd_adv_blame_t *b = &a->blame[q];
+    const gpd_adv_insn_t *d = &a->insns[b->def];
+    double kw = gpd__adv_bank_ways(d), m = 0;
+    if (b->reason == GPD_ADV_MIO_THROTTLE && b->def == b->use && is_mio(d)) {
+      m = b->samples * rho;
+      mio += m;
+    } else if (b->reason == GPD_ADV_SHORT_SB && b->def != b->use && kw > 1) {
+      m = b->samples * (1 - 1 / kw);
+      sb += m;
+    }
+    if (m > 0) {
+      match_add(x, b, m, 0);
+      x->m -= m; /* counted by the caller */
+    }
+  }
+  return mio + sb;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -215,10 +285,21 @@ int gpd__adv_optimize(gpd__adv_t *k) {
              sync, div);
     gpd__adv_suggest(a, GPD_OPT_WARP_BALANCE, m, eq2(T, m), &mx[GPD_OPT_WARP_BALANCE], -1, why);
   }
-  snprintf(why, sizeof why, "%.0f samples of global memory throttling",
-           mx[GPD_OPT_MEMORY_TRANSACTION].m);
-  gpd__adv_suggest(a, GPD_OPT_MEMORY_TRANSACTION, mx[GPD_OPT_MEMORY_TRANSACTION].m,
-          eq2(T, mx[GPD_OPT_MEMORY_TRANSACTION].m), &mx[GPD_OPT_MEMORY_TRANSACTION], -1, why);
+  {
+    double glob = mx[GPD_OPT_MEMORY_TRANSACTION].m, ways;
+    double bank = bank_conflicts(a, &mx[GPD_OPT_MEMORY_TRANSACTION], &ways);
+    double m = glob + bank;
+    mx[GPD_OPT_MEMORY_TRANSACTION].m = m;
+    if (bank > 0)
+      snprintf(why, sizeof why,
+               "%.0f samples of global memory throttling; shared accesses with up to %.0f-way "
+               "bank conflicts: %.0f samples of MIO throttling and waits on them are replays",
+               glob, ways, bank);
+    else
+      snprintf(why, sizeof why, "%.0f samples of global memory throttling", glob);
+    gpd__adv_suggest(a, GPD_OPT_MEMORY_TRANSACTION, m, eq2(T, m), &mx[GPD_OPT_MEMORY_TRANSACTION],
+                     -1, why);
+  }
   snprintf(why, sizeof why,
            "%.0f samples at or waiting on global accesses whose address moves by more than "
            "an element per thread; coalesced, the sectors per request shrink, so %.0f of "

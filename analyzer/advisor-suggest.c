@@ -96,6 +96,10 @@ void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double s
   snprintf(s->why, sizeof s->why, "%s", why);
 }
 
+static int is_latency_hiding(gpd_adv_opt_t o) {
+  return o == GPD_OPT_LOOP_UNROLLING || o == GPD_OPT_CODE_REORDER || o == GPD_OPT_FUNCTION_INLINING;
+}
+
 void gpd__adv_suggest_rank(gpd_advice_t *a) {
   for (size_t i = 1; i < a->nsugg; i++)
     for (size_t j = i; j > 0 && a->sugg[j].speedup > a->sugg[j - 1].speedup; j--) {
@@ -103,4 +107,20 @@ void gpd__adv_suggest_rank(gpd_advice_t *a) {
       a->sugg[j] = a->sugg[j - 1];
       a->sugg[j - 1] = t;
     }
+  /* issue 25's rule: when the block size limits occupancy, the launch
+   * configuration comes before latency hiding (Eqs. 4, 5 take the stall
+   * slots as the present warps leave them; more warps fill the same
+   * slots), so Thread Increase moves above every latency hiding
+   * suggestion ranked over it */
+  if (strcmp(a->limiter, "blocks per SM") == 0)
+    for (size_t i = 0; i < a->nsugg; i++)
+      if (a->sugg[i].opt == GPD_OPT_THREAD_INCREASE) {
+        size_t j = 0;
+        while (j < i && !is_latency_hiding(a->sugg[j].opt))
+          j++;
+        gpd_adv_suggest_t t = a->sugg[i];
+        memmove(&a->sugg[j + 1], &a->sugg[j], (i - j) * sizeof *a->sugg);
+        a->sugg[j] = t;
+        break;
+      }
 }

@@ -1,7 +1,8 @@
-/* advisor-tid.c - the advisor's thread-index analysis: which global
- * accesses are strided and which branches diverge within a warp
+/* advisor-tid.c - the advisor's thread-index analysis: which global and
+ * shared accesses are strided and which branches diverge within a warp
  * (gpd_adv_insn_t.stride, .divergent), for GPA's coalescing and warp
- * balance optimizers (advisor-opt.c).
+ * balance optimizers and the bank-conflict part of memory transaction
+ * reduction (advisor-opt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,7 @@ void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
       if (in->use[k] < GPD_ADV_RES_SB && coef[in->use[k]] != 0)
         any = coef_add(any, coef[in->use[k]] < 0 ? -1 : 1);
     long res = in->ndef ? tid_coef(coef, in, ops, n, any) : 0;
-    if (in->cls == GPD_ADV_GLOBAL) { /* the address register's coefficient */
+    if (in->cls == GPD_ADV_GLOBAL || in->cls == GPD_ADV_SHARED) { /* the address register's coefficient */
       long c = 0;
       for (unsigned k = 0; k < n && c == 0; k++) {
         for (char *br = strchr(ops[k], '['); br && c == 0; br = strchr(br + 1, '[')) {

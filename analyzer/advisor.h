@@ -91,7 +91,9 @@ typedef struct gpd_adv_insn_s {
   uint8_t stall;      /* the assembler's stall count (cycles) */
   uint8_t tid;        /* 0 none; 1 an index in thread.x units, 2 thread.x scaled */
   uint8_t divergent;  /* a branch on a predicate that depends on the thread index */
-  uint32_t stride;    /* global access: tid.x stride in bytes when known, else 0 */
+  uint32_t stride;    /* global or shared access: tid.x stride in bytes when more
+                         than the element, UINT32_MAX when only known at run time,
+                         else 0 */
   char op[24];        /* opcode with modifiers */
 } gpd_adv_insn_t;
 

@@ -422,6 +422,54 @@ static void test_coalescing(void **state) {
   done(&x);
 }
 
+/* Shared-memory bank conflicts as Memory Transaction Reduction: a column
+ * read of a [32][32] float tile (tid.x * 128 bytes: 32-way).  MIO issue:
+ * the S2R 10 (one transaction), the LDS 10 (32 each): of 330
+ * transactions 310 are replays, so that share of the 40 mio_throttle
+ * samples goes, and 31/32 of the 32 short_scoreboard samples waiting on
+ * the LDS.  Padded to [32][33] (132 bytes: one bank per lane) and as a
+ * 64-bit access 8 bytes apart nothing matches; 64-bit 16 bytes apart is
+ * 2-way. */
+static void test_bank_conflicts(void **state) {
+  (void)state;
+  static const char *const bad[] = {"S2R R0, SR_TID.X", "SHF.L.U32 R2, R0, 0x7, RZ",
+                                    "LDS R5, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
+  gpd_adv_psamp_t s[] = {{PC(2), GPD_ADV_MIO_THROTTLE, 40, 40},
+                         {PC(3), GPD_ADV_SHORT_SB, 32, 32},
+                         {PC(2), GPD_ADV_SELECTED, 10, 0},
+                         {PC(0), GPD_ADV_SELECTED, 10, 0}};
+  kern_t x;
+  run(&x, bad, s, 4, NULL, 0, NULL);
+  assert_int_equal(x.a->insns[2].stride, 128);
+  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_MEMORY_TRANSACTION);
+  assert_non_null(g);
+  double m = 40.0 * 310.0 / 330.0 + 32.0 * 31.0 / 32.0;
+  assert_float_equal(g->matched, m, 1e-9);
+  assert_float_equal(g->speedup, 92.0 / (92.0 - m), 1e-9);
+  assert_ptr_equal(&x.a->sugg[0], g); /* ranked first */
+  done(&x);
+  static const char *const padded[] = {"S2R R0, SR_TID.X", "IMAD R2, R0, 0x84, RZ",
+                                       "LDS R5, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
+  run(&x, padded, s, 4, NULL, 0, NULL);
+  assert_int_equal(x.a->insns[2].stride, 132);
+  assert_null(sugg(x.a, GPD_OPT_MEMORY_TRANSACTION));
+  done(&x);
+  static const char *const wide[] = {"S2R R0, SR_TID.X", "SHF.L.U32 R2, R0, 0x3, RZ",
+                                     "LDS.64 R4, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
+  run(&x, wide, s, 4, NULL, 0, NULL);
+  assert_int_equal(x.a->insns[2].stride, 0); /* 8 bytes a lane: the element */
+  assert_null(sugg(x.a, GPD_OPT_MEMORY_TRANSACTION));
+  done(&x);
+  static const char *const wide2[] = {"S2R R0, SR_TID.X", "SHF.L.U32 R2, R0, 0x4, RZ",
+                                      "LDS.64 R4, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
+  run(&x, wide2, s, 4, NULL, 0, NULL);
+  assert_int_equal(x.a->insns[2].stride, 16);
+  g = sugg(x.a, GPD_OPT_MEMORY_TRANSACTION);
+  assert_non_null(g); /* 2-way: of 10 + 20 transactions 10 are replays */
+  assert_float_equal(g->matched, 40.0 * 10.0 / 30.0 + 32.0 / 2.0, 1e-9);
+  done(&x);
+}
+
 /* Warp balance: an if/else on threadIdx.x & 1 runs both sides in every
  * warp: the shorter side's samples (20 of 50) go; on (threadIdx.x >> 5)
  * & 1 the branch is uniform per warp and nothing matches. */
@@ -511,6 +559,15 @@ static void test_occupancy(void **state) {
   assert_float_equal(g->speedup, In / I, 1e-9);
   assert_float_equal(x.a->occupancy, 0.5, 1e-9);
   done(&x);
+  /* 16-thread blocks (half-empty warps): the same 32 blocks of one warp,
+   * W 8 -> 16 at 64 threads, and the same threads in full warps are half
+   * the warp instructions: S = C_I x 32 / 16 */
+  L.threads = 16;
+  run(&x, k, s, 2, NULL, 0, &L);
+  g = sugg(x.a, GPD_OPT_THREAD_INCREASE);
+  assert_non_null(g);
+  assert_float_equal(g->speedup, In / I * 2, 1e-9);
+  done(&x);
   /* Occupancy Increase: 64 registers limit to 32 warps; without: 64 */
   L.threads = 256;
   L.regs = 64;
@@ -539,6 +596,32 @@ static void test_occupancy(void **state) {
 }
 
 /* ---------------------------------------------------------- bad input */
+
+/* Issue 25's rule: with the block size as the limiter, Thread Increase is ranked
+ * above a latency hiding suggestion whose estimate is larger (Code
+ * Reordering 80 / 45 against C_I 1.02). */
+static void test_thread_increase(void **state) {
+  (void)state;
+  static const char *const lat[] = {"LDG.E R0, desc[UR4][R2.64]", "FADD R4, R0, R4", "EXIT",
+                                    NULL};
+  gpd_adv_psamp_t s2[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
+  gpd_adv_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
+  kern_t x;
+  run(&x, lat, s2, 2, NULL, 0, &L);
+  assert_true(x.a->nsugg >= 2);
+  assert_int_equal(x.a->sugg[0].opt, GPD_OPT_THREAD_INCREASE);
+  assert_int_equal(x.a->sugg[1].opt, GPD_OPT_CODE_REORDER);
+  double I2 = 1 - pow(0.625, 8), In2 = 1 - pow(0.625, 16);
+  assert_float_equal(x.a->sugg[0].speedup, In2 / I2, 1e-9);
+  assert_float_equal(x.a->sugg[1].speedup, 80.0 / 45.0, 1e-9);
+  done(&x);
+  /* 256-thread blocks: no Thread Increase, Code Reordering first */
+  L.threads = 256;
+  run(&x, lat, s2, 2, NULL, 0, &L);
+  assert_null(sugg(x.a, GPD_OPT_THREAD_INCREASE));
+  assert_int_equal(x.a->sugg[0].opt, GPD_OPT_CODE_REORDER);
+  done(&x);
+}
 
 static void test_bad_input(void **state) {
   (void)state;
@@ -670,8 +753,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_pruning),         cmocka_unit_test(test_barriers),
       cmocka_unit_test(test_register_reuse),  cmocka_unit_test(test_strength_reduction),
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
-      cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_divergence),
-      cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
+      cmocka_unit_test(test_divergence),
+      cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
+      cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_h100_cubin),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
