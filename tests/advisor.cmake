@@ -16,7 +16,7 @@ set_tests_properties(advisor.unit PROPERTIES LABELS "unit" TIMEOUT 60
 add_test(NAME advisor.cli
   COMMAND ${GPD_ADV_DIR}/test-advise-cli.sh $<TARGET_FILE:gpuprof_cli>
           ${CMAKE_CURRENT_LIST_DIR}/gpuanalysis/fixtures)
-set_tests_properties(advisor.cli PROPERTIES LABELS "integration" TIMEOUT 60
+set_tests_properties(advisor.cli PROPERTIES LABELS "integration" TIMEOUT 180
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
 # tests/advisor/eval-suite.py (the validation suite's scoring, issue 25) on
 # the stored H100 profiles, advised again with this gpuprof.
