@@ -77,6 +77,10 @@ void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, si
  *  JSON of x to f.  0 or -errno / -ENOMEM. */
 int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x);
 int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x);
+/** Chrome trace-event JSON with each device operation's launch as a slice
+ *  on its CPU thread and a flow ("bind_id") from it to the GPU slice(s)
+ *  of the same launch (trace-write-chrome.c).  0 or -errno / -ENOMEM. */
+int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x);
 
 /* ---- idle.c: idleness blame ---- */
 
