@@ -34,8 +34,8 @@ static const char report_usage[] =
     "                 the most imbalanced heavy contexts of --metric first\n"
     "  --long-names   kernels' full names in the summaries (default: without template and\n"
     "                 argument lists)\n"
-    "  --wide         every summary row and whole call paths (default: 20 rows, paths cut in\n"
-    "                 the middle to the terminal's width)\n"
+    "  --wide         every summary row and whole call paths (default: 20 rows; idleness paths\n"
+    "                 innermost frame first, cut to the terminal's width)\n"
     "  --python       Python view: only Python frames, placeholders (<backward>, operators)\n"
     "                 and the GPU part; native frames folded away\n";
 
