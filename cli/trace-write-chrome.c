@@ -3,7 +3,9 @@
  * {"traceEvents": [...], "stackFrames": {...}} with ph X / i / M events,
  * timestamps in us from the trace's first event.  A GPU operation is one
  * X event named by its short kernel name whose "sf" is its launch's call
- * path with the full kernel name as the innermost frame.  "sf" ids index
+ * path with the full kernel name as the innermost frame; its args hold
+ * only what is not unique to the event (bytes of a copy or memset: no
+ * correlation id, see cw_write).  "sf" ids index
  * the stackFrames table (one entry per calling-context node used, with its
  * parent), written after the events.
  *
@@ -154,10 +156,12 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
         fprintf(f, ",\"sf\":%zu", leaf);
       if (launches && la >= 0 && !host)
         fprintf(f, ",\"bind_id\":%ld,\"flow_in\":true", la + 1);
-      fprintf(f, ",\"args\":{\"corr\":%" PRIu64, e->corr);
+      /* no per-event unique args (a correlation id): speedscope keys a
+       * frame by name + args, and one frame per event makes its call-tree
+       * builder quadratic (a node's children searched linearly) */
       if (e->bytes)
-        fprintf(f, ",\"bytes\":%" PRIu64, e->bytes);
-      fputs("}}", f);
+        fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}", e->bytes);
+      fputs("}", f);
       break;
     }
     case GPD_XIT_LAUNCH: {
