@@ -3,7 +3,8 @@
  * N GPU operations (default 1 000 000: kernels, every 50th a copy, every
  * 200th a host-timed sync), each launched from one of 256 call sites 45
  * CPU frames deep (30 shared interpreter frames, then phase > layer > 10 dispatcher frames > op),
- * PyTorch-like kernel names.  Prints, per format, bytes per GPU event,
+ * PyTorch-like kernel names.  Prints, per format (Perfetto, Chrome JSON,
+ * Chrome JSON with launch slices and flows), bytes per GPU event,
  * write time and the writer's peak RSS growth; then the same for the
  * writer of commit 3c01d39 (every event with its call path as text) on
  * the first `--before` events (default 20 000: its output is ~10 KB per
@@ -180,6 +181,7 @@ int main(int argc, char **argv) {
   printf("|------------------------------|-----------:|------------:|--------:|---------:|-----------:|\n");
   run("perfetto (interned)", gpd_xtrace_write_perfetto, &x, dir);
   run("chrome (stackFrames)", gpd_xtrace_write_chrome, &x, dir);
+  run("chrome --launches (flows)", gpd_xtrace_write_chrome_launches, &x, dir);
 #ifdef GPD_BENCH_BEFORE
   gpd_xtrace_t y = x;
   if (nb == 0) {

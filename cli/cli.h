@@ -127,10 +127,13 @@ char *gpd_cli_strdup(const char *s);
 /** Characters per line for output cut to fit: stdout's terminal width,
  *  else $COLUMNS, else 160 (a file or a pipe). */
 unsigned gpd_cli_width(void);
-/** Cut call path s ("a > b > ... > z", in place) to at most width
- *  characters by leaving frames out of its middle: the outermost frame,
- *  " > ... > ", then as many innermost frames as fit (the innermost one
- *  always, cut at its end when it alone is too long). */
+/** Call path s ("a > b > ... > z", outermost first) rewritten in place
+ *  innermost first ("z < ... < b < a"), so that rows cut to a terminal
+ *  still differ where paths differ, and cut to at most width bytes
+ *  (0: whole): as many innermost frames as fit, then " < ..."; when the
+ *  innermost frame alone is too long, its start and end (a call site's
+ *  file and line) around "..." (cut at UTF-8 character boundaries).
+ *  The result is never longer than s. */
 void gpd_cli_path_fit(char *s, unsigned width);
 
 /* ---- step.c ---- */

@@ -407,14 +407,13 @@ int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *er
           idle / 1e9, span / 1e9, span > 0 ? 100.0 * idle / span : 0.0, ngaps,
           ngaps == 1 ? "" : "s");
   if (nbl)
-    fprintf(f, "  %7s %12s  %-8s %s\n", "share", "GIDLE (s)", "CPU was", "calling context");
+    fprintf(f, "  %7s %12s  %-8s %s\n", "share", "GIDLE (s)", "CPU was", "calling context (innermost first)");
   for (size_t i = 0; i < nbl && i < 20; i++) {
     char path_s[8192];
     gpd_xtrace_path(&x, bl[i].node, 1, path_s, sizeof path_s);
     /* the row's other columns take 33 characters, the hint 37 */
     unsigned lead = 33 + (bl[i].cpu == GPD_XCPU_UNKNOWN ? 37 : 0);
-    if (width)
-      gpd_cli_path_fit(path_s, width > lead + 40 ? width - lead : 40);
+    gpd_cli_path_fit(path_s, width == 0 ? 0 : width > lead + 40 ? width - lead : 40);
     fprintf(f, "  %6.1f%% %12.6f  %-8s %s%s\n", idle > 0 ? 100.0 * bl[i].ns / idle : 0.0, bl[i].ns / 1e9,
             gpd_xcpu_name(bl[i].cpu),
             bl[i].cpu == GPD_XCPU_UNKNOWN && path_s[0] ? "(no CPU sample) next GPU call from: " : "",

@@ -50,36 +50,61 @@ unsigned gpd_cli_width(void) {
   return v >= 40 ? (unsigned)v : 160;
 }
 
+/* n bytes of s moved back or forth to the nearest UTF-8 character
+ * boundary: down (dir < 0) or up (dir > 0) */
+static size_t utf8_edge(const char *s, size_t n, int dir) {
+  while (((unsigned char)s[n] & 0xC0) == 0x80)
+    n += dir < 0 ? (size_t)-1 : 1;
+  return n;
+}
+
 void gpd_cli_path_fit(char *s, unsigned width) {
-  static const char sep[] = " > ", dots[] = " > ... > ";
-  size_t len = strlen(s);
-  if (len <= width)
-    return;
-  char *first_end = strstr(s, sep);
-  /* the innermost frames that fit after the outermost one and the dots */
-  size_t head = first_end ? (size_t)(first_end - s) : 0;
-  const char *tail = s + len;
-  for (const char *p = s + len; p > s + head; p--)
-    if (p - s >= 3 && !strncmp(p - 3, sep, 3)) {
-      if (head + sizeof dots - 1 + (size_t)(s + len - p) > width)
+  static const char in[] = " > ", out[] = " < ", more[] = " < ...";
+  size_t len = strlen(s), n = 0;
+  char *r = malloc(len + 1);
+  if (r == NULL)
+    abort(); /* CLI only, as gpd_cli_strdup */
+  /* the frames innermost first: each " > "-separated piece from the end */
+  for (size_t end = len; end > 0 || (n == 0 && len == 0);) {
+    size_t start = 0;
+    for (size_t k = end; k >= 3; k--)
+      if (!memcmp(s + k - 3, in, 3)) {
+        start = k;
         break;
-      tail = p;
+      }
+    if (n) {
+      memcpy(r + n, out, 3);
+      n += 3;
     }
-  if (first_end && tail < s + len && tail > first_end + 3) {
-    size_t tl = strlen(tail);
-    memcpy(s + head, dots, sizeof dots - 1);
-    memmove(s + head + sizeof dots - 1, tail, tl + 1);
-    return;
+    memcpy(r + n, s + start, end - start);
+    n += end - start;
+    if (start == 0)
+      break;
+    end = start - 3;
   }
-  /* not even the innermost frame fits with the outermost: it alone, cut */
-  const char *last = s;
-  for (const char *p = strstr(s, sep); p; p = strstr(p + 3, sep))
-    last = p + 3;
-  size_t ll = strlen(last);
-  if (ll > width && width > 3) {
-    memmove(s, last, width - 3);
-    memcpy(s + width - 3, "...", 4);
-  } else {
-    memmove(s, last, ll + 1);
+  r[n] = 0;
+  if (width && n > width) {
+    /* as many innermost frames as fit before " < ..." */
+    size_t cut = 0;
+    for (const char *p = strstr(r, out); p; p = strstr(p + 3, out))
+      if ((size_t)(p - r) + sizeof more - 1 <= width)
+        cut = (size_t)(p - r);
+    if (cut) {
+      memcpy(r + cut, more, sizeof more);
+    } else {
+      /* the innermost frame alone is too long: its start and its end
+       * (a call site's file and line) around "..." */
+      const char *sep = strstr(r, out);
+      size_t fl = sep ? (size_t)(sep - r) : n, w = width < 5 ? 5 : width;
+      if (fl > w) {
+        size_t head = utf8_edge(r, (w - 3) / 2, -1), tail = utf8_edge(r, fl - (w - 3 - (w - 3) / 2), 1);
+        memcpy(r + head, "...", 3);
+        memmove(r + head + 3, r + tail, fl - tail);
+        fl = head + 3 + fl - tail;
+      }
+      r[fl] = 0;
+    }
   }
+  memcpy(s, r, strlen(r) + 1);
+  free(r);
 }

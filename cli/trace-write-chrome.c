@@ -3,16 +3,32 @@
  * {"traceEvents": [...], "stackFrames": {...}} with ph X / i / M events,
  * timestamps in us from the trace's first event.  A GPU operation is one
  * X event named by its short kernel name whose "sf" is its launch's call
- * path with the full kernel name as the innermost frame; launches are not
- * events of their own (Perfetto has them, with flows).  "sf" ids index
+ * path with the full kernel name as the innermost frame; its args hold
+ * only what is not unique to the event (bytes of a copy or memset: no
+ * correlation id, see cw_write).  "sf" ids index
  * the stackFrames table (one entry per calling-context node used, with its
- * parent), written after the events.  CLI thread only.
+ * parent), written after the events.
+ *
+ * With launches (gpd_xtrace_write_chrome_launches), each launch of a
+ * device operation is also an X event of duration 0 on its CPU thread
+ * ("launch <gpu kernel>", "sf" its call site) and a flow goes from it to
+ * its GPU slice(s) by the trace-event format's flow binding ("bind_id" =
+ * the launch's index + 1, as Perfetto's flow ids; "flow_out" on the
+ * launch, "flow_in" on the GPU slice): Perfetto's and chrome://tracing's
+ * JSON importers draw it, speedscope ignores the keys.  Launches are
+ * slices, not instants, because Perfetto's importer binds flows to slices
+ * only.  Host-timed operations (a sync) are slices on the launching
+ * thread already and get no launch event.  Off by default: a launch costs
+ * about 100 B (bench-tracewrite) and 1 M slices on one thread is more than
+ * speedscope's importer handles (docs/PERFORMANCE.md, issue 24).  CLI
+ * thread only.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuprof/record.h"
 #include "trace-layout.h"
 #include "trace-write.h"
 
@@ -27,6 +43,7 @@ typedef struct {
   gpd_xwrite_t ctx;
   gpd_xwrite_bits_t used; /* stack frames referred to (node index + 1) */
   uint64_t t0;
+  int launches; /* write launch slices and flows */
   int err;
 } cw_t;
 
@@ -78,9 +95,9 @@ static void cw_stack_frames(cw_t *w) {
   fputs("}}\n", w->f);
 }
 
-int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) {
+static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
   gpd_xlayout_t l;
-  cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x)};
+  cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x), .launches = launches};
   int err = gpd__xlayout_init(&l, x);
   if (err == 0)
     err = gpd__xwrite_init(&w.ctx, x);
@@ -137,10 +154,28 @@ int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) {
       cw_us(&w, "dur", e->end > e->start ? e->end - e->start : 0);
       if (cw_sf(&w, leaf))
         fprintf(f, ",\"sf\":%zu", leaf);
-      fprintf(f, ",\"args\":{\"corr\":%" PRIu64, e->corr);
+      if (launches && la >= 0 && !host)
+        fprintf(f, ",\"bind_id\":%ld,\"flow_in\":true", la + 1);
+      /* no per-event unique args (a correlation id): speedscope keys a
+       * frame by name + args, and one frame per event makes its call-tree
+       * builder quadratic (a node's children searched linearly) */
       if (e->bytes)
-        fprintf(f, ",\"bytes\":%" PRIu64, e->bytes);
-      fputs("}}", f);
+        fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}", e->bytes);
+      fputs("}", f);
+      break;
+    }
+    case GPD_XIT_LAUNCH: {
+      const gpd_xlaunch_t *la = &x->la[it.i];
+      if (!launches || gpd__xtrace_host_op(la->op))
+        break;
+      snprintf(name, sizeof name, "launch %s", gpd_op_placeholder(la->op));
+      size_t site = gpd__xwrite_cpu(&w.ctx, la->node);
+      cw_head(&w, "X", "launch", gpd__xwrite_intern(&w.ctx, name), gpd__xtrace_pid(x, la->profile), la->tid,
+              it.ts);
+      fputs(",\"dur\":0", f);
+      if (cw_sf(&w, site))
+        fprintf(f, ",\"sf\":%zu", site);
+      fprintf(f, ",\"bind_id\":%zu,\"flow_out\":true}", it.i + 1);
       break;
     }
     case GPD_XIT_SAMPLE: {
@@ -180,3 +215,6 @@ out:
   gpd__xlayout_free(&l);
   return err;
 }
+
+int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) { return cw_write(f, x, 0); }
+int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x) { return cw_write(f, x, 1); }

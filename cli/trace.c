@@ -22,17 +22,19 @@
 #include "store-read.h"
 
 static const char trace_usage[] =
-    "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--pid N] [--from T] [--to T] FILE.gpdb\n"
-    "       gpuprof trace -o OUT [--format perfetto|chrome] (--pid N | --job J) --duration D\n"
+    "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--launches] [--pid N] [--from T] [--to T] FILE.gpdb\n"
+    "       gpuprof trace -o OUT [--format perfetto|chrome] [--launches] (--pid N | --job J) --duration D\n"
     "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
     "  launch to its kernel, call paths as interned call stacks, GPU idle intervals with\n"
     "  their blame) as a Perfetto trace (ui.perfetto.dev) or compact Chrome trace-event\n"
-    "  JSON (no launch events: each kernel's stack is its launch's call path).\n"
+    "  JSON (each kernel's stack is its launch's call path; launches only with --launches).\n"
     "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
     "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
     "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
     "  write the window's events as gpuprofd stored them.\n"
-    "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n";
+    "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n"
+    "  --launches  Chrome JSON: also each launch as a slice on its CPU thread with a flow to\n"
+    "            its kernel (about 100 B more per launch; too many for speedscope at 1 M)\n";
 
 /* Longest live window: the daemon's bound on a control window
  * (daemon/control.h GPD_CONTROL_MAX_MS). */
@@ -332,12 +334,15 @@ out:
 /* Write x to path through a private temporary file beside it, renamed
  * over path once complete (gpuprof/outfile.h): a failure leaves no
  * partial trace, and a link or non-regular file at path is refused.
+ * chrome: 0 Perfetto, 1 Chrome JSON, 2 Chrome JSON with launches.
  * 0 or -errno with the message in err. */
 static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, char *err, size_t errn) {
   gpd_outfile_t of;
   int r = gpd_outfile_open(&of, path, err, errn);
   if (r < 0) return r;
-  r = chrome ? gpd_xtrace_write_chrome(of.f, x) : gpd_xtrace_write_perfetto(of.f, x);
+  r = chrome == 2 ? gpd_xtrace_write_chrome_launches(of.f, x)
+      : chrome     ? gpd_xtrace_write_chrome(of.f, x)
+                   : gpd_xtrace_write_perfetto(of.f, x);
   if (r < 0) {
     snprintf(err, errn, "cannot write %s: %s", path, gpd_strerror(r));
     gpd_outfile_abort(&of);
@@ -357,9 +362,10 @@ int gpd_trace_main(int argc, char **argv) {
       {"pid", required_argument, NULL, 'p'},    {"job", required_argument, NULL, 'j'},
       {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
       {"duration", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+      {"launches", no_argument, NULL, 'L'},     {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   const char *out = NULL, *fmt = NULL, *job = NULL, *sock = NULL;
-  int pid = 0, c;
+  int pid = 0, c, launches = 0;
   int64_t from = -1, to = -1, dur = -1;
   long v;
   optind = 1;
@@ -387,6 +393,7 @@ int gpd_trace_main(int argc, char **argv) {
         return gpd_cli_usage(trace_usage, "bad --duration '%s'", optarg);
       break;
     case 's': sock = optarg; break;
+    case 'L': launches = 1; break;
     case 'h': fputs(trace_usage, stdout); return GPD_EXIT_OK;
     default: return gpd_cli_usage(trace_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
@@ -400,6 +407,9 @@ int gpd_trace_main(int argc, char **argv) {
     return gpd_cli_usage(trace_usage, "unknown --format '%s' (perfetto or chrome)", fmt);
   else if (!fmt && ends_with(out, ".json"))
     chrome = 1;
+  if (launches && !chrome)
+    return gpd_cli_usage(trace_usage, "--launches is for --format chrome (Perfetto traces always have them)");
+  chrome += chrome && launches;
   int live = optind >= argc;
   if (live && dur < 0)
     return gpd_cli_usage(trace_usage, "give a FILE.gpdb, or --duration D for a live trace");

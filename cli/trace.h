@@ -77,6 +77,10 @@ void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, si
  *  JSON of x to f.  0 or -errno / -ENOMEM. */
 int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x);
 int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x);
+/** Chrome trace-event JSON with each device operation's launch as a slice
+ *  on its CPU thread and a flow ("bind_id") from it to the GPU slice(s)
+ *  of the same launch (trace-write-chrome.c).  0 or -errno / -ENOMEM. */
+int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x);
 
 /* ---- idle.c: idleness blame ---- */
 
@@ -116,8 +120,8 @@ typedef struct gpd_xblame_s {
 int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
                     size_t *nblame, double *idle_ns, double *span_ns);
 /** `report` section: GPU idleness blame of the profiles in path (nothing
- *  when they have no trace); call paths cut in the middle to fit lines of
- *  `width` characters (0: whole).  0, or < 0 with err set. */
+ *  when they have no trace); call paths innermost first, cut to fit lines
+ *  of `width` characters (gpd_cli_path_fit; 0: whole).  0, or < 0 with err set. */
 int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn);
 /** `report --json` part: one JSON object per process of path that has a
  *  trace (profile_id, pid, GIDLE, GIDLE:RUN, GIDLE:SYNC and span in s,

@@ -5,7 +5,9 @@
 # schema and every interned id resolves (trace-decode), one slice per
 # operation and one launch instant each; the Chrome JSON parses, has one
 # X event per operation, and every `sf` (and every parent) resolves in
-# stackFrames, each kernel's stack 43 frames deep under its full name.
+# stackFrames, each kernel's stack 43 frames deep under its full name;
+# the Chrome JSON with launches has a flow from each launch to its
+# operation's GPU slice (chrome-flows.py), every operation but the syncs.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 N=${GPD_BIG_EVENTS:-200000}
 BENCH=$BUILD/bin/bench-tracewrite
@@ -13,7 +15,7 @@ DEC=$(app trace-decode)
 [ -x "$BENCH" ] || { echo "SKIP: bench-tracewrite not built"; exit 77; }
 BENCH_KEEP=1 "$BENCH" --events "$N" --before 0 --dir "$T" >"$T/bench.out" || die "bench-tracewrite failed"
 cat "$T/bench.out"
-pf=$(ls "$T"/bench-tracewrite.*.0) js=$(ls "$T"/bench-tracewrite.*.1)
+pf=$(ls "$T"/bench-tracewrite.*.0) js=$(ls "$T"/bench-tracewrite.*.1) jl=$(ls "$T"/bench-tracewrite.*.2)
 "$DEC" "$pf" >"$T/dec.txt" || { tail -3 "$T/dec.txt"; die "trace-decode rejected the file"; }
 grep -q '^ok$' "$T/dec.txt" || die "no ok from trace-decode"
 $PY - "$T/dec.txt" "$N" <<'PYEOF' || die "Perfetto counts: $(grep -v '^track' "$T/dec.txt" | head -20)"
@@ -51,4 +53,5 @@ assert kern and all(deep(e["sf"]) == 44 and sf[str(e["sf"])]["name"].startswith(
 assert all("sf" in e for e in x), "an operation without its call path"
 print("chrome: %d X events, %d stack frames, %.1f bytes per operation" % (len(x), len(sf), len(open(sys.argv[1], "rb").read()) / n))
 PYEOF
+$PY "$HERE/../trace/chrome-flows.py" "$jl" $((N - N / 200)) || die "Chrome JSON with launches: flows"
 echo "PASS trace.big"

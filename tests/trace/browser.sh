@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Chrome-format trace of a real run (ocl-gap under `gpuprof record`)
+# The Chrome-format trace of a real run (ocl-gap under `gpuprof record`,
+# with --launches: launch slices and flows must not upset the importer)
 # opened in a real viewer: speedscope (npm, offline) in headless Chromium
 # (trace-browser.mjs): no error page, a profile per CPU thread, GPU stream
 # and the idle track, and the idle track drawn (its picture is known from
@@ -14,7 +15,7 @@ command -v node >/dev/null || { echo "SKIP: no node"; exit 77; }
 [ -d "$SRC/viewer/node_modules/speedscope" ] && [ -d "$SRC/viewer/node_modules/playwright-core" ] ||
   { echo "SKIP: viewer/node_modules not installed (scripts/viewer)"; exit 77; }
 "$GPUPROF" record -o "$T/g.gpdb" -- "$APP" 6 4 300 >/dev/null 2>"$T/rec.err" || { cat "$T/rec.err"; die "record failed"; }
-"$GPUPROF" trace --format chrome -o "$T/g.json" "$T/g.gpdb" 2>/dev/null || die "trace failed"
+"$GPUPROF" trace --format chrome --launches -o "$T/g.json" "$T/g.gpdb" 2>/dev/null || die "trace failed"
 "$GPUPROF" view --no-browser -o "$T/v.html" "$T/g.gpdb" >/dev/null || die "view failed"
 set +e
 node "$HERE/../trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$T/g.json" "${SHOT:-$T/shot.png}" \

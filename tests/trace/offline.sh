@@ -115,6 +115,23 @@ gaps = [e for e in ev if e["ph"] == "X" and e["name"] == "GPU idle" and e["dur"]
              or re.search(r"burst \([^)]*ocl-gap\.c:5[01]\)$", path(e["sf"])))]
 assert len(gaps) == 1, gaps  # the label rule: see the Perfetto check above
 PYEOF
+# with --launches: each device operation's launch a slice on its CPU
+# thread, one flow from it to the GPU slice (chrome-flows.py); as many
+# flows as the profile has device operations (kernel, copy, memset) with
+# a launch row of the same correlation id
+"$GPUPROF" trace --format chrome --launches -o "$T/gl.json" "$T/g.gpdb" 2>/dev/null || die "chrome trace --launches failed"
+want=$($PY -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM trace_event e WHERE e.op IN (1, 2, 3) AND EXISTS (SELECT 1 FROM trace_launch l WHERE l.profile_id = e.profile_id AND l.corr = e.corr)").fetchone()[0])' "$T/g.gpdb")
+[ "$want" -ge 22 ] || die "only $want launched device operations in the profile (ka 13 + kb 9 at least)"
+$PY "$HERE/../trace/chrome-flows.py" "$T/gl.json" "$want" || die "chrome trace --launches: flows"
+# the launches are what --launches adds: without it, the same events otherwise
+$PY - "$T/g.json" "$T/gl.json" <<'PYEOF' || die "--launches changed more than launches and flow keys"
+import json, sys
+strip = lambda e: {k: v for k, v in e.items() if k not in ("bind_id", "flow_in")}
+a = [e for e in json.load(open(sys.argv[1]))["traceEvents"]]
+b = [strip(e) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("cat") != "launch"]
+assert a == b, (len(a), len(b))
+PYEOF
+"$GPUPROF" trace --launches -o "$T/x.pftrace" "$T/g.gpdb" 2>/dev/null && die "--launches accepted for Perfetto"
 
 # a window with no events: a clear message and a valid, empty trace
 "$GPUPROF" trace --from 1000 -o "$T/empty.pftrace" "$T/g.gpdb" 2>"$T/empty.err" || die "empty window failed"

@@ -1,13 +1,14 @@
 // trace-browser.mjs VIEWER_DIR VIEW.html TRACE.json SHOT.png NAME... : open a
 // Chrome trace-event file written by `gpuprof trace --format chrome` in a
-// real viewer, speedscope (npm, offline), in headless Chromium: the page
-// `gpuprof view` wrote (speedscope's app, self-contained) is given the
-// trace instead of its embedded profile through speedscope's own
-// window.speedscope.loadFileFromBase64, so that speedscope's Chrome trace
-// importer reads the file.  Checks: no error panel, no import alert, every
-// NAME (a thread / stream track name) is among speedscope's profiles,
-// stepped through with its 'n' key, and the profile of the last NAME is
-// drawn.
+// real viewer, speedscope (npm, offline), in headless Chromium, the way a
+// person does: the page `gpuprof view` wrote (speedscope's app,
+// self-contained, showing its embedded profile) is opened from disk and
+// the trace is given to speedscope's own "Import" button (its file
+// chooser: the browser reads the file; nothing is copied into the page),
+// so that speedscope's Chrome trace importer reads the file.  Checks: no
+// error panel, no import alert, every NAME (a thread / stream track name)
+// is among speedscope's profiles, stepped through with its 'n' key, and
+// the profile of the last NAME is drawn.
 //
 // The picture that profile must give is known before the browser starts:
 // it is computed from the trace file (the track's slices, the share of its
@@ -16,16 +17,18 @@
 // cpu_think gap on the idle track): a track covering less than half its
 // range fails as a bad input, not as a bad viewer.  "Drawn" is a pixel
 // count that does not depend on the colour speedscope happens to pick
-// (pixels.mjs: a third of its palette is pale).  A synthetic trace loaded
-// into the same page afterwards keeps the count honest: one long frame
-// given a pale colour must count as drawn, and two 1 us slices 300 ms
-// apart (a nearly empty chart) must not.  On failure the evidence is printed
-// (drawn and vivid pixel shares, the slices' share of the range, the long
-// frame's colour rank).  Saves a screenshot of the last NAME's profile.
-// Exits 0, 1 with the reason, 77 without Chromium.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+// (pixels.mjs: a third of its palette is pale).  A synthetic trace
+// imported into the same page afterwards keeps the count honest: one long
+// frame given a pale colour must count as drawn, and two 1 us slices 300
+// ms apart (a nearly empty chart) must not.  On failure the evidence is
+// printed (drawn and vivid pixel shares, the slices' share of the range,
+// the long frame's colour rank).  Saves a screenshot of the last NAME's
+// profile.  Prints the import's wall time (file chosen to profiles
+// listed).  Exits 0, 1 with the reason, 77 without Chromium.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { pct, waitDrawn, waitShare } from '../export/pixels.mjs';
@@ -98,33 +101,49 @@ if (known) {
 }
 
 // --------------------------------------------------------------- pages
-const template = readFileSync(view, 'utf8')
-  .replace(/#localProfilePath=gpuprof-embedded-profile&view=left-heavy/,
-           '#localProfilePath=gpuprof-embedded-profile');
-// open(tag, json, ready): a page of speedscope that imports `json` (a
-// string) as a Chrome trace; waits (deadline) until the page's text
-// matches `ready` (the toolbar's profile title) or shows the error panel.
-// Returns {p, alerts}.
-async function open(browser, tag, json, ready) {
-  const b64 = Buffer.from(json).toString('base64');
-  const file = `${view}.${tag}.html`;
-  writeFileSync(file, template.replace(/loadFileFromBase64\("[^"]*", "[A-Za-z0-9+/=]*"\)/,
-                                       () => `loadFileFromBase64("gpuprof-trace.json", "${b64}")`));
+// The page as `gpuprof view` wrote it, with a hash that names its embedded
+// profile but no view (the page's own default is the left-heavy view; a
+// trace is read in time order, speedscope's default).
+const pageUrl = `${pathToFileURL(resolve(view)).href}#localProfilePath=gpuprof-embedded-profile`;
+const barOf = () => document.body.innerText.split('\n').find((l) => /\(\d+\/\d+\)/.test(l)) || '';
+const bar = (p) => p.evaluate(barOf);
+const panel = (p) => p.evaluate(() => /Something went wrong/.test(document.body.innerText));
+
+// open(browser): the page, its embedded profile shown (the toolbar's
+// "NAME (k/N)"), so that nothing loads after the trace.  Returns {p, alerts}.
+async function open(browser) {
   const p = await browser.newPage({ viewport: { width: W, height: H } });
   const alerts = [];
   p.on('dialog', (d) => { alerts.push(d.message()); d.dismiss().catch(() => {}); });
-  await p.goto(pathToFileURL(resolve(file)).href, { timeout: LOAD_MS });
-  await p.waitForFunction((re) => new RegExp(`${re}|Something went wrong`).test(document.body.innerText),
-                          ready.source, { timeout: LOAD_MS });
-  if (/Something went wrong/.test(await p.evaluate(() => document.body.innerText)))
-    fail(`${tag}: speedscope shows its error panel`);
-  if (alerts.length) fail(`${tag}: speedscope alerted: ${alerts.join(' | ')}`);
+  await p.goto(pageUrl, { timeout: 60000 });
+  await p.waitForFunction(() => /\(\d+\/\d+\)|Something went wrong/.test(document.body.innerText), null,
+                          { timeout: 60000 });
+  if (await panel(p)) fail('speedscope shows its error panel for the page\'s own profile');
   return { p, alerts };
 }
 
+// importFile(p, alerts, tag, file, ready, ms): speedscope's "Import" button,
+// its file chooser given `file`; waits (deadline ms) until the toolbar
+// shows another profile whose title matches `ready` or the error panel
+// shows.  Returns the import's wall time in ms.
+async function importFile(p, alerts, tag, file, ready, ms) {
+  const old = await bar(p);
+  const [chooser] = await Promise.all([p.waitForEvent('filechooser', { timeout: 60000 }),
+                                       p.getByText('Import').last().click()]);
+  const t0 = Date.now();
+  await chooser.setFiles(file);
+  await p.waitForFunction(([src, old, re]) => {
+    const t = (0, eval)(src)();
+    return (t !== old && new RegExp(re).test(t)) || /Something went wrong/.test(document.body.innerText);
+  }, [`(${barOf})`, old, ready.source], { timeout: ms, polling: 500 });
+  const took = Date.now() - t0;
+  if (await panel(p)) fail(`${tag}: speedscope shows its error panel`);
+  if (alerts.length) fail(`${tag}: speedscope alerted: ${alerts.join(' | ')}`);
+  return took;
+}
+
 // A synthetic trace of two threads, loaded into the same page after the
-// run's trace (window.speedscope.loadFileFromBase64 again: no second page
-// load): 'pale', a 300 ms frame with a pale colour (rank 9 of 11 frames,
+// run's trace (imported the same way: no second page load): 'pale', a 300 ms frame with a pale colour (rank 9 of 11 frames,
 // the others 1 us each after it: drawn with chroma below 30 by speedscope
 // 1.25 (viewer/package-lock.json), as is rank 2; measured, the shader's
 // colour differs a little from the formula above), and 'empty', a nearly
@@ -146,17 +165,19 @@ const browser = await chromium.launch({
   executablePath: exe, headless: true, timeout: 60000,
   args: ['--no-sandbox', '--disable-gpu', '--headless=new', `--window-size=${W},${H}`],
 });
+const tmp = mkdtempSync(join(tmpdir(), 'gpd-trace-browser.'));
 try {
-  const { p } = await open(browser, 'trace', readFileSync(trace, 'utf8'), /\(1\/\d+\)/);
+  const { p, alerts } = await open(browser);
+  const ms = await importFile(p, alerts, 'trace', trace, /\(1\/\d+\)/, LOAD_MS);
+  console.log(`import of ${trace}: ${(ms / 1000).toFixed(1)} s (file chosen to profiles listed)`);
+  if (process.exitCode) throw new Error('import failed');
   // loaded: the toolbar shows "NAME (1/N)", one profile per thread
   // speedscope makes one profile per (pid, tid), named after the
   // thread_name metadata; 'n' steps to the next one: collect the titles
   // (the toolbar line "NAME (k/N)"), then go back to the last NAME's
-  const barOf = () => document.body.innerText.split('\n').find((l) => /\(\d+\/\d+\)/.test(l)) || '';
-  const bar = () => p.evaluate(barOf);
   const titles = [];
   for (let k = 0; k < 32; k++) {
-    const t = await bar();
+    const t = await bar(p);
     titles.push(t);
     const m = /\((\d+)\/(\d+)\)/.exec(t);
     if (!m || m[1] === m[2]) break; // the last one
@@ -170,12 +191,12 @@ try {
   for (const n of names) if (!all.includes(n)) fail(`no profile named '${n}' in speedscope`);
   const target = last ? titles.findIndex((t) => t.includes(last)) : -1;
   for (let k = titles.length - 1; target >= 0 && k > target; k--) {
-    const t = await bar();
+    const t = await bar(p);
     await p.keyboard.press('p');
     await p.waitForFunction(([src, old]) => (0, eval)(src)() !== old, [`(${barOf})`, t],
                             { timeout: 20000 });
   }
-  const shown = await bar();
+  const shown = await bar(p);
   if (target >= 0 && !shown.includes(last)) fail(`speedscope shows '${shown}', not '${last}'`);
   // the shown profile draws its slices (polled with a deadline: speedscope
   // redraws on a later frame)
@@ -185,15 +206,13 @@ try {
     fail(`the page shows no timeline (${pct(s.drawn)} drawn pixels, ${pct(s.vivid)} vivid; ` +
          `${describe(known) || 'no track'})`);
   }
-  if (/Something went wrong/.test(await p.evaluate(() => document.body.innerText)))
-    fail('speedscope shows its error panel');
+  if (await panel(p)) fail('speedscope shows its error panel');
   await p.screenshot({ path: shot });
 
   // the measure itself: a pale frame is drawn, a nearly empty chart is not
-  await p.evaluate((b64) => window.speedscope.loadFileFromBase64('controls.json', b64),
-                   Buffer.from(controls()).toString('base64'));
-  await p.waitForFunction(() => /pale \(pid 1, tid 1\) \(1\/2\)/.test(document.body.innerText), null,
-                          { timeout: 60000 });
+  const ctl = join(tmp, 'controls.json');
+  writeFileSync(ctl, controls());
+  await importFile(p, alerts, 'controls', ctl, /pale \(pid 1, tid 1\) \(1\/2\)/, 60000);
   const qs = await waitDrawn(p, W, H, MIN_DRAWN, WAIT_MS);
   console.log(`control: a 300 ms frame of a pale colour: drawn ${pct(qs.drawn)} (vivid ${pct(qs.vivid)})`);
   if (qs.drawn < MIN_DRAWN) fail(`the pixel measure misses speedscope's pale frame (${pct(qs.drawn)} drawn)`);
@@ -206,6 +225,9 @@ try {
   console.log(`control: a nearly empty chart: drawn ${pct(es.drawn)} (not white ${pct(es.ink)})`);
   if (es.ink < 0.005) fail('the nearly empty chart was never painted (no grid lines)');
   if (es.drawn >= MIN_DRAWN) fail(`the pixel measure sees a nearly empty chart as drawn (${pct(es.drawn)})`);
+} catch (e) {
+  fail(e.message);
 } finally {
   await browser.close();
+  rmSync(tmp, { recursive: true, force: true });
 }

@@ -1,0 +1,70 @@
+/* test-pathfit.c - gpd_cli_path_fit (cli/opts.c), the calling-context
+ * column of report's idleness blame: a path "outer > ... > inner" is
+ * shown innermost first ("inner < ... < outer"), cut to the width after
+ * the innermost frames that fit (" < ..."), and an innermost frame longer
+ * than the width keeps its start and its end (the call site's line)
+ * around "..." without splitting a UTF-8 character; width 0 (--wide)
+ * keeps it whole.  Exact expected strings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli.h"
+
+#define P "_start > main (a.c:10) > burst (/work/src/tests/trace/ocl-gap.c:50)"
+#define LEAF "burst (/work/src/tests/trace/ocl-gap.c:50)"
+#define WHOLE LEAF " < main (a.c:10) < _start"
+
+static const char *fit(const char *path, unsigned width) {
+  static char buf[512];
+  snprintf(buf, sizeof buf, "%s", path);
+  gpd_cli_path_fit(buf, width);
+  assert_true(width == 0 || strlen(buf) <= width);
+  return buf;
+}
+
+static void test_leaf_first(void **state) {
+  (void)state;
+  assert_string_equal(fit(P, 0), WHOLE);
+  assert_string_equal(fit(P, sizeof WHOLE - 1), WHOLE);
+  assert_string_equal(fit(P, 200), WHOLE);
+  /* one byte short: the outermost frame goes */
+  assert_string_equal(fit(P, sizeof WHOLE - 2), LEAF " < main (a.c:10) < ...");
+  /* room for the innermost frame and the mark only */
+  assert_string_equal(fit(P, sizeof LEAF - 1 + 6), LEAF " < ...");
+  assert_string_equal(fit(P, sizeof LEAF - 1 + 5 + 16), LEAF " < ...");
+  /* two rows that differ only in the innermost frame's line still differ */
+  assert_string_equal(fit("_start > main (a.c:10) > burst (/work/src/tests/trace/ocl-gap.c:51)", 50),
+                      "burst (/work/src/tests/trace/ocl-gap.c:51) < ...");
+}
+
+static void test_long_frame(void **state) {
+  (void)state;
+  /* 20 bytes: 8 of the start, "...", 9 of the end; 40: 18, "...", 19 */
+  assert_string_equal(fit(P, 20), "burst (/...gap.c:50)");
+  assert_string_equal(fit(P, 40), "burst (/work/src/t...trace/ocl-gap.c:50)");
+  assert_string_equal(fit(LEAF, 20), "burst (/...gap.c:50)");
+  /* 2-byte characters are not split: 9 bytes leave "ë" + "..." + "ë" */
+  assert_string_equal(fit("x > \xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab", 9),
+                      "\xc3\xab...\xc3\xab");
+}
+
+static void test_short(void **state) {
+  (void)state;
+  assert_string_equal(fit("", 40), "");
+  assert_string_equal(fit("", 0), "");
+  assert_string_equal(fit("main", 40), "main");
+  assert_string_equal(fit("a > b", 0), "b < a");
+  assert_string_equal(fit("a > b > c", 9), "c < b < a");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_leaf_first), cmocka_unit_test(test_long_frame),
+                                     cmocka_unit_test(test_short)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
