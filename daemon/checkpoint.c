@@ -6,7 +6,13 @@
  * contexts and cct_local rows past each profile's watermarks, the metrics
  * of dirty nodes, the profile rows, each ring's monitor cursor and the
  * process's unmatched correlation state: the rows that changed) and cuts
- * each process's journal there; with no lock held it looks up FRAME
+ * each process's journal there.  One hold takes what must agree with the
+ * cursors (they and the journal cut, the pending delta, samples, windows,
+ * the profile row) and the ranges of the rest; the process is then frozen
+ * (no monitor consumes its rings) while the contexts, locals and dirty
+ * metrics are copied GPD_STORE_SNAP_CHUNK items per hold, so nobody waits
+ * on the lock for more than one chunk and the copy still reads one
+ * instant of the profile.  With no lock held it looks up FRAME
  * contexts in the symbolizer (never waiting: an unknown call site is
  * queued and stored by module + offset), writes everything and the
  * symbols that arrived in ONE transaction, and after COMMIT returned
@@ -118,6 +124,8 @@ typedef struct snap_proc_s {
   int pend_full;         /* delete every pending row first */
   gpd_prec_t *pend;      /* rows to insert or replace */
   uint32_t npend;
+  gpd_pdelta_t pdl;      /* their copy in progress (pdl_on) */
+  int pdl_on;
   gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
   gpd_cps_snap_t cps; /* CPU sample trace rows and totals (cpusample.c) */
   gpd_tw_snap_t tw;   /* tracing windows (tracewin.c) */
@@ -148,6 +156,8 @@ static void snap_proc_free(snap_proc_t *s) {
   free(s->cursor);
   free(s->cursor_prev);
   free(s->pend);
+  if (s->pdl_on)
+    free(s->pdl.v);
   gpd_pcsample_snap_free(&s->pcs);
   gpd_cpusample_snap_free(&s->cps);
   gpd_tracewin_snap_free(&s->tw);
@@ -206,7 +216,7 @@ static void snap_alloc(snap_proc_t *s) {
 
 static int snap_chunks_left(const snap_proc_t *s) {
   return !s->incomplete && (s->mod_from < s->mod_to || s->str_from < s->str_to || s->node_next < s->node_to ||
-                            s->loc_from < s->loc_to || s->met_next < s->met_to);
+                            s->loc_from < s->loc_to || s->met_next < s->met_to || s->pdl_on);
 }
 
 /* The metric values of node n (dirty) appended to s. */
@@ -276,6 +286,12 @@ static uint32_t snap_copy_chunk(gpd_proc_t *p, snap_proc_t *s, uint32_t budget) 
     pr->ndirtyv = 0;
   if ((s->loc_from < s->loc_to && !s->locals) || (s->met_next < s->met_to && !s->mets))
     s->incomplete = 1;
+  if (s->pdl_on && !s->incomplete && k < budget)
+    k += gpd_profile_pending_step(pr, &s->pdl, budget - k);
+  if (s->pdl_on && !s->incomplete && !gpd_profile_pending_left(&s->pdl)) {
+    gpd_profile_pending_end(&s->pdl, &s->pend, &s->npend);
+    s->pdl_on = 0;
+  }
   if (!snap_chunks_left(s))
     p->snap_frozen = s->frozen = 0;
   return k;
@@ -346,9 +362,12 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     s->pend_write = 1;
     /* a finished profile has resolved or forced everything: no rows */
     s->pend_full = 1;
-    if (!s->exited && gpd_profile_pending_delta(pr, &s->pend, &s->npend, &s->pdel, &s->npdel,
-                                                &s->pend_full) < 0)
-      s->incomplete = 1;
+    if (!s->exited) {
+      if (gpd_profile_pending_begin(pr, &s->pdl, &s->pdel, &s->npdel, &s->pend_full) < 0)
+        s->incomplete = 1;
+      else
+        s->pdl_on = 1; /* the rows: snap_copy_chunk */
+    }
     pr->pend_gen_saved = pr->pend_gen;
   }
   if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
@@ -362,13 +381,15 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   p->snap_frozen = s->frozen = snap_chunks_left(s);
 }
 
-/* Unlock d->lock, held since t_held (ns): the longest hold is kept for
- * the stop line and gpd_store_lock_max_ns. */
-static void lock_release(gpd_daemon_t *d, gpd_store_t *s, uint64_t t_held) {
+/* Unlock d->lock, held since t_held (ns) for part `what` of a flush
+ * (HOLD_*): the longest hold of each is kept for the stop line and
+ * gpd_store_lock_max_ns. */
+enum { HOLD_SNAP, HOLD_CHUNK, HOLD_COMMIT };
+static void lock_release(gpd_daemon_t *d, gpd_store_t *s, uint64_t t_held, int what) {
   pthread_mutex_unlock(&d->lock);
   uint64_t dt = gpd_clock_ns() - t_held;
-  if (dt > __atomic_load_n(&s->lock_max_ns, __ATOMIC_RELAXED))
-    __atomic_store_n(&s->lock_max_ns, dt, __ATOMIC_RELAXED);
+  if (dt > __atomic_load_n(&s->lock_max_ns[what], __ATOMIC_RELAXED))
+    __atomic_store_n(&s->lock_max_ns[what], dt, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------- write */
@@ -501,7 +522,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
-  lock_release(d, s, t_held);
+  lock_release(d, s, t_held, HOLD_SNAP);
   /* the new modules, strings and contexts, at most `chunk` per hold of
    * the lock: the monitors and the event loop wait for one chunk, not for
    * the whole snapshot */
@@ -529,7 +550,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
       if (!sp->frozen)
         i++;
     }
-    lock_release(d, s, t_held);
+    lock_release(d, s, t_held, HOLD_CHUNK);
     /* a mutex is not fair: without a pause the next chunk would take the
      * lock again before a woken waiter runs */
     if (i < n)
@@ -673,7 +694,7 @@ fin:
     }
   }
   s->flushes++;
-  lock_release(d, s, t_held);
+  lock_release(d, s, t_held, HOLD_COMMIT);
   for (uint32_t i = 0; i < n; i++)
     if (snaps[i].jdone)
       gpd_journal_unlink(d, snaps[i].id, snaps[i].jcut.lo, snaps[i].jcut.seg);
@@ -704,9 +725,19 @@ out:;
   return err;
 }
 
-uint64_t gpd_store_lock_max_ns(gpd_store_t *s) { return __atomic_load_n(&s->lock_max_ns, __ATOMIC_RELAXED); }
+uint64_t gpd_store_lock_max_ns(gpd_store_t *s) {
+  uint64_t m = 0;
+  for (int i = 0; i < 3; i++) {
+    uint64_t v = __atomic_load_n(&s->lock_max_ns[i], __ATOMIC_RELAXED);
+    m = v > m ? v : m;
+  }
+  return m;
+}
 
-void gpd_store_lock_max_reset(gpd_store_t *s) { __atomic_store_n(&s->lock_max_ns, 0, __ATOMIC_RELAXED); }
+void gpd_store_lock_max_reset(gpd_store_t *s) {
+  for (int i = 0; i < 3; i++)
+    __atomic_store_n(&s->lock_max_ns[i], 0, __ATOMIC_RELAXED);
+}
 
 void gpd_store_snapshot_chunk(gpd_store_t *s, uint32_t n) { s->snap_chunk = n; }
 
@@ -769,11 +800,12 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   if (s && s->wr_n)
     GPD_INFO("store: %llu writes (%llu asked early by rings half full), snapshot to ring release "
              "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms, "
-             "hold of the daemon lock %.2f ms",
+             "hold of the daemon lock %.2f ms (snapshot %.2f, chunks %.2f, after the commit %.2f)",
              (unsigned long long)s->wr_n,
              (unsigned long long)__atomic_load_n(&d->early_flushes, __ATOMIC_RELAXED),
              (double)s->wr_ns / (double)s->wr_n / 1e6, (double)s->wr_max_ns / 1e6,
              (unsigned long long)s->wr_slow, (double)s->wr_sym_max_ns / 1e6,
-             (double)s->wr_begin_max_ns / 1e6, (double)gpd_store_lock_max_ns(s) / 1e6);
+             (double)s->wr_begin_max_ns / 1e6, (double)gpd_store_lock_max_ns(s) / 1e6, (double)s->lock_max_ns[HOLD_SNAP] / 1e6,
+             (double)s->lock_max_ns[HOLD_CHUNK] / 1e6, (double)s->lock_max_ns[HOLD_COMMIT] / 1e6);
 }
 

@@ -61,7 +61,8 @@ struct gpd_store_s {
    * the longest wait for the file in BEGIN IMMEDIATE and the longest
    * symbolization before it (a large library's first lookup: seconds) */
   uint64_t wr_n, wr_ns, wr_max_ns, wr_slow, wr_begin_max_ns, wr_sym_max_ns;
-  uint64_t lock_max_ns; /* the writer's longest hold of d->lock (atomic: read by others) */
+  uint64_t lock_max_ns[3]; /* the writer's longest hold of d->lock: its snapshot's first hold,
+                              a chunk, after the commit (atomic: read by others) */
   uint32_t snap_chunk;  /* items copied per hold of d->lock after the snapshot's
                            first hold; 0: GPD_STORE_SNAP_CHUNK (gpd_store_snapshot_chunk) */
   int bindir;        /* gpubins/ (verified dirfd), -1 until needed; main thread */
