@@ -110,6 +110,7 @@ typedef struct snap_proc_s {
   uint32_t met_next, met_to, ndirty;
   int met_all;
   int frozen; /* its process is frozen until snap_copy_chunk completes it */
+  int taken;  /* snap_copy ran */
   snap_local_t *locals;
   uint32_t nlocals;
   snap_met_t *mets;
@@ -200,7 +201,7 @@ static uint32_t copy_range(void *dst, const void *src, uint32_t *from, uint32_t 
   return k;
 }
 
-/* The arrays the chunked copy fills (no lock: sizes from the snapshot). */
+/* The arrays the chunked copy fills (sizes from the snapshot). */
 static void snap_alloc(snap_proc_t *s) {
   if (s->mod_to > s->mod_from && (s->mods = calloc(s->mod_to - s->mod_from, sizeof *s->mods)) == NULL)
     s->incomplete = 1;
@@ -381,6 +382,15 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   p->snap_frozen = s->frozen = snap_chunks_left(s);
 }
 
+/* Detach p's region into closing[*n] (closed once the lock is dropped),
+ * or close it now when there is no array (out of memory). */
+static void close_later(gpd_proc_t *p, gpd_region_t *closing, uint32_t *n) {
+  if (closing == NULL)
+    gpd_registry_close_region(p);
+  else if (gpd_registry_detach_region(p, &closing[*n]))
+    (*n)++;
+}
+
 /* Unlock d->lock, held since t_held (ns) for part `what` of a flush
  * (HOLD_*): the longest hold of each is kept for the stop line and
  * gpd_store_lock_max_ns. */
@@ -502,17 +512,14 @@ int gpd_store_flush(gpd_daemon_t *d) {
   uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_STORE_SNAP_CHUNK;
   gpd_daemon_lock(d);
   uint64_t t_held = gpd_clock_ns();
+  int part = HOLD_SNAP;
   if (d->nprocs)
     snaps = calloc(d->nprocs, sizeof *snaps);
   for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
     if ((p->state == GPD_PROC_EXITED || p->state == GPD_PROC_LOST) && p->flushed)
       continue; /* written already, or restored from the store unchanged */
-    snap_copy(d, p, &snaps[n++]);
-    if (chunk == UINT32_MAX) { /* one hold for everything (benchmarks' baseline) */
-      snap_alloc(&snaps[n - 1]);
-      while (snaps[n - 1].frozen)
-        snap_copy_chunk(p, &snaps[n - 1], UINT32_MAX);
-    }
+    snaps[n].proc = p;
+    snaps[n++].id = p->profile_id;
   }
   /* keep a reserved block of profile ids ahead of the registry */
   uint64_t id_hw = 0;
@@ -522,40 +529,43 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
-  lock_release(d, s, t_held, HOLD_SNAP);
-  /* the new modules, strings and contexts, at most `chunk` per hold of
-   * the lock: the monitors and the event loop wait for one chunk, not for
-   * the whole snapshot */
-  for (uint32_t i = 0; i < n; i++)
-    if (snaps[i].frozen)
-      snap_alloc(&snaps[i]);
-  for (uint32_t i = 0; i < n;) {
-    if (!snaps[i].frozen) {
+  /* Process by process: its snapshot (one instant: snap_copy), then its
+   * new contexts, locals, metrics and pending rows, while it is frozen;
+   * at most `chunk` of those per hold of the lock, so that the monitors
+   * and the event loop wait for one chunk, not for the whole snapshot,
+   * and a process is frozen only during its own copy. */
+  for (uint32_t i = 0, budget = chunk; i < n;) {
+    snap_proc_t *sp = &snaps[i];
+    gpd_proc_t *p = d->procs;
+    while (p && p != sp->proc)
+      p = p->next;
+    if (p == NULL || p->profile_id != sp->id) { /* gone meanwhile: nothing to write */
+      memset(sp, 0, sizeof *sp);
+      sp->incomplete = 1;
       i++;
       continue;
     }
-    pthread_mutex_lock(&d->lock);
-    t_held = gpd_clock_ns();
-    for (uint32_t budget = chunk; i < n && budget > 0;) {
-      snap_proc_t *sp = &snaps[i];
-      gpd_proc_t *p = d->procs;
-      while (p && p != sp->proc)
-        p = p->next;
-      if (p == NULL) { /* cannot happen: a frozen entry is neither freed nor replaced */
-        sp->incomplete = 1;
-        sp->frozen = 0;
-      } else if (sp->frozen) {
-        budget -= snap_copy_chunk(p, sp, budget); /* incomplete: unfreezes at once */
-      }
-      if (!sp->frozen)
-        i++;
+    if (!sp->frozen && sp->proc && !sp->taken) {
+      snap_copy(d, p, sp);
+      sp->taken = 1;
+      snap_alloc(sp);
     }
-    lock_release(d, s, t_held, HOLD_CHUNK);
-    /* a mutex is not fair: without a pause the next chunk would take the
-     * lock again before a woken waiter runs */
-    if (i < n)
+    if (sp->frozen)
+      budget -= snap_copy_chunk(p, sp, budget); /* incomplete: unfreezes at once */
+    if (!sp->frozen)
+      i++;
+    if (budget == 0 && i < n) {
+      lock_release(d, s, t_held, part);
+      /* a mutex is not fair: without a pause the next chunk would take
+       * the lock again before a woken waiter runs */
       nanosleep(&(struct timespec){0, 20000}, NULL);
+      pthread_mutex_lock(&d->lock);
+      t_held = gpd_clock_ns();
+      part = HOLD_CHUNK;
+      budget = chunk;
+    }
   }
+  lock_release(d, s, t_held, part);
   if (n == 0 && gbrows == NULL && id_hw == 0 && !gpd_symbolizer_pending(d->symbolizer))
     goto out;
   /* Symbols the symbolizer thread has already: a call site it has not
@@ -629,6 +639,9 @@ fin:
     GPD_INFO("store: writes to %s work again", s->path);
     s->failing = 0;
   }
+  /* the regions of ended processes are unmapped after the lock is dropped */
+  gpd_region_t *closing = n ? malloc(n * sizeof *closing) : NULL;
+  uint32_t nclosing = 0;
   pthread_mutex_lock(&d->lock);
   t_held = gpd_clock_ns();
   pthread_mutex_lock(&d->reg_lock);
@@ -664,7 +677,7 @@ fin:
        * nobody will hand its region back, so the region (memfd and
        * mapping) is freed now; the profile stays until it is written. */
       if (err < 0 && snaps[i].exited && p->state == GPD_PROC_EXITED)
-        gpd_registry_close_region(p);
+        close_later(p, closing, &nclosing);
       continue;
     }
     if (p->store_error) {
@@ -690,11 +703,14 @@ fin:
      * snapshot is not written yet (the next flush does it) */
     if (snaps[i].exited && p->state == GPD_PROC_EXITED && p->ends == snaps[i].ends) {
       p->flushed = 1;
-      gpd_registry_close_region(p);
+      close_later(p, closing, &nclosing);
     }
   }
   s->flushes++;
   lock_release(d, s, t_held, HOLD_COMMIT);
+  for (uint32_t i = 0; i < nclosing; i++)
+    gpd_region_close(&closing[i]);
+  free(closing);
   for (uint32_t i = 0; i < n; i++)
     if (snaps[i].jdone)
       gpd_journal_unlink(d, snaps[i].id, snaps[i].jcut.lo, snaps[i].jcut.seg);
