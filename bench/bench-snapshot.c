@@ -15,6 +15,7 @@
  *
  *   bench-snapshot [N...]      (default: 6667 33334, i.e. ~20 000 and
  *                               ~100 000 CCT nodes)
+ * BENCH_CHUNK=K: chunks of K items instead of the default.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "bench-kernels.h"
 #include "daemon-client-lib.h"
 #include "gpuprof/clock.h"
 #include "store.h"
@@ -52,18 +54,8 @@ static void *prober(void *arg) {
 }
 
 static void kernels(gpd_profile_t *p, uint32_t nodes) {
-  for (uint32_t i = 1; i <= nodes; i++) {
-    _Alignas(64) gpd_rec_invoke_t v;
-    gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, GPD_CORR(GPD_API_OPENCL, ++corr_n));
-    gpd_profile_ingest(p, &v, sizeof v);
-    _Alignas(64) gpd_rec_activity_t a;
-    gpd_dclient_activity_init(&a, GPD_OP_KERNEL, v.corr);
-    a.start = 1000ull * i;
-    a.end = a.start + 1000 + 100 * (i % 13);
-    a.name = 1 + (i * 7u) % KERNELS;
-    a.stream = 1;
-    gpd_profile_ingest(p, &a, sizeof a);
-  }
+  for (uint32_t i = 1; i <= nodes; i++)
+    bench_kernel_pair(p, i, ++corr_n, KERNELS);
   gpd_profile_retry(p);
 }
 
@@ -145,6 +137,7 @@ static void run(uint32_t nodes, uint32_t chunk, const char *what) {
 
 int main(int argc, char **argv) {
   uint32_t def[] = {6667, 33334}, n = 2, *sizes = def;
+  uint32_t chunk = getenv("BENCH_CHUNK") ? (uint32_t)strtoul(getenv("BENCH_CHUNK"), NULL, 10) : 0;
   if (argc > 1) {
     sizes = calloc((size_t)argc - 1, sizeof *sizes);
     n = (uint32_t)argc - 1;
@@ -157,7 +150,7 @@ int main(int argc, char **argv) {
   printf("|---|---|---|---|---|---|---|---|\n");
   for (uint32_t i = 0; i < n; i++) {
     run(sizes[i], UINT32_MAX, "one hold (before)");
-    run(sizes[i], getenv("BENCH_CHUNK") ? (uint32_t)atoi(getenv("BENCH_CHUNK")) : 0, "chunks (after, default size)");
+    run(sizes[i], chunk, getenv("BENCH_CHUNK") ? "chunks (after, BENCH_CHUNK)" : "chunks (after, default size)");
   }
   return 0;
 }
