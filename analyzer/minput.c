@@ -23,11 +23,17 @@
 #include "gpuprof/metric.h"
 #include "store-read.h"
 
+/* an input profile id and its order in the input (the profile query's) */
+typedef struct rd_id_s {
+  int64_t id;
+  size_t ord;
+} rd_id_t;
+
 typedef struct rd_s {
   gpd_mpart_t *p;
   gpd_store_merge_t m; /* the connection and the selection (store-read.h) */
   const char *path;
-  int64_t *ids; /* input profile ids, ascending; local ordinal = base + index + 1 */
+  rd_id_t *ids; /* input profile ids, ascending by id; local ordinal = base + ord + 1 */
   size_t nids;
   size_t base;
   int has_pcs; /* the input has the PC-sample tables */
@@ -51,12 +57,12 @@ static int64_t local_of(const rd_t *r, int64_t id) {
   size_t lo = 0, hi = r->nids;
   while (lo < hi) {
     size_t m = (lo + hi) / 2;
-    if (r->ids[m] < id)
+    if (r->ids[m].id < id)
       lo = m + 1;
     else
       hi = m;
   }
-  return lo < r->nids && r->ids[lo] == id ? (int64_t)(r->base + lo + 1) : 0;
+  return lo < r->nids && r->ids[lo].id == id ? (int64_t)(r->base + r->ids[lo].ord + 1) : 0;
 }
 
 static int read_meta(rd_t *r, int *version) {
@@ -111,6 +117,11 @@ static int put_tagged(gpd_buf_t *b, gpd_mtable_t t, sqlite3_stmt *st, int64_t pi
   return err < 0 ? err : gpd_mtable_row_encode(b, st, gpd_mtable_pcol(t), pid_local);
 }
 
+static int id_cmp(const void *a, const void *b) {
+  int64_t x = ((const rd_id_t *)a)->id, y = ((const rd_id_t *)b)->id;
+  return (x > y) - (x < y);
+}
+
 static int read_profiles(rd_t *r) {
   sqlite3_stmt *st = NULL;
   int err = 0, rc;
@@ -120,7 +131,7 @@ static int read_profiles(rd_t *r) {
     gpd_mpart_t *p = r->p;
     if (r->nids == cap) {
       cap = cap ? cap * 2 : 64;
-      int64_t *n = realloc(r->ids, cap * sizeof(*n));
+      rd_id_t *n = realloc(r->ids, cap * sizeof(*n));
       if (!n) goto nomem;
       r->ids = n;
     }
@@ -131,11 +142,14 @@ static int read_profiles(rd_t *r) {
       p->prof = n;
       p->capprof = nc;
     }
-    r->ids[r->nids++] = sqlite3_column_int64(st, 0);
+    r->ids[r->nids] = (rd_id_t){sqlite3_column_int64(st, 0), r->nids};
+    r->nids++;
     p->prof[p->nprof++] = (gpd_mprof_t){sqlite3_column_int64(st, 3), 0, 0};
     if ((err = put_tagged(&p->rows, GPD_MT_PROFILE, st, (int64_t)p->nprof)) < 0) goto out;
   }
   if (rc < 0) err = rc;
+  /* profiles come in the order they began (store-id.h), not by id */
+  if (r->nids) qsort(r->ids, r->nids, sizeof(*r->ids), id_cmp);
   goto out;
 nomem:
   err = fail(r, -ENOMEM, "out of memory");

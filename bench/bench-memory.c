@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "bench-kernels.h"
 #include "daemon-client-lib.h"
 #include "gpuprof/metric.h"
 
@@ -66,21 +67,8 @@ static uint64_t build(gpd_profile_t *p, uint32_t nodes) {
     gpd_profile_ingest(p, &r, sizeof r);
     bytes += sizeof r;
   }
-  for (uint32_t i = 1; i <= nodes; i++) {
-    _Alignas(64) gpd_rec_invoke_t v;
-    gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, i, GPD_CORR(GPD_API_OPENCL, ++corr_n));
-    gpd_profile_ingest(p, &v, sizeof v);
-    _Alignas(64) gpd_rec_activity_t a;
-    gpd_dclient_activity_init(&a, GPD_OP_KERNEL, v.corr);
-    a.start = 1000ull * i;
-    a.end = a.start + 1000 + 100 * (i % 13);
-    a.name = 1 + (i * 7u) % KERNELS;
-    a.stream = 1;
-    a.blocks = 64;
-    a.block_threads = 256;
-    gpd_profile_ingest(p, &a, sizeof a);
-    bytes += sizeof v + sizeof a;
-  }
+  for (uint32_t i = 1; i <= nodes; i++)
+    bytes += bench_kernel_pair(p, i, ++corr_n, KERNELS);
   gpd_profile_retry(p);
   return bytes;
 }

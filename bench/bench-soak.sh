@@ -1,96 +1,204 @@
 #!/usr/bin/env bash
-# bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]: victims beside an attacker.
+# bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]: victims beside an attacker
+# (issue 23, "Done means": 16 processes x 100 000 ops/s for 10 minutes).
 #
-# PROCS victim processes (test-daemon-client victim: kernel pairs pushed
-# as the shim pushes, a full ring drops) at OPS pairs/s each for SECS
-# seconds, against one gpuprofd, in two scenarios:
+# PROCS victim processes (test-daemon-client victim, as the user running
+# this: one op = one kernel INVOKE + ACTIVITY pushed as the shim pushes,
+# never waiting, a full ring drops) at OPS ops/s each for SECS seconds,
+# against one gpuprofd, in two scenarios:
 #   quiet    nothing else
 #   attack   at the same time, as another uid (nobody, when run as root):
-#            a correlation flood (invocations that are never matched, 200 000/s
-#            for SECS), a process naming 20 000 call sites in a
-#            20 000-function -g binary (tests' store-bigdebug), and a writer
-#            slowed to one flush per 1.5 s of extra wait
-#            (GPUPROF_TEST_WRITER_DELAY_MS=1500)
-# Prints one row per scenario: records the victims dropped (ring full),
-# kernels stored vs pushed, the writer's mean / longest flush (snapshot to
-# release, from its stop line), the largest journal seen (sampled every
-# 0.5 s), the daemon's peak RSS (VmHWM) and the symbolizer's count.
-# Defaults: 4 x 20 000 x 10 (the issue's soak is 16 x 100 000 x 600);
-# SOAK_SCENARIOS="quiet" runs one of them.
+#            - correlation flood: INVOKEs whose activities never come,
+#              200 000/s for SECS;
+#            - symbolization: three processes naming 20 000 call sites each
+#              in a 20 000-function -g binary (tests/apps/store-bigdebug);
+#            - retention limit: the store is capped (SOAK_RETAIN, default
+#              8M) and the attacker fills it with short processes of
+#              20 000 ops each, one after the other, for SECS;
+#            - forged job id: every attacker process claims the victims' job
+#              id (test-daemon-client's Hello says job42 for all);
+#            - big live traces: an attacker process as busy as one victim,
+#              traced live (`gpuprof trace --pid P --duration 5s`) over and
+#              over for SECS.
+# Prints, per scenario, one row per victim (ops pushed, records dropped,
+# kernels stored, the writer's lag for that process: seconds from its exit
+# until its profile is stored exited with every kernel, polled every
+# 0.25 s) and one summary row: drops in total, the writer's flush (snapshot
+# to ring release, mean and longest, from its stop line), its longest hold
+# of the daemon lock, the journal's peak, the daemon's peak RSS (VmHWM),
+# and for the attack: store size, attacker profiles the retention deleted,
+# live traces written / asked, attacker processes an admin's
+# `ps --all --job job42` lists.
+# Needs only the build's bin/ and tests/apps (test-daemon-client is found
+# anywhere under BUILD_DIR) and python3; runs from a bundle directory.
+# Defaults: 16 x 100 000 x 600; SOAK_SCENARIOS="quiet" runs one of them.
 set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
-procs=${2:-4} ops=${3:-20000} secs=${4:-10}
+procs=${2:-16} ops=${3:-100000} secs=${4:-600}
+retain=${SOAK_RETAIN:-8M}
 client=$(find "$b" -type f -perm -u+x -name test-daemon-client -print -quit)
-big=$b/tests/apps/store-bigdebug
-[ -n "$client" ] && [ -x "$big" ] || { echo "bench-soak: build test-daemon-client and store-bigdebug first"; exit 1; }
-top=$(cd "$(dirname "$0")/.." && pwd)
+big=$(find "$b" -type f -perm -u+x -name store-bigdebug -print -quit)
+[ -n "$client" ] && [ -n "$big" ] && [ -x "$b/bin/gpuprofd" ] && [ -x "$b/bin/gpuprof" ] ||
+  { echo "bench-soak: needs bin/gpuprofd, bin/gpuprof, test-daemon-client and store-bigdebug under $b"; exit 1; }
+command -v python3 >/dev/null || { echo "bench-soak: needs python3"; exit 1; }
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
+# the attacker runs copies it can read (a private build tree stands in the way)
+mkdir -p "$tmp/bin"
+cp "$client" "$big" "$b/bin/gpuprof" "$tmp/bin/"
+chmod -R a+rX "$tmp/bin"
+client=$tmp/bin/test-daemon-client big=$tmp/bin/store-bigdebug gp=$tmp/bin/gpuprof
 dpid=
-cleanup() { [ -z "$dpid" ] || kill -9 "$dpid" 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { [ -z "$dpid" ] || kill -9 "$dpid" 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; [ -n "${SOAK_KEEP:-}" ] || rm -rf "$tmp"; }
 trap cleanup EXIT
 as=()
 [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-nm "$big" | while read -r addr type name; do
+nm "$big" 2>/dev/null | while read -r addr type name; do
   if [ "$type" = T ] && [ "${name#f_}" != "$name" ]; then printf '%x\n' $((16#$addr + 4)); fi
-done > "$tmp/offsets"
-q() { python3 "$top/tests/integration/gpdq.py" "$1" sql "$2" | tr -d '[]'; }
+done >"$tmp/offsets"
+[ -s "$tmp/offsets" ] || { echo "bench-soak: no f_* symbols in $big (nm missing?)"; exit 1; }
+
+# watch DIR DB DPID OUT...: until every victim's profile is stored exited
+# with all its kernels (or 120 s after the last exit): per victim "ID
+# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB"
+watch() {
+  python3 - "$@" <<'PY'
+import os, sqlite3, sys, time
+d, db, dpid, outs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+done, stored, jmax, hwm, last_exit = {}, {}, 0, 0, None
+def du(p):
+    t = 0
+    for r, _, fs in os.walk(p):
+        for f in fs:
+            try: t += os.lstat(os.path.join(r, f)).st_size
+            except OSError: pass
+    return t
+def kernels(c, pid):
+    return c.execute("select coalesce(sum(m.value),0), (select state from profile where id=?1) from metric m "
+                     "join metric_desc x on x.id=m.metric_id where x.name='GKER:COUNT' and m.profile_id=?1",
+                     (pid,)).fetchone()
+while True:
+    now = time.monotonic()
+    jmax = max(jmax, du(os.path.join(d, "journal")))
+    try:
+        for l in open("/proc/%s/status" % dpid):
+            if l.startswith("VmHWM:"): hwm = int(l.split()[1])
+    except OSError: pass
+    for o in outs:
+        if o in done: continue
+        try: w = open(o).read().split()
+        except OSError: continue
+        if len(w) >= 4 and w[0] == "DONE":
+            done[o] = (int(w[1]), int(w[3]), now)
+            last_exit = now
+    if done and os.path.exists(db):
+        try:
+            c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+            for o, (pid, dr, t) in done.items():
+                if o in stored: continue
+                k, st = kernels(c, pid)
+                n = int(open(o + ".n").read())
+                if st == "exited" and int(k) >= n - dr:  # a dropped record loses at most one kernel
+                    stored[o] = (int(k), now - t)
+            c.close()
+        except sqlite3.Error:
+            pass
+    if len(stored) == len(outs) or (last_exit and len(done) == len(outs) and now - last_exit > 120):
+        break
+    time.sleep(0.25)
+for o in outs:
+    pid, dr, _ = done.get(o, (0, -1, 0))
+    k, lag = stored.get(o, (-1, -1.0))
+    print(pid, dr, k, "%.2f" % lag)
+print(jmax, hwm)
+PY
+}
 
 run() { # scenario
-  local sc=$1 d=$tmp/$1 env=()
-  mkdir -p "$d"
+  local sc=$1 d=$tmp/$1
+  mkdir -p "$d/att"
   chmod 755 "$d"
-  [ "$sc" = attack ] && env=(GPUPROF_TEST_WRITER_DELAY_MS=1500)
-  env "${env[@]}" GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" \
-    --state-dir "$d/state" >"$d/log" 2>&1 &
+  chmod 1777 "$d/att"
+  printf '[store]\nretention_max_bytes = %s\n' "$retain" >"$d/conf"
+  GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
+    --config "$d/conf" >"$d/log" 2>&1 &
   dpid=$!
   for _ in $(seq 1 200); do [ -S "$d/s" ] && break; sleep 0.05; done
-  local apids=()
+  [ -S "$d/s" ] || { echo "bench-soak: daemon did not start: $(cat "$d/log")"; exit 1; }
+  local apids=() fill=0 traced=0 asked=0
   if [ "$sc" = attack ]; then
     mkfifo "$d/f.in" "$d/a.in"
     "${as[@]}" "$client" "$d/s" flood $((200000 * secs)) 200000 <"$d/f.in" >"$d/flood.out" 2>&1 &
     apids+=($!)
-    "${as[@]}" "$client" "$d/s" frames "$big" "$tmp/offsets" <"$d/a.in" >"$d/frames.out" 2>&1 &
-    apids+=($!)
+    for k in 1 2 3; do
+      "${as[@]}" "$client" "$d/s" frames "$big" "$tmp/offsets" <"$d/a.in" >"$d/frames$k.out" 2>&1 &
+      apids+=($!)
+    done
+    "${as[@]}" "$client" "$d/s" victim $((ops * secs)) "$ops" >"$d/busy.out" 2>&1 &
+    local busy=$!
+    apids+=($busy)
     exec {fi}>"$d/f.in" {ai}>"$d/a.in"
+    ( # retention: short processes one after the other
+      end=$((SECONDS + secs)) n=0
+      while [ $SECONDS -lt $end ]; do "${as[@]}" "$client" "$d/s" honest 20000 >/dev/null 2>&1; n=$((n + 1)); done
+      echo "$n" >"$d/fill.n"
+    ) &
+    apids+=($!)
+    ( # big live traces of the attacker's own busy process
+      end=$((SECONDS + secs - 5)) k=0 ok=0
+      while [ $SECONDS -lt $end ] && kill -0 "$busy" 2>/dev/null; do
+        k=$((k + 1))
+        "${as[@]}" "$gp" --socket "$d/s" trace --pid "$busy" --duration 5s -o "$d/att/t.pftrace" \
+          >>"$d/trace.err" 2>&1 && ok=$((ok + 1))
+        rm -f "$d/att/t.pftrace"
+      done
+      echo "$ok $k" >"$d/trace.n"
+    ) &
+    apids+=($!)
   fi
-  local vpids=()
+  local outs=()
   for i in $(seq 1 "$procs"); do
+    echo $((ops * secs)) >"$d/v$i.out.n"
     "$client" "$d/s" victim $((ops * secs)) "$ops" >"$d/v$i.out" 2>&1 &
-    vpids+=($!)
+    outs+=("$d/v$i.out")
   done
-  local jmax=0 hwm=0
-  while kill -0 "${vpids[@]}" 2>/dev/null; do
-    local j; j=$(du -sb "$d/journal" 2>/dev/null | cut -f1)
-    [ "${j:-0}" -gt "$jmax" ] && jmax=$j
-    sleep 0.5
-  done
-  wait "${vpids[@]}"
-  # stored: every victim profile exited (bounded wait)
-  for _ in $(seq 1 600); do
-    [ "$(q "$d/p.gpdb" "select count(*) from profile where state='exited'")" -ge "$procs" ] 2>/dev/null && break
-    sleep 0.1
-  done
-  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$dpid/status")
+  local jobrows=-1
+  if [ "$sc" = attack ]; then
+    sleep $((secs / 2 > 0 ? secs / 2 : 1))
+    jobrows=$("$b/bin/gpuprof" --socket "$d/s" ps --all --job job42 2>&1 | awk '$2 == "nobody" || $2 == "65534"' | wc -l)
+  fi
+  watch "$d" "$d/p.gpdb" "$dpid" "${outs[@]}" >"$d/watch.out"
   if [ "$sc" = attack ]; then
     exec {fi}>&- {ai}>&-
     wait "${apids[@]}" 2>/dev/null
+    fill=$(cat "$d/fill.n" 2>/dev/null || echo 0)
+    read -r traced asked <"$d/trace.n" 2>/dev/null || true
   fi
-  kill -TERM "$dpid"; wait "$dpid"; dpid=
-  local drops=0 ids=()
-  for i in $(seq 1 "$procs"); do
-    read -r _ id _ dr < "$d/v$i.out"
-    drops=$((drops + dr)); ids+=("$id")
-  done
-  local kc; kc=$(q "$d/p.gpdb" "select coalesce(sum(m.value),0) from metric m join metric_desc x on x.id=m.metric_id where x.name='GKER:COUNT' and m.profile_id in ($(IFS=,; echo "${ids[*]}"))")
-  local wr; wr=$(grep -o 'snapshot to ring release [0-9.]* ms mean, [0-9.]* ms max' "$d/log" | sed 's/snapshot to ring release //')
-  local sy; sy=$(grep -o 'symbolizer: [0-9]* call sites' "$d/log" | grep -o '[0-9]*' || echo 0)
-  printf '| %s | %d x %d/s x %d s | %d of %d | %.0f of %d | %s | %.1f MiB | %.0f MiB | %s |\n' "$sc" "$procs" "$ops" "$secs" \
-    "$drops" $((2 * procs * ops * secs + 5 * procs)) "${kc:-0}" $((procs * ops * secs)) "${wr:-?}" \
-    "$(echo "$jmax / 1048576" | bc -l)" "$(echo "${hwm:-0} / 1024" | bc -l)" "${sy:-0}"
+  kill -TERM "$dpid"
+  wait "$dpid"
+  dpid=
+  local drops=0 i=0 jmax hwm
+  echo "### $sc: $procs victims x $ops ops/s x $secs s"
+  echo "| victim | profile | ops pushed | records dropped | kernels stored | writer lag (exit to stored) |"
+  echo "|---|---|---|---|---|---|"
+  while read -r id dr k lag; do
+    i=$((i + 1))
+    printf '| %d | %s | %d | %s | %s | %s s |\n' "$i" "$id" $((ops * secs)) "$dr" "$k" "$lag"
+    drops=$((drops + (dr > 0 ? dr : 0)))
+  done < <(head -n "$procs" "$d/watch.out")
+  read -r jmax hwm < <(tail -1 "$d/watch.out")
+  local wr lk size left
+  wr=$(grep -o 'snapshot to ring release [0-9.]* ms mean, [0-9.]* ms max' "$d/log" | sed 's/snapshot to ring release //')
+  lk=$(grep -o 'hold of the daemon lock [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms')
+  size=$(du -sb "$d/p.gpdb" | cut -f1)
+  left=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select count(*) from profile where uid=65534").fetchone()[0])' "$d/p.gpdb")
+  echo
+  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store | attacker: fill processes, profiles left | live traces written / asked | attacker rows in ps --job job42 |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f MiB (cap %s) | %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
+    "${wr:-?}" "${lk:-?}" "$(echo "$jmax / 1048576" | bc -l)" "$(echo "${hwm:-0} / 1024" | bc -l)" \
+    "$(echo "$size / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "${traced:-0}" "${asked:-0}" "$jobrows"
 }
 
 echo "# bench-soak — $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-echo "| scenario | victims | records dropped | kernels stored | writer flush (mean, max) | journal peak | daemon RSS peak | call sites symbolized |"
-echo "|---|---|---|---|---|---|---|---|"
 for sc in ${SOAK_SCENARIOS:-quiet attack}; do run "$sc"; done

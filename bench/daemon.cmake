@@ -33,3 +33,11 @@ if(TARGET gpd_daemon_core)
   target_link_libraries(bench-retention PRIVATE gpd_daemon_core)
   set_target_properties(bench-retention PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()
+# bench-snapshot: the store writer's longest hold of the daemon lock at
+# ~20 000 and ~100 000 changed contexts, in one hold against in chunks
+# (docs/PERFORMANCE.md, "Writer snapshot").
+if(TARGET gpd_daemon_core AND TARGET gpd_dclient)
+  add_executable(bench-snapshot ${CMAKE_CURRENT_LIST_DIR}/bench-snapshot.c)
+  target_link_libraries(bench-snapshot PRIVATE gpd_daemon_core gpd_dclient)
+  set_target_properties(bench-snapshot PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+endif()

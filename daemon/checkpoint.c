@@ -6,7 +6,13 @@
  * contexts and cct_local rows past each profile's watermarks, the metrics
  * of dirty nodes, the profile rows, each ring's monitor cursor and the
  * process's unmatched correlation state: the rows that changed) and cuts
- * each process's journal there; with no lock held it looks up FRAME
+ * each process's journal there.  One hold takes what must agree with the
+ * cursors (they and the journal cut, the pending delta, samples, windows,
+ * the profile row) and the ranges of the rest; the process is then frozen
+ * (no monitor consumes its rings) while the contexts, locals and dirty
+ * metrics are copied GPD_STORE_SNAP_CHUNK items per hold, so nobody waits
+ * on the lock for more than one chunk and the copy still reads one
+ * instant of the profile.  With no lock held it looks up FRAME
  * contexts in the symbolizer (never waiting: an unknown call site is
  * queued and stored by module + offset), writes everything and the
  * symbols that arrived in ONE transaction, and after COMMIT returned
@@ -74,8 +80,7 @@ typedef struct snap_local_s {
 
 typedef struct snap_met_s {
   uint64_t ctx;
-  gpd_mval_t *m;
-  uint32_t n;
+  uint32_t off, n; /* its values: snap_proc_t.mval[off, off + n) */
 } snap_met_t;
 
 typedef struct snap_proc_s {
@@ -95,10 +100,23 @@ typedef struct snap_proc_s {
   uint32_t nstrs;
   snap_ctx_t *ctxs;
   uint32_t nctxs;
+  /* what the chunked copy (snap_copy_chunk) still reads from the live
+   * profile, which its monitor leaves alone until then (snap_frozen):
+   * modules, strings, nodes and locals past the watermarks at the
+   * snapshot (the watermarks moved already), and the dirty nodes'
+   * metrics (entries met_next .. met_to of the dirty list, or of every
+   * node when met_all) */
+  uint32_t mod_from, mod_to, str_from, str_to, node_from, node_to, node_next, loc_from, loc_to;
+  uint32_t met_next, met_to, ndirty;
+  int met_all;
+  int frozen; /* its process is frozen until snap_copy_chunk completes it */
+  int taken;  /* snap_copy ran */
   snap_local_t *locals;
   uint32_t nlocals;
   snap_met_t *mets;
   uint32_t nmets;
+  gpd_mval_t *mval; /* every copied metric value, in mets order */
+  size_t nmval, capmval;
   int incomplete;        /* an allocation failed: write nothing, redo all */
   uint64_t *cursor;      /* all rings' monitor cursors (ncursor), or NULL */
   uint64_t *cursor_prev; /* the committed ones at snapshot time */
@@ -107,6 +125,8 @@ typedef struct snap_proc_s {
   int pend_full;         /* delete every pending row first */
   gpd_prec_t *pend;      /* rows to insert or replace */
   uint32_t npend;
+  gpd_pdelta_t pdl;      /* their copy in progress (pdl_on) */
+  int pdl_on;
   gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
   gpd_cps_snap_t cps; /* CPU sample trace rows and totals (cpusample.c) */
   gpd_tw_snap_t tw;   /* tracing windows (tracewin.c) */
@@ -132,12 +152,13 @@ static void snap_proc_free(snap_proc_t *s) {
   }
   free(s->ctxs);
   free(s->locals);
-  for (uint32_t i = 0; i < s->nmets; i++)
-    free(s->mets[i].m);
   free(s->mets);
+  free(s->mval);
   free(s->cursor);
   free(s->cursor_prev);
   free(s->pend);
+  if (s->pdl_on)
+    free(s->pdl.v);
   gpd_pcsample_snap_free(&s->pcs);
   gpd_cpusample_snap_free(&s->cps);
   gpd_tracewin_snap_free(&s->tw);
@@ -159,28 +180,130 @@ static void proc_rewrite_all(gpd_proc_t *p) {
   p->meta_dirty = 1;
 }
 
-/* A new array of src[from..to) (elem bytes each) whose string at byte
- * offset off of each element is a copy; *n counts the elements copied.
- * NULL when there are none; *incomplete set when memory ran out. */
-static void *copy_new(const void *src, uint32_t from, uint32_t to, size_t elem, size_t off, uint32_t *n,
-                      int *incomplete) {
-  if (to <= from)
-    return NULL;
-  char *d = calloc(to - from, elem);
-  if (d == NULL)
+/* Copy src[*from..to) (elem bytes each) into dst + *n, at most budget
+ * elements, each element's string at byte offset off duplicated; *from
+ * and *n advance; *incomplete set when memory ran out (dst NULL: the
+ * array could not be allocated).  Returns the elements visited. */
+static uint32_t copy_range(void *dst, const void *src, uint32_t *from, uint32_t to, size_t elem, size_t off,
+                           uint32_t *n, uint32_t budget, int *incomplete) {
+  uint32_t k = 0;
+  if (dst == NULL && *from < to) {
     *incomplete = 1;
-  for (uint32_t i = 0; d && i < to - from; i++) {
-    char *e = d + (size_t)i * elem, **str = (char **)(void *)(e + off);
-    memcpy(e, (const char *)src + (size_t)(from + i) * elem, elem);
+    return 0;
+  }
+  for (; *from < to && k < budget; (*from)++, k++) {
+    char *e = (char *)dst + (size_t)(*n)++ * elem, **str = (char **)(void *)(e + off);
+    memcpy(e, (const char *)src + (size_t)*from * elem, elem);
     *str = strdup(*str);
-    (*n)++;
     if (*str == NULL)
       *incomplete = 1;
   }
-  return d;
+  return k;
 }
 
-/* Copy what is new in p (lock held). */
+/* The arrays the chunked copy fills (sizes from the snapshot). */
+static void snap_alloc(snap_proc_t *s) {
+  if (s->mod_to > s->mod_from && (s->mods = calloc(s->mod_to - s->mod_from, sizeof *s->mods)) == NULL)
+    s->incomplete = 1;
+  if (s->str_to > s->str_from && (s->strs = calloc(s->str_to - s->str_from, sizeof *s->strs)) == NULL)
+    s->incomplete = 1;
+  if (s->node_to > s->node_from && (s->ctxs = calloc(s->node_to - s->node_from, sizeof *s->ctxs)) == NULL)
+    s->incomplete = 1;
+  if (s->loc_to > s->loc_from && (s->locals = malloc((s->loc_to - s->loc_from) * sizeof *s->locals)) == NULL)
+    s->incomplete = 1;
+  if (s->ndirty && (s->mets = malloc(s->ndirty * sizeof *s->mets)) == NULL)
+    s->incomplete = 1;
+}
+
+static int snap_chunks_left(const snap_proc_t *s) {
+  return !s->incomplete && (s->mod_from < s->mod_to || s->str_from < s->str_to || s->node_next < s->node_to ||
+                            s->loc_from < s->loc_to || s->met_next < s->met_to || s->pdl_on);
+}
+
+/* The metric values of node n (dirty) appended to s. */
+static void snap_metrics(gpd_profile_t *pr, gpd_node_t *n, snap_proc_t *s) {
+  gpd_mval_t mv[GPD_M__COUNT];
+  unsigned nm = gpd_node_metrics(pr, n, mv);
+  if (s->nmval + nm > s->capmval) {
+    size_t cap = s->capmval ? 2 * s->capmval : 4 * (size_t)s->ndirty + GPD_M__COUNT;
+    gpd_mval_t *g = realloc(s->mval, cap * sizeof *g);
+    if (g == NULL) {
+      s->incomplete = 1;
+      return;
+    }
+    s->mval = g;
+    s->capmval = cap;
+  }
+  memcpy(s->mval + s->nmval, mv, nm * sizeof *mv);
+  s->mets[s->nmets++] = (snap_met_t){.ctx = n->id, .off = (uint32_t)s->nmval, .n = nm};
+  s->nmval += nm;
+  n->dirty = 0;
+}
+
+/* Copy at most budget of the modules, strings and contexts that s still
+ * needs from p, its process (lock held).  They were added before the
+ * snapshot and never change once added, so a copy spread over several
+ * holds of the lock reads what one hold would have.  Returns the items
+ * visited. */
+static uint32_t snap_copy_chunk(gpd_proc_t *p, snap_proc_t *s, uint32_t budget) {
+  gpd_profile_t *pr = &p->prof;
+  uint32_t k = copy_range(s->mods, pr->mods, &s->mod_from, s->mod_to, sizeof *pr->mods,
+                          offsetof(gpd_pmodule_t, path), &s->nmods, budget, &s->incomplete);
+  k += copy_range(s->strs, pr->strs, &s->str_from, s->str_to, sizeof *pr->strs, offsetof(gpd_pstring_t, text),
+                  &s->nstrs, budget - k, &s->incomplete);
+  if (s->node_next < s->node_to && s->ctxs == NULL)
+    s->incomplete = 1;
+  for (; s->ctxs && s->node_next < s->node_to && k < budget; s->node_next++, k++) {
+    uint32_t i = s->node_next;
+    gpd_node_t *n = &pr->nodes[i];
+    if (n->saved)
+      continue;
+    snap_ctx_t *c = &s->ctxs[s->nctxs++];
+    c->id = n->id;
+    c->parent = gpd_profile_parent_id(pr, i);
+    c->kind = n->kind;
+    c->offset = n->offset;
+    c->label = gpd__xdup(gpd_profile_label(pr, n->label));
+    c->raw = gpd__xdup(gpd_profile_label(pr, n->raw));
+    if (n->kind == GPD_NODE_FRAME) {
+      const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
+      if (m) {
+        c->module = strdup(m->path);
+        c->build_id = gpd__hex(m->build_id, m->build_id_len);
+      }
+    }
+    n->saved = 1;
+  }
+  for (; s->locals && s->loc_from < s->loc_to && k < budget; s->loc_from++, k++) {
+    s->locals[s->nlocals].local = pr->locals[s->loc_from].local;
+    s->locals[s->nlocals++].ctx = pr->nodes[pr->locals[s->loc_from].node].id;
+  }
+  for (; s->mets && s->met_next < s->met_to && k < budget && !s->incomplete; s->met_next++, k++) {
+    gpd_node_t *n = &pr->nodes[s->met_all ? s->met_next : pr->dirtyv[s->met_next]];
+    if (n->dirty)
+      snap_metrics(pr, n, s);
+  }
+  if (s->met_next == s->met_to && s->mets)
+    pr->ndirtyv = 0;
+  if ((s->loc_from < s->loc_to && !s->locals) || (s->met_next < s->met_to && !s->mets))
+    s->incomplete = 1;
+  if (s->pdl_on && !s->incomplete && k < budget)
+    k += gpd_profile_pending_step(pr, &s->pdl, budget - k);
+  if (s->pdl_on && !s->incomplete && !gpd_profile_pending_left(&s->pdl)) {
+    gpd_profile_pending_end(&s->pdl, &s->pend, &s->npend);
+    s->pdl_on = 0;
+  }
+  if (!snap_chunks_left(s))
+    p->snap_frozen = s->frozen = 0;
+  return k;
+}
+
+/* Copy what changed in p (lock held) at one instant: the profile row,
+ * the metrics of dirty nodes, the cursors, the journal cut, the pending
+ * delta, the samples and windows, which must all agree with each other.
+ * Of the modules, strings and contexts added since the last snapshot
+ * only the ranges are taken (watermarks moved): snap_copy_chunk copies
+ * them, in holds of the lock as short as the caller chooses. */
 static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   gpd_profile_t *pr = &p->prof;
   memset(s, 0, sizeof *s);
@@ -208,86 +331,20 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
     s->nbe++;
   }
-  s->mods = copy_new(pr->mods, pr->nmods_saved, pr->nmods, sizeof *pr->mods, offsetof(gpd_pmodule_t, path),
-                     &s->nmods, &s->incomplete);
-  pr->nmods_saved = pr->nmods;
-  s->strs = copy_new(pr->strs, pr->nstrs_saved, pr->nstrs, sizeof *pr->strs, offsetof(gpd_pstring_t, text),
-                     &s->nstrs, &s->incomplete);
-  pr->nstrs_saved = pr->nstrs;
+  s->mod_from = pr->nmods_saved;
+  s->mod_to = pr->nmods_saved = pr->nmods;
+  s->str_from = pr->nstrs_saved;
+  s->str_to = pr->nstrs_saved = pr->nstrs;
   /* New nodes are past nodes_clean (nodes are append-only; everything is
    * rewritten after a failed write), changed metrics are on the dirty
    * list: the copy costs what changed, not the whole tree. */
-  uint32_t nnew = 0, ndirty = 0;
-  int scan_all = pr->ndirtyv == UINT32_MAX;
-  for (uint32_t i = pr->nodes_clean; i < pr->nnodes; i++)
-    nnew += !pr->nodes[i].saved;
-  if (scan_all) {
-    for (uint32_t i = 0; i < pr->nnodes; i++)
-      ndirty += pr->nodes[i].dirty;
-  } else {
-    ndirty = pr->ndirtyv;
-  }
-  if (nnew && (s->ctxs = calloc(nnew, sizeof *s->ctxs)) == NULL)
-    s->incomplete = 1;
-  if (ndirty && (s->mets = calloc(ndirty, sizeof *s->mets)) == NULL)
-    s->incomplete = 1;
-  for (uint32_t i = pr->nodes_clean; i < pr->nnodes; i++) {
-    gpd_node_t *n = &pr->nodes[i];
-    if (n->saved || s->ctxs == NULL)
-      continue;
-    snap_ctx_t *c = &s->ctxs[s->nctxs++];
-    c->id = n->id;
-    c->parent = gpd_profile_parent_id(pr, i);
-    c->kind = n->kind;
-    c->offset = n->offset;
-    c->label = gpd__xdup(gpd_profile_label(pr, n->label));
-    c->raw = gpd__xdup(gpd_profile_label(pr, n->raw));
-    if (n->kind == GPD_NODE_FRAME) {
-      const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
-      if (m) {
-        c->module = strdup(m->path);
-        c->build_id = gpd__hex(m->build_id, m->build_id_len);
-      }
-    }
-    n->saved = 1;
-  }
-  if (s->ctxs)
-    pr->nodes_clean = pr->nnodes;
-  for (uint32_t k = 0; s->mets && k < (scan_all ? pr->nnodes : pr->ndirtyv); k++) {
-    uint32_t i = scan_all ? k : pr->dirtyv[k];
-    gpd_node_t *n = &pr->nodes[i];
-    if (!n->dirty)
-      continue;
-    snap_met_t *m = &s->mets[s->nmets];
-    gpd_mval_t mv[GPD_M__COUNT];
-    unsigned nm = gpd_node_metrics(pr, n, mv);
-    m->ctx = n->id;
-    m->m = malloc((nm ? nm : 1) * sizeof *m->m);
-    if (m->m) {
-      memcpy(m->m, mv, nm * sizeof *m->m);
-      m->n = nm;
-      s->nmets++;
-    } else {
-      s->incomplete = 1;
-    }
-    n->dirty = 0;
-  }
-  if (s->mets)
-    pr->ndirtyv = 0;
-  if (pr->nlocals > pr->nlocals_saved) {
-    uint32_t n = pr->nlocals - pr->nlocals_saved;
-    s->locals = malloc(n * sizeof *s->locals);
-    if (s->locals) {
-      for (uint32_t i = 0; i < n; i++) {
-        s->locals[i].local = pr->locals[pr->nlocals_saved + i].local;
-        s->locals[i].ctx = pr->nodes[pr->locals[pr->nlocals_saved + i].node].id;
-      }
-      s->nlocals = n;
-    } else {
-      s->incomplete = 1;
-    }
-    pr->nlocals_saved = pr->nlocals;
-  }
+  s->node_from = s->node_next = pr->nodes_clean;
+  s->node_to = pr->nodes_clean = pr->nnodes;
+  s->loc_from = pr->nlocals_saved;
+  s->loc_to = pr->nlocals_saved = pr->nlocals;
+  s->met_all = pr->ndirtyv == UINT32_MAX;
+  s->met_to = s->met_all ? pr->nnodes : pr->ndirtyv;
+  s->ndirty = s->met_to; /* at most */
   /* the consumer position and the unmatched state that go with it */
   if (p->has_region && p->cursor) {
     uint32_t n = p->region.nrings;
@@ -306,9 +363,12 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
     s->pend_write = 1;
     /* a finished profile has resolved or forced everything: no rows */
     s->pend_full = 1;
-    if (!s->exited && gpd_profile_pending_delta(pr, &s->pend, &s->npend, &s->pdel, &s->npdel,
-                                                &s->pend_full) < 0)
-      s->incomplete = 1;
+    if (!s->exited) {
+      if (gpd_profile_pending_begin(pr, &s->pdl, &s->pdel, &s->npdel, &s->pend_full) < 0)
+        s->incomplete = 1;
+      else
+        s->pdl_on = 1; /* the rows: snap_copy_chunk */
+    }
     pr->pend_gen_saved = pr->pend_gen;
   }
   if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
@@ -318,6 +378,28 @@ static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
   if (gpd_tracewin_snap(&pr->tw, &s->tw) < 0)
     s->incomplete = 1;
   p->meta_dirty = 0;
+  /* until its copy is complete, nothing of the profile may change */
+  p->snap_frozen = s->frozen = snap_chunks_left(s);
+}
+
+/* Detach p's region into closing[*n] (closed once the lock is dropped),
+ * or close it now when there is no array (out of memory). */
+static void close_later(gpd_proc_t *p, gpd_region_t *closing, uint32_t *n) {
+  if (closing == NULL)
+    gpd_registry_close_region(p);
+  else if (gpd_registry_detach_region(p, &closing[*n]))
+    (*n)++;
+}
+
+/* Unlock d->lock, held since t_held (ns) for part `what` of a flush
+ * (HOLD_*): the longest hold of each is kept for the stop line and
+ * gpd_store_lock_max_ns. */
+enum { HOLD_SNAP, HOLD_CHUNK, HOLD_COMMIT };
+static void lock_release(gpd_daemon_t *d, gpd_store_t *s, uint64_t t_held, int what) {
+  pthread_mutex_unlock(&d->lock);
+  uint64_t dt = gpd_clock_ns() - t_held;
+  if (dt > __atomic_load_n(&s->lock_max_ns[what], __ATOMIC_RELAXED))
+    __atomic_store_n(&s->lock_max_ns[what], dt, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------- write */
@@ -392,11 +474,12 @@ static int write_proc(gpd_store_t *s, gpd_store_write_t *w, snap_proc_t *p) {
   for (uint32_t i = 0; i < p->nlocals; i++)
     if ((e = gpd_store_write_local(w, p->id, p->locals[i].local, p->locals[i].ctx)) < 0)
       return e;
-  for (uint32_t i = 0; i < p->nmets; i++)
+  for (uint32_t i = 0; i < p->nmets; i++) {
+    const gpd_mval_t *mv = p->mval + p->mets[i].off;
     for (uint32_t k = 0; k < p->mets[i].n; k++) /* sparse: only non-zero */
-      if (p->mets[i].m[k].v != 0 &&
-          (e = gpd_store_write_metric(w, p->id, p->mets[i].ctx, p->mets[i].m[k].id, p->mets[i].m[k].v)) < 0)
+      if (mv[k].v != 0 && (e = gpd_store_write_metric(w, p->id, p->mets[i].ctx, mv[k].id, mv[k].v)) < 0)
         return e;
+  }
   if (p->pend_write && p->pend_full && (e = gpd_store_write_pending_del(w, p->id, -1)) < 0)
     return e;
   for (uint32_t i = 0; p->pend_write && i < p->npdel; i++)
@@ -426,13 +509,17 @@ int gpd_store_flush(gpd_daemon_t *d) {
   uint32_t n = 0;
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
+  uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_STORE_SNAP_CHUNK;
   gpd_daemon_lock(d);
+  uint64_t t_held = gpd_clock_ns();
+  int part = HOLD_SNAP;
   if (d->nprocs)
     snaps = calloc(d->nprocs, sizeof *snaps);
   for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
     if ((p->state == GPD_PROC_EXITED || p->state == GPD_PROC_LOST) && p->flushed)
       continue; /* written already, or restored from the store unchanged */
-    snap_copy(d, p, &snaps[n++]);
+    snaps[n].proc = p;
+    snaps[n++].id = p->profile_id;
   }
   /* keep a reserved block of profile ids ahead of the registry */
   uint64_t id_hw = 0;
@@ -442,7 +529,43 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
-  pthread_mutex_unlock(&d->lock);
+  /* Process by process: its snapshot (one instant: snap_copy), then its
+   * new contexts, locals, metrics and pending rows, while it is frozen;
+   * at most `chunk` of those per hold of the lock, so that the monitors
+   * and the event loop wait for one chunk, not for the whole snapshot,
+   * and a process is frozen only during its own copy. */
+  for (uint32_t i = 0, budget = chunk; i < n;) {
+    snap_proc_t *sp = &snaps[i];
+    gpd_proc_t *p = d->procs;
+    while (p && p != sp->proc)
+      p = p->next;
+    if (p == NULL || p->profile_id != sp->id) { /* gone meanwhile: nothing to write */
+      memset(sp, 0, sizeof *sp);
+      sp->incomplete = 1;
+      i++;
+      continue;
+    }
+    if (!sp->frozen && sp->proc && !sp->taken) {
+      snap_copy(d, p, sp);
+      sp->taken = 1;
+      snap_alloc(sp);
+    }
+    if (sp->frozen)
+      budget -= snap_copy_chunk(p, sp, budget); /* incomplete: unfreezes at once */
+    if (!sp->frozen)
+      i++;
+    if (budget == 0 && i < n) {
+      lock_release(d, s, t_held, part);
+      /* a mutex is not fair: without a pause the next chunk would take
+       * the lock again before a woken waiter runs */
+      nanosleep(&(struct timespec){0, 20000}, NULL);
+      pthread_mutex_lock(&d->lock);
+      t_held = gpd_clock_ns();
+      part = HOLD_CHUNK;
+      budget = chunk;
+    }
+  }
+  lock_release(d, s, t_held, part);
   if (n == 0 && gbrows == NULL && id_hw == 0 && !gpd_symbolizer_pending(d->symbolizer))
     goto out;
   /* Symbols the symbolizer thread has already: a call site it has not
@@ -516,7 +639,11 @@ fin:
     GPD_INFO("store: writes to %s work again", s->path);
     s->failing = 0;
   }
+  /* the regions of ended processes are unmapped after the lock is dropped */
+  gpd_region_t *closing = n ? malloc(n * sizeof *closing) : NULL;
+  uint32_t nclosing = 0;
   pthread_mutex_lock(&d->lock);
+  t_held = gpd_clock_ns();
   pthread_mutex_lock(&d->reg_lock);
   if (err < 0 && gbrows) { /* again at the next flush */
     gpubin_row_t **t = &gbrows;
@@ -550,7 +677,7 @@ fin:
        * nobody will hand its region back, so the region (memfd and
        * mapping) is freed now; the profile stays until it is written. */
       if (err < 0 && snaps[i].exited && p->state == GPD_PROC_EXITED)
-        gpd_registry_close_region(p);
+        close_later(p, closing, &nclosing);
       continue;
     }
     if (p->store_error) {
@@ -576,11 +703,14 @@ fin:
      * snapshot is not written yet (the next flush does it) */
     if (snaps[i].exited && p->state == GPD_PROC_EXITED && p->ends == snaps[i].ends) {
       p->flushed = 1;
-      gpd_registry_close_region(p);
+      close_later(p, closing, &nclosing);
     }
   }
   s->flushes++;
-  pthread_mutex_unlock(&d->lock);
+  lock_release(d, s, t_held, HOLD_COMMIT);
+  for (uint32_t i = 0; i < nclosing; i++)
+    gpd_region_close(&closing[i]);
+  free(closing);
   for (uint32_t i = 0; i < n; i++)
     if (snaps[i].jdone)
       gpd_journal_unlink(d, snaps[i].id, snaps[i].jcut.lo, snaps[i].jcut.seg);
@@ -610,6 +740,22 @@ out:;
   }
   return err;
 }
+
+uint64_t gpd_store_lock_max_ns(gpd_store_t *s) {
+  uint64_t m = 0;
+  for (int i = 0; i < 3; i++) {
+    uint64_t v = __atomic_load_n(&s->lock_max_ns[i], __ATOMIC_RELAXED);
+    m = v > m ? v : m;
+  }
+  return m;
+}
+
+void gpd_store_lock_max_reset(gpd_store_t *s) {
+  for (int i = 0; i < 3; i++)
+    __atomic_store_n(&s->lock_max_ns[i], 0, __ATOMIC_RELAXED);
+}
+
+void gpd_store_snapshot_chunk(gpd_store_t *s, uint32_t n) { s->snap_chunk = n; }
 
 /* ------------------------------------------------------------ writer */
 
@@ -669,11 +815,13 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   gpd_store_t *s = d->store;
   if (s && s->wr_n)
     GPD_INFO("store: %llu writes (%llu asked early by rings half full), snapshot to ring release "
-             "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms",
+             "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms, "
+             "hold of the daemon lock %.2f ms (snapshot %.2f, chunks %.2f, after the commit %.2f)",
              (unsigned long long)s->wr_n,
              (unsigned long long)__atomic_load_n(&d->early_flushes, __ATOMIC_RELAXED),
              (double)s->wr_ns / (double)s->wr_n / 1e6, (double)s->wr_max_ns / 1e6,
              (unsigned long long)s->wr_slow, (double)s->wr_sym_max_ns / 1e6,
-             (double)s->wr_begin_max_ns / 1e6);
+             (double)s->wr_begin_max_ns / 1e6, (double)gpd_store_lock_max_ns(s) / 1e6, (double)s->lock_max_ns[HOLD_SNAP] / 1e6,
+             (double)s->lock_max_ns[HOLD_CHUNK] / 1e6, (double)s->lock_max_ns[HOLD_COMMIT] / 1e6);
 }
 

@@ -144,8 +144,18 @@ static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
            (unsigned long long)p->prof.unknown);
 }
 
+/* 1 when the writer is copying some process's profile (lock held). */
+static int frozen_any(gpd_daemon_t *d) {
+  for (gpd_proc_t *p = d->procs; p; p = p->next)
+    if (p->snap_frozen)
+      return 1;
+  return 0;
+}
+
 /* One process's share of a pass (whichever monitor thread claimed it). */
 static uint64_t pass_proc(gpd_daemon_t *d, gpd_proc_t *p) {
+  if (p->snap_frozen)
+    return 0; /* the writer is copying its profile: the next pass */
   uint64_t n = gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
   if (p->state == GPD_PROC_ENDING)
     finish_proc(d, p);
@@ -423,10 +433,16 @@ void gpd_monitor_stop(gpd_daemon_t *d) {
   pthread_join(d->monitor_tid, NULL);
   d->monitor_started = 0;
   gpd_monitor_helpers_stop(d);
-  /* drain what is left so the last flush has it */
+  /* drain what is left so the last flush has it, once the writer has
+   * finished copying any profile (a few ms; at most 5 s) */
   gpd_daemon_lock(d);
+  for (int k = 0; k < 5000 && frozen_any(d); k++) {
+    pthread_mutex_unlock(&d->lock);
+    usleep(1000);
+    gpd_daemon_lock(d);
+  }
   for (gpd_proc_t *p = d->procs; p; p = p->next) {
-    if (p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING)
+    if ((p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING) || p->snap_frozen)
       continue;
     for (int k = 0; k < 1024; k++)
       if (gpd_monitor_drain(d, p, GPD_MONITOR_BATCH) == 0)

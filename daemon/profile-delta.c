@@ -55,17 +55,15 @@ static void prec_invoke(gpd_prec_t *v, uint64_t corr, uint64_t val) {
   prec_set(v, &r, sizeof r, GPD_PEND_SEQ(1, corr));
 }
 
-int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd, uint64_t **del,
-                              uint32_t *ndel, int *full) {
-  *add = NULL;
-  *nadd = 0;
+int gpd_profile_pending_begin(gpd_profile_t *p, gpd_pdelta_t *dl, uint64_t **del, uint32_t *ndel, int *full) {
+  memset(dl, 0, sizeof *dl);
   *del = NULL;
   *ndel = 0;
-  *full = p->pend_full;
+  *full = dl->full = p->pend_full;
   /* new rows: pending NODEs / ACTIVITYs are kept in row order, so the new
    * ones are a suffix; new INVOKEs are the correlation fifo past corr_old */
   uint32_t n0 = 0, a0 = p->pact0, f0 = 0;
-  if (!*full) {
+  if (!dl->full) {
     n0 = p->npnodes;
     while (n0 > 0 && (p->pnode_seq[n0 - 1] & ~GPD_PEND_STORED) > GPD_PEND_SEQ(0, p->pend_seq_saved))
       n0--;
@@ -75,44 +73,19 @@ int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd
     f0 = p->corr_old < p->corr_nfifo ? p->corr_old : p->corr_nfifo;
   }
   size_t cnt = (size_t)(p->npnodes - n0) + (p->npacts - a0) +
-               (*full ? p->corr.n : (size_t)(p->corr_nfifo - f0));
-  gpd_prec_t *v = cnt ? malloc(cnt * sizeof *v) : NULL;
-  if (cnt && v == NULL) {
+               (dl->full ? p->corr.n : (size_t)(p->corr_nfifo - f0));
+  dl->v = cnt ? malloc(cnt * sizeof *dl->v) : NULL;
+  if (cnt && dl->v == NULL) {
     p->pend_full = 1;
     return -ENOMEM;
   }
-  uint32_t k = 0;
-  for (uint32_t i = n0; i < p->npnodes; i++) {
-    prec_set(&v[k++], &p->pnodes[i], sizeof p->pnodes[i], p->pnode_seq[i]);
-    p->pnode_seq[i] |= GPD_PEND_STORED;
-  }
-  if (*full) {
-    for (size_t i = 0; i < p->corr.cap; i++) {
-      if (p->corr.e[i].key == 0)
-        continue;
-      prec_invoke(&v[k++], p->corr.e[i].key, p->corr.e[i].val);
-      p->corr.e[i].val |= GPD_CORR_STORED;
-    }
-  } else {
-    for (uint32_t f = f0; f < p->corr_nfifo; f++) {
-      if (f + 16 < p->corr_nfifo)
-        gpd_map_prefetch(&p->corr, p->corr_fifo[(p->corr_head + f + 16) & (p->corr_capfifo - 1)].corr);
-      uint64_t corr = p->corr_fifo[(p->corr_head + f) & (p->corr_capfifo - 1)].corr, val;
-      uint64_t *ref = gpd_map_ref(&p->corr, corr);
-      if (ref == NULL || (*ref & GPD_CORR_STORED))
-        continue; /* matched since, or listed twice */
-      val = *ref;
-      prec_invoke(&v[k++], corr, val);
-      *ref = val | GPD_CORR_STORED;
-    }
-  }
-  for (uint32_t i = a0; i < p->npacts; i++) {
-    if (p->pacts[i].a.h.type == GPD_REC_NONE)
-      continue; /* tombstone: matched already */
-    prec_set(&v[k++], &p->pacts[i].a, sizeof p->pacts[i].a, p->pacts[i].seq);
-    p->pacts[i].seq |= GPD_PEND_STORED;
-  }
-  if (!*full && p->npdel) {
+  dl->n = n0;
+  dl->n_end = p->npnodes;
+  dl->c = dl->full ? 0 : f0;
+  dl->c_end = dl->full ? p->corr.cap : p->corr_nfifo;
+  dl->a = a0;
+  dl->a_end = p->npacts;
+  if (!dl->full && p->npdel) {
     *del = p->pdel;
     *ndel = p->npdel;
     p->pdel = NULL;
@@ -122,11 +95,69 @@ int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd
   p->pend_full = 0;
   p->pend_seq_saved = p->pend_seq;
   p->corr_old = p->corr_nfifo;
-  if (k == 0) {
-    free(v);
-    v = NULL;
+  return 0;
+}
+
+uint32_t gpd_profile_pending_step(gpd_profile_t *p, gpd_pdelta_t *dl, uint32_t budget) {
+  uint32_t w = 0;
+  gpd_prec_t *v = dl->v;
+  for (; dl->n < dl->n_end && w < budget; dl->n++, w++) {
+    prec_set(&v[dl->k++], &p->pnodes[dl->n], sizeof p->pnodes[dl->n], p->pnode_seq[dl->n]);
+    p->pnode_seq[dl->n] |= GPD_PEND_STORED;
   }
-  *add = v;
-  *nadd = k;
+  if (dl->full) {
+    for (; dl->c < dl->c_end && w < budget; dl->c++, w++) {
+      if (p->corr.e[dl->c].key == 0)
+        continue;
+      prec_invoke(&v[dl->k++], p->corr.e[dl->c].key, p->corr.e[dl->c].val);
+      p->corr.e[dl->c].val |= GPD_CORR_STORED;
+    }
+  } else {
+    for (; dl->c < dl->c_end && w < budget; dl->c++, w++) {
+      uint32_t f = (uint32_t)dl->c;
+      if (f + 16 < dl->c_end)
+        gpd_map_prefetch(&p->corr, p->corr_fifo[(p->corr_head + f + 16) & (p->corr_capfifo - 1)].corr);
+      uint64_t corr = p->corr_fifo[(p->corr_head + f) & (p->corr_capfifo - 1)].corr, val;
+      uint64_t *ref = gpd_map_ref(&p->corr, corr);
+      if (ref == NULL || (*ref & GPD_CORR_STORED))
+        continue; /* matched since, or listed twice */
+      val = *ref;
+      prec_invoke(&v[dl->k++], corr, val);
+      *ref = val | GPD_CORR_STORED;
+    }
+  }
+  for (; dl->a < dl->a_end && w < budget; dl->a++, w++) {
+    if (p->pacts[dl->a].a.h.type == GPD_REC_NONE)
+      continue; /* tombstone: matched already */
+    prec_set(&v[dl->k++], &p->pacts[dl->a].a, sizeof p->pacts[dl->a].a, p->pacts[dl->a].seq);
+    p->pacts[dl->a].seq |= GPD_PEND_STORED;
+  }
+  return w;
+}
+
+int gpd_profile_pending_left(const gpd_pdelta_t *dl) {
+  return dl->n < dl->n_end || dl->c < dl->c_end || dl->a < dl->a_end;
+}
+
+void gpd_profile_pending_end(gpd_pdelta_t *dl, gpd_prec_t **add, uint32_t *nadd) {
+  if (dl->k == 0) {
+    free(dl->v);
+    dl->v = NULL;
+  }
+  *add = dl->v;
+  *nadd = dl->k;
+  dl->v = NULL;
+}
+
+int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd, uint64_t **del,
+                              uint32_t *ndel, int *full) {
+  gpd_pdelta_t dl;
+  *add = NULL;
+  *nadd = 0;
+  int e = gpd_profile_pending_begin(p, &dl, del, ndel, full);
+  if (e < 0)
+    return e;
+  gpd_profile_pending_step(p, &dl, UINT32_MAX);
+  gpd_profile_pending_end(&dl, add, nadd);
   return 0;
 }

@@ -273,6 +273,24 @@ void gpd_profile_finish(gpd_profile_t *p);
  *  p->pend_full.  0 or -ENOMEM (p->pend_full set, nothing allocated). */
 int gpd_profile_pending_delta(gpd_profile_t *p, gpd_prec_t **add, uint32_t *nadd, uint64_t **del,
                               uint32_t *ndel, int *full);
+/** gpd_profile_pending_delta in steps, for a caller that drops the
+ *  daemon lock between them while nothing else changes the profile (the
+ *  writer, its process frozen): begin takes the ranges, *del, *full and
+ *  moves the marks (0 or -ENOMEM as gpd_profile_pending_delta); step
+ *  copies at most `budget` entries (returns those visited); end hands the
+ *  rows over (*add NULL when none).  Lock held for each call. */
+typedef struct gpd_pdelta_s {
+  gpd_prec_t *v;           /* the rows (room for every entry of the ranges) */
+  uint32_t k;              /* rows filled */
+  int full;                /* rows of every entry (after pend_full) */
+  uint32_t n, n_end;       /* pending NODEs */
+  size_t c, c_end;         /* correlation fifo positions, or map slots when full */
+  uint32_t a, a_end;       /* pending ACTIVITYs */
+} gpd_pdelta_t;
+int gpd_profile_pending_begin(gpd_profile_t *p, gpd_pdelta_t *dl, uint64_t **del, uint32_t *ndel, int *full);
+uint32_t gpd_profile_pending_step(gpd_profile_t *p, gpd_pdelta_t *dl, uint32_t budget);
+int gpd_profile_pending_left(const gpd_pdelta_t *dl);
+void gpd_profile_pending_end(gpd_pdelta_t *dl, gpd_prec_t **add, uint32_t *nadd);
 /** Re-feed one record of gpd_profile_pending_delta (hand-back
  *  reload): validated, ingested, not counted in `records` again.  0 or
  *  GPD_EBADRECORD (ignored). */

@@ -5,6 +5,7 @@
  * Lock: as registry.h says per function. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon.h"
 
@@ -26,14 +27,25 @@ int gpd_registry_cursors(gpd_proc_t *p) {
   return 0;
 }
 
-void gpd_registry_close_region(gpd_proc_t *p) {
+int gpd_registry_detach_region(gpd_proc_t *p, gpd_region_t *out) {
   gpd_journal_release(p); /* its segments stay until committed or swept */
-  if (p->has_region)
-    gpd_region_close(&p->region);
+  int had = p->has_region;
+  if (had) {
+    *out = p->region;
+    memset(&p->region, 0, sizeof p->region);
+    p->region.fd = -1;
+  }
   p->has_region = 0;
   free(p->cursor);
   free(p->cursor_saved);
   p->cursor = p->cursor_saved = NULL;
+  return had;
+}
+
+void gpd_registry_close_region(gpd_proc_t *p) {
+  gpd_region_t r;
+  if (gpd_registry_detach_region(p, &r))
+    gpd_region_close(&r);
 }
 
 void gpd_registry_free_proc(gpd_proc_t *p) {

@@ -283,7 +283,8 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     /* A LOST entry restored from the store (or an EXITED one whose
      * process evidently lives on) stands in for this process until it
      * hands back: take its place. */
-    if (old && !old->client && (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED)) {
+    if (old && !old->client && (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED) &&
+        !old->snap_frozen) { /* the writer is reading a frozen one: a profile of its own */
       for (gpd_proc_t **pp = &d->procs; *pp; pp = &(*pp)->next)
         if (*pp == old) {
           *pp = old->next;
@@ -348,10 +349,6 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
                  gpd_strerror((int)nj));
     }
     pthread_mutex_lock(&d->lock);
-    pthread_mutex_lock(&d->reg_lock);
-    if (loaded && want >= d->next_profile_id)
-      d->next_profile_id = want + 1; /* cannot happen: ids are reserved */
-    pthread_mutex_unlock(&d->reg_lock);
     GPD_INFO("pid %d handed back its region (profile %llu, %s)", (int)p->pid,
              (unsigned long long)p->profile_id, loaded ? "reloaded" : "new profile");
   } else {

@@ -47,6 +47,8 @@ typedef struct gpd_proc_s {
   uint64_t *cursor;
   uint64_t *cursor_saved;
   int bad;              /* stopped trusting its region */
+  int snap_frozen;      /* the writer is copying its profile in chunks (checkpoint.c):
+                         * no monitor consumes its rings until then (lock) */
   char error[256];
   int store_error;      /* error holds the store's "not stored yet" text */
   gpd_profile_t prof;
@@ -112,5 +114,9 @@ int gpd_registry_cursors(gpd_proc_t *p);
 /** The process's rings were released to the committed positions and it
  *  has EXITED: unmap the region, drop the cursors (lock held). */
 void gpd_registry_close_region(gpd_proc_t *p);
+/** The same, but the mapping is moved to *out for the caller to unmap
+ *  with gpd_region_close once the lock is dropped (an unmap takes
+ *  milliseconds); 1 moved, 0 there was none (lock held). */
+int gpd_registry_detach_region(gpd_proc_t *p, gpd_region_t *out);
 
 #endif

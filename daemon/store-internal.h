@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "store-db.h"
+#include "store-id.h"
 #include "store-rows.h"
 #include "store.h"
 
@@ -60,12 +61,22 @@ struct gpd_store_s {
    * the longest wait for the file in BEGIN IMMEDIATE and the longest
    * symbolization before it (a large library's first lookup: seconds) */
   uint64_t wr_n, wr_ns, wr_max_ns, wr_slow, wr_begin_max_ns, wr_sym_max_ns;
+  uint64_t lock_max_ns[3]; /* the writer's longest hold of d->lock: its snapshot's first hold,
+                              a chunk, after the commit (atomic: read by others) */
+  uint32_t snap_chunk;  /* items copied per hold of d->lock after the snapshot's
+                           first hold; 0: GPD_STORE_SNAP_CHUNK (gpd_store_snapshot_chunk) */
   int bindir;        /* gpubins/ (verified dirfd), -1 until needed; main thread */
   uint64_t id_hw;    /* ids below this are reserved durably (meta), d->reg_lock */
   uint64_t first_id; /* first id this daemon hands out */
+  gpd_store_idkey_t idkey; /* permutes the count into ids (store-id.h); set at open */
   int failing;       /* the last flush failed (writer thread) */
   char why[160];     /* its reason, for the processes' error text */
 };
+
+/* modules, strings and contexts the writer copies per hold of d->lock
+ * once its snapshot's first hold is over (docs/PERFORMANCE.md, "Writer
+ * snapshot": ~0.1 ms per 100 contexts) */
+#define GPD_STORE_SNAP_CHUNK 2048u
 
 /* ids reserved per meta write; the writer tops up at half */
 #define GPD_STORE_ID_BLOCK 1024u

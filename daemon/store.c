@@ -109,9 +109,15 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
   s->id_hw = s->first_id + GPD_STORE_ID_BLOCK;
   if (gpd_store_meta_reserve(s->wdb, s->id_hw) < 0)
     goto rollback;
+  /* the ids handed out are that count permuted under the file's key */
+  if ((err = gpd_store_id_key(s->wdb, &s->idkey)) < 0) {
+    GPD_ERR("store %s: profile id key: %s", path, err == -EINVAL ? "damaged (meta profile_id_key)" : gpd_strerror(err));
+    err = GPD_ESTORE;
+    goto rollback;
+  }
   if (gpd_store_db_commit(s->wdb) < 0)
     goto fail;
-  if (gpd_store_db_open(path, 0, &s->rdb) < 0)
+  if (gpd_store_db_open(path, 0, &s->rdb) < 0 || gpd_store_id_register(s->rdb, &s->idkey) < 0)
     goto fail;
   *out = s;
   return 0;
@@ -150,7 +156,7 @@ int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
   gpd_store_t *s = d->store;
   pthread_mutex_lock(&d->reg_lock);
   if (s == NULL || d->next_profile_id < s->id_hw) {
-    *id = d->next_profile_id++;
+    *id = s ? gpd_store_id_encode(&s->idkey, d->next_profile_id++) : d->next_profile_id++;
     /* under half a block left: the writer reserves the next one now, not
      * at its next interval (a lost wake-up costs one interval) */
     int low = s && s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2;
@@ -176,7 +182,7 @@ int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
   pthread_mutex_lock(&d->reg_lock);
   if (s->id_hw < hw)
     s->id_hw = hw;
-  *id = d->next_profile_id++;
+  *id = gpd_store_id_encode(&s->idkey, d->next_profile_id++);
   pthread_mutex_unlock(&d->reg_lock);
   return 0;
 }

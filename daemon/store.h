@@ -44,6 +44,17 @@ int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id);
  *  others; read/search bits for group/others are removed.  Returns an
  *  open O_DIRECTORY fd (caller closes) or a negative errno with errmsg. */
 int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errlen);
+/** The writer's longest hold of the daemon lock since the store was opened
+ *  or gpd_store_lock_max_reset, ns (also in the writer's stop line).  Any
+ *  thread. */
+uint64_t gpd_store_lock_max_ns(gpd_store_t *s);
+void gpd_store_lock_max_reset(gpd_store_t *s);
+/** How many new modules, strings and contexts the writer copies per hold
+ *  of the daemon lock after its snapshot's first hold (the one that takes
+ *  the metrics, cursors and journal cut together): 0 the default
+ *  (GPD_STORE_SNAP_CHUNK), UINT32_MAX everything in that first hold (the
+ *  benchmarks' baseline).  Before the writer starts. */
+void gpd_store_snapshot_chunk(gpd_store_t *s, uint32_t n);
 /** Writer thread: start / stop (stop does a last flush of everything). */
 int gpd_store_writer_start(gpd_daemon_t *d);
 void gpd_store_writer_stop(gpd_daemon_t *d);

@@ -8,6 +8,7 @@
 
 #include "gpuprof/error.h"
 #include "read-internal.h"
+#include "store-id.h"
 #include "store-read.h"
 
 /* profiles an input contributes (?1 job id or NULL, ?2 uid or -1) */
@@ -40,7 +41,7 @@ static int prepf(const gpd_store_merge_t *m, sqlite3_stmt **st, const char *fmt,
 }
 
 int gpd_store_merge_profiles(const gpd_store_merge_t *m, const char *cols, sqlite3_stmt **st) {
-  return prepf(m, st, "SELECT %s FROM profile WHERE " FILT " ORDER BY id", cols);
+  return prepf(m, st, "SELECT %s FROM profile WHERE " FILT " ORDER BY " GPD_STORE_ID_ORDER, cols);
 }
 
 int gpd_store_merge_rows(const gpd_store_merge_t *m, const char *table, const char *cols, sqlite3_stmt **st) {

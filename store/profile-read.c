@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "read-internal.h"
+#include "store-id.h"
 #include "store-read.h"
 
 typedef struct prof_ctx_s {
@@ -62,7 +63,7 @@ int gpd_store_profile_each(sqlite3 *db, int pid, int (*fn)(void *c, const gpd_st
                           "end_ns, state, records, drops, error, "
                           "EXISTS(SELECT 1 FROM backend b WHERE b.profile_id = profile.id) OR "
                           "EXISTS(SELECT 1 FROM metric m WHERE m.profile_id = profile.id) "
-                          "FROM profile WHERE (?1 = 0 OR pid = ?1) ORDER BY id",
+                          "FROM profile WHERE (?1 = 0 OR pid = ?1) ORDER BY " GPD_STORE_ID_ORDER,
                           &a, 1, prof_row, &pc, 0, label, err, errn);
   sqlite3_finalize(pc.bq);
   return r;

@@ -137,7 +137,7 @@ int gpd_store_reload_profiles(sqlite3 *db, unsigned keep, int (*fn)(void *arg, c
   return rows_each(db,
                    "SELECT id, pid, ppid, uid, gid, exe, job_id, step_id, hostname, rank,"
                    " local_rank, start_ns, end_ns, state, drops, error, argv, proc_start"
-                   " FROM profile ORDER BY id DESC LIMIT ?1",
+                   " FROM profile ORDER BY gpd_profile_seq(id) DESC LIMIT ?1",
                    keep, 0, profile_row, &k);
 }
 

@@ -160,7 +160,9 @@ int gpd_store_schema_upgrade(sqlite3 *db, const char *label) {
 }
 
 uint64_t gpd_store_meta_first_id(sqlite3 *db) {
-  int64_t maxid = gpd_store_db_int(db, "SELECT MAX(id) FROM profile", 0);
+  /* sequential ids of an older daemon count; permuted ids (>= 2^52,
+   * store-id.h) are above the count by construction */
+  int64_t maxid = gpd_store_db_int(db, "SELECT MAX(id) FROM profile WHERE id < 4503599627370496", 0);
   int64_t hw = gpd_store_db_int(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key='next_profile_id'", 1);
   uint64_t first = (uint64_t)(maxid + 1 > hw ? maxid + 1 : hw);
   return first ? first : 1;

@@ -27,7 +27,8 @@ int gpd_store_reload_mark_lost(sqlite3 *db);
 /** Profile id's row, only uid, records, pid and proc_start filled.
  *  1 found, 0 not, GPD_ESTORE. */
 int gpd_store_reload_profile(sqlite3 *db, uint64_t id, gpd_store_profile_row_t *out);
-/** The newest `keep` profiles, newest first, every column. */
+/** The newest `keep` profiles, newest first (by their count: db must
+ *  have gpd_profile_seq, gpd_store_id_register), every column. */
 int gpd_store_reload_profiles(sqlite3 *db, unsigned keep, int (*fn)(void *arg, const gpd_store_profile_row_t *r),
                               void *arg);
 int gpd_store_reload_modules(sqlite3 *db, uint64_t id, int (*fn)(void *arg, const gpd_store_module_row_t *r),

@@ -31,6 +31,9 @@ it did not, 2 on a usage error.  Every wait has a deadline.
       EXE and JOB (each may hold any byte: \\xNN escapes are decoded) and
       pid PID (default: its own), print "profile ID" or "refused MSG",
       then hold the connection until RELEASE_FILE exists (at most 120 s).
+  hellos SOCK N
+      Register N times one after the other (a Hello, its reply, close):
+      print "profile ID" for each, fail at the first refusal.
   malformed SOCK
       Each kind of bad frame on a fresh connection, five times each: every
       one must get an Error with the expected code and then EOF.
@@ -347,6 +350,19 @@ def mode_hello(path, exe, job, release, pid):
     return 0
 
 
+def mode_hellos(path, n):
+    for _ in range(n):
+        s = connect(path)
+        s.sendall(frame(hello_msg(b"/bin/ids", b"", os.getpid())))
+        r = read_msg(s, time.monotonic() + 10)
+        s.close()
+        if not r or r[0] != 2:
+            out("refused %r" % (parse_error(r[1])[1] if r and r[0] == FIELD_ERROR else r,))
+            return 1
+        out("profile %d" % dict((f, v) for f, _, v in fields(r[1])).get(2, 0))
+    return 0
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__)
@@ -360,6 +376,8 @@ def main(argv):
         return mode_slow(path, args[0], float(args[1]))
     if mode == "malformed":
         return mode_malformed(path)
+    if mode == "hellos":
+        return mode_hellos(path, int(args[0]))
     if mode == "hello":
         return mode_hello(path, args[0], args[1], args[2], int(args[3]) if len(args) > 3 else os.getpid())
     print(__doc__)

@@ -3,8 +3,9 @@
 # Root's process R is profiled (a client speaking the real protocol) and
 # on a fake NVML GPU.  gpdsec1 asks tree, top, trace and sample for R and
 # for a pid nobody profiles: every answer is byte-identical but for the
-# pid itself (exit 1, "no profiled process N"), and gpdsec1's `devices`
-# says nothing of other users' process rows (not even how many).
+# pid itself (exit 1, "no profiled process N"), and gpdsec1's `devices`,
+# `top` and `ps` (with and without --all) say nothing of other users'
+# process rows (not even how many).
 # Skips (77) unless root.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -27,11 +28,12 @@ ask() { # name pid -> $T/name.pid.out with the pid replaced by N, then the exit 
   top) as gpdsec1 "$G" --socket "$S" top --pid "$2" >"$_o" 2>&1 ;;
   trace) as gpdsec1 "$G" --socket "$S" trace --pid "$2" --duration 1ms -o /tmp/gpd-never.json >"$_o" 2>&1 ;;
   sample) as gpdsec1 "$G" --socket "$S" sample --pid "$2" --duration 1s >"$_o" 2>&1 ;;
+  policy) as gpdsec1 "$G" --socket "$S" policy --pid "$2" >"$_o" 2>&1 ;;
   esac
   echo "rc $?" >>"$_o"
   sed -i "s/\b$2\b/N/g" "$_o"
 }
-for c in tree top trace sample; do
+for c in tree top trace sample policy; do
   ask $c "$R"
   ask $c $NONE
   cmp -s "$T/$c.$R.out" "$T/$c.$NONE.out" ||
@@ -56,6 +58,11 @@ done
 grep -Eq "rootjob|secret|other users|not shown" "$T/u.dev" && fail "gpdsec1 learns of root's rows: $(cat "$T/u.dev")"
 as gpdsec1 "$G" --socket "$S" top >"$T/u.top" 2>&1 || fail "top: $(cat "$T/u.top")"
 grep -q "^GPU 0 .*, 0 processes$" "$T/u.top" || fail "top's header counts root's process for gpdsec1: $(head -3 "$T/u.top")"
-ok "gpdsec1's devices and top say nothing of root's process"
+as gpdsec1 "$G" --socket "$S" ps --all >"$T/u.ps" 2>&1 || fail "ps: $(cat "$T/u.ps")"
+as gpdsec1 "$G" --socket "$S" ps >"$T/u.ps2" 2>&1 || fail "ps: $(cat "$T/u.ps2")"
+for f in "$T/u.ps" "$T/u.ps2"; do
+  [ "$(sed 1d "$f")" = "(no processes visible)" ] || fail "gpdsec1's ps shows root's rows: [$(cat "$f")]"
+done
+ok "gpdsec1's devices, top and ps say nothing of root's process"
 touch "$T/release"
 exit 0
