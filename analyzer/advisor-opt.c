@@ -287,6 +287,24 @@ static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double 
   return mio + sb;
 }
 
+/* Where a call's own cost shows (Function Inlining, ours on GPA's
+ * "stalls at call sites"): a CALL or RET, the callee's first
+ * instruction, the return point after a CALL, and the instruction after
+ * an unconditional RET (a warp whose RET is resolving its target is
+ * sampled at the next PC). */
+static int is_call_overhead(const gpd__adv_t *k, uint32_t i) {
+  const gpd_adv_insn_t *in = &k->a->insns[i];
+  if (strncmp(in->op, "CALL", 4) == 0 || strncmp(in->op, "RET", 3) == 0)
+    return 1;
+  if (k->kernel_func >= 0 && k->func_of[i] >= 0 && k->func_of[i] != k->kernel_func &&
+      (i == 0 || k->func_of[i - 1] != k->func_of[i]))
+    return 1;
+  if (i == 0)
+    return 0;
+  const gpd_adv_insn_t *p = &k->a->insns[i - 1];
+  return strncmp(p->op, "CALL", 4) == 0 || (strncmp(p->op, "RET", 3) == 0 && issues_always(p));
+}
+
 static int is_latency_hiding(gpd_adv_opt_t o) {
   return o == GPD_OPT_LOOP_UNROLLING || o == GPD_OPT_CODE_REORDER ||
          o == GPD_OPT_FUNCTION_INLINING;
@@ -306,7 +324,7 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     free(loop_mx);
     return -ENOMEM;
   }
-  double coal_k_num = 0, coal_m = 0;
+  double coal_k_num = 0, coal_m = 0, call_m = 0;
   for (size_t q = 0; q < a->nblame; q++) {
     const gpd_adv_blame_t *b = &a->blame[q];
     const gpd_adv_insn_t *d = &a->insns[b->def], *u = &a->insns[b->use];
@@ -358,8 +376,13 @@ int gpd__adv_optimize(gpd__adv_t *k) {
                                   k->func_of[b->use] != k->kernel_func))
         match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, 0, b->latency);
     }
-    if (self && (strncmp(u->op, "CALL", 4) == 0 || strncmp(u->op, "RET", 3) == 0))
+    if (self && (b->reason == GPD_ADV_BRANCH || b->reason == GPD_ADV_NO_INSTR) &&
+        is_call_overhead(k, b->use)) {
+      call_m += b->samples; /* what inlining removes (Eq. 2) */
+      match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, b->samples, 0);
+    } else if (self && (strncmp(u->op, "CALL", 4) == 0 || strncmp(u->op, "RET", 3) == 0)) {
       match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, 0, b->latency);
+    }
   }
   char why[320];
   /* stall elimination (Eq. 2) */
@@ -432,11 +455,18 @@ int gpd__adv_optimize(gpd__adv_t *k) {
            mx[GPD_OPT_CODE_REORDER].ml, A);
   gpd__adv_suggest(a, GPD_OPT_CODE_REORDER, mx[GPD_OPT_CODE_REORDER].ml,
           eq4(T, A, mx[GPD_OPT_CODE_REORDER].ml), &mx[GPD_OPT_CODE_REORDER], -1, why);
-  snprintf(why, sizeof why,
-           "%.0f latency samples in device functions and at their calls and returns",
-           mx[GPD_OPT_FUNCTION_INLINING].ml);
-  gpd__adv_suggest(a, GPD_OPT_FUNCTION_INLINING, mx[GPD_OPT_FUNCTION_INLINING].ml,
-          eq4(T, A, mx[GPD_OPT_FUNCTION_INLINING].ml), &mx[GPD_OPT_FUNCTION_INLINING], -1, why);
+  {
+    /* call overhead goes (Eq. 2), latency across the call is hidden
+     * (Eq. 4): T / (T - M_call - min(A, M_L)) */
+    double ml = mx[GPD_OPT_FUNCTION_INLINING].ml, h = (A < ml ? A : ml) + call_m;
+    snprintf(why, sizeof why,
+             "%.0f samples of call overhead (branch resolving and instruction fetch at calls, "
+             "returns, the callee's entry and the return points), %.0f latency samples in "
+             "device functions and at their calls and returns",
+             call_m, ml);
+    gpd__adv_suggest(a, GPD_OPT_FUNCTION_INLINING, call_m + ml, T > 0 && h < T ? T / (T - h) : 1.0,
+                     &mx[GPD_OPT_FUNCTION_INLINING], -1, why);
+  }
   free(loop_ml);
   free(loop_a);
   free(loop_mx);

@@ -422,6 +422,29 @@ static void test_coalescing(void **state) {
   done(&x);
 }
 
+/* Function Inlining: call overhead is eliminated (Eq. 2) - branch
+ * resolving at the instruction after the RET (where a returning warp is
+ * sampled) 40 and instruction fetch at the return point 10; the same
+ * reason at an ordinary instruction (the FMUL, 20) is not the call's:
+ * T 120, S = 120 / (120 - 50). */
+static void test_function_inlining(void **state) {
+  (void)state;
+  static const char *const k[] = {
+      "S2R R0, SR_TID.X", "CALL.REL.NOINC `(.L_f)", "FADD R4, R0, R4", "EXIT", ".L_f:",
+      "FMUL R0, R0, 0.5", "RET.REL.NODEC R6 `(k)", ".L_x_1:", "BRA `(.L_x_1)", NULL};
+  gpd_adv_psamp_t s[] = {{PC(6), GPD_ADV_BRANCH, 40, 40},
+                         {PC(2), GPD_ADV_NO_INSTR, 10, 10},
+                         {PC(4), GPD_ADV_BRANCH, 20, 20},
+                         {PC(4), GPD_ADV_SELECTED, 50, 0}};
+  kern_t x;
+  run(&x, k, s, 4, NULL, 0, NULL);
+  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_FUNCTION_INLINING);
+  assert_non_null(g);
+  assert_float_equal(g->matched, 50, 1e-9);
+  assert_float_equal(g->speedup, 120.0 / 70.0, 1e-9);
+  done(&x);
+}
+
 /* Shared-memory bank conflicts as Memory Transaction Reduction: a column
  * read of a [32][32] float tile (tid.x * 128 bytes: 32-way).  MIO issue:
  * the S2R 10 (one transaction), the LDS 10 (32 each): of 330
@@ -754,7 +777,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_register_reuse),  cmocka_unit_test(test_strength_reduction),
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
       cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
-      cmocka_unit_test(test_divergence),
+      cmocka_unit_test(test_function_inlining), cmocka_unit_test(test_divergence),
       cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_h100_cubin),
