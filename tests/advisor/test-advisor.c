@@ -86,6 +86,19 @@ static const gpd_adv_suggest_t *sugg(const gpd_advice_t *a, gpd_adv_opt_t o) {
   return NULL;
 }
 
+/* Advise lines with samples s (no launch) and check optimizer o's matched
+ * samples and estimate; the advice stays in *k for more checks. */
+static const gpd_adv_suggest_t *expect(kern_t *k, const char *const *lines,
+                                       const gpd_adv_psamp_t *s, size_t ns, gpd_adv_opt_t o,
+                                       double matched, double speedup) {
+  run(k, lines, s, ns, NULL, 0, NULL);
+  const gpd_adv_suggest_t *g = sugg(k->a, o);
+  assert_non_null(g);
+  assert_float_equal(g->matched, matched, 1e-9);
+  assert_float_equal(g->speedup, speedup, 1e-9);
+  return g;
+}
+
 static int has(const uint16_t *set, unsigned n, int r) {
   for (unsigned i = 0; i < n; i++)
     if (set[i] == r)
@@ -437,11 +450,7 @@ static void test_function_inlining(void **state) {
                          {PC(4), GPD_ADV_BRANCH, 20, 20},
                          {PC(4), GPD_ADV_SELECTED, 50, 0}};
   kern_t x;
-  run(&x, k, s, 4, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_FUNCTION_INLINING);
-  assert_non_null(g);
-  assert_float_equal(g->matched, 50, 1e-9);
-  assert_float_equal(g->speedup, 120.0 / 70.0, 1e-9);
+  expect(&x, k, s, 4, GPD_OPT_FUNCTION_INLINING, 50, 120.0 / 70.0);
   done(&x);
 }
 
@@ -462,13 +471,10 @@ static void test_bank_conflicts(void **state) {
                          {PC(2), GPD_ADV_SELECTED, 10, 0},
                          {PC(0), GPD_ADV_SELECTED, 10, 0}};
   kern_t x;
-  run(&x, bad, s, 4, NULL, 0, NULL);
-  assert_int_equal(x.a->insns[2].stride, 128);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_MEMORY_TRANSACTION);
-  assert_non_null(g);
   double m = 40.0 * 310.0 / 330.0 + 32.0 * 31.0 / 32.0;
-  assert_float_equal(g->matched, m, 1e-9);
-  assert_float_equal(g->speedup, 92.0 / (92.0 - m), 1e-9);
+  const gpd_adv_suggest_t *g =
+      expect(&x, bad, s, 4, GPD_OPT_MEMORY_TRANSACTION, m, 92.0 / (92.0 - m));
+  assert_int_equal(x.a->insns[2].stride, 128);
   assert_ptr_equal(&x.a->sugg[0], g); /* ranked first */
   done(&x);
   static const char *const padded[] = {"S2R R0, SR_TID.X", "IMAD R2, R0, 0x84, RZ",
@@ -485,11 +491,9 @@ static void test_bank_conflicts(void **state) {
   done(&x);
   static const char *const wide2[] = {"S2R R0, SR_TID.X", "SHF.L.U32 R2, R0, 0x4, RZ",
                                       "LDS.64 R4, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
-  run(&x, wide2, s, 4, NULL, 0, NULL);
+  m = 40.0 * 10.0 / 30.0 + 32.0 / 2.0; /* 2-way: of 10 + 20 transactions 10 are replays */
+  expect(&x, wide2, s, 4, GPD_OPT_MEMORY_TRANSACTION, m, 92.0 / (92.0 - m));
   assert_int_equal(x.a->insns[2].stride, 16);
-  g = sugg(x.a, GPD_OPT_MEMORY_TRANSACTION);
-  assert_non_null(g); /* 2-way: of 10 + 20 transactions 10 are replays */
-  assert_float_equal(g->matched, 40.0 * 10.0 / 30.0 + 32.0 / 2.0, 1e-9);
   done(&x);
 }
 
