@@ -310,6 +310,41 @@ static int is_latency_hiding(gpd_adv_opt_t o) {
          o == GPD_OPT_FUNCTION_INLINING;
 }
 
+/* Global atomics / reductions on one address in every lane (ours, as
+ * Memory Transaction Reduction: a warp-level reduction first makes one
+ * update of 32): the 32 lanes' updates are serialized, k = 32 where one
+ * would do.  M in Eq. 2's form: drain stalls (warps past EXIT waiting for
+ * their writes) times the serialized updates' share of global write
+ * transactions, rho = sum issued_i (k_i - 1) / sum issued_j k_j, plus
+ * (1 - 1/k) of the waits on those atomics' results.  Returns M. */
+static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
+  const double kw = 32;
+  double all = 0, replay = 0, m = 0;
+  for (size_t i = 0; i < a->ninsns; i++) {
+    const gpd_adv_insn_t *in = &a->insns[i];
+    if (in->cls != GPD_ADV_GLOBAL || !in->store)
+      continue;
+    all += a->issued[i] * (in->same_addr ? kw : 1);
+    replay += in->same_addr ? a->issued[i] * (kw - 1) : 0;
+  }
+  if (!(replay > 0))
+    return 0;
+  for (size_t q = 0; q < a->nblame; q++) {
+    const gpd_adv_blame_t *b = &a->blame[q];
+    double v = 0;
+    if (b->reason == GPD_ADV_DRAIN && b->def == b->use)
+      v = b->samples * replay / all;
+    else if (a->insns[b->def].same_addr && b->reason == GPD_ADV_LONG_SB && b->def != b->use)
+      v = b->samples * (1 - 1 / kw); /* (its throttling counts as global throttling) */
+    if (v > 0) {
+      m += v;
+      match_add(x, b, v, 0);
+      x->m -= v; /* counted by the caller */
+    }
+  }
+  return m;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -408,15 +443,20 @@ int gpd__adv_optimize(gpd__adv_t *k) {
   {
     double glob = mx[GPD_OPT_MEMORY_TRANSACTION].m, ways;
     double bank = bank_conflicts(a, &mx[GPD_OPT_MEMORY_TRANSACTION], &ways);
-    double m = glob + bank;
+    double atom = atomic_contention(a, &mx[GPD_OPT_MEMORY_TRANSACTION]);
+    double m = glob + bank + atom;
     mx[GPD_OPT_MEMORY_TRANSACTION].m = m;
-    if (bank > 0)
-      snprintf(why, sizeof why,
-               "%.0f samples of global memory throttling; shared accesses with up to %.0f-way "
-               "bank conflicts: %.0f samples of MIO throttling and waits on them are replays",
-               glob, ways, bank);
-    else
-      snprintf(why, sizeof why, "%.0f samples of global memory throttling", glob);
+    int n = snprintf(why, sizeof why, "%.0f samples of global memory throttling", glob);
+    if (bank > 0 && n > 0 && (size_t)n < sizeof why)
+      n += snprintf(why + n, sizeof why - (size_t)n,
+                    "; shared accesses with up to %.0f-way bank conflicts: %.0f samples of MIO "
+                    "throttling and waits on them are replays",
+                    ways, bank);
+    if (atom > 0 && n > 0 && (size_t)n < sizeof why)
+      snprintf(why + n, sizeof why - (size_t)n,
+               "; atomics on one address in every lane: %.0f samples of drain and waits "
+               "are their serialized updates",
+               atom);
     gpd__adv_suggest(a, GPD_OPT_MEMORY_TRANSACTION, m, eq2(T, m), &mx[GPD_OPT_MEMORY_TRANSACTION],
                      -1, why);
   }

@@ -497,6 +497,34 @@ static void test_bank_conflicts(void **state) {
   done(&x);
 }
 
+/* Atomics on one address in every lane (the block's bin): drain stalls
+ * past EXIT, 62, times the serialized updates' share of global write
+ * transactions (issued 10 x 32: 310 of 320), plus the 32 lg_throttle
+ * samples at the REDG (global throttling, counted once).  The address
+ * from threadIdx.x, or from loaded data (a histogram), is not one address:
+ * only the throttling matches. */
+static void test_atomic_contention(void **state) {
+  (void)state;
+  /* the address's source, then the same four instructions */
+  const char *k[] = {"S2R R0, SR_CTAID.X", "LDC.64 R4, c[0x0][0x218]",
+                     "IMAD.WIDE.U32 R4, R0, 0x4, R4",
+                     "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R4.64], R7",
+                     "EXIT", ".L_x_1:", "BRA `(.L_x_1)", NULL};
+  gpd_adv_psamp_t s[] = {{PC(5), GPD_ADV_DRAIN, 62, 62},
+                         {PC(3), GPD_ADV_LG_THROTTLE, 32, 32},
+                         {PC(3), GPD_ADV_SELECTED, 10, 0}};
+  static const char *const src[] = {"S2R R0, SR_CTAID.X", "S2R R0, SR_TID.X",
+                                    "LDG.E R0, desc[UR4][R2.64]"};
+  for (int v = 0; v < 3; v++) {
+    kern_t x;
+    double m = v == 0 ? 32 + 62.0 * 310.0 / 320.0 : 32;
+    k[0] = src[v];
+    expect(&x, k, s, 3, GPD_OPT_MEMORY_TRANSACTION, m, 104.0 / (104.0 - m));
+    assert_int_equal(x.a->insns[3].same_addr, v == 0);
+    done(&x);
+  }
+}
+
 /* Warp balance: an if/else on threadIdx.x & 1 runs both sides in every
  * warp: the shorter side's samples (20 of 50) go; on (threadIdx.x >> 5)
  * & 1 the branch is uniform per warp and nothing matches. */
@@ -781,7 +809,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_register_reuse),  cmocka_unit_test(test_strength_reduction),
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
       cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
-      cmocka_unit_test(test_function_inlining), cmocka_unit_test(test_divergence),
+      cmocka_unit_test(test_function_inlining), cmocka_unit_test(test_atomic_contention),
+      cmocka_unit_test(test_divergence),
       cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_h100_cubin),
