@@ -359,7 +359,13 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     free(loop_mx);
     return -ENOMEM;
   }
-  double coal_k_num = 0, coal_m = 0, call_m = 0;
+  double coal_k_num = 0, coal_m = 0, call_m = 0, lsu_local = 0, lsu_all = 0;
+  for (size_t i = 0; i < a->ninsns; i++)
+    if (a->insns[i].cls == GPD_ADV_LOCAL || a->insns[i].cls == GPD_ADV_GLOBAL) {
+      lsu_all += a->issued[i];
+      lsu_local += a->insns[i].cls == GPD_ADV_LOCAL ? a->issued[i] : 0;
+    }
+  lsu_local = lsu_all > 0 ? lsu_local / lsu_all : 0;
   for (size_t q = 0; q < a->nblame; q++) {
     const gpd_adv_blame_t *b = &a->blame[q];
     const gpd_adv_insn_t *d = &a->insns[b->def], *u = &a->insns[b->use];
@@ -368,6 +374,9 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     if (d->cls == GPD_ADV_LOCAL &&
         (b->reason == GPD_ADV_LONG_SB || b->reason == GPD_ADV_LG_THROTTLE))
       match_add(&mx[GPD_OPT_REGISTER_REUSE], b, b->samples, 0);
+    else if (self && d->cls == GPD_ADV_GLOBAL && b->reason == GPD_ADV_LG_THROTTLE &&
+             lsu_local > 0) /* the local accesses' share of a full LSU queue */
+      match_add(&mx[GPD_OPT_REGISTER_REUSE], b, b->samples * lsu_local, 0);
     /* Strength Reduction: execution dependency on long-latency arithmetic */
     if (!self && d->cls == GPD_ADV_LONGOP &&
         (b->reason == GPD_ADV_WAIT || b->reason == GPD_ADV_SHORT_SB))

@@ -338,6 +338,25 @@ static void test_register_reuse(void **state) {
   assert_int_equal(g->hot[0].def, 0);
   assert_int_equal(g->hot[0].use, 1);
   done(&x);
+  /* a global load throttled by a queue that local accesses share: the
+   * LDL issues 10 of the 40 LSU issues, so 1/4 of the LDG's 40
+   * lg_throttle samples is the spill's; T 30 + 40 + 10 + 30 = 110 */
+  static const char *const k2[] = {"LDL R0, [R1+0x8]", "LDG.E R6, desc[UR4][R2.64]",
+                                   "FADD R4, R0, R6", "EXIT", NULL};
+  gpd_adv_psamp_t s2[] = {{PC(2), GPD_ADV_LONG_SB, 30, 30},
+                          {PC(1), GPD_ADV_LG_THROTTLE, 40, 40},
+                          {PC(0), GPD_ADV_SELECTED, 10, 0},
+                          {PC(1), GPD_ADV_SELECTED, 30, 0}};
+  run(&x, k2, s2, 4, NULL, 0, NULL);
+  g = sugg(x.a, GPD_OPT_REGISTER_REUSE);
+  assert_non_null(g);
+  /* the FADD's 30 by Eq. 1: LDL path 2, issue 10 -> 5; LDG path 1,
+   * issue 30 -> 30: the LDL gets 30 x 5 / 35 */
+  double m = 30.0 * 5.0 / 35.0 + 40.0 / 4;
+  assert_float_equal(blamed(x.a, 0, 2, GPD_ADV_LONG_SB), 30.0 * 5.0 / 35.0, 1e-9);
+  assert_float_equal(g->matched, m, 1e-9);
+  assert_float_equal(g->speedup, 110.0 / (110.0 - m), 1e-9);
+  done(&x);
 }
 
 /* Strength Reduction (Eq. 2): a conversion waited on. */
