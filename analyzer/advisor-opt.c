@@ -195,6 +195,59 @@ static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double 
   return mio + sb;
 }
 
+/* Where a call's own cost shows (Function Inlining, ours on GPA's
+ * "stalls at call sites"): a CALL or RET, the callee's first
+ * instruction, the return point after a CALL, and the instruction after
+ * an unconditional RET (a warp whose RET is resolving its target is
+ * sampled at the next PC). */
+static int is_call_overhead(const gpd__adv_t *k, uint32_t i) {
+  const gpd_adv_insn_t *in = &k->a->insns[i];
+  if (strncmp(in->op, "CALL", 4) == 0 || strncmp(in->op, "RET", 3) == 0)
+    return 1;
+  if (k->kernel_func >= 0 && k->func_of[i] >= 0 && k->func_of[i] != k->kernel_func &&
+      (i == 0 || k->func_of[i - 1] != k->func_of[i]))
+    return 1;
+  if (i == 0)
+    return 0;
+  const gpd_adv_insn_t *p = &k->a->insns[i - 1];
+  return strncmp(p->op, "CALL", 4) == 0 || (strncmp(p->op, "RET", 3) == 0 && issues_always(p));
+}
+
+/* Global atomics / reductions on one address in every lane (ours, as
+ * Memory Transaction Reduction: a warp-level reduction first makes one
+ * update of 32): the 32 lanes' updates are serialized, k = 32 where one
+ * would do.  M in Eq. 2's form: drain stalls (warps past EXIT waiting for
+ * their writes) times the serialized updates' share of global write
+ * transactions, rho = sum issued_i (k_i - 1) / sum issued_j k_j, plus
+ * (1 - 1/k) of the waits on those atomics' results.  Returns M. */
+static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
+  const double kw = 32;
+  double all = 0, replay = 0, m = 0;
+  for (size_t i = 0; i < a->ninsns; i++) {
+    const gpd_adv_insn_t *in = &a->insns[i];
+    if (in->cls != GPD_ADV_GLOBAL || !in->store)
+      continue;
+    all += a->issued[i] * (in->same_addr ? kw : 1);
+    replay += in->same_addr ? a->issued[i] * (kw - 1) : 0;
+  }
+  if (!(replay > 0))
+    return 0;
+  for (size_t q = 0; q < a->nblame; q++) {
+    const gpd_adv_blame_t *b = &a->blame[q];
+    double v = 0;
+    if (b->reason == GPD_ADV_DRAIN && b->def == b->use)
+      v = b->samples * replay / all;
+    else if (a->insns[b->def].same_addr && b->reason == GPD_ADV_LONG_SB && b->def != b->use)
+      v = b->samples * (1 - 1 / kw); /* (its throttling counts as global throttling) */
+    if (v > 0) {
+      m += v;
+      match_add(x, b, v, 0);
+      x->m -= v; /* counted by the caller */
+    }
+  }
+  return m;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -209,7 +262,13 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     free(loop_mx);
     return -ENOMEM;
   }
-  double coal_k_num = 0, coal_m = 0;
+  double coal_k_num = 0, coal_m = 0, call_m = 0, lsu_local = 0, lsu_all = 0;
+  for (size_t i = 0; i < a->ninsns; i++)
+    if (a->insns[i].cls == GPD_ADV_LOCAL || a->insns[i].cls == GPD_ADV_GLOBAL) {
+      lsu_all += a->issued[i];
+      lsu_local += a->insns[i].cls == GPD_ADV_LOCAL ? a->issued[i] : 0;
+    }
+  lsu_local = lsu_all > 0 ? lsu_local / lsu_all : 0;
   for (size_t q = 0; q < a->nblame; q++) {
     const gpd_adv_blame_t *b = &a->blame[q];
     const gpd_adv_insn_t *d = &a->insns[b->def], *u = &a->insns[b->use];
@@ -218,6 +277,9 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     if (d->cls == GPD_ADV_LOCAL &&
         (b->reason == GPD_ADV_LONG_SB || b->reason == GPD_ADV_LG_THROTTLE))
       match_add(&mx[GPD_OPT_REGISTER_REUSE], b, b->samples, 0);
+    else if (self && d->cls == GPD_ADV_GLOBAL && b->reason == GPD_ADV_LG_THROTTLE &&
+             lsu_local > 0) /* the local accesses' share of a full LSU queue */
+      match_add(&mx[GPD_OPT_REGISTER_REUSE], b, b->samples * lsu_local, 0);
     /* Strength Reduction: execution dependency on long-latency arithmetic */
     if (!self && d->cls == GPD_ADV_LONGOP &&
         (b->reason == GPD_ADV_WAIT || b->reason == GPD_ADV_SHORT_SB))
@@ -261,8 +323,13 @@ int gpd__adv_optimize(gpd__adv_t *k) {
                                   k->func_of[b->use] != k->kernel_func))
         match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, 0, b->latency);
     }
-    if (self && (strncmp(u->op, "CALL", 4) == 0 || strncmp(u->op, "RET", 3) == 0))
+    if (self && (b->reason == GPD_ADV_BRANCH || b->reason == GPD_ADV_NO_INSTR) &&
+        is_call_overhead(k, b->use)) {
+      call_m += b->samples; /* what inlining removes (Eq. 2) */
+      match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, b->samples, 0);
+    } else if (self && (strncmp(u->op, "CALL", 4) == 0 || strncmp(u->op, "RET", 3) == 0)) {
       match_add(&mx[GPD_OPT_FUNCTION_INLINING], b, 0, b->latency);
+    }
   }
   char why[320];
   /* stall elimination (Eq. 2) */
@@ -288,15 +355,20 @@ int gpd__adv_optimize(gpd__adv_t *k) {
   {
     double glob = mx[GPD_OPT_MEMORY_TRANSACTION].m, ways;
     double bank = bank_conflicts(a, &mx[GPD_OPT_MEMORY_TRANSACTION], &ways);
-    double m = glob + bank;
+    double atom = atomic_contention(a, &mx[GPD_OPT_MEMORY_TRANSACTION]);
+    double m = glob + bank + atom;
     mx[GPD_OPT_MEMORY_TRANSACTION].m = m;
-    if (bank > 0)
-      snprintf(why, sizeof why,
-               "%.0f samples of global memory throttling; shared accesses with up to %.0f-way "
-               "bank conflicts: %.0f samples of MIO throttling and waits on them are replays",
-               glob, ways, bank);
-    else
-      snprintf(why, sizeof why, "%.0f samples of global memory throttling", glob);
+    int n = snprintf(why, sizeof why, "%.0f samples of global memory throttling", glob);
+    if (bank > 0 && n > 0 && (size_t)n < sizeof why)
+      n += snprintf(why + n, sizeof why - (size_t)n,
+                    "; shared accesses with up to %.0f-way bank conflicts: %.0f samples of MIO "
+                    "throttling and waits on them are replays",
+                    ways, bank);
+    if (atom > 0 && n > 0 && (size_t)n < sizeof why)
+      snprintf(why + n, sizeof why - (size_t)n,
+               "; atomics on one address in every lane: %.0f samples of drain and waits "
+               "are their serialized updates",
+               atom);
     gpd__adv_suggest(a, GPD_OPT_MEMORY_TRANSACTION, m, eq2(T, m), &mx[GPD_OPT_MEMORY_TRANSACTION],
                      -1, why);
   }
@@ -335,11 +407,18 @@ int gpd__adv_optimize(gpd__adv_t *k) {
            mx[GPD_OPT_CODE_REORDER].ml, A);
   gpd__adv_suggest(a, GPD_OPT_CODE_REORDER, mx[GPD_OPT_CODE_REORDER].ml,
           eq4(T, A, mx[GPD_OPT_CODE_REORDER].ml), &mx[GPD_OPT_CODE_REORDER], -1, why);
-  snprintf(why, sizeof why,
-           "%.0f latency samples in device functions and at their calls and returns",
-           mx[GPD_OPT_FUNCTION_INLINING].ml);
-  gpd__adv_suggest(a, GPD_OPT_FUNCTION_INLINING, mx[GPD_OPT_FUNCTION_INLINING].ml,
-          eq4(T, A, mx[GPD_OPT_FUNCTION_INLINING].ml), &mx[GPD_OPT_FUNCTION_INLINING], -1, why);
+  {
+    /* call overhead goes (Eq. 2), latency across the call is hidden
+     * (Eq. 4): T / (T - M_call - min(A, M_L)) */
+    double ml = mx[GPD_OPT_FUNCTION_INLINING].ml, h = (A < ml ? A : ml) + call_m;
+    snprintf(why, sizeof why,
+             "%.0f samples of call overhead (branch resolving and instruction fetch at calls, "
+             "returns, the callee's entry and the return points), %.0f latency samples in "
+             "device functions and at their calls and returns",
+             call_m, ml);
+    gpd__adv_suggest(a, GPD_OPT_FUNCTION_INLINING, call_m + ml, T > 0 && h < T ? T / (T - h) : 1.0,
+                     &mx[GPD_OPT_FUNCTION_INLINING], -1, why);
+  }
   free(loop_ml);
   free(loop_a);
   free(loop_mx);

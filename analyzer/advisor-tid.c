@@ -153,6 +153,68 @@ static long tid_coef(const long *coef, const gpd_adv_insn_t *in, char **ops, uns
   return any ? -1 : 0;
 }
 
+/* Warp-uniform values (same in every lane), in address order like the
+ * thread-index pass: an instruction's defs are uniform when it reads only
+ * uniform values -- immediates, constant banks, uniform registers (UR,
+ * UP), the block index -- loads nothing but constants, and its guard is
+ * uniform.  Two passes, the second starting from the first's end, so a
+ * value a loop makes per-lane is per-lane at the loop's top; after a
+ * branch on a per-lane value, a register written in more than one place
+ * is per-lane (lanes may hold different writes).  Marks global atomics /
+ * reductions whose address register is uniform at them: every lane
+ * updates one address, one at a time. */
+static void uniform_addr(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
+  uint8_t uni[GPD_ADV_RES_UR], ndefs[GPD_ADV_RES_UR], *at; /* R and P registers */
+  if ((at = calloc(a->ninsns ? a->ninsns : 1, 1)) == NULL)
+    return; /* no marks: nothing matched */
+  memset(uni, 1, sizeof uni);
+  memset(ndefs, 0, sizeof ndefs);
+  for (size_t i = 0; i < a->ninsns; i++)
+    for (unsigned k = 0; k < a->insns[i].ndef; k++)
+      if (a->insns[i].def[k] < GPD_ADV_RES_UR && ndefs[a->insns[i].def[k]] < 2)
+        ndefs[a->insns[i].def[k]]++;
+  for (int pass = 0; pass < 2; pass++) {
+    int diverged = 0;
+    for (size_t i = 0; i < a->ninsns; i++) {
+      const gpd_adv_insn_t *in = &a->insns[i];
+      const char *text = sec->insns[i].text ? sec->insns[i].text : "";
+      /* the address register, for atomics: uniform here? */
+      at[i] = 0;
+      const char *br = strrchr(text, '[');
+      gpd_adv_insn_t tmp;
+      char b[96];
+      if (in->cls == GPD_ADV_GLOBAL &&
+          (strncmp(in->op, "RED", 3) == 0 || strncmp(in->op, "ATOM", 4) == 0) && br &&
+          snprintf(b, sizeof b, "MOV RZ, %.*s", (int)strcspn(br + 1, "]"), br + 1) > 0 &&
+          gpd_adv_decode(b, &tmp) == 0) {
+        int any = 0, all = 1;
+        for (unsigned k = 0; k < tmp.nuse; k++)
+          if (tmp.use[k] < GPD_ADV_RES_P) {
+            any = 1;
+            all &= uni[tmp.use[k]];
+          }
+        at[i] = (uint8_t)(any && all);
+      }
+      int u = !(in->cls == GPD_ADV_GLOBAL || in->cls == GPD_ADV_LOCAL ||
+                in->cls == GPD_ADV_SHARED || (in->cls == GPD_ADV_MIO && !strstr(text, "CTAID")));
+      for (unsigned k = 0; k < in->nuse && u; k++)
+        if (in->use[k] < GPD_ADV_RES_UR && !uni[in->use[k]])
+          u = 0;
+      if (in->pred >= 0 && in->pred < GPD_ADV_RES_UR && !uni[in->pred])
+        u = 0;
+      if (in->cls == GPD_ADV_CONTROL && in->pred >= 0 && in->pred < GPD_ADV_RES_UR &&
+          !uni[in->pred])
+        diverged = 1;
+      for (unsigned k = 0; k < in->ndef; k++)
+        if (in->def[k] < GPD_ADV_RES_UR)
+          uni[in->def[k]] = (uint8_t)(u && !(diverged && ndefs[in->def[k]] > 1));
+    }
+  }
+  for (size_t i = 0; i < a->ninsns; i++)
+    a->insns[i].same_addr = at[i];
+  free(at);
+}
+
 void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
   long coef[GPD_ADV_NRES];
   memset(coef, 0, sizeof coef);
@@ -199,5 +261,6 @@ void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
         coef[d] = -1;
     }
   }
+  uniform_addr(a, sec);
 }
 

@@ -94,6 +94,8 @@ typedef struct gpd_adv_insn_s {
   uint32_t stride;    /* global or shared access: tid.x stride in bytes when more
                          than the element, UINT32_MAX when only known at run time,
                          else 0 */
+  uint8_t same_addr;  /* a global atomic / reduction whose address is the same in
+                         every lane (built from warp-uniform values only) */
   char op[24];        /* opcode with modifiers */
 } gpd_adv_insn_t;
 

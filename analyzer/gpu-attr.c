@@ -114,6 +114,41 @@ typedef struct fn_s {
   size_t s0, s1; /* its samples: [s0, s1) of the sorted array */
 } fn_t;
 
+/* How the call edges into each callee with more than one call site were
+ * weighed (the ones whose weights split the callee's samples), in the
+ * tree's notes by the call's offset in its caller, as the contexts'
+ * labels give it: "call at 0x70 22 (37 %), call at 0xc0 38 (63 %)" (the
+ * share of the weight into that callee), at most 6 edges. */
+static void note_shared_edges(gpd_gtree_t *t, const fn_t *fns, const gpd_gcall_t *e, size_t ne,
+                              int counts) {
+  char buf[320] = "";
+  size_t n = 0, shown = 0, more = 0;
+  for (size_t i = 0; i < ne; i++) {
+    double in = 0;
+    size_t sites = 0;
+    for (size_t q = 0; q < ne; q++)
+      if (e[q].callee == e[i].callee) {
+        in += e[q].weight;
+        sites++;
+      }
+    if (sites < 2)
+      continue;
+    if (shown == 6 || n + 80 >= sizeof buf) {
+      more++;
+      continue;
+    }
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%scall at 0x%llx %.0f (%.0f %%)",
+                          shown ? ", " : "",
+                          (unsigned long long)(e[i].call_off - fns[e[i].caller].f->lo),
+                          e[i].weight, in > 0 ? 100 * e[i].weight / in : 0.0);
+    shown++;
+  }
+  if (shown)
+    tnote(t, "call edges weighed by %s (equal cost per call, Zhou et al. 2021 section 6.3): %s%s",
+          counts ? "execution counts of the call instructions" : "samples of the call instructions",
+          buf, more ? " and more" : "");
+}
+
 static const char *base_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
@@ -336,6 +371,8 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
   }
   if (dsec && ncnt)
     tnote(t, "call-edge weights: exact execution counts of the call instructions (SASS metrics)");
+  if (dsec)
+    note_shared_edges(t, fns, edges, nedges, ncnt > 0);
   if (dsec) {
     err = gpd_gcct_build((uint32_t)nfns, root, fsamples, edges, nedges, max_nodes, &tree);
     if (err == -E2BIG)

@@ -24,6 +24,12 @@ add_test(NAME advisor.suite-eval
   COMMAND ${GPD_ADV_DIR}/test-suite-eval.sh $<TARGET_FILE:gpuprof_cli> ${CMAKE_CURRENT_LIST_DIR})
 set_tests_properties(advisor.suite-eval PROPERTIES LABELS "integration" TIMEOUT 180
                      SKIP_RETURN_CODE ${GPD_SKIP_RC})
+# The suite's stored H200 run (docs/validation/2026-12-02-advisor-suite.tgz)
+# advised again by this gpuprof: every pair's numbers.
+add_test(NAME advisor.suite-h200
+  COMMAND ${GPD_ADV_DIR}/test-suite-h200.sh $<TARGET_FILE:gpuprof_cli> ${CMAKE_SOURCE_DIR})
+set_tests_properties(advisor.suite-h200 PROPERTIES LABELS "integration" TIMEOUT 180
+                     SKIP_RETURN_CODE ${GPD_SKIP_RC})
 # The validation suite as nvcc builds it for sm_90 (at build time: ptxas's
 # -v report) still carries each designed defect (check-suite-build.py).
 set(GPD_ADV_PTXAS -)

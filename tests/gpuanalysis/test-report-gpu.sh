@@ -6,7 +6,7 @@
 # (check-report-gpu.py), then bad input: no nvdisasm, a truncated binary,
 # a missing binary, garbage in place of the binary -- a note each, the
 # samples still counted, exit 0; SASS counts of another process weigh the
-# call sites.   usage: test-report-gpu.sh GPUPROF FIXTURES
+# call sites; the notes say how each call edge was weighed.   usage: test-report-gpu.sh GPUPROF FIXTURES
 set -u
 GPUPROF=$1; FIX=$(cd "$2" && pwd); HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -21,6 +21,11 @@ python3 "$HERE/check-report-gpu.py" detail "$T/d.json" "$T/p/known.gpdb" "$T/p/g
 "$GPUPROF" report --gpu-detail "$T/p/known.gpdb" >"$T/d.txt" || fail "report text"
 grep -q "loop at pcsamp-known.cu:" "$T/d.txt" || fail "no loop line in the text report"
 grep -q "GSAMP:UTIL" "$T/d.txt" || fail "no GSAMP:UTIL note"
+# how each call edge into hot() was weighed: its call instruction's samples
+grep -q "_Z5knownPKfiPf: call edges weighed by samples of the call instructions (equal cost per call, Zhou et al. 2021 section 6.3): call at 0x70 120 (25 %), call at 0xc0 354 (75 %)" "$T/d.err" ||
+  fail "known()'s edge weights: $(cat "$T/d.err")"
+grep -q "_Z11known_callsPKfiiPf: call edges weighed by samples .*: call at 0x100 2569 (81 %), call at 0x160 591 (19 %)" "$T/d.err" ||
+  fail "known_calls()'s edge weights: $(cat "$T/d.err")"
 "$GPUPROF" report "$T/p/known.gpdb" >"$T/c.txt" || fail "collapsed report"
 grep -q "_Z3hotPKfif" "$T/c.txt" && fail "collapsed report shows GPU functions"
 "$GPUPROF" report --json "$T/p/known.gpdb" >"$T/c.json" 2>/dev/null || fail "collapsed json"
