@@ -95,7 +95,6 @@ static struct {
 /* Set on the connection thread: gpd_conn_start never waits on itself. */
 static __thread int conn_on_thread;
 
-static atomic_int conn_nolistener; /* gpd_conn_no_listener */
 static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin, conn_log_fdlost,
     conn_log_off;
 
@@ -356,6 +355,12 @@ out:
 
 /* ------------------------------------------------------------- gpubins */
 
+GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  return gpd_conn_gpubin(data, len, kind);
+}
+
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind) {
   if (!data || !len)
     return -EINVAL;
@@ -574,7 +579,7 @@ static int conn_attempt(void) {
   }
   gpd_fdid_t id;
   int err = conn_connect(g->socket_path, &id);
-  atomic_store_explicit(&conn_nolistener, err && !conn.ever && (err == -ENOENT || err == -ECONNREFUSED),
+  atomic_store_explicit(&gpd_shim__g.no_listener, err && !conn.ever && (err == -ENOENT || err == -ECONNREFUSED),
                         memory_order_relaxed);
   if (err) {
     if (!conn.ever)
@@ -788,4 +793,3 @@ void gpd_conn_atfork_child(void) {
   conn.nseen = 0;
 }
 
-int gpd_conn_no_listener(void) { return atomic_load_explicit(&conn_nolistener, memory_order_relaxed); }

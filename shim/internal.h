@@ -63,6 +63,12 @@ typedef struct gpd_shim_state_s {
   _Atomic uint32_t *node_ann;   /* per node id: epoch it was announced in */
   uint64_t start_ns;            /* constructor time (gpuprof clock) */
   char socket_path[108];
+  /* 1 while no daemon has registered this process and the last connection
+   * attempt found nothing listening at the socket (ENOENT, ECONNREFUSED);
+   * 0 otherwise (connected, never tried, or a daemon that is slow to
+   * answer).  Written by the connection thread (conn.c), read lock-free
+   * by gpd_shim_may_record. */
+  _Atomic int no_listener;
 } gpd_shim_state_t;
 
 extern gpd_shim_state_t gpd_shim__g;
@@ -136,8 +142,9 @@ uint32_t gpd_shim__id_next(void);
  *  reset, the child's start time. */
 void gpd_shim__atfork_child(void);
 /** Fork child, last step: the first gpd_shim_active() starts the
- *  connection (lazily, as the constructor does) and waits for it. */
-void gpd_shim__atfork_lazy(void);
+ *  connection by calling start (main.c passes gpd_conn_start; lazily, as
+ *  the constructor does) and waits for it. */
+void gpd_shim__atfork_lazy(int (*start)(int wait_ms));
 
 /* ----------------------------------------------------------------- fdid.c */
 /** Identity of a descriptor the shim opened (socket, region memfd): the
@@ -187,16 +194,12 @@ void gpd_conn_atfork_prepare(void);
 void gpd_conn_atfork_parent(void);
 /** Stop at exit (no join: never block the host). */
 void gpd_conn_stop(void);
-/** 1 while no daemon has registered this process and the last connection
- *  attempt found nothing listening at the socket (ENOENT, ECONNREFUSED);
- *  0 otherwise (connected, never tried, or a daemon that is slow to
- *  answer).  Any thread, lock-free. */
-int gpd_conn_no_listener(void);
 /** In the fork child: forget the parent's connection (close its fd if it
  *  is still ours), release the lock taken in prepare, reset state.  The
  *  child's gpd_conn_start() (lazily, shim.c) registers it anew. */
 void gpd_conn_atfork_child(void);
-/** Queue a GPU binary chunk set for the connection thread. */
+/** Queue a GPU binary chunk set for the connection thread (behind
+ *  gpd_shim_gpubin, shim.h; also in conn.c). */
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind);
 
 /* -------------------------------------------------------------- control.c */
@@ -211,8 +214,13 @@ typedef struct gpd_control_ack_s {
   int ended;        /* a window closed by gpd_shim__control_due */
   char message[160];
 } gpd_control_ack_t;
-/** The built back ends, NULL-terminated (shim.c; main.c walks it). */
+/** The built back ends, NULL-terminated (shim.c; main.c registers the
+ *  list at start, before any other thread, and walks it; control.c and
+ *  policy.c dispatch through it).  Empty before the registration. */
 const struct gpd_backend_s *const *gpd_shim__backends(void);
+/** main.c's constructor, first step: list (GPD_BACKENDS, backends.h,
+ *  NULL-terminated, static) becomes gpd_shim__backends(). */
+void gpd_shim__backends_register(const struct gpd_backend_s *const *list);
 /** Dispatch one Control to the back ends and open/close its kind's
  *  window; fills ack.  Connection thread only. */
 void gpd_shim__control_apply(const struct gpd_control_s *c, gpd_control_ack_t *ack);

@@ -29,12 +29,14 @@
 #include "internal.h"
 #include "module.h"
 
-/* The built back ends (shim.c) and how many. */
-static const gpd_backend_t *const *backends;
+/* The built back ends (backends.h), registered with shim.c at start
+ * (control.c and policy.c dispatch through gpd_shim__backends), and how
+ * many. */
+static const gpd_backend_t *const backends[] = {GPD_BACKENDS NULL};
 static size_t shim_nbackends;
 
 static void backends_get(void) {
-  backends = gpd_shim__backends();
+  gpd_shim__backends_register(backends);
   for (shim_nbackends = 0; backends[shim_nbackends]; shim_nbackends++)
     ;
 }
@@ -78,7 +80,7 @@ static void atfork_child(void) {
   gpd_shim__control_atfork_child();
   gpd_shim__policy_atfork_child();
   gpd_cpusample_atfork_child();
-  gpd_shim__atfork_lazy();
+  gpd_shim__atfork_lazy(gpd_conn_start);
 }
 
 /* ------------------------------------------------------- ctor and dtor */
