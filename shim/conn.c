@@ -232,8 +232,8 @@ static int conn_send_msg(const gpd_fdid_t *sock, Gpuprof__Msg *m, int fd) {
 static int conn_register(const gpd_fdid_t *sock, int region_fd) {
   int handback = region_fd >= 0;
   gpd_shim_state_t *g = &gpd_shim__g;
-  gpd_job_t job;
-  gpd_job_read(&job);
+  gpd_job_env_t job;
+  gpd_job_env_read(&job);
   char exe[4096], host[256];
   ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[el > 0 ? el : 0] = '\0';
@@ -621,7 +621,7 @@ static void *conn_main(void *arg) {
     while (gpd_shim__control_due(gpd_clock_ns(), &ack))
       if (conn.sock.fd >= 0 && conn_send_ack(&conn.sock, &ack) == -EBADF)
         conn_sock_lost();
-    gpd_cpusample_service();
+    gpd_cpu_sampler_service();
     if (conn.sock.fd < 0) {
       int rc = conn_attempt();
       conn_first_done();

@@ -1,6 +1,6 @@
 /* internal.h - state and helpers shared by the shim core files (shim.c,
  * conn.c, attach.c, status.c, fdid.c, thread.c, capture.c, strings.c,
- * job.c ...) and the vendor back ends.
+ * job-env.c ...) and the vendor back ends.
  * Not installed; names gpd_shim__* / gpd_<noun>_* with hidden visibility.
  * Test hooks (gpd_shim__attach_region, ...) are exported for tests only.
  */
@@ -417,7 +417,7 @@ enum {
                                ring full, module not in the table yet) */
 };
 /** The calling context of the code a signal interrupted at `pc` (the
- *  sampler's handler, cpusample.c): unwinds from the handler, keeps the
+ *  sampler's handler, cpu-sampler.c): unwinds from the handler, keeps the
  *  frames from the interrupted one outwards (its pc is the leaf's call
  *  site), cuts shim/vendor frames like a capture, interns the path (own
  *  per-thread memo) and announces new nodes.  Async-signal-safe: no
@@ -439,33 +439,33 @@ void gpd_capture_unwind_bounds(gpd_capture_memo_t *m);
 /** Pure frame-pointer walk (bench baseline). */
 GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
 
-/* ------------------------------------------------------------ cpusample.c */
+/* ---------------------------------------------------------- cpu-sampler.c */
 /** Read GPUPROF_CPU_SAMPLING* and install the signal handler (the
  *  constructor); starts the calling (main) thread's timer. */
-void gpd_cpusample_init(void);
+void gpd_cpu_sampler_init(void);
 /** The CPU sampling rate running (Hz; 0 off) and whether
  *  GPUPROF_CPU_SAMPLING chose it (*from_env = 1) or the daemon's policy. */
-uint32_t gpd_cpusample_rate(int *from_env);
+uint32_t gpd_cpu_sampler_rate(int *from_env);
 /** Start the calling thread's CPU-time timer if sampling is on and it has
  *  none (thread.c, once per thread when its memo is allocated). */
-void gpd_cpusample_thread_start(void);
+void gpd_cpu_sampler_thread_start(void);
 /** The sampling signal while sampling is on (configured, not backed off
  *  or stopped), else 0 (pthread-wrappers.c asks before wrapping). */
-int gpd_cpusample_wanted(void);
+int gpd_cpu_sampler_wanted(void);
 /** A new thread's first step (pthread-wrappers.c): its memo and timer when
  *  sampling is on; without them (OOM, no timer) it runs unsampled. */
-void gpd_cpusample_thread_begin(void);
+void gpd_cpu_sampler_thread_begin(void);
 /** Test hook: CPU-time timers held now (one per live sampled thread). */
 GPD_EXPORT int gpd_shim__cpusample_timers(void);
 /** Test hook: CPU time (ns) the calling thread's timer signals carried
  *  (out[0]) and its pushed samples carry (out[1]). */
 GPD_EXPORT void gpd_shim__cpusample_thread_ns(uint64_t out[2]);
 /** Delete the calling thread's timer (thread exit; blocks the signal). */
-void gpd_cpusample_thread_stop(void);
+void gpd_cpu_sampler_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */
-void gpd_cpusample_stop(void);
+void gpd_cpu_sampler_stop(void);
 /** Fork child: the child has no timers; start one for this thread. */
-void gpd_cpusample_atfork_child(void);
+void gpd_cpu_sampler_atfork_child(void);
 
 /* policy.c: the daemon's collection policy and the CollectReports. */
 struct Gpuprof__CollectPolicy;
@@ -488,7 +488,7 @@ extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
 /** Connection thread, every loop: the module refresh the handler asked
  *  for (gpd_module_service), Python's service, and a check that the
  *  application has not taken the sampling signal. */
-void gpd_cpusample_service(void);
+void gpd_cpu_sampler_service(void);
 
 /* -------------------------------------------------------------- strings.c */
 void gpd_strings_init(void);
@@ -511,17 +511,17 @@ uint32_t gpd_shim__string_slot(const char *text, unsigned kind, uint32_t *slot);
 uint32_t gpd_shim__string_again(uint32_t slot);
 void gpd_strings_atfork_child(void);
 
-/* ------------------------------------------------------------------ job.c */
-typedef struct gpd_job_s {
+/* -------------------------------------------------------------- job-env.c */
+typedef struct gpd_job_env_s {
   char job_id[128];
   char step_id[64];
   int rank;       /* -1 unknown */
   int local_rank; /* -1 unknown */
-} gpd_job_t;
+} gpd_job_env_t;
 /** Read the job tags from the environment (see docs/SHIM.md). */
-void gpd_job_read(gpd_job_t *j);
+void gpd_job_env_read(gpd_job_env_t *j);
 /** Test hook: same, exported. */
-GPD_EXPORT void gpd_shim__job_read(gpd_job_t *j);
+GPD_EXPORT void gpd_shim__job_read(gpd_job_env_t *j);
 
 /* ----------------------------------------------------------- back ends */
 #ifdef GPD_HAVE_OPENCL

@@ -79,7 +79,7 @@ static void atfork_child(void) {
   gpd_conn_atfork_child();
   gpd_shim__control_atfork_child();
   gpd_shim__policy_atfork_child();
-  gpd_cpusample_atfork_child();
+  gpd_cpu_sampler_atfork_child();
   gpd_shim__atfork_lazy(gpd_conn_start);
 }
 
@@ -125,7 +125,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
   gpd_strings_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
-  gpd_cpusample_init();
+  gpd_cpu_sampler_init();
   for (size_t i = 0; i < shim_nbackends; i++) {
     int err = backends[i]->init ? backends[i]->init() : 0;
     if (err)
@@ -136,7 +136,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
 __attribute__((destructor)) static void shim_dtor(void) {
   if (atomic_load(&gpd_shim__g.disabled))
     return;
-  gpd_cpusample_stop();
+  gpd_cpu_sampler_stop();
   for (size_t i = shim_nbackends; i-- > 0;)
     if (backends[i]->shutdown)
       backends[i]->shutdown();
