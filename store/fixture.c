@@ -16,7 +16,8 @@
 
 struct gpd_store_fixture_s {
   sqlite3 *db;
-  sqlite3_stmt *ctx, *metric, *profile, *backend;
+  sqlite3_stmt *ctx, *metric, *profile, *backend; /* gpd_store_fixture_create's */
+  sqlite3_stmt *tev, *tla;                         /* gpd_store_fixture_open's */
 };
 
 static int fail(gpd_store_fixture_t *fx, const char *what) {
@@ -29,6 +30,8 @@ static void fx_free(gpd_store_fixture_t *fx) {
   sqlite3_finalize(fx->metric);
   sqlite3_finalize(fx->profile);
   sqlite3_finalize(fx->backend);
+  sqlite3_finalize(fx->tev);
+  sqlite3_finalize(fx->tla);
   sqlite3_close(fx->db);
   free(fx);
 }
@@ -123,4 +126,92 @@ int gpd_store_fixture_close(gpd_store_fixture_t *fx) {
   int err = sqlite3_exec(fx->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : fail(fx, "commit");
   fx_free(fx);
   return err;
+}
+
+int gpd_store_fixture_open(const char *path, gpd_store_fixture_t **out) {
+  gpd_store_fixture_t *fx = calloc(1, sizeof *fx);
+  *out = NULL;
+  if (!fx)
+    return -ENOMEM;
+  int err = 0;
+  if (sqlite3_open(path, &fx->db) != SQLITE_OK)
+    err = fail(fx, path);
+  else if (sqlite3_prepare_v2(fx->db,
+                              "INSERT OR IGNORE INTO trace_event(profile_id, start_ns, stream, corr, end_ns,"
+                              " device, op, subkind, node, name, bytes) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+                              -1, &fx->tev, NULL) ||
+           sqlite3_prepare_v2(fx->db,
+                              "INSERT OR IGNORE INTO trace_launch(profile_id, ts_ns, tid, corr, node, op)"
+                              " VALUES(?1,?2,?3,?4,?5,?6)",
+                              -1, &fx->tla, NULL))
+    err = fail(fx, "prepare");
+  if (err < 0) {
+    fx_free(fx);
+    return err;
+  }
+  *out = fx;
+  return 0;
+}
+
+int gpd_store_fixture_begin(gpd_store_fixture_t *fx) {
+  return sqlite3_exec(fx->db, "BEGIN;", NULL, NULL, NULL) == SQLITE_OK ? 0 : GPD_ESTORE;
+}
+
+int gpd_store_fixture_commit(gpd_store_fixture_t *fx) {
+  return sqlite3_exec(fx->db, "COMMIT;", NULL, NULL, NULL) == SQLITE_OK ? 0 : GPD_ESTORE;
+}
+
+int gpd_store_fixture_trace_gpu(gpd_store_fixture_t *fx, uint64_t profile, uint64_t start, int64_t stream,
+                                uint64_t corr, uint64_t end, int64_t device, int op, int subkind, uint64_t node,
+                                int64_t name, uint64_t bytes) {
+  sqlite3_stmt *s = fx->tev;
+  sqlite3_bind_int64(s, 1, (int64_t)profile);
+  sqlite3_bind_int64(s, 2, (int64_t)start);
+  sqlite3_bind_int64(s, 3, stream);
+  sqlite3_bind_int64(s, 4, (int64_t)corr);
+  sqlite3_bind_int64(s, 5, (int64_t)end);
+  sqlite3_bind_int64(s, 6, device);
+  sqlite3_bind_int(s, 7, op);
+  sqlite3_bind_int(s, 8, subkind);
+  sqlite3_bind_int64(s, 9, (int64_t)node);
+  sqlite3_bind_int64(s, 10, name);
+  sqlite3_bind_int64(s, 11, (int64_t)bytes);
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  return rc == SQLITE_DONE ? 0 : GPD_ESTORE;
+}
+
+int gpd_store_fixture_trace_launch(gpd_store_fixture_t *fx, uint64_t profile, uint64_t ts, int64_t tid,
+                                   uint64_t corr, uint64_t node, int op) {
+  sqlite3_stmt *s = fx->tla;
+  sqlite3_bind_int64(s, 1, (int64_t)profile);
+  sqlite3_bind_int64(s, 2, (int64_t)ts);
+  sqlite3_bind_int64(s, 3, tid);
+  sqlite3_bind_int64(s, 4, (int64_t)corr);
+  sqlite3_bind_int64(s, 5, (int64_t)node);
+  sqlite3_bind_int(s, 6, op);
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  return rc == SQLITE_DONE ? 0 : GPD_ESTORE;
+}
+
+void gpd_store_fixture_free(gpd_store_fixture_t *fx) { fx_free(fx); }
+
+double gpd_store_fixture_bytes(const char *path) {
+  sqlite3 *db;
+  double b = 0;
+  if (sqlite3_open(path, &db) != SQLITE_OK)
+    return 0;
+  sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db, "SELECT (SELECT page_count FROM pragma_page_count) * (SELECT page_size"
+                             " FROM pragma_page_size) - (SELECT freelist_count FROM"
+                             " pragma_freelist_count) * (SELECT page_size FROM pragma_page_size)",
+                         -1, &q, NULL) == SQLITE_OK) {
+    if (sqlite3_step(q) == SQLITE_ROW)
+      b = (double)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+  }
+  sqlite3_close(db);
+  return b;
 }

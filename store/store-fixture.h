@@ -3,7 +3,9 @@
  * store-write.h, `gpuprof merge` through merged-write.h.  These make a
  * node file of a given shape as fast as SQLite can (no journal, no
  * fsync, one transaction), so that a benchmark measures the reader, not
- * the making of its input.  Single thread; a fixture is not shared.
+ * the making of its input; and insert trace rows the plainest way, the
+ * baseline a writer is measured against.  Single thread; a fixture is
+ * not shared.
  */
 #ifndef GPUPROF_STORE_FIXTURE_H
 #define GPUPROF_STORE_FIXTURE_H
@@ -33,5 +35,27 @@ int gpd_store_fixture_process(gpd_store_fixture_t *fx, int64_t id, int pid, cons
 int gpd_store_fixture_metric(gpd_store_fixture_t *fx, int64_t profile, uint64_t ctx, unsigned metric, double v);
 /** Commit and close (fx is freed either way).  0 or GPD_ESTORE. */
 int gpd_store_fixture_close(gpd_store_fixture_t *fx);
+
+/** Open an existing store file (made by gpd_store_open) to insert trace
+ *  rows with plain prepared statements, as a baseline for the tracing
+ *  threads' writer (bench-trace).  No transaction is open.  0 or
+ *  GPD_ESTORE. */
+int gpd_store_fixture_open(const char *path, gpd_store_fixture_t **out);
+/** BEGIN / COMMIT on the fixture's connection.  0 or GPD_ESTORE. */
+int gpd_store_fixture_begin(gpd_store_fixture_t *fx);
+int gpd_store_fixture_commit(gpd_store_fixture_t *fx);
+/** One trace_event row (a GPU operation; times in ns) / one trace_launch
+ *  row (an API call), INSERT OR IGNORE.  0 or GPD_ESTORE. */
+int gpd_store_fixture_trace_gpu(gpd_store_fixture_t *fx, uint64_t profile, uint64_t start, int64_t stream,
+                                uint64_t corr, uint64_t end, int64_t device, int op, int subkind, uint64_t node,
+                                int64_t name, uint64_t bytes);
+int gpd_store_fixture_trace_launch(gpd_store_fixture_t *fx, uint64_t profile, uint64_t ts, int64_t tid,
+                                   uint64_t corr, uint64_t node, int op);
+/** Close a fixture from gpd_store_fixture_open without committing. */
+void gpd_store_fixture_free(gpd_store_fixture_t *fx);
+/** Bytes the file at path uses after a WAL checkpoint: pages in use
+ *  times the page size (free pages not counted); 0 when it cannot be
+ *  opened. */
+double gpd_store_fixture_bytes(const char *path);
 
 #endif
