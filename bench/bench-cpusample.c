@@ -1,5 +1,5 @@
 /* bench-cpusample - cost of the shim's CPU-time sampling
- * (GPUPROF_CPU_SAMPLING, shim/cpusample.c; docs/PERFORMANCE.md).
+ * (GPUPROF_CPU_SAMPLING, shim/cpu-sampler.c; docs/PERFORMANCE.md).
  *
  * A CPU loop of fixed work (LCG steps) runs at call depth 32 in a child
  * process linked with the shim, whose region is created in the child (a

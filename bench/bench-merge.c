@@ -24,10 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/metric.h"
-#include "store-schema.h"
+#include "store-fixture.h"
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 30;
@@ -43,8 +41,8 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void die_db(sqlite3 *db, const char *what) {
-  fprintf(stderr, "bench-merge: %s: %s\n", what, sqlite3_errmsg(db));
+static void die(const char *what) {
+  fprintf(stderr, "bench-merge: %s\n", what);
   exit(1);
 }
 
@@ -60,33 +58,9 @@ static uint64_t ctx_id(long i, long shared, int node) {
 }
 
 static void gen_node(const char *path, int node, long nctx, int procs) {
-  sqlite3 *db;
-  sqlite3_stmt *c, *m, *p, *b;
+  gpd_store_fixture_t *fx;
   long shared = nctx * 8 / 10;
-  unlink(path);
-  if (sqlite3_open(path, &db) != SQLITE_OK) die_db(db, path);
-  if (sqlite3_exec(db,
-                   "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;" GPD_STORE_SCHEMA
-                   "PRAGMA user_version=2; BEGIN;"
-                   "INSERT INTO meta VALUES('format','gpuprof'),('format_version','2'),('host','synthetic'),"
-                   "('clock','CLOCK_MONOTONIC_RAW');",
-                   NULL, NULL, NULL) != SQLITE_OK)
-    die_db(db, "schema");
-  for (unsigned i = 0; i < GPD_M__COUNT; i++) {
-    char *q = sqlite3_mprintf("INSERT INTO metric_desc VALUES(%u,%Q,%Q,%Q)", i, gpd_metric_desc(i)->name,
-                              gpd_metric_unit_name(gpd_metric_desc(i)->unit), gpd_metric_desc(i)->desc);
-    sqlite3_exec(db, q, NULL, NULL, NULL);
-    sqlite3_free(q);
-  }
-  if (sqlite3_prepare_v2(db, "INSERT INTO context VALUES(1000,?1,?2,?3,'/opt/app/lib/libsolver.so',NULL,?4,?5,NULL)",
-                         -1, &c, NULL) ||
-      sqlite3_prepare_v2(db, "INSERT INTO metric VALUES(?1,?2,?3,?4)", -1, &m, NULL) ||
-      sqlite3_prepare_v2(db,
-                         "INSERT INTO profile(id,pid,uid,gid,exe,hostname,job_id,rank,local_rank,start_ns,end_ns,"
-                         "state,records) VALUES(?1,?2,1000,1000,'/opt/app/bin/solver',?3,'4242',?4,?5,1,2,'exited',1)",
-                         -1, &p, NULL) ||
-      sqlite3_prepare_v2(db, "INSERT INTO backend VALUES(?1,'cuda',1,0,NULL)", -1, &b, NULL))
-    die_db(db, "prepare");
+  if (gpd_store_fixture_create(path, &fx) < 0) die(path);
   char label[64], host[32];
   snprintf(host, sizeof(host), "node%04d", node);
   for (long i = 0; i < nctx; i++) {
@@ -95,26 +69,13 @@ static void gen_node(const char *path, int node, long nctx, int procs) {
     if (i >= shared && par >= 0 && par >= shared && mix((uint64_t)i ^ 7) % 4 == 0) par = par % shared;
     int kernel = mix((uint64_t)i ^ 0x55) % 10 < 3;
     snprintf(label, sizeof(label), kernel ? "void solver::kernel_%ld<float>(float*, int)" : "solver::step_%ld", i);
-    sqlite3_bind_int64(c, 1, (int64_t)ctx_id(i, shared, node));
-    sqlite3_bind_int64(c, 2, par < 0 ? 0 : (int64_t)ctx_id(par, shared, node));
-    sqlite3_bind_int(c, 3, kernel ? 3 : 1);
-    sqlite3_bind_int64(c, 4, i * 16);
-    sqlite3_bind_text(c, 5, label, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(c) != SQLITE_DONE) die_db(db, "context");
-    sqlite3_reset(c);
+    if (gpd_store_fixture_context(fx, 1000, ctx_id(i, shared, node), par < 0 ? 0 : ctx_id(par, shared, node),
+                                  kernel ? 3 : 1, "/opt/app/lib/libsolver.so", i * 16, label) < 0)
+      die("context");
   }
   for (int r = 0; r < procs; r++) {
     int rank = node * procs + r;
-    sqlite3_bind_int(p, 1, r + 1);
-    sqlite3_bind_int(p, 2, 10000 + r);
-    sqlite3_bind_text(p, 3, host, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(p, 4, rank);
-    sqlite3_bind_int(p, 5, r);
-    if (sqlite3_step(p) != SQLITE_DONE) die_db(db, "profile");
-    sqlite3_reset(p);
-    sqlite3_bind_int(b, 1, r + 1);
-    sqlite3_step(b);
-    sqlite3_reset(b);
+    if (gpd_store_fixture_process(fx, r + 1, 10000 + r, host, rank, r) < 0) die("profile");
   }
   /* metric rows in primary-key order: profile, context id, metric */
   uint64_t *ids = malloc((size_t)nctx * sizeof(*ids));
@@ -129,23 +90,13 @@ static void gen_node(const char *path, int node, long nctx, int procs) {
       double base = (double)(mix(ids[k]) % 1000000 + 1000);
       double imb = 1.0 + 0.05 * (rank % 7) + ((ids[k] & 63) == 0 ? 0.5 * (rank % 3) : 0);
       double cnt = (double)(mix(ids[k] ^ 3) % 100 + 1);
-      for (int j = 0; j < 3; j++) {
-        sqlite3_bind_int(m, 1, r + 1);
-        sqlite3_bind_int64(m, 2, (int64_t)ids[k]);
-        sqlite3_bind_int(m, 3, mids[j]);
-        sqlite3_bind_double(m, 4, j == 2 ? cnt : base * imb);
-        if (sqlite3_step(m) != SQLITE_DONE) die_db(db, "metric");
-        sqlite3_reset(m);
-      }
+      for (int j = 0; j < 3; j++)
+        if (gpd_store_fixture_metric(fx, r + 1, ids[k], (unsigned)mids[j], j == 2 ? cnt : base * imb) < 0)
+          die("metric");
     }
   }
   free(ids);
-  sqlite3_finalize(c);
-  sqlite3_finalize(m);
-  sqlite3_finalize(p);
-  sqlite3_finalize(b);
-  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) die_db(db, "commit");
-  sqlite3_close(db);
+  if (gpd_store_fixture_close(fx) < 0) die("commit");
 }
 
 typedef struct res_s {

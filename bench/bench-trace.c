@@ -15,9 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "daemon.h"
+#include "store-fixture.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -55,24 +54,7 @@ static double cpu_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double db_bytes(const char *path) {
-  sqlite3 *db;
-  double b = 0;
-  if (sqlite3_open(path, &db) != SQLITE_OK)
-    return 0;
-  sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
-  sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(db, "SELECT (SELECT page_count FROM pragma_page_count) * (SELECT page_size"
-                             " FROM pragma_page_size) - (SELECT freelist_count FROM"
-                             " pragma_freelist_count) * (SELECT page_size FROM pragma_page_size)",
-                         -1, &q, NULL) == SQLITE_OK) {
-    if (sqlite3_step(q) == SQLITE_ROW)
-      b = (double)sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-  }
-  sqlite3_close(db);
-  return b;
-}
+static double db_bytes(const char *path) { return gpd_store_fixture_bytes(path); }
 
 static int new_store(char *path, size_t n, const char *dir, const char *name) {
   snprintf(path, n, "%s/%s", dir, name);
@@ -85,49 +67,27 @@ static int new_store(char *path, size_t n, const char *dir, const char *name) {
 
 /* baseline: the same rows, one thread, prepared INSERTs, 64 K per transaction */
 static double baseline(const char *path, uint64_t n) {
-  sqlite3 *db;
-  sqlite3_stmt *ev, *la;
-  if (sqlite3_open(path, &db) != SQLITE_OK)
+  gpd_store_fixture_t *fx;
+  if (gpd_store_fixture_open(path, &fx) < 0)
     return -1;
-  sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO trace_event(profile_id, start_ns, stream, corr, end_ns,"
-                         " device, op, subkind, node, name, bytes) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
-                     -1, &ev, NULL);
-  sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO trace_launch(profile_id, ts_ns, tid, corr, node, op)"
-                         " VALUES(?1,?2,?3,?4,?5,?6)", -1, &la, NULL);
   double t0 = now_s();
-  sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
+  gpd_store_fixture_begin(fx);
   for (uint64_t i = 0; i < n; i++) {
     gpd_trace_ev_t e;
     make_ev(&e, i, 1);
-    sqlite3_stmt *s = e.kind == GPD_TEV_GPU ? ev : la;
-    sqlite3_bind_int64(s, 1, (int64_t)e.profile_id);
-    sqlite3_bind_int64(s, 2, (int64_t)e.start);
-    sqlite3_bind_int64(s, 3, e.stream);
-    sqlite3_bind_int64(s, 4, (int64_t)e.corr);
-    if (e.kind == GPD_TEV_GPU) {
-      sqlite3_bind_int64(s, 5, (int64_t)e.end);
-      sqlite3_bind_int64(s, 6, e.device);
-      sqlite3_bind_int(s, 7, e.op);
-      sqlite3_bind_int(s, 8, e.subkind);
-      sqlite3_bind_int64(s, 9, (int64_t)e.node);
-      sqlite3_bind_int64(s, 10, e.name);
-      sqlite3_bind_int64(s, 11, (int64_t)e.bytes);
-    } else {
-      sqlite3_bind_int64(s, 5, (int64_t)e.node);
-      sqlite3_bind_int(s, 6, e.op);
-    }
-    sqlite3_step(s);
-    sqlite3_reset(s);
+    if (e.kind == GPD_TEV_GPU)
+      gpd_store_fixture_trace_gpu(fx, e.profile_id, e.start, e.stream, e.corr, e.end, e.device, e.op, e.subkind,
+                                  e.node, e.name, e.bytes);
+    else
+      gpd_store_fixture_trace_launch(fx, e.profile_id, e.start, e.stream, e.corr, e.node, e.op);
     if (i % 65536 == 65535) {
-      sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
-      sqlite3_exec(db, "BEGIN;", NULL, NULL, NULL);
+      gpd_store_fixture_commit(fx);
+      gpd_store_fixture_begin(fx);
     }
   }
-  sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL);
+  gpd_store_fixture_commit(fx);
   double t = now_s() - t0;
-  sqlite3_finalize(ev);
-  sqlite3_finalize(la);
-  sqlite3_close(db);
+  gpd_store_fixture_free(fx);
   return (double)n / t;
 }
 

@@ -22,7 +22,7 @@ endif()
 if(TARGET gpd_daemon_core)
   # bench-trace: write rate of one tracing thread and bytes per trace row
   add_executable(bench-trace ${CMAKE_CURRENT_LIST_DIR}/bench-trace.c)
-  target_link_libraries(bench-trace PRIVATE gpd_daemon_core)
+  target_link_libraries(bench-trace PRIVATE gpd_daemon_core gpd_store_fixture)
   set_target_properties(bench-trace PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()
 # bench-retention: a retention pass at 5 000 and 20 000 contexts, the old

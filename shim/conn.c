@@ -95,7 +95,6 @@ static struct {
 /* Set on the connection thread: gpd_conn_start never waits on itself. */
 static __thread int conn_on_thread;
 
-static atomic_int conn_nolistener; /* gpd_conn_no_listener */
 static int conn_log_nodaemon, conn_log_refused, conn_log_gone, conn_log_gpubin, conn_log_fdlost,
     conn_log_off;
 
@@ -233,8 +232,8 @@ static int conn_send_msg(const gpd_fdid_t *sock, Gpuprof__Msg *m, int fd) {
 static int conn_register(const gpd_fdid_t *sock, int region_fd) {
   int handback = region_fd >= 0;
   gpd_shim_state_t *g = &gpd_shim__g;
-  gpd_job_t job;
-  gpd_job_read(&job);
+  gpd_job_env_t job;
+  gpd_job_env_read(&job);
   char exe[4096], host[256];
   ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[el > 0 ? el : 0] = '\0';
@@ -355,6 +354,12 @@ out:
 }
 
 /* ------------------------------------------------------------- gpubins */
+
+GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
+  if (!gpd_shim_active())
+    return -ENOTCONN;
+  return gpd_conn_gpubin(data, len, kind);
+}
 
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind) {
   if (!data || !len)
@@ -574,7 +579,7 @@ static int conn_attempt(void) {
   }
   gpd_fdid_t id;
   int err = conn_connect(g->socket_path, &id);
-  atomic_store_explicit(&conn_nolistener, err && !conn.ever && (err == -ENOENT || err == -ECONNREFUSED),
+  atomic_store_explicit(&gpd_shim__g.no_listener, err && !conn.ever && (err == -ENOENT || err == -ECONNREFUSED),
                         memory_order_relaxed);
   if (err) {
     if (!conn.ever)
@@ -616,7 +621,7 @@ static void *conn_main(void *arg) {
     while (gpd_shim__control_due(gpd_clock_ns(), &ack))
       if (conn.sock.fd >= 0 && conn_send_ack(&conn.sock, &ack) == -EBADF)
         conn_sock_lost();
-    gpd_cpusample_service();
+    gpd_cpu_sampler_service();
     if (conn.sock.fd < 0) {
       int rc = conn_attempt();
       conn_first_done();
@@ -788,4 +793,3 @@ void gpd_conn_atfork_child(void) {
   conn.nseen = 0;
 }
 
-int gpd_conn_no_listener(void) { return atomic_load_explicit(&conn_nolistener, memory_order_relaxed); }

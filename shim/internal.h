@@ -1,6 +1,6 @@
 /* internal.h - state and helpers shared by the shim core files (shim.c,
  * conn.c, attach.c, status.c, fdid.c, thread.c, capture.c, strings.c,
- * job.c ...) and the vendor back ends.
+ * job-env.c ...) and the vendor back ends.
  * Not installed; names gpd_shim__* / gpd_<noun>_* with hidden visibility.
  * Test hooks (gpd_shim__attach_region, ...) are exported for tests only.
  */
@@ -63,6 +63,12 @@ typedef struct gpd_shim_state_s {
   _Atomic uint32_t *node_ann;   /* per node id: epoch it was announced in */
   uint64_t start_ns;            /* constructor time (gpuprof clock) */
   char socket_path[108];
+  /* 1 while no daemon has registered this process and the last connection
+   * attempt found nothing listening at the socket (ENOENT, ECONNREFUSED);
+   * 0 otherwise (connected, never tried, or a daemon that is slow to
+   * answer).  Written by the connection thread (conn.c), read lock-free
+   * by gpd_shim_may_record. */
+  _Atomic int no_listener;
 } gpd_shim_state_t;
 
 extern gpd_shim_state_t gpd_shim__g;
@@ -165,8 +171,9 @@ uint32_t gpd_shim__id_next(void);
  *  reset, the child's start time. */
 void gpd_shim__atfork_child(void);
 /** Fork child, last step: the first gpd_shim_active() starts the
- *  connection (lazily, as the constructor does) and waits for it. */
-void gpd_shim__atfork_lazy(void);
+ *  connection by calling start (main.c passes gpd_conn_start; lazily, as
+ *  the constructor does) and waits for it. */
+void gpd_shim__atfork_lazy(int (*start)(int wait_ms));
 
 /* ----------------------------------------------------------------- fdid.c */
 /** Identity of a descriptor the shim opened (socket, region memfd): the
@@ -216,16 +223,12 @@ void gpd_conn_atfork_prepare(void);
 void gpd_conn_atfork_parent(void);
 /** Stop at exit (no join: never block the host). */
 void gpd_conn_stop(void);
-/** 1 while no daemon has registered this process and the last connection
- *  attempt found nothing listening at the socket (ENOENT, ECONNREFUSED);
- *  0 otherwise (connected, never tried, or a daemon that is slow to
- *  answer).  Any thread, lock-free. */
-int gpd_conn_no_listener(void);
 /** In the fork child: forget the parent's connection (close its fd if it
  *  is still ours), release the lock taken in prepare, reset state.  The
  *  child's gpd_conn_start() (lazily, shim.c) registers it anew. */
 void gpd_conn_atfork_child(void);
-/** Queue a GPU binary chunk set for the connection thread. */
+/** Queue a GPU binary chunk set for the connection thread (behind
+ *  gpd_shim_gpubin, shim.h; also in conn.c). */
 int gpd_conn_gpubin(const void *data, size_t len, const char *kind);
 
 /* -------------------------------------------------------------- control.c */
@@ -240,8 +243,13 @@ typedef struct gpd_control_ack_s {
   int ended;        /* a window closed by gpd_shim__control_due */
   char message[160];
 } gpd_control_ack_t;
-/** The built back ends, NULL-terminated (shim.c; main.c walks it). */
+/** The built back ends, NULL-terminated (shim.c; main.c registers the
+ *  list at start, before any other thread, and walks it; control.c and
+ *  policy.c dispatch through it).  Empty before the registration. */
 const struct gpd_backend_s *const *gpd_shim__backends(void);
+/** main.c's constructor, first step: list (GPD_BACKENDS, backends.h,
+ *  NULL-terminated, static) becomes gpd_shim__backends(). */
+void gpd_shim__backends_register(const struct gpd_backend_s *const *list);
 /** Dispatch one Control to the back ends and open/close its kind's
  *  window; fills ack.  Connection thread only. */
 void gpd_shim__control_apply(const struct gpd_control_s *c, gpd_control_ack_t *ack);
@@ -438,7 +446,7 @@ enum {
                                ring full, module not in the table yet) */
 };
 /** The calling context of the code a signal interrupted at `pc` (the
- *  sampler's handler, cpusample.c): unwinds from the handler, keeps the
+ *  sampler's handler, cpu-sampler.c): unwinds from the handler, keeps the
  *  frames from the interrupted one outwards (its pc is the leaf's call
  *  site), cuts shim/vendor frames like a capture, interns the path (own
  *  per-thread memo) and announces new nodes.  Async-signal-safe: no
@@ -460,33 +468,33 @@ void gpd_capture_unwind_bounds(gpd_capture_memo_t *m);
 /** Pure frame-pointer walk (bench baseline). */
 GPD_EXPORT int gpd_shim__fp_backtrace(void **buf, int max);
 
-/* ------------------------------------------------------------ cpusample.c */
+/* ---------------------------------------------------------- cpu-sampler.c */
 /** Read GPUPROF_CPU_SAMPLING* and install the signal handler (the
  *  constructor); starts the calling (main) thread's timer. */
-void gpd_cpusample_init(void);
+void gpd_cpu_sampler_init(void);
 /** The CPU sampling rate running (Hz; 0 off) and whether
  *  GPUPROF_CPU_SAMPLING chose it (*from_env = 1) or the daemon's policy. */
-uint32_t gpd_cpusample_rate(int *from_env);
+uint32_t gpd_cpu_sampler_rate(int *from_env);
 /** Start the calling thread's CPU-time timer if sampling is on and it has
  *  none (thread.c, once per thread when its memo is allocated). */
-void gpd_cpusample_thread_start(void);
+void gpd_cpu_sampler_thread_start(void);
 /** The sampling signal while sampling is on (configured, not backed off
  *  or stopped), else 0 (pthread-wrappers.c asks before wrapping). */
-int gpd_cpusample_wanted(void);
+int gpd_cpu_sampler_wanted(void);
 /** A new thread's first step (pthread-wrappers.c): its memo and timer when
  *  sampling is on; without them (OOM, no timer) it runs unsampled. */
-void gpd_cpusample_thread_begin(void);
+void gpd_cpu_sampler_thread_begin(void);
 /** Test hook: CPU-time timers held now (one per live sampled thread). */
 GPD_EXPORT int gpd_shim__cpusample_timers(void);
 /** Test hook: CPU time (ns) the calling thread's timer signals carried
  *  (out[0]) and its pushed samples carry (out[1]). */
 GPD_EXPORT void gpd_shim__cpusample_thread_ns(uint64_t out[2]);
 /** Delete the calling thread's timer (thread exit; blocks the signal). */
-void gpd_cpusample_thread_stop(void);
+void gpd_cpu_sampler_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */
-void gpd_cpusample_stop(void);
+void gpd_cpu_sampler_stop(void);
 /** Fork child: the child has no timers; start one for this thread. */
-void gpd_cpusample_atfork_child(void);
+void gpd_cpu_sampler_atfork_child(void);
 
 /* policy.c: the daemon's collection policy and the CollectReports. */
 struct Gpuprof__CollectPolicy;
@@ -509,7 +517,7 @@ extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
 /** Connection thread, every loop: the module refresh the handler asked
  *  for (gpd_module_service), Python's service, and a check that the
  *  application has not taken the sampling signal. */
-void gpd_cpusample_service(void);
+void gpd_cpu_sampler_service(void);
 
 /* -------------------------------------------------------------- strings.c */
 void gpd_strings_init(void);
@@ -532,17 +540,17 @@ uint32_t gpd_shim__string_slot(const char *text, unsigned kind, uint32_t *slot);
 uint32_t gpd_shim__string_again(uint32_t slot);
 void gpd_strings_atfork_child(void);
 
-/* ------------------------------------------------------------------ job.c */
-typedef struct gpd_job_s {
+/* -------------------------------------------------------------- job-env.c */
+typedef struct gpd_job_env_s {
   char job_id[128];
   char step_id[64];
   int rank;       /* -1 unknown */
   int local_rank; /* -1 unknown */
-} gpd_job_t;
+} gpd_job_env_t;
 /** Read the job tags from the environment (see docs/SHIM.md). */
-void gpd_job_read(gpd_job_t *j);
+void gpd_job_env_read(gpd_job_env_t *j);
 /** Test hook: same, exported. */
-GPD_EXPORT void gpd_shim__job_read(gpd_job_t *j);
+GPD_EXPORT void gpd_shim__job_read(gpd_job_env_t *j);
 
 /* ----------------------------------------------------------- back ends */
 #ifdef GPD_HAVE_OPENCL

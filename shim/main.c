@@ -29,12 +29,14 @@
 #include "internal.h"
 #include "module.h"
 
-/* The built back ends (shim.c) and how many. */
-static const gpd_backend_t *const *backends;
+/* The built back ends (backends.h), registered with shim.c at start
+ * (control.c and policy.c dispatch through gpd_shim__backends), and how
+ * many. */
+static const gpd_backend_t *const backends[] = {GPD_BACKENDS NULL};
 static size_t shim_nbackends;
 
 static void backends_get(void) {
-  backends = gpd_shim__backends();
+  gpd_shim__backends_register(backends);
   for (shim_nbackends = 0; backends[shim_nbackends]; shim_nbackends++)
     ;
 }
@@ -77,8 +79,8 @@ static void atfork_child(void) {
   gpd_conn_atfork_child();
   gpd_shim__control_atfork_child();
   gpd_shim__policy_atfork_child();
-  gpd_cpusample_atfork_child();
-  gpd_shim__atfork_lazy();
+  gpd_cpu_sampler_atfork_child();
+  gpd_shim__atfork_lazy(gpd_conn_start);
 }
 
 /* ------------------------------------------------------- ctor and dtor */
@@ -123,7 +125,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
   gpd_strings_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
-  gpd_cpusample_init();
+  gpd_cpu_sampler_init();
   for (size_t i = 0; i < shim_nbackends; i++) {
     int err = backends[i]->init ? backends[i]->init() : 0;
     if (err)
@@ -134,7 +136,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
 __attribute__((destructor)) static void shim_dtor(void) {
   if (atomic_load(&gpd_shim__g.disabled))
     return;
-  gpd_cpusample_stop();
+  gpd_cpu_sampler_stop();
   for (size_t i = shim_nbackends; i-- > 0;)
     if (backends[i]->shutdown)
       backends[i]->shutdown();

@@ -83,7 +83,7 @@ static void core_report(gpd_shim_collect_t *o) {
   snprintf(o->source, sizeof o->source, "daemon");
   policy_mode_text(&p, o->mode, sizeof o->mode);
   int env = 0;
-  uint32_t hz = gpd_cpusample_rate(&env);
+  uint32_t hz = gpd_cpu_sampler_rate(&env);
   char cpu[48];
   if (hz)
     snprintf(cpu, sizeof cpu, "cpu sampling %u Hz (%s)", hz, env ? "env" : "daemon");

@@ -6,7 +6,7 @@
  * While CPU sampling is on (GPUPROF_CPU_SAMPLING=HZ, the handler
  * installed, not backed off), a new thread starts in thread_begin: it
  * allocates the thread's capture memo, which starts its CPU-time timer
- * (thread.c, cpusample.c), and then calls the application's start routine
+ * (thread.c, cpu-sampler.c), and then calls the application's start routine
  * as a sibling call, so that its stack shows no shim frame.  The timer is
  * deleted by the memo's pthread key destructor when the thread exits
  * (return, pthread_exit or cancellation), after blocking the signal: no
@@ -17,7 +17,7 @@
  * pthread_create unchanged; when the small start block cannot be
  * allocated too; a thread whose memo or timer cannot be made runs
  * unsampled.  No lock is held: a fork at any time is safe (a fork child's
- * threads start their own timers, cpusample.c's fork generation).
+ * threads start their own timers, cpu-sampler.c's fork generation).
  *
  * Threads that existed before the shim was loaded are not enumerated
  * (/proc/self/task): their per-thread state could only be made by
@@ -62,7 +62,7 @@ typedef struct thread_start_s {
 static void *thread_begin(void *p) {
   thread_start_t s = *(thread_start_t *)p;
   free(p);
-  gpd_cpusample_thread_begin();
+  gpd_cpu_sampler_thread_begin();
   return s.fn(s.arg); /* a sibling call (-O2): the thread's stack is start_thread -> fn */
 }
 
@@ -90,7 +90,7 @@ GPD_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
   create_fn f = next_create();
   if (!f)
     return EAGAIN; /* no pthread_create after ours: cannot happen with a libc loaded */
-  int sig = gpd_cpusample_wanted();
+  int sig = gpd_cpu_sampler_wanted();
   if (!sig || starts_blocked(attr, sig))
     return f(th, attr, fn, arg);
   thread_start_t *s = malloc(sizeof *s);

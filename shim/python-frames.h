@@ -101,7 +101,7 @@ int gpd_pyframes_walk(gpd_pyframes_thread_t *t);
  *  thread that owns t. */
 void gpd_pyframes_prefetch(const gpd_pyframes_thread_t *t);
 
-/** The same walk from the CPU sampler's signal handler (cpusample.c):
+/** The same walk from the CPU sampler's signal handler (cpu-sampler.c):
  *  async-signal-safe -- no allocation (site texts live in a static
  *  arena), no lock, no logging, no symbol lookup; the only system calls
  *  are process_vm_readv / mincore for a page not seen before, and the one

@@ -3,9 +3,13 @@
  * announcement words, correlation ids, the push entry points of shim.h,
  * the list of built back ends.  The constructor, destructor and fork
  * handlers are main.c's; the region's attach is attach.c's, the back
- * ends' STATUS records status.c's.
+ * ends' STATUS records status.c's, GPU binaries conn.c's.
  *
- * Vendor back ends are reached only through their ops tables (backends.h).
+ * This file is below the back ends and the connection: it calls neither.
+ * Vendor back ends are reached only through their ops tables (backends.h),
+ * which main.c registers here at start (gpd_shim__backends_register); the
+ * fork child's lazy connection start is the function main.c hands to
+ * gpd_shim__atfork_lazy.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,18 +22,25 @@
 
 gpd_shim_state_t gpd_shim__g = {.epoch = 1};
 
-static const gpd_backend_t *const shim_backends[] = {GPD_BACKENDS NULL};
+/* The built back ends, registered by main.c's constructor (empty until
+ * then). */
+static const gpd_backend_t *const shim_nobackends[] = {NULL};
+static const gpd_backend_t *const *shim_backends = shim_nobackends;
+
+void gpd_shim__backends_register(const gpd_backend_t *const *list) { shim_backends = list; }
 
 const gpd_backend_t *const *gpd_shim__backends(void) { return shim_backends; }
 
 /* Fork child: 1 until the connection thread was started for it. */
 static _Atomic int shim_lazy;
+/* What starts it (gpd_shim__atfork_lazy): conn.c's gpd_conn_start. */
+static int (*shim_lazy_start_fn)(int wait_ms);
 
 /* Fork child's first question: start the connection (once) and wait for
  * its first attempt like the constructor does; concurrent first callers
  * all wait for that attempt, bounded. */
 static __attribute__((noinline, cold)) int shim_lazy_start(void) {
-  (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  (void)shim_lazy_start_fn(GPD_SHIM_CTOR_WAIT_MS);
   atomic_store_explicit(&shim_lazy, 0, memory_order_relaxed);
   return atomic_load_explicit(&gpd_shim__g.active, memory_order_acquire);
 }
@@ -46,7 +57,7 @@ GPD_EXPORT int gpd_shim_active(void) {
 int gpd_shim_may_record(void) {
   if (atomic_load_explicit(&gpd_shim__g.disabled, memory_order_relaxed))
     return 0;
-  return gpd_shim_active() || !gpd_conn_no_listener();
+  return gpd_shim_active() || !atomic_load_explicit(&gpd_shim__g.no_listener, memory_order_relaxed);
 }
 
 uint32_t gpd_shim__id_next(void) {
@@ -204,12 +215,6 @@ GPD_EXPORT int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig
   return gpd_thread_push(&r, sizeof r);
 }
 
-GPD_EXPORT int gpd_shim_gpubin(const void *data, size_t len, const char *kind) {
-  if (!gpd_shim_active())
-    return -ENOTCONN;
-  return gpd_conn_gpubin(data, len, kind);
-}
-
 /* The fork child's process state (main.c's fork handler, after the
  * region was dropped): new ids and tables, its own start time. */
 void gpd_shim__atfork_child(void) {
@@ -231,4 +236,7 @@ void gpd_shim__atfork_child(void) {
   g->start_ns = gpd_clock_ns();
 }
 
-void gpd_shim__atfork_lazy(void) { atomic_store(&shim_lazy, 1); }
+void gpd_shim__atfork_lazy(int (*start)(int wait_ms)) {
+  shim_lazy_start_fn = start;
+  atomic_store(&shim_lazy, 1);
+}

@@ -22,8 +22,8 @@ int gpd_shim_active(void);
 
 /** 0 when the shim will not record what is set up now: disabled
  *  (GPUPROF_DISABLE=1), or not registered and no daemon listening at the
- *  socket (gpd_conn_no_listener); else 1 (registered, or a daemon that
- *  has not answered yet).  A back end asks before it makes a vendor object
+ *  socket (the connection thread's last attempt, internal.h no_listener);
+ *  else 1 (registered, or a daemon that has not answered yet).  A back end asks before it makes a vendor object
  *  costlier for the sake of profiling (an OpenCL queue with
  *  CL_QUEUE_PROFILING_ENABLE).  Any thread. */
 int gpd_shim_may_record(void);

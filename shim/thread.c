@@ -41,7 +41,7 @@ static int thread_key_ok;
 
 static void thread_destroy(void *arg) {
   thread_state_t *t = arg;
-  gpd_cpusample_thread_stop(); /* no sample after this (signal blocked) */
+  gpd_cpu_sampler_thread_stop(); /* no sample after this (signal blocked) */
   if (t->state == 1 && t->gen == atomic_load(&gpd_shim__g.gen) && gpd_shim_active())
     gpd_producer_retire(&t->p);
   t->state = 0;
@@ -228,7 +228,7 @@ gpd_capture_memo_t *gpd_thread_memo(void) {
   if (m) {
     thread_register();
     tls.memo = m;
-    gpd_cpusample_thread_start();
+    gpd_cpu_sampler_thread_start();
   }
   return m;
 }

@@ -1,4 +1,4 @@
-# tests/cpusamp.cmake - CPU-time sampling (shim/cpusample.c,
+# tests/cpusamp.cmake - CPU-time sampling (shim/cpu-sampler.c,
 # daemon/cpusample.c; docs/SHIM.md "CPU sampling"): a program of known CPU
 # structure under the real shim, a real daemon and `gpuprof record`.
 # Included from tests/CMakeLists.txt.

@@ -23,22 +23,34 @@
 
 typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 2, GPD_UNIT_MEAN = 3 } gpd_unit_t;
 
+/* A sub-metric FAM:SUB of family FAM: its enum FAM_SUB, its name, its
+ * unit GPD_UNIT_<unit>, and its description: the family's prefix
+ * GPD_METRIC_FAM_<FAM> followed by what. */
+#define GPD_METRIC_SUB(X, fam, sub, unit, what) X(fam##_##sub, #fam ":" #sub, GPD_UNIT_##unit, GPD_METRIC_FAM_##fam what)
+#define GPD_METRIC_FAM_GMEM "GPU memory alloc/free: "
+#define GPD_METRIC_FAM_GMSET "GPU memory set: "
+#define GPD_METRIC_FAM_GXCOPY "GPU explicit memory copy: "
+#define GPD_METRIC_FAM_GSYNC "GPU synchronizations: "
+#define GPD_METRIC_FAM_GKER "GPU kernel: "
+#define GPD_METRIC_FAM_GINST "GPU instruction stalls: "
+#define GPD_METRIC_FAM_GSAMP "GPU PC samples: "
+
 /* The GPU instruction stall metrics (Table 8.7, GINST:STL_*), in the
  * order of the analyzer's gpd_stall_t (analyzer/gpu-analysis.h); CUPTI's
  * reason names map onto them in analyzer/gpu-stall.c. */
 #define GPD_STALL_METRICS(X)                                                                 \
-  X(GINST_STL_NONE, "GINST:STL_NONE", GPD_UNIT_COUNT, "GPU instruction stalls: no stall")    \
-  X(GINST_STL_IFET, "GINST:STL_IFET", GPD_UNIT_COUNT, "GPU instruction stalls: await availability of next instruction (fetch or branch delay)") \
-  X(GINST_STL_IDEP, "GINST:STL_IDEP", GPD_UNIT_COUNT, "GPU instruction stalls: await satisfaction of instruction input dependence") \
-  X(GINST_STL_GMEM, "GINST:STL_GMEM", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of global memory access") \
-  X(GINST_STL_TMEM, "GINST:STL_TMEM", GPD_UNIT_COUNT, "GPU instruction stalls: texture memory request queue full") \
-  X(GINST_STL_SYNC, "GINST:STL_SYNC", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of thread or memory synchronization") \
-  X(GINST_STL_CMEM, "GINST:STL_CMEM", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of constant or immediate memory access") \
-  X(GINST_STL_PIPE, "GINST:STL_PIPE", GPD_UNIT_COUNT, "GPU instruction stalls: await completion of required compute resources") \
-  X(GINST_STL_MTHR, "GINST:STL_MTHR", GPD_UNIT_COUNT, "GPU instruction stalls: global memory request queue full") \
-  X(GINST_STL_NSEL, "GINST:STL_NSEL", GPD_UNIT_COUNT, "GPU instruction stalls: not selected for issue but ready") \
-  X(GINST_STL_OTHR, "GINST:STL_OTHR", GPD_UNIT_COUNT, "GPU instruction stalls: other")       \
-  X(GINST_STL_SLP, "GINST:STL_SLP", GPD_UNIT_COUNT, "GPU instruction stalls: sleep")
+  GPD_METRIC_SUB(X, GINST, STL_NONE, COUNT, "no stall")                                                 \
+  GPD_METRIC_SUB(X, GINST, STL_IFET, COUNT, "await availability of next instruction (fetch or branch delay)") \
+  GPD_METRIC_SUB(X, GINST, STL_IDEP, COUNT, "await satisfaction of instruction input dependence")       \
+  GPD_METRIC_SUB(X, GINST, STL_GMEM, COUNT, "await completion of global memory access")                 \
+  GPD_METRIC_SUB(X, GINST, STL_TMEM, COUNT, "texture memory request queue full")                        \
+  GPD_METRIC_SUB(X, GINST, STL_SYNC, COUNT, "await completion of thread or memory synchronization")     \
+  GPD_METRIC_SUB(X, GINST, STL_CMEM, COUNT, "await completion of constant or immediate memory access")  \
+  GPD_METRIC_SUB(X, GINST, STL_PIPE, COUNT, "await completion of required compute resources")           \
+  GPD_METRIC_SUB(X, GINST, STL_MTHR, COUNT, "global memory request queue full")                         \
+  GPD_METRIC_SUB(X, GINST, STL_NSEL, COUNT, "not selected for issue but ready")                         \
+  GPD_METRIC_SUB(X, GINST, STL_OTHR, COUNT, "other")                                                    \
+  GPD_METRIC_SUB(X, GINST, STL_SLP, COUNT, "sleep")
 
 /* X(ENUM, "NAME", unit, description) */
 #define GPD_METRIC_MAP(X)                                                            \
@@ -48,58 +60,58 @@ typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 
   X(GMSET, "GMSET", GPD_UNIT_NS, "GPU time: memory set")                             \
   X(GXCOPY, "GXCOPY", GPD_UNIT_NS, "GPU time: explicit data copy")                   \
   X(GSYNC, "GSYNC", GPD_UNIT_NS, "GPU time: synchronization")                        \
-  X(GMEM_UNK, "GMEM:UNK", GPD_UNIT_BYTES, "GPU memory alloc/free: unknown memory kind") \
-  X(GMEM_PAG, "GMEM:PAG", GPD_UNIT_BYTES, "GPU memory alloc/free: pageable memory")  \
-  X(GMEM_PIN, "GMEM:PIN", GPD_UNIT_BYTES, "GPU memory alloc/free: pinned memory")    \
-  X(GMEM_DEV, "GMEM:DEV", GPD_UNIT_BYTES, "GPU memory alloc/free: device memory")    \
-  X(GMEM_ARY, "GMEM:ARY", GPD_UNIT_BYTES, "GPU memory alloc/free: array memory")     \
-  X(GMEM_MAN, "GMEM:MAN", GPD_UNIT_BYTES, "GPU memory alloc/free: managed memory")   \
-  X(GMEM_DST, "GMEM:DST", GPD_UNIT_BYTES, "GPU memory alloc/free: device static memory") \
-  X(GMEM_MST, "GMEM:MST", GPD_UNIT_BYTES, "GPU memory alloc/free: managed static memory") \
-  X(GMEM_COUNT, "GMEM:COUNT", GPD_UNIT_COUNT, "GPU memory alloc/free: count")        \
-  X(GMSET_UNK, "GMSET:UNK", GPD_UNIT_BYTES, "GPU memory set: unknown memory kind")   \
-  X(GMSET_PAG, "GMSET:PAG", GPD_UNIT_BYTES, "GPU memory set: pageable memory")       \
-  X(GMSET_PIN, "GMSET:PIN", GPD_UNIT_BYTES, "GPU memory set: pinned memory")         \
-  X(GMSET_DEV, "GMSET:DEV", GPD_UNIT_BYTES, "GPU memory set: device memory")         \
-  X(GMSET_ARY, "GMSET:ARY", GPD_UNIT_BYTES, "GPU memory set: array memory")          \
-  X(GMSET_MAN, "GMSET:MAN", GPD_UNIT_BYTES, "GPU memory set: managed memory")        \
-  X(GMSET_DST, "GMSET:DST", GPD_UNIT_BYTES, "GPU memory set: device static memory")  \
-  X(GMSET_MST, "GMSET:MST", GPD_UNIT_BYTES, "GPU memory set: managed static memory") \
-  X(GMSET_COUNT, "GMSET:COUNT", GPD_UNIT_COUNT, "GPU memory set: count")             \
-  X(GXCOPY_UNK, "GXCOPY:UNK", GPD_UNIT_BYTES, "GPU explicit memory copy: unknown kind") \
-  X(GXCOPY_H2D, "GXCOPY:H2D", GPD_UNIT_BYTES, "GPU explicit memory copy: host to device") \
-  X(GXCOPY_D2H, "GXCOPY:D2H", GPD_UNIT_BYTES, "GPU explicit memory copy: device to host") \
-  X(GXCOPY_H2A, "GXCOPY:H2A", GPD_UNIT_BYTES, "GPU explicit memory copy: host to array") \
-  X(GXCOPY_A2H, "GXCOPY:A2H", GPD_UNIT_BYTES, "GPU explicit memory copy: array to host") \
-  X(GXCOPY_A2A, "GXCOPY:A2A", GPD_UNIT_BYTES, "GPU explicit memory copy: array to array") \
-  X(GXCOPY_A2D, "GXCOPY:A2D", GPD_UNIT_BYTES, "GPU explicit memory copy: array to device") \
-  X(GXCOPY_D2A, "GXCOPY:D2A", GPD_UNIT_BYTES, "GPU explicit memory copy: device to array") \
-  X(GXCOPY_D2D, "GXCOPY:D2D", GPD_UNIT_BYTES, "GPU explicit memory copy: device to device") \
-  X(GXCOPY_H2H, "GXCOPY:H2H", GPD_UNIT_BYTES, "GPU explicit memory copy: host to host") \
-  X(GXCOPY_P2P, "GXCOPY:P2P", GPD_UNIT_BYTES, "GPU explicit memory copy: peer to peer") \
-  X(GXCOPY_COUNT, "GXCOPY:COUNT", GPD_UNIT_COUNT, "GPU explicit memory copy: count") \
-  X(GSYNC_UNK, "GSYNC:UNK", GPD_UNIT_NS, "GPU synchronizations: unknown kind")       \
-  X(GSYNC_EVT, "GSYNC:EVT", GPD_UNIT_NS, "GPU synchronizations: event")              \
-  X(GSYNC_STRE, "GSYNC:STRE", GPD_UNIT_NS, "GPU synchronizations: stream event wait") \
-  X(GSYNC_STR, "GSYNC:STR", GPD_UNIT_NS, "GPU synchronizations: stream")             \
-  X(GSYNC_CTX, "GSYNC:CTX", GPD_UNIT_NS, "GPU synchronizations: context")            \
-  X(GSYNC_COUNT, "GSYNC:COUNT", GPD_UNIT_COUNT, "GPU synchronizations: count")       \
-  X(GKER_STMEM, "GKER:STMEM", GPD_UNIT_MEAN, "GPU kernel: static memory (bytes)")    \
-  X(GKER_DYMEM, "GKER:DYMEM", GPD_UNIT_MEAN, "GPU kernel: dynamic memory (bytes)")   \
-  X(GKER_LMEM, "GKER:LMEM", GPD_UNIT_MEAN, "GPU kernel: local memory (bytes)")       \
-  X(GKER_THR_REG, "GKER:THR_REG", GPD_UNIT_MEAN, "GPU kernel: thread register count") \
-  X(GKER_BLK_THR, "GKER:BLK_THR", GPD_UNIT_MEAN, "GPU kernel: thread count per block") \
-  X(GKER_BLK, "GKER:BLK", GPD_UNIT_MEAN, "GPU kernel: block count")                  \
-  X(GKER_BLK_SM, "GKER:BLK_SM", GPD_UNIT_MEAN, "GPU kernel: block local memory (bytes)") \
-  X(GKER_COUNT, "GKER:COUNT", GPD_UNIT_COUNT, "GPU kernel: launch count")            \
-  X(GKER_OCC_THR, "GKER:OCC_THR", GPD_UNIT_MEAN, "GPU kernel: theoretical occupancy (fraction)") \
+  GPD_METRIC_SUB(X, GMEM, UNK, BYTES, "unknown memory kind")                                            \
+  GPD_METRIC_SUB(X, GMEM, PAG, BYTES, "pageable memory")                                                \
+  GPD_METRIC_SUB(X, GMEM, PIN, BYTES, "pinned memory")                                                  \
+  GPD_METRIC_SUB(X, GMEM, DEV, BYTES, "device memory")                                                  \
+  GPD_METRIC_SUB(X, GMEM, ARY, BYTES, "array memory")                                                   \
+  GPD_METRIC_SUB(X, GMEM, MAN, BYTES, "managed memory")                                                 \
+  GPD_METRIC_SUB(X, GMEM, DST, BYTES, "device static memory")                                           \
+  GPD_METRIC_SUB(X, GMEM, MST, BYTES, "managed static memory")                                          \
+  GPD_METRIC_SUB(X, GMEM, COUNT, COUNT, "count")                                                        \
+  GPD_METRIC_SUB(X, GMSET, UNK, BYTES, "unknown memory kind")                                           \
+  GPD_METRIC_SUB(X, GMSET, PAG, BYTES, "pageable memory")                                               \
+  GPD_METRIC_SUB(X, GMSET, PIN, BYTES, "pinned memory")                                                 \
+  GPD_METRIC_SUB(X, GMSET, DEV, BYTES, "device memory")                                                 \
+  GPD_METRIC_SUB(X, GMSET, ARY, BYTES, "array memory")                                                  \
+  GPD_METRIC_SUB(X, GMSET, MAN, BYTES, "managed memory")                                                \
+  GPD_METRIC_SUB(X, GMSET, DST, BYTES, "device static memory")                                          \
+  GPD_METRIC_SUB(X, GMSET, MST, BYTES, "managed static memory")                                         \
+  GPD_METRIC_SUB(X, GMSET, COUNT, COUNT, "count")                                                       \
+  GPD_METRIC_SUB(X, GXCOPY, UNK, BYTES, "unknown kind")                                                 \
+  GPD_METRIC_SUB(X, GXCOPY, H2D, BYTES, "host to device")                                               \
+  GPD_METRIC_SUB(X, GXCOPY, D2H, BYTES, "device to host")                                               \
+  GPD_METRIC_SUB(X, GXCOPY, H2A, BYTES, "host to array")                                                \
+  GPD_METRIC_SUB(X, GXCOPY, A2H, BYTES, "array to host")                                                \
+  GPD_METRIC_SUB(X, GXCOPY, A2A, BYTES, "array to array")                                               \
+  GPD_METRIC_SUB(X, GXCOPY, A2D, BYTES, "array to device")                                              \
+  GPD_METRIC_SUB(X, GXCOPY, D2A, BYTES, "device to array")                                              \
+  GPD_METRIC_SUB(X, GXCOPY, D2D, BYTES, "device to device")                                             \
+  GPD_METRIC_SUB(X, GXCOPY, H2H, BYTES, "host to host")                                                 \
+  GPD_METRIC_SUB(X, GXCOPY, P2P, BYTES, "peer to peer")                                                 \
+  GPD_METRIC_SUB(X, GXCOPY, COUNT, COUNT, "count")                                                      \
+  GPD_METRIC_SUB(X, GSYNC, UNK, NS, "unknown kind")                                                     \
+  GPD_METRIC_SUB(X, GSYNC, EVT, NS, "event")                                                            \
+  GPD_METRIC_SUB(X, GSYNC, STRE, NS, "stream event wait")                                               \
+  GPD_METRIC_SUB(X, GSYNC, STR, NS, "stream")                                                           \
+  GPD_METRIC_SUB(X, GSYNC, CTX, NS, "context")                                                          \
+  GPD_METRIC_SUB(X, GSYNC, COUNT, COUNT, "count")                                                       \
+  GPD_METRIC_SUB(X, GKER, STMEM, MEAN, "static memory (bytes)")                                         \
+  GPD_METRIC_SUB(X, GKER, DYMEM, MEAN, "dynamic memory (bytes)")                                        \
+  GPD_METRIC_SUB(X, GKER, LMEM, MEAN, "local memory (bytes)")                                           \
+  GPD_METRIC_SUB(X, GKER, THR_REG, MEAN, "thread register count")                                       \
+  GPD_METRIC_SUB(X, GKER, BLK_THR, MEAN, "thread count per block")                                      \
+  GPD_METRIC_SUB(X, GKER, BLK, MEAN, "block count")                                                     \
+  GPD_METRIC_SUB(X, GKER, BLK_SM, MEAN, "block local memory (bytes)")                                   \
+  GPD_METRIC_SUB(X, GKER, COUNT, COUNT, "launch count")                                                 \
+  GPD_METRIC_SUB(X, GKER, OCC_THR, MEAN, "theoretical occupancy (fraction)")                            \
   X(CPUTIME, "CPUTIME", GPD_UNIT_NS, "CPU time: samples of each thread's CPU-time clock") \
   X(GINST, "GINST", GPD_UNIT_COUNT, "GPU instructions executed (PC samples)")       \
-  X(GINST_STL_ANY, "GINST:STL_ANY", GPD_UNIT_COUNT, "GPU instruction stalls: any")  \
+  GPD_METRIC_SUB(X, GINST, STL_ANY, COUNT, "any")                                                       \
   GPD_STALL_METRICS(X)                                                              \
-  X(GSAMP_TOT, "GSAMP:TOT", GPD_UNIT_COUNT, "GPU PC samples: measured")             \
-  X(GSAMP_DRP, "GSAMP:DRP", GPD_UNIT_COUNT, "GPU PC samples: dropped")              \
-  X(GSAMP_EXP, "GSAMP:EXP", GPD_UNIT_COUNT, "GPU PC samples: expected")
+  GPD_METRIC_SUB(X, GSAMP, TOT, COUNT, "measured")                                                      \
+  GPD_METRIC_SUB(X, GSAMP, DRP, COUNT, "dropped")                                                       \
+  GPD_METRIC_SUB(X, GSAMP, EXP, COUNT, "expected")
 
 typedef enum gpd_metric_e {
 #define GPD_METRIC_ENUM(e, name, unit, desc) GPD_M_##e,

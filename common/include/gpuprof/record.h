@@ -271,7 +271,7 @@ typedef struct gpd_rec_cubin_s {
 } gpd_rec_cubin_t;
 
 /** CPUSAMPLE: thread `tid` was found in CCT context `node` by the CPU-time
- *  sampler (shim/cpusample.c) at host time `ts` ns; `weight` ns of that
+ *  sampler (shim/cpu-sampler.c) at host time `ts` ns; `weight` ns of that
  *  thread's CPU time are attributed to it (the timer period times the
  *  expirations this sample stands for: 1 + the timer's overrun count,
  *  `expirations`).  Only pushed when the region's daemon accepts the type

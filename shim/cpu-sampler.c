@@ -1,4 +1,4 @@
-/* cpusample.c - CPU-time sampling with calling contexts
+/* cpu-sampler.c - CPU-time sampling with calling contexts
  * (GPUPROF_CPU_SAMPLING=HZ; docs/SHIM.md, "CPU sampling").
  *
  * Each sampled thread owns a POSIX timer on its own CPU-time clock
@@ -168,7 +168,7 @@ static int cs_handler_ours(void) {
   return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == cs_handler;
 }
 
-void gpd_cpusample_thread_start(void) {
+void gpd_cpu_sampler_thread_start(void) {
   if (!cs.on || atomic_load_explicit(&cs.stopped, memory_order_relaxed))
     return;
   uint32_t fg = atomic_load_explicit(&cs_forkgen, memory_order_relaxed);
@@ -219,19 +219,19 @@ void gpd_cpusample_thread_start(void) {
   its.it_interval.tv_nsec = (long)(cs.period_ns % 1000000000ull);
   its.it_value = its.it_interval;
   if (timer_settime(id, 0, &its, NULL) != 0)
-    gpd_cpusample_thread_stop();
+    gpd_cpu_sampler_thread_stop();
 }
 
-int gpd_cpusample_wanted(void) {
+int gpd_cpu_sampler_wanted(void) {
   return cs.on && !atomic_load_explicit(&cs.stopped, memory_order_relaxed) ? cs.sig : 0;
 }
 
-void gpd_cpusample_thread_begin(void) {
-  if (gpd_cpusample_wanted())
+void gpd_cpu_sampler_thread_begin(void) {
+  if (gpd_cpu_sampler_wanted())
     (void)gpd_thread_memo(); /* its allocation starts the timer */
 }
 
-void gpd_cpusample_thread_stop(void) {
+void gpd_cpu_sampler_thread_stop(void) {
   if (!cs.on || t_slot < 0)
     return;
   sigset_t set;
@@ -244,15 +244,15 @@ void gpd_cpusample_thread_stop(void) {
     timer_delete(cs.timers[slot].id);
 }
 
-void gpd_cpusample_stop(void) {
+void gpd_cpu_sampler_stop(void) {
   if (!cs.on)
     return;
   atomic_store(&cs.stopped, 1);
-  gpd_cpusample_thread_stop();
+  gpd_cpu_sampler_thread_stop();
   gpd_pyframes_service(); /* the Python line, if no service pass said it yet */
 }
 
-void gpd_cpusample_atfork_child(void) {
+void gpd_cpu_sampler_atfork_child(void) {
   if (!cs.on)
     return;
   /* timers are not inherited: forget the parent's table, start ours */
@@ -261,10 +261,10 @@ void gpd_cpusample_atfork_child(void) {
     atomic_store(&cs.timers[i].used, 0);
   t_slot = -1;
   if (!atomic_load(&cs.stopped))
-    gpd_cpusample_thread_start();
+    gpd_cpu_sampler_thread_start();
 }
 
-void gpd_cpusample_service(void) {
+void gpd_cpu_sampler_service(void) {
   gpd_module_service(); /* frames the handler found in no known module */
   if (cs.on)
     gpd_pyframes_service(); /* a CPU-only Python program makes no capture */
@@ -280,17 +280,17 @@ void gpd_cpusample_service(void) {
                                            "gpuprofd); none are recorded");
 }
 
-/* The rate asked for and by whom (gpd_cpusample_rate). */
+/* The rate asked for and by whom (gpd_cpu_sampler_rate). */
 static uint64_t cs_hz_asked;
 static int cs_from_env;
 
-uint32_t gpd_cpusample_rate(int *from_env) {
+uint32_t gpd_cpu_sampler_rate(int *from_env) {
   if (from_env)
     *from_env = cs_from_env;
   return cs.on ? (uint32_t)cs_hz_asked : 0;
 }
 
-void gpd_cpusample_init(void) {
+void gpd_cpu_sampler_init(void) {
   /* GPUPROF_CPU_SAMPLING (the user asked, also for 0 = off) wins over the
    * daemon's policy */
   const char *env = getenv("GPUPROF_CPU_SAMPLING");
