@@ -6,7 +6,9 @@
  * (gpd_profile_ingest: N NODE records of one module, an INVOKE + ACTIVITY
  * pair at each, so 3 N CCT nodes all new), then written by gpd_store_flush
  * into a fresh store; then one more kernel pair at every context (every
- * context's metrics changed, none new) and a second flush.  A prober
+ * context's metrics changed, none new) and a second flush; then FLOOD
+ * invocations that are never matched (a correlation flood's pending rows)
+ * and a third flush.  A prober
  * thread takes and drops the lock every 100 us the whole time and records
  * its longest wait; the flush's own longest hold comes from
  * gpd_store_lock_max_ns.  Each size runs twice in the same process: with
@@ -29,9 +31,11 @@
 #include "bench-kernels.h"
 #include "daemon-client-lib.h"
 #include "gpuprof/clock.h"
+#include "store-internal.h"
 #include "store.h"
 
 #define KERNELS 50u
+#define FLOOD 500000u /* unmatched invocations before the third flush */
 
 static uint64_t corr_n;
 static gpd_daemon_t D;
@@ -88,6 +92,9 @@ static void flush(double *hold, double *wait, double *wall) {
   *wall = (double)(gpd_clock_ns() - t0) / 1e6;
   usleep(1000); /* the prober's last round */
   *hold = (double)gpd_store_lock_max_ns(D.store) / 1e6;
+  if (getenv("BENCH_PARTS"))
+    fprintf(stderr, "parts: first hold %.1f, chunks %.1f, after the commit %.1f ms\n",
+            D.store->lock_max_ns[0] / 1e6, D.store->lock_max_ns[1] / 1e6, D.store->lock_max_ns[2] / 1e6);
   *wait = (double)atomic_load(&wait_max) / 1e6;
 }
 
@@ -122,10 +129,21 @@ static void run(uint32_t nodes, uint32_t chunk, const char *what) {
   kernels(&p->prof, nodes);
   pthread_mutex_unlock(&D.lock);
   flush(&h2, &w2, &f2);
+  /* a correlation flood: invocations whose activities never come, all
+   * exported as new pending rows by the next flush */
+  pthread_mutex_lock(&D.lock);
+  for (uint32_t i = 0; i < FLOOD; i++) {
+    _Alignas(64) gpd_rec_invoke_t v;
+    gpd_dclient_invoke_init(&v, GPD_OP_KERNEL, 1 + i % nodes, GPD_CORR(GPD_API_OPENCL, ++corr_n));
+    gpd_profile_ingest(&p->prof, &v, sizeof v);
+  }
+  pthread_mutex_unlock(&D.lock);
+  double h3, w3, f3;
+  flush(&h3, &w3, &f3);
   atomic_store(&stop, 1);
   pthread_join(t, NULL);
-  printf("| %7u | %-28s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", p->prof.nnodes, what, h1, w1, f1, h2,
-         w2, f2);
+  printf("| %7u | %-28s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", p->prof.nnodes,
+         what, h1, w1, f1, h2, w2, f2, h3, w3, f3);
   gpd_store_close(D.store);
   D.procs = NULL;
   gpd_registry_free_proc(p);
@@ -145,9 +163,10 @@ int main(int argc, char **argv) {
       sizes[i - 1] = (uint32_t)strtoul(argv[i], NULL, 10);
   }
   printf("store writer: longest hold of the daemon lock per flush (ms); first flush: every CCT node new,\n"
-         "second: every node's metrics changed, none new; \"wait\": a thread taking the lock every 100 us\n");
-  printf("| CCT nodes | snapshot | 1st: hold | wait | flush | 2nd: hold | wait | flush |\n");
-  printf("|---|---|---|---|---|---|---|---|\n");
+         "second: every node's metrics changed, none new; third: %u new unmatched invocations (pending rows);\n"
+         "\"wait\": a thread taking the lock every 100 us\n", FLOOD);
+  printf("| CCT nodes | snapshot | 1st: hold | wait | flush | 2nd: hold | wait | flush | 3rd: hold | wait | flush |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (uint32_t i = 0; i < n; i++) {
     run(sizes[i], UINT32_MAX, "one hold (before)");
     run(sizes[i], chunk, getenv("BENCH_CHUNK") ? "chunks (after, BENCH_CHUNK)" : "chunks (after, default size)");

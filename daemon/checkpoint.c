@@ -548,6 +548,17 @@ int gpd_store_flush(gpd_daemon_t *d) {
     if (!sp->frozen && sp->proc && !sp->taken) {
       snap_copy(d, p, sp);
       sp->taken = 1;
+      if (sp->frozen && chunk != UINT32_MAX) {
+        /* its arrays (megabytes for 100 000 contexts) are allocated
+         * without the lock: the process is frozen, the sizes fixed */
+        lock_release(d, s, t_held, part);
+        snap_alloc(sp);
+        pthread_mutex_lock(&d->lock);
+        t_held = gpd_clock_ns();
+        part = HOLD_CHUNK;
+        budget = chunk;
+        continue;
+      }
       snap_alloc(sp);
     }
     if (sp->frozen)

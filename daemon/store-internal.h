@@ -73,10 +73,10 @@ struct gpd_store_s {
   char why[160];     /* its reason, for the processes' error text */
 };
 
-/* modules, strings and contexts the writer copies per hold of d->lock
- * once its snapshot's first hold is over (docs/PERFORMANCE.md, "Writer
- * snapshot": ~0.1 ms per 100 contexts) */
-#define GPD_STORE_SNAP_CHUNK 2048u
+/* modules, strings, contexts, locals, metric and pending rows the writer
+ * copies per hold of d->lock after a process's snapshot (docs/PERFORMANCE.md,
+ * "Writer snapshot": 2 048 held it up to ~10 ms on a busy 2-core VM) */
+#define GPD_STORE_SNAP_CHUNK 256u
 
 /* ids reserved per meta write; the writer tops up at half */
 #define GPD_STORE_ID_BLOCK 1024u

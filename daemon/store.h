@@ -49,11 +49,12 @@ int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errl
  *  thread. */
 uint64_t gpd_store_lock_max_ns(gpd_store_t *s);
 void gpd_store_lock_max_reset(gpd_store_t *s);
-/** How many new modules, strings and contexts the writer copies per hold
- *  of the daemon lock after its snapshot's first hold (the one that takes
- *  the metrics, cursors and journal cut together): 0 the default
- *  (GPD_STORE_SNAP_CHUNK), UINT32_MAX everything in that first hold (the
- *  benchmarks' baseline).  Before the writer starts. */
+/** How many new modules, strings, contexts, locals, metric and pending
+ *  rows the writer copies per hold of the daemon lock after a process's
+ *  snapshot (the hold that takes its cursors and journal cut; the process
+ *  stays frozen until its copy is complete): 0 the default
+ *  (GPD_STORE_SNAP_CHUNK), UINT32_MAX the whole flush's snapshot in one
+ *  hold (the benchmarks' baseline).  Before the writer starts. */
 void gpd_store_snapshot_chunk(gpd_store_t *s, uint32_t n);
 /** Writer thread: start / stop (stop does a last flush of everything). */
 int gpd_store_writer_start(gpd_daemon_t *d);
