@@ -46,8 +46,9 @@ rc=$?
 set -e
 kill "$sampler" 2>/dev/null || true
 echo "chromium peak RSS (sampled): $(cat "$T/chromium.rss" 2>/dev/null || echo '?') kB"
-grep -vE '^\s' "$T/time.err" | head -20
-grep -E 'Elapsed|Maximum resident' "$T/time.err"
+# (no match is no error: node's stderr is empty on success)
+grep -vE '^\s' "$T/time.err" | head -20 || true
+grep -E 'Elapsed|Maximum resident' "$T/time.err" || true
 echo "trace-browser.mjs rc=$rc"
 [ -n "${SHOT:-}" ] && cp "$T/shot.png" "$SHOT"
 exit $rc

@@ -344,7 +344,7 @@ static int duty_open(const char *path, int pid, gpd_xtrace_t *x, dproc_t **ps, s
   return r;
 }
 
-int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn) {
+int gpd_report_duty(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn) {
   gpd_xtrace_t x;
   dproc_t *ps = NULL;
   size_t np = 0;
@@ -370,11 +370,13 @@ int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn) 
     }
     if (p->nc)
       fprintf(f, "    %-25s%-38s%-8s%s\n", "launches ± se", "GKER (s) ± se (relative)", "error",
-              "calling context"); /* "±" is 2 bytes: one more of width */
+              "calling context (innermost first)"); /* "±" is 2 bytes: one more of width */
     for (size_t j = 0; j < p->nc && j < DUTY_TEXT_CONTEXTS; j++) {
       const dctx_t *c = &p->c[j];
       char path_s[2048];
       gpd_xtrace_path(&x, c->ctx, 0, path_s, sizeof path_s);
+      /* the row's other columns take 71 characters */
+      gpd_cli_path_fit(path_s, width == 0 ? 0 : width > 71 + 40 ? width - 71 : 40);
       fprintf(f, "    %11.1f ± %-8.1f  %12.6f ± %-10.6f (%4.1f%%)  %-7s %s\n", c->e.count, c->e.count_se,
               c->e.time_ns / 1e9, c->e.time_se_ns / 1e9,
               c->e.time_ns > 0 ? 100.0 * c->e.time_se_ns / c->e.time_ns : 0.0,

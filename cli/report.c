@@ -178,7 +178,7 @@ int gpd_report_main(int argc, char **argv) {
     gpd_cli_step_end();
     gpd_cli_step_begin("duty-cycle estimates");
     for (int i = optind; i < argc; i++) /* duty-cycled processes: scaled estimates */
-      if (gpd_report_duty(stdout, argv[i], pid, err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
+      if (gpd_report_duty(stdout, argv[i], pid, o.wide ? 0 : gpd_cli_width(), err, sizeof(err)) < 0) fprintf(stderr, "gpuprof: %s\n", err);
     gpd_cli_step_end();
   }
   if (json && gpd_report_gpu_notes()[0]) fprintf(stderr, "gpuprof: GPU samples:\n%s", gpd_report_gpu_notes());

@@ -14,14 +14,14 @@
  * ("launch <gpu kernel>", "sf" its call site) and a flow goes from it to
  * its GPU slice(s) by the trace-event format's flow binding ("bind_id" =
  * the launch's index + 1, as Perfetto's flow ids; "flow_out" on the
- * launch, "flow_in" on the GPU slice): Perfetto's and chrome://tracing's
- * JSON importers draw it, speedscope ignores the keys.  Launches are
+ * launch, "flow_in" on the GPU slice), the binding Perfetto's JSON
+ * importer reads on X events; speedscope ignores the keys.  Launches are
  * slices, not instants, because Perfetto's importer binds flows to slices
  * only.  Host-timed operations (a sync) are slices on the launching
- * thread already and get no launch event.  Off by default: a launch costs
- * about 100 B (bench-tracewrite) and 1 M slices on one thread is more than
- * speedscope's importer handles (docs/PERFORMANCE.md, issue 24).  CLI
- * thread only.
+ * thread already and get no launch event.  Off by default: launches and
+ * flows cost about 175 B per operation (bench-tracewrite) and 1 M slices
+ * on one thread is more than speedscope's importer handles
+ * (docs/PERFORMANCE.md, issue 24).  CLI thread only.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,7 +43,6 @@ typedef struct {
   gpd_xwrite_t ctx;
   gpd_xwrite_bits_t used; /* stack frames referred to (node index + 1) */
   uint64_t t0;
-  int launches; /* write launch slices and flows */
   int err;
 } cw_t;
 
@@ -97,7 +96,7 @@ static void cw_stack_frames(cw_t *w) {
 
 static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
   gpd_xlayout_t l;
-  cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x), .launches = launches};
+  cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x)};
   int err = gpd__xlayout_init(&l, x);
   if (err == 0)
     err = gpd__xwrite_init(&w.ctx, x);

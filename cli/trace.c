@@ -34,7 +34,7 @@ static const char trace_usage[] =
     "  write the window's events as gpuprofd stored them.\n"
     "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n"
     "  --launches  Chrome JSON: also each launch as a slice on its CPU thread with a flow to\n"
-    "            its kernel (about 100 B more per launch; too many for speedscope at 1 M)\n";
+    "            its kernel (about 175 B more per launch; too many for speedscope at 1 M)\n";
 
 /* Longest live window: the daemon's bound on a control window
  * (daemon/control.h GPD_CONTROL_MAX_MS). */

@@ -134,8 +134,10 @@ int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *e
 /** `report` section: kernel launches and GKER per calling context of the
  *  processes of path that traced in duty-cycle windows, scaled by 1/f
  *  with their standard errors (cli/duty.c gives the estimators; nothing
- *  when there are none).  0, or < 0 with err set. */
-int gpd_report_duty(FILE *f, const char *path, int pid, char *err, size_t errn);
+ *  when there are none); call paths innermost first, cut to fit lines of
+ *  `width` characters (gpd_cli_path_fit; 0: whole).  0, or < 0 with err
+ *  set. */
+int gpd_report_duty(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn);
 /** `report --json` part: one object per duty process of path (docs/CLI.md
  *  "duty_estimates"), each preceded by a comma unless *first (then
  *  cleared).  0, or < 0 with err set. */
