@@ -3,6 +3,9 @@
 #ifndef GPD_BENCH_KERNELS_H
 #define GPD_BENCH_KERNELS_H
 
+#include <stdio.h>
+#include <string.h>
+
 #include "daemon.h"
 #include "daemon-client-lib.h"
 
@@ -23,6 +26,17 @@ static inline uint64_t bench_kernel_pair(gpd_profile_t *p, uint32_t i, uint64_t 
   a.block_threads = 256;
   gpd_profile_ingest(p, &a, sizeof a);
   return sizeof v + sizeof a;
+}
+
+/** Module 1 (the application, path `exe`) and the kernel names
+ *  `_Z9kernel_NNPfi` as string ids 1..kernels, announced to p. */
+static inline void bench_kernel_names(gpd_profile_t *p, const char *exe, uint32_t kernels) {
+  gpd_profile_add_module(p, 1, NULL, 0, 0, 0, exe, strlen(exe));
+  for (uint32_t k = 1; k <= kernels; k++) {
+    char name[64];
+    int n = snprintf(name, sizeof name, "_Z9kernel_%02uPfi", k);
+    gpd_profile_add_string(p, k, GPD_STR_KERNEL, name, (size_t)n);
+  }
 }
 
 #endif

@@ -53,12 +53,7 @@ static uint32_t node_parent(uint32_t i) {
 /* One process's records into p; returns the bytes of records sent. */
 static uint64_t build(gpd_profile_t *p, uint32_t nodes) {
   uint64_t bytes = 0;
-  gpd_profile_add_module(p, 1, NULL, 0, 0, 0, "/nonexistent/bench-memory-app", 29);
-  for (uint32_t k = 1; k <= KERNELS; k++) {
-    char name[64];
-    int n = snprintf(name, sizeof name, "_Z9kernel_%02uPfi", k);
-    gpd_profile_add_string(p, k, GPD_STR_KERNEL, name, (size_t)n);
-  }
+  bench_kernel_names(p, "/nonexistent/bench-memory-app", KERNELS);
   for (uint32_t i = 1; i <= nodes; i++) {
     _Alignas(64) gpd_rec_node_t r;
     uint32_t f = i % 100, cs = (i / 100) % 100;

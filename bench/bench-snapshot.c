@@ -64,12 +64,7 @@ static void kernels(gpd_profile_t *p, uint32_t nodes) {
 }
 
 static void build(gpd_profile_t *p, uint32_t nodes) {
-  gpd_profile_add_module(p, 1, NULL, 0, 0, 0, "/nonexistent/bench-snapshot-app", 31);
-  for (uint32_t k = 1; k <= KERNELS; k++) {
-    char name[64];
-    int n = snprintf(name, sizeof name, "_Z9kernel_%02uPfi", k);
-    gpd_profile_add_string(p, k, GPD_STR_KERNEL, name, (size_t)n);
-  }
+  bench_kernel_names(p, "/nonexistent/bench-snapshot-app", KERNELS);
   for (uint32_t i = 1; i <= nodes; i++) {
     _Alignas(64) gpd_rec_node_t r;
     gpd_dclient_node_init(&r, i, i <= 6 ? i - 1 : 6 + (i - 6) / 2, 1, 0x1000 + 0x10ull * i);
