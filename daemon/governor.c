@@ -22,7 +22,19 @@
  * period holds the budget: P = P_max (the smallest duty) and `over`.
  *
  * Measurements (all from the process's own counters, CollectReport):
- *   c_window   from the counted launch rates inside and between windows:
+ *   c_window   per launch, when enough launches were timed on both sides
+ *              (1 in 64 is timed by the launch counters, tracing's
+ *              callbacks included): tracing adds
+ *                  d = max(0, mean_in - mean_out)
+ *              ns of wall time to each launch on the launching thread,
+ *              so a window that saw n_in counted launches in T_in lost
+ *                  c_window = d n_in / T_in.
+ *              This holds whatever the process did between its launches
+ *              (waits, data loading, idle phases: they dilute the launch
+ *              rates below but not d), and for a GPU-bound loop it is an
+ *              upper bound (the added launch time may hide behind the
+ *              GPU's).  The issue's "per-op timestamps" estimate.
+ *              Otherwise from the counted launch rates inside and between windows:
  *              r_in = n_in / T_in, r_out = n_out / T_out with T_out =
  *              elapsed - T_in - switching; a launch-bound loop slowed by
  *              tracing launches less often inside, and
@@ -70,7 +82,15 @@ int gpd_governor_size(const gpd_governor_in_t *in, gpd_governor_out_t *out) {
   }
   double r_in = (double)n_in / t_in, r_out = (double)n_out / t_out;
   out->how = GPD_GOV_MEASURED;
-  out->c_window = r_out / r_in - 1;
+  out->launch_ns = -1;
+  if (in->timed_in >= GPD_GOVERNOR_MIN_TIMED && in->timed_out >= GPD_GOVERNOR_MIN_TIMED) {
+    double d = (double)in->timed_in_ns / (double)in->timed_in - (double)in->timed_out_ns / (double)in->timed_out;
+    out->launch_ns = d > 0 ? d : 0;
+    out->per_launch = 1;
+    out->c_window = out->launch_ns * (double)n_in / t_in;
+  } else {
+    out->c_window = r_out / r_in - 1;
+  }
   if (out->c_window < 0)
     out->c_window = 0;
   out->t_switch_ns = (double)in->switch_ns / (double)in->windows;

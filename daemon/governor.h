@@ -16,6 +16,9 @@
 #define GPD_GOVERNOR_MIN_WINDOWS 3u
 /** ... and this many counted launches inside and between windows. */
 #define GPD_GOVERNOR_MIN_LAUNCHES 200u
+/** The per-launch cost needs this many timed launches inside and between
+ *  windows (1 in 64 launches is timed: cupti-count.c). */
+#define GPD_GOVERNOR_MIN_TIMED 16u
 
 /** What one process reported (CollectReport) and its policy. */
 typedef struct gpd_governor_in_s {
@@ -25,6 +28,8 @@ typedef struct gpd_governor_in_s {
   uint64_t launches;     /* counted launches since the schedule started */
   uint64_t launches_in;  /* of which inside windows */
   uint64_t switch_ns;    /* attach + detach + flush + finalize, summed */
+  uint64_t timed_out, timed_out_ns; /* timed launches between windows: count, summed wall ns */
+  uint64_t timed_in, timed_in_ns;   /* ... and inside windows */
   uint32_t window_ms;    /* W */
   uint32_t period_ms;    /* the policy's period (no estimate yet) */
   uint32_t period_min_ms, period_max_ms;
@@ -41,6 +46,8 @@ enum {
 typedef struct gpd_governor_out_s {
   int how;               /* GPD_GOV_* */
   double c_window;       /* relative slowdown inside a window */
+  double launch_ns;      /* per-launch: tracing's added wall time per launch (ns); < 0 not timed */
+  int per_launch;        /* 1: c_window from the timed launches, 0: from launch rates */
   double c_between;      /* relative slowdown between windows */
   double t_switch_ns;    /* switching time per window */
   uint32_t period_ms;    /* P to use */

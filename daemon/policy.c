@@ -44,7 +44,14 @@ typedef struct policy_rep_s {
   int can_detach;
   uint64_t elapsed_ns, window_ns, windows, launches, launches_in, switch_ns, pc_window_ns, pc_launches;
   uint64_t self_ns; /* cannot detach: the shim's own time in the operations */
+  uint64_t timed_out, timed_out_ns, timed_in, timed_in_ns; /* timed launches (governor.h) */
 } policy_rep_t;
+
+/* The numbers of a CollectReport, named alike in policy_rep_t and the
+ * proto message (copied both ways). */
+#define POLICY_REP_NUMBERS(X)                                                                    \
+  X(can_detach) X(elapsed_ns) X(window_ns) X(windows) X(launches) X(launches_in) X(switch_ns)    \
+  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns)
 
 /* A process's policy state (gpd_proc_t.policy; d->lock).  One block with
  * no pointers inside: gpd_policy_proc_free (policy.h) frees it. */
@@ -270,6 +277,10 @@ static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) 
                           .launches = r->launches,
                           .launches_in = r->launches_in,
                           .switch_ns = r->switch_ns,
+                          .timed_out = r->timed_out,
+                          .timed_out_ns = r->timed_out_ns,
+                          .timed_in = r->timed_in,
+                          .timed_in_ns = r->timed_in_ns,
                           .window_ms = v->window_ms,
                           .period_ms = cur,
                           .period_min_ms = v->period_min_ms,
@@ -284,9 +295,12 @@ static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) 
   if (diff * 20 <= cur && pp->gov.how == GPD_GOV_MEASURED)
     return 0; /* within 5 %: not worth a restart of the schedule */
   pp->period_ms = pp->gov.period_ms;
-  GPD_INFO("pid %d: governor: period %u ms (window %u ms, budget %u.%02u %%, %s)", (int)p->pid, pp->period_ms,
-           v->window_ms, v->budget_bp / 100, v->budget_bp % 100,
-           pp->gov.how == GPD_GOV_MEASURED ? "measured" : "no estimate: smallest duty");
+  GPD_INFO("pid %d: governor: period %u ms (window %u ms, budget %u.%02u %%, %s; c_window %.4f%s, "
+           "switch %.1f ms/window, estimated %.2f %%)",
+           (int)p->pid, pp->period_ms, v->window_ms, v->budget_bp / 100, v->budget_bp % 100,
+           pp->gov.how == GPD_GOV_MEASURED ? "measured" : "no estimate: smallest duty", pp->gov.c_window,
+           pp->gov.per_launch ? " from timed launches" : "", pp->gov.t_switch_ns / 1e6,
+           pp->gov.slowdown >= 0 ? pp->gov.slowdown * 100 : -1.0);
   return policy_take(p, o) == 0;
 }
 
@@ -310,16 +324,9 @@ void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectRep
     copy_cut(x->source, sizeof x->source, c->source);
     copy_cut(x->mode, sizeof x->mode, c->mode);
     copy_cut(x->note, sizeof x->note, c->note);
-    x->can_detach = c->can_detach;
-    x->elapsed_ns = c->elapsed_ns;
-    x->window_ns = c->window_ns;
-    x->windows = c->windows;
-    x->launches = c->launches;
-    x->launches_in = c->launches_in;
-    x->switch_ns = c->switch_ns;
-    x->pc_window_ns = c->pc_window_ns;
-    x->pc_launches = c->pc_launches;
-    x->self_ns = c->self_ns;
+#define X(f) x->f = c->f;
+    POLICY_REP_NUMBERS(X)
+#undef X
   }
   policy_out_t *o = pp ? malloc(sizeof *o) : NULL;
   int send = o && policy_govern(p, pp, o);
@@ -382,9 +389,16 @@ static double policy_overhead(const gpd_proc_policy_t *pp, char *how, size_t n) 
       per = (uint32_t)(ps * 1000 + 0.5);
     else
       w = pp->pol.v.window_ms;
-    snprintf(how, n, "measured: window vs between (c_window %.3f, switch %.1f ms/window, c_between %.5f)%s",
-             pp->gov.c_window, pp->gov.t_switch_ns / 1e6, pp->gov.c_between,
-             pp->gov.over ? "; budget cannot be held" : "");
+    if (pp->gov.per_launch)
+      snprintf(how, n,
+               "measured: timed launches (+%.2f us per launch in windows, c_window %.3f, switch %.1f ms/window, "
+               "c_between %.5f)%s",
+               pp->gov.launch_ns / 1e3, pp->gov.c_window, pp->gov.t_switch_ns / 1e6, pp->gov.c_between,
+               pp->gov.over ? "; budget cannot be held" : "");
+    else
+      snprintf(how, n, "measured: window vs between (c_window %.3f, switch %.1f ms/window, c_between %.5f)%s",
+               pp->gov.c_window, pp->gov.t_switch_ns / 1e6, pp->gov.c_between,
+               pp->gov.over ? "; budget cannot be held" : "");
     return gpd_governor_slowdown(&pp->gov, w, per);
   }
   if (pp->gov_ran && pp->gov.how == GPD_GOV_UNKNOWN) {
@@ -475,16 +489,9 @@ static size_t reports_msg(const gpd_proc_policy_t *pp, Gpuprof__CollectReport *r
     c->source = (char *)x->source;
     c->mode = (char *)x->mode;
     c->note = (char *)x->note;
-    c->can_detach = x->can_detach;
-    c->elapsed_ns = x->elapsed_ns;
-    c->window_ns = x->window_ns;
-    c->windows = x->windows;
-    c->launches = x->launches;
-    c->launches_in = x->launches_in;
-    c->switch_ns = x->switch_ns;
-    c->pc_window_ns = x->pc_window_ns;
-    c->self_ns = x->self_ns;
-    c->pc_launches = x->pc_launches;
+#define X(f) c->f = x->f;
+    POLICY_REP_NUMBERS(X)
+#undef X
     rp[n] = c;
     n++;
   }

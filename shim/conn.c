@@ -470,7 +470,7 @@ enum { CONN_NREP = 8 };
  * the proto message. */
 #define CONN_COLLECT_NUMBERS(X)                                                                  \
   X(can_detach) X(elapsed_ns) X(window_ns) X(windows) X(launches) X(launches_in) X(switch_ns)    \
-  X(pc_window_ns) X(pc_launches) X(self_ns)
+  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns)
 static struct {
   size_t n;
   unsigned api[CONN_NREP];

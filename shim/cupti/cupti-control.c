@@ -70,11 +70,19 @@ static atomic_int g_fin;
 static atomic_ulong g_fin_ns, g_fin_n;   /* time in cuptiFinalize, count */
 static uint64_t g_resub_ns, g_resub_n;   /* time to subscribe again (g_mode_mu) */
 
+/* Where the launch counters' timed launches go from now on
+ * (cupti-count.c). */
+static void time_bin(int b) { atomic_store_explicit(&gpd_cupti__time_bin, b, memory_order_relaxed); }
+
 /* Attach or detach through the CUPTI layer; g_mode_mu held (or the
  * starting thread). */
 static void trace_set(int on) {
+  if (!on)
+    time_bin(GPD_CUPTI_BIN_NONE); /* the detach and the flush after it */
   g_sw->trace(on);
   g_on = on;
+  if (on)
+    time_bin(GPD_CUPTI_BIN_IN);
 }
 
 static int running(void) { return g_sw && g_sw->running(); }
@@ -145,8 +153,12 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
  * finalizes (gpd_cupti_control_api_exit). */
 static void fin_arm(void) {
   int e = FIN_NONE;
-  if (atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED))
+  if (atomic_compare_exchange_strong(&g_fin, &e, FIN_ARMED)) {
+    time_bin(GPD_CUPTI_BIN_NONE); /* the launch that finalizes is not timed */
     g_sw->launch_callbacks(1);
+  } else if (!g_on) {
+    time_bin(GPD_CUPTI_BIN_OUT);
+  }
 }
 
 void gpd_cupti_control_api_exit(void) {
@@ -163,6 +175,7 @@ void gpd_cupti_control_api_exit(void) {
       GPD_WARN("cuptiFinalize: %s; CUPTI stays loaded between windows", err);
   }
   atomic_store(&g_fin, err ? FIN_NONE : FIN_DONE);
+  time_bin(GPD_CUPTI_BIN_OUT);
 }
 
 int gpd_cupti_control_loaded(void) { return atomic_load(&g_fin) < FIN_RUNNING; }
@@ -227,6 +240,8 @@ static void *ctl_main(void *arg) {
       edge_add(&g_edge_flush_ns, t);
       if (g_mode.finalize && !g_on && !g_stopping)
         fin_arm();
+      else if (!g_on)
+        time_bin(GPD_CUPTI_BIN_OUT);
       continue;
     }
     if (next == UINT64_MAX) {
@@ -482,6 +497,12 @@ int gpd_cupti_control_collect(gpd_shim_collect_t *o) {
     o->launches = cupto - g_cnt_t0;
     o->launches_in = g_cnt_in;
     o->switch_ns = g_edge_on_ns + g_edge_off_ns + g_edge_flush_ns + atomic_load(&g_fin_ns);
+    uint64_t tn[2], tns[2];
+    gpd_cupti_count_timed(tn, tns);
+    o->timed_out = tn[GPD_CUPTI_BIN_OUT];
+    o->timed_out_ns = tns[GPD_CUPTI_BIN_OUT];
+    o->timed_in = tn[GPD_CUPTI_BIN_IN];
+    o->timed_in_ns = tns[GPD_CUPTI_BIN_IN];
   }
   pthread_mutex_unlock(&g_mode_mu);
   return 1;
@@ -504,8 +525,10 @@ int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg
     g_mode.finalize = 0;
     g_keep_loaded = 1;
     int armed = FIN_ARMED;
-    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on)
+    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
       g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
+      time_bin(GPD_CUPTI_BIN_OUT);
+    }
     pthread_mutex_unlock(&g_mode_mu);
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING)

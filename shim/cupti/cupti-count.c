@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -67,6 +68,44 @@ void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]) {
 
 /** Test hook (tests/cupti/count-app.c): the counters since load. */
 EXPORT void gpd_shim__cuda_counts(uint64_t out[GPD_CUPTI_NCOUNT]) { gpd_cupti_count_read(out); }
+
+/* Launch timing (the governor's per-launch cost of tracing: governor.c
+ * in the daemon).  One kernel launch in GPD_CUPTI_TIME_EVERY is timed
+ * (CLOCK_MONOTONIC around the next definition: two clock reads, tens of
+ * ns, on 1 call in 64) and binned by gpd_cupti__time_bin as the call
+ * starts: GPD_CUPTI_BIN_OUT between windows, GPD_CUPTI_BIN_IN inside
+ * one, GPD_CUPTI_BIN_NONE at a window's edge (the detach and an armed
+ * cuptiFinalize, whose time the switching cost already holds).  Per
+ * bin: timed calls and their summed ns. */
+_Atomic int gpd_cupti__time_bin = GPD_CUPTI_BIN_OUT;
+static struct {
+  _Alignas(64) atomic_ulong n;
+  atomic_ulong ns;
+} g_timed[2];
+
+void gpd_cupti_count_timed(uint64_t n[2], uint64_t ns[2]) {
+  for (unsigned i = 0; i < 2; i++) {
+    n[i] = atomic_load_explicit(&g_timed[i].n, memory_order_relaxed);
+    ns[i] = atomic_load_explicit(&g_timed[i].ns, memory_order_relaxed);
+  }
+}
+
+/** Test hook (tests/cupti/count-app.c): the timed launches per bin. */
+EXPORT void gpd_shim__cuda_timed(uint64_t n[2], uint64_t ns[2]) { gpd_cupti_count_timed(n, ns); }
+
+static inline uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void timed_add(int bin, uint64_t t0) {
+  if (bin != GPD_CUPTI_BIN_OUT && bin != GPD_CUPTI_BIN_IN)
+    return;
+  uint64_t dt = mono_ns() - t0;
+  atomic_fetch_add_explicit(&g_timed[bin].ns, dt, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g_timed[bin].n, 1, memory_order_relaxed);
+}
 
 /* A kernel launch also leaves its count in the thread's
  * gpd_cupti__tls_counted (the full-tracing check in cupti-api.c). */
@@ -203,11 +242,16 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
   return fn;
 }
 
-#define COUNT(k)                                                                               \
+/* Count one call of kind k; for a kernel launch the count is also the
+ * thread's gpd_cupti__tls_counted and sets `timed` on 1 in
+ * GPD_CUPTI_TIME_EVERY. */
+#define COUNT(k, timed)                                                                        \
   do {                                                                                         \
     uint64_t c_ = atomic_fetch_add_explicit(&g_count[k].n, 1, memory_order_relaxed) + 1;        \
-    if ((k) == GPD_CUPTI_COUNT_KERNEL)                                                         \
+    if ((k) == GPD_CUPTI_COUNT_KERNEL) {                                                       \
       gpd_cupti__tls_counted = c_;                                                             \
+      timed = (c_ % GPD_CUPTI_TIME_EVERY) == 0;                                                \
+    }                                                                                          \
   } while (0)
 
 /* WRAP(kind, name, params, args): the wrapper of one runtime function
@@ -217,13 +261,23 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
   static _Atomic(void *) name##_next;                                                          \
   EXPORT cudaError_t name params;                                                              \
   cudaError_t name params {                                                                    \
-    COUNT(kind);                                                                               \
+    int timed_ = 0;                                                                            \
+    COUNT(kind, timed_);                                                                       \
     const void *ret_ = __builtin_return_address(0);                                           \
     uint32_t gen_ = map_gen();                                                                 \
     name##_fn f = (name##_fn)site_find(ret_, (void *)name, gen_);                              \
     if (__builtin_expect(f == NULL, 0))                                                        \
       f = (name##_fn)site_miss(&name##_next, #name, ret_, (void *)name, gen_);                 \
-    return f ? f args : cudaErrorInitializationError;                                          \
+    if (!f)                                                                                    \
+      return cudaErrorInitializationError;                                                     \
+    if (__builtin_expect(timed_, 0)) {                                                         \
+      int bin_ = atomic_load_explicit(&gpd_cupti__time_bin, memory_order_relaxed);            \
+      uint64_t t0_ = mono_ns();                                                                \
+      cudaError_t r_ = f args;                                                                 \
+      timed_add(bin_, t0_);                                                                    \
+      return r_;                                                                               \
+    }                                                                                          \
+    return f args;                                                                             \
   }
 
 #define LAUNCH_P (const void *func, dim3 grid, dim3 block, void **args, size_t smem, cudaStream_t stream)

@@ -190,6 +190,18 @@ void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]);
  *  launch): CUPTI's runtime callbacks tell the counted launches from the
  *  static cudart's inside cuBLAS or cuDNN with it (cupti-api.c). */
 extern __thread uint64_t gpd_cupti__tls_counted;
+/** Kernel launches timed by the counters: 1 in this many. */
+#define GPD_CUPTI_TIME_EVERY 64u
+/** Bins of the timed launches (gpd_cupti__time_bin). */
+enum { GPD_CUPTI_BIN_NONE = -1, GPD_CUPTI_BIN_OUT = 0, GPD_CUPTI_BIN_IN = 1 };
+/** Which bin a timed launch starting now goes to: set by the tracing
+ *  controller at each window edge (cupti-control.c), read relaxed by the
+ *  launching threads (a launch racing an edge lands in either bin). */
+extern _Atomic int gpd_cupti__time_bin;
+/** The timed kernel launches per bin (GPD_CUPTI_BIN_OUT, _IN) since load:
+ *  calls n[] and their wall time ns[] (ns, from before the call into
+ *  libcudart to its return, tracing callbacks included).  Any thread. */
+void gpd_cupti_count_timed(uint64_t n[2], uint64_t ns[2]);
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a

@@ -180,6 +180,18 @@ int main(int argc, char **argv) {
         (unsigned long long)sets);
   CHECK(fake_cudart_calls() == kernels + copies + sets - by12, "the fake received %llu calls, made %llu",
         (unsigned long long)fake_cudart_calls(), (unsigned long long)(kernels + copies + sets - by12));
+  /* 1 in 64 kernel launches timed; no tracing window in this process
+   * (no CUPTI): every one in the between-windows bin */
+  void (*timed)(uint64_t *, uint64_t *) = (void (*)(uint64_t *, uint64_t *))dlsym(RTLD_DEFAULT, "gpd_shim__cuda_timed");
+  CHECK(timed != NULL, "gpd_shim__cuda_timed not found");
+  if (timed) {
+    uint64_t tn[2], tns[2];
+    timed(tn, tns);
+    CHECK(tn[0] == c1[0] / 64 - c0[0] / 64, "timed launches between windows %llu, want %llu",
+          (unsigned long long)tn[0], (unsigned long long)(c1[0] / 64 - c0[0] / 64));
+    CHECK(tn[1] == 0, "timed launches inside windows %llu, want 0", (unsigned long long)tn[1]);
+    CHECK(tn[0] == 0 || tns[0] > 0, "timed launches took 0 ns");
+  }
   printf("count-app: kernel %llu copy %llu memset %llu counted, fake calls %llu: %s\n",
          (unsigned long long)(c1[0] - c0[0]), (unsigned long long)(c1[1] - c0[1]), (unsigned long long)(c1[2] - c0[2]),
          (unsigned long long)fake_cudart_calls(), fails ? "FAIL" : "PASS");

@@ -246,8 +246,31 @@ static void test_governor(void **st) {
   assert_int_equal(gpd_governor_size(&in, &g), 0);
   assert_int_equal(g.period_ms, 60000);
   assert_int_equal(g.over, 1);
-  /* tracing that costs nothing inside (GPU-bound: equal rates) */
+  /* per launch: 62 launches timed inside windows at 6 us each, 23 359
+   * between at 3.5 us: d = 2.5 us, c_window = 2.5 us * 4 000 / 100 ms
+   * = 0.1 (the rates' 0.25 is not used); P* = (10 ms * 0.1 + 10 ms) /
+   * (0.01 - 0.00075) = 1189.19 -> 1190 ms */
   in.budget_bp = 100;
+  in.timed_in = 62;
+  in.timed_in_ns = 62ull * 6000;
+  in.timed_out = 23359;
+  in.timed_out_ns = 23359ull * 3500;
+  assert_int_equal(gpd_governor_size(&in, &g), 0);
+  assert_int_equal(g.per_launch, 1);
+  assert_true(g.launch_ns > 2500 - 1e-6 && g.launch_ns < 2500 + 1e-6);
+  assert_true(g.c_window > 0.1 - 1e-12 && g.c_window < 0.1 + 1e-12);
+  assert_int_equal(g.period_ms, 1190);
+  /* faster inside than between (noise): no added cost, not negative */
+  in.timed_in_ns = 62ull * 3000;
+  assert_int_equal(gpd_governor_size(&in, &g), 0);
+  assert_true(g.launch_ns == 0 && g.c_window == 0);
+  /* 15 timed inside: too few, back to the launch rates (0.25) */
+  in.timed_in = 15;
+  assert_int_equal(gpd_governor_size(&in, &g), 0);
+  assert_int_equal(g.per_launch, 0);
+  assert_true(g.c_window > 0.25 - 1e-12 && g.c_window < 0.25 + 1e-12);
+  in.timed_in = in.timed_in_ns = in.timed_out = in.timed_out_ns = 0;
+  /* tracing that costs nothing inside (GPU-bound: equal rates) */
   in.launches = 4000 + 1196000; /* r_out = 40/ms */
   assert_int_equal(gpd_governor_size(&in, &g), 0);
   assert_true(g.c_window < 1e-12);
