@@ -23,8 +23,9 @@
  *
  * Measurements (all from the process's own counters, CollectReport):
  *   c_window   per launch, when enough launches were timed on both sides
- *              (1 in 64 is timed by the launch counters, tracing's
- *              callbacks included): tracing adds
+ *              (every launch inside windows and 1 in 64 between them
+ *              is timed by the launch counters, tracing's callbacks
+ *              included): tracing adds
  *                  d = max(0, mean_in - mean_out)
  *              ns of wall time to each launch on the launching thread,
  *              so a window that saw n_in counted launches in T_in lost

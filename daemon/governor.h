@@ -17,7 +17,7 @@
 /** ... and this many counted launches inside and between windows. */
 #define GPD_GOVERNOR_MIN_LAUNCHES 200u
 /** The per-launch cost needs this many timed launches inside and between
- *  windows (1 in 64 launches is timed: cupti-count.c). */
+ *  windows (cupti-count.c times every launch inside, 1 in 64 between). */
 #define GPD_GOVERNOR_MIN_TIMED 16u
 
 /** What one process reported (CollectReport) and its policy. */

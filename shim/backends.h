@@ -73,9 +73,9 @@ typedef struct gpd_shim_collect_s {
   int can_detach;       /* 0: every operation is traced, always */
   uint64_t elapsed_ns, window_ns, windows, launches, launches_in, switch_ns, pc_window_ns, pc_launches;
   uint64_t self_ns;     /* cannot detach: the shim's estimated own time in its operations */
-  /* duty: the timed kernel launches (1 in 64) between windows and inside
-   * them, counts and summed wall time (ns); the governor's per-launch
-   * cost of tracing is the difference of their means */
+  /* duty: the timed kernel launches between windows (1 in 64) and inside
+   * them (all), counts and summed wall time (ns); the governor's
+   * per-launch cost of tracing is the difference of their means */
   uint64_t timed_out, timed_out_ns, timed_in, timed_in_ns;
 } gpd_shim_collect_t;
 

@@ -26,7 +26,10 @@
 #           time of the default's windows (scaled by the shim's window
 #           fraction) against full tracing (check-duty.py).
 # Env: STEPS_GPT2 (steps per turn, 40), STEPS_TT (400), BUDGET_GPT2 (s
-# of turns, 330), BUDGET_TT (80), DUR (60), ACC_CONF (accuracy: a
+# of turns, 330), BUDGET_TT (80), CFG_GPT2 (the GPT-2 configurations,
+# "bare bare node node@b05 node@b3 full"), PROCS_TT (processes per
+# torch_train.py configuration, 1: several put the per-process spread
+# into the bootstrap interval), DUR (60), ACC_CONF (accuracy: a
 # gpuprofd.conf for the default-policy daemon), OUT (results).
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
@@ -47,9 +50,9 @@ turns)
   python3 "$B/torch-turns.py" --bundle "$B" --worker "python3 $B/gpt2_train.py 0 20" \
     --steps "${STEPS_GPT2:-40}" --procs 1 --budget "${BUDGET_GPT2:-330}" --parallel-start \
     --node-conf "b05=$O/b05.conf" --node-conf "b3=$O/b3.conf" --out "$O/gpt2" \
-    bare bare node node@b05 node@b3 full 2>&1 | grep -v '^round '
+    ${CFG_GPT2:-bare bare node node@b05 node@b3 full} 2>&1 | grep -v '^round '
   echo "== torch_train.py, turns of ${STEPS_TT:-400} steps"
-  python3 "$B/torch-turns.py" --bundle "$B" --steps "${STEPS_TT:-400}" --procs 1 \
+  python3 "$B/torch-turns.py" --bundle "$B" --steps "${STEPS_TT:-400}" --procs "${PROCS_TT:-1}" \
     --budget "${BUDGET_TT:-80}" --parallel-start --out "$O/tt" bare bare node 2>&1 | grep -v '^round '
   for d in "$O"/gpt2/node-* "$O"/tt/node-*; do
     echo "== $d/log (last lines)"

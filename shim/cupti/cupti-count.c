@@ -70,13 +70,15 @@ void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]) {
 EXPORT void gpd_shim__cuda_counts(uint64_t out[GPD_CUPTI_NCOUNT]) { gpd_cupti_count_read(out); }
 
 /* Launch timing (the governor's per-launch cost of tracing: governor.c
- * in the daemon).  One kernel launch in GPD_CUPTI_TIME_EVERY is timed
- * (CLOCK_MONOTONIC around the next definition: two clock reads, tens of
- * ns, on 1 call in 64) and binned by gpd_cupti__time_bin as the call
- * starts: GPD_CUPTI_BIN_OUT between windows, GPD_CUPTI_BIN_IN inside
- * one, GPD_CUPTI_BIN_NONE at a window's edge (the detach and an armed
- * cuptiFinalize, whose time the switching cost already holds).  Per
- * bin: timed calls and their summed ns. */
+ * in the daemon).  A kernel launch is timed (CLOCK_MONOTONIC around the
+ * next definition: two clock reads, tens of ns) and binned by
+ * gpd_cupti__time_bin as the call starts: every launch inside a window
+ * (GPD_CUPTI_BIN_IN: tracing's callbacks cost microseconds there, and a
+ * window holds few launches), one in GPD_CUPTI_TIME_EVERY between
+ * windows (GPD_CUPTI_BIN_OUT), none at a window's edge
+ * (GPD_CUPTI_BIN_NONE: the detach and an armed cuptiFinalize, whose time
+ * the switching cost already holds).  Per bin: timed calls and their
+ * summed ns. */
 _Atomic int gpd_cupti__time_bin = GPD_CUPTI_BIN_OUT;
 static struct {
   _Alignas(64) atomic_ulong n;
@@ -243,14 +245,16 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
 }
 
 /* Count one call of kind k; for a kernel launch the count is also the
- * thread's gpd_cupti__tls_counted and sets `timed` on 1 in
- * GPD_CUPTI_TIME_EVERY. */
-#define COUNT(k, timed)                                                                        \
+ * thread's gpd_cupti__tls_counted, and `bin` is set to the bin the call
+ * is timed in (GPD_CUPTI_BIN_NONE: not timed). */
+#define COUNT(k, bin)                                                                          \
   do {                                                                                         \
     uint64_t c_ = atomic_fetch_add_explicit(&g_count[k].n, 1, memory_order_relaxed) + 1;        \
     if ((k) == GPD_CUPTI_COUNT_KERNEL) {                                                       \
       gpd_cupti__tls_counted = c_;                                                             \
-      timed = (c_ % GPD_CUPTI_TIME_EVERY) == 0;                                                \
+      int b_ = atomic_load_explicit(&gpd_cupti__time_bin, memory_order_relaxed);               \
+      if (b_ == GPD_CUPTI_BIN_IN || (b_ == GPD_CUPTI_BIN_OUT && c_ % GPD_CUPTI_TIME_EVERY == 0)) \
+        bin = b_;                                                                              \
     }                                                                                          \
   } while (0)
 
@@ -261,8 +265,8 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
   static _Atomic(void *) name##_next;                                                          \
   EXPORT cudaError_t name params;                                                              \
   cudaError_t name params {                                                                    \
-    int timed_ = 0;                                                                            \
-    COUNT(kind, timed_);                                                                       \
+    int bin_ = GPD_CUPTI_BIN_NONE;                                                             \
+    COUNT(kind, bin_);                                                                         \
     const void *ret_ = __builtin_return_address(0);                                           \
     uint32_t gen_ = map_gen();                                                                 \
     name##_fn f = (name##_fn)site_find(ret_, (void *)name, gen_);                              \
@@ -270,8 +274,7 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
       f = (name##_fn)site_miss(&name##_next, #name, ret_, (void *)name, gen_);                 \
     if (!f)                                                                                    \
       return cudaErrorInitializationError;                                                     \
-    if (__builtin_expect(timed_, 0)) {                                                         \
-      int bin_ = atomic_load_explicit(&gpd_cupti__time_bin, memory_order_relaxed);            \
+    if (__builtin_expect(bin_ != GPD_CUPTI_BIN_NONE, 0)) {                                     \
       uint64_t t0_ = mono_ns();                                                                \
       cudaError_t r_ = f args;                                                                 \
       timed_add(bin_, t0_);                                                                    \

@@ -190,7 +190,8 @@ void gpd_cupti_count_read(uint64_t out[GPD_CUPTI_NCOUNT]);
  *  launch): CUPTI's runtime callbacks tell the counted launches from the
  *  static cudart's inside cuBLAS or cuDNN with it (cupti-api.c). */
 extern __thread uint64_t gpd_cupti__tls_counted;
-/** Kernel launches timed by the counters: 1 in this many. */
+/** Kernel launches timed by the counters between windows: 1 in this
+ *  many (inside windows every one). */
 #define GPD_CUPTI_TIME_EVERY 64u
 /** Bins of the timed launches (gpd_cupti__time_bin). */
 enum { GPD_CUPTI_BIN_NONE = -1, GPD_CUPTI_BIN_OUT = 0, GPD_CUPTI_BIN_IN = 1 };
