@@ -46,10 +46,13 @@
  *   c_between  GPD_GOVERNOR_COUNT_NS * r_out (each counted launch between
  *              windows costs one counter update).
  * No estimate while fewer than GPD_GOVERNOR_MIN_WINDOWS windows closed
- * (the policy's own period stands); with enough windows but fewer than
- * GPD_GOVERNOR_MIN_LAUNCHES launches on either side (a program whose
- * launches bypass libcudart's exported functions: Triton, CuPy, cuBLAS
- * alone) the cost cannot be estimated and the process gets P_max.
+ * (the policy's own period stands), nor while the windows held fewer
+ * than GPD_GOVERNOR_MIN_LAUNCHES launches but the time between them
+ * more (windows that fell in the process's waits: the period stands
+ * until one catches it launching); with fewer than
+ * GPD_GOVERNOR_MIN_LAUNCHES launches between windows too (a program
+ * whose launches bypass libcudart's exported functions: Triton, CuPy,
+ * cuBLAS alone) the cost cannot be estimated and the process gets P_max.
  */
 #include "governor.h"
 
@@ -76,6 +79,13 @@ int gpd_governor_size(const gpd_governor_in_t *in, gpd_governor_out_t *out) {
   uint64_t n_in = in->launches_in, n_out = in->launches > n_in ? in->launches - n_in : 0;
   uint64_t busy = in->window_ns + in->switch_ns;
   double t_in = (double)in->window_ns, t_out = in->elapsed_ns > busy ? (double)(in->elapsed_ns - busy) : 0;
+  if (n_out >= GPD_GOVERNOR_MIN_LAUNCHES && n_in < GPD_GOVERNOR_MIN_LAUNCHES && t_out > 0) {
+    /* the process launches through libcudart, but its windows so far
+     * fell where it launched little (waits, data loading): windows that
+     * cheap say nothing yet; the period stands until one holds launches */
+    out->how = GPD_GOV_EARLY;
+    return 0;
+  }
   if (n_in < GPD_GOVERNOR_MIN_LAUNCHES || n_out < GPD_GOVERNOR_MIN_LAUNCHES || !(t_in > 0) || !(t_out > 0)) {
     out->how = GPD_GOV_UNKNOWN;
     out->period_ms = in->period_max_ms;

@@ -405,7 +405,11 @@ static double policy_overhead(const gpd_proc_policy_t *pp, char *how, size_t n) 
     snprintf(how, n, "default: no estimate (too few counted launches): smallest duty");
     return -1;
   }
-  snprintf(how, n, "default: no estimate yet (%" PRIu64 " of %u windows)", r->windows, GPD_GOVERNOR_MIN_WINDOWS);
+  if (r->windows >= GPD_GOVERNOR_MIN_WINDOWS)
+    snprintf(how, n, "default: no estimate yet (%" PRIu64 " launches counted inside windows, %u needed)",
+             r->launches_in, GPD_GOVERNOR_MIN_LAUNCHES);
+  else
+    snprintf(how, n, "default: no estimate yet (%" PRIu64 " of %u windows)", r->windows, GPD_GOVERNOR_MIN_WINDOWS);
   return -1;
 }
 
