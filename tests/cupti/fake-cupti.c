@@ -17,7 +17,11 @@
  *                            a 4 KiB memset), all with the launch's
  *                            correlation id.
  *   fakecu_launch()          one cuLaunchKernel of kernel "gpd_fake_busy"
- *                            (test-cupti-busy.sh's busy-app).
+ *                            (test-cupti-busy.sh's busy-app);
+ *   fakecu_context_create()  CONTEXT_CREATED of the one context, which
+ *                            every API callback then names.
+ * The PC Sampling API is there too, sampling nothing (GetData: no PCs,
+ * one stall reason).
  * A node's CUPTI id is its handle's value.
  *
  * Like CUPTI, it calls only the API callbacks the subscriber enabled, and
@@ -26,10 +30,13 @@
  * queued.  Another tool holding CUPTI, on demand:
  *   FAKE_CUPTI_BUSY=N      the first N cuptiSubscribe calls return
  *                          CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
- *   FAKE_CUPTI_BUSY=/PATH  every call does while the file PATH exists.
+ *   FAKE_CUPTI_BUSY=/PATH  every call does while the file PATH exists;
+ *   FAKE_CUPTI_PCS_BUSY=/PATH  cuptiPCSamplingEnable returns
+ *                          CUPTI_ERROR_HARDWARE_BUSY while PATH exists.
  * FAKE_CUPTI_STATS=PATH: at unload, the kernel records handed to the
- * subscriber (at flushes) and the subscribe calls, refused ones apart, are
- * written to PATH ("kernels K subscribes S refused R"). */
+ * subscriber (at flushes), the subscribe calls, refused ones apart, and the
+ * PC-sampling enables, refused ones apart, are written to PATH ("kernels K
+ * subscribes S refused R pcs_enables E pcs_refused F"). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +45,7 @@
 #include <unistd.h>
 
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 static CUpti_CallbackFunc g_cb;
 static void *g_ud;
@@ -47,6 +55,8 @@ static unsigned char g_res_on[CUPTI_CBID_RESOURCE_SIZE];
 static unsigned char g_drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static unsigned char g_kind_on[CUPTI_ACTIVITY_KIND_COUNT];
 static unsigned long g_delivered, g_subscribes, g_refused; /* g_mu */
+static unsigned long g_pcs_enables, g_pcs_refused;          /* g_mu */
+#define FAKE_CTX ((CUcontext)(uintptr_t)0xc047e87)
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_corr;
 static uint64_t g_ts = 1000;
@@ -194,7 +204,8 @@ __attribute__((destructor)) static void fake_stats(void) {
   if (!f)
     return;
   pthread_mutex_lock(&g_mu);
-  fprintf(f, "kernels %lu subscribes %lu refused %lu\n", g_delivered, g_subscribes, g_refused);
+  fprintf(f, "kernels %lu subscribes %lu refused %lu pcs_enables %lu pcs_refused %lu\n", g_delivered, g_subscribes,
+          g_refused, g_pcs_enables, g_pcs_refused);
   pthread_mutex_unlock(&g_mu);
   fclose(f);
 }
@@ -212,12 +223,13 @@ static void api(CUpti_CallbackId id, const char *fn, CUpti_ApiCallbackSite site,
   d.callbackSite = site;
   d.functionName = fn;
   d.correlationId = corr;
+  d.context = FAKE_CTX;
   CUpti_CallbackFunc cb = __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE);
   if (cb && id < CUPTI_DRIVER_TRACE_CBID_SIZE && __atomic_load_n(&g_drv_on[id], __ATOMIC_RELAXED))
     cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
 }
 
-static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type) {
+static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type, CUcontext ctx) {
   CUpti_GraphData g;
   memset(&g, 0, sizeof g);
   g.node = (CUgraphNode)(uintptr_t)node;
@@ -226,6 +238,7 @@ static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type
   CUpti_ResourceData r;
   memset(&r, 0, sizeof r);
   r.resourceDescriptor = &g;
+  r.context = ctx;
   CUpti_CallbackFunc cb = __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE);
   if (cb && __atomic_load_n(&g_res_on[id], __ATOMIC_RELAXED))
     cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), CUPTI_CB_DOMAIN_RESOURCE, id, &r);
@@ -234,13 +247,17 @@ static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type
 void fakecu_capture(uint64_t h, int type) {
   uint32_t c = __atomic_add_fetch(&g_corr, 1, __ATOMIC_RELAXED);
   api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_ENTER, c);
-  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type, NULL);
   api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_EXIT, c);
 }
 
-void fakecu_add_node(uint64_t h, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type); }
+void fakecu_add_node(uint64_t h, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type, NULL); }
 
-void fakecu_clone(uint64_t h, uint64_t orig, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, h, orig, type); }
+void fakecu_clone(uint64_t h, uint64_t orig, int type) {
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, h, orig, type, NULL);
+}
+
+void fakecu_context_create(void) { resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0, 0, FAKE_CTX); }
 
 static const char *const knames[] = {"gpd_fake_k0", "gpd_fake_k1", "gpd_fake_k2", "gpd_fake_k3"};
 
@@ -311,4 +328,51 @@ void fakecu_launch(void) {
   }
   pthread_mutex_unlock(&g_mu);
   api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_EXIT, c);
+}
+
+/* --- PC sampling: nothing sampled; Enable refused on demand ---------- */
+CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
+  (void)p;
+  const char *b = getenv("FAKE_CUPTI_PCS_BUSY");
+  int busy = b && *b == '/' && access(b, F_OK) == 0;
+  pthread_mutex_lock(&g_mu);
+  g_pcs_enables++;
+  g_pcs_refused += (unsigned long)busy;
+  pthread_mutex_unlock(&g_mu);
+  return busy ? CUPTI_ERROR_HARDWARE_BUSY : CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  for (size_t i = 0; i < p->numAttributes; i++)
+    if (p->pPCSamplingConfigurationInfo[i].attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+      p->pPCSamplingConfigurationInfo[i].attributeData.samplingPeriodData.samplingPeriod = 10;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
+  CUpti_PCSamplingData *d = p->pcSamplingData;
+  d->totalNumPcs = d->remainingNumPcs = 0;
+  d->totalSamples = d->droppedSamples = d->nonUsrKernelsTotalSamples = 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
+  *p->numStallReasons = 1;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p) {
+  if (p->numStallReasons < 1)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->stallReasonIndex[0] = 0;
+  snprintf(p->stallReasons[0], CUPTI_STALL_REASON_STRING_SIZE, "smsp__pcsamp_warps_issue_stalled_fake");
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
+  p->cubinCrc = 1;
+  return CUPTI_SUCCESS;
 }
