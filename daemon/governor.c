@@ -46,10 +46,10 @@
  *              windows costs one counter update).
  * Busy windows (another tool held CUPTI: CollectReport busy_windows)
  * traced nothing: the shim leaves them out of windows, window_ns,
- * launches_in and switch_ns, so they are never measured windows here
- * (their time counts as between windows, where the process ran
- * detached), and policy.c does not size the period while the last
- * attempt was busy.
+ * launches_in, switch_ns and timed_in, so they are never measured windows
+ * here (their time and timed launches count as between windows, where the
+ * process ran detached), and policy.c does not size the period while the
+ * last attempt was busy.
  * No estimate while fewer than GPD_GOVERNOR_MIN_WINDOWS windows closed
  * (the policy's own period stands); with enough windows but fewer than
  * GPD_GOVERNOR_MIN_LAUNCHES launches on either side (a program whose
