@@ -73,6 +73,11 @@ static void print_proc(FILE *f, const Gpuprof__PolicyProc *pp) {
               (unsigned long long)r->windows, r->window_ns / 1e9, r->elapsed_ns / 1e9,
               (unsigned long long)r->launches_in, (unsigned long long)r->launches,
               r->switch_ns / 1e6 / (double)r->windows);
+    if (r->busy[0])
+      fprintf(f, "    %s\n", r->busy);
+    else if (r->busy_windows)
+      fprintf(f, "    %llu window%s skipped earlier: another tool held CUPTI\n",
+              (unsigned long long)r->busy_windows, r->busy_windows == 1 ? "" : "s");
     if (!r->can_detach && r->launches && r->self_ns)
       fprintf(f, "    %llu operations in %.3f s, the shim's own time %.3f ms (%.2f us each)\n",
               (unsigned long long)r->launches, r->elapsed_ns / 1e9, r->self_ns / 1e6,
@@ -130,12 +135,15 @@ static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
       gpd_json_str(f, c->mode);
       fprintf(f, ", \"note\": ");
       gpd_json_str(f, c->note);
+      fprintf(f, ", \"busy\": ");
+      gpd_json_str(f, c->busy);
       fprintf(f, ", \"can_detach\": %s, \"windows\": %llu, \"window_ns\": %llu, \"elapsed_ns\": %llu, "
-                 "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu, \"self_ns\": %llu}",
+                 "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu, \"self_ns\": %llu, "
+                 "\"busy_windows\": %llu}",
               c->can_detach ? "true" : "false", (unsigned long long)c->windows, (unsigned long long)c->window_ns,
               (unsigned long long)c->elapsed_ns, (unsigned long long)c->launches,
               (unsigned long long)c->launches_in, (unsigned long long)c->switch_ns,
-              (unsigned long long)c->self_ns);
+              (unsigned long long)c->self_ns, (unsigned long long)c->busy_windows);
     }
     fprintf(f, "]}");
   }

@@ -556,7 +556,8 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
 /* ---- ps ---- */
 
 /* The collection line of a running process under `ps`: its CUDA mode,
- * the estimated overhead and how it was estimated, a deep dive. */
+ * the estimated overhead and how it was estimated, a deep dive, and
+ * "busy: held by another tool (...)" while its windows are refused. */
 static void gpd_render_ps_collect(FILE *f, const Gpuprof__Process *p) {
   if (!p->running || (!p->collect_mode[0] && !p->overhead_how[0]))
     return;
@@ -567,7 +568,7 @@ static void gpd_render_ps_collect(FILE *f, const Gpuprof__Process *p) {
     fprintf(f, "unknown");
   fprintf(f, " (%s)\n", p->overhead_how);
   if (p->deep_dive[0]) fprintf(f, "%8s %s\n", "", p->deep_dive);
-  if (p->pcs_state[0]) fprintf(f, "%8s PC sampling: %s\n", "", p->pcs_state);
+  if (p->pcs_state[0]) fprintf(f, "%8s %s\n", "", p->pcs_state); /* "busy: held by another tool (...)" */
 }
 
 void gpd_render_ps(FILE *f, const Gpuprof__PsReply *r, int all) {

@@ -45,6 +45,12 @@
  *   t_switch   switch_ns / windows (the back end times each edge).
  *   c_between  GPD_GOVERNOR_COUNT_NS * r_out (each counted launch between
  *              windows costs one counter update).
+ * Busy windows (another tool held CUPTI: CollectReport busy_windows)
+ * traced nothing: the shim leaves them out of windows, window_ns,
+ * launches_in, switch_ns and timed_in, so they are never measured windows
+ * here (their time and timed launches count as between windows, where the
+ * process ran detached), and policy.c does not size the period while the
+ * last attempt was busy.
  * No estimate while fewer than GPD_GOVERNOR_MIN_WINDOWS windows closed
  * (the policy's own period stands), nor while the windows held fewer
  * than GPD_GOVERNOR_MIN_LAUNCHES launches but the time between them

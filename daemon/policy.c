@@ -45,13 +45,16 @@ typedef struct policy_rep_s {
   uint64_t elapsed_ns, window_ns, windows, launches, launches_in, switch_ns, pc_window_ns, pc_launches;
   uint64_t self_ns; /* cannot detach: the shim's own time in the operations */
   uint64_t timed_out, timed_out_ns, timed_in, timed_in_ns; /* timed launches (governor.h) */
+  uint64_t busy_windows; /* windows another tool kept from starting */
+  char busy[160];        /* "busy: held by another tool (...)" while it is, else "" */
 } policy_rep_t;
 
 /* The numbers of a CollectReport, named alike in policy_rep_t and the
  * proto message (copied both ways). */
 #define POLICY_REP_NUMBERS(X)                                                                    \
   X(can_detach) X(elapsed_ns) X(window_ns) X(windows) X(launches) X(launches_in) X(switch_ns)    \
-  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns)
+  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns) \
+  X(busy_windows)
 
 /* A process's policy state (gpd_proc_t.policy; d->lock).  One block with
  * no pointers inside: gpd_policy_proc_free (policy.h) frees it. */
@@ -270,6 +273,11 @@ static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) 
   const gpd_collect_t *v = &pp->pol.v;
   if (!r->set || strcmp(r->source, "daemon") != 0 || v->mode != GPD_COLLECT_DUTY)
     return 0;
+  /* Busy (another tool holds CUPTI): busy windows are in none of the
+   * counts, but the rate between windows now carries the other tool's
+   * cost; the period stays until windows run again. */
+  if (r->busy[0])
+    return 0;
   uint32_t cur = pp->period_ms ? pp->period_ms : v->period_ms;
   gpd_governor_in_t in = {.elapsed_ns = r->elapsed_ns,
                           .window_ns = r->window_ns,
@@ -327,6 +335,7 @@ void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectRep
 #define X(f) x->f = c->f;
     POLICY_REP_NUMBERS(X)
 #undef X
+    copy_cut(x->busy, sizeof x->busy, c->busy);
   }
   policy_out_t *o = pp ? malloc(sizeof *o) : NULL;
   int send = o && policy_govern(p, pp, o);
@@ -450,6 +459,8 @@ void gpd_policy_proc_msg(const gpd_proc_t *p, Gpuprof__Process *m) {
   m->overhead_how = gpd__query_strdup(how);
   deep_text(pp, deep, sizeof deep);
   m->deep_dive = gpd__query_strdup(deep);
+  if (r->set && r->busy[0])
+    m->pcs_state = gpd__query_strdup(r->busy);
 }
 
 /* ------------------------------------------------------------ request */
@@ -496,6 +507,7 @@ static size_t reports_msg(const gpd_proc_policy_t *pp, Gpuprof__CollectReport *r
 #define X(f) c->f = x->f;
     POLICY_REP_NUMBERS(X)
 #undef X
+    c->busy = (char *)x->busy;
     rp[n] = c;
     n++;
   }

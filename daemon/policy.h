@@ -79,7 +79,9 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
 void gpd_policy_deep_dive(struct gpd_proc_s *p, int enable, uint32_t duration_ms);
 
 /** Fill the Process fields of the policy (collect_mode, overhead,
- *  overhead_how, deep_dive) with strings from gpd__query_strdup.  Main
+ *  overhead_how, deep_dive, and pcs_state with the CUDA back end's busy
+ *  text while another tool holds CUPTI) with strings from
+ *  gpd__query_strdup.  Main
  *  thread (query replies are built there). */
 void gpd_policy_proc_msg(const struct gpd_proc_s *p, struct Gpuprof__Process *m);
 

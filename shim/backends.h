@@ -77,6 +77,9 @@ typedef struct gpd_shim_collect_s {
    * them (all), counts and summed wall time (ns); the governor's
    * per-launch cost of tracing is the difference of their means */
   uint64_t timed_out, timed_out_ns, timed_in, timed_in_ns;
+  uint64_t busy_windows; /* windows skipped: another tool held CUPTI or the profiling hardware */
+  char busy[160];       /* "busy: held by another tool (...), N windows skipped, retrying" while
+                           the last attempt was busy, else "" */
 } gpd_shim_collect_t;
 
 /** A Control as the back ends see it (proto Control; kind and flags are

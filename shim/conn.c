@@ -470,7 +470,8 @@ enum { CONN_NREP = 8 };
  * the proto message. */
 #define CONN_COLLECT_NUMBERS(X)                                                                  \
   X(can_detach) X(elapsed_ns) X(window_ns) X(windows) X(launches) X(launches_in) X(switch_ns)    \
-  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns)
+  X(pc_window_ns) X(pc_launches) X(self_ns) X(timed_out) X(timed_out_ns) X(timed_in) X(timed_in_ns) \
+  X(busy_windows)
 static struct {
   size_t n;
   unsigned api[CONN_NREP];
@@ -502,6 +503,7 @@ static int conn_send_collect(const gpd_fdid_t *sock) {
     cr[i].source = rep[i].source;
     cr[i].mode = rep[i].mode;
     cr[i].note = rep[i].note;
+    cr[i].busy = rep[i].busy;
 #define X(f) cr[i].f = rep[i].f;
     CONN_COLLECT_NUMBERS(X)
 #undef X

@@ -115,6 +115,16 @@ set_target_properties(graph-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINA
 add_test(NAME cupti.graphs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs.sh ${CMAKE_BINARY_DIR}
   $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti>)
 set_tests_properties(cupti.graphs PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+# Another tool holding CUPTI (test-cupti-busy.sh): fake-cupti.c refuses
+# cuptiSubscribe while a file exists; busy-app under the real shim and a
+# real daemon with a duty policy: busy windows in ps / policy, then
+# windows trace again, the application unharmed.
+add_executable(busy-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/busy-app.c)
+target_link_libraries(busy-app PRIVATE gpd_fake_cupti)
+set_target_properties(busy-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
+add_test(NAME cupti.busy COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-busy.sh ${CMAKE_BINARY_DIR}
+  $<TARGET_FILE:busy-app> $<TARGET_FILE:gpd_fake_cupti>)
+set_tests_properties(cupti.busy PROPERTIES LABELS "integration" TIMEOUT 180 SKIP_RETURN_CODE 77)
 # tests/cuda/torch-turns.py (the GPU machine's cost driver: turns, long
 # runs, the tables' intervals) with stand-in workers of known costs, the
 # non-bare ones under the real gpuprof record (no GPU needed)

@@ -528,8 +528,10 @@ static const struct {
 
 /* Attach (on = 1) or detach tracing: the classified API callbacks and the
  * activity kinds.  The controller's switch (cupti-control.c), its lock held.
- * Detaching asks the flusher for the records of the window. */
-static void trace_set(int on) {
+ * Detaching asks the flusher for the records of the window.  NULL, or the
+ * busy name of an activity kind another tool kept (attach only): then
+ * everything this attach enabled is off again (a detach). */
+static const char *trace_set(int on) {
   static const struct {
     CUpti_CallbackDomain dom;
     const uint8_t *tab;
@@ -562,10 +564,16 @@ static void trace_set(int on) {
           (kind = (CUpti_ActivityKind)gpd_cupti_sass_kernel_kind()) == 0)
         continue; /* SASS counts on: no kernel records (cupti-sass.c) */
       r = on ? fn.cuptiActivityEnable(kind) : fn.cuptiActivityDisable(kind);
+      const char *busy = on && r != CUPTI_SUCCESS ? gpd_cupti_busy_name((int)r, 0) : NULL;
+      if (busy) {
+        (void)trace_set(0); /* the kinds and callbacks enabled so far */
+        return busy;
+      }
       if (r != CUPTI_SUCCESS)
         GPD_WARN("cuptiActivity%s(%d): %s", on ? "Enable" : "Disable", (int)kind, cupti_errstr(r));
     }
   }
+  return NULL;
 }
 
 static void cupti_atexit(void) { gpd_cupti_fini(); }
@@ -598,8 +606,9 @@ static const char *sw_finalize(void) {
   CUptiResult r = fn.cuptiFinalize();
   return r == CUPTI_SUCCESS ? NULL : cupti_errstr(r);
 }
-static const char *sw_subscribe(const char **step) {
+static const char *sw_subscribe(const char **step, const char **busy) {
   CUptiResult r = cupti_subscribe(step);
+  *busy = r == CUPTI_SUCCESS ? NULL : gpd_cupti_busy_name((int)r, 0);
   return r == CUPTI_SUCCESS ? NULL : cupti_errstr(r);
 }
 static void sw_flush(int forced) { fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0); }
@@ -633,8 +642,13 @@ int gpd_cupti_start(void) {
   gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
   gpd_cupti_sass_setup(g_lib); /* GPUPROF_SASS_COUNTS=1 (cupti-sass.c) */
   gpd_cupti_graph_setup(g_lib); /* graph nodes' contexts (cupti-graph.c) */
-  const char *step = NULL;
-  if ((r = cupti_subscribe(&step)) != CUPTI_SUCCESS) {
+  g_trace = gpd_cupti_control_setup(&g_switch); /* the mode (cupti-control.c) */
+  const char *step = NULL, *busy = NULL;
+  /* Another tool holds the subscription: the detached and duty modes
+   * start unsubscribed and their windows try again (cupti-control.c);
+   * full tracing cannot wait and is disabled as for any error. */
+  if ((r = cupti_subscribe(&step)) != CUPTI_SUCCESS &&
+      (!(busy = gpd_cupti_busy_name((int)r, 0)) || !gpd_cupti_control_can_wait())) {
     char why[200];
     snprintf(why, sizeof why, "%s: %s (%d)%s", step, cupti_errstr(r), (int)r,
              r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED
@@ -645,7 +659,6 @@ int gpd_cupti_start(void) {
     return GPD_EVENDOR;
   }
   g_alias = calloc(1u << GPD_CUPTI_ALIAS_BITS, sizeof *g_alias);
-  g_trace = gpd_cupti_control_setup(&g_switch); /* the mode (cupti-control.c) */
   gpd_shim_vendor_module("libcupti.so");
   gpd_shim_vendor_module("libcuda.so");
   gpd_shim_vendor_module("libcudart.so");
@@ -653,7 +666,7 @@ int gpd_cupti_start(void) {
   cupti_classify_domain(CUPTI_CB_DOMAIN_DRIVER_API, g_drv_op, CUPTI_DRIVER_TRACE_CBID_SIZE);
   atomic_store(&g_state, ST_RUNNING);
   if (flush_start() < 0) GPD_WARN("CUDA back end: no flusher thread; buffers flushed at exit only");
-  gpd_cupti_control_start();
+  gpd_cupti_control_start(busy);
   gpd_shim_backend_status(GPD_API_CUDA, 1, 0, NULL);
   atexit(cupti_atexit);
   GPD_INFO("CUDA back end on (CUPTI)");

@@ -9,10 +9,23 @@
  * not call each other (cupti-api.c calls in here: start, the detached
  * API callback, exit, fork, the ops table's control and collect hooks).
  *
+ * Another tool holding CUPTI (Nsight Systems or Compute injected, a
+ * second subscriber; the profiling hardware held for DCGM's profiling
+ * metrics): a window whose subscription or enable is refused with a busy
+ * code (gpd_cupti_busy_name) is a busy window: whatever it enabled is off
+ * again, it is counted (CollectReport busy_windows, busy), the first one
+ * is logged, and the next attempt backs off (gpd_cupti_busy_retry).  It
+ * traced nothing: none of the window counts (windows, window_ns,
+ * launches_in, switch_ns) include it, so the governor never takes it for
+ * a measured window.  Other errors keep their behaviour (a failed
+ * subscription after a finalize stops the windows for good).
+ *
  * Locks: g_mode_mu guards the mode and the window state; the controller
  * thread holds it while it switches, never while it flushes.  The
  * finalize state (g_fin) is atomic: an application thread runs the armed
- * finalize in an API's EXIT callback without taking g_mode_mu.
+ * finalize in an API's EXIT callback without taking g_mode_mu.  g_busy_mu
+ * (taken after g_mode_mu, never before) guards the busy counts, which PC
+ * sampling also notes from application threads.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -69,20 +82,35 @@ enum { FIN_NONE = 0, FIN_ARMED, FIN_RUNNING, FIN_DONE, FIN_BROKEN };
 static atomic_int g_fin;
 static atomic_ulong g_fin_ns, g_fin_n;   /* time in cuptiFinalize, count */
 static uint64_t g_resub_ns, g_resub_n;   /* time to subscribe again (g_mode_mu) */
+/* Busy windows (gpd_cupti_control_busy): per kind, the busy name and the
+ * call of the last attempt while it is busy ("" once a window started
+ * again), and the count; whether the first was logged.  g_busy_mu. */
+static pthread_mutex_t g_busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char name[56], step[48];
+  uint64_t n;
+} g_busy[GPD_CUPTI_BUSY_KINDS];
+static int g_busy_logged;
+/* Tracing windows: busy attempts in a row, and no attempt before
+ * g_busy_until (ns; the backoff).  g_mode_mu. */
+static unsigned g_busy_run;
+static uint64_t g_busy_until;
 
 /* Where the launch counters' timed launches go from now on
  * (cupti-count.c). */
 static void time_bin(int b) { atomic_store_explicit(&gpd_cupti__time_bin, b, memory_order_relaxed); }
 
 /* Attach or detach through the CUPTI layer; g_mode_mu held (or the
- * starting thread). */
-static void trace_set(int on) {
+ * starting thread).  NULL, or the busy name of a refused attach (then
+ * detached). */
+static const char *trace_set(int on) {
   if (!on)
     time_bin(GPD_CUPTI_BIN_NONE); /* the detach and the flush after it */
-  g_sw->trace(on);
-  g_on = on;
-  if (on)
+  const char *busy = g_sw->trace(on);
+  g_on = on && !busy;
+  if (g_on)
     time_bin(GPD_CUPTI_BIN_IN);
+  return busy;
 }
 
 static int running(void) { return g_sw && g_sw->running(); }
@@ -108,7 +136,55 @@ static uint64_t count_kernels(void) {
   return c[GPD_CUPTI_COUNT_KERNEL];
 }
 
-static int fin_reattach(void);
+static int fin_reattach(const char **busy, const char **step);
+static void fin_arm(void);
+
+/* Record a busy attempt of `kind` (count: a window skipped).  Any
+ * thread; g_busy_mu. */
+static void busy_set(unsigned kind, const char *name, const char *step, int count) {
+  pthread_mutex_lock(&g_busy_mu);
+  snprintf(g_busy[kind].name, sizeof g_busy[kind].name, "%s", name ? name : "busy");
+  snprintf(g_busy[kind].step, sizeof g_busy[kind].step, "%s", step ? step : "");
+  g_busy[kind].n += count != 0;
+  int first = !g_busy_logged;
+  g_busy_logged = 1;
+  pthread_mutex_unlock(&g_busy_mu);
+  if (first)
+    GPD_WARN("CUDA %s: %s refused (%s): another tool holds CUPTI or the GPU's profiling hardware; "
+             "windows are skipped and retried later, the application is not touched (logged once)",
+             kind == GPD_CUPTI_BUSY_PCS ? "PC sampling" : "tracing", step && *step ? step : "CUPTI",
+             name ? name : "busy");
+}
+
+void gpd_cupti_control_busy(unsigned kind, const char *name, const char *step) {
+  if (kind < GPD_CUPTI_BUSY_KINDS)
+    busy_set(kind, name, step, 1);
+}
+
+void gpd_cupti_control_unbusy(unsigned kind) {
+  if (kind >= GPD_CUPTI_BUSY_KINDS)
+    return;
+  static int logged;
+  pthread_mutex_lock(&g_busy_mu);
+  int first = g_busy[kind].name[0] != '\0' && !logged;
+  uint64_t n = g_busy[kind].n;
+  logged |= first;
+  g_busy[kind].name[0] = '\0';
+  pthread_mutex_unlock(&g_busy_mu);
+  if (first)
+    GPD_INFO("CUDA %s: windows start again after %llu busy window(s) (logged once)",
+             kind == GPD_CUPTI_BUSY_PCS ? "PC sampling" : "tracing", (unsigned long long)n);
+}
+
+/* A tracing window another tool refused (controller, g_mode_mu held;
+ * nothing is attached): counted, and the next attempt backs off.
+ * Returns when to look again. */
+static uint64_t busy_window(uint64_t now, const char *name, const char *step) {
+  g_busy_run++;
+  g_busy_until = gpd_cupti_busy_retry(&g_mode, g_t0, now, g_busy_run);
+  gpd_cupti_control_busy(GPD_CUPTI_BUSY_TRACE, name, step);
+  return g_busy_until;
+}
 
 static uint64_t ctl_step(uint64_t now, int *flush) {
   uint64_t next;
@@ -117,14 +193,30 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
   /* A window counts from the end of the calls that open it to the start
    * of those that close it: a launch is recorded whole (INVOKE and
    * activity) only while every kind and callback is on. */
+  if (want && !g_on && now < g_busy_until)
+    return g_busy_until < next ? g_busy_until : next; /* busy: backing off */
   if (want && !g_on) {
     uint64_t t = gpd_clock_ns();
-    int err = fin_reattach();
+    const char *busy = NULL, *step = NULL;
+    int err = fin_reattach(&busy, &step);
     if (err == -EAGAIN)
       return now + 1000000; /* a finalize is still running: look again in 1 ms */
+    if (err == -EBUSY)
+      return busy_window(now, busy, step); /* unsubscribed, as before the attempt */
     if (err < 0)
       return UINT64_MAX; /* CUPTI could not be subscribed again: stays detached */
-    trace_set(1);
+    if ((busy = trace_set(1)) != NULL) {
+      /* every kind and callback it enabled is off again; a subscription
+       * made for this window goes as after a window */
+      if (g_mode.finalize)
+        fin_arm();
+      return busy_window(now, busy, "cuptiActivityEnable");
+    }
+    if (g_busy_run) {
+      g_busy_run = 0;
+      g_busy_until = 0;
+      gpd_cupti_control_unbusy(GPD_CUPTI_BUSY_TRACE);
+    }
     g_on_since = gpd_clock_ns();
     g_cnt_open = count_kernels();
     g_real_on = real_s();
@@ -134,7 +226,7 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
     g_cnt_in += cnt_off - g_cnt_open;
     uint64_t off = gpd_clock_ns();
     g_real_off = real_s();
-    trace_set(0);
+    (void)trace_set(0);
     edge_add(&g_edge_off_ns, gpd_clock_ns() - off);
     g_window_ns += off > g_on_since ? off - g_on_since : 0;
     g_windows++;
@@ -190,10 +282,12 @@ static int fin_wait(unsigned ms) {
 
 /* Controller, g_mode_mu held, before an attach: an armed finalize is
  * called off (its callbacks are among those the attach enables), a
- * finished one is followed by a new subscription.  0, -EAGAIN (a
- * finalize still runs after 100 ms: try later), -EIO (CUPTI could not
- * be subscribed again: tracing stays detached for good, logged). */
-static int fin_reattach(void) {
+ * finished one (or a start another tool refused) is followed by a new
+ * subscription.  0, -EAGAIN (a finalize still runs after 100 ms: try
+ * later), -EBUSY (another tool holds the subscription: *busy, *step;
+ * still unsubscribed, the next window tries again), -EIO (CUPTI could
+ * not be subscribed again: tracing stays detached for good, logged). */
+static int fin_reattach(const char **busy, const char **step) {
   int s = FIN_ARMED;
   if (atomic_compare_exchange_strong(&g_fin, &s, FIN_NONE) || s == FIN_NONE)
     return 0;
@@ -204,11 +298,12 @@ static int fin_reattach(void) {
   if (s != FIN_DONE)
     return 0;
   uint64_t t = gpd_clock_ns();
-  const char *step = NULL;
-  const char *err = g_sw->subscribe(&step);
+  const char *err = g_sw->subscribe(step, busy);
+  if (err && *busy)
+    return -EBUSY; /* FIN_DONE stays: nothing of ours is subscribed */
   if (err) {
     atomic_store(&g_fin, FIN_BROKEN);
-    GPD_WARN("CUDA tracing: %s after cuptiFinalize: %s; no more windows", step, err);
+    GPD_WARN("CUDA tracing: %s after cuptiFinalize: %s; no more windows", *step, err);
     return -EIO;
   }
   g_resub_ns += gpd_clock_ns() - t;
@@ -292,6 +387,8 @@ static int trace_control(int enable, uint32_t duration_ms) {
   uint64_t now = gpd_clock_ns();
   int err = ctl_start();
   if (!err) {
+    if (enable)
+      g_busy_until = 0; /* asked for: try now, busy or not */
     g_attach_from = enable ? now : 0;
     g_attach_until = !enable ? 0 : duration_ms ? now + (uint64_t)duration_ms * 1000000ull : UINT64_MAX;
     pthread_cond_signal(&g_mode_cv);
@@ -319,6 +416,12 @@ static void duty_summary(char *out, size_t n) {
            (unsigned long long)all, gpd_duty_fraction(in, all));
   if (g_windows && len > 0 && (size_t)len < n)
     len += snprintf(out + len, n - (size_t)len, "; last window unix %.3f-%.3f", g_real_on, g_real_off);
+  pthread_mutex_lock(&g_busy_mu);
+  uint64_t busy_n = g_busy[GPD_CUPTI_BUSY_TRACE].n, busy_pcs = g_busy[GPD_CUPTI_BUSY_PCS].n;
+  pthread_mutex_unlock(&g_busy_mu);
+  if ((busy_n || busy_pcs) && len > 0 && (size_t)len < n)
+    len += snprintf(out + len, n - (size_t)len, "; busy (another tool held CUPTI): %llu tracing and %llu PC-sampling "
+                    "window(s) skipped", (unsigned long long)busy_n, (unsigned long long)busy_pcs);
   if ((g_mode.finalize || fin_n) && len > 0 && (size_t)len < n)
     snprintf(out + len, n - (size_t)len, "; finalize: %lu, %.2f ms each, subscribe again %.2f ms each", fin_n,
              fin_n ? (double)atomic_load(&g_fin_ns) / (double)fin_n / 1e6 : 0.0,
@@ -348,12 +451,21 @@ unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw) {
   return g_mode.ops;
 }
 
-void gpd_cupti_control_start(void) {
+int gpd_cupti_control_can_wait(void) { return g_mode.mode != GPD_CUPTI_FULL; }
+
+void gpd_cupti_control_start(const char *busy) {
   pthread_mutex_lock(&g_mode_mu);
   g_t0 = gpd_clock_ns();
   g_cnt_t0 = count_kernels();
+  if (busy) {
+    /* as after a finalize: the first window subscribes (fin_reattach) */
+    atomic_store(&g_fin, FIN_DONE);
+    busy_set(GPD_CUPTI_BUSY_TRACE, busy, "cuptiSubscribe", 0);
+  }
   if (g_mode.mode == GPD_CUPTI_FULL) {
-    trace_set(1);
+    const char *b = trace_set(1);
+    if (b)
+      GPD_WARN("CUDA tracing: an activity kind refused (%s): another tool holds it; full tracing stays off", b);
   } else {
     /* Test hook for the GPU validation of on-demand attach without a
      * daemon: GPUPROF_CUDA_ATTACH=AFTER_MS:DURATION_MS. */
@@ -373,7 +485,7 @@ void gpd_cupti_control_start(void) {
      * (tests/cuda/torch-turns.py, docs/PERFORMANCE-CUDA.md).  A
      * window (duty, on-demand) calls it off or subscribes again
      * (fin_reattach). */
-    if (g_mode.finalize)
+    if (g_mode.finalize && !busy)
       fin_arm();
   }
   pthread_mutex_unlock(&g_mode_mu);
@@ -414,9 +526,16 @@ int gpd_cupti_control_quiesce(void) {
   return fin == FIN_ARMED || fin == FIN_NONE;
 }
 
-void gpd_cupti_control_fork_prepare(void) { pthread_mutex_lock(&g_mode_mu); }
-void gpd_cupti_control_fork_parent(void) { pthread_mutex_unlock(&g_mode_mu); }
+void gpd_cupti_control_fork_prepare(void) {
+  pthread_mutex_lock(&g_mode_mu);
+  pthread_mutex_lock(&g_busy_mu);
+}
+void gpd_cupti_control_fork_parent(void) {
+  pthread_mutex_unlock(&g_busy_mu);
+  pthread_mutex_unlock(&g_mode_mu);
+}
 void gpd_cupti_control_fork_child(void) {
+  pthread_mutex_unlock(&g_busy_mu);
   pthread_mutex_unlock(&g_mode_mu);
   g_mode_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
   g_ctl_started = 0; /* the controller thread is gone too */
@@ -473,6 +592,19 @@ static int policy_apply(const gpd_shim_policy_t *pol, uint32_t *targets, char *m
   return 0;
 }
 
+/* The busy fields of a CollectReport: every busy window, and what holds
+ * the kinds busy now (g_mode_mu held; takes g_busy_mu). */
+static void busy_report(gpd_shim_collect_t *o) {
+  pthread_mutex_lock(&g_busy_mu);
+  o->busy_windows = g_busy[GPD_CUPTI_BUSY_TRACE].n + g_busy[GPD_CUPTI_BUSY_PCS].n;
+  for (unsigned k = 0; k < GPD_CUPTI_BUSY_KINDS && !o->busy[0]; k++)
+    if (g_busy[k].name[0])
+      snprintf(o->busy, sizeof o->busy, "busy: held by another tool (%s), %llu %swindow%s skipped, retrying",
+               g_busy[k].name, (unsigned long long)g_busy[k].n, k == GPD_CUPTI_BUSY_PCS ? "PC-sampling " : "",
+               g_busy[k].n == 1 ? "" : "s");
+  pthread_mutex_unlock(&g_busy_mu);
+}
+
 /* What the back end runs and costs (CollectReport; connection thread).
  * The counts cover the closed windows and the time up to the open one
  * (a window's cost is known when it closes). */
@@ -504,6 +636,7 @@ int gpd_cupti_control_collect(gpd_shim_collect_t *o) {
     o->timed_in = tn[GPD_CUPTI_BIN_IN];
     o->timed_in_ns = tns[GPD_CUPTI_BIN_IN];
   }
+  busy_report(o);
   pthread_mutex_unlock(&g_mode_mu);
   return 1;
 }

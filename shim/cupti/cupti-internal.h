@@ -123,6 +123,25 @@ uint64_t gpd_cupti_duty_next(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t no
 int gpd_cupti_ctl_want(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t from, uint64_t until, uint64_t now,
                        uint64_t *next);
 
+/** Another tool holds CUPTI or the profiling hardware: the name of the
+ *  CUPTI result `result` ("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+ *  ...) when it says so, else NULL (a real error).  pcs = 1: a PC-sampling
+ *  call (more codes mean busy there).  Codes and the header's words:
+ *  cupti-mode.c.  Pure. */
+const char *gpd_cupti_busy_name(int result, int pcs);
+/** Busy windows back off: the first retry one window (duty) or
+ *  GPD_CUPTI_BUSY_FIRST_MS (on-demand) later, doubling with each busy
+ *  attempt in a row, at most GPD_CUPTI_BUSY_MAX_MS apart (the daemon's
+ *  default period_max_ms; the shim is not told the policy's). */
+#define GPD_CUPTI_BUSY_FIRST_MS 1000u
+#define GPD_CUPTI_BUSY_MAX_MS 60000u
+/** When (ns) to try again after the run-th busy attempt in a row (run >=
+ *  1) at `now`: duty mode m (from t0): the start of a later window, 1, 2,
+ *  4, ... windows on, at most GPD_CUPTI_BUSY_MAX_MS / period (and at least
+ *  1) windows; otherwise now + GPD_CUPTI_BUSY_FIRST_MS doubled run-1
+ *  times, at most GPD_CUPTI_BUSY_MAX_MS.  Pure. */
+uint64_t gpd_cupti_busy_retry(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, unsigned run);
+
 /* cupti-control.c: the tracing controller (detached and duty modes,
  * on-demand windows, detach by cuptiFinalize) and the daemon's Controls
  * and CollectReports for the back end.  cupti-api.c calls it; it reaches
@@ -132,16 +151,20 @@ struct gpd_shim_collect_s;
 /** What the controller switches in the CUPTI layer (cupti-api.c). */
 typedef struct gpd_cupti_switch_s {
   /** Attach (1) or detach (0) tracing: the classified API callbacks and
-   *  the activity kinds.  Controller, its lock held. */
-  void (*trace)(int on);
+   *  the activity kinds.  Controller, its lock held.  NULL, or (attach
+   *  only) the busy name (gpd_cupti_busy_name) of an enable that another
+   *  tool refused: everything enabled is off again. */
+  const char *(*trace)(int on);
   /** The kernel-launch API callbacks alone on (1) or off (0): an armed
    *  finalize runs in the next launch's EXIT callback. */
   void (*launch_callbacks)(uint32_t on);
   /** cuptiFinalize: NULL, or CUPTI's error text. */
   const char *(*finalize)(void);
   /** Subscribe again after a finalize: NULL, or CUPTI's error text with
-   *  *step naming the call that failed. */
-  const char *(*subscribe)(const char **step);
+   *  *step naming the call that failed and *busy its busy name
+   *  (gpd_cupti_busy_name; NULL: a real error); nothing stays subscribed
+   *  after a failure. */
+  const char *(*subscribe)(const char **step, const char **busy);
   /** cuptiActivityFlushAll (forced: the buffers being filled too). */
   void (*flush)(int forced);
   /** 1 while the back end runs (started, not disabled). */
@@ -156,8 +179,25 @@ typedef struct gpd_cupti_switch_s {
  *  gpd_op_t).  Once, from gpd_cupti_start, before the back end runs. */
 unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw);
 /** The back end runs: attach for good (full), or start detached with the
- *  controller thread (duty, GPUPROF_CUDA_ATTACH) and arm the finalize. */
-void gpd_cupti_control_start(void);
+ *  controller thread (duty, GPUPROF_CUDA_ATTACH) and arm the finalize.
+ *  busy: NULL, or the busy name of the start's subscription, which
+ *  another tool refused: the back end then starts unsubscribed (as after
+ *  a finalize) and its first window subscribes (gpd_cupti_control_can_wait
+ *  said 1). */
+void gpd_cupti_control_start(const char *busy);
+/** 1 when the mode resolved by gpd_cupti_control_setup has windows that
+ *  can wait for another tool to let go of CUPTI (detached, duty), 0 for
+ *  full tracing. */
+int gpd_cupti_control_can_wait(void);
+/** Kinds of busy window (gpd_cupti_control_busy). */
+enum { GPD_CUPTI_BUSY_TRACE = 0, GPD_CUPTI_BUSY_PCS = 1, GPD_CUPTI_BUSY_KINDS };
+/** A window of `kind` did not start because another tool holds CUPTI or
+ *  the profiling hardware (`name`: gpd_cupti_busy_name; `step`: the call):
+ *  one busy window counted (CollectReport busy_windows), the first one of
+ *  the process logged.  Any thread; a lock of its own, never held long. */
+void gpd_cupti_control_busy(unsigned kind, const char *name, const char *step);
+/** A window of `kind` started: not busy any more (the count stays). */
+void gpd_cupti_control_unbusy(unsigned kind);
 /** An API's EXIT callback while detached (an application thread): run
  *  the armed finalize, once.  Takes no lock. */
 void gpd_cupti_control_api_exit(void);

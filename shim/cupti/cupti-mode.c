@@ -207,3 +207,48 @@ int gpd_cupti_mode_resolve(const char *env, const gpd_shim_policy_t *pol, gpd_cu
   gpd_cupti_mode_text(m, text, n);
   return GPD_CUPTI_SRC_DAEMON;
 }
+
+/* --- another tool holds CUPTI ("busy") ------------------------------ */
+/* The codes, from CUDA 13.0's cupti_result.h:
+ *   CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39) "CUPTI doesn't
+ *     allow multiple callback subscribers ... Same error code is used when
+ *     application is launched using NVIDIA tools like Nsight Systems,
+ *     Nsight Compute, and cuda-gdb" (cuptiSubscribe);
+ *   CUPTI_ERROR_HARDWARE_BUSY (26) "The performance monitoring hardware is
+ *     in use by other client";
+ * and for PC sampling only (the profiling hardware's session; the header
+ * documents no busy code for cuptiPCSampling*):
+ *   CUPTI_ERROR_NOT_COMPATIBLE (14) "The current operation is not
+ *     compatible with the current state of the object";
+ *   CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED (36): another profiling API
+ *     already in use in the process.
+ * Activity enabling keeps 14 as an error: there the header gives it for
+ * "the activity kind cannot be enabled", which no retry changes. */
+const char *gpd_cupti_busy_name(int result, int pcs) {
+  switch (result) {
+  case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    return "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+  case CUPTI_ERROR_HARDWARE_BUSY:
+    return "CUPTI_ERROR_HARDWARE_BUSY";
+  case CUPTI_ERROR_NOT_COMPATIBLE:
+    return pcs ? "CUPTI_ERROR_NOT_COMPATIBLE" : NULL;
+  case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
+    return pcs ? "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED" : NULL;
+  default:
+    return NULL;
+  }
+}
+
+uint64_t gpd_cupti_busy_retry(const gpd_cupti_mode_t *m, uint64_t t0, uint64_t now, unsigned run) {
+  uint64_t cap = (uint64_t)GPD_CUPTI_BUSY_MAX_MS * 1000000ull;
+  unsigned sh = run > 1 ? run - 1 : 0;
+  if (sh > 20)
+    sh = 20;
+  if (m->mode == GPD_CUPTI_DUTY && m->period_ms > 0) {
+    uint64_t p = (uint64_t)m->period_ms * 1000000ull, k = now > t0 ? (now - t0) / p : 0;
+    uint64_t skip = 1ull << sh, most = cap / p > 1 ? cap / p : 1;
+    return t0 + (k + (skip < most ? skip : most)) * p;
+  }
+  uint64_t w = (uint64_t)GPD_CUPTI_BUSY_FIRST_MS * 1000000ull << sh;
+  return now + (w < cap ? w : cap);
+}

@@ -31,6 +31,14 @@
  * process at exit, are drained synchronously (cuptiPCSamplingDisable
  * leaves the last data in the configured buffer).
  *
+ * Another tool holding the profiling hardware (DCGM's profiling metrics,
+ * Nsight Compute): an enable or configuration refused with a busy code
+ * (gpd_cupti_busy_name, pcs = 1) undoes what it enabled, counts one busy
+ * window (the first refusal of a window; gpd_cupti_control_busy) and the
+ * context is tried again at an API call after a backoff (1 s doubling to
+ * 60 s, gpd_cupti_busy_retry; a new window tries at once), never at every
+ * call.
+ *
  * The cubin of every loaded module gets a CUBIN record {cubinCrc, content
  * hash}, so that the daemon finds the stored gpubin a sample names.
  * CUPTI shares one functionName string per function across records and
@@ -123,6 +131,11 @@ static uint32_t g_tab_n;
 static int g_thread_started;
 static int g_period = -1;
 static size_t g_hwbuf = 256u << 20;
+/* Busy (another tool): no enable before g_busy_retry (ns; 0: none);
+ * refusals in a row, and whether this window counted one.  g_mu. */
+static _Atomic(uint64_t) g_busy_retry;
+static unsigned g_busy_run;
+static int g_win_busy;
 static atomic_ulong c_pcs_records, c_pcs_samples, c_pcs_full, c_pcs_err, c_pcs_pushfail;
 
 static void pcs_push_locked(void);
@@ -352,6 +365,21 @@ static int set_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, size
   return (int)pf.cuptiPCSamplingSetConfigurationAttribute(&cp);
 }
 
+/* Another tool refused `what` (busy name `name`): back off, and count
+ * this window busy once.  Takes g_mu. */
+static void pcs_busy(const char *name, const char *what) {
+  static const gpd_cupti_mode_t nowin = {.mode = GPD_CUPTI_DETACHED};
+  pthread_mutex_lock(&g_mu);
+  uint64_t now = gpd_clock_ns();
+  g_busy_run++;
+  atomic_store(&g_busy_retry, gpd_cupti_busy_retry(&nowin, 0, now, g_busy_run));
+  int count = !g_win_busy;
+  g_win_busy = 1;
+  pthread_mutex_unlock(&g_mu);
+  if (count)
+    gpd_cupti_control_busy(GPD_CUPTI_BUSY_PCS, name, what);
+}
+
 /* Enable and configure sampling of ctx (current on this thread), and add
  * it to g_ctx.  Takes g_mu only at the end.  0 or -1 (logged). */
 static int pcs_ctx_enable(CUcontext ctx) {
@@ -500,9 +528,19 @@ static int pcs_ctx_enable(CUcontext ctx) {
   }
   GPD_INFO("PC sampling on for a CUDA context (device %u, %u stall reasons, period 2^%u)",
            x->device, x->nstall, x->period_log2);
+  pthread_mutex_lock(&g_mu);
+  int was_busy = g_busy_run != 0;
+  g_busy_run = 0;
+  atomic_store(&g_busy_retry, 0);
+  pthread_mutex_unlock(&g_mu);
+  if (was_busy)
+    gpd_cupti_control_unbusy(GPD_CUPTI_BUSY_PCS);
   return 0;
 fail_r:
-  GPD_WARN("PC sampling off for a CUDA context: %s failed (%d)", what, (int)r);
+  if (gpd_cupti_busy_name((int)r, 1))
+    pcs_busy(gpd_cupti_busy_name((int)r, 1), what); /* logged once there */
+  else
+    GPD_WARN("PC sampling off for a CUDA context: %s failed (%d)", what, (int)r);
   if (x && strcmp(what, "cuptiPCSamplingEnable") != 0) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
     pf.cuptiPCSamplingDisable(&dp);
@@ -530,7 +568,7 @@ static int ctx_on(CUcontext ctx) {
 /* g_pending = a window is open and a known context is not on (lock held). */
 static void pending_update(void) {
   int p = 0;
-  if (atomic_load(&g_want)) {
+  if (atomic_load(&g_want) || (g_always && g_busy_run)) { /* lifetime: a busy context retries */
     for (unsigned k = 0; k < PCS_MAXCTX; k++)
       if (g_known[k].ctx && !g_known[k].enabling && !ctx_on(g_known[k].ctx))
         p = 1;
@@ -603,8 +641,11 @@ void gpd_cupti_pcs_context_created(CUcontext ctx) {
 }
 
 void gpd_cupti_pcs_on_api(CUcontext ctx) {
-  if (ctx && atomic_load_explicit(&g_pending, memory_order_relaxed))
-    ctx_sync_here(ctx, 0);
+  if (ctx && atomic_load_explicit(&g_pending, memory_order_relaxed)) {
+    uint64_t retry = atomic_load_explicit(&g_busy_retry, memory_order_relaxed);
+    if (retry == 0 || gpd_clock_ns() >= retry) /* busy: backing off */
+      ctx_sync_here(ctx, 0);
+  }
 }
 
 /* Last data of one context: GetData, then Disable, which leaves what was
@@ -652,6 +693,8 @@ int gpd_cupti_pcs_control(int enable, uint32_t duration_ms, uint32_t period, uin
   for (unsigned k = 0; k < PCS_MAXCTX; k++)
     known += g_known[k].ctx != NULL;
   if (enable) {
+    g_win_busy = 0; /* a new window: tried at once, counted once if busy */
+    atomic_store(&g_busy_retry, 0);
     atomic_store(&g_win_period, period >= 5 && period <= 31 ? (int)period : -1);
     atomic_store(&g_win_flags, flags);
     atomic_store(&g_want, 1);

@@ -16,18 +16,47 @@
  *                            one record each (kernel "gpd_fake_k<i>", or
  *                            a 4 KiB memset), all with the launch's
  *                            correlation id.
- * A node's CUPTI id is its handle's value. */
+ *   fakecu_launch()          one cuLaunchKernel of kernel "gpd_fake_busy"
+ *                            (test-cupti-busy.sh's busy-app);
+ *   fakecu_context_create()  CONTEXT_CREATED of the one context, which
+ *                            every API callback then names.
+ * The PC Sampling API is there too, sampling nothing (GetData: no PCs,
+ * one stall reason).
+ * A node's CUPTI id is its handle's value.
+ *
+ * Like CUPTI, it calls only the API callbacks the subscriber enabled, and
+ * queues a record only while its activity kind is enabled; cuptiFinalize
+ * drops the subscription, the enabled callbacks and kinds, and what is
+ * queued.  Another tool holding CUPTI, on demand:
+ *   FAKE_CUPTI_BUSY=N      the first N cuptiSubscribe calls return
+ *                          CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+ *   FAKE_CUPTI_BUSY=/PATH  every call does while the file PATH exists;
+ *   FAKE_CUPTI_PCS_BUSY=/PATH  cuptiPCSamplingEnable returns
+ *                          CUPTI_ERROR_HARDWARE_BUSY while PATH exists.
+ * FAKE_CUPTI_STATS=PATH: at unload, the kernel records handed to the
+ * subscriber (at flushes), the subscribe calls, refused ones apart, and the
+ * PC-sampling enables, refused ones apart, are written to PATH ("kernels K
+ * subscribes S refused R pcs_enables E pcs_refused F"). */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 static CUpti_CallbackFunc g_cb;
 static void *g_ud;
 static CUpti_BuffersCallbackRequestFunc g_req;
 static CUpti_BuffersCallbackCompleteFunc g_done;
 static unsigned char g_res_on[CUPTI_CBID_RESOURCE_SIZE];
+static unsigned char g_drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static unsigned char g_kind_on[CUPTI_ACTIVITY_KIND_COUNT];
+static unsigned long g_delivered, g_subscribes, g_refused; /* g_mu */
+static unsigned long g_pcs_enables, g_pcs_refused;          /* g_mu */
+#define FAKE_CTX ((CUcontext)(uintptr_t)0xc047e87)
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_corr;
 static uint64_t g_ts = 1000;
@@ -37,22 +66,41 @@ static size_t g_npend;
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
+/* Another tool holds the subscription now (FAKE_CUPTI_BUSY); g_mu. */
+static int busy_now(void) {
+  const char *b = getenv("FAKE_CUPTI_BUSY");
+  if (!b || !*b)
+    return 0;
+  if (*b == '/')
+    return access(b, F_OK) == 0;
+  return g_subscribes <= strtoul(b, NULL, 10);
+}
+
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) {
-  g_cb = cb;
-  g_ud = ud;
+  pthread_mutex_lock(&g_mu);
+  g_subscribes++;
+  int busy = busy_now();
+  g_refused += (unsigned long)busy;
+  pthread_mutex_unlock(&g_mu);
+  if (busy)
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  __atomic_store_n(&g_ud, ud, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_cb, cb, __ATOMIC_RELEASE);
   *s = (CUpti_SubscriberHandle)&g_cb;
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle s) {
   (void)s;
-  g_cb = NULL;
+  __atomic_store_n(&g_cb, NULL, __ATOMIC_RELEASE);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
                                          CUpti_CallbackId id) {
   (void)s;
   if (d == CUPTI_CB_DOMAIN_RESOURCE && id < CUPTI_CBID_RESOURCE_SIZE)
-    g_res_on[id] = (unsigned char)(on != 0);
+    __atomic_store_n(&g_res_on[id], (unsigned char)(on != 0), __ATOMIC_RELAXED);
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API && id < CUPTI_DRIVER_TRACE_CBID_SIZE)
+    __atomic_store_n(&g_drv_on[id], (unsigned char)(on != 0), __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d) {
@@ -73,13 +121,16 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s) {
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
-  (void)k;
+  if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+    __atomic_store_n(&g_kind_on[k], 1, __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) {
-  (void)k;
+  if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
+    __atomic_store_n(&g_kind_on[k], 0, __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
+static int kind_on(CUpti_ActivityKind k) { return __atomic_load_n(&g_kind_on[k], __ATOMIC_RELAXED); }
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                                     CUpti_BuffersCallbackCompleteFunc done) {
   g_req = req;
@@ -117,6 +168,11 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
     g_req(&buf, &size, &maxrec);
     if (buf && size >= g_npend) {
       memcpy(buf, g_pend, g_npend);
+      for (size_t off = 0; off < g_npend;) {
+        const CUpti_Activity *r = (const CUpti_Activity *)(g_pend + off);
+        g_delivered += r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        off += rec_size(r);
+      }
       g_done(NULL, 0, buf, size, g_npend);
       g_npend = 0;
     }
@@ -129,7 +185,30 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext c, uint32_t *dev) {
   *dev = 0;
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiFinalize(void) { return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiFinalize(void) {
+  pthread_mutex_lock(&g_mu);
+  __atomic_store_n(&g_cb, NULL, __ATOMIC_RELEASE);
+  memset(g_res_on, 0, sizeof g_res_on);
+  memset(g_drv_on, 0, sizeof g_drv_on);
+  memset(g_kind_on, 0, sizeof g_kind_on);
+  g_req = NULL;
+  g_done = NULL;
+  g_npend = 0;
+  pthread_mutex_unlock(&g_mu);
+  return CUPTI_SUCCESS;
+}
+
+__attribute__((destructor)) static void fake_stats(void) {
+  const char *p = getenv("FAKE_CUPTI_STATS");
+  FILE *f = p && *p ? fopen(p, "w") : NULL;
+  if (!f)
+    return;
+  pthread_mutex_lock(&g_mu);
+  fprintf(f, "kernels %lu subscribes %lu refused %lu pcs_enables %lu pcs_refused %lu\n", g_delivered, g_subscribes,
+          g_refused, g_pcs_enables, g_pcs_refused);
+  pthread_mutex_unlock(&g_mu);
+  fclose(f);
+}
 CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) {
   if (!n)
     return CUPTI_ERROR_INVALID_PARAMETER;
@@ -144,11 +223,13 @@ static void api(CUpti_CallbackId id, const char *fn, CUpti_ApiCallbackSite site,
   d.callbackSite = site;
   d.functionName = fn;
   d.correlationId = corr;
-  if (g_cb)
-    g_cb(g_ud, CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
+  d.context = FAKE_CTX;
+  CUpti_CallbackFunc cb = __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE);
+  if (cb && id < CUPTI_DRIVER_TRACE_CBID_SIZE && __atomic_load_n(&g_drv_on[id], __ATOMIC_RELAXED))
+    cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
 }
 
-static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type) {
+static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type, CUcontext ctx) {
   CUpti_GraphData g;
   memset(&g, 0, sizeof g);
   g.node = (CUgraphNode)(uintptr_t)node;
@@ -157,20 +238,26 @@ static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type
   CUpti_ResourceData r;
   memset(&r, 0, sizeof r);
   r.resourceDescriptor = &g;
-  if (g_cb && g_res_on[id])
-    g_cb(g_ud, CUPTI_CB_DOMAIN_RESOURCE, id, &r);
+  r.context = ctx;
+  CUpti_CallbackFunc cb = __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE);
+  if (cb && __atomic_load_n(&g_res_on[id], __ATOMIC_RELAXED))
+    cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), CUPTI_CB_DOMAIN_RESOURCE, id, &r);
 }
 
 void fakecu_capture(uint64_t h, int type) {
   uint32_t c = __atomic_add_fetch(&g_corr, 1, __ATOMIC_RELAXED);
   api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_ENTER, c);
-  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type);
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type, NULL);
   api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_EXIT, c);
 }
 
-void fakecu_add_node(uint64_t h, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type); }
+void fakecu_add_node(uint64_t h, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, h, 0, type, NULL); }
 
-void fakecu_clone(uint64_t h, uint64_t orig, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, h, orig, type); }
+void fakecu_clone(uint64_t h, uint64_t orig, int type) {
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, h, orig, type, NULL);
+}
+
+void fakecu_context_create(void) { resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0, 0, FAKE_CTX); }
 
 static const char *const knames[] = {"gpd_fake_k0", "gpd_fake_k1", "gpd_fake_k2", "gpd_fake_k3"};
 
@@ -197,6 +284,9 @@ void fakecu_graph_launch(const uint64_t *h, const int *types, int n) {
   api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", CUPTI_API_ENTER, c);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < n; i++) {
+    if (!kind_on(types[i] == CU_GRAPH_NODE_TYPE_MEMSET ? CUPTI_ACTIVITY_KIND_MEMSET
+                                                       : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
+      continue; /* not traced now */
     if (types[i] == CU_GRAPH_NODE_TYPE_MEMSET) {
       CUpti_ActivityMemset4 m;
       memset(&m, 0, sizeof m);
@@ -219,4 +309,70 @@ void fakecu_graph_launch(const uint64_t *h, const int *types, int n) {
   }
   pthread_mutex_unlock(&g_mu);
   api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", CUPTI_API_EXIT, c);
+}
+
+void fakecu_launch(void) {
+  uint32_t c = __atomic_add_fetch(&g_corr, 1, __ATOMIC_RELAXED);
+  api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_ENTER, c);
+  pthread_mutex_lock(&g_mu);
+  if (kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.name = "gpd_fake_busy";
+    k.gridX = k.gridY = k.gridZ = 1;
+    k.blockX = 32;
+    k.blockY = k.blockZ = 1;
+    RUN_FIELDS(k, c, 0);
+    pend(&k, sizeof k);
+  }
+  pthread_mutex_unlock(&g_mu);
+  api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel", CUPTI_API_EXIT, c);
+}
+
+/* --- PC sampling: nothing sampled; Enable refused on demand ---------- */
+CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
+  (void)p;
+  const char *b = getenv("FAKE_CUPTI_PCS_BUSY");
+  int busy = b && *b == '/' && access(b, F_OK) == 0;
+  pthread_mutex_lock(&g_mu);
+  g_pcs_enables++;
+  g_pcs_refused += (unsigned long)busy;
+  pthread_mutex_unlock(&g_mu);
+  return busy ? CUPTI_ERROR_HARDWARE_BUSY : CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
+  for (size_t i = 0; i < p->numAttributes; i++)
+    if (p->pPCSamplingConfigurationInfo[i].attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+      p->pPCSamplingConfigurationInfo[i].attributeData.samplingPeriodData.samplingPeriod = 10;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
+  CUpti_PCSamplingData *d = p->pcSamplingData;
+  d->totalNumPcs = d->remainingNumPcs = 0;
+  d->totalSamples = d->droppedSamples = d->nonUsrKernelsTotalSamples = 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {
+  *p->numStallReasons = 1;
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams *p) {
+  if (p->numStallReasons < 1)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  p->stallReasonIndex[0] = 0;
+  snprintf(p->stallReasons[0], CUPTI_STALL_REASON_STRING_SIZE, "smsp__pcsamp_warps_issue_stalled_fake");
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams *p) {
+  p->cubinCrc = 1;
+  return CUPTI_SUCCESS;
 }

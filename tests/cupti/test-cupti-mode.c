@@ -263,6 +263,46 @@ static void test_ctl_want(void **st) {
   assert_true(next == 2000 * ms);
 }
 
+/* Which CUPTI results mean "another tool holds it" (cupti_result.h's
+ * words, cupti-mode.c), and the busy back-off: one window, then 2, 4, ...
+ * windows on from the busy window's own, at most 60 s; 1 s doubling to
+ * 60 s without a duty schedule. */
+static void test_busy(void **st) {
+  (void)st;
+  const uint64_t ms = 1000000ull;
+  assert_string_equal(gpd_cupti_busy_name(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, 0),
+                      "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+  assert_int_equal(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, 39);
+  assert_string_equal(gpd_cupti_busy_name(CUPTI_ERROR_HARDWARE_BUSY, 0), "CUPTI_ERROR_HARDWARE_BUSY");
+  assert_int_equal(CUPTI_ERROR_HARDWARE_BUSY, 26);
+  assert_null(gpd_cupti_busy_name(CUPTI_ERROR_NOT_COMPATIBLE, 0)); /* an activity kind: a real error */
+  assert_string_equal(gpd_cupti_busy_name(CUPTI_ERROR_NOT_COMPATIBLE, 1), "CUPTI_ERROR_NOT_COMPATIBLE");
+  assert_string_equal(gpd_cupti_busy_name(CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED, 1),
+                      "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED");
+  assert_null(gpd_cupti_busy_name(CUPTI_SUCCESS, 1));
+  assert_null(gpd_cupti_busy_name(CUPTI_ERROR_NOT_INITIALIZED, 1));
+  assert_null(gpd_cupti_busy_name(CUPTI_ERROR_UNKNOWN, 0));
+  gpd_cupti_mode_t duty, det;
+  assert_int_equal(gpd_cupti_mode_parse("duty:100/0.5", &duty), 0);
+  assert_int_equal(gpd_cupti_mode_parse("detached", &det), 0);
+  /* t0 = 1000 ms; busy in the window starting at 3000 (k = 4) */
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 1) == 3500 * ms);
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 2) == 4000 * ms);
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 4) == 7000 * ms);
+  /* at most 60 s: 120 windows of 500 ms */
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 7) == 3000 * ms + 64 * 500 * ms);
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 8) == 3000 * ms + 120 * 500 * ms);
+  assert_true(gpd_cupti_busy_retry(&duty, 1000 * ms, 3010 * ms, 1000) == 3000 * ms + 120 * 500 * ms);
+  /* a period above 60 s: the next window */
+  assert_int_equal(gpd_cupti_mode_parse("duty:100/90", &duty), 0);
+  assert_true(gpd_cupti_busy_retry(&duty, 0, 10 * ms, 5) == 90000 * ms);
+  /* no duty schedule (on-demand windows, PC sampling) */
+  assert_true(gpd_cupti_busy_retry(&det, 0, 5 * ms, 1) == 1005 * ms);
+  assert_true(gpd_cupti_busy_retry(&det, 0, 5 * ms, 3) == 4005 * ms);
+  assert_true(gpd_cupti_busy_retry(&det, 0, 5 * ms, 7) == 60005 * ms);
+  assert_true(gpd_cupti_busy_retry(&det, 0, 5 * ms, 100) == 60005 * ms);
+}
+
 /* Precedence of the mode: GPUPROF_CUDA_TRACE > the daemon's policy > full. */
 static void test_resolve(void **st) {
   (void)st;
@@ -329,7 +369,7 @@ int main(void) {
       cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_slowed),
       cmocka_unit_test(test_estimate_edges),
-      cmocka_unit_test(test_ctl_want),
+      cmocka_unit_test(test_ctl_want),        cmocka_unit_test(test_busy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
