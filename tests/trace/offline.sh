@@ -128,10 +128,15 @@ $PY - "$T/g.json" "$T/gl.json" <<'PYEOF' || die "--launches changed more than la
 import json, sys
 strip = lambda e: {k: v for k, v in e.items() if k not in ("bind_id", "flow_in")}
 a = [e for e in json.load(open(sys.argv[1]))["traceEvents"]]
-b = [strip(e) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("cat") != "launch"]
+b = [strip(e) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("name") != "launch"]
 assert a == b, (len(a), len(b))
 PYEOF
 "$GPUPROF" trace --launches -o "$T/x.pftrace" "$T/g.gpdb" 2>/dev/null && die "--launches accepted for Perfetto"
+# OUT.json.gz: Chrome JSON, gzip-compressed, the same events
+"$GPUPROF" trace --launches -o "$T/gl.json.gz" "$T/g.gpdb" 2>/dev/null || die "chrome trace .json.gz failed"
+$PY -c 'import gzip, sys; sys.exit(gzip.open(sys.argv[1]).read() != open(sys.argv[2], "rb").read())' \
+  "$T/gl.json.gz" "$T/gl.json" || die ".json.gz is not the gzip of the .json"
+$PY "$HERE/../trace/chrome-flows.py" "$T/gl.json.gz" "$want" || die "chrome trace .json.gz: flows"
 
 # a window with no events: a clear message and a valid, empty trace
 "$GPUPROF" trace --from 1000 -o "$T/empty.pftrace" "$T/g.gpdb" 2>"$T/empty.err" || die "empty window failed"
