@@ -44,8 +44,8 @@ typedef struct {
   gpd_xwrite_t ctx;
   gpd_xwrite_bits_t used; /* stack frames referred to (node index + 1) */
   uint64_t t0;
-  uint32_t *stid;   /* per stream lane (l.st): its pseudo thread id */
-  uint32_t idletid; /* the idle tracks' pseudo thread id */
+  uint32_t *stid;   /* per stream lane (l.st), then per process (its idle
+                       track): the pseudo thread id */
   uint64_t launch;  /* name id of "launch" */
   size_t lst;       /* the stream lane found last */
   int err;
@@ -59,16 +59,18 @@ static int cw_cpu_tid(const gpd_xlayout_t *l, uint64_t tid) {
   return 0;
 }
 
-/* Pseudo thread ids of the stream lanes (in layout order) and of the idle
- * tracks: 1, 2, ... skipping the tids of the trace's CPU threads and
- * pids, so that each lane is its own track of its process and the ids
- * stay short (a few bytes of every GPU slice).  0 or -ENOMEM. */
+/* Pseudo thread ids of the stream lanes (in layout order), then of each
+ * process's idle track: 1, 2, ... skipping the tids of the trace's CPU
+ * threads and its pids, so that each is its own track, no two processes
+ * share one (Perfetto's importer takes a tid seen under another pid for
+ * a new thread) and the ids stay short (a few bytes of every GPU
+ * slice).  0 or -ENOMEM. */
 static int cw_tids(cw_t *w, const gpd_xlayout_t *l) {
   const gpd_xtrace_t *x = l->x;
   uint32_t next = 1;
-  if ((w->stid = calloc(l->nst + 1, sizeof *w->stid)) == NULL)
+  if ((w->stid = calloc(l->nst + x->tree.nprocs + 1, sizeof *w->stid)) == NULL)
     return -ENOMEM;
-  for (size_t i = 0; i <= l->nst; i++) {
+  for (size_t i = 0; i < l->nst + x->tree.nprocs; i++) {
     for (;;) {
       int used = cw_cpu_tid(l, next);
       for (size_t p = 0; p < x->tree.nprocs && !used; p++)
@@ -77,12 +79,17 @@ static int cw_tids(cw_t *w, const gpd_xlayout_t *l) {
         break;
       next++;
     }
-    if (i < l->nst)
-      w->stid[i] = next++;
-    else
-      w->idletid = next;
+    w->stid[i] = next++;
   }
   return 0;
+}
+
+/* pseudo thread id of the idle track of profile */
+static uint32_t cw_idle_tid(const cw_t *w, const gpd_xlayout_t *l, uint64_t profile) {
+  for (size_t p = 0; p < l->x->tree.nprocs; p++)
+    if (l->x->tree.procs[p].profile_id == profile)
+      return w->stid[l->nst + p];
+  return w->stid[l->nst + l->x->tree.nprocs]; /* 0: no such process */
 }
 
 /* "sf" id of node index + 1 leaf (a call site, or a kernel under its
@@ -179,7 +186,7 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
     gpd_json_str(f, name);
     fputs("}}", f);
     if (gpd__xlayout_has_gap(&l, pr->profile_id))
-      cw_track(f, pr->pid, w.idletid, "GPU idle (blame)", l.nth + l.nst);
+      cw_track(f, pr->pid, w.stid[l.nst + i], "GPU idle (blame)", l.nth + l.nst);
   }
   for (size_t i = 0; i < l.nth; i++) {
     unsigned tid = (unsigned)l.th[i].key;
@@ -248,7 +255,7 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
       const gpd_xgap_t *g = &l.gaps[it.i];
       size_t site = gpd__xwrite_cpu(&w.ctx, g->node);
       cw_head(&w, "X", "idle", gpd__xwrite_intern(&w.ctx, "GPU idle"), gpd__xtrace_pid(x, g->profile),
-              w.idletid, it.ts);
+              cw_idle_tid(&w, &l, g->profile), it.ts);
       cw_us(&w, "dur", g->end - g->start);
       if (cw_sf(&w, site))
         fprintf(f, ",\"sf\":%zu", site);
