@@ -4,7 +4,8 @@
  * 200th a host-timed sync), each launched from one of 256 call sites 45
  * CPU frames deep (30 shared interpreter frames, then phase > layer > 10 dispatcher frames > op),
  * PyTorch-like kernel names.  Prints, per format (Perfetto, Chrome JSON,
- * Chrome JSON with launch slices and flows), bytes per GPU event,
+ * Chrome JSON with launch slices and flows; both Chrome JSONs again
+ * gzip-compressed as `-o OUT.json.gz` writes them), bytes per GPU event,
  * write time and the writer's peak RSS growth; then the same for the
  * writer of commit 3c01d39 (every event with its call path as text) on
  * the first `--before` events (default 20 000: its output is ~10 KB per
@@ -22,6 +23,7 @@
 
 #include "gpuprof/record.h"
 #include "trace.h"
+#include "trace-write.h"
 
 #ifdef GPD_BENCH_BEFORE
 int gpd_bench_before_perfetto(FILE *f, const gpd_xtrace_t *x);
@@ -128,6 +130,18 @@ static void build(gpd_xtrace_t *x, size_t n) {
   x->nev = x->nla = n;
 }
 
+/* the writers through gzip (`gpuprof trace -o OUT.json.gz`) */
+static int gz_chrome(FILE *f, const gpd_xtrace_t *x) {
+  FILE *g = gpd__xwrite_gzip(f);
+  int r = g ? gpd_xtrace_write_chrome(g, x) : -1;
+  return g && fclose(g) == EOF ? -1 : r;
+}
+static int gz_chrome_launches(FILE *f, const gpd_xtrace_t *x) {
+  FILE *g = gpd__xwrite_gzip(f);
+  int r = g ? gpd_xtrace_write_chrome_launches(g, x) : -1;
+  return g && fclose(g) == EOF ? -1 : r;
+}
+
 static int ev_cmp(const void *a, const void *b) {
   const gpd_xev_t *x = a, *y = b;
   return x->start < y->start ? -1 : x->start > y->start;
@@ -182,6 +196,8 @@ int main(int argc, char **argv) {
   run("perfetto (interned)", gpd_xtrace_write_perfetto, &x, dir);
   run("chrome (stackFrames)", gpd_xtrace_write_chrome, &x, dir);
   run("chrome --launches (flows)", gpd_xtrace_write_chrome_launches, &x, dir);
+  run("chrome .json.gz", gz_chrome, &x, dir);
+  run("chrome --launches .json.gz", gz_chrome_launches, &x, dir);
 #ifdef GPD_BENCH_BEFORE
   gpd_xtrace_t y = x;
   if (nb == 0) {

@@ -25,6 +25,9 @@
 
 #include "cli.h"
 #include "gpuprof/error.h"
+#include "gpuprof/metric.h"
+#include "gpuprof/record.h"
+#include "trace.h"
 
 #ifndef GPD_INSTALL_SBINDIR
 #define GPD_INSTALL_SBINDIR "/usr/sbin"
@@ -185,6 +188,66 @@ static const char record_usage[] =
     "                     (CPUTIME and a CPU sample trace; sets GPUPROF_CPU_SAMPLING)\n"
     "  --keep-socket      keep the private socket folder (and the daemon's log)\n"
     "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n";
+
+/* A calling context of the summary: a kernel node (its GKER) or the
+ * placeholder of a copy or memset (its GPUOP): device time, not host
+ * waits. */
+typedef struct {
+  size_t node;
+  double ns, count;
+} record_ctx_t;
+
+static int record_ctx_cmp(const void *a, const void *b) {
+  const record_ctx_t *x = a, *y = b;
+  return x->ns != y->ns ? (x->ns > y->ns ? -1 : 1) : (x->node > y->node) - (x->node < y->node);
+}
+
+/* The 5 heaviest calling contexts of t by GPU time, one line each:
+ * innermost first (the kernel's short name, or the operation, then its
+ * CPU call path as `report`'s idleness rows spell it: gpd_xtrace_path,
+ * gpd_cli_path_fit), cut to width characters. */
+static void record_contexts(FILE *f, const gpd_tree_t *t, unsigned width) {
+  /* the lead of a line: "gpuprof:   " + time + share + count, 41 characters */
+  enum { LEAD = 41, TOP = 5 };
+  record_ctx_t *c = calloc(t->n + 1, sizeof *c);
+  size_t n = 0;
+  double total = 0;
+  if (c == NULL) return;
+  for (size_t i = 0; i < t->n; i++) {
+    const gpd_tnode_t *nd = &t->nodes[i];
+    if (nd->kind == GPD_NODE_KERNEL)
+      c[n] = (record_ctx_t){i, gpd_mvec_get(&nd->incl, GPD_M_GKER), gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
+    else if (nd->kind == GPD_NODE_PLACEHOLDER && (!strcmp(nd->label, gpd_op_placeholder(GPD_OP_COPY)) ||
+                                                  !strcmp(nd->label, gpd_op_placeholder(GPD_OP_MEMSET))))
+      c[n] = (record_ctx_t){i, gpd_mvec_get(&nd->excl, GPD_M_GPUOP), gpd_render_op_count(&nd->excl)};
+    else
+      continue;
+    if (c[n].ns > 0) total += c[n++].ns;
+  }
+  qsort(c, n, sizeof *c, record_ctx_cmp);
+  if (n) fprintf(f, "gpuprof: heaviest calling contexts by GPU time (innermost first):\n");
+  /* gpd_xtrace_path reads only the tree of its trace */
+  gpd_xtrace_t x = {.tree = *t};
+  for (size_t i = 0; i < n && i < TOP; i++) {
+    const gpd_tnode_t *nd = &t->nodes[c[i].node];
+    char path[8192], leaf[1024], full[4096], pv[16], line[8192];
+    if (nd->kind == GPD_NODE_KERNEL) {
+      gpd_render_node_name(full, sizeof full, nd);
+      gpd_render_short_name(leaf, sizeof leaf, full);
+    } else {
+      snprintf(leaf, sizeof leaf, "%s", nd->label);
+    }
+    gpd_xtrace_path(&x, nd->id, 1, path, sizeof path);
+    size_t len = strlen(path);
+    snprintf(path + len, sizeof path - len, "%s%s", len ? " > " : "", leaf);
+    gpd_cli_path_fit(path, width == 0 ? 0 : width > LEAD + 40 ? width - LEAD : 40);
+    gpd_render_pct(pv, sizeof pv, c[i].ns, total);
+    fprintf(f, "gpuprof:   %10.4g s %6s %8.0fx  %s\n", c[i].ns / 1e9, pv, c[i].count,
+            gpd_text_line(line, sizeof line, path));
+  }
+  if (n > TOP) fprintf(f, "gpuprof:   (%zu more; gpuprof report shows all)\n", n - TOP);
+  free(c);
+}
 
 int gpd_record_main(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
@@ -456,8 +519,10 @@ int gpd_record_main(int argc, char **argv) {
       fprintf(stderr, "gpuprof: no profile was written (%s: %s)\n", db, strerror(errno));
     else if (gpd_load_file(&t, db, 0, 1, err, sizeof(err)) < 0)
       fprintf(stderr, "gpuprof: %s\n", err);
-    else if (gpd_tree_finish(&t, 0) == 0)
+    else if (gpd_tree_finish(&t, 0) == 0) {
       gpd_render_summary(stderr, &t, db);
+      record_contexts(stderr, &t, gpd_cli_width());
+    }
     gpd_tree_free(&t);
   }
 

@@ -62,6 +62,19 @@ int gpd__xlayout_on_thread(const gpd_xlayout_t *l, size_t i) {
   return gpd__xtrace_host_op(l->x->ev[i].op) && gpd__xlayout_launch(l, i) >= 0;
 }
 
+size_t gpd__xlayout_stream(const gpd_xlayout_t *l, size_t i, size_t *hint) {
+  const gpd_xev_t *e = &l->x->ev[i];
+  uint64_t key = ((uint64_t)e->device << 32) | e->stream;
+  size_t k = *hint;
+  if (k < l->nst && l->st[k].profile == e->profile && l->st[k].key == key && l->st[k].lane == l->lane[i])
+    return k;
+  for (k = 0; k < l->nst; k++)
+    if (l->st[k].profile == e->profile && l->st[k].key == key && l->st[k].lane == l->lane[i])
+      break;
+  *hint = k;
+  return k;
+}
+
 /* index of track (profile, key, lane) in *v, added when new; -ENOMEM */
 static long trk_add(gpd_xtrk_t **v, size_t *n, size_t *cap, uint64_t profile, uint64_t key,
                     unsigned lane) {

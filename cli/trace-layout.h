@@ -65,6 +65,11 @@ void gpd__xlayout_free(gpd_xlayout_t *l);
 /** The next item in time order (ends before begins at equal times).
  *  1 and *it set, 0 at the end, -ENOMEM. */
 int gpd__xlayout_next(gpd_xlayout_t *l, gpd_xitem_t *it);
+/** Index in l->st of the stream lane event i is drawn on (i not drawn on
+ *  a thread: gpd__xlayout_on_thread 0).  *hint: the index found last
+ *  (start with 0), tried first since consecutive events mostly share a
+ *  lane; else a scan of l->st. */
+size_t gpd__xlayout_stream(const gpd_xlayout_t *l, size_t i, size_t *hint);
 /** 1 when profile has an idle interval. */
 int gpd__xlayout_has_gap(const gpd_xlayout_t *l, uint64_t profile);
 /** Launch index of event i (-1 when not known). */

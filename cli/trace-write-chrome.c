@@ -1,26 +1,33 @@
 /* trace-write-chrome.c - a trace (trace.h) as Chrome trace-event JSON
  * (the compact format), with the tracks of trace-write.c:
  * {"traceEvents": [...], "stackFrames": {...}} with ph X / i / M events,
- * timestamps in us from the trace's first event.  A GPU operation is one
- * X event named by its short kernel name whose "sf" is its launch's call
- * path with the full kernel name as the innermost frame; its args hold
- * only what is not unique to the event (bytes of a copy or memset: no
- * correlation id, see cw_write).  "sf" ids index
- * the stackFrames table (one entry per calling-context node used, with its
- * parent), written after the events.
+ * timestamps in us from the trace's first event, exact to the ns with no
+ * trailing zeros.  A GPU operation is one X event named by its short
+ * kernel name whose "sf" is its launch's call path with the full kernel
+ * name as the innermost frame; its args hold only what is not unique to
+ * the event (bytes of a copy or memset: no correlation id, see cw_write).
+ * "sf" ids index the stackFrames table (one entry per calling-context node
+ * used, with its parent), written after the events.  GPU slices and
+ * launches, nearly all of a trace's bytes, carry no category (their track
+ * says what they are); GPU stream lanes and the idle track are pseudo
+ * threads of their process with small ids (1, 2, ...: not a CPU thread's
+ * tid nor a pid of the trace), named by thread_name and placed after the
+ * CPU threads by thread_sort_index.
  *
  * With launches (gpd_xtrace_write_chrome_launches), each launch of a
- * device operation is also an X event of duration 0 on its CPU thread
- * ("launch <gpu kernel>", "sf" its call site) and a flow goes from it to
- * its GPU slice(s) by the trace-event format's flow binding ("bind_id" =
- * the launch's index + 1, as Perfetto's flow ids; "flow_out" on the
- * launch, "flow_in" on the GPU slice), the binding Perfetto's JSON
- * importer reads on X events; speedscope ignores the keys.  Launches are
- * slices, not instants, because Perfetto's importer binds flows to slices
- * only.  Host-timed operations (a sync) are slices on the launching
- * thread already and get no launch event.  Off by default: launches and
- * flows cost about 175 B per operation (bench-tracewrite) and 1 M slices
- * on one thread is more than speedscope's importer handles
+ * device operation is also an X event of duration 0 named "launch" on its
+ * CPU thread, and a flow goes from it to its GPU slice(s) by the
+ * trace-event format's flow binding on the two slices ("bind_id" = the
+ * launch's index + 1, as Perfetto's flow ids; "flow_out" on the launch,
+ * "flow_in" on the GPU slice), the binding Perfetto's JSON importer reads
+ * on X events (it binds a flow to the slice on top of the track when the
+ * event is read: the event itself); speedscope ignores the keys.  The
+ * launch has no "sf": its call path is the GPU slice's, one flow away.
+ * Launches are slices, not instants, because Perfetto's importer binds
+ * flows to slices only.  Host-timed operations (a sync) are slices on
+ * the launching thread already and get no launch event.  Off by default:
+ * launches and flows cost about 138 B per operation (bench-tracewrite)
+ * and 1 M slices on one thread is more than speedscope's importer handles
  * (docs/PERFORMANCE.md, issue 24).  CLI thread only.
  */
 #include <errno.h>
@@ -32,19 +39,58 @@
 #include "trace-layout.h"
 #include "trace-write.h"
 
-/* Chrome's pseudo thread id of a GPU stream lane (above any real tid). */
-static uint64_t chrome_stream_tid(uint32_t dev, uint32_t s, unsigned lane) {
-  return 1000000000ull + (uint64_t)dev * 10000000ull + (uint64_t)(s % 100000) * 100 + lane;
-}
-static uint64_t chrome_idle_tid(void) { return 999999999ull; }
-
 typedef struct {
   FILE *f;
   gpd_xwrite_t ctx;
   gpd_xwrite_bits_t used; /* stack frames referred to (node index + 1) */
   uint64_t t0;
+  uint32_t *stid;   /* per stream lane (l.st), then per process (its idle
+                       track): the pseudo thread id */
+  uint64_t launch;  /* name id of "launch" */
+  size_t lst;       /* the stream lane found last */
   int err;
 } cw_t;
+
+/* 1 when tid is a CPU thread of the trace (any process) */
+static int cw_cpu_tid(const gpd_xlayout_t *l, uint64_t tid) {
+  for (size_t i = 0; i < l->nth; i++)
+    if (l->th[i].key == tid)
+      return 1;
+  return 0;
+}
+
+/* Pseudo thread ids of the stream lanes (in layout order), then of each
+ * process's idle track: 1, 2, ... skipping the tids of the trace's CPU
+ * threads and its pids, so that each is its own track, no two processes
+ * share one (Perfetto's importer takes a tid seen under another pid for
+ * a new thread) and the ids stay short (a few bytes of every GPU
+ * slice).  0 or -ENOMEM. */
+static int cw_tids(cw_t *w, const gpd_xlayout_t *l) {
+  const gpd_xtrace_t *x = l->x;
+  uint32_t next = 1;
+  if ((w->stid = calloc(l->nst + x->tree.nprocs + 1, sizeof *w->stid)) == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < l->nst + x->tree.nprocs; i++) {
+    for (;;) {
+      int used = cw_cpu_tid(l, next);
+      for (size_t p = 0; p < x->tree.nprocs && !used; p++)
+        used = (uint32_t)x->tree.procs[p].pid == next;
+      if (!used)
+        break;
+      next++;
+    }
+    w->stid[i] = next++;
+  }
+  return 0;
+}
+
+/* pseudo thread id of the idle track of profile */
+static uint32_t cw_idle_tid(const cw_t *w, const gpd_xlayout_t *l, uint64_t profile) {
+  for (size_t p = 0; p < l->x->tree.nprocs; p++)
+    if (l->x->tree.procs[p].profile_id == profile)
+      return w->stid[l->nst + p];
+  return w->stid[l->nst + l->x->tree.nprocs]; /* 0: no such process */
+}
 
 /* "sf" id of node index + 1 leaf (a call site, or a kernel under its
  * call site): leaf and its CPU ancestors marked for the stackFrames table;
@@ -63,14 +109,27 @@ static size_t cw_sf(cw_t *w, size_t leaf) {
   return leaf;
 }
 
-/* ts (ns on the gpuprof clock) as us from t0 with 3 decimals */
+/* ",key:" and ns as us: exact, without trailing zeros ("12", "12.5",
+ * "12.345") */
 static void cw_us(cw_t *w, const char *key, uint64_t ns) {
-  fprintf(w->f, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000, (unsigned)(ns % 1000));
+  unsigned frac = (unsigned)(ns % 1000), digits = 3;
+  if (frac == 0) {
+    fprintf(w->f, ",\"%s\":%" PRIu64, key, ns / 1000);
+    return;
+  }
+  for (; frac % 10 == 0; frac /= 10)
+    digits--;
+  fprintf(w->f, ",\"%s\":%" PRIu64 ".%0*u", key, ns / 1000, (int)digits, frac);
 }
 
+/* an event's opening up to its ts; cat NULL: none (GPU slices and
+ * launches, the bulk of a trace: their track says what they are) */
 static void cw_head(cw_t *w, const char *ph, const char *cat, uint64_t name, int pid, uint64_t tid,
                     uint64_t ts) {
-  fprintf(w->f, ",\n{\"ph\":\"%s\",\"cat\":\"%s\",\"name\":", ph, cat);
+  fprintf(w->f, ",\n{\"ph\":\"%s\",", ph);
+  if (cat)
+    fprintf(w->f, "\"cat\":\"%s\",", cat);
+  fputs("\"name\":", w->f);
   gpd_json_str(w->f, gpd__xwrite_str(&w->ctx, name));
   fprintf(w->f, ",\"pid\":%d,\"tid\":%" PRIu64, pid, tid);
   cw_us(w, "ts", ts - w->t0);
@@ -94,14 +153,28 @@ static void cw_stack_frames(cw_t *w) {
   fputs("}}\n", w->f);
 }
 
+/* a track's name and place (CPU threads first, then the streams, then
+ * the idle track: thread_sort_index, read by chrome://tracing) */
+static void cw_track(FILE *f, int pid, uint64_t tid, const char *name, size_t sort) {
+  fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%" PRIu64 ",\"args\":{\"name\":", pid,
+          tid);
+  gpd_json_str(f, name);
+  fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%" PRIu64
+             ",\"args\":{\"sort_index\":%zu}}",
+          pid, tid, sort);
+}
+
 static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
   gpd_xlayout_t l;
   cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x)};
   int err = gpd__xlayout_init(&l, x);
   if (err == 0)
     err = gpd__xwrite_init(&w.ctx, x);
+  if (err == 0)
+    err = cw_tids(&w, &l);
   if (err < 0)
     goto out;
+  w.launch = gpd__xwrite_intern(&w.ctx, "launch");
   char name[1024];
   fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"gpuprof trace\"},\"traceEvents\":[\n"
         "{\"ph\":\"M\",\"name\":\"trace_name\",\"pid\":0,\"tid\":0,\"args\":{\"name\":\"gpuprof trace\"}}",
@@ -113,21 +186,17 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
     gpd_json_str(f, name);
     fputs("}}", f);
     if (gpd__xlayout_has_gap(&l, pr->profile_id))
-      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%" PRIu64
-                 ",\"args\":{\"name\":\"GPU idle (blame)\"}}", pr->pid, chrome_idle_tid());
+      cw_track(f, pr->pid, w.stid[l.nst + i], "GPU idle (blame)", l.nth + l.nst);
   }
   for (size_t i = 0; i < l.nth; i++) {
-    int pid = gpd__xtrace_pid(x, l.th[i].profile);
     unsigned tid = (unsigned)l.th[i].key;
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"CPU thread %u\"}}",
-            pid, tid, tid);
+    snprintf(name, sizeof name, "CPU thread %u", tid);
+    cw_track(f, gpd__xtrace_pid(x, l.th[i].profile), tid, name, i);
   }
   for (size_t i = 0; i < l.nst; i++) {
     uint32_t dev = (uint32_t)(l.st[i].key >> 32), s = (uint32_t)l.st[i].key;
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%" PRIu64
-               ",\"args\":{\"name\":\"GPU %u stream %u%s\"}}",
-            gpd__xtrace_pid(x, l.st[i].profile), chrome_stream_tid(dev, s, l.st[i].lane), dev, s,
-            l.st[i].lane ? " (overlap)" : "");
+    snprintf(name, sizeof name, "GPU %u stream %u%s", dev, s, l.st[i].lane ? " (overlap)" : "");
+    cw_track(f, gpd__xtrace_pid(x, l.st[i].profile), w.stid[i], name, l.nth + i);
   }
   gpd_xitem_t it;
   int r = 0;
@@ -137,17 +206,16 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
       const gpd_xev_t *e = &x->ev[it.i];
       long la = gpd__xlayout_launch(&l, it.i);
       int host = gpd__xtrace_host_op(e->op);
-      uint64_t tid = host && la >= 0 ? x->la[la].tid
-                                     : chrome_stream_tid(e->device, e->stream, l.lane[it.i]);
+      uint64_t tid = host && la >= 0 ? x->la[la].tid : w.stid[gpd__xlayout_stream(&l, it.i, &w.lst)];
       long k = e->node ? gpd_tree_find(&x->tree, e->node) : -1;
       size_t leaf;
       if (k >= 0 && x->tree.nodes[k].kind == GPD_NODE_KERNEL) {
         leaf = (size_t)k + 1; /* the full name, under the launch's call site */
-        cw_head(&w, "X", "gpu", gpd__xwrite_short_name(&w.ctx, (size_t)k), gpd__xtrace_pid(x, e->profile),
+        cw_head(&w, "X", NULL, gpd__xwrite_short_name(&w.ctx, (size_t)k), gpd__xtrace_pid(x, e->profile),
                 tid, it.ts);
       } else {
         leaf = gpd__xwrite_cpu(&w.ctx, la >= 0 && x->la[la].node ? x->la[la].node : e->node);
-        cw_head(&w, "X", host ? "host" : "gpu", gpd__xwrite_ev_name(&w.ctx, e),
+        cw_head(&w, "X", host ? "host" : NULL, gpd__xwrite_ev_name(&w.ctx, e),
                 gpd__xtrace_pid(x, e->profile), tid, it.ts);
       }
       cw_us(&w, "dur", e->end > e->start ? e->end - e->start : 0);
@@ -164,17 +232,12 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
       break;
     }
     case GPD_XIT_LAUNCH: {
+      /* the call path is the GPU slice's "sf", one flow away */
       const gpd_xlaunch_t *la = &x->la[it.i];
       if (!launches || gpd__xtrace_host_op(la->op))
         break;
-      snprintf(name, sizeof name, "launch %s", gpd_op_placeholder(la->op));
-      size_t site = gpd__xwrite_cpu(&w.ctx, la->node);
-      cw_head(&w, "X", "launch", gpd__xwrite_intern(&w.ctx, name), gpd__xtrace_pid(x, la->profile), la->tid,
-              it.ts);
-      fputs(",\"dur\":0", f);
-      if (cw_sf(&w, site))
-        fprintf(f, ",\"sf\":%zu", site);
-      fprintf(f, ",\"bind_id\":%zu,\"flow_out\":true}", it.i + 1);
+      cw_head(&w, "X", NULL, w.launch, gpd__xtrace_pid(x, la->profile), la->tid, it.ts);
+      fprintf(f, ",\"dur\":0,\"bind_id\":%zu,\"flow_out\":true}", it.i + 1);
       break;
     }
     case GPD_XIT_SAMPLE: {
@@ -192,7 +255,7 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
       const gpd_xgap_t *g = &l.gaps[it.i];
       size_t site = gpd__xwrite_cpu(&w.ctx, g->node);
       cw_head(&w, "X", "idle", gpd__xwrite_intern(&w.ctx, "GPU idle"), gpd__xtrace_pid(x, g->profile),
-              chrome_idle_tid(), it.ts);
+              cw_idle_tid(&w, &l, g->profile), it.ts);
       cw_us(&w, "dur", g->end - g->start);
       if (cw_sf(&w, site))
         fprintf(f, ",\"sf\":%zu", site);
@@ -210,6 +273,7 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
     err = -EIO;
 out:
   free(w.used.w);
+  free(w.stid);
   gpd__xwrite_free(&w.ctx);
   gpd__xlayout_free(&l);
   return err;

@@ -272,17 +272,7 @@ static uint64_t uuid_thread(uuids_t *u, uint64_t profile, uint32_t tid) {
   return 1 + 2 * l->x->tree.nprocs + u->lth;
 }
 static uint64_t uuid_stream(uuids_t *u, size_t i) {
-  const gpd_xlayout_t *l = u->l;
-  const gpd_xev_t *e = &l->x->ev[i];
-  uint64_t key = ((uint64_t)e->device << 32) | e->stream;
-  const gpd_xtrk_t *t = &l->st[u->lst < l->nst ? u->lst : 0];
-  if (u->lst >= l->nst || t->profile != e->profile || t->key != key || t->lane != l->lane[i])
-    for (u->lst = 0; u->lst < l->nst; u->lst++) {
-      t = &l->st[u->lst];
-      if (t->profile == e->profile && t->key == key && t->lane == l->lane[i])
-        break;
-    }
-  return 1 + 2 * l->x->tree.nprocs + l->nth + u->lst;
+  return 1 + 2 * u->l->x->tree.nprocs + u->l->nth + gpd__xlayout_stream(u->l, i, &u->lst);
 }
 static uint64_t uuid_event(uuids_t *u, size_t i) {
   const gpd_xev_t *e = &u->l->x->ev[i];

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "trace.h"
 
@@ -76,5 +77,12 @@ uint64_t gpd__xwrite_short_name(gpd_xwrite_t *c, size_t k);
 /** Event name id of a CPU sample at call site cs (index + 1):
  *  "cpu sample: NAME", "cpu sample: ?" when cs is 0. */
 uint64_t gpd__xwrite_sample_name(gpd_xwrite_t *c, size_t cs);
+
+/** A stream that writes what it is given gzip-compressed (zlib, level 1,
+ *  gzip header) to dst, for a trace OUT.gz that viewers decompress as
+ *  they load it (Perfetto UI, chrome://tracing, speedscope).  fclose it
+ *  to finish the gzip stream (it returns EOF when a write to dst failed;
+ *  dst stays open).  NULL on ENOMEM. */
+FILE *gpd__xwrite_gzip(FILE *dst);
 
 #endif

@@ -5,6 +5,7 @@
  */
 #include "trace.h"
 #include "trace-layout.h"
+#include "trace-write.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,14 +28,17 @@ static const char trace_usage[] =
     "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
     "  launch to its kernel, call paths as interned call stacks, GPU idle intervals with\n"
     "  their blame) as a Perfetto trace (ui.perfetto.dev) or compact Chrome trace-event\n"
-    "  JSON (each kernel's stack is its launch's call path; launches only with --launches).\n"
+    "  JSON (each kernel's stack is its launch's call path; launches only with --launches);\n"
+    "  gzip-compressed when OUT ends in .gz (both viewers and speedscope read it so).\n"
     "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
     "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
     "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
     "  write the window's events as gpuprofd stored them.\n"
     "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n"
+    "            (also chosen by a .json or .json.gz name)\n"
     "  --launches  Chrome JSON: also each launch as a slice on its CPU thread with a flow to\n"
-    "            its kernel (about 175 B more per launch; too many for speedscope at 1 M)\n";
+    "            its kernel (about 105 B more per launch, ~15 B gzip-compressed; a million\n"
+    "            are too many for speedscope)\n";
 
 /* Longest live window: the daemon's bound on a control window
  * (daemon/control.h GPD_CONTROL_MAX_MS). */
@@ -334,15 +338,24 @@ out:
 /* Write x to path through a private temporary file beside it, renamed
  * over path once complete (gpuprof/outfile.h): a failure leaves no
  * partial trace, and a link or non-regular file at path is refused.
- * chrome: 0 Perfetto, 1 Chrome JSON, 2 Chrome JSON with launches.
+ * chrome: 0 Perfetto, 1 Chrome JSON, 2 Chrome JSON with launches; gz:
+ * gzip-compressed.
  * 0 or -errno with the message in err. */
-static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, char *err, size_t errn) {
+static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, int gz, char *err, size_t errn) {
   gpd_outfile_t of;
   int r = gpd_outfile_open(&of, path, err, errn);
   if (r < 0) return r;
-  r = chrome == 2 ? gpd_xtrace_write_chrome_launches(of.f, x)
-      : chrome     ? gpd_xtrace_write_chrome(of.f, x)
-                   : gpd_xtrace_write_perfetto(of.f, x);
+  FILE *f = gz ? gpd__xwrite_gzip(of.f) : of.f;
+  if (f == NULL) {
+    snprintf(err, errn, "cannot write %s: %s", path, gpd_strerror(-ENOMEM));
+    gpd_outfile_abort(&of);
+    return -ENOMEM;
+  }
+  r = chrome == 2 ? gpd_xtrace_write_chrome_launches(f, x)
+      : chrome     ? gpd_xtrace_write_chrome(f, x)
+                   : gpd_xtrace_write_perfetto(f, x);
+  if (gz && fclose(f) == EOF && r == 0)
+    r = -EIO;
   if (r < 0) {
     snprintf(err, errn, "cannot write %s: %s", path, gpd_strerror(r));
     gpd_outfile_abort(&of);
@@ -405,7 +418,7 @@ int gpd_trace_main(int argc, char **argv) {
     chrome = 1;
   else if (fmt && strcmp(fmt, "perfetto"))
     return gpd_cli_usage(trace_usage, "unknown --format '%s' (perfetto or chrome)", fmt);
-  else if (!fmt && ends_with(out, ".json"))
+  else if (!fmt && (ends_with(out, ".json") || ends_with(out, ".json.gz")))
     chrome = 1;
   if (launches && !chrome)
     return gpd_cli_usage(trace_usage, "--launches is for --format chrome (Perfetto traces always have them)");
@@ -453,7 +466,7 @@ int gpd_trace_main(int argc, char **argv) {
   if (x.truncated)
     fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");
   char werr[600];
-  int r = write_trace(out, &x, chrome, werr, sizeof werr);
+  int r = write_trace(out, &x, chrome, ends_with(out, ".gz"), werr, sizeof werr);
   if (r < 0) {
     fprintf(stderr, "gpuprof: %s (nothing written)\n", werr);
     rc = GPD_EXIT_FAIL;

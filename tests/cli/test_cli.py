@@ -421,6 +421,15 @@ def case_record(tmp):
     check(k is not None and cols(k)[1:5] == ["0.005", "s", "100.0%", "16x"] and k.endswith("  axpy_kernel"),
           "top kernel line %r" % k)
     check("back end cuda disabled in pid 1001: libcuda.so.1: cannot open shared object file" in err, "disabled back end")
+    # the heaviest calling contexts by GPU time, innermost first, as report spells frames
+    # (fixture.sql: the kernel merged over both pids, the copy, the recursive
+    # solve's kernel; the last two tie at 1 ms)
+    ctx = err[err.find("gpuprof: heaviest calling contexts"):].splitlines()
+    check(ctx[:4] == ["gpuprof: heaviest calling contexts by GPU time (innermost first):",
+                      "gpuprof:        0.004 s  66.7%       15x  axpy_kernel < solve (solve.c:20) < main (app.c:10)",
+                      "gpuprof:        0.001 s  16.7%        2x  <gpu copy> < copy_in (copy.c:7) < main (app.c:10)",
+                      "gpuprof:        0.001 s  16.7%        1x  axpy_kernel < solve (solve.c:31) < solve (solve.c:20)"
+                      " < main (app.c:10)"], "record summary contexts %r" % ctx)
     check(not [d for d in os.listdir(tmp) if d.startswith("gpuprof-")], "private folder removed")
     # 5. existing LD_PRELOAD kept before the shim; a second libgpuprof.so dropped
     env2 = dict(env, LD_PRELOAD="/x/libgpuprof.so:%s" % (lib or "/nonexistent.so"), ASAN_OPTIONS="verify_asan_link_order=0")

@@ -7,7 +7,8 @@
 # X event per operation, and every `sf` (and every parent) resolves in
 # stackFrames, each kernel's stack 43 frames deep under its full name;
 # the Chrome JSON with launches has a flow from each launch to its
-# operation's GPU slice (chrome-flows.py), every operation but the syncs.
+# operation's GPU slice (chrome-flows.py), every operation but the syncs,
+# also gzip-compressed (`-o OUT.json.gz`).
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 N=${GPD_BIG_EVENTS:-200000}
 BENCH=$BUILD/bin/bench-tracewrite
@@ -16,6 +17,7 @@ DEC=$(app trace-decode)
 BENCH_KEEP=1 "$BENCH" --events "$N" --before 0 --dir "$T" >"$T/bench.out" || die "bench-tracewrite failed"
 cat "$T/bench.out"
 pf=$(ls "$T"/bench-tracewrite.*.0) js=$(ls "$T"/bench-tracewrite.*.1) jl=$(ls "$T"/bench-tracewrite.*.2)
+jz=$(ls "$T"/bench-tracewrite.*.4)
 "$DEC" "$pf" >"$T/dec.txt" || { tail -3 "$T/dec.txt"; die "trace-decode rejected the file"; }
 grep -q '^ok$' "$T/dec.txt" || die "no ok from trace-decode"
 $PY - "$T/dec.txt" "$N" <<'PYEOF' || die "Perfetto counts: $(grep -v '^track' "$T/dec.txt" | head -20)"
@@ -48,10 +50,12 @@ def deep(i):
         p = sf[k].get("parent")
         depth[k] = 1 + (deep(p) if p is not None else 0)
     return depth[k]
-kern = [e for e in x if e["cat"] == "gpu" and not e["name"].startswith("<")]
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+kern = [e for e in x if names[(e["pid"], e["tid"])].startswith("GPU ") and not e["name"].startswith("<")]
 assert kern and all(deep(e["sf"]) == 44 and sf[str(e["sf"])]["name"].startswith("void at::native::") for e in kern)
 assert all("sf" in e for e in x), "an operation without its call path"
 print("chrome: %d X events, %d stack frames, %.1f bytes per operation" % (len(x), len(sf), len(open(sys.argv[1], "rb").read()) / n))
 PYEOF
 $PY "$HERE/../trace/chrome-flows.py" "$jl" $((N - N / 200)) || die "Chrome JSON with launches: flows"
+$PY "$HERE/../trace/chrome-flows.py" "$jz" $((N - N / 200)) || die "Chrome JSON with launches, gzip-compressed: flows"
 echo "PASS trace.big"

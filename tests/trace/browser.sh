@@ -5,7 +5,8 @@
 # (trace-browser.mjs): no error page, a profile per CPU thread, GPU stream
 # and the idle track, and the idle track drawn (its picture is known from
 # the trace: cpu_think's 300 ms gap covers most of its range; the pixel
-# count is checked against a pale and a nearly empty synthetic chart).  SKIP without node,
+# count is checked against a pale and a nearly empty synthetic chart), and
+# the same trace gzip-compressed (-o OUT.json.gz).  SKIP without node,
 # viewer/node_modules or Chromium.  SHOT=path keeps the screenshot.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
@@ -24,4 +25,8 @@ rc=$?
 set -e
 [ $rc = 77 ] && exit 77
 [ $rc = 0 ] || die "speedscope did not show the trace"
+# the same gzip-compressed (-o OUT.json.gz): speedscope inflates it on import
+"$GPUPROF" trace --launches -o "$T/g.json.gz" "$T/g.gpdb" 2>/dev/null || die "trace .json.gz failed"
+node "$HERE/../trace/trace-browser.mjs" "$SRC/viewer" "$T/v.html" "$T/g.json.gz" "$T/shot-gz.png" \
+  "CPU thread" "GPU 0 stream" "GPU idle (blame)" || die "speedscope did not show the .json.gz trace"
 echo "PASS trace.browser"

@@ -10,9 +10,41 @@ APP=$(app ocl-gap)
 DEC=$(app trace-decode)
 # with CPU sampling (the shim's GPUPROF_CPU_SAMPLING): the blame of the gap
 # goes through the samples (trace.killed checks it without samples)
-GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/g.gpdb" -- "$APP" 6 4 300 >"$T/app.out" 2>"$T/rec.err" ||
+COLUMNS=100 GPUPROF_CPU_SAMPLING=1000 "$GPUPROF" record -o "$T/g.gpdb" -- "$APP" 6 4 300 >"$T/app.out" 2>"$T/rec.err" ||
   { cat "$T/rec.err"; die "record failed"; }
 grep -q "^ocl-gap 6 4 300" "$T/app.out" || die "ocl-gap output: $(cat "$T/app.out")"
+
+# record's summary: the 5 heaviest calling contexts by GPU time, innermost
+# first (short kernel name, then the call path as report spells it), cut
+# to the 100 columns given; ka and kb each at their call sites in
+# ocl-gap.c with their launch counts, by time, heaviest first; 6 kernel
+# contexts, 2 memsets and a copy: 4 more
+$PY - "$T/rec.err" <<'PYEOF' || die "record summary contexts: $(cat "$T/rec.err")"
+import re, sys
+err = open(sys.argv[1]).read().splitlines()
+head = err.index("gpuprof: heaviest calling contexts by GPU time (innermost first):")
+rows = err[head + 1:head + 6]
+assert err[head + 6] == "gpuprof:   (4 more; gpuprof report shows all)", err[head + 6:head + 7]
+# the call site, then its caller when it fits, else " < ..."
+sites = {("ka", 6): r"burst \(\S*ocl-gap\.c:47\) < (main \(\S*ocl-gap\.c:10[24]\)|\.\.\.$)",
+         ("ka", 1): r"warm \(\S*ocl-gap\.c:56\) < (main \(\S*ocl-gap\.c:101\)|\.\.\.$)",
+         ("kb", 4): r"burst \(\S*ocl-gap\.c:49\) < (main \(\S*ocl-gap\.c:10[24]\)|\.\.\.$)",
+         ("kb", 1): r"warm \(\S*ocl-gap\.c:57\) < (main \(\S*ocl-gap\.c:101\)|\.\.\.$)"}
+times, kernels = [], 0
+for r in rows:
+    m = re.match(r"gpuprof:   +(\S+) s +\S+% +(\d+)x  (<gpu \w+>|\S+) < (.*)$", r)
+    assert m and len(r) <= 100, ("row", r)
+    times.append(float(m.group(1)))
+    leaf, count, path = m.group(3), int(m.group(2)), m.group(4)
+    if leaf in ("ka", "kb"):
+        kernels += 1
+        assert (leaf, count) in sites and re.match(sites[(leaf, count)], path), ("kernel context", r)
+    else:
+        assert leaf in ("<gpu memset>", "<gpu copy>") and re.match(r"main \(\S*ocl-gap\.c:(9[78]|105)\)", path), r
+assert times == sorted(times, reverse=True), times
+assert kernels >= 2, rows  # 3 contexts at most are not kernels
+print("record summary: %d contexts shown, %d kernel contexts" % (len(rows), kernels))
+PYEOF
 
 # Perfetto, decoded with the schema
 "$GPUPROF" trace -o "$T/g.pftrace" "$T/g.gpdb" 2>"$T/tr.err" || { cat "$T/tr.err"; die "trace failed"; }
@@ -128,10 +160,15 @@ $PY - "$T/g.json" "$T/gl.json" <<'PYEOF' || die "--launches changed more than la
 import json, sys
 strip = lambda e: {k: v for k, v in e.items() if k not in ("bind_id", "flow_in")}
 a = [e for e in json.load(open(sys.argv[1]))["traceEvents"]]
-b = [strip(e) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("cat") != "launch"]
+b = [strip(e) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("name") != "launch"]
 assert a == b, (len(a), len(b))
 PYEOF
 "$GPUPROF" trace --launches -o "$T/x.pftrace" "$T/g.gpdb" 2>/dev/null && die "--launches accepted for Perfetto"
+# OUT.json.gz: Chrome JSON, gzip-compressed, the same events
+"$GPUPROF" trace --launches -o "$T/gl.json.gz" "$T/g.gpdb" 2>/dev/null || die "chrome trace .json.gz failed"
+$PY -c 'import gzip, sys; sys.exit(gzip.open(sys.argv[1]).read() != open(sys.argv[2], "rb").read())' \
+  "$T/gl.json.gz" "$T/gl.json" || die ".json.gz is not the gzip of the .json"
+$PY "$HERE/../trace/chrome-flows.py" "$T/gl.json.gz" "$want" || die "chrome trace .json.gz: flows"
 
 # a window with no events: a clear message and a valid, empty trace
 "$GPUPROF" trace --from 1000 -o "$T/empty.pftrace" "$T/g.gpdb" 2>"$T/empty.err" || die "empty window failed"

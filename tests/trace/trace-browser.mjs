@@ -1,4 +1,4 @@
-// trace-browser.mjs VIEWER_DIR VIEW.html TRACE.json SHOT.png NAME... : open a
+// trace-browser.mjs VIEWER_DIR VIEW.html TRACE.json[.gz] SHOT.png NAME... : open a
 // Chrome trace-event file written by `gpuprof trace --format chrome` in a
 // real viewer, speedscope (npm, offline), in headless Chromium, the way a
 // person does: the page `gpuprof view` wrote (speedscope's app,
@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 
 import { pct, waitDrawn, waitShare } from '../export/pixels.mjs';
 
@@ -88,7 +89,9 @@ const describe = (k) => k && `'${k.name}': ${k.slices} slices cover ${pct(k.cove
   `${(k.rangeUs / 1000).toFixed(1)} ms; longest frame ${pct(k.bigShare)} of it, colour rank ` +
   `${k.bigRank} of ${k.frames} (chroma ~${k.bigChroma.toFixed(0)}/255)`;
 
-const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents;
+// the trace as speedscope reads it: gzip-compressed (-o OUT.json.gz) or not
+const raw = readFileSync(trace);
+const events = JSON.parse((raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw) : raw).toString('utf8')).traceEvents;
 const last = names.length ? names[names.length - 1] : null;
 const known = last ? track(events, last) : null;
 if (last && !known) fail(`the trace has no thread named '${last}'`);
