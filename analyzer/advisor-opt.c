@@ -248,6 +248,74 @@ static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
   return m;
 }
 
+/* Fast Math (GPA Table 2: "stalls in CUDA math functions").  Inlined, the
+ * accurate single-precision functions keep no name and no line of their
+ * own, so they are recognized by immediates of their code that the
+ * intrinsics do not have: 2/pi of sinf / cosf / tanf's argument reduction,
+ * the round-to-integer constant 1.5 * 2^23 + 1 of expf / exp2f / exp10f,
+ * the first polynomial coefficient and the 2/3 mantissa split of logf /
+ * log2f.  Each function's scope is the innermost loop around such an
+ * instruction (its nested loops included), the whole section when it is
+ * in no loop.  M in Eq. 2's form: the stall samples (all but SELECTED) of
+ * the arithmetic, conversion and select instructions in those scopes
+ * (memory accesses and control flow are not the functions' work).
+ * Returns M; *n the signature instructions found. */
+static const char *const math_sig[] = {
+    "0.63661974668502807617", /* 2/pi: sinf, cosf, tanf, sincosf */
+    "12582913",               /* 1.5 * 2^23 + 1, rounding to an integer: expf, exp2f, exp10f */
+    "0.14084610342979431152", /* logf, log2f, log10f: polynomial */
+    "-0x3f2aaaab",            /* logf, log2f, log10f: mantissa split at 2/3 */
+};
+
+static int in_scope(const gpd__adv_t *k, size_t i, int32_t scope) {
+  if (scope == -2)
+    return 1;
+  for (int32_t l = k->loop_of[i]; l >= 0; l = k->loop_parent[l])
+    if (l == scope)
+      return 1;
+  return 0;
+}
+
+static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
+  const gpd_advice_t *a = k->a;
+  const gpd_disasm_sec_t *sec = k->in->sec;
+  int32_t scopes[8];
+  size_t ns = 0;
+  *n = 0;
+  for (size_t i = 0; i < a->ninsns && i < sec->ninsns; i++) {
+    const char *t = sec->insns[i].text;
+    int hit = 0;
+    for (size_t s = 0; t && s < sizeof math_sig / sizeof *math_sig && !hit; s++)
+      hit = strstr(t, math_sig[s]) != NULL;
+    if (!hit)
+      continue;
+    ++*n;
+    int32_t sc = k->loop_of[i] >= 0 ? k->loop_of[i] : -2, dup = 0;
+    for (size_t j = 0; j < ns; j++)
+      dup |= in_scope(k, i, scopes[j]) || scopes[j] == sc;
+    if (!dup && ns < sizeof scopes / sizeof *scopes)
+      scopes[ns++] = sc;
+  }
+  double m = 0;
+  for (size_t q = 0; q < k->nagg; q++) {
+    const gpd__agg_t *g = &k->agg[q];
+    const gpd_adv_insn_t *in = &a->insns[g->idx];
+    if (g->reason == GPD_ADV_SELECTED || !(g->samples > 0) ||
+        (in->cls != GPD_ADV_FIXED && in->cls != GPD_ADV_LONGOP))
+      continue;
+    int hit = 0;
+    for (size_t j = 0; j < ns && !hit; j++)
+      hit = in_scope(k, g->idx, scopes[j]);
+    if (!hit)
+      continue;
+    m += g->samples;
+    gpd_adv_blame_t self = {g->idx, g->idx, 0, g->reason, g->samples, 0};
+    match_add(x, &self, g->samples, 0);
+  }
+  x->m = m;
+  return m;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -382,6 +450,15 @@ int gpd__adv_optimize(gpd__adv_t *k) {
            mx[GPD_OPT_FUNCTION_SPLIT].m);
   gpd__adv_suggest(a, GPD_OPT_FUNCTION_SPLIT, mx[GPD_OPT_FUNCTION_SPLIT].m,
           eq2(T, mx[GPD_OPT_FUNCTION_SPLIT].m), &mx[GPD_OPT_FUNCTION_SPLIT], -1, why);
+  {
+    size_t nsig;
+    double m = fast_math(k, &mx[GPD_OPT_FAST_MATH], &nsig);
+    snprintf(why, sizeof why,
+             "%.0f stall samples of arithmetic in the scope of %zu instructions of accurate "
+             "math library code (sinf / cosf / expf / logf range reduction and polynomials)",
+             m, nsig);
+    gpd__adv_suggest(a, GPD_OPT_FAST_MATH, m, eq2(T, m), &mx[GPD_OPT_FAST_MATH], -1, why);
+  }
   /* latency hiding (Eqs. 4, 5) */
   for (size_t i = 0; i < a->ninsns; i++)
     for (int32_t l = k->loop_of[i]; l >= 0; l = k->loop_parent[l])
