@@ -316,6 +316,78 @@ static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
   return m;
 }
 
+/* The immediate step of an add (IADD3 / VIADD / IADD Rd, Rd, imm): its
+ * absolute value, 0 when there is none. */
+static long add_step(const char *text) {
+  const char *s = text ? strchr(text, ',') : NULL;
+  for (; s; s = strchr(s + 1, ',')) {
+    const char *t = s + 1 + strspn(s + 1, " ");
+    if (*t == '-' || (*t >= '0' && *t <= '9')) {
+      long v = strtol(t, NULL, 0);
+      return v < 0 ? -v : v;
+    }
+  }
+  return 0;
+}
+
+/* Loops whose trip count differs between the lanes of a warp (ours, as
+ * Warp Balance): a divergent branch in loop l on a compare of a register
+ * that moves by c per lane (thread-index analysis) and steps by an
+ * immediate d in l with 31 c >= d, so the warp's lanes leave l up to
+ * 31 c / d iterations apart; a warp runs l as long as its longest lane.
+ * Lane-linear trip counts n_0 + (c / d) lane have a mean over the warp of
+ * at least half their maximum (exactly half when n_0 = 0, the bound
+ * taken), so half of l's samples are idle lanes that warp-uniform trip
+ * counts (the fix) give back: M = 1/2 of the samples of each such loop
+ * (its nested loops included, each loop once).  No fitted constant. */
+static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
+  const gpd_advice_t *a = k->a;
+  const gpd_disasm_sec_t *sec = k->in->sec;
+  double m = 0;
+  uint8_t *done = calloc(k->nloops ? k->nloops : 1, 1);
+  if (done == NULL)
+    return 0;
+  for (size_t b = 0; b < a->ninsns; b++) {
+    const gpd_adv_insn_t *in = &a->insns[b];
+    int32_t l = k->loop_of[b];
+    if (!in->divergent || l < 0 || done[l])
+      continue;
+    size_t j = b, found = 0; /* the compare that set the branch's predicate, in l */
+    while (!found && j-- > 0 && in_scope(k, j, l))
+      for (unsigned d = 0; d < a->insns[j].ndef; d++)
+        found |= a->insns[j].def[d] == in->pred;
+    if (!found)
+      continue;
+    if (a->insns[j].lane_coef == 0)
+      continue;
+    const gpd_adv_insn_t *cmp = &a->insns[j];
+    long step = 0;
+    for (size_t i = 0; i < a->ninsns && !step; i++) {
+      const gpd_adv_insn_t *u = &a->insns[i];
+      if (!(strncmp(u->op, "IADD", 4) == 0 || strncmp(u->op, "VIADD", 5) == 0) || u->ndef == 0 ||
+          u->def[0] != cmp->lane_reg || !in_scope(k, i, l))
+        continue;
+      int self = 0;
+      for (unsigned q = 0; q < u->nuse; q++)
+        self |= u->use[q] == cmp->lane_reg;
+      if (self && i < sec->ninsns)
+        step = add_step(sec->insns[i].text);
+    }
+    if (step == 0 || 31l * (long)cmp->lane_coef < step)
+      continue;
+    done[l] = 1;
+    double ls = 0;
+    for (size_t i = 0; i < a->ninsns; i++)
+      ls += in_scope(k, i, l) ? a->samples[i] : 0;
+    m += ls / 2;
+    gpd_adv_blame_t pseudo = {(uint32_t)b, k->loop_head[l], 0, GPD_ADV__COUNT, ls / 2, 0};
+    match_add(x, &pseudo, ls / 2, 0);
+    x->m -= ls / 2; /* counted by the caller */
+  }
+  free(done);
+  return m;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -412,12 +484,14 @@ int gpd__adv_optimize(gpd__adv_t *k) {
   {
     double sync = mx[GPD_OPT_WARP_BALANCE].m;
     double div = divergence(a, k->in->sec, &mx[GPD_OPT_WARP_BALANCE]);
-    double m = sync + div;
+    double trip = lane_trip_counts(k, &mx[GPD_OPT_WARP_BALANCE]);
+    double m = sync + div + trip;
     mx[GPD_OPT_WARP_BALANCE].m = m;
     snprintf(why, sizeof why,
              "%.0f samples wait at barriers, %.0f on the shorter side of "
-             "branches that diverge within a warp",
-             sync, div);
+             "branches that diverge within a warp, %.0f idle lanes of loops whose trip count "
+             "differs per lane (half their samples)",
+             sync, div, trip);
     gpd__adv_suggest(a, GPD_OPT_WARP_BALANCE, m, eq2(T, m), &mx[GPD_OPT_WARP_BALANCE], -1, why);
   }
   {

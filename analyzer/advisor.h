@@ -96,6 +96,10 @@ typedef struct gpd_adv_insn_s {
                          else 0 */
   uint8_t same_addr;  /* a global atomic / reduction whose address is the same in
                          every lane (built from warp-uniform values only) */
+  uint16_t lane_reg;  /* a compare (xSETP): the register operand whose value moves
+                         most per lane, and its tid.x coefficient lane_coef (0: none
+                         known; set by the thread-index analysis) */
+  uint32_t lane_coef;
   char op[24];        /* opcode with modifiers */
 } gpd_adv_insn_t;
 
