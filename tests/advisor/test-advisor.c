@@ -732,6 +732,16 @@ static void test_occupancy(void **state) {
   double Ib = 1 - pow(0.9, 2), Ibn = 1 - pow(0.9, 0.5);
   assert_float_equal(g->speedup, (Ibn / Ib) / 0.25, 1e-9);
   done(&x);
+  /* warps sampled "not selected" were ready too: 10 issued + 30 not
+   * selected of 100 make R_I 0.4 */
+  gpd_adv_psamp_t s3[] = {s[0], s[1], {s[1].pc, GPD_ADV_NOT_SELECTED, 30, 30}};
+  s3[1].samples = 60;
+  s3[1].latency = 60;
+  run(&x, k, s3, 3, NULL, 0, &L);
+  g = sugg(x.a, GPD_OPT_BLOCK_INCREASE);
+  assert_non_null(g);
+  assert_float_equal(g->speedup, ((1 - pow(0.6, 0.5)) / (1 - pow(0.6, 2))) / 0.25, 1e-9);
+  done(&x);
   /* full occupancy, enough blocks: no parallel suggestion */
   L.blocks = 1e6;
   run(&x, k, s, 2, NULL, 0, &L);
