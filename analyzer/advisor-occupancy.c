@@ -83,9 +83,17 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
   double T = a->T;
   char why[320];
   const gpd_adv_launch_t *L = &k->in->launch;
+  /* R_I: how often a warp is ready to issue.  GPA counts the issued
+   * samples; a warp sampled "not selected" was ready too (another warp of
+   * its scheduler issued), so it counts as well (ours): with the scheduler
+   * issuing every cycle, issued samples alone put W R_I at 1 and Eq. 8's
+   * I far below it */
   double issued = 0;
   for (size_t i = 0; i < a->ninsns; i++)
     issued += a->issued[i];
+  for (size_t q = 0; q < k->nagg; q++)
+    if (k->agg[q].reason == GPD_ADV_NOT_SELECTED)
+      issued += k->agg[q].samples;
   double RI = T > 0 ? issued / T : 0;
   uint32_t blocks, warps, maxw;
   const char *lim;

@@ -248,6 +248,146 @@ static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
   return m;
 }
 
+/* Fast Math (GPA Table 2: "stalls in CUDA math functions").  Inlined, the
+ * accurate single-precision functions keep no name and no line of their
+ * own, so they are recognized by immediates of their code that the
+ * intrinsics do not have: 2/pi of sinf / cosf / tanf's argument reduction,
+ * the round-to-integer constant 1.5 * 2^23 + 1 of expf / exp2f / exp10f,
+ * the first polynomial coefficient and the 2/3 mantissa split of logf /
+ * log2f.  Each function's scope is the innermost loop around such an
+ * instruction (its nested loops included), the whole section when it is
+ * in no loop.  M in Eq. 2's form: the stall samples (all but SELECTED) of
+ * the arithmetic, conversion and select instructions in those scopes
+ * (memory accesses and control flow are not the functions' work).
+ * Returns M; *n the signature instructions found. */
+static const char *const math_sig[] = {
+    "0.63661974668502807617", /* 2/pi: sinf, cosf, tanf, sincosf */
+    "12582913",               /* 1.5 * 2^23 + 1, rounding to an integer: expf, exp2f, exp10f */
+    "0.14084610342979431152", /* logf, log2f, log10f: polynomial */
+    "-0x3f2aaaab",            /* logf, log2f, log10f: mantissa split at 2/3 */
+};
+
+static int in_scope(const gpd__adv_t *k, size_t i, int32_t scope) {
+  if (scope == -2)
+    return 1;
+  for (int32_t l = k->loop_of[i]; l >= 0; l = k->loop_parent[l])
+    if (l == scope)
+      return 1;
+  return 0;
+}
+
+static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
+  const gpd_advice_t *a = k->a;
+  const gpd_disasm_sec_t *sec = k->in->sec;
+  int32_t scopes[8];
+  size_t ns = 0;
+  *n = 0;
+  for (size_t i = 0; i < a->ninsns && i < sec->ninsns; i++) {
+    const char *t = sec->insns[i].text;
+    int hit = 0;
+    for (size_t s = 0; t && s < sizeof math_sig / sizeof *math_sig && !hit; s++)
+      hit = strstr(t, math_sig[s]) != NULL;
+    if (!hit)
+      continue;
+    ++*n;
+    int32_t sc = k->loop_of[i] >= 0 ? k->loop_of[i] : -2, dup = 0;
+    for (size_t j = 0; j < ns; j++)
+      dup |= in_scope(k, i, scopes[j]) || scopes[j] == sc;
+    if (!dup && ns < sizeof scopes / sizeof *scopes)
+      scopes[ns++] = sc;
+  }
+  double m = 0;
+  for (size_t q = 0; q < k->nagg; q++) {
+    const gpd__agg_t *g = &k->agg[q];
+    const gpd_adv_insn_t *in = &a->insns[g->idx];
+    if (g->reason == GPD_ADV_SELECTED || !(g->samples > 0) ||
+        (in->cls != GPD_ADV_FIXED && in->cls != GPD_ADV_LONGOP))
+      continue;
+    int hit = 0;
+    for (size_t j = 0; j < ns && !hit; j++)
+      hit = in_scope(k, g->idx, scopes[j]);
+    if (!hit)
+      continue;
+    m += g->samples;
+    gpd_adv_blame_t self = {g->idx, g->idx, 0, g->reason, g->samples, 0};
+    match_add(x, &self, g->samples, 0);
+  }
+  x->m = m;
+  return m;
+}
+
+/* The immediate step of an add (IADD3 / VIADD / IADD Rd, Rd, imm): its
+ * absolute value, 0 when there is none. */
+static long add_step(const char *text) {
+  const char *s = text ? strchr(text, ',') : NULL;
+  for (; s; s = strchr(s + 1, ',')) {
+    const char *t = s + 1 + strspn(s + 1, " ");
+    if (*t == '-' || (*t >= '0' && *t <= '9')) {
+      long v = strtol(t, NULL, 0);
+      return v < 0 ? -v : v;
+    }
+  }
+  return 0;
+}
+
+/* Loops whose trip count differs between the lanes of a warp (ours, as
+ * Warp Balance): a divergent branch in loop l on a compare of a register
+ * that moves by c per lane (thread-index analysis) and steps by an
+ * immediate d in l with 31 c >= d, so the warp's lanes leave l up to
+ * 31 c / d iterations apart; a warp runs l as long as its longest lane.
+ * Lane-linear trip counts n_0 + (c / d) lane have a mean over the warp of
+ * at least half their maximum (exactly half when n_0 = 0, the bound
+ * taken), so half of l's samples are idle lanes that warp-uniform trip
+ * counts (the fix) give back: M = 1/2 of the samples of each such loop
+ * (its nested loops included, each loop once).  No fitted constant. */
+static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
+  const gpd_advice_t *a = k->a;
+  const gpd_disasm_sec_t *sec = k->in->sec;
+  double m = 0;
+  uint8_t *done = calloc(k->nloops ? k->nloops : 1, 1);
+  if (done == NULL)
+    return 0;
+  for (size_t b = 0; b < a->ninsns; b++) {
+    const gpd_adv_insn_t *in = &a->insns[b];
+    int32_t l = k->loop_of[b];
+    if (!in->divergent || l < 0 || done[l])
+      continue;
+    size_t j = b, found = 0; /* the compare that set the branch's predicate, in l */
+    while (!found && j-- > 0 && in_scope(k, j, l))
+      for (unsigned d = 0; d < a->insns[j].ndef; d++)
+        found |= a->insns[j].def[d] == in->pred;
+    if (!found)
+      continue;
+    if (a->insns[j].lane_coef == 0)
+      continue;
+    const gpd_adv_insn_t *cmp = &a->insns[j];
+    long step = 0;
+    for (size_t i = 0; i < a->ninsns && !step; i++) {
+      const gpd_adv_insn_t *u = &a->insns[i];
+      if (!(strncmp(u->op, "IADD", 4) == 0 || strncmp(u->op, "VIADD", 5) == 0) || u->ndef == 0 ||
+          u->def[0] != cmp->lane_reg || !in_scope(k, i, l))
+        continue;
+      int self = 0;
+      for (unsigned q = 0; q < u->nuse; q++)
+        self |= u->use[q] == cmp->lane_reg;
+      if (self && i < sec->ninsns)
+        step = add_step(sec->insns[i].text);
+    }
+    if (step == 0 || 31l * (long)cmp->lane_coef < step)
+      continue;
+    done[l] = 1;
+    double ls = 0;
+    for (size_t i = 0; i < a->ninsns; i++)
+      ls += in_scope(k, i, l) ? a->samples[i] : 0;
+    m += ls / 2;
+    gpd_adv_blame_t pseudo = {(uint32_t)b, k->loop_head[l], 0, GPD_ADV__COUNT, ls / 2, 0};
+    match_add(x, &pseudo, ls / 2, 0);
+    x->m -= ls / 2; /* counted by the caller */
+  }
+  free(done);
+  return m;
+}
+
 int gpd__adv_optimize(gpd__adv_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
@@ -344,12 +484,14 @@ int gpd__adv_optimize(gpd__adv_t *k) {
   {
     double sync = mx[GPD_OPT_WARP_BALANCE].m;
     double div = divergence(a, k->in->sec, &mx[GPD_OPT_WARP_BALANCE]);
-    double m = sync + div;
+    double trip = lane_trip_counts(k, &mx[GPD_OPT_WARP_BALANCE]);
+    double m = sync + div + trip;
     mx[GPD_OPT_WARP_BALANCE].m = m;
     snprintf(why, sizeof why,
              "%.0f samples wait at barriers, %.0f on the shorter side of "
-             "branches that diverge within a warp",
-             sync, div);
+             "branches that diverge within a warp, %.0f idle lanes of loops whose trip count "
+             "differs per lane (half their samples)",
+             sync, div, trip);
     gpd__adv_suggest(a, GPD_OPT_WARP_BALANCE, m, eq2(T, m), &mx[GPD_OPT_WARP_BALANCE], -1, why);
   }
   {
@@ -382,6 +524,15 @@ int gpd__adv_optimize(gpd__adv_t *k) {
            mx[GPD_OPT_FUNCTION_SPLIT].m);
   gpd__adv_suggest(a, GPD_OPT_FUNCTION_SPLIT, mx[GPD_OPT_FUNCTION_SPLIT].m,
           eq2(T, mx[GPD_OPT_FUNCTION_SPLIT].m), &mx[GPD_OPT_FUNCTION_SPLIT], -1, why);
+  {
+    size_t nsig;
+    double m = fast_math(k, &mx[GPD_OPT_FAST_MATH], &nsig);
+    snprintf(why, sizeof why,
+             "%.0f stall samples of arithmetic in the scope of %zu instructions of accurate "
+             "math library code (sinf / cosf / expf / logf range reduction and polynomials)",
+             m, nsig);
+    gpd__adv_suggest(a, GPD_OPT_FAST_MATH, m, eq2(T, m), &mx[GPD_OPT_FAST_MATH], -1, why);
+  }
   /* latency hiding (Eqs. 4, 5) */
   for (size_t i = 0; i < a->ninsns; i++)
     for (int32_t l = k->loop_of[i]; l >= 0; l = k->loop_parent[l])

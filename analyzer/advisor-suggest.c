@@ -68,6 +68,11 @@ static const struct {
                            "Occupancy is limited by registers or shared memory per block. "
                            "Use fewer registers (__launch_bounds__) or less shared memory, "
                            "or a block size that packs better."},
+    [GPD_OPT_FAST_MATH] = {"Fast Math",
+                           "Accurate math library functions (sinf, cosf, expf, logf: range "
+                           "reduction and polynomials) take the time. Where their precision "
+                           "is not needed, use the intrinsics (__sinf, __cosf, __expf, __logf) "
+                           "or compile with --use_fast_math."},
 };
 
 const char *gpd_adv_opt_name(gpd_adv_opt_t o) {

@@ -108,7 +108,7 @@ static long tid_coef(const long *coef, const gpd_adv_insn_t *in, char **ops, uns
   size_t ol = strlen(op);
   if ((ol > 2 && strcmp(op + ol - 2, ".X") == 0) || strstr(op, ".X.") || strstr(op, ".U64.HI"))
     return 0; /* the high word of an address */
-  if (strncmp(op, "LOP3.LUT", 8) == 0 && n > 5 && strcmp(ops[5], "0xc0") == 0 &&
+  if (strncmp(op, "LOP3.LUT", 8) == 0 && n > 4 && strcmp(ops[4], "0xc0") == 0 &&
       imm_val(ops[2], &v) && v > 0) /* a & mask: lanes stay in order (until the wrap) */
     return op_coef(coef, ops[1]);
   if (strncmp(op, "IADD3", 5) == 0 || strcmp(op, "IADD") == 0 || strncmp(op, "VIADD", 5) == 0) {
@@ -249,6 +249,13 @@ void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
     }
     if (in->pred >= 0 && strncmp(in->op, "BRA", 3) == 0 && coef[in->pred] != 0)
       in->divergent = 1;
+    if (strstr(in->op, "SETP"))
+      for (unsigned k = 0; k < in->nuse; k++)
+        if (in->use[k] < GPD_ADV_RES_P && coef[in->use[k]] > (long)in->lane_coef &&
+            coef[in->use[k]] < (1l << 20)) {
+          in->lane_coef = (uint32_t)coef[in->use[k]];
+          in->lane_reg = in->use[k];
+        }
     for (unsigned k = 0; k < in->ndef; k++) {
       uint16_t d = in->def[k];
       if (d >= GPD_ADV_RES_SB)

@@ -96,6 +96,10 @@ typedef struct gpd_adv_insn_s {
                          else 0 */
   uint8_t same_addr;  /* a global atomic / reduction whose address is the same in
                          every lane (built from warp-uniform values only) */
+  uint16_t lane_reg;  /* a compare (xSETP): the register operand whose value moves
+                         most per lane, and its tid.x coefficient lane_coef (0: none
+                         known; set by the thread-index analysis) */
+  uint32_t lane_coef;
   char op[24];        /* opcode with modifiers */
 } gpd_adv_insn_t;
 
@@ -164,7 +168,8 @@ typedef enum gpd_adv_opt_e {
   GPD_OPT_REGISTER_REUSE, GPD_OPT_STRENGTH_REDUCTION, GPD_OPT_WARP_BALANCE,
   GPD_OPT_MEMORY_TRANSACTION, GPD_OPT_COALESCING, GPD_OPT_FUNCTION_SPLIT,
   GPD_OPT_LOOP_UNROLLING, GPD_OPT_CODE_REORDER, GPD_OPT_FUNCTION_INLINING,
-  GPD_OPT_BLOCK_INCREASE, GPD_OPT_THREAD_INCREASE, GPD_OPT_OCCUPANCY, GPD_OPT__COUNT
+  GPD_OPT_BLOCK_INCREASE, GPD_OPT_THREAD_INCREASE, GPD_OPT_OCCUPANCY, GPD_OPT_FAST_MATH,
+  GPD_OPT__COUNT
 } gpd_adv_opt_t;
 
 #define GPD_ADV_MAXHOT 8

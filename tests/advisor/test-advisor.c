@@ -590,6 +590,78 @@ static void test_divergence(void **state) {
   done(&x);
 }
 
+/* Fast Math: an accurate sinf's 2/pi multiply marks its loop; the stall
+ * samples of the loop's arithmetic (not its memory access, not the
+ * branch, not the issued ones, not the code after the loop) are M; the
+ * intrinsic's code (__sinf: 1/(2 pi), MUFU.SIN) matches nothing. */
+static void test_fast_math(void **state) {
+  (void)state;
+  static const char *const k[] = {
+      "MOV R4, RZ",                                   /* 0 */
+      ".L_x_0:",
+      "FMUL R0, R8, 0.63661974668502807617",          /* 1 */
+      "FFMA R4, R0, -1.5707962512969970703, R4",      /* 2 */
+      "LDG.E R8, desc[UR4][R2.64]",                   /* 3 */
+      "IADD3 R9, R9, -0x1, RZ",                       /* 4 */
+      "ISETP.NE.AND P0, PT, R9, RZ, PT",              /* 5 */
+      "@P0 BRA `(.L_x_0)",                            /* 6 */
+      "FADD R4, R4, 1",                               /* 7 */
+      "EXIT", NULL};                                  /* 8 */
+  gpd_adv_psamp_t s[] = {{PC(1), GPD_ADV_WAIT, 20, 20},      {PC(1), GPD_ADV_SELECTED, 10, 0},
+                         {PC(2), GPD_ADV_MATH_THROTTLE, 30, 30}, {PC(2), GPD_ADV_SELECTED, 10, 0},
+                         {PC(3), GPD_ADV_LG_THROTTLE, 15, 15}, {PC(5), GPD_ADV_SELECTED, 5, 0},
+                         {PC(6), GPD_ADV_BRANCH, 4, 4},        {PC(7), GPD_ADV_WAIT, 25, 25}};
+  kern_t x;
+  const gpd_adv_suggest_t *g = expect(&x, k, s, 8, GPD_OPT_FAST_MATH, 50, 119.0 / 69.0);
+  assert_int_equal(g->hot[0].def, 2);
+  assert_string_equal(gpd_adv_opt_name(GPD_OPT_FAST_MATH), "Fast Math");
+  done(&x);
+  static const char *const fast[] = {
+      "MOV R4, RZ", ".L_x_0:", "FMUL.RZ R0, R8, 0.15915493667125701904", "MUFU.SIN R0, R0",
+      "LDG.E R8, desc[UR4][R2.64]", "IADD3 R9, R9, -0x1, RZ", "ISETP.NE.AND P0, PT, R9, RZ, PT",
+      "@P0 BRA `(.L_x_0)", "FADD R4, R4, 1", "EXIT", NULL};
+  run(&x, fast, s, 8, NULL, 0, NULL);
+  assert_null(sugg(x.a, GPD_OPT_FAST_MATH));
+  done(&x);
+}
+
+/* Warp Balance for a loop whose trip count moves by lane: the counter is
+ * 8 + 8 (tid.x & 31) (LOP3's mask form keeps the coefficient 8), stepped
+ * by 8, so lanes leave up to 31 iterations apart: half of the loop's 80
+ * samples are idle lanes.  The same loop stepped by a register (a
+ * grid-stride loop) or by more than 31 x 8 matches nothing. */
+static void test_lane_trip_count(void **state) {
+  (void)state;
+  const char *k[] = {
+      "S2R R0, SR_TID.X",                       /* 0 */
+      "SHF.L.U32 R2, R0, 0x3, RZ",              /* 1 */
+      "LOP3.LUT R2, R2, 0xf8, RZ, 0xc0, !PT",   /* 2 */
+      "IADD3 R2, R2, 0x8, RZ",                  /* 3 */
+      ".L_x_0:",
+      "FFMA R4, R4, R3, 0.25",                  /* 4 */
+      "IADD3 R2, R2, -0x8, RZ",                 /* 5 */
+      "ISETP.GT.AND P0, PT, R2, RZ, PT",        /* 6 */
+      "@P0 BRA `(.L_x_0)",                      /* 7 */
+      "EXIT", NULL};                            /* 8 */
+  gpd_adv_psamp_t s[] = {{PC(4), GPD_ADV_SELECTED, 40, 0}, {PC(4), GPD_ADV_WAIT, 20, 20},
+                         {PC(5), GPD_ADV_SELECTED, 10, 0}, {PC(7), GPD_ADV_SELECTED, 10, 0},
+                         {PC(8), GPD_ADV_SELECTED, 20, 0}};
+  kern_t x;
+  const gpd_adv_suggest_t *g = expect(&x, k, s, 5, GPD_OPT_WARP_BALANCE, 40, 100.0 / 60.0);
+  assert_int_equal(x.a->insns[6].lane_coef, 8);
+  assert_int_equal(x.a->insns[7].divergent, 1);
+  assert_int_equal(g->hot[0].def, 7); /* the branch */
+  assert_int_equal(g->hot[0].use, 4); /* the loop's head */
+  done(&x);
+  static const char *const steps[] = {"IADD3 R2, R2, -UR4, RZ", "IADD3 R2, R2, -0x200, RZ"};
+  for (int i = 0; i < 2; i++) {
+    k[6] = steps[i];
+    run(&x, k, s, 5, NULL, 0, NULL);
+    assert_null(sugg(x.a, GPD_OPT_WARP_BALANCE));
+    done(&x);
+  }
+}
+
 /* Occupancy (NVIDIA's calculator) and the parallel estimators (Eqs. 6-10). */
 static void test_occupancy(void **state) {
   (void)state;
@@ -659,6 +731,16 @@ static void test_occupancy(void **state) {
   assert_non_null(g);
   double Ib = 1 - pow(0.9, 2), Ibn = 1 - pow(0.9, 0.5);
   assert_float_equal(g->speedup, (Ibn / Ib) / 0.25, 1e-9);
+  done(&x);
+  /* warps sampled "not selected" were ready too: 10 issued + 30 not
+   * selected of 100 make R_I 0.4 */
+  gpd_adv_psamp_t s3[] = {s[0], s[1], {s[1].pc, GPD_ADV_NOT_SELECTED, 30, 30}};
+  s3[1].samples = 60;
+  s3[1].latency = 60;
+  run(&x, k, s3, 3, NULL, 0, &L);
+  g = sugg(x.a, GPD_OPT_BLOCK_INCREASE);
+  assert_non_null(g);
+  assert_float_equal(g->speedup, ((1 - pow(0.6, 0.5)) / (1 - pow(0.6, 2))) / 0.25, 1e-9);
   done(&x);
   /* full occupancy, enough blocks: no parallel suggestion */
   L.blocks = 1e6;
@@ -829,7 +911,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
       cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
       cmocka_unit_test(test_function_inlining), cmocka_unit_test(test_atomic_contention),
-      cmocka_unit_test(test_divergence),
+      cmocka_unit_test(test_divergence),      cmocka_unit_test(test_fast_math),
+      cmocka_unit_test(test_lane_trip_count),
       cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_h100_cubin),
