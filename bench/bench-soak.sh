@@ -60,12 +60,13 @@ done >"$tmp/offsets"
 
 # watch DIR DB DPID OUT...: until every victim's profile is stored exited
 # with all its kernels (or 120 s after the last exit): per victim "ID
-# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB"
+# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB STORE_PEAK" (the
+# store: the database file, its WAL and gpubins/, sampled every 0.25 s)
 watch() {
   python3 - "$@" <<'PY'
 import os, sqlite3, sys, time
 d, db, dpid, outs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-done, stored, jmax, hwm, last_exit = {}, {}, 0, 0, None
+done, stored, jmax, hwm, smax, last_exit = {}, {}, 0, 0, 0, None
 def du(p):
     t = 0
     for r, _, fs in os.walk(p):
@@ -80,6 +81,11 @@ def kernels(c, pid):
 while True:
     now = time.monotonic()
     jmax = max(jmax, du(os.path.join(d, "journal")))
+    sz = du(os.path.join(d, "gpubins"))
+    for f in (db, db + "-wal"):
+        try: sz += os.stat(f).st_size
+        except OSError: pass
+    smax = max(smax, sz)
     try:
         for l in open("/proc/%s/status" % dpid):
             if l.startswith("VmHWM:"): hwm = int(l.split()[1])
@@ -110,7 +116,7 @@ for o in outs:
     pid, dr, _ = done.get(o, (0, -1, 0))
     k, lag = stored.get(o, (-1, -1.0))
     print(pid, dr, k, "%.2f" % lag)
-print(jmax, hwm)
+print(jmax, hwm, smax)
 PY
 }
 
@@ -186,18 +192,18 @@ run() { # scenario
     printf '| %d | %s | %d | %s | %s | %s s |\n' "$i" "$id" $((ops * secs)) "$dr" "$k" "$lag"
     drops=$((drops + (dr > 0 ? dr : 0)))
   done < <(head -n "$procs" "$d/watch.out")
-  read -r jmax hwm < <(tail -1 "$d/watch.out")
+  read -r jmax hwm smax < <(tail -1 "$d/watch.out")
   local wr lk size left
   wr=$(grep -o 'snapshot to ring release [0-9.]* ms mean, [0-9.]* ms max' "$d/log" | sed 's/snapshot to ring release //')
   lk=$(grep -o 'hold of the daemon lock [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms')
-  size=$(du -sb "$d/p.gpdb" | cut -f1)
+  size=$(du -sbc "$d/p.gpdb" "$d/p.gpdb-wal" "$d/gpubins" 2>/dev/null | tail -1 | cut -f1)
   left=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select count(*) from profile where uid=65534").fetchone()[0])' "$d/p.gpdb")
   echo
-  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store | attacker: fill processes, profiles left | live traces written / asked | attacker rows in ps --job job42 |"
+  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store at the end, peak | attacker: fill processes, profiles left, profiles retention removed (any uid) | live traces written / asked | attacker rows in ps --job job42 |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f MiB (cap %s) | %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
+  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f, %.1f MiB (cap %s) | %s, %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
     "${wr:-?}" "${lk:-?}" "$(echo "$jmax / 1048576" | bc -l)" "$(echo "${hwm:-0} / 1024" | bc -l)" \
-    "$(echo "$size / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "${traced:-0}" "${asked:-0}" "$jobrows"
+    "$(echo "$size / 1048576" | bc -l)" "$(echo "${smax:-0} / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "$(grep -c 'retention removed profile' "$d/log")" "${traced:-0}" "${asked:-0}" "$jobrows"
 }
 
 echo "# bench-soak — $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
