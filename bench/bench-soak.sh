@@ -32,6 +32,10 @@
 # Needs only the build's bin/ and tests/apps (test-daemon-client is found
 # anywhere under BUILD_DIR) and python3; runs from a bundle directory.
 # Defaults: 16 x 100 000 x 600; SOAK_SCENARIOS="quiet" runs one of them.
+# For the issue's size on a bigger machine: SOAK_MONITORS (the daemon's
+# [monitor] threads, default 1; up to 8), SOAK_SETTLE (seconds the watch
+# waits after the last victim's exit for its profile to be stored,
+# default 120), SOAK_RETAIN (the store's cap, default 8M).
 set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
 procs=${2:-16} ops=${3:-100000} secs=${4:-600}
@@ -58,14 +62,14 @@ nm "$big" 2>/dev/null | while read -r addr type name; do
 done >"$tmp/offsets"
 [ -s "$tmp/offsets" ] || { echo "bench-soak: no f_* symbols in $big (nm missing?)"; exit 1; }
 
-# watch DIR DB DPID OUT...: until every victim's profile is stored exited
-# with all its kernels (or 120 s after the last exit): per victim "ID
+# watch DIR DB DPID SETTLE OUT...: until every victim's profile is stored exited
+# with all its kernels (or SETTLE s after the last exit): per victim "ID
 # DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB STORE_PEAK" (the
 # store: the database file, its WAL and gpubins/, sampled every 0.25 s)
 watch() {
   python3 - "$@" <<'PY'
 import os, sqlite3, sys, time
-d, db, dpid, outs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+d, db, dpid, settle, outs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 done, stored, jmax, hwm, smax, last_exit = {}, {}, 0, 0, 0, None
 def du(p):
     t = 0
@@ -109,7 +113,7 @@ while True:
             c.close()
         except sqlite3.Error:
             pass
-    if len(stored) == len(outs) or (last_exit and len(done) == len(outs) and now - last_exit > 120):
+    if len(stored) == len(outs) or (last_exit and len(done) == len(outs) and now - last_exit > settle):
         break
     time.sleep(0.25)
 for o in outs:
@@ -125,7 +129,7 @@ run() { # scenario
   mkdir -p "$d/att"
   chmod 755 "$d"
   chmod 1777 "$d/att"
-  printf '[store]\nretention_max_bytes = %s\n' "$retain" >"$d/conf"
+  printf '[store]\nretention_max_bytes = %s\n[monitor]\nthreads = %s\n' "$retain" "${SOAK_MONITORS:-1}" >"$d/conf"
   GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
     --config "$d/conf" >"$d/log" 2>&1 &
   dpid=$!
@@ -173,7 +177,7 @@ run() { # scenario
     sleep $((secs / 2 > 0 ? secs / 2 : 1))
     jobrows=$("$b/bin/gpuprof" --socket "$d/s" ps --all --job job42 2>&1 | awk '$2 == "nobody" || $2 == "65534"' | wc -l)
   fi
-  watch "$d" "$d/p.gpdb" "$dpid" "${outs[@]}" >"$d/watch.out"
+  watch "$d" "$d/p.gpdb" "$dpid" "${SOAK_SETTLE:-120}" "${outs[@]}" >"$d/watch.out"
   if [ "$sc" = attack ]; then
     exec {fi}>&- {ai}>&-
     wait "${apids[@]}" 2>/dev/null
