@@ -28,7 +28,8 @@
  *      first, until it is within; no one else's profile goes for it;
  *   3. while the store (database pages in use + GPU binaries) is over
  *      retention_max_bytes and no uid is over its share, the uid furthest
- *      over its share (use - share largest) loses its oldest.
+ *      over its share (use - share largest) among those using more than
+ *      an equal part of the limit (limit / uids) loses its oldest.
  * A profile live in memory (running, or lost and waiting for a hand-back)
  * is never removed.  What bounds the live part instead: each count gives
  * every uid an allowance of new trace rows (admit_publish, trace.h), the
@@ -368,6 +369,11 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
  * results are written 64 at a time.  0, RT_STOP or < 0. */
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
+  /* an ended profile's size is final once the tracing threads committed
+   * everything pushed before its end (its trace rows come after the
+   * flush that stored it ended) */
+  uint64_t tf = r->d->trace ? gpd_trace_flushed_ns(r->d->trace) : UINT64_MAX;
+  int64_t traced = tf > INT64_MAX ? INT64_MAX : (int64_t)tf;
   int err = 0;
   for (;;) {
     int64_t id[64], uid[64], run[64], bytes[64];
@@ -377,7 +383,7 @@ static int size_profiles(rt_t *r) {
     /* the store over its limit: running profiles' sizes at most 1 s old
      * (their uid's trace allowance is what is left of its share) */
     uint64_t every = r->urgent ? RESIZE_URGENT_NS : RESIZE_RUNNING_NS;
-    n = gpd_store_purge_size_todo(r->pg, (int64_t)(now - every), id, uid, run, 64);
+    n = gpd_store_purge_size_todo(r->pg, (int64_t)(now - every), traced, (int64_t)now, id, uid, run, 64);
     if (n == 0)
       return 0;
     for (int i = 0; i < n; i++) {
@@ -388,7 +394,7 @@ static int size_profiles(rt_t *r) {
     if ((err = rt_begin(r)) < 0)
       return err;
     for (int i = 0; i < n; i++) {
-      if (gpd_store_purge_size_set(r->pg, id[i], uid[i], bytes[i], !run[i], now) < 0)
+      if (gpd_store_purge_size_set(r->pg, id[i], uid[i], bytes[i], run[i] == 0, now) < 0)
         return GPD_ESTORE;
     }
   }
@@ -485,13 +491,13 @@ static int64_t oldest_of(rt_t *r, uint32_t uid) {
 }
 
 /* The uid furthest over its share (use - quota largest) with something
- * removable; with over_only, only a uid above its share.  NULL: none. */
-static uid_row_t *furthest_over(rt_t *r, uid_row_t *u, size_t n, uint64_t quota, int over_only,
+ * removable among those using more than floor bytes.  NULL: none. */
+static uid_row_t *furthest_over(rt_t *r, uid_row_t *u, size_t n, uint64_t quota, uint64_t floor,
                                 int64_t *victim) {
   for (;;) {
     uid_row_t *best = NULL;
     for (size_t i = 0; i < n; i++) {
-      if (u[i].exhausted || (over_only && (!quota || u[i].use <= quota)))
+      if (u[i].exhausted || u[i].use <= floor)
         continue;
       if (best == NULL || (int64_t)(u[i].use - quota) > (int64_t)(best->use - quota))
         best = &u[i];
@@ -571,15 +577,16 @@ static int pass(rt_t *r) {
     }
     /* 2. a uid over its share loses its own oldest */
     if (victim < 0 && counted && quota &&
-        (who = furthest_over(r, u, nu, quota, 1, &victim)) != NULL)
+        (who = furthest_over(r, u, nu, quota, quota, &victim)) != NULL)
       snprintf(why, sizeof why, "over its share: %llu of %llu bytes",
                (unsigned long long)who->use, (unsigned long long)quota);
-    /* 3. the store over its limit: the uid furthest over its share; not
-     * while a uid is over its share (what is left of it is live: the
-     * store stays over by that much, bounded by its allowances, and no
-     * one within their share pays for it) */
+    /* 3. the store over its limit: the uid furthest over its share among
+     * those using more than an equal part of the limit; not while a uid
+     * is over its share (what is left of it is live: the store stays
+     * over by that much, bounded by its allowances, and no one within
+     * their share pays for it) */
     if (victim < 0 && counted && max_bytes && total > max_bytes && !any_over(u, nu, quota) &&
-        (who = furthest_over(r, u, nu, quota, 0, &victim)) != NULL)
+        (who = furthest_over(r, u, nu, quota, nu ? max_bytes / nu : 0, &victim)) != NULL)
       snprintf(why, sizeof why, "store over its limit: %llu of %llu bytes; this uid uses %llu",
                (unsigned long long)total, (unsigned long long)max_bytes,
                (unsigned long long)who->use);
