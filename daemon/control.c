@@ -186,7 +186,7 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
       op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
       gpd_policy_deep_dive(p, c->enable, c->duration_ms);
       if (kind == GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING)
-        gpd_pcrotate_preempt(d, p); /* a deep dive takes precedence */
+        gpd_pcrotate_preempt(p); /* a deep dive takes precedence */
     }
   } else {
     for (gpd_proc_t *p = d->procs; p && op->n < n; p = p->next)
@@ -196,7 +196,7 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
         op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
         gpd_policy_deep_dive(p, c->enable, c->duration_ms);
         if (kind == GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING)
-          gpd_pcrotate_preempt(d, p);
+          gpd_pcrotate_preempt(p);
       }
     if (op->n == 0) {
       code = -ESRCH;

@@ -58,11 +58,9 @@ static gpd_proc_t *find_profile(gpd_daemon_t *d, uint64_t profile_id) {
   return NULL;
 }
 
-/* Close the open window (how: "ended", ...; the log line tests read);
- * ran: count it as run in its process (if still registered).  d->lock
- * held, or NULL d (the process is going: nothing counted). */
-static void cur_close(gpd_daemon_t *d, int ran, const char *how) {
-  gpd_proc_t *p = cur.shim && d ? find_profile(d, cur.profile_id) : NULL;
+/* Close the open window (how: "ended", ...: the log line the test
+ * reads); ran: count it as run in p, its process (NULL: not counted). */
+static void cur_close(gpd_proc_t *p, int ran, const char *how) {
   if (p && ran) {
     p->pcrot.windows++;
     p->pcrot.window_ns += (uint64_t)cur.window_ms * 1000000u;
@@ -122,7 +120,7 @@ void gpd_pcrotate_tick(gpd_daemon_t *d) {
     return;
   uint64_t now = gpd_clock_ns();
   if (cur.shim && now >= cur.until_ns) {
-    cur_close(d, cur.acked, "closed (no end reported)");
+    cur_close(find_profile(d, cur.profile_id), cur.acked, "closed (no end reported)");
   }
   gpd_proc_t *p = NULL;
   uint32_t win_ms = 0;
@@ -163,11 +161,13 @@ void gpd_pcrotate_tick(gpd_daemon_t *d) {
 }
 
 int gpd_pcrotate_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p, const Gpuprof__ControlAck *a) {
+  (void)d;
   if (!cur.shim || shim != cur.shim || a->id != cur.id)
     return 0;
-  pthread_mutex_lock(&d->lock);
+  /* p is the window's process (matched by its connection); its counters
+   * are main-thread state: no lock */
   if (a->ended) {
-    cur_close(d, 1, "ended");
+    cur_close(p, 1, "ended");
   } else if (a->code != 0) {
     p->pcrot.refused++;
     GPD_DEBUG("pid %d: rotating PC-sampling window refused: %d %s", (int)p->pid, (int)a->code,
@@ -176,14 +176,12 @@ int gpd_pcrotate_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p, 
   } else {
     cur.acked = 1;
   }
-  pthread_mutex_unlock(&d->lock);
   return 1;
 }
 
-void gpd_pcrotate_preempt(gpd_daemon_t *d, gpd_proc_t *p) {
-  /* d->lock held by the caller (control.c's request) */
+void gpd_pcrotate_preempt(gpd_proc_t *p) {
   if (cur.shim && cur.profile_id == p->profile_id)
-    cur_close(d, cur.acked, "given up (a deep dive)");
+    cur_close(p, cur.acked, "given up (a deep dive)");
 }
 
 void gpd_pcrotate_client_gone(struct gpd_client_s *c) {
@@ -197,8 +195,15 @@ void gpd_pcrotate_text(const gpd_proc_t *p, uint64_t now_ns, char *out, size_t n
   const gpd_pcrot_proc_t *r = &p->pcrot;
   size_t len = 0;
   out[0] = '\0';
-  if (r->windows == 0 && (r->next_ns == 0 || p->state != GPD_PROC_RUNNING))
+  uint32_t win, per;
+  int busy;
+  int planned = p->state == GPD_PROC_RUNNING && r->next_ns && gpd_policy_pcs(p, &win, &per, &busy) == 0 && win;
+  if (r->windows == 0) {
+    if (planned)
+      snprintf(out, n, "rotating PC-sampling windows: the first in %.0f s",
+               r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
     return;
+  }
   uint64_t end = p->state == GPD_PROC_RUNNING || !p->end_ns ? now_ns : p->end_ns;
   double life = end > p->start_ns ? (double)(end - p->start_ns) / 1e9 : 0;
   len = (size_t)snprintf(out, n, "PC samples estimated from %" PRIu32 " rotating window%s (%.1f s of %.1f s)",
@@ -206,7 +211,7 @@ void gpd_pcrotate_text(const gpd_proc_t *p, uint64_t now_ns, char *out, size_t n
   if (len < n && (r->skipped || r->refused))
     len += (size_t)snprintf(out + len, n - len, ", %" PRIu32 " skipped busy, %" PRIu32 " refused", r->skipped,
                             r->refused);
-  if (len < n && p->state == GPD_PROC_RUNNING && r->next_ns)
+  if (len < n && planned)
     snprintf(out + len, n - len, ", next in %.0f s",
              r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
 }

@@ -13,10 +13,11 @@
  * rotating window starts while one runs, and one that runs in the same
  * process is given up.
  *
- * Threads: main thread (libuv loop) only.  gpd_pcrotate_tick takes
- * gpd_daemon_t.lock with trylock only (never waits on the loop); the
- * per-process counters (gpd_pcrot_proc_t in gpd_proc_t) are written under
- * that lock and read under it by the queries.
+ * Threads: main thread (libuv loop) only, like the per-process counters
+ * (gpd_pcrot_proc_t in gpd_proc_t: written by the tick and the acks, read
+ * by the query replies, all built there).  gpd_pcrotate_tick takes
+ * gpd_daemon_t.lock with trylock only, to walk the registry (never waits
+ * on the loop); nothing else here takes it.
  */
 #ifndef GPD_DAEMON_PCROTATE_H
 #define GPD_DAEMON_PCROTATE_H
@@ -57,14 +58,15 @@ int gpd_pcrotate_ack(gpd_daemon_t *d, struct gpd_client_s *shim, struct gpd_proc
 
 /** A CLI's PC-sampling Control (a deep dive) is about to go to p: the
  *  rotating window open in p, if any, is given up (counted as run). */
-void gpd_pcrotate_preempt(gpd_daemon_t *d, struct gpd_proc_s *p);
+void gpd_pcrotate_preempt(struct gpd_proc_s *p);
 
 /** Connection c is closing: the window open in its process ends. */
 void gpd_pcrotate_client_gone(struct gpd_client_s *c);
 
 /** "PC samples estimated from N rotating windows (X s of Y s), next in
- *  Z s" for p (lifetime Y up to now_ns, or its end), or "" when it had
- *  none and none is planned.  Lock: d->lock (the counters). */
+ *  Z s" for p (lifetime Y up to now_ns, or its end), "rotating
+ *  PC-sampling windows: the first in Z s", or "" when it had none and
+ *  none is planned.  Main thread. */
 void gpd_pcrotate_text(const struct gpd_proc_s *p, uint64_t now_ns, char *out, size_t n);
 
 #endif
