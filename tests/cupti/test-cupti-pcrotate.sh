@@ -11,7 +11,9 @@
 #     (FAKE_CUPTI_PCS_BUSY): once it reports busy it is skipped
 #     (pc_rot_skipped >= 1) while A and B go on;
 #  3. `ps`, `policy --pid` and `tree` say "PC samples estimated from N
-#     rotating windows (X s of Y s)" and the tree its error bound;
+#     rotating windows (X s of Y s)" and the tree its error bound; no
+#     rotating window starts while a `gpuprof sample` window (a deep dive)
+#     runs in C (6 of C's duty windows long), and the rotation resumes;
 #  4. exact counts: after `policy set pc_window_ms=0` and the open window
 #     closed, A's and B's fake enables equal the windows the daemon
 #     counted for each, and the PC samples stored for A equal what its
@@ -104,6 +106,25 @@ for line in open(sys.argv[1]):
         open_w = None
 print("%d windows, one at a time" % n)
 PY
+
+# a deep dive takes precedence: no rotating window starts while a
+# `gpuprof sample` window runs (acked: the daemon knows it is on), however
+# many duty windows its process runs meanwhile; the rotation goes on after
+# it.  In C: A's and B's counts stay exact (C's enables are all refused)
+started() { grep -c 'rotating PC-sampling window [0-9]* of pid [0-9]* started' "$T/daemon.log"; }
+duty_windows() { "$GPUPROF" --socket "$S" policy --pid "$C" --json | $PY -c '
+import json, sys
+print([b for b in json.load(sys.stdin)["procs"][0]["backends"] if b["api"] == "cuda"][0]["windows"])'; }
+"$GPUPROF" --socket "$S" sample --pid "$C" --duration 100s --no-wait >"$T/s1" 2>&1 || { cat "$T/s1"; die "sample"; }
+S1=$(started)
+D1=$(duty_windows)
+dived() { local d; d=$(duty_windows) || return 1; echo "C's duty windows: $d (from $D1)"; [ "$d" -ge $((D1 + 6)) ]; }
+wait_for "$WAIT" "6 more duty windows of C during the deep dive" dived
+S2=$(started)
+[ "$S2" -eq "$S1" ] || die "$((S2 - S1)) rotating windows started during a deep dive"
+"$GPUPROF" --socket "$S" sample --pid "$C" --stop >"$T/s2" 2>&1 || { cat "$T/s2"; die "sample --stop"; }
+resumed() { local n; n=$(started); echo "started $n (from $S2)"; [ "$n" -gt "$S2" ]; }
+wait_for "$WAIT" "the rotation resumes after the deep dive" resumed
 
 # 4: stop the rotation, wait for the open window to close, then exact counts
 "$GPUPROF" --socket "$S" policy set pc_window_ms=0 >"$T/set" 2>&1 || { cat "$T/set"; die "policy set"; }
