@@ -507,6 +507,29 @@ static void backends_col(char *buf, size_t n, const gpd_tproc_t *p) {
   if (!len) snprintf(buf, n, "-");
 }
 
+/* The error bound of PC samples from rotating windows (daemon/pcrotate.c),
+ * under the processes that had them.  A stall reason's share p of n
+ * samples is a binomial proportion: its standard error is
+ * sqrt(p (1 - p) / n) <= 1 / (2 sqrt(n)) (at p = 1/2), printed in
+ * percentage points; a reason's own count k has the Poisson relative error
+ * 1 / sqrt(k).  Shares need no scaling; sample counts are shown as
+ * sampled, not scaled to the lifetime (window time / lifetime is printed
+ * with each process). */
+static void render_pcs_bound(FILE *f, const gpd_tree_t *t) {
+  int rot = 0;
+  for (size_t i = 0; i < t->nprocs && !rot; i++)
+    rot = t->procs[i].pcs_state && strstr(t->procs[i].pcs_state, "rotating window") != NULL;
+  if (!rot)
+    return;
+  double n = t->root < t->n ? gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) : 0;
+  if (n >= 1)
+    fprintf(f, "  PC samples are estimates from rotating windows: a stall share from %.0f samples is within "
+               "+-%.1f percentage points (one standard error, 50/sqrt(n)); counts are as sampled, not scaled\n",
+            n, 50.0 / sqrt(n));
+  else
+    fprintf(f, "  PC samples are estimates from rotating windows: none sampled yet\n");
+}
+
 void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
   fprintf(f, "\nProcesses (%zu):\n", t->nprocs);
   if (t->nhidden)
@@ -528,7 +551,9 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
             (unsigned long long)p->records, (unsigned long long)p->drops, be,
             p->exe && p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
     if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
+    if (p->pcs_state && p->pcs_state[0]) fprintf(f, "  %8s %s\n", "", gpd_text_line(err, sizeof err, p->pcs_state));
   }
+  render_pcs_bound(f, t);
   size_t ndis = 0;
   for (size_t i = 0; i < t->nprocs; i++)
     for (uint32_t j = 0; j < t->procs[i].nbackends; j++) ndis += !t->procs[i].backends[j].enabled;
