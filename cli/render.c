@@ -116,7 +116,20 @@ void gpd_render_short_name(char *buf, size_t n, const char *name) {
     return;
   if (!strncmp(s, "void ", 5) && strchr(s, '('))
     s += 5; /* a kernel's return type */
+  static const char anon[] = "(anonymous namespace)";
+  int brace = 0; /* inside {lambda(...)#1}: its parentheses are not the argument list */
   for (; *s && len + 1 < n; s++) {
+    if (depth == 0 && *s == '(' && !strncmp(s, anon, sizeof anon - 1)) {
+      for (size_t i = 0; i < sizeof anon - 1 && len + 1 < n; i++)
+        buf[len++] = anon[i];
+      s += sizeof anon - 2;
+      continue;
+    }
+    if (depth == 0 && (*s == '{' || (*s == '}' && brace > 0))) {
+      brace += *s == '{' ? 1 : -1;
+      buf[len++] = *s;
+      continue;
+    }
     int op = s - name >= 8 && !strncmp(s - 8, "operator", 8); /* operator<, operator<< */
     if (*s == '<' && s > name && !op && s[-1] != '<') {
       depth++;
@@ -128,7 +141,13 @@ void gpd_render_short_name(char *buf, size_t n, const char *name) {
     }
     if (depth > 0)
       continue;
-    if (*s == '(' && len > 0)
+    if (*s == '(' && s[1] == ')' && op && len + 2 < n) {
+      buf[len++] = '(';
+      buf[len++] = ')';
+      s++; /* operator() */
+      continue;
+    }
+    if (*s == '(' && len > 0 && brace == 0)
       break; /* the argument list */
     buf[len++] = *s;
   }
