@@ -32,6 +32,10 @@
 # Needs only the build's bin/ and tests/apps (test-daemon-client is found
 # anywhere under BUILD_DIR) and python3; runs from a bundle directory.
 # Defaults: 16 x 100 000 x 600; SOAK_SCENARIOS="quiet" runs one of them.
+# For the issue's size on a bigger machine: SOAK_MONITORS (the daemon's
+# [monitor] threads, default 1; up to 8), SOAK_SETTLE (seconds the watch
+# waits after the last victim's exit for its profile to be stored,
+# default 120), SOAK_RETAIN (the store's cap, default 8M).
 set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
 procs=${2:-16} ops=${3:-100000} secs=${4:-600}
@@ -58,14 +62,15 @@ nm "$big" 2>/dev/null | while read -r addr type name; do
 done >"$tmp/offsets"
 [ -s "$tmp/offsets" ] || { echo "bench-soak: no f_* symbols in $big (nm missing?)"; exit 1; }
 
-# watch DIR DB DPID OUT...: until every victim's profile is stored exited
-# with all its kernels (or 120 s after the last exit): per victim "ID
-# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB"
+# watch DIR DB DPID SETTLE OUT...: until every victim's profile is stored exited
+# with all its kernels (or SETTLE s after the last exit): per victim "ID
+# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB STORE_PEAK" (the
+# store: the database file, its WAL and gpubins/, sampled every 0.25 s)
 watch() {
   python3 - "$@" <<'PY'
 import os, sqlite3, sys, time
-d, db, dpid, outs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-done, stored, jmax, hwm, last_exit = {}, {}, 0, 0, None
+d, db, dpid, settle, outs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+done, stored, jmax, hwm, smax, last_exit = {}, {}, 0, 0, 0, None
 def du(p):
     t = 0
     for r, _, fs in os.walk(p):
@@ -80,6 +85,11 @@ def kernels(c, pid):
 while True:
     now = time.monotonic()
     jmax = max(jmax, du(os.path.join(d, "journal")))
+    sz = du(os.path.join(d, "gpubins"))
+    for f in (db, db + "-wal"):
+        try: sz += os.stat(f).st_size
+        except OSError: pass
+    smax = max(smax, sz)
     try:
         for l in open("/proc/%s/status" % dpid):
             if l.startswith("VmHWM:"): hwm = int(l.split()[1])
@@ -103,14 +113,14 @@ while True:
             c.close()
         except sqlite3.Error:
             pass
-    if len(stored) == len(outs) or (last_exit and len(done) == len(outs) and now - last_exit > 120):
+    if len(stored) == len(outs) or (last_exit and len(done) == len(outs) and now - last_exit > settle):
         break
     time.sleep(0.25)
 for o in outs:
     pid, dr, _ = done.get(o, (0, -1, 0))
     k, lag = stored.get(o, (-1, -1.0))
     print(pid, dr, k, "%.2f" % lag)
-print(jmax, hwm)
+print(jmax, hwm, smax)
 PY
 }
 
@@ -119,7 +129,7 @@ run() { # scenario
   mkdir -p "$d/att"
   chmod 755 "$d"
   chmod 1777 "$d/att"
-  printf '[store]\nretention_max_bytes = %s\n' "$retain" >"$d/conf"
+  printf '[store]\nretention_max_bytes = %s\n[monitor]\nthreads = %s\n' "$retain" "${SOAK_MONITORS:-1}" >"$d/conf"
   GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
     --config "$d/conf" >"$d/log" 2>&1 &
   dpid=$!
@@ -167,7 +177,7 @@ run() { # scenario
     sleep $((secs / 2 > 0 ? secs / 2 : 1))
     jobrows=$("$b/bin/gpuprof" --socket "$d/s" ps --all --job job42 2>&1 | awk '$2 == "nobody" || $2 == "65534"' | wc -l)
   fi
-  watch "$d" "$d/p.gpdb" "$dpid" "${outs[@]}" >"$d/watch.out"
+  watch "$d" "$d/p.gpdb" "$dpid" "${SOAK_SETTLE:-120}" "${outs[@]}" >"$d/watch.out"
   if [ "$sc" = attack ]; then
     exec {fi}>&- {ai}>&-
     wait "${apids[@]}" 2>/dev/null
@@ -186,18 +196,18 @@ run() { # scenario
     printf '| %d | %s | %d | %s | %s | %s s |\n' "$i" "$id" $((ops * secs)) "$dr" "$k" "$lag"
     drops=$((drops + (dr > 0 ? dr : 0)))
   done < <(head -n "$procs" "$d/watch.out")
-  read -r jmax hwm < <(tail -1 "$d/watch.out")
+  read -r jmax hwm smax < <(tail -1 "$d/watch.out")
   local wr lk size left
   wr=$(grep -o 'snapshot to ring release [0-9.]* ms mean, [0-9.]* ms max' "$d/log" | sed 's/snapshot to ring release //')
   lk=$(grep -o 'hold of the daemon lock [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms')
-  size=$(du -sb "$d/p.gpdb" | cut -f1)
+  size=$(du -sbc "$d/p.gpdb" "$d/p.gpdb-wal" "$d/gpubins" 2>/dev/null | tail -1 | cut -f1)
   left=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select count(*) from profile where uid=65534").fetchone()[0])' "$d/p.gpdb")
   echo
-  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store | attacker: fill processes, profiles left | live traces written / asked | attacker rows in ps --job job42 |"
+  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store at the end, peak | attacker: fill processes, profiles left, profiles retention removed (any uid) | live traces written / asked | attacker rows in ps --job job42 |"
   echo "|---|---|---|---|---|---|---|---|---|---|"
-  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f MiB (cap %s) | %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
+  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f, %.1f MiB (cap %s) | %s, %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
     "${wr:-?}" "${lk:-?}" "$(echo "$jmax / 1048576" | bc -l)" "$(echo "${hwm:-0} / 1024" | bc -l)" \
-    "$(echo "$size / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "${traced:-0}" "${asked:-0}" "$jobrows"
+    "$(echo "$size / 1048576" | bc -l)" "$(echo "${smax:-0} / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "$(grep -c 'retention removed profile' "$d/log")" "${traced:-0}" "${asked:-0}" "$jobrows"
 }
 
 echo "# bench-soak — $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"

@@ -72,6 +72,8 @@ typedef struct gpd_tproc_s {
   uint64_t records, drops, start_ns, end_ns;
   char *exe, *job_id, *step_id, *hostname, *state, *error, *source;
   int job_claimed; /* job_id only claimed by the process (Process.job_claimed) */
+  char *pcs_state; /* live: Process.pcs_state (busy text; "PC samples estimated from N rotating
+                    * windows (X s of Y s)...", daemon/pcrotate.c), NULL or "" none */
   gpd_tbackend_t *backends;
   uint32_t nbackends;
 } gpd_tproc_t;

@@ -208,6 +208,10 @@ void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o
       fputs(",\"source\":", f);
       gpd_json_str(f, p->source);
     }
+    if (p->pcs_state && p->pcs_state[0]) {
+      fputs(",\"pcs_state\":", f);
+      gpd_json_str(f, p->pcs_state);
+    }
     fputs(",\"backends\":[", f);
     for (uint32_t j = 0; j < p->nbackends; j++) {
       const gpd_tbackend_t *b = &p->backends[j];

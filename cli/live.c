@@ -57,6 +57,7 @@ int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
     q->exe = gpd_cli_strdup(p->exe);
     q->job_id = gpd_cli_strdup(p->job_id);
     q->job_claimed = p->job_claimed;
+    q->pcs_state = p->pcs_state[0] ? gpd_cli_strdup(p->pcs_state) : NULL;
     q->step_id = gpd_cli_strdup(p->step_id);
     q->hostname = gpd_cli_strdup("");
     q->rank = p->rank;

@@ -78,6 +78,10 @@ static void print_proc(FILE *f, const Gpuprof__PolicyProc *pp) {
     else if (r->busy_windows)
       fprintf(f, "    %llu window%s skipped earlier: another tool held CUPTI\n",
               (unsigned long long)r->busy_windows, r->busy_windows == 1 ? "" : "s");
+    if (r->pc_rot_windows || r->pc_rot_skipped)
+      fprintf(f, "    %u rotating PC-sampling window%s (%.3f s), %u due turn%s skipped while busy\n", r->pc_rot_windows,
+              r->pc_rot_windows == 1 ? "" : "s", r->pc_rot_window_ns / 1e9, r->pc_rot_skipped,
+              r->pc_rot_skipped == 1 ? "" : "s");
     if (!r->can_detach && r->launches && r->self_ns)
       fprintf(f, "    %llu operations in %.3f s, the shim's own time %.3f ms (%.2f us each)\n",
               (unsigned long long)r->launches, r->elapsed_ns / 1e9, r->self_ns / 1e6,
@@ -139,11 +143,12 @@ static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
       gpd_json_str(f, c->busy);
       fprintf(f, ", \"can_detach\": %s, \"windows\": %llu, \"window_ns\": %llu, \"elapsed_ns\": %llu, "
                  "\"launches\": %llu, \"launches_in\": %llu, \"switch_ns\": %llu, \"self_ns\": %llu, "
-                 "\"busy_windows\": %llu}",
+                 "\"busy_windows\": %llu, \"pc_rot_windows\": %u, \"pc_rot_window_ns\": %llu, \"pc_rot_skipped\": %u}",
               c->can_detach ? "true" : "false", (unsigned long long)c->windows, (unsigned long long)c->window_ns,
               (unsigned long long)c->elapsed_ns, (unsigned long long)c->launches,
               (unsigned long long)c->launches_in, (unsigned long long)c->switch_ns,
-              (unsigned long long)c->self_ns, (unsigned long long)c->busy_windows);
+              (unsigned long long)c->self_ns, (unsigned long long)c->busy_windows, c->pc_rot_windows,
+              (unsigned long long)c->pc_rot_window_ns, c->pc_rot_skipped);
     }
     fprintf(f, "]}");
   }

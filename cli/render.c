@@ -116,7 +116,20 @@ void gpd_render_short_name(char *buf, size_t n, const char *name) {
     return;
   if (!strncmp(s, "void ", 5) && strchr(s, '('))
     s += 5; /* a kernel's return type */
+  static const char anon[] = "(anonymous namespace)";
+  int brace = 0; /* inside {lambda(...)#1}: its parentheses are not the argument list */
   for (; *s && len + 1 < n; s++) {
+    if (depth == 0 && *s == '(' && !strncmp(s, anon, sizeof anon - 1)) {
+      for (size_t i = 0; i < sizeof anon - 1 && len + 1 < n; i++)
+        buf[len++] = anon[i];
+      s += sizeof anon - 2;
+      continue;
+    }
+    if (depth == 0 && (*s == '{' || (*s == '}' && brace > 0))) {
+      brace += *s == '{' ? 1 : -1;
+      buf[len++] = *s;
+      continue;
+    }
     int op = s - name >= 8 && !strncmp(s - 8, "operator", 8); /* operator<, operator<< */
     if (*s == '<' && s > name && !op && s[-1] != '<') {
       depth++;
@@ -128,7 +141,13 @@ void gpd_render_short_name(char *buf, size_t n, const char *name) {
     }
     if (depth > 0)
       continue;
-    if (*s == '(' && len > 0)
+    if (*s == '(' && s[1] == ')' && op && len + 2 < n) {
+      buf[len++] = '(';
+      buf[len++] = ')';
+      s++; /* operator() */
+      continue;
+    }
+    if (*s == '(' && len > 0 && brace == 0)
       break; /* the argument list */
     buf[len++] = *s;
   }
@@ -507,6 +526,29 @@ static void backends_col(char *buf, size_t n, const gpd_tproc_t *p) {
   if (!len) snprintf(buf, n, "-");
 }
 
+/* The error bound of PC samples from rotating windows (daemon/pcrotate.c),
+ * under the processes that had them.  A stall reason's share p of n
+ * samples is a binomial proportion: its standard error is
+ * sqrt(p (1 - p) / n) <= 1 / (2 sqrt(n)) (at p = 1/2), printed in
+ * percentage points; a reason's own count k has the Poisson relative error
+ * 1 / sqrt(k).  Shares need no scaling; sample counts are shown as
+ * sampled, not scaled to the lifetime (window time / lifetime is printed
+ * with each process). */
+static void render_pcs_bound(FILE *f, const gpd_tree_t *t) {
+  int rot = 0;
+  for (size_t i = 0; i < t->nprocs && !rot; i++)
+    rot = t->procs[i].pcs_state && strstr(t->procs[i].pcs_state, "rotating window") != NULL;
+  if (!rot)
+    return;
+  double n = t->root < t->n ? gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) : 0;
+  if (n >= 1)
+    fprintf(f, "  PC samples are estimates from rotating windows: a stall share from %.0f samples is within "
+               "+-%.1f percentage points (one standard error, 50/sqrt(n)); counts are as sampled, not scaled\n",
+            n, 50.0 / sqrt(n));
+  else
+    fprintf(f, "  PC samples are estimates from rotating windows: none sampled yet\n");
+}
+
 void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
   fprintf(f, "\nProcesses (%zu):\n", t->nprocs);
   if (t->nhidden)
@@ -528,7 +570,9 @@ void gpd_render_procs(FILE *f, const gpd_tree_t *t) {
             (unsigned long long)p->records, (unsigned long long)p->drops, be,
             p->exe && p->exe[0] ? gpd_text_line(exe, sizeof exe, p->exe) : "?");
     if (p->error && p->error[0]) fprintf(f, "  %8s error: %s\n", "", gpd_text_line(err, sizeof err, p->error));
+    if (p->pcs_state && p->pcs_state[0]) fprintf(f, "  %8s %s\n", "", gpd_text_line(err, sizeof err, p->pcs_state));
   }
+  render_pcs_bound(f, t);
   size_t ndis = 0;
   for (size_t i = 0; i < t->nprocs; i++)
     for (uint32_t j = 0; j < t->procs[i].nbackends; j++) ndis += !t->procs[i].backends[j].enabled;

@@ -461,7 +461,7 @@ int gpd_trace_main(int argc, char **argv) {
                  : (from >= 0 || to >= 0) ? "in the window" : "in the profile");
   if (x.dropped || x.refused)
     fprintf(stderr, "gpuprof: the trace is incomplete: %llu events dropped (queue full), %llu "
-                    "refused (per-profile bound)\n",
+                    "refused (per-profile bound or the owner's share of a full store)\n",
             (unsigned long long)x.dropped, (unsigned long long)x.refused);
   if (x.truncated)
     fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");

@@ -37,7 +37,7 @@ typedef struct gpd_xtrace_s {
   size_t nla, capla;
   gpd_xsample_t *cs;
   size_t ncs, capcs;
-  uint64_t dropped, refused; /* at hand-off / by the per-profile bound */
+  uint64_t dropped, refused; /* at hand-off / by the per-profile bound or the uid's store allowance */
   int truncated;             /* the daemon left later events out */
 } gpd_xtrace_t;
 

@@ -81,6 +81,7 @@ static void proc_free(gpd_tproc_t *p) {
   free(p->state);
   free(p->error);
   free(p->source);
+  free(p->pcs_state);
   for (uint32_t i = 0; i < p->nbackends; i++) {
     free(p->backends[i].api);
     free(p->backends[i].reason);

@@ -784,7 +784,11 @@ static void *writer_main(void *arg) {
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);
     int stop = d->writer_stop;
     pthread_mutex_unlock(&d->lock);
-    if (gpd_store_flush(d) == 0)
+    uint64_t t_fl = gpd_clock_ns();
+    int ferr = gpd_store_flush(d);
+    if (d->store)
+      d->store->flush_last_ns = gpd_clock_ns() - t_fl;
+    if (ferr == 0)
       gpd_store_retain(d, gpd_store_flush);
     if (gpd_journal_sweep_due(d, 60000000000ull))
       gpd_journal_sweep(d);
@@ -803,6 +807,11 @@ static void *writer_main(void *arg) {
 }
 
 int gpd_store_writer_start(gpd_daemon_t *d) {
+  /* until the first retention count, a uid writes at most its share of
+   * trace rows (retention.c) */
+  uint64_t quota = gpd_store_uid_quota(d);
+  if (quota)
+    gpd_trace_admit_default(d->trace, quota > INT64_MAX - 1 ? INT64_MAX - 1 : (int64_t)quota);
   const char *delay = getenv("GPUPROF_TEST_WRITER_DELAY_MS");
   writer_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 600000u : 0;
   if (writer_delay_ms)

@@ -30,6 +30,7 @@
 
 #include "daemon.h"
 #include "policy.h"
+#include "pcrotate.h"
 #include "job.h"
 
 #define CTL_KINDS 32u /* shim/backends.h GPD_CONTROL_KINDS */
@@ -184,6 +185,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     } else {
       op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
       gpd_policy_deep_dive(p, c->enable, c->duration_ms);
+      if (kind == GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING)
+        gpd_pcrotate_preempt(p); /* a deep dive takes precedence */
     }
   } else {
     for (gpd_proc_t *p = d->procs; p && op->n < n; p = p->next)
@@ -192,6 +195,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
           gpd_access_may_see(peer, p->uid)) {
         op->t[op->n++] = (ctl_target_t){.shim = p->client, .pid = p->pid, .profile_id = p->profile_id};
         gpd_policy_deep_dive(p, c->enable, c->duration_ms);
+        if (kind == GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING)
+          gpd_pcrotate_preempt(p);
       }
     if (op->n == 0) {
       code = -ESRCH;
@@ -250,6 +255,8 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
 void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p,
                      const Gpuprof__ControlAck *a) {
   unsigned kind = (unsigned)a->kind;
+  if (gpd_pcrotate_ack(d, shim, p, a))
+    return; /* a rotating PC-sampling window's (pcrotate.c) */
   if (a->ended) { /* a window closed by the shim itself */
     proc_control_on(d, p, kind, 0);
     gpd_policy_deep_dive(p, 0, 0); /* policy state: main thread only */
@@ -276,6 +283,7 @@ void gpd_control_ack(gpd_daemon_t *d, struct gpd_client_s *shim, gpd_proc_t *p,
 }
 
 void gpd_control_client_gone(struct gpd_client_s *c) {
+  gpd_pcrotate_client_gone(c);
   for (ctl_op_t *op = ops, *next; op; op = next) {
     next = op->next;
     if (op->cli == c) {

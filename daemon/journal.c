@@ -392,13 +392,16 @@ void gpd_journal_release(gpd_proc_t *p) {
   jr->rel = jr->from = NULL;
 }
 
-void gpd_journal_corr_bound(gpd_proc_t *p) {
+void gpd_journal_corr_bound(const gpd_daemon_t *d, gpd_proc_t *p) {
   gpd_jacct_t *a = p->jr.acct;
   if (a == NULL)
     return;
+  uint64_t max = GPD_UID_MAX_CORR, quota = d ? gpd_store_uid_quota(d) : 0;
+  if (quota && quota / GPD_PENDING_ROW_BYTES < max)
+    max = quota / GPD_PENDING_ROW_BYTES;
   uint64_t all = __atomic_load_n(&a->corr, __ATOMIC_RELAXED);
   uint64_t others = all > p->jr.corr_pub ? all - p->jr.corr_pub : 0;
-  uint64_t room = others < GPD_UID_MAX_CORR ? GPD_UID_MAX_CORR - others : 0;
+  uint64_t room = others < max ? max - others : 0;
   if (room < 4096)
     room = 4096;
   p->prof.max_corr = room < GPD_PROFILE_MAX_CORR ? (uint32_t)room : GPD_PROFILE_MAX_CORR;

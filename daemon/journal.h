@@ -88,14 +88,19 @@ void gpd_journal_sweep(gpd_daemon_t *d);
 /** Has every_ns passed since the last sweep?  Writer thread. */
 int gpd_journal_sweep_due(gpd_daemon_t *d, uint64_t every_ns);
 /** Per-uid bound on unmatched invocations (correlation map entries) of
- *  all the uid's processes together. */
+ *  all the uid's processes together; lower when the uid's share of the
+ *  store (gpd_store_uid_quota) holds fewer pending rows, at
+ *  GPD_PENDING_ROW_BYTES each (the pending table keeps them: retention
+ *  cannot remove a live profile's rows). */
 #define GPD_UID_MAX_CORR (1u << 20)
+#define GPD_PENDING_ROW_BYTES 64u
 /** Monitor, before draining p: p's correlation map may hold what its
  *  uid's bound leaves after the uid's other processes (at least 4096,
  *  at most GPD_PROFILE_MAX_CORR); past it the oldest are evicted (their
  *  activities go to <unknown context>, counted), so one user's
- *  never-matched invocations cost only that user. */
-void gpd_journal_corr_bound(gpd_proc_t *p);
+ *  never-matched invocations cost only that user.  d NULL: the
+ *  constant bound. */
+void gpd_journal_corr_bound(const gpd_daemon_t *d, gpd_proc_t *p);
 /** Monitor, after draining p: its map size into the uid's account. */
 void gpd_journal_corr_publish(gpd_proc_t *p);
 /** Live journal bytes of uid (tests, ps).  Any thread. */

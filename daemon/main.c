@@ -166,6 +166,7 @@ static void on_tick(uv_timer_t *t) {
   unsigned live = gpd_registry_live(&D);
   int idle = D.exit_when_idle && D.had_client && live == 0;
   pthread_mutex_unlock(&D.lock);
+  gpd_pcrotate_tick(&D); /* rotating PC-sampling windows (pcrotate.h) */
   gpd_notify_status("%u profiled processes", live);
   if (idle)
     begin_stop("idle (--exit-when-idle)");

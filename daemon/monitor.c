@@ -60,7 +60,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     return 0;
   gpd_region_t *r = &p->region;
   p->prof.trace = d ? d->trace : NULL; /* activities -> tracing threads (trace.c) */
-  gpd_journal_corr_bound(p); /* its uid's share of unmatched invocations */
+  gpd_journal_corr_bound(d, p); /* its uid's share of unmatched invocations */
   uint64_t total = 0, drops = 0;
   uint32_t inuse = 0;
   int pressure = 0;

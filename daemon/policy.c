@@ -33,6 +33,7 @@
 #include "gpuprof/record.h"
 
 #include "daemon.h"
+#include "pcrotate.h"
 #include "query-internal.h"
 
 /* The latest CollectReport of one api of a process. */
@@ -442,9 +443,35 @@ static void deep_text(const gpd_proc_policy_t *pp, char *out, size_t n) {
   }
 }
 
+int gpd_policy_pcs(const gpd_proc_t *p, uint32_t *win_ms, uint32_t *per_s, int *busy) {
+  const gpd_proc_policy_t *pp = p->policy;
+  *win_ms = *per_s = 0;
+  *busy = 0;
+  if (!pp || !pp->rep[GPD_API_CUDA].set)
+    return -ENOENT;
+  *win_ms = pp->pol.v.pcs_window_ms;
+  *per_s = pp->pol.v.pcs_period_s ? pp->pol.v.pcs_period_s : 1;
+  *busy = pp->rep[GPD_API_CUDA].busy[0] != '\0';
+  return 0;
+}
+
+/* pcs_state of p: the busy text and the rotating windows' estimate
+ * ("busy: ...; PC samples estimated from N rotating windows ..."). */
+static void pcs_state_msg(const gpd_proc_t *p, Gpuprof__Process *m) {
+  const gpd_proc_policy_t *pp = p->policy;
+  const char *busy = pp && p->state == GPD_PROC_RUNNING ? pp->rep[GPD_API_CUDA].busy : "";
+  char rot[192], all[400];
+  gpd_pcrotate_text(p, gpd_clock_ns(), rot, sizeof rot);
+  if (!busy[0] && !rot[0])
+    return;
+  snprintf(all, sizeof all, "%s%s%s", busy, busy[0] && rot[0] ? "; " : "", rot);
+  m->pcs_state = gpd__query_strdup(all);
+}
+
 void gpd_policy_proc_msg(const gpd_proc_t *p, Gpuprof__Process *m) {
   const gpd_proc_policy_t *pp = p->policy;
   char how[256], deep[64];
+  pcs_state_msg(p, m);
   if (!pp || p->state != GPD_PROC_RUNNING)
     return;
   const policy_rep_t *r = &pp->rep[GPD_API_CUDA];
@@ -459,8 +486,6 @@ void gpd_policy_proc_msg(const gpd_proc_t *p, Gpuprof__Process *m) {
   m->overhead_how = gpd__query_strdup(how);
   deep_text(pp, deep, sizeof deep);
   m->deep_dive = gpd__query_strdup(deep);
-  if (r->set && r->busy[0])
-    m->pcs_state = gpd__query_strdup(r->busy);
 }
 
 /* ------------------------------------------------------------ request */
@@ -492,7 +517,8 @@ static void lines_free(lines_t *l) {
 }
 
 /* CollectReport messages of pp (strings point into pp). */
-static size_t reports_msg(const gpd_proc_policy_t *pp, Gpuprof__CollectReport *rs, Gpuprof__CollectReport **rp) {
+static size_t reports_msg(const gpd_proc_policy_t *pp, const gpd_pcrot_proc_t *rot, Gpuprof__CollectReport *rs,
+                          Gpuprof__CollectReport **rp) {
   size_t n = 0;
   for (unsigned a = 0; a < GPD_API_MAX; a++) {
     const policy_rep_t *x = &pp->rep[a];
@@ -508,6 +534,11 @@ static size_t reports_msg(const gpd_proc_policy_t *pp, Gpuprof__CollectReport *r
     POLICY_REP_NUMBERS(X)
 #undef X
     c->busy = (char *)x->busy;
+    if (a == GPD_API_CUDA) { /* the daemon's own count (pcrotate.c), never the shim's */
+      c->pc_rot_windows = rot->windows;
+      c->pc_rot_window_ns = rot->window_ns;
+      c->pc_rot_skipped = rot->skipped;
+    }
     rp[n] = c;
     n++;
   }
@@ -561,6 +592,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
   Gpuprof__PolicyProc pp_msg = GPUPROF__POLICY_PROC__INIT, *ppp = &pp_msg;
   Gpuprof__CollectReport rs[GPD_API_MAX], *rp[GPD_API_MAX];
   gpd_proc_policy_t snap;
+  gpd_pcrot_proc_t rot;
   lines_t lines = {0};
   char msg[512] = "", how[256], deep[64], *exe = NULL, *job = NULL;
 
@@ -586,6 +618,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     }
     /* a copy: the reply is sent without the lock (a send may close) */
     snap = *p->policy;
+    rot = p->pcrot;
     exe = strdup(p->exe ? p->exe : "");
     job = strdup(p->job_id ? p->job_id : "");
     pp_msg.pid = p->pid;
@@ -596,7 +629,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     pp_msg.job_id = job ? job : "";
     policy_msg(&snap, &procpol);
     pp_msg.policy = &procpol;
-    pp_msg.n_reports = reports_msg(&snap, rs, rp);
+    pp_msg.n_reports = reports_msg(&snap, &rot, rs, rp);
     pp_msg.reports = rp;
     pp_msg.overhead = policy_overhead(&snap, how, sizeof how);
     pp_msg.overhead_how = how;

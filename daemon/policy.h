@@ -78,6 +78,13 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
  *  thread. */
 void gpd_policy_deep_dive(struct gpd_proc_s *p, int enable, uint32_t duration_ms);
 
+/** What the rotating PC-sampling schedule (pcrotate.c) needs of p: its
+ *  resolved pc_window_ms (*win_ms, 0: none) and pc_period_s (*per_s), and
+ *  *busy: its CUDA back end's last window attempt was refused by another
+ *  tool.  0, or -ENOENT when p has no policy or its CUDA back end never
+ *  reported (not an attached CUDA process).  d->lock held (main thread). */
+int gpd_policy_pcs(const struct gpd_proc_s *p, uint32_t *win_ms, uint32_t *per_s, int *busy);
+
 /** Fill the Process fields of the policy (collect_mode, overhead,
  *  overhead_how, deep_dive, and pcs_state with the CUDA back end's busy
  *  text while another tool holds CUPTI) with strings from

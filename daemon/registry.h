@@ -11,6 +11,7 @@
 
 #include "access.h"
 #include "journal.h"
+#include "pcrotate.h"
 #include "profile.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
@@ -68,6 +69,7 @@ typedef struct gpd_proc_s {
   uint32_t control_on;  /* bit k: Control kind k on (the shim's last ack;
                          * control.c, main thread, under the lock) */
   struct gpd_proc_policy_s *policy; /* collection policy state (policy.c; lock) */
+  gpd_pcrot_proc_t pcrot; /* rotating PC-sampling windows (pcrotate.c; lock) */
 } gpd_proc_t;
 
 /** Take d->lock and move the processes registered meanwhile (the

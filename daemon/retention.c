@@ -27,10 +27,18 @@
  *   2. a uid over its share loses its own oldest, the uid furthest over
  *      first, until it is within; no one else's profile goes for it;
  *   3. while the store (database pages in use + GPU binaries) is over
- *      retention_max_bytes, the uid furthest over its share (use - share
- *      largest, even when every uid is within) loses its oldest.
+ *      retention_max_bytes and no uid is over its share, the uid furthest
+ *      over its share (use - share largest) among those using more than
+ *      an equal part of the limit (limit / uids) loses its oldest.
  * A profile live in memory (running, or lost and waiting for a hand-back)
- * is never removed.
+ * is never removed.  What bounds the live part instead: each count gives
+ * every uid an allowance of new trace rows (admit_publish, trace.h), the
+ * uid's unmatched invocations (the pending rows) are bounded by its share
+ * (journal.h), its uploads by its share (gpubin.c).
+ *
+ * Pace: while the store is over its limit, the pass works at least as long
+ * as the writer's last flush took before it runs the next (rt_check), and
+ * running profiles are sized every second.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,8 +60,10 @@
 
 #define TXN_BUDGET_NS (10ull * 1000000)    /* a transaction commits after this */
 #define RESIZE_RUNNING_NS (10ull * 1000000000) /* a running profile's size, this often */
+#define RESIZE_URGENT_NS (1ull * 1000000000) /* and while the store is over its limit */
 #define USE_EVERY_NS (10ull * 1000000000)  /* per-uid use counted at least this often */
 #define MAX_ROUNDS 4096                    /* profiles removed per pass at most */
+#define FREE_SLACK (1ll << 20)             /* free pages kept in the file at most, bytes */
 #define GAP_US 3000                        /* the lock left free after a transaction */
 
 typedef struct {
@@ -73,6 +83,7 @@ typedef struct {
   live_t *live;     /* profiles live in memory: never removed */
   size_t nlive;
   uint64_t removed0; /* s->rstats.profiles when the pass began */
+  int urgent;        /* the store is over retention_max_bytes: rt_check's share */
 } rt_t;
 
 enum { RT_STOP = 1 }; /* the writer is stopping: end the pass */
@@ -153,12 +164,21 @@ static int rt_check(rt_t *r) {
   if (had)
     usleep(GAP_US);
   uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
+  uint64_t since = now - r->t_flush;
   ms = ms ? ms : 1000;
-  if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) ||
-      now - r->t_flush >= (uint64_t)ms * 1000000) {
+  /* The store over its limit: retention works at least as long as the
+   * last flush took before the next one runs (half of the writer's time
+   * at least, whatever asks for flushes: a slow flush no longer leaves
+   * the pass one short transaction per flush while the store grows). */
+  if (r->urgent && since < r->s->flush_last_ns)
+    return 0;
+  if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) || since >= (uint64_t)ms * 1000000) {
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);
-    if (r->flush)
+    uint64_t t_fl = gpd_clock_ns();
+    if (r->flush) {
       r->flush(d); /* a failure is the flush's to log and retry */
+      r->s->flush_last_ns = gpd_clock_ns() - t_fl;
+    }
     r->t_flush = gpd_clock_ns();
     r->s->rstats.flushes++;
     if ((err = live_list(r)) < 0)
@@ -349,13 +369,21 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
  * results are written 64 at a time.  0, RT_STOP or < 0. */
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
+  /* an ended profile's size is final once the tracing threads committed
+   * everything pushed before its end (its trace rows come after the
+   * flush that stored it ended) */
+  uint64_t tf = r->d->trace ? gpd_trace_flushed_ns(r->d->trace) : UINT64_MAX;
+  int64_t traced = tf > INT64_MAX ? INT64_MAX : (int64_t)tf;
   int err = 0;
   for (;;) {
     int64_t id[64], uid[64], run[64], bytes[64];
     int n = 0;
     if ((err = rt_commit(r)) < 0)
       return err;
-    n = gpd_store_purge_size_todo(r->pg, (int64_t)(now - RESIZE_RUNNING_NS), id, uid, run, 64);
+    /* the store over its limit: running profiles' sizes at most 1 s old
+     * (their uid's trace allowance is what is left of its share) */
+    uint64_t every = r->urgent ? RESIZE_URGENT_NS : RESIZE_RUNNING_NS;
+    n = gpd_store_purge_size_todo(r->pg, (int64_t)(now - every), traced, (int64_t)now, id, uid, run, 64);
     if (n == 0)
       return 0;
     for (int i = 0; i < n; i++) {
@@ -366,7 +394,7 @@ static int size_profiles(rt_t *r) {
     if ((err = rt_begin(r)) < 0)
       return err;
     for (int i = 0; i < n; i++) {
-      if (gpd_store_purge_size_set(r->pg, id[i], uid[i], bytes[i], !run[i], now) < 0)
+      if (gpd_store_purge_size_set(r->pg, id[i], uid[i], bytes[i], run[i] == 0, now) < 0)
         return GPD_ESTORE;
     }
   }
@@ -433,6 +461,25 @@ static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
   return 0;
 }
 
+/* Each counted uid's allowance of new trace rows until the next count
+ * (trace.h, gpd_trace_admit): what is left of its share, plus an equal
+ * part of the room left under retention_max_bytes.  So between two counts
+ * the store grows by at most the room plus what the uids within their
+ * shares may still add; a uid over its share of a full store writes no
+ * trace row, whatever retention's pace. */
+static void admit_publish(rt_t *r, const uid_row_t *u, size_t n, uint64_t quota, uint64_t max_bytes,
+                          uint64_t total) {
+  gpd_trace_t *t = r->d->trace;
+  uint64_t room = max_bytes > total ? max_bytes - total : 0;
+  for (size_t i = 0; t && i < n; i++) {
+    uint64_t own = quota > u[i].use ? quota - u[i].use : 0;
+    uint64_t allow = own + (max_bytes ? room / n : 0);
+    if (gpd_trace_admit(t, u[i].uid, allow > INT64_MAX - 1 ? INT64_MAX - 1 : (int64_t)allow) < 0)
+      GPD_WARN("store: more than %u uids: uid %u's trace rows are not limited", GPD_TRACE_ADMIT_UIDS,
+               (unsigned)u[i].uid);
+  }
+}
+
 /* The oldest removable profile of uid, or -1. */
 static int64_t oldest_of(rt_t *r, uint32_t uid) {
   int64_t id[64], victim = -1;
@@ -444,13 +491,13 @@ static int64_t oldest_of(rt_t *r, uint32_t uid) {
 }
 
 /* The uid furthest over its share (use - quota largest) with something
- * removable; with over_only, only a uid above its share.  NULL: none. */
-static uid_row_t *furthest_over(rt_t *r, uid_row_t *u, size_t n, uint64_t quota, int over_only,
+ * removable among those using more than floor bytes.  NULL: none. */
+static uid_row_t *furthest_over(rt_t *r, uid_row_t *u, size_t n, uint64_t quota, uint64_t floor,
                                 int64_t *victim) {
   for (;;) {
     uid_row_t *best = NULL;
     for (size_t i = 0; i < n; i++) {
-      if (u[i].exhausted || (over_only && (!quota || u[i].use <= quota)))
+      if (u[i].exhausted || u[i].use <= floor)
         continue;
       if (best == NULL || (int64_t)(u[i].use - quota) > (int64_t)(best->use - quota))
         best = &u[i];
@@ -461,6 +508,14 @@ static uid_row_t *furthest_over(rt_t *r, uid_row_t *u, size_t n, uint64_t quota,
       return best;
     best->exhausted = 1;
   }
+}
+
+/* 1 when some uid uses more than its share. */
+static int any_over(const uid_row_t *u, size_t n, uint64_t quota) {
+  for (size_t i = 0; quota && i < n; i++)
+    if (u[i].use > quota)
+      return 1;
+  return 0;
 }
 
 static int pass(rt_t *r) {
@@ -478,6 +533,7 @@ static int pass(rt_t *r) {
   if (err != 0)
     return err;
   uint64_t total = gpd_store_purge_total(r->pg);
+  r->urgent = max_bytes && total > max_bytes;
   int unseen = 0;
   pthread_mutex_lock(&d->reg_lock);
   for (size_t i = 0; i < s->nuses; i++)
@@ -490,13 +546,20 @@ static int pass(rt_t *r) {
   int counted = 0;
   if (quota || max_bytes) {
     if (s->use_t_ns == 0 || now - s->use_t_ns >= USE_EVERY_NS || unseen || moved >= step ||
-        live_sig(r) != s->use_live_sig || (max_bytes && total > max_bytes)) {
+        live_sig(r) != s->use_live_sig || (max_bytes && total > max_bytes) ||
+        gpd_trace_admit_spent(d->trace)) {
       if ((err = count_uses(r, &u, &nu)) != 0)
         goto out;
+      total = gpd_store_purge_total(r->pg); /* the trace rows written meanwhile */
       s->use_total = total;
       counted = 1;
+      admit_publish(r, u, nu, quota, max_bytes, total);
     }
+  } else {
+    gpd_trace_admit_clear(d->trace);
   }
+  if (quota) /* a uid not counted yet (its first process) */
+    gpd_trace_admit_default(d->trace, quota > INT64_MAX - 1 ? INT64_MAX - 1 : (int64_t)quota);
   for (int round = 0; round < MAX_ROUNDS; round++) {
     char why[160];
     int64_t victim = -1, vuid = -1;
@@ -514,12 +577,16 @@ static int pass(rt_t *r) {
     }
     /* 2. a uid over its share loses its own oldest */
     if (victim < 0 && counted && quota &&
-        (who = furthest_over(r, u, nu, quota, 1, &victim)) != NULL)
+        (who = furthest_over(r, u, nu, quota, quota, &victim)) != NULL)
       snprintf(why, sizeof why, "over its share: %llu of %llu bytes",
                (unsigned long long)who->use, (unsigned long long)quota);
-    /* 3. the store over its limit: the uid furthest over its share */
-    if (victim < 0 && counted && max_bytes && total > max_bytes &&
-        (who = furthest_over(r, u, nu, quota, 0, &victim)) != NULL)
+    /* 3. the store over its limit: the uid furthest over its share among
+     * those using more than an equal part of the limit; not while a uid
+     * is over its share (what is left of it is live: the store stays
+     * over by that much, bounded by its allowances, and no one within
+     * their share pays for it) */
+    if (victim < 0 && counted && max_bytes && total > max_bytes && !any_over(u, nu, quota) &&
+        (who = furthest_over(r, u, nu, quota, nu ? max_bytes / nu : 0, &victim)) != NULL)
       snprintf(why, sizeof why, "store over its limit: %llu of %llu bytes; this uid uses %llu",
                (unsigned long long)total, (unsigned long long)max_bytes,
                (unsigned long long)who->use);
@@ -536,9 +603,15 @@ static int pass(rt_t *r) {
         uid_use(r, u[i].uid, &u[i].use, &u[i].live);
     total = gpd_store_purge_total(r->pg);
     s->use_total = total;
+    r->urgent = max_bytes && total > max_bytes;
   }
-  /* give free pages back to the file system, a little at a time */
-  if (s->rstats.profiles != r->removed0) {
+  r->urgent = 0;
+  if (counted && s->rstats.profiles != r->removed0)
+    admit_publish(r, u, nu, quota, max_bytes, total); /* the room it made */
+  /* give free pages back to the file system, a little at a time: after
+   * removals, and whenever more than FREE_SLACK are free (the flushes'
+   * rewritten rows: a correlation flood's pending rows leave tens of MiB) */
+  if (s->rstats.profiles != r->removed0 || gpd_store_db_free(r->db) > FREE_SLACK) {
     for (int k = 0; k < 4096; k++) {
       if ((err = rt_begin(r)) < 0)
         goto out;

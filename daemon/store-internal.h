@@ -55,6 +55,8 @@ struct gpd_store_s {
   char path[PATH_MAX];
   char dir[PATH_MAX];
   uint64_t flushes;
+  uint64_t flush_last_ns; /* how long the writer's last flush took (writer thread):
+                             retention's share of the writer (retention.c) */
   /* writer thread, logged at its stop: flushes that wrote something,
    * their time from the snapshot to the rings' release (total, longest,
    * how many over 50 ms: a CUPTI buffer's wait budget in the shim), and

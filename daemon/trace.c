@@ -69,8 +69,19 @@ typedef struct tstat_s {
   _Atomic uint64_t profile, events, dropped, refused;
 } tstat_t;
 
+/* Per-uid allowances (gpd_trace_admit): open addressing on uid + 1,
+ * slots claimed by CAS and never freed. */
+typedef struct tadmit_s {
+  _Atomic uint64_t uid1; /* uid + 1; 0 free */
+  _Atomic int64_t allow; /* bytes left */
+} tadmit_t;
+
 struct gpd_trace_s {
   gpd_trace_cfg_t cfg;
+  tadmit_t admit[GPD_TRACE_ADMIT_UIDS];
+  atomic_int admit_any;   /* some uid has an allowance */
+  atomic_int admit_spent; /* an allowance ran out (gpd_trace_admit_spent) */
+  _Atomic int64_t admit_dflt; /* a new uid's allowance (gpd_trace_admit_default) */
   tstat_t stats[TRACE_STATS];
   uint64_t written_stats[TRACE_STATS][3]; /* tracing thread 0: last written */
   atomic_int stop;
@@ -114,9 +125,98 @@ unsigned gpd_trace_thread_of(gpd_trace_t *t, gpd_profile_t *p, uint64_t key) {
   return th;
 }
 
+/* uid's slot; with add, claimed when missing (NULL: none, or full). */
+static tadmit_t *admit_slot(gpd_trace_t *t, uint32_t uid, int add) {
+  uint64_t key = (uint64_t)uid + 1;
+  unsigned h = (unsigned)(key * 0x9e3779b97f4a7c15ull >> 40);
+  for (unsigned k = 0; k < GPD_TRACE_ADMIT_UIDS; k++) {
+    tadmit_t *a = &t->admit[(h + k) % GPD_TRACE_ADMIT_UIDS];
+    uint64_t cur = atomic_load_explicit(&a->uid1, memory_order_acquire);
+    if (cur == 0 && add &&
+        atomic_compare_exchange_strong_explicit(&a->uid1, &cur, key, memory_order_acq_rel,
+                                                memory_order_acquire))
+      cur = key;
+    if (cur == key)
+      return a;
+    if (cur == 0)
+      return NULL;
+  }
+  return NULL;
+}
+
+int gpd_trace_admit(gpd_trace_t *t, uint32_t uid, int64_t bytes) {
+  if (t == NULL)
+    return 0;
+  tadmit_t *a = admit_slot(t, uid, bytes != INT64_MAX);
+  if (a == NULL)
+    return bytes == INT64_MAX ? 0 : -ENOSPC;
+  atomic_store_explicit(&a->allow, bytes, memory_order_relaxed);
+  if (bytes != INT64_MAX)
+    atomic_store_explicit(&t->admit_any, 1, memory_order_release);
+  return 0;
+}
+
+void gpd_trace_admit_default(gpd_trace_t *t, int64_t bytes) {
+  if (t == NULL)
+    return;
+  atomic_store_explicit(&t->admit_dflt, bytes, memory_order_relaxed);
+  if (bytes != INT64_MAX)
+    atomic_store_explicit(&t->admit_any, 1, memory_order_release);
+}
+
+void gpd_trace_admit_clear(gpd_trace_t *t) {
+  if (t == NULL)
+    return;
+  atomic_store_explicit(&t->admit_dflt, INT64_MAX, memory_order_relaxed);
+  if (!atomic_exchange_explicit(&t->admit_any, 0, memory_order_acq_rel))
+    return;
+  for (unsigned i = 0; i < GPD_TRACE_ADMIT_UIDS; i++)
+    atomic_store_explicit(&t->admit[i].allow, INT64_MAX, memory_order_relaxed);
+}
+
+int gpd_trace_admit_spent(gpd_trace_t *t) {
+  return t && atomic_exchange_explicit(&t->admit_spent, 0, memory_order_relaxed);
+}
+
+/* 1 when p's uid may hand over an event of `bytes` (taken from its
+ * allowance). */
+static int admitted(gpd_trace_t *t, const gpd_profile_t *p, int64_t bytes) {
+  if (!atomic_load_explicit(&t->admit_any, memory_order_acquire))
+    return 1;
+  tadmit_t *a = admit_slot(t, (uint32_t)p->uid, 0);
+  if (a == NULL) { /* its first event: the default allowance */
+    int64_t dflt = atomic_load_explicit(&t->admit_dflt, memory_order_relaxed);
+    if (dflt == INT64_MAX || (a = admit_slot(t, (uint32_t)p->uid, 1)) == NULL)
+      return 1;
+    int64_t zero = 0;
+    /* a slot just claimed holds 0 until set; the writer may set it first */
+    atomic_compare_exchange_strong_explicit(&a->allow, &zero, dflt, memory_order_relaxed,
+                                            memory_order_relaxed);
+  }
+  int64_t left = atomic_load_explicit(&a->allow, memory_order_relaxed);
+  if (left == INT64_MAX)
+    return 1;
+  if (left < bytes) {
+    atomic_store_explicit(&t->admit_spent, 1, memory_order_relaxed);
+    return 0;
+  }
+  atomic_fetch_sub_explicit(&a->allow, bytes, memory_order_relaxed);
+  return 1;
+}
+
 static void emit(gpd_trace_t *t, gpd_profile_t *p, uint64_t key, const gpd_trace_ev_t *ev) {
   if (p->trace_stat_dirty)
     gpd_trace_stat(p); /* an earlier publication found no room */
+  int64_t bytes = ev->kind == GPD_TEV_LAUNCH ? GPD_TRACE_ROW_BYTES_LAUNCH : GPD_TRACE_ROW_BYTES_GPU;
+  if (!admitted(t, p, bytes)) {
+    if (p->trace_refused++ == 0)
+      GPD_WARN("profile %llu: uid %u is over its share of a full store: new trace events are "
+               "refused until retention makes room", (unsigned long long)p->profile_id,
+               (unsigned)p->uid);
+    p->trace_stat_dirty = 1;
+    gpd_trace_stat(p);
+    return;
+  }
   if (t->cfg.max_events && p->trace_n >= t->cfg.max_events) {
     if (p->trace_refused++ == 0)
       GPD_WARN("profile %llu: %llu trace events stored, new ones are refused ([trace] "
@@ -364,6 +464,7 @@ int gpd_trace_start(gpd_trace_t **out, const char *db_path, const gpd_trace_cfg_
   if (t == NULL)
     return -ENOMEM;
   t->cfg = *cfg;
+  atomic_init(&t->admit_dflt, INT64_MAX);
   if (t->cfg.streams_per_thread == 0)
     t->cfg.streams_per_thread = 1;
   uint32_t qcap = 64;

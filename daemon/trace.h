@@ -89,6 +89,29 @@ void gpd_trace_invoke(struct gpd_profile_s *p, const gpd_rec_invoke_t *r);
 /** Push p's drop/refusal counters if they changed (at the process's end). */
 void gpd_trace_stat(struct gpd_profile_s *p);
 
+/** Per-uid admission (the store's cap, docs/DAEMON.md "Retention"): the
+ *  retention pass gives uid an allowance of `bytes` of new trace rows
+ *  (gpd_trace_admit); each event handed over takes its estimated size
+ *  (GPD_TRACE_ROW_BYTES_*, the estimate retention counts a profile's rows
+ *  with, store/purge.c) from it, and an event of a uid whose allowance is
+ *  spent is refused and counted (trace_stat.refused) until the next
+ *  allowance.  A uid never given one is not limited; INT64_MAX lifts the
+ *  limit.  At most GPD_TRACE_ADMIT_UIDS uids are limited; beyond that,
+ *  -ENOSPC and that uid stays unlimited.  Any thread (atomics). */
+#define GPD_TRACE_ADMIT_UIDS 1024u
+#define GPD_TRACE_ROW_BYTES_GPU 56
+#define GPD_TRACE_ROW_BYTES_LAUNCH 36
+int gpd_trace_admit(gpd_trace_t *t, uint32_t uid, int64_t bytes);
+/** The allowance a uid gets at its first event when it has none yet (the
+ *  retention limits' share of a uid: until the first count, a uid writes
+ *  at most that); INT64_MAX: unlimited.  Any thread. */
+void gpd_trace_admit_default(gpd_trace_t *t, int64_t bytes);
+/** Lift every uid's limit (retention limits switched off).  Any thread. */
+void gpd_trace_admit_clear(gpd_trace_t *t);
+/** 1 (and cleared) when some uid's allowance ran out since the last call:
+ *  the retention pass counts the uses again.  Any thread. */
+int gpd_trace_admit_spent(gpd_trace_t *t);
+
 /** Every event pushed before this time (gpuprof clock, ns) is committed
  *  to the store: the minimum over the threads of the start of their last
  *  completed flush.  Any thread. */

@@ -111,11 +111,12 @@ static const char *const SQL[R__N] = {
                      " ORDER BY COALESCE(end_ns, start_ns, 0), id LIMIT 64",
     /* profile sizes: never counted, running and older than ?1, or ended
      * since counted */
-    [R_SIZE_TODO] = "SELECT p.id, p.uid, p.state = 'running' FROM profile p"
+    [R_SIZE_TODO] = "SELECT p.id, p.uid, CASE WHEN p.state = 'running' THEN 1"
+                    "  WHEN COALESCE(p.end_ns, 0) >= ?2 THEN 2 ELSE 0 END FROM profile p"
                     " LEFT JOIN profile_size z ON z.profile_id = p.id"
                     " WHERE z.profile_id IS NULL"
                     "  OR (p.state = 'running' AND z.t_ns < ?1)"
-                    "  OR (z.final = 0 AND p.state != 'running') LIMIT 64",
+                    "  OR (z.final = 0 AND p.state != 'running' AND z.t_ns < ?3) LIMIT 64",
     /* estimated bytes of one profile: rows times the size of a row of each
      * table (record, b-tree cell and index entries), text and blobs by
      * their length; 512 for the profile row and its one-row tables */
@@ -381,8 +382,10 @@ int gpd_store_purge_oldest(gpd_store_purge_t *r, uint32_t uid, int64_t *id, int 
   return list2(r, R_UID_OLDEST, uid, id, NULL, NULL, cap);
 }
 
-int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t *id, int64_t *uid, int64_t *running,
-                              int cap) {
+int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t traced, int64_t now, int64_t *id,
+                              int64_t *uid, int64_t *running, int cap) {
+  sqlite3_bind_int64(r->st[R_SIZE_TODO], 2, traced);
+  sqlite3_bind_int64(r->st[R_SIZE_TODO], 3, now);
   return list2(r, R_SIZE_TODO, before, id, uid, running, cap);
 }
 

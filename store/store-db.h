@@ -48,6 +48,8 @@ int gpd_store_db_commit(sqlite3 *db);
 void gpd_store_db_rollback(sqlite3 *db);
 /** Bytes of the file in use: (pages - free pages) x page size. */
 int64_t gpd_store_db_size(sqlite3 *db);
+/** Bytes of the file's free pages (freelist_count x page size). */
+int64_t gpd_store_db_free(sqlite3 *db);
 /** Give up to `pages` free pages back to the file system (auto_vacuum
  *  INCREMENTAL); *left: free pages that remain.  0 or GPD_ESTORE. */
 int gpd_store_db_vacuum(sqlite3 *db, unsigned pages, int64_t *left);

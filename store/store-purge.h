@@ -72,10 +72,13 @@ int gpd_store_purge_aged(gpd_store_purge_t *r, int64_t before, int64_t *id, int6
 /** Up to cap finished profiles of uid, oldest first (at most 64). */
 int gpd_store_purge_oldest(gpd_store_purge_t *r, uint32_t uid, int64_t *id, int cap);
 /** Up to cap profiles whose size is due: never counted, running and
- *  counted before `before` (ns), or ended since counted; *running[i]
- *  says it runs (at most 64). */
-int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t *id, int64_t *uid, int64_t *running,
-                              int cap);
+ *  counted before `before` (ns), or ended and not counted final since
+ *  `now`; *running[i]: 1 it runs, 2 it ended at or after `traced` (its
+ *  trace rows may still be on their way: the tracing threads committed
+ *  only what came before; INT64_MAX: no tracing), 0 its size is final
+ *  (at most 64). */
+int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t traced, int64_t now, int64_t *id,
+                              int64_t *uid, int64_t *running, int cap);
 /** Estimated bytes of profile id: rows times a per-table size, text and
  *  blobs by their length (long for a large profile: no transaction
  *  should be open). */

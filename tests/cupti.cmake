@@ -125,6 +125,13 @@ set_target_properties(busy-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINAR
 add_test(NAME cupti.busy COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-busy.sh ${CMAKE_BINARY_DIR}
   $<TARGET_FILE:busy-app> $<TARGET_FILE:gpd_fake_cupti>)
 set_tests_properties(cupti.busy PROPERTIES LABELS "integration" TIMEOUT 180 SKIP_RETURN_CODE 77)
+# Rotating PC-sampling windows of the node policy (test-cupti-pcrotate.sh,
+# daemon/pcrotate.c): three busy-apps on fake-cupti.c under a real daemon
+# with pc_window_ms / pc_period_s: windows in turn, one at a time, a busy
+# process skipped, the estimate in ps / policy / tree, exact counts.
+add_test(NAME cupti.pcrotate COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-pcrotate.sh ${CMAKE_BINARY_DIR}
+  $<TARGET_FILE:busy-app> $<TARGET_FILE:gpd_fake_cupti>)
+set_tests_properties(cupti.pcrotate PROPERTIES LABELS "integration" TIMEOUT 180 SKIP_RETURN_CODE 77)
 # tests/cuda/torch-turns.py (the GPU machine's cost driver: turns, long
 # runs, the tables' intervals) with stand-in workers of known costs, the
 # non-bare ones under the real gpuprof record (no GPU needed)

@@ -343,8 +343,12 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     return;
   }
   if (!atomic_load_explicit(&g_api_on, memory_order_relaxed)) {
-    /* detached: only the armed finalize's launch callbacks are on */
-    if (((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+    /* detached: only launch callbacks are on, for the armed finalize or
+     * for a PC-sampling window that waits for a context's next call
+     * (gpd_cupti_control_pcs_callbacks) */
+    const CUpti_CallbackData *cd = data;
+    gpd_cupti_pcs_on_api(cd->context);
+    if (cd->callbackSite == CUPTI_API_EXIT)
       gpd_cupti_control_api_exit();
     return;
   }

@@ -253,6 +253,18 @@ static void fin_arm(void) {
   }
 }
 
+/* Detached (tracing off) while a PC-sampling window waits for a
+ * context's next API call (to enable it, or to disable it at the window's
+ * end): switch the kernel-launch callbacks on, which reach
+ * gpd_cupti_pcs_on_api (cupti-api.c); the next window's detach switches
+ * them off again.  Only while CUPTI is subscribed (no finalize done or
+ * running: after one, the next tracing window's attach brings the
+ * callbacks).  g_mode_mu held. */
+static void pcs_callbacks(void) {
+  if (!g_on && gpd_cupti_pcs_pending() && gpd_cupti_control_loaded())
+    g_sw->launch_callbacks(1);
+}
+
 void gpd_cupti_control_api_exit(void) {
   int e = FIN_ARMED;
   if (!atomic_compare_exchange_strong(&g_fin, &e, FIN_RUNNING))
@@ -337,6 +349,7 @@ static void *ctl_main(void *arg) {
         fin_arm();
       else if (!g_on)
         time_bin(GPD_CUPTI_BIN_OUT);
+      pcs_callbacks(); /* a PC-sampling window still waits for a call */
       continue;
     }
     if (next == UINT64_MAX) {
@@ -661,11 +674,23 @@ int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg
     if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
       g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
       time_bin(GPD_CUPTI_BIN_OUT);
+    } else if (armed == FIN_DONE && !g_on) {
+      /* finalized: subscribe again now (once: no finalize follows), so
+       * that the window's contexts are enabled at their next call, not at
+       * the next tracing window's attach, which may come after this
+       * window; busy or failed: that attach tries again */
+      const char *busy = NULL, *step = NULL;
+      (void)fin_reattach(&busy, &step);
     }
     pthread_mutex_unlock(&g_mode_mu);
   }
-  if (c->kind == GPD_CONTROL_PC_SAMPLING)
-    return gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+  if (c->kind == GPD_CONTROL_PC_SAMPLING) {
+    int err = gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+    pthread_mutex_lock(&g_mode_mu);
+    pcs_callbacks(); /* detached: the contexts' next calls must be seen */
+    pthread_mutex_unlock(&g_mode_mu);
+    return err;
+  }
   if (c->kind == GPD_CONTROL_POLICY)
     return policy_apply(c->policy, targets, msg, n);
   if (c->kind != GPD_CONTROL_TRACE)

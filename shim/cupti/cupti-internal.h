@@ -260,6 +260,9 @@ void gpd_cupti_pcs_context_created(CUcontext ctx);
  *  window waits for contexts (one relaxed atomic load otherwise), enable
  *  ctx here, under a trylock (never waits). */
 void gpd_cupti_pcs_on_api(CUcontext ctx);
+/** 1 while a context waits for its next API call to be enabled or
+ *  disabled for a PC-sampling window (any thread). */
+int gpd_cupti_pcs_pending(void);
 /** A Control of kind PC_SAMPLING (connection thread): enable = open the
  *  window (contexts are enabled at their next API call, *targets = known
  *  contexts), 0 = read, disable and push every sampled context now.

@@ -640,6 +640,8 @@ void gpd_cupti_pcs_context_created(CUcontext ctx) {
     ctx_sync_here(ctx, 1);
 }
 
+int gpd_cupti_pcs_pending(void) { return atomic_load(&g_pending); }
+
 void gpd_cupti_pcs_on_api(CUcontext ctx) {
   if (ctx && atomic_load_explicit(&g_pending, memory_order_relaxed)) {
     uint64_t retry = atomic_load_explicit(&g_busy_retry, memory_order_relaxed);

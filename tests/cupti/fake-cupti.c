@@ -20,8 +20,11 @@
  *                            (test-cupti-busy.sh's busy-app);
  *   fakecu_context_create()  CONTEXT_CREATED of the one context, which
  *                            every API callback then names.
- * The PC Sampling API is there too, sampling nothing (GetData: no PCs,
- * one stall reason).
+ * The PC Sampling API is there too, with one stall reason
+ * ("smsp__pcsamp_warps_issue_stalled_fake"): GetData hands back no PCs,
+ * or with FAKE_CUPTI_PCS_SAMPLES=N, while the context is enabled, one PC
+ * (kernel "gpd_fake_busy", cubin CRC 1, offset 0x10) with N samples of
+ * that reason at each call.
  * A node's CUPTI id is its handle's value.
  *
  * Like CUPTI, it calls only the API callbacks the subscriber enabled, and
@@ -36,7 +39,8 @@
  * FAKE_CUPTI_STATS=PATH: at unload, the kernel records handed to the
  * subscriber (at flushes), the subscribe calls, refused ones apart, and the
  * PC-sampling enables, refused ones apart, are written to PATH ("kernels K
- * subscribes S refused R pcs_enables E pcs_refused F"). */
+ * subscribes S refused R pcs_enables E pcs_refused F pcs_samples N"; N:
+ * the PC samples GetData handed out). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +60,8 @@ static unsigned char g_drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static unsigned char g_kind_on[CUPTI_ACTIVITY_KIND_COUNT];
 static unsigned long g_delivered, g_subscribes, g_refused; /* g_mu */
 static unsigned long g_pcs_enables, g_pcs_refused;          /* g_mu */
+static unsigned long g_pcs_samples;                          /* g_mu */
+static int g_pcs_on;                                         /* g_mu: enabled, not yet disabled */
 #define FAKE_CTX ((CUcontext)(uintptr_t)0xc047e87)
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_corr;
@@ -204,8 +210,8 @@ __attribute__((destructor)) static void fake_stats(void) {
   if (!f)
     return;
   pthread_mutex_lock(&g_mu);
-  fprintf(f, "kernels %lu subscribes %lu refused %lu pcs_enables %lu pcs_refused %lu\n", g_delivered, g_subscribes,
-          g_refused, g_pcs_enables, g_pcs_refused);
+  fprintf(f, "kernels %lu subscribes %lu refused %lu pcs_enables %lu pcs_refused %lu pcs_samples %lu\n", g_delivered,
+          g_subscribes, g_refused, g_pcs_enables, g_pcs_refused, g_pcs_samples);
   pthread_mutex_unlock(&g_mu);
   fclose(f);
 }
@@ -338,11 +344,15 @@ CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams *p) {
   pthread_mutex_lock(&g_mu);
   g_pcs_enables++;
   g_pcs_refused += (unsigned long)busy;
+  g_pcs_on |= !busy;
   pthread_mutex_unlock(&g_mu);
   return busy ? CUPTI_ERROR_HARDWARE_BUSY : CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams *p) {
   (void)p;
+  pthread_mutex_lock(&g_mu);
+  g_pcs_on = 0;
+  pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams *p) {
@@ -357,8 +367,25 @@ CUptiResult CUPTIAPI cuptiPCSamplingGetConfigurationAttribute(CUpti_PCSamplingCo
 }
 CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams *p) {
   CUpti_PCSamplingData *d = p->pcSamplingData;
+  const char *e = getenv("FAKE_CUPTI_PCS_SAMPLES");
+  unsigned long n = e ? strtoul(e, NULL, 10) : 0;
   d->totalNumPcs = d->remainingNumPcs = 0;
   d->totalSamples = d->droppedSamples = d->nonUsrKernelsTotalSamples = 0;
+  pthread_mutex_lock(&g_mu);
+  if (g_pcs_on && n && d->collectNumPcs >= 1 && d->pPcData && d->pPcData[0].stallReason) {
+    CUpti_PCSamplingPCData *pc = &d->pPcData[0];
+    pc->cubinCrc = 1;
+    pc->pcOffset = 0x10;
+    pc->functionIndex = 0;
+    pc->functionName = (char *)"gpd_fake_busy";
+    pc->stallReasonCount = 1;
+    pc->stallReason[0].pcSamplingStallReasonIndex = 0;
+    pc->stallReason[0].samples = (uint32_t)n;
+    d->totalNumPcs = 1;
+    d->totalSamples = n;
+    g_pcs_samples += n;
+  }
+  pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams *p) {

@@ -135,7 +135,7 @@ touch "$T/stop2"
 wait_exit "$B" "busy-app (PC sampling)"
 cat "$T/app2.out"
 [ "$RC" -eq 0 ] || { cat "$T/app2.out.err"; die "busy-app (PC sampling) exited $RC"; }
-read -r _ K2 _ SUBS2 _ REF2 _ PE _ PR <"$T/fake2.stats" || die "no fake stats (PC sampling)"
+read -r _ K2 _ SUBS2 _ REF2 _ PE _ PR _ <"$T/fake2.stats" || die "no fake stats (PC sampling)"
 echo "fake: $K2 kernel records, $SUBS2 subscribes ($REF2 refused), $PE PC-sampling enables ($PR refused)"
 [ "$REF2" -eq 0 ] && [ "$PR" -ge 1 ] && [ "$PE" -eq $((PR + 1)) ] || die "PC-sampling enables: $PE, refused $PR"
 file_has "$T/app2.out.err" "busy \(another tool held CUPTI\): 0 tracing and 1 PC-sampling window\(s\) skipped" ||

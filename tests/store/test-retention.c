@@ -16,6 +16,9 @@
  *   quota       uid A over its share loses its own oldest; uid B, within
  *               its share and with older profiles, loses nothing; the store
  *               over its limit with both within: the bigger user loses
+ *   live_over   a uid over its share with only running profiles, the store
+ *               over its limit: the other uid (within its share) keeps
+ *               everything; once they end, the first loses its own oldest
  *   shared_ids  another user's rows with the same context ids (more than
  *               the pass samples) neither keep nor remove a user's contexts
  *   gpubins     a binary goes with the last profile that sent it (file and
@@ -337,6 +340,60 @@ static void test_quota(void **state) {
   env_free(e);
 }
 
+/* A uid over its share whose every profile is live (running: never
+ * removed) and the store over its limit: the other uid, within its share,
+ * keeps every profile (rule 3 waits while a uid is over its share; it used
+ * to take the within-share uid's oldest, the over-share one having nothing
+ * removable). */
+static void test_live_over(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 2000, 1, 3, 500, 400, 200, 1000);          /* B: older, small */
+  fill(e, 1000, 100, 10, 2000, 400, 500, 1000000);   /* A: big, all running */
+  gpd_proc_t *procs = calloc(10, sizeof *procs);
+  assert_non_null(procs);
+  for (int i = 0; i < 10; i++) {
+    procs[i].profile_id = (uint64_t)(100 + i);
+    procs[i].uid = 1000;
+    procs[i].state = GPD_PROC_RUNNING;
+    procs[i].next = i + 1 < 10 ? &procs[i + 1] : NULL;
+  }
+  e->d.procs = procs;
+  e->d.nprocs = 10;
+  e->d.cfg.retain_bytes = 1ull << 40;
+  e->d.cfg.retain_uid_bytes = 1ull << 40;
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0); /* counts, removes nothing */
+  int64_t ua = use_of(e, 1000), ub = use_of(e, 2000), total = db_bytes(e);
+  assert_true(ua > 3 * ub);
+  e->d.cfg.retain_uid_bytes = (uint64_t)(ub + (ua - ub) / 2); /* A over, B within */
+  e->d.cfg.retain_bytes = (uint64_t)(total - total / 8);     /* the store over */
+  e->d.store->use_t_ns = 0;
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  printf("live_over: use A %lld (all live), B %lld; share %llu, limit %llu, store %lld: "
+         "A keeps %lld of 10, B %lld of 3\n", (long long)ua, (long long)ub,
+         (unsigned long long)e->d.cfg.retain_uid_bytes, (unsigned long long)e->d.cfg.retain_bytes,
+         (long long)db_bytes(e), (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"),
+         (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"));
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 10);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), 3);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 2000"), 500);
+  /* A's processes end: A loses its own oldest until within its share */
+  for (int i = 0; i < 10; i++)
+    procs[i].state = GPD_PROC_EXITED;
+  e->d.store->use_t_ns = 0;
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  int64_t a_left = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
+  printf("live_over: A ended: A keeps %lld of 10, B %lld of 3\n", (long long)a_left,
+         (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"));
+  assert_true(a_left > 0 && a_left < 10);
+  assert_int_equal(q1(e, "SELECT MIN(id) FROM profile WHERE uid = 1000"), 100 + 10 - a_left);
+  assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"), 3);
+  e->d.procs = NULL;
+  e->d.nprocs = 0;
+  free(procs);
+  env_free(e);
+}
+
 /* --------------------------------------------------------- shared ids */
 
 /* Context ids are hashes of calling paths: another user running the same
@@ -494,7 +551,7 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
-      cmocka_unit_test(test_quota), cmocka_unit_test(test_shared_ids),
+      cmocka_unit_test(test_quota), cmocka_unit_test(test_live_over), cmocka_unit_test(test_shared_ids),
       cmocka_unit_test(test_gpubins),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

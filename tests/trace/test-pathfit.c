@@ -63,8 +63,38 @@ static void test_short(void **state) {
   assert_string_equal(fit("a > b > c", 9), "c < b < a");
 }
 
+/* gpd_render_short_name (cli/render.c): kernels' short names keep
+ * anonymous namespaces and lambdas (PyTorch's names, seen on an H200:
+ * docs/VALIDATION.md) and drop the return type, template arguments and
+ * the argument list. */
+static const char *shortn(const char *name, size_t n) {
+  static char buf[512];
+  gpd_render_short_name(buf, n, name);
+  return buf;
+}
+
+static void test_short_name(void **state) {
+  (void)state;
+  assert_string_equal(shortn("void at::native::(anonymous namespace)::reduce_kernel<128, 4, at::native::ReduceOp<float, "
+                             "at::native::func_wrapper_t<float, f> > >(at::native::ReduceOp<float, f>)",
+                             512),
+                      "at::native::(anonymous namespace)::reduce_kernel");
+  assert_string_equal(shortn("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                             "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+                             512),
+                      "at::native::vectorized_elementwise_kernel");
+  assert_string_equal(shortn("void at::native::(anonymous namespace)::foo<{lambda(int)#2}>::operator()(int)", 512),
+                      "at::native::(anonymous namespace)::foo::operator()");
+  assert_string_equal(shortn("at::native::{lambda(float)#1}::run(float*)", 512), "at::native::{lambda(float)#1}::run");
+  assert_string_equal(shortn("axpy_kernel(float*)", 512), "axpy_kernel");
+  assert_string_equal(shortn("fmha_cutlassB_f32_aligned_64x64_k64_dropout_sm80", 512),
+                      "fmha_cutlassB_f32_aligned_64x64_k64_dropout_sm80");
+  /* bounded by the buffer */
+  assert_string_equal(shortn("void at::native::(anonymous namespace)::k(int)", 16), "at::native::(an");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_leaf_first), cmocka_unit_test(test_long_frame),
-                                     cmocka_unit_test(test_short)};
+                                     cmocka_unit_test(test_short), cmocka_unit_test(test_short_name)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
