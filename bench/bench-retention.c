@@ -3,7 +3,7 @@
  * (the baseline: no index on metric / cct_local by context or on context
  * by (uid, parent), each profile removed in one transaction, then the
  * orphan DELETE ... NOT EXISTS repeated until it removes nothing), on
- * copies of one synthetic store (tests/store/retain-fill.h: 40 finished
+ * copies of one synthetic store (store/store-fixture-retain.h: 40 finished
  * profiles of one uid, each over a twentieth of the contexts, 2 000
  * trace rows each), the limit at 60 % of the store's size
  * (docs/PERFORMANCE.md, "Retention").
@@ -27,98 +27,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
-
 #include "gpuprof/clock.h"
 
 #include "daemon.h"
-#include "retain-fill.h"
+#include "store-fixture-retain.h"
+#include "store-fixture.h"
 #include "store-internal.h"
 
 static void die(const char *what) {
   fprintf(stderr, "bench-retention: %s\n", what);
   exit(1);
-}
-
-static int64_t q1(sqlite3 *db, const char *sql) {
-  sqlite3_stmt *st = NULL;
-  int64_t v = -1;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return v;
-}
-
-static int64_t db_bytes(sqlite3 *db) {
-  return (q1(db, "PRAGMA page_count") - q1(db, "PRAGMA freelist_count")) * q1(db, "PRAGMA page_size");
-}
-
-/* ------------------------------------------------- the old statements */
-
-typedef struct {
-  uint64_t hold_max_ns;
-  int removed, timed_out;
-} old_run_t;
-
-static int old_exec(sqlite3 *db, const char *sql, old_run_t *o, int timed) {
-  uint64_t t = gpd_clock_ns();
-  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-  uint64_t dt = gpd_clock_ns() - t;
-  if (timed && dt > o->hold_max_ns)
-    o->hold_max_ns = dt;
-  return rc == SQLITE_OK ? 0 : -1;
-}
-
-/* retention.c before issue 23, by size only; stops at deadline */
-static void old_retain(sqlite3 *db, uint64_t max_bytes, uint64_t deadline, old_run_t *o) {
-  static const char *tabs[] = {"metric", "cct_local", "string", "module", "backend", "pending",
-                               "ring_cursor", "cpu_counter", "pcsample", "pcsample_cubin",
-                               "pcsample_stat", "cpu_sample_stat", "trace_event", "trace_launch",
-                               "trace_stat", "trace_duty", "trace_duty_launch", "trace_window"};
-  for (int round = 0; round < 4096; round++) {
-    if (gpd_clock_ns() > deadline) {
-      o->timed_out = 1;
-      return;
-    }
-    if ((uint64_t)db_bytes(db) <= max_bytes)
-      return;
-    int64_t victim = q1(db, "SELECT id FROM profile WHERE state != 'running'"
-                            " ORDER BY COALESCE(end_ns, start_ns, 0), id LIMIT 1");
-    if (victim < 0)
-      return;
-    char sql[4096];
-    int n = snprintf(sql, sizeof sql, "BEGIN IMMEDIATE;");
-    for (size_t i = 0; i < sizeof tabs / sizeof tabs[0]; i++)
-      n += snprintf(sql + n, sizeof sql - (size_t)n, "DELETE FROM %s WHERE profile_id=%lld;", tabs[i],
-                    (long long)victim);
-    snprintf(sql + n, sizeof sql - (size_t)n,
-             "DELETE FROM trace_cpu_sample WHERE profile=%lld; DELETE FROM profile WHERE id=%lld;"
-             " COMMIT;",
-             (long long)victim, (long long)victim);
-    if (old_exec(db, sql, o, 1) < 0)
-      die("old: delete profile");
-    o->removed++;
-    for (int k = 0; k < 256; k++) {
-      if (gpd_clock_ns() > deadline) {
-        o->timed_out = 1;
-        return;
-      }
-      if (old_exec(db,
-                   "DELETE FROM context AS x WHERE parent != 0 AND NOT EXISTS"
-                   " (SELECT 1 FROM metric m JOIN profile p ON p.id=m.profile_id"
-                   "  WHERE m.context_id=x.id AND p.uid=x.uid)"
-                   " AND NOT EXISTS (SELECT 1 FROM cct_local l JOIN profile p ON p.id=l.profile_id"
-                   "  WHERE l.context_id=x.id AND p.uid=x.uid)"
-                   " AND NOT EXISTS (SELECT 1 FROM context y WHERE y.uid=x.uid AND y.parent=x.id);",
-                   o, 1) < 0)
-        die("old: contexts");
-      if (sqlite3_changes(db) == 0)
-        break;
-    }
-    old_exec(db, "DELETE FROM frame AS f WHERE NOT EXISTS (SELECT 1 FROM context c"
-                 " WHERE c.uid=f.uid AND c.id=f.context_id);", o, 1);
-    old_exec(db, "PRAGMA incremental_vacuum;", o, 1);
-  }
 }
 
 /* ------------------------------------------------------------- driver */
@@ -137,34 +55,28 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   unlink(a);
   unlink(b);
   gpd_store_t *st = NULL;
-  sqlite3 *db = NULL;
-  retain_fill_t f = {1000, 1, 40, nctx, nctx / 20, 2000, 1000000};
+  gpd_store_fixture_fill_t f = {1000, 1, 40, nctx, nctx / 20, 2000, 1000000};
   /* what the indexes cost the writes: the same rows into a file without
    * them (one transaction, as a flush writes) */
   char c[1100];
   snprintf(c, sizeof c, "%s/ret-%d-noidx.gpdb", dir, nctx);
   unlink(c);
-  if (gpd_store_open(&st, c) < 0 || sqlite3_open(c, &db) != SQLITE_OK)
+  if (gpd_store_open(&st, c) < 0 || gpd_store_fixture_drop_retain_indexes(c) < 0)
     die("open");
-  sqlite3_exec(db, "DROP INDEX metric_context; DROP INDEX cct_local_context; DROP INDEX context_parent;"
-                   " DROP INDEX profile_end; DROP INDEX profile_uid_age;", NULL, NULL, NULL);
   uint64_t tf = gpd_clock_ns();
-  if (retain_fill(db, &f) < 0)
+  if (gpd_store_fixture_retain_fill(c, &f) < 0)
     die("fill");
   double fill_plain = (double)(gpd_clock_ns() - tf) / 1e9;
-  sqlite3_close(db);
   gpd_store_close(st);
   unlink(c);
-  if (gpd_store_open(&st, a) < 0 || sqlite3_open(a, &db) != SQLITE_OK)
+  if (gpd_store_open(&st, a) < 0)
     die("open");
   tf = gpd_clock_ns();
-  if (retain_fill(db, &f) < 0)
+  if (gpd_store_fixture_retain_fill(a, &f) < 0)
     die("fill");
   double fill_idx = (double)(gpd_clock_ns() - tf) / 1e9;
-  sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", NULL, NULL, NULL);
-  int64_t size = db_bytes(db);
+  int64_t size = (int64_t)gpd_store_fixture_bytes(a); /* after a WAL checkpoint */
   uint64_t limit = (uint64_t)size * 6 / 10;
-  sqlite3_close(db);
   gpd_store_close(st);
   copy_file(a, b);
 
@@ -187,16 +99,13 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   gpd_store_close(d.store);
 
   /* before: the old statements on the old schema */
-  if (sqlite3_open(b, &db) != SQLITE_OK)
+  if (gpd_store_fixture_drop_retain_indexes(b) < 0)
     die("open b");
-  sqlite3_busy_timeout(db, 10000);
-  sqlite3_exec(db, "DROP INDEX metric_context; DROP INDEX cct_local_context; DROP INDEX context_parent;"
-                   " DROP INDEX profile_end; DROP INDEX profile_uid_age;", NULL, NULL, NULL);
-  old_run_t o = {0};
+  gpd_store_fixture_old_t o;
   t = gpd_clock_ns();
-  old_retain(db, limit, t + (uint64_t)(old_limit_s * 1e9), &o);
+  if (gpd_store_fixture_old_retain(b, limit, t + (uint64_t)(old_limit_s * 1e9), &o) < 0)
+    die("old retention");
   double old_s = (double)(gpd_clock_ns() - t) / 1e9;
-  sqlite3_close(db);
   printf("| %6d | %5.1f MiB | %s%.2f s | %d | %.0f ms | %.2f s | %llu | %.1f ms | %llu | %s%.0fx |"
          " %.2f / %.2f s |\n",
          nctx, size / 1048576.0, o.timed_out ? ">" : "", old_s, o.removed, o.hold_max_ns / 1e6,

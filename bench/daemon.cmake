@@ -29,8 +29,7 @@ endif()
 # statements as the baseline (docs/PERFORMANCE.md, "Retention").
 if(TARGET gpd_daemon_core)
   add_executable(bench-retention ${CMAKE_CURRENT_LIST_DIR}/bench-retention.c)
-  target_include_directories(bench-retention PRIVATE ${PROJECT_SOURCE_DIR}/tests/store)
-  target_link_libraries(bench-retention PRIVATE gpd_daemon_core)
+  target_link_libraries(bench-retention PRIVATE gpd_daemon_core gpd_store_fixture)
   set_target_properties(bench-retention PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 endif()
 # bench-snapshot: the store writer's longest hold of the daemon lock at

@@ -28,7 +28,7 @@
 
 #include "gpuprof/record.h"
 
-#include "trace-layout.h"
+#include "xcorrix.h"
 #include "trace.h"
 
 typedef struct {

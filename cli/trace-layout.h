@@ -10,21 +10,11 @@
 #define GPD_CLI_TRACE_LAYOUT_H
 
 #include "trace.h"
+#include "xcorrix.h"
 
 /** 1 for operations timed on the host (sync, alloc, free): drawn on the
  *  CPU thread that ran them when their launch is known. */
 int gpd__xtrace_host_op(unsigned op);
-
-/** Launch index by (profile, correlation id). */
-typedef struct gpd_xcorrix_s {
-  size_t *slot; /* open addressing: launch index + 1 */
-  size_t cap;   /* power of two */
-} gpd_xcorrix_t;
-
-/** Index x's launches.  0 or -ENOMEM. */
-int gpd__xcorrix_build(gpd_xcorrix_t *ix, const gpd_xtrace_t *x);
-/** Index in x->la of the launch of (profile, corr), or -1. */
-long gpd__xcorrix_get(const gpd_xcorrix_t *ix, const gpd_xtrace_t *x, uint64_t profile, uint64_t corr);
 
 /** A track: a CPU thread (key = tid, lane 0) or a GPU stream lane (key =
  *  device << 32 | stream). */

@@ -191,27 +191,3 @@ void gpd_pcrotate_client_gone(struct gpd_client_s *c) {
     cur_close(NULL, 0, "lost (the process ended)");
 }
 
-void gpd_pcrotate_text(const gpd_proc_t *p, uint64_t now_ns, char *out, size_t n) {
-  const gpd_pcrot_proc_t *r = &p->pcrot;
-  size_t len = 0;
-  out[0] = '\0';
-  uint32_t win, per;
-  int busy;
-  int planned = p->state == GPD_PROC_RUNNING && r->next_ns && gpd_policy_pcs(p, &win, &per, &busy) == 0 && win;
-  if (r->windows == 0) {
-    if (planned)
-      snprintf(out, n, "rotating PC-sampling windows: the first in %.0f s",
-               r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
-    return;
-  }
-  uint64_t end = p->state == GPD_PROC_RUNNING || !p->end_ns ? now_ns : p->end_ns;
-  double life = end > p->start_ns ? (double)(end - p->start_ns) / 1e9 : 0;
-  len = (size_t)snprintf(out, n, "PC samples estimated from %" PRIu32 " rotating window%s (%.1f s of %.1f s)",
-                         r->windows, r->windows == 1 ? "" : "s", (double)r->window_ns / 1e9, life);
-  if (len < n && (r->skipped || r->refused))
-    len += (size_t)snprintf(out + len, n - len, ", %" PRIu32 " skipped busy, %" PRIu32 " refused", r->skipped,
-                            r->refused);
-  if (len < n && planned)
-    snprintf(out + len, n - len, ", next in %.0f s",
-             r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
-}

@@ -63,10 +63,5 @@ void gpd_pcrotate_preempt(struct gpd_proc_s *p);
 /** Connection c is closing: the window open in its process ends. */
 void gpd_pcrotate_client_gone(struct gpd_client_s *c);
 
-/** "PC samples estimated from N rotating windows (X s of Y s), next in
- *  Z s" for p (lifetime Y up to now_ns, or its end), "rotating
- *  PC-sampling windows: the first in Z s", or "" when it had none and
- *  none is planned.  Main thread. */
-void gpd_pcrotate_text(const struct gpd_proc_s *p, uint64_t now_ns, char *out, size_t n);
 
 #endif

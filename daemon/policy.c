@@ -455,13 +455,42 @@ int gpd_policy_pcs(const gpd_proc_t *p, uint32_t *win_ms, uint32_t *per_s, int *
   return 0;
 }
 
+/* "PC samples estimated from N rotating windows (X s of Y s), next in
+ *  Z s" for p (lifetime Y up to now_ns, or its end), "rotating
+ *  PC-sampling windows: the first in Z s", or "" when it had none and
+ *  none is planned.  Main thread. */
+static void pcrot_text(const gpd_proc_t *p, uint64_t now_ns, char *out, size_t n) {
+  const gpd_pcrot_proc_t *r = &p->pcrot;
+  size_t len = 0;
+  out[0] = '\0';
+  uint32_t win, per;
+  int busy;
+  int planned = p->state == GPD_PROC_RUNNING && r->next_ns && gpd_policy_pcs(p, &win, &per, &busy) == 0 && win;
+  if (r->windows == 0) {
+    if (planned)
+      snprintf(out, n, "rotating PC-sampling windows: the first in %.0f s",
+               r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
+    return;
+  }
+  uint64_t end = p->state == GPD_PROC_RUNNING || !p->end_ns ? now_ns : p->end_ns;
+  double life = end > p->start_ns ? (double)(end - p->start_ns) / 1e9 : 0;
+  len = (size_t)snprintf(out, n, "PC samples estimated from %" PRIu32 " rotating window%s (%.1f s of %.1f s)",
+                         r->windows, r->windows == 1 ? "" : "s", (double)r->window_ns / 1e9, life);
+  if (len < n && (r->skipped || r->refused))
+    len += (size_t)snprintf(out + len, n - len, ", %" PRIu32 " skipped busy, %" PRIu32 " refused", r->skipped,
+                            r->refused);
+  if (len < n && planned)
+    snprintf(out + len, n - len, ", next in %.0f s",
+             r->next_ns > now_ns ? (double)(r->next_ns - now_ns) / 1e9 : 0.0);
+}
+
 /* pcs_state of p: the busy text and the rotating windows' estimate
  * ("busy: ...; PC samples estimated from N rotating windows ..."). */
 static void pcs_state_msg(const gpd_proc_t *p, Gpuprof__Process *m) {
   const gpd_proc_policy_t *pp = p->policy;
   const char *busy = pp && p->state == GPD_PROC_RUNNING ? pp->rep[GPD_API_CUDA].busy : "";
   char rot[192], all[400];
-  gpd_pcrotate_text(p, gpd_clock_ns(), rot, sizeof rot);
+  pcrot_text(p, gpd_clock_ns(), rot, sizeof rot);
   if (!busy[0] && !rot[0])
     return;
   snprintf(all, sizeof all, "%s%s%s", busy, busy[0] && rot[0] ? "; " : "", rot);

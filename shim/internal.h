@@ -301,6 +301,13 @@ int gpd_thread_pushing(void);
 int gpd_thread_enter(void);
 void gpd_thread_leave(int prev);
 void gpd_thread_init(void);
+/** Register the CPU sampler's per-thread timer hooks (main.c, before
+ *  gpd_cpu_sampler_init): `start` runs once per thread when its memo is
+ *  allocated (gpd_thread_memo), `stop` when the thread exits (its key
+ *  destructor).  Passed in rather than called by name so that thread.c,
+ *  below the sampler, does not call up into it.  Either may be NULL (no
+ *  call).  Constructor only; read with acquire loads on any thread. */
+void gpd_thread_timer_hooks(void (*start)(void), void (*stop)(void));
 /** At process exit: retire the calling thread's ring. */
 void gpd_thread_exit_current(void);
 
@@ -476,7 +483,8 @@ void gpd_cpu_sampler_init(void);
  *  GPUPROF_CPU_SAMPLING chose it (*from_env = 1) or the daemon's policy. */
 uint32_t gpd_cpu_sampler_rate(int *from_env);
 /** Start the calling thread's CPU-time timer if sampling is on and it has
- *  none (thread.c, once per thread when its memo is allocated). */
+ *  none (thread.c's start hook: once per thread when its memo is
+ *  allocated). */
 void gpd_cpu_sampler_thread_start(void);
 /** The sampling signal while sampling is on (configured, not backed off
  *  or stopped), else 0 (pthread-wrappers.c asks before wrapping). */
@@ -489,7 +497,8 @@ GPD_EXPORT int gpd_shim__cpusample_timers(void);
 /** Test hook: CPU time (ns) the calling thread's timer signals carried
  *  (out[0]) and its pushed samples carry (out[1]). */
 GPD_EXPORT void gpd_shim__cpusample_thread_ns(uint64_t out[2]);
-/** Delete the calling thread's timer (thread exit; blocks the signal). */
+/** Delete the calling thread's timer (thread exit, thread.c's stop hook;
+ *  blocks the signal). */
 void gpd_cpu_sampler_thread_stop(void);
 /** Stop sampling in this process (destructor): no more samples pushed. */
 void gpd_cpu_sampler_stop(void);

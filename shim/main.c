@@ -125,6 +125,7 @@ __attribute__((constructor)) static void shim_ctor(void) {
   gpd_strings_init();
   pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
   (void)gpd_conn_start(GPD_SHIM_CTOR_WAIT_MS);
+  gpd_thread_timer_hooks(gpd_cpu_sampler_thread_start, gpd_cpu_sampler_thread_stop);
   gpd_cpu_sampler_init();
   for (size_t i = 0; i < shim_nbackends; i++) {
     int err = backends[i]->init ? backends[i]->init() : 0;

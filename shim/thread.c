@@ -38,10 +38,16 @@ typedef struct thread_state_s {
 static __thread thread_state_t tls;
 static pthread_key_t thread_key;
 static int thread_key_ok;
+/* the CPU sampler's per-thread timer start and stop (main.c registers
+ * cpu-sampler.c's); NULL: none */
+static void (*_Atomic thread_timer_start)(void);
+static void (*_Atomic thread_timer_stop)(void);
 
 static void thread_destroy(void *arg) {
   thread_state_t *t = arg;
-  gpd_cpu_sampler_thread_stop(); /* no sample after this (signal blocked) */
+  void (*stop)(void) = atomic_load_explicit(&thread_timer_stop, memory_order_acquire);
+  if (stop)
+    stop(); /* no sample after this (signal blocked) */
   if (t->state == 1 && t->gen == atomic_load(&gpd_shim__g.gen) && gpd_shim_active())
     gpd_producer_retire(&t->p);
   t->state = 0;
@@ -51,6 +57,11 @@ static void thread_destroy(void *arg) {
   if (m)
     munmap(m, sizeof *m);
   t->key_set = 0;
+}
+
+void gpd_thread_timer_hooks(void (*start)(void), void (*stop)(void)) {
+  atomic_store_explicit(&thread_timer_start, start, memory_order_release);
+  atomic_store_explicit(&thread_timer_stop, stop, memory_order_release);
 }
 
 void gpd_thread_init(void) {
@@ -228,7 +239,9 @@ gpd_capture_memo_t *gpd_thread_memo(void) {
   if (m) {
     thread_register();
     tls.memo = m;
-    gpd_cpu_sampler_thread_start();
+    void (*start)(void) = atomic_load_explicit(&thread_timer_start, memory_order_acquire);
+    if (start)
+      start();
   }
   return m;
 }

@@ -3,8 +3,7 @@
 # build dir.
 if(TARGET gpd_daemon_core AND CMOCKA_FOUND)
   add_executable(test-retention ${CMAKE_CURRENT_LIST_DIR}/store/test-retention.c)
-  target_include_directories(test-retention PRIVATE ${CMAKE_CURRENT_LIST_DIR}/store)
-  target_link_libraries(test-retention PRIVATE gpd_daemon_core PkgConfig::CMOCKA)
+  target_link_libraries(test-retention PRIVATE gpd_daemon_core gpd_store_fixture PkgConfig::CMOCKA)
   add_test(NAME store.retention-unit COMMAND test-retention)
   set_tests_properties(store.retention-unit PROPERTIES LABELS unit TIMEOUT 120)
 endif()

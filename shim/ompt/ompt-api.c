@@ -104,7 +104,8 @@ static int tool_sym_in(void *handle, const void *sym) {
 
 /* Open the tools of OMP_TOOL_LIBRARIES (a ':' list) in order; keep the
  * first whose ompt_start_tool answers. */
-static void tool_chain_start(unsigned int omp_version, const char *runtime_version) {
+static void tool_chain_start(unsigned int omp_version, const char *runtime_version,
+                             ompt_start_tool_result_t *(*self)(unsigned int, const char *)) {
   const char *list = getenv("OMP_TOOL_LIBRARIES");
   if (!list || !*list)
     return;
@@ -115,7 +116,7 @@ static void tool_chain_start(unsigned int omp_version, const char *runtime_versi
       continue;
     ompt_start_tool_result_t *(*start)(unsigned int, const char *) =
         (ompt_start_tool_result_t * (*)(unsigned int, const char *)) dlsym(h, "ompt_start_tool");
-    if (!start || start == ompt_start_tool || !tool_sym_in(h, (const void *)start)) { /* not the shim itself */
+    if (!start || start == self || !tool_sym_in(h, (const void *)start)) { /* not the shim itself */
       dlclose(h);
       continue;
     }
@@ -134,7 +135,8 @@ static int tool_is_offload(struct dl_phdr_info *info, size_t size, void *data) {
   return info->dlpi_name && strstr(info->dlpi_name, "libomptarget") != NULL;
 }
 
-ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *runtime_version) {
+ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *runtime_version,
+                                         ompt_start_tool_result_t *(*self)(unsigned int, const char *)) {
   static ompt_start_tool_result_t mine = {tool_initialize, tool_finalize, {0}};
   const char *env = getenv("GPUPROF_OMPT");
   if (env && strcmp(env, "0") == 0)
@@ -146,7 +148,7 @@ ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *r
    * every parallel region, for nothing the shim records. */
   if (!dl_iterate_phdr(tool_is_offload, NULL))
     return NULL;
-  tool_chain_start(omp_version, runtime_version);
+  tool_chain_start(omp_version, runtime_version, self);
   return &mine;
 }
 

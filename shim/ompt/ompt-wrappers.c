@@ -19,7 +19,7 @@
 #include "ompt.h"
 
 GPD_EXPORT ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version, const char *runtime_version) {
-  return gpd_ompt_start(omp_version, runtime_version);
+  return gpd_ompt_start(omp_version, runtime_version, ompt_start_tool);
 }
 
 /* LLVM's ident_t (openmp/runtime/src/kmp.h): psource after four int32. */

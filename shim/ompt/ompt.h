@@ -32,8 +32,12 @@
  *  before the runtime's target callback reads it. */
 void gpd_ompt_launch_note(const char *psource);
 
-/** ompt_start_tool's body (ompt-wrappers.c exports it). */
-ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *runtime_version);
+/** ompt_start_tool's body (ompt-wrappers.c exports it).  `self` is the
+ *  shim's own ompt_start_tool, passed by the wrapper: a tool of
+ *  OMP_TOOL_LIBRARIES whose ompt_start_tool is `self` (the shim named
+ *  there again) is skipped when chaining. */
+ompt_start_tool_result_t *gpd_ompt_start(unsigned int omp_version, const char *runtime_version,
+                                         ompt_start_tool_result_t *(*self)(unsigned int, const char *));
 
 /** Register the target callbacks through `set` (the runtime's, or the
  *  chaining one).  Returns how many were accepted. */

@@ -1,135 +1,21 @@
-/* opencl-api.c - the OpenCL back end's plumbing: the next definitions of
- * the cl* calls (dlsym(RTLD_NEXT), falling back to dlopen of the ICD
- * loader), the table the back end's own calls use (the layer's next table
- * once a loader installed the layer), the queue and device tables, the
- * slab of callback contexts and the CL_COMPLETE event callback.
- *
- * Callback contexts: fixed-size slabs of OCL_SLAB entries, at most
- * OCL_MAX_SLABS (so at most OCL_SLAB * OCL_MAX_SLABS commands in flight
- * are profiled; more are counted and let through unprofiled).  Free list:
- * a Treiber stack of indices with an ABA tag; a slab is malloc'd (slow
- * path) only when the list is empty; slabs are never freed.
+/* opencl-api.c - the OpenCL back end's tables and its place in the shim:
+ * the queue and device tables (a queue's stream id, device index and
+ * pending list), the kernel-name cache, the fork hooks and the ops table
+ * (backends.h).  Above opencl-events.c, opencl-pending.c and
+ * opencl-loader.c.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "gpuprof/clock.h"
-#include "gpuprof/error.h"
-#include "gpuprof/log.h"
 #include "opencl.h"
 
-#define OCL_SLAB 4096u
-#define OCL_MAX_SLABS 64u
 #define OCL_MAX_QUEUES GPD_OCL_MAX_QUEUES
 #define OCL_MAX_DEVICES 64u
-
-static gpd_ocl_api_t ocl_next;
-static uintptr_t ocl_next_base; /* module of the next definitions */
-static pthread_once_t ocl_once = PTHREAD_ONCE_INIT;
-static int ocl_log_sym, ocl_log_slab, ocl_log_cb;
-static atomic_int ocl_ready; /* 1: the event API was found (OpenCL in use) */
-
-_Atomic long gpd_ocl_pending_n;
 
 /* Commands whose ACTIVITY is not pushed yet: waiting for a callback or in
  * a pending list. */
 GPD_EXPORT long gpd_shim__ocl_pending(void) { return atomic_load(&gpd_ocl_pending_n) + gpd_ocl_pend_count(); }
-
-static void ocl_resolve(void) {
-  void *h = NULL;
-#define GPD_OCL_FN(ret, name, args)                                                                     \
-  ocl_next.name = (ret(CL_API_CALL *) args)dlsym(RTLD_NEXT, #name);                                     \
-  if (!ocl_next.name) {                                                                                 \
-    if (!h)                                                                                             \
-      h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);                                              \
-    if (h)                                                                                              \
-      ocl_next.name = (ret(CL_API_CALL *) args)dlsym(h, #name);                                         \
-    if (!ocl_next.name)                                                                                 \
-      GPD_LOG_ONCE(ocl_log_sym, GPD_LOG_WARN, "OpenCL: %s not found; some calls are not profiled", #name); \
-  }
-#include "opencl-fns.h"
-#undef GPD_OCL_FN
-  Dl_info info;
-  if (ocl_next.clFinish && dladdr((void *)ocl_next.clFinish, &info))
-    ocl_next_base = (uintptr_t)info.dli_fbase;
-  gpd_shim_vendor_module("libOpenCL.so");
-  gpd_shim_vendor_module("libpocl");
-  const gpd_ocl_api_t *a = gpd_ocl_layer_api();
-  if (!a)
-    a = &ocl_next;
-  int ok = a->clSetEventCallback && a->clGetEventProfilingInfo && a->clReleaseEvent && a->clRetainEvent;
-  gpd_shim_backend_status(GPD_API_OPENCL, ok, ok ? 0 : GPD_ENOVENDOR,
-                          ok ? NULL : "OpenCL event API not found");
-  atomic_store(&ocl_ready, ok);
-}
-
-const gpd_ocl_api_t *gpd_ocl_next(void) {
-  pthread_once(&ocl_once, ocl_resolve);
-  return &ocl_next;
-}
-
-uintptr_t gpd_ocl_next_base(void) { return ocl_next_base; }
-
-const gpd_ocl_api_t *gpd_ocl_api(void) {
-  pthread_once(&ocl_once, ocl_resolve);
-  const gpd_ocl_api_t *l = gpd_ocl_layer_api();
-  return l ? l : &ocl_next;
-}
-
-/* ------------------------------------------------------ callback contexts */
-
-static gpd_ocl_ctx_t *ocl_slabs[OCL_MAX_SLABS];
-static _Atomic uint32_t ocl_nslabs;
-static _Atomic uint64_t ocl_free; /* tag << 32 | (index + 1) */
-static pthread_mutex_t ocl_slab_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline gpd_ocl_ctx_t *ocl_ctx_at(uint32_t idx) { return &ocl_slabs[idx / OCL_SLAB][idx % OCL_SLAB]; }
-
-void gpd_ocl_ctx_put(gpd_ocl_ctx_t *c) {
-  uint64_t h = atomic_load_explicit(&ocl_free, memory_order_relaxed), nh;
-  do {
-    atomic_store_explicit(&c->next, (uint32_t)h, memory_order_relaxed);
-    nh = ((h >> 32) + 1) << 32 | (uint64_t)(c->self + 1);
-  } while (!atomic_compare_exchange_weak_explicit(&ocl_free, &h, nh, memory_order_release, memory_order_relaxed));
-}
-
-gpd_ocl_ctx_t *gpd_ocl_ctx_get(void) {
-  for (;;) {
-    uint64_t h = atomic_load_explicit(&ocl_free, memory_order_acquire);
-    while ((uint32_t)h) {
-      gpd_ocl_ctx_t *c = ocl_ctx_at((uint32_t)h - 1);
-      uint64_t nh = ((h >> 32) + 1) << 32 | atomic_load_explicit(&c->next, memory_order_relaxed);
-      if (atomic_compare_exchange_weak_explicit(&ocl_free, &h, nh, memory_order_acquire, memory_order_acquire))
-        return c;
-    }
-    /* Empty: add a slab (slow path, under a lock). */
-    pthread_mutex_lock(&ocl_slab_lock);
-    uint32_t n = atomic_load(&ocl_nslabs);
-    int grown = 0;
-    if ((uint32_t)atomic_load(&ocl_free) == 0 && n < OCL_MAX_SLABS) {
-      gpd_ocl_ctx_t *s = calloc(OCL_SLAB, sizeof *s);
-      if (s) {
-        ocl_slabs[n] = s;
-        atomic_store(&ocl_nslabs, n + 1);
-        for (uint32_t i = 0; i < OCL_SLAB; i++) {
-          s[i].self = n * OCL_SLAB + i;
-          gpd_ocl_ctx_put(&s[i]);
-        }
-        grown = 1;
-      }
-    } else if ((uint32_t)atomic_load(&ocl_free) != 0) {
-      grown = 1; /* someone refilled it */
-    }
-    pthread_mutex_unlock(&ocl_slab_lock);
-    if (!grown) {
-      GPD_LOG_ONCE(ocl_log_slab, GPD_LOG_WARN, "OpenCL: too many commands in flight; some are not profiled");
-      return NULL;
-    }
-  }
-}
 
 /* ------------------------------------------------------ queues, devices */
 
@@ -331,54 +217,8 @@ uint32_t gpd_ocl_kernel_name(cl_kernel k) {
   return id;
 }
 
-/* ------------------------------------------------------------- callback */
-
-/* Runs on a runtime worker thread (PoCL) or, for a command that already
- * completed, on the thread that called clSetEventCallback. */
-static void CL_CALLBACK ocl_event_cb(cl_event e, cl_int status, void *arg) {
-  gpd_ocl_ctx_t *c = arg;
-  int prev = gpd_thread_enter();
-  gpd_rec_activity_t a;
-  gpd_ocl_translate(c, e, status, &a);
-  (void)gpd_shim_push_activity(&a);
-  gpd_ocl_api()->clReleaseEvent(e); /* our retain, or our own event */
-  gpd_ocl_ctx_put(c);
-  atomic_fetch_sub_explicit(&gpd_ocl_pending_n, 1, memory_order_release);
-  gpd_thread_leave(prev);
-}
-
-int gpd_ocl_watch(cl_event e, const gpd_ocl_ctx_t *f) {
-  const gpd_ocl_api_t *api = gpd_ocl_api();
-  gpd_ocl_ctx_t *c = gpd_ocl_ctx_get();
-  if (!c) {
-    api->clReleaseEvent(e);
-    return -1;
-  }
-  uint32_t self = c->self;
-  *c = *f;
-  c->self = self;
-  atomic_fetch_add_explicit(&gpd_ocl_pending_n, 1, memory_order_relaxed);
-  cl_int rc = api->clSetEventCallback(e, CL_COMPLETE, ocl_event_cb, c);
-  if (rc != CL_SUCCESS) {
-    /* Failed: the callback will never run (spec), undo. */
-    atomic_fetch_sub(&gpd_ocl_pending_n, 1);
-    api->clReleaseEvent(e);
-    gpd_ocl_ctx_put(c);
-    GPD_LOG_ONCE(ocl_log_cb, GPD_LOG_WARN, "OpenCL: clSetEventCallback failed (%d); activity lost", rc);
-    return -1;
-  }
-  return 0;
-}
-
 void gpd_ocl_atfork_child(void) {
-  /* The parent's commands never complete here: every context is free. */
-  pthread_mutex_init(&ocl_slab_lock, NULL);
-  atomic_store(&ocl_free, 0);
-  uint32_t n = atomic_load(&ocl_nslabs);
-  for (uint32_t s = 0; s < n; s++)
-    for (uint32_t i = 0; i < OCL_SLAB; i++)
-      gpd_ocl_ctx_put(&ocl_slabs[s][i]);
-  atomic_store(&gpd_ocl_pending_n, 0);
+  gpd_ocl_ctx_reset();
   memset(ocl_queues, 0, sizeof ocl_queues);
   memset(ocl_kn, 0, sizeof ocl_kn); /* the string table was wiped too */
   gpd_ocl_pend_fork_child();
@@ -389,10 +229,10 @@ void gpd_ocl_atfork_child(void) {
 
 #include "../backends.h"
 
-static void ocl_fork_prepare(void) { pthread_mutex_lock(&ocl_slab_lock); }
-static void ocl_fork_parent(void) { pthread_mutex_unlock(&ocl_slab_lock); }
+static void ocl_fork_prepare(void) { gpd_ocl_ctx_lock(); }
+static void ocl_fork_parent(void) { gpd_ocl_ctx_unlock(); }
 static void ocl_fork_child(void) {
-  pthread_mutex_unlock(&ocl_slab_lock); /* taken in prepare by this thread */
+  gpd_ocl_ctx_unlock(); /* taken in prepare by this thread */
   gpd_ocl_atfork_child();
 }
 
@@ -402,7 +242,7 @@ static void ocl_fork_child(void) {
  * OpenCL; -ENOTSUP before that and for every other kind. */
 static int ocl_control(const gpd_control_t *c, uint32_t *targets, char *msg, size_t n) {
   (void)targets;
-  if (c->kind != GPD_CONTROL_TRACE || !atomic_load(&ocl_ready))
+  if (c->kind != GPD_CONTROL_TRACE || !gpd_ocl_ready())
     return -ENOTSUP;
   snprintf(msg, n, "always traced");
   return 0;

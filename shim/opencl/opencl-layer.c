@@ -44,17 +44,17 @@
 #define OCL_LAYER_NAME "gpuprof"
 #define OCL_LAYERS_MAX 8192 /* longest OPENCL_LAYERS value we extend */
 
-static gpd_ocl_api_t layer_next;              /* next table from the loader */
-static cl_icd_dispatch layer_dispatch;        /* ours: recorded calls only */
-static _Atomic uintptr_t layer_loader;        /* base of the installing loader; 0 = not installed */
+static cl_icd_dispatch layer_dispatch; /* ours: recorded calls only */
 static const char *layer_why = "the ICD loader did not load it (no OPENCL_LAYERS support?)";
 static int layer_off; /* GPUPROF_OPENCL_LAYER=0: refuse even an inherited OPENCL_LAYERS entry */
 static int layer_log_fallback, layer_log_second;
 
 /* ------------------------------------------------------- dispatch entries */
 
-#define GPD_OCL_CALL(ret, name, params, args) \
-  static ret CL_API_CALL layer_##name params { return gpd_ocl_call_##name(&layer_next, GPD_OCL_UNPAREN args); }
+#define GPD_OCL_CALL(ret, name, params, args)                              \
+  static ret CL_API_CALL layer_##name params {                             \
+    return gpd_ocl_call_##name(&gpd_ocl_layer_next, GPD_OCL_UNPAREN args); \
+  }
 #include "opencl-calls.h"
 #undef GPD_OCL_CALL
 
@@ -122,7 +122,7 @@ GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, cons
     return CL_INVALID_VALUE;
   if (layer_off || atomic_load(&gpd_shim__g.disabled))
     return CL_INVALID_OPERATION;
-  if (atomic_load(&layer_loader)) {
+  if (atomic_load(&gpd_ocl__layer_base)) {
     GPD_LOG_ONCE(layer_log_second, GPD_LOG_WARN,
                  "OpenCL: a second ICD loader asked for the gpuprof layer; refused (interposition only there)");
     return CL_INVALID_OPERATION;
@@ -131,13 +131,13 @@ GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, cons
   if (!dladdr(caller, &info) || !info.dli_fbase)
     return CL_INVALID_VALUE;
   /* Next table: only the entries the loader has. */
-#define GPD_OCL_FN(ret, name, args)                                                                 \
-  layer_next.name = OCL_DISPATCH_INDEX(name) < num_entries ? (ret(CL_API_CALL *) args)target_dispatch->name \
-                                                            : NULL;
+#define GPD_OCL_FN(ret, name, args)                                                                          \
+  gpd_ocl_layer_next.name =                                                                                  \
+      OCL_DISPATCH_INDEX(name) < num_entries ? (ret(CL_API_CALL *) args)target_dispatch->name : NULL;
 #include "opencl-fns.h"
 #undef GPD_OCL_FN
-  if (!layer_next.clSetEventCallback || !layer_next.clGetEventProfilingInfo || !layer_next.clRetainEvent ||
-      !layer_next.clReleaseEvent)
+  if (!gpd_ocl_layer_next.clSetEventCallback || !gpd_ocl_layer_next.clGetEventProfilingInfo ||
+      !gpd_ocl_layer_next.clRetainEvent || !gpd_ocl_layer_next.clReleaseEvent)
     return CL_INVALID_VALUE;
   memset(&layer_dispatch, 0, sizeof layer_dispatch);
 #define GPD_OCL_CALL(ret, name, params, args) layer_dispatch.name = layer_##name;
@@ -145,19 +145,15 @@ GPD_EXPORT CL_API_ENTRY cl_int CL_API_CALL clInitLayer(cl_uint num_entries, cons
 #undef GPD_OCL_CALL
   *num_entries_ret = (cl_uint)(sizeof layer_dispatch / sizeof(void *));
   *layer_dispatch_ret = &layer_dispatch;
-  atomic_store_explicit(&layer_loader, (uintptr_t)info.dli_fbase, memory_order_release);
+  atomic_store_explicit(&gpd_ocl__layer_base, (uintptr_t)info.dli_fbase, memory_order_release);
   GPD_INFO("OpenCL: loader layer installed by %s", info.dli_fname ? info.dli_fname : "?");
   return CL_SUCCESS;
 }
 
 /* -------------------------------------------------------- back-end side */
 
-const gpd_ocl_api_t *gpd_ocl_layer_api(void) {
-  return atomic_load_explicit(&layer_loader, memory_order_acquire) ? &layer_next : NULL;
-}
-
 int gpd_ocl_layer_covers(void) {
-  uintptr_t lb = atomic_load_explicit(&layer_loader, memory_order_acquire);
+  uintptr_t lb = atomic_load_explicit(&gpd_ocl__layer_base, memory_order_acquire);
   if (lb && lb == gpd_ocl_next_base())
     return 1;
   if (gpd_shim_active())

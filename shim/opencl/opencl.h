@@ -4,12 +4,19 @@
  *   opencl-calls.c      the recording bodies gpd_ocl_call_<name>
  *   opencl-wrappers.c   the exported, interposed cl* symbols (only those)
  *   opencl-layer.c      the ICD loader layer (clGetLayerInfo, clInitLayer)
- *   opencl-api.c        the dlsym(RTLD_NEXT) table, queue/device tables,
- *                       callback contexts (slab + lock-free free list),
- *                       the CL_COMPLETE event callback
+ *   opencl-loader.c     the dlsym(RTLD_NEXT) table, the layer's next table
+ *                       and its installed word, the table our calls use
+ *   opencl-api.c        queue/device tables, kernel names, fork hooks, the
+ *                       ops table
+ *   opencl-events.c     callback contexts (slab + lock-free free list), the
+ *                       CL_COMPLETE event callback
  *   opencl-translate.c  event profiling info -> gpd_rec_activity_t
  *   opencl-pending.c    per-queue lists of commands whose ACTIVITY is
  *                       still to be pushed (harvested at synchronization)
+ *
+ * Which calls which: wrappers over layer and calls; calls over api,
+ * pending, events; api over pending; pending over events; events over
+ * translate; all over loader (no file calls one above it).
  */
 #ifndef GPUPROF_SHIM_OPENCL_H
 #define GPUPROF_SHIM_OPENCL_H
@@ -41,8 +48,17 @@ uintptr_t gpd_ocl_next_base(void);
  *  not through outer layers), else gpd_ocl_next(). */
 const gpd_ocl_api_t *gpd_ocl_api(void);
 
+/** The layer's next table (filled by clInitLayer, opencl-layer.c, before
+ *  it publishes gpd_ocl__layer_base). */
+extern gpd_ocl_api_t gpd_ocl_layer_next;
+/** Module base of the ICD loader that installed the layer; 0 = not
+ *  installed.  Written once by clInitLayer (release), read with acquire. */
+extern _Atomic uintptr_t gpd_ocl__layer_base;
 /** The layer's next table, or NULL while no loader installed the layer. */
 const gpd_ocl_api_t *gpd_ocl_layer_api(void);
+/** 1 once the next definitions were resolved and the event API was found
+ *  (OpenCL in use), else 0.  Any thread. */
+int gpd_ocl_ready(void);
 /** 1 when calls to the next definitions pass through the installed layer
  *  (the interposed symbol must then pass the call through untouched);
  *  0 otherwise, logging once why (only while the shim is active). */
@@ -77,8 +93,19 @@ typedef struct gpd_ocl_ctx_s {
   uint8_t op, subkind;
 } gpd_ocl_ctx_t;
 
+/* ---- callback contexts and the event callback (opencl-events.c) ---- */
+
+/** A free callback context, or NULL when OCL_MAX_SLABS slabs are in use
+ *  (logged once).  Lock-free except when a slab is added; any thread. */
 gpd_ocl_ctx_t *gpd_ocl_ctx_get(void);
+/** Give c back to the free list.  Any thread. */
 void gpd_ocl_ctx_put(gpd_ocl_ctx_t *c);
+/** Fork hooks: take / release the slab lock (prepare; parent and child). */
+void gpd_ocl_ctx_lock(void);
+void gpd_ocl_ctx_unlock(void);
+/** Fork child, after gpd_ocl_ctx_unlock: every context free again (the
+ *  parent's commands never complete here), gpd_ocl_pending_n 0. */
+void gpd_ocl_ctx_reset(void);
 
 typedef struct gpd_ocl_pend_s gpd_ocl_pend_t;
 
@@ -138,6 +165,8 @@ uint32_t gpd_ocl_kernel_name(cl_kernel k);
  *  may then name another kernel).  Any thread. */
 void gpd_ocl_kname_forget(cl_kernel k);
 
+/** Commands handed to the CL_COMPLETE callback and not pushed yet
+ *  (opencl-events.c). */
 extern _Atomic long gpd_ocl_pending_n;
 
 #endif

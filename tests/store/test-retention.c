@@ -1,6 +1,6 @@
 /* test-retention.c - the store's retention pass (daemon/retention.c) on
  * real SQLite files made by gpd_store_open and filled with SQL
- * (retain-fill.h):
+ * (store-fixture-retain.h):
  *   plans       every statement of the pass uses an index (EXPLAIN QUERY
  *               PLAN: no SCAN of a table but the work lists, no automatic
  *               index);
@@ -50,7 +50,7 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
-#include "retain-fill.h"
+#include "store-fixture-retain.h"
 #include "store-internal.h"
 #include "store-purge.h"
 
@@ -101,8 +101,8 @@ static int64_t q1(env_t *e, const char *fmt, ...) {
 
 static void fill(env_t *e, uint32_t uid, int64_t first, int nprof, int nctx, int window, int trace,
                  int64_t t0) {
-  retain_fill_t f = {uid, first, nprof, nctx, window, trace, t0};
-  assert_int_equal(retain_fill(e->db, &f), 0);
+  gpd_store_fixture_fill_t f = {uid, first, nprof, nctx, window, trace, t0};
+  assert_int_equal(gpd_store_fixture_retain_fill(e->path, &f), 0);
 }
 
 static int64_t db_bytes(env_t *e) {
@@ -541,14 +541,11 @@ static void test_gpubins(void **state) {
 int main(int argc, char **argv) {
   if (argc == 8 && strcmp(argv[1], "fill") == 0) {
     gpd_store_t *st = NULL;
-    sqlite3 *db = NULL;
-    retain_fill_t f = {(uint32_t)atoi(argv[3]), 1, atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
-                       atoi(argv[7]), 1000000};
-    if (gpd_store_open(&st, argv[2]) < 0 || sqlite3_open(argv[2], &db) != SQLITE_OK)
+    gpd_store_fixture_fill_t f = {(uint32_t)atoi(argv[3]), 1, atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
+                                  atoi(argv[7]), 1000000};
+    if (gpd_store_open(&st, argv[2]) < 0)
       return 1;
-    sqlite3_busy_timeout(db, 10000);
-    int rc = retain_fill(db, &f) == 0 ? 0 : 1;
-    sqlite3_close(db);
+    int rc = gpd_store_fixture_retain_fill(argv[2], &f) == 0 ? 0 : 1;
     gpd_store_close(st);
     return rc;
   }
