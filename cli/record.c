@@ -207,8 +207,9 @@ static int record_ctx_cmp(const void *a, const void *b) {
  * CPU call path as `report`'s idleness rows spell it: gpd_xtrace_path,
  * gpd_cli_path_fit), cut to width characters. */
 static void record_contexts(FILE *f, const gpd_tree_t *t, unsigned width) {
-  /* the lead of a line: "gpuprof:   " + time + share + count, 41 characters */
-  enum { LEAD = 41, TOP = 5 };
+  /* the lead of a line: "gpuprof:   " (11) + time and " s " (13) + share and
+   * a space (7) + count and "x  " (11): 42 characters */
+  enum { LEAD = 42, TOP = 5 };
   record_ctx_t *c = calloc(t->n + 1, sizeof *c);
   size_t n = 0;
   double total = 0;

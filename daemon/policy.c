@@ -48,6 +48,7 @@ typedef struct policy_rep_s {
   uint64_t timed_out, timed_out_ns, timed_in, timed_in_ns; /* timed launches (governor.h) */
   uint64_t busy_windows; /* windows another tool kept from starting */
   char busy[160];        /* "busy: held by another tool (...)" while it is, else "" */
+  gpd_governor_spread_t spread; /* per-window estimates of c_window (policy_spread) */
 } policy_rep_t;
 
 /* The numbers of a CollectReport, named alike in policy_rep_t and the
@@ -267,6 +268,23 @@ unsigned gpd_policy_push_all(gpd_daemon_t *d) {
 
 /* ---------------------------------------------------------- governor */
 
+/* Add the per-window estimate of c_window of the report interval between
+ * x (the last report) and c to x's spread (gpd_governor_window_c);
+ * counters that went back (the shim's schedule restarted) start the
+ * spread again. */
+static void policy_spread(policy_rep_t *x, const Gpuprof__CollectReport *c) {
+  if (!x->set || c->windows < x->windows || c->timed_in < x->timed_in || c->launches_in < x->launches_in ||
+      c->window_ns < x->window_ns || c->timed_in_ns < x->timed_in_ns) {
+    memset(&x->spread, 0, sizeof x->spread);
+    return;
+  }
+  double ck;
+  if (gpd_governor_window_c(c->windows - x->windows, c->timed_in - x->timed_in, c->timed_in_ns - x->timed_in_ns,
+                            c->launches_in - x->launches_in, c->window_ns - x->window_ns, c->timed_out,
+                            c->timed_out_ns, &ck))
+    gpd_governor_spread_add(&x->spread, ck);
+}
+
 /* Run the governor on p's CUDA report; 1 and *o filled when the period
  * moved by more than 5 % (or to the smallest duty).  d->lock held. */
 static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) {
@@ -290,6 +308,8 @@ static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) 
                           .timed_out_ns = r->timed_out_ns,
                           .timed_in = r->timed_in,
                           .timed_in_ns = r->timed_in_ns,
+                          .c_n = r->spread.n,
+                          .c_sd = gpd_governor_spread_sd(&r->spread),
                           .window_ms = v->window_ms,
                           .period_ms = cur,
                           .period_min_ms = v->period_min_ms,
@@ -305,11 +325,12 @@ static int policy_govern(gpd_proc_t *p, gpd_proc_policy_t *pp, policy_out_t *o) 
     return 0; /* within 5 %: not worth a restart of the schedule */
   pp->period_ms = pp->gov.period_ms;
   GPD_INFO("pid %d: governor: period %u ms (window %u ms, budget %u.%02u %%, %s; c_window %.4f%s, "
-           "switch %.1f ms/window, estimated %.2f %%)",
+           "95 %% upper %.4f from %u windows, switch %.1f ms/window, estimated %.2f %%, upper %.2f %%)",
            (int)p->pid, pp->period_ms, v->window_ms, v->budget_bp / 100, v->budget_bp % 100,
            pp->gov.how == GPD_GOV_MEASURED ? "measured" : "no estimate: smallest duty", pp->gov.c_window,
-           pp->gov.per_launch ? " from timed launches" : "", pp->gov.t_switch_ns / 1e6,
-           pp->gov.slowdown >= 0 ? pp->gov.slowdown * 100 : -1.0);
+           pp->gov.per_launch ? " from timed launches" : "", pp->gov.c_hi, pp->gov.c_n, pp->gov.t_switch_ns / 1e6,
+           pp->gov.slowdown >= 0 ? pp->gov.slowdown * 100 : -1.0,
+           pp->gov.slowdown_hi >= 0 ? pp->gov.slowdown_hi * 100 : -1.0);
   return policy_take(p, o) == 0;
 }
 
@@ -329,6 +350,8 @@ void gpd_policy_report(gpd_daemon_t *d, gpd_proc_t *p, const Gpuprof__CollectRep
     if (!c || c->api >= GPD_API_MAX)
       continue;
     policy_rep_t *x = &pp->rep[c->api];
+    if (c->api == GPD_API_CUDA)
+      policy_spread(x, c);
     x->set = 1;
     copy_cut(x->source, sizeof x->source, c->source);
     copy_cut(x->mode, sizeof x->mode, c->mode);
@@ -401,9 +424,10 @@ static double policy_overhead(const gpd_proc_policy_t *pp, char *how, size_t n) 
       w = pp->pol.v.window_ms;
     if (pp->gov.per_launch)
       snprintf(how, n,
-               "measured: timed launches (+%.2f us per launch in windows, c_window %.3f, switch %.1f ms/window, "
-               "c_between %.5f)%s",
-               pp->gov.launch_ns / 1e3, pp->gov.c_window, pp->gov.t_switch_ns / 1e6, pp->gov.c_between,
+               "measured: timed launches (+%.2f us per launch in windows, c_window %.3f, 95 %% upper %.3f "
+               "from %u windows, switch %.1f ms/window, c_between %.5f; upper bound %.2f %%)%s",
+               pp->gov.launch_ns / 1e3, pp->gov.c_window, pp->gov.c_hi, pp->gov.c_n, pp->gov.t_switch_ns / 1e6,
+               pp->gov.c_between, gpd_governor_slowdown_hi(&pp->gov, w, per) * 100,
                pp->gov.over ? "; budget cannot be held" : "");
     else
       snprintf(how, n, "measured: window vs between (c_window %.3f, switch %.1f ms/window, c_between %.5f)%s",

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,39 @@ static void test_bad(void **st) {
  *     B = 0.5 %: 12.5 / 0.00425 = 2941.18 -> 2942 ms
  *     B = 3 %:   12.5 / 0.02925 =  427.35 -> 500 ms (period_min)
  *     B = 0.05 %: B <= c_between -> 60000 ms, over. */
+/* Student's t table and the running spread (governor.c). */
+static void test_governor_spread(void **st) {
+  (void)st;
+  assert_true(gpd_governor_t95(1) == 6.314);
+  assert_true(gpd_governor_t95(4) == 2.132);
+  assert_true(gpd_governor_t95(11) == 1.812); /* between rows: the smaller df's */
+  assert_true(gpd_governor_t95(30) == 1.697);
+  assert_true(gpd_governor_t95(31) == 1.645);
+  gpd_governor_spread_t s = {0};
+  assert_true(gpd_governor_spread_sd(&s) == 0);
+  gpd_governor_spread_add(&s, 1);
+  assert_true(gpd_governor_spread_sd(&s) == 0);
+  gpd_governor_spread_add(&s, 2);
+  gpd_governor_spread_add(&s, 3);
+  gpd_governor_spread_add(&s, 4);
+  /* 1..4: mean 2.5, sample variance 5/3 */
+  assert_int_equal(s.n, 4);
+  assert_true(s.mean > 2.5 - 1e-12 && s.mean < 2.5 + 1e-12);
+  assert_true(fabs(gpd_governor_spread_sd(&s) - sqrt(5.0 / 3.0)) < 1e-12);
+  /* one window of 100 ms: 400 launches, 400 timed at 6 us each, against
+   * 3.5 us between: d = 2.5 us, c = 2.5 us * 400 / 100 ms = 0.01 */
+  double c = -1;
+  assert_int_equal(gpd_governor_window_c(1, 400, 400ull * 6000, 400, 100000000ull, 1000, 1000ull * 3500, &c), 1);
+  assert_true(c > 0.01 - 1e-12 && c < 0.01 + 1e-12);
+  /* faster inside: 0, not negative */
+  assert_int_equal(gpd_governor_window_c(1, 400, 400ull * 3000, 400, 100000000ull, 1000, 1000ull * 3500, &c), 1);
+  assert_true(c == 0);
+  /* no window closed; too few timed inside; too few timed between */
+  assert_int_equal(gpd_governor_window_c(0, 400, 400ull * 6000, 400, 100000000ull, 1000, 1000ull * 3500, &c), 0);
+  assert_int_equal(gpd_governor_window_c(1, 15, 15ull * 6000, 400, 100000000ull, 1000, 1000ull * 3500, &c), 0);
+  assert_int_equal(gpd_governor_window_c(1, 400, 400ull * 6000, 400, 100000000ull, 15, 15ull * 3500, &c), 0);
+}
+
 static void test_governor(void **st) {
   (void)st;
   gpd_governor_in_t in = {.elapsed_ns = 30100000000ull,
@@ -260,6 +294,26 @@ static void test_governor(void **st) {
   assert_true(g.launch_ns > 2500 - 1e-6 && g.launch_ns < 2500 + 1e-6);
   assert_true(g.c_window > 0.1 - 1e-12 && g.c_window < 0.1 + 1e-12);
   assert_int_equal(g.period_ms, 1190);
+  assert_true(g.c_hi == g.c_window && g.c_n == 0); /* no spread given */
+  /* the spread of 5 per-window estimates, sd 0.04: c_hi = 0.1 + t_0.95(4)
+   * 0.04 / sqrt(5) = 0.1 + 2.132 * 0.0178885 = 0.1381384; P* = (10 ms *
+   * 0.1381384 + 10 ms) / 0.00925 = 1230.42 -> 1231 ms; s at c_window
+   * 11 / 1231 + 0.00075 = 0.0096858, at c_hi 0.0099956 */
+  in.c_n = 5;
+  in.c_sd = 0.04;
+  assert_int_equal(gpd_governor_size(&in, &g), 0);
+  assert_int_equal(g.c_n, 5);
+  assert_true(g.c_hi > 0.1381383 && g.c_hi < 0.1381385);
+  assert_int_equal(g.period_ms, 1231);
+  assert_true(g.slowdown > 0.0096857 && g.slowdown < 0.0096859);
+  assert_true(g.slowdown_hi > 0.0099955 && g.slowdown_hi < 0.0099957);
+  /* 2 per-window estimates: too few for a spread */
+  in.c_n = 2;
+  assert_int_equal(gpd_governor_size(&in, &g), 0);
+  assert_true(g.c_hi == g.c_window && g.c_n == 0);
+  assert_int_equal(g.period_ms, 1190);
+  in.c_n = 0;
+  in.c_sd = 0;
   /* faster inside than between (noise): no added cost, not negative */
   in.timed_in_ns = 62ull * 3000;
   assert_int_equal(gpd_governor_size(&in, &g), 0);
@@ -306,6 +360,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults), cmocka_unit_test(test_precedence), cmocka_unit_test(test_set),
       cmocka_unit_test(test_bad),      cmocka_unit_test(test_governor),
+      cmocka_unit_test(test_governor_spread),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[600];
