@@ -4,6 +4,11 @@
  *     turns it off): PyTorch's dispatcher frames are folded and each
  *     operator entry `at::_ops::NAME::call` becomes an operator node
  *     `aten::NAME`, as Kineto and Nsight Systems name operators;
+ *   - in both, torch.nn's call plumbing (`Module._wrapped_call_impl`,
+ *     `Module._call_impl` of torch/nn/modules/module.py, two Python frames
+ *     per module level) is folded, so that each module's own
+ *     `CLASS.forward` frame follows its parent module's: the module
+ *     names as frames (--native keeps them);
  *   - the Python view (--python): only Python frames, operators,
  *     placeholders (`<backward>`, `<graph replay>`, NVTX ranges,
  *     `<gpu kernel>`) and the GPU part below them, as py-spy shows Python
@@ -82,9 +87,21 @@ static int own_native(const char *fn, const char *parent_label) {
   return strncmp(name, op, n) == 0 && name[n] == '(';
 }
 
+/* torch.nn's plumbing between a module call `m(x)` and `CLASS.forward`:
+ * Python frames `Module._wrapped_call_impl (.../torch/nn/modules/module.py:N)`
+ * and `Module._call_impl (...)` (PyTorch 2.x; 1.x had only the latter). */
+static int module_plumbing(const gpd_tnode_t *n) {
+  if (n->kind != GPD_NODE_PYTHON) return 0;
+  const char *l = n->label;
+  if (!starts(l, "Module._call_impl (") && !starts(l, "Module._wrapped_call_impl (")) return 0;
+  const char *f = strstr(l, " (");
+  return f && strstr(f, "torch/nn/modules/module.py:") != NULL;
+}
+
 /* What the view does with node n below kept node par: -1 fold it away,
  * 0 keep it as it is, 1 keep it as operator node `op`. */
 static int classify(const gpd_tnode_t *n, const gpd_tnode_t *par, unsigned view, char *op, size_t cap) {
+  if (!(view & GPD_VIEW_NATIVE) && module_plumbing(n)) return -1;
   if (n->kind != GPD_NODE_FRAME) return 0;
   const char *fn = n->label;
   if (!(view & GPD_VIEW_NATIVE) && operator_frame(fn, op, cap)) return 1;
@@ -94,12 +111,14 @@ static int classify(const gpd_tnode_t *n, const gpd_tnode_t *par, unsigned view,
 }
 
 /* 1 when the operator view changes something in t (a frame of PyTorch's
- * dispatcher is in it): trees of other programs are left as they are. */
+ * dispatcher or torch.nn's plumbing is in it): trees of other programs
+ * are left as they are. */
 static int has_dispatcher(const gpd_tree_t *t) {
   char op[256];
   for (size_t i = 0; i < t->n; i++)
-    if (t->nodes[i].kind == GPD_NODE_FRAME &&
-        (dispatcher_frame(t->nodes[i].label) || operator_frame(t->nodes[i].label, op, sizeof op)))
+    if ((t->nodes[i].kind == GPD_NODE_FRAME &&
+         (dispatcher_frame(t->nodes[i].label) || operator_frame(t->nodes[i].label, op, sizeof op))) ||
+        module_plumbing(&t->nodes[i]))
       return 1;
   return 0;
 }

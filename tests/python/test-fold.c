@@ -189,9 +189,75 @@ static void operator_view(void) {
   gpd_tree_free(&t);
 }
 
+/* torch.nn's plumbing:
+ *
+ *   root > _start > python step (t.py:5)
+ *     > Module._wrapped_call_impl (/p/torch/nn/modules/module.py:1779) > Module._call_impl (...:1790)
+ *       > Net.forward (t.py:20)
+ *         > Module._wrapped_call_impl (...:1779)           CPUTIME 2 (own)
+ *           > Module._call_impl (...:1790) > Linear.forward (/p/torch/nn/modules/linear.py:134)
+ *             > ffi > <gpu kernel> > k                     GKER 5
+ *           > Module._call_impl (...:1800) > Linear.forward (same)
+ *             > ffi > <gpu kernel> > k                     GKER 2
+ *         > Module._call_impl (mine.py:3) > <gpu kernel> > k   GKER 1  (not torch.nn's: kept)
+ *
+ * gives step > Net.forward (CPUTIME 2) > Linear.forward > ffi > <gpu
+ * kernel> > k (7) and Net.forward > Module._call_impl (mine.py:3) > ...
+ * (1); --native changes nothing; --python drops ffi as well. */
+#define MOD "/p/torch/nn/modules/module.py:"
+static void build_modules(gpd_tree_t *t) {
+  const unsigned K = GPD_M_GKER, C = GPD_M_CPUTIME;
+  gpd_tree_init(t);
+  uint64_t root = add(t, 0, GPD_NODE_ROOT, "<root>", 0, 0);
+  uint64_t step = add(t, add(t, root, GPD_NODE_FRAME, "_start", 0, 0), GPD_NODE_PYTHON, "step (t.py:5)", 0, 0);
+  uint64_t w = add(t, step, GPD_NODE_PYTHON, "Module._wrapped_call_impl (" MOD "1779)", 0, 0);
+  uint64_t net = add(t, add(t, w, GPD_NODE_PYTHON, "Module._call_impl (" MOD "1790)", 0, 0), GPD_NODE_PYTHON,
+                     "Net.forward (t.py:20)", 0, 0);
+  uint64_t w2 = add(t, net, GPD_NODE_PYTHON, "Module._wrapped_call_impl (" MOD "1779)", C, 2);
+  static const char *const lines[] = {"Module._call_impl (" MOD "1790)", "Module._call_impl (" MOD "1800)"};
+  static const double gk[] = {5, 2};
+  for (int i = 0; i < 2; i++) {
+    uint64_t lin = add(t, add(t, w2, GPD_NODE_PYTHON, lines[i], 0, 0), GPD_NODE_PYTHON,
+                       "Linear.forward (/p/torch/nn/modules/linear.py:134)", 0, 0);
+    add(t, add(t, add(t, lin, GPD_NODE_FRAME, "ffi", 0, 0), GPD_NODE_PLACEHOLDER, "<gpu kernel>", 0, 0), GPD_NODE_KERNEL,
+        "k", K, gk[i]);
+  }
+  uint64_t mine = add(t, net, GPD_NODE_PYTHON, "Module._call_impl (mine.py:3)", 0, 0);
+  add(t, add(t, mine, GPD_NODE_PLACEHOLDER, "<gpu kernel>", 0, 0), GPD_NODE_KERNEL, "k", K, 1);
+  gpd_tree_proc_new(t)->pid = 9;
+  CHECK(gpd_tree_finish(t, K) == 0, "finish");
+}
+
+static void module_view(void) {
+  const unsigned K = GPD_M_GKER, C = GPD_M_CPUTIME;
+  gpd_tree_t t;
+  build_modules(&t);
+  CHECK(t.n == 20, "built %zu nodes, want 20", t.n);
+  CHECK(gpd_tree_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 20, "--native: %zu nodes, want 20", t.n);
+  CHECK(gpd_tree_view(&t, 0, K) == 0, "module view");
+  /* root, _start, step, Net.forward, Linear.forward, ffi, <gpu kernel>, k,
+   * Module._call_impl (mine.py:3), <gpu kernel>, k */
+  CHECK(t.n == 11, "module view: %zu nodes, want 11", t.n);
+  long net = kid(&t, kid(&t, kid(&t, (long)t.root, "_start"), "step (t.py:5)"), "Net.forward (t.py:20)");
+  CHECK(net >= 0 && gpd_mvec_get(&t.nodes[net].excl, C) == 2, "step > Net.forward, the plumbing's CPUTIME on it");
+  long lin = kid(&t, net, "Linear.forward (/p/torch/nn/modules/linear.py:134)");
+  long k = kid(&t, kid(&t, kid(&t, lin, "ffi"), "<gpu kernel>"), "k");
+  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 7, "Net.forward > Linear.forward > ffi > k: GKER 7 (5 + 2)");
+  k = kid(&t, kid(&t, kid(&t, net, "Module._call_impl (mine.py:3)"), "<gpu kernel>"), "k");
+  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 1, "a Module._call_impl of another file is kept");
+  gpd_tree_free(&t);
+
+  build_modules(&t);
+  CHECK(gpd_tree_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view of the modules");
+  /* root, step, Net.forward, Linear.forward, <gpu kernel>, k, mine, <gpu kernel>, k */
+  CHECK(t.n == 9, "python view: %zu nodes, want 9", t.n);
+  gpd_tree_free(&t);
+}
+
 int main(void) {
   python_view();
   operator_view();
+  module_view();
   printf("%s\n", fails ? "FAIL" : "PASS fold");
   return fails != 0;
 }
