@@ -45,6 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "gpuprof/clock.h"
 #include "gpuprof/grow.h"
 #include "gpuprof/hash.h"
@@ -311,11 +314,14 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   uint64_t start = from & mask, first = n < cap - start ? n : cap - start;
   jent_t e = {.magic = J_ENT_MAGIC, .ring = ring, .pos = from, .nslots = (uint32_t)n,
               .tid = p->prof.ring_tid};
-  uint64_t h = gpd_hash64(&e, offsetof(jent_t, hash), 0);
-  h = gpd_hash64(slots + start * GPD_SLOT_SIZE, first * GPD_SLOT_SIZE, h);
+  /* one hash of the span's slots in order, wherever the ring wraps
+   * (docs/FORMATS.md: what a replay computes over the entry) */
+  XXH3_state_t st;
+  XXH3_64bits_reset_withSeed(&st, gpd_hash64(&e, offsetof(jent_t, hash), 0));
+  XXH3_64bits_update(&st, slots + start * GPD_SLOT_SIZE, first * GPD_SLOT_SIZE);
   if (n > first)
-    h = gpd_hash64(slots, (n - first) * GPD_SLOT_SIZE, h);
-  e.hash = h;
+    XXH3_64bits_update(&st, slots, (n - first) * GPD_SLOT_SIZE);
+  e.hash = XXH3_64bits_digest(&st);
   struct iovec iov[3] = {{&e, sizeof e},
                          {(void *)(slots + start * GPD_SLOT_SIZE), first * GPD_SLOT_SIZE},
                          {(void *)slots, (n - first) * GPD_SLOT_SIZE}};
