@@ -9,9 +9,9 @@
  * that changed) and cuts each process's journal there.  One hold takes
  * what must agree with the cursors (they and the journal cut, the pending
  * delta, samples, windows, the profile row) and the ranges of the rest;
- * the process is then frozen (no monitor consumes its rings) while the
- * contexts, locals and dirty metrics are copied GPD_STORE_SNAP_CHUNK
- * items per hold, so nobody waits
+ * the process is then frozen (the monitor journals its rings without
+ * applying them: journal-hold.c) while the contexts, locals and dirty
+ * metrics are copied GPD_STORE_SNAP_CHUNK items per hold, so nobody waits
  * on the lock for more than one chunk and the copy still reads one
  * instant of the profile.  With no lock held it looks up FRAME
  * contexts in the symbolizer (never waiting: an unknown call site is
@@ -58,6 +58,12 @@
  * every flush with something to write waits this long before BEGIN, as a
  * slow disk or a slow statement would hold the writer. */
 static unsigned writer_delay_ms;
+
+/* Tests only (GPUPROF_TEST_FROZEN_MS, read at the writer's start): a
+ * process whose snapshot is copied in chunks stays frozen this much
+ * longer (the writer waits without the lock before its first chunk), as
+ * the copy of a large profile on a loaded machine keeps it frozen. */
+static unsigned frozen_delay_ms;
 
 /* At the daemon's stop: how long the symbolizer may take for the call
  * sites still queued (SIGTERM is answered within ~5 s). */
@@ -238,6 +244,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
          * without the lock: the process is frozen, the sizes fixed */
         lock_release(d, s, t_held, part);
         gpd_snapshot_alloc(sp);
+        if (frozen_delay_ms) /* tests only: a long chunked copy */
+          usleep(frozen_delay_ms * 1000u);
         pthread_mutex_lock(&d->lock);
         t_held = gpd_clock_ns();
         part = HOLD_CHUNK;
@@ -501,6 +509,10 @@ int gpd_store_writer_start(gpd_daemon_t *d) {
   writer_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 600000u : 0;
   if (writer_delay_ms)
     GPD_WARN("test delay: every flush waits %u ms before it writes", writer_delay_ms);
+  const char *frozen = getenv("GPUPROF_TEST_FROZEN_MS");
+  frozen_delay_ms = frozen ? (unsigned)strtoul(frozen, NULL, 10) % 600000u : 0;
+  if (frozen_delay_ms)
+    GPD_WARN("test delay: a process copied in chunks stays frozen %u ms longer", frozen_delay_ms);
   int err = pthread_create(&d->writer_tid, NULL, writer_main, d);
   if (err)
     return -err;
