@@ -12,7 +12,9 @@
  * every span written before the cut ends at or below the snapshot's
  * cursors) and deletes the segments up to the cut once that snapshot is
  * committed.  A hand-back replays the segments from the committed cursor
- * (gpd_journal_replay) before the monitor reads the ring again.
+ * (gpd_journal_replay) before the monitor reads the ring again.  While the
+ * writer copies a process's profile its spans are appended unread and
+ * applied from the journal afterwards (journal-hold.c).
  *
  * No fsync: the journal guards against the daemon dying, not the kernel.
  * A written page survives the daemon's SIGKILL in the page cache; a node
