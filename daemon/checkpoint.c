@@ -2,14 +2,15 @@
  * exactly-once protocol with journal.c (docs/DAEMON.md, "No loss on daemon
  * SIGKILL", "Release never waits for a commit").
  *
- * A flush copies dirty data under the daemon lock (new modules, strings,
- * contexts and cct_local rows past each profile's watermarks, the metrics
- * of dirty nodes, the profile rows, each ring's monitor cursor and the
- * process's unmatched correlation state: the rows that changed) and cuts
- * each process's journal there.  One hold takes what must agree with the
- * cursors (they and the journal cut, the pending delta, samples, windows,
- * the profile row) and the ranges of the rest; the process is then frozen
- * (no monitor consumes its rings) while the contexts, locals and dirty
+ * A flush copies dirty data under the daemon lock (snapshot.c: new
+ * modules, strings, contexts and cct_local rows past each profile's
+ * watermarks, the metrics of dirty nodes, the profile rows, each ring's
+ * monitor cursor and the process's unmatched correlation state: the rows
+ * that changed) and cuts each process's journal there.  One hold takes
+ * what must agree with the cursors (they and the journal cut, the pending
+ * delta, samples, windows, the profile row) and the ranges of the rest;
+ * the process is then frozen (the monitor journals its rings without
+ * applying them: journal-hold.c) while the contexts, locals and dirty
  * metrics are copied GPD_STORE_SNAP_CHUNK items per hold, so nobody waits
  * on the lock for more than one chunk and the copy still reads one
  * instant of the profile.  With no lock held it looks up FRAME
@@ -50,12 +51,19 @@
 #include "store-write.h"
 #include "cpusample.h"
 #include "pcsample.h"
+#include "snapshot.h"
 #include "symbolizer.h"
 
 /* Tests only (GPUPROF_TEST_WRITER_DELAY_MS, read at the writer's start):
  * every flush with something to write waits this long before BEGIN, as a
  * slow disk or a slow statement would hold the writer. */
 static unsigned writer_delay_ms;
+
+/* Tests only (GPUPROF_TEST_FROZEN_MS, read at the writer's start): a
+ * process whose snapshot is copied in chunks stays frozen this much
+ * longer (the writer waits without the lock before its first chunk), as
+ * the copy of a large profile on a loaded machine keeps it frozen. */
+static unsigned frozen_delay_ms;
 
 /* At the daemon's stop: how long the symbolizer may take for the call
  * sites still queued (SIGTERM is answered within ~5 s). */
@@ -64,323 +72,6 @@ static unsigned writer_delay_ms;
 /* Rows copied in one flush above which freed memory is trimmed. */
 #define GPD_TRIM_AFTER_ROWS 65536u
 
-typedef struct snap_ctx_s {
-  uint64_t id, parent;
-  int kind;
-  char *module, *build_id, *label, *raw;
-  uint64_t offset;
-  const gpd_sframe_t *fr; /* FRAME: source frames (symbols.c cache), before BEGIN */
-  unsigned nfr;
-} snap_ctx_t;
-
-typedef struct snap_local_s {
-  uint32_t local;
-  uint64_t ctx;
-} snap_local_t;
-
-typedef struct snap_met_s {
-  uint64_t ctx;
-  uint32_t off, n; /* its values: snap_proc_t.mval[off, off + n) */
-} snap_met_t;
-
-typedef struct snap_proc_s {
-  gpd_proc_t *proc; /* identity only: compared, never dereferenced unlocked */
-  uint64_t id;
-  int64_t pid, ppid, uid, gid, rank, local_rank;
-  char *exe, *argv, *hostname, *job, *step, *error;
-  uint64_t start_ns, end_ns, records, drops, proc_start;
-  const char *state;
-  int exited;
-  uint32_t ends; /* p->ends at the snapshot */
-  struct { const char *api; int enabled, code; char *reason; } be[GPD_API_MAX];
-  int nbe;
-  gpd_pmodule_t *mods;
-  uint32_t nmods;
-  gpd_pstring_t *strs;
-  uint32_t nstrs;
-  snap_ctx_t *ctxs;
-  uint32_t nctxs;
-  /* what the chunked copy (snap_copy_chunk) still reads from the live
-   * profile, which its monitor leaves alone until then (snap_frozen):
-   * modules, strings, nodes and locals past the watermarks at the
-   * snapshot (the watermarks moved already), and the dirty nodes'
-   * metrics (entries met_next .. met_to of the dirty list, or of every
-   * node when met_all) */
-  uint32_t mod_from, mod_to, str_from, str_to, node_from, node_to, node_next, loc_from, loc_to;
-  uint32_t met_next, met_to, ndirty;
-  int met_all;
-  int frozen; /* its process is frozen until snap_copy_chunk completes it */
-  int taken;  /* snap_copy ran */
-  snap_local_t *locals;
-  uint32_t nlocals;
-  snap_met_t *mets;
-  uint32_t nmets;
-  gpd_mval_t *mval; /* every copied metric value, in mets order */
-  size_t nmval, capmval;
-  int incomplete;        /* an allocation failed: write nothing, redo all */
-  uint64_t *cursor;      /* all rings' monitor cursors (ncursor), or NULL */
-  uint64_t *cursor_prev; /* the committed ones at snapshot time */
-  uint32_t ncursor;
-  int pend_write;        /* write the pending delta */
-  int pend_full;         /* delete every pending row first */
-  gpd_prec_t *pend;      /* rows to insert or replace */
-  uint32_t npend;
-  gpd_pdelta_t pdl;      /* their copy in progress (pdl_on) */
-  int pdl_on;
-  gpd_pcs_snap_t pcs; /* GPU PC sample deltas (pcsample.c) */
-  gpd_cps_snap_t cps; /* CPU sample trace rows and totals (cpusample.c) */
-  gpd_tw_snap_t tw;   /* tracing windows (tracewin.c) */
-  uint64_t *pdel;        /* row ids to delete */
-  uint32_t npdel;
-  gpd_jcut_t jcut;       /* journal segments this snapshot covers */
-  int jdone;             /* committed: delete them */
-} snap_proc_t;
-
-static void snap_proc_free(snap_proc_t *s) {
-  free(s->exe); free(s->argv); free(s->hostname); free(s->job); free(s->step); free(s->error);
-  for (int i = 0; i < s->nbe; i++)
-    free(s->be[i].reason);
-  for (uint32_t i = 0; i < s->nmods; i++)
-    free(s->mods[i].path);
-  free(s->mods);
-  for (uint32_t i = 0; i < s->nstrs; i++)
-    free(s->strs[i].text);
-  free(s->strs);
-  for (uint32_t i = 0; i < s->nctxs; i++) {
-    free(s->ctxs[i].module); free(s->ctxs[i].build_id);
-    free(s->ctxs[i].label); free(s->ctxs[i].raw);
-  }
-  free(s->ctxs);
-  free(s->locals);
-  free(s->mets);
-  free(s->mval);
-  free(s->cursor);
-  free(s->cursor_prev);
-  free(s->pend);
-  if (s->pdl_on)
-    free(s->pdl.v);
-  gpd_pcsample_snap_free(&s->pcs);
-  gpd_cpusample_snap_free(&s->cps);
-  gpd_tracewin_snap_free(&s->tw);
-  free(s->pdel);
-}
-
-/* After a failed or skipped write: everything of p is written next time. */
-static void proc_rewrite_all(gpd_proc_t *p) {
-  p->prof.nmods_saved = p->prof.nstrs_saved = p->prof.nlocals_saved = 0;
-  p->prof.tw.nwin_saved = 0;
-  for (uint32_t k = 0; k < p->prof.nnodes; k++) {
-    p->prof.nodes[k].saved = 0;
-    p->prof.nodes[k].dirty = 1;
-  }
-  p->prof.nodes_clean = 0;
-  p->prof.ndirtyv = UINT32_MAX; /* every node: scanned at the next copy */
-  p->prof.pend_gen++;
-  p->prof.pend_full = 1;
-  p->meta_dirty = 1;
-}
-
-/* Copy src[*from..to) (elem bytes each) into dst + *n, at most budget
- * elements, each element's string at byte offset off duplicated; *from
- * and *n advance; *incomplete set when memory ran out (dst NULL: the
- * array could not be allocated).  Returns the elements visited. */
-static uint32_t copy_range(void *dst, const void *src, uint32_t *from, uint32_t to, size_t elem, size_t off,
-                           uint32_t *n, uint32_t budget, int *incomplete) {
-  uint32_t k = 0;
-  if (dst == NULL && *from < to) {
-    *incomplete = 1;
-    return 0;
-  }
-  for (; *from < to && k < budget; (*from)++, k++) {
-    char *e = (char *)dst + (size_t)(*n)++ * elem, **str = (char **)(void *)(e + off);
-    memcpy(e, (const char *)src + (size_t)*from * elem, elem);
-    *str = strdup(*str);
-    if (*str == NULL)
-      *incomplete = 1;
-  }
-  return k;
-}
-
-/* The arrays the chunked copy fills (sizes from the snapshot). */
-static void snap_alloc(snap_proc_t *s) {
-  if (s->mod_to > s->mod_from && (s->mods = calloc(s->mod_to - s->mod_from, sizeof *s->mods)) == NULL)
-    s->incomplete = 1;
-  if (s->str_to > s->str_from && (s->strs = calloc(s->str_to - s->str_from, sizeof *s->strs)) == NULL)
-    s->incomplete = 1;
-  if (s->node_to > s->node_from && (s->ctxs = calloc(s->node_to - s->node_from, sizeof *s->ctxs)) == NULL)
-    s->incomplete = 1;
-  if (s->loc_to > s->loc_from && (s->locals = malloc((s->loc_to - s->loc_from) * sizeof *s->locals)) == NULL)
-    s->incomplete = 1;
-  if (s->ndirty && (s->mets = malloc(s->ndirty * sizeof *s->mets)) == NULL)
-    s->incomplete = 1;
-}
-
-static int snap_chunks_left(const snap_proc_t *s) {
-  return !s->incomplete && (s->mod_from < s->mod_to || s->str_from < s->str_to || s->node_next < s->node_to ||
-                            s->loc_from < s->loc_to || s->met_next < s->met_to || s->pdl_on);
-}
-
-/* The metric values of node n (dirty) appended to s. */
-static void snap_metrics(gpd_profile_t *pr, gpd_node_t *n, snap_proc_t *s) {
-  gpd_mval_t mv[GPD_M__COUNT];
-  unsigned nm = gpd_node_metrics(pr, n, mv);
-  if (s->nmval + nm > s->capmval) {
-    size_t cap = s->capmval ? 2 * s->capmval : 4 * (size_t)s->ndirty + GPD_M__COUNT;
-    gpd_mval_t *g = realloc(s->mval, cap * sizeof *g);
-    if (g == NULL) {
-      s->incomplete = 1;
-      return;
-    }
-    s->mval = g;
-    s->capmval = cap;
-  }
-  memcpy(s->mval + s->nmval, mv, nm * sizeof *mv);
-  s->mets[s->nmets++] = (snap_met_t){.ctx = n->id, .off = (uint32_t)s->nmval, .n = nm};
-  s->nmval += nm;
-  n->dirty = 0;
-}
-
-/* Copy at most budget of the modules, strings and contexts that s still
- * needs from p, its process (lock held).  They were added before the
- * snapshot and never change once added, so a copy spread over several
- * holds of the lock reads what one hold would have.  Returns the items
- * visited. */
-static uint32_t snap_copy_chunk(gpd_proc_t *p, snap_proc_t *s, uint32_t budget) {
-  gpd_profile_t *pr = &p->prof;
-  uint32_t k = copy_range(s->mods, pr->mods, &s->mod_from, s->mod_to, sizeof *pr->mods,
-                          offsetof(gpd_pmodule_t, path), &s->nmods, budget, &s->incomplete);
-  k += copy_range(s->strs, pr->strs, &s->str_from, s->str_to, sizeof *pr->strs, offsetof(gpd_pstring_t, text),
-                  &s->nstrs, budget - k, &s->incomplete);
-  if (s->node_next < s->node_to && s->ctxs == NULL)
-    s->incomplete = 1;
-  for (; s->ctxs && s->node_next < s->node_to && k < budget; s->node_next++, k++) {
-    uint32_t i = s->node_next;
-    gpd_node_t *n = &pr->nodes[i];
-    if (n->saved)
-      continue;
-    snap_ctx_t *c = &s->ctxs[s->nctxs++];
-    c->id = n->id;
-    c->parent = gpd_profile_parent_id(pr, i);
-    c->kind = n->kind;
-    c->offset = n->offset;
-    c->label = gpd__xdup(gpd_profile_label(pr, n->label));
-    c->raw = gpd__xdup(gpd_profile_label(pr, n->raw));
-    if (n->kind == GPD_NODE_FRAME) {
-      const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
-      if (m) {
-        c->module = strdup(m->path);
-        c->build_id = gpd__hex(m->build_id, m->build_id_len);
-      }
-    }
-    n->saved = 1;
-  }
-  for (; s->locals && s->loc_from < s->loc_to && k < budget; s->loc_from++, k++) {
-    s->locals[s->nlocals].local = pr->locals[s->loc_from].local;
-    s->locals[s->nlocals++].ctx = pr->nodes[pr->locals[s->loc_from].node].id;
-  }
-  for (; s->mets && s->met_next < s->met_to && k < budget && !s->incomplete; s->met_next++, k++) {
-    gpd_node_t *n = &pr->nodes[s->met_all ? s->met_next : pr->dirtyv[s->met_next]];
-    if (n->dirty)
-      snap_metrics(pr, n, s);
-  }
-  if (s->met_next == s->met_to && s->mets)
-    pr->ndirtyv = 0;
-  if ((s->loc_from < s->loc_to && !s->locals) || (s->met_next < s->met_to && !s->mets))
-    s->incomplete = 1;
-  if (s->pdl_on && !s->incomplete && k < budget)
-    k += gpd_profile_pending_step(pr, &s->pdl, budget - k);
-  if (s->pdl_on && !s->incomplete && !gpd_profile_pending_left(&s->pdl)) {
-    gpd_profile_pending_end(&s->pdl, &s->pend, &s->npend);
-    s->pdl_on = 0;
-  }
-  if (!snap_chunks_left(s))
-    p->snap_frozen = s->frozen = 0;
-  return k;
-}
-
-/* Copy what changed in p (lock held) at one instant: the profile row,
- * the metrics of dirty nodes, the cursors, the journal cut, the pending
- * delta, the samples and windows, which must all agree with each other.
- * Of the modules, strings and contexts added since the last snapshot
- * only the ranges are taken (watermarks moved): snap_copy_chunk copies
- * them, in holds of the lock as short as the caller chooses. */
-static void snap_copy(gpd_daemon_t *d, gpd_proc_t *p, snap_proc_t *s) {
-  gpd_profile_t *pr = &p->prof;
-  memset(s, 0, sizeof *s);
-  s->proc = p;
-  s->id = p->profile_id;
-  s->pid = p->pid; s->ppid = p->ppid; s->uid = p->uid; s->gid = p->gid;
-  s->rank = p->rank; s->local_rank = p->local_rank;
-  s->exe = gpd__xdup(p->exe); s->argv = gpd__xdup(p->argv_json); s->hostname = gpd__xdup(p->hostname);
-  s->job = gpd__xdup(p->job_id); s->step = gpd__xdup(p->step_id);
-  s->error = p->error[0] && !p->store_error ? strdup(p->error) : NULL; /* not our own retry note */
-  s->start_ns = p->start_ns;
-  s->proc_start = p->proc_start;
-  s->end_ns = p->end_ns;
-  s->records = pr->records;
-  s->drops = p->drops;
-  s->exited = p->state == GPD_PROC_EXITED;
-  s->ends = p->ends;
-  s->state = s->exited ? "exited" : (d->writer_stop ? "lost" : "running");
-  for (unsigned a = 1; a < GPD_API_MAX; a++) {
-    if (!pr->backends[a].seen)
-      continue;
-    s->be[s->nbe].api = gpd_api_name(a);
-    s->be[s->nbe].enabled = pr->backends[a].enabled;
-    s->be[s->nbe].code = pr->backends[a].code;
-    s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
-    s->nbe++;
-  }
-  s->mod_from = pr->nmods_saved;
-  s->mod_to = pr->nmods_saved = pr->nmods;
-  s->str_from = pr->nstrs_saved;
-  s->str_to = pr->nstrs_saved = pr->nstrs;
-  /* New nodes are past nodes_clean (nodes are append-only; everything is
-   * rewritten after a failed write), changed metrics are on the dirty
-   * list: the copy costs what changed, not the whole tree. */
-  s->node_from = s->node_next = pr->nodes_clean;
-  s->node_to = pr->nodes_clean = pr->nnodes;
-  s->loc_from = pr->nlocals_saved;
-  s->loc_to = pr->nlocals_saved = pr->nlocals;
-  s->met_all = pr->ndirtyv == UINT32_MAX;
-  s->met_to = s->met_all ? pr->nnodes : pr->ndirtyv;
-  s->ndirty = s->met_to; /* at most */
-  /* the consumer position and the unmatched state that go with it */
-  if (p->has_region && p->cursor) {
-    uint32_t n = p->region.nrings;
-    s->cursor = malloc(n * sizeof *s->cursor);
-    s->cursor_prev = malloc(n * sizeof *s->cursor_prev);
-    if (s->cursor && s->cursor_prev) {
-      memcpy(s->cursor, p->cursor, n * sizeof *s->cursor);
-      memcpy(s->cursor_prev, p->cursor_saved, n * sizeof *s->cursor_prev);
-      s->ncursor = n;
-    } else {
-      s->incomplete = 1;
-    }
-  }
-  gpd_journal_cut(p, &s->jcut);
-  if (pr->pend_gen != pr->pend_gen_saved || s->exited) {
-    s->pend_write = 1;
-    /* a finished profile has resolved or forced everything: no rows */
-    s->pend_full = 1;
-    if (!s->exited) {
-      if (gpd_profile_pending_begin(pr, &s->pdl, &s->pdel, &s->npdel, &s->pend_full) < 0)
-        s->incomplete = 1;
-      else
-        s->pdl_on = 1; /* the rows: snap_copy_chunk */
-    }
-    pr->pend_gen_saved = pr->pend_gen;
-  }
-  if (gpd_pcsample_snap(pr->pcs, &s->pcs) < 0)
-    s->incomplete = 1;
-  if (gpd_cpusample_snap(pr->cps, &s->cps) < 0)
-    s->incomplete = 1;
-  if (gpd_tracewin_snap(&pr->tw, &s->tw) < 0)
-    s->incomplete = 1;
-  p->meta_dirty = 0;
-  /* until its copy is complete, nothing of the profile may change */
-  p->snap_frozen = s->frozen = snap_chunks_left(s);
-}
 
 /* Detach p's region into closing[*n] (closed once the lock is dropped),
  * or close it now when there is no array (out of memory). */
@@ -424,7 +115,7 @@ static int write_symbols(gpd_store_write_t *w, const gpd_symupd_t *u, uint32_t n
   return e;
 }
 
-static int write_proc(gpd_store_t *s, gpd_store_write_t *w, snap_proc_t *p) {
+static int write_proc(gpd_store_t *s, gpd_store_write_t *w, gpd_snapshot_t *p) {
   int e = 0;
   gpd_store_profile_row_t row = {
       .id = p->id, .pid = p->pid, .ppid = p->ppid, .uid = p->uid, .gid = p->gid, .rank = p->rank,
@@ -452,7 +143,7 @@ static int write_proc(gpd_store_t *s, gpd_store_write_t *w, snap_proc_t *p) {
       return e;
   }
   for (uint32_t i = 0; i < p->nctxs; i++) {
-    snap_ctx_t *c = &p->ctxs[i];
+    gpd_snapshot_ctx_t *c = &p->ctxs[i];
     char buf[64];
     gpd_store_context_row_t r = {.id = c->id, .parent = c->parent, .offset = c->offset, .kind = c->kind,
                                  .module = c->module, .build_id = c->build_id, .label = c->label, .raw = c->raw};
@@ -505,7 +196,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   gpd_store_t *s = d->store;
   if (s == NULL)
     return 0;
-  snap_proc_t *snaps = NULL;
+  gpd_snapshot_t *snaps = NULL;
   uint32_t n = 0;
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
@@ -529,13 +220,13 @@ int gpd_store_flush(gpd_daemon_t *d) {
   if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
     id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
-  /* Process by process: its snapshot (one instant: snap_copy), then its
+  /* Process by process: its snapshot (one instant: gpd_snapshot_take), then its
    * new contexts, locals, metrics and pending rows, while it is frozen;
    * at most `chunk` of those per hold of the lock, so that the monitors
    * and the event loop wait for one chunk, not for the whole snapshot,
    * and a process is frozen only during its own copy. */
   for (uint32_t i = 0, budget = chunk; i < n;) {
-    snap_proc_t *sp = &snaps[i];
+    gpd_snapshot_t *sp = &snaps[i];
     gpd_proc_t *p = d->procs;
     while (p && p != sp->proc)
       p = p->next;
@@ -546,23 +237,25 @@ int gpd_store_flush(gpd_daemon_t *d) {
       continue;
     }
     if (!sp->frozen && sp->proc && !sp->taken) {
-      snap_copy(d, p, sp);
+      gpd_snapshot_take(d, p, sp);
       sp->taken = 1;
       if (sp->frozen && chunk != UINT32_MAX) {
         /* its arrays (megabytes for 100 000 contexts) are allocated
          * without the lock: the process is frozen, the sizes fixed */
         lock_release(d, s, t_held, part);
-        snap_alloc(sp);
+        gpd_snapshot_alloc(sp);
+        if (frozen_delay_ms) /* tests only: a long chunked copy */
+          usleep(frozen_delay_ms * 1000u);
         pthread_mutex_lock(&d->lock);
         t_held = gpd_clock_ns();
         part = HOLD_CHUNK;
         budget = chunk;
         continue;
       }
-      snap_alloc(sp);
+      gpd_snapshot_alloc(sp);
     }
     if (sp->frozen)
-      budget -= snap_copy_chunk(p, sp, budget); /* incomplete: unfreezes at once */
+      budget -= gpd_snapshot_chunk(p, sp, budget); /* incomplete: unfreezes at once */
     if (!sp->frozen)
       i++;
     if (budget == 0 && i < n) {
@@ -586,7 +279,7 @@ int gpd_store_flush(gpd_daemon_t *d) {
   uint64_t t_sym = gpd_clock_ns();
   for (uint32_t i = 0; i < n; i++)
     for (uint32_t k = 0; !snaps[i].incomplete && k < snaps[i].nctxs; k++) {
-      snap_ctx_t *c = &snaps[i].ctxs[k];
+      gpd_snapshot_ctx_t *c = &snaps[i].ctxs[k];
       if (c->kind != GPD_NODE_FRAME || c->module == NULL)
         continue;
       if (d->symbolizer)
@@ -677,7 +370,7 @@ fin:
       continue;
     if (err < 0 || snaps[i].incomplete) {
       /* write everything again next time; the tails stay where they are */
-      proc_rewrite_all(p);
+      gpd_snapshot_redo(p);
       gpd_pcsample_unsnap(p->prof.pcs, &snaps[i].pcs);
       gpd_cpusample_unsnap(p->prof.cps, &snaps[i].cps);
       if (err < 0 && (p->error[0] == 0 || p->store_error)) {
@@ -736,7 +429,7 @@ out:;
   size_t copied = 0;
   for (uint32_t i = 0; i < n; i++) {
     copied += (size_t)snaps[i].nctxs + snaps[i].nmets + snaps[i].npend;
-    snap_proc_free(&snaps[i]);
+    gpd_snapshot_free(&snaps[i]);
   }
   free(snaps);
   /* A large snapshot (sizes: docs/STORE.md) leaves as much free memory
@@ -816,6 +509,10 @@ int gpd_store_writer_start(gpd_daemon_t *d) {
   writer_delay_ms = delay ? (unsigned)strtoul(delay, NULL, 10) % 600000u : 0;
   if (writer_delay_ms)
     GPD_WARN("test delay: every flush waits %u ms before it writes", writer_delay_ms);
+  const char *frozen = getenv("GPUPROF_TEST_FROZEN_MS");
+  frozen_delay_ms = frozen ? (unsigned)strtoul(frozen, NULL, 10) % 600000u : 0;
+  if (frozen_delay_ms)
+    GPD_WARN("test delay: a process copied in chunks stays frozen %u ms longer", frozen_delay_ms);
   int err = pthread_create(&d->writer_tid, NULL, writer_main, d);
   if (err)
     return -err;

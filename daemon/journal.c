@@ -12,7 +12,9 @@
  * every span written before the cut ends at or below the snapshot's
  * cursors) and deletes the segments up to the cut once that snapshot is
  * committed.  A hand-back replays the segments from the committed cursor
- * (gpd_journal_replay) before the monitor reads the ring again.
+ * (gpd_journal_replay) before the monitor reads the ring again.  While the
+ * writer copies a process's profile its spans are appended unread and
+ * applied from the journal afterwards (journal-hold.c).
  *
  * No fsync: the journal guards against the daemon dying, not the kernel.
  * A written page survives the daemon's SIGKILL in the page cache; a node
@@ -45,58 +47,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
 #include "gpuprof/clock.h"
 #include "gpuprof/grow.h"
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 
 #include "daemon.h"
+#include "journal-internal.h"
 #include "procstat.h"
-
-#define J_MAGIC "GPDJRNL1"
-#define J_VERSION 1u
-#define J_ENT_MAGIC 0x454a5047u /* "GPJE" */
-#define J_MAX_SEGS 65536u       /* segments of one profile considered by a replay */
-
-/* Segment file header (64 bytes, little-endian). */
-typedef struct jhdr_s {
-  char magic[8];
-  uint32_t version, hdr_size;
-  uint64_t profile_id; /* the profile it was first written for */
-  uint32_t uid, gid;
-  int32_t pid;
-  uint32_t seg;
-  uint64_t proc_start;
-  uint32_t nrings, ring_slots;
-  uint64_t hash; /* XXH3-64 of the 56 bytes above */
-} jhdr_t;
-_Static_assert(sizeof(jhdr_t) == 64, "journal header");
-
-/* One span: nslots slots of ring `ring` from position pos follow. */
-typedef struct jent_s {
-  uint32_t magic, ring;
-  uint64_t pos;
-  uint32_t nslots, tid;
-  uint64_t hash; /* XXH3-64 of the slots, seeded with that of the 24 bytes above */
-} jent_t;
-_Static_assert(sizeof(jent_t) == 32, "journal entry");
-
-struct gpd_jacct_s {
-  struct gpd_jacct_s *next;
-  uid_t uid;
-  uint64_t live; /* atomic: bytes appended, not yet deleted */
-  uint64_t over; /* atomic: spans refused by the budget */
-  uint64_t corr; /* atomic: correlation map entries of its processes (as published) */
-};
-
-struct gpd_journal_s {
-  int dirfd;
-  uint64_t uid_max;
-  uint64_t live; /* atomic: bytes of every uid (bounded by 4 x uid_max) */
-  pthread_mutex_t mu; /* accts list */
-  gpd_jacct_t *accts;
-  uint64_t last_sweep_ns; /* writer thread */
-};
 
 static gpd_jacct_t *acct_get(gpd_journal_t *j, uid_t uid) {
   pthread_mutex_lock(&j->mu);
@@ -126,7 +87,7 @@ static void live_sub(gpd_journal_t *j, gpd_jacct_t *a, uint64_t n) {
     __atomic_fetch_sub(&j->live, n, __ATOMIC_RELAXED);
 }
 
-static void seg_name(char *buf, size_t n, uint64_t id, uint32_t seg) {
+void gpd__journal_seg_name(char *buf, size_t n, uint64_t id, uint32_t seg) {
   snprintf(buf, n, "%" PRIu64 ".%u.jnl", id, seg);
 }
 
@@ -151,7 +112,7 @@ static uint64_t hdr_hash(const jhdr_t *h) {
 }
 
 /* Read a segment's header from fd (a regular file of ours): 0 or -EINVAL. */
-static int hdr_read(int fd, jhdr_t *h) {
+int gpd__journal_hdr_read(int fd, jhdr_t *h) {
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
     return -EINVAL;
@@ -233,7 +194,7 @@ static int seg_open(gpd_journal_t *j, gpd_proc_t *p) {
   gpd_pjournal_t *jr = &p->jr;
   char name[64];
   for (int tries = 0; tries < 16; tries++, jr->seg++) {
-    seg_name(name, sizeof name, p->profile_id, jr->seg);
+    gpd__journal_seg_name(name, sizeof name, p->profile_id, jr->seg);
     int fd = openat(j->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
     if (fd < 0 && errno == EEXIST)
       continue;
@@ -266,7 +227,7 @@ static int seg_open(gpd_journal_t *j, gpd_proc_t *p) {
   return -EEXIST;
 }
 
-static void seg_close(gpd_pjournal_t *jr) {
+void gpd__journal_seg_close(gpd_pjournal_t *jr) {
   if (jr->has_fd) {
     close(jr->fd);
     jr->has_fd = 0;
@@ -274,12 +235,12 @@ static void seg_close(gpd_pjournal_t *jr) {
   }
 }
 
-int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
+int gpd__journal_span(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring, uint64_t to, uint32_t tid) {
   gpd_journal_t *j = d->journal;
   gpd_pjournal_t *jr = &p->jr;
   if (j == NULL || jr->rel == NULL || jr->failed || ring >= p->region.nrings)
     return 0;
-  uint64_t from = jr->rel[ring], to = p->cursor[ring];
+  uint64_t from = jr->rel[ring];
   const uint64_t cap = p->region.ring_slots, mask = cap - 1;
   if (to <= from)
     return 0;
@@ -292,7 +253,7 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   gpd_jacct_t *a = jr->acct;
   if ((a && __atomic_load_n(&a->live, __ATOMIC_RELAXED) + bytes > j->uid_max) ||
       __atomic_load_n(&j->live, __ATOMIC_RELAXED) + bytes > 4 * j->uid_max) {
-    if (__atomic_fetch_add(&a->over, 1, __ATOMIC_RELAXED) == 0)
+    if (a && __atomic_fetch_add(&a->over, 1, __ATOMIC_RELAXED) == 0)
       GPD_WARN("journal: uid %u has %" PRIu64 " bytes not yet committed (budget %" PRIu64
                "): its ring slots now wait for the writer's commit",
                (unsigned)p->uid, __atomic_load_n(&a->live, __ATOMIC_RELAXED), j->uid_max);
@@ -310,12 +271,15 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   const uint8_t *slots = gpd_region_ring_data(&p->region, ring);
   uint64_t start = from & mask, first = n < cap - start ? n : cap - start;
   jent_t e = {.magic = J_ENT_MAGIC, .ring = ring, .pos = from, .nslots = (uint32_t)n,
-              .tid = p->prof.ring_tid};
-  uint64_t h = gpd_hash64(&e, offsetof(jent_t, hash), 0);
-  h = gpd_hash64(slots + start * GPD_SLOT_SIZE, first * GPD_SLOT_SIZE, h);
+              .tid = tid};
+  /* one hash of the span's slots in order, wherever the ring wraps
+   * (docs/FORMATS.md: what a replay computes over the entry) */
+  XXH3_state_t st;
+  XXH3_64bits_reset_withSeed(&st, gpd_hash64(&e, offsetof(jent_t, hash), 0));
+  XXH3_64bits_update(&st, slots + start * GPD_SLOT_SIZE, first * GPD_SLOT_SIZE);
   if (n > first)
-    h = gpd_hash64(slots, (n - first) * GPD_SLOT_SIZE, h);
-  e.hash = h;
+    XXH3_64bits_update(&st, slots, (n - first) * GPD_SLOT_SIZE);
+  e.hash = XXH3_64bits_digest(&st);
   struct iovec iov[3] = {{&e, sizeof e},
                          {(void *)(slots + start * GPD_SLOT_SIZE), first * GPD_SLOT_SIZE},
                          {(void *)slots, (n - first) * GPD_SLOT_SIZE}};
@@ -329,7 +293,7 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
       jr->written += (uint64_t)w;
       live_add(j, a, (uint64_t)w);
     }
-    seg_close(jr);
+    gpd__journal_seg_close(jr);
     jr->failed = 1;
     jr->skipped++;
     return 0;
@@ -341,13 +305,22 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   return 1;
 }
 
+int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
+  if (p->cursor == NULL || ring >= p->region.nrings)
+    return 0;
+  return gpd__journal_span(d, p, ring, p->cursor[ring], p->prof.ring_tid);
+}
+
 void gpd_journal_cut(gpd_proc_t *p, gpd_jcut_t *cut) {
   gpd_pjournal_t *jr = &p->jr;
-  seg_close(jr);
-  cut->any = jr->seg > jr->seg_lo;
+  gpd__journal_seg_close(jr);
+  /* held spans (journal-hold.c) are not in the profile yet: a commit of
+   * this snapshot covers only the segments before them */
+  uint32_t end = jr->hold_on ? jr->hold_seg : jr->seg;
+  cut->any = end > jr->seg_lo;
   cut->lo = jr->seg_lo;
-  cut->seg = jr->seg ? jr->seg - 1 : 0;
-  cut->written = jr->written;
+  cut->seg = end ? end - 1 : 0;
+  cut->written = jr->hold_on ? jr->hold_written : jr->written;
 }
 
 void gpd_journal_committed(gpd_proc_t *p, const gpd_jcut_t *cut, const uint64_t *cursor,
@@ -370,7 +343,7 @@ void gpd_journal_unlink(gpd_daemon_t *d, uint64_t profile_id, uint32_t lo, uint3
     return;
   char name[64];
   for (uint64_t s = lo; s <= seg; s++) {
-    seg_name(name, sizeof name, profile_id, (uint32_t)s);
+    gpd__journal_seg_name(name, sizeof name, profile_id, (uint32_t)s);
     unlinkat(d->journal->dirfd, name, 0);
   }
 }
@@ -390,6 +363,10 @@ void gpd_journal_release(gpd_proc_t *p) {
   free(jr->rel);
   free(jr->from);
   jr->rel = jr->from = NULL;
+  free(jr->rbuf);
+  jr->rbuf = NULL;
+  jr->rcap = 0;
+  jr->hold_on = 0;
 }
 
 void gpd_journal_corr_bound(const gpd_daemon_t *d, gpd_proc_t *p) {
@@ -467,11 +444,60 @@ static uint32_t *segs_of(gpd_journal_t *j, uint64_t id, uint32_t *n) {
   return v;
 }
 
+ssize_t gpd__journal_entry_read(int fd, off_t off, uint32_t nrings, uint32_t ring_slots, jent_t *e,
+                                uint8_t **buf, size_t *cap) {
+  if (pread(fd, e, sizeof *e, off) != (ssize_t)sizeof *e)
+    return 0;
+  if (e->magic != J_ENT_MAGIC || e->ring >= nrings || e->nslots < 1 || e->nslots > ring_slots)
+    return 0;
+  size_t n = (size_t)e->nslots * GPD_SLOT_SIZE;
+  if (n > *cap) {
+    uint8_t *g = realloc(*buf, n);
+    if (g == NULL)
+      return -ENOMEM;
+    *buf = g;
+    *cap = n;
+  }
+  if (pread(fd, *buf, n, off + (off_t)sizeof *e) != (ssize_t)n)
+    return 0; /* torn at the end: the daemon died in this write (not released) */
+  if (gpd_hash64(*buf, n, gpd_hash64(e, offsetof(jent_t, hash), 0)) != e->hash)
+    return 0;
+  return (ssize_t)(sizeof *e + n);
+}
+
+int64_t gpd__journal_feed(gpd_profile_t *pr, const jent_t *e, const uint8_t *buf, uint64_t *cur, int *bad) {
+  uint64_t q = e->pos, end = e->pos + e->nslots;
+  int64_t n = 0;
+  pr->ring_tid = e->tid;
+  while (q < end) {
+    const uint8_t *rec = buf + (q - e->pos) * GPD_SLOT_SIZE;
+    unsigned ns = ((const gpd_rec_hdr_t *)rec)->nslots;
+    if (ns < 1 || ns > end - q || ns * GPD_SLOT_SIZE > GPD_REC_MAX_BYTES) {
+      *bad = 1;
+      return n;
+    }
+    if (q >= *cur) {
+      _Alignas(64) uint8_t copy[GPD_REC_MAX_BYTES];
+      memcpy(copy, rec, (size_t)ns * GPD_SLOT_SIZE);
+      if (gpd_rec_validate(copy, (size_t)ns * GPD_SLOT_SIZE) != 0) {
+        *bad = 1;
+        return n;
+      }
+      gpd_profile_ingest(pr, copy, (size_t)ns * GPD_SLOT_SIZE);
+      n++;
+      *cur = q + ns;
+    }
+    q += ns;
+  }
+  return n;
+}
+
 typedef struct replay_s {
   gpd_proc_t *p;
   uint64_t *cur;
   uint8_t *started, *stopped;
-  uint8_t *buf; /* ring_slots slots */
+  uint8_t *buf; /* cap bytes */
+  size_t cap;
   int64_t records;
 } replay_t;
 
@@ -484,61 +510,32 @@ static void replay_entry(replay_t *r, const jent_t *e) {
     r->cur[ring] = e->pos;
     r->started[ring] = 1;
   }
-  uint64_t end = e->pos + e->nslots;
   if (e->pos > r->cur[ring]) { /* a gap: what follows is in the ring */
     r->stopped[ring] = 1;
     return;
   }
-  if (end <= r->cur[ring])
+  if (e->pos + e->nslots <= r->cur[ring])
     return; /* committed already */
-  uint64_t q = e->pos;
-  gpd_profile_t *pr = &r->p->prof;
-  pr->ring_tid = e->tid;
-  while (q < end) {
-    const uint8_t *rec = r->buf + (q - e->pos) * GPD_SLOT_SIZE;
-    unsigned ns = ((const gpd_rec_hdr_t *)rec)->nslots;
-    if (ns < 1 || ns > end - q || ns * GPD_SLOT_SIZE > GPD_REC_MAX_BYTES) {
-      r->stopped[ring] = 1;
-      return;
-    }
-    if (q >= r->cur[ring]) {
-      _Alignas(64) uint8_t copy[GPD_REC_MAX_BYTES];
-      memcpy(copy, rec, (size_t)ns * GPD_SLOT_SIZE);
-      if (gpd_rec_validate(copy, (size_t)ns * GPD_SLOT_SIZE) != 0) {
-        r->stopped[ring] = 1;
-        return;
-      }
-      gpd_profile_ingest(pr, copy, (size_t)ns * GPD_SLOT_SIZE);
-      r->records++;
-      r->cur[ring] = q + ns;
-    }
-    q += ns;
-  }
+  int bad = 0;
+  r->records += gpd__journal_feed(&r->p->prof, e, r->buf, &r->cur[ring], &bad);
+  if (bad)
+    r->stopped[ring] = 1;
 }
 
 /* Replay one segment file; 1 when it is p's (identity matches), else 0. */
 static int replay_seg(replay_t *r, int fd) {
   gpd_proc_t *p = r->p;
   jhdr_t h;
-  if (hdr_read(fd, &h) < 0 || h.uid != (uint32_t)p->uid || h.pid != (int32_t)p->pid ||
+  if (gpd__journal_hdr_read(fd, &h) < 0 || h.uid != (uint32_t)p->uid || h.pid != (int32_t)p->pid ||
       (h.proc_start && p->proc_start && h.proc_start != p->proc_start) ||
       h.nrings != p->region.nrings || h.ring_slots != p->region.ring_slots)
     return 0;
-  off_t off = sizeof h;
-  for (;;) {
-    jent_t e;
-    if (pread(fd, &e, sizeof e, off) != (ssize_t)sizeof e)
-      break;
-    if (e.magic != J_ENT_MAGIC || e.ring >= h.nrings || e.nslots < 1 || e.nslots > h.ring_slots)
-      break;
-    size_t n = (size_t)e.nslots * GPD_SLOT_SIZE;
-    if (pread(fd, r->buf, n, off + (off_t)sizeof e) != (ssize_t)n)
-      break; /* torn at the end: the daemon died in this write (not released) */
-    if (gpd_hash64(r->buf, n, gpd_hash64(&e, offsetof(jent_t, hash), 0)) != e.hash)
-      break;
+  jent_t e;
+  ssize_t n;
+  for (off_t off = sizeof h;
+       (n = gpd__journal_entry_read(fd, off, h.nrings, h.ring_slots, &e, &r->buf, &r->cap)) > 0;
+       off += n)
     replay_entry(r, &e);
-    off += (off_t)(sizeof e + n);
-  }
   return 1;
 }
 
@@ -552,7 +549,8 @@ int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id) {
   r.cur = calloc(nr ? nr : 1, sizeof *r.cur);
   r.started = calloc(nr ? nr : 1, 1);
   r.stopped = calloc(nr ? nr : 1, 1);
-  r.buf = malloc((size_t)p->region.ring_slots * GPD_SLOT_SIZE);
+  r.cap = (size_t)p->region.ring_slots * GPD_SLOT_SIZE;
+  r.buf = malloc(r.cap);
   uint32_t *segs = segs_of(j, from_id, &nsegs);
   int64_t ret = -ENOMEM;
   if (!r.cur || !r.started || !r.stopped || !r.buf)
@@ -566,7 +564,7 @@ int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id) {
   uint32_t adopted = 0, lo = 0, hi = 0;
   for (uint32_t k = 0; k < nsegs; k++) {
     char name[64], to[64];
-    seg_name(name, sizeof name, from_id, segs[k]);
+    gpd__journal_seg_name(name, sizeof name, from_id, segs[k]);
     int fd = openat(j->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
       continue;
@@ -577,7 +575,7 @@ int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id) {
     /* the segment is this profile's now: a successor of this daemon
      * replays it under the id the process hands back next time */
     if (from_id != p->profile_id) {
-      seg_name(to, sizeof to, p->profile_id, segs[k]);
+      gpd__journal_seg_name(to, sizeof to, p->profile_id, segs[k]);
       if (renameat(j->dirfd, name, j->dirfd, to) < 0)
         continue;
     }
@@ -651,7 +649,7 @@ void gpd_journal_sweep(gpd_daemon_t *d) {
     int sfd = openat(j->dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     jhdr_t h;
     struct stat st;
-    int keep = sfd >= 0 && hdr_read(sfd, &h) == 0 && hdr_alive(&h);
+    int keep = sfd >= 0 && gpd__journal_hdr_read(sfd, &h) == 0 && hdr_alive(&h);
     /* a header not readable yet: a segment the monitor is creating */
     if (!keep && sfd >= 0 && fstat(sfd, &st) == 0 && st.st_size < (off_t)sizeof h &&
         time(NULL) - st.st_mtime < 60)

@@ -32,6 +32,16 @@ typedef struct gpd_pjournal_s {
   gpd_jacct_t *acct;    /* its uid's account */
   uint64_t corr_pub;    /* prof.corr.n last added to the account */
   int failed;           /* a write failed: journaling off for this process */
+  /* Spans journaled while the writer copied the profile (journal-hold.c):
+   * on a ring, cursor[i] < rel[i] while they are not yet applied. */
+  int hold_on;          /* some are journaled, not yet applied */
+  uint32_t hold_seg;    /* the first segment that holds them */
+  uint64_t hold_written; /* `written` when the hold began */
+  uint32_t rseg;        /* the apply reads segment rseg at byte roff next */
+  uint64_t roff;
+  uint8_t *rbuf;        /* its read buffer (rcap bytes), freed at the end */
+  size_t rcap;
+  uint64_t held;        /* records applied after a copy (ever; statistics) */
 } gpd_pjournal_t;
 
 /** What a snapshot closed (gpd_journal_cut): segments <= seg are covered
@@ -82,6 +92,24 @@ void gpd_journal_release(gpd_proc_t *p);
  *  whichever is ahead; the ring is released to it.  Returns records
  *  replayed, or a negative errno. */
 int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id);
+/** Bounds on what one process holds in its journal while frozen
+ *  (journal-hold.c): bytes appended since the hold began, and segments. */
+#define GPD_JOURNAL_HOLD_MAX (128ull << 20)
+#define GPD_JOURNAL_HOLD_SEGS 256u
+/** Monitor, for a process the writer is copying (p->snap_frozen) or whose
+ *  held spans are not all applied yet: append every ring's published
+ *  slots [rel, head) to the journal without reading them and release the
+ *  ring there.  Past GPD_JOURNAL_HOLD_MAX / GPD_JOURNAL_HOLD_SEGS, the
+ *  uid's budget or on a write error a span stays in its ring.  Returns
+ *  the slots released; 0 also when p has no journal (d NULL, journal
+ *  off, a private recorder). */
+uint64_t gpd_journal_hold(gpd_daemon_t *d, gpd_proc_t *p);
+/** Monitor, once p is no longer frozen: ingest the held records from the
+ *  journal, about `budget` records (whole entries), in ring order;
+ *  when every ring's cursor has reached its released position the hold
+ *  ends and the rings are consumed again.  Returns the records ingested
+ *  or GPD_EBADRECORD (a record that does not validate: p is bad). */
+int64_t gpd_journal_apply(gpd_daemon_t *d, gpd_proc_t *p, uint64_t budget);
 /** Delete the segments of processes no longer alive (writer, about once
  *  a minute; and at open). */
 void gpd_journal_sweep(gpd_daemon_t *d);

@@ -15,6 +15,11 @@
  * monitor releases each ring right after consuming it, so the producer's
  * room does not wait for the writer's symbolization and commit.
  *
+ * While the writer copies a process's profile (snap_frozen) its rings are
+ * appended to its journal unread and released; once the copy is
+ * complete those records are read back from the journal and applied
+ * before the rings are consumed again (journal-hold.c).
+ *
  * A ring that fails validation marks its process bad (the error is kept,
  * logged once, the region is no longer read); everything consumed before
  * stays in the profile.  RETIRED rings go back to FREE when the writer
@@ -54,6 +59,23 @@
 #include "daemon.h"
 
 #define GPD_MONITOR_BATCH 4096u
+/* Records of held spans applied per pass (journal-hold.c): four times a
+ * ring's batch, so the apply outruns the producers while the lock is
+ * held for about as long as a pass that drains four busy rings. */
+#define GPD_MONITOR_APPLY (4u * GPD_MONITOR_BATCH)
+
+/* p's region (ring `ring`, or any when -1) failed validation with err:
+ * stop reading it, keep what was consumed. */
+static void proc_bad(gpd_proc_t *p, int ring, int err) {
+  p->bad = 1;
+  if (ring >= 0)
+    snprintf(p->error, sizeof p->error, "ring %d of the shared region is corrupt: %s", ring, gpd_strerror(err));
+  else
+    snprintf(p->error, sizeof p->error, "a ring of the shared region is corrupt: %s", gpd_strerror(err));
+  GPD_ERR("pid %d (profile %llu): %s; no longer reading its region (kept %llu records)", (int)p->pid,
+          (unsigned long long)p->profile_id, p->error, (unsigned long long)p->prof.records);
+  p->meta_dirty = 1;
+}
 
 uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring) {
   if (!p->has_region || p->bad || p->cursor == NULL)
@@ -61,9 +83,26 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
   gpd_region_t *r = &p->region;
   p->prof.trace = d ? d->trace : NULL; /* activities -> tracing threads (trace.c) */
   gpd_journal_corr_bound(d, p); /* its uid's share of unmatched invocations */
-  uint64_t total = 0, drops = 0;
+  uint64_t total = 0, drops = 0, held = 0;
   uint32_t inuse = 0;
   int pressure = 0;
+  /* Spans journaled while the writer copied the profile are applied
+   * first; while it copies (frozen) or they are not all applied, the
+   * rings are journaled without being read (journal-hold.c).  Without a
+   * journal a frozen process waits for the next pass. */
+  if (p->jr.hold_on && !p->snap_frozen) {
+    int64_t a = gpd_journal_apply(d, p, GPD_MONITOR_APPLY);
+    if (a < 0) {
+      proc_bad(p, -1, (int)a);
+      return 0;
+    }
+    total = (uint64_t)a;
+  }
+  int holding = p->snap_frozen || p->jr.hold_on;
+  if (holding && (d == NULL || d->release_on_consume || p->jr.rel == NULL))
+    return total;
+  if (holding)
+    held = gpd_journal_hold(d, p);
   /* Only rings below the shim's high-water mark were ever claimed (an
    * untrusted value: clamped; a process that lowers it hides only its own
    * rings). */
@@ -79,6 +118,8 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
         atomic_load_explicit(&ctl->tail, memory_order_relaxed) == p->cursor[i])
       continue;
     inuse++;
+    if (holding)
+      continue;
     int n = gpd_profile_consume(&p->prof, r, i, &p->cursor[i], max_per_ring);
     /* a private recorder: give the slots back now (daemon.h); else once
      * they are in the journal (journal.c), also the prefix before a bad
@@ -88,13 +129,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     else if (d)
       gpd_journal_append(d, p, i);
     if (n < 0) {
-      p->bad = 1;
-      snprintf(p->error, sizeof p->error, "ring %u of the shared region is corrupt: %s", i,
-               gpd_strerror(n));
-      GPD_ERR("pid %d (profile %llu): %s; no longer reading its region (kept %llu records)",
-              (int)p->pid, (unsigned long long)p->profile_id, p->error,
-              (unsigned long long)p->prof.records);
-      p->meta_dirty = 1;
+      proc_bad(p, (int)i, n);
       break;
     }
     total += (uint64_t)n;
@@ -120,7 +155,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     snprintf(p->error, sizeof p->error, "profile size bounds exceeded (nodes/strings/pending)");
     GPD_WARN("pid %d: %s", (int)p->pid, p->error);
   }
-  return total;
+  return total + held;
 }
 
 static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
@@ -139,9 +174,9 @@ static void finish_proc(gpd_daemon_t *d, gpd_proc_t *p) {
    * and released the rings (gpd_registry_close_region) */
   __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
   pthread_cond_signal(&d->writer_cv);
-  GPD_INFO("pid %d ended: %llu records, %llu activities (%llu to <unknown context>)", (int)p->pid,
-           (unsigned long long)p->prof.records, (unsigned long long)p->prof.activities,
-           (unsigned long long)p->prof.unknown);
+  GPD_INFO("pid %d ended: %llu records (%llu journaled while frozen), %llu activities (%llu to <unknown "
+           "context>)", (int)p->pid, (unsigned long long)p->prof.records, (unsigned long long)p->jr.held,
+           (unsigned long long)p->prof.activities, (unsigned long long)p->prof.unknown);
 }
 
 /* 1 when the writer is copying some process's profile (lock held). */
@@ -154,10 +189,10 @@ static int frozen_any(gpd_daemon_t *d) {
 
 /* One process's share of a pass (whichever monitor thread claimed it). */
 static uint64_t pass_proc(gpd_daemon_t *d, gpd_proc_t *p) {
-  if (p->snap_frozen)
-    return 0; /* the writer is copying its profile: the next pass */
+  /* frozen (the writer is copying its profile): journaled only, and
+   * finished after the copy */
   uint64_t n = gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
-  if (p->state == GPD_PROC_ENDING)
+  if (p->state == GPD_PROC_ENDING && !p->snap_frozen)
     finish_proc(d, p);
   return n;
 }

@@ -40,7 +40,12 @@ void gpd_monitor_stop(gpd_daemon_t *d);
 /** One pass over all processes (monitor thread or tests); takes the lock
  *  per process.  Returns records consumed. */
 uint64_t gpd_monitor_pass(gpd_daemon_t *d);
-/** Drain one process completely and finish it if ENDING (lock held). */
+/** Drain each of p's rings once (at most max_per_ring records each; lock
+ *  held).  Records journaled while the writer copied p's profile are
+ *  applied first; while it copies (p->snap_frozen) or they are not all
+ *  applied, the rings are journaled without being read (journal-hold.c;
+ *  without a journal: left for a later pass).  Returns the records
+ *  consumed or applied plus the slots journaled so. */
 uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring);
 
 #endif

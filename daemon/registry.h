@@ -49,7 +49,8 @@ typedef struct gpd_proc_s {
   uint64_t *cursor_saved;
   int bad;              /* stopped trusting its region */
   int snap_frozen;      /* the writer is copying its profile in chunks (checkpoint.c):
-                         * no monitor consumes its rings until then (lock) */
+                         * until then the monitor journals its rings without
+                         * applying them (journal-hold.c; lock) */
   char error[256];
   int store_error;      /* error holds the store's "not stored yet" text */
   gpd_profile_t prof;

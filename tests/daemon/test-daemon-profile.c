@@ -2,7 +2,9 @@
  * (profile.c) and node merge (merge.c): records fed directly, exact metric
  * values asserted at exact Merkle context ids.  Also the commit of the
  * consumer position with the state (monitor.c + store.c): a "restarted
- * daemon" adopting a region counts every record exactly once. */
+ * daemon" adopting a region counts every record exactly once; and a
+ * frozen process's rings journaled unread, applied after the copy
+ * (journal-hold.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -816,18 +818,16 @@ static gpd_proc_t *restart_proc(int fd) {
   return p;
 }
 
-static void test_commit_cursor(void **state) {
-  (void)state;
-  char dir[] = "/tmp/gpd-commit-XXXXXX", path[64];
-  assert_non_null(mkdtemp(dir));
+/* A daemon with a store in dir (mkdtemp'd) and one process (profile id
+ * 1, two rings of 64 slots, producers *p0 and *p1), which has pushed a
+ * kernel name and node 1 (0x1234) on ring 0. */
+static gpd_proc_t *commit_setup(gpd_daemon_t *d, const char *dir, gpd_producer_t *p0, gpd_producer_t *p1) {
+  char path[64];
   snprintf(path, sizeof path, "%s/t.gpdb", dir);
-  gpd_daemon_t d;
-  memset(&d, 0, sizeof d);
-  pthread_mutex_init(&d.lock, NULL);
-  pthread_cond_init(&d.writer_cv, NULL);
-  assert_int_equal(gpd_store_open(&d.store, path), 0);
-
-  /* daemon 1: a process with two rings of 64 slots */
+  memset(d, 0, sizeof *d);
+  pthread_mutex_init(&d->lock, NULL);
+  pthread_cond_init(&d->writer_cv, NULL);
+  assert_int_equal(gpd_store_open(&d->store, path), 0);
   gpd_proc_t *p = calloc(1, sizeof *p);
   assert_non_null(p);
   p->profile_id = 1;
@@ -838,12 +838,10 @@ static void test_commit_cursor(void **state) {
   p->has_region = 1;
   assert_int_equal(gpd_registry_cursors(p), 0);
   assert_int_equal(gpd_profile_init(&p->prof, 1), 0);
-  d.procs = p;
-  d.nprocs = 1;
-  gpd_region_t *r = &p->region;
-  gpd_producer_t p0, p1;
-  assert_int_equal(gpd_producer_claim(r, &p0, 1), 0);
-  assert_int_equal(gpd_producer_claim(r, &p1, 2), 1);
+  d->procs = p;
+  d->nprocs = 1;
+  assert_int_equal(gpd_producer_claim(&p->region, p0, 1), 0);
+  assert_int_equal(gpd_producer_claim(&p->region, p1, 2), 1);
   uint8_t sb[128];
   memset(sb, 0, sizeof sb);
   gpd_rec_string_t *str = (gpd_rec_string_t *)sb;
@@ -853,14 +851,27 @@ static void test_commit_cursor(void **state) {
   str->id = 1;
   str->kind = GPD_STR_KERNEL;
   memcpy(str->text, "kern", 4);
-  ring_push(&p0, sb, sizeof *str + 4);
+  ring_push(p0, sb, sizeof *str + 4);
   gpd_rec_node_t n;
   memset(&n, 0, sizeof n);
   n.h.type = GPD_REC_NODE;
   n.h.version = GPD_REC_VERSION;
   n.id = 1;
   n.offset = 0x1234;
-  ring_push(&p0, &n, sizeof n);
+  ring_push(p0, &n, sizeof n);
+  return p;
+}
+
+static void test_commit_cursor(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-commit-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/t.gpdb", dir);
+  gpd_daemon_t d;
+  gpd_producer_t p0, p1;
+  /* daemon 1: a process with two rings of 64 slots */
+  gpd_proc_t *p = commit_setup(&d, dir, &p0, &p1);
+  gpd_region_t *r = &p->region;
   for (uint64_t c = 1; c <= 5; c++)
     ring_invoke(&p0, c, 1);
   for (uint64_t c = 1; c <= 3; c++)
@@ -961,6 +972,92 @@ static void test_commit_cursor(void **state) {
 
   gpd_registry_free_proc(q);
   gpd_registry_free_proc(p);
+  gpd_store_close(d.store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Every ring of p released up to its head (the producer has all its room). */
+static void assert_released(gpd_proc_t *p) {
+  for (uint32_t i = 0; i < 2; i++)
+    assert_int_equal(atomic_load(&p->region.ctl[i].tail), atomic_load(&p->region.ctl[i].head));
+}
+
+/* A frozen process's rings (journal-hold.c): while the writer copies its
+ * profile they are journaled unread and released, a snapshot's cut does
+ * not cover the held segments, and after the copy every held record is
+ * applied once, in ring order, across a segment boundary and the rings'
+ * wrap. */
+static void test_frozen_hold(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-hold-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  gpd_daemon_t d;
+  gpd_producer_t p0, p1;
+  gpd_proc_t *p = commit_setup(&d, dir, &p0, &p1);
+  assert_int_equal(gpd_journal_open(&d, dir, GPD_JOURNAL_UID_MAX), 0);
+  assert_int_equal(gpd_journal_attach(&d, p), 0);
+  /* before the copy: 5 kernel pairs, consumed */
+  for (uint64_t c = 1; c <= 5; c++) {
+    ring_invoke(&p0, c, 1);
+    ring_act(&p1, c);
+  }
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 12);
+  assert_released(p);
+  assert_int_equal(p->prof.records, 12);
+
+  /* the writer's snapshot cuts the journal and freezes the process */
+  gpd_jcut_t cut0;
+  gpd_journal_cut(p, &cut0);
+  assert_true(cut0.any);
+  p->snap_frozen = 1;
+
+  /* four rounds of 40 invocations (ring 0: 160 slots, 2.5 times its size)
+   * and 10 activities (ring 1: 120 slots): journaled, released, unread */
+  uint64_t corr = 5;
+  for (int round = 0; round < 4; round++) {
+    for (uint64_t k = 1; k <= 40; k++)
+      ring_invoke(&p0, corr + k, 1);
+    for (uint64_t k = 1; k <= 10; k++)
+      ring_act(&p1, corr + k);
+    corr += 40;
+    assert_int_equal(gpd_monitor_drain(&d, p, 4096), 40 + 30); /* slots */
+    assert_released(p);
+    assert_int_equal(p->prof.records, 12);
+    assert_true(p->jr.hold_on);
+    if (round == 1) {
+      /* a cut during the hold covers only the segments before it */
+      gpd_jcut_t cut1;
+      gpd_journal_cut(p, &cut1);
+      assert_true(cut1.seg < p->jr.hold_seg);
+      assert_int_equal(cut1.written, p->jr.hold_written);
+    }
+  }
+  assert_int_equal(atomic_load(&p->region.ctl[0].drops) + atomic_load(&p->region.ctl[1].drops), 0);
+
+  /* the copy is complete: the 200 held records are applied, once */
+  p->snap_frozen = 0;
+  uint64_t applied = 0;
+  for (int k = 0; k < 16 && p->jr.hold_on; k++)
+    applied += gpd_monitor_drain(&d, p, 4096);
+  assert_false(p->jr.hold_on);
+  assert_int_equal(applied, 200);
+  assert_int_equal(p->prof.records, 212);
+  assert_int_equal(p->jr.held, 200);
+  for (uint32_t i = 0; i < 2; i++)
+    assert_int_equal(p->cursor[i], atomic_load(&p->region.ctl[i].head));
+  /* 5 + 4 x 10 kernels matched their invocations */
+  assert_true(gpd_profile_incl(&p->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 45.0);
+
+  /* and the rings are consumed again */
+  ring_invoke(&p0, ++corr, 1);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
+  assert_int_equal(p->prof.records, 213);
+  assert_released(p);
+
+  gpd_registry_free_proc(p);
+  gpd_journal_close(&d);
   gpd_store_close(d.store);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -1326,6 +1423,7 @@ int main(void) {
       cmocka_unit_test(test_top_incremental),
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
+      cmocka_unit_test(test_frozen_hold),
       cmocka_unit_test(test_corr_bounds),
       cmocka_unit_test(test_pending_delta),
       cmocka_unit_test(test_pending_fifo_tail),

@@ -15,10 +15,7 @@ printf '[store]\nflush_interval_ms = 100\n' > "$T/fast.conf"
 DB=$T/j.gpdb
 start_daemon "$T/d.sock" "$DB" --config "$T/fast.conf"
 
-coproc A { "$CLIENT" "$T/d.sock" handback2 300 200 50; }
-apid=$A_PID
-exec {a_out}<&"${A[0]}" {a_in}>&"${A[1]}"
-read -r -t 20 word id <&"$a_out" && [ "$word" = PHASE1 ] || die "client: no phase 1"
+handback2_start 300 200 50
 committed() { [ "$(kcount "$id")" = "[[300.0]]" ]; }
 wait_for "$WAIT" "300 kernels of profile $id committed" committed
 

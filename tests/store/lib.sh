@@ -8,6 +8,10 @@
 #   exited PROFILE      true once it is stored as exited
 #   dblock_hold DB      returns once the lock is held
 #   dblock_release      lets go and reaps the holder
+#   victim_run N RATE WHILE   the victim pushes N pairs at RATE/s; sets
+#                       id (its profile); fails unless it dropped 0
+#   handback2_start K J M     test-daemon-client handback2 as a coprocess
+#                       (apid, a_out, a_in); returns at PHASE1, id set
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh" "$1"
 CLIENT=$(find "$BUILD" -type f -perm -u+x -name test-daemon-client -print -quit)
 [ -n "$CLIENT" ] || { echo "SKIP: test-daemon-client not built"; exit 77; }
@@ -36,4 +40,19 @@ dblock_release() {
   echo go >&"$DBLOCK_FD"
   exec {DBLOCK_FD}>&-
   wait "$DBLOCK_PID" || die "lock holder: $(cat "$T/dblock.out")"
+}
+victim_run() {
+  "$CLIENT" "$T/d.sock" victim "$1" "$2" > "$T/victim.out" || die "victim failed: $(cat "$T/victim.out")"
+  local word drops
+  read -r word id _ drops < "$T/victim.out"
+  [ "$word" = DONE ] || die "victim: $(cat "$T/victim.out")"
+  echo "victim: profile $id, $drops records dropped in its rings"
+  [ "$drops" = 0 ] || die "the victim lost $drops records $3"
+}
+handback2_start() {
+  coproc A { "$CLIENT" "$T/d.sock" handback2 "$1" "$2" "$3"; }
+  apid=$A_PID
+  exec {a_out}<&"${A[0]}" {a_in}>&"${A[1]}"
+  local word
+  read -r -t 20 word id <&"$a_out" && [ "$word" = PHASE1 ] || die "client: no phase 1"
 }

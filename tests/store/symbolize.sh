@@ -44,11 +44,7 @@ wait_for 30 "the attacker's 20 000 frame contexts stored (the writer does not wa
 hex=$(q "select count(*) from context where uid=$auid and module='$BIG' and label like '0x%'")
 echo "attacker's contexts stored by module + offset before the victim starts: $hex"
 [ "${hex//[^0-9]/}" -ge 10000 ] || die "only $hex of 20 000 frames were stored unsymbolized: was the writer symbolizing?"
-"$CLIENT" "$T/d.sock" victim "$N" "$RATE" > "$T/victim.out" || die "victim failed: $(cat "$T/victim.out")"
-read -r word id _ drops < "$T/victim.out"
-[ "$word" = DONE ] || die "victim: $(cat "$T/victim.out")"
-echo "victim: profile $id, $drops records dropped in its rings"
-[ "$drops" = 0 ] || die "the victim lost $drops records beside the attacker's symbolization"
+victim_run "$N" "$RATE" "beside the attacker's symbolization"
 wait_for "$WAIT" "victim profile $id stored as exited" exited "$id"
 kc=$(kcount "$id")
 [ "$kc" = "[[$N.0]]" ] || die "victim stored $kc kernels, not $N"
