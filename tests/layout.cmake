@@ -15,3 +15,8 @@ if(GPD_PYTHON3_LAYOUT)
             ${CMAKE_BINARY_DIR} daemon cli analyzer store shim)
   set_tests_properties(layout.callcycles PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# Issue 26's measured shape: no .c file over 800 lines in shim/, daemon/,
+# cli/, analyzer/, store/; SQL statements only under store/.
+add_test(NAME layout.sizes COMMAND bash ${PROJECT_SOURCE_DIR}/tests/layout/sizes.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(layout.sizes PROPERTIES LABELS unit TIMEOUT 60)
