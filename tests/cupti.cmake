@@ -110,11 +110,30 @@ set_target_properties(gpd_fake_cupti PROPERTIES OUTPUT_NAME cuda SOVERSION 1
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
 add_executable(graph-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/graph-app.c)
 target_link_libraries(graph-app PRIVATE gpd_fake_cupti)
+target_include_directories(graph-app PRIVATE ${CUDA_INCLUDE_DIR})
 target_compile_options(graph-app PRIVATE -O0 -g -fno-omit-frame-pointer)
 set_target_properties(graph-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
 add_test(NAME cupti.graphs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs.sh ${CMAKE_BINARY_DIR}
   $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti>)
 set_tests_properties(cupti.graphs PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+# Graphs built between duty windows (CUPTI finalized), replayed in a later
+# window (test-cupti-graphs-window.sh): stream capture, the explicit graph
+# API, and the daemon's default duty policy with no environment.
+foreach(t capture create policy)
+  set(how ${t})
+  set(name graphs-window-${t})
+  set(extra "")
+  if(t STREQUAL capture)
+    set(name graphs-window)
+  elseif(t STREQUAL policy)
+    set(how capture)
+    set(name graphs-policy)
+    set(extra policy)
+  endif()
+  add_test(NAME cupti.${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs-window.sh
+    ${CMAKE_BINARY_DIR} $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti> ${how} ${extra})
+  set_tests_properties(cupti.${name} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
 # Another tool holding CUPTI (test-cupti-busy.sh): fake-cupti.c refuses
 # cuptiSubscribe while a file exists; busy-app under the real shim and a
 # real daemon with a duty policy: busy windows in ps / policy, then

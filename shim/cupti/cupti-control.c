@@ -554,6 +554,54 @@ void gpd_cupti_control_fork_child(void) {
   g_ctl_started = 0; /* the controller thread is gone too */
 }
 
+/* No more finalizes in this process (PC sampling asked for, a CUDA graph
+ * built: `why`, logged once when it changes the mode): an armed one is
+ * called off; a finalized CUPTI is subscribed again now (once: no
+ * finalize follows), so that what needs it (the contexts a PC-sampling
+ * window enables at their next call, the graph-node callbacks) does not
+ * wait for the next tracing window's attach.  g_mode_mu held.  Returns
+ * fin_reattach's result (0: subscribed; -EAGAIN: a finalize still runs,
+ * call again; -EBUSY, -EIO: the next window's attach tries again). */
+static int stay_loaded(const char *why) {
+  if (g_mode.finalize)
+    GPD_INFO("CUDA tracing: %s: CUPTI stays loaded between windows from now on", why);
+  g_mode.finalize = 0;
+  g_keep_loaded = 1;
+  int armed = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
+    g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
+    time_bin(GPD_CUPTI_BIN_OUT);
+  } else if ((armed == FIN_DONE || armed == FIN_RUNNING) && !g_on) {
+    const char *busy = NULL, *step = NULL;
+    return fin_reattach(&busy, &step);
+  }
+  return 0;
+}
+
+/* CUDA graphs (gpd_cupti_control_graphs): 1 once the process built one. */
+static atomic_int g_graphs;
+
+int gpd_cupti_control_graphs(void) {
+  if (atomic_load_explicit(&g_graphs, memory_order_relaxed))
+    return 0;
+  if (!running())
+    return -ENOTSUP;
+  pthread_mutex_lock(&g_mode_mu);
+  int err = 0;
+  if (!atomic_load(&g_graphs)) {
+    /* a finalize running on another thread ends within its callback:
+     * wait for it (100 ms a turn, 1 s at most) */
+    for (int i = 0; i < 10 && (err = stay_loaded("a CUDA graph is built")) == -EAGAIN; i++)
+      ;
+    atomic_store(&g_graphs, 1);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  if (err)
+    GPD_WARN("CUDA graphs: CUPTI could not be subscribed again (%s): the nodes made now keep no "
+             "capture-time context", err == -EBUSY ? "another tool holds it" : strerror(-err));
+  return err;
+}
+
 /* --- the daemon's Controls and CollectReports ----------------------- */
 /* A new policy from the daemon (CONTROL_POLICY, connection thread): the
  * mode, window and period change live unless GPUPROF_CUDA_TRACE chose
@@ -666,22 +714,7 @@ int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg
      * (an armed one is called off; a finalized CUPTI comes back at the
      * next window's attach, whose API callbacks start the sampling) */
     pthread_mutex_lock(&g_mode_mu);
-    if (g_mode.finalize)
-      GPD_INFO("CUDA tracing: PC sampling asked for: CUPTI stays loaded between windows from now on");
-    g_mode.finalize = 0;
-    g_keep_loaded = 1;
-    int armed = FIN_ARMED;
-    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
-      g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
-      time_bin(GPD_CUPTI_BIN_OUT);
-    } else if (armed == FIN_DONE && !g_on) {
-      /* finalized: subscribe again now (once: no finalize follows), so
-       * that the window's contexts are enabled at their next call, not at
-       * the next tracing window's attach, which may come after this
-       * window; busy or failed: that attach tries again */
-      const char *busy = NULL, *step = NULL;
-      (void)fin_reattach(&busy, &step);
-    }
+    (void)stay_loaded("PC sampling asked for");
     pthread_mutex_unlock(&g_mode_mu);
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING) {

@@ -198,6 +198,17 @@ enum { GPD_CUPTI_BUSY_TRACE = 0, GPD_CUPTI_BUSY_PCS = 1, GPD_CUPTI_BUSY_KINDS };
 void gpd_cupti_control_busy(unsigned kind, const char *name, const char *step);
 /** A window of `kind` started: not busy any more (the count stays). */
 void gpd_cupti_control_unbusy(unsigned kind);
+/** The process builds a CUDA graph (cupti-graph.c's interposers of
+ *  cudaStreamBeginCapture and cudaGraphCreate, before the call): from now
+ *  on CUPTI stays loaded between windows (no more finalizes; an armed one
+ *  is called off), and a finalized CUPTI is subscribed again here, so
+ *  that the graph-node resource callbacks see every node the graph gets,
+ *  windows or not.  Once per process (later calls: one relaxed load).
+ *  An application thread outside any CUPTI callback; takes g_mode_mu
+ *  (waits at most ~1 s for a running finalize).  0, or -EBUSY (another
+ *  tool holds CUPTI: the nodes made now are not seen), -EIO (CUPTI could
+ *  not be subscribed again), -ENOTSUP (the back end is not running). */
+int gpd_cupti_control_graphs(void);
 /** An API's EXIT callback while detached (an application thread): run
  *  the armed finalize, once.  Takes no lock. */
 void gpd_cupti_control_api_exit(void);
@@ -243,6 +254,14 @@ extern _Atomic int gpd_cupti__time_bin;
  *  calls n[] and their wall time ns[] (ns, from before the call into
  *  libcudart to its return, tracing callbacks included).  Any thread. */
 void gpd_cupti_count_timed(uint64_t n[2], uint64_t ns[2]);
+/** The definition of runtime function `name` that the interposer `self`
+ *  called from return address `ret` must call next: the call site's
+ *  cached choice (the default next definition, or the caller's own
+ *  libcudart when several are mapped; "Call sites" in cupti-count.c),
+ *  resolved and cached at the site's first call.  `next` caches the
+ *  default next definition (static storage, NULL at first).  NULL when
+ *  no definition exists (logged once).  Any thread, lock-free. */
+void *gpd_cupti_count_next(_Atomic(void *) *next, const char *name, const void *ret, void *self);
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a

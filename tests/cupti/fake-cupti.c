@@ -19,7 +19,18 @@
  *   fakecu_launch()          one cuLaunchKernel of kernel "gpd_fake_busy"
  *                            (test-cupti-busy.sh's busy-app);
  *   fakecu_context_create()  CONTEXT_CREATED of the one context, which
- *                            every API callback then names.
+ *                            every API callback then names;
+ *   fakecu_finalized()       1 while no subscriber is there after a
+ *                            cuptiFinalize (0 before the first);
+ *   fakecu_window()          while the kernel activity kind is enabled
+ *                            (a tracing window), how many times it was
+ *                            enabled (the window's number), else 0.
+ * And the runtime's graph-building calls (libcudart's names, the
+ * programs' references bind to the shim's interposers first):
+ * cudaStreamBeginCapture / cudaStreamEndCapture / cudaGraphCreate (no
+ * effect, graph handle 0x9), cudaGraphAddKernelNode (GRAPHNODE_CREATED of
+ * a kernel node whose handle is the params' func value) and
+ * cudaGraphAddMemsetNode (a memset node, handle = the params' dst).
  * The PC Sampling API is there too, with one stall reason
  * ("smsp__pcsamp_warps_issue_stalled_fake"): GetData hands back no PCs,
  * or with FAKE_CUPTI_PCS_SAMPLES=N, while the context is enabled, one PC
@@ -48,6 +59,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 
@@ -126,7 +138,10 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s) {
   *s = r == CUPTI_SUCCESS ? "success" : "fake CUPTI error";
   return CUPTI_SUCCESS;
 }
+static unsigned long g_kernel_enables;
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) {
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    __atomic_add_fetch(&g_kernel_enables, 1, __ATOMIC_RELAXED);
   if ((unsigned)k < CUPTI_ACTIVITY_KIND_COUNT)
     __atomic_store_n(&g_kind_on[k], 1, __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
@@ -191,8 +206,10 @@ CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext c, uint32_t *dev) {
   *dev = 0;
   return CUPTI_SUCCESS;
 }
+static unsigned long g_finalizes;
 CUptiResult CUPTIAPI cuptiFinalize(void) {
   pthread_mutex_lock(&g_mu);
+  g_finalizes++;
   __atomic_store_n(&g_cb, NULL, __ATOMIC_RELEASE);
   memset(g_res_on, 0, sizeof g_res_on);
   memset(g_drv_on, 0, sizeof g_drv_on);
@@ -261,6 +278,46 @@ void fakecu_add_node(uint64_t h, int type) { resource(CUPTI_CBID_RESOURCE_GRAPHN
 
 void fakecu_clone(uint64_t h, uint64_t orig, int type) {
   resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, h, orig, type, NULL);
+}
+
+int fakecu_finalized(void) {
+  return __atomic_load_n(&g_finalizes, __ATOMIC_RELAXED) && __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE) == NULL;
+}
+
+unsigned long fakecu_window(void) {
+  return kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? __atomic_load_n(&g_kernel_enables, __ATOMIC_RELAXED) : 0;
+}
+
+#define FAKE_GRAPH ((cudaGraph_t)(uintptr_t)0x9)
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode m) {
+  (void)s, (void)m;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  (void)s;
+  *g = FAKE_GRAPH;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphCreate(cudaGraph_t *g, unsigned int flags) {
+  (void)flags;
+  *g = FAKE_GRAPH;
+  return cudaSuccess;
+}
+/* cudaGraphAdd*Node: node h of `type` made (handle *n). */
+static cudaError_t add_node(cudaGraphNode_t *n, const void *h, int type) {
+  *n = (cudaGraphNode_t)h;
+  resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, (uint64_t)(uintptr_t)h, 0, type, NULL);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, size_t nd,
+                                   const struct cudaKernelNodeParams *p) {
+  (void)g, (void)deps, (void)nd;
+  return add_node(n, p->func, CU_GRAPH_NODE_TYPE_KERNEL);
+}
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, size_t nd,
+                                   const struct cudaMemsetParams *p) {
+  (void)g, (void)deps, (void)nd;
+  return add_node(n, p->dst, CU_GRAPH_NODE_TYPE_MEMSET);
 }
 
 void fakecu_context_create(void) { resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 0, 0, 0, FAKE_CTX); }
