@@ -215,9 +215,13 @@ void gpd_cupti_control_api_exit(void);
 /** 1 while CUPTI is loaded (no finalize running or done): a flush may
  *  call it.  Any thread, lock-free. */
 int gpd_cupti_control_loaded(void);
-/** Exit, first step: no more windows; the summary (STATUS, TRACEWIN
- *  records of the open window and of the run's end). */
+/** Exit, first step: no more windows (the run ends now for the
+ *  summary). */
 void gpd_cupti_control_fini(void);
+/** Exit, after the exit flush (the open window's records are in, so its
+ *  launches traced whole are known): the summary (STATUS, TRACEWIN
+ *  records of the open window and of the run's end), once. */
+void gpd_cupti_control_summary(void);
 /** Exit, second step: call off an armed finalize or wait (1 s at most)
  *  for a running one.  1 when CUPTI is still loaded (the exit flush may
  *  run), 0 after a finalize. */
@@ -262,6 +266,25 @@ void gpd_cupti_count_timed(uint64_t n[2], uint64_t ns[2]);
  *  default next definition (static storage, NULL at first).  NULL when
  *  no definition exists (logged once).  Any thread, lock-free. */
 void *gpd_cupti_count_next(_Atomic(void *) *next, const char *name, const void *ret, void *self);
+
+/* cupti-whole.c: the counted kernel launches a window traced whole
+ * (INVOKE and kernel activity record), the duty estimate's numerator. */
+/** Slots of the table (8 bytes each): launches noted and not yet matched
+ *  beyond this many correlation ids back are lost (counted). */
+#define GPD_CUPTI_WHOLE_SLOTS 16384u
+/** A counted kernel launch's runtime API callback while attached: note
+ *  {epoch, correlation id}.  Application threads, lock-free. */
+void gpd_cupti_whole_note(uint32_t epoch, uint32_t corr);
+/** A complete kernel activity record pushed (epoch of the records, its
+ *  correlation id after aliasing): a noted launch is traced whole.
+ *  CUPTI's buffer thread or a flushing thread, lock-free. */
+void gpd_cupti_whole_record(uint32_t epoch, uint32_t corr);
+/** A window opens (the controller, before its attach): every slot free,
+ *  the window's counts 0. */
+void gpd_cupti_whole_open(void);
+/** This window's launches traced whole; *pending (may be NULL): noted
+ *  ones whose record has not come (nor was lost).  Any thread. */
+uint64_t gpd_cupti_whole_read(uint64_t *pending);
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a

@@ -38,6 +38,15 @@
  * that reason at each call.
  * A node's CUPTI id is its handle's value.
  *
+ * Runtime launches (test-cupti-duty.sh's duty-app): cudaLaunchKernel
+ * (libcudart's name: the shim's counting interposer counts it first)
+ * calls the runtime API callbacks of cudaLaunchKernel_v7000 around one
+ * kernel "gpd_fake_rt" with the call's correlation id, which runs
+ * FAKE_CUPTI_KERNEL_MS ms (default 0): until then its record is
+ * incomplete.  Like CUPTI, an unforced flush hands back nothing while a
+ * queued record is incomplete; a forced one hands back everything, the
+ * incomplete records without times (start = end = 0).
+ *
  * Like CUPTI, it calls only the API callbacks the subscriber enabled, and
  * queues a record only while its activity kind is enabled; cuptiFinalize
  * drops the subscription, the enabled callbacks and kinds, and what is
@@ -57,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -69,6 +79,7 @@ static CUpti_BuffersCallbackRequestFunc g_req;
 static CUpti_BuffersCallbackCompleteFunc g_done;
 static unsigned char g_res_on[CUPTI_CBID_RESOURCE_SIZE];
 static unsigned char g_drv_on[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static unsigned char g_rt_on[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 static unsigned char g_kind_on[CUPTI_ACTIVITY_KIND_COUNT];
 static unsigned long g_delivered, g_subscribes, g_refused; /* g_mu */
 static unsigned long g_pcs_enables, g_pcs_refused;          /* g_mu */
@@ -81,6 +92,14 @@ static uint64_t g_ts = 1000;
 #define PEND_BYTES (1u << 20)
 static _Alignas(8) uint8_t g_pend[PEND_BYTES];
 static size_t g_npend;
+/* Queued kernel records that complete later: their offset in g_pend and
+ * when they complete (CLOCK_MONOTONIC ns); g_mu. */
+#define LATE_MAX 4096
+static struct {
+  size_t off;
+  uint64_t done;
+} g_late[LATE_MAX];
+static size_t g_nlate;
 
 #define ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
@@ -119,6 +138,8 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle s, 
     __atomic_store_n(&g_res_on[id], (unsigned char)(on != 0), __ATOMIC_RELAXED);
   if (d == CUPTI_CB_DOMAIN_DRIVER_API && id < CUPTI_DRIVER_TRACE_CBID_SIZE)
     __atomic_store_n(&g_drv_on[id], (unsigned char)(on != 0), __ATOMIC_RELAXED);
+  if (d == CUPTI_CB_DOMAIN_RUNTIME_API && id < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+    __atomic_store_n(&g_rt_on[id], (unsigned char)(on != 0), __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t on, CUpti_SubscriberHandle s, CUpti_CallbackDomain d) {
@@ -130,6 +151,8 @@ CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t id, c
     *name = "cuLaunchKernel";
   else if (d == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch)
     *name = "cuGraphLaunch";
+  else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && id == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+    *name = "cudaLaunchKernel_v7000";
   else
     return CUPTI_ERROR_INVALID_PARAMETER;
   return CUPTI_SUCCESS;
@@ -180,9 +203,35 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, 
   *n = 0;
   return CUPTI_SUCCESS;
 }
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The late records complete by now get their times; 1 when one is still
+ * incomplete.  g_mu. */
+static int late_settle(void) {
+  uint64_t now = mono_ns();
+  int left = 0;
+  for (size_t i = 0; i < g_nlate; i++) {
+    CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)(g_pend + g_late[i].off);
+    if (k->start == 0 && now >= g_late[i].done) {
+      k->start = g_ts;
+      k->end = g_ts += 100;
+    }
+    left |= k->start == 0;
+  }
+  return left;
+}
+
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
-  (void)flag;
   pthread_mutex_lock(&g_mu);
+  if (late_settle() && !(flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)) {
+    pthread_mutex_unlock(&g_mu);
+    return CUPTI_SUCCESS; /* the buffer holds an incomplete record: not handed back */
+  }
+  g_nlate = 0;
   if (g_npend && g_req && g_done) {
     uint8_t *buf = NULL;
     size_t size = 0, maxrec = 0;
@@ -213,10 +262,13 @@ CUptiResult CUPTIAPI cuptiFinalize(void) {
   __atomic_store_n(&g_cb, NULL, __ATOMIC_RELEASE);
   memset(g_res_on, 0, sizeof g_res_on);
   memset(g_drv_on, 0, sizeof g_drv_on);
+  memset(g_rt_on, 0, sizeof g_rt_on);
+  g_nlate = 0;
   memset(g_kind_on, 0, sizeof g_kind_on);
   g_req = NULL;
   g_done = NULL;
   g_npend = 0;
+  g_nlate = 0;
   pthread_mutex_unlock(&g_mu);
   return CUPTI_SUCCESS;
 }
@@ -240,16 +292,23 @@ CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) {
 }
 
 /* --- the "driver" the program calls ---------------------------------- */
-static void api(CUpti_CallbackId id, const char *fn, CUpti_ApiCallbackSite site, uint32_t corr) {
+/* The API callback of domain dom's id, if enabled. */
+static void api_dom(CUpti_CallbackDomain dom, CUpti_CallbackId id, const char *fn, CUpti_ApiCallbackSite site,
+                    uint32_t corr) {
   CUpti_CallbackData d;
   memset(&d, 0, sizeof d);
   d.callbackSite = site;
   d.functionName = fn;
   d.correlationId = corr;
   d.context = FAKE_CTX;
+  const unsigned char *on = dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g_rt_on : g_drv_on;
+  unsigned n = dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE;
   CUpti_CallbackFunc cb = __atomic_load_n(&g_cb, __ATOMIC_ACQUIRE);
-  if (cb && id < CUPTI_DRIVER_TRACE_CBID_SIZE && __atomic_load_n(&g_drv_on[id], __ATOMIC_RELAXED))
-    cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
+  if (cb && id < n && __atomic_load_n(&on[id], __ATOMIC_RELAXED))
+    cb(__atomic_load_n(&g_ud, __ATOMIC_RELAXED), dom, id, &d);
+}
+static void api(CUpti_CallbackId id, const char *fn, CUpti_ApiCallbackSite site, uint32_t corr) {
+  api_dom(CUPTI_CB_DOMAIN_DRIVER_API, id, fn, site, corr);
 }
 
 static void resource(CUpti_CallbackId id, uint64_t node, uint64_t orig, int type, CUcontext ctx) {
@@ -324,6 +383,15 @@ void fakecu_context_create(void) { resource(CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
 
 static const char *const knames[] = {"gpd_fake_k0", "gpd_fake_k1", "gpd_fake_k2", "gpd_fake_k3"};
 
+/* The fields of a one-block kernel record of kernel `name`. */
+static void kernel_init(CUpti_ActivityKernel10 *k, const char *name) {
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->name = name;
+  k->gridX = k->gridY = k->gridZ = 1;
+  k->blockX = 32;
+  k->blockY = k->blockZ = 1;
+}
+
 /* Queue record r (n bytes) for the next flush; g_mu held. */
 static void pend(const void *r, size_t n) {
   if (g_npend + ALIGN8(n) <= PEND_BYTES) {
@@ -361,17 +429,37 @@ void fakecu_graph_launch(const uint64_t *h, const int *types, int n) {
     } else {
       CUpti_ActivityKernel10 k;
       memset(&k, 0, sizeof k);
-      k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-      k.name = knames[i & 3];
-      k.gridX = k.gridY = k.gridZ = 1;
-      k.blockX = 32;
-      k.blockY = k.blockZ = 1;
+      kernel_init(&k, knames[i & 3]);
       RUN_FIELDS(k, c, h[i]);
       pend(&k, sizeof k);
     }
   }
   pthread_mutex_unlock(&g_mu);
   api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", CUPTI_API_EXIT, c);
+}
+
+cudaError_t cudaLaunchKernel(const void *f, dim3 g, dim3 b, void **a, size_t smem, cudaStream_t st) {
+  (void)f, (void)g, (void)b, (void)a, (void)smem, (void)st;
+  const char *e = getenv("FAKE_CUPTI_KERNEL_MS");
+  uint64_t run = (e ? strtoull(e, NULL, 10) : 0) * 1000000u;
+  uint32_t c = __atomic_add_fetch(&g_corr, 1, __ATOMIC_RELAXED);
+  const CUpti_CallbackId id = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  api_dom(CUPTI_CB_DOMAIN_RUNTIME_API, id, "cudaLaunchKernel", CUPTI_API_ENTER, c);
+  pthread_mutex_lock(&g_mu);
+  if (kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) && g_nlate < LATE_MAX &&
+      g_npend + ALIGN8(sizeof(CUpti_ActivityKernel10)) <= PEND_BYTES) {
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    kernel_init(&k, "gpd_fake_rt");
+    k.streamId = 1;
+    k.correlationId = c;
+    g_late[g_nlate].off = g_npend;
+    g_late[g_nlate++].done = mono_ns() + run; /* times at the first flush after it */
+    pend(&k, sizeof k);
+  }
+  pthread_mutex_unlock(&g_mu);
+  api_dom(CUPTI_CB_DOMAIN_RUNTIME_API, id, "cudaLaunchKernel", CUPTI_API_EXIT, c);
+  return cudaSuccess;
 }
 
 void fakecu_launch(void) {
@@ -381,11 +469,7 @@ void fakecu_launch(void) {
   if (kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
     CUpti_ActivityKernel10 k;
     memset(&k, 0, sizeof k);
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.name = "gpd_fake_busy";
-    k.gridX = k.gridY = k.gridZ = 1;
-    k.blockX = 32;
-    k.blockY = k.blockZ = 1;
+    kernel_init(&k, "gpd_fake_busy");
     RUN_FIELDS(k, c, 0);
     pend(&k, sizeof k);
   }
