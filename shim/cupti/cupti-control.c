@@ -73,6 +73,9 @@ static int g_ctl_started;
  * record: cupti-whole.c), summed: the launch-based window fraction
  * f = g_cnt_in / (count now - g_cnt_t0) (common/duty.c). */
 static uint64_t g_cnt_t0, g_cnt_open, g_cnt_in;
+/* All counted launches between the closed windows' edges, traced whole or
+ * not: the governor's launch rate inside windows (CollectReport). */
+static uint64_t g_cnt_edges;
 /* A window detached whose records are still being drained (ctl_main):
  * its end (ns) and the count then; closed by window_close.  g_mode_mu. */
 static int g_closing;
@@ -255,6 +258,7 @@ static void window_close(void) {
   g_window_ns += off - g_on_since;
   g_windows++;
   g_cnt_in += gpd_cupti_whole_read(NULL);
+  g_cnt_edges += g_close_cnt - g_cnt_open;
   (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since, off, g_windows,
                                g_window_ns, g_close_cnt - g_cnt_t0, g_cnt_in);
 }
@@ -462,7 +466,7 @@ static void duty_summary(char *out, size_t n) {
            "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
            "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches; "
            "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms); "
-           "launches counted (cudart): %llu in windows of %llu (launch fraction f_launch = %.5f)",
+           "launches counted (cudart): %llu traced whole in windows of %llu (launch fraction f_launch = %.5f)",
            g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
            (double)win / 1e9, (double)el / 1e9, f, (double)g_edge_on_ns / nw / 1e6, (double)g_edge_off_ns / nw / 1e6,
            (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6, (unsigned long long)in,
@@ -559,7 +563,7 @@ void gpd_cupti_control_fini(void) {
 void gpd_cupti_control_summary(void) {
   if (g_mode.mode == GPD_CUPTI_FULL || !running())
     return;
-  char why[512];
+  char why[1024];
   pthread_mutex_lock(&g_mode_mu);
   int first = g_stopping == 1;
   if (first) {
@@ -680,7 +684,7 @@ static int policy_apply(const gpd_shim_policy_t *pol, uint32_t *targets, char *m
     uint64_t now = gpd_clock_ns();
     g_t0 = now;
     g_cnt_t0 = count_kernels();
-    g_window_ns = g_windows = g_cnt_in = 0;
+    g_window_ns = g_windows = g_cnt_in = g_cnt_edges = 0;
     g_edge_on_ns = g_edge_off_ns = g_edge_flush_ns = 0;
     if (g_on) {
       g_on_since = now;
@@ -743,7 +747,7 @@ int gpd_cupti_control_collect(gpd_shim_collect_t *o) {
     o->window_ns = g_window_ns;
     o->windows = g_windows;
     o->launches = cupto - g_cnt_t0;
-    o->launches_in = g_cnt_in;
+    o->launches_in = g_cnt_edges; /* the rate inside windows, traced whole or not */
     o->switch_ns = g_edge_on_ns + g_edge_off_ns + g_edge_flush_ns + atomic_load(&g_fin_ns);
     uint64_t tn[2], tns[2];
     gpd_cupti_count_timed(tn, tns);
