@@ -43,7 +43,7 @@ endif()
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
-            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c ${GPD_CUPTI_SRC}/cupti-whole.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
             ${GPD_CUPTI_SRC}/cupti-control.c ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)
@@ -110,11 +110,41 @@ set_target_properties(gpd_fake_cupti PROPERTIES OUTPUT_NAME cuda SOVERSION 1
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
 add_executable(graph-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/graph-app.c)
 target_link_libraries(graph-app PRIVATE gpd_fake_cupti)
+target_include_directories(graph-app PRIVATE ${CUDA_INCLUDE_DIR})
 target_compile_options(graph-app PRIVATE -O0 -g -fno-omit-frame-pointer)
 set_target_properties(graph-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
 add_test(NAME cupti.graphs COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs.sh ${CMAKE_BINARY_DIR}
   $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti>)
 set_tests_properties(cupti.graphs PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+# Graphs built between duty windows (CUPTI finalized), replayed in a later
+# window (test-cupti-graphs-window.sh): stream capture, the explicit graph
+# API, and the daemon's default duty policy with no environment.
+foreach(t capture create policy)
+  set(how ${t})
+  set(name graphs-window-${t})
+  set(extra "")
+  if(t STREQUAL capture)
+    set(name graphs-window)
+  elseif(t STREQUAL policy)
+    set(how capture)
+    set(name graphs-policy)
+    set(extra policy)
+  endif()
+  add_test(NAME cupti.${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-graphs-window.sh
+    ${CMAKE_BINARY_DIR} $<TARGET_FILE:graph-app> $<TARGET_FILE:gpd_fake_cupti> ${how} ${extra})
+  set_tests_properties(cupti.${name} PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endforeach()
+# The duty-cycle estimate against known truth (test-cupti-duty.sh):
+# duty-app's counted runtime launches, kernels still running at each
+# window's end (fake-cupti.c's FAKE_CUPTI_KERNEL_MS).
+add_executable(duty-app ${CMAKE_CURRENT_SOURCE_DIR}/cupti/duty-app.c)
+target_include_directories(duty-app PRIVATE ${CUDA_INCLUDE_DIR})
+target_link_libraries(duty-app PRIVATE gpd_fake_cupti)
+target_compile_options(duty-app PRIVATE -O0 -g -fno-omit-frame-pointer)
+set_target_properties(duty-app PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fake-cupti)
+add_test(NAME cupti.duty COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cupti/test-cupti-duty.sh ${CMAKE_BINARY_DIR}
+  $<TARGET_FILE:duty-app> $<TARGET_FILE:gpd_fake_cupti>)
+set_tests_properties(cupti.duty PROPERTIES LABELS "integration" TIMEOUT 120 SKIP_RETURN_CODE 77)
 # Another tool holding CUPTI (test-cupti-busy.sh): fake-cupti.c refuses
 # cuptiSubscribe while a file exists; busy-app under the real shim and a
 # real daemon with a duty policy: busy windows in ps / policy, then

@@ -209,9 +209,7 @@ static const gpd_cupti_devprops_t *props_get(uint32_t dev) {
     return NULL;
   return &g_props[dev];
 }
-
 static uint32_t intern_kernel(const char *s, unsigned kind) { return gpd_shim_string(s, kind); }
-
 static const gpd_cupti_xlate_t g_xlate = {intern_kernel, alias_get, props_get};
 
 /* Device properties through libcuda (already loaded: we run inside it). */
@@ -394,16 +392,16 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
   if (!node)
     node = gpd_shim_capture();
   atomic_fetch_add_explicit(&c_invoke[o], 1, memory_order_relaxed);
-  if (__builtin_expect(g_count_check, 0) && dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+  if (__builtin_expect(g_count_check, 0) && dom == CUPTI_CB_DOMAIN_RUNTIME_API)
     atomic_fetch_add_explicit(&c_invoke_rt[o], 1, memory_order_relaxed);
-    /* the first runtime launch callback after a counted call on this
-     * thread is that call's (the static cudart inside cuBLAS or cuDNN
-     * also calls back, but through no counted call): full tracing then
-     * checks the counters exactly (selftest line) */
-    if (o == GPD_OP_KERNEL && gpd_cupti__tls_counted != tls_counted_seen) {
-      tls_counted_seen = gpd_cupti__tls_counted;
-      atomic_fetch_add_explicit(&c_rt_counted, 1, memory_order_relaxed);
-    }
+  /* the first runtime launch callback after a counted call on this thread
+   * is that call's (the static cudart inside cuBLAS or cuDNN also calls
+   * back, but through no counted call): windows note it (the duty
+   * estimate, cupti-whole.c), full tracing checks the counters exactly */
+  if (o == GPD_OP_KERNEL && dom == CUPTI_CB_DOMAIN_RUNTIME_API && gpd_cupti__tls_counted != tls_counted_seen) {
+    tls_counted_seen = gpd_cupti__tls_counted;
+    if (g_count_check) atomic_fetch_add_explicit(&c_rt_counted, 1, memory_order_relaxed);
+    if (gpd_cupti_control_can_wait()) gpd_cupti_whole_note(ep, cd->correlationId);
   }
   uint64_t st1 = GPD_ST_IN_T0();
   gpd_shim_push_invoke(trace_corr(ep, cd->correlationId), node, GPD_API_CUDA, o, ts,
@@ -450,7 +448,8 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
       atomic_fetch_add_explicit(&c_incomplete, 1, memory_order_relaxed);
       continue;
     }
-    a.corr = trace_corr(atomic_load_explicit(&g_rec_epoch, memory_order_relaxed), (uint32_t)a.corr);
+    uint32_t rep = atomic_load_explicit(&g_rec_epoch, memory_order_relaxed), corr = (uint32_t)a.corr;
+    a.corr = trace_corr(rep, corr);
     atomic_fetch_add_explicit(&c_act[a.op], 1, memory_order_relaxed);
     if (a.op == GPD_OP_COPY && a.subkind < GPD_COPY_MAX)
       atomic_fetch_add_explicit(&c_copy_bytes[a.subkind], a.bytes, memory_order_relaxed);
@@ -464,6 +463,7 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
       atomic_fetch_add_explicit(&gpd_shim__stats[GPD_ST_ACT_PUSH].ns, waited, memory_order_relaxed);
     }
     budget = waited < budget ? budget - waited : 0;
+    if (rc >= 0 && a.op == GPD_OP_KERNEL) gpd_cupti_whole_record(rep, corr); /* its launch traced whole? */
     if (rc < 0) {
       atomic_fetch_add(&c_pushfail, 1);
       if (rc == -ENOSPC && wait && !tls_exit_flush && !atomic_load(&g_push_stop))
@@ -581,7 +581,6 @@ static const char *trace_set(int on) {
 }
 
 static void cupti_atexit(void) { gpd_cupti_fini(); }
-
 /* Subscribe cb_api with the resource callbacks (context, module), the
  * timestamp callback and the activity buffer callbacks: at start, and
  * again after a finalize.  CUPTI's result; *step names the call that
@@ -728,6 +727,7 @@ void gpd_cupti_fini(void) {
   if (atomic_load(&g_state) == ST_RUNNING && loaded)
     fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   tls_exit_flush = 0;
+  gpd_cupti_control_summary(); /* after the flush: the last window's launches traced whole */
   static atomic_int printed;
   if (getenv("GPUPROF_CUPTI_SELFTEST") && !atomic_exchange(&printed, 1)) {
     fprintf(stderr,

@@ -64,13 +64,22 @@ static uint64_t g_window_ns, g_windows; /* closed windows: total length, count *
 static uint64_t g_edge_on_ns, g_edge_off_ns, g_edge_flush_ns; /* switching cost, summed */
 static uint64_t g_edge_max_ns;        /* the longest attach, detach or flush */
 static uint64_t g_attach_from, g_attach_until; /* on-demand window [from, until) (ns) */
-static int g_stopping;                /* exit: no more windows */
+static int g_stopping;                /* exit: no more windows (1), summary sent (2) */
+static uint64_t g_stop_ns;            /* when the exit stopped the windows (ns) */
 static int g_ctl_started;
 /* Launches counted by cupti-count.c (kernel launches through libcudart):
- * at the controller's start, at this window's opening, and inside the
- * closed windows (summed): the launch-based window fraction
+ * at the controller's start, at this window's opening, and, of those
+ * inside the closed windows, the ones traced whole (INVOKE and kernel
+ * record: cupti-whole.c), summed: the launch-based window fraction
  * f = g_cnt_in / (count now - g_cnt_t0) (common/duty.c). */
 static uint64_t g_cnt_t0, g_cnt_open, g_cnt_in;
+/* All counted launches between the closed windows' edges, traced whole or
+ * not: the governor's launch rate inside windows (CollectReport). */
+static uint64_t g_cnt_edges;
+/* A window detached whose records are still being drained (ctl_main):
+ * its end (ns) and the count then; closed by window_close.  g_mode_mu. */
+static int g_closing;
+static uint64_t g_close_ns, g_close_cnt;
 static double g_real_on, g_real_off; /* the last window, unix s (the exit summary) */
 /* Detach by cuptiFinalize ("finalize" in GPUPROF_CUDA_TRACE): after a
  * window's records are flushed the controller arms the kernel-launch
@@ -205,6 +214,10 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
       return busy_window(now, busy, step); /* unsubscribed, as before the attempt */
     if (err < 0)
       return UINT64_MAX; /* CUPTI could not be subscribed again: stays detached */
+    /* before the attach: a launch noted as the callbacks go on (its kernel
+     * kind still off) is never matched, which a slot cleared after it could
+     * not say of a launch traced whole (cupti-whole.c) */
+    gpd_cupti_whole_open();
     if ((busy = trace_set(1)) != NULL) {
       /* every kind and callback it enabled is off again; a subscription
        * made for this window goes as after a window */
@@ -222,21 +235,56 @@ static uint64_t ctl_step(uint64_t now, int *flush) {
     g_real_on = real_s();
     edge_add(&g_edge_on_ns, g_on_since - t);
   } else if (!want && g_on) {
-    uint64_t cnt_off = count_kernels();
-    g_cnt_in += cnt_off - g_cnt_open;
-    uint64_t off = gpd_clock_ns();
+    g_close_cnt = count_kernels();
+    g_close_ns = gpd_clock_ns();
     g_real_off = real_s();
     (void)trace_set(0);
-    edge_add(&g_edge_off_ns, gpd_clock_ns() - off);
-    g_window_ns += off > g_on_since ? off - g_on_since : 0;
-    g_windows++;
-    /* the window for the report's duty-cycle estimate (daemon/tracewin.c) */
-    (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since,
-                                 off > g_on_since ? off : g_on_since, g_windows, g_window_ns, cnt_off - g_cnt_t0,
-                                 g_cnt_in);
-    *flush = 1; /* the window's records, before the next window (cupti-api.c, trace_corr) */
+    edge_add(&g_edge_off_ns, gpd_clock_ns() - g_close_ns);
+    g_closing = 1; /* counted once its records are drained (window_close) */
+    *flush = 1;    /* the window's records, before the next window (cupti-api.c, trace_corr) */
   }
   return next;
+}
+
+/* A detached window's records are drained (or the process exits): add it
+ * to the closed windows, its launches traced whole to g_cnt_in, and push
+ * it for the report's duty-cycle estimate (daemon/tracewin.c).  g_mode_mu
+ * held; nothing when no window is closing. */
+static void window_close(void) {
+  if (!g_closing)
+    return;
+  g_closing = 0;
+  uint64_t off = g_close_ns > g_on_since ? g_close_ns : g_on_since;
+  g_window_ns += off - g_on_since;
+  g_windows++;
+  g_cnt_in += gpd_cupti_whole_read(NULL);
+  g_cnt_edges += g_close_cnt - g_cnt_open;
+  (void)gpd_shim_push_tracewin(GPD_API_CUDA, g_mode.mode == GPD_CUPTI_DUTY, 0, g_t0, g_on_since, off, g_windows,
+                               g_window_ns, g_close_cnt - g_cnt_t0, g_cnt_in);
+}
+
+/* Drain a detached window's records (ctl_main, no lock held).  Unforced
+ * flushes hand back the buffers whose records are all complete, so the
+ * kernels still running at the detach come back with their times once
+ * they end: flushed again every 1 ms while a launch noted in the window
+ * has no record yet, GPD_CUPTI_DRAIN_TRIES times at most.  Then one
+ * forced flush, so that no record of this window is left for the next
+ * one's epoch (unforced alone, a large share of the observed GPU time
+ * came a window late, under the next epoch: activities without their
+ * INVOKE, <unknown context>; docs/PERFORMANCE-CUDA.md, "Measurements
+ * behind the CUDA back end's code"); a record it hands back without
+ * times is not pushed, and its launch is not counted as traced. */
+#define GPD_CUPTI_DRAIN_TRIES 20u
+static void window_drain(void) {
+  uint64_t pending = 0;
+  for (unsigned i = 0; i < GPD_CUPTI_DRAIN_TRIES; i++) {
+    g_sw->flush(0);
+    (void)gpd_cupti_whole_read(&pending);
+    if (!pending)
+      break;
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  g_sw->flush(1);
 }
 
 /* --- detach by cuptiFinalize (g_fin) -------------------------------- */
@@ -335,16 +383,12 @@ static void *ctl_main(void *arg) {
       /* Outside the lock (a control request must not wait for it); only
        * this thread attaches, so no window opens before it is done. */
       pthread_mutex_unlock(&g_mode_mu);
-      /* Forced: the buffer being filled comes back too.  Unforced, a
-       * large share of the observed GPU time came a window late, under
-       * the next epoch: activities without their INVOKE (<unknown
-       * context>; docs/PERFORMANCE-CUDA.md, "Measurements behind the
-       * CUDA back end's code"). */
       uint64_t t = gpd_clock_ns();
-      g_sw->flush(1);
+      window_drain();
       t = gpd_clock_ns() - t;
       pthread_mutex_lock(&g_mode_mu);
       edge_add(&g_edge_flush_ns, t);
+      window_close();
       if (g_mode.finalize && !g_on && !g_stopping)
         fin_arm();
       else if (!g_on)
@@ -416,13 +460,13 @@ static void duty_summary(char *out, size_t n) {
   uint64_t el = now - g_t0;
   double f = gpd_duty_fraction(win, el);
   double nw = g_windows ? (double)g_windows : 1.0;
-  uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? count_kernels() - g_cnt_open : 0);
+  uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? gpd_cupti_whole_read(NULL) : 0);
   unsigned long fin_n = atomic_load(&g_fin_n);
   int len = snprintf(out, n,
            "CUDA tracing %s: %llu window(s), %.3f s traced of %.3f s (fraction f = %.5f); kernel time and "
            "counts per context estimate = observed / f, relative error ~ sqrt((1-f)/n) for n observed launches; "
            "switching per window: attach %.2f ms, detach %.2f ms, flush %.2f ms (longest %.2f ms); "
-           "launches counted (cudart): %llu in windows of %llu (launch fraction f_launch = %.5f)",
+           "launches counted (cudart): %llu traced whole in windows of %llu (launch fraction f_launch = %.5f)",
            g_mode.mode == GPD_CUPTI_DUTY ? "duty-cycled" : "detached", (unsigned long long)(g_windows + (g_on ? 1 : 0)),
            (double)win / 1e9, (double)el / 1e9, f, (double)g_edge_on_ns / nw / 1e6, (double)g_edge_off_ns / nw / 1e6,
            (double)g_edge_flush_ns / nw / 1e6, (double)g_edge_max_ns / 1e6, (unsigned long long)in,
@@ -507,23 +551,36 @@ void gpd_cupti_control_start(const char *busy) {
 void gpd_cupti_control_fini(void) {
   if (g_mode.mode == GPD_CUPTI_FULL || !running())
     return;
-  char why[512];
   pthread_mutex_lock(&g_mode_mu);
-  int first = !g_stopping;
-  g_stopping = 1;
-  duty_summary(why, sizeof why);
+  if (!g_stopping) {
+    g_stopping = 1;
+    g_stop_ns = gpd_clock_ns();
+  }
+  pthread_cond_signal(&g_mode_cv);
+  pthread_mutex_unlock(&g_mode_mu);
+}
+
+void gpd_cupti_control_summary(void) {
+  if (g_mode.mode == GPD_CUPTI_FULL || !running())
+    return;
+  char why[1024];
+  pthread_mutex_lock(&g_mode_mu);
+  int first = g_stopping == 1;
   if (first) {
-    /* the open window (its records are flushed below) and the run's end:
-     * the daemon's summary takes the record with the most windows */
-    uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on && now > g_on_since ? now - g_on_since : 0);
-    uint64_t cnt = count_kernels(), all = cnt - g_cnt_t0, in = g_cnt_in + (g_on ? cnt - g_cnt_open : 0);
+    g_stopping = 2;
+    window_close(); /* a window whose drain the exit overtook */
+    /* the open window (its records were flushed) and the run's end, as at
+     * gpd_cupti_control_fini: the daemon's summary takes the record with
+     * the most windows */
+    uint64_t now = g_stop_ns, win = g_window_ns + (g_on && now > g_on_since ? now - g_on_since : 0);
+    uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? gpd_cupti_whole_read(NULL) : 0);
     int duty = g_mode.mode == GPD_CUPTI_DUTY;
     if (g_on)
       (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 0, g_t0, g_on_since, now > g_on_since ? now : g_on_since,
                                    g_windows + 1, win, all, in);
     (void)gpd_shim_push_tracewin(GPD_API_CUDA, duty, 1, g_t0, now, now, g_windows + (g_on ? 1 : 0), win, all, in);
+    duty_summary(why, sizeof why);
   }
-  pthread_cond_signal(&g_mode_cv);
   pthread_mutex_unlock(&g_mode_mu);
   if (first) {
     gpd_shim_backend_status(GPD_API_CUDA, 1, 0, why); /* the report shows f */
@@ -554,6 +611,54 @@ void gpd_cupti_control_fork_child(void) {
   g_ctl_started = 0; /* the controller thread is gone too */
 }
 
+/* No more finalizes in this process (PC sampling asked for, a CUDA graph
+ * built: `why`, logged once when it changes the mode): an armed one is
+ * called off; a finalized CUPTI is subscribed again now (once: no
+ * finalize follows), so that what needs it (the contexts a PC-sampling
+ * window enables at their next call, the graph-node callbacks) does not
+ * wait for the next tracing window's attach.  g_mode_mu held.  Returns
+ * fin_reattach's result (0: subscribed; -EAGAIN: a finalize still runs,
+ * call again; -EBUSY, -EIO: the next window's attach tries again). */
+static int stay_loaded(const char *why) {
+  if (g_mode.finalize)
+    GPD_INFO("CUDA tracing: %s: CUPTI stays loaded between windows from now on", why);
+  g_mode.finalize = 0;
+  g_keep_loaded = 1;
+  int armed = FIN_ARMED;
+  if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
+    g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
+    time_bin(GPD_CUPTI_BIN_OUT);
+  } else if ((armed == FIN_DONE || armed == FIN_RUNNING) && !g_on) {
+    const char *busy = NULL, *step = NULL;
+    return fin_reattach(&busy, &step);
+  }
+  return 0;
+}
+
+/* CUDA graphs (gpd_cupti_control_graphs): 1 once the process built one. */
+static atomic_int g_graphs;
+
+int gpd_cupti_control_graphs(void) {
+  if (atomic_load_explicit(&g_graphs, memory_order_relaxed))
+    return 0;
+  if (!running())
+    return -ENOTSUP;
+  pthread_mutex_lock(&g_mode_mu);
+  int err = 0;
+  if (!atomic_load(&g_graphs)) {
+    /* a finalize running on another thread ends within its callback:
+     * wait for it (100 ms a turn, 1 s at most) */
+    for (int i = 0; i < 10 && (err = stay_loaded("a CUDA graph is built")) == -EAGAIN; i++)
+      ;
+    atomic_store(&g_graphs, 1);
+  }
+  pthread_mutex_unlock(&g_mode_mu);
+  if (err)
+    GPD_WARN("CUDA graphs: CUPTI could not be subscribed again (%s): the nodes made now keep no "
+             "capture-time context", err == -EBUSY ? "another tool holds it" : strerror(-err));
+  return err;
+}
+
 /* --- the daemon's Controls and CollectReports ----------------------- */
 /* A new policy from the daemon (CONTROL_POLICY, connection thread): the
  * mode, window and period change live unless GPUPROF_CUDA_TRACE chose
@@ -579,11 +684,12 @@ static int policy_apply(const gpd_shim_policy_t *pol, uint32_t *targets, char *m
     uint64_t now = gpd_clock_ns();
     g_t0 = now;
     g_cnt_t0 = count_kernels();
-    g_window_ns = g_windows = g_cnt_in = 0;
+    g_window_ns = g_windows = g_cnt_in = g_cnt_edges = 0;
     g_edge_on_ns = g_edge_off_ns = g_edge_flush_ns = 0;
     if (g_on) {
       g_on_since = now;
       g_cnt_open = g_cnt_t0;
+      gpd_cupti_whole_open(); /* noted from now on */
     }
   }
   g_mode.mode = nm.mode;
@@ -635,12 +741,13 @@ int gpd_cupti_control_collect(gpd_shim_collect_t *o) {
   o->can_detach = 1;
   if (g_mode.mode != GPD_CUPTI_FULL) {
     uint64_t now = gpd_clock_ns(), cnt = count_kernels();
-    uint64_t upto = g_on ? g_on_since : now, cupto = g_on ? g_cnt_open : cnt;
+    int open = g_on || g_closing; /* a closing window counts when drained */
+    uint64_t upto = open ? g_on_since : now, cupto = open ? g_cnt_open : cnt;
     o->elapsed_ns = upto > g_t0 ? upto - g_t0 : 0;
     o->window_ns = g_window_ns;
     o->windows = g_windows;
     o->launches = cupto - g_cnt_t0;
-    o->launches_in = g_cnt_in;
+    o->launches_in = g_cnt_edges; /* the rate inside windows, traced whole or not */
     o->switch_ns = g_edge_on_ns + g_edge_off_ns + g_edge_flush_ns + atomic_load(&g_fin_ns);
     uint64_t tn[2], tns[2];
     gpd_cupti_count_timed(tn, tns);
@@ -666,22 +773,7 @@ int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg
      * (an armed one is called off; a finalized CUPTI comes back at the
      * next window's attach, whose API callbacks start the sampling) */
     pthread_mutex_lock(&g_mode_mu);
-    if (g_mode.finalize)
-      GPD_INFO("CUDA tracing: PC sampling asked for: CUPTI stays loaded between windows from now on");
-    g_mode.finalize = 0;
-    g_keep_loaded = 1;
-    int armed = FIN_ARMED;
-    if (atomic_compare_exchange_strong(&g_fin, &armed, FIN_NONE) && !g_on) {
-      g_sw->launch_callbacks(0); /* called off: detached, no callback left on */
-      time_bin(GPD_CUPTI_BIN_OUT);
-    } else if (armed == FIN_DONE && !g_on) {
-      /* finalized: subscribe again now (once: no finalize follows), so
-       * that the window's contexts are enabled at their next call, not at
-       * the next tracing window's attach, which may come after this
-       * window; busy or failed: that attach tries again */
-      const char *busy = NULL, *step = NULL;
-      (void)fin_reattach(&busy, &step);
-    }
+    (void)stay_loaded("PC sampling asked for");
     pthread_mutex_unlock(&g_mode_mu);
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING) {

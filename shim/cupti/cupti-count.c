@@ -244,6 +244,12 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
   return fn;
 }
 
+void *gpd_cupti_count_next(_Atomic(void *) *next, const char *name, const void *ret, void *self) {
+  uint32_t gen = map_gen();
+  void *fn = site_find(ret, self, gen);
+  return fn ? fn : site_miss(next, name, ret, self, gen);
+}
+
 /* Count one call of kind k; for a kernel launch the count is also the
  * thread's gpd_cupti__tls_counted, and `bin` is set to the bin the call
  * is timed in (GPD_CUPTI_BIN_NONE: not timed). */

@@ -27,6 +27,20 @@
  *     nodes, not their ids: their work stays attributed to the contexts of
  *     the graph that was instantiated.
  *
+ * Under the detached and duty modes CUPTI is finalized between windows
+ * (cupti-control.c), and a finalized CUPTI calls no resource callback: a
+ * graph built between windows would keep no context.  So libgpuprof.so
+ * also interposes the runtime calls that start building a graph
+ * (cudaStreamBeginCapture[ToGraph][_ptsz], cudaGraphCreate: every stream
+ * capture and every explicitly built graph starts with one): the first
+ * such call of the process calls gpd_cupti_control_graphs, which keeps
+ * CUPTI loaded from then on (subscribing it again when it was finalized,
+ * before the call goes on), so the callbacks above see every node made
+ * after it, inside windows or not; the tracing windows themselves are
+ * unchanged.  Graphs built through the driver API alone (cuGraphCreate,
+ * cuStreamBeginCapture) are not interposed.  The wrappers resolve their
+ * next definition like the launch counters (cupti-count.c, "Call sites").
+ *
  * Only kernel, memcpy and memset nodes are reported (the node types whose
  * work has activity records).  No table in the process: one record per
  * node made, on the making thread's ring (a full ring drops it, counted);
@@ -144,4 +158,30 @@ int gpd_cupti_graph_resource(unsigned cbid, const CUpti_ResourceData *rd) {
     gpd_cupti_graph_handle(&g_ops, cbid, rd->resourceDescriptor);
   return 1;
 }
+
+/* --- graph construction through libcudart (see the top) -------------- */
+#include <cuda_runtime_api.h>
+
+/* GWRAP(name, params, args): keep CUPTI loaded for graphs, then call the
+ * call site's next definition (cudaErrorInitializationError when there
+ * is none). */
+#define GWRAP(name, params, args)                                                                   \
+  typedef cudaError_t (*name##_fn) params;                                                          \
+  static _Atomic(void *) name##_next;                                                               \
+  __attribute__((visibility("default"))) cudaError_t name params;                                   \
+  cudaError_t name params {                                                                         \
+    (void)gpd_cupti_control_graphs();                                                               \
+    name##_fn f = (name##_fn)gpd_cupti_count_next(&name##_next, #name, __builtin_return_address(0), \
+                                                  (void *)name);                                    \
+    return f ? f args : cudaErrorInitializationError;                                               \
+  }
+#define CAPTURE_P (cudaStream_t stream, enum cudaStreamCaptureMode mode)
+GWRAP(cudaStreamBeginCapture, CAPTURE_P, (stream, mode))
+GWRAP(cudaStreamBeginCapture_ptsz, CAPTURE_P, (stream, mode))
+#define TOGRAPH_P                                                                                   \
+  (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges, \
+   size_t ndeps, enum cudaStreamCaptureMode mode)
+GWRAP(cudaStreamBeginCaptureToGraph, TOGRAPH_P, (stream, graph, deps, edges, ndeps, mode))
+GWRAP(cudaStreamBeginCaptureToGraph_ptsz, TOGRAPH_P, (stream, graph, deps, edges, ndeps, mode))
+GWRAP(cudaGraphCreate, (cudaGraph_t * graph, unsigned int flags), (graph, flags))
 #endif

@@ -198,15 +198,30 @@ enum { GPD_CUPTI_BUSY_TRACE = 0, GPD_CUPTI_BUSY_PCS = 1, GPD_CUPTI_BUSY_KINDS };
 void gpd_cupti_control_busy(unsigned kind, const char *name, const char *step);
 /** A window of `kind` started: not busy any more (the count stays). */
 void gpd_cupti_control_unbusy(unsigned kind);
+/** The process builds a CUDA graph (cupti-graph.c's interposers of
+ *  cudaStreamBeginCapture and cudaGraphCreate, before the call): from now
+ *  on CUPTI stays loaded between windows (no more finalizes; an armed one
+ *  is called off), and a finalized CUPTI is subscribed again here, so
+ *  that the graph-node resource callbacks see every node the graph gets,
+ *  windows or not.  Once per process (later calls: one relaxed load).
+ *  An application thread outside any CUPTI callback; takes g_mode_mu
+ *  (waits at most ~1 s for a running finalize).  0, or -EBUSY (another
+ *  tool holds CUPTI: the nodes made now are not seen), -EIO (CUPTI could
+ *  not be subscribed again), -ENOTSUP (the back end is not running). */
+int gpd_cupti_control_graphs(void);
 /** An API's EXIT callback while detached (an application thread): run
  *  the armed finalize, once.  Takes no lock. */
 void gpd_cupti_control_api_exit(void);
 /** 1 while CUPTI is loaded (no finalize running or done): a flush may
  *  call it.  Any thread, lock-free. */
 int gpd_cupti_control_loaded(void);
-/** Exit, first step: no more windows; the summary (STATUS, TRACEWIN
- *  records of the open window and of the run's end). */
+/** Exit, first step: no more windows (the run ends now for the
+ *  summary). */
 void gpd_cupti_control_fini(void);
+/** Exit, after the exit flush (the open window's records are in, so its
+ *  launches traced whole are known): the summary (STATUS, TRACEWIN
+ *  records of the open window and of the run's end), once. */
+void gpd_cupti_control_summary(void);
 /** Exit, second step: call off an armed finalize or wait (1 s at most)
  *  for a running one.  1 when CUPTI is still loaded (the exit flush may
  *  run), 0 after a finalize. */
@@ -243,6 +258,33 @@ extern _Atomic int gpd_cupti__time_bin;
  *  calls n[] and their wall time ns[] (ns, from before the call into
  *  libcudart to its return, tracing callbacks included).  Any thread. */
 void gpd_cupti_count_timed(uint64_t n[2], uint64_t ns[2]);
+/** The definition of runtime function `name` that the interposer `self`
+ *  called from return address `ret` must call next: the call site's
+ *  cached choice (the default next definition, or the caller's own
+ *  libcudart when several are mapped; "Call sites" in cupti-count.c),
+ *  resolved and cached at the site's first call.  `next` caches the
+ *  default next definition (static storage, NULL at first).  NULL when
+ *  no definition exists (logged once).  Any thread, lock-free. */
+void *gpd_cupti_count_next(_Atomic(void *) *next, const char *name, const void *ret, void *self);
+
+/* cupti-whole.c: the counted kernel launches a window traced whole
+ * (INVOKE and kernel activity record), the duty estimate's numerator. */
+/** Slots of the table (8 bytes each): launches noted and not yet matched
+ *  beyond this many correlation ids back are lost (counted). */
+#define GPD_CUPTI_WHOLE_SLOTS 16384u
+/** A counted kernel launch's runtime API callback while attached: note
+ *  {epoch, correlation id}.  Application threads, lock-free. */
+void gpd_cupti_whole_note(uint32_t epoch, uint32_t corr);
+/** A complete kernel activity record pushed (epoch of the records, its
+ *  correlation id after aliasing): a noted launch is traced whole.
+ *  CUPTI's buffer thread or a flushing thread, lock-free. */
+void gpd_cupti_whole_record(uint32_t epoch, uint32_t corr);
+/** A window opens (the controller, before its attach): every slot free,
+ *  the window's counts 0. */
+void gpd_cupti_whole_open(void);
+/** This window's launches traced whole; *pending (may be NULL): noted
+ *  ones whose record has not come (nor was lost).  Any thread. */
+uint64_t gpd_cupti_whole_read(uint64_t *pending);
 
 /* cupti-pcsampling.c: GPU PC sampling (GPUPROF_PC_SAMPLING=1), continuous
  * mode, one configuration per context; samples are read and pushed by a
