@@ -98,10 +98,11 @@ for w in 1 2; do
   "$GPUPROF" --socket "$S" trace --pid "$LOOP_PID" --duration 500ms -o "$T/loop$w.pftrace" 2>"$T/loop$w.err" ||
     die "window $w on ocl-loop: exit $? ($(cat "$T/loop$w.err"))"
   "$DEC" "$T/loop$w.pftrace" >"$T/loop$w.txt" || { tail -3 "$T/loop$w.txt"; die "window $w does not decode"; }
-  la=$(grep -P "^instants CPU thread $LOOP_PID\tlaunch <gpu kernel>\t" "$T/loop$w.txt" | cut -f3)
-  ka=$(grep -P '^slices GPU \d+ stream \d+\ttiny\t' "$T/loop$w.txt" | cut -f3 | paste -sd+ | bc)
+  # (no match is a failure with its message below, not set -e's silent exit)
+  la=$(grep -P "^instants CPU thread $LOOP_PID\tlaunch <gpu kernel>\t" "$T/loop$w.txt" | cut -f3 || true)
+  ka=$(grep -P '^slices GPU \d+ stream \d+\ttiny\t' "$T/loop$w.txt" | cut -f3 | paste -sd+ | bc || true)
   [ -n "$la" ] && [ "$la" -gt 0 ] && [ "$la" = "$ka" ] ||
-    die "window $w: $la kernel launches, $ka kernels written ($(cat "$T/loop$w.err"))"
+    die "window $w: '$la' kernel launches, '$ka' kernels written ($(cat "$T/loop$w.err"); decoded: $(cut -c1-80 "$T/loop$w.txt" | sort | uniq -c | sort -rn | head -8 | tr '\n' ';'))"
   grep -qx "flows $la" "$T/loop$w.txt" || die "window $w: $(grep flows "$T/loop$w.txt") for $la launches"
   ! grep -q "had no GPU activity" "$T/loop$w.err" || die "window $w: $(cat "$T/loop$w.err")"
   echo "window $w: $la launches, $ka kernels"
