@@ -4,11 +4,17 @@
  * drains the rings and persists), print a summary, and exit with the
  * command's status.
  *
+ * The daemon's ring journal (docs/DAEMON.md "Frozen processes": a process
+ * whose profile the writer copies keeps its rings drained through it) is
+ * made by the daemon in <folder>/journal (--journal-dir; private 0700,
+ * segments O_EXCL | O_NOFOLLOW) and removed here at the end.
+ *
  * The daemon runs in its own process group so that a terminal ^C reaches
  * only the command; the command stays in our group (it gets the
  * terminal's signals directly), and SIGINT/SIGTERM sent to gpuprof by
  * kill(2) are forwarded to it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -150,6 +156,31 @@ static int sock_accepts(const char *path) {
   ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
   close(fd);
   return ok;
+}
+
+/* Remove the daemon's journal folder <tmp>/journal and the segments a
+ * daemon that did not finish may have left in it (names *.jnl only; the
+ * folder is opened O_NOFOLLOW inside our private mkdtemp folder).  A
+ * message when the folder stays. */
+static void journal_remove(const char *tmp) {
+  char jd[PATH_MAX + 16];
+  snprintf(jd, sizeof jd, "%s/journal", tmp);
+  int fd = open(jd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return; /* none was made */
+  DIR *dir = fdopendir(fd);
+  if (dir == NULL) {
+    close(fd);
+    return;
+  }
+  for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n > 4 && !strcmp(e->d_name + n - 4, ".jnl"))
+      unlinkat(dirfd(dir), e->d_name, 0);
+  }
+  closedir(dir);
+  if (rmdir(jd) < 0)
+    fprintf(stderr, "gpuprof: could not remove %s: %s\n", jd, strerror(errno));
 }
 
 /* An existing profile at db is moved aside to db.old (with its -wal and
@@ -382,7 +413,7 @@ int gpd_record_main(int argc, char **argv) {
     /* one run, on purpose: full collection whatever the node's policy
      * (the program's own GPUPROF_CUDA_TRACE still wins in its shim) */
     char *dargv[] = {daemon, "--foreground", "--socket", sock, "--db", db, "--exit-when-idle",
-                     "--release-on-consume", "--collect", "full", NULL};
+                     "--release-on-consume", "--collect", "full", "--journal-dir", tmp, NULL};
     execv(daemon, dargv);
     fprintf(stderr, "exec %s: %s\n", daemon, strerror(errno));
     _exit(127);
@@ -539,8 +570,9 @@ done:
   }
   if (have_tmp) {
     if (keep) {
-      fprintf(stderr, "gpuprof: kept %s (gpuprofd.sock, gpuprofd.log)\n", tmp);
+      fprintf(stderr, "gpuprof: kept %s (gpuprofd.sock, gpuprofd.log, journal/)\n", tmp);
     } else {
+      journal_remove(tmp);
       unlink(sock);
       unlink(logp);
       if (rmdir(tmp) < 0 && errno != ENOENT)

@@ -169,7 +169,7 @@ void gpd_journal_close(gpd_daemon_t *d) {
 
 int gpd_journal_attach(gpd_daemon_t *d, gpd_proc_t *p) {
   gpd_pjournal_t *jr = &p->jr;
-  if (d->journal == NULL || d->release_on_consume || !p->has_region || p->cursor == NULL)
+  if (d->journal == NULL || !p->has_region || p->cursor == NULL)
     return 0;
   uint32_t n = p->region.nrings;
   jr->rel = malloc((n ? n : 1) * sizeof *jr->rel);
@@ -309,6 +309,12 @@ int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring) {
   if (p->cursor == NULL || ring >= p->region.nrings)
     return 0;
   return gpd__journal_span(d, p, ring, p->cursor[ring], p->prof.ring_tid);
+}
+
+void gpd_journal_released(gpd_proc_t *p, uint32_t ring) {
+  gpd_pjournal_t *jr = &p->jr;
+  if (jr->rel && p->cursor && ring < p->region.nrings && p->cursor[ring] > jr->rel[ring])
+    jr->rel[ring] = p->cursor[ring];
 }
 
 void gpd_journal_cut(gpd_proc_t *p, gpd_jcut_t *cut) {

@@ -19,7 +19,8 @@ typedef struct gpd_jacct_s gpd_jacct_t;
 /** One process's journal (embedded in gpd_proc_t, zeroed with it).
  *  Segments are files <profile id>.<seg>.jnl; segments seg_lo .. seg may
  *  exist; a write opens segment seg when none is open.  rel[i] is ring i's
- *  released position: everything below it is committed or journaled. */
+ *  released position: everything below it is committed or journaled (a
+ *  private recorder's, --release-on-consume: or consumed). */
 typedef struct gpd_pjournal_s {
   int fd, has_fd;       /* open segment (seg) */
   uint32_t seg, seg_lo;
@@ -72,6 +73,11 @@ int gpd_journal_attach(gpd_daemon_t *d, gpd_proc_t *p);
  *  not written (over the uid's budget, a write error) stays unreleased
  *  until the writer's commit.  Returns 1 released, 0 not. */
 int gpd_journal_append(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring);
+/** Monitor of a private recorder (--release-on-consume), after it
+ *  consumed ring `ring` and released it to its cursor without journaling
+ *  the span: the released position follows the cursor, so that a hold
+ *  (gpd_journal_hold) starts there.  Lock held; no-op without a journal. */
+void gpd_journal_released(gpd_proc_t *p, uint32_t ring);
 /** Writer's snapshot: close the open segment; later appends go to a new
  *  one.  Fills *cut. */
 void gpd_journal_cut(gpd_proc_t *p, gpd_jcut_t *cut);

@@ -2,6 +2,7 @@
  *
  *   gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]
  *            [--foreground] [--exit-when-idle] [--release-on-consume]
+ *            [--journal-dir DIR]
  *
  * SIGTERM/SIGINT: stop accepting, drain every ring, persist, release the
  * rings to what was persisted, exit 0 (running processes are stored as
@@ -14,6 +15,9 @@
  * slots go back to the producer as soon as the monitor consumed them
  * (monitor.c), not after the commit: a daemon killed then loses what it
  * had not committed, which no successor of a private recorder re-reads.
+ * --journal-dir DIR (gpuprof record): the ring journal is made in
+ * DIR/journal rather than beside the database; a private recorder uses
+ * it only for the spans of a frozen process (journal-hold.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,7 +49,7 @@ static int stopping;
 static void usage(FILE *f) {
   fprintf(f, "usage: gpuprofd [--socket PATH] [--config FILE] [--state-dir DIR] [--db FILE]\n"
              "                [--foreground] [--exit-when-idle] [--release-on-consume]\n"
-             "                [--collect full|detached|duty]\n"
+             "                [--collect full|detached|duty] [--journal-dir DIR]\n"
              "  The node daemon of gpuprof: profiles the GPU programs that load libgpuprof.so\n"
              "  (calling-context trees, traces, PC samples) and answers gpuprof's queries.\n"
              "  --socket PATH          the control socket (default " GPD_DEFAULT_SOCKET ")\n"
@@ -55,6 +59,8 @@ static void usage(FILE *f) {
              "  --foreground           log to stderr, do not detach\n"
              "  --exit-when-idle       exit once no process is profiled (gpuprof record)\n"
              "  --release-on-consume   hand each finished profile back and forget it\n"
+             "  --journal-dir DIR      make the ring journal in DIR/journal, not beside the store\n"
+             "                         (gpuprof record's embedded daemon: its private folder)\n"
              "  --collect MODE         [collect] mode for every process, override sections dropped\n"
              "                         (gpuprof record's embedded daemon: full)\n"
              "  --version              print the version and exit\n"
@@ -178,9 +184,10 @@ int main(int argc, char **argv) {
       {"state-dir", required_argument, NULL, 'S'}, {"db", required_argument, NULL, 'd'},
       {"foreground", no_argument, NULL, 'f'},    {"exit-when-idle", no_argument, NULL, 'x'},
       {"release-on-consume", no_argument, NULL, 'r'}, {"collect", required_argument, NULL, 'C'},
+      {"journal-dir", required_argument, NULL, 'J'},
       {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
-  const char *sock = NULL, *state_dir = NULL, *db = NULL;
+  const char *sock = NULL, *state_dir = NULL, *db = NULL, *journal_dir = NULL;
   int rc = 1, activated = 0;
   char err[1024];
 
@@ -188,7 +195,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   umask(077); /* every file the daemon creates is private (state, gpubins) */
   snprintf(D.config_path, sizeof D.config_path, "%s", GPD_DEFAULT_CONFIG);
-  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:hV", opts, NULL)) != -1;) {
+  for (int o; (o = getopt_long(argc, argv, "s:c:S:d:fxrC:J:hV", opts, NULL)) != -1;) {
     switch (o) {
     case 's': sock = optarg; break;
     case 'c':
@@ -201,6 +208,7 @@ int main(int argc, char **argv) {
     case 'x': D.exit_when_idle = 1; break;
     case 'r': D.release_on_consume = 1; break;
     case 'C': collect_forced = optarg; break;
+    case 'J': journal_dir = optarg; break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("gpuprofd %s\n", GPD_VERSION); return 0;
     default: usage(stderr); return 2;
@@ -263,7 +271,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   D.next_profile_id = gpd_store_first_profile_id(D.store);
-  if (!D.release_on_consume) { /* the journal sits beside the database */
+  /* the journal sits beside the database, or in --journal-dir; a private
+   * recorder without --journal-dir has none (its frozen processes wait) */
+  if (journal_dir) {
+    (void)gpd_journal_open(&D, journal_dir, GPD_JOURNAL_UID_MAX);
+  } else if (!D.release_on_consume) {
     char jdir[sizeof D.db_path];
     snprintf(jdir, sizeof jdir, "%s", D.db_path);
     char *slash = strrchr(jdir, '/');

@@ -88,8 +88,9 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
   int pressure = 0;
   /* Spans journaled while the writer copied the profile are applied
    * first; while it copies (frozen) or they are not all applied, the
-   * rings are journaled without being read (journal-hold.c).  Without a
-   * journal a frozen process waits for the next pass. */
+   * rings are journaled without being read (journal-hold.c), also for a
+   * private recorder (gpuprof record: its journal is used for holds only).
+   * Without a journal a frozen process waits for the next pass. */
   if (p->jr.hold_on && !p->snap_frozen) {
     int64_t a = gpd_journal_apply(d, p, GPD_MONITOR_APPLY);
     if (a < 0) {
@@ -99,7 +100,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     total = (uint64_t)a;
   }
   int holding = p->snap_frozen || p->jr.hold_on;
-  if (holding && (d == NULL || d->release_on_consume || p->jr.rel == NULL))
+  if (holding && (d == NULL || p->jr.rel == NULL))
     return total;
   if (holding)
     held = gpd_journal_hold(d, p);
@@ -124,9 +125,10 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
     /* a private recorder: give the slots back now (daemon.h); else once
      * they are in the journal (journal.c), also the prefix before a bad
      * record */
-    if (d && d->release_on_consume)
+    if (d && d->release_on_consume) {
       gpd_ring_release(r, i, p->cursor[i]);
-    else if (d)
+      gpd_journal_released(p, i);
+    } else if (d)
       gpd_journal_append(d, p, i);
     if (n < 0) {
       proc_bad(p, (int)i, n);

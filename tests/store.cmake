@@ -40,7 +40,7 @@ if(TARGET gpd_dclient AND TARGET gpuprofd)
   target_compile_options(store-bigdebug PRIVATE -O0 -g -fno-sanitize=all -w)
   set_target_properties(store-bigdebug PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
   foreach(t gpubin-files state-private labels handback disk-full retention-sigterm
-          gpubin-quota release journal symbolize retention-attack frozen)
+          gpubin-quota release journal symbolize retention-attack frozen frozen-record)
     add_test(NAME store.${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/${t}.sh ${CMAKE_BINARY_DIR})
     set_tests_properties(store.${t} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
