@@ -17,9 +17,10 @@
  * Held spans begin in a fresh segment (hold_seg).
  *
  * Bounds: per process GPD_JOURNAL_HOLD_MAX bytes and GPD_JOURNAL_HOLD_SEGS
- * segments held, within its uid's journal budget (journal.c); a span past
- * them stays in its ring, as if the process were not drained (a full ring
- * drops and counts).
+ * segments held (a test sets others: gpd_journal_hold_bounds), within
+ * its uid's journal budget (journal.c); a span past them stays in its
+ * ring, as if the process were not drained (a full ring drops and
+ * counts).
  *
  * Lock: d->lock held (the monitor's pass; one monitor thread per process
  * per pass).
@@ -52,6 +53,13 @@ static void hold_end(gpd_pjournal_t *jr) {
   jr->rcap = 0;
 }
 
+void gpd_journal_hold_bounds(gpd_daemon_t *d, uint64_t max_bytes, uint32_t max_segs) {
+  if (d == NULL || d->journal == NULL)
+    return;
+  d->journal->hold_max = max_bytes;
+  d->journal->hold_segs = max_segs;
+}
+
 uint64_t gpd_journal_hold(gpd_daemon_t *d, gpd_proc_t *p) {
   gpd_pjournal_t *jr = &p->jr;
   gpd_region_t *r = &p->region;
@@ -71,8 +79,8 @@ uint64_t gpd_journal_hold(gpd_daemon_t *d, gpd_proc_t *p) {
     if (head <= from || tail > from || head - from > r->ring_slots)
       continue;
     uint64_t bytes = sizeof(jent_t) + (head - from) * GPD_SLOT_SIZE;
-    if (jr->hold_on && (jr->written - jr->hold_written + bytes > GPD_JOURNAL_HOLD_MAX ||
-                        jr->seg - jr->hold_seg >= GPD_JOURNAL_HOLD_SEGS)) {
+    if (jr->hold_on && (jr->written - jr->hold_written + bytes > d->journal->hold_max ||
+                        jr->seg - jr->hold_seg >= d->journal->hold_segs)) {
       jr->skipped++;
       continue;
     }

@@ -57,6 +57,8 @@ struct gpd_journal_s {
   pthread_mutex_t mu; /* accts list */
   gpd_jacct_t *accts;
   uint64_t last_sweep_ns; /* writer thread */
+  uint64_t hold_max;   /* per process: bytes held while frozen (GPD_JOURNAL_HOLD_MAX) */
+  uint32_t hold_segs;  /* per process: segments held (GPD_JOURNAL_HOLD_SEGS) */
 };
 
 /** The file name of segment seg of profile id into buf (n bytes). */

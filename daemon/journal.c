@@ -146,6 +146,8 @@ int gpd_journal_open(gpd_daemon_t *d, const char *state_dir, uint64_t uid_max) {
   }
   j->dirfd = fd;
   j->uid_max = uid_max;
+  j->hold_max = GPD_JOURNAL_HOLD_MAX;
+  j->hold_segs = GPD_JOURNAL_HOLD_SEGS;
   pthread_mutex_init(&j->mu, NULL);
   d->journal = j;
   gpd_journal_sweep(d);

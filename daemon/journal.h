@@ -102,6 +102,11 @@ int64_t gpd_journal_replay(gpd_daemon_t *d, gpd_proc_t *p, uint64_t from_id);
  *  (journal-hold.c): bytes appended since the hold began, and segments. */
 #define GPD_JOURNAL_HOLD_MAX (128ull << 20)
 #define GPD_JOURNAL_HOLD_SEGS 256u
+/** Tests: the per-process hold bounds of d's journal, in place of
+ *  GPD_JOURNAL_HOLD_MAX (max_bytes appended since the hold began) and
+ *  GPD_JOURNAL_HOLD_SEGS (max_segs segments).  No-op without a journal.
+ *  Lock held, or before the monitor starts. */
+void gpd_journal_hold_bounds(gpd_daemon_t *d, uint64_t max_bytes, uint32_t max_segs);
 /** Monitor, for a process the writer is copying (p->snap_frozen) or whose
  *  held spans are not all applied yet: append every ring's published
  *  slots [rel, head) to the journal without reading them and release the

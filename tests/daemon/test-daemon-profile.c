@@ -984,6 +984,32 @@ static void assert_released(gpd_proc_t *p) {
     assert_int_equal(atomic_load(&p->region.ctl[i].tail), atomic_load(&p->region.ctl[i].head));
 }
 
+/* A process with a journal in a new folder dir (a mkdtemp template) and
+ * 5 kernel pairs consumed (12 records), its rings released. */
+static gpd_proc_t *hold_setup(gpd_daemon_t *d, char *dir, gpd_producer_t *p0, gpd_producer_t *p1) {
+  assert_non_null(mkdtemp(dir));
+  gpd_proc_t *p = commit_setup(d, dir, p0, p1);
+  assert_int_equal(gpd_journal_open(d, dir, GPD_JOURNAL_UID_MAX), 0);
+  assert_int_equal(gpd_journal_attach(d, p), 0);
+  for (uint64_t c = 1; c <= 5; c++) {
+    ring_invoke(p0, c, 1);
+    ring_act(p1, c);
+  }
+  assert_int_equal(gpd_monitor_drain(d, p, 4096), 12);
+  assert_released(p);
+  assert_int_equal(p->prof.records, 12);
+  return p;
+}
+
+static void hold_teardown(gpd_daemon_t *d, gpd_proc_t *p, const char *dir) {
+  gpd_registry_free_proc(p);
+  gpd_journal_close(d);
+  gpd_store_close(d->store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* A frozen process's rings (journal-hold.c): while the writer copies its
  * profile they are journaled unread and released, a snapshot's cut does
  * not cover the held segments, and after the copy every held record is
@@ -992,20 +1018,9 @@ static void assert_released(gpd_proc_t *p) {
 static void test_frozen_hold(void **state) {
   (void)state;
   char dir[] = "/tmp/gpd-hold-XXXXXX";
-  assert_non_null(mkdtemp(dir));
   gpd_daemon_t d;
   gpd_producer_t p0, p1;
-  gpd_proc_t *p = commit_setup(&d, dir, &p0, &p1);
-  assert_int_equal(gpd_journal_open(&d, dir, GPD_JOURNAL_UID_MAX), 0);
-  assert_int_equal(gpd_journal_attach(&d, p), 0);
-  /* before the copy: 5 kernel pairs, consumed */
-  for (uint64_t c = 1; c <= 5; c++) {
-    ring_invoke(&p0, c, 1);
-    ring_act(&p1, c);
-  }
-  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 12);
-  assert_released(p);
-  assert_int_equal(p->prof.records, 12);
+  gpd_proc_t *p = hold_setup(&d, dir, &p0, &p1);
 
   /* the writer's snapshot cuts the journal and freezes the process */
   gpd_jcut_t cut0;
@@ -1056,12 +1071,100 @@ static void test_frozen_hold(void **state) {
   assert_int_equal(p->prof.records, 213);
   assert_released(p);
 
-  gpd_registry_free_proc(p);
-  gpd_journal_close(&d);
-  gpd_store_close(d.store);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  hold_teardown(&d, p, dir);
+}
+
+/* A journal entry's header (docs/FORMATS.md, "Ring journal"). */
+#define JENT_BYTES 32u
+
+/* 40 invocations (ring 0) and 10 activities (ring 1) from corr + 1 on;
+ * *corr moves past them. */
+static void hold_round(gpd_producer_t *p0, gpd_producer_t *p1, uint64_t *corr) {
+  for (uint64_t k = 1; k <= 40; k++)
+    ring_invoke(p0, *corr + k, 1);
+  for (uint64_t k = 1; k <= 10; k++)
+    ring_act(p1, *corr + k);
+  *corr += 40;
+}
+
+/* Thawed: the first pass applies the held records and, caught up,
+ * consumes what stayed in the rings; everything once, rings released. */
+static void thaw_check(gpd_daemon_t *d, gpd_proc_t *p, uint64_t pass, uint64_t records, uint64_t held,
+                       double kernels) {
+  p->snap_frozen = 0;
+  assert_int_equal(gpd_monitor_drain(d, p, 4096), pass);
+  assert_false(p->jr.hold_on);
+  assert_int_equal(p->prof.records, records);
+  assert_int_equal(p->jr.held, held);
+  for (uint32_t i = 0; i < 2; i++)
+    assert_int_equal(p->cursor[i], atomic_load(&p->region.ctl[i].head));
+  assert_released(p);
+  assert_true(gpd_profile_incl(&p->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == kernels);
+  assert_int_equal(atomic_load(&p->region.ctl[0].drops) + atomic_load(&p->region.ctl[1].drops), 0);
+}
+
+/* The per-process hold bounds (journal-hold.c), made small with
+ * gpd_journal_hold_bounds.  Bytes: the bound is exactly one round's two
+ * entries; that round is journaled and released, the next one's spans
+ * are past it: they stay in the rings (tails unchanged, nothing written,
+ * skipped 2).  Thawed: 50 held records applied and 50 consumed from the
+ * rings, 112 records, 25 kernels.  Segments: a bound of 1; a round is
+ * held in the hold's first segment, a cut closes it, the next round's
+ * spans stay in the rings (skipped 4); thawed: 212 records, 45 kernels,
+ * 100 applied from the journal in all. */
+static void test_frozen_hold_bounds(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-holdb-XXXXXX";
+  gpd_daemon_t d;
+  gpd_producer_t p0, p1;
+  gpd_proc_t *p = hold_setup(&d, dir, &p0, &p1);
+  const uint64_t INV = GPD_REC_NSLOTS(gpd_rec_invoke_t), AS = GPD_REC_NSLOTS(gpd_rec_activity_t);
+  const uint64_t round_bytes = 2 * JENT_BYTES + (40 * INV + 10 * AS) * GPD_SLOT_SIZE;
+  uint64_t corr = 5;
+  gpd_jcut_t cut;
+
+  /* bytes */
+  gpd_journal_hold_bounds(&d, round_bytes, 256);
+  gpd_journal_cut(p, &cut);
+  p->snap_frozen = 1;
+  hold_round(&p0, &p1, &corr);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 40 * INV + 10 * AS);
+  assert_released(p);
+  assert_int_equal(p->jr.written - p->jr.hold_written, round_bytes);
+  assert_int_equal(p->jr.skipped, 0);
+  uint64_t written = p->jr.written, tail0 = atomic_load(&p->region.ctl[0].tail),
+           tail1 = atomic_load(&p->region.ctl[1].tail);
+  hold_round(&p0, &p1, &corr);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 0);
+  assert_int_equal(p->jr.skipped, 2);
+  assert_int_equal(p->jr.written, written);
+  assert_int_equal(atomic_load(&p->region.ctl[0].tail), tail0);
+  assert_int_equal(atomic_load(&p->region.ctl[1].tail), tail1);
+  assert_int_equal(atomic_load(&p->region.ctl[0].head) - tail0, 40 * INV);
+  assert_int_equal(atomic_load(&p->region.ctl[1].head) - tail1, 10 * AS);
+  assert_int_equal(p->prof.records, 12);
+  thaw_check(&d, p, 100, 112, 50, 25.0);
+
+  /* segments */
+  gpd_journal_hold_bounds(&d, GPD_JOURNAL_HOLD_MAX, 1);
+  gpd_journal_cut(p, &cut);
+  p->snap_frozen = 1;
+  hold_round(&p0, &p1, &corr);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 40 * INV + 10 * AS);
+  assert_released(p);
+  uint32_t hold_seg = p->jr.hold_seg;
+  gpd_journal_cut(p, &cut); /* the writer's next snapshot, still copying */
+  assert_int_equal(p->jr.seg, hold_seg + 1);
+  written = p->jr.written;
+  hold_round(&p0, &p1, &corr);
+  assert_int_equal(gpd_monitor_drain(&d, p, 4096), 0);
+  assert_int_equal(p->jr.skipped, 4);
+  assert_int_equal(p->jr.written, written);
+  assert_int_equal(atomic_load(&p->region.ctl[0].head) - atomic_load(&p->region.ctl[0].tail), 40 * INV);
+  assert_int_equal(p->prof.records, 112);
+  thaw_check(&d, p, 100, 212, 100, 45.0);
+
+  hold_teardown(&d, p, dir);
 }
 
 /* The pending table as the writer keeps it from the deltas: row id ->
@@ -1424,6 +1527,7 @@ int main(void) {
       cmocka_unit_test(test_symbols),
       cmocka_unit_test(test_commit_cursor),
       cmocka_unit_test(test_frozen_hold),
+      cmocka_unit_test(test_frozen_hold_bounds),
       cmocka_unit_test(test_corr_bounds),
       cmocka_unit_test(test_pending_delta),
       cmocka_unit_test(test_pending_fifo_tail),
