@@ -217,7 +217,7 @@ static const char record_usage[] =
     "  -o, --output FILE  where to write the profile (an existing one is moved to FILE.old)\n"
     "  --cpu-sampling HZ  also sample each thread's CPU time HZ times per CPU second\n"
     "                     (CPUTIME and a CPU sample trace; sets GPUPROF_CPU_SAMPLING)\n"
-    "  --keep-socket      keep the private socket folder (and the daemon's log)\n"
+    "  --keep-socket      keep the private folder (socket, daemon's log, journal/)\n"
     "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n";
 
 /* A calling context of the summary: a kernel node (its GKER) or the
