@@ -166,9 +166,11 @@ void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int o
 /** Id for a string or module (process-local counter, mirrored to the
  *  region header's next_string). */
 uint32_t gpd_shim__id_next(void);
-/** Fork child (main.c's handler, after gpd_shim__attach_forget): new
- *  region generation and announcement epoch, ids and the CCT table
- *  reset, the child's start time. */
+/** Fork child (main.c's handler, after gpd_shim__attach_forget): a lazy
+ *  connection start inherited from the parent cleared (no start inside
+ *  the fork handler, until gpd_shim__atfork_lazy), new region generation
+ *  and announcement epoch, ids and the CCT table reset, the child's start
+ *  time. */
 void gpd_shim__atfork_child(void);
 /** Fork child, last step: the first gpd_shim_active() starts the
  *  connection by calling start (main.c passes gpd_conn_start; lazily, as

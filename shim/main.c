@@ -73,7 +73,9 @@ static void atfork_child(void) {
   /* The child is a new process: drop the parent's region and connection,
    * reset ids and tables; it registers as itself when it first needs to. */
   gpd_shim__attach_forget();
-  gpd_shim__atfork_child(); /* ids, tables, the start time (shim.c) */
+  /* ids, tables, the start time (shim.c); from here on gpd_shim_active
+   * answers 0 without starting a connection until the last step */
+  gpd_shim__atfork_child();
   gpd_capture_atfork_child();
   gpd_strings_atfork_child();
   gpd_conn_atfork_child();

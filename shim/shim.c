@@ -216,9 +216,16 @@ GPD_EXPORT int gpd_shim_push_graphnode(uint64_t id, uint32_t node, uint64_t orig
 }
 
 /* The fork child's process state (main.c's fork handler, after the
- * region was dropped): new ids and tables, its own start time. */
+ * region was dropped): new ids and tables, its own start time.  A lazy
+ * start inherited from a parent that was itself a fork child and never
+ * asked gpd_shim_active is cleared first: the handlers after this one ask
+ * it (gpd_module_atfork_child's new ids), and a start from inside the
+ * handler would take conn.c's lock, still held from the prepare handler
+ * (a self-deadlock: the grandchild's fork never returned).
+ * gpd_shim__atfork_lazy arms it again at the end of the handler. */
 void gpd_shim__atfork_child(void) {
   gpd_shim_state_t *g = &gpd_shim__g;
+  atomic_store(&shim_lazy, 0);
   atomic_fetch_add(&g->gen, 1);
   uint32_t e = atomic_fetch_add(&g->epoch, 1) + 1;
   if (e == GPD_ANN_BUSY || e == 0)
