@@ -317,6 +317,9 @@ void gpd_thread_exit_current(void);
 /* The load-module table, frame classes and mapping generations: module.h. */
 /** Frames one unwind records (the shim/vendor frames + the kept ones). */
 #define GPD_CAPTURE_WALK_MAX (GPD_CAPTURE_MAX_DEPTH + 32)
+/* The longest a fork's prepare handler waits for unwinds in other
+ * threads to end (ms); past it the fork goes on. */
+#define GPD_CAPTURE_FORK_WAIT_MS 1000
 /** Hashes of missed stacks remembered per thread (power of two, 4-way). */
 #define GPD_CAPTURE_SEEN 1024u
 /** (walk, Python frames) -> node entries per thread (power of two). */
@@ -471,6 +474,19 @@ uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why);
  *  gpd_shim_capture calls it, directly.  The capturing thread, its memo;
  *  no lock, no allocation. */
 gpd_capture_walk_t *gpd_capture_unwind(gpd_capture_memo_t *m);
+/** Fork gate around every libunwind call of the shim (its internal locks
+ *  are not fork-safe): enter returns 1 when the caller may unwind (then it
+ *  must call leave), 0 while a fork is being prepared and wait is 0 (a
+ *  signal handler: skip the unwind); with wait 1 it waits (yielding) for
+ *  the fork to finish.  Any thread, async-signal-safe (wait 0); no lock. */
+int gpd_capture_unwind_enter(int wait);
+void gpd_capture_unwind_leave(void);
+/** Fork handlers (main.c; prepare first of all): prepare stops new
+ *  unwinds and waits up to GPD_CAPTURE_FORK_WAIT_MS for the running ones;
+ *  parent and child reopen the gate. */
+void gpd_capture_unwind_atfork_prepare(void);
+void gpd_capture_unwind_atfork_parent(void);
+void gpd_capture_unwind_atfork_child(void);
 /** Learn this thread's stack bounds into m (stack_state 1, or -1 when
  *  unknown). */
 void gpd_capture_unwind_bounds(gpd_capture_memo_t *m);
