@@ -523,7 +523,7 @@ void gpd_cpu_sampler_stop(void);
 /** Fork child: the child has no timers; start one for this thread. */
 void gpd_cpu_sampler_atfork_child(void);
 
-/* policy.c: the daemon's collection policy and the CollectReports. */
+/* policy.c: the daemon's collection policy; collect.c: the CollectReports. */
 struct Gpuprof__CollectPolicy;
 struct gpd_shim_policy_s;
 struct gpd_shim_collect_s;
@@ -536,9 +536,16 @@ int gpd_shim__policy_set(const struct Gpuprof__CollectPolicy *m, int hello, stru
 uint32_t gpd_shim__policy_cpu_hz(void);
 /** Fork child: the lock is made fresh (the policy is kept). */
 void gpd_shim__policy_atfork_child(void);
+/** Policy p's mode as text into out (n bytes): "duty 10 ms / 3000 ms",
+ *  else the mode's name. */
+void gpd_shim__policy_mode_text(const struct gpd_shim_policy_s *p, char *out, size_t n);
+/** What the latest HelloReply's policy said, as text, into out (n bytes;
+ *  "" before one).  Takes the policy's lock. */
+void gpd_shim__policy_hello(char *out, size_t n);
 /** Fill up to max reports (the core's, api 0, then each back end's);
- *  api[i] is report i's GPD_API_*.  Returns the count.  Connection thread. */
-size_t gpd_shim__policy_collect(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
+ *  api[i] is report i's GPD_API_*.  Returns the count.  Connection thread
+ *  (collect.c). */
+size_t gpd_shim__collect_reports(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
 /** Test hook of control.c: one more back end (tests/integration/ctl-app.c). */
 extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
 /** Connection thread, every loop: the module refresh the handler asked
