@@ -7,7 +7,6 @@ find_program(GPD_PYTHON3_LAYOUT python3)
 if(GPD_PYTHON3_LAYOUT)
   add_test(NAME layout.callcycles
     COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/callcycles
-            --allow "shim/python-frames.c shim/python-handoff.c"
             --allow "shim/cupti/cupti-control.c shim/cupti/cupti-pcsampling.c"
             ${CMAKE_BINARY_DIR} daemon cli analyzer store shim)
   set_tests_properties(layout.callcycles PROPERTIES LABELS unit TIMEOUT 300)
