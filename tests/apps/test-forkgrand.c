@@ -4,17 +4,18 @@
  * Usage: test-forkgrand MODE
  * Usage: test-forkgrand --nodaemon SHIM MODE
  *
- * MODE says what each generation does:
- *   plain    nothing the shim sees: the child forks before any shim call,
- *            so it still holds the fork child's lazy connection start
- *   touch    each generation captures a calling context (gpd_shim_capture,
- *            found with dlsym: 0 when the shim is not loaded) before it
- *            forks, and the grandchild once more before it exits
- *   threads  the process runs 4 threads that capture in a loop while it
- *            forks the child, and the child runs 2 while it forks the
- *            grandchild (fork from a multi-threaded parent)
- *   vfork    the child starts the grandchild with vfork + exec of this
- *            program ("leaf" argument: the exec'd image forks once more)
+ * The process captures a calling context (gpd_shim_capture, found with
+ * dlsym: nothing when the shim is not loaded) before it forks, and so does
+ * the grandchild before it exits.  MODE says what the child does:
+ *   plain    nothing the shim sees: it forks before any shim call, so it
+ *            still holds the fork child's lazy connection start
+ *   touch    captures, then forks
+ *   threads  forks while 2 threads of its own capture in a loop, after
+ *            the process forked it while 4 did (fork from multi-threaded
+ *            parents)
+ *   vfork    captures, then starts the grandchild with vfork + exec of
+ *            this program ("leaf" argument: the exec'd image captures and
+ *            forks once more)
  *   spawn    the same with posix_spawn
  *
  * Each waiter waits for its child with a deadline (10 s; the process 20 s):
