@@ -34,9 +34,9 @@
  * memory other than its own frame (gcc's DRAP stack realignment computes
  * CFA = *(rbp - 8)); see docs/SHIM.md. */
 
-/* Fork gate.  libunwind's own locks (taken while a step parses DWARF:
- * its memory pools) are not reset in a fork child, so a child forked
- * while another thread held one blocked forever at its first unwind.
+/* Fork gate.  libunwind's own mutexes (one is taken inside unw_step)
+ * are not reset in a fork child, so a child forked while another thread
+ * held one blocked forever at its first unwind.
  * Every libunwind call of the shim runs between gpd_capture_unwind_enter
  * and gpd_capture_unwind_leave; the fork prepare handler lets none start
  * and waits for the running ones.  unwind_busy: threads between enter and
