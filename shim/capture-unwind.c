@@ -9,8 +9,10 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -31,6 +33,45 @@
  * current stack pointer.  Not covered: a frame whose CFA rule reads
  * memory other than its own frame (gcc's DRAP stack realignment computes
  * CFA = *(rbp - 8)); see docs/SHIM.md. */
+
+/* Fork gate.  libunwind's own mutexes (one is taken inside unw_step)
+ * are not reset in a fork child, so a child forked while another thread
+ * held one blocked forever at its first unwind.
+ * Every libunwind call of the shim runs between gpd_capture_unwind_enter
+ * and gpd_capture_unwind_leave; the fork prepare handler lets none start
+ * and waits for the running ones.  unwind_busy: threads between enter and
+ * leave; unwind_forking: a fork is being prepared.  Both sequentially
+ * consistent: an enter and a prepare that race see each other's store. */
+static _Atomic int unwind_busy, unwind_forking;
+
+int gpd_capture_unwind_enter(int wait) {
+  for (;;) {
+    atomic_fetch_add(&unwind_busy, 1);
+    if (!atomic_load(&unwind_forking))
+      return 1;
+    atomic_fetch_sub(&unwind_busy, 1);
+    if (!wait)
+      return 0;
+    while (atomic_load(&unwind_forking))
+      sched_yield();
+  }
+}
+
+void gpd_capture_unwind_leave(void) { atomic_fetch_sub(&unwind_busy, 1); }
+
+void gpd_capture_unwind_atfork_prepare(void) {
+  atomic_store(&unwind_forking, 1);
+  struct timespec ts = {0, 100000}; /* 100 us */
+  for (int i = 0; i < GPD_CAPTURE_FORK_WAIT_MS * 10 && atomic_load(&unwind_busy) > 0; i++)
+    nanosleep(&ts, NULL);
+}
+
+void gpd_capture_unwind_atfork_parent(void) { atomic_store(&unwind_forking, 0); }
+
+void gpd_capture_unwind_atfork_child(void) {
+  atomic_store(&unwind_busy, 0); /* the threads that were in it are gone */
+  atomic_store(&unwind_forking, 0);
+}
 
 void gpd_capture_unwind_bounds(gpd_capture_memo_t *m) {
   pthread_attr_t attr;
@@ -265,7 +306,9 @@ gpd_capture_unwind(gpd_capture_memo_t *m) {
   w->node = 0;
   w->n = 0;
   atomic_signal_fence(memory_order_seq_cst);
+  gpd_capture_unwind_enter(1);
   int n = unw_backtrace((void **)w->ip, GPD_CAPTURE_WALK_MAX);
+  gpd_capture_unwind_leave();
   w->n = n > 0 ? (uint32_t)n : 0;
   uint64_t h = 0x9e3779b97f4a7c15ull ^ w->n;
   for (uint32_t j = 0; j < w->n; j++)
@@ -295,7 +338,9 @@ gpd_capture_unwind(gpd_capture_memo_t *m) {
   w->succ = 0;
   w->id = ++m->walk_ids;
   atomic_signal_fence(memory_order_seq_cst);
+  gpd_capture_unwind_enter(1);
   capture_walk_full(m, w, f_ip, f_sp, f_bp);
+  gpd_capture_unwind_leave();
   if (w->ok) {
     m->wkey[x] = key;
     if (last && last <= GPD_CAPTURE_WALKS)

@@ -184,7 +184,11 @@ static uint32_t capture_nested(gpd_shim_state_t *g, int unwinding) {
   atomic_fetch_add_explicit(&capture_nested_n, 1, memory_order_relaxed);
   uintptr_t ips[NESTED_MAX];
   /* An interrupted unw_backtrace owns libunwind's per-thread cache. */
-  int n = unwinding ? 0 : unw_backtrace((void **)ips, NESTED_MAX);
+  int n = 0;
+  if (!unwinding && gpd_capture_unwind_enter(0)) {
+    n = unw_backtrace((void **)ips, NESTED_MAX);
+    gpd_capture_unwind_leave();
+  }
   uint32_t leaf = n > 0 && n < NESTED_MAX ? capture_find_path(g, ips, n) : 0;
   if (!leaf)
     atomic_fetch_add_explicit(&capture_nested_declined, 1, memory_order_relaxed);
@@ -530,16 +534,22 @@ uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why) {
     if (m->busy == GPD_CAPTURE_BUSY_UNWIND)
       return 0; /* libunwind's per-thread cache is the interrupted one's */
     uintptr_t ips[NESTED_MAX];
+    if (!gpd_capture_unwind_enter(0))
+      return 0; /* a fork is being prepared */
     int n = unw_backtrace((void **)ips, NESTED_MAX);
+    gpd_capture_unwind_leave();
     int i = n > 0 && n < NESTED_MAX ? sample_frame(ips, n, pc) : -1;
     if (i < 0)
       return 0;
     ips[i] = pc + 1; /* the leaf is the pc itself: keyed as pc + 1 - 1 */
     return capture_find_path(g, &ips[i], n - i);
   }
+  if (!gpd_capture_unwind_enter(0))
+    return 0; /* a fork is being prepared */
   volatile uint64_t cookie;
   CAPTURE_BEGIN(m, sp, cookie);
   int n = unw_backtrace((void **)m->samp_raw, GPD_CAPTURE_WALK_MAX);
+  gpd_capture_unwind_leave();
   atomic_signal_fence(memory_order_seq_cst);
   m->busy = GPD_CAPTURE_BUSY_MEMO;
   atomic_signal_fence(memory_order_seq_cst);

@@ -490,7 +490,7 @@ static int conn_send_collect(const gpd_fdid_t *sock) {
   int fresh = conn.collect_ns == 0; /* a new connection or a new policy */
   conn.collect_ns = now;
   memset(rep, 0, sizeof rep);
-  size_t n = gpd_shim__policy_collect(rep, api, NREP);
+  size_t n = gpd_shim__collect_reports(rep, api, NREP);
   if (!fresh && n == conn_collect_last.n && !memcmp(api, conn_collect_last.api, n * sizeof *api) &&
       !memcmp(rep, conn_collect_last.rep, n * sizeof *rep))
     return 0;

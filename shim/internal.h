@@ -166,9 +166,11 @@ void gpd_shim__ann_done(_Atomic uint32_t *a, uint32_t epoch, uint32_t old, int o
 /** Id for a string or module (process-local counter, mirrored to the
  *  region header's next_string). */
 uint32_t gpd_shim__id_next(void);
-/** Fork child (main.c's handler, after gpd_shim__attach_forget): new
- *  region generation and announcement epoch, ids and the CCT table
- *  reset, the child's start time. */
+/** Fork child (main.c's handler, after gpd_shim__attach_forget): a lazy
+ *  connection start inherited from the parent cleared (no start inside
+ *  the fork handler, until gpd_shim__atfork_lazy), new region generation
+ *  and announcement epoch, ids and the CCT table reset, the child's start
+ *  time. */
 void gpd_shim__atfork_child(void);
 /** Fork child, last step: the first gpd_shim_active() starts the
  *  connection by calling start (main.c passes gpd_conn_start; lazily, as
@@ -315,6 +317,9 @@ void gpd_thread_exit_current(void);
 /* The load-module table, frame classes and mapping generations: module.h. */
 /** Frames one unwind records (the shim/vendor frames + the kept ones). */
 #define GPD_CAPTURE_WALK_MAX (GPD_CAPTURE_MAX_DEPTH + 32)
+/* The longest a fork's prepare handler waits for unwinds in other
+ * threads to end (ms); past it the fork goes on. */
+#define GPD_CAPTURE_FORK_WAIT_MS 1000
 /** Hashes of missed stacks remembered per thread (power of two, 4-way). */
 #define GPD_CAPTURE_SEEN 1024u
 /** (walk, Python frames) -> node entries per thread (power of two). */
@@ -469,6 +474,19 @@ uint32_t gpd_capture_sample(uintptr_t pc, unsigned *why);
  *  gpd_shim_capture calls it, directly.  The capturing thread, its memo;
  *  no lock, no allocation. */
 gpd_capture_walk_t *gpd_capture_unwind(gpd_capture_memo_t *m);
+/** Fork gate around every libunwind call of the shim (its internal locks
+ *  are not fork-safe): enter returns 1 when the caller may unwind (then it
+ *  must call leave), 0 while a fork is being prepared and wait is 0 (a
+ *  signal handler: skip the unwind); with wait 1 it waits (yielding) for
+ *  the fork to finish.  Any thread, async-signal-safe (wait 0); no lock. */
+int gpd_capture_unwind_enter(int wait);
+void gpd_capture_unwind_leave(void);
+/** Fork handlers (main.c; prepare first of all): prepare stops new
+ *  unwinds and waits up to GPD_CAPTURE_FORK_WAIT_MS for the running ones;
+ *  parent and child reopen the gate. */
+void gpd_capture_unwind_atfork_prepare(void);
+void gpd_capture_unwind_atfork_parent(void);
+void gpd_capture_unwind_atfork_child(void);
 /** Learn this thread's stack bounds into m (stack_state 1, or -1 when
  *  unknown). */
 void gpd_capture_unwind_bounds(gpd_capture_memo_t *m);
@@ -505,7 +523,7 @@ void gpd_cpu_sampler_stop(void);
 /** Fork child: the child has no timers; start one for this thread. */
 void gpd_cpu_sampler_atfork_child(void);
 
-/* policy.c: the daemon's collection policy and the CollectReports. */
+/* policy.c: the daemon's collection policy; collect.c: the CollectReports. */
 struct Gpuprof__CollectPolicy;
 struct gpd_shim_policy_s;
 struct gpd_shim_collect_s;
@@ -518,9 +536,16 @@ int gpd_shim__policy_set(const struct Gpuprof__CollectPolicy *m, int hello, stru
 uint32_t gpd_shim__policy_cpu_hz(void);
 /** Fork child: the lock is made fresh (the policy is kept). */
 void gpd_shim__policy_atfork_child(void);
+/** Policy p's mode as text into out (n bytes): "duty 10 ms / 3000 ms",
+ *  else the mode's name. */
+void gpd_shim__policy_mode_text(const struct gpd_shim_policy_s *p, char *out, size_t n);
+/** What the latest HelloReply's policy said, as text, into out (n bytes;
+ *  "" before one).  Takes the policy's lock. */
+void gpd_shim__policy_hello(char *out, size_t n);
 /** Fill up to max reports (the core's, api 0, then each back end's);
- *  api[i] is report i's GPD_API_*.  Returns the count.  Connection thread. */
-size_t gpd_shim__policy_collect(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
+ *  api[i] is report i's GPD_API_*.  Returns the count.  Connection thread
+ *  (collect.c). */
+size_t gpd_shim__collect_reports(struct gpd_shim_collect_s *out, unsigned *api, size_t max);
 /** Test hook of control.c: one more back end (tests/integration/ctl-app.c). */
 extern const struct gpd_backend_s *volatile gpd_shim__control_backend;
 /** Connection thread, every loop: the module refresh the handler asked

@@ -44,6 +44,8 @@ static void backends_get(void) {
 /* ------------------------------------------------------------------ fork */
 
 static void atfork_prepare(void) {
+  /* first: no thread may be left inside libunwind (capture-unwind.c) */
+  gpd_capture_unwind_atfork_prepare();
   for (size_t i = 0; i < shim_nbackends; i++)
     if (backends[i]->fork_prepare)
       backends[i]->fork_prepare();
@@ -61,10 +63,12 @@ static void atfork_parent(void) {
   for (size_t i = shim_nbackends; i-- > 0;)
     if (backends[i]->fork_parent)
       backends[i]->fork_parent();
+  gpd_capture_unwind_atfork_parent();
 }
 
 static void atfork_child(void) {
   /* Locks taken in prepare by this thread, the only one left. */
+  gpd_capture_unwind_atfork_child();
   gpd_shim__attach_atfork_child();
   gpd_shim__status_atfork_child();
   for (size_t i = shim_nbackends; i-- > 0;)
@@ -73,7 +77,9 @@ static void atfork_child(void) {
   /* The child is a new process: drop the parent's region and connection,
    * reset ids and tables; it registers as itself when it first needs to. */
   gpd_shim__attach_forget();
-  gpd_shim__atfork_child(); /* ids, tables, the start time (shim.c) */
+  /* ids, tables, the start time (shim.c); from here on gpd_shim_active
+   * answers 0 without starting a connection until the last step */
+  gpd_shim__atfork_child();
   gpd_capture_atfork_child();
   gpd_strings_atfork_child();
   gpd_conn_atfork_child();

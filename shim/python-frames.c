@@ -653,6 +653,20 @@ void gpd_pyframes_service(void) {
  * counts)? */
 static inline int in_eval(uintptr_t ret) { return ret - 1 >= py.eval_lo && ret - 1 < py.eval_hi; }
 
+/* gpd_pyframes_splice after a handoff (python-handoff.c): the native
+ * path, the placeholder, the caller's frames (innermost first). */
+static int hand_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max, const uintptr_t **out) {
+  int w = 0;
+  for (int i = 0; i < n && w < max; i++)
+    t->merged[w++] = ips[i];
+  if (w < max)
+    t->merged[w++] = (uintptr_t)t->hand_label + 1;
+  for (uint32_t j = 0; j < t->n && w < max; j++)
+    t->merged[w++] = (uintptr_t)t->key[j] + 1;
+  *out = t->merged;
+  return w;
+}
+
 int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
                         const uintptr_t **out) {
   int cap = (int)(sizeof t->merged / sizeof t->merged[0]);
@@ -660,7 +674,7 @@ int gpd_pyframes_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, i
     max = cap;
   int w = 0;
   if (t->hand)
-    return gpd__pyframes_hand_splice(t, ips, n, max, out);
+    return hand_splice(t, ips, n, max, out);
   uint32_t a = 0, j = 0; /* next activation, next Python frame */
   for (int i = 0; i < n && w < max; i++) {
     if (in_eval(ips[i]) && a < t->nact) {

@@ -70,11 +70,13 @@ typedef struct gpd_pyframes_thread_s {
   uintptr_t merged[GPD_PY_MAX + 288];
   /* handoff (gpd_pyframes_handoff): key[0..n) are the frames of the
    * thread that handed work to this one when hand != 0 (dispatch index +
-   * 1); the caller's frames as last walked, by (thread state, top frame,
+   * 1), hand_label the intern key of its placeholder (a site key of
+   * GPD_PY_KEY_TAG); the caller's frames as last walked, by (thread state, top frame,
    * its code object and instruction); code objects seen on top of a
    * thread, with the dispatch entries whose handoff functions they are
    * (bit k: entry k) */
   uint32_t hand;
+  uint64_t hand_label;
   uint32_t h_n;
   uintptr_t h_ts, h_f, h_co, h_instr;
   uint64_t h_key[GPD_PY_MAX];

@@ -297,6 +297,7 @@ FOREIGN static int hand_find(gpd_pyframes_thread_t *t, uint32_t k, uint32_t nr) 
   t->nact = 0;
   memset(t->act, 0, t->n * sizeof t->act[0]); /* one group: the node cache's key (capture.c) */
   t->hand = k + 1;
+  t->hand_label = hand.r[k].label;
   return (int)t->n;
 }
 
@@ -319,18 +320,4 @@ int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) 
         return got;
       }
   return 0;
-}
-
-/* gpd_pyframes_splice after a handoff: the native path, the placeholder,
- * the caller's frames (innermost first). */
-int gpd__pyframes_hand_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max, const uintptr_t **out) {
-  int w = 0;
-  for (int i = 0; i < n && w < max; i++)
-    t->merged[w++] = ips[i];
-  if (w < max)
-    t->merged[w++] = (uintptr_t)hand.r[t->hand - 1].label + 1;
-  for (uint32_t j = 0; j < t->n && w < max; j++)
-    t->merged[w++] = (uintptr_t)t->key[j] + 1;
-  *out = t->merged;
-  return w;
 }

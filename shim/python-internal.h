@@ -95,8 +95,4 @@ int gpd__pyframes_str_read(gpd_pyframes_thread_t *t, uintptr_t o, char *out, siz
  * t->key, returns their count (python-frames.c). */
 int gpd__pyframes_walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log);
 
-/* gpd_pyframes_splice after a handoff (python-handoff.c). */
-int gpd__pyframes_hand_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max,
-                              const uintptr_t **out);
-
 #endif

@@ -66,9 +66,9 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 set(_sc_apps ${CMAKE_CURRENT_LIST_DIR}/apps)
-foreach(p test-withdaemon test-closerange test-forkexec)
+foreach(p test-withdaemon test-closerange test-forkexec test-forkgrand)
   add_executable(${p} ${_sc_apps}/${p}.c)
-  target_link_libraries(${p} PRIVATE ${CMAKE_DL_LIBS})
+  target_link_libraries(${p} PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
   set_target_properties(${p} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/apps)
 endforeach()
 set(_sc_run $<TARGET_FILE:test-withdaemon> $<TARGET_FILE:gpuprofd> $<TARGET_FILE:gpuprof>)
@@ -111,6 +111,26 @@ set_tests_properties(shimconn.forkexec shimconn.forkexec-shim PROPERTIES LABELS 
 add_test(NAME shimconn.forkexec-stalled
   COMMAND $<TARGET_FILE:test-forkexec> --stalled $<TARGET_FILE:gpuprof> 20 1000)
 set_tests_properties(shimconn.forkexec-stalled PROPERTIES LABELS "unit" TIMEOUT 60 SKIP_RETURN_CODE 77)
+
+# parent -> fork -> child -> fork -> grandchild, every generation waited
+# for with a deadline: a fork child that forks before any shim call used
+# to start its connection from inside the grandchild's fork handler and
+# deadlock on its own lock (the grandchild's fork never returned).  With
+# a daemon each generation must register (exact count in the log); with
+# none the shim is loaded but never active.  Modes: docs of
+# tests/apps/test-forkgrand.c (threads: fork from multi-threaded
+# parents; vfork, spawn: the grandchild exec'd).
+foreach(m plain touch threads vfork spawn)
+  set(_sc_fg shimconn.fork-grandchild)
+  if(NOT m STREQUAL "plain")
+    set(_sc_fg shimconn.fork-grandchild-${m})
+  endif()
+  add_test(NAME ${_sc_fg} COMMAND ${_sc_run} 90 $<TARGET_FILE:test-forkgrand> ${m})
+  add_test(NAME ${_sc_fg}-nodaemon
+    COMMAND $<TARGET_FILE:test-forkgrand> --nodaemon $<TARGET_FILE:gpuprof> ${m})
+  set_tests_properties(${_sc_fg} ${_sc_fg}-nodaemon PROPERTIES LABELS "integration" TIMEOUT 120
+    SKIP_RETURN_CODE 77)
+endforeach()
 
 # fork while threads are inside the shim (OpenCL calls, shim locks).
 if(OpenCL_FOUND)

@@ -616,8 +616,8 @@ static const char *sw_subscribe(const char **step, const char **busy) {
 }
 static void sw_flush(int forced) { fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0); }
 static int sw_running(void) { return atomic_load(&g_state) == ST_RUNNING; }
-static const gpd_cupti_switch_t g_switch = {trace_set,  launch_callbacks, sw_finalize, sw_subscribe,
-                                            sw_flush,   sw_running,       thread_start};
+static const gpd_cupti_switch_t g_switch = {trace_set,  launch_callbacks, sw_finalize, sw_subscribe, sw_flush, sw_running,
+                                            thread_start, gpd_cupti_pcs_pending, gpd_cupti_pcs_control};
 
 /** Start the CUDA back end once: load libcupti, subscribe, enable.
  *  Returns 0 (running or already started), or a negative code after

@@ -4,10 +4,11 @@
  * on-demand windows, the detach by cuptiFinalize, and the daemon's
  * Controls and CollectReports for the back end.
  *
- * It never calls libcupti or cupti-api.c by name: the CUPTI layer hands
- * it a switch table (gpd_cupti_switch_t) at start, so the two files do
- * not call each other (cupti-api.c calls in here: start, the detached
- * API callback, exit, fork, the ops table's control and collect hooks).
+ * It never calls libcupti, cupti-api.c or cupti-pcsampling.c by name:
+ * the CUPTI layer hands it a switch table (gpd_cupti_switch_t) at start,
+ * so these files do not call each other both ways (cupti-api.c calls in
+ * here: start, the detached API callback, exit, fork, the ops table's
+ * control and collect hooks; PC sampling marks its busy windows).
  *
  * Another tool holding CUPTI (Nsight Systems or Compute injected, a
  * second subscriber; the profiling hardware held for DCGM's profiling
@@ -309,7 +310,7 @@ static void fin_arm(void) {
  * running: after one, the next tracing window's attach brings the
  * callbacks).  g_mode_mu held. */
 static void pcs_callbacks(void) {
-  if (!g_on && gpd_cupti_pcs_pending() && gpd_cupti_control_loaded())
+  if (!g_on && g_sw->pcs_pending() && gpd_cupti_control_loaded())
     g_sw->launch_callbacks(1);
 }
 
@@ -777,7 +778,7 @@ int gpd_cupti_control_apply(const gpd_control_t *c, uint32_t *targets, char *msg
     pthread_mutex_unlock(&g_mode_mu);
   }
   if (c->kind == GPD_CONTROL_PC_SAMPLING) {
-    int err = gpd_cupti_pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
+    int err = g_sw->pcs_control(c->enable, c->duration_ms, c->period, c->flags, targets, msg, n);
     pthread_mutex_lock(&g_mode_mu);
     pcs_callbacks(); /* detached: the contexts' next calls must be seen */
     pthread_mutex_unlock(&g_mode_mu);

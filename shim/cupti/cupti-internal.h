@@ -172,6 +172,12 @@ typedef struct gpd_cupti_switch_s {
   /** Start a back-end thread (signals blocked, detached, named).  0 or
    *  -errno. */
   int (*thread_start)(void *(*main_fn)(void *), const char *name);
+  /** PC sampling (cupti-pcsampling.c), reached through this table so that
+   *  it stays below the controller: gpd_cupti_pcs_pending and
+   *  gpd_cupti_pcs_control. */
+  int (*pcs_pending)(void);
+  int (*pcs_control)(int enable, uint32_t duration_ms, uint32_t period, uint32_t flags, uint32_t *targets,
+                     char *msg, size_t n);
 } gpd_cupti_switch_t;
 /** Resolve the mode (GPUPROF_CUDA_TRACE, else the daemon's policy, else
  *  full; PC sampling or SASS counts keep CUPTI loaded) and keep `sw`

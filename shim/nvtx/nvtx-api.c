@@ -382,7 +382,7 @@ int gpd_nvtx_attach(const void *(*get_export_table)(uint32_t)) {
     return 0;
   if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &ncore2))
     core2 = NULL;
-  gpd_nvtx_ranges_init();
+  gpd_nvtx_ranges_init(gpd_shim_capture);
   nvtx_slot(core, ncore, NVTX_CBID_CORE_RangeStartEx, NVTX_FN(nvtx_start_ex));
   nvtx_slot(core, ncore, NVTX_CBID_CORE_RangeStartA, NVTX_FN(nvtx_start_a));
   nvtx_slot(core, ncore, NVTX_CBID_CORE_RangeStartW, NVTX_FN(nvtx_start_w));
@@ -423,7 +423,7 @@ static int nvtx_init(void) {
     atomic_store(&nvtx_off, 1);
     return 0;
   }
-  gpd_nvtx_ranges_init();
+  gpd_nvtx_ranges_init(gpd_shim_capture);
   Dl_info di;
   char self[PATH_MAX];
   if (!dladdr((void *)&gpd_nvtx_attach, &di) || !di.dli_fname || !realpath(di.dli_fname, self))

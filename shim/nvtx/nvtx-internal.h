@@ -67,9 +67,14 @@ int gpd_nvtx_range_pop(unsigned d);
 /** End started range `id` (any thread). */
 void gpd_nvtx_range_end(uint64_t id);
 
+/** The shim's capture of the calling thread's path (gpd_shim_capture):
+ *  returns its context node, 0 when none. */
+typedef uint32_t (*gpd_nvtx_capture_fn)(void);
 /** Per-thread state: the thread-exit key (once, from the back end's init
- *  or the first range). */
-void gpd_nvtx_ranges_init(void);
+ *  or the first range), and capture, what records a range's push site
+ *  (the back end passes gpd_shim_capture, so that this file does not call
+ *  up into capture.c, which splices its ranges).  Any thread. */
+void gpd_nvtx_ranges_init(gpd_nvtx_capture_fn capture);
 /** Fork child: only the forking thread's ranges remain open. */
 void gpd_nvtx_ranges_atfork_child(void);
 

@@ -74,6 +74,9 @@ static _Atomic uint64_t nvtx_counts[GPD_NVTX_C_N];
 static pthread_key_t nvtx_key;
 static pthread_once_t nvtx_once = PTHREAD_ONCE_INIT;
 static int nvtx_key_ok;
+/* The shim's capture (gpd_shim_capture), handed over by the back end's
+ * init: what records a push site (nvtx_site).  NULL before. */
+static _Atomic(gpd_nvtx_capture_fn) nvtx_capture;
 
 void gpd_nvtx__count(int which) { atomic_fetch_add_explicit(&nvtx_counts[which], 1, memory_order_relaxed); }
 
@@ -102,7 +105,10 @@ static void nvtx_thread_free(void *p) {
 
 static void nvtx_once_init(void) { nvtx_key_ok = pthread_key_create(&nvtx_key, nvtx_thread_free) == 0; }
 
-void gpd_nvtx_ranges_init(void) { pthread_once(&nvtx_once, nvtx_once_init); }
+void gpd_nvtx_ranges_init(gpd_nvtx_capture_fn capture) {
+  atomic_store_explicit(&nvtx_capture, capture, memory_order_release);
+  pthread_once(&nvtx_once, nvtx_once_init);
+}
 
 /* The calling thread's state, mapped on first use; NULL when it cannot be
  * (no key, no memory). */
@@ -110,7 +116,7 @@ static nvtx_thread_t *nvtx_self(void) {
   nvtx_thread_t *t = (nvtx_thread_t *)gpd_nvtx__self;
   if (__builtin_expect(t != NULL, 1))
     return t;
-  gpd_nvtx_ranges_init();
+  pthread_once(&nvtx_once, nvtx_once_init);
   if (!nvtx_key_ok)
     return NULL;
   void *p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -171,10 +177,11 @@ static void nvtx_site(nvtx_thread_t *t, nvtx_range_t *r) {
   r->nsite = 0;
   r->mgen = atomic_load_explicit(&gpd_module__gen, memory_order_acquire);
   int prev = gpd_thread_enter();
-  if (!prev) {
+  gpd_nvtx_capture_fn capture = atomic_load_explicit(&nvtx_capture, memory_order_acquire);
+  if (!prev && capture) {
     t->site_to = r;
     t->h.site = 1;
-    (void)gpd_shim_capture();
+    (void)capture();
     t->h.site = 0;
     t->site_to = NULL;
   }

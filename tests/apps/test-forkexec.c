@@ -23,7 +23,6 @@
  * must not connect at all.  Load-independent, unlike the mean.
  */
 #include <fcntl.h>
-#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,19 +33,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "preload.h"
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int find_asan(struct dl_phdr_info *i, size_t n, void *arg) {
-  (void)n;
-  if (i->dlpi_name && strstr(i->dlpi_name, "libasan.so")) {
-    snprintf(arg, 512, "%s", i->dlpi_name);
-    return 1;
-  }
-  return 0;
 }
 
 /* At exit of the re-exec'd run: remove the stalled socket's name. */
@@ -67,7 +59,7 @@ static int stalled(char **argv) {
     return 1;
   }
   char asan[512] = "", pre[1200];
-  dl_iterate_phdr(find_asan, asan);
+  preload_asan_runtime(asan);
   snprintf(pre, sizeof pre, "%s%s%s", asan, asan[0] ? ":" : "", argv[2]);
   if (asan[0])
     setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
@@ -133,13 +125,7 @@ int main(int argc, char **argv) {
   const char *dlog = getenv("GPD_TEST_DAEMON_LOG"); /* under test-withdaemon */
   if (dlog && strip) {
     /* Only this process registered: no fork child did before its exec. */
-    FILE *f = fopen(dlog, "r");
-    char line[4096];
-    int regs = 0;
-    while (f && fgets(line, sizeof line, f))
-      regs += strstr(line, "INFO: registered pid ") != NULL;
-    if (f)
-      fclose(f);
+    int regs = preload_registrations(dlog);
     printf("test-forkexec: registrations in the daemon log: %d\n", regs);
     if (regs != 1) {
       fprintf(stderr, "FAIL test-forkexec: %d registrations, expected only this process's\n", regs);

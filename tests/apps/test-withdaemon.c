@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +32,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "preload.h"
 
 static char dir[64];
 static pid_t daemon_pid = -1, app_pid = -1;
@@ -126,15 +127,6 @@ static int wait_deadline(pid_t pid, uint64_t ms) {
   }
 }
 
-static int find_asan(struct dl_phdr_info *i, size_t n, void *arg) {
-  (void)n;
-  if (i->dlpi_name && strstr(i->dlpi_name, "libasan.so")) {
-    snprintf(arg, 512, "%s", i->dlpi_name);
-    return 1;
-  }
-  return 0;
-}
-
 static int file_has(const char *path, const char *needle) {
   FILE *f = fopen(path, "r");
   char line[4096];
@@ -201,7 +193,7 @@ int main(int argc, char **argv) {
   /* The child's LD_PRELOAD: what we were given, the ASan runtime if this
    * program (so the shim next to it) is instrumented, then the shim. */
   char asan[512] = "", preload[2048];
-  dl_iterate_phdr(find_asan, asan);
+  preload_asan_runtime(asan);
   const char *old = getenv("LD_PRELOAD");
   int has_asan = old && strstr(old, "libasan");
   snprintf(preload, sizeof preload, "%s%s%s%s%s", old && *old ? old : "", old && *old ? ":" : "",
