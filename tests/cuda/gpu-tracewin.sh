@@ -10,6 +10,9 @@
 #    the Perfetto file also decoded with Perfetto's own merged schema when
 #    $PERFETTO_PROTO names it (check-pftrace.py);
 #  - bytes per GPU event of each file; the daemon's peak RSS (VmHWM).
+# Issue 24's rate check (a 60 s window at >= 20 000 kernels/s):
+#   APP="tests/cuda/torch_launchloop.py 150" NWIN=1 bash tests/cuda/gpu-tracewin.sh
+# (torch_launchloop.py's block lines give the kernel rate).
 set -u
 B=$PWD/${BUNDLE:-bundle}; O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$B/env.sh"
