@@ -43,7 +43,7 @@ typedef enum gpd_stall_e {
  *  in "_not_issued" counts a subset of the samples of its base reason
  *  (CUPTI reports both): it gives GPD_STALL__COUNT, "not a stall of its
  *  own, do not add"; GPD_SASS_EXEC_NAME gives GPD_STALL_EXEC_COUNT.  The
- *  one mapping table lives in gpu-stall.c. */
+ *  one mapping table lives in stall.c. */
 gpd_stall_t gpd_stall_from_vendor(const char *name);
 /** "GINST:STL_GMEM" ... for a stall; "GINST:STL_OTHR" for out of range. */
 const char *gpd_stall_name(gpd_stall_t s);

@@ -1,4 +1,4 @@
-/* gpu-internal.h - what gpu-cct.c and dccg.c share: the static call
+/* gpu-internal.h - what gcct.c and dccg.c share: the static call
  * graph after steps 2 and 3 of the reconstruction (weights repaired,
  * recursive groups found). */
 #ifndef GPUPROF_GPU_INTERNAL_H

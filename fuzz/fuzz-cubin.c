@@ -1,6 +1,6 @@
 /* fuzz-cubin.c - libFuzzer target: the cubin reader (ELF symbols and the
  * DWARF line program, analyzer/cubin.c) and the nvdisasm text parser with
- * CFG and loop recovery (analyzer/gpu-disasm.c, gpu-cfg.c) on arbitrary
+ * CFG and loop recovery (analyzer/disasm.c, gcfg.c) on arbitrary
  * bytes -- the GPU binaries a client uploads to the daemon.
  *
  * Input: byte 0 even: the rest is a cubin (every function's lines are

@@ -1,5 +1,5 @@
-/* gpu-attr.c - PC samples of one kernel placed in the GPU part of the
- * profile: kernel -> GPU calling context (gpu-cct.c) -> loop (gpu-cfg.c)
+/* gtree.c - PC samples of one kernel placed in the GPU part of the
+ * profile: kernel -> GPU calling context (gcct.c) -> loop (gcfg.c)
  * -> source line (cubin.c) -> instruction.
  *
  * A sample at an instruction of function f counts, in each calling

@@ -1,5 +1,5 @@
-/* gpu-cfg.c - basic blocks, natural loops and device calls of one GPU
- * function, built from its instructions (gpu-disasm.c).
+/* gcfg.c - basic blocks, natural loops and device calls of one GPU
+ * function, built from its instructions (disasm.c).
  *
  * nvdisasm's own -cfg graphs are not used: "Poster: complete CPU+GPU
  * profile view in HPCToolkit" (section "structure recovery") lists their

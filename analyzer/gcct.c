@@ -1,4 +1,4 @@
-/* gpu-cct.c - the approximate GPU calling-context tree of one kernel,
+/* gcct.c - the approximate GPU calling-context tree of one kernel,
  * split out of its repaired static call graph (dccg.c): Zhou et al.,
  * "Measurement and analysis of GPU-accelerated applications with
  * HPCToolkit", Parallel Computing 2021, section 6.3, step 4 -- like gprof,
