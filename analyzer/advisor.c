@@ -99,8 +99,8 @@ static int structure(gpd__adv_t *k) {
     while (s1 < n && k->func_of[s1] == k->func_of[s0])
       s1++;
     uint64_t lo = sec->insns[s0].off, hi = s1 < n ? sec->insns[s1].off : sec->insns[s1 - 1].off + 16;
-    gpd_cfg_t *g = NULL;
-    int rc = gpd_cfg_build(sec, lo, hi, &g);
+    gpd_gcfg_t *g = NULL;
+    int rc = gpd_gcfg_build(sec, lo, hi, &g);
     if (rc == -ENOMEM)
       err = rc;
     if (rc < 0) {
@@ -140,7 +140,7 @@ static int structure(gpd__adv_t *k) {
       k->loop_head[k->nloops] = (uint32_t)lower_idx(sec, g->loops[l].head_off);
       k->nloops++;
     }
-    gpd_cfg_free(g);
+    gpd_gcfg_free(g);
     s0 = s1;
   }
   /* predecessors, CSR */

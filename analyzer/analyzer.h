@@ -126,10 +126,12 @@ typedef struct gpd_cval_rec_s {
   double v;
 } gpd_cval_rec_t;
 
-typedef struct gpd_mprof_s {
+/** One profile of a part: its uid and its rows in gpd_mpart_t.pm (the
+ *  daemon's node merge has its own gpd_mprof_t). */
+typedef struct gpd_mpart_prof_s {
   int64_t uid;
   uint64_t pm_off, pm_n; /* slice of gpd_mpart_t.pm */
-} gpd_mprof_t;
+} gpd_mpart_prof_t;
 
 typedef struct gpd_mctx_s {
   int64_t uid, id;
@@ -158,7 +160,7 @@ typedef struct gpd_mpart_s {
   /* GPU binaries the selected profiles refer to, where they lie: records
    * of the 32-character hash, u32 length, the input's folder (bytes) */
   gpd_buf_t bins;
-  gpd_mprof_t *prof;
+  gpd_mpart_prof_t *prof;
   size_t nprof, capprof;
   gpd_mval_rec_t *pm; /* per profile, sorted by (ctx, metric) */
   size_t npm, cappm;

@@ -27,7 +27,7 @@
 #define CUBIN_MAX_LINES (1u << 22) /* rows kept per cubin */
 #define CUBIN_MAX_FILES 4096u
 
-void gpd__note(char *buf, size_t cap, const char *fmt, ...) {
+void gpd__cubin_note(char *buf, size_t cap, const char *fmt, ...) {
   size_t n = strlen(buf);
   if (n + 4 >= cap)
     return;
@@ -39,7 +39,7 @@ void gpd__note(char *buf, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
-#define note(c, ...) gpd__note((c)->notes, sizeof (c)->notes, __VA_ARGS__)
+#define note(c, ...) gpd__cubin_note((c)->notes, sizeof (c)->notes, __VA_ARGS__)
 
 /* ------------------------------------------------------ byte reader */
 

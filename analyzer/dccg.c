@@ -14,7 +14,7 @@
 
 #include "gpu-internal.h"
 
-void gpd__gcg_free(gpd__gcg_t *g) {
+void gpd__dccg_free(gpd__dccg_t *g) {
   free(g->scc_of);
   free(g->scc_size);
   free(g->scc_first);
@@ -117,8 +117,8 @@ out:
   return err;
 }
 
-int gpd__gcg_build(uint32_t nfuncs, const double *samples, const gpd_gcall_t *edges,
-                   size_t nedges, gpd__gcg_t *g) {
+int gpd__dccg_build(uint32_t nfuncs, const double *samples, const gpd_gcall_t *edges,
+                   size_t nedges, gpd__dccg_t *g) {
   int err = -ENOMEM;
   memset(g, 0, sizeof *g);
   if (nfuncs == 0 || samples == NULL || (nedges && edges == NULL))
@@ -256,7 +256,7 @@ fail:
   free(work);
   free(queued);
   if (err < 0)
-    gpd__gcg_free(g);
+    gpd__dccg_free(g);
   return err;
 }
 
@@ -272,12 +272,12 @@ void gpd_dccg_free(gpd_dccg_t *d) {
 
 int gpd_dccg_build(uint32_t nfuncs, uint32_t root, const double *samples,
                    const gpd_gcall_t *edges, size_t nedges, gpd_dccg_t **out) {
-  gpd__gcg_t g;
+  gpd__dccg_t g;
   int err;
   if (out == NULL || root >= nfuncs)
     return -EINVAL;
   *out = NULL;
-  if ((err = gpd__gcg_build(nfuncs, samples, edges, nedges, &g)) < 0)
+  if ((err = gpd__dccg_build(nfuncs, samples, edges, nedges, &g)) < 0)
     return err;
   err = -ENOMEM;
   gpd_dccg_t *d = calloc(1, sizeof *d);
@@ -325,7 +325,7 @@ int gpd_dccg_build(uint32_t nfuncs, uint32_t root, const double *samples,
   err = 0;
 fail:
   free(paths);
-  gpd__gcg_free(&g);
+  gpd__dccg_free(&g);
   if (err < 0) {
     gpd_dccg_free(d);
     return err;

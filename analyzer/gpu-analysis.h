@@ -43,7 +43,7 @@ typedef enum gpd_stall_e {
  *  in "_not_issued" counts a subset of the samples of its base reason
  *  (CUPTI reports both): it gives GPD_STALL__COUNT, "not a stall of its
  *  own, do not add"; GPD_SASS_EXEC_NAME gives GPD_STALL_EXEC_COUNT.  The
- *  one mapping table lives in gpu-stall.c. */
+ *  one mapping table lives in stall.c. */
 gpd_stall_t gpd_stall_from_vendor(const char *name);
 /** "GINST:STL_GMEM" ... for a stall; "GINST:STL_OTHR" for out of range. */
 const char *gpd_stall_name(gpd_stall_t s);
@@ -149,7 +149,7 @@ typedef struct gpd_block_s {
   uint64_t lo, hi; /* [lo, hi) section bytes */
   uint32_t *succ;
   uint32_t nsucc;
-  int32_t loop;    /* innermost loop (index into gpd_cfg_t.loops) or -1 */
+  int32_t loop;    /* innermost loop (index into gpd_gcfg_t.loops) or -1 */
 } gpd_block_t;
 
 typedef struct gpd_loop_s {
@@ -165,7 +165,7 @@ typedef struct gpd_loop_s {
  *  reaches is linked by offset to the block that falls into it) and
  *  natural loops from dominators (Cooper, Harvey, Kennedy, "A simple,
  *  fast dominance algorithm", 2001).  Irreducible cycles are not loops. */
-typedef struct gpd_cfg_s {
+typedef struct gpd_gcfg_s {
   uint64_t lo, hi;
   gpd_block_t *blocks; /* sorted by lo; block 0 is the entry */
   size_t nblocks;
@@ -174,14 +174,14 @@ typedef struct gpd_cfg_s {
   uint64_t *calls;     /* offsets of call instructions */
   uint64_t *callees;   /* their targets (section bytes) */
   size_t ncalls;
-} gpd_cfg_t;
+} gpd_gcfg_t;
 
 /** Build the CFG of [lo, hi) from `sec`.  0, -ENOMEM, -ENOENT (no
  *  instruction in range). */
-int gpd_cfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_cfg_t **out);
-void gpd_cfg_free(gpd_cfg_t *g);
+int gpd_gcfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_gcfg_t **out);
+void gpd_gcfg_free(gpd_gcfg_t *g);
 /** Block containing `off`, or -1. */
-int32_t gpd_cfg_block_at(const gpd_cfg_t *g, uint64_t off);
+int32_t gpd_gcfg_block_at(const gpd_gcfg_t *g, uint64_t off);
 
 /* ------------------------------------------ GPU calling-context graph */
 
@@ -308,7 +308,7 @@ typedef struct gpd_gtree_s {
  *  GPD_STALL_EXEC_COUNT records for the kernel (a note says so), else the
  *  call instructions' samples (Zhou et al. 2021, section 6.3 step 1).
  *  0, -EINVAL, -ENOMEM. */
-int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *kernel,
+int gpd_gtree_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *kernel,
                       const gpd_pcs_t *s, size_t n, size_t max_nodes, gpd_gtree_t **out);
 void gpd_gtree_free(gpd_gtree_t *t);
 

@@ -137,14 +137,14 @@ static int read_profiles(rd_t *r) {
     }
     if (p->nprof == p->capprof) {
       size_t nc = p->capprof ? p->capprof * 2 : 64;
-      gpd_mprof_t *n = realloc(p->prof, nc * sizeof(*n));
+      gpd_mpart_prof_t *n = realloc(p->prof, nc * sizeof(*n));
       if (!n) goto nomem;
       p->prof = n;
       p->capprof = nc;
     }
     r->ids[r->nids] = (rd_id_t){sqlite3_column_int64(st, 0), r->nids};
     r->nids++;
-    p->prof[p->nprof++] = (gpd_mprof_t){sqlite3_column_int64(st, 3), 0, 0};
+    p->prof[p->nprof++] = (gpd_mpart_prof_t){sqlite3_column_int64(st, 3), 0, 0};
     if ((err = put_tagged(&p->rows, GPD_MT_PROFILE, st, (int64_t)p->nprof)) < 0) goto out;
   }
   if (rc < 0) err = rc;
@@ -270,7 +270,7 @@ static int read_metrics(rd_t *r, int version) {
   while ((rc = gpd_store_merge_step(&r->m, st)) == 1) {
     int64_t l = local_of(r, sqlite3_column_int64(st, 0));
     if (!l) continue;
-    gpd_mprof_t *pr = &p->prof[l - 1];
+    gpd_mpart_prof_t *pr = &p->prof[l - 1];
     if (l != last) {
       pr->pm_off = p->npm;
       last = l;

@@ -128,7 +128,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
    * taken without a hash lookup (a random access into the index and the
    * keys per value otherwise).  Unsorted values only miss the shortcut. */
   for (size_t pi = 0; pi < p->nprof; pi++) {
-    const gpd_mprof_t *pr = &p->prof[pi];
+    const gpd_mpart_prof_t *pr = &p->prof[pi];
     uint64_t q = 0, qe = 0;
     if (pi && p->prof[pi - 1].uid == pr->uid) q = p->prof[pi - 1].pm_off, qe = q + p->prof[pi - 1].pm_n;
     for (uint64_t j = pr->pm_off; j < pr->pm_off + pr->pm_n; j++) {
@@ -183,7 +183,7 @@ int gpd_mpart_group(gpd_mpart_t *p) {
   }
   gpd_buf_prefault(p->cv, 0, p->npm * sizeof(*p->cv));
   for (size_t pi = 0; pi < p->nprof; pi++) {
-    const gpd_mprof_t *pr = &p->prof[pi];
+    const gpd_mpart_prof_t *pr = &p->prof[pi];
     for (uint64_t j = pr->pm_off; j < pr->pm_off + pr->pm_n; j++) {
       gpd_mkey_t *k = &p->key[kof[j]];
       p->cv[k->off + k->n++] = (gpd_cval_rec_t){(uint32_t)(pi + 1), 0, p->pm[j].v};

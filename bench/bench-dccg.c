@@ -1,6 +1,6 @@
 /* bench-dccg.c - GPU calling contexts of a large generated call graph:
  * the directed calling-context graph (analyzer/dccg.c) against the tree
- * form (analyzer/gpu-cct.c) on the same input, in one run.
+ * form (analyzer/gcct.c) on the same input, in one run.
  *
  * The graph: 2 000 functions in 20 layers of 100; the kernel calls 10 of
  * the first layer; every function calls one random function of the next
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
   printf("bench-dccg: %u functions, %zu call edges, q=%.2f, %.0f calling contexts\n", n, ne, q, paths);
   printf("%-28s %12s %14s %16s\n", "form", "time (ms)", "nodes", "bytes");
   printf("%-28s %12.3f %14u %16zu\n", "DCCG (graph, dccg.c)", t_dccg[2] * 1e3, (unsigned)n, dccg_bytes);
-  printf("%-28s %12.3f %14zu %16zu\n", "tree (gpu-cct.c, baseline)", t_tree[2] * 1e3, tree_nodes,
+  printf("%-28s %12.3f %14zu %16zu\n", "tree (gcct.c, baseline)", t_tree[2] * 1e3, tree_nodes,
          tree_nodes * sizeof(gpd_gctx_t));
   printf("tree: %zu nodes below the kernel (sampled paths), the rest below functions the kernel\n"
          "does not reach (extra roots)\n", kernel_nodes);

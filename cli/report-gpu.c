@@ -318,7 +318,7 @@ static int place_kernel(gpu_ctx_t *g, kgroup_t *kg) {
   if (kg->hash[0] == 0)
     gnote("samples of %.200s name a GPU binary the profile has no hash for", kg->func);
   gpd_gtree_t *gt = NULL;
-  int err = gpd_gpu_attribute(b ? b->cubin : NULL, b ? b->disasm : NULL, kg->func, kg->s, kg->n,
+  int err = gpd_gtree_attribute(b ? b->cubin : NULL, b ? b->disasm : NULL, kg->func, kg->s, kg->n,
                               GPU_MAX_CTX_NODES, &gt);
   if (err < 0)
     return err;

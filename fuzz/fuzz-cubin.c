@@ -1,6 +1,6 @@
 /* fuzz-cubin.c - libFuzzer target: the cubin reader (ELF symbols and the
  * DWARF line program, analyzer/cubin.c) and the nvdisasm text parser with
- * CFG and loop recovery (analyzer/gpu-disasm.c, gpu-cfg.c) on arbitrary
+ * CFG and loop recovery (analyzer/disasm.c, gcfg.c) on arbitrary
  * bytes -- the GPU binaries a client uploads to the daemon.
  *
  * Input: byte 0 even: the rest is a cubin (every function's lines are
@@ -35,9 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (gpd_disasm_parse((const char *)data, size, &d) == 0) {
     for (size_t i = 0; i < d->nsecs; i++) {
       const gpd_disasm_sec_t *s = &d->secs[i];
-      gpd_cfg_t *g;
-      if (s->ninsns && gpd_cfg_build(s, s->insns[0].off, s->insns[s->ninsns - 1].off + 16, &g) == 0)
-        gpd_cfg_free(g);
+      gpd_gcfg_t *g;
+      if (s->ninsns && gpd_gcfg_build(s, s->insns[0].off, s->insns[s->ninsns - 1].off + 16, &g) == 0)
+        gpd_gcfg_free(g);
     }
     gpd_disasm_free(d);
   }

@@ -334,7 +334,7 @@ static void test_attribute_synthetic(void **state) {
       {0x10, GPD_STALL__COUNT, 99},                /* a "_not_issued" subset: not counted */
   };
   gpd_gtree_t *t;
-  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, d, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
   assert_non_null(strstr(t->notes, "1 sample records at offsets outside"));
   assert_true(inclusive(t, 0) == 30 + 10 + 5 + 400 + 40 + 8 + 2 + 3);
   int h3 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0x80)");
@@ -375,7 +375,7 @@ static void test_attribute_synthetic(void **state) {
   memcpy(sc, s, sizeof s);
   sc[10] = (gpd_pcs_t){0x80, GPD_STALL_EXEC_COUNT, 5120};
   sc[11] = (gpd_pcs_t){0xd0, GPD_STALL_EXEC_COUNT, 5120};
-  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
   assert_non_null(strstr(t->notes, "exact execution counts of the call instructions"));
   assert_true(inclusive(t, 0) == 30 + 10 + 5 + 400 + 40 + 8 + 2 + 3);
   h3 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0x80)");
@@ -387,19 +387,19 @@ static void test_attribute_synthetic(void **state) {
   /* 3:1 counts against 1:1 samples: 3:1 */
   sc[0].samples = sc[1].samples = 20;
   sc[10].samples = 3 * 5120;
-  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, d, "_Z5knownPKfiPf", sc, 12, 1000, &t), 0);
   h3 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0x80)");
   h1 = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif (call at 0xd0)");
   assert_true(inclusive(t, (size_t)h3) == 0.75 * 440);
   assert_true(inclusive(t, (size_t)h1) == 0.25 * 440);
   gpd_gtree_free(t);
   /* without counts the note is not there */
-  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, d, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
   assert_null(strstr(t->notes, "exact execution counts"));
   gpd_gtree_free(t);
 
   /* without nvdisasm: functions flat under the kernel, and a note */
-  assert_int_equal(gpd_gpu_attribute(c, NULL, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, NULL, "_Z5knownPKfiPf", s, 10, 1000, &t), 0);
   assert_non_null(strstr(t->notes, "no nvdisasm output"));
   int hf = find(t, 0, GPD_GNODE_FUNC, "_Z3hotPKfif");
   assert_true(hf > 0);
@@ -407,7 +407,7 @@ static void test_attribute_synthetic(void **state) {
   gpd_gtree_free(t);
 
   /* a kernel the binary does not have */
-  assert_int_equal(gpd_gpu_attribute(c, d, "_Z5otherv", s, 3, 1000, &t), 0);
+  assert_int_equal(gpd_gtree_attribute(c, d, "_Z5otherv", s, 3, 1000, &t), 0);
   assert_non_null(strstr(t->notes, "not in its GPU binary"));
   assert_true(inclusive(t, 0) == 45);
   gpd_gtree_free(t);
@@ -449,8 +449,8 @@ static void test_real_nvdisasm(void **state) {
   /* every instruction nvdisasm printed lies in the kernel's symbol */
   assert_int_equal(ks->insns[ks->ninsns - 1].off + 16 <= k->hi, 1);
   /* known(): three calls, two to hot() and one to fact() */
-  gpd_cfg_t *g;
-  assert_int_equal(gpd_cfg_build(ks, k->lo, hot->lo, &g), 0);
+  gpd_gcfg_t *g;
+  assert_int_equal(gpd_gcfg_build(ks, k->lo, hot->lo, &g), 0);
   assert_int_equal(g->ncalls, 3);
   assert_int_equal(g->calls[0], 0x70);
   assert_int_equal(g->callees[0], hot->lo);
@@ -459,10 +459,10 @@ static void test_real_nvdisasm(void **state) {
   assert_int_equal(g->callees[2], fact->lo);
   /* blocks end at calls (the poster's repair): a block boundary after each */
   for (size_t i = 0; i < g->ncalls; i++)
-    assert_true(gpd_cfg_block_at(g, g->calls[i] + 16) != gpd_cfg_block_at(g, g->calls[i]));
-  gpd_cfg_free(g);
+    assert_true(gpd_gcfg_block_at(g, g->calls[i] + 16) != gpd_gcfg_block_at(g, g->calls[i]));
+  gpd_gcfg_free(g);
   /* hot(): its loop, headed on the loop's source line */
-  assert_int_equal(gpd_cfg_build(ks, hot->lo, hot->hi, &g), 0);
+  assert_int_equal(gpd_gcfg_build(ks, hot->lo, hot->hi, &g), 0);
   assert_true(g->nloops >= 1);
   const char *file;
   uint32_t line, hot_loop = marker_line("// HOT-LOOP"), hot_line = marker_line("// HOT-LINE");
@@ -471,18 +471,18 @@ static void test_real_nvdisasm(void **state) {
     if (gpd_cubin_line_at(c, hot->section, g->loops[l].head_off, &file, &line) == 0)
       loop_on_line |= line == hot_loop || line == hot_line;
   assert_true(loop_on_line);
-  gpd_cfg_free(g);
+  gpd_gcfg_free(g);
   /* known_calls(): the call at 0x100 is inside the reps loop, 0x160 not */
-  assert_int_equal(gpd_cfg_build(cs, kc->lo, hotc->lo, &g), 0);
+  assert_int_equal(gpd_gcfg_build(cs, kc->lo, hotc->lo, &g), 0);
   assert_int_equal(g->ncalls, 2);
   assert_int_equal(g->calls[0], 0x100);
   assert_int_equal(g->calls[1], 0x160);
   assert_int_equal(g->nloops, 1);
-  assert_true(g->blocks[gpd_cfg_block_at(g, 0x100)].loop == 0);
-  assert_true(g->blocks[gpd_cfg_block_at(g, 0x160)].loop == -1);
+  assert_true(g->blocks[gpd_gcfg_block_at(g, 0x100)].loop == 0);
+  assert_true(g->blocks[gpd_gcfg_block_at(g, 0x160)].loop == -1);
   assert_int_equal(gpd_cubin_line_at(c, kc->section, g->loops[0].head_off, &file, &line), 0);
   assert_true(line == marker_line("// reps = 3") || line == marker_line("// CALLS-3"));
-  gpd_cfg_free(g);
+  gpd_gcfg_free(g);
   /* line info in nvdisasm agrees with the cubin's own line table */
   size_t agree = 0, both = 0;
   for (size_t i = 0; i < ks->ninsns; i++) {
@@ -510,9 +510,9 @@ static void test_disasm_garbage(void **state) {
   assert_non_null(s);
   assert_true(s->ninsns >= 3);
   assert_true(s->insns[0].flags & GPD_INSN_INDIRECT); /* unresolved label */
-  gpd_cfg_t *cfg;
-  assert_int_equal(gpd_cfg_build(s, 0, 0x40, &cfg), 0);
-  gpd_cfg_free(cfg);
+  gpd_gcfg_t *cfg;
+  assert_int_equal(gpd_gcfg_build(s, 0, 0x40, &cfg), 0);
+  gpd_gcfg_free(cfg);
   gpd_disasm_free(d);
 }
 

@@ -37,7 +37,7 @@ typedef enum gpd_unit_e { GPD_UNIT_NS = 0, GPD_UNIT_BYTES = 1, GPD_UNIT_COUNT = 
 
 /* The GPU instruction stall metrics (Table 8.7, GINST:STL_*), in the
  * order of the analyzer's gpd_stall_t (analyzer/gpu-analysis.h); CUPTI's
- * reason names map onto them in analyzer/gpu-stall.c. */
+ * reason names map onto them in analyzer/stall.c. */
 #define GPD_STALL_METRICS(X)                                                                 \
   GPD_METRIC_SUB(X, GINST, STL_NONE, COUNT, "no stall")                                                 \
   GPD_METRIC_SUB(X, GINST, STL_IFET, COUNT, "await availability of next instruction (fetch or branch delay)") \

@@ -1,4 +1,4 @@
-/* gpu-disasm.c - instructions of a cubin from NVIDIA's nvdisasm text.
+/* disasm.c - instructions of a cubin from NVIDIA's nvdisasm text.
  *
  * nvdisasm prints each code section as
  *     .text._Z1kPfiS_:

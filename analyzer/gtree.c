@@ -1,5 +1,5 @@
-/* gpu-attr.c - PC samples of one kernel placed in the GPU part of the
- * profile: kernel -> GPU calling context (gpu-cct.c) -> loop (gpu-cfg.c)
+/* gtree.c - PC samples of one kernel placed in the GPU part of the
+ * profile: kernel -> GPU calling context (gcct.c) -> loop (gcfg.c)
  * -> source line (cubin.c) -> instruction.
  *
  * A sample at an instruction of function f counts, in each calling
@@ -32,7 +32,7 @@ typedef struct build_s {
   size_t mapcap; /* power of two */
 } build_t;
 
-#define tnote(t, ...) gpd__note((t)->notes, sizeof (t)->notes, __VA_ARGS__)
+#define tnote(t, ...) gpd__cubin_note((t)->notes, sizeof (t)->notes, __VA_ARGS__)
 
 void gpd_gtree_free(gpd_gtree_t *t) {
   if (t == NULL)
@@ -110,7 +110,7 @@ static int pcs_cmp(const void *a, const void *b) {
 /* Per function of the kernel's section. */
 typedef struct fn_s {
   const gpd_cubin_func_t *f;
-  gpd_cfg_t *cfg;
+  gpd_gcfg_t *cfg;
   size_t s0, s1; /* its samples: [s0, s1) of the sorted array */
 } fn_t;
 
@@ -162,7 +162,7 @@ static int place(build_t *b, const gpd_cubin_t *c, const gpd_disasm_sec_t *dsec,
     uint64_t off = s[i].pc; /* section bytes here */
     int32_t at = under;
     if (fn->cfg) {
-      int32_t blk = gpd_cfg_block_at(fn->cfg, off);
+      int32_t blk = gpd_gcfg_block_at(fn->cfg, off);
       int32_t chain[64];
       int nchain = 0;
       for (int32_t l = blk >= 0 ? fn->cfg->blocks[blk].loop : -1; l >= 0 && nchain < 64;
@@ -213,7 +213,7 @@ static int place(build_t *b, const gpd_cubin_t *c, const gpd_disasm_sec_t *dsec,
   return 0;
 }
 
-int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *kernel,
+int gpd_gtree_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *kernel,
                       const gpd_pcs_t *in, size_t n, size_t max_nodes, gpd_gtree_t **out) {
   int err = -ENOMEM;
   if (kernel == NULL || out == NULL || (n && in == NULL))
@@ -337,9 +337,9 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
     for (size_t q = 0; q < nfns; q++)
       if (q != j && fns[q].f->lo > f->lo && fns[q].f->lo < hi)
         hi = fns[q].f->lo;
-    if (gpd_cfg_build(dsec, f->lo, hi, &fns[j].cfg) < 0)
+    if (gpd_gcfg_build(dsec, f->lo, hi, &fns[j].cfg) < 0)
       continue;
-    const gpd_cfg_t *g = fns[j].cfg;
+    const gpd_gcfg_t *g = fns[j].cfg;
     for (size_t k = 0; k < g->ncalls; k++) {
       int32_t callee = -1;
       for (size_t q = 0; q < nfns; q++)
@@ -445,7 +445,7 @@ int gpd_gpu_attribute(const gpd_cubin_t *c, const gpd_disasm_t *d, const char *k
   err = 0;
 fail:
   for (size_t j = 0; j < nfns; j++)
-    gpd_cfg_free(fns[j].cfg);
+    gpd_gcfg_free(fns[j].cfg);
   free(fns);
   free(fsamples);
   free(edges);

@@ -1,4 +1,4 @@
-/* gpu-cct.c - the approximate GPU calling-context tree of one kernel,
+/* gcct.c - the approximate GPU calling-context tree of one kernel,
  * split out of its repaired static call graph (dccg.c): Zhou et al.,
  * "Measurement and analysis of GPU-accelerated applications with
  * HPCToolkit", Parallel Computing 2021, section 6.3, step 4 -- like gprof,
@@ -44,7 +44,7 @@ static int32_t new_node(gpd_gcct_t *t, size_t max_nodes, size_t *cap) {
 }
 
 /* Expand the tree below SCC s (a new root node, fraction 1) in pre-order. */
-static int expand(gpd_gcct_t *t, const gpd__gcg_t *g, uint32_t s, size_t max_nodes, size_t *cap,
+static int expand(gpd_gcct_t *t, const gpd__dccg_t *g, uint32_t s, size_t max_nodes, size_t *cap,
                   frame_t *stk) {
   int32_t id = new_node(t, max_nodes, cap);
   if (id < 0)
@@ -79,12 +79,12 @@ static int expand(gpd_gcct_t *t, const gpd__gcg_t *g, uint32_t s, size_t max_nod
 
 int gpd_gcct_build(uint32_t nfuncs, uint32_t root, const double *samples,
                    const gpd_gcall_t *edges, size_t nedges, size_t max_nodes, gpd_gcct_t **out) {
-  gpd__gcg_t g;
+  gpd__dccg_t g;
   int err;
   if (out == NULL || root >= nfuncs || max_nodes == 0)
     return -EINVAL;
   *out = NULL;
-  if ((err = gpd__gcg_build(nfuncs, samples, edges, nedges, &g)) < 0)
+  if ((err = gpd__dccg_build(nfuncs, samples, edges, nedges, &g)) < 0)
     return err;
   err = -ENOMEM;
   gpd_gcct_t *t = calloc(1, sizeof *t);
@@ -125,7 +125,7 @@ int gpd_gcct_build(uint32_t nfuncs, uint32_t root, const double *samples,
 fail:
   free(stk);
   free(reached);
-  gpd__gcg_free(&g);
+  gpd__dccg_free(&g);
   if (err < 0) {
     gpd_gcct_free(t);
     return err;

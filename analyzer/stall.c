@@ -1,4 +1,4 @@
-/* gpu-stall.c - the one table from vendor stall-reason names to the
+/* stall.c - the one table from vendor stall-reason names to the
  * vendor-neutral GINST:STL_* metrics of the HPCToolkit manual (chapter
  * "GPU-accelerated applications", Table 8.7).
  *

@@ -1,5 +1,5 @@
-/* gpu-cfg.c - basic blocks, natural loops and device calls of one GPU
- * function, built from its instructions (gpu-disasm.c).
+/* gcfg.c - basic blocks, natural loops and device calls of one GPU
+ * function, built from its instructions (disasm.c).
  *
  * nvdisasm's own -cfg graphs are not used: "Poster: complete CPU+GPU
  * profile view in HPCToolkit" (section "structure recovery") lists their
@@ -16,7 +16,7 @@
 
 #include "gpu-analysis.h"
 
-void gpd_cfg_free(gpd_cfg_t *g) {
+void gpd_gcfg_free(gpd_gcfg_t *g) {
   if (g == NULL)
     return;
   for (size_t i = 0; i < g->nblocks; i++)
@@ -28,7 +28,7 @@ void gpd_cfg_free(gpd_cfg_t *g) {
   free(g);
 }
 
-int32_t gpd_cfg_block_at(const gpd_cfg_t *g, uint64_t off) {
+int32_t gpd_gcfg_block_at(const gpd_gcfg_t *g, uint64_t off) {
   if (g == NULL || g->nblocks == 0 || off < g->lo || off >= g->hi)
     return -1;
   size_t lo = 0, hi = g->nblocks;
@@ -74,7 +74,7 @@ static int dominates(const int32_t *idom, int32_t h, int32_t n) {
   }
 }
 
-int gpd_cfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_cfg_t **out) {
+int gpd_gcfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_gcfg_t **out) {
   int err = -ENOMEM;
   if (sec == NULL || out == NULL || hi <= lo)
     return -EINVAL;
@@ -90,7 +90,7 @@ int gpd_cfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_cfg
     return -ENOENT;
   const gpd_insn_t *in = sec->insns + first;
 
-  gpd_cfg_t *g = calloc(1, sizeof *g);
+  gpd_gcfg_t *g = calloc(1, sizeof *g);
   uint8_t *leader = calloc(n, 1);
   uint32_t *blk_of = calloc(n, sizeof *blk_of);
   int32_t *idom = NULL, *order = NULL, *stack = NULL;
@@ -158,7 +158,7 @@ int gpd_cfg_build(const gpd_disasm_sec_t *sec, uint64_t lo, uint64_t hi, gpd_cfg
     uint32_t f = in[i].flags;
     if ((f & GPD_INSN_BRANCH) && !(f & GPD_INSN_INDIRECT) && in[i].target >= lo &&
         in[i].target < hi) {
-      int32_t t = gpd_cfg_block_at(g, in[i].target);
+      int32_t t = gpd_gcfg_block_at(g, in[i].target);
       if (t >= 0 && add_succ(b, (uint32_t)t) < 0)
         goto fail;
     }
@@ -346,7 +346,7 @@ fail:
   free(blk_of);
   free(leader);
   if (err < 0) {
-    gpd_cfg_free(g);
+    gpd_gcfg_free(g);
     return err;
   }
   *out = g;
