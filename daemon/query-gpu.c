@@ -10,7 +10,7 @@
  * `gpuprof report` does for a saved profile (cli/report-gpu.c).  Samples of
  * a function with no kernel node in the process (no launch recorded) are
  * not shown live.  The reply carries vendor stall-reason names; the CLI
- * maps them to GINST:STL_* (analyzer/gpu-stall.c), because the daemon's
+ * maps them to GINST:STL_* (analyzer/stall.c), because the daemon's
  * metric pool holds only metric ids below 64 and GINST comes after those.
  *
  * Visibility is the tree's own: only processes the request selected and

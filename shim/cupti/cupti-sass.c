@@ -6,7 +6,7 @@
  * Why: a call instruction's PC samples measure how long warps waited at
  * it, not how often it ran (docs/VALIDATION.md); its execution count
  * is the call frequency the GPU calling-context reconstruction needs as
- * its call-edge weight (analyzer/gpu-attr.c).
+ * its call-edge weight (analyzer/gtree.c).
  *
  * On for the process lifetime with GPUPROF_SASS_COUNTS=1, or with a PC
  * sampling window asked for with counts (`gpuprof sample --counts`).  Per
