@@ -132,7 +132,9 @@ unsigned gpd_cli_width(void);
 /** Call path s ("a > b > ... > z", outermost first) rewritten in place
  *  innermost first ("z < ... < b < a"), so that rows cut to a terminal
  *  still differ where paths differ, and cut to at most width bytes
- *  (0: whole): as many innermost frames as fit, then " < ..."; when the
+ *  (0: whole): when the whole does not fit, call sites lose their
+ *  directories ("f (a/b/c.c:3)" becomes "f (c.c:3)", as perf shows a
+ *  source line), then as many innermost frames as fit, then " < ..."; when the
  *  innermost frame alone is too long, its start and end (a call site's
  *  file and line) around "..." (cut at UTF-8 character boundaries).
  *  The result is never longer than s. */

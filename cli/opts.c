@@ -58,6 +58,42 @@ static size_t utf8_edge(const char *s, size_t n, int dir) {
   return n;
 }
 
+/* Each frame's call site "name (dir/file:line)" of the " < "-separated
+ * path r shortened in place to "name (file:line)" (as perf's srcline
+ * shows a file), the last parenthesized group of a frame only; the new
+ * length. */
+static size_t path_basenames(char *r) {
+  size_t w = 0;
+  for (size_t i = 0, len = strlen(r); i < len;) {
+    const char *sep = strstr(r + i, " < ");
+    size_t end = sep ? (size_t)(sep - r) : len, open = end, slash = 0;
+    if (end > i && r[end - 1] == ')') {
+      for (size_t k = end - 1; k > i + 1; k--)
+        if (r[k - 1] == ' ' && r[k] == '(') {
+          open = k;
+          break;
+        }
+      for (size_t k = open + 1; open < end && k < end; k++)
+        if (r[k] == '/') slash = k;
+    }
+    /* the frame up to "(", then from after its last '/' */
+    size_t a = slash ? open + 1 : end;
+    memmove(r + w, r + i, a - i);
+    w += a - i;
+    if (slash) {
+      memmove(r + w, r + slash + 1, end - slash - 1);
+      w += end - slash - 1;
+    }
+    if (sep) {
+      memmove(r + w, " < ", 3);
+      w += 3;
+    }
+    i = sep ? end + 3 : len;
+  }
+  r[w] = 0;
+  return w;
+}
+
 void gpd_cli_path_fit(char *s, unsigned width) {
   static const char in[] = " > ", out[] = " < ", more[] = " < ...";
   size_t len = strlen(s), n = 0;
@@ -83,6 +119,8 @@ void gpd_cli_path_fit(char *s, unsigned width) {
     end = start - 3;
   }
   r[n] = 0;
+  if (width && n > width)
+    n = path_basenames(r);
   if (width && n > width) {
     /* as many innermost frames as fit before " < ..." */
     size_t cut = 0;

@@ -4,6 +4,10 @@
 
   python3 gpu-graphs.py run [REPLAYS]          the workload (under the shim)
   python3 gpu-graphs.py check REPORT.json [REPLAYS]
+  python3 gpu-graphs.py run-duty SECONDS       (1) only, for SECONDS: a
+      new capture every 50 ms, each replayed 20 times (under a duty
+      policy, captures fall both inside and between trace windows)
+  python3 gpu-graphs.py check-duty REPORT.json PID
 
 run:
   (1) torch.cuda.graph: a small nn.Module (Linear, GELU, Linear,
@@ -28,6 +32,9 @@ check (`gpuprof report --json` of the run):
   (3) the updated launches: UPDATED of each, every one under a creation
       frame (add_* or add_*2: which one is printed);
 and prints the counts per capture-time Python frame, then PASS or FAIL.
+check-duty (the node daemon's report, process PID): the traced kernels
+below replay() (those of trace windows), every one below <graph replay>
+under a capture-time capture() > Net.forward layer line; PASS or FAIL.
 """
 import ctypes
 import json
@@ -38,7 +45,9 @@ UPDATED = 10
 
 
 # ----------------------------------------------------------------- torch
-def torch_part(replays):
+def make_net():
+    """The captured model (a small nn.Module on the GPU), its input, warmed
+    up on a side stream as torch.cuda.graph's documentation asks."""
     import torch
     from torch import nn
 
@@ -56,40 +65,102 @@ def torch_part(replays):
             h = self.fc2(h)  # L:fc2
             return self.norm(h)  # L:norm
 
-    def warmup(model, x):
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                model(x)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
+    model = Net().cuda()
+    x = torch.randn(64, 256, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            model(x)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    return model, x
+
+
+def capture(model, x):
+    """model(x) captured into a new torch.cuda.CUDAGraph: (graph, output)."""
+    import torch
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = model(x)
+    torch.cuda.synchronize()
+    return g, y
+
+
+def replay(g, n):
+    import torch
+    for _ in range(n):
+        g.replay()  # L:replay
+    torch.cuda.synchronize()
+
+
+def torch_part(replays):
+    import torch
 
     def eager_ref(model, x):
         y = model(x)
         torch.cuda.synchronize()
         return y
 
-    def capture(model, x):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            y = model(x)
-        torch.cuda.synchronize()
-        return g, y
-
-    def replay(g, n):
-        for _ in range(n):
-            g.replay()  # L:replay
-        torch.cuda.synchronize()
-
     with torch.no_grad():
-        model = Net().cuda()
-        x = torch.randn(64, 256, device="cuda")
-        warmup(model, x)
+        model, x = make_net()
         eager_ref(model, x)
         g, _ = capture(model, x)
         replay(g, replays)
     print("torch", torch.__version__, "captured and replayed", replays, "times")
+
+
+def torch_duty_part(seconds):
+    import time
+    import torch
+
+    with torch.no_grad():
+        model, x = make_net()
+        end, n = time.monotonic() + seconds, 0
+        while time.monotonic() < end:
+            g, _ = capture(model, x)
+            replay(g, 20)
+            del g
+            n += 1
+            time.sleep(0.05)
+    print("torch", torch.__version__, "captured", n, "graphs, each replayed 20 times")
+
+
+def check_duty(report, pid):
+    base = __file__.rsplit("/", 1)[-1]
+    L = lines(__file__)
+    doc = json.load(open(report))
+
+    def at(lab, fn, tag):
+        q = lab.split(" (", 1)[0]
+        return (q == fn or q.endswith("." + fn)) and lab.endswith("/%s:%d)" % (base, L[tag]))
+
+    tot = placed = 0
+    per = {}
+    stack = [(doc["tree"], [])]
+    while stack:
+        n, anc = stack.pop()
+        kind, lab = n.get("kind"), n.get("label") or ""
+        if kind == "kernel":
+            c = ((n.get("metrics", {}).get("GKER:COUNT") or {}).get("excl")) or 0
+            if c and any(k == "python" and at(l, "replay", "replay") for k, l in anc):
+                tot += c
+                idx = [i for i, (k, l) in enumerate(anc) if k == "placeholder" and l == "<graph replay>"]
+                below = anc[idx[-1] + 1:] if idx else []
+                line = next((t for t in ("fc1", "act", "fc2", "norm")
+                             if any(k == "python" and at(l, "Net.forward", t) for k, l in below)), None)
+                if idx and line and any(k == "python" and l.split(" (", 1)[0].endswith("capture") for k, l in below):
+                    placed += c
+                    per[line] = per.get(line, 0) + c
+        for ch in n.get("children", []):
+            stack.append((ch, anc + [(kind, lab)]))
+    for t in ("fc1", "act", "fc2", "norm"):
+        print("  Net.forward line %d (%s): %d kernels below <graph replay>" % (L[t], t, per.get(t, 0)))
+    print("pid %s: traced kernels below replay() %d, under <graph replay> > capture() > a Net.forward line %d (%.1f %%)"
+          % (pid, tot, placed, 100.0 * placed / tot if tot else 0))
+    ok = tot > 0 and placed == tot
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
 # ------------------------------------------------- explicit graph API
@@ -338,6 +409,11 @@ def check(report, replays):
 
 
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "run-duty":
+        torch_duty_part(float(sys.argv[2]))
+        return 0
+    if len(sys.argv) >= 4 and sys.argv[1] == "check-duty":
+        return check_duty(sys.argv[2], sys.argv[3])
     if len(sys.argv) >= 2 and sys.argv[1] == "check":
         return check(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 50)
     replays = int(sys.argv[2]) if len(sys.argv) > 2 else 50

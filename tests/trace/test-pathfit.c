@@ -33,22 +33,35 @@ static void test_leaf_first(void **state) {
   assert_string_equal(fit(P, 0), WHOLE);
   assert_string_equal(fit(P, sizeof WHOLE - 1), WHOLE);
   assert_string_equal(fit(P, 200), WHOLE);
-  /* one byte short: the outermost frame goes */
-  assert_string_equal(fit(P, sizeof WHOLE - 2), LEAF " < main (a.c:10) < ...");
+  /* one byte short: the call sites lose their directories, all fits */
+  assert_string_equal(fit(P, sizeof WHOLE - 2), "burst (ocl-gap.c:50) < main (a.c:10) < _start");
+  assert_string_equal(fit(P, 45), "burst (ocl-gap.c:50) < main (a.c:10) < _start");
+  /* then the outermost frames go */
+  assert_string_equal(fit(P, 44), "burst (ocl-gap.c:50) < main (a.c:10) < ...");
+  assert_string_equal(fit(P, 42), "burst (ocl-gap.c:50) < main (a.c:10) < ...");
   /* room for the innermost frame and the mark only */
-  assert_string_equal(fit(P, sizeof LEAF - 1 + 6), LEAF " < ...");
-  assert_string_equal(fit(P, sizeof LEAF - 1 + 5 + 16), LEAF " < ...");
+  assert_string_equal(fit(P, 41), "burst (ocl-gap.c:50) < ...");
+  assert_string_equal(fit(P, 26), "burst (ocl-gap.c:50) < ...");
   /* two rows that differ only in the innermost frame's line still differ */
-  assert_string_equal(fit("_start > main (a.c:10) > burst (/work/src/tests/trace/ocl-gap.c:51)", 50),
-                      "burst (/work/src/tests/trace/ocl-gap.c:51) < ...");
+  assert_string_equal(fit("_start > main (a.c:10) > burst (/work/src/tests/trace/ocl-gap.c:51)", 30),
+                      "burst (ocl-gap.c:51) < ...");
+  /* only a frame's last parenthesized group is a call site; frames
+   * without one, and '/' outside it, stay */
+  assert_string_equal(fit("a/b > operator/(x) (/s/t.cc:9) > k", 20), "k < ...");
+  assert_string_equal(fit("a/b > operator/(x) (/s/t.cc:9) > k", 31), "k < operator/(x) (t.cc:9) < a/b");
+  assert_string_equal(fit("a/b > f (/s/t.cc:9) > k", 20), "k < f (t.cc:9) < a/b");
 }
 
 static void test_long_frame(void **state) {
   (void)state;
-  /* 20 bytes: 8 of the start, "...", 9 of the end; 40: 18, "...", 19 */
-  assert_string_equal(fit(P, 20), "burst (/...gap.c:50)");
-  assert_string_equal(fit(P, 40), "burst (/work/src/t...trace/ocl-gap.c:50)");
-  assert_string_equal(fit(LEAF, 20), "burst (/...gap.c:50)");
+  /* the innermost frame alone too long even without directories: 20
+   * bytes: 8 of the start, "...", 9 of the end; 40: 18, "...", 19 */
+  assert_string_equal(fit(P, 20), "burst (ocl-gap.c:50)");
+  assert_string_equal(fit(P, 19), "burst (o...ap.c:50)");
+#define LONGF "_start > a_rather_long_function_name_for_the_test (/work/src/tests/trace/ocl-gap.c:50)"
+  assert_string_equal(fit(LONGF, 20), "a_rather...gap.c:50)");
+  assert_string_equal(fit(LONGF, 40), "a_rather_long_func...test (ocl-gap.c:50)");
+  assert_string_equal(fit(LEAF, 20), "burst (ocl-gap.c:50)");
   /* 2-byte characters are not split: 9 bytes leave "ë" + "..." + "ë" */
   assert_string_equal(fit("x > \xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab\xc3\xab", 9),
                       "\xc3\xab...\xc3\xab");
