@@ -146,7 +146,7 @@ static const conf_key_t config_keys[] = {
      "events per hand-off queue (4 queues of 64-byte events per thread); full: dropped, counted"},
     {"trace", "flush_interval_ms", CT_DURATION, 1, 60000, NS_MS, "200", F(trace_flush_ms), 0,
      "how often a tracing thread sorts its window and writes it"},
-    {"trace", "max_events_per_profile", CT_UINT, 0, 1ull << 40, 0, "8000000",
+    {"trace", "max_events_per_profile", CT_UINT, 0, 1ull << 40, 0, "16000000",
      F(trace_max_events), 0, "trace rows kept per profile; beyond, new events are refused; 0 = no limit"},
     /* [collect]: last in the table, in gpd_collect_t's order (the bit of
      * key i in gpd_collect_rule_t.set is its index among these rows). */

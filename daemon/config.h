@@ -90,7 +90,7 @@ typedef struct gpd_config_s {
   uint32_t trace_streams_per_thread; /* [trace] streams_per_thread = 4 */
   uint32_t trace_queue_events;      /* [trace] queue_events = 16384 */
   uint32_t trace_flush_ms;          /* [trace] flush_interval_ms = 200 */
-  uint64_t trace_max_events;        /* [trace] max_events_per_profile = 8000000 */
+  uint64_t trace_max_events;        /* [trace] max_events_per_profile = 16000000 */
   /* Collection policy (policy.c, docs/SERVICE.md).  Live: a reload
    * replaces [collect] and every override section (also those set at run
    * time). */
