@@ -54,7 +54,12 @@ DB=/tmp/gpd-graphs.gpdb; rm -f "$DB"
   N=/tmp/gpd-graphs-node; rm -rf "$N"; mkdir -p "$N/state"
   GPUPROF_LOG=info gpuprofd --foreground --socket "$N/s" --db "$N/node.gpdb" --state-dir "$N/state" >"$N/daemon.log" 2>&1 &
   D=$!
-  for _ in $(seq 600); do [ -S "$N/s" ] && break; sleep 0.1; done
+  end=$(($(date +%s) + 60))
+  until [ -S "$N/s" ]; do
+    [ "$(date +%s)" -lt "$end" ] || { echo "duty: FAIL: no daemon socket after 60 s"; cat "$N/daemon.log"; break; }
+    kill -0 $D 2>/dev/null || { echo "duty: FAIL: gpuprofd exited"; cat "$N/daemon.log"; break; }
+    sleep 0.1
+  done
   LD_PRELOAD=$B/lib/libgpuprof.so GPUPROF_SOCKET=$N/s python3 "$G" run-duty "${DUTY_S:-40}" >"$N/app.out" 2>"$N/app.err" &
   A=$!
   wait $A; echo "run-duty rc=$? pid $A"; cat "$N/app.out"; grep -iE "window|duty|graph|error" "$N/app.err" | head -5
