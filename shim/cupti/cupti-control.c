@@ -268,17 +268,17 @@ static void window_close(void) {
  * flushes hand back the buffers whose records are all complete, so the
  * kernels still running at the detach come back with their times once
  * they end: flushed again every 1 ms while a launch noted in the window
- * has no record yet, GPD_CUPTI_DRAIN_TRIES times at most.  Then one
- * forced flush, so that no record of this window is left for the next
- * one's epoch (unforced alone, a large share of the observed GPU time
- * came a window late, under the next epoch: activities without their
- * INVOKE, <unknown context>; docs/PERFORMANCE-CUDA.md, "Measurements
- * behind the CUDA back end's code"); a record it hands back without
- * times is not pushed, and its launch is not counted as traced. */
-#define GPD_CUPTI_DRAIN_TRIES 20u
+ * has no record yet, g_drain_tries times at most (gpd_cupti_drain_parse).
+ * Then one forced flush, so that no record of this window is left for the
+ * next one's epoch (unforced alone, much of the observed GPU time came a
+ * window late, under the next epoch, without its INVOKE:
+ * docs/PERFORMANCE-CUDA.md, "Measurements behind the CUDA back end's
+ * code"); a record it hands back without times is not pushed, and its
+ * launch is not counted as traced. */
+static unsigned g_drain_tries = GPD_CUPTI_DRAIN_TRIES; /* or GPUPROF_CUDA_DRAIN_TRIES */
 static void window_drain(void) {
   uint64_t pending = 0;
-  for (unsigned i = 0; i < GPD_CUPTI_DRAIN_TRIES; i++) {
+  for (unsigned i = 0; i < g_drain_tries; i++) {
     g_sw->flush(0);
     (void)gpd_cupti_whole_read(&pending);
     if (!pending)
@@ -457,10 +457,8 @@ static int trace_control(int enable, uint32_t duration_ms) {
 
 /* The duty-cycle summary: windows, window fraction, elapsed (exit). */
 static void duty_summary(char *out, size_t n) {
-  uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0);
-  uint64_t el = now - g_t0;
-  double f = gpd_duty_fraction(win, el);
-  double nw = g_windows ? (double)g_windows : 1.0;
+  uint64_t now = gpd_clock_ns(), win = g_window_ns + (g_on ? now - g_on_since : 0), el = now - g_t0;
+  double f = gpd_duty_fraction(win, el), nw = g_windows ? (double)g_windows : 1.0;
   uint64_t all = count_kernels() - g_cnt_t0, in = g_cnt_in + (g_on ? gpd_cupti_whole_read(NULL) : 0);
   unsigned long fin_n = atomic_load(&g_fin_n);
   int len = snprintf(out, n,
@@ -498,6 +496,8 @@ unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw) {
     GPD_WARN("GPUPROF_CUDA_TRACE=%s not understood (full, detached, duty:W_MS/P_S, and kernel,copy,memset,"
              "alloc,sync): full tracing", tr);
   g_src = gpd_cupti_mode_resolve(tr, gpd_shim_policy(&pol) ? &pol : NULL, &g_mode, g_mode_text, sizeof g_mode_text);
+  if (gpd_cupti_drain_parse(getenv("GPUPROF_CUDA_DRAIN_TRIES"), &g_drain_tries))
+    GPD_WARN("GPUPROF_CUDA_DRAIN_TRIES not understood (0..1000): %u", g_drain_tries);
   const char *pcs = getenv("GPUPROF_PC_SAMPLING"), *sass = getenv("GPUPROF_SASS_COUNTS");
   g_keep_loaded = (pcs && *pcs && *pcs != '0') || (sass && *sass && *sass != '0');
   if (g_mode.finalize && g_keep_loaded) {

@@ -11,6 +11,9 @@
  * (launches counted in the run) does not; the controller reads the
  * counters at each window's edges (cupti-control.c).
  *
+ * Kernel launches include graph launches (cudaGraphLaunch[_ptsz]): one
+ * count per replay, whatever the graph holds.
+ *
  * How: libgpuprof.so exports these names (libgpuprof.map: its one
  * anonymous version node leaves them unversioned, so they also satisfy
  * the application's versioned references cudaLaunchKernel@libcudart.so.13
@@ -305,6 +308,13 @@ WRAP(GPD_CUPTI_COUNT_KERNEL, cudaLaunchKernelExC_ptsz,
 #define COPY_A (dst, src, n, kind, stream)
 WRAP(GPD_CUPTI_COUNT_COPY, cudaMemcpyAsync, COPY_P, COPY_A)
 WRAP(GPD_CUPTI_COUNT_COPY, cudaMemcpyAsync_ptsz, COPY_P, COPY_A)
+/* A graph launch counts as one kernel launch: the duty estimate's
+ * fraction counts launches in program order, and a graph-replaying loop
+ * launches its kernels through it (cupti-whole.c notes its correlation
+ * id, which every kernel record of the replay carries; the first that
+ * comes counts the launch as traced whole). */
+WRAP(GPD_CUPTI_COUNT_KERNEL, cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))
+WRAP(GPD_CUPTI_COUNT_KERNEL, cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))
 #define SET_P (void *dst, int value, size_t n, cudaStream_t stream)
 #define SET_A (dst, value, n, stream)
 WRAP(GPD_CUPTI_COUNT_MEMSET, cudaMemsetAsync, SET_P, SET_A)

@@ -87,6 +87,16 @@ typedef struct gpd_cupti_mode_s {
   uint32_t period_ms; /* duty: window start to window start, ms (> window_ms) */
   unsigned finalize;  /* detach with cuptiFinalize: detached/duty unless "keep" */
 } gpd_cupti_mode_t;
+/** The unforced flushes that drain a detached window's records
+ *  (cupti-control.c, window_drain: one every 1 ms while a launch noted in
+ *  the window has no record yet): GPD_CUPTI_DRAIN_TRIES by default, or
+ *  GPUPROF_CUDA_DRAIN_TRIES = s (decimal 0..1000; 0 = the forced flush
+ *  alone, the drain's cost experiment of docs/PERFORMANCE-CUDA.md).
+ *  NULL or "" = the default.  0, or -EINVAL (*tries = the default).
+ *  Pure. */
+#define GPD_CUPTI_DRAIN_TRIES 20u
+int gpd_cupti_drain_parse(const char *s, unsigned *tries);
+
 /** Parse GPUPROF_CUDA_TRACE: comma list of at most one mode (full,
  *  detached, duty:W/P with W ms and P s), operation classes (kernel,
  *  copy, memset, alloc, sync, all, coarse), and "keep" or "finalize":

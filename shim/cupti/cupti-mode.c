@@ -115,6 +115,19 @@ static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
   return 0;
 }
 
+int gpd_cupti_drain_parse(const char *s, unsigned *tries) {
+  *tries = GPD_CUPTI_DRAIN_TRIES;
+  if (!s || !*s)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long n = strtoul(s, &end, 10);
+  if (errno || *end || *s < '0' || *s > '9' || n > 1000)
+    return -EINVAL;
+  *tries = (unsigned)n;
+  return 0;
+}
+
 int gpd_cupti_mode_parse(const char *s, gpd_cupti_mode_t *m) {
   if (!m)
     return -EINVAL;

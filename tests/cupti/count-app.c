@@ -6,7 +6,8 @@
  *                     (the fake's return value depends on each), then 4
  *                     threads x 50000 launches: every return value as the
  *                     fake computes it, the fake's call count, and the
- *                     shim's counters exactly (kernel / copy / memset)
+ *                     shim's counters exactly (kernel, graph launches
+ *                     among them / copy / memset)
  *   count-app bench N ns per cudaLaunchKernel call (with and without the
  *                     preload: the wrapper's own cost; bench only)
  * Built a second time as count-app2 (-DTWO_CUDARTS), also linked against
@@ -34,6 +35,7 @@ cudaError_t __cudaLaunchKernel_ptsz(const void *f, dim3 g, dim3 b, void **a, siz
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const void *f, void **a);
 cudaError_t cudaMemcpyAsync_ptsz(void *d, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s);
 cudaError_t cudaMemsetAsync_ptsz(void *d, int v, size_t n, cudaStream_t s);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s);
 
 #if defined TWO_CUDARTS || defined LATE_CUDART
 cudaError_t caller12_launch(const void *f, dim3 g, dim3 b, void **a, size_t smem, cudaStream_t s);
@@ -119,6 +121,15 @@ int main(int argc, char **argv) {
           "cudaLaunchKernelExC call %u returned %d", i, (int)r1);
     CHECK(r2 == fake_launch_rc((void *)(uintptr_t)0x78, cfg.gridDim, cfg.blockDim, a, cfg.dynamicSmemBytes, cfg.stream),
           "cudaLaunchKernelExC_ptsz call %u returned %d", i, (int)r2);
+  }
+  for (unsigned i = 0; i < 6; i++) { /* graph launches count as kernel launches */
+    cudaGraphExec_t ge = (cudaGraphExec_t)(uintptr_t)(0xa000 + 16 * i);
+    cudaError_t r1 = cudaGraphLaunch(ge, (cudaStream_t)(uintptr_t)(i + 1));
+    cudaError_t r2 = cudaGraphLaunch_ptsz(ge, (cudaStream_t)(uintptr_t)(i + 3));
+    kernels += 2;
+    CHECK(r1 == fake_graph_rc(ge, (cudaStream_t)(uintptr_t)(i + 1)), "cudaGraphLaunch call %u returned %d", i, (int)r1);
+    CHECK(r2 == fake_graph_rc(ge, (cudaStream_t)(uintptr_t)(i + 3)), "cudaGraphLaunch_ptsz call %u returned %d", i,
+          (int)r2);
   }
   for (unsigned i = 0; i < 7; i++) {
     void *d = (void *)(uintptr_t)(0x9000 + 8 * i);

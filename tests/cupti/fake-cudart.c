@@ -56,3 +56,12 @@ COPY(cudaMemcpyAsync_ptsz)
   }
 SET(cudaMemsetAsync)
 SET(cudaMemsetAsync_ptsz)
+
+#define GRAPH(name)                                                                                         \
+  cudaError_t name(cudaGraphExec_t g, cudaStream_t s);                                                      \
+  cudaError_t name(cudaGraphExec_t g, cudaStream_t s) {                                                     \
+    atomic_fetch_add(&g_calls, 1);                                                                          \
+    return RC(fake_graph_rc(g, s));                                                                         \
+  }
+GRAPH(cudaGraphLaunch)
+GRAPH(cudaGraphLaunch_ptsz)

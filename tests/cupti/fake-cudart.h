@@ -21,6 +21,9 @@ static inline cudaError_t fake_copy_rc(void *d, const void *src, size_t n, enum 
 static inline cudaError_t fake_set_rc(void *d, int val, size_t n, cudaStream_t s) {
   return (cudaError_t)(((uintptr_t)d + 3ull * (unsigned)val + 5ull * n + 7ull * (uintptr_t)s) % 97);
 }
+static inline cudaError_t fake_graph_rc(cudaGraphExec_t g, cudaStream_t s) {
+  return (cudaError_t)((3ull * (uintptr_t)g + 7ull * (uintptr_t)s) % 97);
+}
 
 /** Calls the fake received, all functions together. */
 uint64_t fake_cudart_calls(void);

@@ -362,9 +362,29 @@ static void test_resolve(void **st) {
   assert_true(next == UINT64_MAX);
 }
 
+/* GPUPROF_CUDA_DRAIN_TRIES: decimal 0..1000, else the default (20). */
+static void test_drain_tries(void **st) {
+  (void)st;
+  unsigned t = 7;
+  assert_int_equal(gpd_cupti_drain_parse(NULL, &t), 0);
+  assert_int_equal(t, 20);
+  assert_int_equal(gpd_cupti_drain_parse("", &t), 0);
+  assert_int_equal(t, 20);
+  assert_int_equal(gpd_cupti_drain_parse("0", &t), 0);
+  assert_int_equal(t, 0);
+  assert_int_equal(gpd_cupti_drain_parse("1000", &t), 0);
+  assert_int_equal(t, 1000);
+  static const char *const bad[] = {"1001", "-1", "+3", " 3", "3 ", "3x", "x", "99999999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    t = 7;
+    assert_int_equal(gpd_cupti_drain_parse(bad[i], &t), -EINVAL);
+    assert_int_equal(t, 20);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_resolve),
+      cmocka_unit_test(test_resolve),         cmocka_unit_test(test_drain_tries),
       cmocka_unit_test(test_parse_modes),     cmocka_unit_test(test_parse_ops),
       cmocka_unit_test(test_parse_bad),       cmocka_unit_test(test_schedule),
       cmocka_unit_test(test_estimate_steady), cmocka_unit_test(test_estimate_slowed),
