@@ -30,7 +30,9 @@
 # "bare bare node node@b05 node@b3 full"), PROCS_TT (processes per
 # torch_train.py configuration, 1: several put the per-process spread
 # into the bootstrap interval), DUR (60), ACC_CONF (accuracy: a
-# gpuprofd.conf for the default-policy daemon), OUT (results).
+# gpuprofd.conf for the default-policy daemon), CFG_TTC (ttcost: the
+# configurations after "bare bare node", default
+# "node+GPUPROF_CUDA_TRACE=detached node+GPUPROF_PYTHON=0"), OUT (results).
 set -u
 B=$(cd "$(dirname "$0")" && pwd)
 O=${OUT:-/tmp/out}
@@ -65,7 +67,7 @@ ttcost)
   echo "== torch_train.py, turns of ${STEPS_TT:-400} steps: where the node's cost comes from"
   python3 "$B/torch-turns.py" --bundle "$B" --steps "${STEPS_TT:-400}" --procs 1 \
     --budget "${BUDGET_TTC:-150}" --parallel-start --out "$O/ttc" bare bare node \
-    node+GPUPROF_CUDA_TRACE=detached node+GPUPROF_PYTHON=0 2>&1 | grep -v '^round '
+    ${CFG_TTC:-node+GPUPROF_CUDA_TRACE=detached node+GPUPROF_PYTHON=0} 2>&1 | grep -v '^round '
   tar czf "$O/ttcost.tgz" -C "$O" --exclude='*.gpdb*' --exclude='gpubins' ttc 2>/dev/null
   ;;
 accuracy)

@@ -127,13 +127,8 @@ def torch_duty_part(seconds):
 
 
 def check_duty(report, pid):
-    base = __file__.rsplit("/", 1)[-1]
-    L = lines(__file__)
     doc = json.load(open(report))
-
-    def at(lab, fn, tag):
-        q = lab.split(" (", 1)[0]
-        return (q == fn or q.endswith("." + fn)) and lab.endswith("/%s:%d)" % (base, L[tag]))
+    at = pyframe
 
     tot = placed = 0
     per = {}
@@ -294,18 +289,23 @@ def lines(path):
     return out
 
 
+L = lines(__file__)  # marked line numbers of this file
+BASE = __file__.rsplit("/", 1)[-1]
+
+
+def qual(lab, fn):
+    """A Python frame's label "qualname (file:line)" names function fn."""
+    q = lab.split(" (", 1)[0]
+    return q == fn or q.endswith("." + fn)
+
+
+def pyframe(lab, fn, tag):
+    """Frame of fn in this file at the line marked "# L:tag"."""
+    return qual(lab, fn) and lab.endswith("/%s:%d)" % (BASE, L[tag]))
+
+
 def check(report, replays):
-    me = __file__
-    base = me.rsplit("/", 1)[-1]
-    L = lines(me)
     doc = json.load(open(report))
-
-    def qual(lab, fn):
-        q = lab.split(" (", 1)[0]  # "qualname (file:line)"
-        return q == fn or q.endswith("." + fn)
-
-    def pyframe(lab, fn, tag):
-        return qual(lab, fn) and lab.endswith("/%s:%d)" % (base, L[tag]))
 
     # (count metric, kind) of every leaf: kernels by name, memsets at their placeholder
     leaves = []
@@ -340,9 +340,9 @@ def check(report, replays):
         s = split(anc)
         if s is None:
             continue
-        site = next((x for x in reversed(s[0]) if base in x), "?")
-        mine = [x for x in s[1] if base in x][-2:]
-        cap = " > ".join(mine) if mine else "<no capture-time frame of %s>" % base
+        site = next((x for x in reversed(s[0]) if BASE in x), "?")
+        mine = [x for x in s[1] if BASE in x][-2:]
+        cap = " > ".join(mine) if mine else "<no capture-time frame of %s>" % BASE
         per[(site, cap, what)] = per.get((site, cap, what), 0) + c
     for (site, cap, what), c in sorted(per.items()):
         print("  %s > <graph replay> > %s: %s %d" % (site, cap, what, c))
