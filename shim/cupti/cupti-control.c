@@ -504,8 +504,8 @@ unsigned gpd_cupti_control_setup(const gpd_cupti_switch_t *sw) {
     GPD_WARN("CUDA tracing: finalize ignored with PC sampling or SASS counts (they keep CUPTI loaded)");
     g_mode.finalize = 0;
   }
-  if (g_mode.mode == GPD_CUPTI_FULL)
-    g_mode.finalize = 0;
+  if (tr && strstr(tr, "finalize") && !g_mode.finalize && g_mode.mode != GPD_CUPTI_FULL && !g_keep_loaded)
+    GPD_WARN("CUDA tracing: finalize ignored with a subset of the operation classes (docs/CUDA.md)");
   return g_mode.ops;
 }
 

@@ -85,7 +85,7 @@ typedef struct gpd_cupti_mode_s {
   unsigned ops;       /* traced operation classes: bit (1 << gpd_op_t) */
   uint32_t window_ms; /* duty: window length, ms */
   uint32_t period_ms; /* duty: window start to window start, ms (> window_ms) */
-  unsigned finalize;  /* detach with cuptiFinalize: detached/duty unless "keep" */
+  unsigned finalize;  /* detach with cuptiFinalize: detached/duty with every class unless "keep" */
 } gpd_cupti_mode_t;
 /** The unforced flushes that drain a detached window's records
  *  (cupti-control.c, window_drain: one every 1 ms while a launch noted in

@@ -110,8 +110,14 @@ static int mode_parse(const char *s, gpd_cupti_mode_t *m) {
     return -EINVAL;
   if (any_op)
     m->ops = ops;
-  /* detached and duty modes finalize unless told to keep CUPTI loaded */
-  m->finalize = m->mode != GPD_CUPTI_FULL && m->finalize != 2;
+  /* detached and duty modes finalize unless told to keep CUPTI loaded,
+   * and only while every operation class is traced: with a subset
+   * (kernel, coarse, ...) a process crashed in CUPTI's launch path after
+   * a finalize ("kernel" and "coarse" duty runs of a GPT-2 training, heap
+   * corruption; never with all classes: docs/CUDA.md, "Detach by
+   * cuptiFinalize"), so a subset keeps CUPTI loaded, "finalize" or not */
+  const unsigned every = ((1u << GPD_OP_MAX) - 1u) & ~1u;
+  m->finalize = m->mode != GPD_CUPTI_FULL && m->finalize != 2 && (m->ops & every) == every;
   return 0;
 }
 
