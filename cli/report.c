@@ -41,7 +41,7 @@ static const char report_usage[] =
     "  --native       every native frame as recorded (default: PyTorch's dispatcher frames\n"
     "                 folded, each operator shown as aten::NAME)\n";
 
-int gpd_report_main(int argc, char **argv) {
+int gpd_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
                                        {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},

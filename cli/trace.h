@@ -143,6 +143,7 @@ int gpd_report_duty(FILE *f, const char *path, int pid, unsigned width, char *er
  *  cleared).  0, or < 0 with err set. */
 int gpd_report_duty_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
 
-int gpd_trace_main(int argc, char **argv);
+/** `gpuprof trace` (trace.c). */
+int gpd_cmd_trace(int argc, char **argv);
 
 #endif
