@@ -32,7 +32,7 @@
 #include "daemon.h"
 #include "store-fixture-retain.h"
 #include "store-fixture.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 
 static void die(const char *what) {
   fprintf(stderr, "bench-retention: %s\n", what);
@@ -54,22 +54,22 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   snprintf(b, sizeof b, "%s/ret-%d-old.gpdb", dir, nctx);
   unlink(a);
   unlink(b);
-  gpd_store_t *st = NULL;
+  gpd_dstore_t *st = NULL;
   gpd_store_fixture_fill_t f = {1000, 1, 40, nctx, nctx / 20, 2000, 1000000};
   /* what the indexes cost the writes: the same rows into a file without
    * them (one transaction, as a flush writes) */
   char c[1100];
   snprintf(c, sizeof c, "%s/ret-%d-noidx.gpdb", dir, nctx);
   unlink(c);
-  if (gpd_store_open(&st, c) < 0 || gpd_store_fixture_drop_retain_indexes(c) < 0)
+  if (gpd_dstore_open(&st, c) < 0 || gpd_store_fixture_drop_retain_indexes(c) < 0)
     die("open");
   uint64_t tf = gpd_clock_ns();
   if (gpd_store_fixture_retain_fill(c, &f) < 0)
     die("fill");
   double fill_plain = (double)(gpd_clock_ns() - tf) / 1e9;
-  gpd_store_close(st);
+  gpd_dstore_close(st);
   unlink(c);
-  if (gpd_store_open(&st, a) < 0)
+  if (gpd_dstore_open(&st, a) < 0)
     die("open");
   tf = gpd_clock_ns();
   if (gpd_store_fixture_retain_fill(a, &f) < 0)
@@ -77,7 +77,7 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   double fill_idx = (double)(gpd_clock_ns() - tf) / 1e9;
   int64_t size = (int64_t)gpd_store_fixture_bytes(a); /* after a WAL checkpoint */
   uint64_t limit = (uint64_t)size * 6 / 10;
-  gpd_store_close(st);
+  gpd_dstore_close(st);
   copy_file(a, b);
 
   /* after: the daemon's pass */
@@ -89,14 +89,14 @@ static void one(const char *dir, int nctx, double old_limit_s) {
   d.cfg.flush_ms = 1000;
   d.cfg.retain_bytes = limit;
   d.cfg.retain_uid_bytes = 1ull << 40;
-  if (gpd_store_open(&d.store, a) < 0)
+  if (gpd_dstore_open(&d.store, a) < 0)
     die("open a");
   uint64_t t = gpd_clock_ns();
-  if (gpd_store_retain(&d, gpd_store_flush) < 0)
+  if (gpd_retention_run(&d, gpd_checkpoint_flush) < 0)
     die("retain");
   double new_s = (double)(gpd_clock_ns() - t) / 1e9;
   gpd_retain_stats_t rs = d.store->rstats;
-  gpd_store_close(d.store);
+  gpd_dstore_close(d.store);
 
   /* before: the old statements on the old schema */
   if (gpd_store_fixture_drop_retain_indexes(b) < 0)

@@ -4,14 +4,14 @@
  *
  * One process's profile is built as the monitor builds it
  * (gpd_profile_ingest: N NODE records of one module, an INVOKE + ACTIVITY
- * pair at each, so 3 N CCT nodes all new), then written by gpd_store_flush
+ * pair at each, so 3 N CCT nodes all new), then written by gpd_checkpoint_flush
  * into a fresh store; then one more kernel pair at every context (every
  * context's metrics changed, none new) and a second flush; then FLOOD
  * invocations that are never matched (a correlation flood's pending rows)
  * and a third flush.  A prober
  * thread takes and drops the lock every 100 us the whole time and records
  * its longest wait; the flush's own longest hold comes from
- * gpd_store_lock_max_ns.  Each size runs twice in the same process: with
+ * gpd_checkpoint_lock_max_ns.  Each size runs twice in the same process: with
  * the snapshot copied in one hold ("before": chunk = unbounded) and in
  * chunks of the default size ("after").
  *
@@ -31,8 +31,8 @@
 #include "bench-kernels.h"
 #include "daemon-client-lib.h"
 #include "gpuprof/clock.h"
-#include "store-internal.h"
-#include "store.h"
+#include "dstore-internal.h"
+#include "dstore.h"
 
 #define KERNELS 50u
 #define FLOOD 500000u /* unmatched invocations before the third flush */
@@ -77,16 +77,16 @@ static void build(gpd_profile_t *p, uint32_t nodes) {
  * flush's wall time (ms) */
 static void flush(double *hold, double *wait, double *wall) {
   usleep(2000); /* a wait that began before (the bench's own hold) ends first */
-  gpd_store_lock_max_reset(D.store);
+  gpd_checkpoint_lock_max_reset(D.store);
   atomic_store(&wait_max, 0);
   uint64_t t0 = gpd_clock_ns();
-  if (gpd_store_flush(&D) != 0) {
+  if (gpd_checkpoint_flush(&D) != 0) {
     fprintf(stderr, "bench-snapshot: flush failed\n");
     exit(1);
   }
   *wall = (double)(gpd_clock_ns() - t0) / 1e6;
   usleep(1000); /* the prober's last round */
-  *hold = (double)gpd_store_lock_max_ns(D.store) / 1e6;
+  *hold = (double)gpd_checkpoint_lock_max_ns(D.store) / 1e6;
   if (getenv("BENCH_PARTS"))
     fprintf(stderr, "parts: first hold %.1f, chunks %.1f, after the commit %.1f ms\n",
             D.store->lock_max_ns[0] / 1e6, D.store->lock_max_ns[1] / 1e6, D.store->lock_max_ns[2] / 1e6);
@@ -102,9 +102,9 @@ static void run(uint32_t nodes, uint32_t chunk, const char *what) {
   pthread_mutex_init(&D.lock, NULL);
   pthread_mutex_init(&D.reg_lock, NULL);
   pthread_cond_init(&D.writer_cv, NULL);
-  if (gpd_store_open(&D.store, path) < 0)
+  if (gpd_dstore_open(&D.store, path) < 0)
     exit(1);
-  gpd_store_snapshot_chunk(D.store, chunk);
+  gpd_checkpoint_snapshot_chunk(D.store, chunk);
   gpd_proc_t *p = calloc(1, sizeof *p);
   p->profile_id = 1;
   p->pid = getpid();
@@ -139,7 +139,7 @@ static void run(uint32_t nodes, uint32_t chunk, const char *what) {
   pthread_join(t, NULL);
   printf("| %7u | %-28s | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f | %8.1f |\n", p->prof.nnodes,
          what, h1, w1, f1, h2, w2, f2, h3, w3, f3);
-  gpd_store_close(D.store);
+  gpd_dstore_close(D.store);
   D.procs = NULL;
   gpd_registry_free_proc(p);
   char cmd[128];

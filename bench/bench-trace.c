@@ -58,10 +58,10 @@ static double db_bytes(const char *path) { return gpd_store_fixture_bytes(path);
 
 static int new_store(char *path, size_t n, const char *dir, const char *name) {
   snprintf(path, n, "%s/%s", dir, name);
-  gpd_store_t *s;
-  if (gpd_store_open(&s, path) < 0)
+  gpd_dstore_t *s;
+  if (gpd_dstore_open(&s, path) < 0)
     return -1;
-  gpd_store_close(s);
+  gpd_dstore_close(s);
   return 0;
 }
 

@@ -341,7 +341,7 @@ out:
   return err;
 }
 
-int gpd_advise_main(int argc, char **argv) {
+int gpd_cmd_advise(int argc, char **argv) {
   adv_ctx_t x = {.top = 5, .first = 1};
   const char *filter = NULL;
   long kernels = 3;

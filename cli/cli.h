@@ -246,7 +246,7 @@ void gpd_json_tree_open(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o
 int gpd_load_file(gpd_tree_t *t, const char *path, int pid, int all, char *err, size_t errn);
 
 /* ---- report.c ---- */
-int gpd_report_main(int argc, char **argv);
+int gpd_cmd_report(int argc, char **argv);
 
 /* ---- report-stats.c ---- */
 /** `report --stats`: the `top` most imbalanced heavy contexts of metric
@@ -303,7 +303,7 @@ extern int gpd_live_quiet;
 
 /* ---- live.c: ps, top, tree, Control ---- */
 /** `gpuprof devices` (live-devices.c). */
-int gpd_live_devices_main(int argc, char **argv);
+int gpd_cmd_devices(int argc, char **argv);
 /** The device lines above `gpuprof top`'s table: one per monitored GPU,
  *  or why none is; nothing when the daemon does not answer Devices. */
 void gpd_live_devices_header(FILE *f, const char *sock);
@@ -316,9 +316,9 @@ int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r);
  *  values of the kernel's ancestors follow.  After
  *  gpd_live_tree_from_reply, before gpd_tree_finish.  0 or -ENOMEM. */
 int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail);
-int gpd_live_ps_main(int argc, char **argv);
-int gpd_live_top_main(int argc, char **argv);
-int gpd_live_tree_main(int argc, char **argv);
+int gpd_cmd_ps(int argc, char **argv);
+int gpd_cmd_top(int argc, char **argv);
+int gpd_cmd_tree(int argc, char **argv);
 /** Send ControlRequest{pid or job, ctl} and print one line per process
  *  to `to` ("pid N: <what> (...)" or "pid N: not done: <why>").  0 when
  *  every process applied it, else an exit code; *reply: the reply (a
@@ -334,12 +334,9 @@ int gpd_live_control_on(const char *sock, const Gpuprof__Msg *creply, unsigned k
 
 /* ---- sample.c ---- */
 /** `gpuprof sample`. */
-int gpd_sample_main(int argc, char **argv);
+int gpd_cmd_sample(int argc, char **argv);
 /** `gpuprof policy` (policy.c). */
-int gpd_policy_main(int argc, char **argv);
-/** `top`'s last line: the visible processes' estimated collection
- *  overhead (mean, max, how many have no estimate; deep dives). */
-void gpd_policy_node_line(FILE *f, const char *sock, const char *job);
+int gpd_cmd_policy(int argc, char **argv);
 
 /* ---- export.c (export-speedscope.c) ---- */
 /** Load the profiles FILE... (merged by context as `report` does; pid > 0
@@ -354,7 +351,7 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
  *  function) -> `<gpu op>` placeholder -> kernel.  name: the document's
  *  title.  0, or -errno when f fails. */
 int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const char *name);
-int gpd_export_main(int argc, char **argv);
+int gpd_cmd_export(int argc, char **argv);
 
 /* ---- fold.c ---- */
 enum { GPD_VIEW_NATIVE = 1u << 0, /* --native: every native frame as recorded */
@@ -376,14 +373,14 @@ enum { GPD_VIEW_NATIVE = 1u << 0, /* --native: every native frame as recorded */
 int gpd_tree_view(gpd_tree_t *t, unsigned view, unsigned sort_metric);
 
 /* ---- view.c ---- */
-int gpd_view_main(int argc, char **argv);
+int gpd_cmd_view(int argc, char **argv);
 /* ---- cluster.c: `gpuprof merge` ---- */
-int gpd_cluster_main(int argc, char **argv);
+int gpd_cmd_merge(int argc, char **argv);
 /* ---- advise.c ---- */
-int gpd_advise_main(int argc, char **argv);
+int gpd_cmd_advise(int argc, char **argv);
 
 /* ---- record.c ---- */
-int gpd_record_main(int argc, char **argv);
+int gpd_cmd_record(int argc, char **argv);
 
 /* ---- opts.c ---- */
 extern const char *gpd_cli_prog; /* "gpuprof" */

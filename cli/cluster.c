@@ -37,7 +37,7 @@ static int exec_mpi(char **argv) {
   return -errno;
 }
 
-int gpd_cluster_main(int argc, char **argv) {
+int gpd_cmd_merge(int argc, char **argv) {
   gpd_cluster_opts_t o;
   gpd_mout_info_t info;
   char err[512];

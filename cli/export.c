@@ -101,7 +101,7 @@ static const char export_usage[] =
 
 enum { FMT_NONE, FMT_PPROF, FMT_FOLDED, FMT_SPEEDSCOPE };
 
-int gpd_export_main(int argc, char **argv) {
+int gpd_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {{"format", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
                                        {"metric", required_argument, NULL, 'm'}, {"pid", required_argument, NULL, 'p'},
                                        {"help", no_argument, NULL, 'h'},         {"python", no_argument, NULL, 'P'},

@@ -364,7 +364,7 @@ static int idle_json_proc(FILE *f, const gpd_xtrace_t *x, const gpd_tproc_t *p) 
   return 0;
 }
 
-int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn) {
+int gpd_idle_report_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn) {
   gpd_xtrace_t x;
   gpd_xtrace_init(&x);
   int r = gpd_xtrace_load(&x, path, pid, err, errn);
@@ -385,7 +385,7 @@ int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *e
   return r;
 }
 
-int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn) {
+int gpd_idle_report(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn) {
   gpd_xtrace_t x;
   gpd_xtrace_init(&x);
   int r = gpd_xtrace_load(&x, path, pid, err, errn);

@@ -432,7 +432,7 @@ static void render_prometheus(FILE *f, const Gpuprof__DevicesReply *r) {
   }
 }
 
-int gpd_live_devices_main(int argc, char **argv) {
+int gpd_cmd_devices(int argc, char **argv) {
   static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
                                        {"job", required_argument, NULL, 'j'},
                                        {"prometheus", no_argument, NULL, 'P'},

@@ -253,7 +253,7 @@ static const char ps_usage[] = "usage: gpuprof ps [--job J] [--all] [--socket PA
                                "  List the processes gpuprofd profiles (yours, or all for admins).\n"
                                "  --all  also those that never used a GPU API\n";
 
-int gpd_live_ps_main(int argc, char **argv) {
+int gpd_cmd_ps(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
@@ -309,7 +309,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
   return r;
 }
 
-int gpd_live_tree_main(int argc, char **argv) {
+int gpd_cmd_tree(int argc, char **argv) {
   live_opts_t o;
   gpd_tree_t t;
   int r = live_parse(argc, argv, "sjpmJdgPN", tree_usage, &o);
@@ -337,7 +337,45 @@ static const char top_usage[] =
     "  --metric NAME   rank by metric NAME (default GPUOP; `gpuprof metrics` lists them)\n"
     "  --socket PATH   gpuprofd's socket (default $GPUPROF_SOCKET, else " GPD_CLI_DEFAULT_SOCKET ")\n";
 
-int gpd_live_top_main(int argc, char **argv) {
+/* `top`'s last line: the visible processes' estimated collection overhead
+ * (mean, max, how many have no estimate; deep dives). */
+static void overhead_line(FILE *f, const char *sock, const char *job) {
+  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
+  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
+  if (job) ps.job_id = (char *)job;
+  req.body_case = GPUPROF__MSG__BODY_PS_REQ;
+  req.ps_req = &ps;
+  if (gpd_live_call(sock, &req, &rep) || rep->body_case != GPUPROF__MSG__BODY_PS) {
+    if (rep) gpuprof__msg__free_unpacked(rep, NULL);
+    return;
+  }
+  unsigned n = 0, known = 0, deep = 0;
+  double sum = 0, max = 0;
+  for (size_t i = 0; i < rep->ps->n_procs; i++) {
+    const Gpuprof__Process *p = rep->ps->procs[i];
+    if (!p->running || !p->overhead_how[0]) continue;
+    n++;
+    deep += p->deep_dive[0] != 0;
+    if (p->overhead < 0) continue;
+    known++;
+    sum += p->overhead;
+    if (p->overhead > max) max = p->overhead;
+  }
+  if (n) {
+    fprintf(f, "collection overhead (estimated): ");
+    if (known)
+      fprintf(f, "mean %.2f %%, max %.2f %% over %u process%s", sum / known * 100, max * 100, known,
+              known == 1 ? "" : "es");
+    else
+      fprintf(f, "no estimate yet");
+    if (n > known) fprintf(f, "; %u without an estimate", n - known);
+    if (deep) fprintf(f, "; %u in a deep dive (over budget on request)", deep);
+    fprintf(f, "\n");
+  }
+  gpuprof__msg__free_unpacked(rep, NULL);
+}
+
+int gpd_cmd_top(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TopRequest tr = GPUPROF__TOP_REQUEST__INIT;
@@ -373,7 +411,7 @@ int gpd_live_top_main(int argc, char **argv) {
       ginst[i] = gpd_live_ginst(rep->top->entries[i]->stalls, rep->top->entries[i]->n_stalls);
     gpd_render_top(stdout, rep->top, o.metric, total, ginst);
     free(ginst);
-    gpd_policy_node_line(stdout, o.socket, o.job);
+    overhead_line(stdout, o.socket, o.job);
   }
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;

@@ -160,43 +160,7 @@ static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
   fprintf(f, "}\n");
 }
 
-void gpd_policy_node_line(FILE *f, const char *sock, const char *job) {
-  Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
-  Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
-  if (job) ps.job_id = (char *)job;
-  req.body_case = GPUPROF__MSG__BODY_PS_REQ;
-  req.ps_req = &ps;
-  if (gpd_live_call(sock, &req, &rep) || rep->body_case != GPUPROF__MSG__BODY_PS) {
-    if (rep) gpuprof__msg__free_unpacked(rep, NULL);
-    return;
-  }
-  unsigned n = 0, known = 0, deep = 0;
-  double sum = 0, max = 0;
-  for (size_t i = 0; i < rep->ps->n_procs; i++) {
-    const Gpuprof__Process *p = rep->ps->procs[i];
-    if (!p->running || !p->overhead_how[0]) continue;
-    n++;
-    deep += p->deep_dive[0] != 0;
-    if (p->overhead < 0) continue;
-    known++;
-    sum += p->overhead;
-    if (p->overhead > max) max = p->overhead;
-  }
-  if (n) {
-    fprintf(f, "collection overhead (estimated): ");
-    if (known)
-      fprintf(f, "mean %.2f %%, max %.2f %% over %u process%s", sum / known * 100, max * 100, known,
-              known == 1 ? "" : "es");
-    else
-      fprintf(f, "no estimate yet");
-    if (n > known) fprintf(f, "; %u without an estimate", n - known);
-    if (deep) fprintf(f, "; %u in a deep dive (over budget on request)", deep);
-    fprintf(f, "\n");
-  }
-  gpuprof__msg__free_unpacked(rep, NULL);
-}
-
-int gpd_policy_main(int argc, char **argv) {
+int gpd_cmd_policy(int argc, char **argv) {
   static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},  {"json", no_argument, NULL, 'J'},
                                        {"job", required_argument, NULL, 'j'},  {"uid", required_argument, NULL, 'u'},
                                        {"exe", required_argument, NULL, 'e'},  {"socket", required_argument, NULL, 's'},

@@ -281,7 +281,7 @@ static void record_contexts(FILE *f, const gpd_tree_t *t, unsigned width) {
   free(c);
 }
 
-int gpd_record_main(int argc, char **argv) {
+int gpd_cmd_record(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                        {"keep-socket", no_argument, NULL, 'k'},
                                        {"cpu-sampling", required_argument, NULL, 'c'},

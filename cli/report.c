@@ -41,7 +41,7 @@ static const char report_usage[] =
     "  --native       every native frame as recorded (default: PyTorch's dispatcher frames\n"
     "                 folded, each operator shown as aten::NAME)\n";
 
-int gpd_report_main(int argc, char **argv) {
+int gpd_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
                                        {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
                                        {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
@@ -145,7 +145,7 @@ int gpd_report_main(int argc, char **argv) {
     int first = 1;
     gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++)
-      if (gpd_report_idle_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
+      if (gpd_idle_report_json(stdout, argv[i], pid, &first, err, sizeof(err)) < 0)
         fprintf(stderr, "gpuprof: %s\n", err);
     gpd_cli_step_end();
     /* duty-cycled processes: their kernel contexts scaled by 1/f */
@@ -173,7 +173,7 @@ int gpd_report_main(int argc, char **argv) {
     gpd_cli_step_end();
     gpd_cli_step_begin("idleness blame");
     for (int i = optind; i < argc; i++) /* profiles with traces: GPU idleness blame */
-      if (gpd_report_idle(stdout, argv[i], pid, o.wide ? 0 : gpd_cli_width(), err, sizeof(err)) < 0)
+      if (gpd_idle_report(stdout, argv[i], pid, o.wide ? 0 : gpd_cli_width(), err, sizeof(err)) < 0)
         fprintf(stderr, "gpuprof: %s\n", err);
     gpd_cli_step_end();
     gpd_cli_step_begin("duty-cycle estimates");

@@ -57,7 +57,7 @@ static long parse_duration_ms(const char *s) {
   return ms > 0x7fffffff ? -1 : (long)ms;
 }
 
-int gpd_sample_main(int argc, char **argv) {
+int gpd_cmd_sample(int argc, char **argv) {
   enum { O_PID = 'p', O_JOB = 'j', O_DUR = 'd', O_PER = 'P', O_COUNTS = 'c', O_STOP = 'S',
          O_NOWAIT = 'N', O_KIND = 'K', O_SOCK = 's' };
   static const struct option opts[] = {{"pid", required_argument, NULL, O_PID},

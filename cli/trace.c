@@ -369,7 +369,7 @@ static int ends_with(const char *s, const char *sfx) {
   return a >= b && !strcmp(s + a - b, sfx);
 }
 
-int gpd_trace_main(int argc, char **argv) {
+int gpd_cmd_trace(int argc, char **argv) {
   static const struct option opts[] = {
       {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
       {"pid", required_argument, NULL, 'p'},    {"job", required_argument, NULL, 'j'},

@@ -122,18 +122,18 @@ int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd
 /** `report` section: GPU idleness blame of the profiles in path (nothing
  *  when they have no trace); call paths innermost first, cut to fit lines
  *  of `width` characters (gpd_cli_path_fit; 0: whole).  0, or < 0 with err set. */
-int gpd_report_idle(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn);
+int gpd_idle_report(FILE *f, const char *path, int pid, unsigned width, char *err, size_t errn);
 /** `report --json` part: one JSON object per process of path that has a
  *  trace (profile_id, pid, GIDLE, GIDLE:RUN, GIDLE:SYNC and span in s,
  *  intervals, contexts largest first: docs/CLI.md), each preceded by a
  *  comma unless *first (then cleared).  0, or < 0 with err set. */
-int gpd_report_idle_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
+int gpd_idle_report_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
 
-/* ---- duty.c: duty-cycled estimates ---- */
+/* ---- report-duty.c: duty-cycled estimates ---- */
 
 /** `report` section: kernel launches and GKER per calling context of the
  *  processes of path that traced in duty-cycle windows, scaled by 1/f
- *  with their standard errors (cli/duty.c gives the estimators; nothing
+ *  with their standard errors (cli/report-duty.c gives the estimators; nothing
  *  when there are none); call paths innermost first, cut to fit lines of
  *  `width` characters (gpd_cli_path_fit; 0: whole).  0, or < 0 with err
  *  set. */
@@ -143,6 +143,7 @@ int gpd_report_duty(FILE *f, const char *path, int pid, unsigned width, char *er
  *  cleared).  0, or < 0 with err set. */
 int gpd_report_duty_json(FILE *f, const char *path, int pid, int *first, char *err, size_t errn);
 
-int gpd_trace_main(int argc, char **argv);
+/** `gpuprof trace` (trace.c). */
+int gpd_cmd_trace(int argc, char **argv);
 
 #endif

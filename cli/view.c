@@ -229,7 +229,7 @@ static const char view_usage[] =
     "  --pid N        only the profiles of process N\n"
     "  --no-browser   only write the page and print its URL\n";
 
-int gpd_view_main(int argc, char **argv) {
+int gpd_cmd_view(int argc, char **argv) {
   static const struct option opts[] = {{"output", required_argument, NULL, 'o'}, {"metric", required_argument, NULL, 'm'},
                                        {"pid", required_argument, NULL, 'p'},    {"no-browser", no_argument, NULL, 'n'},
                                        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};

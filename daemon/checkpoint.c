@@ -11,7 +11,7 @@
  * delta, samples, windows, the profile row) and the ranges of the rest;
  * the process is then frozen (the monitor journals its rings without
  * applying them: journal-hold.c) while the contexts, locals and dirty
- * metrics are copied GPD_STORE_SNAP_CHUNK items per hold, so nobody waits
+ * metrics are copied GPD_CHECKPOINT_SNAP_CHUNK items per hold, so nobody waits
  * on the lock for more than one chunk and the copy still reads one
  * instant of the profile.  With no lock held it looks up FRAME
  * contexts in the symbolizer (never waiting: an unknown call site is
@@ -24,7 +24,7 @@
  * store already has, skipped by position (ring_cursor).
  * A snapshot that could not be copied completely (out of memory) is not
  * written at all and the process is rewritten in full next time; so is
- * everything of a failed transaction (disk full: see gpd_store_flush).
+ * everything of a failed transaction (disk full: see gpd_checkpoint_flush).
  * Metric rows hold a node's running total (INSERT OR REPLACE), only
  * non-zero values.
  */
@@ -47,7 +47,7 @@
 #include "gpuprof/metric.h"
 
 #include "daemon.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 #include "store-write.h"
 #include "cpusample.h"
 #include "pcsample.h"
@@ -84,9 +84,9 @@ static void close_later(gpd_proc_t *p, gpd_region_t *closing, uint32_t *n) {
 
 /* Unlock d->lock, held since t_held (ns) for part `what` of a flush
  * (HOLD_*): the longest hold of each is kept for the stop line and
- * gpd_store_lock_max_ns. */
+ * gpd_checkpoint_lock_max_ns. */
 enum { HOLD_SNAP, HOLD_CHUNK, HOLD_COMMIT };
-static void lock_release(gpd_daemon_t *d, gpd_store_t *s, uint64_t t_held, int what) {
+static void lock_release(gpd_daemon_t *d, gpd_dstore_t *s, uint64_t t_held, int what) {
   pthread_mutex_unlock(&d->lock);
   uint64_t dt = gpd_clock_ns() - t_held;
   if (dt > __atomic_load_n(&s->lock_max_ns[what], __ATOMIC_RELAXED))
@@ -115,7 +115,7 @@ static int write_symbols(gpd_store_write_t *w, const gpd_symupd_t *u, uint32_t n
   return e;
 }
 
-static int write_proc(gpd_store_t *s, gpd_store_write_t *w, gpd_snapshot_t *p) {
+static int write_proc(gpd_dstore_t *s, gpd_store_write_t *w, gpd_snapshot_t *p) {
   int e = 0;
   gpd_store_profile_row_t row = {
       .id = p->id, .pid = p->pid, .ppid = p->ppid, .uid = p->uid, .gid = p->gid, .rank = p->rank,
@@ -192,15 +192,15 @@ static int write_proc(gpd_store_t *s, gpd_store_write_t *w, gpd_snapshot_t *p) {
   return 0;
 }
 
-int gpd_store_flush(gpd_daemon_t *d) {
-  gpd_store_t *s = d->store;
+int gpd_checkpoint_flush(gpd_daemon_t *d) {
+  gpd_dstore_t *s = d->store;
   if (s == NULL)
     return 0;
   gpd_snapshot_t *snaps = NULL;
   uint32_t n = 0;
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
-  uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_STORE_SNAP_CHUNK;
+  uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_CHECKPOINT_SNAP_CHUNK;
   gpd_daemon_lock(d);
   uint64_t t_held = gpd_clock_ns();
   int part = HOLD_SNAP;
@@ -217,8 +217,8 @@ int gpd_store_flush(gpd_daemon_t *d) {
   pthread_mutex_lock(&d->reg_lock);
   gpubin_row_t *gbrows = s->gpubins;
   s->gpubins = NULL;
-  if (s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2)
-    id_hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
+  if (s->id_hw - d->next_profile_id < GPD_DSTORE_ID_BLOCK / 2)
+    id_hw = d->next_profile_id + GPD_DSTORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
   /* Process by process: its snapshot (one instant: gpd_snapshot_take), then its
    * new contexts, locals, metrics and pending rows, while it is frozen;
@@ -445,7 +445,7 @@ out:;
   return err;
 }
 
-uint64_t gpd_store_lock_max_ns(gpd_store_t *s) {
+uint64_t gpd_checkpoint_lock_max_ns(gpd_dstore_t *s) {
   uint64_t m = 0;
   for (int i = 0; i < 3; i++) {
     uint64_t v = __atomic_load_n(&s->lock_max_ns[i], __ATOMIC_RELAXED);
@@ -454,12 +454,12 @@ uint64_t gpd_store_lock_max_ns(gpd_store_t *s) {
   return m;
 }
 
-void gpd_store_lock_max_reset(gpd_store_t *s) {
+void gpd_checkpoint_lock_max_reset(gpd_dstore_t *s) {
   for (int i = 0; i < 3; i++)
     __atomic_store_n(&s->lock_max_ns[i], 0, __ATOMIC_RELAXED);
 }
 
-void gpd_store_snapshot_chunk(gpd_store_t *s, uint32_t n) { s->snap_chunk = n; }
+void gpd_checkpoint_snapshot_chunk(gpd_dstore_t *s, uint32_t n) { s->snap_chunk = n; }
 
 /* ------------------------------------------------------------ writer */
 
@@ -478,11 +478,11 @@ static void *writer_main(void *arg) {
     int stop = d->writer_stop;
     pthread_mutex_unlock(&d->lock);
     uint64_t t_fl = gpd_clock_ns();
-    int ferr = gpd_store_flush(d);
+    int ferr = gpd_checkpoint_flush(d);
     if (d->store)
       d->store->flush_last_ns = gpd_clock_ns() - t_fl;
     if (ferr == 0)
-      gpd_store_retain(d, gpd_store_flush);
+      gpd_retention_run(d, gpd_checkpoint_flush);
     if (gpd_journal_sweep_due(d, 60000000000ull))
       gpd_journal_sweep(d);
     if (stop) {
@@ -492,17 +492,17 @@ static void *writer_main(void *arg) {
         GPD_WARN("store: symbolization not finished within %u ms of the stop: the rest stays "
                  "module + offset", GPD_STORE_STOP_SYMBOLS_MS);
       if (gpd_symbolizer_pending(d->symbolizer))
-        gpd_store_flush(d);
+        gpd_checkpoint_flush(d);
       break;
     }
   }
   return NULL;
 }
 
-int gpd_store_writer_start(gpd_daemon_t *d) {
+int gpd_checkpoint_writer_start(gpd_daemon_t *d) {
   /* until the first retention count, a uid writes at most its share of
    * trace rows (retention.c) */
-  uint64_t quota = gpd_store_uid_quota(d);
+  uint64_t quota = gpd_gpubin_uid_quota(d);
   if (quota)
     gpd_trace_admit_default(d->trace, quota > INT64_MAX - 1 ? INT64_MAX - 1 : (int64_t)quota);
   const char *delay = getenv("GPUPROF_TEST_WRITER_DELAY_MS");
@@ -520,7 +520,7 @@ int gpd_store_writer_start(gpd_daemon_t *d) {
   return 0;
 }
 
-void gpd_store_writer_stop(gpd_daemon_t *d) {
+void gpd_checkpoint_writer_stop(gpd_daemon_t *d) {
   if (!d->writer_started)
     return;
   pthread_mutex_lock(&d->lock);
@@ -529,7 +529,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
   pthread_mutex_unlock(&d->lock);
   pthread_join(d->writer_tid, NULL);
   d->writer_started = 0;
-  gpd_store_t *s = d->store;
+  gpd_dstore_t *s = d->store;
   if (s && s->wr_n)
     GPD_INFO("store: %llu writes (%llu asked early by rings half full), snapshot to ring release "
              "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms, "
@@ -538,7 +538,7 @@ void gpd_store_writer_stop(gpd_daemon_t *d) {
              (unsigned long long)__atomic_load_n(&d->early_flushes, __ATOMIC_RELAXED),
              (double)s->wr_ns / (double)s->wr_n / 1e6, (double)s->wr_max_ns / 1e6,
              (unsigned long long)s->wr_slow, (double)s->wr_sym_max_ns / 1e6,
-             (double)s->wr_begin_max_ns / 1e6, (double)gpd_store_lock_max_ns(s) / 1e6, (double)s->lock_max_ns[HOLD_SNAP] / 1e6,
+             (double)s->wr_begin_max_ns / 1e6, (double)gpd_checkpoint_lock_max_ns(s) / 1e6, (double)s->lock_max_ns[HOLD_SNAP] / 1e6,
              (double)s->lock_max_ns[HOLD_CHUNK] / 1e6, (double)s->lock_max_ns[HOLD_COMMIT] / 1e6);
 }
 

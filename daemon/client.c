@@ -458,7 +458,7 @@ static void handle_frame(gpd_client_t *c, const uint8_t *p, size_t n) {
       reject(c, GPD_CLIENT_EV_PROTO, GPD_EPROTO, "GpuBinary before Hello", p, n);
       break;
     }
-    if (gpd_store_gpubin(c->d, &c->gpubin, c->base.proc->profile_id, (uint32_t)c->base.proc->uid, m->gpubin,
+    if (gpd_gpubin_store(c->d, &c->gpubin, c->base.proc->profile_id, (uint32_t)c->base.proc->uid, m->gpubin,
                          err, sizeof err) < 0)
       gpd__client_limits_note(c->d, c->u, GPD_CLIENT_EV_GPUBIN, GPD_LOG_WARN, "client pid %d: %s",
                               (int)c->base.peer.pid, err);

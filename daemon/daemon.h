@@ -34,7 +34,7 @@
 #include "query.h"
 #include "registry.h"
 #include "server.h"
-#include "store.h"
+#include "dstore.h"
 #include "symbols.h"
 #include "symbolizer.h"
 #include "trace.h"
@@ -83,7 +83,7 @@ typedef struct gpd_daemon_s {
   pthread_t monitor_tid, writer_tid;
   struct gpd_mpool_s *mpool; /* helper monitor threads (monitor.c), NULL: none */
   int monitor_started, writer_started;
-  gpd_store_t *store;
+  gpd_dstore_t *store;
   gpd_journal_t *journal; /* ring journal (journal.c), NULL: release at commit */
   struct gpd_symbolizer_s *symbolizer; /* symbolizer thread (symbolizer.c), NULL: none */
   gpd_devices_t *devices; /* device monitoring (devices.c) */

@@ -3,7 +3,7 @@
  * docs/FORMATS.md).
  *
  * The sampler thread owns one SQLite connection of its own
- * (gpd_store_connect): its writes never wait for the profile writer's
+ * (gpd_dstore_connect): its writes never wait for the profile writer's
  * lock while holding anything else, and a busy database only delays the
  * sampler's flush.  Rows wait in bounded queues (QMAX each; the oldest is
  * dropped and counted) and are written in one transaction per flush.
@@ -87,7 +87,7 @@ static void *queue_at(queue_t *q, uint32_t k) {
   return (char *)q->v + (size_t)((q->head + k) % QMAX) * q->size;
 }
 
-int gpd_series_open(gpd_series_t **out, gpd_store_t *store, uint64_t max_rows) {
+int gpd_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows) {
   gpd_series_t *s = calloc(1, sizeof *s);
   *out = NULL;
   if (s == NULL || queue_init(&s->samples, sizeof(sample_row_t)) < 0 ||
@@ -96,7 +96,7 @@ int gpd_series_open(gpd_series_t **out, gpd_store_t *store, uint64_t max_rows) {
     return -ENOMEM;
   }
   s->max_rows = max_rows;
-  if (gpd_store_connect(store, &s->db) < 0) {
+  if (gpd_dstore_connect(store, &s->db) < 0) {
     gpd_series_close(s);
     return GPD_ESTORE;
   }

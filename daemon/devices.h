@@ -33,7 +33,7 @@
 #include "access.h"
 
 typedef struct gpd_daemon_s gpd_daemon_t;
-typedef struct gpd_store_s gpd_store_t;
+typedef struct gpd_dstore_s gpd_dstore_t;
 
 /** Bits of gpd_dev_sample_t.present: which fields the vendor answered. */
 enum {
@@ -253,10 +253,10 @@ void gpd_perf_close(gpd_perf_t *p);
 
 /* ---- series (devices-series.c): the sampler thread's SQLite writes ---- */
 typedef struct gpd_series_s gpd_series_t;
-/** Open the sampler's own connection to the open store (gpd_store_connect).
+/** Open the sampler's own connection to the open store (gpd_dstore_connect).
  *  max_rows: most rows kept per series table (0: no limit).  0, -ENOMEM
  *  or GPD_ESTORE. */
-int gpd_series_open(gpd_series_t **out, gpd_store_t *store, uint64_t max_rows);
+int gpd_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows);
 /** The device table id of (api, uuid), inserted when new.  >0 or < 0. */
 int64_t gpd_series_device(gpd_series_t *s, const gpd_dev_t *dev);
 /** Queue one device sample / one process's counters (copied; bounded:

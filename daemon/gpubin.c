@@ -9,7 +9,7 @@
  *
  * Quota: a new binary is refused (-EDQUOT, logged by the client's
  * per-uid note) when the uploader's uid would pass its share of the store
- * (gpd_store_uid_quota) with what retention cannot remove (its running
+ * (gpd_gpubin_uid_quota) with what retention cannot remove (its running
  * profiles and their binaries, as last counted) plus what retention has
  * not counted yet (committed since, queued, being uploaded).
  *
@@ -36,11 +36,11 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 
 /* reg_lock held */
 static void upload_unlist(gpd_gpubin_t *g) {
-  gpd_store_t *s = g->listed;
+  gpd_dstore_t *s = g->listed;
   if (s == NULL)
     return;
   if (g->prev)
@@ -111,12 +111,12 @@ static void wake_writer(gpd_daemon_t *d) {
   pthread_cond_signal(&d->writer_cv);
 }
 
-uint64_t gpd_store_uid_quota(const gpd_daemon_t *d) {
+uint64_t gpd_gpubin_uid_quota(const gpd_daemon_t *d) {
   uint64_t q = __atomic_load_n(&d->cfg.retain_uid_bytes, __ATOMIC_RELAXED);
   return q ? q : __atomic_load_n(&d->cfg.retain_bytes, __ATOMIC_RELAXED) / 2;
 }
 
-gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid) {
+gpd_uid_use_t *gpd__gpubin_uid_use(gpd_dstore_t *s, uint32_t uid) {
   for (size_t i = 0; i < s->nuses; i++)
     if (s->uses[i].uid == uid)
       return &s->uses[i];
@@ -136,7 +136,7 @@ gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid) {
 
 /* Bytes of uid's that retention cannot remove or has not counted yet
  * (reg_lock held). */
-static uint64_t uid_pending_bytes(gpd_store_t *s, uint32_t uid) {
+static uint64_t uid_pending_bytes(gpd_dstore_t *s, uint32_t uid) {
   uint64_t b = 0;
   for (size_t i = 0; i < s->nuses; i++)
     if (s->uses[i].uid == uid)
@@ -150,7 +150,7 @@ static uint64_t uid_pending_bytes(gpd_store_t *s, uint32_t uid) {
   return b;
 }
 
-int gpd__gpubin_busy(const gpd_store_t *s, const char *hash) {
+int gpd__gpubin_busy(const gpd_dstore_t *s, const char *hash) {
   for (const gpubin_row_t *r = s->gpubins; r; r = r->next)
     if (strcmp(r->hash, hash) == 0)
       return 1;
@@ -160,23 +160,23 @@ int gpd__gpubin_busy(const gpd_store_t *s, const char *hash) {
   return 0;
 }
 
-void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows) {
+void gpd__gpubin_committed(gpd_dstore_t *s, const gpubin_row_t *rows) {
   for (const gpubin_row_t *g = rows; g; g = g->next) {
-    gpd_uid_use_t *u = gpd__store_uid_use(s, g->uid);
+    gpd_uid_use_t *u = gpd__gpubin_uid_use(s, g->uid);
     if (u)
       u->unseen += g->size;
   }
 }
 
 /* The gpubins directory beside the database, opened once and verified
- * (gpd_store_private_dir): every name below is opened relative to this fd,
+ * (gpd_dstore_private_dir): every name below is opened relative to this fd,
  * so a directory swapped or planted later is never written through. */
-static int gpubin_dir(gpd_store_t *s, char *errmsg, size_t errlen) {
+static int gpubin_dir(gpd_dstore_t *s, char *errmsg, size_t errlen) {
   if (s->bindir >= 0)
     return s->bindir;
   char dir[PATH_MAX + 16];
   snprintf(dir, sizeof dir, "%s/gpubins", s->dir);
-  int fd = gpd_store_private_dir(dir, 1, errmsg, errlen);
+  int fd = gpd_dstore_private_dir(dir, 1, errmsg, errlen);
   if (fd < 0)
     GPD_ERR("gpubin: %s", errmsg); /* once per try; uploads are refused */
   else
@@ -204,9 +204,9 @@ static int gpubin_tmp(gpd_gpubin_t *g, int dirfd) {
   return -EEXIST;
 }
 
-int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint32_t uid,
+int gpd_gpubin_store(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint32_t uid,
                      const Gpuprof__GpuBinary *m, char *errmsg, size_t errlen) {
-  gpd_store_t *s = d->store;
+  gpd_dstore_t *s = d->store;
   int err = 0;
   if (s == NULL) {
     snprintf(errmsg, errlen, "no store");
@@ -241,7 +241,7 @@ int gpd_store_gpubin(gpd_daemon_t *d, gpd_gpubin_t *g, uint64_t profile_id, uint
     g->dirfd = dirfd;
     g->uid = uid;
     struct stat st;
-    uint64_t quota = gpd_store_uid_quota(d), have = 0;
+    uint64_t quota = gpd_gpubin_uid_quota(d), have = 0;
     /* listed before the file is looked at: from here retention keeps it */
     s->reg_lock = &d->reg_lock;
     pthread_mutex_lock(&d->reg_lock);

@@ -13,7 +13,7 @@
 #include "gpuprof/log.h"
 
 #include "daemon.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 #include "store-reload.h"
 
 static unsigned unhex(const char *h, uint8_t *out, unsigned max) {
@@ -147,7 +147,7 @@ static int load_cursor(void *arg, int64_t ring, uint64_t pos) {
   return 0;
 }
 
-int gpd_store_load(gpd_store_t *s, gpd_proc_t *proc, uid_t uid) {
+int gpd_handback_load(gpd_dstore_t *s, gpd_proc_t *proc, uid_t uid) {
   sqlite3 *db = s->rdb;
   gpd_profile_t *p = &proc->prof;
   int ret = 0;
@@ -251,7 +251,7 @@ out:
 }
 
 typedef struct {
-  gpd_store_t *s;
+  gpd_dstore_t *s;
   gpd_proc_t *head, **tail;
   int n;
 } restore_t;
@@ -284,7 +284,7 @@ static int restore_one(void *arg, const gpd_store_profile_row_t *r) {
   gpd_profile_init(&p->prof, p->profile_id);
   p->prof.uid = p->uid;
   p->prof.gid = p->gid;
-  if (gpd_store_load(rs->s, p, p->uid) < 0) {
+  if (gpd_handback_load(rs->s, p, p->uid) < 0) {
     gpd_registry_free_proc(p);
     return 0;
   }
@@ -301,8 +301,8 @@ static int restore_one(void *arg, const gpd_store_profile_row_t *r) {
  * the LOST entry).  Neither is written again by the writer (flushed = 1).
  * Called once from main before the threads start.  Returns the number of
  * profiles restored or a negative code. */
-int gpd_store_restore(gpd_daemon_t *d, unsigned keep) {
-  gpd_store_t *s = d->store;
+int gpd_handback_restore(gpd_daemon_t *d, unsigned keep) {
+  gpd_dstore_t *s = d->store;
   if (s == NULL)
     return 0;
   restore_t rs = {.s = s};

@@ -134,7 +134,7 @@ int gpd_journal_open(gpd_daemon_t *d, const char *state_dir, uint64_t uid_max) {
   char dir[PATH_MAX], err[256];
   if (snprintf(dir, sizeof dir, "%s/journal", state_dir) >= (int)sizeof dir)
     return -ENAMETOOLONG;
-  int fd = gpd_store_private_dir(dir, 1, err, sizeof err);
+  int fd = gpd_dstore_private_dir(dir, 1, err, sizeof err);
   if (fd < 0) {
     GPD_ERR("journal: %s: %s; ring slots are released only after each commit", dir, err);
     return fd;
@@ -381,7 +381,7 @@ void gpd_journal_corr_bound(const gpd_daemon_t *d, gpd_proc_t *p) {
   gpd_jacct_t *a = p->jr.acct;
   if (a == NULL)
     return;
-  uint64_t max = GPD_UID_MAX_CORR, quota = d ? gpd_store_uid_quota(d) : 0;
+  uint64_t max = GPD_UID_MAX_CORR, quota = d ? gpd_gpubin_uid_quota(d) : 0;
   if (quota && quota / GPD_PENDING_ROW_BYTES < max)
     max = quota / GPD_PENDING_ROW_BYTES;
   uint64_t all = __atomic_load_n(&a->corr, __ATOMIC_RELAXED);

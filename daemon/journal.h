@@ -128,7 +128,7 @@ void gpd_journal_sweep(gpd_daemon_t *d);
 int gpd_journal_sweep_due(gpd_daemon_t *d, uint64_t every_ns);
 /** Per-uid bound on unmatched invocations (correlation map entries) of
  *  all the uid's processes together; lower when the uid's share of the
- *  store (gpd_store_uid_quota) holds fewer pending rows, at
+ *  store (gpd_gpubin_uid_quota) holds fewer pending rows, at
  *  GPD_PENDING_ROW_BYTES each (the pending table keeps them: retention
  *  cannot remove a live profile's rows). */
 #define GPD_UID_MAX_CORR (1u << 20)

@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
     }
     /* refused: a link, another user's directory, or one others can write
      * to (they could plant the database or its -wal) */
-    e = gpd_store_private_dir(D.cfg.state_dir, 0, err, sizeof err);
+    e = gpd_dstore_private_dir(D.cfg.state_dir, 0, err, sizeof err);
     if (e < 0) {
       fprintf(stderr, "gpuprofd: state dir refused: %s\n", err);
       return 1;
@@ -266,11 +266,11 @@ int main(int argc, char **argv) {
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&D.writer_cv, &ca);
-  if (gpd_store_open(&D.store, D.db_path) < 0) {
+  if (gpd_dstore_open(&D.store, D.db_path) < 0) {
     fprintf(stderr, "gpuprofd: cannot open the profile store %s\n", D.db_path);
     return 1;
   }
-  D.next_profile_id = gpd_store_first_profile_id(D.store);
+  D.next_profile_id = gpd_dstore_first_profile_id(D.store);
   /* the journal sits beside the database, or in --journal-dir; a private
    * recorder without --journal-dir has none (its frozen processes wait) */
   if (journal_dir) {
@@ -288,7 +288,7 @@ int main(int argc, char **argv) {
     (void)gpd_journal_open(&D, jdir, GPD_JOURNAL_UID_MAX);
   }
   /* the live view goes on across a restart: stored profiles come back */
-  (void)gpd_store_restore(&D, 256);
+  (void)gpd_handback_restore(&D, 256);
   D.loop = uv_default_loop();
   /* Signals are caught before the socket exists: a SIGTERM sent as soon as
    * the socket appears (systemd, a test) must stop the daemon cleanly, not
@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
    * saved file must be complete when it exits; it has one user and
    * releases its rings on consume */
   if ((!D.release_on_consume && (e = gpd_symbolizer_start(&D)) < 0) || (e = gpd_monitor_start(&D)) < 0 ||
-      (e = gpd_store_writer_start(&D)) < 0 ||
+      (e = gpd_checkpoint_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
@@ -342,7 +342,7 @@ out:
   /* traces before the writer's last commit, which releases the rings */
   gpd_trace_stop(D.trace);
   D.trace = NULL;
-  gpd_store_writer_stop(&D);
+  gpd_checkpoint_writer_stop(&D);
   gpd_symbolizer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);
   uv_loop_close(D.loop);
@@ -351,7 +351,7 @@ out:
     D.procs = p->next;
     gpd_registry_free_proc(p);
   }
-  gpd_store_close(D.store);
+  gpd_dstore_close(D.store);
   gpd_journal_close(&D);
   gpd_symbols_shutdown();
   return rc;

@@ -23,7 +23,7 @@
  * the daemon lock is free (trylock), else by the next thread that takes
  * it through gpd_daemon_lock (the monitor within its poll interval).  Its
  * profile id comes from the block the writer keeps reserved ahead
- * (gpd_store_take_profile_id, reg_lock).
+ * (gpd_dstore_take_profile_id, reg_lock).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -318,7 +318,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       p->prof.uid = p->uid;
       p->prof.gid = p->gid;
       p->profile_id = want;
-      loaded = gpd_store_load(d->store, p, peer->uid);
+      loaded = gpd_handback_load(d->store, p, peer->uid);
       if (loaded <= 0) {
         gpd_profile_free(&p->prof);
         p->profile_id = 0;
@@ -332,7 +332,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     if (!loaded) {
       for (uint32_t i = 0; p->jr.from && i < p->region.nrings; i++)
         p->jr.from[i] = UINT64_MAX; /* nothing of it stored: the journal from its start */
-      if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
+      if ((err = gpd_dstore_take_profile_id(d, &p->profile_id)) < 0) {
         snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
         goto fail;
       }
@@ -356,7 +356,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
       close(fd); /* unexpected fd on a plain Hello */
       fd = -1;
     }
-    if ((err = gpd_store_take_profile_id(d, &p->profile_id)) < 0) {
+    if ((err = gpd_dstore_take_profile_id(d, &p->profile_id)) < 0) {
       snprintf(errmsg, errlen, "cannot reserve a profile id: %s", gpd_strerror(err));
       goto fail;
     }

@@ -19,7 +19,7 @@
  * daemon, finishes it.  The profile row goes in the first transaction:
  * readers never see half a profile.
  *
- * Fair: each uid has a share (gpd_store_uid_quota).  Its use is estimated
+ * Fair: each uid has a share (gpd_gpubin_uid_quota).  Its use is estimated
  * (profile_size: rows times a per-table size, plus text lengths; its
  * contexts and frames; the GPU binaries its profiles sent, each counted
  * whole for every uid that sent it).  Victims, oldest finished first:
@@ -55,7 +55,7 @@
 #include "gpuprof/log.h"
 
 #include "daemon.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 #include "store-purge.h"
 
 #define TXN_BUDGET_NS (10ull * 1000000)    /* a transaction commits after this */
@@ -74,12 +74,12 @@ typedef struct {
 /* One pass's state (writer thread). */
 typedef struct {
   gpd_daemon_t *d;
-  gpd_store_t *s;
+  gpd_dstore_t *s;
   sqlite3 *db;
   gpd_store_purge_t *pg; /* the pass's statements */
   uint64_t t_txn;   /* when the open transaction began; 0: none open */
   uint64_t t_flush; /* the last flush */
-  gpd_store_flush_fn flush; /* the writer's, run when one is due; NULL none */
+  gpd_retention_flush_fn flush; /* the writer's, run when one is due; NULL none */
   live_t *live;     /* profiles live in memory: never removed */
   size_t nlive;
   uint64_t removed0; /* s->rstats.profiles when the pass began */
@@ -230,12 +230,12 @@ static int sweep_contexts(rt_t *r) {
 }
 
 /* The gpubins folder for unlinks, opened once (no folder: no files). */
-static int bin_dir(gpd_store_t *s) {
+static int bin_dir(gpd_dstore_t *s) {
   if (s->rbindir >= 0)
     return s->rbindir;
   char dir[PATH_MAX + 16], msg[256];
   snprintf(dir, sizeof dir, "%s/gpubins", s->dir);
-  int fd = gpd_store_private_dir(dir, 0, msg, sizeof msg);
+  int fd = gpd_dstore_private_dir(dir, 0, msg, sizeof msg);
   if (fd >= 0)
     s->rbindir = fd;
   return fd;
@@ -419,7 +419,7 @@ typedef struct {
 /* Count every uid's use and publish the undeletable part for uploads
  * (s->uses, reg_lock).  0, RT_STOP or < 0. */
 static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
-  gpd_store_t *s = r->s;
+  gpd_dstore_t *s = r->s;
   /* binaries committed from now on count as unseen again */
   pthread_mutex_lock(&r->d->reg_lock);
   for (size_t i = 0; i < s->nuses; i++)
@@ -448,7 +448,7 @@ static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
   for (size_t i = 0; i < s->nuses; i++)
     s->uses[i].live = 0;
   for (size_t i = 0; i < n; i++) {
-    gpd_uid_use_t *e = gpd__store_uid_use(s, u[i].uid);
+    gpd_uid_use_t *e = gpd__gpubin_uid_use(s, u[i].uid);
     if (e)
       e->live = u[i].live;
   }
@@ -520,10 +520,10 @@ static int any_over(const uid_row_t *u, size_t n, uint64_t quota) {
 
 static int pass(rt_t *r) {
   gpd_daemon_t *d = r->d;
-  gpd_store_t *s = r->s;
+  gpd_dstore_t *s = r->s;
   uint64_t max_bytes = __atomic_load_n(&d->cfg.retain_bytes, __ATOMIC_RELAXED);
   uint64_t max_age = __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED);
-  uint64_t quota = gpd_store_uid_quota(d);
+  uint64_t quota = gpd_gpubin_uid_quota(d);
   uint64_t now = gpd_clock_ns();
   int64_t cutoff = max_age && now > max_age * 1000000000ull
                        ? (int64_t)(now - max_age * 1000000000ull) : INT64_MIN;
@@ -631,8 +631,8 @@ out:
   return err;
 }
 
-int gpd_store_retain(gpd_daemon_t *d, gpd_store_flush_fn flush) {
-  gpd_store_t *s = d->store;
+int gpd_retention_run(gpd_daemon_t *d, gpd_retention_flush_fn flush) {
+  gpd_dstore_t *s = d->store;
   if (s == NULL || __atomic_load_n(&d->writer_stop, __ATOMIC_RELAXED) ||
       __atomic_load_n(&d->retain_stop, __ATOMIC_RELAXED))
     return 0;

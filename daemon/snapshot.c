@@ -14,7 +14,7 @@
 #include "gpuprof/metric.h"
 
 #include "snapshot.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 
 void gpd_snapshot_free(gpd_snapshot_t *s) {
   free(s->exe); free(s->argv); free(s->hostname); free(s->job); free(s->step); free(s->error);

@@ -9,7 +9,7 @@
  * controller thread and the exiting one) costs nothing but its window's
  * row.  The window fraction f = window_ns / (end - t0), or with launch
  * counts f = launches_in / launches (table trace_duty_launch), is
- * computed by the reader (cli/duty.c), from the stored summary.
+ * computed by the reader (cli/report-duty.c), from the stored summary.
  *
  * Windows are kept in memory up to GPD_TRACEWIN_MAX per process and
  * written by the writer's transaction (checkpoint.c) past a watermark;

@@ -2,7 +2,7 @@
  * back end that traces in windows: CUDA detached or duty-cycled,
  * shim/cupti/cupti-api.c): the cumulative summary (store table
  * trace_duty) and the windows themselves (trace_window) that `gpuprof
- * report`'s duty-cycle estimate reads (docs/CUDA.md, cli/duty.c).
+ * report`'s duty-cycle estimate reads (docs/CUDA.md, cli/report-duty.c).
  * Lock: the daemon lock, like profile.h.
  */
 #ifndef GPD_DAEMON_TRACEWIN_H

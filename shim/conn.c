@@ -232,8 +232,8 @@ static int conn_send_msg(const gpd_fdid_t *sock, Gpuprof__Msg *m, int fd) {
 static int conn_register(const gpd_fdid_t *sock, int region_fd) {
   int handback = region_fd >= 0;
   gpd_shim_state_t *g = &gpd_shim__g;
-  gpd_job_env_t job;
-  gpd_job_env_read(&job);
+  gpd_shim_job_env_t job;
+  gpd_shim_job_env_read(&job);
   char exe[4096], host[256];
   ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[el > 0 ? el : 0] = '\0';

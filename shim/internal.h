@@ -575,16 +575,16 @@ uint32_t gpd_shim__string_again(uint32_t slot);
 void gpd_strings_atfork_child(void);
 
 /* -------------------------------------------------------------- job-env.c */
-typedef struct gpd_job_env_s {
+typedef struct gpd_shim_job_env_s {
   char job_id[128];
   char step_id[64];
   int rank;       /* -1 unknown */
   int local_rank; /* -1 unknown */
-} gpd_job_env_t;
+} gpd_shim_job_env_t;
 /** Read the job tags from the environment (see docs/SHIM.md). */
-void gpd_job_env_read(gpd_job_env_t *j);
+void gpd_shim_job_env_read(gpd_shim_job_env_t *j);
 /** Test hook: same, exported. */
-GPD_EXPORT void gpd_shim__job_read(gpd_job_env_t *j);
+GPD_EXPORT void gpd_shim__job_read(gpd_shim_job_env_t *j);
 
 /* ----------------------------------------------------------- back ends */
 #ifdef GPD_HAVE_OPENCL

@@ -33,7 +33,7 @@ static int job_env_int(const char *const *names) {
   return (int)x;
 }
 
-void gpd_job_env_read(gpd_job_env_t *j) {
+void gpd_shim_job_env_read(gpd_shim_job_env_t *j) {
   static const char *const job_names[] = {"GPUPROF_JOB_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", NULL};
   static const char *const step_names[] = {"SLURM_STEP_ID", NULL};
   static const char *const rank_names[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
@@ -49,4 +49,4 @@ void gpd_job_env_read(gpd_job_env_t *j) {
   j->local_rank = job_env_int(local_names);
 }
 
-GPD_EXPORT void gpd_shim__job_read(gpd_job_env_t *j) { gpd_job_env_read(j); }
+GPD_EXPORT void gpd_shim__job_read(gpd_shim_job_env_t *j) { gpd_shim_job_env_read(j); }

@@ -2,7 +2,7 @@
  * (store-id.h).
  *
  * A daemon counts its profiles (meta next_profile_id, reserved in blocks
- * by daemon/store.c); the id it hands out is that count sent through a
+ * by daemon/dstore.c); the id it hands out is that count sent through a
  * keyed permutation of [0, 2^52): an 8-round balanced Feistel network on
  * two 26-bit halves whose round function is SipHash-2-4 (Aumasson and
  * Bernstein 2012, reference test vector checked in tests/store) of

@@ -3,7 +3,7 @@
  * fixture-retain.c, library gpd_store_fixture), and the retention
  * statements the daemon's pass replaced, kept as the bench's baseline.
  * Not for the product: the daemon's retention is store-purge.h.  Each
- * function opens its own connection to a file gpd_store_open made (busy
+ * function opens its own connection to a file gpd_dstore_open made (busy
  * timeout 10 s) and closes it before returning; single thread.
  */
 #ifndef GPUPROF_STORE_FIXTURE_RETAIN_H

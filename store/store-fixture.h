@@ -36,7 +36,7 @@ int gpd_store_fixture_metric(gpd_store_fixture_t *fx, int64_t profile, uint64_t 
 /** Commit and close (fx is freed either way).  0 or GPD_ESTORE. */
 int gpd_store_fixture_close(gpd_store_fixture_t *fx);
 
-/** Open an existing store file (made by gpd_store_open) to insert trace
+/** Open an existing store file (made by gpd_dstore_open) to insert trace
  *  rows with plain prepared statements, as a baseline for the tracing
  *  threads' writer (bench-trace).  No transaction is open.  0 or
  *  GPD_ESTORE. */

@@ -80,7 +80,7 @@
     "  unknown INTEGER NOT NULL);"
 
 /** Duty-cycled / on-demand tracing windows per process (store/tracewin-write.c
- *  writes them, `gpuprof merge` carries them, cli/duty.c reads them;
+ *  writes them, `gpuprof merge` carries them, cli/report-duty.c reads them;
  *  docs/FORMATS.md).  trace_duty_launch: the kernel launches the back end
  *  counted, all and inside windows (the launch fraction). */
 #define GPD_TRACEWIN_SCHEMA                                                                        \

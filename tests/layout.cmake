@@ -9,6 +9,14 @@ if(GPD_PYTHON3_LAYOUT)
     COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/callcycles
             ${CMAKE_BINARY_DIR} daemon cli analyzer store shim)
   set_tests_properties(layout.callcycles PROPERTIES LABELS unit TIMEOUT 300)
+
+  # One meaning per prefix (docs/ARCHITECTURE.md "Names"): no gpd_<word>_
+  # (or gpd__<word>_) function is defined by the object files of two of
+  # these folders (scripts/prefixes; no --allow prefix is needed).
+  add_test(NAME layout.prefixes
+    COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/prefixes
+            ${CMAKE_BINARY_DIR} shim daemon cli analyzer store common)
+  set_tests_properties(layout.prefixes PROPERTIES LABELS unit TIMEOUT 300)
 endif()
 
 # Issue 26's measured shape: no .c file over 800 lines in shim/, daemon/,

@@ -19,7 +19,7 @@ int main(void) {
                                "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
   for (int i = 0; vars[i]; i++)
     unsetenv(vars[i]);
-  gpd_job_env_t j;
+  gpd_shim_job_env_t j;
   gpd_shim__job_read(&j);
   CHECK(j.job_id[0] == 0 && j.rank == -1 && j.local_rank == -1);
   setenv("SLURM_JOB_ID", "1234", 1);

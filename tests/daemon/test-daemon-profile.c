@@ -1,7 +1,7 @@
 /* test-daemon-profile.c - unit tests of the daemon's attribution
  * (profile.c) and node merge (merge.c): records fed directly, exact metric
  * values asserted at exact Merkle context ids.  Also the commit of the
- * consumer position with the state (monitor.c + store.c): a "restarted
+ * consumer position with the state (monitor.c + dstore.c): a "restarted
  * daemon" adopting a region counts every record exactly once; and a
  * frozen process's rings journaled unread, applied after the copy
  * (journal-hold.c). */
@@ -827,7 +827,7 @@ static gpd_proc_t *commit_setup(gpd_daemon_t *d, const char *dir, gpd_producer_t
   memset(d, 0, sizeof *d);
   pthread_mutex_init(&d->lock, NULL);
   pthread_cond_init(&d->writer_cv, NULL);
-  assert_int_equal(gpd_store_open(&d->store, path), 0);
+  assert_int_equal(gpd_dstore_open(&d->store, path), 0);
   gpd_proc_t *p = calloc(1, sizeof *p);
   assert_non_null(p);
   p->profile_id = 1;
@@ -885,7 +885,7 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(p->cursor[0], atomic_load(&r->ctl[0].head));
   const uint64_t AS = GPD_REC_NSLOTS(gpd_rec_activity_t); /* slots per ACTIVITY */
   assert_int_equal(p->cursor[1], 4 * AS);
-  assert_int_equal(gpd_store_flush(&d), 0);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
   /* committed, then released */
   assert_int_equal(atomic_load(&r->ctl[0].tail), p->cursor[0]);
   assert_int_equal(atomic_load(&r->ctl[1].tail), 4 * AS);
@@ -900,7 +900,7 @@ static void test_commit_cursor(void **state) {
    * COMMIT and the release: the tail stays behind the stored position */
   ring_act(&p1, 4);
   assert_int_equal(gpd_monitor_drain(&d, p, 4096), 1);
-  assert_int_equal(gpd_store_flush(&d), 0);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
   assert_int_equal(atomic_load(&r->ctl[1].tail), 5 * AS);
   atomic_store(&r->ctl[1].tail, 4 * AS);
   /* activity 5 consumed, never flushed; invoke 6 never consumed */
@@ -914,7 +914,7 @@ static void test_commit_cursor(void **state) {
   gpd_proc_t *q = restart_proc(dup(r->fd));
   assert_int_equal(q->cursor[1], 4 * AS);
   assert_int_equal(gpd_profile_init(&q->prof, 1), 0);
-  assert_int_equal(gpd_store_load(d.store, q, getuid()), 1);
+  assert_int_equal(gpd_handback_load(d.store, q, getuid()), 1);
   assert_int_equal(q->cursor[1], 5 * AS); /* skipped what was stored */
   assert_int_equal(atomic_load(&q->region.ctl[1].tail), 5 * AS);
   assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 4.0);
@@ -940,7 +940,7 @@ static void test_commit_cursor(void **state) {
   gpd_profile_finish(&q->prof);
   assert_int_equal(q->prof.unknown, 1);
   assert_true(gpd_profile_incl(&q->prof, GPD_CTX_ROOT, GPD_M_GKER_COUNT) == 7.0);
-  assert_int_equal(gpd_store_flush(&d), 0);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
   assert_int_equal(q->has_region, 0); /* released and unmapped after the final commit */
   assert_int_equal(atomic_load(&r->ctl[0].tail), atomic_load(&r->ctl[0].head));
   assert_int_equal(db_q1(path, "SELECT count(*) FROM pending"), 0);
@@ -957,7 +957,7 @@ static void test_commit_cursor(void **state) {
   atomic_store(&r->ctl[1].tail, h1 - 1);
   gpd_proc_t *q2 = restart_proc(dup(r->fd));
   assert_int_equal(gpd_profile_init(&q2->prof, 1), 0);
-  assert_int_equal(gpd_store_load(d.store, q2, getuid()), 1);
+  assert_int_equal(gpd_handback_load(d.store, q2, getuid()), 1);
   assert_int_equal(q2->cursor[1], h1);
   assert_int_equal(atomic_load(&r->ctl[1].tail), h1);
   assert_int_equal(gpd_monitor_drain(NULL, q2, 4096), 0);
@@ -966,13 +966,13 @@ static void test_commit_cursor(void **state) {
   gpd_proc_t *q3 = restart_proc(dup(r->fd));
   q3->pid = getpid() + 1;
   assert_int_equal(gpd_profile_init(&q3->prof, 1), 0);
-  assert_int_equal(gpd_store_load(d.store, q3, getuid()), -ESRCH);
+  assert_int_equal(gpd_handback_load(d.store, q3, getuid()), -ESRCH);
   gpd_registry_free_proc(q3);
   gpd_registry_free_proc(q2);
 
   gpd_registry_free_proc(q);
   gpd_registry_free_proc(p);
-  gpd_store_close(d.store);
+  gpd_dstore_close(d.store);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
@@ -1004,7 +1004,7 @@ static gpd_proc_t *hold_setup(gpd_daemon_t *d, char *dir, gpd_producer_t *p0, gp
 static void hold_teardown(gpd_daemon_t *d, gpd_proc_t *p, const char *dir) {
   gpd_registry_free_proc(p);
   gpd_journal_close(d);
-  gpd_store_close(d->store);
+  gpd_dstore_close(d->store);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
@@ -1484,10 +1484,10 @@ static void test_store_format(void **state) {
          "INSERT INTO frame VALUES(42,0,'fn','a.c',3,0);"
          "PRAGMA user_version=1;");
   chmod(path, 0644);
-  gpd_store_t *st = NULL;
-  assert_int_equal(gpd_store_open(&st, path), 0);
-  assert_int_equal(gpd_store_first_profile_id(st), 10);
-  gpd_store_close(st);
+  gpd_dstore_t *st = NULL;
+  assert_int_equal(gpd_dstore_open(&st, path), 0);
+  assert_int_equal(gpd_dstore_first_profile_id(st), 10);
+  gpd_dstore_close(st);
   assert_int_equal(db_q1(path, "PRAGMA user_version"), 2);
   assert_int_equal(db_q1(path, "SELECT count(*) FROM context"), 4);
   assert_int_equal(db_q1(path, "SELECT count(*) FROM context WHERE uid=1001 AND label='g'"), 1);
@@ -1498,18 +1498,18 @@ static void test_store_format(void **state) {
   assert_int_equal(stat(path, &sb), 0);
   assert_int_equal(sb.st_mode & 0777, 0600);
   /* reopened: ids continue above the reserved block, never below */
-  assert_int_equal(gpd_store_open(&st, path), 0);
-  assert_int_equal(gpd_store_first_profile_id(st), 10 + 1024);
-  gpd_store_close(st);
+  assert_int_equal(gpd_dstore_open(&st, path), 0);
+  assert_int_equal(gpd_dstore_first_profile_id(st), 10 + 1024);
+  gpd_dstore_close(st);
   /* newer than this daemon: refused, untouched */
   db_run(path, "PRAGMA user_version=3;");
-  assert_int_equal(gpd_store_open(&st, path), GPD_ESTORE);
+  assert_int_equal(gpd_dstore_open(&st, path), GPD_ESTORE);
   assert_int_equal(db_q1(path, "PRAGMA user_version"), 3);
   /* a database path that is a link: refused */
   char link[80];
   snprintf(link, sizeof link, "%s/link.gpdb", dir);
   assert_int_equal(symlink(path, link), 0);
-  assert_int_equal(gpd_store_open(&st, link), GPD_ESTORE);
+  assert_int_equal(gpd_dstore_open(&st, link), GPD_ESTORE);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);

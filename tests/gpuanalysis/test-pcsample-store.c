@@ -1,7 +1,7 @@
 /* test-pcsample-store.c - the daemon side of GPU PC samples: PCSAMPLE /
  * PCSTATS / CUBIN records validated as the monitor validates them, fed
  * through gpd_profile_ingest into daemon/pcsample.c, snapshotted and
- * written into a real store (gpd_store_open's schema) as deltas: exact
+ * written into a real store (gpd_dstore_open's schema) as deltas: exact
  * sums across flushes, a failed flush put back without loss or double
  * counting, bad records refused, the per-process key bound counted. */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include "gpuprof/record.h"
 #include "pcsample.h"
 #include "profile.h"
-#include "store.h"
+#include "dstore.h"
 #include "store-write.h"
 
 typedef struct {
@@ -81,9 +81,9 @@ static void test_store_deltas(void **state) {
   char dir[] = "/tmp/gpd-pcs-XXXXXX", path[64];
   assert_non_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/p.gpdb", dir);
-  gpd_store_t *st = NULL;
-  assert_int_equal(gpd_store_open(&st, path), 0); /* the daemon's schema */
-  gpd_store_close(st);
+  gpd_dstore_t *st = NULL;
+  assert_int_equal(gpd_dstore_open(&st, path), 0); /* the daemon's schema */
+  gpd_dstore_close(st);
 
   gpd_profile_t p;
   assert_int_equal(gpd_profile_init(&p, 1), 0);

@@ -1,5 +1,5 @@
 /* test-retention.c - the store's retention pass (daemon/retention.c) on
- * real SQLite files made by gpd_store_open and filled with SQL
+ * real SQLite files made by gpd_dstore_open and filled with SQL
  * (store-fixture-retain.h):
  *   plans       every statement of the pass uses an index (EXPLAIN QUERY
  *               PLAN: no SCAN of a table but the work lists, no automatic
@@ -51,7 +51,7 @@
 
 #include "daemon.h"
 #include "store-fixture-retain.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 #include "store-purge.h"
 
 typedef struct {
@@ -70,7 +70,7 @@ static env_t *env_new(void) {
   pthread_mutex_init(&e->d.reg_lock, NULL);
   pthread_cond_init(&e->d.writer_cv, NULL);
   e->d.cfg.flush_ms = 3600000; /* no flush between transactions unless asked */
-  assert_int_equal(gpd_store_open(&e->d.store, e->path), 0);
+  assert_int_equal(gpd_dstore_open(&e->d.store, e->path), 0);
   assert_int_equal(sqlite3_open(e->path, &e->db), SQLITE_OK);
   sqlite3_busy_timeout(e->db, 10000);
   return e;
@@ -78,7 +78,7 @@ static env_t *env_new(void) {
 
 static void env_free(env_t *e) {
   sqlite3_close(e->db);
-  gpd_store_close(e->d.store);
+  gpd_dstore_close(e->d.store);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
   assert_int_equal(system(cmd), 0);
@@ -187,8 +187,8 @@ static void test_plans(void **state) {
                               why, sizeof why),
                    1);
   /* reopening makes them again (the upgrade of an older file) */
-  gpd_store_close(e->d.store);
-  assert_int_equal(gpd_store_open(&e->d.store, e->path), 0);
+  gpd_dstore_close(e->d.store);
+  assert_int_equal(gpd_dstore_open(&e->d.store, e->path), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
                          " ('metric_context','cct_local_context','context_parent')"),
                    3);
@@ -206,7 +206,7 @@ static void test_pass20k(void **state) {
   e->d.cfg.retain_bytes = (uint64_t)before * 6 / 10;
   e->d.cfg.retain_uid_bytes = 1ull << 40; /* one uid: the store's limit decides */
   uint64_t t0 = gpd_clock_ns();
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   uint64_t dt = gpd_clock_ns() - t0;
   gpd_retain_stats_t *rs = &e->d.store->rstats;
   int64_t left = q1(e, "SELECT COUNT(*) FROM profile");
@@ -237,7 +237,7 @@ static void test_pass20k(void **state) {
 
 static void *retain_thread(void *arg) {
   env_t *e = arg;
-  intptr_t rc = gpd_store_retain(&e->d, gpd_store_flush);
+  intptr_t rc = gpd_retention_run(&e->d, gpd_checkpoint_flush);
   return (void *)rc;
 }
 
@@ -275,7 +275,7 @@ static void test_stop(void **state) {
                    0);
   /* the next pass finishes the removal */
   e->d.writer_stop = 0;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context"), 1); /* the root */
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM frame"), 1);
@@ -303,7 +303,7 @@ static void test_quota(void **state) {
   fill(e, 1000, 100, 30, 2000, 200, 500, 1000000);
   e->d.cfg.retain_bytes = 1ull << 40;
   e->d.cfg.retain_uid_bytes = 1ull << 40;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0); /* counts, removes nothing */
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0); /* counts, removes nothing */
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 33);
   int64_t ua = use_of(e, 1000), ub = use_of(e, 2000);
   printf("quota: use A %lld, B %lld bytes (estimates)\n", (long long)ua, (long long)ub);
@@ -312,7 +312,7 @@ static void test_quota(void **state) {
   uint64_t share = (uint64_t)(ub + (ua - ub) / 2);
   e->d.cfg.retain_uid_bytes = share;
   e->d.store->use_t_ns = 0; /* count at once */
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   int64_t a_left = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
   printf("quota: share %llu: A keeps %lld of 30 (use %lld), B %lld of 3\n",
          (unsigned long long)share, (long long)a_left, (long long)use_of(e, 1000),
@@ -331,7 +331,7 @@ static void test_quota(void **state) {
   int64_t total = db_bytes(e);
   e->d.cfg.retain_bytes = (uint64_t)total - (uint64_t)total / 8;
   e->d.store->use_t_ns = 0;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   int64_t a2 = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
   printf("quota: store limit %llu: A keeps %lld, B %lld; store %lld bytes\n",
          (unsigned long long)e->d.cfg.retain_bytes, (long long)a2,
@@ -364,13 +364,13 @@ static void test_live_over(void **state) {
   e->d.nprocs = 10;
   e->d.cfg.retain_bytes = 1ull << 40;
   e->d.cfg.retain_uid_bytes = 1ull << 40;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0); /* counts, removes nothing */
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0); /* counts, removes nothing */
   int64_t ua = use_of(e, 1000), ub = use_of(e, 2000), total = db_bytes(e);
   assert_true(ua > 3 * ub);
   e->d.cfg.retain_uid_bytes = (uint64_t)(ub + (ua - ub) / 2); /* A over, B within */
   e->d.cfg.retain_bytes = (uint64_t)(total - total / 8);     /* the store over */
   e->d.store->use_t_ns = 0;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   printf("live_over: use A %lld (all live), B %lld; share %llu, limit %llu, store %lld: "
          "A keeps %lld of 10, B %lld of 3\n", (long long)ua, (long long)ub,
          (unsigned long long)e->d.cfg.retain_uid_bytes, (unsigned long long)e->d.cfg.retain_bytes,
@@ -383,7 +383,7 @@ static void test_live_over(void **state) {
   for (int i = 0; i < 10; i++)
     procs[i].state = GPD_PROC_EXITED;
   e->d.store->use_t_ns = 0;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   int64_t a_left = q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000");
   printf("live_over: A ended: A keeps %lld of 10, B %lld of 3\n", (long long)a_left,
          (long long)q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 2000"));
@@ -413,12 +413,12 @@ static void test_shared_ids(void **state) {
            (unsigned long long)later);
   assert_int_equal(sqlite3_exec(e->db, sql, NULL, NULL, NULL), SQLITE_OK);
   e->d.cfg.retain_age_s = 1;
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 1);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 10); /* 1002 keeps them */
   assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 1002", NULL, NULL, NULL),
                    SQLITE_OK);
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile WHERE uid = 1000"), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 1000"), 1);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM context WHERE uid = 2000"), 10);
@@ -460,7 +460,7 @@ static int upload(env_t *e, uint32_t uid, uint64_t profile, unsigned seed, size_
   memset(&g, 0, sizeof g);
   g.fd = -1;
   char err[256] = "";
-  int rc = gpd_store_gpubin(&e->d, &g, profile, uid, &m, err, sizeof err);
+  int rc = gpd_gpubin_store(&e->d, &g, profile, uid, &m, err, sizeof err);
   if (rc < 0)
     printf("upload uid %u: %s\n", uid, err);
   free(b);
@@ -504,7 +504,7 @@ static void test_gpubins(void **state) {
   snprintf(row->hash, sizeof row->hash, "%s", h3);
   e->d.store->gpubins = row;
   e->d.cfg.retain_age_s = 1; /* profile 1 is too old, 2 ends in the future */
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM profile"), 1);
   assert_false(has_file(e, h4));
   assert_int_equal(access(tmpf, F_OK), -1);
@@ -517,7 +517,7 @@ static void test_gpubins(void **state) {
   free(row);
   assert_int_equal(sqlite3_exec(e->db, "UPDATE profile SET end_ns = 5 WHERE id = 2", NULL, NULL, NULL),
                    SQLITE_OK);
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_false(has_file(e, h1));
   assert_false(has_file(e, h3));
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin") + q1(e, "SELECT COUNT(*) FROM gpubin_ref") +
@@ -532,7 +532,7 @@ static void test_gpubins(void **state) {
   assert_int_equal(upload(e, 1000, 7, 3, 1u << 20), -EDQUOT); /* 2 MiB queued */
   assert_int_equal(upload(e, 2000, 8, 4, 1u << 20), 0);      /* another uid */
   assert_int_equal(upload(e, 1000, 7, 1, 1u << 20), 0);      /* stored already: no new bytes */
-  assert_int_equal(gpd_store_flush(&e->d), 0);
+  assert_int_equal(gpd_checkpoint_flush(&e->d), 0);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin"), 3);
   assert_int_equal(q1(e, "SELECT COUNT(*) FROM gpubin_ref WHERE uid = 1000"), 2);
   assert_int_equal(upload(e, 1000, 7, 5, 1u << 20), -EDQUOT); /* committed, not counted yet */
@@ -542,13 +542,13 @@ static void test_gpubins(void **state) {
 
 int main(int argc, char **argv) {
   if (argc == 8 && strcmp(argv[1], "fill") == 0) {
-    gpd_store_t *st = NULL;
+    gpd_dstore_t *st = NULL;
     gpd_store_fixture_fill_t f = {(uint32_t)atoi(argv[3]), 1, atoi(argv[4]), atoi(argv[5]), atoi(argv[6]),
                                   atoi(argv[7]), 1000000};
-    if (gpd_store_open(&st, argv[2]) < 0)
+    if (gpd_dstore_open(&st, argv[2]) < 0)
       return 1;
     int rc = gpd_store_fixture_retain_fill(argv[2], &f) == 0 ? 0 : 1;
-    gpd_store_close(st);
+    gpd_dstore_close(st);
     return rc;
   }
   const struct CMUnitTest tests[] = {

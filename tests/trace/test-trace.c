@@ -26,9 +26,9 @@ static void setup_store(void) {
   snprintf(dir, sizeof dir, "/tmp/test-trace.XXXXXX");
   assert_non_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/t.gpdb", dir);
-  gpd_store_t *s;
-  assert_int_equal(gpd_store_open(&s, path), 0);
-  gpd_store_close(s);
+  gpd_dstore_t *s;
+  assert_int_equal(gpd_dstore_open(&s, path), 0);
+  gpd_dstore_close(s);
 }
 
 static void cleanup_store(void) {

@@ -101,9 +101,9 @@ static void test_store(void **st) {
   char dir[] = "/tmp/test-tracewin.XXXXXX", path[64], cmd[96];
   assert_non_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/t.gpdb", dir);
-  gpd_store_t *s;
-  assert_int_equal(gpd_store_open(&s, path), 0);
-  gpd_store_close(s);
+  gpd_dstore_t *s;
+  assert_int_equal(gpd_dstore_open(&s, path), 0);
+  gpd_dstore_close(s);
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 

@@ -2,7 +2,7 @@
  * the window fraction, the per-launch (Poisson / Horvitz-Thompson)
  * estimate and its error, and the per-window (cluster sampling) error.
  * Used by the CUDA back end (its exit summary, shim/cupti) and by
- * `gpuprof report` (cli/duty.c).  Pure: any thread, no allocation.
+ * `gpuprof report` (cli/report-duty.c).  Pure: any thread, no allocation.
  */
 #ifndef GPUPROF_DUTY_H
 #define GPUPROF_DUTY_H

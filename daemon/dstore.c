@@ -1,16 +1,18 @@
-/* store.c - the daemon's profile store: open (through store/: private
+/* dstore.c - the daemon's profile store: open (through store/: private
  * files, schema, format upgrade), profile-id reservation and the helpers
  * the store's files share.
  *
- * The daemon's store nouns, one file each (their SQL is store/'s,
- * docs/STORE.md):
- *   store.c       open/close, profile ids (this file)
- *   checkpoint.c  the writer thread and the exactly-once protocol:
- *                 snapshot under the lock -> symbolize -> write -> COMMIT ->
- *                 release the rings to the committed cursors
- *   handback.c    reload of a stored profile (hand-back, restart restore)
- *   retention.c   deleting old profiles (by age, per-uid quota, size)
- *   gpubin.c      GPU-binary files
+ * The daemon's store nouns, one file and prefix each (their SQL is
+ * store/'s, which owns gpd_store_*: docs/STORE.md):
+ *   dstore.c      gpd_dstore_*: open/close, profile ids (this file)
+ *   checkpoint.c  gpd_checkpoint_*: the writer thread and the exactly-once
+ *                 protocol: snapshot under the lock -> symbolize -> write ->
+ *                 COMMIT -> release the rings to the committed cursors
+ *   handback.c    gpd_handback_*: reload of a stored profile (hand-back,
+ *                 restart restore)
+ *   retention.c   gpd_retention_*: deleting old profiles (by age, per-uid
+ *                 quota, size)
+ *   gpubin.c      gpd_gpubin_*: GPU-binary files
  * Two connections to one WAL database: the writer thread's (flushes,
  * retention) and the main thread's (hand-back reload, restore, and the
  * rare profile-id reservation when the writer fell behind).
@@ -30,10 +32,10 @@
 #include "gpuprof/log.h"
 
 #include "daemon.h"
-#include "store-internal.h"
+#include "dstore-internal.h"
 #include "store-reload.h"
 
-int gpd_store_private_dir(const char *dir, int create, char *errmsg, size_t errlen) {
+int gpd_dstore_private_dir(const char *dir, int create, char *errmsg, size_t errlen) {
   int err = 0, fd = -1;
   struct stat st;
   if (create && mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -78,9 +80,9 @@ fail:
   return err;
 }
 
-int gpd_store_open(gpd_store_t **out, const char *path) {
+int gpd_dstore_open(gpd_dstore_t **out, const char *path) {
   int err = GPD_ESTORE;
-  gpd_store_t *s = calloc(1, sizeof *s);
+  gpd_dstore_t *s = calloc(1, sizeof *s);
   if (s == NULL)
     return -ENOMEM;
   s->bindir = -1;
@@ -106,7 +108,7 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
    * out and never committed: the first id is past both the stored
    * profiles and the reserved mark, and a block is reserved now. */
   s->first_id = gpd_store_meta_first_id(s->wdb);
-  s->id_hw = s->first_id + GPD_STORE_ID_BLOCK;
+  s->id_hw = s->first_id + GPD_DSTORE_ID_BLOCK;
   if (gpd_store_meta_reserve(s->wdb, s->id_hw) < 0)
     goto rollback;
   /* the ids handed out are that count permuted under the file's key */
@@ -124,11 +126,11 @@ int gpd_store_open(gpd_store_t **out, const char *path) {
 rollback:
   gpd_store_db_rollback(s->wdb);
 fail:
-  gpd_store_close(s);
+  gpd_dstore_close(s);
   return err;
 }
 
-void gpd_store_close(gpd_store_t *s) {
+void gpd_dstore_close(gpd_dstore_t *s) {
   if (s == NULL)
     return;
   while (s->gpubins) { /* only left if the last flush failed */
@@ -146,20 +148,20 @@ void gpd_store_close(gpd_store_t *s) {
   free(s);
 }
 
-int gpd_store_connect(gpd_store_t *s, sqlite3 **db) {
+int gpd_dstore_connect(gpd_dstore_t *s, sqlite3 **db) {
   return gpd_store_db_open(s->path, 0, db);
 }
 
-uint64_t gpd_store_first_profile_id(gpd_store_t *s) { return s->first_id; }
+uint64_t gpd_dstore_first_profile_id(gpd_dstore_t *s) { return s->first_id; }
 
-int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
-  gpd_store_t *s = d->store;
+int gpd_dstore_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
+  gpd_dstore_t *s = d->store;
   pthread_mutex_lock(&d->reg_lock);
   if (s == NULL || d->next_profile_id < s->id_hw) {
     *id = s ? gpd_store_id_encode(&s->idkey, d->next_profile_id++) : d->next_profile_id++;
     /* under half a block left: the writer reserves the next one now, not
      * at its next interval (a lost wake-up costs one interval) */
-    int low = s && s->id_hw - d->next_profile_id < GPD_STORE_ID_BLOCK / 2;
+    int low = s && s->id_hw - d->next_profile_id < GPD_DSTORE_ID_BLOCK / 2;
     pthread_mutex_unlock(&d->reg_lock);
     if (low) {
       __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
@@ -167,7 +169,7 @@ int gpd_store_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
     }
     return 0;
   }
-  uint64_t hw = d->next_profile_id + GPD_STORE_ID_BLOCK;
+  uint64_t hw = d->next_profile_id + GPD_DSTORE_ID_BLOCK;
   pthread_mutex_unlock(&d->reg_lock);
   /* The writer did not keep the reservation ahead (more than half a block
    * of registrations within one flush interval): reserve here, once per

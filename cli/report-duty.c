@@ -1,4 +1,4 @@
-/* duty.c - duty-cycled estimates in `gpuprof report` (docs/CLI.md,
+/* report-duty.c - duty-cycled estimates in `gpuprof report` (docs/CLI.md,
  * docs/CUDA.md "The duty-cycle estimate").
  *
  * A CUDA process run with GPUPROF_CUDA_TRACE=duty:W/P traces only the

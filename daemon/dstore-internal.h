@@ -1,9 +1,9 @@
-/* store-internal.h - what the store's files share (store.c, checkpoint.c,
+/* dstore-internal.h - what the store's files share (dstore.c, checkpoint.c,
  * handback.c, retention.c, gpubin.c); not for other nouns.
  *
- * Lock: gpd_store_t fields say which thread or lock guards them. */
-#ifndef GPD_DAEMON_STORE_INTERNAL_H
-#define GPD_DAEMON_STORE_INTERNAL_H
+ * Lock: gpd_dstore_t fields say which thread or lock guards them. */
+#ifndef GPD_DAEMON_DSTORE_INTERNAL_H
+#define GPD_DAEMON_DSTORE_INTERNAL_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include "store-db.h"
 #include "store-id.h"
 #include "store-rows.h"
-#include "store.h"
+#include "dstore.h"
 
 /* A stored GPU binary's row, waiting for the writer's next transaction
  * (the main thread never writes to SQLite: a busy writer would stall the
@@ -39,10 +39,10 @@ typedef struct gpd_retain_stats_s {
   int stopped;                                  /* the last pass stopped for writer_stop */
 } gpd_retain_stats_t;
 
-struct gpd_store_s {
+struct gpd_dstore_s {
   sqlite3 *wdb; /* writer thread */
   sqlite3 *rdb; /* main thread: reads, and a profile-id reservation when
-                   the writer fell behind (gpd_store_take_profile_id) */
+                   the writer fell behind (gpd_dstore_take_profile_id) */
   gpubin_row_t *gpubins; /* pending rows, under d->reg_lock */
   struct gpd_gpubin_s *uploads; /* uploads in progress, under d->reg_lock */
   pthread_mutex_t *reg_lock;    /* &d->reg_lock, set by the first upload (main thread) */
@@ -66,7 +66,7 @@ struct gpd_store_s {
   uint64_t lock_max_ns[3]; /* the writer's longest hold of d->lock: its snapshot's first hold,
                               a chunk, after the commit (atomic: read by others) */
   uint32_t snap_chunk;  /* items copied per hold of d->lock after the snapshot's
-                           first hold; 0: GPD_STORE_SNAP_CHUNK (gpd_store_snapshot_chunk) */
+                           first hold; 0: GPD_CHECKPOINT_SNAP_CHUNK (gpd_checkpoint_snapshot_chunk) */
   int bindir;        /* gpubins/ (verified dirfd), -1 until needed; main thread */
   uint64_t id_hw;    /* ids below this are reserved durably (meta), d->reg_lock */
   uint64_t first_id; /* first id this daemon hands out */
@@ -78,22 +78,22 @@ struct gpd_store_s {
 /* modules, strings, contexts, locals, metric and pending rows the writer
  * copies per hold of d->lock after a process's snapshot (docs/PERFORMANCE.md,
  * "Writer snapshot": 2 048 held it up to ~10 ms on a busy 2-core VM) */
-#define GPD_STORE_SNAP_CHUNK 256u
+#define GPD_CHECKPOINT_SNAP_CHUNK 256u
 
 /* ids reserved per meta write; the writer tops up at half */
-#define GPD_STORE_ID_BLOCK 1024u
+#define GPD_DSTORE_ID_BLOCK 1024u
 
 /** Lowercase hex of n bytes (malloc'd), NULL when n == 0 or no memory. */
 char *gpd__hex(const uint8_t *b, unsigned n);
 /** The uid's entry of s->uses, added when missing (reg_lock held); NULL
  *  when out of memory. */
-gpd_uid_use_t *gpd__store_uid_use(gpd_store_t *s, uint32_t uid);
+gpd_uid_use_t *gpd__gpubin_uid_use(gpd_dstore_t *s, uint32_t uid);
 /** After the flush's COMMIT (reg_lock held): their bytes count as unseen
  *  in their uids' quotas until the next retention count. */
-void gpd__gpubin_committed(gpd_store_t *s, const gpubin_row_t *rows);
+void gpd__gpubin_committed(gpd_dstore_t *s, const gpubin_row_t *rows);
 /** 1 when hash is queued (s->gpubins) or being uploaded (reg_lock held):
  *  retention keeps its file. */
-int gpd__gpubin_busy(const gpd_store_t *s, const char *hash);
+int gpd__gpubin_busy(const gpd_dstore_t *s, const char *hash);
 /** 1 for 32 lowercase hex digits (a gpubin's name). */
 int gpd__gpubin_valid_hash(const char *h);
 /** strdup that passes NULL through. */
