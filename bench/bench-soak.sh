@@ -49,11 +49,13 @@ set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
 procs=${2:-16} ops=${3:-100000} secs=${4:-600}
 retain=${SOAK_RETAIN:-8M} monitors=${SOAK_MONITORS:-1} settle=${SOAK_SETTLE:-120} sout=${SOAK_OUT:-}
+# say LINE...: printed, and appended to SOAK_OUT when set
+say() { printf '%s\n' "$@"; [ -z "$sout" ] || printf '%s\n' "$@" >>"$sout"; }
 client=$(find "$b" -type f -perm -u+x -name test-daemon-client -print -quit)
 big=$(find "$b" -type f -perm -u+x -name store-bigdebug -print -quit)
 [ -n "$client" ] && [ -n "$big" ] && [ -x "$b/bin/gpuprofd" ] && [ -x "$b/bin/gpuprof" ] ||
-  { echo "bench-soak: needs bin/gpuprofd, bin/gpuprof, test-daemon-client and store-bigdebug under $b"; exit 1; }
-command -v python3 >/dev/null || { echo "bench-soak: needs python3"; exit 1; }
+  { say "bench-soak: needs bin/gpuprofd, bin/gpuprof, test-daemon-client and store-bigdebug under $b"; exit 1; }
+python3 -c "import sqlite3" 2>/dev/null || { say "bench-soak: needs python3 with its sqlite3 module"; exit 1; }
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 # the attacker runs copies it can read (a private build tree stands in the
@@ -64,8 +66,6 @@ cp "$client" "$big" "$b/bin/gpuprof" "$tmp/bin/"
 chmod -R a+rX "$tmp"
 client=$tmp/bin/test-daemon-client big=$tmp/bin/store-bigdebug gp=$tmp/bin/gpuprof
 dpid=
-# say LINE...: printed, and appended to SOAK_OUT when set
-say() { printf '%s\n' "$@"; [ -z "$sout" ] || printf '%s\n' "$@" >>"$sout"; }
 cleanup() {
   local rc=$?
   [ "$rc" = 0 ] || say "# bench-soak ended early (status $rc)"
@@ -76,7 +76,7 @@ cleanup() {
 trap cleanup EXIT
 as=()
 if [ "$(id -u)" = 0 ]; then
-  command -v setpriv >/dev/null || { echo "bench-soak: run as root, needs setpriv for the attacker's uid"; exit 1; }
+  command -v setpriv >/dev/null || { say "bench-soak: run as root, needs setpriv for the attacker's uid"; exit 1; }
   as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
 if [ -s "$b/offsets" ]; then
@@ -86,7 +86,7 @@ else
     if [ "$type" = T ] && [ "${name#f_}" != "$name" ]; then printf '%x\n' $((16#$addr + 4)); fi
   done >"$tmp/offsets"
 fi
-[ -s "$tmp/offsets" ] || { echo "bench-soak: no f_* symbols in $big (nm missing? a bundle has them in offsets)"; exit 1; }
+[ -s "$tmp/offsets" ] || { say "bench-soak: no f_* symbols in $big (nm missing? a bundle has them in offsets)"; exit 1; }
 chmod a+r "$tmp/offsets"
 
 # watch DIR DB DPID SETTLE OUT...: until every victim's profile is stored exited
