@@ -30,47 +30,77 @@
 # live traces written / asked, attacker processes an admin's
 # `ps --all --job job42` lists.
 # Needs only the build's bin/ and tests/apps (test-daemon-client is found
-# anywhere under BUILD_DIR) and python3; runs from a bundle directory.
+# anywhere under BUILD_DIR; a lib/ beside bin/ goes with the attacker's
+# copies; an `offsets` file in BUILD_DIR replaces nm), python3 with its
+# sqlite3 module, awk and coreutils; runs from the folder that
+# bench/soak-bundle.sh makes. Each scenario takes SECS plus the settle
+# (at most SOAK_SETTLE) plus a few seconds.
 # Defaults: 16 x 100 000 x 600; SOAK_SCENARIOS="quiet" runs one of them.
-# For the issue's size on a bigger machine: SOAK_MONITORS (the daemon's
-# [monitor] threads, default 1; up to 8), SOAK_SETTLE (seconds the watch
-# waits after the last victim's exit for its profile to be stored,
-# default 120), SOAK_RETAIN (the store's cap, default 8M).
+# Environment: SOAK_SCENARIOS (default "quiet attack"), SOAK_MONITORS (the
+# daemon's [monitor] threads, default 1; up to 8), SOAK_SETTLE (seconds the
+# watch waits after the last victim's exit for its profile to be stored,
+# default 120), SOAK_RETAIN (the store's cap, default 8M), SOAK_KEEP
+# (non-empty: keep the scenarios' folders, printed at the end), SOAK_OUT
+# (a file: the header, every table and a last line "# bench-soak done" are
+# appended to it as well as printed, and each scenario's daemon log is
+# copied to SOAK_OUT.SCENARIO.log; for a run started with
+# `setsid nohup ... &` and collected later).
 set -uo pipefail
 b=$(cd "${1:?usage: bench-soak.sh BUILD_DIR [PROCS] [OPS] [SECS]}" && pwd)
 procs=${2:-16} ops=${3:-100000} secs=${4:-600}
-retain=${SOAK_RETAIN:-8M}
+retain=${SOAK_RETAIN:-8M} monitors=${SOAK_MONITORS:-1} settle=${SOAK_SETTLE:-120} sout=${SOAK_OUT:-}
+# say LINE...: printed, and appended to SOAK_OUT when set
+say() { printf '%s\n' "$@"; [ -z "$sout" ] || printf '%s\n' "$@" >>"$sout"; }
 client=$(find "$b" -type f -perm -u+x -name test-daemon-client -print -quit)
 big=$(find "$b" -type f -perm -u+x -name store-bigdebug -print -quit)
 [ -n "$client" ] && [ -n "$big" ] && [ -x "$b/bin/gpuprofd" ] && [ -x "$b/bin/gpuprof" ] ||
-  { echo "bench-soak: needs bin/gpuprofd, bin/gpuprof, test-daemon-client and store-bigdebug under $b"; exit 1; }
-command -v python3 >/dev/null || { echo "bench-soak: needs python3"; exit 1; }
+  { say "bench-soak: needs bin/gpuprofd, bin/gpuprof, test-daemon-client and store-bigdebug under $b"; exit 1; }
+python3 -c "import sqlite3" 2>/dev/null || { say "bench-soak: needs python3 with its sqlite3 module"; exit 1; }
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
-# the attacker runs copies it can read (a private build tree stands in the way)
+# the attacker runs copies it can read (a private build tree stands in the
+# way), beside the libraries a bundle's programs find at $ORIGIN/../lib
 mkdir -p "$tmp/bin"
 cp "$client" "$big" "$b/bin/gpuprof" "$tmp/bin/"
-chmod -R a+rX "$tmp/bin"
+[ ! -d "$b/lib" ] || [ -e "$b/CMakeCache.txt" ] || cp -r "$b/lib" "$tmp/lib"
+chmod -R a+rX "$tmp"
 client=$tmp/bin/test-daemon-client big=$tmp/bin/store-bigdebug gp=$tmp/bin/gpuprof
 dpid=
-cleanup() { [ -z "$dpid" ] || kill -9 "$dpid" 2>/dev/null; jobs -p | xargs -r kill -9 2>/dev/null; [ -n "${SOAK_KEEP:-}" ] || rm -rf "$tmp"; }
+cleanup() {
+  local rc=$?
+  [ "$rc" = 0 ] || say "# bench-soak ended early (status $rc)"
+  [ -z "$dpid" ] || kill -9 "$dpid" 2>/dev/null
+  jobs -p | xargs -r kill -9 2>/dev/null
+  [ -n "${SOAK_KEEP:-}" ] || rm -rf "$tmp"
+}
 trap cleanup EXIT
 as=()
-[ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-nm "$big" 2>/dev/null | while read -r addr type name; do
-  if [ "$type" = T ] && [ "${name#f_}" != "$name" ]; then printf '%x\n' $((16#$addr + 4)); fi
-done >"$tmp/offsets"
-[ -s "$tmp/offsets" ] || { echo "bench-soak: no f_* symbols in $big (nm missing?)"; exit 1; }
+if [ "$(id -u)" = 0 ]; then
+  command -v setpriv >/dev/null || { say "bench-soak: run as root, needs setpriv for the attacker's uid"; exit 1; }
+  as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+if [ -s "$b/offsets" ]; then
+  cp "$b/offsets" "$tmp/offsets"
+else
+  nm "$big" 2>/dev/null | while read -r addr type name; do
+    if [ "$type" = T ] && [ "${name#f_}" != "$name" ]; then printf '%x\n' $((16#$addr + 4)); fi
+  done >"$tmp/offsets"
+fi
+[ -s "$tmp/offsets" ] || { say "bench-soak: no f_* symbols in $big (nm missing? a bundle has them in offsets)"; exit 1; }
+chmod a+r "$tmp/offsets"
 
 # watch DIR DB DPID SETTLE OUT...: until every victim's profile is stored exited
-# with all its kernels (or SETTLE s after the last exit): per victim "ID
-# DROPS KERNELS LAG", then "JOURNAL_PEAK RSS_PEAK_KB STORE_PEAK" (the
-# store: the database file, its WAL and gpubins/, sampled every 0.25 s)
+# with all its kernels or removed by the retention (DIR/log says so), or
+# SETTLE s after the last exit: per victim "ID DROPS KERNELS LAG" (KERNELS
+# "removed", LAG until then, for a removed one), then "JOURNAL_PEAK
+# RSS_PEAK_KB STORE_PEAK" (the store: the database file, its WAL and
+# gpubins/, sampled every 0.25 s)
 watch() {
   python3 - "$@" <<'PY'
 import os, sqlite3, sys, time
 d, db, dpid, settle, outs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 done, stored, jmax, hwm, smax, last_exit = {}, {}, 0, 0, 0, None
+removed, logpos = set(), 0
 def du(p):
     t = 0
     for r, _, fs in os.walk(p):
@@ -101,6 +131,21 @@ while True:
         if len(w) >= 4 and w[0] == "DONE":
             done[o] = (int(w[1]), int(w[3]), now)
             last_exit = now
+    try:
+        with open(os.path.join(d, "log"), "rb") as lf:
+            lf.seek(logpos)
+            chunk = lf.read()
+            end = chunk.rfind(b"\n") + 1
+            logpos += end
+        for l in chunk[:end].decode(errors="replace").splitlines():
+            w = l.split("retention removed profile ")
+            if len(w) > 1 and w[1].split() and w[1].split()[0].isdigit():
+                removed.add(int(w[1].split()[0]))
+    except OSError:
+        pass
+    for o, (pid, dr, t) in done.items():
+        if o not in stored and pid in removed:
+            stored[o] = ("removed", now - t)
     if done and os.path.exists(db):
         try:
             c = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
@@ -109,7 +154,7 @@ while True:
                 k, st = kernels(c, pid)
                 n = int(open(o + ".n").read())
                 if st == "exited" and int(k) >= n - dr:  # a dropped record loses at most one kernel
-                    stored[o] = (int(k), now - t)
+                    stored[o] = (str(int(k)), now - t)
             c.close()
         except sqlite3.Error:
             pass
@@ -118,23 +163,24 @@ while True:
     time.sleep(0.25)
 for o in outs:
     pid, dr, _ = done.get(o, (0, -1, 0))
-    k, lag = stored.get(o, (-1, -1.0))
+    k, lag = stored.get(o, ("-1", -1.0))
     print(pid, dr, k, "%.2f" % lag)
 print(jmax, hwm, smax)
 PY
 }
 
 run() { # scenario
-  local sc=$1 d=$tmp/$1
+  local sc=$1 d=$tmp/$1 start=$SECONDS
+  say "# $sc: started $(date -u +%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
   mkdir -p "$d/att"
   chmod 755 "$d"
   chmod 1777 "$d/att"
-  printf '[store]\nretention_max_bytes = %s\n[monitor]\nthreads = %s\n' "$retain" "${SOAK_MONITORS:-1}" >"$d/conf"
+  printf '[store]\nretention_max_bytes = %s\n[monitor]\nthreads = %s\n' "$retain" "$monitors" >"$d/conf"
   GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
     --config "$d/conf" >"$d/log" 2>&1 &
   dpid=$!
   for _ in $(seq 1 200); do [ -S "$d/s" ] && break; sleep 0.05; done
-  [ -S "$d/s" ] || { echo "bench-soak: daemon did not start: $(cat "$d/log")"; exit 1; }
+  [ -S "$d/s" ] || { say "bench-soak: daemon did not start: $(cat "$d/log")"; exit 1; }
   local apids=() fill=0 traced=0 asked=0
   if [ "$sc" = attack ]; then
     mkfifo "$d/f.in" "$d/a.in"
@@ -177,23 +223,29 @@ run() { # scenario
     sleep $((secs / 2 > 0 ? secs / 2 : 1))
     jobrows=$("$b/bin/gpuprof" --socket "$d/s" ps --all --job job42 2>&1 | awk '$2 == "nobody" || $2 == "65534"' | wc -l)
   fi
-  watch "$d" "$d/p.gpdb" "$dpid" "${SOAK_SETTLE:-120}" "${outs[@]}" >"$d/watch.out"
+  watch "$d" "$d/p.gpdb" "$dpid" "$settle" "${outs[@]}" >"$d/watch.out"
   if [ "$sc" = attack ]; then
     exec {fi}>&- {ai}>&-
     wait "${apids[@]}" 2>/dev/null
     fill=$(cat "$d/fill.n" 2>/dev/null || echo 0)
     read -r traced asked <"$d/trace.n" 2>/dev/null || true
   fi
+  local t0=$SECONDS
   kill -TERM "$dpid"
   wait "$dpid"
   dpid=
-  local drops=0 i=0 jmax hwm
-  echo "### $sc: $procs victims x $ops ops/s x $secs s"
-  echo "| victim | profile | ops pushed | records dropped | kernels stored | writer lag (exit to stored) |"
-  echo "|---|---|---|---|---|---|"
+  local stop=$((SECONDS - t0))
+  local drops=0 i=0 jmax hwm smax row
+  say "### $sc: $procs victims x $ops ops/s x $secs s ($(date -u +%H:%M:%SZ))" \
+    "| victim | profile | ops pushed | records dropped | kernels stored | writer lag (exit to stored) |" \
+    "|---|---|---|---|---|---|"
   while read -r id dr k lag; do
     i=$((i + 1))
-    printf '| %d | %s | %d | %s | %s | %s s |\n' "$i" "$id" $((ops * secs)) "$dr" "$k" "$lag"
+    row=$(printf '| %d | %s | %d | %s | %s | %s s |' "$i" "$id" $((ops * secs)) "$dr" "$k" "$lag")
+    # a finished profile the retention removed before the watch saw it stored
+    [ "$k" != removed ] || row=$(printf '| %d | %s | %d | %s | removed by retention | %s s (exit to removal) |' \
+      "$i" "$id" $((ops * secs)) "$dr" "$lag")
+    say "$row"
     drops=$((drops + (dr > 0 ? dr : 0)))
   done < <(head -n "$procs" "$d/watch.out")
   read -r jmax hwm smax < <(tail -1 "$d/watch.out")
@@ -202,13 +254,20 @@ run() { # scenario
   lk=$(grep -o 'hold of the daemon lock [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms')
   size=$(du -sbc "$d/p.gpdb" "$d/p.gpdb-wal" "$d/gpubins" 2>/dev/null | tail -1 | cut -f1)
   left=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("select count(*) from profile where uid=65534").fetchone()[0])' "$d/p.gpdb")
-  echo
-  echo "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store at the end, peak | attacker: fill processes, profiles left, profiles retention removed (any uid) | live traces written / asked | attacker rows in ps --job job42 |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
-  printf '| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f, %.1f MiB (cap %s) | %s, %s, %s | %s / %s | %s |\n\n' "$sc" "$drops" \
-    "${wr:-?}" "${lk:-?}" "$(echo "$jmax / 1048576" | bc -l)" "$(echo "${hwm:-0} / 1024" | bc -l)" \
-    "$(echo "$size / 1048576" | bc -l)" "$(echo "${smax:-0} / 1048576" | bc -l)" "$retain" "${fill:-0}" "$left" "$(grep -c 'retention removed profile' "$d/log")" "${traced:-0}" "${asked:-0}" "$jobrows"
+  say "" \
+    "| scenario | records dropped (all victims) | writer flush (mean, max) | longest lock hold | journal peak | daemon RSS peak | store at the end, peak | attacker: fill processes, profiles left, profiles retention removed (any uid) | live traces written / asked | attacker rows in ps --job job42 |" \
+    "|---|---|---|---|---|---|---|---|---|---|"
+  say "$(awk -v sc="$sc" -v dr="$drops" -v wr="${wr:-?}" -v lk="${lk:-?}" -v j="${jmax:-0}" -v h="${hwm:-0}" \
+    -v sz="${size:-0}" -v sm="${smax:-0}" -v cap="$retain" -v f="${fill:-0}" -v l="$left" \
+    -v rm="$(grep -c 'retention removed profile' "$d/log")" -v t="${traced:-0} / ${asked:-0}" -v jr="$jobrows" \
+    'BEGIN {printf "| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f, %.1f MiB (cap %s) | %s, %s, %s | %s | %s |\n",
+      sc, dr, wr, lk, j / 1048576, h / 1024, sz / 1048576, sm / 1048576, cap, f, l, rm, t, jr}')" ""
+  say "daemon: exited $stop s after SIGTERM; scenario took $((SECONDS - start)) s" ""
+  [ -z "$sout" ] || cp "$d/log" "$sout.$sc.log"
 }
 
-echo "# bench-soak — $(date -u +%Y-%m-%dT%H:%MZ) — $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+say "# bench-soak — $(date -u +%Y-%m-%dT%H:%M:%SZ) — $(uname -n): $(nproc) cores ($(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)" \
+  "# $procs victims x $ops ops/s x $secs s; scenarios: ${SOAK_SCENARIOS:-quiet attack}; [monitor] threads $monitors; cap $retain; settle $settle s; attacker uid $([ ${#as[@]} -gt 0 ] && echo 65534 || id -u); build $b" ""
 for sc in ${SOAK_SCENARIOS:-quiet attack}; do run "$sc"; done
+say "# bench-soak done — $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "${SOAK_KEEP:-}" ] || echo "bench-soak: kept $tmp"

@@ -26,10 +26,11 @@
  *   1. profiles that ended more than retention_max_age_s ago (any uid);
  *   2. a uid over its share loses its own oldest, the uid furthest over
  *      first, until it is within; no one else's profile goes for it;
- *   3. while the store (database pages in use + GPU binaries) is over
- *      retention_max_bytes and no uid is over its share, the uid furthest
- *      over its share (use - share largest) among those using more than
- *      an equal part of the limit (limit / uids) loses its oldest.
+ *   3. while the store (database pages in use + its -wal file + GPU
+ *      binaries) is over retention_max_bytes and no uid is over its
+ *      share, the uid furthest over its share (use - share largest) among
+ *      those using more than an equal part of the limit (limit / uids)
+ *      loses its oldest.
  * A profile live in memory (running, or lost and waiting for a hand-back)
  * is never removed.  What bounds the live part instead: each count gives
  * every uid an allowance of new trace rows (admit_publish, trace.h), the
@@ -650,13 +651,15 @@ int gpd_retention_run(gpd_daemon_t *d, gpd_retention_flush_fn flush) {
     err = pass(&r);
   if (err >= 0)
     err = rt_commit(&r) < 0 ? GPD_ESTORE : err;
+  if (err >= 0) /* the pass's frames out of the -wal, if readers allow it now */
+    gpd_store_db_wal_truncate(s->wdb);
   if (err < 0 && r.t_txn) {
     gpd_store_db_quiet(1); /* SQLite may have rolled back already */
     gpd_store_db_rollback(s->wdb);
     gpd_store_db_quiet(0);
     r.t_txn = 0;
   }
-  gpd_store_db_autocheckpoint(s->wdb, 1000);
+  gpd_store_db_autocheckpoint(s->wdb, 0);
   gpd_store_purge_close(r.pg);
   free(r.live);
   uint64_t dt = gpd_clock_ns() - t0;

@@ -11,12 +11,52 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define GPD_STORE_WAL_LIMIT "4194304" /* bytes: the -wal file after a full checkpoint */
-
 #include "gpuprof/error.h"
 #include "gpuprof/log.h"
 
 static _Thread_local int db_quiet;
+
+/* Bytes of the -wal file of db's database `name` (0: none). */
+static int64_t wal_bytes(sqlite3 *db, const char *name) {
+  const char *file = sqlite3_db_filename(db, name);
+  struct stat st;
+  if (file == NULL || *file == '\0' || stat(sqlite3_filename_wal(file), &st) < 0)
+    return 0;
+  return (int64_t)st.st_size;
+}
+
+/* wal_checkpoint(TRUNCATE) of db's database `name`, tried again every
+ * millisecond for up to wait_ms while readers or writers are in the way.
+ * Each try reads the readers' marks afresh and waits for none (SQLite's
+ * busy handler, by contrast, waits for one lock slot, which readers that
+ * follow each other back to back can hold for ever).  The connection's
+ * busy timeout is GPD_STORE_BUSY_MS again afterwards.  Returns the last
+ * try's SQLite result code. */
+static int wal_truncate(sqlite3 *db, const char *name, unsigned wait_ms) {
+  int rc;
+  sqlite3_busy_timeout(db, 0);
+  for (unsigned t = 0;; t++) {
+    rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || t >= wait_ms)
+      break;
+    usleep(1000);
+  }
+  sqlite3_busy_timeout(db, GPD_STORE_BUSY_MS);
+  return rc;
+}
+
+/* After each commit of a read-write connection (sqlite3_wal_hook; arg: the
+ * passive checkpoint's size, frames): the -wal's bound first (a file of
+ * GPD_STORE_WAL_MAX bytes or more is checkpointed to zero length, for up
+ * to GPD_STORE_BUSY_MS while readers or writers are in the way; the next
+ * commit tries again), else what wal_autocheckpoint does. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames) {
+  if (wal_bytes(db, name) >= GPD_STORE_WAL_MAX)
+    wal_truncate(db, name, GPD_STORE_BUSY_MS);
+  else if (frames >= (int)(uintptr_t)arg)
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  return SQLITE_OK;
+}
 
 int gpd_store_db_quiet(int on) {
   int was = db_quiet;
@@ -71,10 +111,13 @@ int gpd_store_db_open(const char *path, int create, sqlite3 **db) {
     return GPD_ESTORE;
   }
   sqlite3_busy_timeout(*db, GPD_STORE_BUSY_MS);
-  /* a checkpoint that reaches the end of the log cuts it back to this
-   * (without it the -wal file keeps its largest size: the store's cap
-   * counts the file, docs/STORE.md) */
-  sqlite3_exec(*db, "PRAGMA journal_size_limit=" GPD_STORE_WAL_LIMIT ";", NULL, NULL, NULL);
+  /* a restarted log is cut back to GPD_STORE_WAL_KEEP at its first
+   * commit, and wal_hook bounds it (the store's cap counts the file,
+   * docs/STORE.md) */
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld;", (long long)GPD_STORE_WAL_KEEP);
+  sqlite3_exec(*db, sql, NULL, NULL, NULL);
+  sqlite3_wal_hook(*db, wal_hook, (void *)(uintptr_t)GPD_STORE_WAL_PASSIVE);
   return 0;
 }
 
@@ -212,7 +255,22 @@ int gpd_store_db_vacuum(sqlite3 *db, unsigned pages, int64_t *left) {
 }
 
 int gpd_store_db_autocheckpoint(sqlite3 *db, unsigned pages) {
-  char sql[64];
-  snprintf(sql, sizeof sql, "PRAGMA wal_autocheckpoint=%u;", pages);
-  return gpd_store_db_exec(db, sql);
+  sqlite3_wal_hook(db, wal_hook, (void *)(uintptr_t)(pages ? pages : GPD_STORE_WAL_PASSIVE));
+  return 0;
+}
+
+int64_t gpd_store_db_wal_size(sqlite3 *db) { return wal_bytes(db, "main"); }
+
+int gpd_store_db_wal_truncate(sqlite3 *db) {
+  if (wal_bytes(db, "main") <= GPD_STORE_WAL_KEEP)
+    return 0;
+  int rc = wal_truncate(db, "main", 0);
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+    return 1;
+  if (rc != SQLITE_OK) {
+    if (!db_quiet)
+      GPD_ERR("store: wal_checkpoint(TRUNCATE): %s", sqlite3_errmsg(db));
+    return GPD_ESTORE;
+  }
+  return 0;
 }

@@ -434,5 +434,6 @@ uint64_t gpd_store_purge_live_use(gpd_store_purge_t *r, uint64_t id) {
 }
 
 uint64_t gpd_store_purge_total(gpd_store_purge_t *r) {
-  return (uint64_t)gpd_store_db_size(r->db) + (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
+  return (uint64_t)gpd_store_db_size(r->db) + (uint64_t)gpd_store_db_wal_size(r->db) +
+         (uint64_t)query1(r, R_BINS_TOTAL, 0, 0, 0);
 }

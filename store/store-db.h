@@ -20,6 +20,23 @@
 /** Busy timeout of a read-write connection, ms. */
 #define GPD_STORE_BUSY_MS 10000
 
+/** The -wal file's bound, bytes: a commit of a read-write connection
+ *  (gpd_store_db_open) that leaves the file at least this long
+ *  checkpoints it to zero length (TRUNCATE), waiting for readers and
+ *  writers up to GPD_STORE_BUSY_MS.  So after each commit the file is
+ *  shorter than this, and during one it exceeds it by at most that
+ *  transaction's pages (+ 24 bytes each), unless a reader or writer held
+ *  the file for longer than the busy timeout (docs/STORE.md). */
+#define GPD_STORE_WAL_MAX (4ll << 20)
+/** A restarted -wal file is cut back to this at its first commit
+ *  (journal_size_limit), bytes; gpd_store_db_wal_truncate leaves a file up
+ *  to this long alone. */
+#define GPD_STORE_WAL_KEEP (1ll << 20)
+/** Frames in the -wal after which a commit checkpoints passively (what
+ *  wal_autocheckpoint does), unless gpd_store_db_autocheckpoint said
+ *  otherwise. */
+#define GPD_STORE_WAL_PASSIVE 256u
+
 /** Make the database file `path` and its -wal and -shm private: each must
  *  be a regular file of the caller's euid with one link, never a symbolic
  *  link; a readable one is made 0600.  create: the database itself may be
@@ -53,8 +70,17 @@ int64_t gpd_store_db_free(sqlite3 *db);
 /** Give up to `pages` free pages back to the file system (auto_vacuum
  *  INCREMENTAL); *left: free pages that remain.  0 or GPD_ESTORE. */
 int gpd_store_db_vacuum(sqlite3 *db, unsigned pages, int64_t *left);
-/** PRAGMA wal_autocheckpoint=pages.  0 or GPD_ESTORE. */
+/** A commit of db with `pages` frames or more in the -wal checkpoints
+ *  passively (0: GPD_STORE_WAL_PASSIVE); the bound GPD_STORE_WAL_MAX stays.
+ *  db must come from gpd_store_db_open.  Returns 0. */
 int gpd_store_db_autocheckpoint(sqlite3 *db, unsigned pages);
+/** Bytes of db's -wal file now (stat; 0 when there is none). */
+int64_t gpd_store_db_wal_size(sqlite3 *db);
+/** Outside a transaction: a -wal longer than GPD_STORE_WAL_KEEP is
+ *  checkpointed and cut to zero length (TRUNCATE) if readers and writers
+ *  allow it now (no wait).  0 (done, or nothing to do), 1 (busy: try
+ *  later) or GPD_ESTORE (logged unless quiet). */
+int gpd_store_db_wal_truncate(sqlite3 *db);
 
 /** Write connection, in the caller's open write transaction: refuse a
  *  newer format, create every table, upgrade an older format (per-uid

@@ -92,7 +92,8 @@ int gpd_store_purge_uids(gpd_store_purge_t *r, uint32_t **uids, size_t *n);
 uint64_t gpd_store_purge_uid_use(gpd_store_purge_t *r, uint32_t uid);
 /** Profile id's size and the binaries it sent (a live profile's part). */
 uint64_t gpd_store_purge_live_use(gpd_store_purge_t *r, uint64_t id);
-/** The store's bytes: database pages in use plus every GPU binary. */
+/** The store's bytes: database pages in use, the -wal file (stat) and
+ *  every GPU binary. */
 uint64_t gpd_store_purge_total(gpd_store_purge_t *r);
 
 #endif

@@ -25,6 +25,16 @@
  *               row), not while queued; a file without a row and a dead
  *               process's temporary file go at the first pass; uploads beyond a uid's share are
  *               refused with -EDQUOT, another uid's are not
+ *   wal_bound   readers that keep the -wal busy (two threads, a read
+ *               transaction each, always one open) while the writer's
+ *               connection commits 20 MiB in 64 KiB transactions: after
+ *               every commit the -wal (stat) is shorter than
+ *               GPD_STORE_WAL_MAX, and a tight sampler never sees it past
+ *               GPD_STORE_WAL_MAX plus one commit (< 32 frames; without
+ *               the bound it grows past the 20 MiB); the pass's size total
+ *               counts the -wal's bytes; after a pass the -wal is cut to 0
+ *               bytes unless a reader holds it (then the pass does not wait
+ *               for it, and the next pass cuts it)
  * With arguments it makes a store for the scripts instead:
  *   test-retention fill PATH UID NPROF NCTX WINDOW TRACE
  */
@@ -50,9 +60,11 @@
 #include "gpuprof.pb-c.h"
 
 #include "daemon.h"
+#include "store-db.h"
 #include "store-fixture-retain.h"
 #include "dstore-internal.h"
 #include "store-purge.h"
+#include "store-sql.h"
 
 typedef struct {
   gpd_daemon_t d;
@@ -540,6 +552,131 @@ static void test_gpubins(void **state) {
   env_free(e);
 }
 
+/* ---------------------------------------------------------- wal_bound */
+
+typedef struct {
+  env_t *e;
+  int stop;         /* atomic: the threads end */
+  int64_t seen_max; /* the sampler's longest -wal, bytes */
+  int reading;      /* atomic: readers that opened a read transaction */
+  int errors;       /* atomic: the readers' failed statements */
+} walrun_t;
+
+static int64_t wal_stat(env_t *e) {
+  char p[128];
+  struct stat st;
+  snprintf(p, sizeof p, "%s-wal", e->path);
+  return stat(p, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+/* A read transaction open for ~1 ms, over and over, on its own connection. */
+static void *wal_reader(void *arg) {
+  walrun_t *r = arg;
+  sqlite3 *db = NULL; /* failures are counted: cmocka asserts on the test's thread only */
+  if (sqlite3_open_v2(r->e->path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+    __atomic_fetch_add(&r->errors, 1, __ATOMIC_RELAXED);
+  sqlite3_busy_timeout(db, 10000);
+  while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+    if (sqlite3_exec(db, "BEGIN; SELECT COUNT(*) FROM wal_fill;", NULL, NULL, NULL) != SQLITE_OK)
+      __atomic_fetch_add(&r->errors, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->reading, 1, __ATOMIC_RELAXED);
+    usleep(1000);
+    if (sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL) != SQLITE_OK)
+      __atomic_fetch_add(&r->errors, 1, __ATOMIC_RELAXED);
+  }
+  sqlite3_close(db);
+  return NULL;
+}
+
+/* stat of the -wal as often as it can */
+static void *wal_sampler(void *arg) {
+  walrun_t *r = arg;
+  while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+    int64_t n = wal_stat(r->e);
+    if (n > r->seen_max)
+      r->seen_max = n;
+  }
+  return NULL;
+}
+
+static void test_wal_bound(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  sqlite3 *w = e->d.store->wdb; /* the writer's connection (gpd_store_db_open) */
+  assert_int_equal(gpd_store_db_exec(w, "CREATE TABLE wal_fill(b BLOB);"), 0);
+  walrun_t r = {.e = e};
+  pthread_t rd[2], sm;
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(pthread_create(&rd[i], NULL, wal_reader, &r), 0);
+    usleep(500); /* the second reader half a transaction later: always one open */
+  }
+  assert_int_equal(pthread_create(&sm, NULL, wal_sampler, &r), 0);
+  int64_t after_max = 0, grow_max = 0;
+  for (int i = 0; i < 320; i++) { /* 20 MiB */
+    int64_t before = wal_stat(e);
+    assert_int_equal(gpd_store_db_begin(w), 0);
+    assert_int_equal(gpd_store_db_exec(w, "INSERT INTO wal_fill VALUES(randomblob(65536));"), 0);
+    assert_int_equal(gpd_store_db_commit(w), 0);
+    int64_t after = wal_stat(e);
+    if (after > after_max)
+      after_max = after;
+    if (after > before && after - before > grow_max)
+      grow_max = after - before;
+  }
+  __atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < 2; i++)
+    pthread_join(rd[i], NULL);
+  pthread_join(sm, NULL);
+  printf("wal_bound: -wal after a commit at most %lld bytes, sampled at most %lld (bound %lld; "
+         "largest commit seen %lld), %d read transactions\n",
+         (long long)after_max, (long long)r.seen_max, (long long)GPD_STORE_WAL_MAX, (long long)grow_max,
+         r.reading);
+  assert_int_equal(r.errors, 0);
+  assert_true(r.reading > 100); /* the readers were there all along */
+  assert_true(after_max < GPD_STORE_WAL_MAX);
+  /* a commit is 64 KiB of blob plus its b-tree and pointer-map pages:
+   * fewer than 32 frames (a page and its 24-byte header each) */
+  int64_t frames32 = 32 * (q1(e, "PRAGMA page_size") + 24);
+  assert_true(grow_max > 0 && grow_max < frames32);
+  assert_true(r.seen_max < GPD_STORE_WAL_MAX + frames32);
+
+  /* the pass's total counts the -wal (passive checkpoints off: the -wal
+   * keeps what is written, a reader's snapshot stays in it) */
+  assert_int_equal(gpd_store_db_autocheckpoint(w, 1u << 30), 0);
+  while (wal_stat(e) <= GPD_STORE_WAL_KEEP) {
+    assert_int_equal(gpd_store_db_begin(w), 0);
+    assert_int_equal(gpd_store_db_exec(w, "DELETE FROM wal_fill WHERE rowid IN (SELECT rowid FROM wal_fill LIMIT 4);"
+                                          " INSERT INTO wal_fill VALUES(randomblob(65536));"),
+                     0);
+    assert_int_equal(gpd_store_db_commit(w), 0);
+  }
+  gpd_store_purge_t *pg = NULL;
+  assert_int_equal(gpd_store_purge_open(w, &pg), 0);
+  int64_t wal = wal_stat(e);
+  assert_int_equal((int64_t)gpd_store_purge_total(pg), db_bytes(e) + wal);
+  gpd_store_purge_close(pg);
+
+  /* a reader holds the -wal: the pass does not wait for it, the -wal stays */
+  sqlite3 *hold = NULL;
+  assert_int_equal(sqlite3_open_v2(e->path, &hold, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(hold, "BEGIN; SELECT COUNT(*) FROM wal_fill;", NULL, NULL, NULL), SQLITE_OK);
+  /* frames newer than its snapshot: no checkpoint can finish while it reads */
+  assert_int_equal(gpd_store_db_exec(w, "INSERT INTO wal_fill VALUES(randomblob(100));"), 0);
+  uint64_t t0 = gpd_clock_ns();
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  uint64_t dt = gpd_clock_ns() - t0;
+  printf("wal_bound: pass beside a reader %.1f ms, -wal %lld -> %lld bytes\n", dt / 1e6, (long long)wal,
+         (long long)wal_stat(e));
+  assert_true(wal_stat(e) > GPD_STORE_WAL_KEEP);
+  assert_true(dt < 5000000000ull); /* not the 10 s busy timeout */
+  /* once it ends, the next pass cuts the -wal to nothing */
+  assert_int_equal(sqlite3_exec(hold, "COMMIT;", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(hold);
+  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(wal_stat(e), 0);
+  env_free(e);
+}
+
 int main(int argc, char **argv) {
   if (argc == 8 && strcmp(argv[1], "fill") == 0) {
     gpd_dstore_t *st = NULL;
@@ -554,7 +691,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
       cmocka_unit_test(test_quota), cmocka_unit_test(test_live_over), cmocka_unit_test(test_shared_ids),
-      cmocka_unit_test(test_gpubins),
+      cmocka_unit_test(test_gpubins), cmocka_unit_test(test_wal_bound),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
