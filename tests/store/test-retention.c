@@ -663,7 +663,7 @@ static void test_wal_bound(void **state) {
   /* frames newer than its snapshot: no checkpoint can finish while it reads */
   assert_int_equal(gpd_store_db_exec(w, "INSERT INTO wal_fill VALUES(randomblob(100));"), 0);
   uint64_t t0 = gpd_clock_ns();
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   uint64_t dt = gpd_clock_ns() - t0;
   printf("wal_bound: pass beside a reader %.1f ms, -wal %lld -> %lld bytes\n", dt / 1e6, (long long)wal,
          (long long)wal_stat(e));
@@ -672,7 +672,7 @@ static void test_wal_bound(void **state) {
   /* once it ends, the next pass cuts the -wal to nothing */
   assert_int_equal(sqlite3_exec(hold, "COMMIT;", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(hold);
-  assert_int_equal(gpd_store_retain(&e->d, gpd_store_flush), 0);
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
   assert_int_equal(wal_stat(e), 0);
   env_free(e);
 }
