@@ -43,10 +43,10 @@
  * The fraction f.  The windows sample launches, so f is a launch's
  * inclusion probability.  The time fraction (window time / elapsed) is
  * that only if the program launches at the same rate inside windows as
- * outside, and tracing slows a launch-bound program inside them: on the
- * H100 (2026-11-24, a PyTorch loop, duty:20/0.2) it launched 13 % fewer
- * kernels per second inside, and the time fraction overstated f by as
- * much (estimates -11..-14 %).  Where the back end counts the launches
+ * outside, and tracing slows a launch-bound program inside them (a
+ * PyTorch loop launched 13 % fewer kernels per second inside, and the
+ * time fraction overstated f by as much: docs/CUDA.md, "The duty-cycle
+ * estimate").  Where the back end counts the launches
  * (shim/cupti/cupti-count.c: every call of libcudart's launch functions,
  * at a few ns each, also while detached) the launch fraction
  *     f = (counted launches inside windows) / (counted launches)
