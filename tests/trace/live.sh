@@ -8,7 +8,8 @@
 #    control is acked by the OpenCL back end ("always traced"), exit 0,
 #    a note on stderr and a valid trace without slices;
 #  - the window of job J opened before the gate: exactly the second burst
-#    (6 ka, 4 kb, 11 flows, decoded with the schema);
+#    (6 ka, 4 kb, 11 flows, decoded with the schema), read and written in
+#    pages of 3 rows, fewer rows held at once than the window has;
 #  - gpuprofd killed mid-window (the program waits on a second gate):
 #    a clear error at once, exit 1, no file (nor a temporary one); the
 #    program carries on without its daemon.
@@ -76,6 +77,11 @@ wait_exit "$TR_PID" "gpuprof trace --duration"
 [ "$RC" = 0 ] || die "live trace exited with $RC: $(cat "$T/live.err")"
 grep -qE "read in ([2-9]|[1-9][0-9]+) parts of at most 3 rows" "$T/live.err" ||
   die "the window was not read in pages: $(cat "$T/live.err")"
+# written as read: one page at a time (a page is 3 rows, or the rows of
+# one millisecond asked with gpuprofd's own bound), never the whole window
+held=$(sed -nE 's/^gpuprof: written page by page: at most ([0-9]+) rows held at once.*/\1/p' "$T/live.err")
+[ -n "$held" ] && [ "$held" -lt 28 ] ||
+  die "the window was not written page by page (14 events + 14 launches): $(cat "$T/live.err")"
 grep -q "^pid $APP_PID: tracing on for 2 s: opencl: always traced" "$T/live.err" ||
   die "the job's process did not ack: $(cat "$T/live.err")"
 "$DEC" "$T/live.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "live trace does not decode"; }
