@@ -10,7 +10,9 @@
  * intervals equal the whole trace's (none).  The writer holds one page of
  * rows at most, and what it carries between pages (launches awaiting
  * their activities, open slices) is the same for 1 000 and 8 000
- * operations: bounded independently of the trace's length. */
+ * operations: bounded independently of the trace's length.  Rows that
+ * change between the scan and the write need a new scan (-EAGAIN). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -214,7 +216,45 @@ static void test_bounded(void **state) {
   assert_int_equal(pend[1], pend[0]);
 }
 
+/* rows that change between the scan and the walk (a late activity on a
+ * stream the scan did not see) make the walk fail with -EAGAIN, before
+ * its page is drawn, and a scan again makes it pass */
+static void test_changed(void **state) {
+  (void)state;
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  build(&x, 200);
+  kpages_t p = {.src = {kp_next, kp_rewind}, .x = &x, .k = 7};
+  p.pg.ev = calloc(7, sizeof *p.pg.ev);
+  p.pg.la = calloc(7, sizeof *p.pg.la);
+  p.pg.cs = calloc(7, sizeof *p.pg.cs);
+  gpd_xlayout_t l;
+  gpd__xlayout_open(&l, &x, 0, 0);
+  assert_int_equal(gpd__xlayout_scan(&l, &p.src), 0);
+  assert_int_equal(l.nst, 6);
+  x.ev[150].stream = 9;
+  char *out;
+  size_t len;
+  FILE *f = open_memstream(&out, &len);
+  assert_int_equal(gpd__xwrite_perfetto(f, &l, &p.src), -EAGAIN);
+  fclose(f);
+  free(out);
+  assert_int_equal(gpd__xlayout_scan(&l, &p.src), 0);
+  assert_int_equal(l.nst, 7);
+  f = open_memstream(&out, &len);
+  assert_int_equal(gpd__xwrite_perfetto(f, &l, &p.src), 0);
+  fclose(f);
+  assert_non_null(memmem(out, len, "GPU 0 stream 9", 14));
+  free(out);
+  gpd__xlayout_free(&l);
+  free(p.pg.ev);
+  free(p.pg.la);
+  free(p.pg.cs);
+  gpd_xtrace_free(&x);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_file), cmocka_unit_test(test_bounded)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_file), cmocka_unit_test(test_bounded),
+                                     cmocka_unit_test(test_changed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
