@@ -140,13 +140,13 @@ static int page_keep(gpd_xlayout_t *l, gpd_xtrace_t *p) {
   for (size_t i = 0; i < p->nev; i++) {
     const gpd_xev_t *e = &p->ev[i];
     gpd_xlref_t *r = map_get(l, e->profile, e->corr);
+    if (r) /* matched, also when left out: then forgotten as the others */
+      r->seen = l->page;
     if (l->to) {
       uint64_t t = r ? r->la.ts : e->start;
       if (t < l->from || t > l->to)
         continue;
     }
-    if (r)
-      r->seen = l->page;
     l->ref[w] = r && r->idx >= 0 ? r : NULL;
     if (w != i)
       p->ev[w] = *e;
