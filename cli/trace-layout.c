@@ -23,6 +23,10 @@ int gpd__xtrace_pid(const gpd_xtrace_t *x, uint64_t profile) {
   return (int)profile;
 }
 
+static int gap_end_push(gpd_xlayout_t *l, gpd_xgapq_t *q);
+static int page_item(gpd_xlayout_t *l, gpd_xitem_t *it);
+static void gq_order(gpd_xlayout_t *l);
+
 /* index of track (profile, key, lane) in v, or -1 */
 static long trk_find(const gpd_xtrk_t *v, size_t n, uint64_t profile, uint64_t key, unsigned lane) {
   for (size_t i = n; i-- > 0;)
@@ -224,16 +228,10 @@ static int gap_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* the walk: an interval of a process the scan found none of: l->grew */
 static int gapped_add(gpd_xlayout_t *l, uint64_t profile) {
-  if (gpd__xlayout_has_gap(l, profile))
-    return 0;
-  if (l->writing) {
+  if (!gpd__xlayout_has_gap(l, profile))
     l->grew = 1;
-    return 0;
-  }
-  if (gpd_xgrow((void **)&l->gapped, l->ngapped, &l->cgapped, sizeof *l->gapped) < 0)
-    return -ENOMEM;
-  l->gapped[l->ngapped++] = profile;
   return 0;
 }
 
@@ -294,7 +292,19 @@ static int page_begin(gpd_xlayout_t *l, gpd_xtrace_t *p, uint64_t hi) {
     return err;
   if ((err = page_lanes(l)) < 0)
     return err;
-  if (l->pg.nev) {
+  if (!l->writing && (err = gpd__xidle_scan(l)) < 0)
+    return err;
+  if (l->writing && l->npages > 1) {
+    if ((err = gpd__xidle_begin(l)) < 0)
+      return err;
+    gq_order(l);
+    for (size_t i = 0; i < l->ngq && err == 0; i++) /* ends of intervals begun before */
+      if (l->gq[i].begun && l->gq[i].known && !l->gq[i].endq)
+        err = gap_end_push(l, &l->gq[i]);
+    if (err < 0)
+      return err;
+  }
+  if (l->writing && l->npages == 1 && l->pg.nev) { /* one page: its intervals in time order */
     gpd_xblame_t *bl = NULL;
     size_t nbl = 0;
     double idle, span;
@@ -307,6 +317,7 @@ static int page_begin(gpd_xlayout_t *l, gpd_xtrace_t *p, uint64_t hi) {
     for (size_t i = 0; i < l->ngaps && err == 0; i++)
       err = gapped_add(l, l->gaps[i].profile);
   }
+  l->npages += !l->writing;
   if (!l->writing) {
     uint64_t t = gpd_xtrace_t0(&l->pg);
     if ((l->pg.nev || l->pg.nla || l->pg.ncs) && (l->t0 == 0 || t < l->t0))
@@ -319,6 +330,15 @@ static int page_begin(gpd_xlayout_t *l, gpd_xtrace_t *p, uint64_t hi) {
 }
 
 /* ------------------------------------------------------ the merge */
+
+static int heap_push(gpd_xlayout_t *l, gpd_xitem_t it);
+
+/* the end of interval q (more than one page) into the heap */
+static int gap_end_push(gpd_xlayout_t *l, gpd_xgapq_t *q) {
+  q->endq = 1;
+  return heap_push(l, (gpd_xitem_t){.ts = q->g.end > q->g.start ? q->g.end : q->g.start, .kind = GPD_XIT_GAP_E,
+                                    .i = (size_t)q->id, .ord = q->ord, .profile = q->g.profile});
+}
 
 /* heap order: time, kind, then ordinal (the order the slices began in) */
 static int heap_less(const gpd_xitem_t *a, const gpd_xitem_t *b) {
@@ -365,6 +385,125 @@ static void heap_pop(gpd_xlayout_t *l) {
  * included up to l->hi.  1 and *it set, 0 when the page is drawn,
  * -ENOMEM. */
 static int page_next(gpd_xlayout_t *l, gpd_xitem_t *it) {
+  int r;
+  while ((r = page_item(l, it)) == 2) /* an interval kept its place */
+    ;
+  return r;
+}
+
+/* l->gq's interval of id (ids grow along l->gq) */
+static gpd_xgapq_t *gq_find(gpd_xlayout_t *l, uint64_t id) {
+  size_t lo = 0, hi = l->ngq;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->gq[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < l->ngq && l->gq[lo].id == id ? &l->gq[lo] : NULL;
+}
+
+static int gq_start_cmp(const void *a, const void *b) {
+  const gpd_xgapq_t *x = a, *y = b;
+  return x->g.start < y->g.start ? -1 : x->g.start > y->g.start;
+}
+
+/* the intervals not begun (those the page found) sorted by start, with
+ * ids in that order after the others': they are begun from l->gqb on */
+static void gq_order(gpd_xlayout_t *l) {
+  l->gqb = 0;
+  while (l->gqb < l->ngq && l->gq[l->gqb].begun)
+    l->gqb++;
+  if (l->ngq - l->gqb > 1)
+    qsort(l->gq + l->gqb, l->ngq - l->gqb, sizeof *l->gq, gq_start_cmp);
+  for (size_t i = l->gqb; i < l->ngq; i++)
+    l->gq[i].id = ++l->gqid;
+}
+
+/* what follows goes to a temporary file, after the place of interval
+ * id's begin or end (drawn when its blame is known).  0 or -errno. */
+static int divert(gpd_xlayout_t *l, uint64_t id, int end) {
+  if (gpd_xgrow((void **)&l->mk, l->nmk, &l->cmk, sizeof *l->mk) < 0)
+    return -ENOMEM;
+  FILE *seg = tmpfile();
+  if (seg == NULL)
+    return -errno;
+  l->mk[l->nmk++] = (gpd_xmark_t){id, (uint8_t)end, seg};
+  *l->fp = seg;
+  return 0;
+}
+
+/* drop the intervals drawn whole */
+static void gq_drop(gpd_xlayout_t *l) {
+  size_t w = 0;
+  for (size_t i = 0; i < l->ngq; i++) {
+    const gpd_xgapq_t *q = &l->gq[i];
+    int marked = 0;
+    for (size_t k = 0; k < l->nmk && !marked; k++)
+      marked = l->mk[k].id == q->id;
+    if (!(q->blamed && q->ended && !marked))
+      l->gq[w++] = *q;
+  }
+  l->ngq = w;
+  l->gqb = 0;
+  while (l->gqb < l->ngq && l->gq[l->gqb].begun)
+    l->gqb++;
+}
+
+/* Draw at their places the begins and ends of the intervals whose blame
+ * is now known: each into the output before its place (the file, or the
+ * temporary file of the place before), followed by what was drawn after
+ * it.  0 or -errno. */
+static int marks_flush(gpd_xlayout_t *l, int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it),
+                       void *arg) {
+  int err = 0;
+  size_t i = 0;
+  while (i < l->nmk && err == 0) {
+    gpd_xmark_t m = l->mk[i];
+    const gpd_xgapq_t *q = gq_find(l, m.id);
+    if (q == NULL || !q->blamed) {
+      i++;
+      continue;
+    }
+    FILE *to = i == 0 ? l->real : l->mk[i - 1].seg;
+    *l->fp = to;
+    l->gapnow = q->g;
+    gpd_xitem_t it = {.ts = m.end && q->g.end > q->g.start ? q->g.end : q->g.start,
+                      .kind = m.end ? GPD_XIT_GAP_E : GPD_XIT_GAP_B, .i = SIZE_MAX, .ord = q->ord,
+                      .profile = q->g.profile};
+    err = draw(arg, l, &it);
+    char buf[65536];
+    size_t n;
+    rewind(m.seg);
+    while (err == 0 && (n = fread(buf, 1, sizeof buf, m.seg)) > 0)
+      if (fwrite(buf, 1, n, to) != n)
+        err = -EIO;
+    if (err == 0 && ferror(m.seg))
+      err = -EIO;
+    fclose(m.seg);
+    memmove(l->mk + i, l->mk + i + 1, (l->nmk - i - 1) * sizeof *l->mk);
+    l->nmk--;
+  }
+  if (l->fp)
+    *l->fp = l->nmk ? l->mk[l->nmk - 1].seg : l->real;
+  gq_drop(l);
+  return err;
+}
+
+/* the places kept, dropped (a walk that failed); the writer's stream the file again */
+static void marks_drop(gpd_xlayout_t *l) {
+  for (size_t i = 0; i < l->nmk; i++)
+    fclose(l->mk[i].seg);
+  l->nmk = 0;
+  if (l->fp)
+    *l->fp = l->real;
+}
+
+/* the next item (1), 2 when an interval's begin or end kept its place
+ * in the output instead (nothing to draw), 0 at the page's end,
+ * -errno */
+static int page_item(gpd_xlayout_t *l, gpd_xitem_t *it) {
   const gpd_xtrace_t *x = &l->pg;
   /* candidates in the order they win a tie: ends, idle begins, GPU
    * operations, launches, CPU samples */
@@ -374,6 +513,11 @@ static int page_next(gpd_xlayout_t *l, gpd_xitem_t *it) {
     c[nc++] = l->heap[0];
   if (l->igap < l->ngaps)
     c[nc++] = (gpd_xitem_t){.ts = l->gaps[l->igap].start, .kind = GPD_XIT_GAP_B, .i = l->igap};
+  size_t q0 = SIZE_MAX; /* more than one page: the earliest interval not begun */
+  if (l->gqb < l->ngq && l->gq[l->gqb].g.start <= l->hi)
+    q0 = l->gqb;
+  if (q0 != SIZE_MAX)
+    c[nc++] = (gpd_xitem_t){.ts = l->gq[q0].g.start, .kind = GPD_XIT_GAP_B, .i = SIZE_MAX};
   if (l->iev < x->nev)
     c[nc++] = (gpd_xitem_t){.ts = x->ev[l->iev].start, .kind = GPD_XIT_EV_B, .i = l->iev};
   if (l->ila < x->nla)
@@ -389,10 +533,39 @@ static int page_next(gpd_xlayout_t *l, gpd_xitem_t *it) {
   *it = c[b];
   switch (it->kind) {
   case GPD_XIT_EV_E:
-  case GPD_XIT_GAP_E:
     heap_pop(l);
     return 1;
+  case GPD_XIT_GAP_E: {
+    heap_pop(l);
+    gpd_xgapq_t *q = it->i == SIZE_MAX ? NULL : l->npages > 1 ? gq_find(l, it->i) : NULL;
+    if (q == NULL)
+      return 1;
+    q->ended = 1;
+    if (!q->blamed) {
+      int err = divert(l, q->id, 1);
+      return err < 0 ? err : 2;
+    }
+    l->gapnow = q->g;
+    it->i = SIZE_MAX;
+    return 1;
+  }
   case GPD_XIT_GAP_B: {
+    if (it->i == SIZE_MAX) { /* more than one page */
+      gpd_xgapq_t *q = &l->gq[q0];
+      q->begun = 1;
+      l->gqb++;
+      q->ord = l->gapord++;
+      it->ord = q->ord;
+      it->profile = q->g.profile;
+      if (q->known && gap_end_push(l, q) < 0)
+        return -ENOMEM;
+      if (!q->blamed) {
+        int err = divert(l, q->id, 0);
+        return err < 0 ? err : 2;
+      }
+      l->gapnow = q->g;
+      return 1;
+    }
     const gpd_xgap_t *g = &l->gaps[l->igap++];
     it->ord = l->gapord + it->i;
     it->profile = g->profile;
@@ -444,10 +617,12 @@ static void layout_rewind(gpd_xlayout_t *l) {
   l->page = 0;
   l->nheap = 0;
   l->grew = 0;
+  gpd__xidle_rewind(l);
 }
 
 void gpd__xlayout_free(gpd_xlayout_t *l) {
   layout_rewind(l);
+  gpd__xidle_free(l);
   free(l->th);
   free(l->st);
   free(l->ths);
@@ -457,6 +632,7 @@ void gpd__xlayout_free(gpd_xlayout_t *l) {
   free(l->sti);
   free(l->nl);
   free(l->heap);
+  free(l->mk);
   free(l->lane);
   free(l->trk);
   free(l->ref);
@@ -468,12 +644,12 @@ int gpd__xlayout_scan(gpd_xlayout_t *l, gpd_xpages_t *src) {
   int err = src->rewind(src), r;
   if (err < 0)
     return err;
-  layout_rewind(l);
   l->writing = 0;
-  l->nth = l->nst = l->nths = l->ngapped = 0;
+  layout_rewind(l);
+  l->nth = l->nst = l->nths = l->ngapped = l->nthf = l->npages = 0;
   l->t0 = 0;
   l->nev = l->nla = l->ncs = 0;
-  l->max_rows = l->max_pending = 0;
+  l->max_rows = l->max_pending = l->max_idle = 0;
   gpd_xtrace_t *p;
   uint64_t hi;
   while ((r = src->next(src, &p, &hi)) > 0)
@@ -490,13 +666,13 @@ int gpd__xlayout_scan(gpd_xlayout_t *l, gpd_xpages_t *src) {
   return 0;
 }
 
-int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
+static int walk_pages(gpd_xlayout_t *l, gpd_xpages_t *src,
                       int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it), void *arg) {
   int err = src->rewind(src), r = 1;
   if (err < 0)
     return err;
-  layout_rewind(l);
   l->writing = 1;
+  layout_rewind(l);
   while (r > 0) {
     gpd_xtrace_t *p = NULL;
     uint64_t hi = UINT64_MAX;
@@ -506,6 +682,11 @@ int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
       return err;
     if (l->grew)
       return -EAGAIN;
+    /* more than one page: the blame the page's rows complete (before its
+     * items, so that few intervals wait while it is drawn), and their
+     * places filled */
+    if (l->npages > 1 && r > 0 && ((err = gpd__xidle_end(l, 0)) < 0 || (err = marks_flush(l, draw, arg)) < 0))
+      return err;
     gpd_xitem_t it;
     int n;
     while ((n = page_next(l, &it)) > 0)
@@ -515,8 +696,25 @@ int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
       return n;
     l->evord += l->pg.nev;
     l->gapord += l->ngaps;
+    if (l->npages > 1 && r == 0 && ((err = gpd__xidle_end(l, 1)) < 0 || (err = marks_flush(l, draw, arg)) < 0))
+      return err;
   }
-  return 0;
+  /* every interval drawn (else the rows changed since the scan) */
+  return l->nmk || l->ngq ? -EAGAIN : 0;
+}
+
+int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
+                      int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it), void *arg, FILE **fp) {
+  l->fp = fp;
+  l->real = *fp;
+  int err = walk_pages(l, src, draw, arg);
+  marks_drop(l);
+  l->fp = NULL;
+  return err;
+}
+
+const gpd_xgap_t *gpd__xlayout_gap(const gpd_xlayout_t *l, const gpd_xitem_t *it) {
+  return it->i == SIZE_MAX ? &l->gapnow : &l->gaps[it->i];
 }
 
 int gpd__xlayout_has_gap(const gpd_xlayout_t *l, uint64_t profile) {

@@ -69,9 +69,31 @@ struct gpd_xpages_s {
  *  (gpd__xlayout_walk).  Kept across pages: the tracks, each stream's
  *  lane ends, the slices still open and the launches whose activities may
  *  still come (a launch is dropped two pages after its last activity); a
- *  page's rows, layout and idle intervals only while it is drawn.  The
- *  idleness blame (idle.c) is computed per page: with more than one
- *  page, an idle interval across a page boundary is not found. */
+ *  page's rows and layout only while it is drawn.  The idle intervals
+ *  and their blame (idle.c) are those of the whole trace: with one page,
+ *  computed over it and drawn in time order; with more, found as the
+ *  pages come (trace-idle.c) and drawn once their blame is known, after
+ *  the page that completes them (in time order on their own track). */
+typedef struct gpd_xidle_s gpd_xidle_t;
+
+/** An idle interval of a walk of more than one page (trace-idle.c),
+ *  from when its start is known until it is drawn. */
+typedef struct gpd_xgapq_s {
+  gpd_xgap_t g;
+  uint64_t id, ord;       /* its id; its place among the intervals drawn */
+  uint8_t known, blamed;  /* its end found; its blame known (g.node, g.cpu) */
+  uint8_t begun, endq, ended; /* begin reached; end in the heap; end reached */
+} gpd_xgapq_t;
+
+/** A place in the output kept for the begin or end of an interval whose
+ *  blame is not known yet: what is drawn after it goes to seg (a
+ *  temporary file) until the blame is known. */
+typedef struct gpd_xmark_s {
+  uint64_t id;
+  uint8_t end;
+  FILE *seg;
+} gpd_xmark_t;
+
 typedef struct gpd_xlayout_s {
   const gpd_xtrace_t *x; /* the trace's tree and process table */
   uint64_t from, to;     /* window of the launches kept (to 0: all rows kept) */
@@ -87,7 +109,19 @@ typedef struct gpd_xlayout_s {
   uint64_t t0;           /* earliest time of a kept row (0: none) */
   size_t nev, nla, ncs;  /* kept rows */
   long missing;          /* launches in the window with no activity */
+  size_t npages;         /* pages the scan walked */
+  gpd_xlaunch_t *thf, *thl; /* per launching thread (l->th): its first and last launch */
+  size_t nthf, cthf, cthl;
+  gpd_xidle_t *idle;     /* idleness blame across pages (trace-idle.c) */
   size_t max_rows, max_pending; /* most rows of one page, most launches + open slices kept */
+  size_t max_idle;       /* most rows kept for idle intervals' blame */
+  gpd_xgapq_t *gq;       /* intervals found, not drawn yet (more than one page) */
+  size_t ngq, cgq, gqb;  /* gqb: intervals begun (a prefix of gq) */
+  uint64_t gqid;
+  gpd_xmark_t *mk;       /* places kept in the output, in output order */
+  size_t nmk, cmk;
+  FILE **fp, *real;      /* the writer's stream, and the file */
+  gpd_xgap_t gapnow;     /* the interval drawn by an item of i SIZE_MAX */
   /* carried across pages */
   gpd_xlref_t *map;      /* open addressing by (profile, corr) */
   size_t mapn, mapcap;
@@ -124,11 +158,17 @@ void gpd__xlayout_free(gpd_xlayout_t *l);
 int gpd__xlayout_scan(gpd_xlayout_t *l, gpd_xpages_t *src);
 /** Pass 2 (after gpd__xlayout_scan): each item of each page of src in
  *  time order (ends before begins at equal times) to draw(arg, l, it),
- *  which returns 0 or -errno (the walk stops).  -EAGAIN when a page
+ *  which returns 0 or -errno (the walk stops) and writes to *fp.  With
+ *  more than one page, an idle interval reached before its blame is known
+ *  keeps its place: *fp is a temporary file meanwhile, whose bytes follow
+ *  the interval's once drawn (the file is in time order as when written
+ *  whole).  -EAGAIN when a page
  *  holds a track the scan did not find (the rows changed between the
  *  passes: scan again).  0 or -errno. */
 int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
-                      int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it), void *arg);
+                      int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it), void *arg, FILE **fp);
+/** The interval of a GAP_B / GAP_E item. */
+const gpd_xgap_t *gpd__xlayout_gap(const gpd_xlayout_t *l, const gpd_xitem_t *it);
 /** A source of one page: the whole trace x (already sorted). */
 typedef struct gpd_xpages_one_s {
   gpd_xpages_t src;
@@ -136,6 +176,22 @@ typedef struct gpd_xpages_one_s {
   int done;
 } gpd_xpages_one_t;
 void gpd__xpages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x);
+/** trace-idle.c: the scan's part of page l->pg (each process's busy
+ *  union: which have idle intervals, l->gapped; each thread's first and
+ *  last launch).  0 or -errno. */
+int gpd__xidle_scan(gpd_xlayout_t *l);
+/** The walk's part of page l->pg before its items are drawn: its rows
+ *  kept for the blame, the intervals it ends (l->gq: found, or the end
+ *  of one begun), the intervals begun in it that end after it (l->gq,
+ *  end not known).  0 or -errno. */
+int gpd__xidle_begin(gpd_xlayout_t *l);
+/** After the page's items (last: after the last page): the blame of
+ *  the intervals of l->gq now complete, in the order found, and the rows
+ *  no interval can read any more dropped.  0 or -errno. */
+int gpd__xidle_end(gpd_xlayout_t *l, int last);
+/** Back to before the first page; gpd__xidle_free frees all. */
+void gpd__xidle_rewind(gpd_xlayout_t *l);
+void gpd__xidle_free(gpd_xlayout_t *l);
 /** l opened on the whole trace x (no window) as one page, and scanned:
  *  for the writers of a trace in memory.  0 or -errno; gpd__xlayout_free
  *  in both cases. */

@@ -219,7 +219,7 @@ static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
     break;
   }
   case GPD_XIT_GAP_B: {
-    const gpd_xgap_t *g = &l->gaps[it->i];
+    const gpd_xgap_t *g = gpd__xlayout_gap(l, it);
     size_t site = gpd__xwrite_cpu(&w->ctx, g->node);
     cw_head(w, "X", "idle", gpd__xwrite_intern(&w->ctx, "GPU idle"), gpd__xtrace_pid(tx, g->profile),
             cw_idle_tid(w, l, g->profile), it->ts);
@@ -267,7 +267,7 @@ int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launche
     snprintf(name, sizeof name, "GPU %u stream %u%s", dev, s, l->st[i].lane ? " (overlap)" : "");
     cw_track(f, gpd__xtrace_pid(x, l->st[i].profile), w.stid[i], name, l->nth + i);
   }
-  err = gpd__xlayout_walk(l, src, cw_draw, &w);
+  err = gpd__xlayout_walk(l, src, cw_draw, &w, &w.f);
   if (err == 0)
     err = w.err ? w.err : w.ctx.err;
   if (err == 0)

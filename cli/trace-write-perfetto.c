@@ -397,7 +397,7 @@ static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
       te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_END;
       break;
     }
-    const gpd_xgap_t *g = &l->gaps[it->i];
+    const gpd_xgap_t *g = gpd__xlayout_gap(l, it);
     te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
     te.has_name_iid = 1;
     te.name_iid = pw_name(w, s, gpd__xwrite_intern(&w->ctx, "GPU idle"));
@@ -436,7 +436,7 @@ int gpd__xwrite_perfetto(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src) {
     goto out;
   }
   pw_descriptors(&w, l);
-  err = gpd__xlayout_walk(l, src, pw_draw, &d);
+  err = gpd__xlayout_walk(l, src, pw_draw, &d, &w.f);
   if (err == 0)
     err = w.err ? w.err : w.ctx.err;
 out:

@@ -30,7 +30,7 @@
 #define T0 1000000000ull
 
 /* one process, one launching thread (tid 10), 5 call sites under main */
-static void build(gpd_xtrace_t *x, size_t n) {
+static void build_paused(gpd_xtrace_t *x, size_t n, int pause) {
   gpd_tree_t *t = &x->tree;
   uint64_t ph[NSITE], kn[NSITE], sy[NSITE], cp[NSITE];
   char fn[64];
@@ -67,7 +67,7 @@ static void build(gpd_xtrace_t *x, size_t n) {
    * 500 ns on the thread, every 50th a copy */
   for (size_t i = 0; i < n; i++) {
     int s = (int)(i % NSITE);
-    uint64_t ts = T0 + 1000 * i;
+    uint64_t ts = T0 + 1000 * i + (pause ? i / 100 * 20000 : 0);
     unsigned op = i % 20 == 19 ? GPD_OP_SYNC : i % 50 == 49 ? GPD_OP_COPY : GPD_OP_KERNEL;
     uint64_t node = op == GPD_OP_SYNC ? sy[s] : op == GPD_OP_COPY ? cp[s] : ph[s];
     x->la[i] = (gpd_xlaunch_t){.profile = 1, .ts = ts, .corr = i + 1, .node = node, .tid = 10, .op = (uint8_t)op};
@@ -80,11 +80,14 @@ static void build(gpd_xtrace_t *x, size_t n) {
                            .op = (uint8_t)op, .subkind = op == GPD_OP_COPY ? 1 : 0};
   }
   for (size_t j = 0; j < n / 3; j++)
-    x->cs[j] = (gpd_xsample_t){.profile = 1, .ts = T0 + 3000 * j + 500, .node = 10 + 10 * (j % NSITE), .tid = 77};
+    x->cs[j] = (gpd_xsample_t){.profile = 1, .ts = T0 + 3000 * j + 500, .node = 10 + 10 * (j % NSITE),
+                               .tid = pause && j % 2 ? 10 : 77};
   x->nev = x->nla = n;
   x->ncs = n / 3;
   gpd__xtrace_sort(x);
 }
+
+static void build(gpd_xtrace_t *x, size_t n) { build_paused(x, n, 0); }
 
 /* Pages of k rows of trace x: the rows of the k earliest times (all
  * distinct in the fixture), copied into a page of their own. */
@@ -244,6 +247,39 @@ static void test_bounded(void **state) {
   assert_int_equal(p1, p0);
 }
 
+static size_t count_idle(const char *s) { return count(s, "\"name\":\"GPU idle\""); }
+
+/* A trace with idle intervals (the CPU pauses 20 us every 100 launches;
+ * half the CPU samples on the launching thread, so that some intervals
+ * are blamed on samples, others on the calls that end them): in pages,
+ * each interval found and blamed as the pages come (its begin keeps its
+ * place in the file until the launch after it that its blame reads has
+ * come), the file is byte for byte the file written whole, in both
+ * formats; the rows kept for the blame stay about a page. */
+static void test_idle(void **state) {
+  (void)state;
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  build_paused(&x, 1000, 1);
+  for (int fmt = 0; fmt < 2; fmt++) {
+    char *whole, *paged;
+    gpd_xlayout_t lc;
+    size_t n = write_k(&x, 0, fmt, &whole, &lc);
+    if (fmt)
+      assert_int_equal(count_idle(whole), 9); /* the 9 pauses */
+    static const size_t ks[] = {1, 7, 50, 333};
+    for (size_t j = 0; j < 4; j++) {
+      size_t m = write_k(&x, ks[j], fmt, &paged, &lc);
+      assert_int_equal(m, n);
+      assert_memory_equal(paged, whole, n);
+      assert_true(lc.max_idle > 0 && lc.max_idle <= ks[j] + 20);
+      free(paged);
+    }
+    free(whole);
+  }
+  gpd_xtrace_free(&x);
+}
+
 /* rows that change between the scan and the walk (a late activity on a
  * stream the scan did not see) make the walk fail with -EAGAIN, before
  * its page is drawn, and a scan again makes it pass */
@@ -283,6 +319,6 @@ static void test_changed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_file), cmocka_unit_test(test_bounded),
-                                     cmocka_unit_test(test_changed)};
+                                     cmocka_unit_test(test_changed), cmocka_unit_test(test_idle)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
