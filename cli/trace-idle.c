@@ -382,6 +382,13 @@ int gpd__xidle_begin(gpd_xlayout_t *l) {
   return err;
 }
 
+int gpd__xidle_force(gpd_xlayout_t *l, gpd_xgapq_t *q) {
+  int err = gap_blame(l, &q->g);
+  if (err == 0)
+    q->blamed = 1;
+  return err;
+}
+
 int gpd__xidle_end(gpd_xlayout_t *l, int last) {
   int err = 0;
   for (size_t n = 0; n < l->ngq && err == 0; n++) {

@@ -421,9 +421,30 @@ static void gq_order(gpd_xlayout_t *l) {
     l->gq[i].id = ++l->gqid;
 }
 
+static int marks_flush(gpd_xlayout_t *l, int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it),
+                       void *arg);
+
+/* Places kept at once at most (a temporary file each): beyond, the
+ * earliest kept is blamed with the rows at hand. */
+#define MARKS_MAX 64
+
 /* what follows goes to a temporary file, after the place of interval
  * id's begin or end (drawn when its blame is known).  0 or -errno. */
 static int divert(gpd_xlayout_t *l, uint64_t id, int end) {
+  int err = 0;
+  while (l->nmk >= MARKS_MAX && err == 0) {
+    gpd_xgapq_t *q = NULL;
+    size_t i = 0;
+    for (; i < l->nmk; i++) /* the earliest with its end known (not of a process idle still) */
+      if ((q = gq_find(l, l->mk[i].id)) != NULL && q->known && !q->blamed)
+        break;
+    if (i == l->nmk)
+      break;
+    if ((err = gpd__xidle_force(l, q)) == 0)
+      err = marks_flush(l, l->draw, l->arg);
+  }
+  if (err < 0)
+    return err;
   if (gpd_xgrow((void **)&l->mk, l->nmk, &l->cmk, sizeof *l->mk) < 0)
     return -ENOMEM;
   FILE *seg = tmpfile();
@@ -707,6 +728,8 @@ int gpd__xlayout_walk(gpd_xlayout_t *l, gpd_xpages_t *src,
                       int (*draw)(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it), void *arg, FILE **fp) {
   l->fp = fp;
   l->real = *fp;
+  l->draw = draw;
+  l->arg = arg;
   int err = walk_pages(l, src, draw, arg);
   marks_drop(l);
   l->fp = NULL;

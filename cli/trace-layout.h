@@ -121,6 +121,8 @@ typedef struct gpd_xlayout_s {
   gpd_xmark_t *mk;       /* places kept in the output, in output order */
   size_t nmk, cmk;
   FILE **fp, *real;      /* the writer's stream, and the file */
+  int (*draw)(void *arg, struct gpd_xlayout_s *l, const struct gpd_xitem_s *it); /* the walk's */
+  void *arg;
   gpd_xgap_t gapnow;     /* the interval drawn by an item of i SIZE_MAX */
   /* carried across pages */
   gpd_xlref_t *map;      /* open addressing by (profile, corr) */
@@ -189,6 +191,9 @@ int gpd__xidle_begin(gpd_xlayout_t *l);
  *  the intervals of l->gq now complete, in the order found, and the rows
  *  no interval can read any more dropped.  0 or -errno. */
 int gpd__xidle_end(gpd_xlayout_t *l, int last);
+/** The blame of interval q (its end known) now, from the rows at hand
+ *  (a launch after it that has not come yet is not read).  0 or -errno. */
+int gpd__xidle_force(gpd_xlayout_t *l, gpd_xgapq_t *q);
 /** Back to before the first page; gpd__xidle_free frees all. */
 void gpd__xidle_rewind(gpd_xlayout_t *l);
 void gpd__xidle_free(gpd_xlayout_t *l);

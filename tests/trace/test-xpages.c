@@ -58,7 +58,7 @@ static void build_paused(gpd_xtrace_t *x, size_t n, int pause) {
   pr->exe = strdup("/bin/app");
   assert_int_equal(gpd_tree_finish(t, 0), 0);
   x->ev = calloc(n, sizeof *x->ev);
-  x->la = calloc(n, sizeof *x->la);
+  x->la = calloc(n + 2, sizeof *x->la);
   x->cs = calloc(n / 3 + 1, sizeof *x->cs);
   assert_true(x->ev && x->la && x->cs);
   /* launch i at T0 + 1000 i; its operation 5003 ns later: a kernel of
@@ -129,6 +129,9 @@ static int kp_rewind(gpd_xpages_t *s) {
   return 0;
 }
 
+/* launches without activity the scan of write_k finds */
+static long missing;
+
 /* the trace x written whole (k 0) or in pages of k rows, as format fmt
  * (0 Perfetto, 1 Chrome JSON with launches); *out malloc'd, *l: the
  * layout's counters */
@@ -150,7 +153,7 @@ static size_t write_k(const gpd_xtrace_t *x, size_t k, int fmt, char **out, gpd_
     assert_int_equal(l.nev, x->nev);
     assert_int_equal(l.nla, x->nla);
     assert_int_equal(l.ncs, x->ncs);
-    assert_int_equal(l.missing, 0);
+    assert_int_equal(l.missing, missing);
     assert_int_equal(fmt ? gpd__xwrite_chrome(f, &l, &p.src, 1) : gpd__xwrite_perfetto(f, &l, &p.src), 0);
     *lc = l; /* counters only: its arrays are freed */
     gpd__xlayout_free(&l);
@@ -280,6 +283,48 @@ static void test_idle(void **state) {
   gpd_xtrace_free(&x);
 }
 
+/* More intervals waiting for their blame than places are kept for (a
+ * second thread, active throughout, launches only at the start and the
+ * end, so that every interval's blame waits for its last launch): the
+ * earliest are blamed with the rows at hand; the file still holds every
+ * interval, in time order (the same idle slices, begin and duration, as
+ * whole; only blames may differ), and every other line as whole. */
+static void test_idle_many(void **state) {
+  (void)state;
+  gpd_xtrace_t x;
+  gpd_xtrace_init(&x);
+  build_paused(&x, 8000, 1);
+  uint64_t last = x.la[x.nla - 1].ts;
+  x.la[x.nla++] = (gpd_xlaunch_t){.profile = 1, .ts = T0 - 500, .corr = 100001, .node = 10, .tid = 11};
+  x.la[x.nla++] = (gpd_xlaunch_t){.profile = 1, .ts = last + 1, .corr = 100002, .node = 20, .tid = 11};
+  gpd__xtrace_sort(&x);
+  char *whole, *paged;
+  gpd_xlayout_t lc;
+  missing = 2; /* thread 11's launches */
+  write_k(&x, 0, 1, &whole, &lc);
+  write_k(&x, 7, 1, &paged, &lc);
+  missing = 0;
+  size_t nw = count_idle(whole);
+  assert_int_equal(nw, 79); /* 79 pauses */
+  assert_int_equal(count_idle(paged), nw);
+  assert_int_equal(count(paged, "\"ph\":\"X\""), count(whole, "\"ph\":\"X\""));
+  /* the idle slices' begins and durations in the same order */
+  const char *p = whole, *q = paged;
+  for (size_t i = 0; i < nw; i++) {
+    p = strstr(p, "\"name\":\"GPU idle\"");
+    q = strstr(q, "\"name\":\"GPU idle\"");
+    const char *pe = strstr(p, ",\"sf\""), *qe = strstr(q, ",\"sf\"");
+    assert_non_null(pe);
+    assert_non_null(qe);
+    assert_int_equal(pe - p, qe - q);
+    assert_memory_equal(p, q, (size_t)(pe - p));
+    p++, q++;
+  }
+  free(whole);
+  free(paged);
+  gpd_xtrace_free(&x);
+}
+
 /* rows that change between the scan and the walk (a late activity on a
  * stream the scan did not see) make the walk fail with -EAGAIN, before
  * its page is drawn, and a scan again makes it pass */
@@ -319,6 +364,7 @@ static void test_changed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_same_file), cmocka_unit_test(test_bounded),
-                                     cmocka_unit_test(test_changed), cmocka_unit_test(test_idle)};
+                                     cmocka_unit_test(test_changed), cmocka_unit_test(test_idle),
+                                     cmocka_unit_test(test_idle_many)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
