@@ -1,16 +1,16 @@
 /* trace-layout.h - where and in which order the events of a trace
- * (trace.h) are drawn, shared by the trace writers (trace-write*.c; the
- * bench's baseline writer): the launch of each GPU operation (by
- * correlation id), the lane of each operation on its stream, the tracks,
- * and the items (slice begins and ends, launches, CPU samples, idle
- * intervals) merged into time order without a whole-trace item array.
- * CLI thread only.
+ * (trace.h) are drawn, shared by the trace writers (trace-write*.c): the
+ * launch of each GPU operation (by correlation id), the lane of each
+ * operation on its stream, the tracks, and the items (slice begins and
+ * ends, launches, CPU samples, idle intervals) merged into time order
+ * without a whole-trace item array, over a trace in memory or one walked
+ * page by page (a live window: memory bounded by a page, docs/TRACE.md
+ * "Streaming write").  CLI thread only.
  */
 #ifndef GPD_CLI_TRACE_LAYOUT_H
 #define GPD_CLI_TRACE_LAYOUT_H
 
 #include "trace.h"
-#include "xcorrix.h"
 
 /** 1 for operations timed on the host (sync, alloc, free): drawn on the
  *  CPU thread that ran them when their launch is known. */
