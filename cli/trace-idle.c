@@ -51,6 +51,7 @@ struct gpd_xidle_s {
   xbusy_t *lastb;   /* the scan's busy unions: each process's last start */
   size_t nlastb;
   uint64_t *seen;   /* per thread (l->th): time of its latest launch so far */
+  size_t n0;        /* intervals found before the page */
   uint8_t *done;    /* gap_blame: per thread, its launch after the interval taken */
   size_t ndone;
 };
@@ -105,7 +106,7 @@ static int gap_mark(void *arg, const gpd_xgap_t *g) {
  * earlier at its start gets its end, else it is new */
 static int gap_found(void *arg, const gpd_xgap_t *g) {
   gpd_xlayout_t *l = arg;
-  for (size_t i = 0; i < l->ngq; i++)
+  for (size_t i = 0; i < l->idle->n0; i++) /* begun in an earlier page */
     if (!l->gq[i].known && l->gq[i].g.profile == g->profile && l->gq[i].g.start == g->start) {
       l->gq[i].g.end = g->end;
       l->gq[i].known = 1;
@@ -355,6 +356,7 @@ static int trim(gpd_xlayout_t *l) {
 int gpd__xidle_begin(gpd_xlayout_t *l) {
   gpd_xidle_t *d = l->idle;
   int err = keep_rows(l);
+  d->n0 = l->ngq;
   if (err == 0)
     err = busy_walk(d, &l->pg, gap_found, l);
   /* a process whose GPU work ended in the page and starts again after

@@ -26,6 +26,7 @@ int gpd__xtrace_pid(const gpd_xtrace_t *x, uint64_t profile) {
 static int gap_end_push(gpd_xlayout_t *l, gpd_xgapq_t *q);
 static int page_item(gpd_xlayout_t *l, gpd_xitem_t *it);
 static void gq_order(gpd_xlayout_t *l);
+static void gq_drop(gpd_xlayout_t *l);
 
 /* index of track (profile, key, lane) in v, or -1 */
 static long trk_find(const gpd_xtrk_t *v, size_t n, uint64_t profile, uint64_t key, unsigned lane) {
@@ -295,6 +296,7 @@ static int page_begin(gpd_xlayout_t *l, gpd_xtrace_t *p, uint64_t hi) {
   if (!l->writing && (err = gpd__xidle_scan(l)) < 0)
     return err;
   if (l->writing && l->npages > 1) {
+    gq_drop(l); /* the intervals the page before drew whole */
     if ((err = gpd__xidle_begin(l)) < 0)
       return err;
     gq_order(l);
