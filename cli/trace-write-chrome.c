@@ -47,7 +47,7 @@ typedef struct {
   uint32_t *stid;   /* per stream lane (l.st), then per process (its idle
                        track): the pseudo thread id */
   uint64_t launch;  /* name id of "launch" */
-  size_t lst;       /* the stream lane found last */
+  int launches;     /* launch slices and flows */
   int err;
 } cw_t;
 
@@ -164,14 +164,83 @@ static void cw_track(FILE *f, int pid, uint64_t tid, const char *name, size_t so
           pid, tid, sort);
 }
 
-static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
-  gpd_xlayout_t l;
-  cw_t w = {.f = f, .t0 = gpd_xtrace_t0(x)};
-  int err = gpd__xlayout_init(&l, x);
+/* draws one item (gpd__xlayout_walk) */
+static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
+  cw_t *w = arg;
+  const gpd_xtrace_t *x = &l->pg, *tx = l->x;
+  FILE *f = w->f;
+  switch (it->kind) {
+  case GPD_XIT_EV_B: {
+    const gpd_xev_t *e = &x->ev[it->i];
+    int host = gpd__xtrace_host_op(e->op);
+    uint64_t tid = it->thread ? l->th[it->trk].key : w->stid[it->trk];
+    long k = e->node ? gpd_tree_find(&tx->tree, e->node) : -1;
+    size_t leaf;
+    if (k >= 0 && tx->tree.nodes[k].kind == GPD_NODE_KERNEL) {
+      leaf = (size_t)k + 1; /* the full name, under the launch's call site */
+      cw_head(w, "X", NULL, gpd__xwrite_short_name(&w->ctx, (size_t)k), gpd__xtrace_pid(tx, e->profile),
+              tid, it->ts);
+    } else {
+      leaf = gpd__xwrite_cpu(&w->ctx, it->lnode ? it->lnode : e->node);
+      cw_head(w, "X", host ? "host" : NULL, gpd__xwrite_ev_name(&w->ctx, e),
+              gpd__xtrace_pid(tx, e->profile), tid, it->ts);
+    }
+    cw_us(w, "dur", e->end > e->start ? e->end - e->start : 0);
+    if (cw_sf(w, leaf))
+      fprintf(f, ",\"sf\":%zu", leaf);
+    if (w->launches && it->la >= 0 && !host)
+      fprintf(f, ",\"bind_id\":%ld,\"flow_in\":true", it->la + 1);
+    /* no per-event unique args (a correlation id): speedscope keys a
+     * frame by name + args, and one frame per event makes its call-tree
+     * builder quadratic (a node's children searched linearly) */
+    if (e->bytes)
+      fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}", e->bytes);
+    fputs("}", f);
+    break;
+  }
+  case GPD_XIT_LAUNCH: {
+    /* the call path is the GPU slice's "sf", one flow away */
+    const gpd_xlaunch_t *la = &x->la[it->i];
+    if (!w->launches || gpd__xtrace_host_op(la->op))
+      break;
+    cw_head(w, "X", NULL, w->launch, gpd__xtrace_pid(tx, la->profile), la->tid, it->ts);
+    fprintf(f, ",\"dur\":0,\"bind_id\":%ld,\"flow_out\":true}", it->la + 1);
+    break;
+  }
+  case GPD_XIT_SAMPLE: {
+    const gpd_xsample_t *s = &x->cs[it->i];
+    size_t site = gpd__xwrite_cpu(&w->ctx, s->node);
+    cw_head(w, "i", "cpu", gpd__xwrite_intern(&w->ctx, "cpu sample"), gpd__xtrace_pid(tx, s->profile),
+            s->tid, it->ts);
+    fputs(",\"s\":\"t\"", f);
+    if (cw_sf(w, site))
+      fprintf(f, ",\"sf\":%zu", site);
+    fputs("}", f);
+    break;
+  }
+  case GPD_XIT_GAP_B: {
+    const gpd_xgap_t *g = gpd__xlayout_gap(l, it);
+    size_t site = gpd__xwrite_cpu(&w->ctx, g->node);
+    cw_head(w, "X", "idle", gpd__xwrite_intern(&w->ctx, "GPU idle"), gpd__xtrace_pid(tx, g->profile),
+            cw_idle_tid(w, l, g->profile), it->ts);
+    cw_us(w, "dur", g->end - g->start);
+    if (cw_sf(w, site))
+      fprintf(f, ",\"sf\":%zu", site);
+    fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}", gpd_xcpu_name(g->cpu));
+    break;
+  }
+  default:
+    break;
+  }
+  return w->err ? w->err : w->ctx.err;
+}
+
+int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches) {
+  const gpd_xtrace_t *x = l->x;
+  cw_t w = {.f = f, .t0 = l->t0, .launches = launches};
+  int err = gpd__xwrite_init(&w.ctx, x);
   if (err == 0)
-    err = gpd__xwrite_init(&w.ctx, x);
-  if (err == 0)
-    err = cw_tids(&w, &l);
+    err = cw_tids(&w, l);
   if (err < 0)
     goto out;
   w.launch = gpd__xwrite_intern(&w.ctx, "launch");
@@ -185,88 +254,22 @@ static int cw_write(FILE *f, const gpd_xtrace_t *x, int launches) {
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pr->pid);
     gpd_json_str(f, name);
     fputs("}}", f);
-    if (gpd__xlayout_has_gap(&l, pr->profile_id))
-      cw_track(f, pr->pid, w.stid[l.nst + i], "GPU idle (blame)", l.nth + l.nst);
+    if (gpd__xlayout_has_gap(l, pr->profile_id))
+      cw_track(f, pr->pid, w.stid[l->nst + i], "GPU idle (blame)", l->nth + l->nst);
   }
-  for (size_t i = 0; i < l.nth; i++) {
-    unsigned tid = (unsigned)l.th[i].key;
+  for (size_t i = 0; i < l->nth; i++) {
+    unsigned tid = (unsigned)l->th[i].key;
     snprintf(name, sizeof name, "CPU thread %u", tid);
-    cw_track(f, gpd__xtrace_pid(x, l.th[i].profile), tid, name, i);
+    cw_track(f, gpd__xtrace_pid(x, l->th[i].profile), tid, name, i);
   }
-  for (size_t i = 0; i < l.nst; i++) {
-    uint32_t dev = (uint32_t)(l.st[i].key >> 32), s = (uint32_t)l.st[i].key;
-    snprintf(name, sizeof name, "GPU %u stream %u%s", dev, s, l.st[i].lane ? " (overlap)" : "");
-    cw_track(f, gpd__xtrace_pid(x, l.st[i].profile), w.stid[i], name, l.nth + i);
+  for (size_t i = 0; i < l->nst; i++) {
+    uint32_t dev = (uint32_t)(l->st[i].key >> 32), s = (uint32_t)l->st[i].key;
+    snprintf(name, sizeof name, "GPU %u stream %u%s", dev, s, l->st[i].lane ? " (overlap)" : "");
+    cw_track(f, gpd__xtrace_pid(x, l->st[i].profile), w.stid[i], name, l->nth + i);
   }
-  gpd_xitem_t it;
-  int r = 0;
-  while (w.err == 0 && w.ctx.err == 0 && (r = gpd__xlayout_next(&l, &it)) > 0) {
-    switch (it.kind) {
-    case GPD_XIT_EV_B: {
-      const gpd_xev_t *e = &x->ev[it.i];
-      long la = gpd__xlayout_launch(&l, it.i);
-      int host = gpd__xtrace_host_op(e->op);
-      uint64_t tid = host && la >= 0 ? x->la[la].tid : w.stid[gpd__xlayout_stream(&l, it.i, &w.lst)];
-      long k = e->node ? gpd_tree_find(&x->tree, e->node) : -1;
-      size_t leaf;
-      if (k >= 0 && x->tree.nodes[k].kind == GPD_NODE_KERNEL) {
-        leaf = (size_t)k + 1; /* the full name, under the launch's call site */
-        cw_head(&w, "X", NULL, gpd__xwrite_short_name(&w.ctx, (size_t)k), gpd__xtrace_pid(x, e->profile),
-                tid, it.ts);
-      } else {
-        leaf = gpd__xwrite_cpu(&w.ctx, la >= 0 && x->la[la].node ? x->la[la].node : e->node);
-        cw_head(&w, "X", host ? "host" : NULL, gpd__xwrite_ev_name(&w.ctx, e),
-                gpd__xtrace_pid(x, e->profile), tid, it.ts);
-      }
-      cw_us(&w, "dur", e->end > e->start ? e->end - e->start : 0);
-      if (cw_sf(&w, leaf))
-        fprintf(f, ",\"sf\":%zu", leaf);
-      if (launches && la >= 0 && !host)
-        fprintf(f, ",\"bind_id\":%ld,\"flow_in\":true", la + 1);
-      /* no per-event unique args (a correlation id): speedscope keys a
-       * frame by name + args, and one frame per event makes its call-tree
-       * builder quadratic (a node's children searched linearly) */
-      if (e->bytes)
-        fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}", e->bytes);
-      fputs("}", f);
-      break;
-    }
-    case GPD_XIT_LAUNCH: {
-      /* the call path is the GPU slice's "sf", one flow away */
-      const gpd_xlaunch_t *la = &x->la[it.i];
-      if (!launches || gpd__xtrace_host_op(la->op))
-        break;
-      cw_head(&w, "X", NULL, w.launch, gpd__xtrace_pid(x, la->profile), la->tid, it.ts);
-      fprintf(f, ",\"dur\":0,\"bind_id\":%zu,\"flow_out\":true}", it.i + 1);
-      break;
-    }
-    case GPD_XIT_SAMPLE: {
-      const gpd_xsample_t *s = &x->cs[it.i];
-      size_t site = gpd__xwrite_cpu(&w.ctx, s->node);
-      cw_head(&w, "i", "cpu", gpd__xwrite_intern(&w.ctx, "cpu sample"), gpd__xtrace_pid(x, s->profile),
-              s->tid, it.ts);
-      fputs(",\"s\":\"t\"", f);
-      if (cw_sf(&w, site))
-        fprintf(f, ",\"sf\":%zu", site);
-      fputs("}", f);
-      break;
-    }
-    case GPD_XIT_GAP_B: {
-      const gpd_xgap_t *g = &l.gaps[it.i];
-      size_t site = gpd__xwrite_cpu(&w.ctx, g->node);
-      cw_head(&w, "X", "idle", gpd__xwrite_intern(&w.ctx, "GPU idle"), gpd__xtrace_pid(x, g->profile),
-              cw_idle_tid(&w, &l, g->profile), it.ts);
-      cw_us(&w, "dur", g->end - g->start);
-      if (cw_sf(&w, site))
-        fprintf(f, ",\"sf\":%zu", site);
-      fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}", gpd_xcpu_name(g->cpu));
-      break;
-    }
-    default:
-      break;
-    }
-  }
-  err = w.err ? w.err : w.ctx.err ? w.ctx.err : r < 0 ? r : 0;
+  err = gpd__xlayout_walk(l, src, cw_draw, &w, &w.f);
+  if (err == 0)
+    err = w.err ? w.err : w.ctx.err;
   if (err == 0)
     cw_stack_frames(&w);
   if (err == 0 && ferror(f))
@@ -275,9 +278,18 @@ out:
   free(w.used.w);
   free(w.stid);
   gpd__xwrite_free(&w.ctx);
+  return err;
+}
+
+static int cw_whole(FILE *f, const gpd_xtrace_t *x, int launches) {
+  gpd_xlayout_t l;
+  gpd_xpages_one_t one;
+  int err = gpd__xlayout_whole(&l, &one, x);
+  if (err == 0)
+    err = gpd__xwrite_chrome(f, &l, &one.src, launches);
   gpd__xlayout_free(&l);
   return err;
 }
 
-int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) { return cw_write(f, x, 0); }
-int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x) { return cw_write(f, x, 1); }
+int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 0); }
+int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 1); }

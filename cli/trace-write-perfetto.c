@@ -250,7 +250,7 @@ static uint64_t pw_stack(pw_t *w, seq_t *s, size_t cs) {
 /* Track uuids: processes 1.., their idle tracks, threads, stream lanes. */
 typedef struct {
   const gpd_xlayout_t *l;
-  size_t lth, lst; /* last thread / stream lane found */
+  size_t lth; /* last thread found */
 } uuids_t;
 
 static uint64_t uuid_proc(const gpd_xtrace_t *x, uint64_t profile) {
@@ -271,15 +271,9 @@ static uint64_t uuid_thread(uuids_t *u, uint64_t profile, uint32_t tid) {
         break;
   return 1 + 2 * l->x->tree.nprocs + u->lth;
 }
-static uint64_t uuid_stream(uuids_t *u, size_t i) {
-  return 1 + 2 * u->l->x->tree.nprocs + u->l->nth + gpd__xlayout_stream(u->l, i, &u->lst);
-}
-static uint64_t uuid_event(uuids_t *u, size_t i) {
-  const gpd_xev_t *e = &u->l->x->ev[i];
-  long la = gpd__xlayout_launch(u->l, i);
-  if (gpd__xtrace_host_op(e->op) && la >= 0)
-    return uuid_thread(u, e->profile, u->l->x->la[la].tid);
-  return uuid_stream(u, i);
+/* the track of GPU operation item it (its thread's or its stream lane's) */
+static uint64_t uuid_event(const uuids_t *u, const gpd_xitem_t *it) {
+  return 1 + 2 * u->l->x->tree.nprocs + (it->thread ? 0 : u->l->nth) + it->trk;
 }
 
 static void pw_descriptors(pw_t *w, const gpd_xlayout_t *l) {
@@ -321,125 +315,130 @@ static void pw_descriptors(pw_t *w, const gpd_xlayout_t *l) {
   }
 }
 
-int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x) {
-  gpd_xlayout_t l;
-  pw_t w = {.f = f, .next_seq = 2};
+/* draws one item (gpd__xlayout_walk) */
+typedef struct {
+  pw_t *w;
   uuids_t u;
-  int err = gpd__xlayout_init(&l, x);
-  if (err == 0)
-    err = gpd__xwrite_init(&w.ctx, x);
+} pwd_t;
+
+static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
+  pw_t *w = ((pwd_t *)arg)->w;
+  uuids_t *u = &((pwd_t *)arg)->u;
+  const gpd_xtrace_t *x = &l->pg;
+  Gpdperfetto__TracePacket pk = GPDPERFETTO__TRACE_PACKET__INIT;
+  Gpdperfetto__TrackEvent te = GPDPERFETTO__TRACK_EVENT__INIT;
+  Gpdperfetto__DebugAnnotation a[2], *ap[2];
+  uint64_t flow;
+  size_t na = 0;
+  seq_t *s;
+  pw_in_reset(w);
+  te.has_type = 1;
+  switch (it->kind) {
+  case GPD_XIT_EV_B:
+  case GPD_XIT_EV_E: {
+    s = pw_seq(w, uuid_event(u, it), it->ts);
+    if (it->kind == GPD_XIT_EV_E) {
+      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+      break;
+    }
+    const gpd_xev_t *e = &x->ev[it->i];
+    te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+    te.has_name_iid = 1;
+    te.name_iid = pw_name(w, s, gpd__xwrite_ev_name(&w->ctx, e));
+    te.has_correlation_id = 1;
+    te.correlation_id = e->corr;
+    if (gpd__xtrace_host_op(e->op)) { /* on its thread: where it was called from */
+      size_t cs = gpd__xwrite_cpu(&w->ctx, it->lnode ? it->lnode : e->node);
+      if ((te.callstack_iid = pw_stack(w, s, cs)) != 0)
+        te.has_callstack_iid = 1;
+    } else if (it->la >= 0) {
+      flow = (uint64_t)it->la + 1;
+      te.terminating_flow_ids_old = &flow;
+      te.n_terminating_flow_ids_old = 1;
+    }
+    if (e->bytes) {
+      ap[na] = pw_da(w, s, &a[na], DA_BYTES);
+      a[na].has_uint_value = 1;
+      a[na++].uint_value = e->bytes;
+    }
+    break;
+  }
+  case GPD_XIT_LAUNCH: {
+    const gpd_xlaunch_t *la = &x->la[it->i];
+    char name[64];
+    s = pw_seq(w, uuid_thread(u, la->profile, la->tid), it->ts);
+    te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_INSTANT;
+    snprintf(name, sizeof name, "launch %s", gpd_op_placeholder(la->op));
+    te.has_name_iid = 1;
+    te.name_iid = pw_name(w, s, gpd__xwrite_intern(&w->ctx, name));
+    if ((te.callstack_iid = pw_stack(w, s, gpd__xwrite_cpu(&w->ctx, la->node))) != 0)
+      te.has_callstack_iid = 1;
+    if (!gpd__xtrace_host_op(la->op)) {
+      flow = (uint64_t)it->la + 1;
+      te.flow_ids_old = &flow;
+      te.n_flow_ids_old = 1;
+    }
+    break;
+  }
+  case GPD_XIT_SAMPLE: {
+    const gpd_xsample_t *cs = &x->cs[it->i];
+    s = pw_seq(w, uuid_thread(u, cs->profile, cs->tid), it->ts);
+    size_t site = gpd__xwrite_cpu(&w->ctx, cs->node);
+    te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_INSTANT;
+    te.has_name_iid = 1;
+    te.name_iid = pw_name(w, s, gpd__xwrite_sample_name(&w->ctx, site));
+    if ((te.callstack_iid = pw_stack(w, s, site)) != 0)
+      te.has_callstack_iid = 1;
+    break;
+  }
+  default: {
+    s = pw_seq(w, uuid_idle(l->x, it->profile), it->ts);
+    if (it->kind == GPD_XIT_GAP_E) {
+      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+      break;
+    }
+    const gpd_xgap_t *g = gpd__xlayout_gap(l, it);
+    te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+    te.has_name_iid = 1;
+    te.name_iid = pw_name(w, s, gpd__xwrite_intern(&w->ctx, "GPU idle"));
+    /* the blamed context is the slice's call stack; none: no CPU context known */
+    if ((te.callstack_iid = pw_stack(w, s, gpd__xwrite_cpu(&w->ctx, g->node))) != 0)
+      te.has_callstack_iid = 1;
+    ap[na] = pw_da(w, s, &a[na], DA_CPU_WAS);
+    a[na++].string_value = (char *)gpd_xcpu_name(g->cpu);
+    break;
+  }
+  }
+  te.debug_annotations = na ? ap : NULL;
+  te.n_debug_annotations = na;
+  pk.has_trusted_packet_sequence_id = pk.has_sequence_flags = pk.has_timestamp = 1;
+  pk.trusted_packet_sequence_id = s->id;
+  pk.sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE;
+  pk.timestamp = it->ts - s->last;
+  s->last = it->ts;
+  if (w->in.n_event_names || w->in.n_debug_annotation_names || w->in.n_function_names ||
+      w->in.n_frames || w->in.n_callstacks)
+    pk.interned_data = &w->in;
+  pk.track_event = &te;
+  pw_packet(w, &pk);
+  return w->err ? w->err : w->ctx.err;
+}
+
+int gpd__xwrite_perfetto(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src) {
+  pw_t w = {.f = f, .next_seq = 2};
+  pwd_t d = {.w = &w, .u = {.l = l}};
+  int err = gpd__xwrite_init(&w.ctx, l->x);
   if (err < 0)
     goto out;
-  u = (uuids_t){.l = &l};
-  w.nseq = 2 + 2 * x->tree.nprocs + l.nth + l.nst;
+  w.nseq = 2 + 2 * l->x->tree.nprocs + l->nth + l->nst;
   if ((w.seq = calloc(w.nseq, sizeof *w.seq)) == NULL) {
     err = -ENOMEM;
     goto out;
   }
-  pw_descriptors(&w, &l);
-  gpd_xitem_t it;
-  int r = 0;
-  while (w.err == 0 && w.ctx.err == 0 && (r = gpd__xlayout_next(&l, &it)) > 0) {
-    Gpdperfetto__TracePacket pk = GPDPERFETTO__TRACE_PACKET__INIT;
-    Gpdperfetto__TrackEvent te = GPDPERFETTO__TRACK_EVENT__INIT;
-    Gpdperfetto__DebugAnnotation a[2], *ap[2];
-    uint64_t flow, uuid;
-    size_t na = 0;
-    seq_t *s;
-    pw_in_reset(&w);
-    te.has_type = 1;
-    switch (it.kind) {
-    case GPD_XIT_EV_B:
-    case GPD_XIT_EV_E: {
-      const gpd_xev_t *e = &x->ev[it.i];
-      uuid = uuid_event(&u, it.i);
-      s = pw_seq(&w, uuid, it.ts);
-      if (it.kind == GPD_XIT_EV_E) {
-        te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-        break;
-      }
-      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-      te.has_name_iid = 1;
-      te.name_iid = pw_name(&w, s, gpd__xwrite_ev_name(&w.ctx, e));
-      te.has_correlation_id = 1;
-      te.correlation_id = e->corr;
-      long la = gpd__xlayout_launch(&l, it.i);
-      if (gpd__xtrace_host_op(e->op)) { /* on its thread: where it was called from */
-        size_t cs = gpd__xwrite_cpu(&w.ctx, la >= 0 && x->la[la].node ? x->la[la].node : e->node);
-        if ((te.callstack_iid = pw_stack(&w, s, cs)) != 0)
-          te.has_callstack_iid = 1;
-      } else if (la >= 0) {
-        flow = (uint64_t)la + 1;
-        te.terminating_flow_ids_old = &flow;
-        te.n_terminating_flow_ids_old = 1;
-      }
-      if (e->bytes) {
-        ap[na] = pw_da(&w, s, &a[na], DA_BYTES);
-        a[na].has_uint_value = 1;
-        a[na++].uint_value = e->bytes;
-      }
-      break;
-    }
-    case GPD_XIT_LAUNCH: {
-      const gpd_xlaunch_t *la = &x->la[it.i];
-      char name[64];
-      s = pw_seq(&w, uuid_thread(&u, la->profile, la->tid), it.ts);
-      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_INSTANT;
-      snprintf(name, sizeof name, "launch %s", gpd_op_placeholder(la->op));
-      te.has_name_iid = 1;
-      te.name_iid = pw_name(&w, s, gpd__xwrite_intern(&w.ctx, name));
-      if ((te.callstack_iid = pw_stack(&w, s, gpd__xwrite_cpu(&w.ctx, la->node))) != 0)
-        te.has_callstack_iid = 1;
-      if (!gpd__xtrace_host_op(la->op)) {
-        flow = it.i + 1;
-        te.flow_ids_old = &flow;
-        te.n_flow_ids_old = 1;
-      }
-      break;
-    }
-    case GPD_XIT_SAMPLE: {
-      const gpd_xsample_t *cs = &x->cs[it.i];
-      s = pw_seq(&w, uuid_thread(&u, cs->profile, cs->tid), it.ts);
-      size_t site = gpd__xwrite_cpu(&w.ctx, cs->node);
-      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_INSTANT;
-      te.has_name_iid = 1;
-      te.name_iid = pw_name(&w, s, gpd__xwrite_sample_name(&w.ctx, site));
-      if ((te.callstack_iid = pw_stack(&w, s, site)) != 0)
-        te.has_callstack_iid = 1;
-      break;
-    }
-    default: {
-      const gpd_xgap_t *g = &l.gaps[it.i];
-      s = pw_seq(&w, uuid_idle(x, g->profile), it.ts);
-      if (it.kind == GPD_XIT_GAP_E) {
-        te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_END;
-        break;
-      }
-      te.type = GPDPERFETTO__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-      te.has_name_iid = 1;
-      te.name_iid = pw_name(&w, s, gpd__xwrite_intern(&w.ctx, "GPU idle"));
-      /* the blamed context is the slice's call stack; none: no CPU context known */
-      if ((te.callstack_iid = pw_stack(&w, s, gpd__xwrite_cpu(&w.ctx, g->node))) != 0)
-        te.has_callstack_iid = 1;
-      ap[na] = pw_da(&w, s, &a[na], DA_CPU_WAS);
-      a[na++].string_value = (char *)gpd_xcpu_name(g->cpu);
-      break;
-    }
-    }
-    te.debug_annotations = na ? ap : NULL;
-    te.n_debug_annotations = na;
-    pk.has_trusted_packet_sequence_id = pk.has_sequence_flags = pk.has_timestamp = 1;
-    pk.trusted_packet_sequence_id = s->id;
-    pk.sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE;
-    pk.timestamp = it.ts - s->last;
-    s->last = it.ts;
-    if (w.in.n_event_names || w.in.n_debug_annotation_names || w.in.n_function_names ||
-        w.in.n_frames || w.in.n_callstacks)
-      pk.interned_data = &w.in;
-    pk.track_event = &te;
-    pw_packet(&w, &pk);
-  }
-  err = w.err ? w.err : w.ctx.err ? w.ctx.err : r < 0 ? r : 0;
+  pw_descriptors(&w, l);
+  err = gpd__xlayout_walk(l, src, pw_draw, &d, &w.f);
+  if (err == 0)
+    err = w.err ? w.err : w.ctx.err;
 out:
   if (w.seq)
     for (size_t i = 0; i < w.nseq; i++) {
@@ -451,6 +450,15 @@ out:
   free(w.seq);
   free(w.buf);
   gpd__xwrite_free(&w.ctx);
+  return err;
+}
+
+int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x) {
+  gpd_xlayout_t l;
+  gpd_xpages_one_t one;
+  int err = gpd__xlayout_whole(&l, &one, x);
+  if (err == 0)
+    err = gpd__xwrite_perfetto(f, &l, &one.src);
   gpd__xlayout_free(&l);
   return err;
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "trace.h"
+#include "trace-layout.h"
 
 /** Innermost frames kept in one call stack (deeper paths lose their
  *  outermost frames). */
@@ -77,6 +78,15 @@ uint64_t gpd__xwrite_short_name(gpd_xwrite_t *c, size_t k);
 /** Event name id of a CPU sample at call site cs (index + 1):
  *  "cpu sample: NAME", "cpu sample: ?" when cs is 0. */
 uint64_t gpd__xwrite_sample_name(gpd_xwrite_t *c, size_t cs);
+
+/** Perfetto protobuf / Chrome JSON (launches: with each launch as a
+ *  slice and a flow to its GPU slices) of the pages of src laid out by l
+ *  (gpd__xlayout_scan done), written as they are walked: memory grows
+ *  with one page, the distinct names and call paths and the tracks, not
+ *  with the trace.  0 or -errno / -ENOMEM; -EAGAIN when the rows changed
+ *  since the scan (scan again, write again). */
+int gpd__xwrite_perfetto(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src);
+int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches);
 
 /** A stream that writes what it is given gzip-compressed (zlib, level 1,
  *  gzip header) to dst, for a trace OUT.gz that viewers decompress as

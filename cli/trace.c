@@ -69,52 +69,6 @@ static void sleep_ns(uint64_t ns) {
   }
 }
 
-/* Launches of x in [from, to] (ns) that have no GPU activity in x yet.
- * -ENOMEM when the index cannot be made. */
-static long window_missing(const gpd_xtrace_t *x, uint64_t from, uint64_t to) {
-  gpd_xcorrix_t ix;
-  uint8_t *has = calloc(x->nla + 1, 1);
-  if (has == NULL || gpd__xcorrix_build(&ix, x) < 0) {
-    free(has);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < x->nev; i++) {
-    long l = gpd__xcorrix_get(&ix, x, x->ev[i].profile, x->ev[i].corr);
-    if (l >= 0)
-      has[l] = 1;
-  }
-  long missing = 0;
-  for (size_t i = 0; i < x->nla; i++)
-    missing += x->la[i].ts >= from && x->la[i].ts <= to && !has[i];
-  free(ix.slot);
-  free(has);
-  return missing;
-}
-
-/* Keep the window [from, to] of x: its launches, the activities of those
- * launches (whenever they ran), and activities of no known launch that
- * started in it.  0 or -ENOMEM. */
-static int window_keep(gpd_xtrace_t *x, uint64_t from, uint64_t to) {
-  gpd_xcorrix_t ix;
-  if (gpd__xcorrix_build(&ix, x) < 0)
-    return -ENOMEM;
-  size_t w = 0;
-  for (size_t i = 0; i < x->nev; i++) {
-    long l = gpd__xcorrix_get(&ix, x, x->ev[i].profile, x->ev[i].corr);
-    uint64_t t = l >= 0 ? x->la[l].ts : x->ev[i].start;
-    if (t >= from && t <= to)
-      x->ev[w++] = x->ev[i];
-  }
-  x->nev = w;
-  free(ix.slot);
-  w = 0;
-  for (size_t i = 0; i < x->nla; i++)
-    if (x->la[i].ts >= from && x->la[i].ts <= to)
-      x->la[w++] = x->la[i];
-  x->nla = w;
-  return 0;
-}
-
 /* How long a live window's activities may take to arrive after its end
  * (a CUDA process flushes CUPTI's buffers at the window's end; OpenCL
  * and Level Zero report a kernel when it completes). */
@@ -169,59 +123,153 @@ static int trace_call(const char *sock, int pid, const char *job, uint64_t from,
   return 0;
 }
 
-/* Everything gpuprofd stored in [from, to] into x (emptied first), in
- * pages of at most LIVE_PAGE_ROWS rows: a truncated page is asked again
- * as two halves of its time range (events and launches are selected by
- * their start, so the slices partition both exactly).  *flushed: the
- * tracing threads' commit time of the last reply.  0 or an exit code. */
-static int fetch_pages(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
-                       gpd_xtrace_t *x, uint64_t *flushed) {
-  struct slice { uint64_t a, b; uint32_t max; } st[128];
-  int n = 0, rc = 0, parts = 0;
-  uint32_t page = page_rows();
-  gpd_xtrace_free(x);
-  gpd_xtrace_init(x);
-  st[n++] = (struct slice){from, to, page};
-  while (n > 0 && rc == 0) {
-    uint64_t a = st[n - 1].a, b = st[n - 1].b;
-    uint32_t max = st[--n].max;
+/* A time slice [a, b] (ns) asked with at most max rows (0: gpuprofd's
+ * own bound). */
+typedef struct lslice_s {
+  uint64_t a, b;
+  uint32_t max;
+} lslice_t;
+
+/* The rows gpuprofd stored in [from, upto] as pages (trace-layout.h) of
+ * at most page_rows() rows: a truncated page is asked again as two halves
+ * of its time range (events and launches are selected by their start, so
+ * the slices partition both exactly), the earlier half first, so that
+ * the pages come in time order.  The first pass after lpages_reset finds
+ * the slices; a later pass (the write after the scan) asks for the same
+ * ones again.  One page is held at a time. */
+typedef struct lpages_s {
+  gpd_xpages_t src;
+  const char *sock, *job;
+  int pid;
+  uint32_t page;       /* rows per page */
+  uint64_t from, upto; /* what the pass covers */
+  lslice_t st[128];    /* first pass: slices still to ask, the earliest last */
+  int n, started, replay;
+  lslice_t *done;      /* the slices answered by the first pass, in order */
+  size_t ndone, capdone, iplay;
+  gpd_xtrace_t pg;     /* the page */
+  gpd_xtrace_t meta;   /* the first pass's latest tree (the live tree only
+                          grows), dropped / refused / truncated */
+  uint64_t flushed;    /* the tracing threads' commit time of the last reply */
+  int parts, rc;       /* pages of the first pass; exit code of a failed request */
+} lpages_t;
+
+static int lp_next(gpd_xpages_t *src, gpd_xtrace_t **page, uint64_t *hi) {
+  lpages_t *p = (lpages_t *)src;
+  for (;;) {
+    lslice_t sl;
+    if (p->replay ? p->iplay == p->ndone : p->n == 0)
+      return 0;
+    sl = p->replay ? p->done[p->iplay++] : p->st[--p->n];
     Gpuprof__Msg *rep = NULL;
-    if ((rc = trace_call(sock, pid, job, a, b, max, &rep)) != 0)
-      break;
+    if ((p->rc = trace_call(p->sock, p->pid, p->job, sl.a, sl.b, sl.max, &rep)) != 0)
+      return -EIO;
     const Gpuprof__TraceReply *t = rep->trace;
-    *flushed = t->flushed_ns;
-    if (t->truncated && max != 0 && n + 2 <= 128) {
-      if (b - a > LIVE_MIN_SLICE_NS) { /* two halves, the earlier asked next */
-        uint64_t mid = a + (b - a) / 2;
-        st[n++] = (struct slice){mid + 1, b, page};
-        st[n++] = (struct slice){a, mid, page};
-      } else {
-        st[n++] = (struct slice){a, b, 0};
-      }
+    p->flushed = t->flushed_ns;
+    if (t->truncated && sl.max != 0 && (p->replay || p->n + 2 <= 128)) {
       gpuprof__msg__free_unpacked(rep, NULL);
+      if (p->replay) /* more rows than the first pass found: scan again */
+        return -EAGAIN;
+      if (sl.b - sl.a > LIVE_MIN_SLICE_NS) { /* two halves, the earlier asked next */
+        uint64_t mid = sl.a + (sl.b - sl.a) / 2;
+        p->st[p->n++] = (lslice_t){mid + 1, sl.b, p->page};
+        p->st[p->n++] = (lslice_t){sl.a, mid, p->page};
+      } else {
+        p->st[p->n++] = (lslice_t){sl.a, sl.b, 0};
+      }
       continue;
     }
-    int err = gpd__xtrace_add_reply(x, t, 0);
+    p->pg.nev = p->pg.nla = p->pg.ncs = 0;
+    p->pg.truncated = 0;
+    int err = gpd__xtrace_add_reply(&p->pg, t, 1);
     gpuprof__msg__free_unpacked(rep, NULL);
-    parts++;
-    if (err < 0) {
-      fprintf(stderr, "gpuprof: %s\n", gpd_strerror(err));
-      rc = GPD_EXIT_FAIL;
+    if (err == 0 && !p->replay)
+      err = gpd_xgrow((void **)&p->done, p->ndone, &p->capdone, sizeof *p->done);
+    if (err < 0)
+      return err;
+    if (!p->replay) {
+      gpd_tree_t tree = p->meta.tree;
+      p->meta.tree = p->pg.tree;
+      p->pg.tree = tree;
+      p->meta.dropped = p->pg.dropped;
+      p->meta.refused = p->pg.refused;
+      p->meta.truncated |= p->pg.truncated;
+      p->done[p->ndone++] = sl;
+      p->parts++;
     }
+    *page = &p->pg;
+    *hi = sl.b;
+    return 1;
   }
-  gpd__xtrace_sort(x);
-  if (rc == 0 && parts > 1)
+}
+
+static int lp_rewind(gpd_xpages_t *src) {
+  lpages_t *p = (lpages_t *)src;
+  if (p->started) {
+    p->replay = 1;
+    p->iplay = 0;
+  }
+  p->started = 1;
+  return 0;
+}
+
+/* A first pass over [from, upto] next. */
+static void lp_reset(lpages_t *p, uint64_t from, uint64_t upto) {
+  p->from = from;
+  p->upto = upto;
+  p->st[0] = (lslice_t){from, upto, p->page};
+  p->n = 1;
+  p->started = p->replay = 0;
+  p->ndone = p->iplay = 0;
+  p->parts = 0;
+  p->meta.truncated = 0;
+}
+
+static void lp_init(lpages_t *p, const char *sock, int pid, const char *job) {
+  memset(p, 0, sizeof *p);
+  p->src = (gpd_xpages_t){lp_next, lp_rewind};
+  p->sock = sock;
+  p->pid = pid;
+  p->job = job;
+  p->page = page_rows();
+  gpd_xtrace_init(&p->pg);
+  gpd_xtrace_init(&p->meta);
+}
+
+static void lp_free(lpages_t *p) {
+  gpd_xtrace_free(&p->pg);
+  gpd_xtrace_free(&p->meta);
+  free(p->done);
+}
+
+/* Scan (gpd__xlayout_scan) what gpuprofd stored in [from0, upto], l set
+ * up for the window [from, to].  0 or an exit code (said on stderr). */
+static int live_scan(lpages_t *p, gpd_xlayout_t *l, uint64_t from0, uint64_t upto, uint64_t from,
+                     uint64_t to) {
+  lp_reset(p, from0, upto);
+  gpd__xlayout_free(l);
+  gpd__xlayout_open(l, &p->meta, from, to);
+  int err = gpd__xlayout_scan(l, &p->src);
+  if (err < 0 && p->rc)
+    return p->rc;
+  if (err < 0) {
+    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(err));
+    return GPD_EXIT_FAIL;
+  }
+  if (p->parts > 1)
     fprintf(stderr, "gpuprof: %zu events and %zu launches read in %d parts of at most %u rows\n",
-            x->nev, x->nla, parts, page);
-  return rc;
+            l->nev, l->nla, p->parts, p->page);
+  return 0;
 }
 
 /* Ask the daemon for everything from `from` on until its tracing threads
  * committed past `to` and every launch in [from, to] has its activities
- * (or LIVE_WAIT_NS passed, or the missing ones stopped arriving); then
- * keep the window (window_keep).  0 or an exit code (said on stderr). */
-static int live_trace(const char *sock, int pid, const char *job, uint64_t from, uint64_t to,
-                      gpd_xtrace_t *x) {
+ * (or LIVE_WAIT_NS passed, or the missing ones stopped arriving), each
+ * time as a scan of l (the window [from, to] kept: its launches, the
+ * activities of those launches whenever they ran, and activities of no
+ * known launch that started in it); l and p are then ready to write.  0
+ * or an exit code (said on stderr). */
+static int live_trace(lpages_t *p, gpd_xlayout_t *l, uint64_t from, uint64_t to) {
   /* from a little earlier: the launches just before the window are known,
    * so that their activities that start in it are left out */
   uint64_t from0 = from > LIVE_BEFORE_NS ? from - LIVE_BEFORE_NS : 0;
@@ -232,7 +280,7 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
    * requests, so that the wait costs neither side a whole window */
   for (;;) {
     Gpuprof__Msg *rep = NULL;
-    if ((rc = trace_call(sock, pid, job, to, to, 1, &rep)) != 0)
+    if ((rc = trace_call(p->sock, p->pid, p->job, to, to, 1, &rep)) != 0)
       return rc;
     flushed = rep->trace->flushed_ns;
     gpuprof__msg__free_unpacked(rep, NULL);
@@ -242,14 +290,11 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
   }
   for (;;) {
     /* activities of the window's launches may start after it */
-    if ((rc = fetch_pages(sock, pid, job, from0, gpd_clock_ns(), x, &flushed)) != 0)
+    if ((rc = live_scan(p, l, from0, gpd_clock_ns(), from, to)) != 0)
       return rc;
-    long m = window_missing(x, from, to);
+    long m = l->missing;
     uint64_t now = gpd_clock_ns();
-    if (m < 0) {
-      fprintf(stderr, "gpuprof: %s\n", gpd_strerror((int)m));
-      return GPD_EXIT_FAIL;
-    }
+    flushed = p->flushed;
     if (m != missing || flushed < to) {
       missing = m;
       changed = now;
@@ -265,17 +310,13 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
     }
     sleep_ns(500000000ull);
   }
-  if (x->truncated)
+  if (p->meta.truncated)
     fprintf(stderr, "gpuprof: a millisecond of the window held more rows than gpuprofd answers at "
                     "once: its later rows are left out\n");
   if (missing > 0)
     fprintf(stderr, "gpuprof: %ld launch%s of the window had no GPU activity %.0f s after it "
                     "(written without)\n",
             missing, missing == 1 ? "" : "es", (double)(gpd_clock_ns() - to) / 1e9);
-  if (window_keep(x, from, to) < 0) {
-    fprintf(stderr, "gpuprof: %s\n", gpd_strerror(-ENOMEM));
-    return GPD_EXIT_FAIL;
-  }
   return 0;
 }
 
@@ -288,7 +329,9 @@ static int live_trace(const char *sock, int pid, const char *job, uint64_t from,
  * after the window), then the window's events.  A process that did not
  * switch tracing on is said on stderr and traced with what it traces
  * anyway.  0 or an exit code (said on stderr; then nothing is written). */
-static int live_window(const char *sock, int pid, const char *job, uint64_t dur, gpd_xtrace_t *x) {
+static int live_window(lpages_t *p, gpd_xlayout_t *l, uint64_t dur) {
+  const char *sock = p->sock, *job = p->job;
+  int pid = p->pid;
   Gpuprof__Control ctl = GPUPROF__CONTROL__INIT;
   Gpuprof__Msg *reply = NULL;
   char what[64], who[96];
@@ -328,20 +371,22 @@ static int live_window(const char *sock, int pid, const char *job, uint64_t dur,
     }
     sleep_ns(now < to && to - now < 250000000ull ? to - now : 250000000ull);
   }
-  if ((rc = live_trace(sock, pid, job, from, to, x)) != 0)
+  if ((rc = live_trace(p, l, from, to)) != 0)
     fprintf(stderr, "gpuprof: no trace written\n");
 out:
   gpuprof__msg__free_unpacked(reply, NULL);
   return rc;
 }
 
-/* Write x to path through a private temporary file beside it, renamed
- * over path once complete (gpuprof/outfile.h): a failure leaves no
- * partial trace, and a link or non-regular file at path is refused.
- * chrome: 0 Perfetto, 1 Chrome JSON, 2 Chrome JSON with launches; gz:
- * gzip-compressed.
- * 0 or -errno with the message in err. */
-static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, int gz, char *err, size_t errn) {
+/* Write the pages of src laid out by l (scanned) to path through a
+ * private temporary file beside it, renamed over path once complete
+ * (gpuprof/outfile.h): a failure leaves no partial trace, and a link or
+ * non-regular file at path is refused.  chrome: 0 Perfetto, 1 Chrome
+ * JSON, 2 Chrome JSON with launches; gz: gzip-compressed.
+ * 0 or -errno with the message in err (-EAGAIN: the rows changed since
+ * the scan). */
+static int write_trace(const char *path, gpd_xlayout_t *l, gpd_xpages_t *src, int chrome, int gz,
+                       char *err, size_t errn) {
   gpd_outfile_t of;
   int r = gpd_outfile_open(&of, path, err, errn);
   if (r < 0) return r;
@@ -351,9 +396,7 @@ static int write_trace(const char *path, const gpd_xtrace_t *x, int chrome, int 
     gpd_outfile_abort(&of);
     return -ENOMEM;
   }
-  r = chrome == 2 ? gpd_xtrace_write_chrome_launches(f, x)
-      : chrome     ? gpd_xtrace_write_chrome(f, x)
-                   : gpd_xtrace_write_perfetto(f, x);
+  r = chrome ? gpd__xwrite_chrome(f, l, src, chrome == 2) : gpd__xwrite_perfetto(f, l, src);
   if (gz && fclose(f) == EOF && r == 0)
     r = -EIO;
   if (r < 0) {
@@ -438,13 +481,22 @@ int gpd_cmd_trace(int argc, char **argv) {
     return gpd_cli_usage(trace_usage, "--duration: at most 1 h");
 
   gpd_xtrace_t x;
+  gpd_xlayout_t l;
+  gpd_xpages_one_t one;
+  lpages_t lp;
+  gpd_xpages_t *src = &one.src;
+  const gpd_xtrace_t *meta = &x; /* tree, dropped, refused, truncated */
   gpd_xtrace_init(&x);
+  gpd__xlayout_open(&l, &x, 0, 0);
+  lp_init(&lp, gpd_live_socket(sock), pid, job);
   char err[1024];
   int rc = GPD_EXIT_OK;
   uint64_t t0 = 0;
   if (live) {
-    if ((rc = live_window(gpd_live_socket(sock), pid, job, (uint64_t)dur, &x)) != 0)
+    if ((rc = live_window(&lp, &l, (uint64_t)dur)) != 0)
       goto out;
+    src = &lp.src;
+    meta = &lp.meta;
   } else {
     if (gpd_xtrace_load(&x, argv[optind], pid, err, sizeof err) < 0) {
       fprintf(stderr, "gpuprof: %s\n", err);
@@ -454,27 +506,45 @@ int gpd_cmd_trace(int argc, char **argv) {
     t0 = gpd_xtrace_t0(&x);
     if (from >= 0 || to >= 0)
       gpd_xtrace_window(&x, from >= 0 ? t0 + (uint64_t)from : 0, to >= 0 ? t0 + (uint64_t)to : 0);
+    int e = gpd__xlayout_whole(&l, &one, &x);
+    if (e < 0) {
+      fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
+      rc = GPD_EXIT_FAIL;
+      goto out;
+    }
   }
-  if (x.nev == 0 && x.nla == 0)
+  if (l.nev == 0 && l.nla == 0)
     fprintf(stderr, "gpuprof: no trace events %s; writing an empty trace\n",
             live ? "in the window (no GPU activity of the selection, or tracing is off in gpuprofd)"
                  : (from >= 0 || to >= 0) ? "in the window" : "in the profile");
-  if (x.dropped || x.refused)
+  if (meta->dropped || meta->refused)
     fprintf(stderr, "gpuprof: the trace is incomplete: %llu events dropped (queue full), %llu "
                     "refused (per-profile bound or the owner's share of a full store)\n",
-            (unsigned long long)x.dropped, (unsigned long long)x.refused);
-  if (x.truncated)
+            (unsigned long long)meta->dropped, (unsigned long long)meta->refused);
+  if (meta->truncated)
     fprintf(stderr, "gpuprof: gpuprofd sent the first events of the window only (reply bound)\n");
   char werr[600];
-  int r = write_trace(out, &x, chrome, ends_with(out, ".gz"), werr, sizeof werr);
+  int r;
+  /* rows that arrived between the scan and the write (late activities)
+   * may need a track the scan did not see: scan again */
+  for (int k = 0; (r = write_trace(out, &l, src, chrome, ends_with(out, ".gz"), werr, sizeof werr)) == -EAGAIN &&
+                  live && k < 3; k++)
+    if ((rc = live_scan(&lp, &l, lp.from, lp.upto, l.from, l.to)) != 0)
+      goto out;
   if (r < 0) {
     fprintf(stderr, "gpuprof: %s (nothing written)\n", werr);
     rc = GPD_EXIT_FAIL;
     goto out;
   }
+  if (live && lp.parts > 1)
+    fprintf(stderr, "gpuprof: written page by page: at most %zu rows held at once, %zu launches and "
+                    "open slices carried between pages\n",
+            l.max_rows, l.max_pending);
   fprintf(stderr, "gpuprof: wrote %s (%s): %zu GPU events, %zu launches, %zu CPU samples\n", out,
-          chrome ? "Chrome JSON" : "Perfetto", x.nev, x.nla, x.ncs);
+          chrome ? "Chrome JSON" : "Perfetto", l.nev, l.nla, l.ncs);
 out:
+  gpd__xlayout_free(&l);
+  lp_free(&lp);
   gpd_xtrace_free(&x);
   return rc;
 }

@@ -54,8 +54,8 @@ int gpd_xtrace_load(gpd_xtrace_t *x, const char *path, int pid, char *err, size_
 int gpd_xtrace_from_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r);
 /** Append the rows of live reply r to x and take r's tree in place of
  *  x's (the live tree only grows: the latest reply's is the most
- *  complete); sorts the rows when `sort`.  For trace.c's paged window
- *  (fetch_pages), which sorts once at the end (gpd__xtrace_sort).  0 or
+ *  complete); sorts the rows when `sort`.  For trace.c's paged window,
+ *  which empties x before each page (one page held at a time).  0 or
  *  -ENOMEM. */
 int gpd__xtrace_add_reply(gpd_xtrace_t *x, const Gpuprof__TraceReply *r, int sort);
 /** Sort x's events, launches and CPU samples by time. */

@@ -26,6 +26,13 @@ target_link_libraries(test-xwrite PRIVATE gpd_cli PkgConfig::CMOCKA)
 target_include_directories(test-xwrite PRIVATE ${CMAKE_SOURCE_DIR}/cli)
 add_test(NAME trace.strtab COMMAND test-xwrite)
 set_tests_properties(trace.strtab PROPERTIES LABELS unit TIMEOUT 60)
+# a trace written page by page (live windows) is the file written whole;
+# what the writer carries between pages does not grow with the trace
+add_executable(test-xpages ${GPD_TR}/test-xpages.c)
+target_link_libraries(test-xpages PRIVATE gpd_cli PkgConfig::CMOCKA)
+target_include_directories(test-xpages PRIVATE ${CMAKE_SOURCE_DIR}/cli)
+add_test(NAME trace.pages COMMAND test-xpages)
+set_tests_properties(trace.pages PROPERTIES LABELS unit TIMEOUT 60)
 # report's idleness paths: innermost first, cut to the width (exact strings)
 add_executable(test-pathfit ${GPD_TR}/test-pathfit.c)
 target_link_libraries(test-pathfit PRIVATE gpd_cli PkgConfig::CMOCKA)

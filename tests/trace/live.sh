@@ -7,8 +7,11 @@
 #  - a window with no events (the program spins in cpu_think): the TRACE
 #    control is acked by the OpenCL back end ("always traced"), exit 0,
 #    a note on stderr and a valid trace without slices;
+#  - two windows on a launch loop (ocl-loop), the second in pages of
+#    1 000 rows: every kernel launched in the window written, with its flow;
 #  - the window of job J opened before the gate: exactly the second burst
-#    (6 ka, 4 kb, 11 flows, decoded with the schema);
+#    (6 ka, 4 kb, 11 flows, decoded with the schema), read and written in
+#    pages of 3 rows, fewer rows held at once than the window has;
 #  - gpuprofd killed mid-window (the program waits on a second gate):
 #    a clear error at once, exit 1, no file (nor a temporary one); the
 #    program carries on without its daemon.
@@ -76,6 +79,11 @@ wait_exit "$TR_PID" "gpuprof trace --duration"
 [ "$RC" = 0 ] || die "live trace exited with $RC: $(cat "$T/live.err")"
 grep -qE "read in ([2-9]|[1-9][0-9]+) parts of at most 3 rows" "$T/live.err" ||
   die "the window was not read in pages: $(cat "$T/live.err")"
+# written as read: one page at a time (a page is 3 rows, or the rows of
+# one millisecond asked with gpuprofd's own bound), never the whole window
+held=$(sed -nE 's/^gpuprof: written page by page: at most ([0-9]+) rows held at once.*/\1/p' "$T/live.err")
+[ -n "$held" ] && [ "$held" -lt 28 ] ||
+  die "the window was not written page by page (14 events + 14 launches): $(cat "$T/live.err")"
 grep -q "^pid $APP_PID: tracing on for 2 s: opencl: always traced" "$T/live.err" ||
   die "the job's process did not ack: $(cat "$T/live.err")"
 "$DEC" "$T/live.pftrace" >"$T/dec.txt" || { cat "$T/dec.txt"; die "live trace does not decode"; }
@@ -94,8 +102,12 @@ LOOP_PID=$APID
 wait_for "$WAIT" "ocl-loop registered" ps_is "$S" "$LOOP_PID" running
 loop_runs() { "$GPUPROF" --socket "$S" tree --pid "$LOOP_PID" 2>/dev/null | grep -q tiny; }
 wait_for "$WAIT" "ocl-loop's kernels running (compiled)" loop_runs
+# (the second in pages of 1 000 rows: kernels in a later page than their
+# launch keep their flow)
 for w in 1 2; do
-  "$GPUPROF" --socket "$S" trace --pid "$LOOP_PID" --duration 500ms -o "$T/loop$w.pftrace" 2>"$T/loop$w.err" ||
+  rows=250000
+  [ $w = 2 ] && rows=1000
+  GPUPROF_TRACE_PAGE_ROWS=$rows "$GPUPROF" --socket "$S" trace --pid "$LOOP_PID" --duration 500ms -o "$T/loop$w.pftrace" 2>"$T/loop$w.err" ||
     die "window $w on ocl-loop: exit $? ($(cat "$T/loop$w.err"))"
   "$DEC" "$T/loop$w.pftrace" >"$T/loop$w.txt" || { tail -3 "$T/loop$w.txt"; die "window $w does not decode"; }
   # (no match is a failure with its message below, not set -e's silent exit)
@@ -105,6 +117,12 @@ for w in 1 2; do
     die "window $w: '$la' kernel launches, '$ka' kernels written ($(cat "$T/loop$w.err"); decoded: $(cut -c1-80 "$T/loop$w.txt" | sort | uniq -c | sort -rn | head -8 | tr '\n' ';'))"
   grep -qx "flows $la" "$T/loop$w.txt" || die "window $w: $(grep flows "$T/loop$w.txt") for $la launches"
   ! grep -q "had no GPU activity" "$T/loop$w.err" || die "window $w: $(cat "$T/loop$w.err")"
+  # paged: a page held at a time, and carried between pages only the
+  # launches of about the last two pages (matched ones are forgotten two
+  # pages on, the second before the window's too): at most 3 pages' worth
+  carried=$(sed -nE 's/^gpuprof: written page by page: at most [0-9]+ rows held at once, ([0-9]+) launches.*/\1/p' "$T/loop$w.err")
+  [ $w = 1 ] || { [ -n "$carried" ] && [ "$carried" -le 3000 ]; } ||
+    die "window $w not written page by page in bounded memory: $(cat "$T/loop$w.err")"
   echo "window $w: $la launches, $ka kernels"
 done
 kill "$LOOP_PID"
