@@ -175,7 +175,7 @@ static void run(const char *name, int split, unsigned nodes) {
   }
   double kcount = 0;
   for (uint32_t i = 0; i < prof.nnodes; i++)
-    kcount += gpd_node_metric(&prof, &prof.nodes[i], GPD_M_GKER_COUNT);
+    kcount += gpd_profile_node_metric(&prof, &prof.nodes[i], GPD_M_GKER_COUNT);
   row(name, nodes, total_r, total_t, total_c, kcount == 5.0 * pairs);
   gpd_profile_free(&prof);
   gpd_region_close(&r);
@@ -260,7 +260,7 @@ static void run_monitor(const char *name, unsigned nodes, unsigned inflight) {
   }
   double kcount = 0;
   for (uint32_t i = 0; i < p->prof.nnodes; i++)
-    kcount += gpd_node_metric(&p->prof, &p->prof.nodes[i], GPD_M_GKER_COUNT);
+    kcount += gpd_profile_node_metric(&p->prof, &p->prof.nodes[i], GPD_M_GKER_COUNT);
   row(name, nodes, total_r, total_t, total_c, kcount == 5.0 * pairs);
   printf("|   + %6u unmatched invokes: pending snapshot %8.1f us/flush (%llu rows changed); "
          "every row: %8.1f us (%llu rows)\n",
@@ -332,7 +332,7 @@ static void run_threads(unsigned nthreads, unsigned nprocs, int from_start) {
   double kcount = 0;
   for (unsigned k = 0; k < nprocs; k++)
     for (uint32_t i = 0; i < ps[k]->prof.nnodes; i++)
-      kcount += gpd_node_metric(&ps[k]->prof, &ps[k]->prof.nodes[i], GPD_M_GKER_COUNT);
+      kcount += gpd_profile_node_metric(&ps[k]->prof, &ps[k]->prof.nodes[i], GPD_M_GKER_COUNT);
   char name[64];
   snprintf(name, sizeof name, "monitor threads: %u, %u processes%s", nthreads, nprocs,
            nthreads > 1 && from_start ? " (a)" : "");

@@ -87,7 +87,7 @@ static void row(unsigned procs, uint32_t nodes) {
   long r1 = rss_kb();
   for (unsigned k = 0; k < procs; k++)
     for (uint32_t i = 0; i < p[k].nnodes; i++)
-      launches += gpd_node_metric(&p[k], &p[k].nodes[i], GPD_M_GKER_COUNT);
+      launches += gpd_profile_node_metric(&p[k], &p[k].nodes[i], GPD_M_GKER_COUNT);
   printf("| %4u x %6u | %9llu | %8.1f | %8.1f | %8.1f | %8.1f | %7.1f MiB | %s |\n", procs, nodes,
          (unsigned long long)cct, (double)(h1 - h0) / (double)cct, (double)(r1 - r0) * 1024.0 / (double)cct,
          (double)acct / (double)cct, (double)rec / (double)cct, (double)(r1 - r0) / 1024.0,

@@ -130,7 +130,7 @@ static int write_proc(gpd_dstore_t *s, gpd_store_write_t *w, gpd_snapshot_t *p) 
       return e;
   }
   for (uint32_t i = 0; i < p->nmods; i++) {
-    char *bid = gpd__hex(p->mods[i].build_id, p->mods[i].build_id_len);
+    char *bid = gpd__dstore_hex(p->mods[i].build_id, p->mods[i].build_id_len);
     gpd_store_module_row_t m = {p->mods[i].id, p->mods[i].path, bid, p->mods[i].base, p->mods[i].size};
     e = gpd_store_write_module(w, p->id, &m);
     free(bid);
@@ -201,7 +201,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
   uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_CHECKPOINT_SNAP_CHUNK;
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   uint64_t t_held = gpd_clock_ns();
   int part = HOLD_SNAP;
   if (d->nprocs)

@@ -132,7 +132,7 @@ static void client_close(gpd_client_t *c) {
     if (!c->d->shutting_down)
       gpd_registry_eof(c->d, c->base.proc);
     else {
-      gpd_daemon_lock(c->d);
+      gpd_registry_lock(c->d);
       c->base.proc->client = NULL;
       pthread_mutex_unlock(&c->d->lock);
     }

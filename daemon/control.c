@@ -163,7 +163,7 @@ int gpd_control_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
     return refuse(cli, -EINVAL, "control period %u outside 0..31", c->period);
 
   /* the targets, under the lock: running processes with a connection */
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   unsigned n = 0;
   for (gpd_proc_t *p = d->procs; p; p = p->next)
     n++;

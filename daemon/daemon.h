@@ -11,7 +11,7 @@
  * and the writer take it briefly (the writer copies, then writes outside).
  * A Hello never waits for it (registry.c): a new process goes on the
  * incoming list under the small reg_lock, and whoever holds lock next
- * (gpd_daemon_lock) moves it into the registry.
+ * (gpd_registry_lock) moves it into the registry.
  * Each noun has its own header saying which lock its functions need.
  */
 #ifndef GPD_DAEMON_DAEMON_H

@@ -52,7 +52,7 @@ static void detach(void *ctx, void *entry) {
   PAPI_destroy_eventset(&pp->es);
 }
 
-void gpd_papi_close(gpd_papi_t *p) {
+void gpd_devices_papi_close(gpd_papi_t *p) {
   if (p == NULL)
     return;
   for (uint32_t i = 0; i < p->n; i++)
@@ -98,7 +98,7 @@ fail:
   return PAPI_NULL;
 }
 
-int gpd_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs, char *why,
+int gpd_devices_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs, char *why,
                   size_t whylen) {
   int err = 0, r;
   char list[512], *save = NULL;
@@ -163,18 +163,18 @@ int gpd_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs, char
 fail:
   if (err == -ENOMEM)
     snprintf(why, whylen, "out of memory");
-  gpd_papi_close(p); /* shuts PAPI down */
+  gpd_devices_papi_close(p); /* shuts PAPI down */
   if (p == NULL)
     PAPI_shutdown();
   return err;
 }
 
-uint32_t gpd_papi_nevents(const gpd_papi_t *p, const char *const **names) {
+uint32_t gpd_devices_papi_nevents(const gpd_papi_t *p, const char *const **names) {
   *names = p ? (const char *const *)p->names : NULL;
   return p ? p->nev : 0;
 }
 
-void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, uint32_t n,
+void gpd_devices_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, uint32_t n,
                      gpd_cpu_t *cpu) {
   if (p == NULL)
     return;

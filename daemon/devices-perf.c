@@ -87,7 +87,7 @@ static void close_proc(void *ctx, void *entry) {
     }
 }
 
-void gpd_perf_close(gpd_perf_t *p) {
+void gpd_devices_perf_close(gpd_perf_t *p) {
   if (p == NULL)
     return;
   for (uint32_t i = 0; i < p->n; i++)
@@ -135,7 +135,7 @@ fail:
   return r;
 }
 
-int gpd_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char *why,
+int gpd_devices_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char *why,
                   size_t whylen) {
   int err = 0;
   char list[512], *save = NULL;
@@ -197,16 +197,16 @@ int gpd_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char
 fail:
   if (err == -ENOMEM)
     snprintf(why, whylen, "out of memory");
-  gpd_perf_close(p);
+  gpd_devices_perf_close(p);
   return err;
 }
 
-uint32_t gpd_perf_nevents(const gpd_perf_t *p, const char *const **names) {
+uint32_t gpd_devices_perf_nevents(const gpd_perf_t *p, const char *const **names) {
   *names = p ? (const char *const *)p->names : NULL;
   return p ? p->nev : 0;
 }
 
-void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
+void gpd_devices_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
                      const uint64_t *starts, uint32_t n, gpd_cpu_t *cpu) {
   if (p == NULL)
     return;

@@ -87,24 +87,24 @@ static void *queue_at(queue_t *q, uint32_t k) {
   return (char *)q->v + (size_t)((q->head + k) % QMAX) * q->size;
 }
 
-int gpd_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows) {
+int gpd_devices_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows) {
   gpd_series_t *s = calloc(1, sizeof *s);
   *out = NULL;
   if (s == NULL || queue_init(&s->samples, sizeof(sample_row_t)) < 0 ||
       queue_init(&s->procs, sizeof(proc_row_t)) < 0 || queue_init(&s->cpus, sizeof(cpu_row_t)) < 0) {
-    gpd_series_close(s);
+    gpd_devices_series_close(s);
     return -ENOMEM;
   }
   s->max_rows = max_rows;
   if (gpd_dstore_connect(store, &s->db) < 0) {
-    gpd_series_close(s);
+    gpd_devices_series_close(s);
     return GPD_ESTORE;
   }
   *out = s;
   return 0;
 }
 
-void gpd_series_close(gpd_series_t *s) {
+void gpd_devices_series_close(gpd_series_t *s) {
   if (s == NULL)
     return;
   gpd_store_db_close(s->db);
@@ -114,15 +114,15 @@ void gpd_series_close(gpd_series_t *s) {
   free(s);
 }
 
-uint64_t gpd_series_dropped(const gpd_series_t *s) {
+uint64_t gpd_devices_series_dropped(const gpd_series_t *s) {
   return s->samples.dropped + s->procs.dropped + s->cpus.dropped;
 }
 
-int64_t gpd_series_device(gpd_series_t *s, const gpd_dev_t *dev) {
+int64_t gpd_devices_series_device(gpd_series_t *s, const gpd_dev_t *dev) {
   return gpd_store_device_id(s->db, dev->api, dev->index, dev->name, dev->uuid);
 }
 
-void gpd_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x) {
+void gpd_devices_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x) {
   sample_row_t *r = queue_push(&s->samples);
   r->device = device;
   memcpy(&r->x, x, offsetof(gpd_dev_sample_t, procs));
@@ -134,7 +134,7 @@ void gpd_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample
   }
 }
 
-void gpd_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *names) {
+void gpd_devices_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *names) {
   for (uint32_t k = 0; k < c->nvalues; k++) {
     cpu_row_t *r = queue_push(&s->cpus);
     r->profile_id = c->profile_id;
@@ -217,7 +217,7 @@ static void retain(gpd_series_t *s, uint64_t max_age_s) {
                         s->max_rows);
 }
 
-int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force) {
+int gpd_devices_series_flush(gpd_series_t *s, uint64_t max_age_s, int force) {
   gpd_store_device_t *w = NULL;
   int err = GPD_ESTORE;
   if (s->samples.n + s->procs.n + s->cpus.n == 0)

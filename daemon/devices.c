@@ -148,7 +148,7 @@ static void open_backends(gpd_devices_t *v) {
       snprintf(dv->api, sizeof dv->api, "%s", v->be[b]->api);
       dv->index = i;
       v->be[b]->describe(v->st[b], i, dv->name, sizeof dv->name, dv->uuid, sizeof dv->uuid);
-      dv->row_id = v->series ? gpd_series_device(v->series, dv) : -1;
+      dv->row_id = v->series ? gpd_devices_series_device(v->series, dv) : -1;
     }
   }
   pthread_mutex_lock(&v->mu);
@@ -162,14 +162,14 @@ static void open_backends(gpd_devices_t *v) {
   } else {
     why[0] = 0;
     char pwhy[sizeof why];
-    int e = gpd_papi_open(&v->papi, c->dev_papi_events, c->dev_papi_max_procs, why, sizeof why);
+    int e = gpd_devices_papi_open(&v->papi, c->dev_papi_events, c->dev_papi_max_procs, why, sizeof why);
     if (e < 0) {
       /* PAPI missing or its perf_event component disabled (no PMU): the
        * kernel's software events through perf_event_open(2) instead */
       v->papi = NULL;
       snprintf(pwhy, sizeof pwhy, "%s", why[0] ? why : gpd_strerror(e));
       why[0] = 0;
-      int pe = gpd_perf_open(&v->perf, c->dev_papi_events, c->dev_papi_max_procs, why,
+      int pe = gpd_devices_perf_open(&v->perf, c->dev_papi_events, c->dev_papi_max_procs, why,
                              sizeof why);
       if (pe < 0) {
         v->perf = NULL;
@@ -179,7 +179,7 @@ static void open_backends(gpd_devices_t *v) {
     }
     if (v->papi || v->perf) {
       const char *const *names;
-      uint32_t n = v->papi ? gpd_papi_nevents(v->papi, &names) : gpd_perf_nevents(v->perf, &names);
+      uint32_t n = v->papi ? gpd_devices_papi_nevents(v->papi, &names) : gpd_devices_perf_nevents(v->perf, &names);
       v->cpu_scratch = calloc(c->dev_papi_max_procs, sizeof *v->cpu_scratch);
       v->cpu_prev = calloc(c->dev_papi_max_procs, sizeof *v->cpu_prev);
       v->ids = calloc(c->dev_papi_max_procs, sizeof *v->ids);
@@ -188,9 +188,9 @@ static void open_backends(gpd_devices_t *v) {
       gpd_cpu_t *pub = calloc(c->dev_papi_max_procs, sizeof *pub);
       if (!v->cpu_scratch || !v->cpu_prev || !v->ids || !v->pids || !v->starts || !pub) {
         free(pub);
-        gpd_papi_close(v->papi);
+        gpd_devices_papi_close(v->papi);
         v->papi = NULL;
-        gpd_perf_close(v->perf);
+        gpd_devices_perf_close(v->perf);
         v->perf = NULL;
         set_status(v, ST_PAPI, 0, -ENOMEM, "out of memory");
       } else {
@@ -216,9 +216,9 @@ static void close_backends(gpd_devices_t *v) {
       v->be[b]->close(v->st[b]);
       v->st[b] = NULL;
     }
-  gpd_papi_close(v->papi);
+  gpd_devices_papi_close(v->papi);
   v->papi = NULL;
-  gpd_perf_close(v->perf);
+  gpd_devices_perf_close(v->perf);
   v->perf = NULL;
 }
 
@@ -232,7 +232,7 @@ static void base_name(char *out, size_t n, const char *path) {
 static uint32_t attribute(gpd_devices_t *v, uint32_t ndevs) {
   gpd_daemon_t *d = v->d;
   uint32_t nrun = 0, maxrun = v->papi || v->perf ? d->cfg.dev_papi_max_procs : 0;
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   for (uint32_t k = 0; k < ndevs; k++) {
     gpd_dev_sample_t *s = &v->scratch[k];
     for (uint32_t j = 0; j < s->nprocs; j++) {
@@ -299,9 +299,9 @@ static void sample_round(gpd_devices_t *v) {
   uint64_t now = gpd_clock_ns();
   if (v->papi || v->perf) {
     if (v->papi)
-      gpd_papi_sample(v->papi, v->ids, v->pids, nrun, v->cpu_scratch);
+      gpd_devices_papi_sample(v->papi, v->ids, v->pids, nrun, v->cpu_scratch);
     else
-      gpd_perf_sample(v->perf, v->ids, v->pids, v->starts, nrun, v->cpu_scratch);
+      gpd_devices_perf_sample(v->perf, v->ids, v->pids, v->starts, nrun, v->cpu_scratch);
     for (uint32_t k = 0; k < nrun; k++) {
       gpd_cpu_t *c = &v->cpu_scratch[k];
       c->t_ns = now;
@@ -325,19 +325,19 @@ static void sample_round(gpd_devices_t *v) {
   }
   v->rounds++;
   if (v->series)
-    v->series_dropped = gpd_series_dropped(v->series);
+    v->series_dropped = gpd_devices_series_dropped(v->series);
   pthread_mutex_unlock(&v->mu);
   if (v->series) {
     const char *const *names;
     if (v->perf)
-      gpd_perf_nevents(v->perf, &names);
+      gpd_devices_perf_nevents(v->perf, &names);
     else
-      gpd_papi_nevents(v->papi, &names);
+      gpd_devices_papi_nevents(v->papi, &names);
     for (uint32_t k = 0; k < ndevs; k++)
       if (v->scratch[k].present && v->devs[k].row_id > 0)
-        gpd_series_add_sample(v->series, v->devs[k].row_id, &v->scratch[k]);
+        gpd_devices_series_add_sample(v->series, v->devs[k].row_id, &v->scratch[k]);
     for (uint32_t k = 0; k < nrun; k++)
-      gpd_series_add_cpu(v->series, &v->cpu_scratch[k], names);
+      gpd_devices_series_add_cpu(v->series, &v->cpu_scratch[k], names);
   }
 }
 
@@ -346,7 +346,7 @@ static void *sampler(void *arg) {
   gpd_daemon_t *d = v->d;
   uint64_t last_flush = gpd_clock_ns();
   pthread_setname_np(pthread_self(), "gpd-devices"); /* top -H, /proc/PID/task/TID/comm */
-  if (gpd_series_open(&v->series, d->store, d->cfg.dev_max_rows) < 0) {
+  if (gpd_devices_series_open(&v->series, d->store, d->cfg.dev_max_rows) < 0) {
     GPD_ERR("devices: samples will not be stored (no store connection)");
     v->series = NULL;
   }
@@ -362,7 +362,7 @@ static void *sampler(void *arg) {
     sample_round(v);
     uint64_t now = gpd_clock_ns();
     if (v->series && now - last_flush >= FLUSH_NS) {
-      gpd_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 0);
+      gpd_devices_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 0);
       last_flush = now;
     }
     /* fixed rate: the next round is one interval after the last start;
@@ -380,8 +380,8 @@ static void *sampler(void *arg) {
     pthread_mutex_unlock(&v->mu);
   }
   if (v->series) { /* the last rows, and retention over them (force) */
-    gpd_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 1);
-    gpd_series_close(v->series);
+    gpd_devices_series_flush(v->series, __atomic_load_n(&d->cfg.retain_age_s, __ATOMIC_RELAXED), 1);
+    gpd_devices_series_close(v->series);
     v->series = NULL;
   }
   close_backends(v);

@@ -193,35 +193,35 @@ typedef struct gpd_papi_s gpd_papi_t;
 /** Initialise PAPI and check that every event of the comma-separated
  *  list `events` exists and can be counted.  0 with *out, or < 0 with why.
  *  Sampler thread. */
-int gpd_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs, char *why,
+int gpd_devices_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs, char *why,
                   size_t whylen);
 /** Event names (PAPI's spelling) and their count. */
-uint32_t gpd_papi_nevents(const gpd_papi_t *p, const char *const **names);
+uint32_t gpd_devices_papi_nevents(const gpd_papi_t *p, const char *const **names);
 /** Make the attached set equal to `pids` (profile ids `ids`, n of them):
  *  attach new ones (PAPI_attach: the daemon's privileges), detach gone
  *  ones, then read all into cpu[] (matching order; nvalues 0 where the
  *  attach failed).  Sampler thread. */
-void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, uint32_t n,
+void gpd_devices_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids, uint32_t n,
                      gpd_cpu_t *cpu);
-void gpd_papi_close(gpd_papi_t *p);
+void gpd_devices_papi_close(gpd_papi_t *p);
 #else
-static inline int gpd_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs,
+static inline int gpd_devices_papi_open(gpd_papi_t **out, const char *events, uint32_t max_procs,
                                 char *why, size_t whylen) {
   (void)events, (void)max_procs;
   *out = NULL;
   snprintf(why, whylen, "gpuprofd was built without PAPI (libpapi-dev not found)");
   return -ENOSYS;
 }
-static inline uint32_t gpd_papi_nevents(const gpd_papi_t *p, const char *const **names) {
+static inline uint32_t gpd_devices_papi_nevents(const gpd_papi_t *p, const char *const **names) {
   (void)p;
   *names = NULL;
   return 0;
 }
-static inline void gpd_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids,
+static inline void gpd_devices_papi_sample(gpd_papi_t *p, const uint64_t *ids, const int32_t *pids,
                                    uint32_t n, gpd_cpu_t *cpu) {
   (void)p, (void)ids, (void)pids, (void)n, (void)cpu;
 }
-static inline void gpd_papi_close(gpd_papi_t *p) { (void)p; }
+static inline void gpd_devices_papi_close(gpd_papi_t *p) { (void)p; }
 #endif
 
 /* ---- perf_event (devices-perf.c): the kernel's software events where
@@ -235,10 +235,10 @@ typedef struct gpd_perf_s gpd_perf_t;
  *  counted at once (max_procs * events fds).  0 with *out, or < 0 with
  *  why (GPD_ECONFIG: an event that is not a software event; -errno of
  *  perf_event_open(2)).  Sampler thread. */
-int gpd_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char *why,
+int gpd_devices_perf_open(gpd_perf_t **out, const char *events, uint32_t max_procs, char *why,
                   size_t whylen);
 /** Event names (libpfm4's spelling) and their count. */
-uint32_t gpd_perf_nevents(const gpd_perf_t *p, const char *const **names);
+uint32_t gpd_devices_perf_nevents(const gpd_perf_t *p, const char *const **names);
 /** Make the counted set equal to `pids` (registered running profiled
  *  processes only: profile ids `ids`, kernel start times `starts` from the
  *  registry, 0 = unknown; n of them): open counters on new ones (inherit
@@ -246,30 +246,30 @@ uint32_t gpd_perf_nevents(const gpd_perf_t *p, const char *const **names);
  *  time no longer matches is not counted), close gone ones, then read all
  *  into cpu[] (matching order; cumulative ns or events since the attach;
  *  nvalues 0 where the open failed).  Sampler thread. */
-void gpd_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
+void gpd_devices_perf_sample(gpd_perf_t *p, const uint64_t *ids, const int32_t *pids,
                      const uint64_t *starts, uint32_t n, gpd_cpu_t *cpu);
 /** Close every counter and free p (NULL is fine). */
-void gpd_perf_close(gpd_perf_t *p);
+void gpd_devices_perf_close(gpd_perf_t *p);
 
 /* ---- series (devices-series.c): the sampler thread's SQLite writes ---- */
 typedef struct gpd_series_s gpd_series_t;
 /** Open the sampler's own connection to the open store (gpd_dstore_connect).
  *  max_rows: most rows kept per series table (0: no limit).  0, -ENOMEM
  *  or GPD_ESTORE. */
-int gpd_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows);
+int gpd_devices_series_open(gpd_series_t **out, gpd_dstore_t *store, uint64_t max_rows);
 /** The device table id of (api, uuid), inserted when new.  >0 or < 0. */
-int64_t gpd_series_device(gpd_series_t *s, const gpd_dev_t *dev);
+int64_t gpd_devices_series_device(gpd_series_t *s, const gpd_dev_t *dev);
 /** Queue one device sample / one process's counters (copied; bounded:
  *  past 65536 queued rows the oldest is dropped and counted). */
-void gpd_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x);
-void gpd_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *names);
+void gpd_devices_series_add_sample(gpd_series_t *s, int64_t device, const gpd_dev_sample_t *x);
+void gpd_devices_series_add_cpu(gpd_series_t *s, const gpd_cpu_t *c, const char *const *names);
 /** Write what is queued in one transaction, then (once a minute, after a
  *  quarter of max_rows was written, or with `force`) drop rows older than
  *  max_age_s and the oldest beyond max_rows per table.  0 or GPD_ESTORE
  *  (rows stay queued). */
-int gpd_series_flush(gpd_series_t *s, uint64_t max_age_s, int force);
+int gpd_devices_series_flush(gpd_series_t *s, uint64_t max_age_s, int force);
 /** Rows dropped by the queue bound. */
-uint64_t gpd_series_dropped(const gpd_series_t *s);
-void gpd_series_close(gpd_series_t *s);
+uint64_t gpd_devices_series_dropped(const gpd_series_t *s);
+void gpd_devices_series_close(gpd_series_t *s);
 
 #endif

@@ -84,7 +84,7 @@ struct gpd_dstore_s {
 #define GPD_DSTORE_ID_BLOCK 1024u
 
 /** Lowercase hex of n bytes (malloc'd), NULL when n == 0 or no memory. */
-char *gpd__hex(const uint8_t *b, unsigned n);
+char *gpd__dstore_hex(const uint8_t *b, unsigned n);
 /** The uid's entry of s->uses, added when missing (reg_lock held); NULL
  *  when out of memory. */
 gpd_uid_use_t *gpd__gpubin_uid_use(gpd_dstore_t *s, uint32_t uid);
@@ -97,6 +97,6 @@ int gpd__gpubin_busy(const gpd_dstore_t *s, const char *hash);
 /** 1 for 32 lowercase hex digits (a gpubin's name). */
 int gpd__gpubin_valid_hash(const char *h);
 /** strdup that passes NULL through. */
-char *gpd__xdup(const char *s);
+char *gpd__dstore_xdup(const char *s);
 
 #endif

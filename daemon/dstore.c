@@ -189,9 +189,9 @@ int gpd_dstore_take_profile_id(gpd_daemon_t *d, uint64_t *id) {
   return 0;
 }
 
-char *gpd__xdup(const char *s) { return s ? strdup(s) : NULL; }
+char *gpd__dstore_xdup(const char *s) { return s ? strdup(s) : NULL; }
 
-char *gpd__hex(const uint8_t *b, unsigned n) {
+char *gpd__dstore_hex(const uint8_t *b, unsigned n) {
   if (n == 0)
     return NULL;
   char *h = malloc(2 * n + 1);

@@ -82,7 +82,7 @@ static int load_context(void *arg, const gpd_store_context_row_t *c) {
   r->off = c->offset;
   r->mod = 0;
   for (uint32_t k = 0; c->module && k < p->nmods; k++) {
-    char *h = gpd__hex(p->mods[k].build_id, p->mods[k].build_id_len);
+    char *h = gpd__dstore_hex(p->mods[k].build_id, p->mods[k].build_id_len);
     int same = strcmp(p->mods[k].path, c->module) == 0 &&
                ((h == NULL && c->build_id == NULL) || (h && c->build_id && strcmp(h, c->build_id) == 0));
     free(h);
@@ -91,8 +91,8 @@ static int load_context(void *arg, const gpd_store_context_row_t *c) {
       break;
     }
   }
-  r->label = gpd__xdup(c->label);
-  r->raw = gpd__xdup(c->raw);
+  r->label = gpd__dstore_xdup(c->label);
+  r->raw = gpd__dstore_xdup(c->raw);
   return 0;
 }
 
@@ -266,10 +266,10 @@ static int restore_one(void *arg, const gpd_store_profile_row_t *r) {
   p->ppid = (pid_t)r->ppid;
   p->uid = (uid_t)r->uid;
   p->gid = (gid_t)r->gid;
-  p->exe = gpd__xdup(r->exe);
-  p->job_id = gpd__xdup(r->job);
-  p->step_id = gpd__xdup(r->step);
-  p->hostname = gpd__xdup(r->hostname);
+  p->exe = gpd__dstore_xdup(r->exe);
+  p->job_id = gpd__dstore_xdup(r->job);
+  p->step_id = gpd__dstore_xdup(r->step);
+  p->hostname = gpd__dstore_xdup(r->hostname);
   p->rank = (int32_t)r->rank;
   p->local_rank = (int32_t)r->local_rank;
   p->start_ns = r->start_ns;
@@ -278,7 +278,7 @@ static int restore_one(void *arg, const gpd_store_profile_row_t *r) {
   p->drops = r->drops;
   if (r->error)
     snprintf(p->error, sizeof p->error, "%s", r->error);
-  p->argv_json = gpd__xdup(r->argv);
+  p->argv_json = gpd__dstore_xdup(r->argv);
   p->proc_start = r->proc_start;
   p->flushed = 1;
   gpd_profile_init(&p->prof, p->profile_id);

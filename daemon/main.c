@@ -166,7 +166,7 @@ static void on_tick(uv_timer_t *t) {
   /* never waits for the lock on the loop thread: a busy monitor pass
    * (seconds while many processes load on a loaded machine) would hold
    * every Hello behind this tick; the next tick trims instead */
-  if (gpd_daemon_trylock(&D) != 0)
+  if (gpd_registry_trylock(&D) != 0)
     return;
   gpd_registry_trim(&D, 256);
   unsigned live = gpd_registry_live(&D);

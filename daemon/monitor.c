@@ -293,7 +293,7 @@ static void test_hold(gpd_daemon_t *d) {
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   uint64_t total = 0;
   gpd_mpool_t *m = d->mpool;
-  gpd_daemon_lock(d); /* and the processes registered since the last pass */
+  gpd_registry_lock(d); /* and the processes registered since the last pass */
   if (m == NULL || m->nhelpers == 0) {
     for (gpd_proc_t *p = d->procs; p; p = p->next)
       if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
@@ -472,11 +472,11 @@ void gpd_monitor_stop(gpd_daemon_t *d) {
   gpd_monitor_helpers_stop(d);
   /* drain what is left so the last flush has it, once the writer has
    * finished copying any profile (a few ms; at most 5 s) */
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   for (int k = 0; k < 5000 && frozen_any(d); k++) {
     pthread_mutex_unlock(&d->lock);
     usleep(1000);
-    gpd_daemon_lock(d);
+    gpd_registry_lock(d);
   }
   for (gpd_proc_t *p = d->procs; p; p = p->next) {
     if ((p->state != GPD_PROC_RUNNING && p->state != GPD_PROC_ENDING) || p->snap_frozen)

@@ -116,7 +116,7 @@ static gpd_proc_t *pick(gpd_daemon_t *d, uint64_t now, uint32_t *win_ms) {
 }
 
 void gpd_pcrotate_tick(gpd_daemon_t *d) {
-  if (gpd_daemon_trylock(d) != 0)
+  if (gpd_registry_trylock(d) != 0)
     return;
   uint64_t now = gpd_clock_ns();
   if (cur.shim && now >= cur.until_ns) {

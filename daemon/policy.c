@@ -252,7 +252,7 @@ static int policy_refresh(gpd_daemon_t *d, gpd_proc_t *p, policy_out_t *o) {
 unsigned gpd_policy_push_all(gpd_daemon_t *d) {
   unsigned n = 0, sent = 0, cap = 0;
   policy_out_t *out = NULL;
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   for (gpd_proc_t *p = d->procs; p; p = p->next)
     cap++;
   out = calloc(cap ? cap : 1, sizeof *out);
@@ -659,7 +659,7 @@ void gpd_policy_request(gpd_daemon_t *d, struct gpd_client_s *cli, const gpd_pee
       return; /* answered with an error */
   }
   if (r->pid > 0) {
-    gpd_daemon_lock(d);
+    gpd_registry_lock(d);
     gpd_proc_t *p = gpd_registry_find_pid(d, r->pid);
     /* another user's process reads exactly like one that does not exist */
     if (!p || !gpd_access_may_see(peer, p->uid) || !proc_policy(d, p)) {

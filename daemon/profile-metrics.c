@@ -125,14 +125,14 @@ int gpd_profile_metric_add(gpd_profile_t *p, uint32_t i, unsigned id, double v) 
   return gpd_profile_metrics_add(p, i, d);
 }
 
-double gpd_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id) {
+double gpd_profile_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id) {
   uint64_t mask = gpd_node_mask(p, n);
   if (id >= GPD_M__COUNT || !(mask & (1ull << id)))
     return 0;
   return p->mw[n->mb + 1 + __builtin_popcountll(mask & ((1ull << id) - 1))].v;
 }
 
-unsigned gpd_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out) {
+unsigned gpd_profile_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out) {
   uint64_t mask = gpd_node_mask(p, n);
   const gpd_mword_t *v = gpd_node_vals(p, n);
   unsigned k = 0;
@@ -147,7 +147,7 @@ double gpd_profile_excl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
   uint32_t i = gpd_profile_find(p, ctx);
   if (i == GPD_NONE)
     return 0;
-  return gpd_node_metric(p, &p->nodes[i], metric);
+  return gpd_profile_node_metric(p, &p->nodes[i], metric);
 }
 
 double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
@@ -162,7 +162,7 @@ double gpd_profile_incl(const gpd_profile_t *p, uint64_t ctx, unsigned metric) {
     while (j != GPD_NONE && j > root)
       j = p->nodes[j].parent;
     if (j == root)
-      sum += gpd_node_metric(p, &p->nodes[i], metric);
+      sum += gpd_profile_node_metric(p, &p->nodes[i], metric);
   }
   return sum;
 }

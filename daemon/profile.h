@@ -23,7 +23,7 @@
 
 /** A calling-context node of one process's CCT: 40 bytes, no pointers.
  *  Labels live in the profile's label pool (gpd_profile_label), metrics in
- *  its metric pool (gpd_node_metric*): a node without metrics costs nothing
+ *  its metric pool (gpd_profile_node_metric*): a node without metrics costs nothing
  *  there.  The parent's Merkle id is nodes[parent].id. */
 typedef struct gpd_node_s {
   uint64_t id;        /* Merkle context id (hash.h) */
@@ -341,9 +341,9 @@ static inline const gpd_mword_t *gpd_node_vals(const gpd_profile_t *p, const gpd
   return n->mb ? &p->mw[n->mb + 1] : NULL;
 }
 /** Node n's metrics as sparse values into out[GPD_M__COUNT]; returns how many. */
-unsigned gpd_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out);
+unsigned gpd_profile_node_metrics(const gpd_profile_t *p, const gpd_node_t *n, gpd_mval_t *out);
 /** Value of metric id at node n (0 if absent). */
-double gpd_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id);
+double gpd_profile_node_metric(const gpd_profile_t *p, const gpd_node_t *n, unsigned id);
 /** Add the non-zero entries of v[GPD_M__COUNT] to node i's exclusive
  *  metrics and mark it dirty for the writer.  0 or -ENOMEM (unchanged). */
 int gpd_profile_metrics_add(gpd_profile_t *p, uint32_t i, const double *v);

@@ -134,7 +134,7 @@ static int tree_profile(const gpd_merge_t *m, const gpd_profile_t *p, uint32_t m
     uint64_t v;
     if (raw == NULL || !gpd_map_get(&fmap, name_key(raw), &v) || strcmp(fn[v - 1].name, raw))
       continue;
-    fn[v - 1].gker += gpd_node_metric(p, n, GPD_M_GKER);
+    fn[v - 1].gker += gpd_profile_node_metric(p, n, GPD_M_GKER);
     fn[v - 1].nk++;
   }
   /* pass 2: each kernel node's share onto its merged node */
@@ -148,7 +148,7 @@ static int tree_profile(const gpd_merge_t *m, const gpd_profile_t *p, uint32_t m
     uint32_t j = gpd_merge_index(m, p, i);
     if (j == GPD_NONE || !gpd_merge_in_view(m, j) || (max_depth && m->nodes[j].depth > max_depth))
       continue;
-    double w = f->gker > 0 ? gpd_node_metric(p, n, GPD_M_GKER) / f->gker : 1.0 / f->nk;
+    double w = f->gker > 0 ? gpd_profile_node_metric(p, n, GPD_M_GKER) / f->gker : 1.0 / f->nk;
     if (w == 0)
       continue;
     int created;

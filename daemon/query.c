@@ -191,7 +191,7 @@ int gpd_query_start(gpd_daemon_t *d, const gpd_peer_t *peer, const Gpuprof__Msg 
   atomic_init(&q->cancel, 0);
   Gpuprof__Msg *m = NULL;
   gpd__query_arena_use(&q->ar);
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   switch (req->body_case) {
   case GPUPROF__MSG__BODY_PS_REQ:
     m = gpd__query_ps_answer(d, peer, req->ps_req);

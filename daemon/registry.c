@@ -21,7 +21,7 @@
  * waited past the shim's 10 s deadline.  The new process goes on the
  * incoming list (reg_lock, a few pointer moves), is adopted at once when
  * the daemon lock is free (trylock), else by the next thread that takes
- * it through gpd_daemon_lock (the monitor within its poll interval).  Its
+ * it through gpd_registry_lock (the monitor within its poll interval).  Its
  * profile id comes from the block the writer keeps reserved ahead
  * (gpd_dstore_take_profile_id, reg_lock).
  */
@@ -72,12 +72,12 @@ static void registry_adopt(gpd_daemon_t *d) {
   pthread_mutex_unlock(&d->reg_lock);
 }
 
-void gpd_daemon_lock(gpd_daemon_t *d) {
+void gpd_registry_lock(gpd_daemon_t *d) {
   pthread_mutex_lock(&d->lock);
   registry_adopt(d);
 }
 
-int gpd_daemon_trylock(gpd_daemon_t *d) {
+int gpd_registry_trylock(gpd_daemon_t *d) {
   if (pthread_mutex_trylock(&d->lock) != 0)
     return -EBUSY;
   registry_adopt(d);
@@ -249,7 +249,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
 
   if (h->handback) {
     uint64_t want = h->profile_id;
-    gpd_daemon_lock(d);
+    gpd_registry_lock(d);
     gpd_proc_t *old = want != 0 ? gpd_registry_find(d, want) : NULL;
     /* Only the very process the entry was made for may take it over: same
      * uid and pid (SO_PEERCRED) and the same kernel start time (a reused
@@ -385,7 +385,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     p->next = d->incoming;
     d->incoming = p;
     pthread_mutex_unlock(&d->reg_lock);
-    if (gpd_daemon_trylock(d) == 0)
+    if (gpd_registry_trylock(d) == 0)
       pthread_mutex_unlock(&d->lock);
     goto registered;
   }
@@ -412,12 +412,12 @@ fail:
 }
 
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p) {
-  if (gpd_daemon_trylock(d) == 0) { /* p may have been incoming: adopted now */
+  if (gpd_registry_trylock(d) == 0) { /* p may have been incoming: adopted now */
     eof_apply(p);
     pthread_mutex_unlock(&d->lock);
     return;
   }
-  pthread_mutex_lock(&d->reg_lock); /* applied by the next gpd_daemon_lock */
+  pthread_mutex_lock(&d->reg_lock); /* applied by the next gpd_registry_lock */
   if (!p->eof_pending) {
     p->eof_pending = 1;
     p->eof_next = d->eofs;

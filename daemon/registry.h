@@ -76,9 +76,9 @@ typedef struct gpd_proc_s {
 /** Take d->lock and move the processes registered meanwhile (the
  *  incoming list) into the registry.  Every thread that looks for a
  *  process, or may find the registry empty, takes the lock this way. */
-void gpd_daemon_lock(gpd_daemon_t *d);
+void gpd_registry_lock(gpd_daemon_t *d);
 /** The same without waiting: 0 (locked, caller unlocks) or -EBUSY. */
-int gpd_daemon_trylock(gpd_daemon_t *d);
+int gpd_registry_trylock(gpd_daemon_t *d);
 
 /** Registry (caller holds d->lock unless noted). */
 gpd_proc_t *gpd_registry_add(gpd_daemon_t *d);
@@ -109,7 +109,7 @@ struct Gpuprof__Hello;
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const struct Gpuprof__Hello *h,
                        int fd, uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen);
 /** EOF on a process's connection: request the final drain (main thread;
- *  never waits for d->lock: when busy, applied by gpd_daemon_lock). */
+ *  never waits for d->lock: when busy, applied by gpd_registry_lock). */
 void gpd_registry_eof(gpd_daemon_t *d, gpd_proc_t *p);
 /** Allocate p->cursor / p->cursor_saved for p->region, both at each
  *  ring's shared tail (a new or adopted region).  0 or -ENOMEM. */

@@ -94,7 +94,7 @@ static int live_list(rt_t *r) {
   gpd_daemon_t *d = r->d;
   free(r->live);
   r->nlive = 0;
-  gpd_daemon_lock(d);
+  gpd_registry_lock(d);
   r->live = calloc(d->nprocs + 1, sizeof *r->live);
   for (gpd_proc_t *p = d->procs; p && r->live; p = p->next)
     if (p->state != GPD_PROC_EXITED) {

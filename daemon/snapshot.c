@@ -103,7 +103,7 @@ static int snap_chunks_left(const gpd_snapshot_t *s) {
 /* The metric values of node n (dirty) appended to s. */
 static void snap_metrics(gpd_profile_t *pr, gpd_node_t *n, gpd_snapshot_t *s) {
   gpd_mval_t mv[GPD_M__COUNT];
-  unsigned nm = gpd_node_metrics(pr, n, mv);
+  unsigned nm = gpd_profile_node_metrics(pr, n, mv);
   if (s->nmval + nm > s->capmval) {
     size_t cap = s->capmval ? 2 * s->capmval : 4 * (size_t)s->ndirty + GPD_M__COUNT;
     gpd_mval_t *g = realloc(s->mval, cap * sizeof *g);
@@ -143,13 +143,13 @@ uint32_t gpd_snapshot_chunk(gpd_proc_t *p, gpd_snapshot_t *s, uint32_t budget) {
     c->parent = gpd_profile_parent_id(pr, i);
     c->kind = n->kind;
     c->offset = n->offset;
-    c->label = gpd__xdup(gpd_profile_label(pr, n->label));
-    c->raw = gpd__xdup(gpd_profile_label(pr, n->raw));
+    c->label = gpd__dstore_xdup(gpd_profile_label(pr, n->label));
+    c->raw = gpd__dstore_xdup(gpd_profile_label(pr, n->raw));
     if (n->kind == GPD_NODE_FRAME) {
       const gpd_pmodule_t *m = gpd_profile_module(pr, n->module);
       if (m) {
         c->module = strdup(m->path);
-        c->build_id = gpd__hex(m->build_id, m->build_id_len);
+        c->build_id = gpd__dstore_hex(m->build_id, m->build_id_len);
       }
     }
     n->saved = 1;
@@ -191,8 +191,10 @@ void gpd_snapshot_take(gpd_daemon_t *d, gpd_proc_t *p, gpd_snapshot_t *s) {
   s->id = p->profile_id;
   s->pid = p->pid; s->ppid = p->ppid; s->uid = p->uid; s->gid = p->gid;
   s->rank = p->rank; s->local_rank = p->local_rank;
-  s->exe = gpd__xdup(p->exe); s->argv = gpd__xdup(p->argv_json); s->hostname = gpd__xdup(p->hostname);
-  s->job = gpd__xdup(p->job_id); s->step = gpd__xdup(p->step_id);
+  s->exe = gpd__dstore_xdup(p->exe);
+  s->argv = gpd__dstore_xdup(p->argv_json);
+  s->hostname = gpd__dstore_xdup(p->hostname);
+  s->job = gpd__dstore_xdup(p->job_id); s->step = gpd__dstore_xdup(p->step_id);
   s->error = p->error[0] && !p->store_error ? strdup(p->error) : NULL; /* not our own retry note */
   s->start_ns = p->start_ns;
   s->proc_start = p->proc_start;
@@ -208,7 +210,7 @@ void gpd_snapshot_take(gpd_daemon_t *d, gpd_proc_t *p, gpd_snapshot_t *s) {
     s->be[s->nbe].api = gpd_api_name(a);
     s->be[s->nbe].enabled = pr->backends[a].enabled;
     s->be[s->nbe].code = pr->backends[a].code;
-    s->be[s->nbe].reason = gpd__xdup(gpd_profile_string(pr, pr->backends[a].reason));
+    s->be[s->nbe].reason = gpd__dstore_xdup(gpd_profile_string(pr, pr->backends[a].reason));
     s->nbe++;
   }
   s->mod_from = pr->nmods_saved;

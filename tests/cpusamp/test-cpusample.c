@@ -65,7 +65,7 @@ static void feed_node(gpd_profile_t *p, uint32_t id, uint32_t parent, uint64_t o
 static double cputime_at(gpd_profile_t *p, uint32_t local) {
   uint32_t i = gpd_profile_local(p, local);
   assert_int_not_equal(i, GPD_NONE);
-  return gpd_node_metric(p, &p->nodes[i], GPD_M_CPUTIME);
+  return gpd_profile_node_metric(p, &p->nodes[i], GPD_M_CPUTIME);
 }
 
 static void test_validate(void **state) {
@@ -115,7 +115,7 @@ static void test_attribute(void **state) {
   double unk = 0;
   for (uint32_t i = 0; i < p.nnodes; i++)
     if (p.nodes[i].kind == GPD_NODE_UNKNOWN)
-      unk = gpd_node_metric(&p, &p.nodes[i], GPD_M_CPUTIME);
+      unk = gpd_profile_node_metric(&p, &p.nodes[i], GPD_M_CPUTIME);
   assert_true(unk == 3e6);
   gpd_cps_snap_t sn;
   assert_int_equal(gpd_cpusample_snap(p.cps, &sn), 0);
