@@ -34,7 +34,7 @@
  * the longest pipeline (GPA section 4, rule 3; values from Jia et al.,
  * "Dissecting the NVIDIA Volta GPU architecture via microbenchmarking"
  * and the Turing/Ampere sequels, rounded up). */
-uint32_t gpd__adv_latency(const gpd_adv_insn_t *in) {
+uint32_t gpd__advisor_latency(const gpd_advisor_insn_t *in) {
   switch (in->cls) {
   case GPD_ADV_GLOBAL:
   case GPD_ADV_LOCAL:
@@ -54,7 +54,7 @@ uint32_t gpd__adv_latency(const gpd_adv_insn_t *in) {
 }
 
 /* GPA section 4, rule 1 (opcode): which defs can cause a stall of this reason. */
-int gpd__adv_reason_def_ok(uint32_t reason, const gpd_adv_insn_t *def) {
+int gpd__advisor_reason_def_ok(uint32_t reason, const gpd_advisor_insn_t *def) {
   switch (reason) {
   case GPD_ADV_LONG_SB:
     return def->cls == GPD_ADV_GLOBAL || def->cls == GPD_ADV_LOCAL || def->cls == GPD_ADV_CONST;
@@ -68,7 +68,7 @@ int gpd__adv_reason_def_ok(uint32_t reason, const gpd_adv_insn_t *def) {
   }
 }
 
-int gpd__adv_reason_blamed(uint32_t reason) {
+int gpd__advisor_reason_blamed(uint32_t reason) {
   return reason == GPD_ADV_LONG_SB || reason == GPD_ADV_SHORT_SB || reason == GPD_ADV_WAIT;
 }
 
@@ -76,7 +76,7 @@ int gpd__adv_reason_blamed(uint32_t reason) {
 
 /* bit 0: "_" (always); bits 1-7: Pi true; bits 8-14: Pi false; uniform
  * predicates UP0-6 in bits 15-28 the same way. */
-static uint32_t pred_bit(const gpd_adv_insn_t *in) {
+static uint32_t pred_bit(const gpd_advisor_insn_t *in) {
   if (in->pred < 0)
     return 1;
   unsigned i = in->pred >= GPD_ADV_RES_UP ? (unsigned)(in->pred - GPD_ADV_RES_UP) + 14
@@ -120,7 +120,7 @@ typedef struct seen_s {
 } seen_t;
 
 typedef struct slicer_s {
-  const gpd__adv_t *k;
+  const gpd__advisor_t *k;
   frame_t *stack;
   size_t nstack, cap;
   seen_t *seen;
@@ -166,7 +166,7 @@ static int first_visit(slicer_t *s, uint32_t block, const frame_t *f) {
 
 /* Push the instructions before idx (same block, else the predecessors' last). */
 static int step_back(slicer_t *s, const frame_t *f) {
-  const gpd__adv_t *k = s->k;
+  const gpd__advisor_t *k = s->k;
   uint32_t idx = f->idx;
   int32_t b = k->block_of[idx];
   if (b < 0)
@@ -212,7 +212,7 @@ static void add_edge(edge_t *e, size_t *ne, uint32_t def, uint32_t dist) {
 /* Immediate defs of resource r read by instruction j (backward slicing
  * with the predicate rule and the dominating-use rule). */
 static int slice(slicer_t *s, uint32_t j, uint16_t r, uint32_t maxdist, edge_t *e, size_t *ne) {
-  const gpd__adv_t *k = s->k;
+  const gpd__advisor_t *k = s->k;
   uint32_t want = pred_bit(&k->a->insns[j]);
   s->nstack = 0;
   s->nseen = 0;
@@ -224,7 +224,7 @@ static int slice(slicer_t *s, uint32_t j, uint16_t r, uint32_t maxdist, edge_t *
     frame_t f = s->stack[--s->nstack];
     if (f.dist > maxdist)
       continue;
-    const gpd_adv_insn_t *in = &k->a->insns[f.idx];
+    const gpd_advisor_insn_t *in = &k->a->insns[f.idx];
     if (has_res(in->def, in->ndef, r)) {
       if (!f.used)
         add_edge(e, ne, f.idx, f.dist);
@@ -240,10 +240,10 @@ static int slice(slicer_t *s, uint32_t j, uint16_t r, uint32_t maxdist, edge_t *
   return 0;
 }
 
-static int add_blame(gpd_advice_t *a, size_t *cap, gpd_adv_blame_t b) {
+static int add_blame(gpd_advice_t *a, size_t *cap, gpd_advisor_blame_t b) {
   if (a->nblame == *cap) {
     size_t c = *cap ? 2 * *cap : 256;
-    gpd_adv_blame_t *n = realloc(a->blame, c * sizeof *n);
+    gpd_advisor_blame_t *n = realloc(a->blame, c * sizeof *n);
     if (n == NULL)
       return -ENOMEM;
     a->blame = n;
@@ -253,7 +253,7 @@ static int add_blame(gpd_advice_t *a, size_t *cap, gpd_adv_blame_t b) {
   return 0;
 }
 
-int gpd__adv_blame(gpd__adv_t *k) {
+int gpd__advisor_blame(gpd__advisor_t *k) {
   gpd_advice_t *a = k->a;
   slicer_t s = {.k = k};
   size_t cap = 0;
@@ -263,8 +263,8 @@ int gpd__adv_blame(gpd__adv_t *k) {
     const gpd__agg_t *g = &k->agg[q];
     uint32_t j = g->idx;
     size_t ne = 0;
-    if (gpd__adv_reason_blamed(g->reason)) {
-      const gpd_adv_insn_t *u = &a->insns[j];
+    if (gpd__advisor_reason_blamed(g->reason)) {
+      const gpd_advisor_insn_t *u = &a->insns[j];
       int sb = g->reason != GPD_ADV_WAIT && u->has_ctrl; /* scoreboards say it exactly */
       for (unsigned i = 0; i < u->nuse && err == 0; i++) {
         uint16_t r = u->use[i];
@@ -274,15 +274,15 @@ int gpd__adv_blame(gpd__adv_t *k) {
         size_t nt = 0;
         err = slice(&s, j, r, 1024, tmp, &nt);
         for (size_t t = 0; t < nt; t++) {
-          const gpd_adv_insn_t *d = &a->insns[tmp[t].def];
-          if (!gpd__adv_reason_def_ok(g->reason, d)) /* rule 1 */
+          const gpd_advisor_insn_t *d = &a->insns[tmp[t].def];
+          if (!gpd__advisor_reason_def_ok(g->reason, d)) /* rule 1 */
             continue;
-          if (tmp[t].dmin > gpd__adv_latency(d)) /* rule 3 */
+          if (tmp[t].dmin > gpd__advisor_latency(d)) /* rule 3 */
             continue;
           /* the longest path (GPA heuristic 2), unless only a trip round
            * a loop makes it longer than the def's latency */
           add_edge(e, &ne, tmp[t].def, tmp[t].dmin);
-          if (tmp[t].dmax <= gpd__adv_latency(d))
+          if (tmp[t].dmax <= gpd__advisor_latency(d))
             add_edge(e, &ne, tmp[t].def, tmp[t].dmax);
         }
       }
@@ -290,7 +290,7 @@ int gpd__adv_blame(gpd__adv_t *k) {
     if (err)
       break;
     if (ne == 0) { /* the stall stays where it was seen */
-      err = add_blame(a, &cap, (gpd_adv_blame_t){j, j, 0, g->reason, g->samples, g->latency});
+      err = add_blame(a, &cap, (gpd_advisor_blame_t){j, j, 0, g->reason, g->samples, g->latency});
       continue;
     }
     /* Eq. 1 */
@@ -310,7 +310,7 @@ int gpd__adv_blame(gpd__adv_t *k) {
       if (f == 0)
         continue;
       err = add_blame(a, &cap,
-                      (gpd_adv_blame_t){e[t].def, j, e[t].dmax, g->reason, f * g->samples,
+                      (gpd_advisor_blame_t){e[t].def, j, e[t].dmax, g->reason, f * g->samples,
                                         f * g->latency});
     }
   }

@@ -37,7 +37,7 @@ static const arch_t *arch_of(uint32_t sm) {
   return best;
 }
 
-int gpd_adv_occupancy(uint32_t sm, double threads, double regs, double smem, uint32_t *blocks,
+int gpd_advisor_occupancy(uint32_t sm, double threads, double regs, double smem, uint32_t *blocks,
                       uint32_t *warps, uint32_t *max_warps, const char **limiter) {
   if (!(threads >= 1 && threads <= 1024) || !(regs >= 0 && regs <= 255) ||
       !(smem >= 0 && smem <= 1 << 20))
@@ -78,11 +78,11 @@ int gpd_adv_occupancy(uint32_t sm, double threads, double regs, double smem, uin
 
 /* ------------------------------------------------ parallel optimizers */
 
-void gpd__adv_occupancy_opt(gpd__adv_t *k) {
+void gpd__advisor_occupancy_opt(gpd__advisor_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T;
   char why[320];
-  const gpd_adv_launch_t *L = &k->in->launch;
+  const gpd_advisor_launch_t *L = &k->in->launch;
   /* R_I: how often a warp is ready to issue.  GPA counts the issued
    * samples; a warp sampled "not selected" was ready too (another warp of
    * its scheduler issued), so it counts as well (ours): with the scheduler
@@ -98,7 +98,7 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
   uint32_t blocks, warps, maxw;
   const char *lim;
   if (T > 0 && RI > 0 && RI < 1 &&
-      gpd_adv_occupancy(L->sm, L->threads, L->regs, L->smem_static + L->smem_dynamic, &blocks,
+      gpd_advisor_occupancy(L->sm, L->threads, L->regs, L->smem_static + L->smem_dynamic, &blocks,
                         &warps, &maxw, &lim) == 0 && warps > 0) {
     a->occupancy = (double)warps / maxw;
     snprintf(a->limiter, sizeof a->limiter, "%s", lim);
@@ -117,7 +117,7 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
                "%.0f blocks on %u SMs: %.2f warps per scheduler now, %.2f spread over all SMs; "
                "issue rate %.3f -> %.3f (R_I %.3f)",
                L->blocks, L->sm_count, W, Wn, I, In, RI);
-      gpd__adv_suggest(a, GPD_OPT_BLOCK_INCREASE, T, sp, NULL, -1, why);
+      gpd__advisor_suggest(a, GPD_OPT_BLOCK_INCREASE, T, sp, NULL, -1, why);
     } else {
       /* the occupancy without the binding limit: Thread Increase when
        * the per-SM block limit binds, Occupancy Increase for registers
@@ -126,22 +126,22 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
       uint32_t b2, w2, m2;
       const char *l2;
       int rc = -1;
-      gpd_adv_opt_t o = GPD_OPT_OCCUPANCY;
+      gpd_advisor_opt_t o = GPD_OPT_OCCUPANCY;
       double t2 = L->threads; /* the new block size */
       if (strcmp(lim, "blocks per SM") == 0) {
         o = GPD_OPT_THREAD_INCREASE;
         while (t2 < 1024) {
           t2 = t2 * 2 > 1024 ? 1024 : t2 * 2;
-          rc = gpd_adv_occupancy(L->sm, t2, L->regs, L->smem_static + L->smem_dynamic, &b2, &w2,
+          rc = gpd_advisor_occupancy(L->sm, t2, L->regs, L->smem_static + L->smem_dynamic, &b2, &w2,
                                  &m2, &l2);
           if (rc == 0 && strcmp(l2, "blocks per SM") != 0)
             break;
         }
       } else if (strcmp(lim, "registers") == 0) {
-        rc = gpd_adv_occupancy(L->sm, L->threads, 0, L->smem_static + L->smem_dynamic, &b2, &w2,
+        rc = gpd_advisor_occupancy(L->sm, L->threads, 0, L->smem_static + L->smem_dynamic, &b2, &w2,
                                &m2, &l2);
       } else if (strcmp(lim, "shared memory") == 0) {
-        rc = gpd_adv_occupancy(L->sm, L->threads, L->regs, 0, &b2, &w2, &m2, &l2);
+        rc = gpd_advisor_occupancy(L->sm, L->threads, L->regs, 0, &b2, &w2, &m2, &l2);
       }
       if (rc == 0 && w2 > warps) {
         double Wn = W * w2 / warps;
@@ -162,7 +162,7 @@ void gpd__adv_occupancy_opt(gpd__adv_t *k) {
                  "lanes per warp",
                  100.0 * warps / maxw, warps, maxw, lim, 100.0 * Wn * 4 / maxw, W, Wn, I, In, RI,
                  lanes, lanes2);
-        gpd__adv_suggest(a, o, T, In / I * lanes2 / lanes, NULL, -1, why);
+        gpd__advisor_suggest(a, o, T, In / I * lanes2 / lanes, NULL, -1, why);
       }
     }
   }

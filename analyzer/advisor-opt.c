@@ -19,7 +19,7 @@
 
 /* ------------------------------------------------------ optimizers */
 
-static void match_add(gpd__adv_match_t *x, const gpd_adv_blame_t *b, double m, double ml) {
+static void match_add(gpd__advisor_match_t *x, const gpd_advisor_blame_t *b, double m, double ml) {
   x->m += m;
   x->ml += ml;
   double v = m > 0 ? m : ml;
@@ -31,23 +31,23 @@ static void match_add(gpd__adv_match_t *x, const gpd_adv_blame_t *b, double m, d
       goto sort;
     }
   if (x->nhot < GPD_ADV_MAXHOT) {
-    x->hot[x->nhot++] = (gpd_adv_hot_t){b->def, b->use, b->dist, b->reason, v};
+    x->hot[x->nhot++] = (gpd_advisor_hot_t){b->def, b->use, b->dist, b->reason, v};
   } else if (v > x->hot[GPD_ADV_MAXHOT - 1].samples) {
-    x->hot[GPD_ADV_MAXHOT - 1] = (gpd_adv_hot_t){b->def, b->use, b->dist, b->reason, v};
+    x->hot[GPD_ADV_MAXHOT - 1] = (gpd_advisor_hot_t){b->def, b->use, b->dist, b->reason, v};
   } else {
     return;
   }
 sort:
   for (size_t i = x->nhot; i-- > 1;)
     if (x->hot[i].samples > x->hot[i - 1].samples) {
-      gpd_adv_hot_t t = x->hot[i];
+      gpd_advisor_hot_t t = x->hot[i];
       x->hot[i] = x->hot[i - 1];
       x->hot[i - 1] = t;
     }
 }
 
 /* The innermost loop holding both instructions, -1 none. */
-static int32_t common_loop(const gpd__adv_t *k, uint32_t i, uint32_t j) {
+static int32_t common_loop(const gpd__advisor_t *k, uint32_t i, uint32_t j) {
   for (int32_t l = k->loop_of[j]; l >= 0; l = k->loop_parent[l])
     for (int32_t m = k->loop_of[i]; m >= 0; m = k->loop_parent[m])
       if (m == l)
@@ -63,7 +63,7 @@ static double eq4(double T, double A, double ML) { /* latency hiding */
   return T > 0 && h < T ? T / (T - h) : 1.0;
 }
 
-static int is_latency_reason(const gpd_adv_blame_t *b, const gpd_adv_insn_t *def) {
+static int is_latency_reason(const gpd_advisor_blame_t *b, const gpd_advisor_insn_t *def) {
   /* GPA Table 2: global memory and execution dependency stalls */
   if (b->def == b->use)
     return 0;
@@ -80,7 +80,7 @@ static double range_samples(const gpd_advice_t *a, size_t lo, size_t hi) {
   return s;
 }
 
-static int issues_always(const gpd_adv_insn_t *in) {
+static int issues_always(const gpd_advisor_insn_t *in) {
   return in->pred < 0;
 }
 
@@ -89,10 +89,10 @@ static int issues_always(const gpd_adv_insn_t *in) {
  * runs one).  Sides by layout: [branch+1, target) falls through; the
  * target side runs from the target to the first reconvergence (BSYNC,
  * WARPSYNC), unconditional branch or exit. */
-static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd__adv_match_t *x) {
+static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd__advisor_match_t *x) {
   double m = 0;
   for (size_t b = 0; b < a->ninsns; b++) {
-    const gpd_adv_insn_t *in = &a->insns[b];
+    const gpd_advisor_insn_t *in = &a->insns[b];
     if (!in->divergent)
       continue;
     size_t t = b + 1;
@@ -106,7 +106,7 @@ static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd
       continue;
     size_t end = t;
     while (end < a->ninsns) {
-      const gpd_adv_insn_t *e = &a->insns[end];
+      const gpd_advisor_insn_t *e = &a->insns[end];
       if (strncmp(e->op, "BSYNC", 5) == 0 || strncmp(e->op, "WARPSYNC", 8) == 0 ||
           ((strncmp(e->op, "BRA", 3) == 0 || strncmp(e->op, "EXIT", 4) == 0) && issues_always(e)))
         break;
@@ -116,7 +116,7 @@ static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd
     double side = ft < tg ? ft : tg;
     if (side > 0) {
       m += side;
-      gpd_adv_blame_t pseudo = {(uint32_t)b, (uint32_t)(ft < tg ? b + 1 : t), 0, GPD_ADV__COUNT,
+      gpd_advisor_blame_t pseudo = {(uint32_t)b, (uint32_t)(ft < tg ? b + 1 : t), 0, GPD_ADV__COUNT,
                                 side, 0};
       match_add(x, &pseudo, side, 0);
       x->m -= side; /* counted by the caller */
@@ -130,7 +130,7 @@ static double divergence(const gpd_advice_t *a, const gpd_disasm_sec_t *sec, gpd
  * 4) fall gcd(s / 4, 32) to a bank; an access of e > 4 bytes is served
  * e / 4 lanes' worth at a time, so conflicts start e / 4 words later.
  * 1 when conflict-free or the stride is unknown. */
-double gpd__adv_bank_ways(const gpd_adv_insn_t *in) {
+double gpd__advisor_bank_ways(const gpd_advisor_insn_t *in) {
   if (in->cls != GPD_ADV_SHARED || in->stride == 0 || in->stride == UINT32_MAX ||
       in->stride % 4)
     return 1;
@@ -146,7 +146,7 @@ double gpd__adv_bank_ways(const gpd_adv_insn_t *in) {
 
 /* Instructions that go through the MIO queue (shared, global, local and
  * constant memory, S2R/SHFL and the like, MUFU / conversions). */
-static int is_mio(const gpd_adv_insn_t *in) {
+static int is_mio(const gpd_advisor_insn_t *in) {
   return in->cls == GPD_ADV_SHARED || in->cls == GPD_ADV_GLOBAL || in->cls == GPD_ADV_LOCAL ||
          in->cls == GPD_ADV_CONST || in->cls == GPD_ADV_MIO || in->cls == GPD_ADV_LONGOP;
 }
@@ -160,14 +160,14 @@ static int is_mio(const gpd_adv_insn_t *in) {
  * go.  (2) short_scoreboard stalls blamed on a conflicted access i wait
  * k_i transactions; (1 - 1/k_i) of them go.  Returns M; *ways the
  * largest k seen. */
-static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double *ways) {
+static double bank_conflicts(const gpd_advice_t *a, gpd__advisor_match_t *x, double *ways) {
   double all = 0, replay = 0, mio = 0, sb = 0;
   *ways = 1;
   for (size_t i = 0; i < a->ninsns; i++) {
-    const gpd_adv_insn_t *in = &a->insns[i];
+    const gpd_advisor_insn_t *in = &a->insns[i];
     if (!is_mio(in))
       continue;
-    double kw = gpd__adv_bank_ways(in);
+    double kw = gpd__advisor_bank_ways(in);
     all += a->issued[i] * kw;
     replay += a->issued[i] * (kw - 1);
     if (kw > *ways)
@@ -177,9 +177,9 @@ static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double 
     return 0;
   double rho = replay / all;
   for (size_t q = 0; q < a->nblame; q++) {
-    const gpd_adv_blame_t *b = &a->blame[q];
-    const gpd_adv_insn_t *d = &a->insns[b->def];
-    double kw = gpd__adv_bank_ways(d), m = 0;
+    const gpd_advisor_blame_t *b = &a->blame[q];
+    const gpd_advisor_insn_t *d = &a->insns[b->def];
+    double kw = gpd__advisor_bank_ways(d), m = 0;
     if (b->reason == GPD_ADV_MIO_THROTTLE && b->def == b->use && is_mio(d)) {
       m = b->samples * rho;
       mio += m;
@@ -200,8 +200,8 @@ static double bank_conflicts(const gpd_advice_t *a, gpd__adv_match_t *x, double 
  * instruction, the return point after a CALL, and the instruction after
  * an unconditional RET (a warp whose RET is resolving its target is
  * sampled at the next PC). */
-static int is_call_overhead(const gpd__adv_t *k, uint32_t i) {
-  const gpd_adv_insn_t *in = &k->a->insns[i];
+static int is_call_overhead(const gpd__advisor_t *k, uint32_t i) {
+  const gpd_advisor_insn_t *in = &k->a->insns[i];
   if (strncmp(in->op, "CALL", 4) == 0 || strncmp(in->op, "RET", 3) == 0)
     return 1;
   if (k->kernel_func >= 0 && k->func_of[i] >= 0 && k->func_of[i] != k->kernel_func &&
@@ -209,7 +209,7 @@ static int is_call_overhead(const gpd__adv_t *k, uint32_t i) {
     return 1;
   if (i == 0)
     return 0;
-  const gpd_adv_insn_t *p = &k->a->insns[i - 1];
+  const gpd_advisor_insn_t *p = &k->a->insns[i - 1];
   return strncmp(p->op, "CALL", 4) == 0 || (strncmp(p->op, "RET", 3) == 0 && issues_always(p));
 }
 
@@ -220,11 +220,11 @@ static int is_call_overhead(const gpd__adv_t *k, uint32_t i) {
  * their writes) times the serialized updates' share of global write
  * transactions, rho = sum issued_i (k_i - 1) / sum issued_j k_j, plus
  * (1 - 1/k) of the waits on those atomics' results.  Returns M. */
-static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
+static double atomic_contention(const gpd_advice_t *a, gpd__advisor_match_t *x) {
   const double kw = 32;
   double all = 0, replay = 0, m = 0;
   for (size_t i = 0; i < a->ninsns; i++) {
-    const gpd_adv_insn_t *in = &a->insns[i];
+    const gpd_advisor_insn_t *in = &a->insns[i];
     if (in->cls != GPD_ADV_GLOBAL || !in->store)
       continue;
     all += a->issued[i] * (in->same_addr ? kw : 1);
@@ -233,7 +233,7 @@ static double atomic_contention(const gpd_advice_t *a, gpd__adv_match_t *x) {
   if (!(replay > 0))
     return 0;
   for (size_t q = 0; q < a->nblame; q++) {
-    const gpd_adv_blame_t *b = &a->blame[q];
+    const gpd_advisor_blame_t *b = &a->blame[q];
     double v = 0;
     if (b->reason == GPD_ADV_DRAIN && b->def == b->use)
       v = b->samples * replay / all;
@@ -267,7 +267,7 @@ static const char *const math_sig[] = {
     "-0x3f2aaaab",            /* logf, log2f, log10f: mantissa split at 2/3 */
 };
 
-static int in_scope(const gpd__adv_t *k, size_t i, int32_t scope) {
+static int in_scope(const gpd__advisor_t *k, size_t i, int32_t scope) {
   if (scope == -2)
     return 1;
   for (int32_t l = k->loop_of[i]; l >= 0; l = k->loop_parent[l])
@@ -276,7 +276,7 @@ static int in_scope(const gpd__adv_t *k, size_t i, int32_t scope) {
   return 0;
 }
 
-static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
+static double fast_math(const gpd__advisor_t *k, gpd__advisor_match_t *x, size_t *n) {
   const gpd_advice_t *a = k->a;
   const gpd_disasm_sec_t *sec = k->in->sec;
   int32_t scopes[8];
@@ -299,7 +299,7 @@ static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
   double m = 0;
   for (size_t q = 0; q < k->nagg; q++) {
     const gpd__agg_t *g = &k->agg[q];
-    const gpd_adv_insn_t *in = &a->insns[g->idx];
+    const gpd_advisor_insn_t *in = &a->insns[g->idx];
     if (g->reason == GPD_ADV_SELECTED || !(g->samples > 0) ||
         (in->cls != GPD_ADV_FIXED && in->cls != GPD_ADV_LONGOP))
       continue;
@@ -309,7 +309,7 @@ static double fast_math(const gpd__adv_t *k, gpd__adv_match_t *x, size_t *n) {
     if (!hit)
       continue;
     m += g->samples;
-    gpd_adv_blame_t self = {g->idx, g->idx, 0, g->reason, g->samples, 0};
+    gpd_advisor_blame_t self = {g->idx, g->idx, 0, g->reason, g->samples, 0};
     match_add(x, &self, g->samples, 0);
   }
   x->m = m;
@@ -340,7 +340,7 @@ static long add_step(const char *text) {
  * taken), so half of l's samples are idle lanes that warp-uniform trip
  * counts (the fix) give back: M = 1/2 of the samples of each such loop
  * (its nested loops included, each loop once).  No fitted constant. */
-static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
+static double lane_trip_counts(const gpd__advisor_t *k, gpd__advisor_match_t *x) {
   const gpd_advice_t *a = k->a;
   const gpd_disasm_sec_t *sec = k->in->sec;
   double m = 0;
@@ -348,7 +348,7 @@ static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
   if (done == NULL)
     return 0;
   for (size_t b = 0; b < a->ninsns; b++) {
-    const gpd_adv_insn_t *in = &a->insns[b];
+    const gpd_advisor_insn_t *in = &a->insns[b];
     int32_t l = k->loop_of[b];
     if (!in->divergent || l < 0 || done[l])
       continue;
@@ -360,10 +360,10 @@ static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
       continue;
     if (a->insns[j].lane_coef == 0)
       continue;
-    const gpd_adv_insn_t *cmp = &a->insns[j];
+    const gpd_advisor_insn_t *cmp = &a->insns[j];
     long step = 0;
     for (size_t i = 0; i < a->ninsns && !step; i++) {
-      const gpd_adv_insn_t *u = &a->insns[i];
+      const gpd_advisor_insn_t *u = &a->insns[i];
       if (!(strncmp(u->op, "IADD", 4) == 0 || strncmp(u->op, "VIADD", 5) == 0) || u->ndef == 0 ||
           u->def[0] != cmp->lane_reg || !in_scope(k, i, l))
         continue;
@@ -380,7 +380,7 @@ static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
     for (size_t i = 0; i < a->ninsns; i++)
       ls += in_scope(k, i, l) ? a->samples[i] : 0;
     m += ls / 2;
-    gpd_adv_blame_t pseudo = {(uint32_t)b, k->loop_head[l], 0, GPD_ADV__COUNT, ls / 2, 0};
+    gpd_advisor_blame_t pseudo = {(uint32_t)b, k->loop_head[l], 0, GPD_ADV__COUNT, ls / 2, 0};
     match_add(x, &pseudo, ls / 2, 0);
     x->m -= ls / 2; /* counted by the caller */
   }
@@ -388,14 +388,14 @@ static double lane_trip_counts(const gpd__adv_t *k, gpd__adv_match_t *x) {
   return m;
 }
 
-int gpd__adv_optimize(gpd__adv_t *k) {
+int gpd__advisor_optimize(gpd__advisor_t *k) {
   gpd_advice_t *a = k->a;
   double T = a->T, A = a->A;
-  gpd__adv_match_t mx[GPD_OPT__COUNT];
+  gpd__advisor_match_t mx[GPD_OPT__COUNT];
   memset(mx, 0, sizeof mx);
   double *loop_ml = calloc(k->nloops ? k->nloops : 1, sizeof *loop_ml);
   double *loop_a = calloc(k->nloops ? k->nloops : 1, sizeof *loop_a);
-  gpd__adv_match_t *loop_mx = calloc(k->nloops ? k->nloops : 1, sizeof *loop_mx);
+  gpd__advisor_match_t *loop_mx = calloc(k->nloops ? k->nloops : 1, sizeof *loop_mx);
   if (loop_ml == NULL || loop_a == NULL || loop_mx == NULL) {
     free(loop_ml);
     free(loop_a);
@@ -410,8 +410,8 @@ int gpd__adv_optimize(gpd__adv_t *k) {
     }
   lsu_local = lsu_all > 0 ? lsu_local / lsu_all : 0;
   for (size_t q = 0; q < a->nblame; q++) {
-    const gpd_adv_blame_t *b = &a->blame[q];
-    const gpd_adv_insn_t *d = &a->insns[b->def], *u = &a->insns[b->use];
+    const gpd_advisor_blame_t *b = &a->blame[q];
+    const gpd_advisor_insn_t *d = &a->insns[b->def], *u = &a->insns[b->use];
     int self = b->def == b->use;
     /* Register Reuse: local memory dependency / throttle (spills) */
     if (d->cls == GPD_ADV_LOCAL &&
@@ -475,11 +475,11 @@ int gpd__adv_optimize(gpd__adv_t *k) {
   /* stall elimination (Eq. 2) */
   snprintf(why, sizeof why, "%.0f samples of local memory (spill) dependency and throttling",
            mx[GPD_OPT_REGISTER_REUSE].m);
-  gpd__adv_suggest(a, GPD_OPT_REGISTER_REUSE, mx[GPD_OPT_REGISTER_REUSE].m, eq2(T, mx[GPD_OPT_REGISTER_REUSE].m),
+  gpd__advisor_suggest(a, GPD_OPT_REGISTER_REUSE, mx[GPD_OPT_REGISTER_REUSE].m, eq2(T, mx[GPD_OPT_REGISTER_REUSE].m),
           &mx[GPD_OPT_REGISTER_REUSE], -1, why);
   snprintf(why, sizeof why, "%.0f samples wait on long-latency arithmetic (MUFU, conversions, FP64)",
            mx[GPD_OPT_STRENGTH_REDUCTION].m);
-  gpd__adv_suggest(a, GPD_OPT_STRENGTH_REDUCTION, mx[GPD_OPT_STRENGTH_REDUCTION].m,
+  gpd__advisor_suggest(a, GPD_OPT_STRENGTH_REDUCTION, mx[GPD_OPT_STRENGTH_REDUCTION].m,
           eq2(T, mx[GPD_OPT_STRENGTH_REDUCTION].m), &mx[GPD_OPT_STRENGTH_REDUCTION], -1, why);
   {
     double sync = mx[GPD_OPT_WARP_BALANCE].m;
@@ -492,7 +492,7 @@ int gpd__adv_optimize(gpd__adv_t *k) {
              "branches that diverge within a warp, %.0f idle lanes of loops whose trip count "
              "differs per lane (half their samples)",
              sync, div, trip);
-    gpd__adv_suggest(a, GPD_OPT_WARP_BALANCE, m, eq2(T, m), &mx[GPD_OPT_WARP_BALANCE], -1, why);
+    gpd__advisor_suggest(a, GPD_OPT_WARP_BALANCE, m, eq2(T, m), &mx[GPD_OPT_WARP_BALANCE], -1, why);
   }
   {
     double glob = mx[GPD_OPT_MEMORY_TRANSACTION].m, ways;
@@ -511,7 +511,7 @@ int gpd__adv_optimize(gpd__adv_t *k) {
                "; atomics on one address in every lane: %.0f samples of drain and waits "
                "are their serialized updates",
                atom);
-    gpd__adv_suggest(a, GPD_OPT_MEMORY_TRANSACTION, m, eq2(T, m), &mx[GPD_OPT_MEMORY_TRANSACTION],
+    gpd__advisor_suggest(a, GPD_OPT_MEMORY_TRANSACTION, m, eq2(T, m), &mx[GPD_OPT_MEMORY_TRANSACTION],
                      -1, why);
   }
   snprintf(why, sizeof why,
@@ -519,10 +519,10 @@ int gpd__adv_optimize(gpd__adv_t *k) {
            "an element per thread; coalesced, the sectors per request shrink, so %.0f of "
            "them go",
            coal_m, coal_k_num);
-  gpd__adv_suggest(a, GPD_OPT_COALESCING, coal_m, eq2(T, coal_k_num), &mx[GPD_OPT_COALESCING], -1, why);
+  gpd__advisor_suggest(a, GPD_OPT_COALESCING, coal_m, eq2(T, coal_k_num), &mx[GPD_OPT_COALESCING], -1, why);
   snprintf(why, sizeof why, "%.0f samples of instruction fetch stalls",
            mx[GPD_OPT_FUNCTION_SPLIT].m);
-  gpd__adv_suggest(a, GPD_OPT_FUNCTION_SPLIT, mx[GPD_OPT_FUNCTION_SPLIT].m,
+  gpd__advisor_suggest(a, GPD_OPT_FUNCTION_SPLIT, mx[GPD_OPT_FUNCTION_SPLIT].m,
           eq2(T, mx[GPD_OPT_FUNCTION_SPLIT].m), &mx[GPD_OPT_FUNCTION_SPLIT], -1, why);
   {
     size_t nsig;
@@ -531,7 +531,7 @@ int gpd__adv_optimize(gpd__adv_t *k) {
              "%.0f stall samples of arithmetic in the scope of %zu instructions of accurate "
              "math library code (sinf / cosf / expf / logf range reduction and polynomials)",
              m, nsig);
-    gpd__adv_suggest(a, GPD_OPT_FAST_MATH, m, eq2(T, m), &mx[GPD_OPT_FAST_MATH], -1, why);
+    gpd__advisor_suggest(a, GPD_OPT_FAST_MATH, m, eq2(T, m), &mx[GPD_OPT_FAST_MATH], -1, why);
   }
   /* latency hiding (Eqs. 4, 5) */
   for (size_t i = 0; i < a->ninsns; i++)
@@ -551,12 +551,12 @@ int gpd__adv_optimize(gpd__adv_t *k) {
              "%.0f latency samples of global memory / execution dependencies inside the loop, "
              "%.0f active samples in it to hide them (Eq. 5)",
              loop_ml[best], loop_a[best]);
-    gpd__adv_suggest(a, GPD_OPT_LOOP_UNROLLING, loop_ml[best], best_s, &loop_mx[best], best, why);
+    gpd__advisor_suggest(a, GPD_OPT_LOOP_UNROLLING, loop_ml[best], best_s, &loop_mx[best], best, why);
   }
   snprintf(why, sizeof why,
            "%.0f latency samples of dependencies outside loops, %.0f active samples (Eq. 4)",
            mx[GPD_OPT_CODE_REORDER].ml, A);
-  gpd__adv_suggest(a, GPD_OPT_CODE_REORDER, mx[GPD_OPT_CODE_REORDER].ml,
+  gpd__advisor_suggest(a, GPD_OPT_CODE_REORDER, mx[GPD_OPT_CODE_REORDER].ml,
           eq4(T, A, mx[GPD_OPT_CODE_REORDER].ml), &mx[GPD_OPT_CODE_REORDER], -1, why);
   {
     /* call overhead goes (Eq. 2), latency across the call is hidden
@@ -567,7 +567,7 @@ int gpd__adv_optimize(gpd__adv_t *k) {
              "returns, the callee's entry and the return points), %.0f latency samples in "
              "device functions and at their calls and returns",
              call_m, ml);
-    gpd__adv_suggest(a, GPD_OPT_FUNCTION_INLINING, call_m + ml, T > 0 && h < T ? T / (T - h) : 1.0,
+    gpd__advisor_suggest(a, GPD_OPT_FUNCTION_INLINING, call_m + ml, T > 0 && h < T ? T / (T - h) : 1.0,
                      &mx[GPD_OPT_FUNCTION_INLINING], -1, why);
   }
   free(loop_ml);

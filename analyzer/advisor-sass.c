@@ -19,7 +19,7 @@
 
 static const struct {
   const char *name;
-  gpd_adv_reason_t r;
+  gpd_advisor_reason_t r;
 } reasons[] = {
     {"selected", GPD_ADV_SELECTED},          {"not_selected", GPD_ADV_NOT_SELECTED},
     {"long_scoreboard", GPD_ADV_LONG_SB},    {"short_scoreboard", GPD_ADV_SHORT_SB},
@@ -32,7 +32,7 @@ static const struct {
     {"sleeping", GPD_ADV_SLEEP},             {"misc", GPD_ADV_MISC},
 };
 
-gpd_adv_reason_t gpd_adv_reason_from_vendor(const char *name, int *latency) {
+gpd_advisor_reason_t gpd_advisor_reason_from_vendor(const char *name, int *latency) {
   static const char pre[] = "smsp__pcsamp_warps_issue_stalled_";
   static const char suf[] = "_not_issued";
   *latency = 0;
@@ -51,7 +51,7 @@ gpd_adv_reason_t gpd_adv_reason_from_vendor(const char *name, int *latency) {
   return GPD_ADV_OTHER;
 }
 
-const char *gpd_adv_reason_name(gpd_adv_reason_t r) {
+const char *gpd_advisor_reason_name(gpd_advisor_reason_t r) {
   if (r == GPD_ADV__COUNT)
     return "divergent branch";
   for (size_t i = 0; i < sizeof reasons / sizeof *reasons; i++)
@@ -96,7 +96,7 @@ static const char *const op_wide64[] = {"DADD", "DMUL", "DFMA", "DMNMX", NULL};
 static const char *const op_stores[] = {"ST", "STG", "STS", "STL", "STSM", "RED", "REDG",
                                         "ATOM", "ATOMG", "ATOMS", "SUST", "SURED", NULL};
 
-static gpd_adv_class_t classify(const char *op) {
+static gpd_advisor_class_t classify(const char *op) {
   if (base_is(op, op_local))
     return GPD_ADV_LOCAL;
   if (base_is(op, op_global))
@@ -204,7 +204,7 @@ static int is_pred_res(int r) {
 /* Operand k (text s) of instruction `in`: defs while *defs_open (the
  * destination, a second predicate of a SETP, carry-out predicates of
  * IADD3/LEA/LOP3, the register after an atomic's PT), else uses. */
-static void operand(gpd_adv_insn_t *in, const char *s, unsigned k, int *defs_open, int pdst,
+static void operand(gpd_advisor_insn_t *in, const char *s, unsigned k, int *defs_open, int pdst,
                     int carry, int atom, int wide_dst, unsigned dw) {
   int memop = strchr(s, '[') != NULL;
   if (strstr(s, "SR_TID.X") || strstr(s, "SR_LANEID"))
@@ -245,7 +245,7 @@ static void operand(gpd_adv_insn_t *in, const char *s, unsigned k, int *defs_ope
   }
 }
 
-int gpd_adv_decode(const char *text, gpd_adv_insn_t *out) {
+int gpd_advisor_decode(const char *text, gpd_advisor_insn_t *out) {
   memset(out, 0, sizeof *out);
   out->pred = -1;
   out->wbar = out->rbar = 7;
@@ -321,7 +321,7 @@ int gpd_adv_decode(const char *text, gpd_adv_insn_t *out) {
   return 0;
 }
 
-void gpd_adv_apply_ctrl(gpd_adv_insn_t *in, uint64_t hi) {
+void gpd_advisor_apply_ctrl(gpd_advisor_insn_t *in, uint64_t hi) {
   uint32_t c = (uint32_t)(hi >> 41);
   in->has_ctrl = 1;
   in->stall = (uint8_t)(c & 0xf);
@@ -339,7 +339,7 @@ void gpd_adv_apply_ctrl(gpd_adv_insn_t *in, uint64_t hi) {
 
 /* ---------------------------------------------------- cubin control */
 
-int gpd_adv_cubin_ctrl(const void *data, size_t len, const char *kernel, uint64_t **hi, size_t *n,
+int gpd_advisor_cubin_ctrl(const void *data, size_t len, const char *kernel, uint64_t **hi, size_t *n,
                        uint32_t *sm) {
   *hi = NULL;
   *n = 0;

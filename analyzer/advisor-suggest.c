@@ -75,20 +75,20 @@ static const struct {
                            "or compile with --use_fast_math."},
 };
 
-const char *gpd_adv_opt_name(gpd_adv_opt_t o) {
+const char *gpd_advisor_opt_name(gpd_advisor_opt_t o) {
   return (unsigned)o < GPD_OPT__COUNT ? opts[o].name : "?";
 }
-const char *gpd_adv_opt_hint(gpd_adv_opt_t o) {
+const char *gpd_advisor_opt_hint(gpd_advisor_opt_t o) {
   return (unsigned)o < GPD_OPT__COUNT ? opts[o].hint : "";
 }
 
 /* ------------------------------------------------------ the list */
 
-void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double speedup,
-                      const gpd__adv_match_t *x, int32_t loop, const char *why) {
+void gpd__advisor_suggest(gpd_advice_t *a, gpd_advisor_opt_t o, double matched, double speedup,
+                      const gpd__advisor_match_t *x, int32_t loop, const char *why) {
   if (!(speedup > 1.0005) || !(matched > 0))
     return;
-  gpd_adv_suggest_t *s = &a->sugg[a->nsugg++];
+  gpd_advisor_suggest_t *s = &a->sugg[a->nsugg++];
   memset(s, 0, sizeof *s);
   s->opt = o;
   s->matched = matched;
@@ -101,14 +101,14 @@ void gpd__adv_suggest(gpd_advice_t *a, gpd_adv_opt_t o, double matched, double s
   snprintf(s->why, sizeof s->why, "%s", why);
 }
 
-static int is_latency_hiding(gpd_adv_opt_t o) {
+static int is_latency_hiding(gpd_advisor_opt_t o) {
   return o == GPD_OPT_LOOP_UNROLLING || o == GPD_OPT_CODE_REORDER || o == GPD_OPT_FUNCTION_INLINING;
 }
 
-void gpd__adv_suggest_rank(gpd_advice_t *a) {
+void gpd__advisor_suggest_rank(gpd_advice_t *a) {
   for (size_t i = 1; i < a->nsugg; i++)
     for (size_t j = i; j > 0 && a->sugg[j].speedup > a->sugg[j - 1].speedup; j--) {
-      gpd_adv_suggest_t t = a->sugg[j];
+      gpd_advisor_suggest_t t = a->sugg[j];
       a->sugg[j] = a->sugg[j - 1];
       a->sugg[j - 1] = t;
     }
@@ -123,7 +123,7 @@ void gpd__adv_suggest_rank(gpd_advice_t *a) {
         size_t j = 0;
         while (j < i && !is_latency_hiding(a->sugg[j].opt))
           j++;
-        gpd_adv_suggest_t t = a->sugg[i];
+        gpd_advisor_suggest_t t = a->sugg[i];
         memmove(&a->sugg[j + 1], &a->sugg[j], (i - j) * sizeof *a->sugg);
         a->sugg[j] = t;
         break;

@@ -1,6 +1,6 @@
 /* advisor-tid.c - the advisor's thread-index analysis: which global and
  * shared accesses are strided and which branches diverge within a warp
- * (gpd_adv_insn_t.stride, .divergent), for GPA's coalescing and warp
+ * (gpd_advisor_insn_t.stride, .divergent), for GPA's coalescing and warp
  * balance optimizers and the bank-conflict part of memory transaction
  * reduction (advisor-opt.c).
  */
@@ -83,12 +83,12 @@ static int imm_val(const char *o, long *v) {
 
 /* Coefficient of the first R register of an operand (0 for constants). */
 static long op_coef(const long *coef, const char *o) {
-  gpd_adv_insn_t tmp;
+  gpd_advisor_insn_t tmp;
   char b[128];
   if (o == NULL)
     return 0;
   snprintf(b, sizeof b, "MOV RZ, %s", o);
-  if (gpd_adv_decode(b, &tmp) < 0)
+  if (gpd_advisor_decode(b, &tmp) < 0)
     return 0;
   for (unsigned k = 0; k < tmp.nuse; k++)
     if (tmp.use[k] < GPD_ADV_RES_P)
@@ -97,7 +97,7 @@ static long op_coef(const long *coef, const char *o) {
 }
 
 /* The thread-index coefficient of an instruction's first def. */
-static long tid_coef(const long *coef, const gpd_adv_insn_t *in, char **ops, unsigned n,
+static long tid_coef(const long *coef, const gpd_advisor_insn_t *in, char **ops, unsigned n,
                      long any) {
   const char *op = in->op;
   long v;
@@ -176,17 +176,17 @@ static void uniform_addr(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
   for (int pass = 0; pass < 2; pass++) {
     int diverged = 0;
     for (size_t i = 0; i < a->ninsns; i++) {
-      const gpd_adv_insn_t *in = &a->insns[i];
+      const gpd_advisor_insn_t *in = &a->insns[i];
       const char *text = sec->insns[i].text ? sec->insns[i].text : "";
       /* the address register, for atomics: uniform here? */
       at[i] = 0;
       const char *br = strrchr(text, '[');
-      gpd_adv_insn_t tmp;
+      gpd_advisor_insn_t tmp;
       char b[96];
       if (in->cls == GPD_ADV_GLOBAL &&
           (strncmp(in->op, "RED", 3) == 0 || strncmp(in->op, "ATOM", 4) == 0) && br &&
           snprintf(b, sizeof b, "MOV RZ, %.*s", (int)strcspn(br + 1, "]"), br + 1) > 0 &&
-          gpd_adv_decode(b, &tmp) == 0) {
+          gpd_advisor_decode(b, &tmp) == 0) {
         int any = 0, all = 1;
         for (unsigned k = 0; k < tmp.nuse; k++)
           if (tmp.use[k] < GPD_ADV_RES_P) {
@@ -215,11 +215,11 @@ static void uniform_addr(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
   free(at);
 }
 
-void gpd__adv_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
+void gpd__advisor_tid(gpd_advice_t *a, const gpd_disasm_sec_t *sec) {
   long coef[GPD_ADV_NRES];
   memset(coef, 0, sizeof coef);
   for (size_t i = 0; i < a->ninsns; i++) {
-    gpd_adv_insn_t *in = &a->insns[i];
+    gpd_advisor_insn_t *in = &a->insns[i];
     char buf[512], *ops[MAXOPS];
     unsigned n = split_ops(sec->insns[i].text, buf, sizeof buf, ops);
     long any = 0;

@@ -1,4 +1,4 @@
-/* advisor.c - the advisor's driver (docs/ADVISOR.md): gpd_advise decodes
+/* advisor.c - the advisor's driver (docs/ADVISOR.md): gpd_advisor_run decodes
  * a kernel's SASS (advisor-sass.c), runs the thread-index analysis
  * (advisor-tid.c), builds the structure the blamer and the optimizers
  * walk (blocks, predecessors, loops, functions), places the PC samples on
@@ -12,7 +12,7 @@
 
 #include "advisor-internal.h"
 
-void gpd_advice_free(gpd_advice_t *a) {
+void gpd_advisor_free(gpd_advice_t *a) {
   if (a == NULL)
     return;
   free(a->insns);
@@ -23,7 +23,7 @@ void gpd_advice_free(gpd_advice_t *a) {
   free(a);
 }
 
-static void k_free(gpd__adv_t *k) {
+static void k_free(gpd__advisor_t *k) {
   free(k->block_of);
   free(k->block_first);
   free(k->block_last);
@@ -71,7 +71,7 @@ static int grow2(void **x, void **y, size_t *cap, size_t n, size_t first) {
 }
 
 /* Blocks, predecessors and loops of every function of the section. */
-static int structure(gpd__adv_t *k) {
+static int structure(gpd__advisor_t *k) {
   const gpd_disasm_sec_t *sec = k->in->sec;
   size_t n = sec->ninsns, capb = 0, capl = 0, cape = 0, ne = 0;
   uint32_t *eto = NULL, *efrom = NULL;
@@ -174,13 +174,13 @@ static int agg_cmp(const void *x, const void *y) {
   return a->reason < b->reason ? -1 : a->reason > b->reason;
 }
 
-int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
+int gpd_advisor_run(const gpd_advisor_input_t *in, gpd_advice_t **out) {
   if (in == NULL || out == NULL || in->sec == NULL || in->sec->ninsns == 0)
     return -EINVAL;
   *out = NULL;
   const gpd_disasm_sec_t *sec = in->sec;
   size_t n = sec->ninsns;
-  gpd__adv_t k = {.in = in};
+  gpd__advisor_t k = {.in = in};
   gpd_advice_t *a = calloc(1, sizeof *a);
   int err = -ENOMEM;
   if (a == NULL)
@@ -194,8 +194,8 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
     goto out;
   size_t unknown = 0;
   for (size_t i = 0; i < n; i++) {
-    gpd_adv_insn_t *d = &a->insns[i];
-    if (gpd_adv_decode(sec->insns[i].text, d) < 0) {
+    gpd_advisor_insn_t *d = &a->insns[i];
+    if (gpd_advisor_decode(sec->insns[i].text, d) < 0) {
       memset(d, 0, sizeof *d);
       d->pred = -1;
       d->wbar = d->rbar = 7;
@@ -205,7 +205,7 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
     d->off = sec->insns[i].off;
     uint64_t slot = d->off / 16;
     if (in->ctrl && d->off % 16 == 0 && slot < in->nctrl) {
-      gpd_adv_apply_ctrl(d, in->ctrl[slot]);
+      gpd_advisor_apply_ctrl(d, in->ctrl[slot]);
       a->have_ctrl = 1;
     }
   }
@@ -216,7 +216,7 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
   }
   if (!a->have_ctrl)
     note(a, "no control bits: scoreboard dependencies approximated by registers");
-  gpd__adv_tid(a, sec);
+  gpd__advisor_tid(a, sec);
   if ((err = structure(&k)) < 0)
     goto out;
   /* samples -> instructions */
@@ -225,7 +225,7 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
     goto out;
   }
   for (size_t q = 0; q < in->ns; q++) {
-    const gpd_adv_psamp_t *s = &in->s[q];
+    const gpd_advisor_psamp_t *s = &in->s[q];
     double sm = s->samples > 0 && s->samples < 1e15 ? s->samples : 0;
     double lt = s->latency > 0 && s->latency < 1e15 ? s->latency : 0;
     uint64_t off = s->pc + in->kernel_lo;
@@ -265,15 +265,15 @@ int gpd_advise(const gpd_adv_input_t *in, gpd_advice_t **out) {
     snprintf(msg, sizeof msg, "%.0f samples at no instruction of the kernel", a->unplaced);
     note(a, msg);
   }
-  if ((err = gpd__adv_blame(&k)) < 0 || (err = gpd__adv_optimize(&k)) < 0)
+  if ((err = gpd__advisor_blame(&k)) < 0 || (err = gpd__advisor_optimize(&k)) < 0)
     goto out;
-  gpd__adv_occupancy_opt(&k);
-  gpd__adv_suggest_rank(a);
+  gpd__advisor_occupancy_opt(&k);
+  gpd__advisor_suggest_rank(a);
   err = 0;
 out:
   k_free(&k);
   if (err < 0) {
-    gpd_advice_free(a);
+    gpd_advisor_free(a);
     return err;
   }
   *out = a;

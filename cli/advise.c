@@ -33,7 +33,7 @@ static const char usage[] =
 
 typedef struct kern_s {
   char *func, *hash;
-  gpd_adv_psamp_t *s;
+  gpd_advisor_psamp_t *s;
   size_t n, cap;
   double total;
 } kern_t;
@@ -48,10 +48,10 @@ typedef struct adv_ctx_s {
   int warned;
 } adv_ctx_t;
 
-static int kern_add(kern_t *k, gpd_adv_psamp_t s) {
+static int kern_add(kern_t *k, gpd_advisor_psamp_t s) {
   if (k->n == k->cap) {
     size_t c = k->cap ? 2 * k->cap : 64;
-    gpd_adv_psamp_t *n = realloc(k->s, c * sizeof *n);
+    gpd_advisor_psamp_t *n = realloc(k->s, c * sizeof *n);
     if (n == NULL)
       return -ENOMEM;
     k->s = n;
@@ -91,11 +91,11 @@ static int on_sample(void *c, const gpd_store_pcsample_t *ps) {
     kl->n++;
   }
   int lat = 0;
-  gpd_adv_reason_t r = gpd_adv_reason_from_vendor(ps->stall, &lat);
+  gpd_advisor_reason_t r = gpd_advisor_reason_from_vendor(ps->stall, &lat);
   double v = ps->samples;
   if (ps->pc < 0 || !(v > 0))
     return 0;
-  gpd_adv_psamp_t s = {(uint64_t)ps->pc, r, lat ? 0 : v, lat ? v : 0};
+  gpd_advisor_psamp_t s = {(uint64_t)ps->pc, r, lat ? 0 : v, lat ? v : 0};
   return kern_add(&kl->k[kl->n - 1], s);
 }
 
@@ -117,7 +117,7 @@ static int load_samples(struct sqlite3 *db, kern_t **out, size_t *nout) {
 }
 
 /* Launch configuration of a kernel from its tree nodes: means over launches. */
-static void launch_of(const gpd_tree_t *t, const char *func, gpd_adv_launch_t *l, double *gker,
+static void launch_of(const gpd_tree_t *t, const char *func, gpd_advisor_launch_t *l, double *gker,
                       double *count, char *name, size_t nn) {
   double sum[6] = {0};
   static const unsigned ids[6] = {GPD_M_GKER_BLK,    GPD_M_GKER_BLK_THR, GPD_M_GKER_THR_REG,
@@ -129,10 +129,10 @@ static void launch_of(const gpd_tree_t *t, const char *func, gpd_adv_launch_t *l
     if (nd->kind != GPD_NODE_KERNEL || strcmp(nd->raw_name, func) != 0)
       continue;
     gpd_render_node_name(name, nn, nd);
-    *gker += gpd_mvec_get(&nd->excl, GPD_M_GKER);
-    *count += gpd_mvec_get(&nd->excl, GPD_M_GKER_COUNT);
+    *gker += gpd_tree_mvec_get(&nd->excl, GPD_M_GKER);
+    *count += gpd_tree_mvec_get(&nd->excl, GPD_M_GKER_COUNT);
     for (int m = 0; m < 6; m++)
-      sum[m] += gpd_mvec_get(&nd->excl, ids[m]);
+      sum[m] += gpd_tree_mvec_get(&nd->excl, ids[m]);
   }
   if (*count > 0) {
     l->blocks = sum[0] / *count;
@@ -190,7 +190,7 @@ static void json_insn(FILE *f, const char *key, const gpd_disasm_t *d,
 }
 
 static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker, double count,
-                   const gpd_adv_launch_t *L, const gpd_advice_t *a, const gpd_disasm_t *d,
+                   const gpd_advisor_launch_t *L, const gpd_advice_t *a, const gpd_disasm_t *d,
                    const gpd_disasm_sec_t *sec, const gpd_cubin_t *c, uint32_t section,
                    uint64_t klo, const char *why_none) {
   FILE *f = stdout;
@@ -215,19 +215,19 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
       gpd_json_str(f, a->notes);
       fprintf(f, ",\"advice\":[");
       for (size_t i = 0; i < a->nsugg && i < x->top; i++) {
-        const gpd_adv_suggest_t *s = &a->sugg[i];
+        const gpd_advisor_suggest_t *s = &a->sugg[i];
         fprintf(f, "%s{\"rank\":%zu,\"optimization\":", i ? "," : "", i + 1);
-        gpd_json_str(f, gpd_adv_opt_name(s->opt));
+        gpd_json_str(f, gpd_advisor_opt_name(s->opt));
         fprintf(f, ",\"speedup\":%.6f,\"matched\":%.10g,\"ratio\":%.4f,\"hint\":", s->speedup,
                 s->matched, a->T > 0 ? s->matched / a->T : 0);
-        gpd_json_str(f, gpd_adv_opt_hint(s->opt));
+        gpd_json_str(f, gpd_advisor_opt_hint(s->opt));
         fprintf(f, ",\"why\":");
         gpd_json_str(f, s->why);
         fprintf(f, ",\"hotspots\":[");
         for (size_t h = 0; h < s->nhot; h++) {
-          const gpd_adv_hot_t *hs = &s->hot[h];
+          const gpd_advisor_hot_t *hs = &s->hot[h];
           fprintf(f, "%s{\"reason\":\"%s\",\"samples\":%.10g,\"distance\":%u,", h ? "," : "",
-                  gpd_adv_reason_name(hs->reason), hs->samples, hs->dist);
+                  gpd_advisor_reason_name(hs->reason), hs->samples, hs->dist);
           json_insn(f, "def", d, sec, c, section, klo, hs->def);
           fputc(',', f);
           json_insn(f, "use", d, sec, c, section, klo, hs->use);
@@ -264,16 +264,16 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
   if (a->nsugg == 0)
     fprintf(f, "   no optimization matched\n");
   for (size_t i = 0; i < a->nsugg && i < x->top; i++) {
-    const gpd_adv_suggest_t *s = &a->sugg[i];
+    const gpd_advisor_suggest_t *s = &a->sugg[i];
     fprintf(f, "%2zu. Apply %s: ratio %.2f %%, estimated speedup %.3fx\n", i + 1,
-            gpd_adv_opt_name(s->opt), a->T > 0 ? 100 * s->matched / a->T : 0, s->speedup);
-    fprintf(f, "    %s\n    why: %s\n", gpd_adv_opt_hint(s->opt), s->why);
+            gpd_advisor_opt_name(s->opt), a->T > 0 ? 100 * s->matched / a->T : 0, s->speedup);
+    fprintf(f, "    %s\n    why: %s\n", gpd_advisor_opt_hint(s->opt), s->why);
     for (size_t h = 0; h < s->nhot && h < 3; h++) {
-      const gpd_adv_hot_t *hs = &s->hot[h];
+      const gpd_advisor_hot_t *hs = &s->hot[h];
       double r = a->T > 0 ? hs->samples / a->T : 0;
       fprintf(f, "    %zu. Hot %s, ratio %.2f %%, speedup %.3fx, distance %u\n", h + 1,
               hs->reason == GPD_ADV__COUNT ? "DIVERGENCE"
-              : hs->def == hs->use         ? gpd_adv_reason_name(hs->reason)
+              : hs->def == hs->use         ? gpd_advisor_reason_name(hs->reason)
                                            : "BLAME",
               100 * r, r < 1 ? 1 / (1 - r) : 1, hs->dist);
       if (hs->reason == GPD_ADV__COUNT) {
@@ -281,7 +281,7 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
         text_insn(f, "at  ", d, sec, c, section, klo, hs->def);
         text_insn(f, "side", d, sec, c, section, klo, hs->use);
       } else if (hs->def != hs->use) {
-        fprintf(f, "       %s stall\n", gpd_adv_reason_name(hs->reason));
+        fprintf(f, "       %s stall\n", gpd_advisor_reason_name(hs->reason));
         text_insn(f, "from", d, sec, c, section, klo, hs->def);
         text_insn(f, "to  ", d, sec, c, section, klo, hs->use);
       } else {
@@ -293,7 +293,7 @@ static void report(adv_ctx_t *x, const kern_t *k, const char *name, double gker,
 }
 
 static int advise_kernel(adv_ctx_t *x, kern_t *k) {
-  gpd_adv_launch_t L = {.sm_count = x->sm_count};
+  gpd_advisor_launch_t L = {.sm_count = x->sm_count};
   double gker, count;
   char name[512];
   launch_of(&x->t, k->func, &L, &gker, &count, name, sizeof name);
@@ -318,12 +318,12 @@ static int advise_kernel(adv_ctx_t *x, kern_t *k) {
     why = "nvdisasm's output has no section for this kernel";
   if (why == NULL) {
     uint32_t sm = 0;
-    gpd_adv_cubin_ctrl(bytes, blen, k->func, &ctrl, &nctrl, &sm);
+    gpd_advisor_cubin_ctrl(bytes, blen, k->func, &ctrl, &nctrl, &sm);
     L.sm = sm;
-    gpd_adv_input_t in = {.sec = sec, .cubin = c, .section = fn ? fn->section : 0,
+    gpd_advisor_input_t in = {.sec = sec, .cubin = c, .section = fn ? fn->section : 0,
                           .kernel_lo = fn ? fn->lo : 0, .ctrl = ctrl, .nctrl = nctrl,
                           .s = k->s, .ns = k->n, .launch = L};
-    err = gpd_advise(&in, &a);
+    err = gpd_advisor_run(&in, &a);
     if (err == -ENOMEM)
       goto out;
     if (err < 0)
@@ -333,7 +333,7 @@ static int advise_kernel(adv_ctx_t *x, kern_t *k) {
   report(x, k, name, gker, count, &L, a, d, sec, c, fn ? fn->section : 0, fn ? fn->lo : 0,
          why ? why : "");
 out:
-  gpd_advice_free(a);
+  gpd_advisor_free(a);
   free(ctrl);
   free(bytes);
   gpd_cubin_free(c);
@@ -414,7 +414,7 @@ int gpd_cmd_advise(int argc, char **argv) {
     if (filter) {
       char name[512];
       double g, cnt;
-      gpd_adv_launch_t L = {0};
+      gpd_advisor_launch_t L = {0};
       launch_of(&x.t, ks[i].func, &L, &g, &cnt, name, sizeof name);
       if (!strstr(ks[i].func, filter) && !strstr(name, filter))
         continue;

@@ -51,21 +51,21 @@ static char *mktext(const char *const *lines) {
   return t;
 }
 
-static void run(kern_t *k, const char *const *lines, const gpd_adv_psamp_t *s, size_t ns,
-                const uint64_t *ctrl, size_t nctrl, const gpd_adv_launch_t *launch) {
+static void run(kern_t *k, const char *const *lines, const gpd_advisor_psamp_t *s, size_t ns,
+                const uint64_t *ctrl, size_t nctrl, const gpd_advisor_launch_t *launch) {
   char *t = mktext(lines);
   assert_int_equal(gpd_disasm_parse(t, strlen(t), &k->d), 0);
   free(t);
   k->sec = gpd_disasm_section(k->d, "k");
   assert_non_null(k->sec);
-  gpd_adv_input_t in = {.sec = k->sec, .ctrl = ctrl, .nctrl = nctrl, .s = s, .ns = ns};
+  gpd_advisor_input_t in = {.sec = k->sec, .ctrl = ctrl, .nctrl = nctrl, .s = s, .ns = ns};
   if (launch)
     in.launch = *launch;
-  assert_int_equal(gpd_advise(&in, &k->a), 0);
+  assert_int_equal(gpd_advisor_run(&in, &k->a), 0);
 }
 
 static void done(kern_t *k) {
-  gpd_advice_free(k->a);
+  gpd_advisor_free(k->a);
   gpd_disasm_free(k->d);
 }
 
@@ -79,7 +79,7 @@ static double blamed(const gpd_advice_t *a, uint32_t def, int use, uint32_t r) {
   return s;
 }
 
-static const gpd_adv_suggest_t *sugg(const gpd_advice_t *a, gpd_adv_opt_t o) {
+static const gpd_advisor_suggest_t *sugg(const gpd_advice_t *a, gpd_advisor_opt_t o) {
   for (size_t i = 0; i < a->nsugg; i++)
     if (a->sugg[i].opt == o)
       return &a->sugg[i];
@@ -88,11 +88,11 @@ static const gpd_adv_suggest_t *sugg(const gpd_advice_t *a, gpd_adv_opt_t o) {
 
 /* Advise lines with samples s (no launch) and check optimizer o's matched
  * samples and estimate; the advice stays in *k for more checks. */
-static const gpd_adv_suggest_t *expect(kern_t *k, const char *const *lines,
-                                       const gpd_adv_psamp_t *s, size_t ns, gpd_adv_opt_t o,
+static const gpd_advisor_suggest_t *expect(kern_t *k, const char *const *lines,
+                                       const gpd_advisor_psamp_t *s, size_t ns, gpd_advisor_opt_t o,
                                        double matched, double speedup) {
   run(k, lines, s, ns, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(k->a, o);
+  const gpd_advisor_suggest_t *g = sugg(k->a, o);
   assert_non_null(g);
   assert_float_equal(g->matched, matched, 1e-9);
   assert_float_equal(g->speedup, speedup, 1e-9);
@@ -116,8 +116,8 @@ static int has(const uint16_t *set, unsigned n, int r) {
 
 static void test_decode(void **state) {
   (void)state;
-  gpd_adv_insn_t in;
-  assert_int_equal(gpd_adv_decode("@!P0 LDG.E.64 R4, desc[UR4][R2.64+0x10]", &in), 0);
+  gpd_advisor_insn_t in;
+  assert_int_equal(gpd_advisor_decode("@!P0 LDG.E.64 R4, desc[UR4][R2.64+0x10]", &in), 0);
   assert_string_equal(in.op, "LDG.E.64");
   assert_int_equal(in.cls, GPD_ADV_GLOBAL);
   assert_int_equal(in.pred, P(0));
@@ -128,75 +128,75 @@ static void test_decode(void **state) {
   assert_true(has(in.use, in.nuse, UR(4)) && has(in.use, in.nuse, UR(5)));
   assert_true(has(in.use, in.nuse, P(0))); /* the guard is read */
 
-  assert_int_equal(gpd_adv_decode("ISETP.GE.AND P0, PT, R0, UR5, PT", &in), 0);
+  assert_int_equal(gpd_advisor_decode("ISETP.GE.AND P0, PT, R0, UR5, PT", &in), 0);
   assert_int_equal(in.ndef, 1);
   assert_int_equal(in.def[0], P(0));
   assert_int_equal(in.nuse, 2);
 
-  assert_int_equal(gpd_adv_decode("IADD3 R4, P1, R2, R4, RZ", &in), 0);
+  assert_int_equal(gpd_advisor_decode("IADD3 R4, P1, R2, R4, RZ", &in), 0);
   assert_int_equal(in.ndef, 2);
   assert_true(has(in.def, in.ndef, R(4)) && has(in.def, in.ndef, P(1)));
   assert_true(has(in.use, in.nuse, R(2)) && has(in.use, in.nuse, R(4)));
 
-  assert_int_equal(gpd_adv_decode("STG.E.64 desc[UR4][R2.64], R6", &in), 0);
+  assert_int_equal(gpd_advisor_decode("STG.E.64 desc[UR4][R2.64], R6", &in), 0);
   assert_int_equal(in.ndef, 0);
   assert_int_equal(in.store, 1);
   assert_true(has(in.use, in.nuse, R(6)) && has(in.use, in.nuse, R(7)));
 
-  assert_int_equal(gpd_adv_decode("IMAD.WIDE R2, R7, 0x4, R4", &in), 0);
+  assert_int_equal(gpd_advisor_decode("IMAD.WIDE R2, R7, 0x4, R4", &in), 0);
   assert_true(has(in.def, in.ndef, R(2)) && has(in.def, in.ndef, R(3)));
   assert_true(has(in.use, in.nuse, R(4)) && has(in.use, in.nuse, R(5)));
 
-  assert_int_equal(gpd_adv_decode("DFMA R4, R6, R8, R10", &in), 0);
+  assert_int_equal(gpd_advisor_decode("DFMA R4, R6, R8, R10", &in), 0);
   assert_int_equal(in.cls, GPD_ADV_LONGOP);
   assert_int_equal(in.ndef, 2);
   assert_int_equal(in.nuse, 6);
 
-  assert_int_equal(gpd_adv_decode("FFMA R5, -R4.reuse, |R5|, R6.H1", &in), 0);
+  assert_int_equal(gpd_advisor_decode("FFMA R5, -R4.reuse, |R5|, R6.H1", &in), 0);
   assert_int_equal(in.nuse, 3);
 
-  assert_int_equal(gpd_adv_decode("LDL R9, [R1+0x10]", &in), 0);
+  assert_int_equal(gpd_advisor_decode("LDL R9, [R1+0x10]", &in), 0);
   assert_int_equal(in.cls, GPD_ADV_LOCAL);
-  assert_int_equal(gpd_adv_decode("MUFU.RCP R3, R2", &in), 0);
+  assert_int_equal(gpd_advisor_decode("MUFU.RCP R3, R2", &in), 0);
   assert_int_equal(in.cls, GPD_ADV_LONGOP);
-  assert_int_equal(gpd_adv_decode("BAR.SYNC.DEFER_BLOCKING 0x0", &in), 0);
+  assert_int_equal(gpd_advisor_decode("BAR.SYNC.DEFER_BLOCKING 0x0", &in), 0);
   assert_int_equal(in.cls, GPD_ADV_SYNC);
   assert_int_equal(in.ndef + in.nuse, 0);
-  assert_int_equal(gpd_adv_decode("@PT NOP", &in), 0);
+  assert_int_equal(gpd_advisor_decode("@PT NOP", &in), 0);
   assert_int_equal(in.pred, -1);
 
   /* bad input: unknown opcodes, constants, out-of-range registers, noise */
-  assert_int_equal(gpd_adv_decode("FOOBAR.X R1, R2, RZ, PT", &in), 0);
+  assert_int_equal(gpd_advisor_decode("FOOBAR.X R1, R2, RZ, PT", &in), 0);
   assert_int_equal(in.cls, GPD_ADV_FIXED);
   assert_int_equal(in.ndef, 1);
   assert_int_equal(in.nuse, 1);
-  assert_int_equal(gpd_adv_decode("MOV R300, R999999999999", &in), 0);
+  assert_int_equal(gpd_advisor_decode("MOV R300, R999999999999", &in), 0);
   assert_int_equal(in.ndef + in.nuse, 0);
-  assert_int_equal(gpd_adv_decode("", &in), -EINVAL);
-  assert_int_equal(gpd_adv_decode("   @P0   ", &in), -EINVAL);
-  assert_int_equal(gpd_adv_decode(NULL, &in), -EINVAL);
+  assert_int_equal(gpd_advisor_decode("", &in), -EINVAL);
+  assert_int_equal(gpd_advisor_decode("   @P0   ", &in), -EINVAL);
+  assert_int_equal(gpd_advisor_decode(NULL, &in), -EINVAL);
   char big[4096];
   memset(big, 'R', sizeof big - 1);
   big[sizeof big - 1] = 0;
   big[0] = 'M', big[1] = 'O', big[2] = 'V', big[3] = ' ';
-  assert_int_equal(gpd_adv_decode(big, &in), 0);
+  assert_int_equal(gpd_advisor_decode(big, &in), 0);
   char many[2048] = "IADD3 R1";
   for (int i = 0; i < 100; i++)
     snprintf(many + strlen(many), sizeof many - strlen(many), ", R%d", i + 2);
-  assert_int_equal(gpd_adv_decode(many, &in), 0);
+  assert_int_equal(gpd_advisor_decode(many, &in), 0);
   assert_int_equal(in.nuse, GPD_ADV_MAXUSE); /* bounded */
 
   /* reasons */
   int lat;
-  assert_int_equal(gpd_adv_reason_from_vendor("smsp__pcsamp_warps_issue_stalled_long_scoreboard", &lat),
+  assert_int_equal(gpd_advisor_reason_from_vendor("smsp__pcsamp_warps_issue_stalled_long_scoreboard", &lat),
                    GPD_ADV_LONG_SB);
   assert_int_equal(lat, 0);
-  assert_int_equal(gpd_adv_reason_from_vendor("smsp__pcsamp_warps_issue_stalled_wait_not_issued", &lat),
+  assert_int_equal(gpd_advisor_reason_from_vendor("smsp__pcsamp_warps_issue_stalled_wait_not_issued", &lat),
                    GPD_ADV_WAIT);
   assert_int_equal(lat, 1);
-  assert_int_equal(gpd_adv_reason_from_vendor("selected", &lat), GPD_ADV_SELECTED);
-  assert_int_equal(gpd_adv_reason_from_vendor("no such reason", &lat), GPD_ADV_OTHER);
-  assert_int_equal(gpd_adv_reason_from_vendor("_not_issued", &lat), GPD_ADV_OTHER);
+  assert_int_equal(gpd_advisor_reason_from_vendor("selected", &lat), GPD_ADV_SELECTED);
+  assert_int_equal(gpd_advisor_reason_from_vendor("no such reason", &lat), GPD_ADV_OTHER);
+  assert_int_equal(gpd_advisor_reason_from_vendor("_not_issued", &lat), GPD_ADV_OTHER);
 }
 
 /* ------------------------------------------------------------ blamer */
@@ -220,7 +220,7 @@ static void test_fig4(void **state) {
       "IADD3 R28, R21, R22, RZ",  /* 9 */
       "IADD3 R8, R0, R7, RZ",     /* 10: 4 long scoreboard stalls */
       "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {
+  gpd_advisor_psamp_t s[] = {
       {PC(5), GPD_ADV_SELECTED, 1, 0},
       {PC(0), GPD_ADV_SELECTED, 2, 0},
       {PC(2), GPD_ADV_SELECTED, 5, 0},
@@ -266,7 +266,7 @@ static void test_pruning(void **state) {
       "FMUL R12, R9, R9",           /* 20: wait, def 17 instructions back: pruned (rule 3) */
       "FADD R13, R12, R12",         /* 21: wait, def 1 back: kept */
       "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {
+  gpd_advisor_psamp_t s[] = {
       {PC(2), GPD_ADV_LONG_SB, 7, 7},
       {PC(20), GPD_ADV_WAIT, 3, 0},
       {PC(21), GPD_ADV_WAIT, 5, 5},
@@ -301,7 +301,7 @@ static void test_barriers(void **state) {
       "EXIT", NULL};
   uint64_t c[] = {ctrl(1, 0, 7, 0), ctrl(1, 1, 7, 0), ctrl(4, 7, 7, 0), ctrl(5, 7, 7, 1),
                   ctrl(2, 7, 7, 2), ctrl(5, 7, 7, 0)};
-  gpd_adv_psamp_t s[] = {
+  gpd_advisor_psamp_t s[] = {
       {PC(3), GPD_ADV_LONG_SB, 10, 10},
       {PC(4), GPD_ADV_SHORT_SB, 6, 2},
   };
@@ -326,10 +326,10 @@ static void test_barriers(void **state) {
 static void test_register_reuse(void **state) {
   (void)state;
   static const char *const k[] = {"LDL R0, [R1+0x8]", "FADD R4, R0, R5", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(1), GPD_ADV_LONG_SB, 30, 30}, {PC(0), GPD_ADV_SELECTED, 70, 0}};
+  gpd_advisor_psamp_t s[] = {{PC(1), GPD_ADV_LONG_SB, 30, 30}, {PC(0), GPD_ADV_SELECTED, 70, 0}};
   kern_t x;
   run(&x, k, s, 2, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_REGISTER_REUSE);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_REGISTER_REUSE);
   assert_non_null(g);
   assert_float_equal(g->matched, 30, 1e-9);
   assert_float_equal(g->speedup, 100.0 / 70.0, 1e-9);
@@ -343,7 +343,7 @@ static void test_register_reuse(void **state) {
    * lg_throttle samples is the spill's; T 30 + 40 + 10 + 30 = 110 */
   static const char *const k2[] = {"LDL R0, [R1+0x8]", "LDG.E R6, desc[UR4][R2.64]",
                                    "FADD R4, R0, R6", "EXIT", NULL};
-  gpd_adv_psamp_t s2[] = {{PC(2), GPD_ADV_LONG_SB, 30, 30},
+  gpd_advisor_psamp_t s2[] = {{PC(2), GPD_ADV_LONG_SB, 30, 30},
                           {PC(1), GPD_ADV_LG_THROTTLE, 40, 40},
                           {PC(0), GPD_ADV_SELECTED, 10, 0},
                           {PC(1), GPD_ADV_SELECTED, 30, 0}};
@@ -363,10 +363,10 @@ static void test_register_reuse(void **state) {
 static void test_strength_reduction(void **state) {
   (void)state;
   static const char *const k[] = {"F2F.F64.F32 R2, R3", "DMUL R4, R2, R6", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(1), GPD_ADV_SHORT_SB, 20, 10}, {PC(0), GPD_ADV_SELECTED, 60, 0}};
+  gpd_advisor_psamp_t s[] = {{PC(1), GPD_ADV_SHORT_SB, 20, 10}, {PC(0), GPD_ADV_SELECTED, 60, 0}};
   kern_t x;
   run(&x, k, s, 2, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_STRENGTH_REDUCTION);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_STRENGTH_REDUCTION);
   assert_non_null(g);
   assert_float_equal(g->speedup, 80.0 / 60.0, 1e-9);
   done(&x);
@@ -385,17 +385,17 @@ static void test_loop_unrolling(void **state) {
       "ISETP.NE.AND P0, PT, R2, R9, PT", /* 4 */
       "@P0 BRA `(.L_x_0)",              /* 5 */
       "EXIT", NULL};                    /* 6 */
-  gpd_adv_psamp_t s[] = {{PC(2), GPD_ADV_LONG_SB, 40, 40}, {PC(3), GPD_ADV_SELECTED, 60, 0}};
+  gpd_advisor_psamp_t s[] = {{PC(2), GPD_ADV_LONG_SB, 40, 40}, {PC(3), GPD_ADV_SELECTED, 60, 0}};
   kern_t x;
   run(&x, k, s, 2, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_LOOP_UNROLLING);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_LOOP_UNROLLING);
   assert_non_null(g);
   assert_float_equal(g->matched, 40, 1e-9);
   assert_float_equal(g->speedup, 100.0 / 60.0, 1e-9);
   assert_null(sugg(x.a, GPD_OPT_CODE_REORDER)); /* the pair is in the loop */
   done(&x);
   /* active samples outside the loop do not hide its latency */
-  gpd_adv_psamp_t s2[] = {{PC(2), GPD_ADV_LONG_SB, 40, 40},
+  gpd_advisor_psamp_t s2[] = {{PC(2), GPD_ADV_LONG_SB, 40, 40},
                           {PC(3), GPD_ADV_SELECTED, 20, 0},
                           {PC(6), GPD_ADV_SELECTED, 40, 0}};
   run(&x, k, s2, 3, NULL, 0, NULL);
@@ -409,10 +409,10 @@ static void test_loop_unrolling(void **state) {
 static void test_code_reorder(void **state) {
   (void)state;
   static const char *const k[] = {"LDG.E R0, desc[UR4][R2.64]", "FADD R4, R0, R4", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
+  gpd_advisor_psamp_t s[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
   kern_t x;
   run(&x, k, s, 2, NULL, 0, NULL);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_CODE_REORDER);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_CODE_REORDER);
   assert_non_null(g);
   /* T 80, A 35, M_L 45: T / (T - 35) */
   assert_float_equal(g->speedup, 80.0 / 45.0, 1e-9);
@@ -427,11 +427,11 @@ static void test_coalescing(void **state) {
   static const char *const bad[] = {
       "S2R R0, SR_TID.X", "LDC.64 R4, c[0x0][0x210]", "IMAD.WIDE R2, R0, 0x100, R4",
       "LDG.E R5, desc[UR4][R2.64]", "FADD R6, R5, R5", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(4), GPD_ADV_LONG_SB, 50, 50}, {PC(2), GPD_ADV_SELECTED, 50, 0}};
+  gpd_advisor_psamp_t s[] = {{PC(4), GPD_ADV_LONG_SB, 50, 50}, {PC(2), GPD_ADV_SELECTED, 50, 0}};
   kern_t x;
   run(&x, bad, s, 2, NULL, 0, NULL);
   assert_int_equal(x.a->insns[3].stride, 256);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_COALESCING);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_COALESCING);
   assert_non_null(g);
   assert_float_equal(g->matched, 50, 1e-9);
   assert_float_equal(g->speedup, 100.0 / (100.0 - 50.0 * 7.0 / 8.0), 1e-9);
@@ -447,7 +447,7 @@ static void test_coalescing(void **state) {
   static const char *const rt[] = {
       "S2R R0, SR_TID.X", "LDC R7, c[0x0][0x218]", "IMAD R1, R0, R7, RZ",
       "IMAD.WIDE R2, R1, 0x4, R4", "LDG.E R5, desc[UR4][R2.64]", "FADD R6, R5, R5", "EXIT", NULL};
-  gpd_adv_psamp_t s3[] = {{PC(5), GPD_ADV_LONG_SB, 50, 50}, {PC(2), GPD_ADV_SELECTED, 50, 0}};
+  gpd_advisor_psamp_t s3[] = {{PC(5), GPD_ADV_LONG_SB, 50, 50}, {PC(2), GPD_ADV_SELECTED, 50, 0}};
   run(&x, rt, s3, 2, NULL, 0, NULL);
   assert_int_equal(x.a->insns[4].stride, UINT32_MAX);
   assert_non_null(sugg(x.a, GPD_OPT_COALESCING));
@@ -464,7 +464,7 @@ static void test_function_inlining(void **state) {
   static const char *const k[] = {
       "S2R R0, SR_TID.X", "CALL.REL.NOINC `(.L_f)", "FADD R4, R0, R4", "EXIT", ".L_f:",
       "FMUL R0, R0, 0.5", "RET.REL.NODEC R6 `(k)", ".L_x_1:", "BRA `(.L_x_1)", NULL};
-  gpd_adv_psamp_t s[] = {{PC(6), GPD_ADV_BRANCH, 40, 40},
+  gpd_advisor_psamp_t s[] = {{PC(6), GPD_ADV_BRANCH, 40, 40},
                          {PC(2), GPD_ADV_NO_INSTR, 10, 10},
                          {PC(4), GPD_ADV_BRANCH, 20, 20},
                          {PC(4), GPD_ADV_SELECTED, 50, 0}};
@@ -485,13 +485,13 @@ static void test_bank_conflicts(void **state) {
   (void)state;
   static const char *const bad[] = {"S2R R0, SR_TID.X", "SHF.L.U32 R2, R0, 0x7, RZ",
                                     "LDS R5, [R2]", "FADD R6, R5, R5", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(2), GPD_ADV_MIO_THROTTLE, 40, 40},
+  gpd_advisor_psamp_t s[] = {{PC(2), GPD_ADV_MIO_THROTTLE, 40, 40},
                          {PC(3), GPD_ADV_SHORT_SB, 32, 32},
                          {PC(2), GPD_ADV_SELECTED, 10, 0},
                          {PC(0), GPD_ADV_SELECTED, 10, 0}};
   kern_t x;
   double m = 40.0 * 310.0 / 330.0 + 32.0 * 31.0 / 32.0;
-  const gpd_adv_suggest_t *g =
+  const gpd_advisor_suggest_t *g =
       expect(&x, bad, s, 4, GPD_OPT_MEMORY_TRANSACTION, m, 92.0 / (92.0 - m));
   assert_int_equal(x.a->insns[2].stride, 128);
   assert_ptr_equal(&x.a->sugg[0], g); /* ranked first */
@@ -529,7 +529,7 @@ static void test_atomic_contention(void **state) {
                      "IMAD.WIDE.U32 R4, R0, 0x4, R4",
                      "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R4.64], R7",
                      "EXIT", ".L_x_1:", "BRA `(.L_x_1)", NULL};
-  gpd_adv_psamp_t s[] = {{PC(5), GPD_ADV_DRAIN, 62, 62},
+  gpd_advisor_psamp_t s[] = {{PC(5), GPD_ADV_DRAIN, 62, 62},
                          {PC(3), GPD_ADV_LG_THROTTLE, 32, 32},
                          {PC(3), GPD_ADV_SELECTED, 10, 0}};
   static const char *const src[] = {"S2R R0, SR_CTAID.X", "S2R R0, SR_TID.X",
@@ -564,12 +564,12 @@ static void test_divergence(void **state) {
       ".L_x_2:",
       "BSYNC B0",                             /* 10 */
       "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(5), GPD_ADV_SELECTED, 15, 0}, {PC(6), GPD_ADV_SELECTED, 15, 0},
+  gpd_advisor_psamp_t s[] = {{PC(5), GPD_ADV_SELECTED, 15, 0}, {PC(6), GPD_ADV_SELECTED, 15, 0},
                          {PC(8), GPD_ADV_SELECTED, 10, 0}, {PC(9), GPD_ADV_SELECTED, 10, 0}};
   kern_t x;
   run(&x, bad, s, 4, NULL, 0, NULL);
   assert_int_equal(x.a->insns[4].divergent, 1);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_WARP_BALANCE);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_WARP_BALANCE);
   assert_non_null(g);
   assert_float_equal(g->matched, 20, 1e-9);
   assert_float_equal(g->speedup, 50.0 / 30.0, 1e-9);
@@ -577,7 +577,7 @@ static void test_divergence(void **state) {
   assert_int_equal(g->hot[0].reason, GPD_ADV__COUNT);
   assert_int_equal(g->hot[0].def, 4); /* the branch */
   assert_int_equal(g->hot[0].use, 8); /* the shorter (else) side starts at .L_x_1 */
-  assert_string_equal(gpd_adv_reason_name(GPD_ADV__COUNT), "divergent branch");
+  assert_string_equal(gpd_advisor_reason_name(GPD_ADV__COUNT), "divergent branch");
   done(&x);
   static const char *const good[] = {
       "S2R R0, SR_TID.X", "SHF.R.U32.HI R1, RZ, 0x5, R0", "ISETP.NE.AND P0, PT, R1, RZ, PT",
@@ -607,14 +607,14 @@ static void test_fast_math(void **state) {
       "@P0 BRA `(.L_x_0)",                            /* 6 */
       "FADD R4, R4, 1",                               /* 7 */
       "EXIT", NULL};                                  /* 8 */
-  gpd_adv_psamp_t s[] = {{PC(1), GPD_ADV_WAIT, 20, 20},      {PC(1), GPD_ADV_SELECTED, 10, 0},
+  gpd_advisor_psamp_t s[] = {{PC(1), GPD_ADV_WAIT, 20, 20},      {PC(1), GPD_ADV_SELECTED, 10, 0},
                          {PC(2), GPD_ADV_MATH_THROTTLE, 30, 30}, {PC(2), GPD_ADV_SELECTED, 10, 0},
                          {PC(3), GPD_ADV_LG_THROTTLE, 15, 15}, {PC(5), GPD_ADV_SELECTED, 5, 0},
                          {PC(6), GPD_ADV_BRANCH, 4, 4},        {PC(7), GPD_ADV_WAIT, 25, 25}};
   kern_t x;
-  const gpd_adv_suggest_t *g = expect(&x, k, s, 8, GPD_OPT_FAST_MATH, 50, 119.0 / 69.0);
+  const gpd_advisor_suggest_t *g = expect(&x, k, s, 8, GPD_OPT_FAST_MATH, 50, 119.0 / 69.0);
   assert_int_equal(g->hot[0].def, 2);
-  assert_string_equal(gpd_adv_opt_name(GPD_OPT_FAST_MATH), "Fast Math");
+  assert_string_equal(gpd_advisor_opt_name(GPD_OPT_FAST_MATH), "Fast Math");
   done(&x);
   static const char *const fast[] = {
       "MOV R4, RZ", ".L_x_0:", "FMUL.RZ R0, R8, 0.15915493667125701904", "MUFU.SIN R0, R0",
@@ -643,11 +643,11 @@ static void test_lane_trip_count(void **state) {
       "ISETP.GT.AND P0, PT, R2, RZ, PT",        /* 6 */
       "@P0 BRA `(.L_x_0)",                      /* 7 */
       "EXIT", NULL};                            /* 8 */
-  gpd_adv_psamp_t s[] = {{PC(4), GPD_ADV_SELECTED, 40, 0}, {PC(4), GPD_ADV_WAIT, 20, 20},
+  gpd_advisor_psamp_t s[] = {{PC(4), GPD_ADV_SELECTED, 40, 0}, {PC(4), GPD_ADV_WAIT, 20, 20},
                          {PC(5), GPD_ADV_SELECTED, 10, 0}, {PC(7), GPD_ADV_SELECTED, 10, 0},
                          {PC(8), GPD_ADV_SELECTED, 20, 0}};
   kern_t x;
-  const gpd_adv_suggest_t *g = expect(&x, k, s, 5, GPD_OPT_WARP_BALANCE, 40, 100.0 / 60.0);
+  const gpd_advisor_suggest_t *g = expect(&x, k, s, 5, GPD_OPT_WARP_BALANCE, 40, 100.0 / 60.0);
   assert_int_equal(x.a->insns[6].lane_coef, 8);
   assert_int_equal(x.a->insns[7].divergent, 1);
   assert_int_equal(g->hot[0].def, 7); /* the branch */
@@ -667,39 +667,39 @@ static void test_occupancy(void **state) {
   (void)state;
   uint32_t b, w, m;
   const char *lim;
-  assert_int_equal(gpd_adv_occupancy(90, 256, 32, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(90, 256, 32, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 8);
   assert_int_equal(w, 64);
   assert_int_equal(m, 64);
   assert_string_equal(lim, "warps");
-  assert_int_equal(gpd_adv_occupancy(90, 256, 64, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(90, 256, 64, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(w, 32);
   assert_string_equal(lim, "registers");
-  assert_int_equal(gpd_adv_occupancy(90, 256, 40, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(90, 256, 40, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 6); /* 40 regs -> 1280 per warp -> 12 warps per sub-partition */
-  assert_int_equal(gpd_adv_occupancy(90, 32, 16, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(90, 32, 16, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 32);
   assert_int_equal(w, 32);
   assert_string_equal(lim, "blocks per SM");
-  assert_int_equal(gpd_adv_occupancy(90, 128, 16, 48 * 1024, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(90, 128, 16, 48 * 1024, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 4); /* 233472 / (49152 + 1024) */
   assert_string_equal(lim, "shared memory");
-  assert_int_equal(gpd_adv_occupancy(86, 1024, 16, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(86, 1024, 16, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 1);
   assert_int_equal(m, 48);
-  assert_int_equal(gpd_adv_occupancy(75, 64, 16, 0, &b, &w, &m, &lim), 0);
+  assert_int_equal(gpd_advisor_occupancy(75, 64, 16, 0, &b, &w, &m, &lim), 0);
   assert_int_equal(b, 16);
-  assert_int_equal(gpd_adv_occupancy(90, 0, 16, 0, &b, &w, &m, &lim), -EINVAL);
-  assert_int_equal(gpd_adv_occupancy(90, 2048, 16, 0, &b, &w, &m, &lim), -EINVAL);
-  assert_int_equal(gpd_adv_occupancy(90, 256, 300, 0, &b, &w, &m, &lim), -EINVAL);
+  assert_int_equal(gpd_advisor_occupancy(90, 0, 16, 0, &b, &w, &m, &lim), -EINVAL);
+  assert_int_equal(gpd_advisor_occupancy(90, 2048, 16, 0, &b, &w, &m, &lim), -EINVAL);
+  assert_int_equal(gpd_advisor_occupancy(90, 256, 300, 0, &b, &w, &m, &lim), -EINVAL);
 
   /* Thread Increase: 32-thread blocks, R_I 0.1: W 8 -> 16 per scheduler */
   static const char *const k[] = {"FADD R4, R0, R4", "EXIT", NULL};
-  gpd_adv_psamp_t s[] = {{PC(0), GPD_ADV_SELECTED, 10, 0}, {PC(0), GPD_ADV_WAIT, 90, 80}};
-  gpd_adv_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
+  gpd_advisor_psamp_t s[] = {{PC(0), GPD_ADV_SELECTED, 10, 0}, {PC(0), GPD_ADV_WAIT, 90, 80}};
+  gpd_advisor_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
   kern_t x;
   run(&x, k, s, 2, NULL, 0, &L);
-  const gpd_adv_suggest_t *g = sugg(x.a, GPD_OPT_THREAD_INCREASE);
+  const gpd_advisor_suggest_t *g = sugg(x.a, GPD_OPT_THREAD_INCREASE);
   assert_non_null(g);
   double I = 1 - pow(0.9, 8), In = 1 - pow(0.9, 16);
   assert_float_equal(g->speedup, In / I, 1e-9);
@@ -734,7 +734,7 @@ static void test_occupancy(void **state) {
   done(&x);
   /* warps sampled "not selected" were ready too: 10 issued + 30 not
    * selected of 100 make R_I 0.4 */
-  gpd_adv_psamp_t s3[] = {s[0], s[1], {s[1].pc, GPD_ADV_NOT_SELECTED, 30, 30}};
+  gpd_advisor_psamp_t s3[] = {s[0], s[1], {s[1].pc, GPD_ADV_NOT_SELECTED, 30, 30}};
   s3[1].samples = 60;
   s3[1].latency = 60;
   run(&x, k, s3, 3, NULL, 0, &L);
@@ -760,8 +760,8 @@ static void test_thread_increase(void **state) {
   (void)state;
   static const char *const lat[] = {"LDG.E R0, desc[UR4][R2.64]", "FADD R4, R0, R4", "EXIT",
                                     NULL};
-  gpd_adv_psamp_t s2[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
-  gpd_adv_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
+  gpd_advisor_psamp_t s2[] = {{PC(1), GPD_ADV_LONG_SB, 50, 45}, {PC(0), GPD_ADV_SELECTED, 30, 0}};
+  gpd_advisor_launch_t L = {.sm = 90, .sm_count = 132, .blocks = 1e6, .threads = 32, .regs = 16};
   kern_t x;
   run(&x, lat, s2, 2, NULL, 0, &L);
   assert_true(x.a->nsugg >= 2);
@@ -784,7 +784,7 @@ static void test_bad_input(void **state) {
   static const char *const k[] = {"FOOBAR R1, R2", "WHAT.EVER", "LDG.E R0, [R2.64]",
                                   "FADD R3, R0, R0", "EXIT", NULL};
   /* samples outside every instruction, a bad reason, NaN and negative counts */
-  gpd_adv_psamp_t s[] = {{PC(3), GPD_ADV_LONG_SB, 10, 10}, {PC(100), GPD_ADV_SELECTED, 7, 0},
+  gpd_advisor_psamp_t s[] = {{PC(3), GPD_ADV_LONG_SB, 10, 10}, {PC(100), GPD_ADV_SELECTED, 7, 0},
                          {PC(3) + 4, GPD_ADV_SELECTED, 3, 0}, {PC(3), GPD_ADV__COUNT, 5, 0},
                          {PC(1), GPD_ADV_WAIT, NAN, NAN}, {PC(1), GPD_ADV_WAIT, -4, 9},
                          {UINT64_MAX, GPD_ADV_WAIT, 1, 0}};
@@ -803,12 +803,12 @@ static void test_bad_input(void **state) {
   done(&x);
   /* no section, an empty section */
   gpd_advice_t *a = NULL;
-  gpd_adv_input_t in = {0};
-  assert_int_equal(gpd_advise(&in, &a), -EINVAL);
+  gpd_advisor_input_t in = {0};
+  assert_int_equal(gpd_advisor_run(&in, &a), -EINVAL);
   gpd_disasm_sec_t empty = {.name = "k"};
   in.sec = &empty;
-  assert_int_equal(gpd_advise(&in, &a), -EINVAL);
-  assert_int_equal(gpd_advise(NULL, &a), -EINVAL);
+  assert_int_equal(gpd_advisor_run(&in, &a), -EINVAL);
+  assert_int_equal(gpd_advisor_run(NULL, &a), -EINVAL);
   /* control words for fewer instructions than there are: the rest without */
   uint64_t c[] = {ctrl(1, 0, 7, 0)};
   run(&x, k, s, 1, c, 1, NULL);
@@ -819,10 +819,10 @@ static void test_bad_input(void **state) {
   uint64_t *hi;
   size_t n;
   uint32_t sm;
-  assert_int_equal(gpd_adv_cubin_ctrl("nonsense that is no ELF file at all, not even close....", 56,
+  assert_int_equal(gpd_advisor_cubin_ctrl("nonsense that is no ELF file at all, not even close....", 56,
                                       "k", &hi, &n, &sm),
                    -EINVAL);
-  assert_int_equal(gpd_adv_cubin_ctrl(NULL, 0, "k", &hi, &n, &sm), -EINVAL);
+  assert_int_equal(gpd_advisor_cubin_ctrl(NULL, 0, "k", &hi, &n, &sm), -EINVAL);
 }
 
 /* ------------------------------------------- a real H100 cubin */
@@ -862,29 +862,29 @@ static void test_h100_cubin(void **state) {
   uint64_t *hi;
   size_t n;
   uint32_t sm;
-  assert_int_equal(gpd_adv_cubin_ctrl(bin, blen, "_Z5knownPKfiPf", &hi, &n, &sm), 0);
+  assert_int_equal(gpd_advisor_cubin_ctrl(bin, blen, "_Z5knownPKfiPf", &hi, &n, &sm), 0);
   assert_int_equal(sm, 90);
   free(hi);
-  assert_int_equal(gpd_adv_cubin_ctrl(bin, blen, "nosuchkernel", &hi, &n, &sm), -ENOENT);
-  assert_int_equal(gpd_adv_cubin_ctrl(bin, blen, "_Z5knownPKfiPf", &hi, &n, &sm), 0);
+  assert_int_equal(gpd_advisor_cubin_ctrl(bin, blen, "nosuchkernel", &hi, &n, &sm), -ENOENT);
+  assert_int_equal(gpd_advisor_cubin_ctrl(bin, blen, "_Z5knownPKfiPf", &hi, &n, &sm), 0);
   gpd_disasm_t *d;
   assert_int_equal(gpd_disasm_parse(text, tlen, &d), 0);
   const gpd_disasm_sec_t *sec = gpd_disasm_section(d, "_Z5knownPKfiPf");
   assert_non_null(sec);
-  gpd_adv_input_t in = {.sec = sec, .ctrl = hi, .nctrl = n};
+  gpd_advisor_input_t in = {.sec = sec, .ctrl = hi, .nctrl = n};
   gpd_advice_t *a;
-  assert_int_equal(gpd_advise(&in, &a), 0);
+  assert_int_equal(gpd_advisor_run(&in, &a), 0);
   assert_int_equal(a->have_ctrl, 1);
   size_t loads = 0;
   for (size_t i = 0; i < a->ninsns; i++) {
-    const gpd_adv_insn_t *ld = &a->insns[i];
+    const gpd_advisor_insn_t *ld = &a->insns[i];
     if (strncmp(ld->op, "LDG", 3) != 0)
       continue;
     loads++;
     assert_true(ld->wbar < 6);
     /* the first reader of the loaded register waits on its scoreboard */
     for (size_t j = i + 1; j < a->ninsns; j++) {
-      const gpd_adv_insn_t *u = &a->insns[j];
+      const gpd_advisor_insn_t *u = &a->insns[j];
       int reads = 0;
       for (unsigned q = 0; q < u->nuse; q++)
         reads |= u->use[q] == ld->def[0];
@@ -895,7 +895,7 @@ static void test_h100_cubin(void **state) {
     }
   }
   assert_true(loads >= 4);
-  gpd_advice_free(a);
+  gpd_advisor_free(a);
   gpd_disasm_free(d);
   free(hi);
   free(bin);
