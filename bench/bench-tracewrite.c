@@ -1,4 +1,4 @@
-/* bench-tracewrite - `gpuprof trace`'s writers (cli/trace-write*.c) on a
+/* bench-tracewrite - `gpuprof trace`'s writers (cli/xwrite*.c) on a
  * synthetic trace shaped like a training loop: one process, 4 streams,
  * N GPU operations (default 1 000 000: kernels, every 50th a copy, every
  * 200th a host-timed sync), each launched from one of 256 call sites 45
@@ -19,7 +19,7 @@
  * start in it), written as Perfetto; per window, in forked children,
  * peak RSS (VmHWM) and time of the writer before (every page appended to
  * one in-memory trace, then written whole: what trace.c did up to issue
- * 24) and after (gpd__xlayout_scan + gpd__xwrite_perfetto over the pages:
+ * 24) and after (gpd__xlayout_scan + gpd__xwrite_perfetto_pages over the pages:
  * one page held at a time), and whether both files are the same.  The
  * parsed protobuf reply of a page (held by both) is not simulated.
  *
@@ -37,8 +37,8 @@
 
 #include "gpuprof/record.h"
 #include "trace.h"
-#include "trace-layout.h"
-#include "trace-write.h"
+#include "xlayout.h"
+#include "xwrite.h"
 
 #ifdef GPD_BENCH_BEFORE
 int gpd_bench_before_perfetto(FILE *f, const gpd_xtrace_t *x);
@@ -148,12 +148,12 @@ static void build(gpd_xtrace_t *x, size_t n) {
 /* the writers through gzip (`gpuprof trace -o OUT.json.gz`) */
 static int gz_chrome(FILE *f, const gpd_xtrace_t *x) {
   FILE *g = gpd__xwrite_gzip(f);
-  int r = g ? gpd_xtrace_write_chrome(g, x) : -1;
+  int r = g ? gpd_xwrite_chrome(g, x) : -1;
   return g && fclose(g) == EOF ? -1 : r;
 }
 static int gz_chrome_launches(FILE *f, const gpd_xtrace_t *x) {
   FILE *g = gpd__xwrite_gzip(f);
-  int r = g ? gpd_xtrace_write_chrome_launches(g, x) : -1;
+  int r = g ? gpd_xwrite_chrome_launches(g, x) : -1;
   return g && fclose(g) == EOF ? -1 : r;
 }
 
@@ -232,7 +232,7 @@ typedef struct {
   gpd_xtrace_t pg;
 } wpages_t;
 
-#define GROW(a, n, cap) (gpd_xgrow((void **)&(a), (n), &(cap), sizeof *(a)) ? (perror("grow"), exit(1)) : (void)0)
+#define GROW(a, n, cap) (gpd_xtrace_grow((void **)&(a), (n), &(cap), sizeof *(a)) ? (perror("grow"), exit(1)) : (void)0)
 
 static int wp_next(gpd_xpages_t *s, gpd_xtrace_t **page, uint64_t *hi) {
   wpages_t *p = (wpages_t *)s;
@@ -308,7 +308,7 @@ static void window_child(size_t n, int after, const char *path, int fd) {
     gpd__xlayout_open(&l, &x, 0, 0);
     r = gpd__xlayout_scan(&l, &p.src);
     if (r == 0)
-      r = gpd__xwrite_perfetto(f, &l, &p.src);
+      r = gpd__xwrite_perfetto_pages(f, &l, &p.src);
     gpd__xlayout_free(&l);
   } else {
     gpd_xtrace_t *pg;
@@ -325,7 +325,7 @@ static void window_child(size_t n, int after, const char *path, int fd) {
       }
     }
     gpd__xtrace_sort(&x);
-    r = gpd_xtrace_write_perfetto(f, &x);
+    r = gpd_xwrite_perfetto(f, &x);
   }
   fclose(f);
   if (r < 0)
@@ -453,9 +453,9 @@ int main(int argc, char **argv) {
          "%zu launches, %zu contexts, 43-frame call paths\n\n", x.nev, x.nla, x.tree.n);
   printf("| writer                       | GPU events | bytes/event | write s | K ev/s   | RSS +MiB   |\n");
   printf("|------------------------------|-----------:|------------:|--------:|---------:|-----------:|\n");
-  run("perfetto (interned)", gpd_xtrace_write_perfetto, &x, dir);
-  run("chrome (stackFrames)", gpd_xtrace_write_chrome, &x, dir);
-  run("chrome --launches (flows)", gpd_xtrace_write_chrome_launches, &x, dir);
+  run("perfetto (interned)", gpd_xwrite_perfetto, &x, dir);
+  run("chrome (stackFrames)", gpd_xwrite_chrome, &x, dir);
+  run("chrome --launches (flows)", gpd_xwrite_chrome_launches, &x, dir);
   run("chrome .json.gz", gz_chrome, &x, dir);
   run("chrome --launches .json.gz", gz_chrome_launches, &x, dir);
 #ifdef GPD_BENCH_BEFORE

@@ -33,12 +33,12 @@ typedef struct gpd_mvec_s {
 } gpd_mvec_t;
 
 /** Add x to metric id (inserting it). 0 or -ENOMEM. */
-int gpd_mvec_add(gpd_mvec_t *m, uint32_t id, double x);
+int gpd_tree_mvec_add(gpd_mvec_t *m, uint32_t id, double x);
 /** Value of metric id (0 when absent). */
-double gpd_mvec_get(const gpd_mvec_t *m, uint32_t id);
+double gpd_tree_mvec_get(const gpd_mvec_t *m, uint32_t id);
 /** Value as shown: MEAN metrics divided by GKER:COUNT of the same vector. */
-double gpd_mvec_shown(const gpd_mvec_t *m, uint32_t id);
-void gpd_mvec_free(gpd_mvec_t *m);
+double gpd_tree_mvec_shown(const gpd_mvec_t *m, uint32_t id);
+void gpd_tree_mvec_free(gpd_mvec_t *m);
 
 /** One source frame of a FRAME context (outermost first). */
 typedef struct gpd_tframe_s {
@@ -370,7 +370,7 @@ enum { GPD_VIEW_NATIVE = 1u << 0, /* --native: every native frame as recorded */
  *  parent merge (operators: equal label); finished again, children sorted
  *  by sort_metric.  Processes and GPU binaries move over.  0 or -ENOMEM
  *  (t then freed). */
-int gpd_tree_view(gpd_tree_t *t, unsigned view, unsigned sort_metric);
+int gpd_fold_view(gpd_tree_t *t, unsigned view, unsigned sort_metric);
 
 /* ---- view.c ---- */
 int gpd_cmd_view(int argc, char **argv);

@@ -39,7 +39,7 @@ static long ss_frame(ss_t *s, const gpd_tnode_t *nd, uint32_t j) {
 static int ss_stack(void *ctx, const gpd_tree_t *t, const size_t *path, size_t n) {
   ss_t *s = ctx;
   int sep = 0;
-  if (s->f && gpd_mvec_get(&t->nodes[path[n - 1]].excl, s->metric) == 0) return 0;
+  if (s->f && gpd_tree_mvec_get(&t->nodes[path[n - 1]].excl, s->metric) == 0) return 0;
   if (s->f) fputs(s->first ? "[" : ",[", s->f);
   s->first = 0;
   for (size_t k = 0; k < n; k++) {
@@ -56,7 +56,7 @@ static int ss_stack(void *ctx, const gpd_tree_t *t, const size_t *path, size_t n
 
 static int ss_weight(void *ctx, const gpd_tree_t *t, const size_t *path, size_t n) {
   ss_t *s = ctx;
-  double v = gpd_mvec_get(&t->nodes[path[n - 1]].excl, s->metric);
+  double v = gpd_tree_mvec_get(&t->nodes[path[n - 1]].excl, s->metric);
   if (v == 0) return 0;
   fprintf(s->f, s->first ? "%.17g" : ",%.17g", v);
   s->first = 0;
@@ -107,7 +107,7 @@ int gpd_export_speedscope(FILE *f, const gpd_tree_t *t, unsigned metric, const c
     fputs(np++ ? ",{\"type\":\"sampled\",\"name\":" : "{\"type\":\"sampled\",\"name\":", f);
     gpd_json_str(f, pname);
     fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%.17g,\"samples\":[", ss_unit(id),
-            gpd_mvec_get(&t->nodes[t->root].incl, id));
+            gpd_tree_mvec_get(&t->nodes[t->root].incl, id));
     s.metric = id;
     s.first = 1;
     if ((err = gpd__export_walk(t, ss_stack, &s)) < 0) goto done;

@@ -52,7 +52,7 @@ static void folded_name(FILE *f, const char *s) {
 static int folded_stack(void *ctx, const gpd_tree_t *t, const size_t *path, size_t n) {
   folded_t *fo = ctx;
   const gpd_tnode_t *leaf = &t->nodes[path[n - 1]];
-  int64_t v = gpd__export_pprof_value(fo->metric, gpd_mvec_get(&leaf->excl, fo->metric));
+  int64_t v = gpd__export_pprof_value(fo->metric, gpd_tree_mvec_get(&leaf->excl, fo->metric));
   if (v == 0) return 0;
   gpd_export_frame_t x;
   for (size_t k = 0; k < n; k++) {
@@ -154,7 +154,7 @@ int gpd_cmd_export(int argc, char **argv) {
   char oerr[600];
   gpd_tree_init(&t);
   if (gpd_export_load(&t, argv + optind, argc - optind, pid, metric)) goto done;
-  if ((r = gpd_tree_view(&t, view, metric)) < 0) {
+  if ((r = gpd_fold_view(&t, view, metric)) < 0) {
     fprintf(stderr, "gpuprof: %s\n", gpd_strerror(r));
     goto done;
   }

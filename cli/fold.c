@@ -39,7 +39,7 @@ static uint64_t fold_id(uint64_t pid, int kind, const char *label, const gpd_tno
 
 static int mvec_add_all(gpd_mvec_t *to, const gpd_mvec_t *from) {
   for (uint32_t j = 0; j < from->n; j++)
-    if (gpd_mvec_add(to, from->v[j].id, from->v[j].v) < 0) return -ENOMEM;
+    if (gpd_tree_mvec_add(to, from->v[j].id, from->v[j].v) < 0) return -ENOMEM;
   return 0;
 }
 
@@ -132,7 +132,7 @@ static int copy_frames(gpd_tree_t *nt, long to, const gpd_tnode_t *n) {
   return 0;
 }
 
-int gpd_tree_view(gpd_tree_t *t, unsigned view, unsigned sort_metric) {
+int gpd_fold_view(gpd_tree_t *t, unsigned view, unsigned sort_metric) {
   if (t->root == SIZE_MAX) return 0;
   if (!(view & GPD_VIEW_PYTHON) && ((view & GPD_VIEW_NATIVE) || !has_dispatcher(t))) return 0;
   gpd_tree_t nt;

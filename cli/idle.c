@@ -125,7 +125,7 @@ typedef struct {
   size_t nbl, capbl;
 } acc_t;
 
-const char *gpd_xcpu_name(int cpu) {
+const char *gpd_idle_cpu_name(int cpu) {
   return cpu == GPD_XCPU_WAITING ? "waiting" : cpu == GPD_XCPU_RUNNING ? "running" : "unknown";
 }
 
@@ -292,7 +292,7 @@ static int idle_profile(const gpd_xtrace_t *x, const gpd_xcorrix_t *ix, uint64_t
   return err;
 }
 
-/* gpd_xtrace_idle over the profiles of x, or over profile `only` alone
+/* gpd_idle_xtrace over the profiles of x, or over profile `only` alone
  * (only != 0). */
 static int idle_of(const gpd_xtrace_t *x, uint64_t only, gpd_xgap_t **gaps, size_t *ngaps,
                    gpd_xblame_t **blame, size_t *nblame, double *idle_ns, double *span_ns) {
@@ -324,7 +324,7 @@ static int idle_of(const gpd_xtrace_t *x, uint64_t only, gpd_xgap_t **gaps, size
   return 0;
 }
 
-int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
+int gpd_idle_xtrace(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
                     size_t *nblame, double *idle_ns, double *span_ns) {
   return idle_of(x, 0, gaps, ngaps, blame, nblame, idle_ns, span_ns);
 }
@@ -355,7 +355,7 @@ static int idle_json_proc(FILE *f, const gpd_xtrace_t *x, const gpd_tproc_t *p) 
     gpd_xtrace_path(x, bl[i].node, 1, path_s, sizeof path_s);
     fprintf(f, "%s{\"context_id\":%llu,\"GIDLE\":%.9f,\"share\":%.6f,\"cpu\":\"%s\",\"path\":",
             i ? "," : "", (unsigned long long)bl[i].node, bl[i].ns / 1e9, idle > 0 ? bl[i].ns / idle : 0.0,
-            gpd_xcpu_name(bl[i].cpu));
+            gpd_idle_cpu_name(bl[i].cpu));
     gpd_json_str(f, path_s);
     fputc('}', f);
   }
@@ -396,7 +396,7 @@ int gpd_idle_report(FILE *f, const char *path, int pid, unsigned width, char *er
   gpd_xblame_t *bl = NULL;
   size_t nbl = 0, ngaps = 0;
   double idle = 0, span = 0;
-  if ((r = gpd_xtrace_idle(&x, NULL, &ngaps, &bl, &nbl, &idle, &span)) < 0) {
+  if ((r = gpd_idle_xtrace(&x, NULL, &ngaps, &bl, &nbl, &idle, &span)) < 0) {
     snprintf(err, errn, "idleness blame: out of memory");
     gpd_xtrace_free(&x);
     return r;
@@ -415,7 +415,7 @@ int gpd_idle_report(FILE *f, const char *path, int pid, unsigned width, char *er
     unsigned lead = 33 + (bl[i].cpu == GPD_XCPU_UNKNOWN ? 37 : 0);
     gpd_cli_path_fit(path_s, width == 0 ? 0 : width > lead + 40 ? width - lead : 40);
     fprintf(f, "  %6.1f%% %12.6f  %-8s %s%s\n", idle > 0 ? 100.0 * bl[i].ns / idle : 0.0, bl[i].ns / 1e9,
-            gpd_xcpu_name(bl[i].cpu),
+            gpd_idle_cpu_name(bl[i].cpu),
             bl[i].cpu == GPD_XCPU_UNKNOWN && path_s[0] ? "(no CPU sample) next GPU call from: " : "",
             path_s[0] ? path_s : "<no CPU context known>");
   }

@@ -136,9 +136,9 @@ static void json_head(FILE *f, const gpd_tree_t *t, size_t i) {
     first = 0;
     gpd_json_str(f, name);
     fprintf(f, ":{\"id\":%u,\"unit\":\"%s\",\"excl\":", id, d ? unit_name(d->unit) : "?");
-    json_num(f, gpd_mvec_shown(&nd->excl, id));
+    json_num(f, gpd_tree_mvec_shown(&nd->excl, id));
     fputs(",\"incl\":", f);
-    json_num(f, gpd_mvec_shown(&nd->incl, id));
+    json_num(f, gpd_tree_mvec_shown(&nd->incl, id));
     fputc('}', f);
   }
   fputs("},\"children\":[", f);

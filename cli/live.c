@@ -29,16 +29,16 @@ int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
         if (gpd_tree_frame_add(t, (size_t)k, f->function, f->file, f->line, f->inlined) < 0) return -ENOMEM;
       }
     for (size_t j = 0; j < nd->n_excl; j++)
-      if (gpd_mvec_add(&t->nodes[k].excl, nd->excl[j]->id, nd->excl[j]->value) < 0) return -ENOMEM;
+      if (gpd_tree_mvec_add(&t->nodes[k].excl, nd->excl[j]->id, nd->excl[j]->value) < 0) return -ENOMEM;
     for (size_t j = 0; j < nd->n_incl; j++)
-      if (gpd_mvec_add(&t->nodes[k].incl, nd->incl[j]->id, nd->incl[j]->value) < 0) return -ENOMEM;
+      if (gpd_tree_mvec_add(&t->nodes[k].incl, nd->incl[j]->id, nd->incl[j]->value) < 0) return -ENOMEM;
     /* the packed form (TreeRequest.packed_metrics): parallel arrays */
     size_t ne = nd->n_excl_ids < nd->n_excl_values ? nd->n_excl_ids : nd->n_excl_values;
     size_t ni = nd->n_incl_ids < nd->n_incl_values ? nd->n_incl_ids : nd->n_incl_values;
     for (size_t j = 0; j < ne; j++)
-      if (gpd_mvec_add(&t->nodes[k].excl, nd->excl_ids[j], nd->excl_values[j]) < 0) return -ENOMEM;
+      if (gpd_tree_mvec_add(&t->nodes[k].excl, nd->excl_ids[j], nd->excl_values[j]) < 0) return -ENOMEM;
     for (size_t j = 0; j < ni; j++)
-      if (gpd_mvec_add(&t->nodes[k].incl, nd->incl_ids[j], nd->incl_values[j]) < 0) return -ENOMEM;
+      if (gpd_tree_mvec_add(&t->nodes[k].incl, nd->incl_ids[j], nd->incl_values[j]) < 0) return -ENOMEM;
     have_incl |= nd->n_incl > 0 || ni > 0;
   }
   /* The daemon fills incl (it may cut the tree at max_depth, where only
@@ -91,9 +91,9 @@ int gpd_live_tree_from_reply(gpd_tree_t *t, const Gpuprof__TreeReply *r) {
 static int stall_add(gpd_mvec_t *m, const char *reason, double v) {
   gpd_stall_t s = gpd_stall_from_vendor(reason);
   if ((unsigned)s >= GPD_STALL__COUNT || v == 0) return 0;
-  int err = gpd_mvec_add(m, GPD_M_GINST, v);
-  if (!err) err = gpd_mvec_add(m, GPD_M_GINST_STL_NONE + (unsigned)s, v);
-  if (!err && s != GPD_STALL_NONE) err = gpd_mvec_add(m, GPD_M_GINST_STL_ANY, v);
+  int err = gpd_tree_mvec_add(m, GPD_M_GINST, v);
+  if (!err) err = gpd_tree_mvec_add(m, GPD_M_GINST_STL_NONE + (unsigned)s, v);
+  if (!err && s != GPD_STALL_NONE) err = gpd_tree_mvec_add(m, GPD_M_GINST_STL_ANY, v);
   return err;
 }
 
@@ -103,7 +103,7 @@ static int incl_up(gpd_tree_t *t, long k, const gpd_mvec_t *v) {
   if (!t->have_incl) return 0;
   for (size_t steps = 0; k >= 0 && steps <= t->n; steps++) {
     for (uint32_t j = 0; j < v->n; j++)
-      if (gpd_mvec_add(&t->nodes[k].incl, v->v[j].id, v->v[j].v) < 0) return -ENOMEM;
+      if (gpd_tree_mvec_add(&t->nodes[k].incl, v->v[j].id, v->v[j].v) < 0) return -ENOMEM;
     uint64_t par = t->nodes[k].parent_id;
     k = par ? gpd_tree_find(t, par) : -1;
   }
@@ -114,8 +114,8 @@ double gpd_live_ginst(Gpuprof__StallSamples *const *s, size_t n) {
   gpd_mvec_t m = {0};
   for (size_t i = 0; i < n; i++)
     if (stall_add(&m, s[i]->reason, s[i]->samples) < 0) break;
-  double v = gpd_mvec_get(&m, GPD_M_GINST);
-  gpd_mvec_free(&m);
+  double v = gpd_tree_mvec_get(&m, GPD_M_GINST);
+  gpd_tree_mvec_free(&m);
   return v;
 }
 
@@ -130,10 +130,10 @@ int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
       const Gpuprof__StallSamples *ss = ks->stalls[j];
       gpd_mvec_t one = {0};
       if ((err = stall_add(&one, ss->reason, ss->samples)) < 0 || one.n == 0) {
-        gpd_mvec_free(&one);
+        gpd_tree_mvec_free(&one);
         continue;
       }
-      for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&all, one.v[q].id, one.v[q].v);
+      for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_tree_mvec_add(&all, one.v[q].id, one.v[q].v);
       if (detail && !err) {
         /* one child per GINST:STL_* of the kernel, holding its samples */
         gpd_stall_t s = gpd_stall_from_vendor(ss->reason);
@@ -143,17 +143,17 @@ int gpd_live_tree_gpu(gpd_tree_t *t, const Gpuprof__TreeReply *r, int detail) {
         uint64_t id = gpd_hash64(key, sizeof key, 0x7374616c6cull);
         long c = gpd_tree_node_add(t, id ? id : 1, ks->node, GPD_NODE_GPU_STALL, label, "", 0, "");
         if (c < 0) err = (int)c;
-        for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&t->nodes[c].excl, one.v[q].id, one.v[q].v);
+        for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_tree_mvec_add(&t->nodes[c].excl, one.v[q].id, one.v[q].v);
         if (!err && t->have_incl)
-          for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_mvec_add(&t->nodes[c].incl, one.v[q].id, one.v[q].v);
+          for (uint32_t q = 0; q < one.n && !err; q++) err = gpd_tree_mvec_add(&t->nodes[c].incl, one.v[q].id, one.v[q].v);
       }
-      gpd_mvec_free(&one);
+      gpd_tree_mvec_free(&one);
     }
     k = gpd_tree_find(t, ks->node); /* nodes may have moved */
     if (!err && !detail)
-      for (uint32_t q = 0; q < all.n && !err; q++) err = gpd_mvec_add(&t->nodes[k].excl, all.v[q].id, all.v[q].v);
+      for (uint32_t q = 0; q < all.n && !err; q++) err = gpd_tree_mvec_add(&t->nodes[k].excl, all.v[q].id, all.v[q].v);
     if (!err) err = incl_up(t, k, &all);
-    gpd_mvec_free(&all);
+    gpd_tree_mvec_free(&all);
     if (err) return err;
   }
   return 0;
@@ -299,7 +299,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
     int e = gpd_live_tree_from_reply(t, rep->tree);
     if (!e) e = gpd_live_tree_gpu(t, rep->tree, o->gpu_detail);
     if (!e) e = gpd_tree_finish(t, o->metric);
-    if (!e) e = gpd_tree_view(t, o->view, o->metric);
+    if (!e) e = gpd_fold_view(t, o->view, o->metric);
     if (e < 0) {
       fprintf(stderr, "gpuprof: %s\n", gpd_strerror(e));
       r = GPD_EXIT_FAIL;
@@ -396,7 +396,7 @@ int gpd_cmd_top(int argc, char **argv) {
     live_opts_t to = o;
     to.depth = 1;
     gpd_tree_init(&t);
-    if (live_tree(&to, &t) == 0 && t.root != SIZE_MAX) total = gpd_mvec_get(&t.nodes[t.root].incl, o.metric);
+    if (live_tree(&to, &t) == 0 && t.root != SIZE_MAX) total = gpd_tree_mvec_get(&t.nodes[t.root].incl, o.metric);
     gpd_tree_free(&t);
     if (total <= 0)
       for (size_t i = 0; i < rep->top->n_entries; i++)

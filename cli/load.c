@@ -97,7 +97,7 @@ static int on_value(void *c, int64_t ctx, uint32_t metric, double v) {
   long i = gpd_tree_find(lc->t, (uint64_t)ctx);
   if (i < 0 && (i = gpd_tree_node_add(lc->t, (uint64_t)ctx, 0, GPD_NODE_UNKNOWN, GPD_UNKNOWN_LABEL, "", 0, "")) < 0)
     return (int)i;
-  return gpd_mvec_add(&lc->t->nodes[i].excl, metric, v);
+  return gpd_tree_mvec_add(&lc->t->nodes[i].excl, metric, v);
 }
 
 static int on_gpubin(void *c, const gpd_store_gpubin_t *sg) {

@@ -248,10 +248,10 @@ static void record_contexts(FILE *f, const gpd_tree_t *t, unsigned width) {
   for (size_t i = 0; i < t->n; i++) {
     const gpd_tnode_t *nd = &t->nodes[i];
     if (nd->kind == GPD_NODE_KERNEL)
-      c[n] = (record_ctx_t){i, gpd_mvec_get(&nd->incl, GPD_M_GKER), gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
+      c[n] = (record_ctx_t){i, gpd_tree_mvec_get(&nd->incl, GPD_M_GKER), gpd_tree_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
     else if (nd->kind == GPD_NODE_PLACEHOLDER && (!strcmp(nd->label, gpd_op_placeholder(GPD_OP_COPY)) ||
                                                   !strcmp(nd->label, gpd_op_placeholder(GPD_OP_MEMSET))))
-      c[n] = (record_ctx_t){i, gpd_mvec_get(&nd->excl, GPD_M_GPUOP), gpd_render_op_count(&nd->excl)};
+      c[n] = (record_ctx_t){i, gpd_tree_mvec_get(&nd->excl, GPD_M_GPUOP), gpd_render_op_count(&nd->excl)};
     else
       continue;
     if (c[n].ns > 0) total += c[n++].ns;

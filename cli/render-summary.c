@@ -42,10 +42,10 @@ static kagg_t *aggregate(const gpd_tree_t *t, int ops, int long_names, size_t *n
         snprintf(name, sizeof(name), "%.1023s", full);
       else
         gpd_render_short_name(name, sizeof(name), full);
-      k[nk] = (kagg_t){gpd_cli_strdup(name), gpd_mvec_get(&nd->incl, GPD_M_GKER),
-                       gpd_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
+      k[nk] = (kagg_t){gpd_cli_strdup(name), gpd_tree_mvec_get(&nd->incl, GPD_M_GKER),
+                       gpd_tree_mvec_get(&nd->incl, GPD_M_GKER_COUNT)};
     } else if (ops && nd->kind == GPD_NODE_PLACEHOLDER && strcmp(nd->label, "<gpu kernel>")) {
-      k[nk] = (kagg_t){gpd_cli_strdup(nd->label), gpd_mvec_get(&nd->excl, GPD_M_GPUOP), gpd_render_op_count(&nd->excl)};
+      k[nk] = (kagg_t){gpd_cli_strdup(nd->label), gpd_tree_mvec_get(&nd->excl, GPD_M_GPUOP), gpd_render_op_count(&nd->excl)};
     } else {
       continue;
     }
@@ -100,7 +100,7 @@ void gpd_render_summaries(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t 
 
 void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
   const gpd_tnode_t *root = t->root != SIZE_MAX ? &t->nodes[t->root] : NULL;
-  double gpuop = root ? gpd_mvec_get(&root->incl, GPD_M_GPUOP) : 0;
+  double gpuop = root ? gpd_tree_mvec_get(&root->incl, GPD_M_GPUOP) : 0;
   double ops = root ? gpd_render_op_count(&root->incl) : 0;
   unsigned long long drops = 0;
   for (size_t i = 0; i < t->nprocs; i++) drops += t->procs[i].drops;
@@ -110,7 +110,7 @@ void gpd_render_summary(FILE *f, const gpd_tree_t *t, const char *path) {
   size_t nu = 0;
   kagg_t *k = aggregate(t, 0, 0, &nu); /* short names: a PyTorch kernel's full name is ~5 000 characters */
   if (nu) {
-    double gker = root ? gpd_mvec_get(&root->incl, GPD_M_GKER) : 0;
+    double gker = root ? gpd_tree_mvec_get(&root->incl, GPD_M_GKER) : 0;
     fprintf(f, "gpuprof: top kernels by GKER:\n");
     for (size_t i = 0; i < nu && i < 5; i++) {
       char pv[16];

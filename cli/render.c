@@ -71,7 +71,7 @@ static const char *metric_name(unsigned id) {
 
 double gpd_render_op_count(const gpd_mvec_t *m) {
   double c = 0;
-  for (size_t i = 0; i < sizeof(count_ids) / sizeof(count_ids[0]); i++) c += gpd_mvec_get(m, count_ids[i]);
+  for (size_t i = 0; i < sizeof(count_ids) / sizeof(count_ids[0]); i++) c += gpd_tree_mvec_get(m, count_ids[i]);
   return c;
 }
 
@@ -89,9 +89,9 @@ static size_t columns(const gpd_tree_t *t, const gpd_render_opts_t *o, unsigned 
   if (o->metric != GPD_M_GPUOP && o->metric != GPD_M_GKER) cols[n++] = o->metric;
   cols[n++] = GPD_M_GPUOP;
   cols[n++] = GPD_M_GKER;
-  if (o->metric != GPD_M_CPUTIME && t->root != SIZE_MAX && gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_CPUTIME) > 0)
+  if (o->metric != GPD_M_CPUTIME && t->root != SIZE_MAX && gpd_tree_mvec_get(&t->nodes[t->root].incl, GPD_M_CPUTIME) > 0)
     cols[n++] = GPD_M_CPUTIME;
-  if (o->metric != GPD_M_GINST && t->root != SIZE_MAX && gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) > 0)
+  if (o->metric != GPD_M_GINST && t->root != SIZE_MAX && gpd_tree_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) > 0)
     cols[n++] = GPD_M_GINST;
   return n;
 }
@@ -200,7 +200,7 @@ static void extras(char *buf, size_t n, const gpd_mvec_t *m) {
   size_t len = 0;
   buf[0] = 0;
   for (size_t i = 0; i < sizeof(extra_ids) / sizeof(extra_ids[0]); i++) {
-    double v = gpd_mvec_get(m, extra_ids[i]);
+    double v = gpd_tree_mvec_get(m, extra_ids[i]);
     char val[48];
     if (v == 0) continue;
     if (gpd_metric_desc(extra_ids[i])->unit == GPD_UNIT_BYTES)
@@ -279,10 +279,10 @@ static void tree_line(FILE *f, const gpd_tree_t *t, const gpd_tnode_t *nd, const
   char raw[1024], name[1024], ex[512], fn[512], file[512];
   for (size_t c = 0; c < nc; c++) {
     char iv[48], pv[16], ev[48];
-    double inc = gpd_mvec_shown(&nd->incl, cols[c]);
+    double inc = gpd_tree_mvec_shown(&nd->incl, cols[c]);
     gpd_render_value(iv, sizeof(iv), cols[c], inc);
-    gpd_render_value(ev, sizeof(ev), cols[c], gpd_mvec_shown(&nd->excl, cols[c]));
-    gpd_render_pct(pv, sizeof(pv), inc, gpd_mvec_shown(&root->incl, cols[c]));
+    gpd_render_value(ev, sizeof(ev), cols[c], gpd_tree_mvec_shown(&nd->excl, cols[c]));
+    gpd_render_pct(pv, sizeof(pv), inc, gpd_tree_mvec_shown(&root->incl, cols[c]));
     fprintf(f, "%14s %6s %14s ", iv, pv, ev);
   }
   gpd_render_node_name(raw, sizeof(raw), nd);
@@ -372,10 +372,10 @@ static int flat_key_cmp(const void *a, const void *b) {
 
 static int flat_row_cmp(const void *a, const void *b) {
   const flat_row_t *x = a, *y = b;
-  double vx = gpd_mvec_get(&x->excl, flat_metric), vy = gpd_mvec_get(&y->excl, flat_metric);
+  double vx = gpd_tree_mvec_get(&x->excl, flat_metric), vy = gpd_tree_mvec_get(&y->excl, flat_metric);
   if (vx != vy) return vx > vy ? -1 : 1;
-  vx = gpd_mvec_get(&x->incl, flat_metric);
-  vy = gpd_mvec_get(&y->incl, flat_metric);
+  vx = gpd_tree_mvec_get(&x->incl, flat_metric);
+  vy = gpd_tree_mvec_get(&y->incl, flat_metric);
   if (vx != vy) return vx > vy ? -1 : 1;
   if (x->kind != y->kind) return x->kind - y->kind;
   return strcmp(x->label, y->label);
@@ -438,7 +438,7 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
     }
     row_of[idx[k]] = nr - 1;
     flat_row_t *r = &rows[nr - 1];
-    for (uint32_t j = 0; j < nd->excl.n; j++) gpd_mvec_add(&r->excl, nd->excl.v[j].id, nd->excl.v[j].v);
+    for (uint32_t j = 0; j < nd->excl.n; j++) gpd_tree_mvec_add(&r->excl, nd->excl.v[j].id, nd->excl.v[j].v);
   }
   free(idx);
   /* walk: stack entries are node indexes; ~index marks "leaving" */
@@ -456,7 +456,7 @@ static size_t flat_rows(const gpd_tree_t *t, unsigned metric, flat_row_t **out) 
     size_t r = row_of[e];
     if (r != SIZE_MAX) {
       if (!on_path[r])
-        for (uint32_t j = 0; j < nd->incl.n; j++) gpd_mvec_add(&rows[r].incl, nd->incl.v[j].id, nd->incl.v[j].v);
+        for (uint32_t j = 0; j < nd->incl.n; j++) gpd_tree_mvec_add(&rows[r].incl, nd->incl.v[j].id, nd->incl.v[j].v);
       on_path[r]++;
       st[ns++] = ~e;
     }
@@ -494,17 +494,17 @@ void gpd_render_flat(FILE *f, const gpd_tree_t *t, const gpd_render_opts_t *o) {
   for (size_t r = 0; r < nr; r++) {
     for (size_t c = 0; c < nc; c++) {
       char ev[48], pv[16], iv[48];
-      double ex = gpd_mvec_shown(&rows[r].excl, cols[c]);
+      double ex = gpd_tree_mvec_shown(&rows[r].excl, cols[c]);
       gpd_render_value(ev, sizeof(ev), cols[c], ex);
-      gpd_render_value(iv, sizeof(iv), cols[c], gpd_mvec_shown(&rows[r].incl, cols[c]));
-      gpd_render_pct(pv, sizeof(pv), ex, gpd_mvec_shown(&root->incl, cols[c]));
+      gpd_render_value(iv, sizeof(iv), cols[c], gpd_tree_mvec_shown(&rows[r].incl, cols[c]));
+      gpd_render_pct(pv, sizeof(pv), ex, gpd_tree_mvec_shown(&root->incl, cols[c]));
       fprintf(f, "%14s %6s %14s ", ev, pv, iv);
     }
     char lab[1024];
     fprintf(f, "%8.0f  %-7s %s\n", gpd_render_op_count(&rows[r].incl), kind_name(rows[r].kind),
             rows[r].label[0] ? gpd_text_line(lab, sizeof lab, rows[r].label) : "??");
-    gpd_mvec_free(&rows[r].excl);
-    gpd_mvec_free(&rows[r].incl);
+    gpd_tree_mvec_free(&rows[r].excl);
+    gpd_tree_mvec_free(&rows[r].incl);
   }
   free(rows);
   for (size_t i = 0; i < t->n; i++) free(flat_where[i]);
@@ -540,7 +540,7 @@ static void render_pcs_bound(FILE *f, const gpd_tree_t *t) {
     rot = t->procs[i].pcs_state && strstr(t->procs[i].pcs_state, "rotating window") != NULL;
   if (!rot)
     return;
-  double n = t->root < t->n ? gpd_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) : 0;
+  double n = t->root < t->n ? gpd_tree_mvec_get(&t->nodes[t->root].incl, GPD_M_GINST) : 0;
   if (n >= 1)
     fprintf(f, "  PC samples are estimates from rotating windows: a stall share from %.0f samples is within "
                "+-%.1f percentage points (one standard error, 50/sqrt(n)); counts are as sampled, not scaled\n",

@@ -104,7 +104,7 @@ static int on_value(void *c, int64_t id, uint32_t metric, double v) {
   uint64_t ctx = (uint64_t)id;
   int err;
   if (p->nc == 0 || p->c[p->nc - 1].ctx != ctx) {
-    if ((err = gpd_xgrow((void **)&p->c, p->nc, &cl->cap, sizeof *p->c)) < 0)
+    if ((err = gpd_xtrace_grow((void **)&p->c, p->nc, &cl->cap, sizeof *p->c)) < 0)
       return err;
     p->c[p->nc++] = (dctx_t){.ctx = ctx};
   }
@@ -132,7 +132,7 @@ typedef struct win_load_s {
 
 static int on_window(void *c, uint64_t start) {
   win_load_t *wl = c;
-  int err = gpd_xgrow((void **)&wl->w, wl->n, &wl->cap, sizeof *wl->w);
+  int err = gpd_xtrace_grow((void **)&wl->w, wl->n, &wl->cap, sizeof *wl->w);
   if (err == 0)
     wl->w[wl->n++] = start;
   return err;
@@ -178,7 +178,7 @@ static int window_sums(const gpd_xtrace_t *x, dproc_t *p, const uint64_t *ws) {
     }
     if (lo == 0)
       continue; /* before the first window: counted in rows, so not complete */
-    if (gpd_xgrow((void **)&r, nr, &cap, sizeof *r) < 0) {
+    if (gpd_xtrace_grow((void **)&r, nr, &cap, sizeof *r) < 0) {
       free(r);
       return -ENOMEM;
     }
@@ -246,7 +246,7 @@ static int on_duty(void *c, const gpd_store_duty_t *d) {
   duty_load_t *dl = c;
   uint64_t *ws = NULL;
   int r;
-  if ((r = gpd_xgrow((void **)&dl->ps, dl->np, &dl->cap, sizeof *dl->ps)) < 0)
+  if ((r = gpd_xtrace_grow((void **)&dl->ps, dl->np, &dl->cap, sizeof *dl->ps)) < 0)
     return r;
   dproc_t *p = &dl->ps[dl->np++];
   *p = (dproc_t){.profile = d->profile,

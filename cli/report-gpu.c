@@ -255,12 +255,12 @@ static int add_metrics(gpd_mvec_t *m, const gpd_gnode_t *n, double w) {
   int err = 0;
   if (n->ginst == 0)
     return 0;
-  err |= gpd_mvec_add(m, GPD_M_GINST, n->ginst * w);
+  err |= gpd_tree_mvec_add(m, GPD_M_GINST, n->ginst * w);
   if (n->ginst - n->stall[GPD_STALL_NONE] != 0)
-    err |= gpd_mvec_add(m, GPD_M_GINST_STL_ANY, (n->ginst - n->stall[GPD_STALL_NONE]) * w);
+    err |= gpd_tree_mvec_add(m, GPD_M_GINST_STL_ANY, (n->ginst - n->stall[GPD_STALL_NONE]) * w);
   for (unsigned s = 0; s < GPD_STALL__COUNT; s++)
     if (n->stall[s] != 0)
-      err |= gpd_mvec_add(m, GPD_M_GINST_STL_NONE + s, n->stall[s] * w);
+      err |= gpd_tree_mvec_add(m, GPD_M_GINST_STL_NONE + s, n->stall[s] * w);
   return err ? -ENOMEM : 0;
 }
 
@@ -329,7 +329,7 @@ static int place_kernel(gpu_ctx_t *g, kgroup_t *kg) {
   size_t nk = 0;
   for (size_t i = 0; i < t->n; i++)
     if (t->nodes[i].kind == GPD_NODE_KERNEL && strcmp(t->nodes[i].raw_name, kg->func) == 0) {
-      total += gpd_mvec_get(&t->nodes[i].excl, GPD_M_GKER);
+      total += gpd_tree_mvec_get(&t->nodes[i].excl, GPD_M_GKER);
       nk++;
     }
   if (nk == 0) {
@@ -349,7 +349,7 @@ static int place_kernel(gpu_ctx_t *g, kgroup_t *kg) {
     for (size_t i = 0; i < t->n && err == 0; i++) {
       if (t->nodes[i].kind != GPD_NODE_KERNEL || strcmp(t->nodes[i].raw_name, kg->func) != 0)
         continue;
-      double w = total > 0 ? gpd_mvec_get(&t->nodes[i].excl, GPD_M_GKER) / total : 1.0 / nk;
+      double w = total > 0 ? gpd_tree_mvec_get(&t->nodes[i].excl, GPD_M_GKER) / total : 1.0 / nk;
       err = hang(g, i, gt, w);
     }
   }
@@ -373,16 +373,16 @@ static int gsamp(gpu_ctx_t *g, struct sqlite3 *db, int pid) {
     for (size_t i = 0; i < t->n; i++) {
       if (t->nodes[i].kind == GPD_NODE_ROOT && root < 0)
         root = (long)i;
-      gker += gpd_mvec_get(&t->nodes[i].excl, GPD_M_GKER);
+      gker += gpd_tree_mvec_get(&t->nodes[i].excl, GPD_M_GKER);
     }
     /* one sample per SM every 2^per cycles while kernels run */
     double exp = per > 0 && sm > 0 && khz > 0 ? gker * 1e-9 * khz * 1e3 * sm / (double)(1ull << per)
                                               : 0;
     if (root >= 0) {
-      gpd_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_TOT, tot);
-      gpd_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_DRP, drp);
+      gpd_tree_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_TOT, tot);
+      gpd_tree_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_DRP, drp);
       if (exp > 0)
-        gpd_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_EXP, exp);
+        gpd_tree_mvec_add(&t->nodes[root].excl, GPD_M_GSAMP_EXP, exp);
     }
     char util[64] = "unknown";
     if (exp > 0)

@@ -110,7 +110,7 @@ int gpd_cmd_report(int argc, char **argv) {
     }
   }
   r = gpd_tree_finish(&t, o.metric);
-  if (r >= 0 && !stats) r = gpd_tree_view(&t, view, o.metric); /* --stats: per-context ids */
+  if (r >= 0 && !stats) r = gpd_fold_view(&t, view, o.metric); /* --stats: per-context ids */
   gpd_cli_step_end();
   if (r >= 0 && pid && t.nprocs == 0) {
     fprintf(stderr, "gpuprof: no process %d in %s%s\n", pid, argv[optind],
@@ -123,7 +123,7 @@ int gpd_cmd_report(int argc, char **argv) {
     gpd_tree_free(&t);
     return GPD_EXIT_FAIL;
   }
-  if (asked_detail && (t.root == SIZE_MAX || gpd_mvec_get(&t.nodes[t.root].incl, GPD_M_GINST) == 0)) {
+  if (asked_detail && (t.root == SIZE_MAX || gpd_tree_mvec_get(&t.nodes[t.root].incl, GPD_M_GINST) == 0)) {
     int cuda = 0;
     for (int i = optind; i < argc; i++)
       cuda |= gpd_store_profile_has_cuda(argv[i]);

@@ -4,8 +4,8 @@
  * trace-event JSON.
  */
 #include "trace.h"
-#include "trace-layout.h"
-#include "trace-write.h"
+#include "xlayout.h"
+#include "xwrite.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -130,7 +130,7 @@ typedef struct lslice_s {
   uint32_t max;
 } lslice_t;
 
-/* The rows gpuprofd stored in [from, upto] as pages (trace-layout.h) of
+/* The rows gpuprofd stored in [from, upto] as pages (xlayout.h) of
  * at most page_rows() rows: a truncated page is asked again as two halves
  * of its time range (events and launches are selected by their start, so
  * the slices partition both exactly), the earlier half first, so that
@@ -184,7 +184,7 @@ static int lp_next(gpd_xpages_t *src, gpd_xtrace_t **page, uint64_t *hi) {
     int err = gpd__xtrace_add_reply(&p->pg, t, 1);
     gpuprof__msg__free_unpacked(rep, NULL);
     if (err == 0 && !p->replay)
-      err = gpd_xgrow((void **)&p->done, p->ndone, &p->capdone, sizeof *p->done);
+      err = gpd_xtrace_grow((void **)&p->done, p->ndone, &p->capdone, sizeof *p->done);
     if (err < 0)
       return err;
     if (!p->replay) {
@@ -396,7 +396,7 @@ static int write_trace(const char *path, gpd_xlayout_t *l, gpd_xpages_t *src, in
     gpd_outfile_abort(&of);
     return -ENOMEM;
   }
-  r = chrome ? gpd__xwrite_chrome(f, l, src, chrome == 2) : gpd__xwrite_perfetto(f, l, src);
+  r = chrome ? gpd__xwrite_chrome_pages(f, l, src, chrome == 2) : gpd__xwrite_perfetto_pages(f, l, src);
   if (gz && fclose(f) == EOF && r == 0)
     r = -EIO;
   if (r < 0) {

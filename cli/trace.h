@@ -1,7 +1,7 @@
 /* trace.h - the CLI's in-memory trace (docs/TRACE.md): GPU events, the
  * CPU side of each launch, CPU samples, and the contexts they refer to;
  * loaded from a saved profile or a live TraceReply (xtrace.c), written as
- * Perfetto protobuf or Chrome JSON (trace-write*.c), and read by the
+ * Perfetto protobuf or Chrome JSON (xwrite*.c), and read by the
  * idleness blame (idle.c).  Times are ns on the gpuprof clock
  * (CLOCK_MONOTONIC_RAW).  CLI thread only.
  */
@@ -43,7 +43,7 @@ typedef struct gpd_xtrace_s {
 
 /** Room for one more element in array *a of n elements of sz bytes
  *  (capacity *cap, doubled from 256 when full).  0 or -ENOMEM (*a kept). */
-int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz);
+int gpd_xtrace_grow(void **a, size_t n, size_t *cap, size_t sz);
 
 void gpd_xtrace_init(gpd_xtrace_t *x);
 void gpd_xtrace_free(gpd_xtrace_t *x);
@@ -75,12 +75,12 @@ void gpd_xtrace_ev_name(const gpd_xtrace_t *x, const gpd_xev_t *e, char *buf, si
 
 /** Perfetto protobuf trace (perfetto_trace.proto) / Chrome trace-event
  *  JSON of x to f.  0 or -errno / -ENOMEM. */
-int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x);
-int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x);
+int gpd_xwrite_perfetto(FILE *f, const gpd_xtrace_t *x);
+int gpd_xwrite_chrome(FILE *f, const gpd_xtrace_t *x);
 /** Chrome trace-event JSON with each device operation's launch as a slice
  *  on its CPU thread and a flow ("bind_id") from it to the GPU slice(s)
- *  of the same launch (trace-write-chrome.c).  0 or -errno / -ENOMEM. */
-int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x);
+ *  of the same launch (xwrite-chrome.c).  0 or -errno / -ENOMEM. */
+int gpd_xwrite_chrome_launches(FILE *f, const gpd_xtrace_t *x);
 
 /* ---- idle.c: idleness blame ---- */
 
@@ -92,7 +92,7 @@ int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x);
  *  thread was known active. */
 enum { GPD_XCPU_RUNNING, GPD_XCPU_WAITING, GPD_XCPU_UNKNOWN };
 /** "running", "waiting" or "unknown". */
-const char *gpd_xcpu_name(int cpu);
+const char *gpd_idle_cpu_name(int cpu);
 
 /** An idle interval of one process's GPUs and the contexts it is blamed on. */
 typedef struct gpd_xgap_s {
@@ -117,7 +117,7 @@ typedef struct gpd_xblame_s {
  *  ns, largest first (malloc'd); *idle_ns / *span_ns: total idle time and
  *  the span from each process's first GPU start to its last GPU end.
  *  0 or -ENOMEM. */
-int gpd_xtrace_idle(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
+int gpd_idle_xtrace(const gpd_xtrace_t *x, gpd_xgap_t **gaps, size_t *ngaps, gpd_xblame_t **blame,
                     size_t *nblame, double *idle_ns, double *span_ns);
 /** `report` section: GPU idleness blame of the profiles in path (nothing
  *  when they have no trace); call paths innermost first, cut to fit lines

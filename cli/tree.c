@@ -20,7 +20,7 @@ char *gpd_cli_strdup(const char *s) {
   return r;
 }
 
-int gpd_mvec_add(gpd_mvec_t *m, uint32_t id, double x) {
+int gpd_tree_mvec_add(gpd_mvec_t *m, uint32_t id, double x) {
   uint32_t lo = 0, hi = m->n;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
@@ -47,23 +47,23 @@ int gpd_mvec_add(gpd_mvec_t *m, uint32_t id, double x) {
   return 0;
 }
 
-double gpd_mvec_get(const gpd_mvec_t *m, uint32_t id) {
+double gpd_tree_mvec_get(const gpd_mvec_t *m, uint32_t id) {
   for (uint32_t i = 0; i < m->n; i++)
     if (m->v[i].id == id) return m->v[i].v;
   return 0.0;
 }
 
-double gpd_mvec_shown(const gpd_mvec_t *m, uint32_t id) {
+double gpd_tree_mvec_shown(const gpd_mvec_t *m, uint32_t id) {
   const gpd_metric_desc_t *d = gpd_metric_desc(id);
-  double v = gpd_mvec_get(m, id);
+  double v = gpd_tree_mvec_get(m, id);
   if (d && d->unit == GPD_UNIT_MEAN) {
-    double c = gpd_mvec_get(m, GPD_M_GKER_COUNT);
+    double c = gpd_tree_mvec_get(m, GPD_M_GKER_COUNT);
     return c > 0 ? v / c : 0.0;
   }
   return v;
 }
 
-void gpd_mvec_free(gpd_mvec_t *m) {
+void gpd_tree_mvec_free(gpd_mvec_t *m) {
   free(m->v);
   memset(m, 0, sizeof(*m));
 }
@@ -101,8 +101,8 @@ void gpd_tree_free(gpd_tree_t *t) {
     }
     free(n->frames);
     free(n->kids);
-    gpd_mvec_free(&n->excl);
-    gpd_mvec_free(&n->incl);
+    gpd_tree_mvec_free(&n->excl);
+    gpd_tree_mvec_free(&n->incl);
   }
   free(t->nodes);
   free(t->map);
@@ -248,11 +248,11 @@ static unsigned sort_metric_id;
 static int kid_cmp(const void *a, const void *b) {
   const gpd_tnode_t *x = &sort_tree->nodes[*(const size_t *)a];
   const gpd_tnode_t *y = &sort_tree->nodes[*(const size_t *)b];
-  double vx = gpd_mvec_get(&x->incl, sort_metric_id), vy = gpd_mvec_get(&y->incl, sort_metric_id);
+  double vx = gpd_tree_mvec_get(&x->incl, sort_metric_id), vy = gpd_tree_mvec_get(&y->incl, sort_metric_id);
   if (vx != vy) return vx > vy ? -1 : 1;
   /* ties: the other main metrics, then label, then id (stable output) */
-  vx = gpd_mvec_get(&x->incl, GPD_M_GPUOP);
-  vy = gpd_mvec_get(&y->incl, GPD_M_GPUOP);
+  vx = gpd_tree_mvec_get(&x->incl, GPD_M_GPUOP);
+  vy = gpd_tree_mvec_get(&y->incl, GPD_M_GPUOP);
   if (vx != vy) return vx > vy ? -1 : 1;
   int c = strcmp(x->label, y->label);
   if (c) return c;
@@ -311,7 +311,7 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric) {
     for (uint32_t k = 0; k < r->nkids; k++) {
       gpd_tnode_t *c = &t->nodes[r->kids[k]];
       for (uint32_t j = 0; j < c->incl.n; j++)
-        if ((err = gpd_mvec_add(&r->incl, c->incl.v[j].id, c->incl.v[j].v)) < 0) goto done;
+        if ((err = gpd_tree_mvec_add(&r->incl, c->incl.v[j].id, c->incl.v[j].v)) < 0) goto done;
     }
   }
   if (!t->have_incl) {
@@ -319,13 +319,13 @@ int gpd_tree_finish(gpd_tree_t *t, unsigned sort_metric) {
       gpd_tnode_t *n = &t->nodes[i];
       n->incl.n = 0;
       for (uint32_t j = 0; j < n->excl.n; j++)
-        if ((err = gpd_mvec_add(&n->incl, n->excl.v[j].id, n->excl.v[j].v)) < 0) goto done;
+        if ((err = gpd_tree_mvec_add(&n->incl, n->excl.v[j].id, n->excl.v[j].v)) < 0) goto done;
     }
     for (size_t o = no; o-- > 1;) {
       gpd_tnode_t *n = &t->nodes[order[o]];
       gpd_tnode_t *p = &t->nodes[n->parent];
       for (uint32_t j = 0; j < n->incl.n; j++)
-        if ((err = gpd_mvec_add(&p->incl, n->incl.v[j].id, n->incl.v[j].v)) < 0) goto done;
+        if ((err = gpd_tree_mvec_add(&p->incl, n->incl.v[j].id, n->incl.v[j].v)) < 0) goto done;
     }
   }
   sort_tree = t;

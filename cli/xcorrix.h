@@ -1,6 +1,6 @@
 /* xcorrix.h - the launch of each GPU operation of a trace (trace.h), by
  * (profile, correlation id): an open-addressing index over x->la that the
- * trace layout (trace-layout.c), the idleness blame (idle.c) and the trace
+ * trace layout (xlayout.c), the idleness blame (idle.c) and the trace
  * summary (trace.c) share.  It sits below all three.  CLI thread only.
  */
 #ifndef GPD_CLI_XCORRIX_H

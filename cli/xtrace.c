@@ -25,7 +25,7 @@ void gpd_xtrace_free(gpd_xtrace_t *x) {
   memset(x, 0, sizeof *x);
 }
 
-int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz) {
+int gpd_xtrace_grow(void **a, size_t n, size_t *cap, size_t sz) {
   if (n < *cap)
     return 0;
   size_t nc = *cap ? *cap * 2 : 256;
@@ -36,7 +36,7 @@ int gpd_xgrow(void **a, size_t n, size_t *cap, size_t sz) {
   *cap = nc;
   return 0;
 }
-#define ROOM(x, arr, n, cap) gpd_xgrow((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
+#define ROOM(x, arr, n, cap) gpd_xtrace_grow((void **)&(x)->arr, (x)->n, &(x)->cap, sizeof *(x)->arr)
 
 /* Room for n more elements in *a (count *len, capacity *cap, sz bytes
  * each) at once: a large trace is read without realloc's copies.  0 or

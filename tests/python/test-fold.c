@@ -1,4 +1,4 @@
-/* test-fold.c - the views of a tree (cli/fold.c, gpd_tree_view;
+/* test-fold.c - the views of a tree (cli/fold.c, gpd_fold_view;
  * docs/PYTHON.md "The Python view", "Operators") on hand-made trees with
  * exact values.
  *
@@ -54,7 +54,7 @@ static uint64_t add_at(gpd_tree_t *t, uint64_t parent, int kind, const char *lab
   long i = gpd_tree_node_add(t, id, parent, kind, label, kind == GPD_NODE_FRAME ? "libtorch_cpu.so" : "", offset,
                              kind == GPD_NODE_KERNEL ? label : "");
   if (i >= 0 && v)
-    gpd_mvec_add(&t->nodes[i].excl, metric, v);
+    gpd_tree_mvec_add(&t->nodes[i].excl, metric, v);
   return id;
 }
 
@@ -92,9 +92,9 @@ static void python_view(void) {
   gpd_tproc_t *p = gpd_tree_proc_new(&t);
   p->pid = 42;
   CHECK(gpd_tree_finish(&t, K) == 0, "finish");
-  CHECK(gpd_tree_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 18, "--native: %zu nodes, want 18", t.n);
-  CHECK(gpd_tree_view(&t, 0, K) == 0 && t.n == 18, "no dispatcher frame: %zu nodes, want 18", t.n);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view");
+  CHECK(gpd_fold_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 18, "--native: %zu nodes, want 18", t.n);
+  CHECK(gpd_fold_view(&t, 0, K) == 0 && t.n == 18, "no dispatcher frame: %zu nodes, want 18", t.n);
+  CHECK(gpd_fold_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view");
 
   size_t frames = 0;
   for (size_t i = 0; i < t.n; i++)
@@ -104,19 +104,19 @@ static void python_view(void) {
    * k, root's <gpu kernel> and k */
   CHECK(t.n == 9, "%zu nodes, want 9", t.n);
   long r = (long)t.root;
-  CHECK(gpd_mvec_get(&t.nodes[r].excl, C) == 5, "root CPUTIME excl %g, want 5", gpd_mvec_get(&t.nodes[r].excl, C));
-  CHECK(gpd_mvec_get(&t.nodes[r].incl, K) == 14, "root GKER incl %g", gpd_mvec_get(&t.nodes[r].incl, K));
-  CHECK(gpd_mvec_get(&t.nodes[r].incl, C) == 7, "root CPUTIME incl %g", gpd_mvec_get(&t.nodes[r].incl, C));
+  CHECK(gpd_tree_mvec_get(&t.nodes[r].excl, C) == 5, "root CPUTIME excl %g, want 5", gpd_tree_mvec_get(&t.nodes[r].excl, C));
+  CHECK(gpd_tree_mvec_get(&t.nodes[r].incl, K) == 14, "root GKER incl %g", gpd_tree_mvec_get(&t.nodes[r].incl, K));
+  CHECK(gpd_tree_mvec_get(&t.nodes[r].incl, C) == 7, "root CPUTIME incl %g", gpd_tree_mvec_get(&t.nodes[r].incl, C));
   long mn = kid(&t, r, "main (s.py:9)");
   CHECK(mn >= 0 && t.nodes[r].nkids == 2, "root > main, root has %u kids", t.nodes[r].nkids);
-  CHECK(mn >= 0 && gpd_mvec_get(&t.nodes[mn].excl, C) == 2, "main CPUTIME excl (ffi_call's)");
-  CHECK(mn >= 0 && gpd_mvec_get(&t.nodes[mn].incl, K) == 13, "main GKER incl");
+  CHECK(mn >= 0 && gpd_tree_mvec_get(&t.nodes[mn].excl, C) == 2, "main CPUTIME excl (ffi_call's)");
+  CHECK(mn >= 0 && gpd_tree_mvec_get(&t.nodes[mn].incl, K) == 13, "main GKER incl");
   long k1 = kid(&t, kid(&t, mn, "<gpu kernel>"), "k");
-  CHECK(k1 >= 0 && gpd_mvec_get(&t.nodes[k1].excl, K) == 7, "main > <gpu kernel> > k merged: 7");
+  CHECK(k1 >= 0 && gpd_tree_mvec_get(&t.nodes[k1].excl, K) == 7, "main > <gpu kernel> > k merged: 7");
   long k2 = kid(&t, kid(&t, kid(&t, mn, "<backward>"), "<gpu kernel>"), "k");
-  CHECK(k2 >= 0 && gpd_mvec_get(&t.nodes[k2].excl, K) == 6, "main > <backward> > <gpu kernel> > k: 6");
+  CHECK(k2 >= 0 && gpd_tree_mvec_get(&t.nodes[k2].excl, K) == 6, "main > <backward> > <gpu kernel> > k: 6");
   long k3 = kid(&t, kid(&t, r, "<gpu kernel>"), "k");
-  CHECK(k3 >= 0 && gpd_mvec_get(&t.nodes[k3].excl, K) == 1, "root > <gpu kernel> > k: 1 (a thread without Python)");
+  CHECK(k3 >= 0 && gpd_tree_mvec_get(&t.nodes[k3].excl, K) == 1, "root > <gpu kernel> > k: 1 (a thread without Python)");
   CHECK(t.nprocs == 1 && t.procs[0].pid == 42, "processes moved over");
   gpd_tree_free(&t);
 }
@@ -157,12 +157,12 @@ static void operator_view(void) {
   gpd_tree_t t;
   build_ops(&t);
   CHECK(t.n == 20, "built %zu nodes, want 20", t.n);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 20, "--native: %zu nodes, want 20", t.n);
-  CHECK(gpd_tree_view(&t, 0, K) == 0, "operator view");
+  CHECK(gpd_fold_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 20, "--native: %zu nodes, want 20", t.n);
+  CHECK(gpd_fold_view(&t, 0, K) == 0, "operator view");
   /* root, _start, fwd, aten::linear, aten::addmm, impl, cublasLtMatmul, <gpu kernel>, k */
   CHECK(t.n == 9, "operator view: %zu nodes, want 9", t.n);
   long fwd = kid(&t, kid(&t, (long)t.root, "_start"), "fwd (m.py:3)");
-  CHECK(fwd >= 0 && gpd_mvec_get(&t.nodes[fwd].excl, C) == 1, "THPVariable_linear's CPUTIME on fwd");
+  CHECK(fwd >= 0 && gpd_tree_mvec_get(&t.nodes[fwd].excl, C) == 1, "THPVariable_linear's CPUTIME on fwd");
   long lin = kid(&t, fwd, "aten::linear"), mm = kid(&t, lin, "aten::addmm");
   CHECK(lin >= 0 && t.nodes[lin].kind == GPD_NODE_OPERATOR && t.nodes[lin].nkids == 1, "fwd > aten::linear alone");
   CHECK(mm >= 0 && t.nodes[mm].kind == GPD_NODE_OPERATOR, "aten::linear > aten::addmm (one node, two call sites)");
@@ -170,21 +170,21 @@ static void operator_view(void) {
   long k = kid(&t, kid(&t, kid(&t, im, "cublasLtMatmul"), "<gpu kernel>"), "k");
   CHECK(im >= 0 && t.nodes[im].kind == GPD_NODE_FRAME && !strcmp(t.nodes[im].module, "libtorch_cpu.so"),
         "aten::addmm > impl, a native frame with its module");
-  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 7, "k: GKER 7 (3 + 4)");
-  CHECK(gpd_mvec_get(&t.nodes[t.root].incl, K) == 7 && gpd_mvec_get(&t.nodes[t.root].incl, C) == 1, "totals kept");
+  CHECK(k >= 0 && gpd_tree_mvec_get(&t.nodes[k].excl, K) == 7, "k: GKER 7 (3 + 4)");
+  CHECK(gpd_tree_mvec_get(&t.nodes[t.root].incl, K) == 7 && gpd_tree_mvec_get(&t.nodes[t.root].incl, C) == 1, "totals kept");
   gpd_tree_free(&t);
 
   build_ops(&t);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view of the operators");
+  CHECK(gpd_fold_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view of the operators");
   /* root, fwd, aten::linear, aten::addmm, <gpu kernel>, k */
   CHECK(t.n == 6, "python view: %zu nodes, want 6", t.n);
   k = kid(&t, kid(&t, kid(&t, kid(&t, kid(&t, (long)t.root, "fwd (m.py:3)"), "aten::linear"), "aten::addmm"),
                   "<gpu kernel>"), "k");
-  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 7, "fwd > aten::linear > aten::addmm > <gpu kernel> > k: 7");
+  CHECK(k >= 0 && gpd_tree_mvec_get(&t.nodes[k].excl, K) == 7, "fwd > aten::linear > aten::addmm > <gpu kernel> > k: 7");
   gpd_tree_free(&t);
 
   build_ops(&t);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_PYTHON | GPD_VIEW_NATIVE, K) == 0 && t.n == 4,
+  CHECK(gpd_fold_view(&t, GPD_VIEW_PYTHON | GPD_VIEW_NATIVE, K) == 0 && t.n == 4,
         "--python --native: root, fwd, <gpu kernel>, k (%zu nodes)", t.n);
   gpd_tree_free(&t);
 }
@@ -233,22 +233,22 @@ static void module_view(void) {
   gpd_tree_t t;
   build_modules(&t);
   CHECK(t.n == 20, "built %zu nodes, want 20", t.n);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 20, "--native: %zu nodes, want 20", t.n);
-  CHECK(gpd_tree_view(&t, 0, K) == 0, "module view");
+  CHECK(gpd_fold_view(&t, GPD_VIEW_NATIVE, K) == 0 && t.n == 20, "--native: %zu nodes, want 20", t.n);
+  CHECK(gpd_fold_view(&t, 0, K) == 0, "module view");
   /* root, _start, step, Net.forward, Linear.forward, ffi, <gpu kernel>, k,
    * Module._call_impl (mine.py:3), <gpu kernel>, k */
   CHECK(t.n == 11, "module view: %zu nodes, want 11", t.n);
   long net = kid(&t, kid(&t, kid(&t, (long)t.root, "_start"), "step (t.py:5)"), "Net.forward (t.py:20)");
-  CHECK(net >= 0 && gpd_mvec_get(&t.nodes[net].excl, C) == 2, "step > Net.forward, the plumbing's CPUTIME on it");
+  CHECK(net >= 0 && gpd_tree_mvec_get(&t.nodes[net].excl, C) == 2, "step > Net.forward, the plumbing's CPUTIME on it");
   long lin = kid(&t, net, "Linear.forward (/p/torch/nn/modules/linear.py:134)");
   long k = kid(&t, kid(&t, kid(&t, lin, "ffi"), "<gpu kernel>"), "k");
-  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 7, "Net.forward > Linear.forward > ffi > k: GKER 7 (5 + 2)");
+  CHECK(k >= 0 && gpd_tree_mvec_get(&t.nodes[k].excl, K) == 7, "Net.forward > Linear.forward > ffi > k: GKER 7 (5 + 2)");
   k = kid(&t, kid(&t, kid(&t, net, "Module._call_impl (mine.py:3)"), "<gpu kernel>"), "k");
-  CHECK(k >= 0 && gpd_mvec_get(&t.nodes[k].excl, K) == 1, "a Module._call_impl of another file is kept");
+  CHECK(k >= 0 && gpd_tree_mvec_get(&t.nodes[k].excl, K) == 1, "a Module._call_impl of another file is kept");
   gpd_tree_free(&t);
 
   build_modules(&t);
-  CHECK(gpd_tree_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view of the modules");
+  CHECK(gpd_fold_view(&t, GPD_VIEW_PYTHON, K) == 0, "python view of the modules");
   /* root, step, Net.forward, Linear.forward, <gpu kernel>, k, mine, <gpu kernel>, k */
   CHECK(t.n == 9, "python view: %zu nodes, want 9", t.n);
   gpd_tree_free(&t);

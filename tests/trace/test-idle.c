@@ -48,7 +48,7 @@ static void trace_of(gpd_xtrace_t *x, gpd_xsample_t *cs, size_t ncs) {
   x->ncs = ncs;
 }
 
-/* gpd_xtrace_idle of the trace with samples cs[0..ncs): exactly one interval */
+/* gpd_idle_xtrace of the trace with samples cs[0..ncs): exactly one interval */
 typedef struct {
   gpd_xgap_t *gaps;
   gpd_xblame_t *bl;
@@ -60,7 +60,7 @@ static result_t idle_of(gpd_xsample_t *cs, size_t ncs) {
   gpd_xtrace_t x;
   result_t r = {0};
   trace_of(&x, cs, ncs);
-  assert_int_equal(gpd_xtrace_idle(&x, &r.gaps, &r.ngaps, &r.bl, &r.nbl, &r.idle, &r.span), 0);
+  assert_int_equal(gpd_idle_xtrace(&x, &r.gaps, &r.ngaps, &r.bl, &r.nbl, &r.idle, &r.span), 0);
   assert_int_equal(r.ngaps, 1);
   assert_int_equal(r.gaps[0].start, 10);
   assert_int_equal(r.gaps[0].end, 1000);
@@ -121,7 +121,7 @@ static void test_no_samples(void **st) {
   assert_true(a->ns == 890 && b->ns == 90 && c->ns == 10);
   assert_int_equal(gaps[0].node, 300);
   assert_int_equal(gaps[0].cpu, GPD_XCPU_UNKNOWN);
-  assert_string_equal(gpd_xcpu_name(gaps[0].cpu), "unknown");
+  assert_string_equal(gpd_idle_cpu_name(gaps[0].cpu), "unknown");
   assert_true(gaps[0].ns == 890);
   free(gaps);
   free(bl);

@@ -1,4 +1,4 @@
-/* test-xpages.c - a trace written page by page (cli/trace-layout.c, as
+/* test-xpages.c - a trace written page by page (cli/xlayout.c, as
  * `gpuprof trace --pid N --duration D` writes a live window) is the same
  * file, byte for byte, as the trace written whole, in both formats, with
  * pages of 1, 7 and 50 rows: launches two pages before their kernels
@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "gpuprof/record.h"
-#include "trace-write.h"
+#include "xwrite.h"
 
 #define NSITE 5
 #define T0 1000000000ull
@@ -141,7 +141,7 @@ static size_t write_k(const gpd_xtrace_t *x, size_t k, int fmt, char **out, gpd_
   assert_non_null(f);
   gpd_xlayout_t l;
   if (k == 0) {
-    assert_int_equal(fmt ? gpd_xtrace_write_chrome_launches(f, x) : gpd_xtrace_write_perfetto(f, x), 0);
+    assert_int_equal(fmt ? gpd_xwrite_chrome_launches(f, x) : gpd_xwrite_perfetto(f, x), 0);
     memset(lc, 0, sizeof *lc);
   } else {
     kpages_t p = {.src = {kp_next, kp_rewind}, .x = x, .k = k};
@@ -154,7 +154,7 @@ static size_t write_k(const gpd_xtrace_t *x, size_t k, int fmt, char **out, gpd_
     assert_int_equal(l.nla, x->nla);
     assert_int_equal(l.ncs, x->ncs);
     assert_int_equal(l.missing, missing);
-    assert_int_equal(fmt ? gpd__xwrite_chrome(f, &l, &p.src, 1) : gpd__xwrite_perfetto(f, &l, &p.src), 0);
+    assert_int_equal(fmt ? gpd__xwrite_chrome_pages(f, &l, &p.src, 1) : gpd__xwrite_perfetto_pages(f, &l, &p.src), 0);
     *lc = l; /* counters only: its arrays are freed */
     gpd__xlayout_free(&l);
     free(p.pg.ev);
@@ -219,7 +219,7 @@ static size_t pending(size_t n, int window, size_t *kept) {
   gpd__xlayout_open(&l, &x, window ? to - 500000 : 0, window ? to : 0);
   assert_int_equal(gpd__xlayout_scan(&l, &p.src), 0);
   FILE *f = fopen("/dev/null", "w");
-  assert_int_equal(gpd__xwrite_perfetto(f, &l, &p.src), 0);
+  assert_int_equal(gpd__xwrite_perfetto_pages(f, &l, &p.src), 0);
   fclose(f);
   assert_int_equal(l.max_rows, 7);
   assert_int_equal(l.missing, 0);
@@ -345,13 +345,13 @@ static void test_changed(void **state) {
   char *out;
   size_t len;
   FILE *f = open_memstream(&out, &len);
-  assert_int_equal(gpd__xwrite_perfetto(f, &l, &p.src), -EAGAIN);
+  assert_int_equal(gpd__xwrite_perfetto_pages(f, &l, &p.src), -EAGAIN);
   fclose(f);
   free(out);
   assert_int_equal(gpd__xlayout_scan(&l, &p.src), 0);
   assert_int_equal(l.nst, 7);
   f = open_memstream(&out, &len);
-  assert_int_equal(gpd__xwrite_perfetto(f, &l, &p.src), 0);
+  assert_int_equal(gpd__xwrite_perfetto_pages(f, &l, &p.src), 0);
   fclose(f);
   assert_non_null(memmem(out, len, "GPU 0 stream 9", 14));
   free(out);

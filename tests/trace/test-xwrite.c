@@ -1,4 +1,4 @@
-/* test-xwrite.c - the trace writers' string table (cli/trace-write.c):
+/* test-xwrite.c - the trace writers' string table (cli/xwrite.c):
  * ids are 1, 2, ... in first-seen order, a string seen again gets its old
  * id, and a pointer returned for an id stays valid and unchanged while
  * 200 000 later strings (about 5 MB, many 64 KiB blocks, one string larger
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "trace-write.h"
+#include "xwrite.h"
 
 #define N 200000
 

@@ -1,6 +1,6 @@
-/* trace-write-perfetto.c - a trace (trace.h) as a Perfetto protobuf
+/* xwrite-perfetto.c - a trace (trace.h) as a Perfetto protobuf
  * trace (docs/TRACE.md "Perfetto encoding"), with the tracks of
- * trace-write.c; a flow goes from each launch to the GPU operation(s) of
+ * xwrite.c; a flow goes from each launch to the GPU operation(s) of
  * the same correlation id.
  *
  * A Trace is `repeated TracePacket packet = 1`, written packet by packet
@@ -23,8 +23,8 @@
 #include "gpuprof/record.h"
 #include "perfetto_trace.pb-c.h"
 
-#include "trace-layout.h"
-#include "trace-write.h"
+#include "xlayout.h"
+#include "xwrite.h"
 
 /* debug annotation names (interned ids 1..) */
 enum { DA_BYTES = 1, DA_CPU_WAS, DA_DEVICE, DA_STREAM, DA_N };
@@ -298,7 +298,7 @@ static void pw_descriptors(pw_t *w, const gpd_xlayout_t *l) {
   for (size_t i = 0; i < l->nth; i++) {
     Gpdperfetto__ThreadDescriptor td = GPDPERFETTO__THREAD_DESCRIPTOR__INIT;
     td.has_pid = td.has_tid = 1;
-    td.pid = gpd__xtrace_pid(x, l->th[i].profile);
+    td.pid = gpd__xlayout_pid(x, l->th[i].profile);
     td.tid = (int32_t)l->th[i].key;
     snprintf(name, sizeof name, "CPU thread %u", (unsigned)l->th[i].key);
     td.thread_name = name;
@@ -347,7 +347,7 @@ static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
     te.name_iid = pw_name(w, s, gpd__xwrite_ev_name(&w->ctx, e));
     te.has_correlation_id = 1;
     te.correlation_id = e->corr;
-    if (gpd__xtrace_host_op(e->op)) { /* on its thread: where it was called from */
+    if (gpd__xlayout_host_op(e->op)) { /* on its thread: where it was called from */
       size_t cs = gpd__xwrite_cpu(&w->ctx, it->lnode ? it->lnode : e->node);
       if ((te.callstack_iid = pw_stack(w, s, cs)) != 0)
         te.has_callstack_iid = 1;
@@ -373,7 +373,7 @@ static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
     te.name_iid = pw_name(w, s, gpd__xwrite_intern(&w->ctx, name));
     if ((te.callstack_iid = pw_stack(w, s, gpd__xwrite_cpu(&w->ctx, la->node))) != 0)
       te.has_callstack_iid = 1;
-    if (!gpd__xtrace_host_op(la->op)) {
+    if (!gpd__xlayout_host_op(la->op)) {
       flow = (uint64_t)it->la + 1;
       te.flow_ids_old = &flow;
       te.n_flow_ids_old = 1;
@@ -405,7 +405,7 @@ static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
     if ((te.callstack_iid = pw_stack(w, s, gpd__xwrite_cpu(&w->ctx, g->node))) != 0)
       te.has_callstack_iid = 1;
     ap[na] = pw_da(w, s, &a[na], DA_CPU_WAS);
-    a[na++].string_value = (char *)gpd_xcpu_name(g->cpu);
+    a[na++].string_value = (char *)gpd_idle_cpu_name(g->cpu);
     break;
   }
   }
@@ -424,7 +424,7 @@ static int pw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
   return w->err ? w->err : w->ctx.err;
 }
 
-int gpd__xwrite_perfetto(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src) {
+int gpd__xwrite_perfetto_pages(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src) {
   pw_t w = {.f = f, .next_seq = 2};
   pwd_t d = {.w = &w, .u = {.l = l}};
   int err = gpd__xwrite_init(&w.ctx, l->x);
@@ -453,12 +453,12 @@ out:
   return err;
 }
 
-int gpd_xtrace_write_perfetto(FILE *f, const gpd_xtrace_t *x) {
+int gpd_xwrite_perfetto(FILE *f, const gpd_xtrace_t *x) {
   gpd_xlayout_t l;
   gpd_xpages_one_t one;
   int err = gpd__xlayout_whole(&l, &one, x);
   if (err == 0)
-    err = gpd__xwrite_perfetto(f, &l, &one.src);
+    err = gpd__xwrite_perfetto_pages(f, &l, &one.src);
   gpd__xlayout_free(&l);
   return err;
 }

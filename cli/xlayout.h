@@ -1,5 +1,5 @@
-/* trace-layout.h - where and in which order the events of a trace
- * (trace.h) are drawn, shared by the trace writers (trace-write*.c): the
+/* xlayout.h - where and in which order the events of a trace
+ * (trace.h) are drawn, shared by the trace writers (xwrite*.c): the
  * launch of each GPU operation (by correlation id), the lane of each
  * operation on its stream, the tracks, and the items (slice begins and
  * ends, launches, CPU samples, idle intervals) merged into time order
@@ -7,14 +7,14 @@
  * page by page (a live window: memory bounded by a page, docs/TRACE.md
  * "Streaming write").  CLI thread only.
  */
-#ifndef GPD_CLI_TRACE_LAYOUT_H
-#define GPD_CLI_TRACE_LAYOUT_H
+#ifndef GPD_CLI_XLAYOUT_H
+#define GPD_CLI_XLAYOUT_H
 
 #include "trace.h"
 
 /** 1 for operations timed on the host (sync, alloc, free): drawn on the
  *  CPU thread that ran them when their launch is known. */
-int gpd__xtrace_host_op(unsigned op);
+int gpd__xlayout_host_op(unsigned op);
 
 /** A track: a CPU thread (key = tid, lane 0) or a GPU stream lane (key =
  *  device << 32 | stream). */
@@ -72,11 +72,11 @@ struct gpd_xpages_s {
  *  page's rows and layout only while it is drawn.  The idle intervals
  *  and their blame (idle.c) are those of the whole trace: with one page,
  *  computed over it and drawn in time order; with more, found as the
- *  pages come (trace-idle.c) and drawn once their blame is known, after
+ *  pages come (xidle.c) and drawn once their blame is known, after
  *  the page that completes them (in time order on their own track). */
 typedef struct gpd_xidle_s gpd_xidle_t;
 
-/** An idle interval of a walk of more than one page (trace-idle.c),
+/** An idle interval of a walk of more than one page (xidle.c),
  *  from when its start is known until it is drawn. */
 typedef struct gpd_xgapq_s {
   gpd_xgap_t g;
@@ -112,7 +112,7 @@ typedef struct gpd_xlayout_s {
   size_t npages;         /* pages the scan walked */
   gpd_xlaunch_t *thf, *thl; /* per launching thread (l->th): its first and last launch */
   size_t nthf, cthf, cthl;
-  gpd_xidle_t *idle;     /* idleness blame across pages (trace-idle.c) */
+  gpd_xidle_t *idle;     /* idleness blame across pages (xidle.c) */
   size_t max_rows, max_pending; /* most rows of one page, most launches + open slices kept */
   size_t max_idle;       /* most rows kept for idle intervals' blame */
   gpd_xgapq_t *gq;       /* intervals found, not drawn yet (more than one page) */
@@ -177,8 +177,8 @@ typedef struct gpd_xpages_one_s {
   gpd_xtrace_t *x;
   int done;
 } gpd_xpages_one_t;
-void gpd__xpages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x);
-/** trace-idle.c: the scan's part of page l->pg (each process's busy
+void gpd__xlayout_pages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x);
+/** xidle.c: the scan's part of page l->pg (each process's busy
  *  union: which have idle intervals, l->gapped; each thread's first and
  *  last launch).  0 or -errno. */
 int gpd__xidle_scan(gpd_xlayout_t *l);
@@ -204,6 +204,6 @@ int gpd__xlayout_whole(gpd_xlayout_t *l, gpd_xpages_one_t *one, const gpd_xtrace
 /** 1 when profile has an idle interval (found by the scan). */
 int gpd__xlayout_has_gap(const gpd_xlayout_t *l, uint64_t profile);
 /** pid of profile in x (the profile id when unknown). */
-int gpd__xtrace_pid(const gpd_xtrace_t *x, uint64_t profile);
+int gpd__xlayout_pid(const gpd_xtrace_t *x, uint64_t profile);
 
 #endif

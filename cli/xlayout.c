@@ -1,5 +1,5 @@
-/* trace-layout.c - tracks, lanes and time order of a trace's items,
- * walked page by page (trace-layout.h).  What crosses a page boundary is
+/* xlayout.c - tracks, lanes and time order of a trace's items,
+ * walked page by page (xlayout.h).  What crosses a page boundary is
  * kept in structures bounded by the trace's tracks (lane ends), by the
  * slices open at one time (the heap of ends) and by the launches whose
  * activities may still come (the correlation map); a page's rows are
@@ -10,13 +10,13 @@
 
 #include "gpuprof/record.h"
 
-#include "trace-layout.h"
+#include "xlayout.h"
 
-int gpd__xtrace_host_op(unsigned op) {
+int gpd__xlayout_host_op(unsigned op) {
   return op == GPD_OP_SYNC || op == GPD_OP_ALLOC || op == GPD_OP_FREE;
 }
 
-int gpd__xtrace_pid(const gpd_xtrace_t *x, uint64_t profile) {
+int gpd__xlayout_pid(const gpd_xtrace_t *x, uint64_t profile) {
   for (size_t i = 0; i < x->tree.nprocs; i++)
     if (x->tree.procs[i].profile_id == profile)
       return x->tree.procs[i].pid;
@@ -42,7 +42,7 @@ static long trk_add(gpd_xtrk_t **v, size_t *n, size_t *cap, uint64_t profile, ui
   long i = trk_find(*v, *n, profile, key, lane);
   if (i >= 0)
     return i;
-  if (gpd_xgrow((void **)v, *n, cap, sizeof **v) < 0)
+  if (gpd_xtrace_grow((void **)v, *n, cap, sizeof **v) < 0)
     return -ENOMEM;
   (*v)[*n] = (gpd_xtrk_t){profile, key, lane};
   return (long)(*n)++;
@@ -171,7 +171,7 @@ static int page_lanes(gpd_xlayout_t *l) {
   for (size_t i = 0; i < x->nev; i++) {
     const gpd_xev_t *e = &x->ev[i];
     l->lane[i] = 0;
-    if (gpd__xtrace_host_op(e->op) && l->ref[i]) {
+    if (gpd__xlayout_host_op(e->op) && l->ref[i]) {
       uint32_t tid = l->ref[i]->la.tid;
       if (l->lth >= l->nth || l->th[l->lth].profile != e->profile || l->th[l->lth].key != tid) {
         long t = trk_find(l->th, l->nth, e->profile, tid, 0);
@@ -193,9 +193,9 @@ static int page_lanes(gpd_xlayout_t *l) {
         return -ENOMEM;
       s = (size_t)r;
       if (l->ns > before) {
-        if (gpd_xgrow((void **)&l->end, s, &l->cend, sizeof *l->end) < 0 ||
-            gpd_xgrow((void **)&l->sti, s, &l->csti, sizeof *l->sti) < 0 ||
-            gpd_xgrow((void **)&l->nl, s, &l->cnl, sizeof *l->nl) < 0)
+        if (gpd_xtrace_grow((void **)&l->end, s, &l->cend, sizeof *l->end) < 0 ||
+            gpd_xtrace_grow((void **)&l->sti, s, &l->csti, sizeof *l->sti) < 0 ||
+            gpd_xtrace_grow((void **)&l->nl, s, &l->cnl, sizeof *l->nl) < 0)
           return -ENOMEM;
         memset(l->end[s], 0, sizeof l->end[s]);
         l->nl[s] = 0;
@@ -310,7 +310,7 @@ static int page_begin(gpd_xlayout_t *l, gpd_xtrace_t *p, uint64_t hi) {
     gpd_xblame_t *bl = NULL;
     size_t nbl = 0;
     double idle, span;
-    err = gpd_xtrace_idle(&l->pg, &l->gaps, &l->ngaps, &bl, &nbl, &idle, &span);
+    err = gpd_idle_xtrace(&l->pg, &l->gaps, &l->ngaps, &bl, &nbl, &idle, &span);
     free(bl);
     if (err < 0)
       return err;
@@ -352,7 +352,7 @@ static int heap_less(const gpd_xitem_t *a, const gpd_xitem_t *b) {
 }
 
 static int heap_push(gpd_xlayout_t *l, gpd_xitem_t it) {
-  if (gpd_xgrow((void **)&l->heap, l->nheap, &l->capheap, sizeof *l->heap) < 0)
+  if (gpd_xtrace_grow((void **)&l->heap, l->nheap, &l->capheap, sizeof *l->heap) < 0)
     return -ENOMEM;
   size_t k = l->nheap++;
   while (k > 0 && heap_less(&it, &l->heap[(k - 1) / 2])) {
@@ -447,7 +447,7 @@ static int divert(gpd_xlayout_t *l, uint64_t id, int end) {
   }
   if (err < 0)
     return err;
-  if (gpd_xgrow((void **)&l->mk, l->nmk, &l->cmk, sizeof *l->mk) < 0)
+  if (gpd_xtrace_grow((void **)&l->mk, l->nmk, &l->cmk, sizeof *l->mk) < 0)
     return -ENOMEM;
   FILE *seg = tmpfile();
   if (seg == NULL)
@@ -602,7 +602,7 @@ static int page_item(gpd_xlayout_t *l, gpd_xitem_t *it) {
     const gpd_xlref_t *r = l->ref[it->i];
     it->ord = l->evord + it->i;
     it->profile = e->profile;
-    it->thread = gpd__xtrace_host_op(e->op) && r;
+    it->thread = gpd__xlayout_host_op(e->op) && r;
     it->trk = l->trk[it->i];
     it->la = r ? r->idx : -1;
     it->lnode = r ? r->la.node : 0;
@@ -764,7 +764,7 @@ static int one_rewind(gpd_xpages_t *p) {
   return 0;
 }
 
-void gpd__xpages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x) {
+void gpd__xlayout_pages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x) {
   p->src = (gpd_xpages_t){one_next, one_rewind};
   p->x = x;
   p->done = 0;
@@ -772,6 +772,6 @@ void gpd__xpages_one(gpd_xpages_one_t *p, gpd_xtrace_t *x) {
 
 int gpd__xlayout_whole(gpd_xlayout_t *l, gpd_xpages_one_t *one, const gpd_xtrace_t *x) {
   gpd__xlayout_open(l, x, 0, 0);
-  gpd__xpages_one(one, (gpd_xtrace_t *)x); /* not modified: no window */
+  gpd__xlayout_pages_one(one, (gpd_xtrace_t *)x); /* not modified: no window */
   return gpd__xlayout_scan(l, &one->src);
 }

@@ -1,6 +1,6 @@
-/* trace-write.c - what the trace writers (trace-write-perfetto.c,
- * trace-write-chrome.c) share: a trace (trace.h) is written as it is
- * walked in time order (trace-layout.c), so memory grows with the
+/* xwrite.c - what the trace writers (xwrite-perfetto.c,
+ * xwrite-chrome.c) share: a trace (trace.h) is written as it is
+ * walked in time order (xlayout.c), so memory grows with the
  * distinct names and call paths, not with the events.  Names (events,
  * functions: one string table) get ids 1, 2, ... in the order first
  * used; each tree node's CPU call site and name id are found once.
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace-write.h"
+#include "xwrite.h"
 
 const char *gpd__xwrite_base(const char *s) {
   const char *b = s ? strrchr(s, '/') : NULL;
@@ -58,7 +58,7 @@ static uint64_t strtab_id(gpd_xwrite_strtab_t *t, const char *s) {
   size_t n = strlen(s) + 1;
   if (t->nblk == 0 || t->used + n > t->blkcap) {
     size_t bc = n > 65536 ? n : 65536;
-    if (gpd_xgrow((void **)&t->blk, t->nblk, &t->capblk, sizeof *t->blk) < 0)
+    if (gpd_xtrace_grow((void **)&t->blk, t->nblk, &t->capblk, sizeof *t->blk) < 0)
       return 0;
     char *b = malloc(bc);
     if (b == NULL)
@@ -67,7 +67,7 @@ static uint64_t strtab_id(gpd_xwrite_strtab_t *t, const char *s) {
     t->used = 0;
     t->blkcap = bc;
   }
-  if (gpd_xgrow((void **)&t->str, t->n, &t->capstr, sizeof *t->str) < 0)
+  if (gpd_xtrace_grow((void **)&t->str, t->n, &t->capstr, sizeof *t->str) < 0)
     return 0;
   char *d = t->blk[t->nblk - 1] + t->used;
   memcpy(d, s, n);

@@ -1,19 +1,19 @@
-/* trace-write.h - what the trace writers share (trace-write.c): the
+/* xwrite.h - what the trace writers share (xwrite.c): the
  * names of events, functions and call paths, interned once per trace
  * with ids 1, 2, ..., each node's CPU call site, and a bit set of ids
  * already written.  The writers: Perfetto protobuf
- * (trace-write-perfetto.c) and Chrome JSON (trace-write-chrome.c).  CLI
+ * (xwrite-perfetto.c) and Chrome JSON (xwrite-chrome.c).  CLI
  * thread only.
  */
-#ifndef GPD_CLI_TRACE_WRITE_H
-#define GPD_CLI_TRACE_WRITE_H
+#ifndef GPD_CLI_XWRITE_H
+#define GPD_CLI_XWRITE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "trace.h"
-#include "trace-layout.h"
+#include "xlayout.h"
 
 /** Innermost frames kept in one call stack (deeper paths lose their
  *  outermost frames). */
@@ -85,8 +85,8 @@ uint64_t gpd__xwrite_sample_name(gpd_xwrite_t *c, size_t cs);
  *  with one page, the distinct names and call paths and the tracks, not
  *  with the trace.  0 or -errno / -ENOMEM; -EAGAIN when the rows changed
  *  since the scan (scan again, write again). */
-int gpd__xwrite_perfetto(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src);
-int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches);
+int gpd__xwrite_perfetto_pages(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src);
+int gpd__xwrite_chrome_pages(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches);
 
 /** A stream that writes what it is given gzip-compressed (zlib, level 1,
  *  gzip header) to dst, for a trace OUT.gz that viewers decompress as

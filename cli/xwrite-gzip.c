@@ -1,5 +1,5 @@
-/* trace-gzip.c - a stdio stream that gzip-compresses what is written to
- * it into another stream (trace-write.h), so that every trace writer can
+/* xwrite-gzip.c - a stdio stream that gzip-compresses what is written to
+ * it into another stream (xwrite.h), so that every trace writer can
  * write OUT.gz as it writes OUT: in one pass, in bounded memory.  CLI
  * thread only.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "trace-write.h"
+#include "xwrite.h"
 
 typedef struct {
   FILE *dst;

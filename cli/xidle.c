@@ -1,5 +1,5 @@
-/* trace-idle.c - the idleness blame (idle.c) of a trace walked in more
- * than one page (trace-layout.h): the same intervals and blame as over
+/* xidle.c - the idleness blame (idle.c) of a trace walked in more
+ * than one page (xlayout.h): the same intervals and blame as over
  * the whole trace, found as the pages come.
  *
  * The scan finds each thread's first and last launch.  The walk keeps
@@ -8,14 +8,14 @@
  * (idle.c: the active threads' launches, synchronizations and CPU samples
  * in [a, b), and for each active thread its first launch at or after b)
  * is known once every such thread's launch after b has come: the
- * interval waits until then, and is computed by gpd_xtrace_idle over a
+ * interval waits until then, and is computed by gpd_idle_xtrace over a
  * small trace that holds just those rows (two zero-length busy
  * operations at a and b around the hole; each active thread's first
  * launch when before a, and its last when none comes after b: what
  * idle.c's activity test and spans read).  Rows are kept only from the
  * end of their process's GPU work so far (or from its earliest interval
  * still waiting) on.  The intervals go to l->gq; the layout draws each
- * at its place (trace-layout.c: its place is kept in the output until
+ * at its place (xlayout.c: its place is kept in the output until
  * its blame is known). */
 #include <errno.h>
 #include <stddef.h>
@@ -24,7 +24,7 @@
 
 #include "gpuprof/record.h"
 
-#include "trace-layout.h"
+#include "xlayout.h"
 
 /* a synchronization with its launch */
 typedef struct {
@@ -62,7 +62,7 @@ static xbusy_t *busy_of(gpd_xidle_t *d, uint64_t profile) {
   for (size_t i = 0; i < d->nbusy; i++)
     if (d->busy[i].profile == profile)
       return &d->busy[i];
-  if (gpd_xgrow((void **)&d->busy, d->nbusy, &d->cbusy, sizeof *d->busy) < 0)
+  if (gpd_xtrace_grow((void **)&d->busy, d->nbusy, &d->cbusy, sizeof *d->busy) < 0)
     return NULL;
   d->busy[d->nbusy] = (xbusy_t){.profile = profile};
   return &d->busy[d->nbusy++];
@@ -96,7 +96,7 @@ static int gap_mark(void *arg, const gpd_xgap_t *g) {
   for (size_t i = 0; i < l->ngapped; i++)
     if (l->gapped[i] == g->profile)
       return 0;
-  if (gpd_xgrow((void **)&l->gapped, l->ngapped, &l->cgapped, sizeof *l->gapped) < 0)
+  if (gpd_xtrace_grow((void **)&l->gapped, l->ngapped, &l->cgapped, sizeof *l->gapped) < 0)
     return -ENOMEM;
   l->gapped[l->ngapped++] = g->profile;
   return 0;
@@ -112,7 +112,7 @@ static int gap_found(void *arg, const gpd_xgap_t *g) {
       l->gq[i].known = 1;
       return 0;
     }
-  if (gpd_xgrow((void **)&l->gq, l->ngq, &l->cgq, sizeof *l->gq) < 0)
+  if (gpd_xtrace_grow((void **)&l->gq, l->ngq, &l->cgq, sizeof *l->gq) < 0)
     return -ENOMEM;
   l->gq[l->ngq++] = (gpd_xgapq_t){.g = *g, .id = ++l->gqid, .known = 1};
   return 0;
@@ -137,8 +137,8 @@ int gpd__xidle_scan(gpd_xlayout_t *l) {
     if (t < 0)
       return -EINVAL;
     while (l->nthf <= (size_t)t) {
-      if (gpd_xgrow((void **)&l->thf, l->nthf, &l->cthf, sizeof *l->thf) < 0 ||
-          gpd_xgrow((void **)&l->thl, l->nthf, &l->cthl, sizeof *l->thl) < 0)
+      if (gpd_xtrace_grow((void **)&l->thf, l->nthf, &l->cthf, sizeof *l->thf) < 0 ||
+          gpd_xtrace_grow((void **)&l->thl, l->nthf, &l->cthl, sizeof *l->thl) < 0)
         return -ENOMEM;
       l->thf[l->nthf] = l->thl[l->nthf] = (gpd_xlaunch_t){0};
       l->nthf++;
@@ -157,7 +157,7 @@ static int keep_rows(gpd_xlayout_t *l) {
   if (d->seen == NULL && (d->seen = calloc(l->nth + 1, sizeof *d->seen)) == NULL)
     return -ENOMEM;
   for (size_t i = 0; i < pg->nla; i++) {
-    if (gpd_xgrow((void **)&d->la, d->nla, &d->cla, sizeof *d->la) < 0)
+    if (gpd_xtrace_grow((void **)&d->la, d->nla, &d->cla, sizeof *d->la) < 0)
       return -ENOMEM;
     d->la[d->nla++] = pg->la[i];
     long t = thread_ix(l, pg->la[i].profile, pg->la[i].tid);
@@ -165,14 +165,14 @@ static int keep_rows(gpd_xlayout_t *l) {
       d->seen[t] = pg->la[i].ts;
   }
   for (size_t i = 0; i < pg->ncs; i++) {
-    if (gpd_xgrow((void **)&d->cs, d->ncs, &d->ccs, sizeof *d->cs) < 0)
+    if (gpd_xtrace_grow((void **)&d->cs, d->ncs, &d->ccs, sizeof *d->cs) < 0)
       return -ENOMEM;
     d->cs[d->ncs++] = pg->cs[i];
   }
   for (size_t i = 0; i < pg->nev; i++) {
     if (pg->ev[i].op != GPD_OP_SYNC || l->ref[i] == NULL)
       continue;
-    if (gpd_xgrow((void **)&d->sy, d->nsy, &d->csy, sizeof *d->sy) < 0)
+    if (gpd_xtrace_grow((void **)&d->sy, d->nsy, &d->csy, sizeof *d->sy) < 0)
       return -ENOMEM;
     d->sy[d->nsy++] = (xsync_t){pg->ev[i], l->ref[i]->la};
   }
@@ -193,14 +193,14 @@ static int gap_ready(const gpd_xlayout_t *l, const gpd_xgap_t *g, int last) {
 }
 
 static int push_la(gpd_xtrace_t *m, const gpd_xlaunch_t *a) {
-  if (gpd_xgrow((void **)&m->la, m->nla, &m->capla, sizeof *m->la) < 0)
+  if (gpd_xtrace_grow((void **)&m->la, m->nla, &m->capla, sizeof *m->la) < 0)
     return -ENOMEM;
   m->la[m->nla++] = *a;
   return 0;
 }
 
 static int push_ev(gpd_xtrace_t *m, const gpd_xev_t *e) {
-  if (gpd_xgrow((void **)&m->ev, m->nev, &m->capev, sizeof *m->ev) < 0)
+  if (gpd_xtrace_grow((void **)&m->ev, m->nev, &m->capev, sizeof *m->ev) < 0)
     return -ENOMEM;
   m->ev[m->nev++] = *e;
   return 0;
@@ -227,7 +227,7 @@ static size_t ts_from(const void *v, size_t n, size_t sz, size_t off, uint64_t t
   return lo;
 }
 
-/* g's blame: gpd_xtrace_idle over the rows it reads (above) */
+/* g's blame: gpd_idle_xtrace over the rows it reads (above) */
 static int gap_blame(gpd_xlayout_t *l, gpd_xgap_t *g) {
   gpd_xidle_t *d = l->idle;
   gpd_xtrace_t m;
@@ -284,7 +284,7 @@ static int gap_blame(gpd_xlayout_t *l, gpd_xgap_t *g) {
     qsort(m.la, m.nla, sizeof *m.la, la_ts_cmp);
   for (size_t i = ts_from(d->cs, d->ncs, sizeof *d->cs, offsetof(gpd_xsample_t, ts), g->start); i < d->ncs && d->cs[i].ts < g->end && err == 0; i++)
     if (d->cs[i].profile == g->profile) {
-      if ((err = gpd_xgrow((void **)&m.cs, m.ncs, &m.capcs, sizeof *m.cs)) == 0)
+      if ((err = gpd_xtrace_grow((void **)&m.cs, m.ncs, &m.capcs, sizeof *m.cs)) == 0)
         m.cs[m.ncs++] = d->cs[i];
     }
   gpd_xgap_t *gaps = NULL;
@@ -292,7 +292,7 @@ static int gap_blame(gpd_xlayout_t *l, gpd_xgap_t *g) {
   size_t ng = 0, nbl = 0;
   double idle, span;
   if (err == 0)
-    err = gpd_xtrace_idle(&m, &gaps, &ng, &bl, &nbl, &idle, &span);
+    err = gpd_idle_xtrace(&m, &gaps, &ng, &bl, &nbl, &idle, &span);
   if (err == 0 && ng == 1) {
     g->node = gaps[0].node;
     g->ns = gaps[0].ns;
@@ -374,7 +374,7 @@ int gpd__xidle_begin(gpd_xlayout_t *l) {
       k++;
     if (k < l->ngq)
       continue;
-    if (gpd_xgrow((void **)&l->gq, l->ngq, &l->cgq, sizeof *l->gq) < 0)
+    if (gpd_xtrace_grow((void **)&l->gq, l->ngq, &l->cgq, sizeof *l->gq) < 0)
       return -ENOMEM;
     l->gq[l->ngq++] = (gpd_xgapq_t){.g = {.profile = b->profile, .start = b->cur}, .id = ++l->gqid};
   }

@@ -1,5 +1,5 @@
-/* trace-write-chrome.c - a trace (trace.h) as Chrome trace-event JSON
- * (the compact format), with the tracks of trace-write.c:
+/* xwrite-chrome.c - a trace (trace.h) as Chrome trace-event JSON
+ * (the compact format), with the tracks of xwrite.c:
  * {"traceEvents": [...], "stackFrames": {...}} with ph X / i / M events,
  * timestamps in us from the trace's first event, exact to the ns with no
  * trailing zeros.  A GPU operation is one X event named by its short
@@ -14,7 +14,7 @@
  * tid nor a pid of the trace), named by thread_name and placed after the
  * CPU threads by thread_sort_index.
  *
- * With launches (gpd_xtrace_write_chrome_launches), each launch of a
+ * With launches (gpd_xwrite_chrome_launches), each launch of a
  * device operation is also an X event of duration 0 named "launch" on its
  * CPU thread, and a flow goes from it to its GPU slice(s) by the
  * trace-event format's flow binding on the two slices ("bind_id" = the
@@ -36,8 +36,8 @@
 #include <string.h>
 
 #include "gpuprof/record.h"
-#include "trace-layout.h"
-#include "trace-write.h"
+#include "xlayout.h"
+#include "xwrite.h"
 
 typedef struct {
   FILE *f;
@@ -172,18 +172,18 @@ static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
   switch (it->kind) {
   case GPD_XIT_EV_B: {
     const gpd_xev_t *e = &x->ev[it->i];
-    int host = gpd__xtrace_host_op(e->op);
+    int host = gpd__xlayout_host_op(e->op);
     uint64_t tid = it->thread ? l->th[it->trk].key : w->stid[it->trk];
     long k = e->node ? gpd_tree_find(&tx->tree, e->node) : -1;
     size_t leaf;
     if (k >= 0 && tx->tree.nodes[k].kind == GPD_NODE_KERNEL) {
       leaf = (size_t)k + 1; /* the full name, under the launch's call site */
-      cw_head(w, "X", NULL, gpd__xwrite_short_name(&w->ctx, (size_t)k), gpd__xtrace_pid(tx, e->profile),
+      cw_head(w, "X", NULL, gpd__xwrite_short_name(&w->ctx, (size_t)k), gpd__xlayout_pid(tx, e->profile),
               tid, it->ts);
     } else {
       leaf = gpd__xwrite_cpu(&w->ctx, it->lnode ? it->lnode : e->node);
       cw_head(w, "X", host ? "host" : NULL, gpd__xwrite_ev_name(&w->ctx, e),
-              gpd__xtrace_pid(tx, e->profile), tid, it->ts);
+              gpd__xlayout_pid(tx, e->profile), tid, it->ts);
     }
     cw_us(w, "dur", e->end > e->start ? e->end - e->start : 0);
     if (cw_sf(w, leaf))
@@ -201,16 +201,16 @@ static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
   case GPD_XIT_LAUNCH: {
     /* the call path is the GPU slice's "sf", one flow away */
     const gpd_xlaunch_t *la = &x->la[it->i];
-    if (!w->launches || gpd__xtrace_host_op(la->op))
+    if (!w->launches || gpd__xlayout_host_op(la->op))
       break;
-    cw_head(w, "X", NULL, w->launch, gpd__xtrace_pid(tx, la->profile), la->tid, it->ts);
+    cw_head(w, "X", NULL, w->launch, gpd__xlayout_pid(tx, la->profile), la->tid, it->ts);
     fprintf(f, ",\"dur\":0,\"bind_id\":%ld,\"flow_out\":true}", it->la + 1);
     break;
   }
   case GPD_XIT_SAMPLE: {
     const gpd_xsample_t *s = &x->cs[it->i];
     size_t site = gpd__xwrite_cpu(&w->ctx, s->node);
-    cw_head(w, "i", "cpu", gpd__xwrite_intern(&w->ctx, "cpu sample"), gpd__xtrace_pid(tx, s->profile),
+    cw_head(w, "i", "cpu", gpd__xwrite_intern(&w->ctx, "cpu sample"), gpd__xlayout_pid(tx, s->profile),
             s->tid, it->ts);
     fputs(",\"s\":\"t\"", f);
     if (cw_sf(w, site))
@@ -221,12 +221,12 @@ static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
   case GPD_XIT_GAP_B: {
     const gpd_xgap_t *g = gpd__xlayout_gap(l, it);
     size_t site = gpd__xwrite_cpu(&w->ctx, g->node);
-    cw_head(w, "X", "idle", gpd__xwrite_intern(&w->ctx, "GPU idle"), gpd__xtrace_pid(tx, g->profile),
+    cw_head(w, "X", "idle", gpd__xwrite_intern(&w->ctx, "GPU idle"), gpd__xlayout_pid(tx, g->profile),
             cw_idle_tid(w, l, g->profile), it->ts);
     cw_us(w, "dur", g->end - g->start);
     if (cw_sf(w, site))
       fprintf(f, ",\"sf\":%zu", site);
-    fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}", gpd_xcpu_name(g->cpu));
+    fprintf(f, ",\"args\":{\"CPU was\":\"%s\"}}", gpd_idle_cpu_name(g->cpu));
     break;
   }
   default:
@@ -235,7 +235,7 @@ static int cw_draw(void *arg, gpd_xlayout_t *l, const gpd_xitem_t *it) {
   return w->err ? w->err : w->ctx.err;
 }
 
-int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches) {
+int gpd__xwrite_chrome_pages(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launches) {
   const gpd_xtrace_t *x = l->x;
   cw_t w = {.f = f, .t0 = l->t0, .launches = launches};
   int err = gpd__xwrite_init(&w.ctx, x);
@@ -260,12 +260,12 @@ int gpd__xwrite_chrome(FILE *f, gpd_xlayout_t *l, gpd_xpages_t *src, int launche
   for (size_t i = 0; i < l->nth; i++) {
     unsigned tid = (unsigned)l->th[i].key;
     snprintf(name, sizeof name, "CPU thread %u", tid);
-    cw_track(f, gpd__xtrace_pid(x, l->th[i].profile), tid, name, i);
+    cw_track(f, gpd__xlayout_pid(x, l->th[i].profile), tid, name, i);
   }
   for (size_t i = 0; i < l->nst; i++) {
     uint32_t dev = (uint32_t)(l->st[i].key >> 32), s = (uint32_t)l->st[i].key;
     snprintf(name, sizeof name, "GPU %u stream %u%s", dev, s, l->st[i].lane ? " (overlap)" : "");
-    cw_track(f, gpd__xtrace_pid(x, l->st[i].profile), w.stid[i], name, l->nth + i);
+    cw_track(f, gpd__xlayout_pid(x, l->st[i].profile), w.stid[i], name, l->nth + i);
   }
   err = gpd__xlayout_walk(l, src, cw_draw, &w, &w.f);
   if (err == 0)
@@ -286,10 +286,10 @@ static int cw_whole(FILE *f, const gpd_xtrace_t *x, int launches) {
   gpd_xpages_one_t one;
   int err = gpd__xlayout_whole(&l, &one, x);
   if (err == 0)
-    err = gpd__xwrite_chrome(f, &l, &one.src, launches);
+    err = gpd__xwrite_chrome_pages(f, &l, &one.src, launches);
   gpd__xlayout_free(&l);
   return err;
 }
 
-int gpd_xtrace_write_chrome(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 0); }
-int gpd_xtrace_write_chrome_launches(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 1); }
+int gpd_xwrite_chrome(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 0); }
+int gpd_xwrite_chrome_launches(FILE *f, const gpd_xtrace_t *x) { return cw_whole(f, x, 1); }
