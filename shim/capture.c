@@ -99,7 +99,7 @@ static int node_ensure(uint32_t id, uint32_t parent, uintptr_t ip, uint32_t epoc
   uint64_t base = 0;
   int ok;
   if (gpd_pyframes_is_key(ip)) {
-    ok = gpd_pyframes_node(&r, ip) == 0; /* a Python frame (python-frames.c) */
+    ok = gpd_pyframes_node(&r, ip) == 0; /* a Python frame (pyframes.c) */
   } else if (capture_is_label_key(ip)) {
     r.h.flags = GPD_NODE_F_LABEL; /* a labelled context (gpd_shim_label_node) */
     r.module = (uint32_t)ip;

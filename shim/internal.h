@@ -16,7 +16,7 @@
 #include "gpuprof/clock.h"
 #include "gpuprof/intern.h"
 #include "gpuprof/region.h"
-#include "python-frames.h"
+#include "pyframes.h"
 #include "shim.h"
 
 #define GPD_EXPORT __attribute__((visibility("default")))
@@ -432,7 +432,7 @@ typedef struct gpd_capture_memo_s {
     uint64_t key;                 /* hash(walk id, Python frames); 0 = empty */
     uint32_t node, gen, epoch, mgen;
   } pynode[GPD_CAPTURE_PYNODES];
-  gpd_pyframes_thread_t py; /* this thread's Python frames (python-frames.c) */
+  gpd_pyframes_thread_t py; /* this thread's Python frames (pyframes.c) */
   gpd_pyframes_thread_t spy; /* the same for CPU samples (their handler's own) */
   /* GPUPROF_SHIM_STATS=1 only (capture.c, capture_stat_frames): the last
    * capture's Python keys, outermost first */

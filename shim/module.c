@@ -221,7 +221,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   atomic_store_explicit(&nmodules, n + 1, memory_order_release);
   if (cls != GPD_MODCLS_USER)
     special_add(n);
-  gpd_pyframes_module(info, path); /* a framework's dispatch function (python-frames.h) */
+  gpd_pyframes_module(info, path); /* a framework's dispatch function (pyframes.h) */
   *changed = 1;
   return 0;
 }

@@ -1,4 +1,4 @@
-# tests/python.cmake - Python frames in call paths (shim/python-frames.c,
+# tests/python.cmake - Python frames in call paths (shim/pyframes.c,
 # docs/PYTHON.md).  python.walk: the frame walker on synthetic and garbage
 # memory (no interpreter).  python.frames-*: a script with known functions
 # and lines calls OpenCL through ctypes (PoCL); exact counts under each

@@ -1,4 +1,4 @@
-/* test-pywalk.c - the shim's Python frame walker (shim/python-frames.c)
+/* test-pywalk.c - the shim's Python frame walker (shim/pyframes.c)
  * against synthetic memory, no interpreter:
  *   lines   a hand-made location table (CPython 3.11+ format) gives the
  *           lines PyCode_Addr2Line gives;
@@ -22,7 +22,7 @@ int gpd_shim__py_addr2line(const uint8_t *tab, size_t len, int first, long addr)
 
 #include "check.h"
 
-/* Offsets as in python-frames.c's table (the walker's contract). */
+/* Offsets as in pyframes.c's table (the walker's contract). */
 typedef struct {
   unsigned hex, fr_code, fr_prev, fr_instr, fr_owner, fr_entry, cstack;
   unsigned co_first, co_file, co_qual, co_lt, co_firsttr, co_code, str_ascii;

@@ -1,5 +1,5 @@
-/* python-frames.h - CPython frames spliced into captured call paths
- * (python-frames.c, python-handoff.c; docs/PYTHON.md).
+/* pyframes.h - CPython frames spliced into captured call paths
+ * (pyframes.c, pyframes-handoff.c; docs/PYTHON.md).
  *
  * At a capture on a thread that runs Python, the interpreter's frames
  * (function, file, line) replace the native frames of
@@ -14,8 +14,8 @@
  * with a module address tag that would reach 0xffff only after 65 535
  * unloads; a call site is never below 2^16, the Python site index is).
  */
-#ifndef GPUPROF_SHIM_PYTHON_FRAMES_H
-#define GPUPROF_SHIM_PYTHON_FRAMES_H
+#ifndef GPUPROF_SHIM_PYFRAMES_H
+#define GPUPROF_SHIM_PYFRAMES_H
 
 #include <link.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* python-frames.c - the calling thread's CPython frames, read without the
- * GIL, spliced into the native call path (python-frames.h, docs/PYTHON.md).
+/* pyframes.c - the calling thread's CPython frames, read without the
+ * GIL, spliced into the native call path (pyframes.h, docs/PYTHON.md).
  *
  * Mechanism.  Every CPython thread state is reachable from its own thread
  * through the GIL-state TSS key (_PyRuntime's autoTSSkey:
@@ -36,7 +36,7 @@
  *
  * This file owns the layouts, finding the interpreter, checked reads,
  * lines, sites, the walk and the splice; work handed to a framework's
- * worker thread is python-handoff.c's; what both share, python-internal.h.
+ * worker thread is pyframes-handoff.c's; what both share, pyframes-internal.h.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -52,8 +52,8 @@
 #include "gpuprof/hash.h"
 #include "gpuprof/log.h"
 #include "internal.h"
-#include "python-frames.h"
-#include "python-internal.h"
+#include "pyframes.h"
+#include "pyframes-internal.h"
 
 /* ------------------------------------------------------------ layouts */
 
@@ -63,7 +63,7 @@
  * them against the headers installed on the machine.  A patch release
  * that moved autoTSSkey is caught at run time: the key is searched near
  * the recorded offset and checked (thread state -> interpreter).  The
- * type: python-internal.h. */
+ * type: pyframes-internal.h. */
 
 #define OWNER_GENERATOR 1
 
@@ -653,7 +653,7 @@ void gpd_pyframes_service(void) {
  * counts)? */
 static inline int in_eval(uintptr_t ret) { return ret - 1 >= py.eval_lo && ret - 1 < py.eval_hi; }
 
-/* gpd_pyframes_splice after a handoff (python-handoff.c): the native
+/* gpd_pyframes_splice after a handoff (pyframes-handoff.c): the native
  * path, the placeholder, the caller's frames (innermost first). */
 static int hand_splice(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n, int max, const uintptr_t **out) {
   int w = 0;

@@ -1,10 +1,10 @@
-/* python-handoff.c - work handed to a framework's worker thread
+/* pyframes-handoff.c - work handed to a framework's worker thread
  * (docs/PYTHON.md): the dispatch table (PyTorch's autograd engine, the
  * GPUPROF_TEST_HANDOFF test hook), finding each dispatch function in a
  * loaded library by its ELF dynamic symbol (gpd_pyframes_module), finding
  * the Python thread that waits for the work (gpd_pyframes_handoff) and
  * the splice of its frames below the worker's native path.  The walk,
- * sites and checked reads are python-frames.c's (python-internal.h).
+ * sites and checked reads are pyframes.c's (pyframes-internal.h).
  */
 #include <errno.h>
 #include <link.h>
@@ -14,8 +14,8 @@
 
 #include "gpuprof/log.h"
 #include "internal.h"
-#include "python-frames.h"
-#include "python-internal.h"
+#include "pyframes.h"
+#include "pyframes-internal.h"
 
 /* Work handed to a framework's worker thread (docs/PYTHON.md): a dispatch
  * function runs on the worker (its native frame is in every path of the

@@ -1,21 +1,21 @@
-/* python-internal.h - what python-frames.c (finding the interpreter,
- * lines, sites, the walk, splicing) and python-handoff.c (work handed to
+/* pyframes-internal.h - what pyframes.c (finding the interpreter,
+ * lines, sites, the walk, splicing) and pyframes-handoff.c (work handed to
  * a framework's worker thread) share: the frame layout table's type, the
  * process-wide interpreter state, the checked-read helpers (inline: the
  * walk calls them per frame) and the gpd__pyframes_* functions one file
  * calls in the other.  Only python-*.c include it. */
-#ifndef GPUPROF_SHIM_PYTHON_INTERNAL_H
-#define GPUPROF_SHIM_PYTHON_INTERNAL_H
+#ifndef GPUPROF_SHIM_PYFRAMES_INTERNAL_H
+#define GPUPROF_SHIM_PYFRAMES_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "python-frames.h"
+#include "pyframes.h"
 
 /* Byte offsets of the fields read, per CPython minor version (x86_64,
- * release builds); the table is in python-frames.c. */
+ * release builds); the table is in pyframes.c. */
 typedef struct pylayout_s {
   unsigned hex;                     /* PY_VERSION_HEX >> 16 */
   const char *name;
@@ -30,7 +30,7 @@ typedef struct pylayout_s {
   unsigned str_ascii, str_compact, str_utf8; /* sizeof PyASCIIObject, PyCompactUnicodeObject; utf8 */
 } pylayout_t;
 
-/* Process-wide state (python-frames.c): found once, read by every thread. */
+/* Process-wide state (pyframes.c): found once, read by every thread. */
 typedef struct gpd__pyframes_state_s {
   _Atomic int state;  /* 0 not looked, 1 on, -1 off for good, 2 symbols found, TSS not yet */
   const pylayout_t *L;
@@ -84,15 +84,15 @@ FOREIGN static inline uintptr_t co_names(uintptr_t co) {
 }
 
 /* Index of site (text, line), inserting it; -1 when full.  Async-signal-
- * safe when may_log is 0 (python-frames.c). */
+ * safe when may_log is 0 (pyframes.c). */
 long gpd__pyframes_site_get(const char *text, uint32_t len, uint32_t line, int may_log);
 
 /* Copy Python str o as UTF-8 into out (at most cap-1 bytes, NUL ended);
- * 0 or -1 (python-frames.c). */
+ * 0 or -1 (pyframes.c). */
 int gpd__pyframes_str_read(gpd_pyframes_thread_t *t, uintptr_t o, char *out, size_t cap);
 
 /* The walk from frame f (innermost) with the process's layout: keys into
- * t->key, returns their count (python-frames.c). */
+ * t->key, returns their count (pyframes.c). */
 int gpd__pyframes_walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log);
 
 #endif
