@@ -154,7 +154,7 @@ static const unsigned char SCAN_OK[R__N] = {
     [R_BINS_TOTAL] = 1,
 };
 
-const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan) {
+const char *const *gpd__store_retain_sql(size_t *n, const unsigned char **scan) {
   *n = R__N;
   if (scan)
     *scan = SCAN_OK;

@@ -31,7 +31,7 @@ void gpd_store_purge_close(gpd_store_purge_t *r);
 /** The statements, n of them; scan[i] says statement i reads a small
  *  table or a work list whole by design (the plan test allows its SCAN).
  *  For tests/store/test-retention.c. */
-const char *const *gpd__retain_sql(size_t *n, const unsigned char **scan);
+const char *const *gpd__store_retain_sql(size_t *n, const unsigned char **scan);
 
 /* --- removing one profile */
 /** Its row goes and it joins retain_drop (its profile_size row too). */

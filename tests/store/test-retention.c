@@ -180,7 +180,7 @@ static void test_plans(void **state) {
   fill(e, 1000, 1, 4, 64, 16, 4, 1000); /* plans of a file with rows */
   size_t n = 0;
   const unsigned char *scan_ok = NULL;
-  const char *const *sql = gpd__retain_sql(&n, &scan_ok);
+  const char *const *sql = gpd__store_retain_sql(&n, &scan_ok);
   assert_true(n > 40);
   char why[256];
   for (size_t i = 0; i < n; i++) {
