@@ -17,6 +17,15 @@ if(GPD_PYTHON3_LAYOUT)
     COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/prefixes
             ${CMAKE_BINARY_DIR} shim daemon cli analyzer store common)
   set_tests_properties(layout.prefixes PROPERTIES LABELS unit TIMEOUT 300)
+
+  # File names that match their prefixes (docs/ARCHITECTURE.md "Names"):
+  # each global gpd_<word>_ function of a product file has its file's
+  # name as <word>, or a convention prefix of its folder, or one of the
+  # (file, prefix) pairs scripts/prefixes allows.
+  add_test(NAME layout.fileprefixes
+    COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/prefixes --files
+            ${CMAKE_BINARY_DIR} shim daemon cli analyzer store common)
+  set_tests_properties(layout.fileprefixes PROPERTIES LABELS unit TIMEOUT 300)
 endif()
 
 # Issue 26's measured shape: no .c file over 800 lines in shim/, daemon/,
