@@ -56,6 +56,11 @@ endforeach()
 add_test(NAME trace.big COMMAND bash ${GPD_TR}/big.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(trace.big PROPERTIES LABELS integration TIMEOUT 240 SKIP_RETURN_CODE 77
   ENVIRONMENT "GPD_IT_LIMIT=200")
+# tests/trace/chrome-flows.py (the flow binding check of trace.big and
+# trace.offline) against small files: the writer's form accepted, each
+# form a reader would not take rejected with its message
+add_test(NAME trace.flowcheck COMMAND python3 ${GPD_TR}/chrome-flows-test.py)
+set_tests_properties(trace.flowcheck PROPERTIES LABELS unit TIMEOUT 60)
 # the Chrome-format trace in speedscope (headless Chromium): label browser
 # like export.browser (the normal build's pass only)
 add_test(NAME trace.browser COMMAND bash ${GPD_TR}/browser.sh ${CMAKE_BINARY_DIR})

@@ -11,7 +11,10 @@ starts a flow at the slice on top of its track's stack after the event
 is pushed (the event itself), one with "flow_in" ends the flow there; an
 id started twice, an end before its start and a direction missing are
 errors (Perfetto counts them as flow_duplicate_id, flow_end_without_start,
-flow_without_direction and drops the flow).  Timestamps are read as exact
+flow_without_direction and drops the flow), and so are an X event without
+a numeric "dur" (Perfetto drops it), without an integer "pid" or "tid"
+(chrome://tracing and speedscope key tracks by both) and a "bind_id" that
+is not a JSON integer.  Timestamps are read as exact
 decimals (us) and compared in ns.
 
 Checks: every launch (an X event named "launch") is a zero-length slice on
@@ -56,6 +59,13 @@ def main():
     xs = sorted((e for e in ev if e["ph"] == "X"), key=lambda e: ns(e["ts"]))  # stable
     stacks, started, flows = {}, {}, []
     for e in xs:
+        # Perfetto's importer drops an X event without "dur" (json_parser_failure);
+        # chrome://tracing and speedscope key a track by pid and tid (Perfetto
+        # would take a missing tid as the pid); a string bind_id is hex to
+        # Perfetto's older importer
+        assert isinstance(e.get("dur"), (int, decimal.Decimal)), ("an X event without a numeric dur", e)
+        assert isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int), ("an X event without pid or tid", e)
+        assert "bind_id" not in e or isinstance(e["bind_id"], int), ("a bind_id that is not a JSON integer", e)
         track = (e["pid"], e["tid"])
         t0, t1 = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
         st = stacks.setdefault(track, [])
