@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """chrome-flows-test.py: tests/trace/chrome-flows.py against small Chrome
 trace-event files, one launch and its GPU slice: the form
-cli/trace-write-chrome.c writes is accepted (1 flow), and each shortening
+cli/xwrite-chrome.c writes is accepted (1 flow), and each shortening
 or slip that a reader of the file would not take is rejected with its
 message: a launch without "dur" (Perfetto's importer drops an X event
 without one), without "tid" (chrome://tracing and speedscope key tracks
