@@ -65,7 +65,7 @@ n=$("$GPUPROF" advise --kernels 1 "$T/p/known.gpdb" | grep -c "^== ")
 "$GPUPROF" advise --kernel known_calls --top 1 "$T/p/known.gpdb" >"$T/k.txt" || fail "--kernel"
 grep -q "^== known_calls" "$T/k.txt" || fail "--kernel known_calls"
 [ "$(grep -c ' Apply ' "$T/k.txt")" = 1 ] || fail "--top 1"
-"$GPUPROF" advise --kernel nosuch "$T/p/known.gpdb" | grep -q "no PC samples of a matching kernel" || fail "no match"
+grep -q "no PC samples of a matching kernel" <<<"$("$GPUPROF" advise --kernel nosuch "$T/p/known.gpdb")" || fail "no match"
 "$GPUPROF" advise --top 0 "$T/p/known.gpdb" 2>/dev/null && fail "--top 0 accepted"
 "$GPUPROF" advise 2>/dev/null && fail "no file accepted"
 
@@ -80,7 +80,7 @@ grep -q "no advice: its GPU binary is missing or unreadable" "$T/g.txt" || fail 
 # a profile without samples
 setup
 sqlite3 "$T/p/known.gpdb" "delete from pcsample" || fail "sqlite3"
-"$GPUPROF" advise "$T/p/known.gpdb" | grep -q "no PC samples" || fail "empty profile"
+grep -q "no PC samples" <<<"$("$GPUPROF" advise "$T/p/known.gpdb")" || fail "empty profile"
 "$GPUPROF" advise --json "$T/p/known.gpdb" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["kernels"] == []' || fail "empty json"
 # the five defect kernels recorded on the H100 (tests/advisor/advise-defects.cu,
 # now the first pairs of advise-suite.cu; docs/ADVISOR.md): the real fix ranks first

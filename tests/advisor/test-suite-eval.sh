@@ -59,7 +59,7 @@ grep -q "runs within 5 % of 3:1 (CALL-3/CALL-1): 0 of 1; median 0.339" "$T/out" 
 grep -q "calls {'0x70': 24, '0xc0': 25, '0x170': 27})" "$T/out" || fail "call sites"
 # the stored advice (as the GPU machine wrote it): the same table
 for c in coalesce diverge unroll; do cp "$S/advised/$c.advise.json" "$S/"; done
-python3 "$EV" "$S" --split "$T/split.txt" | grep -q "^heldout   right fix first 1 of 2" || fail "stored advice"
+grep -q "^heldout   right fix first 1 of 2" <<<"$(python3 "$EV" "$S" --split "$T/split.txt")" || fail "stored advice"
 # bad input
 python3 "$EV" "$T/nope" >/dev/null 2>&1; [ $? = 2 ] || fail "missing folder"
 echo '{' >"$S/diverge.advise.json"

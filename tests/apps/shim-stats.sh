@@ -13,19 +13,19 @@ fail() { echo "shim-stats: $*" >&2; exit 1; }
 all=$(GPUPROF_SHIM_STATS=1 "$bin" 2>&1) || fail "test-capture failed under GPUPROF_SHIM_STATS=1: $all"
 echo "$all" | grep -Eq '^gpuprof-stats: capture \(whole\) +n=[1-9]' || fail "=1: no capture line: $all"
 echo "$all" | grep -Eq '^gpuprof-stats: unwind: replayed walk +n=[1-9]' || fail "=1: no replay line: $all"
-echo "$all" | grep -q 'outer phases only' && fail "=1 says outer"
+grep -q 'outer phases only' <<<"$all" && fail "=1 says outer"
 echo "$all" | grep -Eq '^gpuprof-stats: frames: native \(replayable walks\) +n=[1-9][0-9]* +total=[0-9]+ frames mean=([4-9]|[1-9][0-9])\.[0-9]+ frames$' ||
   fail "=1: no native frame count of 4 or more per replayed capture: $all"
 fl=$(GPUPROF_SHIM_STATS=floor TEST_CAPTURE_FLOOR=1 "$bin" 2>&1) || fail "=floor: two call sites got two nodes: $fl"
-echo "$fl" | grep -q '^gpuprof-stats: clock read .* (outer phases only; floor: call paths NOT captured' ||
+grep -q '^gpuprof-stats: clock read .* (outer phases only; floor: call paths NOT captured' <<<"$fl" ||
   fail "=floor: no floor clock line: $fl"
 echo "$fl" | grep -Eq '^gpuprof-stats: (capture|unwind|python|push|frames)' && fail "=floor timed an inner phase: $fl"
 TEST_CAPTURE_FLOOR=1 "$bin" >/dev/null 2>&1
 rc=$?
 [ $rc = 3 ] || fail "without =floor the two call sites must get two nodes (exit 3), got exit $rc"
 outer=$(GPUPROF_SHIM_STATS=outer "$bin" 2>&1) || fail "test-capture failed under =outer: $outer"
-echo "$outer" | grep -q '^gpuprof-stats: clock read .* (outer phases only)$' || fail "=outer: no clock line: $outer"
+grep -q '^gpuprof-stats: clock read .* (outer phases only)$' <<<"$outer" || fail "=outer: no clock line: $outer"
 echo "$outer" | grep -Eq '^gpuprof-stats: (capture|unwind|python|push)' && fail "=outer timed an inner phase: $outer"
 off=$(GPUPROF_SHIM_STATS=0 "$bin" 2>&1) || fail "test-capture failed under =0"
-echo "$off" | grep -q '^gpuprof-stats' && fail "=0 printed counters: $off"
+grep -q '^gpuprof-stats' <<<"$off" && fail "=0 printed counters: $off"
 echo "shim-stats: ok"

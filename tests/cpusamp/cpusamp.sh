@@ -67,7 +67,7 @@ ratio|signals|off|takeover)
     { cat "$T/rec.err"; die "record failed"; }
   cat "$T/rec.err"
   echo "$out"
-  echo "$out" | grep -qxF "$bare" || die "program output changed under the shim: '$out' vs '$bare'"
+  grep -qxF "$bare" <<<"$out" || die "program output changed under the shim: '$out' vs '$bare'"
   cpu=$(echo "$out" | sed -n 's/^cpu_ns=//p')
   main_cpu=$(echo "$out" | sed -n 's/^main_cpu_ns=//p')
   if [ "$MODE" = off ]; then

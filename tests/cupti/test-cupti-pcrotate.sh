@@ -72,7 +72,7 @@ rotated() {
 }
 wait_for "$WAIT" "A and B rotate, C skipped" rotated
 c=$(rot "$C")
-echo "$c" | grep -qE 'busy=busy: held by another tool \(CUPTI_ERROR_HARDWARE_BUSY\)' || die "C skipped but not busy: $c"
+grep -qE 'busy=busy: held by another tool \(CUPTI_ERROR_HARDWARE_BUSY\)' <<<"$c" || die "C skipped but not busy: $c"
 
 # 3: what ps, policy --pid and tree say
 "$GPUPROF" --socket "$S" ps >"$T/ps"

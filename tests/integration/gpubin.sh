@@ -19,8 +19,8 @@ for f in big small; do
 done
 rows=$($GPDQ "$T/prof/g.gpdb" sql "select kind, size, path from gpubin order by size")
 echo "gpubin rows: $rows"
-echo "$rows" | grep -q '"cubin", 4096, "gpubins/' || die "small binary row missing"
-echo "$rows" | grep -q "\"cubin\", $(( (5<<20)/2 + 123 )), \"gpubins/" || die "big binary row missing"
+grep -q '"cubin", 4096, "gpubins/' <<<"$rows" || die "small binary row missing"
+grep -q "\"cubin\", $(( (5<<20)/2 + 123 )), \"gpubins/" <<<"$rows" || die "big binary row missing"
 "$GPUPROF" report "$T/prof/g.gpdb" > "$T/report.txt"
 grep -qi "gpubins/" "$T/report.txt" || { cat "$T/report.txt"; die "report does not list the GPU binaries"; }
 # a second profile beside the first, loading the same binaries: nothing is

@@ -111,7 +111,7 @@ app() {
 }
 
 have_opencl() {
-  clinfo -l 2>/dev/null | grep -q "Device" || { echo "SKIP: no OpenCL platform"; exit 77; }
+  grep -q "Device" <<<"$(clinfo -l 2>/dev/null)" || { echo "SKIP: no OpenCL platform"; exit 77; }
 }
 
 # start_daemon SOCK DB [args...]: gpuprofd in the background; waits until

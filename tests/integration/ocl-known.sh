@@ -7,7 +7,7 @@ APP=$(app ocl-known)
 bare=$("$APP")
 out=$("$GPUPROF" record -o "$T/k.gpdb" -- "$APP" 2>"$T/rec.err") || { cat "$T/rec.err"; die "record failed"; }
 cat "$T/rec.err"
-echo "$out" | grep -qF "$bare" || die "program output changed under the shim: '$out' vs '$bare'"
+grep -qF "$bare" <<<"$out" || die "program output changed under the shim: '$out' vs '$bare'"
 $GPDQ "$T/k.gpdb" processes 1
 $GPDQ "$T/k.gpdb" kernel-count axpy 15
 $GPDQ "$T/k.gpdb" kernel-count scale 10

@@ -38,7 +38,7 @@ known)
   echo "$out"
   [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
   want="nvtx: kept=39 deep=8 unbalanced=1 end_unknown=1 starts_full=0 labels_full=0 nosite=0 same_string=1"
-  echo "$out" | grep -qxF "$want" || die "NVTX counters: want '$want'"
+  grep -qxF "$want" <<<"$out" || die "NVTX counters: want '$want'"
   $CHECK "$T/n.gpdb"
   $GPDQ "$T/n.gpdb" kernel-count tick 32
   $GPDQ "$T/n.gpdb" drops 0
@@ -52,7 +52,7 @@ off)
     { cat "$T/rec.err"; die "record failed"; }
   echo "$out"
   [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
-  echo "$out" | grep -q "^nvtx: kept=0 " || die "ranges kept with GPUPROF_NVTX=0"
+  grep -q "^nvtx: kept=0 " <<<"$out" || die "ranges kept with GPUPROF_NVTX=0"
   $CHECK "$T/o.gpdb" off
   $GPDQ "$T/o.gpdb" kernel-count tick 32
   ;;
@@ -64,7 +64,7 @@ other)
   [ "$(echo "$out" | head -1)" = "$bare" ] || die "program output changed under the shim"
   grep -q "NVTX_INJECTION64_PATH=$T/libother-tool.so is another tool's" "$T/rec.err" ||
     die "the shim did not say it leaves another tool's injection"
-  echo "$out" | grep -q "^nvtx: kept=0 " || die "ranges kept while another tool is the injection"
+  grep -q "^nvtx: kept=0 " <<<"$out" || die "ranges kept while another tool is the injection"
   $CHECK "$T/t.gpdb" off
   ;;
 py)

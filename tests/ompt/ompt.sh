@@ -52,8 +52,8 @@ known)
   host=$(OMP_TOOL_VERBOSE_INIT=stdout "$GPUPROF" record -o "$T/h.gpdb" -- "$BUILD/tests/ompt/omp-host" 2>"$T/rec.err") ||
     { cat "$T/rec.err"; die "record of omp-host failed"; }
   echo "$host"
-  echo "$host" | grep -qx "sum 499500" || die "omp-host's output changed"
-  echo "$host" | grep -q "Search for OMP tool in current address space... Failed" ||
+  grep -qx "sum 499500" <<<"$host" || die "omp-host's output changed"
+  grep -q "Search for OMP tool in current address space... Failed" <<<"$host" ||
     die "the shim registered a tool with a host-only OpenMP program"
   ;;
 chain)
@@ -64,7 +64,7 @@ chain)
   out=$("$GPUPROF" record -o "$T/c.gpdb" -- "$APP" $LOOP 2>"$T/rec.err") || { cat "$T/rec.err"; die "record failed"; }
   cat "$T/rec.err"
   echo "$out"
-  echo "$out" | grep -qxF "$own" || die "the chained tool saw other counts: $(echo "$out" | grep '^tool:') vs '$own'"
+  grep -qxF "$own" <<<"$out" || die "the chained tool saw other counts: $(echo "$out" | grep '^tool:') vs '$own'"
   $CHECK "$T/c.gpdb" $LOOP "$L1" "$L2"
   off=$(GPUPROF_DISABLE=1 LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM "$APP" $LOOP | grep '^tool:') || die "no tool output with the shim disabled"
   [ "$off" = "$own" ] || die "with the shim disabled the tool saw '$off', alone '$own'"
@@ -75,7 +75,7 @@ vendor)
   cat "$T/rec.err"
   echo "$out"
   # kernels: LOOP + 1; host-to-device transfers: 1 + LOOP + 2 (enter data, update to)
-  echo "$out" | grep -qx "vendor: claimed=$((2 * LOOP + 4)) missed=0" || die "the vendor did not claim every operation"
+  grep -qx "vendor: claimed=$((2 * LOOP + 4)) missed=0" <<<"$out" || die "the vendor did not claim every operation"
   $CHECK "$T/v.gpdb" $LOOP "$L1" "$L2" vendor
   ;;
 *) die "unknown mode $MODE" ;;

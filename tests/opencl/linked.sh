@@ -10,7 +10,7 @@ source "$OCLT/../integration/lib.sh" "$1"
 source "$OCLT/common.sh"
 have_opencl
 APP=$(app ocl-known)
-readelf -d "$APP" | grep -q 'NEEDED.*libOpenCL' || die "ocl-known should link libOpenCL"
+grep -q 'NEEDED.*libOpenCL' <<<"$(readelf -d "$APP")" || die "ocl-known should link libOpenCL"
 bare=$("$APP") || die "bare run failed"
 
 GPUPROF_LOG=info "$GPUPROF" record -o "$T/layer.gpdb" -- "$APP" > "$T/out1.txt" 2> "$T/err1.txt" \

@@ -42,7 +42,7 @@ f1=$($GPDQ "$T/d.gpdb" sql "select function from frame where uid=$U1")
 echo "stored: uid $U1 $l1 $f1; uid $U2 $l2"
 [ "$l1" = '[["honest_target_function"]]' ] || die "gpdtest1's stored label is $l1"
 [ "$l2" = '[["crafty_target_function"]]' ] || die "gpdtest2's stored label is $l2"
-echo "$f1" | grep -q crafty && die "gpdtest1's frames hold the forged name"
+grep -q crafty <<<"$f1" && die "gpdtest1's frames hold the forged name"
 # live: root sees both users merged, each node labelled by its owner
 "$GPUPROF" --socket "$S" tree > "$T/root.txt" || die "tree as root"
 grep -q honest_target_function "$T/root.txt" || { cat "$T/root.txt"; die "root's live tree lost gpdtest1's label"; }

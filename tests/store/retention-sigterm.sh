@@ -25,7 +25,7 @@ t_stop=${EPOCHREALTIME//[.,]/}
 # machine (measured 6.5 s: leak check at exit): there the exit is only
 # waited for; the pass's stop is asserted in every build.
 sanitized=0
-ldd "$GPUPROFD" | grep -q 'lib[at]san' && sanitized=1
+grep -q 'lib[at]san' <<<"$(ldd "$GPUPROFD")" && sanitized=1
 wait_exit "$DAEMON_PID" "gpuprofd after SIGTERM in a retention pass" $((sanitized ? 60 : 5))
 t1=${EPOCHREALTIME//[.,]/}
 DAEMON_PID=
