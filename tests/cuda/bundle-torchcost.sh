@@ -32,7 +32,7 @@ if [ -n "${OLD_SHIM:-}" ]; then
   cp -a "$out/lib" "$out/old/lib"
   cp "$OLD_SHIM" "$out/old/lib/libgpuprof.so"
 fi
-cp "$root"/bench/bench-torchloop.py "$root"/bench/cuda/policy.sh "$out/"
+cp "$root"/bench/bench-torchloop.py "$root"/bench/cuda/policy.sh "$root"/bench/cuda/step-phase.py "$root"/tests/cuda/gpu-subsets.sh "$out/"
 cp "$root"/tests/cuda/gpu-torchcost.sh "$root"/tests/cuda/torch-turns.py "$root"/tests/cuda/torch_train.py "$root"/tests/cuda/gpt2_train.py "$root"/tests/cuda/torch_kineto.py \
   "$root"/tests/cuda/check-duty.py "$root"/tests/devices/gpu-wait.sh "$out/"
 cat >"$out/env.sh" <<'ENV'
