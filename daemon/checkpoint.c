@@ -86,6 +86,63 @@ static void close_later(gpd_proc_t *p, gpd_region_t *closing, uint32_t *n) {
  * (HOLD_*): the longest hold of each is kept for the stop line and
  * gpd_checkpoint_lock_max_ns. */
 enum { HOLD_SNAP, HOLD_CHUNK, HOLD_COMMIT };
+
+/* What gpd_snapshot_alloc sizes for s: its modules, strings, contexts,
+ * locals and dirty metrics.  A snapshot of no more than the hold's budget
+ * is allocated and copied in that hold: a process that ended after a few
+ * kernels costs the writer no extra wait for the lock. */
+static uint64_t snap_items(const gpd_snapshot_t *s) {
+  return (uint64_t)(s->mod_to - s->mod_from) + (s->str_to - s->str_from) + (s->node_to - s->node_from) +
+         (s->loc_to - s->loc_from) + s->ndirty;
+}
+
+/* The order of a flush's turns: by uid; in a uid ended processes first
+ * (they hold regions), then the least recently written. */
+static int turn_cmp(const void *a, const void *b) {
+  const gpd_proc_t *p = *(gpd_proc_t *const *)a, *q = *(gpd_proc_t *const *)b;
+  if (p->uid != q->uid)
+    return p->uid < q->uid ? -1 : 1;
+  int pr = p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING;
+  int qr = q->state == GPD_PROC_RUNNING || q->state == GPD_PROC_ENDING;
+  if (pr != qr)
+    return pr - qr;
+  return p->flush_seq < q->flush_seq ? -1 : p->flush_seq > q->flush_seq;
+}
+
+/* Of the n processes in c (lock held), keep at most
+ * GPD_CHECKPOINT_PROCS_PER_UID per uid, packed at the front in turn
+ * order, each marked with seq; *more says whether any was left.  The
+ * count kept. */
+static uint32_t take_turns(gpd_proc_t **c, uint32_t n, uint64_t seq, int *more) {
+  *more = 0;
+  qsort(c, n, sizeof *c, turn_cmp);
+  uint32_t k = 0, run = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    run = i && c[i]->uid == c[i - 1]->uid ? run + 1 : 0;
+    if (run >= GPD_CHECKPOINT_PROCS_PER_UID) {
+      *more = 1;
+      continue;
+    }
+    c[i]->flush_seq = seq;
+    c[k++] = c[i];
+  }
+  return k;
+}
+
+/* A flush's phases, in order (their ends: slow_line). */
+enum { PH_SNAP, PH_BEGIN, PH_ROWS, PH_COMMIT, PH_RELEASE, PH_REGIONS, PH_JOURNAL, PH__N };
+
+/* One line for a flush that took GPD_CHECKPOINT_SLOW_NS or more: where
+ * its time went, per phase in ms (t0 its start, ph the phases' ends). */
+static void slow_line(uint64_t t0, const uint64_t ph[PH__N], uint32_t n, uint32_t nclosed) {
+  double ms[PH__N];
+  for (int k = 0; k < PH__N; k++)
+    ms[k] = (double)(ph[k] - (k ? ph[k - 1] : t0)) / 1e6;
+  GPD_INFO("store: slow flush, %.0f ms for %u processes (%u ended): snapshot %.0f, symbols and BEGIN "
+           "%.0f, rows %.0f, COMMIT %.0f, release under the lock %.0f, regions unmapped %.0f, "
+           "journal segments deleted %.0f ms", (double)(ph[PH_JOURNAL] - t0) / 1e6, n, nclosed, ms[PH_SNAP],
+           ms[PH_BEGIN], ms[PH_ROWS], ms[PH_COMMIT], ms[PH_RELEASE], ms[PH_REGIONS], ms[PH_JOURNAL]);
+}
 static void lock_release(gpd_daemon_t *d, gpd_dstore_t *s, uint64_t t_held, int what) {
   pthread_mutex_unlock(&d->lock);
   uint64_t dt = gpd_clock_ns() - t_held;
@@ -204,13 +261,25 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
   gpd_registry_lock(d);
   uint64_t t_held = gpd_clock_ns();
   int part = HOLD_SNAP;
-  if (d->nprocs)
+  gpd_proc_t **pins = NULL; /* snaps[i].proc, pinned (snap_pinned) until the end */
+  if (d->nprocs) {
     snaps = calloc(d->nprocs, sizeof *snaps);
+    pins = calloc(d->nprocs, sizeof *pins);
+    if (pins == NULL) {
+      free(snaps);
+      snaps = NULL;
+    }
+  }
   for (gpd_proc_t *p = d->procs; p && snaps && n < d->nprocs; p = p->next) {
     if ((p->state == GPD_PROC_EXITED || p->state == GPD_PROC_LOST) && p->flushed)
       continue; /* written already, or restored from the store unchanged */
-    snaps[n].proc = p;
-    snaps[n++].id = p->profile_id;
+    pins[n++] = p;
+  }
+  n = take_turns(pins, n, s->flushes + 1, &s->flush_more);
+  for (uint32_t i = 0; i < n; i++) {
+    pins[i]->snap_pinned = 1;
+    snaps[i].proc = pins[i];
+    snaps[i].id = pins[i]->profile_id;
   }
   /* keep a reserved block of profile ids ahead of the registry */
   uint64_t id_hw = 0;
@@ -227,10 +296,8 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
    * and a process is frozen only during its own copy. */
   for (uint32_t i = 0, budget = chunk; i < n;) {
     gpd_snapshot_t *sp = &snaps[i];
-    gpd_proc_t *p = d->procs;
-    while (p && p != sp->proc)
-      p = p->next;
-    if (p == NULL || p->profile_id != sp->id) { /* gone meanwhile: nothing to write */
+    gpd_proc_t *p = pins[i]; /* pinned: still in the list */
+    if (p->profile_id != sp->id) { /* another profile meanwhile: nothing to write */
       memset(sp, 0, sizeof *sp);
       sp->incomplete = 1;
       i++;
@@ -239,7 +306,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
     if (!sp->frozen && sp->proc && !sp->taken) {
       gpd_snapshot_take(d, p, sp);
       sp->taken = 1;
-      if (sp->frozen && chunk != UINT32_MAX) {
+      if (sp->frozen && chunk != UINT32_MAX && (snap_items(sp) > budget || frozen_delay_ms)) {
         /* its arrays (megabytes for 100 000 contexts) are allocated
          * without the lock: the process is frozen, the sizes fixed */
         lock_release(d, s, t_held, part);
@@ -270,6 +337,8 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
     }
   }
   lock_release(d, s, t_held, part);
+  uint64_t ph[PH__N] = {0}; /* the phases' ends (ns), for a slow flush's line */
+  ph[PH_SNAP] = gpd_clock_ns();
   if (n == 0 && gbrows == NULL && id_hw == 0 && !gpd_symbolizer_pending(d->symbolizer))
     goto out;
   /* Symbols the symbolizer thread has already: a call site it has not
@@ -308,6 +377,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
   t_begin = gpd_clock_ns() - t_begin;
   if (t_begin > s->wr_begin_max_ns)
     s->wr_begin_max_ns = t_begin;
+  ph[PH_BEGIN] = gpd_clock_ns();
   for (uint32_t i = 0; i < n && err == 0; i++)
     if (!snaps[i].incomplete)
       err = write_proc(s, w, &snaps[i]);
@@ -317,8 +387,10 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
     err = gpd_store_write_gpubins(w, gbrows);
   if (err == 0 && id_hw)
     err = gpd_store_meta_reserve(s->wdb, id_hw);
+  ph[PH_ROWS] = gpd_clock_ns();
   if (err == 0)
     err = gpd_store_db_commit(s->wdb);
+  ph[PH_COMMIT] = gpd_clock_ns();
   if (err < 0) {
     snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->wdb));
     gpd_store_db_quiet(1); /* SQLite may have rolled back already */
@@ -363,9 +435,8 @@ fin:
     gpd__gpubin_committed(s, gbrows);
   pthread_mutex_unlock(&d->reg_lock);
   for (uint32_t i = 0; i < n; i++) {
-    gpd_proc_t *p = NULL;
-    for (p = d->procs; p && p != snaps[i].proc; p = p->next)
-      ;
+    gpd_proc_t *p = snaps[i].proc;
+    pins[i]->snap_pinned = 0;
     if (p == NULL)
       continue;
     if (err < 0 || snaps[i].incomplete) {
@@ -412,18 +483,23 @@ fin:
   }
   s->flushes++;
   lock_release(d, s, t_held, HOLD_COMMIT);
+  ph[PH_RELEASE] = gpd_clock_ns();
   for (uint32_t i = 0; i < nclosing; i++)
     gpd_region_close(&closing[i]);
   free(closing);
+  ph[PH_REGIONS] = gpd_clock_ns();
   for (uint32_t i = 0; i < n; i++)
     if (snaps[i].jdone)
       gpd_journal_unlink(d, snaps[i].id, snaps[i].jcut.lo, snaps[i].jcut.seg);
+  ph[PH_JOURNAL] = gpd_clock_ns();
   if (err == 0) {
     uint64_t dt = gpd_clock_ns() - t_snap;
     s->wr_n++;
     s->wr_ns += dt;
     s->wr_max_ns = dt > s->wr_max_ns ? dt : s->wr_max_ns;
     s->wr_slow += dt > 50000000ull;
+    if (dt >= GPD_CHECKPOINT_SLOW_NS)
+      slow_line(t_snap, ph, n, nclosing);
   }
 out:;
   size_t copied = 0;
@@ -432,6 +508,7 @@ out:;
     gpd_snapshot_free(&snaps[i]);
   }
   free(snaps);
+  free(pins);
   /* A large snapshot (sizes: docs/STORE.md) leaves as much free memory
    * in this thread's malloc arena, which glibc keeps resident: hand it
    * back to the kernel. */
@@ -481,6 +558,12 @@ static void *writer_main(void *arg) {
     int ferr = gpd_checkpoint_flush(d);
     if (d->store)
       d->store->flush_last_ns = gpd_clock_ns() - t_fl;
+    /* processes left for the next turn: at once, after retention's share */
+    for (int k = 0; stop && d->store && d->store->flush_more && k < 10000; k++)
+      if (gpd_checkpoint_flush(d) < 0) /* stopping: every turn now */
+        break;
+    if (d->store && d->store->flush_more)
+      __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
     if (ferr == 0)
       gpd_retention_run(d, gpd_checkpoint_flush);
     if (gpd_journal_sweep_due(d, 60000000000ull))

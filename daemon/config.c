@@ -93,6 +93,8 @@ static const conf_key_t config_keys[] = {
      "most concurrent socket clients (shims + CLIs)"},
     {"daemon", "max_clients_per_uid", CT_UINT, 1, 1u << 20, 0, "1024", F(max_clients_per_uid), 0,
      "most concurrent connections of one non-root uid"},
+    {"daemon", "max_procs_per_uid", CT_UINT, 1, 1u << 20, 0, "1024", F(max_procs_per_uid), 0,
+     "most processes of one non-root uid held at once: running, or ended with the profile not stored yet"},
     {"daemon", "clients_reserve", CT_UINT, 0, 1u << 20, 0, "64", F(clients_reserve), 0,
      "last max_clients slots kept for root and light uids"},
     {"daemon", "clients_reserve_per_uid", CT_UINT, 1, 1u << 20, 0, "4",

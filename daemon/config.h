@@ -73,6 +73,7 @@ typedef struct gpd_config_s {
   /* Connection limits (client.c, server.c; docs/SERVICE.md "Connection
    * limits").  Not live: a reload does not change them. */
   uint32_t max_clients_per_uid;     /* [daemon] max_clients_per_uid = 1024 (root exempt) */
+  uint32_t max_procs_per_uid;       /* [daemon] max_procs_per_uid = 1024 (root exempt): regions held */
   uint32_t clients_reserve;         /* [daemon] clients_reserve = 64 */
   uint32_t clients_reserve_per_uid; /* [daemon] clients_reserve_per_uid = 4 */
   uint32_t idle_timeout_ms;         /* [daemon] idle_timeout_ms = 10000 */

@@ -63,6 +63,7 @@ struct gpd_dstore_s {
    * the longest wait for the file in BEGIN IMMEDIATE and the longest
    * symbolization before it (a large library's first lookup: seconds) */
   uint64_t wr_n, wr_ns, wr_max_ns, wr_slow, wr_begin_max_ns, wr_sym_max_ns;
+  int flush_more; /* the last flush left processes for the next (GPD_CHECKPOINT_PROCS_PER_UID) */
   uint64_t lock_max_ns[3]; /* the writer's longest hold of d->lock: its snapshot's first hold,
                               a chunk, after the commit (atomic: read by others) */
   uint32_t snap_chunk;  /* items copied per hold of d->lock after the snapshot's
@@ -79,6 +80,12 @@ struct gpd_dstore_s {
  * copies per hold of d->lock after a process's snapshot (docs/PERFORMANCE.md,
  * "Writer snapshot": 2 048 held it up to ~10 ms on a busy 2-core VM) */
 #define GPD_CHECKPOINT_SNAP_CHUNK 256u
+/** Processes of one uid one flush writes at most: ended ones first, then
+ *  the least recently written (checkpoint.c), so that no uid's number of
+ *  processes lengthens the wait for every other uid's commit. */
+#define GPD_CHECKPOINT_PROCS_PER_UID 64u
+/** A flush this long or longer logs where its time went (checkpoint.c). */
+#define GPD_CHECKPOINT_SLOW_NS 1000000000ull
 
 /* ids reserved per meta write; the writer tops up at half */
 #define GPD_DSTORE_ID_BLOCK 1024u

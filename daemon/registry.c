@@ -122,7 +122,7 @@ void gpd_registry_trim(gpd_daemon_t *d, unsigned keep) {
   unsigned seen = 0;
   for (gpd_proc_t **pp = &d->procs; *pp;) {
     gpd_proc_t *p = *pp;
-    if (p->state == GPD_PROC_EXITED && p->flushed && ++seen > keep) {
+    if (p->state == GPD_PROC_EXITED && p->flushed && !p->snap_pinned && ++seen > keep) {
       *pp = p->next;
       d->nprocs--;
       gpd_registry_free_proc(p);
@@ -217,6 +217,38 @@ static void registry_verify_job(gpd_proc_t *p) {
   p->job_verified = 1;
 }
 
+/* 1 when profile id is this peer's process with its region mapped here
+ * (lock taken here). */
+static int held_by(gpd_daemon_t *d, const gpd_peer_t *peer, uint64_t id) {
+  gpd_registry_lock(d);
+  gpd_proc_t *q = gpd_registry_find(d, id);
+  int yes = q && q->has_region && q->uid == peer->uid && q->pid == peer->pid;
+  pthread_mutex_unlock(&d->lock);
+  return yes;
+}
+
+/* Whether uid may hold one more region (lock taken here): a non-root uid
+ * holds at most max_procs_per_uid, counting processes that ended and
+ * whose profile the writer has not stored yet (their regions stay mapped
+ * until then).  0, or -EUSERS with the reason in errmsg. */
+static int uid_room(gpd_daemon_t *d, uid_t uid, char *errmsg, size_t errlen) {
+  if (uid == 0)
+    return 0;
+  unsigned held = 0, ended = 0;
+  gpd_registry_lock(d);
+  for (gpd_proc_t *q = d->procs; q; q = q->next)
+    if (q->uid == uid && q->has_region) {
+      held++;
+      ended += q->state == GPD_PROC_EXITED;
+    }
+  pthread_mutex_unlock(&d->lock);
+  if (held < d->cfg.max_procs_per_uid)
+    return 0;
+  snprintf(errmsg, errlen, "uid %u holds %u processes, %u of them ended and not stored yet (max_procs_per_uid)",
+           (unsigned)uid, held, ended);
+  return -EUSERS;
+}
+
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__Hello *h, int fd,
                        uint64_t *profile_id, int *reply_fd, char *errmsg, size_t errlen) {
   const gpd_peer_t *peer = gpd_client_peer(c);
@@ -234,6 +266,11 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
     err = GPD_EPROTO;
     goto fail;
   }
+  /* a reconnecting process (hand-back to this daemon) keeps its region:
+   * only a Hello that maps a new one is counted */
+  if (!(h->handback && h->profile_id != 0 && held_by(d, peer, h->profile_id)) &&
+      (err = uid_room(d, peer->uid, errmsg, errlen)) < 0)
+    goto fail;
   p = calloc(1, sizeof *p);
   if (p == NULL) {
     err = -ENOMEM;
@@ -284,7 +321,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
      * process evidently lives on) stands in for this process until it
      * hands back: take its place. */
     if (old && !old->client && (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED) &&
-        !old->snap_frozen) { /* the writer is reading a frozen one: a profile of its own */
+        !old->snap_pinned) { /* the writer is writing it: a profile of its own */
       for (gpd_proc_t **pp = &d->procs; *pp; pp = &(*pp)->next)
         if (*pp == old) {
           *pp = old->next;

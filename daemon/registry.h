@@ -51,6 +51,9 @@ typedef struct gpd_proc_s {
   int snap_frozen;      /* the writer is copying its profile in chunks (checkpoint.c):
                          * until then the monitor journals its rings without
                          * applying them (journal-hold.c; lock) */
+  int snap_pinned;      /* in the writer's flush now (checkpoint.c): neither
+                         * unlinked nor freed until that flush ends, so the
+                         * writer reaches it without searching the list (lock) */
   char error[256];
   int store_error;      /* error holds the store's "not stored yet" text */
   gpd_profile_t prof;
@@ -58,6 +61,7 @@ typedef struct gpd_proc_s {
   uint64_t drops;       /* ring-full + no-ring drops (shim counters) */
   int meta_dirty;       /* profile row needs an upsert */
   int flushed;          /* EXITED and written by the writer */
+  uint64_t flush_seq;   /* the writer's flush that last took it (checkpoint.c's per-uid turn) */
   uint32_t ends;        /* times the monitor finished it (finish_proc): a
                          * hand-back revives an EXITED entry, which may end
                          * again while the writer commits a snapshot of the

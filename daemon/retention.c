@@ -37,9 +37,9 @@
  * uid's unmatched invocations (the pending rows) are bounded by its share
  * (journal.h), its uploads by its share (gpubin.c).
  *
- * Pace: while the store is over its limit, the pass works at least as long
- * as the writer's last flush took before it runs the next (rt_check), and
- * running profiles are sized every second.
+ * Pace: while the store is over its limit, the pass works as long as the
+ * writer's last flush took, at most flush_interval_ms, before it runs the
+ * next (rt_check), and running profiles are sized every second.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -167,11 +167,14 @@ static int rt_check(rt_t *r) {
   uint32_t ms = __atomic_load_n(&d->cfg.flush_ms, __ATOMIC_RELAXED);
   uint64_t since = now - r->t_flush;
   ms = ms ? ms : 1000;
-  /* The store over its limit: retention works at least as long as the
-   * last flush took before the next one runs (half of the writer's time
-   * at least, whatever asks for flushes: a slow flush no longer leaves
-   * the pass one short transaction per flush while the store grows). */
-  if (r->urgent && since < r->s->flush_last_ns)
+  /* The store over its limit: retention works as long as the last flush
+   * took before the next one runs (half of the writer's time, whatever
+   * asks for flushes: a slow flush does not leave the pass one short
+   * transaction per flush while the store grows), but never longer than
+   * the flush interval: a flush slowed by one uid's volume must not
+   * lengthen the next wait for every process's commit in turn. */
+  uint64_t share = r->s->flush_last_ns < (uint64_t)ms * 1000000 ? r->s->flush_last_ns : (uint64_t)ms * 1000000;
+  if (r->urgent && since < share)
     return 0;
   if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) || since >= (uint64_t)ms * 1000000) {
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);

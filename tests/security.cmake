@@ -8,10 +8,10 @@ set(_sec_env
   GPD_BUILD_DIR=${CMAKE_BINARY_DIR}
   GPD_BIN_DIR=${CMAKE_BINARY_DIR}/bin
   GPD_LIB_DIR=${CMAKE_BINARY_DIR}/lib)
-foreach(_name idle_flood emfile slowloris malformed slow_symbols output sockdir pids jobs ids)
+foreach(_name idle_flood emfile slowloris malformed slow_symbols output sockdir pids jobs ids procs)
   add_test(NAME security.${_name} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/security/${_name}.sh)
   set_tests_properties(security.${_name} PROPERTIES LABELS "integration" TIMEOUT 120
     SKIP_RETURN_CODE 77 ENVIRONMENT "${_sec_env}")
 endforeach()
 # idle_flood creates system users, as service.two_users does.
-set_tests_properties(security.idle_flood security.output security.sockdir security.pids security.jobs security.ids PROPERTIES RESOURCE_LOCK gpd_service_users)
+set_tests_properties(security.idle_flood security.output security.sockdir security.pids security.jobs security.ids security.procs PROPERTIES RESOURCE_LOCK gpd_service_users)

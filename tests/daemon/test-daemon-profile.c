@@ -28,6 +28,7 @@
 #include "gpuprof/frame.h"
 #include "gpuprof.pb-c.h"
 #include "query.h"
+#include "dstore-internal.h"
 
 /* ------------------------------------------------------- record builders */
 
@@ -978,6 +979,65 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* Per-uid turns of the writer: 70 ended processes of uid 5000 and one of
+ * uid 5001.  The first flush writes 64 of uid 5000's
+ * (GPD_CHECKPOINT_PROCS_PER_UID) and uid 5001's, unmaps their regions and
+ * says that more are left; the second writes the other 6 and says none
+ * are. */
+static void test_flush_turns(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-turns-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/t.gpdb", dir);
+  gpd_daemon_t d;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.lock, NULL);
+  pthread_cond_init(&d.writer_cv, NULL);
+  assert_int_equal(gpd_dstore_open(&d.store, path), 0);
+  for (uint64_t i = 0; i <= 70; i++) {
+    gpd_proc_t *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    p->profile_id = 100 + i;
+    p->pid = getpid();
+    p->uid = i == 70 ? 5001 : 5000;
+    assert_int_equal(gpd_region_create(&p->region, 1, 64, p->pid, p->profile_id), 0);
+    p->has_region = 1;
+    assert_int_equal(gpd_registry_cursors(p), 0);
+    assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
+    p->prof.uid = p->uid;
+    gpd_profile_finish(&p->prof);
+    p->state = GPD_PROC_EXITED;
+    p->meta_dirty = 1;
+    p->next = d.procs;
+    d.procs = p;
+    d.nprocs++;
+  }
+  unsigned mapped = 0;
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM profile WHERE uid=5000"), GPD_CHECKPOINT_PROCS_PER_UID);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM profile WHERE uid=5001"), 1);
+  assert_int_equal(d.store->flush_more, 1);
+  for (gpd_proc_t *p = d.procs; p; p = p->next)
+    mapped += (unsigned)p->has_region;
+  assert_int_equal(mapped, 70 - GPD_CHECKPOINT_PROCS_PER_UID);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM profile WHERE uid=5000"), 70);
+  assert_int_equal(d.store->flush_more, 0);
+  mapped = 0;
+  for (gpd_proc_t *p = d.procs; p; p = p->next)
+    mapped += (unsigned)p->has_region + (unsigned)p->snap_pinned;
+  assert_int_equal(mapped, 0);
+  while (d.procs) {
+    gpd_proc_t *p = d.procs;
+    d.procs = p->next;
+    gpd_registry_free_proc(p);
+  }
+  gpd_dstore_close(d.store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* Every ring of p released up to its head (the producer has all its room). */
 static void assert_released(gpd_proc_t *p) {
   for (uint32_t i = 0; i < 2; i++)
@@ -1533,6 +1593,7 @@ int main(void) {
       cmocka_unit_test(test_pending_fifo_tail),
       cmocka_unit_test(test_pending_order),
       cmocka_unit_test(test_store_format),
+      cmocka_unit_test(test_flush_turns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -359,7 +359,11 @@ def mode_hellos(path, n):
         if not r or r[0] != 2:
             out("refused %r" % (parse_error(r[1])[1] if r and r[0] == FIELD_ERROR else r,))
             return 1
-        out("profile %d" % dict((f, v) for f, _, v in fields(r[1])).get(2, 0))
+        reply = dict((f, v) for f, _, v in fields(r[1]))
+        if reply.get(3):  # HelloReply.error: refused, no region
+            out("refused %s" % reply[3].decode(errors="replace"))
+            return 1
+        out("profile %d" % reply.get(2, 0))
     return 0
 
 
