@@ -43,12 +43,12 @@ void gpd__cubin_note(char *buf, size_t cap, const char *fmt, ...) {
 
 /* ------------------------------------------------------ byte reader */
 
-typedef struct rd_s {
+typedef struct dwarf_rd_s {
   const uint8_t *p, *end;
   int bad;
-} rd_t;
+} dwarf_rd_t;
 
-static uint64_t rd_n(rd_t *r, size_t n) {
+static uint64_t rd_n(dwarf_rd_t *r, size_t n) {
   if ((size_t)(r->end - r->p) < n) {
     r->bad = 1;
     r->p = r->end;
@@ -61,7 +61,7 @@ static uint64_t rd_n(rd_t *r, size_t n) {
   return v;
 }
 
-static uint64_t rd_uleb(rd_t *r) {
+static uint64_t rd_uleb(dwarf_rd_t *r) {
   uint64_t v = 0;
   for (unsigned shift = 0; r->p < r->end; shift += 7) {
     uint8_t b = *r->p++;
@@ -74,7 +74,7 @@ static uint64_t rd_uleb(rd_t *r) {
   return 0;
 }
 
-static int64_t rd_sleb(rd_t *r) {
+static int64_t rd_sleb(dwarf_rd_t *r) {
   int64_t v = 0;
   unsigned shift = 0;
   while (r->p < r->end) {
@@ -92,7 +92,7 @@ static int64_t rd_sleb(rd_t *r) {
   return 0;
 }
 
-static const char *rd_str(rd_t *r) {
+static const char *rd_str(dwarf_rd_t *r) {
   const uint8_t *s = r->p;
   const uint8_t *z = memchr(s, 0, (size_t)(r->end - s));
   if (z == NULL) {
@@ -181,8 +181,8 @@ static int add_row(lines_ctx_t *x, uint32_t section, uint64_t addr, uint32_t fil
 /* One line-number program unit at r (DWARF 2-4).  base: offset of the
  * section start, to find relocations.  Returns 0, -EINVAL (damaged: the
  * caller stops reading the section), -ENOMEM, -ENOSPC. */
-static int line_unit(lines_ctx_t *x, rd_t *sec, const uint8_t *base) {
-  rd_t r = *sec;
+static int line_unit(lines_ctx_t *x, dwarf_rd_t *sec, const uint8_t *base) {
+  dwarf_rd_t r = *sec;
   uint64_t ulen = rd_n(&r, 4);
   int off64 = 0;
   if (ulen == 0xffffffffu) {
@@ -466,7 +466,7 @@ static int read_lines(gpd_cubin_t *c, Elf *e, size_t shstrndx, size_t nsec) {
   }
   Elf_Data *ld = elf_getdata(line_scn, NULL);
   if (ld && ld->d_buf && ld->d_size) {
-    rd_t r = {ld->d_buf, (const uint8_t *)ld->d_buf + ld->d_size, 0};
+    dwarf_rd_t r = {ld->d_buf, (const uint8_t *)ld->d_buf + ld->d_size, 0};
     while (r.p < r.end) {
       err = line_unit(&x, &r, ld->d_buf);
       if (err == -EINVAL) {

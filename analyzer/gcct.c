@@ -21,10 +21,10 @@ void gpd_gcct_free(gpd_gcct_t *t) {
   free(t);
 }
 
-typedef struct frame_s {
+typedef struct dfs_frame_s {
   int32_t node;
   size_t next; /* next out-edge to expand */
-} frame_t;
+} dfs_frame_t;
 
 /* A new node slot: its index, -E2BIG past max_nodes, -ENOMEM. */
 static int32_t new_node(gpd_gcct_t *t, size_t max_nodes, size_t *cap) {
@@ -45,16 +45,16 @@ static int32_t new_node(gpd_gcct_t *t, size_t max_nodes, size_t *cap) {
 
 /* Expand the tree below SCC s (a new root node, fraction 1) in pre-order. */
 static int expand(gpd_gcct_t *t, const gpd__dccg_t *g, uint32_t s, size_t max_nodes, size_t *cap,
-                  frame_t *stk) {
+                  dfs_frame_t *stk) {
   int32_t id = new_node(t, max_nodes, cap);
   if (id < 0)
     return id;
   t->nodes[id] = (gpd_gctx_t){-1, g->scc_first[s], g->scc_rec[s] ? (int32_t)s : -1, 0, 1.0,
                               g->excl[s]};
   size_t sp = 0;
-  stk[sp++] = (frame_t){id, g->out_start[s]};
+  stk[sp++] = (dfs_frame_t){id, g->out_start[s]};
   while (sp) {
-    frame_t *f = &stk[sp - 1];
+    dfs_frame_t *f = &stk[sp - 1];
     const gpd_gctx_t *pn = &t->nodes[f->node];
     uint32_t ps = g->scc_of[pn->func];
     if (f->next >= g->out_start[ps + 1]) {
@@ -72,7 +72,7 @@ static int expand(gpd_gcct_t *t, const gpd__dccg_t *g, uint32_t s, size_t max_no
     t->nodes[cid] = (gpd_gctx_t){f->node, g->scc_first[cs], g->scc_rec[cs] ? (int32_t)cs : -1,
                                  g->e[k].call_off, frac, g->excl[cs] * frac};
     /* the condensation is acyclic: depth <= number of SCCs */
-    stk[sp++] = (frame_t){cid, g->out_start[cs]};
+    stk[sp++] = (dfs_frame_t){cid, g->out_start[cs]};
   }
   return 0;
 }
@@ -88,7 +88,7 @@ int gpd_gcct_build(uint32_t nfuncs, uint32_t root, const double *samples,
     return err;
   err = -ENOMEM;
   gpd_gcct_t *t = calloc(1, sizeof *t);
-  frame_t *stk = malloc(((size_t)g.nsccs + 1) * sizeof *stk);
+  dfs_frame_t *stk = malloc(((size_t)g.nsccs + 1) * sizeof *stk);
   uint8_t *reached = calloc(g.nsccs, 1);
   size_t cap = 0;
   if (t == NULL || stk == NULL || reached == NULL)

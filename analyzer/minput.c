@@ -178,65 +178,81 @@ static int add_bin(rd_t *r, const unsigned char *hash) {
   return err < 0 ? err : gpd_buf_put(&r->p->bins, dir, len);
 }
 
+/* Each row of st (a selection of r->m) through row(r, st, arg) until it
+ * returns < 0; st is finished either way.  0, or the first error: the
+ * store's GPD_ESTORE (its message already in r->err) or any other code
+ * reported as out of memory. */
+static int each_row(rd_t *r, sqlite3_stmt *st, int (*row)(rd_t *, sqlite3_stmt *, void *), void *arg) {
+  int err = 0, rc;
+  while ((rc = gpd_store_merge_step(&r->m, st)) == 1)
+    if ((err = row(r, st, arg)) < 0) break;
+  if (!err && rc < 0) err = rc;
+  gpd_store_merge_done(st);
+  return err < 0 && err != GPD_ESTORE ? fail(r, err, "out of memory") : err;
+}
+
+/* a row of table *(gpd_mtable_t *)arg, kept when its profile is selected */
+static int side_row(rd_t *r, sqlite3_stmt *st, void *arg) {
+  gpd_mtable_t t = *(const gpd_mtable_t *)arg;
+  int err = 0;
+  int64_t l = local_of(r, sqlite3_column_int64(st, gpd_mtable_pcol(t)));
+  if (l && (err = put_tagged(&r->p->rows, t, st, l)) < 0) return err;
+  if (l && t == GPD_MT_GPUBIN && valid_hash(sqlite3_column_text(st, 0), sqlite3_column_bytes(st, 0)))
+    err = add_bin(r, sqlite3_column_text(st, 0));
+  return err;
+}
+
 /* backend, module, string, gpubin, pcsample* and trace rows of the
  * selected profiles.  A GPU binary is taken when a selected profile loaded it
  * first or sampled in it (pcsample_cubin); its row then names the first
  * such profile. */
 static int read_side(rd_t *r, gpd_mtable_t t) {
   sqlite3_stmt *st = NULL;
-  int err = 0, rc, pcol = gpd_mtable_pcol(t);
+  int err;
   if (t >= GPD_MT_TRACE_EVENT && t <= GPD_MT_TRACE_DUTY_LAUNCH && !(r->has_trace & (1u << (t - GPD_MT_TRACE_EVENT))))
     return 0;
   if ((err = t == GPD_MT_GPUBIN ? gpd_store_merge_gpubins(&r->m, r->has_pcs, &st)
                                 : gpd_store_merge_rows(&r->m, gpd_mtable_name(t), gpd_mtable_cols(t), &st)) < 0)
     return err;
-  while ((rc = gpd_store_merge_step(&r->m, st)) == 1) {
-    int64_t l = local_of(r, sqlite3_column_int64(st, pcol));
-    if (l && (err = put_tagged(&r->p->rows, t, st, l)) < 0) break;
-    if (l && t == GPD_MT_GPUBIN && valid_hash(sqlite3_column_text(st, 0), sqlite3_column_bytes(st, 0)) &&
-        (err = add_bin(r, sqlite3_column_text(st, 0))) < 0)
-      break;
-  }
-  if (!err && rc < 0) err = rc;
-  gpd_store_merge_done(st);
-  return err < 0 && err != GPD_ESTORE ? fail(r, err, "out of memory") : err;
+  return each_row(r, st, side_row, &t);
+}
+
+/* a context row, kept when no earlier input brought (uid, id); src: this input */
+static int context_row(rd_t *r, sqlite3_stmt *st, void *src) {
+  gpd_mpart_t *p = r->p;
+  int64_t uid = sqlite3_column_int64(st, 0), id = sqlite3_column_int64(st, 1);
+  if (gpd_mpart_ctx_find(p, uid, id) >= 0) return 0;
+  uint64_t off = p->ctxrows.n;
+  int err = gpd_mtable_row_encode(&p->ctxrows, st, -1, 0);
+  return err < 0 ? err : gpd_mpart_ctx_add(p, uid, id, off, p->ctxrows.n - off, *(const uint32_t *)src);
 }
 
 static int read_contexts(rd_t *r, uint32_t src) {
   sqlite3_stmt *st = NULL;
-  int err = 0, rc;
-  gpd_mpart_t *p = r->p;
+  int err;
   if ((err = gpd_store_merge_contexts(&r->m, gpd_mtable_cols(GPD_MT_CONTEXT), &st)) < 0) return err;
-  while ((rc = gpd_store_merge_step(&r->m, st)) == 1) {
-    int64_t uid = sqlite3_column_int64(st, 0), id = sqlite3_column_int64(st, 1);
-    if (gpd_mpart_ctx_find(p, uid, id) >= 0) continue;
-    uint64_t off = p->ctxrows.n;
-    if ((err = gpd_mtable_row_encode(&p->ctxrows, st, -1, 0)) < 0 ||
-        (err = gpd_mpart_ctx_add(p, uid, id, off, p->ctxrows.n - off, src)) < 0)
-      break;
-  }
-  if (!err && rc < 0) err = rc;
-  gpd_store_merge_done(st);
-  return err < 0 && err != GPD_ESTORE ? fail(r, err, "out of memory") : err;
+  return each_row(r, st, context_row, &src);
+}
+
+/* a frame row of a context this input (*src) brought */
+static int frame_row(rd_t *r, sqlite3_stmt *st, void *src) {
+  gpd_mpart_t *p = r->p;
+  long c = gpd_mpart_ctx_find(p, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+  if (c < 0 || p->ctx[c].src != *(const uint32_t *)src) return 0; /* unknown, or labelled by an earlier input */
+  uint64_t off = p->framerows.n;
+  int err = gpd_mtable_row_encode(&p->framerows, st, -1, 0);
+  if (err < 0) return err;
+  if (!p->ctx[c].flen) p->ctx[c].foff = off;
+  p->ctx[c].flen += p->framerows.n - off;
+  return 0;
 }
 
 /* frames of the contexts this input brought (src), in depth order */
 static int read_frames(rd_t *r, uint32_t src) {
   sqlite3_stmt *st = NULL;
-  int err = 0, rc;
-  gpd_mpart_t *p = r->p;
+  int err;
   if ((err = gpd_store_merge_frames(&r->m, gpd_mtable_cols(GPD_MT_FRAME), &st)) < 0) return err;
-  while ((rc = gpd_store_merge_step(&r->m, st)) == 1) {
-    long c = gpd_mpart_ctx_find(p, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
-    if (c < 0 || p->ctx[c].src != src) continue; /* unknown, or labelled by an earlier input */
-    uint64_t off = p->framerows.n;
-    if ((err = gpd_mtable_row_encode(&p->framerows, st, -1, 0)) < 0) break;
-    if (!p->ctx[c].flen) p->ctx[c].foff = off;
-    p->ctx[c].flen += p->framerows.n - off;
-  }
-  if (!err && rc < 0) err = rc;
-  gpd_store_merge_done(st);
-  return err < 0 && err != GPD_ESTORE ? fail(r, err, "out of memory") : err;
+  return each_row(r, st, frame_row, &src);
 }
 
 static int pm_push(gpd_mpart_t *p, int64_t ctx, int64_t metric, double v) {

@@ -40,13 +40,13 @@ uint32_t gpd_mshard_owner(int64_t ctx, uint32_t nown, int even) {
 
 /* ---- reading a buffer with bounds ---- */
 
-typedef struct rd_s {
+typedef struct shard_rd_s {
   const uint8_t *p;
   size_t n, o;
   int bad;
-} rd_t;
+} shard_rd_t;
 
-static const uint8_t *rd_take(rd_t *r, size_t n) {
+static const uint8_t *rd_take(shard_rd_t *r, size_t n) {
   if (r->bad || r->n - r->o < n) {
     r->bad = 1;
     return NULL;
@@ -56,14 +56,14 @@ static const uint8_t *rd_take(rd_t *r, size_t n) {
   return q;
 }
 
-static uint64_t rd_u64(rd_t *r) {
+static uint64_t rd_u64(shard_rd_t *r) {
   uint64_t v = 0;
   const uint8_t *q = rd_take(r, 8);
   if (q) memcpy(&v, q, 8);
   return v;
 }
 
-static uint32_t rd_u32(rd_t *r) {
+static uint32_t rd_u32(shard_rd_t *r) {
   uint32_t v = 0;
   const uint8_t *q = rd_take(r, 4);
   if (q) memcpy(&v, q, 4);
@@ -219,7 +219,7 @@ int gpd_mshard_reduce(const gpd_buf_t *in, size_t nin, const int64_t *uids, uint
   /* the counts of every buffer first: the entry arrays are sized once */
   size_t tc = 0, tk = 0;
   for (size_t s = 0; s < nin; s++) {
-    rd_t r = {in[s].p, in[s].n, 0, 0};
+    shard_rd_t r = {in[s].p, in[s].n, 0, 0};
     if (!in[s].n) continue;
     uint64_t ncx = rd_u64(&r), nky = rd_u64(&r);
     if (r.bad || ncx > in[s].n / 24 || nky > in[s].n / 24) return -EINVAL;
@@ -231,7 +231,7 @@ int gpd_mshard_reduce(const gpd_buf_t *in, size_t nin, const int64_t *uids, uint
     goto out;
   }
   for (size_t s = 0; s < nin && !err; s++) {
-    rd_t r = {in[s].p, in[s].n, 0, 0};
+    shard_rd_t r = {in[s].p, in[s].n, 0, 0};
     if (!in[s].n) continue;
     uint64_t ncx = rd_u64(&r), nky = rd_u64(&r);
     for (uint64_t i = 0; i < ncx && !r.bad; i++) {
@@ -328,7 +328,7 @@ out:
 }
 
 int gpd_mshard_write(gpd_mout_t *o, const uint8_t *p, size_t n) {
-  rd_t r = {p, n, 0, 0};
+  shard_rd_t r = {p, n, 0, 0};
   int err = 0;
   while (!err && r.o < r.n) {
     const uint8_t *tag = rd_take(&r, 1);
@@ -376,7 +376,7 @@ int gpd_mshard_early(const gpd_mpart_t *p, int what, gpd_buf_t *out) {
 }
 
 int gpd_mshard_early_write(gpd_mout_t *o, const uint8_t *p, size_t n, uint32_t base, gpd_buf_t *bins) {
-  rd_t r = {p, n, 0, 0};
+  shard_rd_t r = {p, n, 0, 0};
   int err;
   uint64_t rn = rd_u64(&r);
   const uint8_t *rows = rd_take(&r, rn);

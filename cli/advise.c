@@ -19,6 +19,7 @@
 #include "advisor.h"
 #include "cli.h"
 #include "gpuprof/error.h"
+#include "gpuprof/grow.h"
 #include "store-read.h"
 #include "gpuprof/metric.h"
 
@@ -49,14 +50,8 @@ typedef struct adv_ctx_s {
 } adv_ctx_t;
 
 static int kern_add(kern_t *k, gpd_advisor_psamp_t s) {
-  if (k->n == k->cap) {
-    size_t c = k->cap ? 2 * k->cap : 64;
-    gpd_advisor_psamp_t *n = realloc(k->s, c * sizeof *n);
-    if (n == NULL)
-      return -ENOMEM;
-    k->s = n;
-    k->cap = c;
-  }
+  if (gpd_grow(&k->s, &k->cap, k->n, sizeof *k->s, 64) < 0)
+    return -ENOMEM;
   k->s[k->n++] = s;
   k->total += s.samples;
   return 0;
@@ -77,14 +72,8 @@ static int on_sample(void *c, const gpd_store_pcsample_t *ps) {
   if (ps->func == NULL || ps->hash == NULL || ps->stall == NULL)
     return 0;
   if (kl->n == 0 || strcmp(kl->k[kl->n - 1].func, ps->func) || strcmp(kl->k[kl->n - 1].hash, ps->hash)) {
-    if (kl->n == kl->cap) {
-      size_t cap = kl->cap ? 2 * kl->cap : 16;
-      kern_t *nk = realloc(kl->k, cap * sizeof *nk);
-      if (nk == NULL)
-        return -ENOMEM;
-      kl->k = nk;
-      kl->cap = cap;
-    }
+    if (gpd_grow(&kl->k, &kl->cap, kl->n, sizeof *kl->k, 16) < 0)
+      return -ENOMEM;
     memset(&kl->k[kl->n], 0, sizeof kl->k[kl->n]);
     kl->k[kl->n].func = gpd_cli_strdup(ps->func);
     kl->k[kl->n].hash = gpd_cli_strdup(ps->hash);

@@ -148,14 +148,14 @@ static void json_head(FILE *f, const gpd_tree_t *t, size_t i) {
  * may be 200 000 levels deep); children in sorted order, all-zero
  * subtrees left out, cut below o->depth. */
 static void json_node(FILE *f, const gpd_tree_t *t, size_t root, const gpd_render_opts_t *o) {
-  typedef struct { size_t i; unsigned depth; uint32_t k; int any; } frame_t;
-  frame_t *st = malloc((t->n + 1) * sizeof(*st));
+  typedef struct { size_t i; unsigned depth; uint32_t k; int any; } json_frame_t;
+  json_frame_t *st = malloc((t->n + 1) * sizeof(*st));
   size_t ns = 0;
   if (!st) abort();
   json_head(f, t, root);
-  st[ns++] = (frame_t){root, 0, 0, 0};
+  st[ns++] = (json_frame_t){root, 0, 0, 0};
   while (ns) {
-    frame_t *top = &st[ns - 1];
+    json_frame_t *top = &st[ns - 1];
     const gpd_tnode_t *nd = &t->nodes[top->i];
     if (!o->depth || top->depth < o->depth) {
       while (top->k < nd->nkids && all_zero(&t->nodes[nd->kids[top->k]].incl)) top->k++;
@@ -164,7 +164,7 @@ static void json_node(FILE *f, const gpd_tree_t *t, size_t root, const gpd_rende
         if (top->any) fputc(',', f);
         top->any = 1;
         json_head(f, t, c);
-        st[ns] = (frame_t){c, top->depth + 1, 0, 0};
+        st[ns] = (json_frame_t){c, top->depth + 1, 0, 0};
         ns++;
         continue;
       }

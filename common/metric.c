@@ -44,6 +44,15 @@ int gpd_metric_mem_bytes(unsigned k) { return k < GPD_MEM_MAX ? (int)(GPD_M_GMEM
 int gpd_metric_mset_bytes(unsigned k) { return k < GPD_MEM_MAX ? (int)(GPD_M_GMSET_UNK + k) : -1; }
 int gpd_metric_sync_time(unsigned k) { return k < GPD_SYNC_MAX ? (int)(GPD_M_GSYNC_UNK + k) : -1; }
 
+/* One op family (COPY, MEMSET, MEM, SYNC) of the rule below: total += d,
+ * the kind's metric k (unk when k < 0) += amount, count += 1. */
+static void family_add(double *v, unsigned total, int k, unsigned unk, unsigned count, double d,
+                       double amount) {
+  v[total] += d;
+  v[k >= 0 ? (unsigned)k : unk] += amount;
+  v[count] += 1;
+}
+
 /* Rule (seed 003 Tables 8.1-8.6):
  *   d = end - start (0 when end < start: clocks that disagree never give
  *   a negative or huge time);
@@ -59,7 +68,6 @@ int gpd_metric_sync_time(unsigned k) { return k < GPD_SYNC_MAX ? (int)(GPD_M_GSY
 void gpd_metric_accumulate(double *v, const struct gpd_rec_activity_s *a) {
   double d = a->end >= a->start ? (double)(a->end - a->start) : 0.0;
   double bytes = (double)a->bytes;
-  int k;
   switch (a->op) {
   case GPD_OP_KERNEL:
     v[GPD_M_GKER] += d;
@@ -74,29 +82,21 @@ void gpd_metric_accumulate(double *v, const struct gpd_rec_activity_s *a) {
     v[GPD_M_GKER_OCC_THR] += (a->occ_permille > 1000 ? 1000 : a->occ_permille) / 1000.0;
     break;
   case GPD_OP_COPY:
-    k = gpd_metric_copy_bytes(a->subkind);
-    v[GPD_M_GXCOPY] += d;
-    v[k >= 0 ? k : GPD_M_GXCOPY_UNK] += bytes;
-    v[GPD_M_GXCOPY_COUNT] += 1;
+    family_add(v, GPD_M_GXCOPY, gpd_metric_copy_bytes(a->subkind), GPD_M_GXCOPY_UNK, GPD_M_GXCOPY_COUNT, d,
+               bytes);
     break;
   case GPD_OP_MEMSET:
-    k = gpd_metric_mset_bytes(a->subkind);
-    v[GPD_M_GMSET] += d;
-    v[k >= 0 ? k : GPD_M_GMSET_UNK] += bytes;
-    v[GPD_M_GMSET_COUNT] += 1;
+    family_add(v, GPD_M_GMSET, gpd_metric_mset_bytes(a->subkind), GPD_M_GMSET_UNK, GPD_M_GMSET_COUNT, d,
+               bytes);
     break;
   case GPD_OP_ALLOC:
   case GPD_OP_FREE:
-    k = gpd_metric_mem_bytes(a->subkind);
-    v[GPD_M_GMEM] += d;
-    v[k >= 0 ? k : GPD_M_GMEM_UNK] += bytes;
-    v[GPD_M_GMEM_COUNT] += 1;
+    family_add(v, GPD_M_GMEM, gpd_metric_mem_bytes(a->subkind), GPD_M_GMEM_UNK, GPD_M_GMEM_COUNT, d,
+               bytes);
     break;
   case GPD_OP_SYNC:
-    k = gpd_metric_sync_time(a->subkind);
-    v[GPD_M_GSYNC] += d;
-    v[k >= 0 ? k : GPD_M_GSYNC_UNK] += d;
-    v[GPD_M_GSYNC_COUNT] += 1;
+    family_add(v, GPD_M_GSYNC, gpd_metric_sync_time(a->subkind), GPD_M_GSYNC_UNK, GPD_M_GSYNC_COUNT, d,
+               d);
     break;
   default:
     return;

@@ -26,6 +26,18 @@ if(GPD_PYTHON3_LAYOUT)
     COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/prefixes --files
             ${CMAKE_BINARY_DIR} shim daemon cli analyzer store common)
   set_tests_properties(layout.fileprefixes PROPERTIES LABELS unit TIMEOUT 300)
+
+  # No two structs of one name (docs/ARCHITECTURE.md "Names"): a struct
+  # tag or typedef name of the product folders names one struct
+  # (scripts/structnames reads the sources).  The self-test runs it on
+  # crafted trees that hold each kind of duplicate and must fail.
+  add_test(NAME layout.structnames
+    COMMAND ${GPD_PYTHON3_LAYOUT} ${PROJECT_SOURCE_DIR}/scripts/structnames
+            --top ${PROJECT_SOURCE_DIR} shim daemon cli analyzer store common)
+  set_tests_properties(layout.structnames PROPERTIES LABELS unit TIMEOUT 60)
+  add_test(NAME layout.structnames_selftest
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/layout/structnames.sh ${PROJECT_SOURCE_DIR})
+  set_tests_properties(layout.structnames_selftest PROPERTIES LABELS unit TIMEOUT 60)
 endif()
 
 # Issue 26's measured shape: no .c file over 800 lines in shim/, daemon/,

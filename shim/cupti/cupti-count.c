@@ -175,10 +175,10 @@ typedef struct {
   const void *ret, *self;
   void *fn;
   uint32_t gen;
-} site_t;
-static site_t g_site_pool[SITE_POOL];
+} count_site_t;
+static count_site_t g_site_pool[SITE_POOL];
 static atomic_uint g_site_used;
-static _Atomic(site_t *) g_site_slot[SITE_SLOTS];
+static _Atomic(count_site_t *) g_site_slot[SITE_SLOTS];
 
 static inline size_t site_hash(const void *ret, const void *self) {
   uint64_t k = (uint64_t)(uintptr_t)ret ^ ((uint64_t)(uintptr_t)self << 7);
@@ -188,7 +188,7 @@ static inline size_t site_hash(const void *ret, const void *self) {
 static inline __attribute__((always_inline)) void *site_find(const void *ret, const void *self, uint32_t gen) {
   size_t h = site_hash(ret, self);
   for (size_t k = 0; k < SITE_PROBE; k++) {
-    const site_t *e = atomic_load_explicit(&g_site_slot[(h + k) & (SITE_SLOTS - 1)], memory_order_acquire);
+    const count_site_t *e = atomic_load_explicit(&g_site_slot[(h + k) & (SITE_SLOTS - 1)], memory_order_acquire);
     if (!e)
       return NULL;
     if (e->ret == ret && e->self == self && e->gen == gen)
@@ -228,7 +228,7 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
       GPD_INFO("CUDA launch counter: %u call sites cached, further ones resolved per call", SITE_POOL);
     return fn;
   }
-  site_t *e = &g_site_pool[i];
+  count_site_t *e = &g_site_pool[i];
   e->ret = ret;
   e->self = self;
   e->fn = fn;
@@ -238,8 +238,8 @@ static __attribute__((noinline)) void *site_miss(_Atomic(void *) *next, const ch
    * load) leaves the site uncached */
   size_t h = site_hash(ret, self);
   for (size_t k = 0; k < SITE_PROBE; k++) {
-    _Atomic(site_t *) *slot = &g_site_slot[(h + k) & (SITE_SLOTS - 1)];
-    site_t *o = atomic_load_explicit(slot, memory_order_acquire);
+    _Atomic(count_site_t *) *slot = &g_site_slot[(h + k) & (SITE_SLOTS - 1)];
+    count_site_t *o = atomic_load_explicit(slot, memory_order_acquire);
     if ((o == NULL || o->gen != gen) && atomic_compare_exchange_strong_explicit(slot, &o, e, memory_order_release,
                                                                                  memory_order_relaxed))
       break;
