@@ -129,19 +129,27 @@ static uint32_t take_turns(gpd_proc_t **c, uint32_t n, uint64_t seq, int *more) 
   return k;
 }
 
+/* d->lock for the writer (gpd_registry_lock_writer); the wait added to *wait. */
+static void wlock(gpd_daemon_t *d, int adopt, uint64_t *wait) {
+  uint64_t t = gpd_clock_ns();
+  gpd_registry_lock_writer(d, adopt);
+  *wait += gpd_clock_ns() - t;
+}
+
 /* A flush's phases, in order (their ends: slow_line). */
 enum { PH_SNAP, PH_BEGIN, PH_ROWS, PH_COMMIT, PH_RELEASE, PH_REGIONS, PH_JOURNAL, PH__N };
 
 /* One line for a flush that took GPD_CHECKPOINT_SLOW_NS or more: where
  * its time went, per phase in ms (t0 its start, ph the phases' ends). */
-static void slow_line(uint64_t t0, const uint64_t ph[PH__N], uint32_t n, uint32_t nclosed) {
+static void slow_line(uint64_t t0, const uint64_t ph[PH__N], uint32_t n, uint32_t nclosed, uint64_t wait) {
   double ms[PH__N];
   for (int k = 0; k < PH__N; k++)
     ms[k] = (double)(ph[k] - (k ? ph[k - 1] : t0)) / 1e6;
   GPD_INFO("store: slow flush, %.0f ms for %u processes (%u ended): snapshot %.0f, symbols and BEGIN "
            "%.0f, rows %.0f, COMMIT %.0f, release under the lock %.0f, regions unmapped %.0f, "
-           "journal segments deleted %.0f ms", (double)(ph[PH_JOURNAL] - t0) / 1e6, n, nclosed, ms[PH_SNAP],
-           ms[PH_BEGIN], ms[PH_ROWS], ms[PH_COMMIT], ms[PH_RELEASE], ms[PH_REGIONS], ms[PH_JOURNAL]);
+           "journal segments deleted %.0f ms; %.0f ms of it waiting for the lock",
+           (double)(ph[PH_JOURNAL] - t0) / 1e6, n, nclosed, ms[PH_SNAP], ms[PH_BEGIN], ms[PH_ROWS],
+           ms[PH_COMMIT], ms[PH_RELEASE], ms[PH_REGIONS], ms[PH_JOURNAL], (double)wait / 1e6);
 }
 static void lock_release(gpd_daemon_t *d, gpd_dstore_t *s, uint64_t t_held, int what) {
   pthread_mutex_unlock(&d->lock);
@@ -255,10 +263,11 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
     return 0;
   gpd_snapshot_t *snaps = NULL;
   uint32_t n = 0;
+  uint64_t lock_wait = 0; /* ns waited for d->lock */
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
   uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_CHECKPOINT_SNAP_CHUNK;
-  gpd_registry_lock(d);
+  wlock(d, 1, &lock_wait);
   uint64_t t_held = gpd_clock_ns();
   int part = HOLD_SNAP;
   gpd_proc_t **pins = NULL; /* snaps[i].proc, pinned (snap_pinned) until the end */
@@ -313,7 +322,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
         gpd_snapshot_alloc(sp);
         if (frozen_delay_ms) /* tests only: a long chunked copy */
           usleep(frozen_delay_ms * 1000u);
-        pthread_mutex_lock(&d->lock);
+        wlock(d, 0, &lock_wait);
         t_held = gpd_clock_ns();
         part = HOLD_CHUNK;
         budget = chunk;
@@ -330,7 +339,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
       /* a mutex is not fair: without a pause the next chunk would take
        * the lock again before a woken waiter runs */
       nanosleep(&(struct timespec){0, 20000}, NULL);
-      pthread_mutex_lock(&d->lock);
+      wlock(d, 0, &lock_wait);
       t_held = gpd_clock_ns();
       part = HOLD_CHUNK;
       budget = chunk;
@@ -418,7 +427,7 @@ fin:
   /* the regions of ended processes are unmapped after the lock is dropped */
   gpd_region_t *closing = n ? malloc(n * sizeof *closing) : NULL;
   uint32_t nclosing = 0;
-  pthread_mutex_lock(&d->lock);
+  wlock(d, 0, &lock_wait);
   t_held = gpd_clock_ns();
   pthread_mutex_lock(&d->reg_lock);
   if (err < 0 && gbrows) { /* again at the next flush */
@@ -499,7 +508,7 @@ fin:
     s->wr_max_ns = dt > s->wr_max_ns ? dt : s->wr_max_ns;
     s->wr_slow += dt > 50000000ull;
     if (dt >= GPD_CHECKPOINT_SLOW_NS)
-      slow_line(t_snap, ph, n, nclosing);
+      slow_line(t_snap, ph, n, nclosing, lock_wait);
   }
 out:;
   size_t copied = 0;

@@ -72,6 +72,8 @@ typedef struct gpd_daemon_s {
   unsigned test_hold_ms, test_hold_procs;
   int stop;             /* threads: stop after a last pass */
   int had_client;       /* exit-when-idle: a process registered once */
+  int lock_want;        /* the writer waits for lock (atomic): a monitor pass
+                           lets it in between two processes (monitor.c) */
   int flush_now;        /* wake the writer: a process ended, or a ring is
                            more than half full of unreleased slots */
   uint64_t early_flushes; /* flushes asked for by ring back-pressure */

@@ -3,7 +3,9 @@
  *
  * One pass visits every RUNNING/ENDING process with the daemon lock held,
  * consuming at most GPD_MONITOR_BATCH records per ring, so a query waits at
- * most one pass.  Records are read from the process's private per-ring
+ * most one pass.  The writer waits at most one process: when it says it
+ * waits (d->lock_want), a one-thread pass lets it in between two processes
+ * (let_writer_in).  Records are read from the process's private per-ring
  * cursor (gpd_ring_consume_at) and then releases the shared tail to it
  * once the span is in the process's journal (journal.c), so that a daemon
  * killed at any moment loses nothing: its successor replays the journal
@@ -50,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpuprof/clock.h"
@@ -290,14 +293,31 @@ static void test_hold(gpd_daemon_t *d) {
     usleep(d->test_hold_ms * 1000u);
 }
 
+/* Between two processes of a one-thread pass: when the writer waits for
+ * the lock (lock_want), let it in, and go on once its hold is over (at
+ * most ~1 ms of waiting for it to take the lock).  p, where the pass goes
+ * on, is pinned meanwhile: neither unlinked nor freed. */
+static void let_writer_in(gpd_daemon_t *d, gpd_proc_t *p) {
+  if (__atomic_load_n(&d->lock_want, __ATOMIC_ACQUIRE) == 0)
+    return;
+  p->mon_pinned = 1;
+  pthread_mutex_unlock(&d->lock);
+  for (int k = 0; k < 100 && __atomic_load_n(&d->lock_want, __ATOMIC_ACQUIRE); k++)
+    nanosleep(&(struct timespec){0, 10000}, NULL);
+  pthread_mutex_lock(&d->lock);
+  p->mon_pinned = 0;
+}
+
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   uint64_t total = 0;
   gpd_mpool_t *m = d->mpool;
   gpd_registry_lock(d); /* and the processes registered since the last pass */
   if (m == NULL || m->nhelpers == 0) {
-    for (gpd_proc_t *p = d->procs; p; p = p->next)
+    for (gpd_proc_t *p = d->procs; p; p = p->next) {
       if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
         total += pass_proc(d, p);
+      let_writer_in(d, p);
+    }
     test_hold(d);
     pthread_mutex_unlock(&d->lock);
     return total;

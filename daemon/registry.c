@@ -77,6 +77,14 @@ void gpd_registry_lock(gpd_daemon_t *d) {
   registry_adopt(d);
 }
 
+void gpd_registry_lock_writer(gpd_daemon_t *d, int adopt) {
+  __atomic_add_fetch(&d->lock_want, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_lock(&d->lock);
+  __atomic_sub_fetch(&d->lock_want, 1, __ATOMIC_ACQ_REL);
+  if (adopt)
+    registry_adopt(d);
+}
+
 int gpd_registry_trylock(gpd_daemon_t *d) {
   if (pthread_mutex_trylock(&d->lock) != 0)
     return -EBUSY;
@@ -122,7 +130,7 @@ void gpd_registry_trim(gpd_daemon_t *d, unsigned keep) {
   unsigned seen = 0;
   for (gpd_proc_t **pp = &d->procs; *pp;) {
     gpd_proc_t *p = *pp;
-    if (p->state == GPD_PROC_EXITED && p->flushed && !p->snap_pinned && ++seen > keep) {
+    if (p->state == GPD_PROC_EXITED && p->flushed && !p->snap_pinned && !p->mon_pinned && ++seen > keep) {
       *pp = p->next;
       d->nprocs--;
       gpd_registry_free_proc(p);
@@ -321,7 +329,7 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
      * process evidently lives on) stands in for this process until it
      * hands back: take its place. */
     if (old && !old->client && (old->state == GPD_PROC_LOST || old->state == GPD_PROC_EXITED) &&
-        !old->snap_pinned) { /* the writer is writing it: a profile of its own */
+        !old->snap_pinned && !old->mon_pinned) { /* being written or read: a profile of its own */
       for (gpd_proc_t **pp = &d->procs; *pp; pp = &(*pp)->next)
         if (*pp == old) {
           *pp = old->next;

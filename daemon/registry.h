@@ -51,6 +51,8 @@ typedef struct gpd_proc_s {
   int snap_frozen;      /* the writer is copying its profile in chunks (checkpoint.c):
                          * until then the monitor journals its rings without
                          * applying them (journal-hold.c; lock) */
+  int mon_pinned;       /* where a monitor pass goes on after letting the
+                         * writer in (monitor.c): not unlinked meanwhile (lock) */
   int snap_pinned;      /* in the writer's flush now (checkpoint.c): neither
                          * unlinked nor freed until that flush ends, so the
                          * writer reaches it without searching the list (lock) */
@@ -81,6 +83,10 @@ typedef struct gpd_proc_s {
  *  incoming list) into the registry.  Every thread that looks for a
  *  process, or may find the registry empty, takes the lock this way. */
 void gpd_registry_lock(gpd_daemon_t *d);
+/** The writer's way to take d->lock: it says it waits (d->lock_want), so
+ *  that a monitor pass lets it in between two processes instead of after
+ *  every ring of every process; with adopt, as gpd_registry_lock. */
+void gpd_registry_lock_writer(gpd_daemon_t *d, int adopt);
 /** The same without waiting: 0 (locked, caller unlocks) or -EBUSY. */
 int gpd_registry_trylock(gpd_daemon_t *d);
 
