@@ -115,7 +115,8 @@ static int turn_cmp(const void *a, const void *b) {
  * count kept. */
 static uint32_t take_turns(gpd_proc_t **c, uint32_t n, uint64_t seq, int *more) {
   *more = 0;
-  qsort(c, n, sizeof *c, turn_cmp);
+  if (n > 1)
+    qsort(c, n, sizeof *c, turn_cmp);
   uint32_t k = 0, run = 0;
   for (uint32_t i = 0; i < n; i++) {
     run = i && c[i]->uid == c[i - 1]->uid ? run + 1 : 0;
