@@ -216,29 +216,40 @@ static int is_call_overhead(const gpd__advisor_t *k, uint32_t i) {
 /* Global atomics / reductions on one address in every lane (ours, as
  * Memory Transaction Reduction: a warp-level reduction first makes one
  * update of 32): the 32 lanes' updates are serialized, k = 32 where one
- * would do.  M in Eq. 2's form: drain stalls (warps past EXIT waiting for
- * their writes) times the serialized updates' share of global write
- * transactions, rho = sum issued_i (k_i - 1) / sum issued_j k_j, plus
- * (1 - 1/k) of the waits on those atomics' results.  Returns M. */
+ * would do.  The serialized updates fill the memory pipeline that every
+ * other access goes through, so every wait on that pipeline is, by share,
+ * a wait behind them: rho = sum issued_i (k_i - 1) / sum issued_j k_j over
+ * global accesses (loads and stores; k = 32 for such an atomic, 1 for the
+ * rest).  M in Eq. 2's form: rho of the drain stalls (warps past EXIT
+ * waiting for their writes), of the long_scoreboard waits on global loads
+ * and of the short_scoreboard waits on MIO instructions (whose queue the
+ * LSU's backlog fills), plus (1 - 1/k) of the waits on those atomics'
+ * results.  No fitted constant.  Returns M. */
 static double atomic_contention(const gpd_advice_t *a, gpd__advisor_match_t *x) {
   const double kw = 32;
   double all = 0, replay = 0, m = 0;
   for (size_t i = 0; i < a->ninsns; i++) {
     const gpd_advisor_insn_t *in = &a->insns[i];
-    if (in->cls != GPD_ADV_GLOBAL || !in->store)
+    if (in->cls != GPD_ADV_GLOBAL)
       continue;
     all += a->issued[i] * (in->same_addr ? kw : 1);
     replay += in->same_addr ? a->issued[i] * (kw - 1) : 0;
   }
   if (!(replay > 0))
     return 0;
+  double rho = replay / all;
   for (size_t q = 0; q < a->nblame; q++) {
     const gpd_advisor_blame_t *b = &a->blame[q];
+    const gpd_advisor_insn_t *d = &a->insns[b->def];
     double v = 0;
     if (b->reason == GPD_ADV_DRAIN && b->def == b->use)
-      v = b->samples * replay / all;
-    else if (a->insns[b->def].same_addr && b->reason == GPD_ADV_LONG_SB && b->def != b->use)
+      v = b->samples * rho;
+    else if (d->same_addr && b->reason == GPD_ADV_LONG_SB && b->def != b->use)
       v = b->samples * (1 - 1 / kw); /* (its throttling counts as global throttling) */
+    else if (b->def != b->use &&
+             ((b->reason == GPD_ADV_LONG_SB && d->cls == GPD_ADV_GLOBAL && !d->store) ||
+              (b->reason == GPD_ADV_SHORT_SB && is_mio(d))))
+      v = b->samples * rho;
     if (v > 0) {
       m += v;
       match_add(x, b, v, 0);

@@ -544,6 +544,37 @@ static void test_atomic_contention(void **state) {
   }
 }
 
+/* Same-address atomics fill the memory pipeline the other accesses wait
+ * on: issued 10 LDG (one transaction each) and 10 REDG (32 each), so 310
+ * of 330 global transactions are the serialized updates, and that share
+ * of the drain (60), of the long_scoreboard wait on the load (30) and of
+ * the short_scoreboard wait on the S2Rs (MIO, 20) matches: T 130. */
+static void test_atomic_queue(void **state) {
+  (void)state;
+  static const char *const k[] = {"S2R R0, SR_CTAID.X",                  /* 0 */
+                                  "S2R R2, SR_TID.X",                    /* 1 */
+                                  "IMAD R2, R0, 0x100, R2",              /* 2 */
+                                  "LDC.64 R4, c[0x0][0x218]",            /* 3 */
+                                  "IMAD.WIDE R6, R2, 0x4, R4",           /* 4 */
+                                  "LDG.E R7, desc[UR4][R6.64]",          /* 5 */
+                                  "IMAD.WIDE.U32 R4, R0, 0x4, R4",       /* 6 */
+                                  "FMUL R7, R7, 0.5",                    /* 7 */
+                                  "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R4.64], R7",
+                                  "EXIT",                                /* 9 */
+                                  ".L_x_1:", "BRA `(.L_x_1)", NULL};      /* 10 */
+  gpd_advisor_psamp_t s[] = {{PC(10), GPD_ADV_DRAIN, 60, 60},
+                             {PC(7), GPD_ADV_LONG_SB, 30, 30},
+                             {PC(2), GPD_ADV_SHORT_SB, 20, 20},
+                             {PC(5), GPD_ADV_SELECTED, 10, 0},
+                             {PC(8), GPD_ADV_SELECTED, 10, 0}};
+  kern_t x;
+  double m = 110.0 * 310.0 / 330.0;
+  expect(&x, k, s, 5, GPD_OPT_MEMORY_TRANSACTION, m, 130.0 / (130.0 - m));
+  assert_int_equal(x.a->insns[8].same_addr, 1);
+  assert_int_equal(x.a->insns[5].same_addr, 0);
+  done(&x);
+}
+
 /* Warp balance: an if/else on threadIdx.x & 1 runs both sides in every
  * warp: the shorter side's samples (20 of 50) go; on (threadIdx.x >> 5)
  * & 1 the branch is uniform per warp and nothing matches. */
@@ -911,6 +942,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_loop_unrolling),  cmocka_unit_test(test_code_reorder),
       cmocka_unit_test(test_coalescing),      cmocka_unit_test(test_bank_conflicts),
       cmocka_unit_test(test_function_inlining), cmocka_unit_test(test_atomic_contention),
+      cmocka_unit_test(test_atomic_queue),
       cmocka_unit_test(test_divergence),      cmocka_unit_test(test_fast_math),
       cmocka_unit_test(test_lane_trip_count),
       cmocka_unit_test(test_occupancy),       cmocka_unit_test(test_thread_increase),
