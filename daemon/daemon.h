@@ -64,6 +64,7 @@ typedef struct gpd_daemon_s {
   pthread_mutex_t reg_lock;
   gpd_proc_t *incoming; /* registered, not yet in procs, newest first (reg_lock) */
   gpd_proc_t *eofs;     /* EOFs while lock was busy, linked by eof_next (reg_lock) */
+  struct gpd_uid_held_s *uid_held; /* regions held per non-root uid (registry.h; reg_lock) */
   uint64_t next_profile_id; /* reg_lock, like the store's id_hw */
   /* tests only (GPUPROF_TEST_MONITOR_HOLD=MS,PROCS, daemon.register64):
    * until PROCS processes are registered, every monitor pass keeps the

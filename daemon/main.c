@@ -351,6 +351,7 @@ out:
     D.procs = p->next;
     gpd_registry_free_proc(p);
   }
+  gpd_registry_fini(&D);
   gpd_dstore_close(D.store);
   gpd_journal_close(&D);
   gpd_symbols_shutdown();

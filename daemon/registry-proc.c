@@ -36,6 +36,10 @@ int gpd_registry_detach_region(gpd_proc_t *p, gpd_region_t *out) {
     p->region.fd = -1;
   }
   p->has_region = 0;
+  if (p->held) { /* its uid holds one region fewer */
+    __atomic_sub_fetch(&p->held->n, 1, __ATOMIC_RELAXED);
+    p->held = NULL;
+  }
   free(p->cursor);
   free(p->cursor_saved);
   p->cursor = p->cursor_saved = NULL;

@@ -235,26 +235,49 @@ static int held_by(gpd_daemon_t *d, const gpd_peer_t *peer, uint64_t id) {
   return yes;
 }
 
-/* Whether uid may hold one more region (lock taken here): a non-root uid
- * holds at most max_procs_per_uid, counting processes that ended and
- * whose profile the writer has not stored yet (their regions stay mapped
- * until then).  0, or -EUSERS with the reason in errmsg. */
-static int uid_room(gpd_daemon_t *d, uid_t uid, char *errmsg, size_t errlen) {
+/* Reserve one region for a non-root uid: at most max_procs_per_uid,
+ * counting processes that ended and whose profile the writer has not
+ * stored yet (their regions stay mapped until then).  Without d->lock:
+ * the event loop never waits for a monitor pass here.  0 with *cell (NULL
+ * for root) holding the reservation, which the process entry's detach
+ * gives back (p->held); -EUSERS with the reason in errmsg; -ENOMEM. */
+static int uid_room(gpd_daemon_t *d, uid_t uid, gpd_uid_held_t **cell, char *errmsg, size_t errlen) {
+  *cell = NULL;
   if (uid == 0)
     return 0;
-  unsigned held = 0, ended = 0;
-  gpd_registry_lock(d);
-  for (gpd_proc_t *q = d->procs; q; q = q->next)
-    if (q->uid == uid && q->has_region) {
-      held++;
-      ended += q->state == GPD_PROC_EXITED;
-    }
-  pthread_mutex_unlock(&d->lock);
-  if (held < d->cfg.max_procs_per_uid)
-    return 0;
-  snprintf(errmsg, errlen, "uid %u holds %u processes, %u of them ended and not stored yet (max_procs_per_uid)",
-           (unsigned)uid, held, ended);
-  return -EUSERS;
+  pthread_mutex_lock(&d->reg_lock);
+  gpd_uid_held_t *c = d->uid_held;
+  while (c && c->uid != uid)
+    c = c->next;
+  if (c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
+    c->uid = uid;
+    c->next = d->uid_held;
+    d->uid_held = c;
+  }
+  pthread_mutex_unlock(&d->reg_lock);
+  if (c == NULL) {
+    snprintf(errmsg, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  unsigned n = __atomic_add_fetch(&c->n, 1, __ATOMIC_RELAXED);
+  if (n > d->cfg.max_procs_per_uid) {
+    __atomic_sub_fetch(&c->n, 1, __ATOMIC_RELAXED);
+    snprintf(errmsg, errlen, "uid %u holds %u processes, running or ended and not stored yet (max_procs_per_uid)",
+             (unsigned)uid, n - 1);
+    return -EUSERS;
+  }
+  *cell = c;
+  return 0;
+}
+
+void gpd_registry_fini(gpd_daemon_t *d) {
+  pthread_mutex_lock(&d->reg_lock);
+  while (d->uid_held) {
+    gpd_uid_held_t *c = d->uid_held;
+    d->uid_held = c->next;
+    free(c);
+  }
+  pthread_mutex_unlock(&d->reg_lock);
 }
 
 int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__Hello *h, int fd,
@@ -276,15 +299,19 @@ int gpd_registry_hello(gpd_daemon_t *d, struct gpd_client_s *c, const Gpuprof__H
   }
   /* a reconnecting process (hand-back to this daemon) keeps its region:
    * only a Hello that maps a new one is counted */
+  gpd_uid_held_t *cell = NULL;
   if (!(h->handback && h->profile_id != 0 && held_by(d, peer, h->profile_id)) &&
-      (err = uid_room(d, peer->uid, errmsg, errlen)) < 0)
+      (err = uid_room(d, peer->uid, &cell, errmsg, errlen)) < 0)
     goto fail;
   p = calloc(1, sizeof *p);
   if (p == NULL) {
+    if (cell)
+      __atomic_sub_fetch(&cell->n, 1, __ATOMIC_RELAXED);
     err = -ENOMEM;
     snprintf(errmsg, errlen, "out of memory");
     goto fail;
   }
+  p->held = cell; /* given back when its region is detached or it is freed */
   p->pid = peer->pid;
   p->uid = peer->uid;
   p->gid = peer->gid;

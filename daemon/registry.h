@@ -20,6 +20,16 @@ enum { GPD_PROC_RUNNING = 0, GPD_PROC_ENDING = 1, GPD_PROC_EXITED = 2, GPD_PROC_
 
 struct gpd_client_s;
 
+/** Regions a non-root uid holds (registry.c, max_procs_per_uid): one cell
+ *  per uid that ever held one, in d->uid_held (list under d->reg_lock;
+ *  never freed before gpd_registry_fini, so a process keeps a pointer to
+ *  its uid's cell).  n: atomic. */
+typedef struct gpd_uid_held_s {
+  struct gpd_uid_held_s *next;
+  uid_t uid;
+  unsigned n;
+} gpd_uid_held_t;
+
 /** One registered process. */
 typedef struct gpd_proc_s {
   struct gpd_proc_s *next;
@@ -51,6 +61,8 @@ typedef struct gpd_proc_s {
   int snap_frozen;      /* the writer is copying its profile in chunks (checkpoint.c):
                          * until then the monitor journals its rings without
                          * applying them (journal-hold.c; lock) */
+  gpd_uid_held_t *held; /* its uid's count, which this entry adds 1 to until its
+                         * region is detached (NULL: root, or not counted) */
   int mon_pinned;       /* where a monitor pass goes on after letting the
                          * writer in (monitor.c): not unlinked meanwhile (lock) */
   int snap_pinned;      /* in the writer's flush now (checkpoint.c): neither
@@ -83,6 +95,8 @@ typedef struct gpd_proc_s {
  *  incoming list) into the registry.  Every thread that looks for a
  *  process, or may find the registry empty, takes the lock this way. */
 void gpd_registry_lock(gpd_daemon_t *d);
+/** Free d->uid_held (at exit, when no process entry is left). */
+void gpd_registry_fini(gpd_daemon_t *d);
 /** The writer's way to take d->lock: it says it waits (d->lock_want), so
  *  that a monitor pass lets it in between two processes instead of after
  *  every ring of every process; with adopt, as gpd_registry_lock. */
