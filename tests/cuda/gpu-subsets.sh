@@ -30,8 +30,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 GPUPROF_LOG=info "$B/bin/gpuprofd" --foreground --socket "$O/s" --db "$O/node.gpdb" \
   --state-dir "$O/state" >"$O/daemon.log" 2>&1 &
 dpid=$!
-for _ in $(seq 600); do [ -S "$O/s" ] && break; sleep 0.1; done
-[ -S "$O/s" ] || { echo "gpu-subsets: no daemon socket"; tail "$O/daemon.log"; exit 1; }
+. "$B/gpu-wait.sh"
+wait_until 60 "gpuprofd's socket $O/s" test -S "$O/s" || { tail "$O/daemon.log"; exit 1; }
 cfgs="duty:100/2,coarse duty:100/2,kernel duty:100/2,coarse,finalize duty:100/2"
 ok=0 all=0
 for r in $(seq "$rounds"); do

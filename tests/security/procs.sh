@@ -54,12 +54,8 @@ echo go >&7
 exec 7>&-
 wait $L || fail "lock holder: $(cat "$T/lock.out")"
 # stored: gpdsec1 may register again (deadline 20 s)
-n=200
-until as gpdsec1 $PY "$HOSTILE" hellos "$S" 1 >"$T/h1b.out" 2>&1; do
-  n=$((n - 1))
-  [ $n -gt 0 ] || fail "gpdsec1 still refused after the writer got the lock back: $(cat "$T/h1b.out")"
-  sleep 0.1
-done
+wait_cmd 200 as gpdsec1 $PY "$HOSTILE" hellos "$S" 1 >"$T/h1b.out" 2>&1 ||
+  fail "gpdsec1 still refused after the writer got the lock back: $(cat "$T/h1b.out")"
 got=$($PY -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from profile where uid=?", (int(sys.argv[2]),)).fetchone()[0])' "$DB" "$(id -u gpdsec1)")
 [ "$got" -ge 4 ] || fail "want the 4 ended profiles of gpdsec1 stored, found $got"
 ok "after the commit gpdsec1 registers again ($got profiles of it stored)"
