@@ -176,7 +176,7 @@ run() { # scenario
   chmod 755 "$d"
   chmod 1777 "$d/att"
   printf '[store]\nretention_max_bytes = %s\n[monitor]\nthreads = %s\n' "$retain" "$monitors" >"$d/conf"
-  GPUPROF_LOG=info "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
+  GPUPROF_LOG=info GPUPROF_LOG_TIME=1 "$b/bin/gpuprofd" --foreground --socket "$d/s" --db "$d/p.gpdb" --state-dir "$d/state" \
     --config "$d/conf" >"$d/log" 2>&1 &
   dpid=$!
   for _ in $(seq 1 200); do [ -S "$d/s" ] && break; sleep 0.05; done

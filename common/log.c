@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 int gpd_log_level = GPD_LOG_WARN;
 
 static _Atomic int log_fd = 2;
 static char log_prog[32] = "gpuprof";
+static int log_time; /* GPUPROF_LOG_TIME=1: lines start with the UTC time */
 
 static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
 
@@ -37,6 +39,8 @@ void gpd_log_init(const char *prog) {
     strncpy(log_prog, prog, sizeof log_prog - 1);
     log_prog[sizeof log_prog - 1] = '\0';
   }
+  const char *t = getenv("GPUPROF_LOG_TIME");
+  log_time = t && t[0] == '1';
   const char *env = getenv("GPUPROF_LOG");
   if (env) {
     int lvl = log_parse_level(env);
@@ -57,7 +61,16 @@ void gpd_log_write(int level, const char *fmt, ...) {
     level = 0;
   if (level > GPD_LOG_DEBUG)
     level = GPD_LOG_DEBUG;
-  int n = snprintf(line, sizeof line, "%s[%d] %s: ", log_prog, (int)getpid(), level_names[level]);
+  char when[32] = "";
+  if (log_time) { /* "HH:MM:SS.mmm " (UTC): a log read without journald's times */
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    snprintf(when, sizeof when, "%02d:%02d:%02d.%03ld ", tm.tm_hour, tm.tm_min, tm.tm_sec,
+             ts.tv_nsec / 1000000);
+  }
+  int n = snprintf(line, sizeof line, "%s%s[%d] %s: ", when, log_prog, (int)getpid(), level_names[level]);
   if (n < 0)
     return;
   if ((size_t)n >= sizeof line)

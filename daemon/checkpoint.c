@@ -268,6 +268,7 @@ int gpd_checkpoint_flush(gpd_daemon_t *d) {
   int err = 0;
   uint64_t t_snap = gpd_clock_ns();
   uint32_t chunk = s->snap_chunk ? s->snap_chunk : GPD_CHECKPOINT_SNAP_CHUNK;
+  __atomic_store_n(&d->journal_urgent, 0, __ATOMIC_RELAXED); /* this flush answers it */
   wlock(d, 1, &lock_wait);
   uint64_t t_held = gpd_clock_ns();
   int part = HOLD_SNAP;

@@ -78,6 +78,10 @@ typedef struct gpd_daemon_s {
   int flush_now;        /* wake the writer: a process ended, or a ring is
                            more than half full of unreleased slots */
   uint64_t early_flushes; /* flushes asked for by ring back-pressure */
+  uint64_t mon_pass_max_ns; /* atomic: the longest monitor pass (monitor.c) */
+  int journal_urgent;   /* atomic: a uid's journal holds over a quarter of its
+                           budget (gpd_journal_pressure): the next flush runs
+                           before retention's share; cleared by that flush */
   int writer_stop;      /* writer: last flush, then exit (set with an atomic store:
                            retention reads it between its transactions) */
   int retain_stop;      /* main, at SIGTERM (atomic): a retention pass ends at its

@@ -47,6 +47,8 @@ struct gpd_jacct_s {
   uid_t uid;
   uint64_t live; /* atomic: bytes appended, not yet deleted */
   uint64_t over; /* atomic: spans refused by the budget */
+  uint64_t over_logged; /* atomic: `over` at the last log line about it */
+  uint64_t over_log_ns; /* atomic: when that line was written (gpd_clock_ns) */
   uint64_t corr; /* atomic: correlation map entries of its processes (as published) */
 };
 

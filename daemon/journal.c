@@ -87,6 +87,32 @@ static void live_sub(gpd_journal_t *j, gpd_jacct_t *a, uint64_t n) {
     __atomic_fetch_sub(&j->live, n, __ATOMIC_RELAXED);
 }
 
+/* A span of a's uid refused by the budget (live bytes used of uid_max):
+ * one line when it starts, then at most one every GPD_JOURNAL_OVER_LOG_NS
+ * with the spans refused since (any monitor thread). */
+#define GPD_JOURNAL_OVER_LOG_NS 10000000000ull
+static void over_log(gpd_jacct_t *a, uint64_t live, uint64_t uid_max) {
+  uint64_t n = __atomic_add_fetch(&a->over, 1, __ATOMIC_RELAXED);
+  uint64_t now = gpd_clock_ns(), last = __atomic_load_n(&a->over_log_ns, __ATOMIC_RELAXED);
+  if (n > 1 && now - last < GPD_JOURNAL_OVER_LOG_NS)
+    return;
+  if (!__atomic_compare_exchange_n(&a->over_log_ns, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    return; /* another monitor logs it */
+  uint64_t before = __atomic_exchange_n(&a->over_logged, n, __ATOMIC_RELAXED);
+  GPD_WARN("journal: uid %u has %" PRIu64 " bytes not yet committed (budget %" PRIu64
+           "): its ring slots now wait for the writer's commit (%" PRIu64 " spans so, %" PRIu64
+           " since the last line)",
+           (unsigned)a->uid, live, uid_max, n, n - before);
+}
+
+void gpd_journal_pressure(gpd_daemon_t *d) {
+  if (!__atomic_exchange_n(&d->journal_urgent, 1, __ATOMIC_RELAXED)) {
+    __atomic_store_n(&d->flush_now, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&d->early_flushes, 1, __ATOMIC_RELAXED);
+    pthread_cond_signal(&d->writer_cv);
+  }
+}
+
 void gpd__journal_seg_name(char *buf, size_t n, uint64_t id, uint32_t seg) {
   snprintf(buf, n, "%" PRIu64 ".%u.jnl", id, seg);
 }
@@ -253,15 +279,17 @@ int gpd__journal_span(gpd_daemon_t *d, gpd_proc_t *p, uint32_t ring, uint64_t to
   }
   uint64_t bytes = sizeof(jent_t) + n * GPD_SLOT_SIZE;
   gpd_jacct_t *a = jr->acct;
-  if ((a && __atomic_load_n(&a->live, __ATOMIC_RELAXED) + bytes > j->uid_max) ||
-      __atomic_load_n(&j->live, __ATOMIC_RELAXED) + bytes > 4 * j->uid_max) {
-    if (a && __atomic_fetch_add(&a->over, 1, __ATOMIC_RELAXED) == 0)
-      GPD_WARN("journal: uid %u has %" PRIu64 " bytes not yet committed (budget %" PRIu64
-               "): its ring slots now wait for the writer's commit",
-               (unsigned)p->uid, __atomic_load_n(&a->live, __ATOMIC_RELAXED), j->uid_max);
+  uint64_t live = a ? __atomic_load_n(&a->live, __ATOMIC_RELAXED) : 0;
+  if ((a && live + bytes > j->uid_max) || __atomic_load_n(&j->live, __ATOMIC_RELAXED) + bytes > 4 * j->uid_max) {
+    if (a)
+      over_log(a, live, j->uid_max);
     jr->skipped++;
     return 0;
   }
+  /* a quarter of the budget used: the writer commits now, before its
+   * interval and before retention's share (retention.c) */
+  if (a && live > j->uid_max / 4)
+    gpd_journal_pressure(d);
   int err = jr->has_fd ? 0 : seg_open(j, p);
   if (err < 0) {
     GPD_WARN("journal: profile %" PRIu64 ": cannot open a segment (%s); its slots wait for the "

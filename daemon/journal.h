@@ -121,6 +121,12 @@ uint64_t gpd_journal_hold(gpd_daemon_t *d, gpd_proc_t *p);
  *  ends and the rings are consumed again.  Returns the records ingested
  *  or GPD_EBADRECORD (a record that does not validate: p is bad). */
 int64_t gpd_journal_apply(gpd_daemon_t *d, gpd_proc_t *p, uint64_t budget);
+/** A uid's journal passed a quarter of its budget: wake the writer now
+ *  (d->flush_now) and let that flush run before retention's share
+ *  (d->journal_urgent, cleared when the flush starts).  Any thread; the
+ *  monitor calls it with d->lock held, so the writer's wait cannot miss
+ *  the signal. */
+void gpd_journal_pressure(gpd_daemon_t *d);
 /** Delete the segments of processes no longer alive (writer, about once
  *  a minute; and at open). */
 void gpd_journal_sweep(gpd_daemon_t *d);

@@ -62,8 +62,23 @@
 #include "daemon.h"
 
 #define GPD_MONITOR_BATCH 4096u
+/* Fair share of a pass: records per ring per process are at most
+ * GPD_MONITOR_UID_PASS divided by the processes its uid holds, and at
+ * least GPD_MONITOR_MIN_BATCH.  A uid with a thousand busy processes gets
+ * about as much of each pass as one with a few: a pass stays short
+ * (a default ring of 65 536 slots fills in ~0.25 s at 100 000 ops/s), so
+ * one user's volume cannot make another's rings overflow. */
+#define GPD_MONITOR_UID_PASS 65536u
+#define GPD_MONITOR_MIN_BATCH 64u
+/* Passes an ENDING process is drained at its fair batch before it is
+ * finished whatever is left (drained to empty then, as before). */
+#define GPD_MONITOR_END_PASSES 64u
+/* A pass this long or longer is logged (at most one line per
+ * GPD_MONITOR_SLOW_EVERY_NS, with the count since). */
+#define GPD_MONITOR_SLOW_NS 100000000ull
+#define GPD_MONITOR_SLOW_EVERY_NS 10000000000ull
 /* Records of held spans applied per pass (journal-hold.c): four times a
- * ring's batch, so the apply outruns the producers while the lock is
+ * ring's batch (GPD_MONITOR_BATCH, or the process's fair share), so the apply outruns the producers while the lock is
  * held for about as long as a pass that drains four busy rings. */
 #define GPD_MONITOR_APPLY (4u * GPD_MONITOR_BATCH)
 
@@ -95,7 +110,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
    * private recorder (gpuprof record: its journal is used for holds only).
    * Without a journal a frozen process waits for the next pass. */
   if (p->jr.hold_on && !p->snap_frozen) {
-    int64_t a = gpd_journal_apply(d, p, GPD_MONITOR_APPLY);
+    int64_t a = gpd_journal_apply(d, p, (uint64_t)GPD_MONITOR_APPLY / GPD_MONITOR_BATCH * max_per_ring);
     if (a < 0) {
       proc_bad(p, -1, (int)a);
       return 0;
@@ -192,14 +207,46 @@ static int frozen_any(gpd_daemon_t *d) {
   return 0;
 }
 
+/* p's records per ring in one pass: its uid's fair share (see
+ * GPD_MONITOR_UID_PASS). */
+static unsigned fair_batch(const gpd_proc_t *p) {
+  unsigned n = p->held ? __atomic_load_n(&p->held->n, __ATOMIC_RELAXED) : 1;
+  unsigned b = GPD_MONITOR_UID_PASS / (n ? n : 1);
+  return b < GPD_MONITOR_MIN_BATCH ? GPD_MONITOR_MIN_BATCH : b > GPD_MONITOR_BATCH ? GPD_MONITOR_BATCH : b;
+}
+
 /* One process's share of a pass (whichever monitor thread claimed it). */
 static uint64_t pass_proc(gpd_daemon_t *d, gpd_proc_t *p) {
   /* frozen (the writer is copying its profile): journaled only, and
    * finished after the copy */
-  uint64_t n = gpd_monitor_drain(d, p, GPD_MONITOR_BATCH);
-  if (p->state == GPD_PROC_ENDING && !p->snap_frozen)
+  unsigned b = fair_batch(p);
+  uint64_t n = gpd_monitor_drain(d, p, b);
+  /* an ended process is drained at its fair share too, and finished once
+   * a pass found less than a batch left (or after END_PASSES passes) */
+  if (p->state == GPD_PROC_ENDING && !p->snap_frozen &&
+      (n < b || p->bad || ++p->end_passes >= GPD_MONITOR_END_PASSES))
     finish_proc(d, p);
   return n;
+}
+
+/* The longest pass and the slow ones (gpd_monitor_pass): one line per
+ * GPD_MONITOR_SLOW_EVERY_NS at most.  Monitor thread 0 only. */
+static void pass_time(gpd_daemon_t *d, uint64_t t0, unsigned nproc, uint64_t records) {
+  static uint64_t slow, slow_logged, logged_ns;
+  uint64_t now = gpd_clock_ns(), dt = now - t0;
+  if (dt > __atomic_load_n(&d->mon_pass_max_ns, __ATOMIC_RELAXED))
+    __atomic_store_n(&d->mon_pass_max_ns, dt, __ATOMIC_RELAXED);
+  if (dt < GPD_MONITOR_SLOW_NS)
+    return;
+  slow++;
+  if (logged_ns && now - logged_ns < GPD_MONITOR_SLOW_EVERY_NS)
+    return;
+  GPD_INFO("monitor: slow pass, %.0f ms for %u processes, %llu records (%llu passes of %.0f ms or "
+           "more since the last line)",
+           (double)dt / 1e6, nproc, (unsigned long long)records, (unsigned long long)(slow - slow_logged),
+           (double)GPD_MONITOR_SLOW_NS / 1e6);
+  slow_logged = slow;
+  logged_ns = now;
 }
 
 /* A helper thread's pool and its number t (1 .. nhelpers). */
@@ -309,17 +356,21 @@ static void let_writer_in(gpd_daemon_t *d, gpd_proc_t *p) {
 }
 
 uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
-  uint64_t total = 0;
+  uint64_t total = 0, t0 = gpd_clock_ns();
   gpd_mpool_t *m = d->mpool;
   gpd_registry_lock(d); /* and the processes registered since the last pass */
   if (m == NULL || m->nhelpers == 0) {
+    unsigned np = 0;
     for (gpd_proc_t *p = d->procs; p; p = p->next) {
-      if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING)
+      if (p->state == GPD_PROC_RUNNING || p->state == GPD_PROC_ENDING) {
         total += pass_proc(d, p);
+        np++;
+      }
       let_writer_in(d, p);
     }
     test_hold(d);
     pthread_mutex_unlock(&d->lock);
+    pass_time(d, t0, np, total);
     return total;
   }
   m->nwork = 0;
@@ -367,7 +418,9 @@ uint64_t gpd_monitor_pass(gpd_daemon_t *d) {
   }
   total += m->total;
   test_hold(d);
+  unsigned np = m->nwork;
   pthread_mutex_unlock(&d->lock);
+  pass_time(d, t0, np, total);
   return total;
 }
 
@@ -489,6 +542,7 @@ void gpd_monitor_stop(gpd_daemon_t *d) {
   __atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
   pthread_join(d->monitor_tid, NULL);
   d->monitor_started = 0;
+  GPD_INFO("monitor: longest pass %.2f ms", (double)__atomic_load_n(&d->mon_pass_max_ns, __ATOMIC_RELAXED) / 1e6);
   gpd_monitor_helpers_stop(d);
   /* drain what is left so the last flush has it, once the writer has
    * finished copying any profile (a few ms; at most 5 s) */

@@ -235,16 +235,14 @@ static int held_by(gpd_daemon_t *d, const gpd_peer_t *peer, uint64_t id) {
   return yes;
 }
 
-/* Reserve one region for a non-root uid: at most max_procs_per_uid,
- * counting processes that ended and whose profile the writer has not
- * stored yet (their regions stay mapped until then).  Without d->lock:
- * the event loop never waits for a monitor pass here.  0 with *cell (NULL
- * for root) holding the reservation, which the process entry's detach
- * gives back (p->held); -EUSERS with the reason in errmsg; -ENOMEM. */
+/* Reserve one region for a uid: at most max_procs_per_uid (root: no
+ * bound), counting processes that ended and whose profile the writer has
+ * not stored yet (their regions stay mapped until then).  Without
+ * d->lock: the event loop never waits for a monitor pass here.  0 with
+ * *cell holding the reservation, which the process entry's detach gives
+ * back (p->held); -EUSERS with the reason in errmsg; -ENOMEM. */
 static int uid_room(gpd_daemon_t *d, uid_t uid, gpd_uid_held_t **cell, char *errmsg, size_t errlen) {
   *cell = NULL;
-  if (uid == 0)
-    return 0;
   pthread_mutex_lock(&d->reg_lock);
   gpd_uid_held_t *c = d->uid_held;
   while (c && c->uid != uid)
@@ -260,7 +258,7 @@ static int uid_room(gpd_daemon_t *d, uid_t uid, gpd_uid_held_t **cell, char *err
     return -ENOMEM;
   }
   unsigned n = __atomic_add_fetch(&c->n, 1, __ATOMIC_RELAXED);
-  if (n > d->cfg.max_procs_per_uid) {
+  if (uid != 0 && n > d->cfg.max_procs_per_uid) {
     __atomic_sub_fetch(&c->n, 1, __ATOMIC_RELAXED);
     snprintf(errmsg, errlen, "uid %u holds %u processes, running or ended and not stored yet (max_procs_per_uid)",
              (unsigned)uid, n - 1);

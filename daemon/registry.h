@@ -20,10 +20,11 @@ enum { GPD_PROC_RUNNING = 0, GPD_PROC_ENDING = 1, GPD_PROC_EXITED = 2, GPD_PROC_
 
 struct gpd_client_s;
 
-/** Regions a non-root uid holds (registry.c, max_procs_per_uid): one cell
- *  per uid that ever held one, in d->uid_held (list under d->reg_lock;
- *  never freed before gpd_registry_fini, so a process keeps a pointer to
- *  its uid's cell).  n: atomic. */
+/** Regions a uid holds (registry.c): one cell per uid that ever held one,
+ *  in d->uid_held (list under d->reg_lock; never freed before
+ *  gpd_registry_fini, so a process keeps a pointer to its uid's cell).
+ *  n: atomic.  Bounded by max_procs_per_uid except for root; the monitor
+ *  sizes each process's batch from it (monitor.c, fair_batch). */
 typedef struct gpd_uid_held_s {
   struct gpd_uid_held_s *next;
   uid_t uid;
@@ -65,6 +66,7 @@ typedef struct gpd_proc_s {
                          * region is detached (NULL: root, or not counted) */
   int mon_pinned;       /* where a monitor pass goes on after letting the
                          * writer in (monitor.c): not unlinked meanwhile (lock) */
+  unsigned end_passes;  /* monitor passes since the connection's EOF (ENDING) */
   int snap_pinned;      /* in the writer's flush now (checkpoint.c): neither
                          * unlinked nor freed until that flush ends, so the
                          * writer reaches it without searching the list (lock) */

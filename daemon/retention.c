@@ -174,7 +174,9 @@ static int rt_check(rt_t *r) {
    * the flush interval: a flush slowed by one uid's volume must not
    * lengthen the next wait for every process's commit in turn. */
   uint64_t share = r->s->flush_last_ns < (uint64_t)ms * 1000000 ? r->s->flush_last_ns : (uint64_t)ms * 1000000;
-  if (r->urgent && since < share)
+  /* a uid's journal filling up (gpd_journal_pressure): its rings fill
+   * next, so the commit goes first */
+  if (r->urgent && since < share && !__atomic_load_n(&d->journal_urgent, __ATOMIC_RELAXED))
     return 0;
   if (__atomic_load_n(&d->flush_now, __ATOMIC_RELAXED) || since >= (uint64_t)ms * 1000000) {
     __atomic_store_n(&d->flush_now, 0, __ATOMIC_RELAXED);

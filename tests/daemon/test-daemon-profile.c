@@ -1038,6 +1038,63 @@ static void test_flush_turns(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A monitor pass shares itself by uid (monitor.c, fair_batch): 100 busy
+ * processes of one uid get 65536 / 100 = 655 records each per ring, the one
+ * process of another uid its full batch of 4096; an ENDING process of the
+ * busy uid is finished only once drained (or after 64 passes). */
+static void test_monitor_fair(void **state) {
+  (void)state;
+  gpd_daemon_t d;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.lock, NULL);
+  pthread_cond_init(&d.writer_cv, NULL);
+  gpd_uid_held_t many = {.uid = 5000, .n = 100}, one = {.uid = 5001, .n = 1};
+  gpd_proc_t *v = NULL;
+  for (uint64_t i = 0; i <= 100; i++) {
+    gpd_proc_t *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    p->profile_id = 100 + i;
+    p->pid = getpid();
+    p->uid = i == 100 ? 5001 : 5000;
+    p->held = i == 100 ? &one : &many;
+    p->state = GPD_PROC_RUNNING;
+    assert_int_equal(gpd_region_create(&p->region, 1, 16384, p->pid, p->profile_id), 0);
+    p->has_region = 1;
+    assert_int_equal(gpd_registry_cursors(p), 0);
+    assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
+    gpd_producer_t pr;
+    assert_int_equal(gpd_producer_claim(&p->region, &pr, 1), 0);
+    for (uint64_t c = 1; c <= 5000; c++)
+      ring_act(&pr, c); /* activities without invocations: <unknown context> */
+    p->next = d.procs;
+    d.procs = p;
+    d.nprocs++;
+    if (i == 100)
+      v = p;
+  }
+  assert_int_equal(gpd_monitor_pass(&d), 99 * 655 + 655 + 4096);
+  for (gpd_proc_t *p = d.procs; p; p = p->next)
+    assert_int_equal(p->prof.records, p == v ? 4096 : 655);
+  /* an ended process of the busy uid: 655 a pass, finished when a pass
+   * finds less than that left (5000 = 7 x 655 + 415) */
+  gpd_proc_t *e = d.procs->next == v ? d.procs->next->next : d.procs->next;
+  e->state = GPD_PROC_ENDING;
+  for (int k = 0; k < 6; k++) {
+    (void)gpd_monitor_pass(&d);
+    assert_int_equal(e->state, GPD_PROC_ENDING);
+  }
+  assert_int_equal(e->prof.records, 7 * 655);
+  (void)gpd_monitor_pass(&d);
+  assert_int_equal(e->state, GPD_PROC_EXITED);
+  assert_int_equal(e->prof.records, 5000);
+  while (d.procs) {
+    gpd_proc_t *p = d.procs;
+    d.procs = p->next;
+    p->held = NULL; /* the cells are this test's */
+    gpd_registry_free_proc(p);
+  }
+}
+
 /* Every ring of p released up to its head (the producer has all its room). */
 static void assert_released(gpd_proc_t *p) {
   for (uint32_t i = 0; i < 2; i++)
@@ -1594,6 +1651,7 @@ int main(void) {
       cmocka_unit_test(test_pending_order),
       cmocka_unit_test(test_store_format),
       cmocka_unit_test(test_flush_turns),
+      cmocka_unit_test(test_monitor_fair),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

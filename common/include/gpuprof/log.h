@@ -15,7 +15,7 @@ enum { GPD_LOG_ERROR = 0, GPD_LOG_WARN = 1, GPD_LOG_INFO = 2, GPD_LOG_DEBUG = 3 
 
 extern int gpd_log_level; /* default GPD_LOG_WARN; env GPUPROF_LOG=debug|info|warn|error */
 
-void gpd_log_init(const char *prog);      /* reads GPUPROF_LOG */
+void gpd_log_init(const char *prog);      /* reads GPUPROF_LOG, GPUPROF_LOG_TIME */
 void gpd_log_set_fd(int fd);
 void gpd_log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gpd_log_signal(const char *msg);
