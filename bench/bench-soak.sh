@@ -262,7 +262,8 @@ run() { # scenario
     -v rm="$(grep -c 'retention removed profile' "$d/log")" -v t="${traced:-0} / ${asked:-0}" -v jr="$jobrows" \
     'BEGIN {printf "| %s | %d | %s | %s | %.1f MiB | %.0f MiB | %.1f, %.1f MiB (cap %s) | %s, %s, %s | %s | %s |\n",
       sc, dr, wr, lk, j / 1048576, h / 1024, sz / 1048576, sm / 1048576, cap, f, l, rm, t, jr}')" ""
-  say "daemon: exited $stop s after SIGTERM; scenario took $((SECONDS - start)) s" ""
+  say "longest monitor pass: $(grep -o 'monitor: longest pass [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms'); retention's longest stretch without a flush point: $(grep -o 'without a flush point [0-9.]* ms' "$d/log" | grep -o '[0-9.]* ms'); victims' uid over its journal budget: $(grep -o 'journal: uid 0 has.*(\([0-9]*\) spans so' "$d/log" | tail -1 | grep -o '([0-9]* spans' | tr -d '(') " \
+    "" "daemon: exited $stop s after SIGTERM; scenario took $((SECONDS - start)) s" ""
   [ -z "$sout" ] || cp "$d/log" "$sout.$sc.log"
 }
 

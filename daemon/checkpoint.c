@@ -109,21 +109,39 @@ static int turn_cmp(const void *a, const void *b) {
   return p->flush_seq < q->flush_seq ? -1 : p->flush_seq > q->flush_seq;
 }
 
+/* The rows p's next snapshot writes, about (what gpd_snapshot_take
+ * ranges over; lock held). */
+static uint64_t proc_rows(const gpd_proc_t *p) {
+  const gpd_profile_t *pr = &p->prof;
+  uint64_t dirty = pr->ndirtyv == UINT32_MAX ? pr->nnodes : pr->ndirtyv;
+  return (uint64_t)(pr->nmods - pr->nmods_saved) + (pr->nstrs - pr->nstrs_saved) +
+         (pr->nnodes - pr->nodes_clean) + (pr->nlocals - pr->nlocals_saved) + dirty;
+}
+
 /* Of the n processes in c (lock held), keep at most
- * GPD_CHECKPOINT_PROCS_PER_UID per uid, packed at the front in turn
- * order, each marked with seq; *more says whether any was left.  The
- * count kept. */
+ * GPD_CHECKPOINT_PROCS_PER_UID per uid and, past its first, no more than
+ * GPD_CHECKPOINT_ROWS_PER_UID rows of one uid, packed at the front in
+ * turn order, each marked with seq; *more says whether any was left.
+ * The count kept. */
 static uint32_t take_turns(gpd_proc_t **c, uint32_t n, uint64_t seq, int *more) {
   *more = 0;
   if (n > 1)
     qsort(c, n, sizeof *c, turn_cmp);
   uint32_t k = 0, run = 0;
+  uint64_t rows = 0;
   for (uint32_t i = 0; i < n; i++) {
-    run = i && c[i]->uid == c[i - 1]->uid ? run + 1 : 0;
-    if (run >= GPD_CHECKPOINT_PROCS_PER_UID) {
+    if (i && c[i]->uid == c[i - 1]->uid) {
+      run++;
+    } else {
+      run = 0;
+      rows = 0;
+    }
+    uint64_t r = proc_rows(c[i]);
+    if (run >= GPD_CHECKPOINT_PROCS_PER_UID || (rows && rows + r > GPD_CHECKPOINT_ROWS_PER_UID)) {
       *more = 1;
       continue;
     }
+    rows += r ? r : 1;
     c[i]->flush_seq = seq;
     c[k++] = c[i];
   }
@@ -627,12 +645,14 @@ void gpd_checkpoint_writer_stop(gpd_daemon_t *d) {
   if (s && s->wr_n)
     GPD_INFO("store: %llu writes (%llu asked early by rings half full), snapshot to ring release "
              "%.2f ms mean, %.2f ms max, %llu over 50 ms; longest symbolization %.2f ms, wait in BEGIN %.2f ms, "
-             "hold of the daemon lock %.2f ms (snapshot %.2f, chunks %.2f, after the commit %.2f)",
+             "hold of the daemon lock %.2f ms (snapshot %.2f, chunks %.2f, after the commit %.2f); "
+             "retention's longest stretch without a flush point %.2f ms",
              (unsigned long long)s->wr_n,
              (unsigned long long)__atomic_load_n(&d->early_flushes, __ATOMIC_RELAXED),
              (double)s->wr_ns / (double)s->wr_n / 1e6, (double)s->wr_max_ns / 1e6,
              (unsigned long long)s->wr_slow, (double)s->wr_sym_max_ns / 1e6,
              (double)s->wr_begin_max_ns / 1e6, (double)gpd_checkpoint_lock_max_ns(s) / 1e6, (double)s->lock_max_ns[HOLD_SNAP] / 1e6,
-             (double)s->lock_max_ns[HOLD_CHUNK] / 1e6, (double)s->lock_max_ns[HOLD_COMMIT] / 1e6);
+             (double)s->lock_max_ns[HOLD_CHUNK] / 1e6, (double)s->lock_max_ns[HOLD_COMMIT] / 1e6,
+             (double)s->rstats.step_max_ns / 1e6);
 }
 

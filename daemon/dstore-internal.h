@@ -36,6 +36,9 @@ typedef struct gpd_retain_stats_s {
   uint64_t txns, txn_max_ns, txn_slow;          /* transactions, the longest, over 100 ms */
   uint64_t pass_ns, pass_max_ns;                /* the last pass, the longest */
   uint64_t flushes;                             /* flushes run between transactions */
+  uint64_t size_ns;                             /* the last sizing of profiles (size_profiles) */
+  uint64_t step_max_ns;                         /* the longest stretch between two flush points */
+  uint64_t slow_steps, slow_logged, slow_log_ns; /* stretches over RT_SLOW_STEP_NS; the log line's */
   int stopped;                                  /* the last pass stopped for writer_stop */
 } gpd_retain_stats_t;
 
@@ -84,6 +87,12 @@ struct gpd_dstore_s {
  *  the least recently written (checkpoint.c), so that no uid's number of
  *  processes lengthens the wait for every other uid's commit. */
 #define GPD_CHECKPOINT_PROCS_PER_UID 64u
+/** Rows (new modules, strings, contexts, locals; dirty contexts' metrics)
+ *  of one uid one flush writes at most: past it that uid's further
+ *  processes wait for the next turn (its first process is always taken,
+ *  whatever its size), so one user's large profiles do not lengthen every
+ *  other user's wait for a commit. */
+#define GPD_CHECKPOINT_ROWS_PER_UID 65536u
 /** A flush this long or longer logs where its time went (checkpoint.c). */
 #define GPD_CHECKPOINT_SLOW_NS 1000000000ull
 

@@ -66,6 +66,8 @@
 #define MAX_ROUNDS 4096                    /* profiles removed per pass at most */
 #define FREE_SLACK (1ll << 20)             /* free pages kept in the file at most, bytes */
 #define GAP_US 3000                        /* the lock left free after a transaction */
+#define RT_SLOW_STEP_NS 300000000ull       /* a stretch without a flush point this long is logged */
+#define RT_SLOW_EVERY_NS 10000000000ull    /* at most one such line this often */
 
 typedef struct {
   uint64_t id;
@@ -85,6 +87,9 @@ typedef struct {
   size_t nlive;
   uint64_t removed0; /* s->rstats.profiles when the pass began */
   int urgent;        /* the store is over retention_max_bytes: rt_check's share */
+  const char *what;  /* the step running now (slow-step lines) */
+  uint64_t flush_ns; /* time spent in flushes run from rt_check */
+  uint64_t t_step;   /* when the last flush point returned */
 } rt_t;
 
 enum { RT_STOP = 1 }; /* the writer is stopping: end the pass */
@@ -143,12 +148,34 @@ static int rt_commit(rt_t *r) {
   return err;
 }
 
+/* The stretch since the last flush point (r->what ran): the longest is
+ * kept, one of RT_SLOW_STEP_NS or more logged (at most one line per
+ * RT_SLOW_EVERY_NS, with the count since): every commit of every process
+ * waits through such a stretch. */
+static void step_time(rt_t *r, uint64_t now) {
+  gpd_retain_stats_t *st = &r->s->rstats;
+  uint64_t dt = now - r->t_step;
+  r->t_step = now;
+  if (dt > st->step_max_ns)
+    st->step_max_ns = dt;
+  if (dt < RT_SLOW_STEP_NS)
+    return;
+  st->slow_steps++;
+  if (st->slow_log_ns && now - st->slow_log_ns < RT_SLOW_EVERY_NS)
+    return;
+  GPD_INFO("store: retention ran %.0f ms without a flush point (%s; %llu such stretches since the last "
+           "line)", (double)dt / 1e6, r->what ? r->what : "pass", (unsigned long long)(st->slow_steps - st->slow_logged));
+  st->slow_logged = st->slow_steps;
+  st->slow_log_ns = now;
+}
+
 /* Between two steps: once the transaction ran its budget, commit it, run
  * a flush that is due, and end the pass if the writer is stopping.
  * 0 go on, RT_STOP, or a negative code. */
 static int rt_check(rt_t *r) {
   gpd_daemon_t *d = r->d;
   uint64_t now = gpd_clock_ns();
+  step_time(r, now);
   if (r->t_txn && now - r->t_txn < TXN_BUDGET_NS)
     return 0;
   int had = r->t_txn != 0;
@@ -184,8 +211,10 @@ static int rt_check(rt_t *r) {
     if (r->flush) {
       r->flush(d); /* a failure is the flush's to log and retry */
       r->s->flush_last_ns = gpd_clock_ns() - t_fl;
+      r->flush_ns += r->s->flush_last_ns;
     }
     r->t_flush = gpd_clock_ns();
+    r->t_step = r->t_flush;
     r->s->rstats.flushes++;
     if ((err = live_list(r)) < 0)
       return err;
@@ -197,6 +226,7 @@ static int rt_check(rt_t *r) {
  * binaries it referred to become candidates.  0, RT_STOP or < 0. */
 static int purge(rt_t *r, int64_t id, int64_t uid) {
   int err = 0;
+  r->what = "removing a profile's rows";
   for (unsigned k = 0; k < gpd_store_purge_tables() && err == 0; k++) {
     for (;;) {
       int more = 0;
@@ -217,6 +247,7 @@ static int purge(rt_t *r, int64_t id, int64_t uid) {
  * 0, RT_STOP or < 0. */
 static int sweep_contexts(rt_t *r) {
   int err = 0;
+  r->what = "removing unused contexts";
   for (;;) {
     int64_t u[64], c[64];
     if ((err = rt_begin(r)) < 0)
@@ -251,6 +282,7 @@ static int bin_dir(gpd_dstore_t *s) {
  * the row go, unless the hash is queued or being uploaded (then it stays
  * listed: the upload adds a reference).  0, RT_STOP or < 0. */
 static int sweep_bins(rt_t *r) {
+  r->what = "removing unused binaries";
   char last[33] = "", h[64][33];
   int err = 0;
   for (;;) {
@@ -336,6 +368,7 @@ static int sweep_stray_files(rt_t *r) {
 /* Removals left unfinished (by the last pass or a previous daemon) and
  * candidates left on the lists.  0, RT_STOP or < 0. */
 static int finish_removals(rt_t *r) {
+  r->what = "finishing removals";
   int err;
   for (;;) {
     if ((err = rt_begin(r)) < 0)
@@ -375,6 +408,7 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
  * results are written 64 at a time.  0, RT_STOP or < 0. */
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
+  r->what = "sizing profiles";
   /* an ended profile's size is final once the tracing threads committed
    * everything pushed before its end (its trace rows come after the
    * flush that stored it ended) */
@@ -388,7 +422,12 @@ static int size_profiles(rt_t *r) {
       return err;
     /* the store over its limit: running profiles' sizes at most 1 s old
      * (their uid's trace allowance is what is left of its share) */
+    /* ... but at most a quarter of the writer's time: counting a running
+     * profile of millions of trace rows takes long, and every process's
+     * commit waits between two counts */
     uint64_t every = r->urgent ? RESIZE_URGENT_NS : RESIZE_RUNNING_NS;
+    if (every < 4 * r->s->rstats.size_ns)
+      every = 4 * r->s->rstats.size_ns;
     n = gpd_store_purge_size_todo(r->pg, (int64_t)(now - every), traced, (int64_t)now, id, uid, run, 64);
     if (n == 0)
       return 0;
@@ -431,7 +470,10 @@ static int count_uses(rt_t *r, uid_row_t **rows, size_t *nrows) {
   for (size_t i = 0; i < s->nuses; i++)
     s->uses[i].unseen = 0;
   pthread_mutex_unlock(&r->d->reg_lock);
+  uint64_t t_size = gpd_clock_ns(), fl0 = r->flush_ns;
   int err = size_profiles(r);
+  s->rstats.size_ns = gpd_clock_ns() - t_size - (r->flush_ns - fl0); /* without the flushes in it */
+  r->what = "counting each uid's use";
   if (err == 0)
     err = rt_commit(r); /* the counts below only read */
   if (err != 0)
@@ -618,6 +660,7 @@ static int pass(rt_t *r) {
    * removals, and whenever more than FREE_SLACK are free (the flushes'
    * rewritten rows: a correlation flood's pending rows leave tens of MiB) */
   if (s->rstats.profiles != r->removed0 || gpd_store_db_free(r->db) > FREE_SLACK) {
+    r->what = "giving free pages back";
     for (int k = 0; k < 4096; k++) {
       if ((err = rt_begin(r)) < 0)
         goto out;
@@ -643,8 +686,9 @@ int gpd_retention_run(gpd_daemon_t *d, gpd_retention_flush_fn flush) {
       __atomic_load_n(&d->retain_stop, __ATOMIC_RELAXED))
     return 0;
   uint64_t t0 = gpd_clock_ns(), removed0 = s->rstats.profiles;
-  rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0, .flush = flush};
+  rt_t r = {.d = d, .s = s, .db = s->wdb, .removed0 = removed0, .flush = flush, .what = "starting a pass"};
   r.t_flush = t0;
+  r.t_step = t0;
   int err = gpd_store_purge_open(s->wdb, &r.pg);
   if (err == 0)
     err = live_list(&r);

@@ -1038,6 +1038,62 @@ static void test_flush_turns(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A flush writes at most GPD_CHECKPOINT_ROWS_PER_UID rows of one uid past
+ * its first process (checkpoint.c, take_turns): three ended processes of
+ * uid 5000 with 40 000 new contexts each take three flushes, while the one
+ * process of uid 5001 is stored by the first. */
+static void test_flush_rows(void **state) {
+  (void)state;
+  char dir[] = "/tmp/gpd-rows-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/t.gpdb", dir);
+  gpd_daemon_t d;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.lock, NULL);
+  pthread_cond_init(&d.writer_cv, NULL);
+  assert_int_equal(gpd_dstore_open(&d.store, path), 0);
+  for (uint64_t i = 0; i <= 3; i++) {
+    gpd_proc_t *p = calloc(1, sizeof *p);
+    assert_non_null(p);
+    p->profile_id = 200 + i;
+    p->pid = getpid();
+    p->uid = i == 3 ? 5001 : 5000;
+    assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
+    p->prof.uid = p->uid;
+    for (unsigned k = 0; i < 3 && k < 40000; k++) {
+      char key[32];
+      snprintf(key, sizeof key, "p%u-site%u", (unsigned)i, k);
+      assert_int_not_equal(gpd_profile_child(&p->prof, 0, GPD_NODE_PLACEHOLDER, key, key, NULL), GPD_NONE);
+    }
+    gpd_profile_finish(&p->prof);
+    p->state = GPD_PROC_EXITED;
+    p->meta_dirty = 1;
+    p->next = d.procs;
+    d.procs = p;
+    d.nprocs++;
+  }
+  const char *q = "SELECT count(*) FROM profile WHERE uid=5000";
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
+  assert_int_equal(db_q1(path, q), 1);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM profile WHERE uid=5001"), 1);
+  assert_int_equal(d.store->flush_more, 1);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
+  assert_int_equal(db_q1(path, q), 2);
+  assert_int_equal(gpd_checkpoint_flush(&d), 0);
+  assert_int_equal(db_q1(path, q), 3);
+  assert_int_equal(d.store->flush_more, 0);
+  assert_int_equal(db_q1(path, "SELECT count(*) FROM context WHERE uid=5000"), 3 * 40000 + 1);
+  while (d.procs) {
+    gpd_proc_t *p = d.procs;
+    d.procs = p->next;
+    gpd_registry_free_proc(p);
+  }
+  gpd_dstore_close(d.store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* A monitor pass shares itself by uid (monitor.c, fair_batch): 100 busy
  * processes of one uid get 65536 / 100 = 655 records each per ring, the one
  * process of another uid its full batch of 4096; an ENDING process of the
@@ -1652,6 +1708,7 @@ int main(void) {
       cmocka_unit_test(test_store_format),
       cmocka_unit_test(test_flush_turns),
       cmocka_unit_test(test_monitor_fair),
+      cmocka_unit_test(test_flush_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
