@@ -979,6 +979,47 @@ static void test_commit_cursor(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* A daemon with a fresh store at dir/t.gpdb (dir: a mkdtemp template;
+ * path gets the file's name) and no process. */
+static void turns_open(gpd_daemon_t *d, char *dir, char *path, size_t n) {
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, n, "%s/t.gpdb", dir);
+  memset(d, 0, sizeof *d);
+  pthread_mutex_init(&d->lock, NULL);
+  pthread_cond_init(&d->writer_cv, NULL);
+  assert_int_equal(gpd_dstore_open(&d->store, path), 0);
+}
+
+/* An ended process of uid in d's list, its profile finished. */
+static gpd_proc_t *turns_ended(gpd_daemon_t *d, uint64_t id, int64_t uid) {
+  gpd_proc_t *p = calloc(1, sizeof *p);
+  assert_non_null(p);
+  p->profile_id = id;
+  p->pid = getpid();
+  p->uid = uid;
+  assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
+  p->prof.uid = p->uid;
+  p->state = GPD_PROC_EXITED;
+  p->meta_dirty = 1;
+  p->next = d->procs;
+  d->procs = p;
+  d->nprocs++;
+  return p;
+}
+
+/* Free d's processes and store, remove dir. */
+static void turns_close(gpd_daemon_t *d, const char *dir) {
+  while (d->procs) {
+    gpd_proc_t *p = d->procs;
+    d->procs = p->next;
+    gpd_registry_free_proc(p);
+  }
+  gpd_dstore_close(d->store);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* Per-uid turns of the writer: 70 ended processes of uid 5000 and one of
  * uid 5001.  The first flush writes 64 of uid 5000's
  * (GPD_CHECKPOINT_PROCS_PER_UID) and uid 5001's, unmaps their regions and
@@ -987,30 +1028,14 @@ static void test_commit_cursor(void **state) {
 static void test_flush_turns(void **state) {
   (void)state;
   char dir[] = "/tmp/gpd-turns-XXXXXX", path[64];
-  assert_non_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/t.gpdb", dir);
   gpd_daemon_t d;
-  memset(&d, 0, sizeof d);
-  pthread_mutex_init(&d.lock, NULL);
-  pthread_cond_init(&d.writer_cv, NULL);
-  assert_int_equal(gpd_dstore_open(&d.store, path), 0);
+  turns_open(&d, dir, path, sizeof path);
   for (uint64_t i = 0; i <= 70; i++) {
-    gpd_proc_t *p = calloc(1, sizeof *p);
-    assert_non_null(p);
-    p->profile_id = 100 + i;
-    p->pid = getpid();
-    p->uid = i == 70 ? 5001 : 5000;
+    gpd_proc_t *p = turns_ended(&d, 100 + i, i == 70 ? 5001 : 5000);
     assert_int_equal(gpd_region_create(&p->region, 1, 64, p->pid, p->profile_id), 0);
     p->has_region = 1;
     assert_int_equal(gpd_registry_cursors(p), 0);
-    assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
-    p->prof.uid = p->uid;
     gpd_profile_finish(&p->prof);
-    p->state = GPD_PROC_EXITED;
-    p->meta_dirty = 1;
-    p->next = d.procs;
-    d.procs = p;
-    d.nprocs++;
   }
   unsigned mapped = 0;
   assert_int_equal(gpd_checkpoint_flush(&d), 0);
@@ -1027,15 +1052,7 @@ static void test_flush_turns(void **state) {
   for (gpd_proc_t *p = d.procs; p; p = p->next)
     mapped += (unsigned)p->has_region + (unsigned)p->snap_pinned;
   assert_int_equal(mapped, 0);
-  while (d.procs) {
-    gpd_proc_t *p = d.procs;
-    d.procs = p->next;
-    gpd_registry_free_proc(p);
-  }
-  gpd_dstore_close(d.store);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  turns_close(&d, dir);
 }
 
 /* A flush writes at most GPD_CHECKPOINT_ROWS_PER_UID rows of one uid past
@@ -1045,32 +1062,16 @@ static void test_flush_turns(void **state) {
 static void test_flush_rows(void **state) {
   (void)state;
   char dir[] = "/tmp/gpd-rows-XXXXXX", path[64];
-  assert_non_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/t.gpdb", dir);
   gpd_daemon_t d;
-  memset(&d, 0, sizeof d);
-  pthread_mutex_init(&d.lock, NULL);
-  pthread_cond_init(&d.writer_cv, NULL);
-  assert_int_equal(gpd_dstore_open(&d.store, path), 0);
+  turns_open(&d, dir, path, sizeof path);
   for (uint64_t i = 0; i <= 3; i++) {
-    gpd_proc_t *p = calloc(1, sizeof *p);
-    assert_non_null(p);
-    p->profile_id = 200 + i;
-    p->pid = getpid();
-    p->uid = i == 3 ? 5001 : 5000;
-    assert_int_equal(gpd_profile_init(&p->prof, p->profile_id), 0);
-    p->prof.uid = p->uid;
+    gpd_proc_t *p = turns_ended(&d, 200 + i, i == 3 ? 5001 : 5000);
     for (unsigned k = 0; i < 3 && k < 40000; k++) {
       char key[32];
       snprintf(key, sizeof key, "p%u-site%u", (unsigned)i, k);
       assert_int_not_equal(gpd_profile_child(&p->prof, 0, GPD_NODE_PLACEHOLDER, key, key, NULL), GPD_NONE);
     }
     gpd_profile_finish(&p->prof);
-    p->state = GPD_PROC_EXITED;
-    p->meta_dirty = 1;
-    p->next = d.procs;
-    d.procs = p;
-    d.nprocs++;
   }
   const char *q = "SELECT count(*) FROM profile WHERE uid=5000";
   assert_int_equal(gpd_checkpoint_flush(&d), 0);
@@ -1083,15 +1084,7 @@ static void test_flush_rows(void **state) {
   assert_int_equal(db_q1(path, q), 3);
   assert_int_equal(d.store->flush_more, 0);
   assert_int_equal(db_q1(path, "SELECT count(*) FROM context WHERE uid=5000"), 3 * 40000 + 1);
-  while (d.procs) {
-    gpd_proc_t *p = d.procs;
-    d.procs = p->next;
-    gpd_registry_free_proc(p);
-  }
-  gpd_dstore_close(d.store);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  turns_close(&d, dir);
 }
 
 /* A monitor pass shares itself by uid (monitor.c, fair_batch): 100 busy
