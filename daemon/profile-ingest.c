@@ -137,7 +137,11 @@ void gpd_profile_finish(gpd_profile_t *p) {
   p->npnodes = 0;
   gpd__profile_pending_retry(p, 1);
   gpd_cpusample_retry(p, 1);
-  gpd_trace_stat(p); /* drops/refusals after the last event */
+  /* its final event count (and drops/refusals after the last event) into
+   * trace_stat: retention sizes the ended profile's trace rows from it */
+  if (p->trace_n)
+    p->trace_stat_dirty = 1;
+  gpd_trace_stat(p);
 }
 
 int gpd_profile_restore_pending(gpd_profile_t *p, const void *rec, size_t nbytes) {

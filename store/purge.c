@@ -129,8 +129,15 @@ static const char *const SQL[R__N] = {
         " + (SELECT COUNT(*) * 16 + COALESCE(SUM(LENGTH(rec)), 0) FROM pending WHERE profile_id = ?1)"
         " + (SELECT COUNT(*) * 32 FROM cpu_counter WHERE profile_id = ?1)"
         " + (SELECT COUNT(*) * 40 FROM pcsample WHERE profile_id = ?1)"
-        " + (SELECT COUNT(*) * 56 FROM trace_event WHERE profile_id = ?1)"
-        " + (SELECT COUNT(*) * 36 FROM trace_launch WHERE profile_id = ?1)"
+        /* trace rows: the tracing threads' own count of the events handed
+         * to them (?2: a running profile's, from memory; else trace_stat,
+         * written when the profile ended), at a GPU event's 56 bytes;
+         * counted only for a file without it (a count over millions of
+         * rows holds the writer for seconds) */
+        " + CASE WHEN ?2 >= 0 THEN ?2 * 56 ELSE COALESCE("
+        "   (SELECT events * 56 FROM trace_stat WHERE profile_id = ?1 AND events > 0),"
+        "   (SELECT COUNT(*) * 56 FROM trace_event WHERE profile_id = ?1)"
+        "   + (SELECT COUNT(*) * 36 FROM trace_launch WHERE profile_id = ?1)) END"
         " + (SELECT COUNT(*) * 24 FROM trace_window WHERE profile_id = ?1)"
         " + (SELECT COUNT(*) * 40 FROM trace_cpu_sample WHERE profile = ?1)",
     [R_SIZE_SET] = "INSERT OR REPLACE INTO profile_size VALUES(?1, ?2, ?3, ?4, ?5)",
@@ -389,7 +396,9 @@ int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t trac
   return list2(r, R_SIZE_TODO, before, id, uid, running, cap);
 }
 
-int64_t gpd_store_purge_size_of(gpd_store_purge_t *r, int64_t id) { return query1(r, R_SIZE_PROFILE, id, 0, 0); }
+int64_t gpd_store_purge_size_of(gpd_store_purge_t *r, int64_t id, int64_t events) {
+  return query1(r, R_SIZE_PROFILE, id, events, 0);
+}
 
 int gpd_store_purge_size_set(gpd_store_purge_t *r, int64_t id, int64_t uid, int64_t bytes, int final, uint64_t t_ns) {
   sqlite3_stmt *set = r->st[R_SIZE_SET];

@@ -80,9 +80,11 @@ int gpd_store_purge_oldest(gpd_store_purge_t *r, uint32_t uid, int64_t *id, int 
 int gpd_store_purge_size_todo(gpd_store_purge_t *r, int64_t before, int64_t traced, int64_t now, int64_t *id,
                               int64_t *uid, int64_t *running, int cap);
 /** Estimated bytes of profile id: rows times a per-table size, text and
- *  blobs by their length (long for a large profile: no transaction
- *  should be open). */
-int64_t gpd_store_purge_size_of(gpd_store_purge_t *r, int64_t id);
+ *  blobs by their length; its trace rows from `events` (the tracing
+ *  threads' count of a running profile, >= 0) or, with -1, from its
+ *  trace_stat row (counted row by row only in a file without one: long
+ *  for a large profile, no transaction should be open). */
+int64_t gpd_store_purge_size_of(gpd_store_purge_t *r, int64_t id, int64_t events);
 /** Cache a profile's size (table profile_size); final: it has ended. */
 int gpd_store_purge_size_set(gpd_store_purge_t *r, int64_t id, int64_t uid, int64_t bytes, int final, uint64_t t_ns);
 /** The uids that own a profile (malloc'd, *n of them).  0 or -ENOMEM. */

@@ -408,6 +408,44 @@ static void test_live_over(void **state) {
   env_free(e);
 }
 
+/* ------------------------------------------------------- trace sizes */
+
+/* A profile's trace rows are sized from the tracing threads' counts, not
+ * counted row by row (retention.c, size_profiles): a running profile's
+ * from memory (trace_n), an ended one's from its trace_stat row, and a
+ * file without one (an older daemon's) by counting.  Profiles 1-3 are
+ * alike but for that: 1000 trace rows each; 1 has trace_stat events 10,
+ * 2 none (counted: 1000), 3 is running with 5000 events handed over. */
+static void test_trace_size(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 1000, 1, 3, 50, 50, 1000, 1000);
+  assert_int_equal(sqlite3_exec(e->db, "INSERT INTO trace_stat VALUES(1, 10, 0, 0);"
+                                       "UPDATE profile SET state = 'running' WHERE id = 3",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  gpd_proc_t live;
+  memset(&live, 0, sizeof live);
+  live.profile_id = 3;
+  live.uid = 1000;
+  live.state = GPD_PROC_RUNNING;
+  live.prof.trace_n = 5000;
+  e->d.procs = &live;
+  e->d.nprocs = 1;
+  e->d.cfg.retain_bytes = 1ull << 40;
+  e->d.cfg.retain_uid_bytes = 1ull << 40;
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0);
+  int64_t b1 = q1(e, "SELECT bytes FROM profile_size WHERE profile_id = 1");
+  int64_t b2 = q1(e, "SELECT bytes FROM profile_size WHERE profile_id = 2");
+  int64_t b3 = q1(e, "SELECT bytes FROM profile_size WHERE profile_id = 3");
+  assert_true(b1 > 0);
+  assert_int_equal(b2 - b1, (1000 - 10) * 56);
+  assert_int_equal(b3 - b1, (5000 - 10) * 56);
+  e->d.procs = NULL;
+  e->d.nprocs = 0;
+  env_free(e);
+}
+
 /* --------------------------------------------------------- shared ids */
 
 /* Context ids are hashes of calling paths: another user running the same
@@ -691,7 +729,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
       cmocka_unit_test(test_quota), cmocka_unit_test(test_live_over), cmocka_unit_test(test_shared_ids),
-      cmocka_unit_test(test_gpubins), cmocka_unit_test(test_wal_bound),
+      cmocka_unit_test(test_gpubins), cmocka_unit_test(test_wal_bound), cmocka_unit_test(test_trace_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
