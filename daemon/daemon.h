@@ -92,6 +92,7 @@ typedef struct gpd_daemon_s {
   int monitor_started, writer_started;
   gpd_dstore_t *store;
   gpd_journal_t *journal; /* ring journal (journal.c), NULL: release at commit */
+  struct gpd_sizer_s *sizer; /* profile sizer thread (sizer.c), NULL: retention sizes on the writer */
   struct gpd_symbolizer_s *symbolizer; /* symbolizer thread (symbolizer.c), NULL: none */
   gpd_devices_t *devices; /* device monitoring (devices.c) */
   struct gpd_trace_s *trace; /* tracing threads (trace.c), NULL: off */

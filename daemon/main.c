@@ -37,6 +37,7 @@
 #include "config.h"
 #include "cpusample.h"
 #include "daemon.h"
+#include "sizer.h"
 #include "notify.h"
 
 #define EXIT_CONFIG 78 /* EX_CONFIG */
@@ -319,7 +320,7 @@ int main(int argc, char **argv) {
    * saved file must be complete when it exits; it has one user and
    * releases its rings on consume */
   if ((!D.release_on_consume && (e = gpd_symbolizer_start(&D)) < 0) || (e = gpd_monitor_start(&D)) < 0 ||
-      (e = gpd_checkpoint_writer_start(&D)) < 0 ||
+      (gpd_sizer_start(&D), 0) || (e = gpd_checkpoint_writer_start(&D)) < 0 ||
       (e = gpd_devices_start(&D)) < 0) {
     fprintf(stderr, "gpuprofd: cannot start threads: %s\n", gpd_strerror(e));
     goto out;
@@ -339,10 +340,12 @@ out:
   }
   gpd_devices_stop(&D);
   gpd_monitor_stop(&D);
+  gpd_sizer_stop(&D); /* it reads the tracing threads' state */
   /* traces before the writer's last commit, which releases the rings */
   gpd_trace_stop(D.trace);
   D.trace = NULL;
   gpd_checkpoint_writer_stop(&D);
+  gpd_sizer_free(&D);
   gpd_symbolizer_stop(&D);
   uv_run(D.loop, UV_RUN_NOWAIT);
   uv_loop_close(D.loop);

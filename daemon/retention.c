@@ -58,6 +58,7 @@
 #include "daemon.h"
 #include "dstore-internal.h"
 #include "store-purge.h"
+#include "sizer.h"
 
 #define TXN_BUDGET_NS (10ull * 1000000)    /* a transaction commits after this */
 #define RESIZE_RUNNING_NS (10ull * 1000000000) /* a running profile's size, this often */
@@ -409,6 +410,16 @@ static int drop(rt_t *r, int64_t id, int64_t uid, const char *why) {
 static int size_profiles(rt_t *r) {
   uint64_t now = gpd_clock_ns();
   r->what = "sizing profiles";
+  gpd_sizer_urgent(r->d, r->urgent);
+  if (r->d->sizer) { /* estimated on the sizer's connection: only stored here */
+    static gpd_size_res_t res[GPD_SIZER_MAX]; /* writer thread only */
+    uint32_t n = gpd_sizer_take(r->d, res, GPD_SIZER_MAX);
+    int err = n ? rt_begin(r) : 0;
+    for (uint32_t i = 0; i < n && err == 0; i++)
+      if (gpd_store_purge_size_set(r->pg, res[i].id, res[i].uid, res[i].bytes, res[i].final, res[i].t_ns) < 0)
+        err = GPD_ESTORE;
+    return err;
+  }
   /* an ended profile's size is final once the tracing threads committed
    * everything pushed before its end (its trace rows come after the
    * flush that stored it ended) */

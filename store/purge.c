@@ -140,7 +140,9 @@ static const char *const SQL[R__N] = {
         "   + (SELECT COUNT(*) * 36 FROM trace_launch WHERE profile_id = ?1)) END"
         " + (SELECT COUNT(*) * 24 FROM trace_window WHERE profile_id = ?1)"
         " + (SELECT COUNT(*) * 40 FROM trace_cpu_sample WHERE profile = ?1)",
-    [R_SIZE_SET] = "INSERT OR REPLACE INTO profile_size VALUES(?1, ?2, ?3, ?4, ?5)",
+    /* a profile removed since it was sized (sizer.c) gets no row */
+    [R_SIZE_SET] = "INSERT OR REPLACE INTO profile_size SELECT ?1, ?2, ?3, ?4, ?5"
+                   " WHERE EXISTS (SELECT 1 FROM profile WHERE id = ?1)",
     /* per uid (?1 uid; live: ?1 profile id) */
     [R_UIDS] = "SELECT DISTINCT uid FROM profile",
     [R_UID_PROFILES] = "SELECT COALESCE(SUM(bytes), 0) FROM profile_size WHERE uid = ?1",

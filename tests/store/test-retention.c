@@ -64,6 +64,7 @@
 #include "store-fixture-retain.h"
 #include "dstore-internal.h"
 #include "store-purge.h"
+#include "sizer.h"
 #include "store-sql.h"
 
 typedef struct {
@@ -446,6 +447,36 @@ static void test_trace_size(void **state) {
   env_free(e);
 }
 
+/* The sizer thread (sizer.c) estimates on its own connection what the
+ * writer would: its three results equal the sizes an inline pass stores. */
+static void test_sizer(void **state) {
+  (void)state;
+  env_t *e = env_new();
+  fill(e, 1000, 1, 3, 50, 50, 100, 1000);
+  assert_int_equal(gpd_sizer_start(&e->d), 0);
+  assert_non_null(e->d.sizer);
+  gpd_size_res_t res[8];
+  uint32_t n = 0;
+  uint64_t deadline = gpd_clock_ns() + 10000000000ull;
+  while (n < 3 && gpd_clock_ns() < deadline) {
+    n += gpd_sizer_take(&e->d, res + n, 8 - n);
+    if (n < 3)
+      usleep(10000);
+  }
+  gpd_sizer_free(&e->d);
+  assert_null(e->d.sizer);
+  assert_int_equal(n, 3);
+  e->d.cfg.retain_bytes = 1ull << 40;
+  e->d.cfg.retain_uid_bytes = 1ull << 40;
+  assert_int_equal(gpd_retention_run(&e->d, gpd_checkpoint_flush), 0); /* inline now */
+  for (uint32_t i = 0; i < n; i++) {
+    assert_int_equal(res[i].final, 1);
+    assert_int_equal(res[i].uid, 1000);
+    assert_int_equal(res[i].bytes, q1(e, "SELECT bytes FROM profile_size WHERE profile_id = %lld", (long long)res[i].id));
+  }
+  env_free(e);
+}
+
 /* --------------------------------------------------------- shared ids */
 
 /* Context ids are hashes of calling paths: another user running the same
@@ -730,6 +761,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_plans), cmocka_unit_test(test_pass20k), cmocka_unit_test(test_stop),
       cmocka_unit_test(test_quota), cmocka_unit_test(test_live_over), cmocka_unit_test(test_shared_ids),
       cmocka_unit_test(test_gpubins), cmocka_unit_test(test_wal_bound), cmocka_unit_test(test_trace_size),
+      cmocka_unit_test(test_sizer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
