@@ -384,6 +384,60 @@ int gpd_cmd_record(int argc, char **argv);
 
 /* ---- opts.c ---- */
 extern const char *gpd_cli_prog; /* "gpuprof" */
+
+/** One option of a command, in the order its --help lists it.
+ *  name: the long name ("metric" for --metric); NULL for a short option
+ *  only (`val` in `shorts`) or, with val 0, a line of the help that is no
+ *  option of its own (`shown` and `help` only).
+ *  arg: getopt's no_argument or required_argument.
+ *  val: what gpd_cli_opt_next returns for it (a letter in the command's
+ *  `shorts` is also taken as -LETTER).
+ *  shown: its left column in the help ("--metric NAME", "-o, --output
+ *  FILE"); NULL: the help does not list it.
+ *  help: its text; '\n' separates the lines (the first beside `shown`,
+ *  the others under it at the command's column).
+ *  A row of all zeros ends a table. */
+typedef struct gpd_cli_opt_s {
+  const char *name;
+  int arg;
+  int val;
+  const char *shown, *help;
+} gpd_cli_opt_t;
+
+/** A command line's one source for both its parsing and its --help (which
+ *  man/help2roff.py turns into the man page): `head` (the usage lines and
+ *  what the command does), then a line per shown option (its text from
+ *  column `col`, 0-based; a longer left column puts it two spaces after
+ *  that), then `tail` (NULL: none).  shorts: the letters of `opts`' vals
+ *  also taken as short options ("" none); -h is always one.  permute:
+ *  options may follow operands (getopt's default); 0 stops at the first
+ *  operand (getopt's "+").  text: the help, made by gpd_cli_help (zero at
+ *  first). */
+typedef struct gpd_cli_cmd_s {
+  const char *head;
+  const gpd_cli_opt_t *opts;
+  const char *shorts;
+  unsigned col;
+  const char *tail;
+  int permute;
+  char *text;
+} gpd_cli_cmd_t;
+
+/** The --help text of c, made from its head, options and tail at the
+ *  first call and kept in c->text for the process's life.  Never NULL
+ *  (aborts on ENOMEM, as gpd_cli_strdup: CLI only).  One thread. */
+const char *gpd_cli_help(gpd_cli_cmd_t *c);
+
+/** The next option of argv[0..argc) for command c (getopt_long over c's
+ *  table; the caller sets optind = 1 before the first call).  Returns the
+ *  option's val (> 0, optarg set for an argument); 0 at the end of the
+ *  options (optind: the first operand); -1 when the command must stop
+ *  with exit code *rc: --help / -h printed the help to stdout
+ *  (GPD_EXIT_OK), or an unknown option or a missing argument printed the
+ *  usage error (GPD_EXIT_USAGE).  getopt's own messages are off
+ *  (opterr = 0).  One thread. */
+int gpd_cli_opt_next(int argc, char **argv, gpd_cli_cmd_t *c, int *rc);
+
 /** Print "gpuprof: <message>" and the usage text to stderr; returns
  *  GPD_EXIT_USAGE. */
 int gpd_cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

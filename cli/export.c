@@ -87,33 +87,40 @@ int gpd_export_load(gpd_tree_t *t, char **files, int nfiles, int pid, unsigned m
   return 0;
 }
 
-static const char export_usage[] =
-    "usage: gpuprof export --format pprof|folded|speedscope [-o OUT] [--metric NAME] [--pid N] [--python] [--native] FILE...\n"
-    "  Write saved profiles (merged by context, as `report` shows them) for other tools.\n"
-    "  --format pprof       pprof's profile.proto, gzipped: one sample type per metric\n"
-    "  --format folded      flamegraph.pl folded stacks of one metric (--metric, default GPUOP)\n"
-    "  --format speedscope  speedscope JSON: one profile per metric\n"
-    "  -o OUT               output file (default: standard output; pprof is never written to a terminal)\n"
-    "  --metric NAME        folded: the metric; pprof/speedscope: the one shown first (default GPUOP)\n"
-    "  --pid N              only the profiles of process N\n"
-    "  --python             Python view: Python frames, operators, placeholders and the GPU part only\n"
-    "  --native             every native frame (default: PyTorch's dispatcher folded into aten::NAME)\n";
+static const gpd_cli_opt_t export_opts[] = {
+    {"format", required_argument, 'F', "--format pprof", "pprof's profile.proto, gzipped: one sample type per metric"},
+    {NULL, 0, 0, "--format folded", "flamegraph.pl folded stacks of one metric (--metric, default GPUOP)"},
+    {NULL, 0, 0, "--format speedscope", "speedscope JSON: one profile per metric"},
+    {"output", required_argument, 'o', "-o OUT",
+     "output file (default: standard output; pprof is never written to a terminal)"},
+    {"metric", required_argument, 'm', "--metric NAME",
+     "folded: the metric; pprof/speedscope: the one shown first (default GPUOP)"},
+    {"pid", required_argument, 'p', "--pid N", "only the profiles of process N"},
+    {"python", no_argument, 'P', "--python",
+     "Python view: Python frames, operators, placeholders and the GPU part only"},
+    {"native", no_argument, 'N', "--native",
+     "every native frame (default: PyTorch's dispatcher folded into aten::NAME)"},
+    {0}};
+
+static gpd_cli_cmd_t export_cmd = {
+    .head = "usage: gpuprof export --format pprof|folded|speedscope [-o OUT] [--metric NAME] [--pid N] [--python] "
+            "[--native] FILE...\n"
+            "  Write saved profiles (merged by context, as `report` shows them) for other tools.\n",
+    .opts = export_opts,
+    .shorts = "FompPN",
+    .col = 23};
 
 enum { FMT_NONE, FMT_PPROF, FMT_FOLDED, FMT_SPEEDSCOPE };
 
 int gpd_cmd_export(int argc, char **argv) {
-  static const struct option opts[] = {{"format", required_argument, NULL, 'F'}, {"output", required_argument, NULL, 'o'},
-                                       {"metric", required_argument, NULL, 'm'}, {"pid", required_argument, NULL, 'p'},
-                                       {"help", no_argument, NULL, 'h'},         {"python", no_argument, NULL, 'P'},
-                                       {"native", no_argument, NULL, 'N'},        {NULL, 0, NULL, 0}};
+  const char *export_usage = gpd_cli_help(&export_cmd);
   int fmt = FMT_NONE, pid = 0, c, rc = GPD_EXIT_FAIL, r = 0;
   unsigned view = 0;
   unsigned metric = GPD_M_GPUOP;
   const char *out = NULL;
   long v;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+F:o:m:p:hPN", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &export_cmd, &rc)) > 0) {
     switch (c) {
     case 'F':
       if (!strcmp(optarg, "pprof"))
@@ -136,10 +143,9 @@ int gpd_cmd_export(int argc, char **argv) {
       break;
     case 'P': view |= GPD_VIEW_PYTHON; break;
     case 'N': view |= GPD_VIEW_NATIVE; break;
-    case 'h': fputs(export_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(export_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (fmt == FMT_NONE) return gpd_cli_usage(export_usage, "--format is required");
   if (optind >= argc) return gpd_cli_usage(export_usage, "no profile file given");
   if (out && !strcmp(out, "-")) out = NULL;

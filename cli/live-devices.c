@@ -35,11 +35,16 @@ enum {
   DF_NVLINK = 1u << 11,
 };
 
-static const char devices_usage[] =
-    "usage: gpuprof devices [--job J] [--prometheus] [--socket PATH]\n"
-    "  GPUs the daemon monitors (NVML, Level Zero Sysman), their processes and\n"
-    "  jobs, and PAPI counters of the profiled processes (yours, or all for\n"
-    "  admins).  --prometheus: Prometheus text exposition format.\n";
+static gpd_cli_cmd_t devices_cmd = {
+    .head = "usage: gpuprof devices [--job J] [--prometheus] [--socket PATH]\n"
+            "  GPUs the daemon monitors (NVML, Level Zero Sysman), their processes and\n"
+            "  jobs, and PAPI counters of the profiled processes (yours, or all for\n"
+            "  admins).  --prometheus: Prometheus text exposition format.\n",
+    .opts = (const gpd_cli_opt_t[]){{"socket", required_argument, 's', NULL, NULL},
+                                    {"job", required_argument, 'j', NULL, NULL},
+                                    {"prometheus", no_argument, 'P', NULL, NULL},
+                                    {0}},
+    .shorts = "sj"};
 
 static int devices_call(const char *sock, const char *job, Gpuprof__Msg **rep) {
   Gpuprof__Msg req = GPUPROF__MSG__INIT;
@@ -433,25 +438,19 @@ static void render_prometheus(FILE *f, const Gpuprof__DevicesReply *r) {
 }
 
 int gpd_cmd_devices(int argc, char **argv) {
-  static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
-                                       {"job", required_argument, NULL, 'j'},
-                                       {"prometheus", no_argument, NULL, 'P'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  const char *devices_usage = gpd_cli_help(&devices_cmd);
   const char *sock = NULL, *job = NULL;
-  int prom = 0, c, r;
+  int prom = 0, c, r, rc;
   Gpuprof__Msg *rep;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+s:j:h", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &devices_cmd, &rc)) > 0) {
     switch (c) {
     case 's': sock = optarg; break;
     case 'j': job = optarg; break;
     case 'P': prom = 1; break;
-    case 'h': fputs(devices_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(devices_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (optind < argc) return gpd_cli_usage(devices_usage, "unexpected argument '%s'", argv[optind]);
   if ((r = devices_call(gpd_live_socket(sock), job, &rep))) return r;
   devices_mark_claimed(rep->devices);

@@ -181,34 +181,66 @@ enum {
   OPT_NATIVE = 'N'
 };
 
-/* allowed: the option letters this command takes. */
-static int live_parse(int argc, char **argv, const char *allowed, const char *usage, live_opts_t *o) {
-  static const struct option opts[] = {{"socket", required_argument, NULL, OPT_SOCKET},
-                                       {"job", required_argument, NULL, OPT_JOB},
-                                       {"pid", required_argument, NULL, OPT_PID},
-                                       {"metric", required_argument, NULL, OPT_METRIC},
-                                       {"json", no_argument, NULL, OPT_JSON},
-                                       {"depth", required_argument, NULL, OPT_DEPTH},
-                                       {"all", no_argument, NULL, OPT_ALL},
-                                       {"gpu-detail", no_argument, NULL, OPT_GPU_DETAIL},
-                                       {"python", no_argument, NULL, OPT_PYTHON},
-                                       {"native", no_argument, NULL, OPT_NATIVE},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
-  int c;
+/* The options of ps, top and tree, each table in its help's order
+ * (GPD_CLI_DEFAULT_SOCKET: cli.h). */
+static gpd_cli_cmd_t ps_cmd = {
+    .head = "usage: gpuprof ps [--job J] [--all] [--socket PATH]\n"
+            "  List the processes gpuprofd profiles (yours, or all for admins).\n",
+    .opts = (const gpd_cli_opt_t[]){{"job", required_argument, OPT_JOB, NULL, NULL},
+                                    {"all", no_argument, OPT_ALL, "--all", "also those that never used a GPU API"},
+                                    {"socket", required_argument, OPT_SOCKET, NULL, NULL},
+                                    {0}},
+    .shorts = "sja",
+    .col = 9};
+
+static gpd_cli_cmd_t top_cmd = {
+    .head = "usage: gpuprof top [--pid N] [--job J] [-n N] [--metric NAME] [--socket PATH]\n"
+            "  The heaviest GPU kernels/operations now, with their heaviest CPU call path.\n",
+    .opts = (const gpd_cli_opt_t[]){
+        {"pid", required_argument, OPT_PID, "--pid N", "only process N"},
+        {"job", required_argument, OPT_JOB, "--job J", "only the processes of job J (Slurm job id)"},
+        {NULL, required_argument, OPT_N, "-n N", "show N entries (default 10)"},
+        {"metric", required_argument, OPT_METRIC, "--metric NAME",
+         "rank by metric NAME (default GPUOP; `gpuprof metrics` lists them)"},
+        {"socket", required_argument, OPT_SOCKET, "--socket PATH",
+         "gpuprofd's socket (default $GPUPROF_SOCKET, else " GPD_CLI_DEFAULT_SOCKET ")"},
+        {0}},
+    .shorts = "sjpnm",
+    .col = 18};
+
+static gpd_cli_cmd_t tree_cmd = {
+    .head = "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--python] [--native] "
+            "[--json]\n"
+            "                    [--socket PATH]\n"
+            "  The live calling-context tree (node merge of the visible processes).\n",
+    .opts = (const gpd_cli_opt_t[]){
+        {"pid", required_argument, OPT_PID, NULL, NULL},
+        {"job", required_argument, OPT_JOB, NULL, NULL},
+        {"depth", required_argument, OPT_DEPTH, NULL, NULL},
+        {"metric", required_argument, OPT_METRIC, NULL, NULL},
+        {"gpu-detail", no_argument, OPT_GPU_DETAIL, "--gpu-detail",
+         "PC samples below each kernel, one node per GINST:STL_* stall reason"},
+        {"python", no_argument, OPT_PYTHON, "--python",
+         "Python view: Python frames, operators, placeholders and the GPU part only"},
+        {"native", no_argument, OPT_NATIVE, "--native",
+         "every native frame (default: PyTorch's dispatcher folded into aten::NAME)"},
+        {"json", no_argument, OPT_JSON, NULL, NULL},
+        {"socket", required_argument, OPT_SOCKET, NULL, NULL},
+        {0}},
+    .shorts = "sjpmd",
+    .col = 16};
+
+/* cmd: ps_cmd, top_cmd or tree_cmd.  0, or an exit code (-1: --help
+ * printed, exit 0). */
+static int live_parse(int argc, char **argv, gpd_cli_cmd_t *cmd, live_opts_t *o) {
+  const char *usage = gpd_cli_help(cmd);
+  int c, rc;
   long v;
   memset(o, 0, sizeof(*o));
   o->metric = GPD_M_GPUOP;
   o->limit = 10;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+s:j:p:n:m:d:ha", opts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(usage, stdout);
-      return -1;
-    }
-    if (c == '?' || c == ':' || !strchr(allowed, c))
-      return gpd_cli_usage(usage, "unknown or incomplete option '%s'", argv[optind - 1]);
+  while ((c = gpd_cli_opt_next(argc, argv, cmd, &rc)) > 0) {
     switch (c) {
     case OPT_SOCKET: o->socket = optarg; break;
     case OPT_JOB: o->job = optarg; break;
@@ -237,6 +269,7 @@ static int live_parse(int argc, char **argv, const char *allowed, const char *us
       break;
     }
   }
+  if (c < 0) return rc == GPD_EXIT_OK ? -1 : rc;
   if (optind < argc) return gpd_cli_usage(usage, "unexpected argument '%s'", argv[optind]);
   if (o->gpu_detail && !o->metric_set) o->metric = GPD_M_GINST; /* as report --gpu-detail */
   o->socket = gpd_live_socket(o->socket);
@@ -249,15 +282,11 @@ static int expect(const Gpuprof__Msg *m, Gpuprof__Msg__BodyCase want) {
   return GPD_EXIT_FAIL;
 }
 
-static const char ps_usage[] = "usage: gpuprof ps [--job J] [--all] [--socket PATH]\n"
-                               "  List the processes gpuprofd profiles (yours, or all for admins).\n"
-                               "  --all  also those that never used a GPU API\n";
-
 int gpd_cmd_ps(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__PsRequest ps = GPUPROF__PS_REQUEST__INIT;
-  int r = live_parse(argc, argv, "sja", ps_usage, &o);
+  int r = live_parse(argc, argv, &ps_cmd, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   if (o.job) ps.job_id = (char *)o.job;
   req.body_case = GPUPROF__MSG__BODY_PS_REQ;
@@ -267,14 +296,6 @@ int gpd_cmd_ps(int argc, char **argv) {
   gpuprof__msg__free_unpacked(rep, NULL);
   return r;
 }
-
-static const char tree_usage[] =
-    "usage: gpuprof tree [--pid N] [--job J] [--depth N] [--metric NAME] [--gpu-detail] [--python] [--native] [--json]\n"
-    "                    [--socket PATH]\n"
-    "  The live calling-context tree (node merge of the visible processes).\n"
-    "  --gpu-detail  PC samples below each kernel, one node per GINST:STL_* stall reason\n"
-    "  --python      Python view: Python frames, operators, placeholders and the GPU part only\n"
-    "  --native      every native frame (default: PyTorch's dispatcher folded into aten::NAME)\n";
 
 /* Ask for a tree; on success *t is finished.  Returns an exit code.  The
  * reply (megabytes for a node of many processes) is unpacked into an
@@ -312,7 +333,7 @@ static int live_tree(const live_opts_t *o, gpd_tree_t *t) {
 int gpd_cmd_tree(int argc, char **argv) {
   live_opts_t o;
   gpd_tree_t t;
-  int r = live_parse(argc, argv, "sjpmJdgPN", tree_usage, &o);
+  int r = live_parse(argc, argv, &tree_cmd, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   gpd_tree_init(&t);
   if (!(r = live_tree(&o, &t))) {
@@ -327,15 +348,6 @@ int gpd_cmd_tree(int argc, char **argv) {
   gpd_tree_free(&t);
   return r;
 }
-
-static const char top_usage[] =
-    "usage: gpuprof top [--pid N] [--job J] [-n N] [--metric NAME] [--socket PATH]\n"
-    "  The heaviest GPU kernels/operations now, with their heaviest CPU call path.\n"
-    "  --pid N         only process N\n"
-    "  --job J         only the processes of job J (Slurm job id)\n"
-    "  -n N            show N entries (default 10)\n"
-    "  --metric NAME   rank by metric NAME (default GPUOP; `gpuprof metrics` lists them)\n"
-    "  --socket PATH   gpuprofd's socket (default $GPUPROF_SOCKET, else " GPD_CLI_DEFAULT_SOCKET ")\n";
 
 /* `top`'s last line: the visible processes' estimated collection overhead
  * (mean, max, how many have no estimate; deep dives). */
@@ -379,7 +391,7 @@ int gpd_cmd_top(int argc, char **argv) {
   live_opts_t o;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep;
   Gpuprof__TopRequest tr = GPUPROF__TOP_REQUEST__INIT;
-  int r = live_parse(argc, argv, "sjpnm", top_usage, &o);
+  int r = live_parse(argc, argv, &top_cmd, &o);
   if (r) return r < 0 ? GPD_EXIT_OK : r;
   tr.pid = o.pid;
   if (o.job) tr.job_id = (char *)o.job;

@@ -1,9 +1,11 @@
-/* opts.c - helpers every subcommand shares: usage errors, the parsing
+/* opts.c - helpers every subcommand shares: its option table read by
+ * getopt and written as its --help, usage errors, the parsing
  * of numbers and metric names, the output width and path cutting.  No subcommand depends on main.c (which
  * only dispatches), so main.c -> live.c / report.c / record.c -> opts.c
  * has no cycle. */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,71 @@ int gpd_cli_usage(const char *usage, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "\n%s", usage);
   return GPD_EXIT_USAGE;
+}
+
+const char *gpd_cli_help(gpd_cli_cmd_t *c) {
+  if (c->text)
+    return c->text;
+  size_t len = 0;
+  FILE *f = open_memstream(&c->text, &len);
+  if (f == NULL)
+    abort(); /* CLI only, as gpd_cli_strdup */
+  fputs(c->head, f);
+  for (const gpd_cli_opt_t *o = c->opts; o->name || o->shown || o->val; o++) {
+    if (o->shown == NULL)
+      continue;
+    int w = fprintf(f, "  %s", o->shown);
+    const char *h = o->help;
+    for (int pad = w + 2 > (int)c->col ? 2 : (int)c->col - w; *h; pad = (int)c->col) {
+      size_t n = strcspn(h, "\n");
+      fprintf(f, "%*s%.*s\n", pad, "", (int)n, h);
+      h += n + (h[n] == '\n');
+    }
+  }
+  if (c->tail)
+    fputs(c->tail, f);
+  if (fclose(f) != 0 || c->text == NULL)
+    abort();
+  return c->text;
+}
+
+int gpd_cli_opt_next(int argc, char **argv, gpd_cli_cmd_t *c, int *rc) {
+  /* getopt_long's tables, made from c's at every call (a few dozen
+   * entries): the caller keeps no second copy of its options */
+  static struct option longs[48];
+  static char shorts[2 * sizeof longs / sizeof *longs + 4];
+  size_t n = 0, k = 0;
+  if (!c->permute)
+    shorts[k++] = '+';
+  for (const gpd_cli_opt_t *o = c->opts; o->name || o->shown || o->val; o++) {
+    if (n + 2 >= sizeof longs / sizeof *longs || k + 4 >= sizeof shorts)
+      abort(); /* a table longer than any command's: a programming error */
+    if (o->name)
+      longs[n++] = (struct option){o->name, o->arg, NULL, o->val};
+    if (o->val && strchr(c->shorts, o->val)) {
+      shorts[k++] = (char)o->val;
+      if (o->arg == required_argument)
+        shorts[k++] = ':';
+    }
+  }
+  longs[n++] = (struct option){"help", no_argument, NULL, 'h'};
+  longs[n] = (struct option){NULL, 0, NULL, 0};
+  shorts[k++] = 'h';
+  shorts[k] = 0;
+  opterr = 0;
+  int v = getopt_long(argc, argv, shorts, longs, NULL);
+  if (v == -1)
+    return 0;
+  if (v == 'h') {
+    fputs(gpd_cli_help(c), stdout);
+    *rc = GPD_EXIT_OK;
+    return -1;
+  }
+  if (v == '?' || v == ':') {
+    *rc = gpd_cli_usage(gpd_cli_help(c), "unknown or incomplete option '%s'", argv[optind - 1]);
+    return -1;
+  }
+  return v;
 }
 
 long gpd_cli_parse_uint(const char *s) {

@@ -16,15 +16,27 @@
 #include "cli.h"
 #include "gpuprof/record.h"
 
-static const char policy_usage[] =
-    "usage: gpuprof policy [--pid N] [--json] [--socket PATH]\n"
-    "       gpuprof policy set KEY=VALUE [--job J | --uid U | --exe PATTERN] [--socket PATH]\n"
-    "  Without --pid: the node's collection policy ([collect] and its override sections).\n"
-    "  --pid N   what applies to process N (yours; admins: any): mode, windows, budget,\n"
-    "            estimated overhead and which rule or environment variable decided\n"
-    "  set       change KEY (mode, window_ms, period_ms, budget, ...) for the whole node\n"
-    "            or one job, uid or executable pattern (root or the admin group); running\n"
-    "            processes it applies to switch at once; lasts until a reload or restart\n";
+static gpd_cli_cmd_t policy_cmd = {
+    .head = "usage: gpuprof policy [--pid N] [--json] [--socket PATH]\n"
+            "       gpuprof policy set KEY=VALUE [--job J | --uid U | --exe PATTERN] [--socket PATH]\n"
+            "  Without --pid: the node's collection policy ([collect] and its override sections).\n",
+    .opts = (const gpd_cli_opt_t[]){
+        {"pid", required_argument, 'p', "--pid N",
+         "what applies to process N (yours; admins: any): mode, windows, budget,\n"
+         "estimated overhead and which rule or environment variable decided"},
+        {NULL, 0, 0, "set",
+         "change KEY (mode, window_ms, period_ms, budget, ...) for the whole node\n"
+         "or one job, uid or executable pattern (root or the admin group); running\n"
+         "processes it applies to switch at once; lasts until a reload or restart"},
+        {"json", no_argument, 'J', NULL, NULL},
+        {"job", required_argument, 'j', NULL, NULL},
+        {"uid", required_argument, 'u', NULL, NULL},
+        {"exe", required_argument, 'e', NULL, NULL},
+        {"socket", required_argument, 's', NULL, NULL},
+        {0}},
+    .shorts = "",
+    .col = 12,
+    .permute = 1};
 
 static const char *api_name(unsigned a) {
   return a == GPD_API_CUDA ? "cuda" : a == GPD_API_OPENCL ? "opencl" : a == GPD_API_LEVEL0 ? "level0" : "shim";
@@ -161,22 +173,19 @@ static void json_reply(FILE *f, const Gpuprof__PolicyReply *r) {
 }
 
 int gpd_cmd_policy(int argc, char **argv) {
-  static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},  {"json", no_argument, NULL, 'J'},
-                                       {"job", required_argument, NULL, 'j'},  {"uid", required_argument, NULL, 'u'},
-                                       {"exe", required_argument, NULL, 'e'},  {"socket", required_argument, NULL, 's'},
-                                       {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
+  const char *policy_usage = gpd_cli_help(&policy_cmd);
   Gpuprof__PolicyRequest pr = GPUPROF__POLICY_REQUEST__INIT;
   Gpuprof__Msg req = GPUPROF__MSG__INIT, *rep = NULL;
   const char *sock = NULL;
   char *kv = NULL;
-  int json = 0, r;
+  int json = 0, r, o;
   long v;
   if (argc >= 2 && !strcmp(argv[1], "set")) {
     pr.set = 1;
     argc--, argv++;
   }
   optind = 1;
-  for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+  while ((o = gpd_cli_opt_next(argc, argv, &policy_cmd, &r)) > 0) {
     switch (o) {
     case 'p':
       if ((v = gpd_cli_parse_uint(optarg)) <= 0) return gpd_cli_usage(policy_usage, "--pid needs a process id");
@@ -191,10 +200,10 @@ int gpd_cmd_policy(int argc, char **argv) {
       break;
     case 'e': pr.exe = optarg; break;
     case 's': sock = optarg; break;
-    case 'h': printf("%s", policy_usage); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(policy_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (o < 0)
+    return r;
   if (pr.set) {
     if (optind != argc - 1 || !strchr(argv[optind], '='))
       return gpd_cli_usage(policy_usage, "policy set needs one KEY=VALUE");

@@ -210,15 +210,21 @@ static int keep_old(const char *db) {
   return 0;
 }
 
-static const char record_usage[] =
-    "usage: gpuprof record [-o FILE] [--cpu-sampling HZ] [--keep-socket] -- CMD [ARGS...]\n"
-    "  Run CMD under a private gpuprofd (no root, no service needed) and save\n"
-    "  its profile to FILE (default ./gpuprof-<cmd>-<pid>.gpdb).\n"
-    "  -o, --output FILE  where to write the profile (an existing one is moved to FILE.old)\n"
-    "  --cpu-sampling HZ  also sample each thread's CPU time HZ times per CPU second\n"
-    "                     (CPUTIME and a CPU sample trace; sets GPUPROF_CPU_SAMPLING)\n"
-    "  --keep-socket      keep the private folder (socket, daemon's log, journal/)\n"
-    "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n";
+static gpd_cli_cmd_t record_cmd = {
+    .head = "usage: gpuprof record [-o FILE] [--cpu-sampling HZ] [--keep-socket] -- CMD [ARGS...]\n"
+            "  Run CMD under a private gpuprofd (no root, no service needed) and save\n"
+            "  its profile to FILE (default ./gpuprof-<cmd>-<pid>.gpdb).\n",
+    .opts = (const gpd_cli_opt_t[]){
+        {"output", required_argument, 'o', "-o, --output FILE",
+         "where to write the profile (an existing one is moved to FILE.old)"},
+        {"cpu-sampling", required_argument, 'c', "--cpu-sampling HZ",
+         "also sample each thread's CPU time HZ times per CPU second\n"
+         "(CPUTIME and a CPU sample trace; sets GPUPROF_CPU_SAMPLING)"},
+        {"keep-socket", no_argument, 'k', "--keep-socket", "keep the private folder (socket, daemon's log, journal/)"},
+        {0}},
+    .shorts = "ok",
+    .col = 21,
+    .tail = "  Env: GPUPROF_DAEMON, GPUPROF_SHIM override where gpuprofd and libgpuprof.so are found.\n"};
 
 /* A calling context of the summary: a kernel node (its GKER) or the
  * placeholder of a copy or memset (its GPUOP): device time, not host
@@ -282,13 +288,9 @@ static void record_contexts(FILE *f, const gpd_tree_t *t, unsigned width) {
 }
 
 int gpd_cmd_record(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                       {"keep-socket", no_argument, NULL, 'k'},
-                                       {"cpu-sampling", required_argument, NULL, 'c'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  const char *record_usage = gpd_cli_help(&record_cmd);
   const char *out_opt = NULL, *cpu_hz = NULL;
-  int keep = 0, c, code = GPD_EXIT_NODAEMON;
+  int keep = 0, c, rc, code = GPD_EXIT_NODAEMON;
   char bindir[PATH_MAX], daemon[PATH_MAX], shim[PATH_MAX], tried[4096], db[PATH_MAX], tmp[PATH_MAX];
   int exec_failed = 0;
   char sock[PATH_MAX + 32], logp[PATH_MAX + 32], cwd[PATH_MAX], cand1[PATH_MAX + 32], cand2[PATH_MAX + 32], st_txt[128];
@@ -297,8 +299,7 @@ int gpd_cmd_record(int argc, char **argv) {
   struct sigaction sa, old_int, old_term, old_hup, old_quit;
 
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+o:kh", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &record_cmd, &rc)) > 0) {
     switch (c) {
     case 'o': out_opt = optarg; break;
     case 'k': keep = 1; break;
@@ -307,10 +308,9 @@ int gpd_cmd_record(int argc, char **argv) {
         return gpd_cli_usage(record_usage, "bad --cpu-sampling '%s' (1..10000 Hz)", optarg);
       cpu_hz = optarg;
       break;
-    case 'h': fputs(record_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(record_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (optind >= argc) return gpd_cli_usage(record_usage, "no command given");
   char **cmd = &argv[optind];
   if (out_opt && !out_opt[0]) return gpd_cli_usage(record_usage, "empty -o FILE");

@@ -16,49 +16,50 @@
 #include "gpuprof/metric.h"
 #include "store-read.h"
 
-static const char report_usage[] =
-    "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all]\n"
-    "                      [--long-names] [--wide] [--python] [--native] FILE...\n"
-    "  Print saved profiles (merged by context): a kernel summary and a summary of the other GPU\n"
-    "  operations (copies, memsets, allocations, synchronizations), then the calling-context tree,\n"
-    "  the processes, and the GPU idleness blame of traced processes.\n"
-    "  --json         the tree, processes, back ends and GPU binaries as JSON\n"
-    "  --flat         flat profile: exclusive values aggregated by function/kernel\n"
-    "  --metric NAME  sort by (and show) metric NAME (default GPUOP)\n"
-    "  --depth N      show at most N levels below the root (opens the GPU part too)\n"
-    "  --gpu-detail   PC samples below each kernel: GPU function, loop, line, instruction\n"
-    "                 (default: collapsed into the kernel's GINST/GINST:STL_* values)\n"
-    "  --pid N        only the profiles of process N\n"
-    "  --all          also list processes that never used a GPU API\n"
-    "  --stats        merged files (gpuprof merge): per-context statistics over the processes,\n"
-    "                 the most imbalanced heavy contexts of --metric first\n"
-    "  --long-names   kernels' full names in the summaries (default: without template and\n"
-    "                 argument lists)\n"
-    "  --wide         every summary row and whole call paths (default: 20 rows; idleness paths\n"
-    "                 innermost frame first, cut to the terminal's width)\n"
-    "  --python       Python view: only Python frames, operators (aten::*), placeholders\n"
-    "                 (<backward>, NVTX ranges) and the GPU part; native frames folded away\n"
-    "  --native       every native frame as recorded (default: PyTorch's dispatcher frames\n"
-    "                 folded, each operator shown as aten::NAME)\n";
+static const gpd_cli_opt_t report_opts[] = {
+    {"json", no_argument, 'j', "--json", "the tree, processes, back ends and GPU binaries as JSON"},
+    {"flat", no_argument, 'f', "--flat", "flat profile: exclusive values aggregated by function/kernel"},
+    {"metric", required_argument, 'm', "--metric NAME", "sort by (and show) metric NAME (default GPUOP)"},
+    {"depth", required_argument, 'd', "--depth N", "show at most N levels below the root (opens the GPU part too)"},
+    {"gpu-detail", no_argument, 'g', "--gpu-detail",
+     "PC samples below each kernel: GPU function, loop, line, instruction\n"
+     "(default: collapsed into the kernel's GINST/GINST:STL_* values)"},
+    {"pid", required_argument, 'p', "--pid N", "only the profiles of process N"},
+    {"all", no_argument, 'a', "--all", "also list processes that never used a GPU API"},
+    {"stats", no_argument, 's', "--stats",
+     "merged files (gpuprof merge): per-context statistics over the processes,\n"
+     "the most imbalanced heavy contexts of --metric first"},
+    {"long-names", no_argument, 'L', "--long-names",
+     "kernels' full names in the summaries (default: without template and\nargument lists)"},
+    {"wide", no_argument, 'W', "--wide",
+     "every summary row and whole call paths (default: 20 rows; idleness paths\n"
+     "innermost frame first, cut to the terminal's width)"},
+    {"python", no_argument, 'P', "--python",
+     "Python view: only Python frames, operators (aten::*), placeholders\n"
+     "(<backward>, NVTX ranges) and the GPU part; native frames folded away"},
+    {"native", no_argument, 'N', "--native",
+     "every native frame as recorded (default: PyTorch's dispatcher frames\n"
+     "folded, each operator shown as aten::NAME)"},
+    {0}};
+
+static gpd_cli_cmd_t report_cmd = {
+    .head = "usage: gpuprof report [--json] [--flat] [--stats] [--gpu-detail] [--metric NAME] [--depth N] [--pid N] [--all]\n"
+            "                      [--long-names] [--wide] [--python] [--native] FILE...\n"
+            "  Print saved profiles (merged by context): a kernel summary and a summary of the other GPU\n"
+            "  operations (copies, memsets, allocations, synchronizations), then the calling-context tree,\n"
+            "  the processes, and the GPU idleness blame of traced processes.\n",
+    .opts = report_opts,
+    .shorts = "jfmdpasgLWPN",
+    .col = 17};
 
 int gpd_cmd_report(int argc, char **argv) {
-  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},     {"flat", no_argument, NULL, 'f'},
-                                       {"metric", required_argument, NULL, 'm'}, {"depth", required_argument, NULL, 'd'},
-                                       {"pid", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
-                                       {"all", no_argument, NULL, 'a'},     {"stats", no_argument, NULL, 's'},
-                                       {"gpu-detail", no_argument, NULL, 'g'},
-                                       {"long-names", no_argument, NULL, 'L'},
-                                       {"wide", no_argument, NULL, 'W'},
-                                       {"python", no_argument, NULL, 'P'},
-                                       {"native", no_argument, NULL, 'N'},
-                                       {NULL, 0, NULL, 0}};
+  const char *report_usage = gpd_cli_help(&report_cmd);
   gpd_render_opts_t o = {GPD_M_GPUOP, 0, 0, 0, 0};
-  int json = 0, pid = 0, all = 0, stats = 0, c, metric_set = 0;
+  int json = 0, pid = 0, all = 0, stats = 0, c, rc, metric_set = 0;
   unsigned view = 0;
   long v;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+jfm:d:p:hasgLWPN", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &report_cmd, &rc)) > 0) {
     switch (c) {
     case 'j': json = 1; break;
     case 'f': o.flat = 1; break;
@@ -82,10 +83,9 @@ int gpd_cmd_report(int argc, char **argv) {
     case 'W': o.wide = 1; break;
     case 'P': view |= GPD_VIEW_PYTHON; break;
     case 'N': view |= GPD_VIEW_NATIVE; break;
-    case 'h': fputs(report_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(report_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (optind >= argc) return gpd_cli_usage(report_usage, "no profile file given");
   if (json && o.flat) return gpd_cli_usage(report_usage, "--json and --flat do not combine");
   if (stats && (json || o.flat || (view & GPD_VIEW_PYTHON)))

@@ -19,20 +19,33 @@
 #include "cli.h"
 #include "gpuprof/error.h"
 
-static const char sample_usage[] =
-    "usage: gpuprof sample (--pid N | --job J) [--duration D] [--period P] [--counts]\n"
-    "                      [--stop] [--no-wait]\n"
-    "  Switch GPU PC sampling on in running processes for a window (CUDA: CUPTI PC\n"
-    "  sampling on every CUDA context of the process), then off again.\n"
-    "  --duration D   the window: 10s (default), 500ms, 2m, or seconds; at most 1 h\n"
-    "  --period P     one sample every 2^P cycles per SM (5..31; default: CUPTI's)\n"
-    "  --counts       also exact SASS execution counts (a CUDA process refuses:\n"
-    "                 they do not combine with PC sampling; GPUPROF_SASS_COUNTS=1\n"
-    "                 in a separate run of the program instead)\n"
-    "  --stop         stop a window now\n"
-    "  --no-wait      return once the processes said yes (else wait for the end)\n"
-    "  (--kind K      another control kind, by number: for tests)\n"
-    "Exit: 0 every process applied it, 1 any did not (each says why).\n";
+enum { O_PID = 'p', O_JOB = 'j', O_DUR = 'd', O_PER = 'P', O_COUNTS = 'c', O_STOP = 'S',
+       O_NOWAIT = 'N', O_KIND = 'K', O_SOCK = 's' };
+
+static const gpd_cli_opt_t sample_opts[] = {
+    {"pid", required_argument, O_PID, NULL, NULL},
+    {"job", required_argument, O_JOB, NULL, NULL},
+    {"duration", required_argument, O_DUR, "--duration D", "the window: 10s (default), 500ms, 2m, or seconds; at most 1 h"},
+    {"period", required_argument, O_PER, "--period P", "one sample every 2^P cycles per SM (5..31; default: CUPTI's)"},
+    {"counts", no_argument, O_COUNTS, "--counts",
+     "also exact SASS execution counts (a CUDA process refuses:\n"
+     "they do not combine with PC sampling; GPUPROF_SASS_COUNTS=1\n"
+     "in a separate run of the program instead)"},
+    {"stop", no_argument, O_STOP, "--stop", "stop a window now"},
+    {"no-wait", no_argument, O_NOWAIT, "--no-wait", "return once the processes said yes (else wait for the end)"},
+    {"kind", required_argument, O_KIND, "(--kind K", "another control kind, by number: for tests)"},
+    {"socket", required_argument, O_SOCK, NULL, NULL},
+    {0}};
+
+static gpd_cli_cmd_t sample_cmd = {
+    .head = "usage: gpuprof sample (--pid N | --job J) [--duration D] [--period P] [--counts]\n"
+            "                      [--stop] [--no-wait]\n"
+            "  Switch GPU PC sampling on in running processes for a window (CUDA: CUPTI PC\n"
+            "  sampling on every CUDA context of the process), then off again.\n",
+    .opts = sample_opts,
+    .shorts = "",
+    .col = 17,
+    .tail = "Exit: 0 every process applied it, 1 any did not (each says why).\n"};
 
 /* "10s", "500ms", "2m", "1h", "7" (seconds) -> ms; -1 when malformed. */
 static long parse_duration_ms(const char *s) {
@@ -58,31 +71,15 @@ static long parse_duration_ms(const char *s) {
 }
 
 int gpd_cmd_sample(int argc, char **argv) {
-  enum { O_PID = 'p', O_JOB = 'j', O_DUR = 'd', O_PER = 'P', O_COUNTS = 'c', O_STOP = 'S',
-         O_NOWAIT = 'N', O_KIND = 'K', O_SOCK = 's' };
-  static const struct option opts[] = {{"pid", required_argument, NULL, O_PID},
-                                       {"job", required_argument, NULL, O_JOB},
-                                       {"duration", required_argument, NULL, O_DUR},
-                                       {"period", required_argument, NULL, O_PER},
-                                       {"counts", no_argument, NULL, O_COUNTS},
-                                       {"stop", no_argument, NULL, O_STOP},
-                                       {"no-wait", no_argument, NULL, O_NOWAIT},
-                                       {"kind", required_argument, NULL, O_KIND},
-                                       {"socket", required_argument, NULL, O_SOCK},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  const char *sample_usage = gpd_cli_help(&sample_cmd);
   Gpuprof__Control ctl = GPUPROF__CONTROL__INIT;
   const char *job = NULL, *sockopt = NULL;
   long pid = 0, dur = 10000, v;
-  int stop = 0, nowait = 0, c;
+  int stop = 0, nowait = 0, c, rc;
   ctl.kind = GPUPROF__CONTROL_KIND__CONTROL_PC_SAMPLING;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &sample_cmd, &rc)) > 0) {
     switch (c) {
-    case 'h':
-      fputs(sample_usage, stdout);
-      return GPD_EXIT_OK;
     case O_PID:
       if ((pid = gpd_cli_parse_uint(optarg)) <= 0)
         return gpd_cli_usage(sample_usage, "--pid needs a process id, not '%s'", optarg);
@@ -116,10 +113,10 @@ int gpd_cmd_sample(int argc, char **argv) {
     case O_SOCK:
       sockopt = optarg;
       break;
-    default:
-      return gpd_cli_usage(sample_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0)
+    return rc;
   if (optind < argc)
     return gpd_cli_usage(sample_usage, "unexpected argument '%s'", argv[optind]);
   if ((pid != 0) == (job != NULL))

@@ -22,23 +22,37 @@
 #include "gpuprof/record.h"
 #include "store-read.h"
 
-static const char trace_usage[] =
-    "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--launches] [--pid N] [--from T] [--to T] FILE.gpdb\n"
-    "       gpuprof trace -o OUT [--format perfetto|chrome] [--launches] (--pid N | --job J) --duration D\n"
-    "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
-    "  launch to its kernel, call paths as interned call stacks, GPU idle intervals with\n"
-    "  their blame) as a Perfetto trace (ui.perfetto.dev) or compact Chrome trace-event\n"
-    "  JSON (each kernel's stack is its launch's call path; launches only with --launches);\n"
-    "  gzip-compressed when OUT ends in .gz (both viewers and speedscope read it so).\n"
-    "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
-    "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
-    "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
-    "  write the window's events as gpuprofd stored them.\n"
-    "  --format  perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n"
-    "            (also chosen by a .json or .json.gz name)\n"
-    "  --launches  Chrome JSON: also each launch as a slice on its CPU thread with a flow to\n"
-    "            its kernel (about 105 B more per launch, ~15 B gzip-compressed; a million\n"
-    "            are too many for speedscope)\n";
+static gpd_cli_cmd_t trace_cmd = {
+    .head =
+        "usage: gpuprof trace -o OUT [--format perfetto|chrome] [--launches] [--pid N] [--from T] [--to T] FILE.gpdb\n"
+        "       gpuprof trace -o OUT [--format perfetto|chrome] [--launches] (--pid N | --job J) --duration D\n"
+        "  Write the GPU timeline (a track per GPU stream and per CPU thread, a flow from each\n"
+        "  launch to its kernel, call paths as interned call stacks, GPU idle intervals with\n"
+        "  their blame) as a Perfetto trace (ui.perfetto.dev) or compact Chrome trace-event\n"
+        "  JSON (each kernel's stack is its launch's call path; launches only with --launches);\n"
+        "  gzip-compressed when OUT ends in .gz (both viewers and speedscope read it so).\n"
+        "  Offline: T is a time after the trace's first event (s, ms, us or ns; default s).\n"
+        "  Live: switch tracing on in process N or job J for the next D (e.g. 10s; at most 1 h;\n"
+        "  CUDA processes running detached or duty-cycled attach CUPTI for the window), then\n"
+        "  write the window's events as gpuprofd stored them.\n",
+    .opts = (const gpd_cli_opt_t[]){
+        {"output", required_argument, 'o', NULL, NULL},
+        {"format", required_argument, 'F', "--format",
+         "perfetto (default; also chosen by a .pftrace/.perfetto-trace name) or chrome\n"
+         "(also chosen by a .json or .json.gz name)"},
+        {"launches", no_argument, 'L', "--launches",
+         "Chrome JSON: also each launch as a slice on its CPU thread with a flow to\n"
+         "its kernel (about 105 B more per launch, ~15 B gzip-compressed; a million\n"
+         "are too many for speedscope)"},
+        {"pid", required_argument, 'p', NULL, NULL},
+        {"job", required_argument, 'j', NULL, NULL},
+        {"from", required_argument, 'f', NULL, NULL},
+        {"to", required_argument, 't', NULL, NULL},
+        {"duration", required_argument, 'd', NULL, NULL},
+        {"socket", required_argument, 's', NULL, NULL},
+        {0}},
+    .shorts = "oFpjftds",
+    .col = 12};
 
 /* Longest live window: the daemon's bound on a control window
  * (daemon/control.h GPD_CONTROL_MAX_MS). */
@@ -413,20 +427,13 @@ static int ends_with(const char *s, const char *sfx) {
 }
 
 int gpd_cmd_trace(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
-      {"pid", required_argument, NULL, 'p'},    {"job", required_argument, NULL, 'j'},
-      {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
-      {"duration", required_argument, NULL, 'd'}, {"socket", required_argument, NULL, 's'},
-      {"launches", no_argument, NULL, 'L'},     {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  const char *trace_usage = gpd_cli_help(&trace_cmd);
   const char *out = NULL, *fmt = NULL, *job = NULL, *sock = NULL;
-  int pid = 0, c, launches = 0;
+  int pid = 0, c, rc, launches = 0;
   int64_t from = -1, to = -1, dur = -1;
   long v;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+o:F:p:j:f:t:d:s:h", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &trace_cmd, &rc)) > 0) {
     switch (c) {
     case 'o': out = optarg; break;
     case 'F': fmt = optarg; break;
@@ -450,10 +457,9 @@ int gpd_cmd_trace(int argc, char **argv) {
       break;
     case 's': sock = optarg; break;
     case 'L': launches = 1; break;
-    case 'h': fputs(trace_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(trace_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (out == NULL)
     return gpd_cli_usage(trace_usage, "-o OUT is needed");
   int chrome = 0;
@@ -490,7 +496,7 @@ int gpd_cmd_trace(int argc, char **argv) {
   gpd__xlayout_open(&l, &x, 0, 0);
   lp_init(&lp, gpd_live_socket(sock), pid, job);
   char err[1024];
-  int rc = GPD_EXIT_OK;
+  rc = GPD_EXIT_OK;
   uint64_t t0 = 0;
   if (live) {
     if ((rc = live_window(&lp, &l, (uint64_t)dur)) != 0)

@@ -219,27 +219,32 @@ static int browser_open(const char *url, const char **what) {
   return r == (ssize_t)sizeof(e) ? -e : 1;
 }
 
-static const char view_usage[] =
-    "usage: gpuprof view [-o OUT.html] [--metric NAME] [--pid N] [--no-browser] FILE...\n"
-    "  Interactive flame graph of saved profiles (speedscope, offline): writes one\n"
-    "  self-contained HTML file and opens it with $BROWSER (or xdg-open when there is a\n"
-    "  display); otherwise prints its file:// URL.\n"
-    "  -o OUT.html    the page (default: FILE's name with .html for .gpdb, in this folder)\n"
-    "  --metric NAME  the metric shown first (default GPUOP; the others are a click away)\n"
-    "  --pid N        only the profiles of process N\n"
-    "  --no-browser   only write the page and print its URL\n";
+static const gpd_cli_opt_t view_opts[] = {
+    {"output", required_argument, 'o', "-o OUT.html",
+     "the page (default: FILE's name with .html for .gpdb, in this folder)"},
+    {"metric", required_argument, 'm', "--metric NAME",
+     "the metric shown first (default GPUOP; the others are a click away)"},
+    {"pid", required_argument, 'p', "--pid N", "only the profiles of process N"},
+    {"no-browser", no_argument, 'n', "--no-browser", "only write the page and print its URL"},
+    {0}};
+
+static gpd_cli_cmd_t view_cmd = {
+    .head = "usage: gpuprof view [-o OUT.html] [--metric NAME] [--pid N] [--no-browser] FILE...\n"
+            "  Interactive flame graph of saved profiles (speedscope, offline): writes one\n"
+            "  self-contained HTML file and opens it with $BROWSER (or xdg-open when there is a\n"
+            "  display); otherwise prints its file:// URL.\n",
+    .opts = view_opts,
+    .shorts = "omnp",
+    .col = 17};
 
 int gpd_cmd_view(int argc, char **argv) {
-  static const struct option opts[] = {{"output", required_argument, NULL, 'o'}, {"metric", required_argument, NULL, 'm'},
-                                       {"pid", required_argument, NULL, 'p'},    {"no-browser", no_argument, NULL, 'n'},
-                                       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *view_usage = gpd_cli_help(&view_cmd);
   int pid = 0, nobrowser = 0, c, rc = GPD_EXIT_FAIL, r;
   unsigned metric = GPD_M_GPUOP;
   const char *out = NULL;
   long v;
   optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+o:m:p:nh", opts, NULL)) != -1) {
+  while ((c = gpd_cli_opt_next(argc, argv, &view_cmd, &rc)) > 0) {
     switch (c) {
     case 'o': out = optarg; break;
     case 'm':
@@ -251,10 +256,9 @@ int gpd_cmd_view(int argc, char **argv) {
       pid = (int)v;
       break;
     case 'n': nobrowser = 1; break;
-    case 'h': fputs(view_usage, stdout); return GPD_EXIT_OK;
-    default: return gpd_cli_usage(view_usage, "unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
+  if (c < 0) return rc;
   if (optind >= argc) return gpd_cli_usage(view_usage, "no profile file given");
 
   char jsp[PATH_MAX], cssp[PATH_MAX], outp[PATH_MAX], abs[PATH_MAX], url[3 * PATH_MAX + 16], name[256];

@@ -83,21 +83,26 @@ nomem:
   return NULL;
 }
 
+/* The fields that say which GPU operation a TraceEvent (the activity)
+ * or a TraceLaunch (its API call) belongs to, which both messages carry
+ * under the same names (proto/gpuprof.proto): the profile, the
+ * correlation id, the context node and the op, from a store row r of
+ * gpd_trace_row_t or gpd_trace_lrow_t (gpuprof/trace-row.h). */
+#define QTRACE_OP_FIELDS(m, r) \
+  ((m)->profile_id = (r)->profile, (m)->corr = (r)->corr, (m)->node = (r)->node, (m)->op = (r)->op)
+
 static void event_row(void *arg, const gpd_trace_row_t *r) {
   Gpuprof__TraceReply *t = arg;
   Gpuprof__TraceEvent *e = gpd__query_alloc(sizeof *e);
   if (e == NULL)
     return;
   gpuprof__trace_event__init(e);
-  e->profile_id = r->profile;
+  QTRACE_OP_FIELDS(e, r);
   e->start_ns = r->start;
   e->end_ns = r->end;
   e->stream = r->stream;
   e->device = r->device;
-  e->op = r->op;
   e->subkind = r->subkind;
-  e->corr = r->corr;
-  e->node = r->node;
   e->bytes = r->bytes;
   t->events[t->n_events++] = e;
 }
@@ -108,12 +113,9 @@ static void launch_row(void *arg, const gpd_trace_lrow_t *r) {
   if (l == NULL)
     return;
   gpuprof__trace_launch__init(l);
-  l->profile_id = r->profile;
+  QTRACE_OP_FIELDS(l, r);
   l->ts_ns = r->ts;
   l->tid = r->tid;
-  l->corr = r->corr;
-  l->node = r->node;
-  l->op = r->op;
   t->launches[t->n_launches++] = l;
 }
 

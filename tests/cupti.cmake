@@ -43,7 +43,7 @@ endif()
 # The CUDA back end with a counting stand-in for the shim core: GPU
 # self-test without the daemon (docs/CUDA.md), and the no-driver test here.
 add_library(gpd_cupti_selftest SHARED ${CMAKE_CURRENT_SOURCE_DIR}/cupti/cupti-stub-shim.c
-            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c ${GPD_CUPTI_SRC}/cupti-whole.c
+            ${GPD_CUPTI_SRC}/cupti-api.c ${GPD_CUPTI_SRC}/cupti-count.c ${GPD_CUPTI_SRC}/cupti-funcs.c ${GPD_CUPTI_SRC}/cupti-graph.c ${GPD_CUPTI_SRC}/cupti-translate.c ${GPD_CUPTI_SRC}/cupti-whole.c
             ${GPD_CUPTI_SRC}/cupti-occupancy.c ${GPD_CUPTI_SRC}/cupti-wrappers.c
             ${GPD_CUPTI_SRC}/cupti-pcsampling.c ${GPD_CUPTI_SRC}/cupti-sass.c ${GPD_CUPTI_SRC}/cupti-sassdec.c ${GPD_CUPTI_SRC}/cupti-mode.c
             ${GPD_CUPTI_SRC}/cupti-control.c ${CMAKE_SOURCE_DIR}/shim/stats.c ${CMAKE_SOURCE_DIR}/common/duty.c)

@@ -53,6 +53,7 @@
 #include <cuda.h>
 #include <cupti.h>
 
+#include "cupti-funcs.h"
 #include "cupti-internal.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
@@ -87,33 +88,6 @@ static atomic_int g_push_stalled;            /* a record waited STALL_NS in vain
 static __thread int tls_exit_flush;          /* this thread runs the exit flush */
 #define GPD_CUPTI_MAXDEV 64u
 #define GPD_CUPTI_ALIAS_BITS 18u
-
-/* --- dlsym'd libcupti (and two libcuda functions) ------------------- */
-#define CUPTI_FUNCS(X)                                                                          \
-  X(cuptiSubscribe, CUptiResult, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))        \
-  X(cuptiUnsubscribe, CUptiResult, (CUpti_SubscriberHandle))                                    \
-  X(cuptiEnableCallback, CUptiResult,                                                           \
-    (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))                 \
-  X(cuptiEnableDomain, CUptiResult, (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain))   \
-  X(cuptiGetCallbackName, CUptiResult, (CUpti_CallbackDomain, uint32_t, const char **))         \
-  X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))                            \
-  X(cuptiActivityEnable, CUptiResult, (CUpti_ActivityKind))                                     \
-  X(cuptiActivityDisable, CUptiResult, (CUpti_ActivityKind))                                    \
-  X(cuptiActivityRegisterCallbacks, CUptiResult,                                                \
-    (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                      \
-  X(cuptiActivityRegisterTimestampCallback, CUptiResult, (CUpti_TimestampCallbackFunc))         \
-  X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))            \
-  X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))            \
-  X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                             \
-  X(cuptiGetDeviceId, CUptiResult, (CUcontext, uint32_t *))                                    \
-  X(cuptiFinalize, CUptiResult, (void))
-
-static struct {
-#define X(n, r, a) r(CUPTIAPI *n) a;
-  CUPTI_FUNCS(X)
-#undef X
-  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-} fn;
 
 /* --- state --------------------------------------------------------- */
 enum { ST_IDLE = 0, ST_STARTING, ST_RUNNING, ST_DISABLED };
@@ -176,7 +150,7 @@ static atomic_ulong c_flush_req, c_flush_done;
 /* --- helpers ------------------------------------------------------- */
 static const char *cupti_errstr(CUptiResult r) {
   const char *s = NULL;
-  if (fn.cuptiGetResultString && fn.cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s) return s;
+  if (gpd_cupti_fn.cuptiGetResultString && gpd_cupti_fn.cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s) return s;
   return "CUPTI error";
 }
 
@@ -214,11 +188,11 @@ static const gpd_cupti_xlate_t g_xlate = {intern_kernel, alias_get, props_get};
 
 /* Device properties through libcuda (already loaded: we run inside it). */
 static void props_query(uint32_t dev) {
-  if (dev >= GPD_CUPTI_MAXDEV || atomic_load(&g_props_ok[dev]) || !fn.cuDeviceGetAttribute) return;
+  if (dev >= GPD_CUPTI_MAXDEV || atomic_load(&g_props_ok[dev]) || !gpd_cupti_fn.cuDeviceGetAttribute) return;
   gpd_cupti_devprops_t p = {0};
   int v;
 #define A(field, attr) \
-  if (fn.cuDeviceGetAttribute(&v, attr, (CUdevice)dev) == CUDA_SUCCESS) p.field = (uint32_t)v
+  if (gpd_cupti_fn.cuDeviceGetAttribute(&v, attr, (CUdevice)dev) == CUDA_SUCCESS) p.field = (uint32_t)v
   A(warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   A(max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
   A(max_blocks_per_sm, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
@@ -245,7 +219,7 @@ static void *flush_main(void *arg) {
     g_flush_req = 0; /* this flush serves every request made before it */
     pthread_mutex_unlock(&g_flush_mu);
     if (atomic_load(&g_state) == ST_RUNNING && gpd_cupti_control_loaded())
-      fn.cuptiActivityFlushAll(0); /* not after a finalize: it would load CUPTI again */
+      gpd_cupti_fn.cuptiActivityFlushAll(0); /* not after a finalize: it would load CUPTI again */
     atomic_fetch_add(&c_flush_done, 1);
     pthread_mutex_lock(&g_flush_mu);
   }
@@ -304,10 +278,10 @@ static inline uint64_t trace_corr(uint32_t epoch, uint32_t corr) {
 static void launch_callbacks(uint32_t on) {
   for (unsigned id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
     if ((g_rt_op[id] & 0x7f) == GPD_OP_KERNEL)
-      fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      gpd_cupti_fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   for (unsigned id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
     if ((g_drv_op[id] & 0x7f) == GPD_OP_KERNEL)
-      fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      gpd_cupti_fn.cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
 }
 
 /* --- callbacks ----------------------------------------------------- */
@@ -321,7 +295,7 @@ static void CUPTIAPI cb_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
       uint32_t dev = 0;
       atomic_fetch_add(&c_ctx, 1);
-      if (fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
+      if (gpd_cupti_fn.cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) props_query(dev);
       gpd_cupti_pcs_context_created(rd->context);
       gpd_cupti_sass_context_created(rd->context);
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
@@ -430,7 +404,7 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   uint64_t budget = GPD_CUPTI_WAIT_BUDGET_NS;
   uint64_t st0 = GPD_ST_T0();
   (void)size;
-  while (valid && fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
+  while (valid && gpd_cupti_fn.cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
     if (rec->kind == CUPTI_ACTIVITY_KIND_DEVICE) {
       const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)rec;
       if (d->id < GPD_CUPTI_MAXDEV && !atomic_load(&g_props_ok[d->id])) {
@@ -473,7 +447,7 @@ static void CUPTIAPI cb_buf_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     }
   }
   size_t dropped = 0;
-  if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+  if (gpd_cupti_fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
     atomic_fetch_add(&c_dropped, dropped);
   GPD_ST_ADD(GPD_ST_BUF_DONE, st0);
   if (!buf) return;
@@ -514,7 +488,7 @@ static unsigned g_trace = ~0u;
 static void cupti_classify_domain(CUpti_CallbackDomain dom, uint8_t *tab, unsigned n) {
   for (unsigned id = 1; id < n; id++) {
     const char *name = NULL;
-    if (fn.cuptiGetCallbackName(dom, id, &name) != CUPTI_SUCCESS || !name) continue;
+    if (gpd_cupti_fn.cuptiGetCallbackName(dom, id, &name) != CUPTI_SUCCESS || !name) continue;
     int multi = 0;
     unsigned op = gpd_cupti_classify(name, &multi);
     if (op == GPD_OP_NONE || !(g_trace & (1u << op))) continue;
@@ -557,7 +531,7 @@ static const char *trace_set(int on) {
       for (size_t d = 0; d < sizeof doms / sizeof *doms; d++)
         for (unsigned id = 1; id < doms[d].n; id++)
           if (doms[d].tab[id])
-            fn.cuptiEnableCallback(on ? 1 : 0, g_sub, doms[d].dom, id);
+            gpd_cupti_fn.cuptiEnableCallback(on ? 1 : 0, g_sub, doms[d].dom, id);
     if (pass != (on ? 1 : 0))
       continue;
     for (size_t i = 0; i < sizeof g_kinds / sizeof *g_kinds; i++) {
@@ -567,7 +541,7 @@ static const char *trace_set(int on) {
       if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
           (kind = (CUpti_ActivityKind)gpd_cupti_sass_kernel_kind()) == 0)
         continue; /* SASS counts on: no kernel records (cupti-sass.c) */
-      r = on ? fn.cuptiActivityEnable(kind) : fn.cuptiActivityDisable(kind);
+      r = on ? gpd_cupti_fn.cuptiActivityEnable(kind) : gpd_cupti_fn.cuptiActivityDisable(kind);
       const char *busy = on && r != CUPTI_SUCCESS ? gpd_cupti_busy_name((int)r, 0) : NULL;
       if (busy) {
         (void)trace_set(0); /* the kinds and callbacks enabled so far */
@@ -590,23 +564,23 @@ static CUptiResult cupti_subscribe(const char **step) {
                                          CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING};
   CUptiResult r;
   *step = "cuptiSubscribe";
-  if ((r = fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiSubscribe(&g_sub, cb_api, NULL)) != CUPTI_SUCCESS)
     return r;
   for (size_t i = 0; i < sizeof res / sizeof *res; i++)
-    fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
+    gpd_cupti_fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, res[i]);
   for (size_t i = 0; i < GPD_CUPTI_GRAPH_NCBID; i++)
-    fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, gpd_cupti_graph_cbids[i]);
-  fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
+    gpd_cupti_fn.cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RESOURCE, gpd_cupti_graph_cbids[i]);
+  gpd_cupti_fn.cuptiActivityRegisterTimestampCallback(cb_timestamp);
   *step = "cuptiActivityRegisterCallbacks";
-  if ((r = fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) != CUPTI_SUCCESS)
-    fn.cuptiUnsubscribe(g_sub);
+  if ((r = gpd_cupti_fn.cuptiActivityRegisterCallbacks(cb_buf_requested, cb_buf_completed)) != CUPTI_SUCCESS)
+    gpd_cupti_fn.cuptiUnsubscribe(g_sub);
   return r;
 }
 
 /* The switch the tracing controller holds (cupti-control.c): it reaches
  * libcupti only through these. */
 static const char *sw_finalize(void) {
-  CUptiResult r = fn.cuptiFinalize();
+  CUptiResult r = gpd_cupti_fn.cuptiFinalize();
   return r == CUPTI_SUCCESS ? NULL : cupti_errstr(r);
 }
 static const char *sw_subscribe(const char **step, const char **busy) {
@@ -614,7 +588,7 @@ static const char *sw_subscribe(const char **step, const char **busy) {
   *busy = r == CUPTI_SUCCESS ? NULL : gpd_cupti_busy_name((int)r, 0);
   return r == CUPTI_SUCCESS ? NULL : cupti_errstr(r);
 }
-static void sw_flush(int forced) { fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0); }
+static void sw_flush(int forced) { gpd_cupti_fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0); }
 static int sw_running(void) { return atomic_load(&g_state) == ST_RUNNING; }
 static const gpd_cupti_switch_t g_switch = {trace_set,  launch_callbacks, sw_finalize, sw_subscribe, sw_flush, sw_running,
                                             thread_start, gpd_cupti_pcs_pending, gpd_cupti_pcs_control};
@@ -632,15 +606,11 @@ int gpd_cupti_start(void) {
     cupti_disable(GPD_ENOVENDOR, "libcupti.so.13 not found: %s", dlerror());
     return GPD_ENOVENDOR;
   }
-#define X(n, rt, a)                                                   \
-  if (!(*(void **)&fn.n = dlsym(g_lib, #n))) {                        \
-    cupti_disable(GPD_ENOVENDOR, "libcupti lacks %s", #n);            \
-    return GPD_ENOVENDOR;                                             \
+  const char *missing = gpd_cupti_resolve(g_lib, GPD_CUPTI_API_CORE);
+  if (missing) {
+    cupti_disable(GPD_ENOVENDOR, "libcupti lacks %s", missing);
+    return GPD_ENOVENDOR;
   }
-  CUPTI_FUNCS(X)
-#undef X
-  void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (cu) *(void **)&fn.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
   g_count_check = getenv("GPUPROF_CUPTI_SELFTEST") != NULL; /* runtime launches vs counters */
   gpd_cupti_pcs_setup(g_lib); /* GPUPROF_PC_SAMPLING=1 (cupti-pcsampling.c) */
   gpd_cupti_sass_setup(g_lib); /* GPUPROF_SASS_COUNTS=1 (cupti-sass.c) */
@@ -725,7 +695,7 @@ void gpd_cupti_fini(void) {
   int loaded = gpd_cupti_control_quiesce(); /* an armed finalize is called off */
   /* after a finalize nothing is left to flush (and a flush would load CUPTI again) */
   if (atomic_load(&g_state) == ST_RUNNING && loaded)
-    fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    gpd_cupti_fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   tls_exit_flush = 0;
   gpd_cupti_control_summary(); /* after the flush: the last window's launches traced whole */
   static atomic_int printed;

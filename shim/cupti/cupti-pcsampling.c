@@ -44,7 +44,6 @@
  * CUPTI shares one functionName string per function across records and
  * buffers; it is never freed here (bounded by the functions loaded).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -59,6 +58,7 @@
 #include <cupti_pcsampling.h>
 
 #include "backends.h"
+#include "cupti-funcs.h"
 #include "cupti-internal.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/error.h"
@@ -73,24 +73,6 @@
 #define PCS_DRAIN_NS 100000000ull /* GetData every 100 ms */
 #define PCS_PUSH_EVERY 10u        /* push every 10 drains */
 #define PCS_WAIT_NS 200000000ull  /* ring-full wait budget per push, all records */
-
-#define PCS_FUNCS(X)                                                                          \
-  X(cuptiPCSamplingEnable, (CUpti_PCSamplingEnableParams *))                                  \
-  X(cuptiPCSamplingDisable, (CUpti_PCSamplingDisableParams *))                                \
-  X(cuptiPCSamplingSetConfigurationAttribute, (CUpti_PCSamplingConfigurationInfoParams *))    \
-  X(cuptiPCSamplingGetConfigurationAttribute, (CUpti_PCSamplingConfigurationInfoParams *))    \
-  X(cuptiPCSamplingGetData, (CUpti_PCSamplingGetDataParams *))                                \
-  X(cuptiPCSamplingGetNumStallReasons, (CUpti_PCSamplingGetNumStallReasonsParams *))          \
-  X(cuptiPCSamplingGetStallReasons, (CUpti_PCSamplingGetStallReasonsParams *))                \
-  X(cuptiGetCubinCrc, (CUpti_GetCubinCrcParams *))
-
-static struct {
-#define X(n, a) CUptiResult(CUPTIAPI *n) a;
-  PCS_FUNCS(X)
-#undef X
-  CUptiResult(CUPTIAPI *cuptiGetDeviceId)(CUcontext, uint32_t *);
-  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
-} pf;
 
 typedef struct pcs_ctx_s {
   CUcontext ctx;
@@ -276,7 +258,7 @@ static void pcs_drain_ctx(pcs_ctx_t *x) {
     gp.size = CUpti_PCSamplingGetDataParamsSize;
     gp.ctx = x->ctx;
     gp.pcSamplingData = &x->data;
-    CUptiResult r = pf.cuptiPCSamplingGetData(&gp);
+    CUptiResult r = gpd_cupti_fn.cuptiPCSamplingGetData(&gp);
     if (r != CUPTI_SUCCESS) {
       atomic_fetch_add(&c_pcs_err, 1);
       GPD_DEBUG("cuptiPCSamplingGetData: %d", (int)r);
@@ -312,18 +294,12 @@ int gpd_cupti_pcs_setup(void *libcupti) {
   int asked = e && *e == '1';
   if (libcupti == NULL || (e && *e == '0'))
     return 0; /* GPUPROF_PC_SAMPLING=0: not even on request */
-#define X(n, a)                                                            \
-  if (!(*(void **)&pf.n = dlsym(libcupti, #n))) {                          \
-    if (asked)                                                             \
-      GPD_WARN("PC sampling off: libcupti lacks %s", #n);                  \
-    return -ENOSYS;                                                        \
+  const char *missing = gpd_cupti_resolve(libcupti, GPD_CUPTI_API_PCS);
+  if (missing) {
+    if (asked)
+      GPD_WARN("PC sampling off: libcupti lacks %s", missing);
+    return -ENOSYS;
   }
-  PCS_FUNCS(X)
-#undef X
-  *(void **)&pf.cuptiGetDeviceId = dlsym(libcupti, "cuptiGetDeviceId");
-  void *cu = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (cu)
-    *(void **)&pf.cuDeviceGetAttribute = dlsym(cu, "cuDeviceGetAttribute");
   const char *p = getenv("GPUPROF_PC_SAMPLING_PERIOD");
   if (p && *p) {
     long v = strtol(p, NULL, 10);
@@ -362,7 +338,7 @@ static int set_attr(CUcontext ctx, CUpti_PCSamplingConfigurationInfo *info, size
   cp.ctx = ctx;
   cp.numAttributes = n;
   cp.pPCSamplingConfigurationInfo = info;
-  return (int)pf.cuptiPCSamplingSetConfigurationAttribute(&cp);
+  return (int)gpd_cupti_fn.cuptiPCSamplingSetConfigurationAttribute(&cp);
 }
 
 /* Another tool refused `what` (busy name `name`): back off, and count
@@ -390,11 +366,11 @@ static int pcs_ctx_enable(CUcontext ctx) {
   if (x == NULL)
     goto fail;
   x->ctx = ctx;
-  if (pf.cuptiGetDeviceId)
-    pf.cuptiGetDeviceId(ctx, &x->device);
+  if (gpd_cupti_fn.cuptiGetDeviceId)
+    gpd_cupti_fn.cuptiGetDeviceId(ctx, &x->device);
   CUpti_PCSamplingEnableParams ep = {CUpti_PCSamplingEnableParamsSize, NULL, ctx};
   what = "cuptiPCSamplingEnable";
-  if ((r = pf.cuptiPCSamplingEnable(&ep)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiPCSamplingEnable(&ep)) != CUPTI_SUCCESS)
     goto fail_r;
   CUpti_PCSamplingGetNumStallReasonsParams np;
   memset(&np, 0, sizeof np);
@@ -403,7 +379,7 @@ static int pcs_ctx_enable(CUcontext ctx) {
   np.ctx = ctx;
   np.numStallReasons = &nstall;
   what = "cuptiPCSamplingGetNumStallReasons";
-  if ((r = pf.cuptiPCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiPCSamplingGetNumStallReasons(&np)) != CUPTI_SUCCESS)
     goto fail_r;
   what = "allocation";
   if (nstall == 0 || nstall > 1024)
@@ -425,7 +401,7 @@ static int pcs_ctx_enable(CUcontext ctx) {
   sp.stallReasonIndex = x->stall_idx;
   sp.stallReasons = names;
   what = "cuptiPCSamplingGetStallReasons";
-  if ((r = pf.cuptiPCSamplingGetStallReasons(&sp)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiPCSamplingGetStallReasons(&sp)) != CUPTI_SUCCESS)
     goto fail_r;
   for (size_t i = 0; i < nstall; i++) {
     names[i][CUPTI_STALL_REASON_STRING_SIZE - 1] = 0;
@@ -479,15 +455,15 @@ static int pcs_ctx_enable(CUcontext ctx) {
   qp.ctx = ctx;
   qp.numAttributes = 1;
   qp.pPCSamplingConfigurationInfo = &q;
-  if (pf.cuptiPCSamplingGetConfigurationAttribute(&qp) == CUPTI_SUCCESS)
+  if (gpd_cupti_fn.cuptiPCSamplingGetConfigurationAttribute(&qp) == CUPTI_SUCCESS)
     x->period_log2 = q.attributeData.samplingPeriodData.samplingPeriod;
   int v;
-  if (pf.cuDeviceGetAttribute &&
-      pf.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)x->device) ==
+  if (gpd_cupti_fn.cuDeviceGetAttribute &&
+      gpd_cupti_fn.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)x->device) ==
           CUDA_SUCCESS)
     x->sm_count = (uint32_t)v;
-  if (pf.cuDeviceGetAttribute &&
-      pf.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, (CUdevice)x->device) ==
+  if (gpd_cupti_fn.cuDeviceGetAttribute &&
+      gpd_cupti_fn.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, (CUdevice)x->device) ==
           CUDA_SUCCESS)
     x->clock_khz = (uint32_t)v;
   for (size_t i = 0; i < nstall; i++)
@@ -522,7 +498,7 @@ static int pcs_ctx_enable(CUcontext ctx) {
     GPD_WARN("PC sampling: %s; not sampled",
              slot == PCS_MAXCTX ? "more than 16 CUDA contexts" : "no memory for the sample table");
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
-    pf.cuptiPCSamplingDisable(&dp);
+    gpd_cupti_fn.cuptiPCSamplingDisable(&dp);
     ctx_free(x);
     return -1;
   }
@@ -543,7 +519,7 @@ fail_r:
     GPD_WARN("PC sampling off for a CUDA context: %s failed (%d)", what, (int)r);
   if (x && strcmp(what, "cuptiPCSamplingEnable") != 0) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, ctx};
-    pf.cuptiPCSamplingDisable(&dp);
+    gpd_cupti_fn.cuptiPCSamplingDisable(&dp);
   }
   goto out;
 fail:
@@ -658,7 +634,7 @@ static void pcs_finish(unsigned c) {
   x->data.totalNumPcs = 0;
   x->data.totalSamples = x->data.droppedSamples = x->data.nonUsrKernelsTotalSamples = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize, NULL, x->ctx};
-  if (pf.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS && pcs_keep())
+  if (gpd_cupti_fn.cuptiPCSamplingDisable(&dp) == CUPTI_SUCCESS && pcs_keep())
     pcs_take(x, &x->data);
   pcs_push_locked();
   g_ctx[c] = NULL;
@@ -741,7 +717,7 @@ void gpd_cupti_pcs_module_loaded(const void *cubin, size_t size) {
   cp.size = CUpti_GetCubinCrcParamsSize;
   cp.cubinSize = size;
   cp.cubin = cubin;
-  if (pf.cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS)
+  if (gpd_cupti_fn.cuptiGetCubinCrc(&cp) != CUPTI_SUCCESS)
     return;
   gpd_cupti_sass_module(cp.cubinCrc); /* SASS counts name modules by a 32-bit CRC */
   char hex[33];

@@ -23,7 +23,6 @@
  * Threads: every call holds s_mu (the CUPTI calls of this file are
  * serialized); pushing waits for ring space at most 200 ms in all.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +37,7 @@
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
 
+#include "cupti-funcs.h"
 #include "cupti-internal.h"
 #include "gpuprof/clock.h"
 #include "gpuprof/log.h"
@@ -52,23 +52,6 @@
 #define SASS_MAX_RECORDS (1u << 22)         /* instructions per flush at most */
 #define SASS_WAIT_NS 200000000ull
 #define SASS_SYNC_NS 1000000000ull /* flush at a synchronize at most once a second */
-
-#define SASS_FUNCS(X)                                                                          \
-  X(cuptiProfilerInitialize, (CUpti_Profiler_Initialize_Params *))                             \
-  X(cuptiDeviceGetChipName, (CUpti_Device_GetChipName_Params *))                               \
-  X(cuptiSassMetricsGetProperties, (CUpti_SassMetrics_GetProperties_Params *))                 \
-  X(cuptiSassMetricsSetConfig, (CUpti_SassMetricsSetConfig_Params *))                          \
-  X(cuptiSassMetricsEnable, (CUpti_SassMetricsEnable_Params *))                                \
-  X(cuptiSassMetricsDisable, (CUpti_SassMetricsDisable_Params *))                              \
-  X(cuptiSassMetricsGetDataProperties, (CUpti_SassMetricsGetDataProperties_Params *))          \
-  X(cuptiSassMetricsFlushData, (CUpti_SassMetricsFlushData_Params *))
-
-static struct {
-#define X(n, a) CUptiResult(CUPTIAPI *n) a;
-  SASS_FUNCS(X)
-#undef X
-  CUptiResult(CUPTIAPI *cuptiGetDeviceId)(CUcontext, uint32_t *);
-} sf;
 
 static pthread_mutex_t s_mu = PTHREAD_MUTEX_INITIALIZER;
 static int s_avail;  /* the API is there */
@@ -102,16 +85,13 @@ int gpd_cupti_sass_setup(void *lib) {
   const char *e = getenv("GPUPROF_SASS_COUNTS");
   if (lib == NULL)
     return 0;
-#define X(n, a)                                                          \
-  if (!(*(void **)&sf.n = dlsym(lib, #n))) {                             \
-    if (e && *e == '1')                                                  \
-      GPD_WARN("SASS counts off: libcupti lacks %s", #n);                \
-    return -ENOSYS;                                                      \
+  const char *missing = gpd_cupti_resolve(lib, GPD_CUPTI_API_SASS);
+  if (missing) {
+    if (e && *e == '1')
+      GPD_WARN("SASS counts off: libcupti lacks %s", missing);
+    return -ENOSYS;
   }
-  SASS_FUNCS(X)
-#undef X
-  *(void **)&sf.cuptiGetDeviceId = dlsym(lib, "cuptiGetDeviceId");
-  s_avail = sf.cuptiGetDeviceId != NULL;
+  s_avail = gpd_cupti_fn.cuptiGetDeviceId != NULL;
   s_always = s_avail && e && *e == '1';
   const char *pcs = getenv("GPUPROF_PC_SAMPLING");
   if (s_always && pcs && *pcs == '1') {
@@ -141,7 +121,7 @@ static int sass_config_dev(uint32_t dev) {
   if (!s_profiler_init) {
     CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE, NULL};
     what = "cuptiProfilerInitialize";
-    if ((r = sf.cuptiProfilerInitialize(&ip)) != CUPTI_SUCCESS)
+    if ((r = gpd_cupti_fn.cuptiProfilerInitialize(&ip)) != CUPTI_SUCCESS)
       goto fail;
     s_profiler_init = 1;
   }
@@ -150,7 +130,7 @@ static int sass_config_dev(uint32_t dev) {
   cp.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE;
   cp.deviceIndex = dev;
   what = "cuptiDeviceGetChipName";
-  if ((r = sf.cuptiDeviceGetChipName(&cp)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiDeviceGetChipName(&cp)) != CUPTI_SUCCESS)
     goto fail;
   CUpti_SassMetrics_GetProperties_Params pp;
   memset(&pp, 0, sizeof pp);
@@ -158,7 +138,7 @@ static int sass_config_dev(uint32_t dev) {
   pp.pChipName = cp.pChipName;
   pp.pMetricName = SASS_METRIC;
   what = "cuptiSassMetricsGetProperties(" SASS_METRIC ")";
-  if ((r = sf.cuptiSassMetricsGetProperties(&pp)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiSassMetricsGetProperties(&pp)) != CUPTI_SUCCESS)
     goto fail;
   CUpti_SassMetrics_Config cfg = {pp.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU};
   CUpti_SassMetricsSetConfig_Params sp;
@@ -168,7 +148,7 @@ static int sass_config_dev(uint32_t dev) {
   sp.pConfigs = &cfg;
   sp.deviceIndex = dev;
   what = "cuptiSassMetricsSetConfig";
-  if ((r = sf.cuptiSassMetricsSetConfig(&sp)) != CUPTI_SUCCESS)
+  if ((r = gpd_cupti_fn.cuptiSassMetricsSetConfig(&sp)) != CUPTI_SUCCESS)
     goto fail;
   s_metric[dev] = pp.metric.metricId ? pp.metric.metricId : 1;
   GPD_INFO("SASS counts: %s on device %u (%s)", SASS_METRIC, dev, cp.pChipName ? cp.pChipName : "?");
@@ -193,7 +173,7 @@ void gpd_cupti_sass_start(CUcontext ctx) {
     if (s_ctx[i].ctx == NULL && slot == SASS_MAXCTX)
       slot = i;
   }
-  if (slot == SASS_MAXCTX || sf.cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS || dev >= SASS_MAXDEV)
+  if (slot == SASS_MAXCTX || gpd_cupti_fn.cuptiGetDeviceId(ctx, &dev) != CUPTI_SUCCESS || dev >= SASS_MAXDEV)
     goto out;
   if (s_metric[dev] == 0 && sass_config_dev(dev) < 0)
     goto out;
@@ -202,7 +182,7 @@ void gpd_cupti_sass_start(CUcontext ctx) {
   ep.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE;
   ep.ctx = ctx;
   ep.enableLazyPatching = 1;
-  CUptiResult r = sf.cuptiSassMetricsEnable(&ep);
+  CUptiResult r = gpd_cupti_fn.cuptiSassMetricsEnable(&ep);
   SASS_DBG("Enable (lazy patching) on a context of device %u: rc=%d, metric id %llu", dev, (int)r,
            (unsigned long long)s_metric[dev]);
   if (r != CUPTI_SUCCESS) {
@@ -257,7 +237,7 @@ static void sass_flush(unsigned i, const char *why) {
   memset(&dp, 0, sizeof dp);
   dp.structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE;
   dp.ctx = ctx;
-  CUptiResult r = sf.cuptiSassMetricsGetDataProperties(&dp), fr = CUPTI_SUCCESS;
+  CUptiResult r = gpd_cupti_fn.cuptiSassMetricsGetDataProperties(&dp), fr = CUPTI_SUCCESS;
   size_t n = dp.numOfPatchedInstructionRecords, inst = dp.numOfInstances;
   CUpti_SassMetrics_Data *data = NULL;
   CUpti_SassMetrics_InstanceValue *vals = NULL;
@@ -279,7 +259,7 @@ static void sass_flush(unsigned i, const char *why) {
     fp.numOfPatchedInstructionRecords = n;
     fp.numOfInstances = inst;
     fp.pMetricsData = data;
-    fr = sf.cuptiSassMetricsFlushData(&fp);
+    fr = gpd_cupti_fn.cuptiSassMetricsFlushData(&fp);
     SASS_DBG("FlushData rc=%d", (int)fr);
     if (fr == CUPTI_SUCCESS) {
       uint64_t budget = SASS_WAIT_NS;
@@ -333,7 +313,7 @@ static void sass_finish(unsigned i, const char *why) {
   memset(&xp, 0, sizeof xp);
   xp.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE;
   xp.ctx = s_ctx[i].ctx;
-  CUptiResult xr = sf.cuptiSassMetricsDisable(&xp);
+  CUptiResult xr = gpd_cupti_fn.cuptiSassMetricsDisable(&xp);
   SASS_DBG("Disable rc=%d dropped=%zu", (int)xr, xp.numOfDroppedRecords);
   s_ctx[i].ctx = NULL;
   atomic_fetch_sub(&s_nctx, 1);
