@@ -34,6 +34,7 @@ typedef struct hand_disp_s {
   const char *sym;   /* the dispatch function's dynamic symbol */
   const char *what;  /* its name as the log says it */
   const char *label; /* the placeholder between caller and worker */
+  int fwd;           /* PyTorch's engine: backward under forward (pyframes-backward.c) */
   hand_fn_t fn[HAND_FNS];
 } hand_disp_t;
 
@@ -46,6 +47,7 @@ static const hand_disp_t hand_builtin[] = {
     {"libtorch_cpu.so", "_ZN5torch8autograd6Engine11thread_mainERKSt10shared_ptrINS0_9GraphTaskEE",
      "torch::autograd::Engine::thread_main",
      "<backward>",
+     1,
      {{"_engine_run_backward", "torch/autograd/graph.py"},
       {"backward", "torch/autograd/__init__.py"},
       {"grad", "torch/autograd/__init__.py"}}},
@@ -111,7 +113,7 @@ static uint32_t elf_sysv_hash(const char *s) {
 /* The defined dynamic symbol `name` of a mapped library: its address and
  * st_size.  Reads the library's own mapped tables (PT_DYNAMIC: DT_SYMTAB,
  * DT_STRTAB, DT_GNU_HASH or DT_HASH); no loader call.  0 or -ENOENT. */
-static int elf_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size) {
+int gpd__pyframes_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size) {
   const ElfW(Dyn) *dyn = NULL;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -182,7 +184,7 @@ void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
     uintptr_t lo = 0;
     size_t size = 0;
     uint32_t n = atomic_load_explicit(&hand.n, memory_order_relaxed);
-    if (elf_dynsym(info, d->sym, &lo, &size) < 0 || size == 0) {
+    if (gpd__pyframes_dynsym(info, d->sym, &lo, &size) < 0 || size == 0) {
       if (!hand.logged[k]++)
         GPD_LOG(GPD_LOG_WARN,
                 "handoff: %s has no %s (symbol %s%s); work of its threads keeps its native path only", base,
@@ -201,6 +203,8 @@ void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
       GPD_LOG(GPD_LOG_INFO, "handoff: %s found in %s; work of its threads goes under the Python frames of "
               "the thread waiting in %s (%s), below %s", d->what, base, d->fn[0].qualname, d->fn[0].file,
               d->label);
+    if (d->fwd)
+      gpd__pyframes_fwd_module(info, base); /* its autograd nodes: backward under forward */
   }
 }
 
@@ -240,6 +244,17 @@ FOREIGN static uint32_t hand_code(gpd_pyframes_thread_t *t, uintptr_t co, uint32
   t->hcode[slot].names = names;
   t->hcode[slot].mask = mask;
   return mask;
+}
+
+/* t->key[0..n) are carried frames of dispatch range k: one group (the
+ * node cache's key, capture.c) below its placeholder.  Returns n. */
+static int hand_carry(gpd_pyframes_thread_t *t, uint32_t k, uint32_t n) {
+  t->n = n;
+  t->nact = 0;
+  memset(t->act, 0, t->n * sizeof t->act[0]);
+  t->hand = k + 1;
+  t->hand_label = hand.r[k].label;
+  return (int)n;
 }
 
 #define HAND_THREADS 256 /* thread states looked at; a longer list: no handoff */
@@ -293,12 +308,7 @@ FOREIGN static int hand_find(gpd_pyframes_thread_t *t, uint32_t k, uint32_t nr) 
   } else {
     memcpy(t->key, t->h_key, t->h_n * sizeof t->key[0]);
   }
-  t->n = t->h_n;
-  t->nact = 0;
-  memset(t->act, 0, t->n * sizeof t->act[0]); /* one group: the node cache's key (capture.c) */
-  t->hand = k + 1;
-  t->hand_label = hand.r[k].label;
-  return (int)t->n;
+  return hand_carry(t, k, t->h_n);
 }
 
 int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) {
@@ -312,7 +322,12 @@ int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) 
   for (int i = 0; i < n; i++)
     for (uint32_t k = 0; k < nr; k++)
       if (ips[i] - 1 >= hand.r[k].lo && ips[i] - 1 < hand.r[k].hi) {
-        int got = hand_find(t, k, nr);
+        /* PyTorch's engine: the forward operation of the node being
+         * evaluated, when it was recorded; else the waiting caller */
+        int got = hand.r[k].d->fwd ? gpd__pyframes_fwd_find(t) : 0;
+        if (got > 0)
+          return hand_carry(t, k, (uint32_t)got);
+        got = hand_find(t, k, nr);
         if (!got) {
           t->n = 0; /* a walk may have filled them */
           t->nact = 0;

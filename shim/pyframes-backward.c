@@ -1,0 +1,255 @@
+/* pyframes-backward.c - backward under forward (docs/PYTHON.md "Backward
+ * under forward"): a kernel that PyTorch's autograd engine launches for a
+ * backward node goes under the Python frames of the forward operation
+ * that created the node, below `<backward>`, as Kineto links backward
+ * operators to forward ones (autograd sequence numbers).
+ *
+ * Forward: every autograd Node takes its sequence number from a
+ * thread-local counter when it is constructed
+ * (at::sequence_number::get_and_increment) and remembers its thread's
+ * RecordFunction id (at::RecordFunction::currentThreadId).  The generated
+ * autograd kernels construct the node before they redispatch to the
+ * kernel that launches, so at a launch from Python, a counter that moved
+ * since the thread's last launch means that the newest node (counter - 1)
+ * belongs to the operation now launching.  gpd_pyframes_fwd_record keeps
+ * (thread id, sequence number) -> the launch's Python frames: the frames
+ * as a path in a small table of Python paths (interned like the calling-
+ * context tree, with a parent link per entry), the pair in a direct-
+ * mapped table of FWD_SEQS entries (newest wins).
+ *
+ * Backward: on an engine thread (its path passes through
+ * Engine::thread_main, pyframes-handoff.c), the node being evaluated is
+ * torch::autograd::get_current_node() (the engine's NodeGuard sets it
+ * around each node's evaluation); its sequence number and thread id are
+ * read from the Node at the offsets of PyTorch 2.x, after a layout check,
+ * and looked up.
+ *
+ * The three functions are found in libtorch_cpu.so's own .dynsym when the
+ * module table first sees it (no dlopen/dlsym); any missing: one log line
+ * and backward kernels stay under the caller of backward() (the handoff).
+ * x86-64 only (the hidden return pointer of get_current_node is rdi).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "gpuprof/error.h"
+#include "gpuprof/intern.h"
+#include "gpuprof/log.h"
+#include "internal.h"
+#include "pyframes.h"
+#include "pyframes-internal.h"
+
+/* libtorch's functions (Itanium C++ ABI names) */
+#define FWD_SYM_PEEK "_ZN2at15sequence_number4peekEv"
+#define FWD_SYM_TID "_ZN2at14RecordFunction15currentThreadIdEv"
+#define FWD_SYM_NODE "_ZN5torch8autograd16get_current_nodeEv"
+
+/* torch::autograd::Node of PyTorch 2.x (torch/csrc/autograd/function.h;
+ * x86-64, libstdc++): vtable pointer; std::enable_shared_from_this<Node>,
+ * whose weak_ptr is (the Node, the control block); then sequence_nr_,
+ * topological_nr_, has_parent_, thread_id_.  Bytes from the Node. */
+#define NODE_WEAK_PTR 8
+#define NODE_WEAK_CTRL 16
+#define NODE_SEQ 24
+#define NODE_TID 48
+#define NODE_SIZE 56
+/* std::_Sp_counted_base: vtable pointer, then _M_use_count (int) */
+#define CTRL_USE 8
+
+#define FWD_SEQS (1u << 17)  /* (thread, sequence number) entries, direct-mapped */
+#define FWD_PATHS (1u << 16) /* distinct Python paths of forward operations */
+
+typedef struct fwd_rev_s {
+  _Atomic uint64_t key;    /* the path's innermost Python key; 0 = being filled */
+  _Atomic uint32_t parent; /* the path one frame shorter, 0 = none */
+} fwd_rev_t;
+
+static struct {
+  _Atomic int on;                /* 1: symbols found, tables mapped; 0 off (again) */
+  uint64_t (*peek)(void);        /* at::sequence_number::peek */
+  uint64_t (*tid)(void);         /* at::RecordFunction::currentThreadId */
+  void *(*node)(void *ret);      /* torch::autograd::get_current_node (hidden return pointer) */
+  _Atomic uint64_t *seq;         /* FWD_SEQS entries: tag << 32 | path id; 0 empty */
+  gpd_intern_t paths;            /* (parent path, Python key) -> path id */
+  fwd_rev_t *rev;                /* by path id: its key and parent */
+  int looked, full_logged;
+  _Atomic int off_logged;
+} fwd;
+
+/* Switch the link off for good (a Node that is not laid out as known):
+ * one line. */
+static void fwd_off(const char *why) {
+  atomic_store_explicit(&fwd.on, 0, memory_order_release);
+  if (!atomic_exchange(&fwd.off_logged, 1))
+    GPD_LOG(GPD_LOG_WARN, "backward: libtorch's autograd Node is not laid out as in PyTorch 2.x (%s); "
+            "backward kernels stay under the caller of backward()", why);
+}
+
+void gpd__pyframes_fwd_module(const struct dl_phdr_info *info, const char *base) {
+  if (fwd.looked++)
+    return; /* once per process (module.c calls under its lock) */
+#if !defined(__x86_64__)
+  (void)info;
+  GPD_LOG(GPD_LOG_WARN, "backward: %s: backward under forward is built for x86-64 only; backward kernels stay "
+          "under the caller of backward()", base);
+#else
+  static const struct {
+    const char *sym, *what;
+  } need[3] = {{FWD_SYM_PEEK, "at::sequence_number::peek"},
+               {FWD_SYM_TID, "at::RecordFunction::currentThreadId"},
+               {FWD_SYM_NODE, "torch::autograd::get_current_node"}};
+  uintptr_t a[3];
+  for (int i = 0; i < 3; i++) {
+    size_t size;
+    if (gpd__pyframes_dynsym(info, need[i].sym, &a[i], &size) < 0) {
+      GPD_LOG(GPD_LOG_WARN, "backward: %s has no %s (symbol %s); backward kernels stay under the caller of "
+              "backward()", base, need[i].what, need[i].sym);
+      return;
+    }
+  }
+  void *seq = mmap(NULL, FWD_SEQS * sizeof fwd.seq[0], PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *rev = mmap(NULL, (FWD_PATHS + 1) * sizeof fwd.rev[0], PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  int err = seq == MAP_FAILED || rev == MAP_FAILED ? -ENOMEM : gpd_intern_init(&fwd.paths, FWD_PATHS);
+  if (err < 0) {
+    if (seq != MAP_FAILED)
+      munmap(seq, FWD_SEQS * sizeof fwd.seq[0]);
+    if (rev != MAP_FAILED)
+      munmap(rev, (FWD_PATHS + 1) * sizeof fwd.rev[0]);
+    GPD_LOG(GPD_LOG_WARN, "backward: no tables (%s); backward kernels stay under the caller of backward()",
+            gpd_strerror(err));
+    return;
+  }
+  fwd.seq = seq;
+  fwd.rev = rev;
+  fwd.peek = (uint64_t (*)(void))a[0];
+  fwd.tid = (uint64_t (*)(void))a[1];
+  fwd.node = (void *(*)(void *))a[2];
+  atomic_store_explicit(&fwd.on, 1, memory_order_release);
+  GPD_LOG(GPD_LOG_INFO, "backward: autograd sequence numbers and torch::autograd::get_current_node found in %s; "
+          "backward kernels go under the Python frames of their forward operation, below <backward>", base);
+#endif
+}
+
+/* Slot of (thread id, sequence number): consecutive numbers of one thread
+ * take consecutive slots, so a thread's last FWD_SEQS nodes all stay. */
+static inline uint32_t fwd_slot(uint64_t tid, uint64_t seq) {
+  return (uint32_t)(seq + tid * 0x9e3779b1ull) & (FWD_SEQS - 1);
+}
+
+/* The entry's check bits for (thread id, sequence number). */
+static inline uint64_t fwd_tag(uint64_t tid, uint64_t seq) {
+  uint64_t x = seq ^ (tid * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return x >> 32;
+}
+
+/* The path id of t's Python frames (t->key, innermost first), interning
+ * root first only the suffix that differs from the thread's last record;
+ * 0 when the table is full. */
+static uint32_t fwd_path(gpd_pyframes_thread_t *t) {
+  uint32_t n = t->n, j = 0, lim = t->fwd_n < n ? t->fwd_n : n;
+  while (j < lim && t->fwd_key[j] == t->key[n - 1 - j])
+    j++;
+  t->fwd_n = j;
+  uint32_t parent = j ? t->fwd_id[j - 1] : 0;
+  for (; j < n; j++) {
+    uint64_t k = t->key[n - 1 - j];
+    uint32_t id = 0;
+    int is_new = 0;
+    if (gpd_intern_get(&fwd.paths, parent, k, &id, &is_new) != 0 || id > FWD_PATHS) {
+      if (!fwd.full_logged++)
+        GPD_LOG(GPD_LOG_WARN, "backward: table of forward Python paths full (%u); later forward operations' "
+                "backward kernels stay under the caller of backward()", FWD_PATHS);
+      return 0;
+    }
+    if (is_new) {
+      atomic_store_explicit(&fwd.rev[id].parent, parent, memory_order_relaxed);
+      atomic_store_explicit(&fwd.rev[id].key, k, memory_order_release);
+    }
+    t->fwd_key[j] = k;
+    t->fwd_id[j] = id;
+    t->fwd_n = j + 1;
+    parent = id;
+  }
+  return parent;
+}
+
+void gpd_pyframes_fwd_record(gpd_pyframes_thread_t *t) {
+  if (!atomic_load_explicit(&fwd.on, memory_order_acquire) || t->n == 0)
+    return;
+  uint64_t s = fwd.peek();
+  if (s == t->fwd_seq)
+    return; /* no autograd node since this thread's last record */
+  t->fwd_seq = s;
+  if (s == 0 || s > (1ull << 48))
+    return;
+  /* the thread made a node, so it has its id already (Node's constructor
+   * asked for it): asking does not hand out a new one */
+  if (!t->fwd_tid)
+    t->fwd_tid = fwd.tid();
+  uint32_t id = fwd_path(t);
+  if (id)
+    atomic_store_explicit(&fwd.seq[fwd_slot(t->fwd_tid, s - 1)], fwd_tag(t->fwd_tid, s - 1) << 32 | id,
+                          memory_order_release);
+}
+
+/* Give back the reference that get_current_node took (the engine's
+ * NodeGuard holds another while the node is evaluated): the use count
+ * decremented atomically, never to 0 (that would need the destructor:
+ * the reference is kept instead). */
+FOREIGN static void fwd_put(uintptr_t ctrl) {
+  _Atomic int *use = (_Atomic int *)(ctrl + CTRL_USE);
+  int v = atomic_load_explicit(use, memory_order_relaxed);
+  while (v > 1 && !atomic_compare_exchange_weak_explicit(use, &v, v - 1, memory_order_acq_rel, memory_order_relaxed))
+    ;
+}
+
+FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
+  if (!atomic_load_explicit(&fwd.on, memory_order_acquire))
+    return 0;
+  uintptr_t ret[2] = {0, 0}; /* std::shared_ptr<Node>: the Node, its control block */
+  void *r = fwd.node(ret);
+  uintptr_t node = ret[0], ctrl = ret[1];
+  if (r != (void *)ret) {
+    fwd_off("get_current_node does not return through a hidden pointer");
+    return 0;
+  }
+  if (!node)
+    return 0; /* no node being evaluated */
+  /* The Node's weak_ptr to itself (enable_shared_from_this) names the
+   * same Node and control block as the returned shared_ptr. */
+  if ((node & 7) || (ctrl & 7) || !rd_ok(t, node, NODE_SIZE) || !rd_ok(t, ctrl, CTRL_USE + 4) ||
+      ld_ptr(node + NODE_WEAK_PTR) != node || ld_ptr(node + NODE_WEAK_CTRL) != ctrl) {
+    fwd_off("its shared_ptr is not the Node's own weak reference"); /* that reference stays taken */
+    return 0;
+  }
+  uint64_t seq = ld_ptr(node + NODE_SEQ), tid = ld_ptr(node + NODE_TID);
+  fwd_put(ctrl);
+  if (seq == UINT64_MAX)
+    return 0; /* a node of no forward operation (AccumulateGrad) */
+  if (tid == 0 || tid >= (1ull << 32) || seq >= (1ull << 48)) {
+    fwd_off(tid == 0 || tid >= (1ull << 32) ? "a thread id out of range" : "a sequence number out of range");
+    return 0;
+  }
+  uint64_t e = atomic_load_explicit(&fwd.seq[fwd_slot(tid, seq)], memory_order_acquire);
+  uint32_t id = (uint32_t)e;
+  if (!id || e >> 32 != fwd_tag(tid, seq))
+    return 0; /* its forward launched nothing from Python, or was overwritten */
+  uint32_t n = 0;
+  for (; id && n < GPD_PY_MAX; n++) {
+    if (id > FWD_PATHS)
+      return 0;
+    uint64_t k = atomic_load_explicit(&fwd.rev[id].key, memory_order_acquire);
+    if (!k)
+      return 0; /* still being filled by its forward thread */
+    t->key[n] = k;
+    id = atomic_load_explicit(&fwd.rev[id].parent, memory_order_relaxed);
+  }
+  return id ? 0 : (int)n;
+}

@@ -1,0 +1,179 @@
+// faketorch.cpp - a stand-in "libtorch_cpu.so" for backward under forward
+// (docs/PYTHON.md "Backward under forward"; tests/python/bwdfwd.sh).
+//
+// It exports the libtorch functions the shim looks up, under their real
+// (mangled) names and with PyTorch 2.x's ABI, and an autograd Node laid
+// out as PyTorch 2.x lays it out (torch/csrc/autograd/function.h):
+//   at::sequence_number::peek / get_and_increment   thread-local counter
+//   at::RecordFunction::currentThreadId              1, 2, ... per thread
+//   torch::autograd::get_current_node                std::shared_ptr<Node>
+//   torch::autograd::Engine::thread_main             the engine thread
+// A Python script (tests/python/bwdfwd.py, through ctypes) makes "forward
+// operations" (ft_op: a Node whose sequence number comes from the counter,
+// then OpenCL kernels launched on PoCL through handoff-lib.c's hl_direct)
+// and runs "backward" (ft_backward: a std::thread in Engine::thread_main
+// evaluates the nodes newest first, each under a NodeGuard that sets the
+// current node, launching its backward kernels) while the Python caller
+// waits in torch/autograd/graph.py's _engine_run_backward (a fake package
+// next to this file).
+//
+// Variants (compile definitions), each a PyTorch the shim must not trust:
+//   FT_NO_CURRENT_NODE  get_current_node is not exported under its name
+//   FT_TID_MOVED        a field added before thread_id_
+//   FT_INTRUSIVE        Node without enable_shared_from_this, returned as
+//                       a one-pointer handle (as an intrusive_ptr would be)
+// Every extern "C" function returns 0 or an OpenCL / errno error.
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+extern "C" int hl_setup(void);
+extern "C" int hl_direct(int n);
+
+namespace at {
+namespace sequence_number {
+namespace {
+thread_local uint64_t sequence_nr_ = 0;
+}
+uint64_t peek() { return sequence_nr_; }
+uint64_t get_and_increment() { return sequence_nr_++; }
+}  // namespace sequence_number
+
+struct RecordFunction {
+  static uint64_t currentThreadId();
+};
+namespace {
+uint64_t next_thread_id_ = 0;  // guarded by being called from one thread at a time here
+thread_local uint64_t current_thread_id_ = 0;
+}  // namespace
+uint64_t RecordFunction::currentThreadId() {
+  if (!current_thread_id_)
+    current_thread_id_ = __atomic_add_fetch(&next_thread_id_, 1, __ATOMIC_RELAXED);
+  return current_thread_id_;
+}
+}  // namespace at
+
+namespace torch {
+namespace autograd {
+
+#ifdef FT_INTRUSIVE
+struct Node {
+#else
+struct Node : std::enable_shared_from_this<Node> {
+#endif
+  explicit Node(uint64_t sequence_nr) : sequence_nr_(sequence_nr) {
+    thread_id_ = at::RecordFunction::currentThreadId();
+  }
+  Node() : Node(at::sequence_number::get_and_increment()) {}
+  virtual ~Node() = default;
+  virtual int apply() { return hl_direct(bwd_); }
+
+  const uint64_t sequence_nr_;
+  uint64_t topological_nr_ = 0;
+  mutable bool has_parent_ = false;
+#ifdef FT_TID_MOVED
+  uint64_t flags_ = 0;
+#endif
+  uint64_t thread_id_ = 0;
+  int bwd_ = 0;  // backward kernels
+};
+
+#ifdef FT_INTRUSIVE
+// a handle of one pointer, not trivially copyable: returned through a
+// hidden pointer, as c10::intrusive_ptr<Node> would be
+struct NodeRef {
+  Node *p = nullptr;
+  NodeRef() = default;
+  NodeRef(const NodeRef &o) : p(o.p) {}
+  NodeRef &operator=(const NodeRef &o) {
+    p = o.p;
+    return *this;
+  }
+  ~NodeRef() {}
+};
+using NodePtr = NodeRef;
+static NodePtr node_ptr(const std::shared_ptr<Node> &n) {
+  NodeRef r;
+  r.p = n.get();
+  return r;
+}
+#else
+using NodePtr = std::shared_ptr<Node>;
+static NodePtr node_ptr(const std::shared_ptr<Node> &n) { return n; }
+#endif
+
+static thread_local NodePtr current_evaluating_node;
+
+#ifdef FT_NO_CURRENT_NODE
+NodePtr get_current_node_renamed() { return current_evaluating_node; }
+#else
+NodePtr get_current_node() { return current_evaluating_node; }
+#endif
+
+struct NodeGuard {
+  explicit NodeGuard(NodePtr node) : last_(current_evaluating_node) { current_evaluating_node = node; }
+  ~NodeGuard() { current_evaluating_node = last_; }
+  NodePtr last_;
+};
+
+struct GraphTask {
+  std::vector<std::shared_ptr<Node>> nodes;  // in creation order
+  int err = 0;
+};
+
+struct Engine {
+  void thread_main(const std::shared_ptr<GraphTask> &graph_task);
+};
+
+// The engine's device thread: every node, newest first, under its guard.
+__attribute__((noinline)) void Engine::thread_main(const std::shared_ptr<GraphTask> &graph_task) {
+  for (auto it = graph_task->nodes.rbegin(); it != graph_task->nodes.rend() && !graph_task->err; ++it) {
+    NodeGuard guard(node_ptr(*it));
+    graph_task->err = (*it)->apply();
+  }
+  __asm__ volatile("" ::: "memory");  // not a tail call: this frame stays in the launches' path
+}
+
+}  // namespace autograd
+}  // namespace torch
+
+using torch::autograd::Node;
+
+static std::shared_ptr<torch::autograd::GraphTask> graph = std::make_shared<torch::autograd::GraphTask>();
+
+extern "C" {
+
+__attribute__((visibility("default"))) int ft_setup(void) { return hl_setup(); }
+
+// A forward operation: with grad, a Node first (as the generated autograd
+// kernels make grad_fn before they redispatch), then its fwd kernels.
+__attribute__((visibility("default"))) int ft_op(int fwd, int bwd, int grad) {
+  if (grad) {
+    auto n = std::make_shared<Node>();
+    n->bwd_ = bwd;
+    graph->nodes.push_back(n);
+  }
+  return fwd > 0 ? hl_direct(fwd) : 0;
+}
+
+// A node of no forward operation (AccumulateGrad: sequence number
+// UINT64_MAX), evaluated like the others.
+__attribute__((visibility("default"))) int ft_leaf(int bwd) {
+  auto n = std::make_shared<Node>(UINT64_MAX);
+  n->bwd_ = bwd;
+  graph->nodes.push_back(n);
+  return 0;
+}
+
+// Backward of every node made since the last call, on an engine thread
+// while the caller waits.
+__attribute__((visibility("default"))) int ft_backward(void) {
+  auto task = graph;
+  graph = std::make_shared<torch::autograd::GraphTask>();
+  torch::autograd::Engine engine;
+  std::thread th([&] { engine.thread_main(task); });
+  th.join();
+  return task->err;
+}
+}
