@@ -74,8 +74,9 @@ static struct {
   _Atomic uint64_t *seq;         /* FWD_SEQS entries: tag << 32 | path id; 0 empty */
   gpd_intern_t paths;            /* (parent path, Python key) -> path id */
   fwd_rev_t *rev;                /* by path id: its key and parent */
-  int looked, full_logged;
-  _Atomic int off_logged;
+  int looked;
+  _Atomic int full_logged, off_logged;
+  _Atomic int known;             /* a node passed the layout checks */
 } fwd;
 
 /* Switch the link off for good (a Node that is not laid out as known):
@@ -163,7 +164,7 @@ static uint32_t fwd_path(gpd_pyframes_thread_t *t) {
     uint32_t id = 0;
     int is_new = 0;
     if (gpd_intern_get(&fwd.paths, parent, k, &id, &is_new) != 0 || id > FWD_PATHS) {
-      if (!fwd.full_logged++)
+      if (!atomic_exchange(&fwd.full_logged, 1))
         GPD_LOG(GPD_LOG_WARN, "backward: table of forward Python paths full (%u); later forward operations' "
                 "backward kernels stay under the caller of backward()", FWD_PATHS);
       return 0;
@@ -223,8 +224,12 @@ FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
   if (!node)
     return 0; /* no node being evaluated */
   /* The Node's weak_ptr to itself (enable_shared_from_this) names the
-   * same Node and control block as the returned shared_ptr. */
-  if ((node & 7) || (ctrl & 7) || !rd_ok(t, node, NODE_SIZE) || !rd_ok(t, ctrl, CTRL_USE + 4) ||
+   * same Node and control block as the returned shared_ptr.  Until one
+   * node passed, the reads are checked ones (a function that returns
+   * something else may hand back any pointer); then they are plain (a
+   * live shared_ptr of the same function). */
+  int known = atomic_load_explicit(&fwd.known, memory_order_relaxed);
+  if ((node & 7) || (ctrl & 7) || (!known && (!rd_ok(t, node, NODE_SIZE) || !rd_ok(t, ctrl, CTRL_USE + 4))) ||
       ld_ptr(node + NODE_WEAK_PTR) != node || ld_ptr(node + NODE_WEAK_CTRL) != ctrl) {
     fwd_off("its shared_ptr is not the Node's own weak reference"); /* that reference stays taken */
     return 0;
@@ -237,6 +242,8 @@ FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
     fwd_off(tid == 0 || tid >= (1ull << 32) ? "a thread id out of range" : "a sequence number out of range");
     return 0;
   }
+  if (!known)
+    atomic_store_explicit(&fwd.known, 1, memory_order_relaxed);
   uint64_t e = atomic_load_explicit(&fwd.seq[fwd_slot(tid, seq)], memory_order_acquire);
   uint32_t id = (uint32_t)e;
   if (!id || e >> 32 != fwd_tag(tid, seq))

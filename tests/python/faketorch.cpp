@@ -23,13 +23,19 @@
 //   FT_INTRUSIVE        Node without enable_shared_from_this, returned as
 //                       a one-pointer handle (as an intrusive_ptr would be)
 // Every extern "C" function returns 0 or an OpenCL / errno error.
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 extern "C" int hl_setup(void);
 extern "C" int hl_direct(int n);
+
+// What launches n "kernels": OpenCL on PoCL, or a bench's captures
+// (ft_set_launch).
+static int (*launch)(int n) = hl_direct;
 
 namespace at {
 namespace sequence_number {
@@ -67,7 +73,7 @@ struct Node : std::enable_shared_from_this<Node> {
   }
   Node() : Node(at::sequence_number::get_and_increment()) {}
   virtual ~Node() = default;
-  virtual int apply() { return hl_direct(bwd_); }
+  virtual int apply() { return launch(bwd_); }
 
   const uint64_t sequence_nr_;
   uint64_t topological_nr_ = 0;
@@ -154,7 +160,7 @@ __attribute__((visibility("default"))) int ft_op(int fwd, int bwd, int grad) {
     n->bwd_ = bwd;
     graph->nodes.push_back(n);
   }
-  return fwd > 0 ? hl_direct(fwd) : 0;
+  return fwd > 0 ? launch(fwd) : 0;
 }
 
 // A node of no forward operation (AccumulateGrad: sequence number
@@ -166,14 +172,45 @@ __attribute__((visibility("default"))) int ft_leaf(int bwd) {
   return 0;
 }
 
-// Backward of every node made since the last call, on an engine thread
+// The engine's device thread, started once and kept (as PyTorch keeps
+// its device threads): runs each task handed over in ft_backward.
+// (never destroyed: the thread still waits on them at exit)
+static std::mutex &mu = *new std::mutex;
+static std::condition_variable &cv = *new std::condition_variable;
+static std::shared_ptr<torch::autograd::GraphTask> pending;
+static bool finished;
+
+static void engine_thread(void) {
+  torch::autograd::Engine engine;
+  std::unique_lock<std::mutex> lk(mu);
+  for (;;) {
+    cv.wait(lk, [] { return pending != nullptr; });
+    auto task = pending;
+    lk.unlock();
+    engine.thread_main(task);
+    lk.lock();
+    pending = nullptr;
+    finished = true;
+    cv.notify_all();
+  }
+}
+
+// Backward of every node made since the last call, on the engine thread
 // while the caller waits.
 __attribute__((visibility("default"))) int ft_backward(void) {
+  static std::once_flag started;
+  std::call_once(started, [] { std::thread(engine_thread).detach(); });
   auto task = graph;
   graph = std::make_shared<torch::autograd::GraphTask>();
-  torch::autograd::Engine engine;
-  std::thread th([&] { engine.thread_main(task); });
-  th.join();
+  std::unique_lock<std::mutex> lk(mu);
+  finished = false;
+  pending = task;
+  cv.notify_all();
+  cv.wait(lk, [] { return finished; });
   return task->err;
 }
+
+// Kernel launches go to fn from now on (bench/bench-python.py: timed
+// captures instead of OpenCL).
+__attribute__((visibility("default"))) void ft_set_launch(int (*fn)(int n)) { launch = fn; }
 }
