@@ -97,7 +97,7 @@ int gpd__pyframes_walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log);
 
 /* The defined dynamic function symbol `name` of a mapped library (its
  * own .dynsym through DT_GNU_HASH or DT_HASH, no loader call): address
- * and st_size; 0 or -ENOENT (pyframes-handoff.c). */
+ * and st_size; 0 or -ENOENT (pyframes-dynsym.c). */
 int gpd__pyframes_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size);
 
 /* Backward under forward (pyframes-backward.c): from the module scan,
