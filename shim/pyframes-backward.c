@@ -64,6 +64,7 @@
 typedef struct fwd_rev_s {
   _Atomic uint64_t key;    /* the path's innermost Python key; 0 = being filled */
   _Atomic uint32_t parent; /* the path one frame shorter, 0 = none */
+  _Atomic uint32_t depth;  /* its number of frames */
 } fwd_rev_t;
 
 static struct {
@@ -152,7 +153,9 @@ static inline uint64_t fwd_tag(uint64_t tid, uint64_t seq) {
 
 /* The path id of t's Python frames (t->key, innermost first), interning
  * root first only the suffix that differs from the thread's last record;
- * 0 when the table is full. */
+ * 0 when the table is full.  t->fwd_id / fwd_key / fwd_n hold the path
+ * last recorded or resolved on this thread, root first: fwd_id[j] is the
+ * path of fwd_key[0..j] (fwd_find keeps the same meaning). */
 static uint32_t fwd_path(gpd_pyframes_thread_t *t) {
   uint32_t n = t->n, j = 0, lim = t->fwd_n < n ? t->fwd_n : n;
   while (j < lim && t->fwd_key[j] == t->key[n - 1 - j])
@@ -171,6 +174,7 @@ static uint32_t fwd_path(gpd_pyframes_thread_t *t) {
     }
     if (is_new) {
       atomic_store_explicit(&fwd.rev[id].parent, parent, memory_order_relaxed);
+      atomic_store_explicit(&fwd.rev[id].depth, j + 1, memory_order_relaxed);
       atomic_store_explicit(&fwd.rev[id].key, k, memory_order_release);
     }
     t->fwd_key[j] = k;
@@ -211,6 +215,43 @@ FOREIGN static void fwd_put(uintptr_t ctrl) {
     ;
 }
 
+/* The Python keys of path id into t->key, innermost first; their count,
+ * 0 for a path not (yet) complete.  Walks up the parent links only until
+ * the path last resolved on this thread (t->fwd_*), whose root part is
+ * copied: consecutive backward nodes share most of their forward frames,
+ * and each link is a dependent load. */
+static int fwd_keys(gpd_pyframes_thread_t *t, uint32_t id) {
+  if (id == 0 || id > FWD_PATHS || !atomic_load_explicit(&fwd.rev[id].key, memory_order_acquire))
+    return 0;
+  uint32_t depth = atomic_load_explicit(&fwd.rev[id].depth, memory_order_relaxed), d = depth, n = 0;
+  if (depth == 0 || depth > GPD_PY_MAX)
+    return 0;
+  /* the differing suffix, innermost first, into t->key and (root first)
+   * into the memo, whose valid prefix shrinks before an entry is written */
+  while (d > 0 && !(d <= t->fwd_n && t->fwd_id[d - 1] == id)) {
+    uint64_t k = id && id <= FWD_PATHS ? atomic_load_explicit(&fwd.rev[id].key, memory_order_acquire) : 0;
+    if (!k) {
+      t->fwd_n = 0; /* a path still being filled by its forward thread, or a bad link */
+      return 0;
+    }
+    if (t->fwd_n > d - 1)
+      t->fwd_n = d - 1;
+    t->fwd_key[d - 1] = k;
+    t->fwd_id[d - 1] = id;
+    t->key[n++] = k;
+    id = atomic_load_explicit(&fwd.rev[id].parent, memory_order_relaxed);
+    d--;
+  }
+  if (d == 0 && id != 0) {
+    t->fwd_n = 0;
+    return 0;
+  }
+  for (uint32_t j = d; j-- > 0;) /* the shared root part */
+    t->key[n++] = t->fwd_key[j];
+  t->fwd_n = depth;
+  return (int)n;
+}
+
 FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
   if (!atomic_load_explicit(&fwd.on, memory_order_acquire))
     return 0;
@@ -248,15 +289,5 @@ FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
   uint32_t id = (uint32_t)e;
   if (!id || e >> 32 != fwd_tag(tid, seq))
     return 0; /* its forward launched nothing from Python, or was overwritten */
-  uint32_t n = 0;
-  for (; id && n < GPD_PY_MAX; n++) {
-    if (id > FWD_PATHS)
-      return 0;
-    uint64_t k = atomic_load_explicit(&fwd.rev[id].key, memory_order_acquire);
-    if (!k)
-      return 0; /* still being filled by its forward thread */
-    t->key[n] = k;
-    id = atomic_load_explicit(&fwd.rev[id].parent, memory_order_relaxed);
-  }
-  return id ? 0 : (int)n;
+  return fwd_keys(t, id);
 }
