@@ -6,12 +6,15 @@ Every GKER:COUNT is one kernel launch.  Each context with kernels is
 either a forward launch (Python frames, no `<backward>`) or a backward one
 (Python frames, then `<backward>`, then native frames with
 Engine::thread_main and no Python frame).  Counted by (which, the Python
-frames without `<module>`):
-  linked  forward: attn_mm N, attn_softmax 2N, mlp_mm N, mlp_nograd N, opt N;
+frames of SCRIPT and GRAPH_PY without `<module>`):
+  linked  forward: attn_mm N, attn_softmax 2N, mlp_mm N, mlp_nograd N, opt N,
+          side N (another thread, whose sequence numbers overlap the main
+          thread's in the first step);
           backward under its forward line: attn_mm 2N, attn_softmax 3N,
-          mlp_mm 4N; under the caller (_engine_run_backward): 2N (the
-          view's node, no forward launch; the leaf's, no forward operation)
-  caller  the same forward launches; all 11N backward kernels under the
+          mlp_mm 4N, side 2N; under the caller (_engine_run_backward): 2N
+          (the view's node, no forward launch; the leaf's, no forward
+          operation)
+  caller  the same forward launches; all 13N backward kernels under the
           caller (the link is off: today's placement)
 """
 import sys
@@ -35,16 +38,17 @@ def main():
         "mlp_mm": mlp_ + (fr("mlp", "mlp_mm"),),
         "mlp_nograd": mlp_ + (fr("mlp", "mlp_nograd"),),
         "opt": (main_, fr("step", "opt")),
+        "side": (fr("side", "side_op"),),
         "caller": (main_, fr("step", "step_bwd"), "_engine_run_backward (%s:%d)" % (graph_py, tg["engine"])),
     }
     name_of = {v: k for k, v in paths.items()}
     want = {("fwd", "attn_mm"): n, ("fwd", "attn_softmax"): 2 * n, ("fwd", "mlp_mm"): n,
-            ("fwd", "mlp_nograd"): n, ("fwd", "opt"): n}
+            ("fwd", "mlp_nograd"): n, ("fwd", "opt"): n, ("fwd", "side"): n}
     if mode == "linked":
         want.update({("bwd", "attn_mm"): 2 * n, ("bwd", "attn_softmax"): 3 * n, ("bwd", "mlp_mm"): 4 * n,
-                     ("bwd", "caller"): 2 * n})
+                     ("bwd", "side"): 2 * n, ("bwd", "caller"): 2 * n})
     else:
-        want[("bwd", "caller")] = 11 * n
+        want[("bwd", "caller")] = 13 * n
 
     got = {}
     for chain, v in leaves_gpdb(prof, "GKER:COUNT"):
@@ -59,7 +63,7 @@ def main():
                 fail("no native Engine::thread_main frame below <backward>: %s" % labels)
             chain = chain[:i]
             which = "bwd"
-        py = [lab for k, lab in chain if k == 5]
+        py = [lab for k, lab in chain if k == 5 and ("(%s:" % script in lab or "(%s:" % graph_py in lab)]
         if py and py[0].startswith("<module> ("):
             py = py[1:]
         key = (which, name_of.get(tuple(py)))

@@ -9,10 +9,13 @@
 #             is a node of no forward operation (AccumulateGrad)
 #   backward  the engine thread evaluates the step's nodes while this
 #             thread waits in torch/autograd/graph.py _engine_run_backward
+#   side      first, on a new thread (its own counter from 0, its own
+#             thread id): one node and one forward kernel, two backward
 #   opt       one kernel after backward, no node
 import ctypes
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "faketorch"))
 from torch.autograd import graph  # noqa: E402  (the stand-in package)
@@ -43,7 +46,14 @@ def forward():
     mlp()  # L:fwd_mlp
 
 
+def side():
+    chk(lib.ft_op(1, 2, 1), "side")  # L:side_op
+
+
 def step():
+    th = threading.Thread(target=side)
+    th.start()
+    th.join()
     forward()  # L:step_fwd
     chk(graph._engine_run_backward(lib), "backward")  # L:step_bwd
     chk(lib.ft_op(1, 0, 0), "opt")  # L:opt

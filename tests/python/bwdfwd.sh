@@ -40,6 +40,6 @@ tidmoved | intrusive) want="handoff 1 found 1 nosym 0 layout 1" place=caller ;;
 esac
 [ "$lines" = "$want" ] || { cat "$T/out.txt"; die "log lines: $lines, want $want"; }
 $PY "$PYDIR/bwdfwd-check.py" "$T/p.gpdb" "$S" "$G" $N $place
-$GPDQ "$T/p.gpdb" metric-total GKER:COUNT $((17 * N))
+$GPDQ "$T/p.gpdb" metric-total GKER:COUNT $((20 * N))
 $GPDQ "$T/p.gpdb" drops 0
 echo "PASS bwdfwd $MODE"
