@@ -74,7 +74,7 @@ static struct {
   void *(*node)(void *ret);      /* torch::autograd::get_current_node (hidden return pointer) */
   _Atomic uint64_t *seq;         /* FWD_SEQS entries: tag << 32 | path id; 0 empty */
   gpd_intern_t paths;            /* (parent path, Python key) -> path id */
-  fwd_rev_t *rev;                /* by path id: its key and parent */
+  fwd_rev_t *rev;                /* by path id: its key, parent and depth */
   int looked;
   _Atomic int full_logged, off_logged;
   _Atomic int known;             /* a node passed the layout checks */

@@ -86,9 +86,10 @@ typedef struct gpd_pyframes_thread_s {
   } hcode[GPD_PY_HCODE];
   /* backward under forward (pyframes-backward.c): this thread's autograd
    * sequence counter at its last recorded capture, its RecordFunction
-   * thread id (0 = not asked yet), and the Python path it recorded last,
-   * root first, as keys and their ids in the forward-path table (the next
-   * record interns only the suffix that differs) */
+   * thread id (0 = not asked yet), and the Python path it recorded or
+   * resolved last, root first, as keys and their ids in the forward-path
+   * table (fwd_id[j] is the path of fwd_key[0..j]: the next record
+   * interns, the next resolution reads, only the part that differs) */
   uint64_t fwd_seq, fwd_tid;
   uint32_t fwd_n;
   uint64_t fwd_key[GPD_PY_MAX];
@@ -131,7 +132,11 @@ void gpd_pyframes_service(void);
  *  thread whose own walk found no Python frames, when native path
  *  ips[0..n) (return addresses, innermost first) passes through a known
  *  dispatch function (torch::autograd::Engine::thread_main, found when its
- *  library was loaded), find the one Python thread blocked in a handoff
+ *  library was loaded): for PyTorch's engine, first the Python frames
+ *  recorded at the forward operation of the autograd node being evaluated
+ *  (pyframes-backward.c: one call into libtorch, get_current_node, and
+ *  its reference given back; docs/PYTHON.md "Backward under forward");
+ *  else find the one Python thread blocked in a handoff
  *  function of that dispatch (torch/autograd/graph.py
  *  _engine_run_backward, ...) by walking the interpreter's thread-state
  *  list, and put its Python frames into t (key/n, nact = 0, hand = entry +
