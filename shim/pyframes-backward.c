@@ -46,17 +46,33 @@
 #define FWD_SYM_TID "_ZN2at14RecordFunction15currentThreadIdEv"
 #define FWD_SYM_NODE "_ZN5torch8autograd16get_current_nodeEv"
 
-/* torch::autograd::Node of PyTorch 2.x (torch/csrc/autograd/function.h;
- * x86-64, libstdc++): vtable pointer; std::enable_shared_from_this<Node>,
- * whose weak_ptr is (the Node, the control block); then sequence_nr_,
- * topological_nr_, has_parent_, thread_id_.  Bytes from the Node. */
+/* torch::autograd::Node of PyTorch 2.x, in one of two layouts (x86-64,
+ * libstdc++), bytes from the Node:
+ * shared: torch/csrc/autograd/function.h, Node : std::enable_shared_from_
+ *   this<Node>, held by std::shared_ptr (get_current_node returns the
+ *   Node and its control block): vtable pointer; the weak_ptr to itself
+ *   (the Node, the control block); then sequence_nr_, topological_nr_,
+ *   has_parent_, thread_id_.
+ * intrusive: torch/csrc/autograd/node.h of later 2.x, Node :
+ *   c10::intrusive_ptr_target, held by c10::intrusive_ptr (the Node
+ *   alone): vtable pointer; combined_refcount_ (strong count in bits
+ *   0..31, weak count in 32..62, bit 63 "has a PyObject"; earlier c10:
+ *   refcount_ and weakcount_, 32 bits each, the same bytes); then the
+ *   same four fields. */
 #define NODE_WEAK_PTR 8
 #define NODE_WEAK_CTRL 16
 #define NODE_SEQ 24
 #define NODE_TID 48
 #define NODE_SIZE 56
+#define INODE_REFS 8
+#define INODE_SEQ 16
+#define INODE_TID 40
+#define INODE_SIZE 48
+#define INODE_REFS_MAX 0x0fffffffu /* c10's kImpracticallyHugeReferenceCount */
 /* std::_Sp_counted_base: vtable pointer, then _M_use_count (int) */
 #define CTRL_USE 8
+#define LAYOUT_SHARED 1
+#define LAYOUT_INTRUSIVE 2
 
 #define FWD_SEQS (1u << 17)  /* (thread, sequence number) entries, direct-mapped */
 #define FWD_PATHS (1u << 16) /* distinct Python paths of forward operations */
@@ -77,7 +93,7 @@ static struct {
   fwd_rev_t *rev;                /* by path id: its key, parent and depth */
   int looked;
   _Atomic int full_logged, off_logged;
-  _Atomic int known;             /* a node passed the layout checks */
+  _Atomic int known;             /* LAYOUT_*: a node passed that layout's checks; 0 none yet */
 } fwd;
 
 /* Switch the link off for good (a Node that is not laid out as known):
@@ -205,14 +221,33 @@ void gpd_pyframes_fwd_record(gpd_pyframes_thread_t *t) {
 }
 
 /* Give back the reference that get_current_node took (the engine's
- * NodeGuard holds another while the node is evaluated): the use count
- * decremented atomically, never to 0 (that would need the destructor:
- * the reference is kept instead). */
+ * NodeGuard and its task hold two more while the node is evaluated): the
+ * shared_ptr's use count decremented atomically, never to 0 (that would
+ * need the destructor: the reference is kept instead). */
 FOREIGN static void fwd_put(uintptr_t ctrl) {
   _Atomic int *use = (_Atomic int *)(ctrl + CTRL_USE);
   int v = atomic_load_explicit(use, memory_order_relaxed);
   while (v > 1 && !atomic_compare_exchange_weak_explicit(use, &v, v - 1, memory_order_acq_rel, memory_order_relaxed))
     ;
+}
+
+/* The same for an intrusive_ptr: the strong count in the combined count,
+ * only from 3 or more (c10 acts on the transitions 1 -> 0 (destroy) and
+ * 2 -> 1 (a PyObject's reference), which the shim cannot do). */
+FOREIGN static void fwd_iput(uintptr_t node) {
+  _Atomic uint64_t *refs = (_Atomic uint64_t *)(node + INODE_REFS);
+  uint64_t v = atomic_load_explicit(refs, memory_order_relaxed);
+  while ((uint32_t)v > 2 &&
+         !atomic_compare_exchange_weak_explicit(refs, &v, v - 1, memory_order_acq_rel, memory_order_relaxed))
+    ;
+}
+
+/* A plausible intrusive_ptr_target count with our reference in it: strong
+ * 2..INODE_REFS_MAX, weak 1..INODE_REFS_MAX (a strong reference counts as
+ * a weak one too). */
+static inline int fwd_irefs_ok(uint64_t v) {
+  uint32_t strong = (uint32_t)v, weak = (uint32_t)((v & ~(1ull << 63)) >> 32);
+  return strong >= 2 && strong <= INODE_REFS_MAX && weak >= 1 && weak <= INODE_REFS_MAX;
 }
 
 /* The Python keys of path id into t->key, innermost first; their count,
@@ -255,7 +290,9 @@ static int fwd_keys(gpd_pyframes_thread_t *t, uint32_t id) {
 FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
   if (!atomic_load_explicit(&fwd.on, memory_order_acquire))
     return 0;
-  uintptr_t ret[2] = {0, 0}; /* std::shared_ptr<Node>: the Node, its control block */
+  /* std::shared_ptr<Node>: the Node, its control block; c10::intrusive_ptr:
+   * the Node, and ret[1] stays 0 */
+  uintptr_t ret[2] = {0, 0};
   void *r = fwd.node(ret);
   uintptr_t node = ret[0], ctrl = ret[1];
   if (r != (void *)ret) {
@@ -264,19 +301,34 @@ FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
   }
   if (!node)
     return 0; /* no node being evaluated */
-  /* The Node's weak_ptr to itself (enable_shared_from_this) names the
-   * same Node and control block as the returned shared_ptr.  Until one
-   * node passed, the reads are checked ones (a function that returns
-   * something else may hand back any pointer); then they are plain (a
-   * live shared_ptr of the same function). */
+  /* Until one node passed, the reads are checked ones (a function that
+   * returns something else may hand back any pointer); then they are
+   * plain (a live reference of the same function, of the same kind). */
   int known = atomic_load_explicit(&fwd.known, memory_order_relaxed);
-  if ((node & 7) || (ctrl & 7) || (!known && (!rd_ok(t, node, NODE_SIZE) || !rd_ok(t, ctrl, CTRL_USE + 4))) ||
-      ld_ptr(node + NODE_WEAK_PTR) != node || ld_ptr(node + NODE_WEAK_CTRL) != ctrl) {
-    fwd_off("its shared_ptr is not the Node's own weak reference"); /* that reference stays taken */
-    return 0;
+  uint64_t seq, tid;
+  if (ctrl) {
+    /* shared: the Node's weak_ptr to itself (enable_shared_from_this)
+     * names the same Node and control block as the returned shared_ptr */
+    if (known == LAYOUT_INTRUSIVE || (node & 7) || (ctrl & 7) ||
+        (!known && (!rd_ok(t, node, NODE_SIZE) || !rd_ok(t, ctrl, CTRL_USE + 4))) ||
+        ld_ptr(node + NODE_WEAK_PTR) != node || ld_ptr(node + NODE_WEAK_CTRL) != ctrl) {
+      fwd_off("its shared_ptr is not the Node's own weak reference"); /* that reference stays taken */
+      return 0;
+    }
+    seq = ld_ptr(node + NODE_SEQ);
+    tid = ld_ptr(node + NODE_TID);
+    fwd_put(ctrl);
+  } else {
+    /* intrusive: a vtable pointer and a count that holds our reference */
+    if (known == LAYOUT_SHARED || (node & 7) || (!known && !rd_ok(t, node, INODE_SIZE)) || !ld_ptr(node) ||
+        (ld_ptr(node) & 7) || !fwd_irefs_ok(ld_ptr(node + INODE_REFS))) {
+      fwd_off("a Node returned alone whose reference count is not an intrusive_ptr_target's");
+      return 0;
+    }
+    seq = ld_ptr(node + INODE_SEQ);
+    tid = ld_ptr(node + INODE_TID);
+    fwd_iput(node);
   }
-  uint64_t seq = ld_ptr(node + NODE_SEQ), tid = ld_ptr(node + NODE_TID);
-  fwd_put(ctrl);
   if (seq == UINT64_MAX)
     return 0; /* a node of no forward operation (AccumulateGrad) */
   if (tid == 0 || tid >= (1ull << 32) || seq >= (1ull << 48)) {
@@ -284,7 +336,7 @@ FOREIGN int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t) {
     return 0;
   }
   if (!known)
-    atomic_store_explicit(&fwd.known, 1, memory_order_relaxed);
+    atomic_store_explicit(&fwd.known, ctrl ? LAYOUT_SHARED : LAYOUT_INTRUSIVE, memory_order_relaxed);
   uint64_t e = atomic_load_explicit(&fwd.seq[fwd_slot(tid, seq)], memory_order_acquire);
   uint32_t id = (uint32_t)e;
   if (!id || e >> 32 != fwd_tag(tid, seq))

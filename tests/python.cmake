@@ -36,7 +36,7 @@ set_target_properties(gpd-handoff PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BI
 # python.bwdfwd-*: backward under forward through a stand-in libtorch_cpu.so
 # (tests/python/faketorch.cpp, one build per variant, each named
 # libtorch_cpu.so in its own folder; tests/python/bwdfwd.sh; PoCL)
-foreach(v "linked;" "nonode;FT_NO_CURRENT_NODE" "tidmoved;FT_TID_MOVED" "intrusive;FT_INTRUSIVE")
+foreach(v "linked;" "intrusive;FT_INTRUSIVE" "nonode;FT_NO_CURRENT_NODE" "tidmoved;FT_TID_MOVED" "handle;FT_HANDLE")
   list(GET v 0 name)
   list(GET v 1 def)
   add_library(faketorch-${name} SHARED ${GPD_PYT}/faketorch.cpp ${GPD_PYT}/handoff-lib.c)
@@ -53,7 +53,7 @@ foreach(t "handoff-carried;handoff;/usr/bin/python3;carried" "handoff-absent;han
           "handoff-carried-312;handoff;3.12;carried"
           "bwdfwd-linked;bwdfwd;/usr/bin/python3;linked" "bwdfwd-nonode;bwdfwd;/usr/bin/python3;nonode"
           "bwdfwd-tidmoved;bwdfwd;/usr/bin/python3;tidmoved" "bwdfwd-intrusive;bwdfwd;/usr/bin/python3;intrusive"
-          "bwdfwd-linked-312;bwdfwd;3.12;linked")
+          "bwdfwd-handle;bwdfwd;/usr/bin/python3;handle" "bwdfwd-linked-312;bwdfwd;3.12;linked")
   list(GET t 0 name)
   list(GET t 1 sh)
   list(GET t 2 py)

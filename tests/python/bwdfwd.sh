@@ -7,12 +7,16 @@
 # PYTHON: a path, or a version (3.12: on PATH or pyenv, else SKIP).
 #   bwdfwd.sh BUILD PYTHON linked     backward kernels under their forward
 #       operation's Python line, below <backward>; two log lines (found)
+#   bwdfwd.sh BUILD PYTHON intrusive  the same with the later 2.x Node (an
+#       intrusive_ptr_target returned as an intrusive_ptr)
 #   bwdfwd.sh BUILD PYTHON nonode     get_current_node not exported: one
 #       "has no" line, backward kernels under the caller of backward()
 #   bwdfwd.sh BUILD PYTHON tidmoved   a field added before thread_id_: one
 #       layout line (the thread id read is 0), under the caller
-#   bwdfwd.sh BUILD PYTHON intrusive  a Node without its own weak
-#       reference (an intrusive_ptr): one layout line, under the caller
+#   bwdfwd.sh BUILD PYTHON handle     a Node with no reference count,
+#       returned as a bare handle: one layout line, under the caller
+# Each run also checks (faketorch.cpp ft_backward) that every node's
+# reference count is back where it was after each backward pass.
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
 MODE=$3
@@ -33,9 +37,9 @@ nosym=$(count "backward: libtorch_cpu.so has no torch::autograd::get_current_nod
 layout=$(count "backward: libtorch's autograd Node is not laid out as in PyTorch 2.x")
 lines="handoff $handoff found $found nosym $nosym layout $layout"
 case $MODE in
-linked) want="handoff 1 found 1 nosym 0 layout 0" place=linked ;;
+linked | intrusive) want="handoff 1 found 1 nosym 0 layout 0" place=linked ;;
 nonode) want="handoff 1 found 0 nosym 1 layout 0" place=caller ;;
-tidmoved | intrusive) want="handoff 1 found 1 nosym 0 layout 1" place=caller ;;
+tidmoved | handle) want="handoff 1 found 1 nosym 0 layout 1" place=caller ;;
 *) die "unknown mode $MODE" ;;
 esac
 [ "$lines" = "$want" ] || { cat "$T/out.txt"; die "log lines: $lines, want $want"; }

@@ -17,12 +17,22 @@
 // waits in torch/autograd/graph.py's _engine_run_backward (a fake package
 // next to this file).
 //
-// Variants (compile definitions), each a PyTorch the shim must not trust:
+// Variants (compile definitions):
+//   FT_INTRUSIVE        the later 2.x layout (torch/csrc/autograd/node.h):
+//                       Node : c10::intrusive_ptr_target (vtable pointer,
+//                       combined strong/weak count), get_current_node
+//                       returns an intrusive_ptr; the shim links it too
+// and PyTorches the shim must not trust:
 //   FT_NO_CURRENT_NODE  get_current_node is not exported under its name
 //   FT_TID_MOVED        a field added before thread_id_
-//   FT_INTRUSIVE        Node without enable_shared_from_this, returned as
-//                       a one-pointer handle (as an intrusive_ptr would be)
+//   FT_HANDLE           Node with no reference count, returned as a bare
+//                       one-pointer handle
+// After a backward pass every node's count must be what it was before
+// (the shim gave back the reference get_current_node took): ft_backward
+// returns -EPROTO otherwise.
 // Every extern "C" function returns 0 or an OpenCL / errno error.
+#include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -60,10 +70,42 @@ uint64_t RecordFunction::currentThreadId() {
 }
 }  // namespace at
 
+#ifdef FT_INTRUSIVE
+namespace c10 {
+// vtable pointer, then the combined count: strong in bits 0..31, weak in
+// 32..62 (a strong reference counts one weak while there is any)
+struct intrusive_ptr_target {
+  virtual ~intrusive_ptr_target() = default;
+  mutable std::atomic<uint64_t> combined_refcount_{1ull << 32};
+};
+template <class T>
+struct intrusive_ptr {
+  T *p = nullptr;
+  intrusive_ptr() = default;
+  explicit intrusive_ptr(T *q) : p(q) {
+    if (p)
+      p->combined_refcount_.fetch_add(1);
+  }
+  intrusive_ptr(const intrusive_ptr &o) : intrusive_ptr(o.p) {}
+  intrusive_ptr &operator=(const intrusive_ptr &o) {
+    intrusive_ptr tmp(o);
+    std::swap(p, tmp.p);
+    return *this;
+  }
+  ~intrusive_ptr() {
+    if (p)
+      p->combined_refcount_.fetch_sub(1);
+  }
+};
+}  // namespace c10
+#endif
+
 namespace torch {
 namespace autograd {
 
-#ifdef FT_INTRUSIVE
+#if defined(FT_INTRUSIVE)
+struct Node : c10::intrusive_ptr_target {
+#elif defined(FT_HANDLE)
 struct Node {
 #else
 struct Node : std::enable_shared_from_this<Node> {
@@ -85,9 +127,13 @@ struct Node : std::enable_shared_from_this<Node> {
   int bwd_ = 0;  // backward kernels
 };
 
-#ifdef FT_INTRUSIVE
+#if defined(FT_INTRUSIVE)
+using NodePtr = c10::intrusive_ptr<Node>;
+static NodePtr node_ptr(const std::shared_ptr<Node> &n) { return NodePtr(n.get()); }
+static bool refs_back(const std::shared_ptr<Node> &n) { return n->combined_refcount_.load() == 1ull << 32; }
+#elif defined(FT_HANDLE)
 // a handle of one pointer, not trivially copyable: returned through a
-// hidden pointer, as c10::intrusive_ptr<Node> would be
+// hidden pointer, but no count behind it
 struct NodeRef {
   Node *p = nullptr;
   NodeRef() = default;
@@ -104,9 +150,11 @@ static NodePtr node_ptr(const std::shared_ptr<Node> &n) {
   r.p = n.get();
   return r;
 }
+static bool refs_back(const std::shared_ptr<Node> &) { return true; }
 #else
 using NodePtr = std::shared_ptr<Node>;
 static NodePtr node_ptr(const std::shared_ptr<Node> &n) { return n; }
+static bool refs_back(const std::shared_ptr<Node> &n) { return n.use_count() == 1; }  // the graph's own
 #endif
 
 static thread_local NodePtr current_evaluating_node;
@@ -132,10 +180,12 @@ struct Engine {
   void thread_main(const std::shared_ptr<GraphTask> &graph_task);
 };
 
-// The engine's device thread: every node, newest first, under its guard.
+// The engine's device thread: every node, newest first, under its guard,
+// the task holding a reference too (as NodeTask::fn_ does).
 __attribute__((noinline)) void Engine::thread_main(const std::shared_ptr<GraphTask> &graph_task) {
   for (auto it = graph_task->nodes.rbegin(); it != graph_task->nodes.rend() && !graph_task->err; ++it) {
-    NodeGuard guard(node_ptr(*it));
+    NodePtr fn = node_ptr(*it);
+    NodeGuard guard(fn);
     graph_task->err = (*it)->apply();
   }
   __asm__ volatile("" ::: "memory");  // not a tail call: this frame stays in the launches' path
@@ -207,6 +257,9 @@ __attribute__((visibility("default"))) int ft_backward(void) {
   pending = task;
   cv.notify_all();
   cv.wait(lk, [] { return finished; });
+  for (auto &n : task->nodes)
+    if (!task->err && !torch::autograd::refs_back(n))
+      task->err = -EPROTO;
   return task->err;
 }
 
