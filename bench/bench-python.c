@@ -11,7 +11,12 @@
  * thread inside bench_python_dispatch while the calling Python thread
  * waits: with GPUPROF_TEST_HANDOFF naming that function and the Python
  * caller, each capture carries the caller's Python frames (docs/PYTHON.md
- * "Work handed to a worker thread").
+ * "Work handed to a worker thread").  bench_python_launch is the
+ * "kernel launch" of the stand-in libtorch_cpu.so (tests/python/
+ * faketorch.cpp, ft_set_launch) for backward under forward: each launch
+ * is one timed capture, on the Python thread (forward) or on the
+ * stand-in's engine thread (backward); bench_python_launch_mean reads the
+ * mean.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -27,9 +32,12 @@ static gpd_region_t R;
 static volatile uint32_t sink_node;
 
 /** 0 or -1 (no region).  No consumer: a warm capture of an unchanged path
- *  pushes nothing, and the first ones fit the 64 Ki-slot ring. */
+ *  pushes nothing, and the first ones fit the 64 Ki-slot ring.  16 rings:
+ *  one per thread that captures (the main thread, the handoff rows' 7
+ *  workers, the stand-in's engine thread); a thread without a ring cannot
+ *  announce its nodes and would take the slow path at every capture. */
 int bench_python_setup(void) {
-  if (gpd_region_create(&R, 8, 1u << 16, (int32_t)getpid(), 1) != 0 || gpd_shim__attach_region(dup(R.fd)) != 0)
+  if (gpd_region_create(&R, 16, 1u << 16, (int32_t)getpid(), 1) != 0 || gpd_shim__attach_region(dup(R.fd)) != 0)
     return -1;
   return 0;
 }
@@ -84,4 +92,28 @@ double bench_python_handoff(int batches, int calls, unsigned *node) {
   pthread_join(th, NULL);
   *node = j.node;
   return j.ns;
+}
+
+static uint64_t launch_ns, launch_n;
+
+/** n timed captures (a launch of the stand-in libtorch; 0).  Called by
+ *  one thread at a time: the Python thread, or the engine thread while
+ *  the Python thread waits for it. */
+int bench_python_launch(int n) {
+  for (int i = 0; i < n; i++) {
+    uint64_t t0 = gpd_clock_ns();
+    sink_node = gpd_shim_capture();
+    launch_ns += gpd_clock_ns() - t0;
+    launch_n++;
+  }
+  return 0;
+}
+
+/** Mean ns per capture of bench_python_launch since the last call (-1:
+ *  none), the last capture's node in *node; starts the next mean. */
+double bench_python_launch_mean(unsigned *node) {
+  double m = launch_n ? (double)launch_ns / (double)launch_n : -1;
+  launch_ns = launch_n = 0;
+  *node = sink_node;
+  return m;
 }

@@ -417,7 +417,9 @@ __attribute__((noinline)) GPD_EXPORT uint32_t gpd_shim_capture(void) {
    * Python code, so a recorded walk's node is not reused then. */
   st_t1 = GPD_ST_IN_T0();
   int py = gpd_pyframes_walk(&m->py);
-  if (!py) /* a framework's worker: the Python frames of the thread that handed the work over */
+  if (py) /* PyTorch: the autograd node this operation made goes with these frames */
+    gpd_pyframes_fwd_record(&m->py);
+  else /* a framework's worker: the Python frames of its forward operation, or of the thread that handed the work over */
     py = gpd_pyframes_handoff(&m->py, w->ip, (int)w->n);
   GPD_ST_IN_ADD(GPD_ST_PYWALK, st_t1);
   if (__builtin_expect(gpd_shim__stats_on == 1, 0))

@@ -4,7 +4,8 @@
  * loaded library by its ELF dynamic symbol (gpd_pyframes_module), finding
  * the Python thread that waits for the work (gpd_pyframes_handoff) and
  * the splice of its frames below the worker's native path.  The walk,
- * sites and checked reads are pyframes.c's (pyframes-internal.h).
+ * sites and checked reads are pyframes.c's (pyframes-internal.h); the
+ * symbol lookup pyframes-dynsym.c's.
  */
 #include <errno.h>
 #include <link.h>
@@ -34,6 +35,7 @@ typedef struct hand_disp_s {
   const char *sym;   /* the dispatch function's dynamic symbol */
   const char *what;  /* its name as the log says it */
   const char *label; /* the placeholder between caller and worker */
+  int fwd;           /* PyTorch's engine: backward under forward (pyframes-backward.c) */
   hand_fn_t fn[HAND_FNS];
 } hand_disp_t;
 
@@ -46,6 +48,7 @@ static const hand_disp_t hand_builtin[] = {
     {"libtorch_cpu.so", "_ZN5torch8autograd6Engine11thread_mainERKSt10shared_ptrINS0_9GraphTaskEE",
      "torch::autograd::Engine::thread_main",
      "<backward>",
+     1,
      {{"_engine_run_backward", "torch/autograd/graph.py"},
       {"backward", "torch/autograd/__init__.py"},
       {"grad", "torch/autograd/__init__.py"}}},
@@ -89,87 +92,6 @@ static void hand_test_env(void) {
                             .fn = {{f[2], f[3]}}};
 }
 
-static uint32_t elf_gnu_hash(const char *s) {
-  uint32_t h = 5381;
-  for (; *s; s++)
-    h = h * 33 + (uint8_t)*s;
-  return h;
-}
-
-static uint32_t elf_sysv_hash(const char *s) {
-  uint32_t h = 0, g;
-  for (; *s; s++) {
-    h = (h << 4) + (uint8_t)*s;
-    g = h & 0xf0000000u;
-    if (g)
-      h ^= g >> 24;
-    h &= ~g;
-  }
-  return h;
-}
-
-/* The defined dynamic symbol `name` of a mapped library: its address and
- * st_size.  Reads the library's own mapped tables (PT_DYNAMIC: DT_SYMTAB,
- * DT_STRTAB, DT_GNU_HASH or DT_HASH); no loader call.  0 or -ENOENT. */
-static int elf_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size) {
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-  if (!dyn)
-    return -ENOENT;
-  uintptr_t symtab = 0, strtab = 0, gnu = 0, sysv = 0;
-  for (; dyn->d_tag != DT_NULL; dyn++) {
-    /* glibc relocates these in place where the dynamic section is
-     * writable (x86-64), not where it is read-only */
-    uintptr_t a = dyn->d_un.d_ptr;
-    if (a < info->dlpi_addr)
-      a += info->dlpi_addr;
-    if (dyn->d_tag == DT_SYMTAB)
-      symtab = a;
-    else if (dyn->d_tag == DT_STRTAB)
-      strtab = a;
-    else if (dyn->d_tag == DT_GNU_HASH)
-      gnu = a;
-    else if (dyn->d_tag == DT_HASH)
-      sysv = a;
-  }
-  if (!symtab || !strtab || (!gnu && !sysv))
-    return -ENOENT;
-  const ElfW(Sym) *sy = (const ElfW(Sym) *)symtab, *hit = NULL;
-  if (gnu) {
-    const uint32_t *g = (const uint32_t *)gnu;
-    uint32_t nb = g[0], off = g[1], nbloom = g[2], h = elf_gnu_hash(name);
-    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(g + 4) + nbloom);
-    const uint32_t *chain = buckets + nb;
-    uint32_t i = nb ? buckets[h % nb] : 0;
-    for (; i >= off && i != 0; i++) {
-      uint32_t c = chain[i - off];
-      if ((c | 1) == (h | 1) && strcmp((const char *)strtab + sy[i].st_name, name) == 0) {
-        hit = &sy[i];
-        break;
-      }
-      if (c & 1)
-        break;
-    }
-  } else {
-    const uint32_t *hh = (const uint32_t *)sysv;
-    uint32_t nb = hh[0], nc = hh[1];
-    const uint32_t *bucket = hh + 2, *chain = bucket + nb;
-    for (uint32_t i = nb ? bucket[elf_sysv_hash(name) % nb] : 0, k = 0; i && i < nc && k < nc;
-         i = chain[i], k++)
-      if (strcmp((const char *)strtab + sy[i].st_name, name) == 0) {
-        hit = &sy[i];
-        break;
-      }
-  }
-  if (!hit || hit->st_shndx == SHN_UNDEF || hit->st_value == 0 || (hit->st_info & 0xf) != STT_FUNC)
-    return -ENOENT;
-  *addr = info->dlpi_addr + hit->st_value;
-  *size = hit->st_size;
-  return 0;
-}
-
 void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
   if (!hand_test_read)
     hand_test_env();
@@ -182,7 +104,7 @@ void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
     uintptr_t lo = 0;
     size_t size = 0;
     uint32_t n = atomic_load_explicit(&hand.n, memory_order_relaxed);
-    if (elf_dynsym(info, d->sym, &lo, &size) < 0 || size == 0) {
+    if (gpd__pyframes_dynsym(info, d->sym, &lo, &size) < 0 || size == 0) {
       if (!hand.logged[k]++)
         GPD_LOG(GPD_LOG_WARN,
                 "handoff: %s has no %s (symbol %s%s); work of its threads keeps its native path only", base,
@@ -201,6 +123,8 @@ void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path) {
       GPD_LOG(GPD_LOG_INFO, "handoff: %s found in %s; work of its threads goes under the Python frames of "
               "the thread waiting in %s (%s), below %s", d->what, base, d->fn[0].qualname, d->fn[0].file,
               d->label);
+    if (d->fwd)
+      gpd__pyframes_fwd_module(info, base); /* its autograd nodes: backward under forward */
   }
 }
 
@@ -240,6 +164,17 @@ FOREIGN static uint32_t hand_code(gpd_pyframes_thread_t *t, uintptr_t co, uint32
   t->hcode[slot].names = names;
   t->hcode[slot].mask = mask;
   return mask;
+}
+
+/* t->key[0..n) are carried frames of dispatch range k: one group (the
+ * node cache's key, capture.c) below its placeholder.  Returns n. */
+static int hand_carry(gpd_pyframes_thread_t *t, uint32_t k, uint32_t n) {
+  t->n = n;
+  t->nact = 0;
+  memset(t->act, 0, t->n * sizeof t->act[0]);
+  t->hand = k + 1;
+  t->hand_label = hand.r[k].label;
+  return (int)n;
 }
 
 #define HAND_THREADS 256 /* thread states looked at; a longer list: no handoff */
@@ -293,12 +228,7 @@ FOREIGN static int hand_find(gpd_pyframes_thread_t *t, uint32_t k, uint32_t nr) 
   } else {
     memcpy(t->key, t->h_key, t->h_n * sizeof t->key[0]);
   }
-  t->n = t->h_n;
-  t->nact = 0;
-  memset(t->act, 0, t->n * sizeof t->act[0]); /* one group: the node cache's key (capture.c) */
-  t->hand = k + 1;
-  t->hand_label = hand.r[k].label;
-  return (int)t->n;
+  return hand_carry(t, k, t->h_n);
 }
 
 int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) {
@@ -312,7 +242,12 @@ int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n) 
   for (int i = 0; i < n; i++)
     for (uint32_t k = 0; k < nr; k++)
       if (ips[i] - 1 >= hand.r[k].lo && ips[i] - 1 < hand.r[k].hi) {
-        int got = hand_find(t, k, nr);
+        /* PyTorch's engine: the forward operation of the node being
+         * evaluated, when it was recorded; else the waiting caller */
+        int got = hand.r[k].d->fwd ? gpd__pyframes_fwd_find(t) : 0;
+        if (got > 0)
+          return hand_carry(t, k, (uint32_t)got);
+        got = hand_find(t, k, nr);
         if (!got) {
           t->n = 0; /* a walk may have filled them */
           t->nact = 0;

@@ -95,4 +95,20 @@ int gpd__pyframes_str_read(gpd_pyframes_thread_t *t, uintptr_t o, char *out, siz
  * t->key, returns their count (pyframes.c). */
 int gpd__pyframes_walk_from(gpd_pyframes_thread_t *t, uintptr_t f, int may_log);
 
+/* The defined dynamic function symbol `name` of a mapped library (its
+ * own .dynsym through DT_GNU_HASH or DT_HASH, no loader call): address
+ * and st_size; 0 or -ENOENT (pyframes-dynsym.c). */
+int gpd__pyframes_dynsym(const struct dl_phdr_info *info, const char *name, uintptr_t *addr, size_t *size);
+
+/* Backward under forward (pyframes-backward.c): from the module scan,
+ * for a library that holds PyTorch's autograd engine (basename in base):
+ * look its autograd symbols up, log once, and switch the link on. */
+void gpd__pyframes_fwd_module(const struct dl_phdr_info *info, const char *base);
+
+/* On an autograd worker thread (the dispatch frame is in its path): the
+ * Python frames recorded at the forward launch of the node being
+ * evaluated, into t->key (innermost first); their count, 0 when the link
+ * is off, no node is evaluated, or its forward was not recorded. */
+int gpd__pyframes_fwd_find(gpd_pyframes_thread_t *t);
+
 #endif

@@ -84,6 +84,16 @@ typedef struct gpd_pyframes_thread_s {
     uintptr_t co, names;
     uint32_t mask;
   } hcode[GPD_PY_HCODE];
+  /* backward under forward (pyframes-backward.c): this thread's autograd
+   * sequence counter at its last recorded capture, its RecordFunction
+   * thread id (0 = not asked yet), and the Python path it recorded or
+   * resolved last, root first, as keys and their ids in the forward-path
+   * table (fwd_id[j] is the path of fwd_key[0..j]: the next record
+   * interns, the next resolution reads, only the part that differs) */
+  uint64_t fwd_seq, fwd_tid;
+  uint32_t fwd_n;
+  uint64_t fwd_key[GPD_PY_MAX];
+  uint32_t fwd_id[GPD_PY_MAX];
 } gpd_pyframes_thread_t;
 
 /** Walk the calling thread's Python frames into t (key/act/n/nact).
@@ -122,7 +132,11 @@ void gpd_pyframes_service(void);
  *  thread whose own walk found no Python frames, when native path
  *  ips[0..n) (return addresses, innermost first) passes through a known
  *  dispatch function (torch::autograd::Engine::thread_main, found when its
- *  library was loaded), find the one Python thread blocked in a handoff
+ *  library was loaded): for PyTorch's engine, first the Python frames
+ *  recorded at the forward operation of the autograd node being evaluated
+ *  (pyframes-backward.c: one call into libtorch, get_current_node, and
+ *  its reference given back; docs/PYTHON.md "Backward under forward");
+ *  else find the one Python thread blocked in a handoff
  *  function of that dispatch (torch/autograd/graph.py
  *  _engine_run_backward, ...) by walking the interpreter's thread-state
  *  list, and put its Python frames into t (key/n, nact = 0, hand = entry +
@@ -141,6 +155,19 @@ int gpd_pyframes_handoff(gpd_pyframes_thread_t *t, const uintptr_t *ips, int n);
  *  symbol table (address and st_size) and publish the range; a symbol
  *  that is absent logs one line (the native path stays). */
 void gpd_pyframes_module(const struct dl_phdr_info *info, const char *path);
+
+/** Backward under forward (docs/PYTHON.md "Backward under forward"),
+ *  forward side: after a walk that found the calling thread's own Python
+ *  frames (t->key, t->n), when libtorch's autograd symbols were found,
+ *  read the thread's autograd sequence counter
+ *  (at::sequence_number::peek); if it moved since the thread's last
+ *  record, the newest autograd node (counter - 1) was created since, by
+ *  the operation now launching: remember (its RecordFunction thread id,
+ *  sequence number) -> these Python frames in a bounded process-wide
+ *  table (newest wins).  Application thread that owns t; no lock; no
+ *  allocation (tables mapped when libtorch was found); one call into
+ *  libtorch (a thread-local load), two on the thread's first record. */
+void gpd_pyframes_fwd_record(gpd_pyframes_thread_t *t);
 
 /** Splice the walked Python frames into native path ips[0..n) (return
  *  addresses, innermost first, shim frames already cut): each native

@@ -33,12 +33,33 @@ add_library(gpd-handoff SHARED ${GPD_PYT}/handoff-lib.c)
 target_include_directories(gpd-handoff PRIVATE ${OpenCL_INCLUDE_DIRS})
 target_link_libraries(gpd-handoff PRIVATE ${OpenCL_LIBRARIES} Threads::Threads)
 set_target_properties(gpd-handoff PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
-foreach(t "carried;/usr/bin/python3;carried" "absent;/usr/bin/python3;absent" "carried-312;3.12;carried")
+# python.bwdfwd-*: backward under forward through a stand-in libtorch_cpu.so
+# (tests/python/faketorch.cpp, one build per variant, each named
+# libtorch_cpu.so in its own folder; tests/python/bwdfwd.sh; PoCL)
+foreach(v "linked;" "intrusive;FT_INTRUSIVE" "nonode;FT_NO_CURRENT_NODE" "tidmoved;FT_TID_MOVED" "handle;FT_HANDLE")
+  list(GET v 0 name)
+  list(GET v 1 def)
+  add_library(faketorch-${name} SHARED ${GPD_PYT}/faketorch.cpp ${GPD_PYT}/handoff-lib.c)
+  if(def)
+    target_compile_definitions(faketorch-${name} PRIVATE ${def})
+  endif()
+  target_include_directories(faketorch-${name} PRIVATE ${OpenCL_INCLUDE_DIRS})
+  target_link_libraries(faketorch-${name} PRIVATE ${OpenCL_LIBRARIES} Threads::Threads)
+  set_target_properties(faketorch-${name} PROPERTIES OUTPUT_NAME torch_cpu
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib/faketorch-${name})
+endforeach()
+# the tests: NAME (python.handoff-*, python.bwdfwd-*), script, Python, mode
+foreach(t "handoff-carried;handoff;/usr/bin/python3;carried" "handoff-absent;handoff;/usr/bin/python3;absent"
+          "handoff-carried-312;handoff;3.12;carried"
+          "bwdfwd-linked;bwdfwd;/usr/bin/python3;linked" "bwdfwd-nonode;bwdfwd;/usr/bin/python3;nonode"
+          "bwdfwd-tidmoved;bwdfwd;/usr/bin/python3;tidmoved" "bwdfwd-intrusive;bwdfwd;/usr/bin/python3;intrusive"
+          "bwdfwd-handle;bwdfwd;/usr/bin/python3;handle" "bwdfwd-linked-312;bwdfwd;3.12;linked")
   list(GET t 0 name)
-  list(GET t 1 py)
-  list(GET t 2 mode)
-  add_test(NAME python.handoff-${name} COMMAND bash ${GPD_PYT}/handoff.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
-  set_tests_properties(python.handoff-${name} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
+  list(GET t 1 sh)
+  list(GET t 2 py)
+  list(GET t 3 mode)
+  add_test(NAME python.${name} COMMAND bash ${GPD_PYT}/${sh}.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
+  set_tests_properties(python.${name} PROPERTIES LABELS integration TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache;GPD_IT_LIMIT=100")
 endforeach()
 endif()

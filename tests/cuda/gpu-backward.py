@@ -5,8 +5,11 @@ gpu-backward.sh records it and check-backward.py counts).
 
 GPT-2 and BERT from `transformers` configs, torchvision's ResNet-18:
 random weights (no download), random inputs, AdamW, loss.backward().
-The backward kernels run on PyTorch's autograd threads; with the handoff
-they land under this script's train_step > loss.backward() line.
+The backward kernels run on PyTorch's autograd threads; with backward
+under forward they land under the Python frames of the forward operation
+whose gradient they compute (train_step > the loss line > the model's
+modules), else (handoff) under this script's train_step > loss.backward()
+line.
 
 Usage: python3 gpu-backward.py gpt2|bert|resnet18 [steps]   (default 10)
 """

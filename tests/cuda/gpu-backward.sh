@@ -6,7 +6,10 @@
 # check-backward.py:
 #   BUNDLE=.device/bw OUT=$OUT bash .device/bw/gpu-backward.sh [steps]
 # Per model (GPT-2, BERT, ResNet-18): gpuprof record, report --json, the
-# shares (check-backward.py), the Python view's heaviest folded stacks.
+# shares (check-backward.py: under the script's frames; of the backward
+# kernels, under their forward operation's Python frame vs under the
+# caller of backward(), docs/PYTHON.md "Backward under forward"), the
+# Python view's heaviest folded stacks.
 set -u
 B=$(cd "${BUNDLE:-$(dirname "$0")}" && pwd); O=${OUT:-/tmp/out}; mkdir -p "$O"
 source "$B/env.sh"
@@ -20,7 +23,7 @@ rc=0
   for m in gpt2 bert resnet18; do
     echo "== $m"
     GPUPROF_LOG=info timeout 300 gpuprof record -o "/tmp/bw-$m.gpdb" -- python3 "$S" "$m" "$STEPS" 2>&1 |
-      grep -E "handoff|python 3|model |error|Error"
+      grep -E "handoff|backward:|python 3|model |error|Error"
     gpuprof report --json "/tmp/bw-$m.gpdb" >"$O/bw-$m.json"; echo "report rc=$?"
     python3 "$B/check-backward.py" "$O/bw-$m.json" "$S" || rc=1
     gpuprof export --python --format folded --metric GKER -o "$O/bw-$m.folded" "/tmp/bw-$m.gpdb"

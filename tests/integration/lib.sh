@@ -116,6 +116,17 @@ have_opencl() {
 
 # start_daemon SOCK DB [args...]: gpuprofd in the background; waits until
 # it answers `gpuprof ps` on SOCK.
+# PYBIN for a python given as a path, or as a version (3.12: python3.12
+# on PATH or a pyenv install, not pyenv's shim); SKIP when there is none.
+want_python() {
+  PYBIN=$1
+  if [[ $PYBIN != /* ]]; then
+    PYBIN=$(command -v "python$1" 2>/dev/null | grep -v /shims/ ||
+      ls -d "$HOME"/.pyenv/versions/"$1"*/bin/"python$1" 2>/dev/null | tail -1 || true)
+  fi
+  [ -n "$PYBIN" ] && [ -x "$PYBIN" ] || { echo "SKIP: no python $1"; exit 77; }
+}
+
 start_daemon() {
   local sock=$1 db=$2; shift 2
   "$GPUPROFD" --foreground --socket "$sock" --db "$db" --state-dir "$T/state" "$@" \

@@ -13,12 +13,8 @@
 #       library: one log line, every worker kernel keeps its native path
 source "$(dirname "$0")/../integration/lib.sh" "$1"
 have_opencl
-PYBIN=$2 MODE=$3
-if [[ $PYBIN != /* ]]; then # a version: python3.X on PATH or a pyenv install (not its shim)
-  PYBIN=$(command -v "python$PYBIN" 2>/dev/null | grep -v /shims/ ||
-    ls -d "$HOME"/.pyenv/versions/"$PYBIN"*/bin/"python$PYBIN" 2>/dev/null | tail -1 || true)
-fi
-[ -n "$PYBIN" ] && [ -x "$PYBIN" ] || { echo "SKIP: no python $2"; exit 77; }
+MODE=$3
+want_python "$2"
 PYDIR=$(cd "$(dirname "$0")" && pwd)
 S=$PYDIR/handoff.py
 LIB=$BUILD/lib/libgpd-handoff.so

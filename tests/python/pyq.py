@@ -30,14 +30,14 @@ def lines_of(script):
     return tags
 
 
-def leaves_gpdb(path):
-    """[(path of (kind, label) root first, copies)] for every context with copies."""
+def leaves_gpdb(path, metric="GXCOPY:COUNT"):
+    """[(path of (kind, label) root first, value)] for every context with metric."""
     db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
     mid = {n: i for i, n in db.execute("SELECT id, name FROM metric_desc")}
     ctx = {cid: (parent, kind, label or "")
            for cid, parent, kind, label in db.execute("SELECT id, parent, kind, label FROM context")}
     vals = db.execute("SELECT context_id, SUM(value) FROM metric WHERE metric_id = ? GROUP BY context_id",
-                      (mid["GXCOPY:COUNT"],)).fetchall()
+                      (mid[metric],)).fetchall()
     out = []
     for cid, v in vals:
         chain = []
@@ -119,4 +119,5 @@ def main():
     print("ok")
 
 
-main()
+if __name__ == "__main__":
+    main()
