@@ -80,7 +80,7 @@
 /* Records of held spans applied per pass (journal-hold.c): four times a
  * ring's batch (GPD_MONITOR_BATCH, or the process's fair share), so the apply outruns the producers while the lock is
  * held for about as long as a pass that drains four busy rings. */
-#define GPD_MONITOR_APPLY (4u * GPD_MONITOR_BATCH)
+#define GPD_MONITOR_APPLY_PER_RING 4u
 
 /* p's region (ring `ring`, or any when -1) failed validation with err:
  * stop reading it, keep what was consumed. */
@@ -110,7 +110,7 @@ uint64_t gpd_monitor_drain(gpd_daemon_t *d, gpd_proc_t *p, unsigned max_per_ring
    * private recorder (gpuprof record: its journal is used for holds only).
    * Without a journal a frozen process waits for the next pass. */
   if (p->jr.hold_on && !p->snap_frozen) {
-    int64_t a = gpd_journal_apply(d, p, (uint64_t)GPD_MONITOR_APPLY / GPD_MONITOR_BATCH * max_per_ring);
+    int64_t a = gpd_journal_apply(d, p, GPD_MONITOR_APPLY_PER_RING * (uint64_t)max_per_ring);
     if (a < 0) {
       proc_bad(p, -1, (int)a);
       return 0;

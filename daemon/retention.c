@@ -445,12 +445,7 @@ static int size_profiles(rt_t *r) {
     /* a running profile's trace rows: what its tracing threads were
      * handed, from memory (no count over the table) */
     int64_t events[64];
-    gpd_registry_lock(r->d);
-    for (int i = 0; i < n; i++) {
-      gpd_proc_t *p = run[i] == 1 ? gpd_registry_find(r->d, (uint64_t)id[i]) : NULL;
-      events[i] = p && p->state != GPD_PROC_EXITED ? (int64_t)p->prof.trace_n : -1;
-    }
-    pthread_mutex_unlock(&r->d->lock);
+    gpd_sizer_events(r->d, id, run, n, events);
     for (int i = 0; i < n; i++) {
       bytes[i] = gpd_store_purge_size_of(r->pg, id[i], events[i]);
       if ((err = rt_check(r)) != 0) /* no transaction open: a stop and flush point */

@@ -55,6 +55,15 @@ static int queued(const gpd_sizer_t *z, int64_t id) {
   return 0;
 }
 
+void gpd_sizer_events(gpd_daemon_t *d, const int64_t *id, const int64_t *run, int n, int64_t *events) {
+  gpd_registry_lock(d);
+  for (int i = 0; i < n; i++) {
+    gpd_proc_t *p = id[i] >= 0 && run[i] == 1 ? gpd_registry_find(d, (uint64_t)id[i]) : NULL;
+    events[i] = p && p->state != GPD_PROC_EXITED ? (int64_t)p->prof.trace_n : -1;
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
 /* One round: every profile that needs an estimate now, 64 at a time. */
 static void round_once(gpd_sizer_t *z) {
   gpd_daemon_t *d = z->d;
@@ -79,12 +88,7 @@ static void round_once(gpd_sizer_t *z) {
     pthread_mutex_unlock(&z->mu);
     if (fresh == 0)
       break;
-    gpd_registry_lock(d);
-    for (int i = 0; i < n; i++) {
-      gpd_proc_t *p = id[i] >= 0 && run[i] == 1 ? gpd_registry_find(d, (uint64_t)id[i]) : NULL;
-      events[i] = p && p->state != GPD_PROC_EXITED ? (int64_t)p->prof.trace_n : -1;
-    }
-    pthread_mutex_unlock(&d->lock);
+    gpd_sizer_events(d, id, run, n, events);
     for (int i = 0; i < n; i++) {
       if (id[i] < 0)
         continue;

@@ -26,6 +26,11 @@ typedef struct gpd_size_res_s {
 /** Results held at most (the sizer waits for the writer beyond). */
 #define GPD_SIZER_MAX 4096u
 
+/** The tracing threads' event counts (trace_n) of the n profiles id[]
+ *  that are running (run[i] == 1; id[i] < 0: skipped) and live in memory,
+ *  into events[]; -1 for the others (their trace_stat row or a count then:
+ *  gpd_store_purge_size_of).  Takes d->lock once. */
+void gpd_sizer_events(gpd_daemon_t *d, const int64_t *id, const int64_t *run, int n, int64_t *events);
 /** Open a connection to d's store and start the thread (d->sizer).
  *  0, or a negative errno / GPD_ESTORE (then retention sizes on the
  *  writer, as without the thread).  Main thread, after the store opened. */
